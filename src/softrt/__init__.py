@@ -1,0 +1,50 @@
+"""softrt: can this PC run my 250 µs control loop, and if not, why not?
+
+The public API::
+
+    import softrt
+    result = softrt.run_cyclic(step, period_us=250, duration_s=10)   # your own cyclic code
+    result = softrt.run(softrt.RunConfig())                           # the seed's motion test
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .cpus import CpuSet
+from .errors import ConfigError, InvalidCpu, NotSupported, PermissionDenied, SoftRTError, WorkerFailed
+from .session.config import RunConfig
+from .session.run import RunResult, run
+
+__version__ = "0.1.0"
+
+
+def run_cyclic(step: Callable[[int], Any], *, period_us: float = 250, duration_s: float = 10,
+               cpu: int | None = None, priority: int = 80, profile: str = "rt", wait: str = "spin",
+               setup: Callable[[], None] | None = None, out_dir: str | Path = "softrt-runs") -> RunResult:
+    """Run your own ``step(seq) -> output`` once per cycle in the real-time worker; measure every cycle.
+
+    *step* must be a module-level function (it is pickled by name into the worker process,
+    so scripts need the usual ``if __name__ == "__main__":`` guard). Its return value is written
+    to the (virtual) board at the next cycle's permit, as the seed's target buffer is.
+    """
+    config = RunConfig(period_ns=int(round(period_us * 1000)), duration_ns=int(round(duration_s * 1e9)), cpu=cpu,
+                       priority=priority, profile=profile, wait=wait, out_dir=Path(out_dir), scenario="run_cyclic")
+    return run(config, step=step, setup=setup)
+
+
+__all__ = [
+    "ConfigError",
+    "CpuSet",
+    "InvalidCpu",
+    "NotSupported",
+    "PermissionDenied",
+    "RunConfig",
+    "RunResult",
+    "SoftRTError",
+    "WorkerFailed",
+    "run",
+    "run_cyclic",
+]

@@ -1,0 +1,5 @@
+"""``python -m softrt``: the same as the ``softrt`` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,69 @@
+"""Per-cycle metrics and their statistics, in the seed's terms (pure numpy).
+
+* period  — permit detected to the next permit detected (the seed's "Timer int. period");
+* process — permit detected to next target computed, i.e. write + compute ("Timer int. process");
+* latency — permit detected minus the board edge that raised it;
+* slack   — the next board edge minus the end of the cycle's work (negative: overran).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ipc.layout import FLAG_DEVICE_ERROR
+
+PERCENTILES = (50.0, 99.0, 99.9, 99.99)
+
+
+def derive(records: np.ndarray, period_ns: int) -> dict[str, np.ndarray]:
+    """Return the per-cycle series (int64 ns) derived from *records* (RECORD_DTYPE)."""
+    detect = records["detect_ns"]
+    return {
+        "period_ns": np.diff(detect),
+        "process_ns": records["done_ns"] - detect,
+        "latency_ns": detect - records["edge_ns"],
+        "slack_ns": records["edge_ns"] + period_ns - records["done_ns"],
+    }
+
+
+def stats_us(values_ns: np.ndarray) -> dict[str, float | None]:
+    """Return mean/min/max/std and the percentiles of *values_ns*, in microseconds."""
+    if values_ns.size == 0:
+        return {k: None for k in ("mean", "min", "max", "std", "p50", "p99", "p99_9", "p99_99")}
+    v = values_ns.astype(np.float64) / 1e3
+    pct = np.percentile(v, PERCENTILES)
+    return {
+        "mean": float(v.mean()),
+        "min": float(v.min()),
+        "max": float(v.max()),
+        "std": float(v.std()),
+        "p50": float(pct[0]),
+        "p99": float(pct[1]),
+        "p99_9": float(pct[2]),
+        "p99_99": float(pct[3]),
+    }
+
+
+def summarize(records: np.ndarray, period_ns: int) -> dict:
+    """Return the statistics of a run's records (the numeric part of summary.json)."""
+    series = derive(records, period_ns)
+    missed = records["missed"]
+    seq = records["seq"]
+    # Records are numbered by the worker; a gap means the ring dropped records (overflow).
+    expected = int(seq[-1] - seq[0] + 1) if seq.size else 0
+    return {
+        "cycles": int(records.size),
+        "records_expected": expected,
+        "records_missing": expected - int(records.size),
+        "period_us": stats_us(series["period_ns"]),
+        "process_us": stats_us(series["process_ns"]),
+        "latency_us": stats_us(series["latency_ns"]),
+        "slack_us": stats_us(series["slack_ns"]),
+        "misses": {
+            "missed_updates": int(missed.sum()),
+            "cycles_with_miss": int((missed > 0).sum()),
+            "longest_miss_run": int(missed.max()) if missed.size else 0,
+            "overruns": int((series["slack_ns"] < 0).sum()),
+            "device_errors": int(((records["flags"] & FLAG_DEVICE_ERROR) != 0).sum()),
+        },
+    }

@@ -1,0 +1,82 @@
+"""The facts every check shares, read once per audit (audit layer).
+
+Reading /proc/*/task for every thread and /proc/irq for every IRQ is the expensive part of an
+audit; ``Context`` reads each source lazily and keeps it, so several checks can use it.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+
+from ..cpus import CpuSet
+from . import irqs as _irqs
+from . import procs as _procs
+from . import sysinfo, systemd
+
+
+class Context:
+    """One audit: the root to read, the real-time CPUs and the shared facts."""
+
+    def __init__(self, root: str, rt_cpus: CpuSet, online: CpuSet) -> None:
+        self.root = str(root)
+        self.rt_cpus = rt_cpus
+        self.online = online
+        self.housekeeping = online - rt_cpus
+
+    @property
+    def live(self) -> bool:
+        """True when reading this machine (root "/"), not a captured tree."""
+        return os.path.realpath(self.root) == "/"
+
+    @property
+    def own_pid(self) -> int | None:
+        """This process's pid when auditing the live machine (it floats, by design)."""
+        return os.getpid() if self.live else None
+
+    def text(self, rel: str) -> str | None:
+        """Return the stripped text of a kernel file, or None."""
+        return sysinfo.text(self.root, rel)
+
+    @cached_property
+    def cmdline(self) -> dict[str, str] | None:
+        """Kernel parameters (/proc/cmdline)."""
+        return sysinfo.cmdline(self.root)
+
+    @cached_property
+    def kconfig(self) -> tuple[dict[str, str], str] | None:
+        """(build configuration, where it was read) or None."""
+        return sysinfo.kconfig(self.root)
+
+    def config(self, option: str) -> str | None:
+        """Return a CONFIG_ option's value ("y", "250", …); None when unset or unknown."""
+        return self.kconfig[0].get(option) if self.kconfig else None
+
+    @cached_property
+    def tasks(self) -> list[_procs.Task]:
+        """Every thread on the machine."""
+        return _procs.tasks(self.root)
+
+    @cached_property
+    def process_names(self) -> dict[str, list[int]]:
+        """``{comm: [pid, …]}`` of user processes."""
+        return _procs.process_names(self.root)
+
+    @cached_property
+    def irqs(self) -> list[_irqs.Irq]:
+        """Every device IRQ."""
+        return _irqs.irqs(self.root)
+
+    @cached_property
+    def systemd_running(self) -> bool:
+        """True when systemd is the running init."""
+        return systemd.running(self.root)
+
+    @cached_property
+    def enabled_units(self) -> set[str]:
+        """Enabled, unmasked systemd units."""
+        return systemd.enabled_units(self.root)
+
+    def describe_cpus(self, cpus: CpuSet) -> str:
+        """``CPU 1`` or ``CPUs 2-3``."""
+        return f"CPU {cpus}" if len(cpus) == 1 else f"CPUs {cpus}"

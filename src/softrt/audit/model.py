@@ -1,0 +1,184 @@
+"""What an audit finds: statuses, severities, findings and the report (audit layer, pure).
+
+Severities follow the kernel's real-time configuration checklist
+(Documentation/core-api/real-time/kernel-configuration.rst, "Severity: fatal/high/medium/info"),
+with *low* in place of *info*. A finding's status says whether this machine meets the expectation;
+its severity says how much that matters for a 250 µs cyclic loop.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from ..cpus import CpuSet
+
+LOOP_PERIOD_US = 250  # the seed's EtherCAT cycle; every "why" line is written against it
+
+
+class Status(str, enum.Enum):
+    """Whether the machine meets a check's expectation."""
+
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+    NA = "n/a"  # the check does not apply here, or its source could not be read (reason given)
+
+
+class Severity(str, enum.Enum):
+    """How much a finding matters (kernel-configuration.rst's scale)."""
+
+    FATAL = "fatal"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        """0 for fatal … 3 for low (sort key: most important first)."""
+        return _RANK[self]
+
+
+_RANK = {Severity.FATAL: 0, Severity.HIGH: 1, Severity.MEDIUM: 2, Severity.LOW: 3}
+
+#: Output groups, in the order ``softrt check`` prints them (the seed's four points plus the rest).
+GROUPS: dict[str, str] = {
+    "cores": "Reserved cores",
+    "idle": "(1) CPU idle states",
+    "services": "(2) Disturbing services",
+    "updates": "(3) Updates and maintenance",
+    "irq": "(4) Interrupts",
+    "kernel": "Kernel and CPU",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The result of one check.
+
+    Attributes:
+        id: stable identifier, ``group.name`` (``irq.nic``); scripts key on it.
+        title: what was checked, for people.
+        status: ok / warn / fail / n/a.
+        severity: how much a failure matters.
+        summary: one line saying what was found (for n/a: why it does not apply).
+        evidence: what was read, one ``source: value`` string each.
+        why: one line on why it matters for a 250 µs loop.
+        fix: the exact fix (command, sysctl or kernel parameter); None when nothing to fix.
+        tunable: ``softrt tune`` applies the fix at run time.
+        reboot: the fix is a kernel command-line parameter (needs a reboot).
+    """
+
+    id: str
+    title: str
+    status: Status
+    severity: Severity
+    summary: str
+    evidence: tuple[str, ...] = ()
+    why: str = ""
+    fix: str | None = None
+    tunable: bool = False
+    reboot: bool = False
+
+    @property
+    def group(self) -> str:
+        """The output group (``cores``, ``idle``, …), the part of ``id`` before the dot."""
+        return self.id.split(".", 1)[0]
+
+    @property
+    def blocking(self) -> bool:
+        """True when this finding alone makes a 250 µs loop not expected to hold."""
+        return self.status is Status.FAIL and self.severity.rank <= Severity.HIGH.rank
+
+    def to_dict(self) -> dict:
+        """Return a JSON-ready dict."""
+        return {
+            "id": self.id,
+            "group": self.group,
+            "title": self.title,
+            "status": self.status.value,
+            "severity": self.severity.value,
+            "summary": self.summary,
+            "evidence": list(self.evidence),
+            "why": self.why,
+            "fix": self.fix,
+            "tunable": self.tunable,
+            "reboot": self.reboot,
+        }
+
+
+def not_applicable(id: str, title: str, reason: str, severity: Severity = Severity.LOW, *evidence: str) -> Finding:
+    """Return an n/a finding that says why (a missing file, no such hardware, …)."""
+    return Finding(id, title, Status.NA, severity, reason, tuple(evidence))
+
+
+@dataclass
+class Report:
+    """Every finding for one set of real-time CPUs, and the verdict.
+
+    Attributes:
+        rt_cpus: the CPUs the loop will run on.
+        housekeeping: every other online CPU (where everything else should run).
+        findings: in output order (group, then check order).
+        sample: the live sample's raw result (``None`` when not taken).
+    """
+
+    rt_cpus: CpuSet
+    housekeeping: CpuSet
+    findings: list[Finding]
+    sample: dict | None = None
+    root: str = "/"
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def blocking(self) -> list[Finding]:
+        """Failures of fatal or high severity, most severe first."""
+        return sorted((f for f in self.findings if f.blocking), key=lambda f: f.severity.rank)
+
+    @property
+    def ready(self) -> bool:
+        """True when no fatal or high-severity check fails."""
+        return not self.blocking
+
+    def priorities(self, limit: int = 3) -> list[Finding]:
+        """The findings to fix first: failures then warnings, by severity."""
+        order = {Status.FAIL: 0, Status.WARN: 1}
+        todo = [f for f in self.findings if f.status in order and f.fix]
+        todo.sort(key=lambda f: (order[f.status], f.severity.rank))
+        return todo[:limit]
+
+    @property
+    def verdict(self) -> str:
+        """One line: can a 250 µs loop be expected to hold here, and what matters most to fix."""
+        cpus = f"CPU {self.rt_cpus}" if len(self.rt_cpus) == 1 else f"CPUs {self.rt_cpus}"
+        if self.ready:
+            warns = [f for f in self.findings if f.status in (Status.WARN, Status.FAIL)]
+            tail = f"; {len(warns)} lesser issue(s) remain, first: {warns[0].title}" if warns else ""
+            return (f"READY: a {LOOP_PERIOD_US} µs loop can be expected to hold on {cpus}{tail}. "
+                    f"Confirm with a measurement (softrt run).")
+        first = self.blocking[0]
+        return (f"NOT READY: a {LOOP_PERIOD_US} µs loop cannot be expected to hold on {cpus}: "
+                f"{len(self.blocking)} fatal/high problem(s). Fix first: {first.title} ({first.summary}).")
+
+    def counts(self) -> dict[str, int]:
+        """Number of findings per status."""
+        out = {s.value: 0 for s in Status}
+        for f in self.findings:
+            out[f.status.value] += 1
+        return out
+
+    def to_dict(self) -> dict:
+        """Return a JSON-ready dict (``softrt check --json``)."""
+        return {
+            "rt_cpus": str(self.rt_cpus),
+            "housekeeping_cpus": str(self.housekeeping),
+            "ready": self.ready,
+            "verdict": self.verdict,
+            "counts": self.counts(),
+            "fix_first": [f.id for f in self.priorities()],
+            "groups": dict(GROUPS),
+            "findings": [f.to_dict() for f in self.findings],
+            "sample": self.sample,
+            "root": self.root,
+            **({"meta": self.meta} if self.meta else {}),
+        }

@@ -1,0 +1,61 @@
+"""softrt's command line (top layer): the only place that prints or exits.
+
+Each sub-command lives in its own module and exposes one click command named ``command``;
+``_COMMAND_MODULES`` lists them in the order ``softrt --help`` shows them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from ..errors import ConfigError, SoftRTError
+
+_COMMAND_MODULES = (
+    "run",
+)
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_BAD_INPUT = 2
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="softrt")
+def cli() -> None:
+    """Can this PC run my 250 µs control loop, and if not, why not?"""
+    # A softrt run that was killed may have left a system setting changed: put it back first.
+    from ..session.changes import recover
+
+    for change in recover():
+        click.echo(f"softrt: restored {change.path} to {change.before} (left changed by a run that was killed)", err=True)
+
+
+for _name in _COMMAND_MODULES:
+    cli.add_command(importlib.import_module(f"{__name__}.{_name}").command)
+
+
+def fail(message: str, status: int = EXIT_BAD_INPUT) -> None:
+    """Print one error line to stderr and exit with *status* (no traceback)."""
+    click.echo(f"softrt: error: {message}", err=True)
+    sys.exit(status)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the softrt command line; map softrt errors to one line and an exit status."""
+    try:
+        status = cli.main(args=argv, prog_name="softrt", standalone_mode=False)
+    except click.exceptions.Abort:
+        fail("interrupted", EXIT_FAIL)
+    except click.ClickException as err:
+        # Usage errors: click's own one-line message, exit status 2.
+        fail(err.format_message(), EXIT_BAD_INPUT if isinstance(err, click.UsageError) or err.exit_code == 2 else err.exit_code)
+    except ConfigError as err:
+        fail(str(err), EXIT_BAD_INPUT)
+    except SoftRTError as err:
+        fail(str(err), EXIT_FAIL)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    sys.exit(status if isinstance(status, int) else EXIT_OK)

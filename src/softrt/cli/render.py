@@ -1,0 +1,98 @@
+"""Rendering of run summaries for the terminal (CLI layer)."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from ..units import format_ns
+
+
+def _us(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def seed_table(summary: dict) -> Table:
+    """The seed's table: period and processing time, mean/max/min (µs)."""
+    table = Table(title="Cycle (µs)", title_justify="left", show_edge=False)
+    for col in ("", "mean", "max", "min"):
+        table.add_column(col, justify="right" if col else "left")
+    for label, key in (("Timer int. period", "period_us"), ("Timer int. process", "process_us")):
+        s = summary[key]
+        table.add_row(label, _us(s["mean"]), _us(s["max"]), _us(s["min"]))
+    return table
+
+
+def percentile_table(summary: dict) -> Table:
+    """Percentiles of period, latency, processing time and slack (µs)."""
+    table = Table(title="Distribution (µs)", title_justify="left", show_edge=False)
+    cols = ("p50", "p99", "p99_9", "p99_99", "max")
+    table.add_column("")
+    for col in cols:
+        table.add_column(col.replace("_", "."), justify="right")
+    for label, key in (("period", "period_us"), ("latency", "latency_us"), ("process", "process_us"), ("slack", "slack_us")):
+        s = summary[key]
+        table.add_row(label, *(_us(s[c]) for c in cols))
+    return table
+
+
+def misses_text(summary: dict) -> Text:
+    """One paragraph on misses and what they did to the motor."""
+    m = summary["misses"]
+    period_us = summary["config"]["period_ns"] / 1e3
+    lines = [
+        f"Missed updates: {m['missed_updates']} (in {m['cycles_with_miss']} cycles; longest run {m['longest_miss_run']}); "
+        f"overruns (work ended after the next edge): {m['overruns']}",
+    ]
+    motion = summary.get("motion")
+    if motion:
+        lines.append(
+            f"Motion impact (axis 0): max deviation {motion['max_deviation_counts']:,.1f} counts, "
+            f"max velocity step {motion['max_velocity_step_counts_per_s']:,.0f} counts/s "
+            f"(the profile itself: {motion['commanded_max_velocity_step_counts_per_s']:,.0f})"
+        )
+    ring = summary["ring"]
+    lines.append(f"Cycles: {summary['cycles']:,} at {period_us:g} µs; records missing: {summary['records_missing']}; "
+                 f"ring overflows: {ring['overflows']}")
+    return Text("\n".join(lines))
+
+
+def mode_text(summary: dict) -> Text:
+    """The run's label and what was (not) applied."""
+    mode = summary["mode"]
+    style = {"real-time": "bold green", "not real-time": "bold red", "untuned": "bold yellow"}[mode]
+    out = Text()
+    out.append(f"Mode: {mode}", style=style)
+    if summary["status"] != "complete":
+        out.append(f"  [PARTIAL: {summary['partial_reason']}]", style="bold red")
+    tuning = summary["tuning"]
+    for item in tuning["applied"]:
+        out.append(f"\n  applied: {item['what']} ({item['detail']})")
+    for change in tuning["system_changes"]:
+        state = "restored" if change["restored"] else "NOT RESTORED"
+        out.append(f"\n  system change: {change['path']} {change['before']} -> {change['during']} ({state})")
+    for item in tuning["not_applied"]:
+        out.append(f"\n  not applied: {item['what']}: {item['why']}", style="red")
+    for change in tuning.get("recovered_from_earlier_runs", []):
+        out.append(f"\n  restored after an earlier run: {change['path']} = {change['before']}", style="yellow")
+    return out
+
+
+def render_summary(summary: dict, path: str | None = None) -> Group:
+    """Everything ``softrt run`` prints after a run."""
+    parts = [seed_table(summary), Text(""), percentile_table(summary), Text(""), misses_text(summary), mode_text(summary)]
+    if path:
+        parts.append(Text(f"Run stored in {path}", style="dim"))
+    return Group(*parts)
+
+
+def progress_line(p) -> str:
+    """The live progress line: elapsed, cycles, max period so far, misses."""
+    return (f"{p.elapsed_s:6.1f} s  {p.cycles:>10,} cycles  max period {format_ns(p.max_period_us * 1e3)}  "
+            f"missed updates {p.missed_updates}")
+
+
+def console(stderr: bool = False) -> Console:
+    """A console for output (stdout) or progress (stderr)."""
+    return Console(stderr=stderr, highlight=False)

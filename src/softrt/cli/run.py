@@ -1,0 +1,73 @@
+"""``softrt run``: the seed's 250 µs motion test on this machine (CLI layer)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+import click
+
+from ..session.config import RunConfig
+from ..session.run import run
+from .options import TimeNs
+from .render import console, progress_line, render_summary
+
+
+@click.command("run")
+@click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True,
+              help="Board cycle (a bare number is µs, like cyclictest -i).")
+@click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True,
+              help="How long to run (a bare number is seconds).")
+@click.option("--max-duration", "max_duration_ns", type=TimeNs("s"), default="1h", show_default=True,
+              help="Safety bound on --duration; raise it explicitly for long runs.")
+@click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU].")
+@click.option("--priority", type=int, default=80, show_default=True, help="SCHED_FIFO priority (1-99).")
+@click.option("--profile", type=click.Choice(["rt", "none"]), default="rt", show_default=True,
+              help="rt: pin, SCHED_FIFO, mlockall, cpu_dma_latency; none: the seed's 'not tuned'.")
+@click.option("--wait", type=click.Choice(["spin", "sleep", "hybrid"]), default="spin", show_default=True,
+              help="spin: poll the permit bit (the seed); sleep: clock_nanosleep to the edge; hybrid: both.")
+@click.option("--margin", "margin_ns", type=TimeNs("us"), default="50us", show_default=True,
+              help="hybrid: wake this long before the edge, then spin.")
+@click.option("--axes", type=int, default=1, show_default=True, help="Number of axes (1-1024).")
+@click.option("--motion", "shape", type=click.Choice(["scurve", "trapezoid"]), default="scurve", show_default=True,
+              help="Point-to-point profile shape.")
+@click.option("--distance", type=float, default=None, help="Move distance, counts.")
+@click.option("--velocity", type=float, default=None, help="Max velocity, counts/s.")
+@click.option("--accel", type=float, default=None, help="Max acceleration, counts/s².")
+@click.option("--jerk", type=float, default=None, help="Max jerk, counts/s³ (S-curve).")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("softrt-runs"),
+              show_default=True, help="Where run directories are written.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
+def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, axes, shape,
+            distance, velocity, accel, jerk, out_dir, as_json):
+    """Run the seed's cyclic motion test and measure every cycle."""
+    from ..motion import MotionConfig
+
+    limits = {k: v for k, v in (("distance_counts", distance), ("velocity_counts_per_s", velocity),
+                                ("accel_counts_per_s2", accel), ("jerk_counts_per_s3", jerk)) if v is not None}
+    motion = MotionConfig(axes=axes, shape=shape, **limits) if axes >= 1 else None
+    config = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, profile=profile,
+                       wait=wait, margin_ns=margin_ns, axes=axes, motion=motion, out_dir=out_dir,
+                       max_duration_ns=max_duration_ns)
+    err = console(stderr=True)
+    show_progress = err.is_terminal
+    with err.status("arming…", spinner="dots") if show_progress else nullcontext() as status:
+        def on_progress(p):
+            if status is not None:
+                status.update(progress_line(p))
+        result = run(config, on_progress=on_progress)
+    if not show_progress:
+        err.print(progress_line_final(result.summary))
+    if as_json:
+        sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
+    else:
+        console().print(render_summary(result.summary, str(result.path)))
+    return 0 if result.summary["status"] == "complete" else 1
+
+
+def progress_line_final(summary: dict) -> str:
+    """One line for a non-terminal stderr (CI logs): what ran and where it is stored."""
+    return (f"softrt run: {summary['cycles']:,} cycles, {summary['mode']}, {summary['status']}, "
+            f"max period {summary['period_us']['max']} µs")

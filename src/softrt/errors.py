@@ -1,0 +1,75 @@
+"""softrt's exceptions (bottom layer: imports nothing from softrt).
+
+    SoftRTError                 root; every error softrt raises on purpose
+    ├── ConfigError             bad input: a value, a file, a CLI argument (exit status 2)
+    │   └── InvalidCpu          a CPU that does not exist, is offline or not allowed
+    ├── PermissionDenied        an OS operation needs root or a capability
+    ├── NotSupported            this platform or kernel lacks a feature
+    ├── InvalidState            an object is not in the state an operation needs
+    └── WorkerFailed            the real-time worker process died or reported an error
+
+Every error carries a one-line message that says what is wrong and how to fix it; the CLI prints
+``str(err)`` and nothing else. ``__reduce__`` keeps the fields when an error crosses a process
+boundary (the worker reports errors to the supervisor).
+"""
+
+from __future__ import annotations
+
+
+class SoftRTError(Exception):
+    """Root of every error softrt raises on purpose."""
+
+    def __init__(self, msg: str, *, hint: str | None = None) -> None:
+        self.msg = msg
+        self.hint = hint
+        super().__init__(msg if not hint else f"{msg} ({hint})")
+
+    def __reduce__(self):  # keep fields across pickling (worker → supervisor)
+        return (_rebuild, (type(self), self.__dict__.copy()))
+
+
+def _rebuild(cls, state):
+    err = cls.__new__(cls)
+    err.__dict__.update(state)
+    Exception.__init__(err, *((state["msg"],) if not state.get("hint") else (f"{state['msg']} ({state['hint']})",)))
+    return err
+
+
+class ConfigError(SoftRTError):
+    """Bad input: a value, a file or a command-line argument."""
+
+
+class InvalidCpu(ConfigError):
+    """A CPU that does not exist, is offline, or is outside this process's allowed set."""
+
+    def __init__(self, cpu: object, eligible: object, why: str = "is not available") -> None:
+        self.cpu = cpu
+        self.eligible = eligible
+        super().__init__(f"CPU {cpu} {why}", hint=f"choose from {eligible}")
+
+
+class PermissionDenied(SoftRTError):
+    """An OS operation needs root or a capability."""
+
+    def __init__(self, op: str, target: str = "", hint: str = "run as root") -> None:
+        self.op = op
+        self.target = target
+        where = f" on {target}" if target else ""
+        super().__init__(f"permission denied: {op}{where}", hint=hint)
+
+
+class NotSupported(SoftRTError):
+    """This platform or kernel lacks a feature."""
+
+
+class InvalidState(SoftRTError):
+    """An object is not in the state an operation needs."""
+
+    def __init__(self, expected: object, actual: object, what: str = "state") -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(f"{what} is {actual}, expected {expected}")
+
+
+class WorkerFailed(SoftRTError):
+    """The real-time worker process died or reported an error."""

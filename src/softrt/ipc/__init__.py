@@ -1,0 +1,1 @@
+"""Inter-process communication between the real-time worker and the supervisor."""

@@ -1,0 +1,26 @@
+"""The per-cycle record and the ring header, as fixed int64 slots (pure; like ethercrab-wire).
+
+A record is 8 int64 (64 bytes, one cache line). Times are CLOCK_MONOTONIC nanoseconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Record fields, in slot order. ``cycle`` is the board cycle (edge index) whose permit was seen;
+# ``missed`` counts the board cycles that repeated the previous target before this write landed.
+RECORD_FIELDS = ("seq", "cycle", "edge_ns", "detect_ns", "write_ns", "done_ns", "missed", "flags")
+RECORD_SLOTS = len(RECORD_FIELDS)
+RECORD_DTYPE = np.dtype([(name, "<i8") for name in RECORD_FIELDS])
+
+# Record flags (bit values).
+FLAG_MISSED = 1  # the write landed after one or more later edges: the board repeated targets
+FLAG_DEVICE_ERROR = 2  # the device reported an error for this cycle (e.g. EtherCAT working counter)
+
+# Header slots (int64). The worker writes WRITE_IDX after the record; the supervisor READ_IDX.
+H_MAGIC, H_CAPACITY, H_WRITE_IDX, H_READ_IDX, H_OVERFLOWS, H_STOP, H_STATE, H_T0_NS = range(8)
+HEADER_SLOTS = 16
+MAGIC = 0x534F465452540001  # "SOFTRT" + layout version 1
+
+# Worker states (H_STATE).
+STATE_STARTING, STATE_ARMED, STATE_RUNNING, STATE_DONE, STATE_FAILED = range(5)

@@ -1,0 +1,165 @@
+"""Launching and ending load processes so that none outlives softrt (load layer, Linux).
+
+Every load process starts in a session of its own (setsid(2)), so one signal to its process group
+reaches every worker it forked, and a terminal's Ctrl-C reaches only softrt, which then stops the
+loads in order. External tools are wrapped as ``taskset -c CPUS setpriv --pdeathsig TERM -- tool``
+(taskset(1), setpriv(1), both util-linux): the affinity is set before the tool's first
+instruction, and PR_SET_PDEATHSIG (prctl(2)) sends SIGTERM to the tool if softrt dies, even by
+SIGKILL. No preexec_fn is used: code between fork and exec is unsafe when softrt has threads
+(subprocess docs).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..cpus import CpuSet
+from ..errors import NotSupported
+
+# After SIGTERM a tool gets this long to write its report (stress-ng writes its YAML on SIGTERM)
+# before the whole group gets SIGKILL.
+TERM_GRACE_S = 5.0
+_KILL_WAIT_S = 5.0
+
+# Disk loads default to /var/tmp: the FHS keeps it on disk, while /tmp may be a tmpfs (Debian 13
+# and others), where an "SSD benchmark" would only exercise memory.
+DISK_WORKDIR = "/var/tmp"
+
+# The unprivileged account used when a stressor refuses to run as root (stress-ng's exec).
+UNPRIVILEGED_USER = "nobody"
+
+
+def which_or_raise(tool: str, package: str) -> str:
+    """Return the path of *tool* or raise NotSupported naming the package that provides it."""
+    path = shutil.which(tool)
+    if path is None:
+        raise NotSupported(f"{tool} not found on PATH", hint=f"install the {package} package")
+    return path
+
+
+def guarded_argv(argv: Sequence[str], cpus: CpuSet, *, drop_root: bool = False) -> list[str]:
+    """Return *argv* wrapped in taskset (placement) and setpriv (death signal, optional user)."""
+    taskset = which_or_raise("taskset", "util-linux")
+    setpriv = which_or_raise("setpriv", "util-linux")
+    wrap = [taskset, "-c", str(cpus), setpriv, "--pdeathsig", "TERM"]
+    if drop_root:
+        # setpriv applies the death signal after changing user, so it survives the drop (tested;
+        # a plain credential change clears it, prctl(2) PR_SET_PDEATHSIG).
+        user = pwd.getpwnam(UNPRIVILEGED_USER)
+        wrap += [f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
+    return [*wrap, "--", *argv]
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    log: Path | None = None,
+    stdout: int | None = None,
+    pass_fds: Sequence[int] = (),
+) -> subprocess.Popen[bytes]:
+    """Start *argv* in a new session; stderr (and stdout unless given) go to *log*."""
+    logf = open(log, "wb") if log is not None else None  # noqa: SIM115 (closed below, child keeps its copy)
+    try:
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout if stdout is not None else (logf or subprocess.DEVNULL),
+            stderr=logf or subprocess.DEVNULL,
+            pass_fds=tuple(pass_fds),
+            start_new_session=True,
+        )
+    finally:
+        if logf is not None:
+            logf.close()
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, but owned by someone else (cannot happen for our own loads as root)
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def terminate(proc: subprocess.Popen[bytes], *, grace_s: float = TERM_GRACE_S) -> int | None:
+    """Stop *proc* and every process in its group; return the leader's exit status.
+
+    SIGTERM goes to the leader first (stress-ng and ffmpeg then stop their workers and write their
+    reports), then SIGTERM and finally SIGKILL to the whole group, until no member is left.
+    The group id is the leader's pid (start_new_session) and stays valid while any member lives.
+    """
+    pgid = proc.pid
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            _signal_group(pgid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                _signal_group(pgid, signal.SIGKILL)
+                proc.wait(timeout=_KILL_WAIT_S)
+    # Workers the leader did not reap (it may have died first) are still in the group.
+    deadline = time.monotonic() + _KILL_WAIT_S
+    sig = signal.SIGTERM
+    while _group_exists(pgid) and time.monotonic() < deadline:
+        _signal_group(pgid, sig)
+        sig = signal.SIGKILL
+        time.sleep(0.02)
+    return proc.returncode
+
+
+def make_private_dir(parent: str | os.PathLike[str] | None, *, owner_uid: int | None = None) -> Path:
+    """Create a private directory (mode 0700) for one load's files, optionally owned by *owner_uid*."""
+    path = Path(tempfile.mkdtemp(prefix="softrt-load-", dir=parent))
+    if owner_uid is not None:
+        os.chown(path, owner_uid, -1)
+    return path
+
+
+def remove_private_dir(path: Path | None) -> None:
+    """Remove a directory made by make_private_dir and everything left in it."""
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def filesystem_of(path: str | os.PathLike[str]) -> str:
+    """Return "fstype on source" for the mount holding *path* (from /proc/self/mounts, proc(5))."""
+    target = os.path.realpath(path)
+    best = ("", "?", "?")
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 3:
+                    continue
+                mnt = parts[1].replace("\\040", " ")
+                inside = target == mnt or target.startswith(mnt.rstrip("/") + "/")
+                if inside and len(mnt) >= len(best[0]):
+                    best = (mnt, parts[2], parts[0])
+    except OSError:
+        return "unknown filesystem"
+    return f"{best[1]} on {best[2]}"

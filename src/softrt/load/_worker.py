@@ -1,0 +1,184 @@
+"""One built-in load process: ``python _worker.py '<json config>'`` (load layer, stdlib only).
+
+Run by softrt.load.builtin through taskset (placement) and setpriv --pdeathsig TERM, as a script
+rather than a module so that it needs nothing from softrt on its path. It works until SIGTERM
+or its safety timeout, then prints one JSON line: ``{"counters": {...}, "elapsed_s": …,
+"cpu_s": …}`` and exits 0. Every file it makes it also removes, on SIGTERM too.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import resource
+import signal
+import socket
+import sys
+import time
+
+MIB = 1 << 20
+_stop = False
+
+
+def _on_term(signum, frame):  # noqa: ARG001 (signal handler signature)
+    global _stop
+    _stop = True
+
+
+def _running(deadline: float) -> bool:
+    return not _stop and time.monotonic() < deadline
+
+
+def spin(cfg: dict, deadline: float) -> dict:
+    """Busy arithmetic; one op is 10,000 floating-point multiply-adds."""
+    ops = 0
+    x = 1.0
+    while _running(deadline):
+        for _ in range(10_000):
+            x = x * 1.000001 + 1e-9
+        ops += 1
+    return {"ops": ops}
+
+
+def disk(cfg: dict, deadline: float) -> dict:
+    """Sequential writes with fsync, random 4 KiB writes with fsync, then a read-back, in a loop.
+
+    posix_fadvise(POSIX_FADV_DONTNEED) after each fsync drops the file from the page cache, so
+    the reads reach the device (posix_fadvise(2)).
+    """
+    path = os.path.join(cfg["dir"], f"disk-{os.getpid()}.dat")
+    size = int(cfg.get("file_bytes", 64 * MIB))
+    block = os.urandom(MIB)  # incompressible, so compressing/deduplicating SSDs still do the work
+    small = os.urandom(4096)
+    written = read = fsyncs = 0
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        while _running(deadline):
+            for off in range(0, size, MIB):  # sequential writes, fsync after each MiB
+                if not _running(deadline):
+                    break
+                written += os.pwrite(fd, block, off)
+                os.fsync(fd)
+                fsyncs += 1
+            for i in range(256):  # random 4 KiB writes, fsync every 16
+                if not _running(deadline):
+                    break
+                written += os.pwrite(fd, small, random.randrange(size // 4096) * 4096)
+                if i % 16 == 15:
+                    os.fsync(fd)
+                    fsyncs += 1
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            off = 0
+            while _running(deadline):  # sequential read-back
+                chunk = os.pread(fd, MIB, off)
+                if not chunk:
+                    break
+                read += len(chunk)
+                off += len(chunk)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return {"bytes_written": written, "bytes_read": read, "fsyncs": fsyncs}
+
+
+def memcopy(cfg: dict, deadline: float) -> dict:
+    """Copy a buffer much larger than the caches back and forth (memmove through memoryview)."""
+    size = int(cfg.get("buffer_bytes", 64 * MIB))
+    src = bytearray(b"\xa5") * size  # written once, so every page is really backed
+    dst = bytearray(b"\x5a") * size
+    copied = 0
+    while _running(deadline):
+        memoryview(dst)[:] = src
+        src, dst = dst, src
+        copied += size
+    return {"bytes_copied": copied}
+
+
+def net_server(cfg: dict, deadline: float) -> dict:
+    """Accept connections on the inherited loopback socket and read each one to EOF."""
+    srv = socket.socket(fileno=int(cfg["fd"]))
+    srv.settimeout(0.2)
+    buf = bytearray(256 * 1024)
+    conns = received = 0
+    while _running(deadline):
+        try:
+            conn, _ = srv.accept()
+        except TimeoutError:
+            continue
+        with conn:
+            conn.settimeout(1.0)
+            try:
+                while n := conn.recv_into(buf):
+                    received += n
+            except (TimeoutError, ConnectionError):
+                pass
+        conns += 1
+    srv.close()
+    return {"connections": conns, "bytes_received": received}
+
+
+def net_client(cfg: dict, deadline: float) -> dict:
+    """Open a connection to the server, send a burst, close; as fast as possible."""
+    payload = os.urandom(int(cfg.get("burst_bytes", 64 * 1024)))
+    addr = ("127.0.0.1", int(cfg["port"]))
+    conns = sent = errors = 0
+    while _running(deadline):
+        try:
+            with socket.create_connection(addr, timeout=1.0) as c:
+                c.sendall(payload)
+                c.shutdown(socket.SHUT_WR)
+                c.recv(1)  # wait for the server's close, so each connection completes
+            conns += 1
+            sent += len(payload)
+        except OSError as err:
+            # EADDRNOTAVAIL: local ports exhausted by TIME_WAIT; back off briefly (tcp(7)).
+            errors += 1
+            time.sleep(0.001 if err.errno == errno.EADDRNOTAVAIL else 0.01)
+    return {"connections": conns, "bytes_sent": sent, "connect_errors": errors}
+
+
+def churn(cfg: dict, deadline: float) -> dict:
+    """fork + exec of a trivial program + wait, repeatedly (what a parallel build does)."""
+    prog = cfg["program"]
+    ops = failures = 0
+    while _running(deadline):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.execv(prog, [prog])
+            finally:
+                os._exit(127)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) == 0:
+            ops += 1
+        else:
+            failures += 1
+    return {"ops": ops, "failures": failures}
+
+
+KINDS = {"spin": spin, "disk": disk, "memcopy": memcopy, "net_server": net_server, "net_client": net_client, "churn": churn}
+
+
+def main(argv: list[str]) -> int:
+    cfg = json.loads(argv[1])
+    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # softrt decides when loads stop, not Ctrl-C
+    want = set(cfg["cpus"])
+    if os.sched_getaffinity(0) != want:  # placement is taskset's job; refuse to run misplaced
+        print(f"worker affinity {sorted(os.sched_getaffinity(0))} != {sorted(want)}", file=sys.stderr)
+        return 3
+    t0 = time.monotonic()
+    counters = KINDS[cfg["kind"]](cfg, t0 + float(cfg["timeout_s"]))
+    elapsed = time.monotonic() - t0
+    ru_self = resource.getrusage(resource.RUSAGE_SELF)
+    ru_kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = ru_self.ru_utime + ru_self.ru_stime + ru_kids.ru_utime + ru_kids.ru_stime
+    print(json.dumps({"counters": counters, "elapsed_s": elapsed, "cpu_s": cpu_s}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,196 @@
+"""Built-in loads, the fallback when stress-ng is missing (load layer, Linux).
+
+Each load is one or more worker processes running ``_worker.py`` (stdlib Python), started like
+the stress-ng ones (own session, taskset placement, setpriv --pdeathsig TERM) and reporting their
+counters as one JSON line on stdout when SIGTERM ends them. Rates are averages over each worker's
+whole run (MB = 10**6 bytes), so they show how hard the load pushed, not peak speeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..cpus import CpuSet
+from . import _proc
+from .base import DEFAULT_TIMEOUT_S, LoadGenerator
+
+_WORKER = Path(__file__).with_name("_worker.py")
+
+
+@dataclass
+class _Worker:
+    role: str
+    kind: str
+    cpus: CpuSet
+    config: dict[str, Any] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+    report: dict[str, Any] | None = None
+
+
+class BuiltinLoad(LoadGenerator):
+    """A load made of built-in worker processes; ``summarise`` turns their reports into rates."""
+
+    backend = "builtin"
+
+    def __init__(
+        self,
+        name: str,
+        cpus: CpuSet,
+        workers: list[_Worker],
+        *,
+        needs_dir: bool = False,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        workdir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        super().__init__(name, cpus, timeout_s=timeout_s, workdir=workdir)
+        self._workers = workers
+        self._needs_dir = needs_dir
+        self._dir: Path | None = None
+        self._listener: socket.socket | None = None
+
+    def command(self) -> str:
+        return "; ".join(f"{w.role}: {_WORKER.name} {w.kind} on CPU {w.cpus}" for w in self._workers)
+
+    def _start(self) -> None:
+        self._dir = _proc.make_private_dir(self.workdir)
+        if self._needs_dir:
+            self.notes.append(f"files in {self._dir.parent} ({_proc.filesystem_of(self._dir.parent)})")
+        for w in self._workers:
+            cfg = {"kind": w.kind, "cpus": list(w.cpus), "timeout_s": self.timeout_s, "dir": str(self._dir)}
+            cfg.update(w.config)
+            pass_fds: tuple[int, ...] = ()
+            if w.kind == "net_server":
+                # The listening socket is made here, bound to 127.0.0.1 only, and inherited by
+                # the server: the client can connect at once, and nothing else can reach it.
+                self._listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+                cfg["fd"] = self._listener.fileno()
+                pass_fds = (self._listener.fileno(),)
+                port = self._listener.getsockname()[1]
+                for other in self._workers:
+                    other.config.setdefault("port", port)
+            argv = _proc.guarded_argv([sys.executable, str(_WORKER), json.dumps(cfg)], w.cpus)
+            log = self._dir / f"{w.role}.log"
+            w.proc = _proc.spawn(argv, cwd=self._dir, log=log, stdout=subprocess.PIPE, pass_fds=pass_fds)
+        if self._listener is not None:
+            self._listener.close()  # the server holds its own copy
+            self._listener = None
+
+    def alive(self) -> bool:
+        return bool(self._workers) and all(w.proc is not None and w.proc.poll() is None for w in self._workers)
+
+    def pids(self) -> list[int]:
+        return [w.proc.pid for w in self._workers if w.proc is not None]
+
+    def _stop(self) -> None:
+        try:
+            if self._listener is not None:
+                self._listener.close()
+            running = [w for w in self._workers if w.proc is not None]
+            for w in running:  # signal all first, so the workers wind down in parallel
+                if w.proc.poll() is None:
+                    w.proc.send_signal(signal.SIGTERM)
+                else:
+                    self.notes.append(f"{w.role} worker ended on its own (exit status {w.proc.returncode})")
+                    self.notes.extend(self._log_tail(w))
+            for w in running:
+                _proc.terminate(w.proc)
+                out = w.proc.stdout.read().decode(errors="replace") if w.proc.stdout else ""
+                if w.proc.stdout:
+                    w.proc.stdout.close()
+                w.report = _last_json(out)
+                if w.report is None:
+                    self.notes.append(f"{w.role} worker reported nothing (exit status {w.proc.returncode})")
+        finally:
+            _proc.remove_private_dir(self._dir)
+
+    def _log_tail(self, w: _Worker) -> list[str]:
+        log = self._dir / f"{w.role}.log" if self._dir else None
+        if log is None or not log.exists():
+            return []
+        return [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-3:]
+
+    def _achieved(self, duration_s: float) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        cpu_pct: list[float] = []
+        for w in self._workers:
+            if not w.report or w.report.get("elapsed_s", 0) <= 0:
+                continue
+            elapsed = float(w.report["elapsed_s"])
+            for key, value in w.report.get("counters", {}).items():
+                totals[f"{w.role}.{key}"] = totals.get(f"{w.role}.{key}", 0.0) + value / elapsed
+            cpu_pct.append(100.0 * float(w.report.get("cpu_s", 0.0)) / elapsed)
+        out = _SUMMARIES[self.name](totals)
+        if cpu_pct:
+            out["cpu_pct_per_worker"] = sum(cpu_pct) / len(cpu_pct)
+        return {k: round(v, 3) for k, v in out.items()}
+
+
+def _last_json(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+# Per-second totals ("role.counter") -> the load's achieved metrics.
+_SUMMARIES = {
+    "disk": lambda t: {
+        "write_MB_per_s": t.get("io.bytes_written", 0) / 1e6,
+        "read_MB_per_s": t.get("io.bytes_read", 0) / 1e6,
+        "fsyncs_per_s": t.get("io.fsyncs", 0),
+    },
+    "cpu": lambda t: {"ops_per_s": t.get("spin.ops", 0)},
+    "memory": lambda t: {"copy_MB_per_s": t.get("copy.bytes_copied", 0) / 1e6},
+    "network": lambda t: {
+        "connections_per_s": t.get("server.connections", 0),
+        "MB_per_s": t.get("server.bytes_received", 0) / 1e6,
+        "connect_errors_per_s": t.get("client.connect_errors", 0),
+    },
+    "churn": lambda t: {"ops_per_s": t.get("churn.ops", 0), "failures_per_s": t.get("churn.failures", 0)},
+}
+
+
+def _one_per_cpu(role: str, kind: str, cpus: CpuSet, **config: Any) -> list[_Worker]:
+    # One worker pinned to each CPU: every housekeeping CPU is covered, none is doubled up.
+    return [_Worker(role, kind, CpuSet([c]), dict(config)) for c in cpus]
+
+
+def disk(cpus: CpuSet, **kw) -> BuiltinLoad:
+    """Disk: one writer/reader (sequential + random writes with fsync, uncached read-back)."""
+    kw.setdefault("workdir", _proc.DISK_WORKDIR)
+    return BuiltinLoad("disk", cpus, [_Worker("io", "disk", cpus)], needs_dir=True, **kw)
+
+
+def cpu(cpus: CpuSet, **kw) -> BuiltinLoad:
+    """CPU: one spinning process pinned to each CPU of the load."""
+    return BuiltinLoad("cpu", cpus, _one_per_cpu("spin", "spin", cpus), **kw)
+
+
+def memory(cpus: CpuSet, **kw) -> BuiltinLoad:
+    """Memory bandwidth: one process per CPU copying a 64 MiB buffer back and forth."""
+    return BuiltinLoad("memory", cpus, _one_per_cpu("copy", "memcopy", cpus), **kw)
+
+
+def network(cpus: CpuSet, **kw) -> BuiltinLoad:
+    """Network: a TCP server and a client flooding it with short connections over 127.0.0.1."""
+    workers = [_Worker("server", "net_server", cpus), _Worker("client", "net_client", cpus)]
+    return BuiltinLoad("network", cpus, workers, **kw)
+
+
+def churn(cpus: CpuSet, **kw) -> BuiltinLoad:
+    """Process churn: per CPU, a process that forks and execs /bin/true as fast as it can."""
+    program = shutil.which("true") or "/bin/true"
+    return BuiltinLoad("churn", cpus, _one_per_cpu("churn", "churn", cpus, program=program), **kw)

@@ -1,0 +1,159 @@
+"""GPU rendering and video playback loads, where the machine has what they need (load layer).
+
+Video: ffmpeg encodes a two-second 1080p30 test clip once (lavfi testsrc2, ffmpeg-filters(1)),
+then plays it in a loop at its native rate (``-re -stream_loop -1``) into the null muxer, which
+is software H.264 decoding as a video player does it. Progress comes from ``-progress FILE``
+(ffmpeg(1)), which ffmpeg finishes with ``progress=end`` when SIGTERM stops it.
+GPU: stress-ng's gpu stressor on a DRM render node (see stressng.gpu); the checks that decide
+whether it can run live here, and each failed check becomes the skip reason.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from ..cpus import CpuSet
+from . import _proc
+from .base import DEFAULT_TIMEOUT_S, LoadFailed, LoadGenerator
+
+DRI_DIR = "/dev/dri"
+CLIP = "testsrc2=size=1920x1080:rate=30:duration=2"
+_ENCODE_TIMEOUT_S = 60.0
+
+
+def render_nodes(dri_dir: str = DRI_DIR) -> list[str]:
+    """Return the DRM render nodes (``/dev/dri/renderD128``…), the devices GPU clients open."""
+    return sorted(glob.glob(os.path.join(dri_dir, "renderD*")))
+
+
+def gpu_skip_reason(backend: str, dri_dir: str = DRI_DIR) -> str | None:
+    """Return why the GPU load cannot run here, or None when it can."""
+    if not render_nodes(dri_dir):
+        return (
+            f"no GPU render node: {dri_dir}/renderD* does not exist "
+            "(no GPU driver loaded, or a virtual machine without a virtual GPU)"
+        )
+    if backend == "builtin":
+        return "softrt has no built-in GPU renderer; GPU rendering runs through stress-ng's gpu stressor"
+    exe = shutil.which("stress-ng")
+    if exe is None:
+        return "GPU rendering needs stress-ng (its gpu stressor), which is not installed"
+    helptext = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30).stdout
+    if "--gpu N" not in helptext:
+        return "this stress-ng has no gpu stressor (it needs 0.15 or later, built with EGL and GLES2)"
+    return None
+
+
+def video_skip_reason() -> str | None:
+    """Return why the video load cannot run here, or None when it can."""
+    if shutil.which("ffmpeg") is None:
+        return "ffmpeg not found on PATH (install the ffmpeg package)"
+    return None
+
+
+def _read_progress(path: Path) -> dict[str, str]:
+    """Return the last block of an ffmpeg ``-progress`` file as key -> value."""
+    last: dict[str, str] = {}
+    block: dict[str, str] = {}
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return last
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        block[key.strip()] = value.strip()
+        if key == "progress":
+            last, block = block, {}
+    return last or block
+
+
+class VideoLoad(LoadGenerator):
+    """Software video playback with ffmpeg: 1080p30 H.264 decoded in real time, looped."""
+
+    backend = "ffmpeg"
+
+    def __init__(
+        self,
+        cpus: CpuSet,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        workdir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        super().__init__("video", cpus, timeout_s=timeout_s, workdir=workdir)
+        self._dir: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._argv: list[str] = []
+        self._t_play = 0.0
+        self._play_s = 0.0
+        self._progress: dict[str, str] = {}
+
+    def _encoder(self, ffmpeg: str) -> str:
+        listing = subprocess.run([ffmpeg, "-hide_banner", "-encoders"], capture_output=True, text=True, timeout=30)
+        return "libx264" if " libx264 " in listing.stdout else "mpeg4"
+
+    def _start(self) -> None:
+        ffmpeg = _proc.which_or_raise("ffmpeg", "ffmpeg")
+        self._dir = _proc.make_private_dir(self.workdir)
+        clip = self._dir / "clip.mp4"
+        codec = self._encoder(ffmpeg)
+        encode = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
+                  "-f", "lavfi", "-i", CLIP, "-c:v", codec, "-pix_fmt", "yuv420p"]  # fmt: skip
+        if codec == "libx264":
+            encode += ["-preset", "ultrafast"]
+        # The clip is made on the load's CPUs too, so preparing it never touches the RT CPU.
+        enc = _proc.spawn(_proc.guarded_argv([*encode, str(clip)], self.cpus), cwd=self._dir, log=self._dir / "encode.log")
+        try:
+            enc.wait(timeout=_ENCODE_TIMEOUT_S)
+        finally:
+            _proc.terminate(enc)
+        if enc.returncode != 0 or not clip.exists():
+            why = (self._dir / "encode.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            raise LoadFailed(self.name, f"could not make its test clip with ffmpeg: {why[0]}")
+        # -t ends playback after timeout_s seconds of output, which -re makes wall-clock seconds.
+        self._argv = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error",
+                      "-re", "-stream_loop", "-1", "-i", str(clip),
+                      "-t", str(math.ceil(self.timeout_s)), "-f", "null", "-",
+                      "-progress", str(self._dir / "progress.txt")]  # fmt: skip
+        self.notes.append(f"software decoding of a 1080p30 {codec} clip at playback speed")
+        self._t_play = time.monotonic()
+        self._proc = _proc.spawn(_proc.guarded_argv(self._argv, self.cpus), cwd=self._dir, log=self._dir / "ffmpeg.log")
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def pids(self) -> list[int]:
+        return [self._proc.pid] if self._proc is not None else []
+
+    def command(self) -> str:
+        return " ".join(self._argv)
+
+    def _stop(self) -> None:
+        try:
+            if self._proc is not None:
+                if self._proc.poll() is not None:
+                    self.notes.append(f"ffmpeg ended on its own before stop (exit status {self._proc.returncode})")
+                _proc.terminate(self._proc)
+                self._play_s = time.monotonic() - self._t_play
+                if self._dir is not None:
+                    self._progress = _read_progress(self._dir / "progress.txt")
+        finally:
+            _proc.remove_private_dir(self._dir)
+
+    def _achieved(self, duration_s: float) -> dict[str, float]:
+        frames = float(self._progress.get("frame", "0") or 0)
+        play_s = self._play_s
+        out = {"frames_per_s": round(frames / play_s, 3) if play_s > 0 else 0.0}
+        speed = self._progress.get("speed", "").rstrip("x")
+        try:
+            out["speed_x_realtime"] = float(speed)
+        except ValueError:
+            pass
+        return out

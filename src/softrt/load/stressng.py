@@ -1,0 +1,274 @@
+"""Loads run by stress-ng, the preferred backend (load layer, Linux).
+
+One stress-ng process per load, pinned with taskset, in its own session, killed with its whole
+group on stop. Its numbers come from ``--metrics-brief --yaml FILE`` (stress-ng(1)): stress-ng
+writes the file when it ends, also after SIGTERM, and this module reads it back. Rates that
+stress-ng gives in MB/sec are MiB/s (its ``MB`` is 1 << 20); they are converted to MB/s here.
+Tested with stress-ng 0.15.06 (Debian 12).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..cpus import CpuSet
+from . import _proc
+from .base import DEFAULT_TIMEOUT_S, LoadFailed, LoadGenerator
+
+MIB_TO_MB = (1 << 20) / 1e6
+
+Metrics = dict[str, dict[str, float]]  # stressor name -> its YAML metrics
+MetricsFn = Callable[[Metrics], dict[str, float]]
+
+
+def stress_ng_path() -> str | None:
+    """Return the stress-ng executable, or None when it is not installed."""
+    return shutil.which("stress-ng")
+
+
+def parse_metrics_yaml(text: str) -> Metrics:
+    """Return the ``metrics:`` section of a stress-ng ``--yaml`` file, by stressor.
+
+    The file is flat and generated (two levels, ``key: value``), so a few lines of parsing
+    avoid a PyYAML dependency. Non-numeric values are ignored.
+    """
+    out: Metrics = {}
+    current: dict[str, float] | None = None
+    in_metrics = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not raw.startswith(" ") and line:
+            in_metrics = line == "metrics:"
+            current = None
+            continue
+        if not in_metrics or ":" not in line:
+            continue
+        if line.startswith("- stressor:"):
+            current = out.setdefault(line.split(":", 1)[1].strip(), {})
+            continue
+        if current is not None:
+            key, _, value = line.partition(":")
+            try:
+                current[key.strip()] = float(value.strip().strip("'\""))
+            except ValueError:
+                pass
+    return out
+
+
+class StressNgLoad(LoadGenerator):
+    """A load made of one or more stress-ng stressors."""
+
+    backend = "stress-ng"
+
+    def __init__(
+        self,
+        name: str,
+        cpus: CpuSet,
+        stressor_args: Sequence[str] | Callable[[], Sequence[str]],
+        metrics: MetricsFn,
+        *,
+        drop_root: bool = False,
+        report_fs: bool = False,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        workdir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        super().__init__(name, cpus, timeout_s=timeout_s, workdir=workdir)
+        self._stressor_args = stressor_args  # a callable is evaluated at start (free ports)
+        self._report_fs = report_fs
+        self._metrics_fn = metrics
+        self._drop_root = drop_root
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._dir: Path | None = None
+        self._metrics: Metrics = {}
+        self._argv: list[str] = []
+
+    def _start(self) -> None:
+        exe = stress_ng_path()
+        if exe is None:
+            raise LoadFailed(self.name, "needs stress-ng, which is not installed", hint="apt install stress-ng")
+        owner = pwd.getpwnam(_proc.UNPRIVILEGED_USER).pw_uid if self._drop_root else None
+        self._dir = _proc.make_private_dir(self.workdir, owner_uid=owner)
+        # stress-ng's own --timeout is the safety net if stop() is never called.
+        self._argv = [
+            exe, *(self._stressor_args() if callable(self._stressor_args) else self._stressor_args),
+            "--timeout", f"{math.ceil(self.timeout_s)}s",
+            "--metrics-brief", "--yaml", str(self._dir / "metrics.yaml"),
+            "--temp-path", str(self._dir),
+        ]  # fmt: skip
+        argv = _proc.guarded_argv(self._argv, self.cpus, drop_root=self._drop_root)
+        self._proc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "stress-ng.log")
+        if self._report_fs:
+            self.notes.append(f"files in {self._dir.parent} ({_proc.filesystem_of(self._dir.parent)})")
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def pids(self) -> list[int]:
+        return [self._proc.pid] if self._proc is not None else []
+
+    def command(self) -> str:
+        return " ".join(self._argv)
+
+    def _stop(self) -> None:
+        try:
+            if self._proc is not None:
+                ended_early = self._proc.poll() is not None
+                status = _proc.terminate(self._proc)
+                if ended_early:
+                    self.notes.append(f"stress-ng ended on its own before stop (exit status {status})")
+                    self.notes.extend(self.log_problems())
+            if self._dir is not None:
+                yaml = self._dir / "metrics.yaml"
+                if yaml.exists():
+                    self._metrics = parse_metrics_yaml(yaml.read_text(errors="replace"))
+                else:
+                    self.notes.append("stress-ng wrote no metrics file")
+        finally:
+            _proc.remove_private_dir(self._dir)
+
+    def log_problems(self) -> list[str]:
+        """Return stress-ng's error, warning and skip lines (while the load's files exist)."""
+        if self._dir is None or not (self._dir / "stress-ng.log").exists():
+            return []
+        lines = (self._dir / "stress-ng.log").read_text(errors="replace").splitlines()
+        keys = ("error", "fail", "warn", "skipping", "must not", "cannot")
+        return [ln.strip() for ln in lines if any(k in ln.lower() for k in keys)][:5]
+
+    def _achieved(self, duration_s: float) -> dict[str, float]:
+        if not self._metrics:
+            return {}
+        return {k: round(v, 3) for k, v in self._metrics_fn(self._metrics).items()}
+
+
+# -- the loads --------------------------------------------------------------------------------
+
+
+def _rate(m: Metrics, stressor: str) -> float:
+    return m.get(stressor, {}).get("bogo-ops-per-second-real-time", 0.0)
+
+
+def _cpu_pct(m: Metrics, stressor: str) -> float:
+    return m.get(stressor, {}).get("cpu-usage-per-instance", 0.0)
+
+
+def disk(cpus: CpuSet, **kw) -> StressNgLoad:
+    """Disk: sequential writes with fsync and reads of a temporary file, plus a random I/O mix.
+
+    hdd (stress-ng(1) --hdd-opts wr-seq,rd-seq,fsync,fadv-dontneed) writes a 64 MiB file with an
+    fsync after each write and drops it from the page cache, so the reads reach the device; iomix
+    adds random reads and writes, fsync, fdatasync and cache drops on a second file.
+    """
+
+    def metrics(m: Metrics) -> dict[str, float]:
+        hdd = m.get("hdd", {})
+        return {
+            "write_MB_per_s": hdd.get("mbsec-write-rate", 0.0) * MIB_TO_MB,
+            "read_MB_per_s": hdd.get("mbsec-read-rate", 0.0) * MIB_TO_MB,
+            "hdd_bogo_ops_per_s": _rate(m, "hdd"),
+            "iomix_bogo_ops_per_s": _rate(m, "iomix"),
+        }
+
+    kw.setdefault("workdir", _proc.DISK_WORKDIR)
+    args = ["--hdd", "1", "--hdd-opts", "wr-seq,rd-seq,fsync,fadv-dontneed", "--hdd-bytes", "64M",
+            "--iomix", "1", "--iomix-bytes", "64M"]  # fmt: skip
+    return StressNgLoad("disk", cpus, args, metrics, report_fs=True, **kw)
+
+
+def cpu(cpus: CpuSet, **kw) -> StressNgLoad:
+    """CPU: one stress-ng --cpu worker per CPU of the load, cycling through all CPU methods."""
+
+    def metrics(m: Metrics) -> dict[str, float]:
+        return {"bogo_ops_per_s": _rate(m, "cpu"), "cpu_pct_per_worker": _cpu_pct(m, "cpu")}
+
+    return StressNgLoad("cpu", cpus, ["--cpu", str(len(cpus))], metrics, **kw)
+
+
+def memory(cpus: CpuSet, **kw) -> StressNgLoad:
+    """Memory bandwidth: one stress-ng --memrate worker per CPU on a 64 MiB buffer each.
+
+    memrate reports a rate per method (read64, write128, memset…) for one worker; the load's
+    figures are the mean over the read and over the write methods, times the number of workers.
+    """
+    workers = len(cpus)
+
+    def metrics(m: Metrics) -> dict[str, float]:
+        rates = m.get("memrate", {})
+        reads = [v for k, v in rates.items() if k.startswith("read") and k.endswith("-mb-per-sec")]
+        writes = [v for k, v in rates.items() if k.startswith(("write", "memset")) and k.endswith("-mb-per-sec")]
+        mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+        return {
+            "read_MB_per_s": mean(reads) * workers * MIB_TO_MB,
+            "write_MB_per_s": mean(writes) * workers * MIB_TO_MB,
+            "bogo_ops_per_s": _rate(m, "memrate"),
+        }
+
+    return StressNgLoad("memory", cpus, ["--memrate", str(workers), "--memrate-bytes", "64M"], metrics, **kw)
+
+
+def _free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def network(cpus: CpuSet, **kw) -> StressNgLoad:
+    """Network: a TCP client and server over loopback (stress-ng --sock, --sock-if lo).
+
+    Each sock bogo op is one accepted connection over which the server sends a burst of data
+    (stress-sock.c server loop), so bogo ops/s are connections/s. stress-ng 0.15 binds its
+    listening socket to the wildcard address, so the port is picked free on 127.0.0.1 first.
+    """
+
+    def metrics(m: Metrics) -> dict[str, float]:
+        return {"connections_per_s": _rate(m, "sock"), "cpu_pct_per_worker": _cpu_pct(m, "sock")}
+
+    def args() -> list[str]:
+        port = str(_free_loopback_port())
+        return ["--sock", "1", "--sock-domain", "ipv4", "--sock-if", "lo", "--sock-port", port]
+
+    return StressNgLoad("network", cpus, args, metrics, **kw)
+
+
+def churn(cpus: CpuSet, **kw) -> StressNgLoad:
+    """Process churn: fork and fork+exec storms, one worker of each per CPU (like make -jN).
+
+    stress-ng refuses its exec stressor as root ("must not run as root"), so as root the whole
+    stress-ng runs as the unprivileged user through setpriv(1).
+    """
+    workers = str(len(cpus))
+    as_root = os.geteuid() == 0
+    try:
+        pwd.getpwnam(_proc.UNPRIVILEGED_USER)
+        can_drop = True
+    except KeyError:
+        can_drop = False
+    args = ["--fork", workers]
+    if not as_root or can_drop:
+        args += ["--exec", workers]
+
+    def metrics(m: Metrics) -> dict[str, float]:
+        fork, exec_ = _rate(m, "fork"), _rate(m, "exec")
+        return {"fork_ops_per_s": fork, "exec_ops_per_s": exec_, "ops_per_s": fork + exec_}
+
+    load = StressNgLoad("churn", cpus, args, metrics, drop_root=as_root and can_drop, **kw)
+    if as_root and can_drop:
+        load.notes.append(f"run as user {_proc.UNPRIVILEGED_USER}: stress-ng's exec stressor refuses root")
+    elif as_root:
+        load.notes.append(f"fork only: no user {_proc.UNPRIVILEGED_USER} to run stress-ng's exec stressor as")
+    return load
+
+
+def gpu(cpus: CpuSet, render_node: str, **kw) -> StressNgLoad:
+    """GPU rendering: stress-ng --gpu (GBM + EGL + OpenGL ES 2 on a DRM render node)."""
+
+    def metrics(m: Metrics) -> dict[str, float]:
+        return {"render_bogo_ops_per_s": _rate(m, "gpu"), "cpu_pct_per_worker": _cpu_pct(m, "gpu")}
+
+    return StressNgLoad("gpu", cpus, ["--gpu", "1", "--gpu-devnode", render_node], metrics, **kw)

@@ -1,0 +1,1 @@
+"""The real-time loop and its worker process."""

@@ -1,0 +1,285 @@
+"""Motion impact: what the axis actually received when host updates missed their cycle (numpy).
+
+Model (the seed's board, :mod:`softrt.board.virtual`): write i carries sample i and lands in board
+cycle ``window[i]``; a board cycle in which no write lands repeats the previous target (a *missed
+update*). So in board cycle k the axis gets the sample of the last write with ``window[i] <= k``
+(the *delivered* sample), while an ideal host would have delivered sample ``k - window[0]`` (the
+*commanded* sample). Each miss delays every later sample by one cycle: the delivered motion is the
+commanded motion stretched in time, and it lags the wall-clock schedule by the number of misses so
+far (``final_lag_cycles`` at the end). The deviation is zero while both are standing still.
+
+The delivered velocity is the per-cycle position difference over the period (what a drive's
+velocity feed-forward sees). A miss at speed v makes it drop to 0 for one cycle and come back:
+a velocity step of ~v, where the commanded profile never changes by more than about
+amax * period per cycle; both are reported side by side.
+
+Work is done in blocks of board cycles (carrying the last delivered sample, position and velocity
+across block edges), so 15 M cycles (an hour at 250 µs) stay within a few tens of MB.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+from .config import MotionConfig
+from .trajectory import Trajectory
+
+#: Board cycles per block.
+_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class MotionImpact:
+    """Summary of the delivered vs commanded motion (counts, counts/s; cycles are board cycles)."""
+
+    period_ns: int
+    axes: int
+    writes: int
+    first_cycle: int  # window[0]
+    last_cycle: int  # window[-1]
+    board_cycles: int  # last_cycle - first_cycle + 1
+    missed_updates: int  # board cycles with no write
+    longest_miss_run_cycles: int  # most consecutive board cycles with no write
+    final_lag_cycles: int  # commanded minus delivered sample in the last board cycle
+    lead_axis: int
+    max_deviation_counts: float  # max |delivered - commanded| position of the lead axis
+    worst_deviation_cycle: int  # board cycle of that maximum (first one if tied)
+    max_velocity_step_counts_per_s: float  # max |Δv| between consecutive cycles, delivered
+    worst_velocity_step_cycle: int  # board cycle of that step (first_cycle when there is none)
+    commanded_max_velocity_step_counts_per_s: float  # the same for the commanded profile
+    #: Largest error one run of misses causes by itself: the held position against the schedule
+    #: as already delayed by earlier misses (``max_deviation_counts`` also carries the slip of all
+    #: earlier misses, so on a long run with many misses it tends to the whole move distance).
+    max_run_deviation_counts: float
+    worst_run_cycle: int  # board cycle of that maximum (first_cycle when nothing was missed)
+    worst_axis: int  # axis with the largest deviation (axis 0 in the coordinated model)
+    worst_axis_max_deviation_counts: float
+
+    def to_dict(self) -> dict:
+        """Plain ints and floats, ready for JSON."""
+        return {k: (int(v) if isinstance(v, (int, np.integer)) else float(v)) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class MotionTrace:
+    """Short per-cycle arrays around one board cycle (for a plot); velocity is NaN where the
+    previous cycle lies outside the record."""
+
+    axis: int
+    center_cycle: int
+    board_cycle: np.ndarray
+    commanded_sample: np.ndarray
+    delivered_sample: np.ndarray
+    commanded_position_counts: np.ndarray
+    delivered_position_counts: np.ndarray
+    commanded_velocity_counts_per_s: np.ndarray
+    delivered_velocity_counts_per_s: np.ndarray
+
+    def to_dict(self) -> dict:
+        """Lists of plain numbers (NaN becomes None), ready for JSON."""
+        out: dict = {"axis": int(self.axis), "center_cycle": int(self.center_cycle)}
+        for name, value in asdict(self).items():
+            if isinstance(value, np.ndarray):
+                if value.dtype.kind == "f":
+                    out[name] = [None if math.isnan(x) else x for x in value.tolist()]
+                else:
+                    out[name] = value.tolist()
+        return out
+
+
+def motion_impact(window: np.ndarray, motion: Trajectory | MotionConfig, *,
+                  period_ns: int | None = None) -> MotionImpact:
+    """Reconstruct the delivered motion from the per-write board cycles *window* and summarise it.
+
+    *motion* is the run's :class:`Trajectory` (its period is used) or its :class:`MotionConfig`
+    together with *period_ns*.
+    """
+    traj = _trajectory(motion, period_ns)
+    w, rel_u, idx_u = _writes(window)
+    w0 = int(w[0])
+    n_cycles = int(w[-1]) - w0 + 1
+    missed = n_cycles - rel_u.size
+    longest = int(np.diff(rel_u).max()) - 1 if rel_u.size > 1 else 0
+    period_s = traj.period_ns / 1e9
+
+    best_dev, best_dev_k = -1.0, 0
+    best_step, best_step_k = 0.0, -1
+    best_cmd_step = 0.0
+    carry_idx = -1
+    prev_p_del = prev_p_cmd = prev_v_del = prev_v_cmd = None
+    last_delivered = 0
+    for k0 in range(0, n_cycles, _BLOCK):
+        k1 = min(k0 + _BLOCK, n_cycles)
+        ks = np.arange(k0, k1, dtype=np.int64)
+        delivered = _delivered(rel_u, idx_u, k0, k1, carry_idx)
+        carry_idx = last_delivered = int(delivered[-1])
+        p_cmd = traj.positions(ks)
+        p_del = traj.positions(delivered)
+        dev = np.abs(p_del - p_cmd)
+        i = int(np.argmax(dev))
+        if dev[i] > best_dev:
+            best_dev, best_dev_k = float(dev[i]), k0 + i
+        # Velocities and their cycle-to-cycle steps, continuing across the block edge.
+        v_del, prev_p_del = _diff(p_del, prev_p_del, period_s)
+        v_cmd, prev_p_cmd = _diff(p_cmd, prev_p_cmd, period_s)
+        s_del, prev_v_del = _diff(v_del, prev_v_del, 1.0)
+        s_cmd, prev_v_cmd = _diff(v_cmd, prev_v_cmd, 1.0)
+        if s_del.size:
+            a = np.abs(s_del)
+            j = int(np.argmax(a))
+            if a[j] > best_step or best_step_k < 0:
+                best_step, best_step_k = float(a[j]), k1 - s_del.size + j
+            best_cmd_step = max(best_cmd_step, float(np.abs(s_cmd).max()))
+    run_dev, run_k = _run_deviation(traj, rel_u, idx_u)
+    scales = np.abs(traj.scales)
+    worst_axis = int(np.argmax(scales))
+    return MotionImpact(
+        period_ns=traj.period_ns, axes=traj.axes, writes=int(w.size),
+        first_cycle=w0, last_cycle=int(w[-1]), board_cycles=n_cycles,
+        missed_updates=int(missed), longest_miss_run_cycles=longest,
+        final_lag_cycles=(n_cycles - 1) - last_delivered,
+        lead_axis=0, max_deviation_counts=best_dev, worst_deviation_cycle=w0 + best_dev_k,
+        max_velocity_step_counts_per_s=best_step,
+        worst_velocity_step_cycle=w0 + max(best_step_k, 0),
+        commanded_max_velocity_step_counts_per_s=best_cmd_step,
+        max_run_deviation_counts=run_dev, worst_run_cycle=w0 + run_k,
+        worst_axis=worst_axis, worst_axis_max_deviation_counts=float(scales[worst_axis] * best_dev),
+    )
+
+
+def motion_trace(window: np.ndarray, motion: Trajectory | MotionConfig, *, center_cycle: int | None = None,
+                 half_width_cycles: int = 50, axis: int = 0, period_ns: int | None = None) -> MotionTrace:
+    """Commanded and delivered position and velocity of *axis* for board cycles
+    ``center_cycle ± half_width_cycles`` (clipped to the record); by default around the worst
+    deviation found by :func:`motion_impact`."""
+    traj = _trajectory(motion, period_ns)
+    if isinstance(half_width_cycles, bool) or not isinstance(half_width_cycles, (int, np.integer)) \
+            or half_width_cycles < 0:
+        raise ConfigError(f"half_width_cycles must be a whole number >= 0, got {half_width_cycles!r}",
+                          hint="e.g. 50 cycles either side")
+    w, rel_u, idx_u = _writes(window)
+    w0 = int(w[0])
+    if center_cycle is None:
+        center_cycle = motion_impact(w, traj).worst_deviation_cycle
+    if not w0 <= center_cycle <= int(w[-1]):
+        raise ConfigError(f"board cycle {center_cycle} is outside the record",
+                          hint=f"choose a cycle from {w0} to {int(w[-1])}")
+    c = int(center_cycle) - w0
+    lo = max(c - int(half_width_cycles), 0)
+    hi = min(c + int(half_width_cycles) + 1, int(w[-1]) - w0 + 1)
+    first = max(lo - 1, 0)  # one cycle more on the left for the velocity
+    ks = np.arange(first, hi, dtype=np.int64)
+    pos = np.searchsorted(rel_u, ks, side="right") - 1
+    delivered = pos.astype(np.int64) if idx_u is None else idx_u[pos]
+    p_cmd = traj.positions(ks, axis)
+    p_del = traj.positions(delivered, axis)
+    period_s = traj.period_ns / 1e9
+    v_cmd = np.full(ks.size, np.nan)
+    v_del = np.full(ks.size, np.nan)
+    v_cmd[1:] = np.diff(p_cmd) / period_s
+    v_del[1:] = np.diff(p_del) / period_s
+    s = slice(lo - first, None)
+    return MotionTrace(
+        axis=axis, center_cycle=int(center_cycle), board_cycle=ks[s] + w0,
+        commanded_sample=ks[s], delivered_sample=delivered[s],
+        commanded_position_counts=p_cmd[s], delivered_position_counts=p_del[s],
+        commanded_velocity_counts_per_s=v_cmd[s], delivered_velocity_counts_per_s=v_del[s],
+    )
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _trajectory(motion: Trajectory | MotionConfig, period_ns: int | None) -> Trajectory:
+    if isinstance(motion, Trajectory):
+        if period_ns is not None and period_ns != motion.period_ns:
+            raise ConfigError(f"period {period_ns} ns differs from the trajectory's {motion.period_ns} ns",
+                              hint="pass the trajectory alone, or its config with the run's period")
+        return motion
+    if isinstance(motion, MotionConfig):
+        if period_ns is None:
+            raise ConfigError("a MotionConfig needs the cycle period to rebuild the trajectory",
+                              hint="pass period_ns=... (the run's period)")
+        return Trajectory(motion, period_ns)
+    raise ConfigError(f"motion must be a Trajectory or a MotionConfig, got {type(motion).__name__}",
+                      hint="pass the run's Trajectory")
+
+
+def _writes(window: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Validate *window*; return it, the relative board cycles that received a write, and the
+    index of the write latched in each (``None`` when that is simply 0, 1, 2, …: every write in
+    its own cycle, the normal case, which saves a 15 M-entry array). If two writes share a cycle
+    the later one is latched."""
+    w = np.asarray(window)
+    if w.ndim != 1 or w.size == 0:
+        raise ConfigError("the write record is empty or not one-dimensional",
+                          hint="pass one board cycle per write, in write order")
+    if w.dtype.kind not in "iu":
+        raise ConfigError(f"board cycles must be integers, got dtype {w.dtype}", hint="pass an int64 array")
+    w = w.astype(np.int64, copy=False)
+    step = np.diff(w)
+    if step.size and int(step.min()) <= 0:
+        if int(step.min()) < 0:
+            i = int(np.argmin(step))
+            raise ConfigError(f"board cycles go backwards at write {i + 1} ({int(w[i])} then {int(w[i + 1])})",
+                              hint="writes must be in order: the window of write i+1 is not before that of write i")
+        last = np.ones(w.size, dtype=bool)
+        last[:-1] = step != 0
+        del step
+        idx_u = np.flatnonzero(last).astype(np.int64)
+        return w, w[last] - w[0], idx_u
+    del step
+    return w, w - w[0], None
+
+
+def _indices(idx_u: np.ndarray | None, a: int, b: int) -> np.ndarray:
+    """Write indices latched in distinct-write entries a … b-1."""
+    return np.arange(a, b, dtype=np.int64) if idx_u is None else idx_u[a:b]
+
+
+def _delivered(rel_u: np.ndarray, idx_u: np.ndarray | None, k0: int, k1: int, carry: int) -> np.ndarray:
+    """Delivered sample in relative board cycles [k0, k1): the last write at or before each."""
+    out = np.full(k1 - k0, -1, dtype=np.int64)
+    a, b = (int(x) for x in np.searchsorted(rel_u, [k0, k1]))
+    out[rel_u[a:b] - k0] = _indices(idx_u, a, b)
+    np.maximum.accumulate(out, out=out)  # write indices grow with the cycle: a running max fills forward
+    if carry >= 0:
+        np.maximum(out, carry, out=out)
+    return out
+
+
+def _run_deviation(traj: Trajectory, rel_u: np.ndarray, idx_u: np.ndarray | None) -> tuple[float, int]:
+    """Max over runs of missed cycles of |p(d + j) - p(d)|, j = 1 … run length, where d is the
+    sample held through the run: what the schedule (delayed by the earlier misses) asked for
+    while the board repeated p(d). Returns it and its relative board cycle."""
+    runs = np.flatnonzero(np.diff(rel_u) > 1)
+    if runs.size == 0:
+        return 0.0, 0
+    held = runs.astype(np.int64) if idx_u is None else idx_u[runs]
+    # Targets repeat every cycle_samples, so longer runs add nothing past one full cycle.
+    length = np.minimum(rel_u[runs + 1] - rel_u[runs] - 1, traj.cycle_samples)
+    best, best_k = -1.0, 0
+    ends = np.cumsum(length)
+    lo = 0
+    while lo < runs.size:  # batches of about _BLOCK missed cycles
+        hi = int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + _BLOCK, side="right"))
+        hi = max(hi, lo + 1)
+        n = length[lo:hi]
+        first = np.repeat(np.cumsum(n) - n, n)
+        j = np.arange(int(n.sum()), dtype=np.int64) - first + 1  # 1 … run length, per run
+        d = np.repeat(held[lo:hi], n)
+        dev = np.abs(traj.positions(d + j) - traj.positions(d))
+        i = int(np.argmax(dev))
+        if dev[i] > best:
+            best, best_k = float(dev[i]), int(np.repeat(rel_u[runs[lo:hi]], n)[i] + j[i])
+        lo = hi
+    return best, best_k
+
+
+def _diff(x: np.ndarray, prev: np.ndarray | None, scale_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """First difference of *x* (continuing from *prev*, the last value of the previous block) over
+    *scale_s*; returns it and the new carry."""
+    d = np.diff(x, prepend=prev) if prev is not None else np.diff(x)
+    return d / scale_s, x[-1:]

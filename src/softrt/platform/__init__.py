@@ -1,0 +1,53 @@
+"""The platform layer: the only place in softrt that branches on the operating system.
+
+``get_platform()`` returns the backend for this OS once; callers branch on its ``caps``
+(a :class:`Capabilities`), never on ``sys.platform``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..errors import NotSupported
+from .base import Capabilities, Platform
+
+IS_LINUX = sys.platform.startswith("linux")
+IS_WINDOWS = sys.platform == "win32"
+
+_platform: Platform | None = None
+
+
+def get_platform() -> Platform:
+    """Return this OS's platform backend (created once)."""
+    global _platform
+    if _platform is None:
+        if IS_LINUX:
+            from .linux import LinuxPlatform
+
+            _platform = LinuxPlatform()
+        else:
+            raise NotSupported(
+                f"softrt's real-time controls support Linux; this is {sys.platform}",
+                hint="a Windows backend is planned (see the README)",
+            )
+    return _platform
+
+
+def state_dir() -> Path:
+    """Return softrt's state directory (restore journals, tune state).
+
+    ``SOFTRT_STATE_DIR`` overrides it; root uses /var/lib/softrt (shared by every root
+    session, so a crashed run is noticed by the next command), others ~/.local/state/softrt.
+    """
+    env = os.environ.get("SOFTRT_STATE_DIR")
+    if env:
+        return Path(env)
+    if IS_LINUX and os.geteuid() == 0:
+        return Path("/var/lib/softrt")
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(base) / "softrt"
+
+
+__all__ = ["Capabilities", "Platform", "get_platform", "state_dir", "IS_LINUX", "IS_WINDOWS"]

@@ -1,0 +1,68 @@
+"""Reading and writing kernel files under a root directory (platform layer).
+
+Every /proc and /sys access in softrt goes through these helpers with a ``root`` argument, so tests
+feed captured trees (``tests/fixtures/sysfs/<machine>/``) instead of patching ``open`` (psutil's
+``cat(fname, fallback=…)``, with the procfs root passed in rather than held in a global).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from ..errors import PermissionDenied, SoftRTError
+
+_MISSING = object()
+
+
+def kpath(root: str | os.PathLike[str], rel: str) -> Path:
+    """Join *root* and an absolute kernel path such as ``/proc/cmdline``."""
+    return Path(root) / rel.lstrip("/")
+
+
+def read_text(root: str | os.PathLike[str], rel: str, fallback: object = _MISSING) -> str:
+    """Return the stripped text of *rel* under *root*.
+
+    With *fallback*, a missing or unreadable file returns it instead of raising.
+    """
+    try:
+        return kpath(root, rel).read_text(errors="replace").strip()
+    except OSError as err:
+        if fallback is not _MISSING:
+            return fallback  # type: ignore[return-value]
+        raise _translate(err, "read", rel) from err
+
+
+def read_int(root: str | os.PathLike[str], rel: str, fallback: object = _MISSING) -> int:
+    """Return the integer in *rel* under *root* (fallback as in :func:`read_text`)."""
+    text = read_text(root, rel, fallback)
+    if text is fallback:
+        return text  # type: ignore[return-value]
+    try:
+        return int(str(text).split()[0])
+    except (ValueError, IndexError):
+        if fallback is not _MISSING:
+            return fallback  # type: ignore[return-value]
+        raise SoftRTError(f"{rel} does not hold a number: {text!r}") from None
+
+
+def write_text(root: str | os.PathLike[str], rel: str, value: str) -> None:
+    """Write *value* to the kernel file *rel* under *root* (one write, as sysctl does)."""
+    path = kpath(root, rel)
+    try:
+        # One write(2), as sysctl(8) and `echo >` do; O_TRUNC is a no-op on procfs/sysfs and
+        # keeps captured trees (regular files) in tests byte-exact.
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise _translate(err, "write", rel) from err
+
+
+def _translate(err: OSError, op: str, rel: str) -> SoftRTError:
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return PermissionDenied(f"{op} {rel}", hint="run as root")
+    return SoftRTError(f"cannot {op} {rel}: {err.strerror or err}")

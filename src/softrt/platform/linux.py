@@ -1,0 +1,203 @@
+"""Linux backend of the platform layer: scheduling, memory locking, PM QoS, clocks, host facts.
+
+See sched(7), sched_setaffinity(2), mlockall(2), clock_nanosleep(2), prctl(2) and the kernel's
+Documentation/power/pm_qos_interface.rst (/dev/cpu_dma_latency) and
+Documentation/scheduler/sched-rt-group.rst (sched_rt_runtime_us).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import mmap
+import os
+import platform as _pyplatform
+import signal
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+from ..cpus import CpuSet
+from ..errors import InvalidCpu, PermissionDenied, SoftRTError
+from ._files import read_int, read_text, write_text
+from .base import Capabilities
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+MCL_CURRENT, MCL_FUTURE = 1, 2  # <sys/mman.h>
+PR_SET_PDEATHSIG, PR_SET_TIMERSLACK = 1, 29  # <linux/prctl.h>
+CLOCK_MONOTONIC, TIMER_ABSTIME = 1, 1  # <time.h>
+RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
+SHM_DIR = Path("/dev/shm")
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+_clock_nanosleep = _libc.clock_nanosleep
+_clock_nanosleep.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Timespec), ctypes.c_void_p]
+_clock_nanosleep.restype = ctypes.c_int
+
+
+def _oserror(op: str, target: str, err: OSError) -> SoftRTError:
+    if err.errno in (errno.EPERM, errno.EACCES):
+        return PermissionDenied(op, target, hint="run as root or grant CAP_SYS_NICE / CAP_IPC_LOCK")
+    return SoftRTError(f"{op} on {target} failed: {err.strerror or err}")
+
+
+class LinuxPlatform:
+    """Linux implementation of :class:`~softrt.platform.base.Platform`."""
+
+    caps = Capabilities(sched_fifo=True, mlockall=True, dma_latency=True, rt_throttling=True, die_with_parent=True)
+
+    # --- CPUs ---------------------------------------------------------------------------------
+    def online_cpus(self, root: str = "/") -> CpuSet:
+        """Return the online CPUs (/sys/devices/system/cpu/online, cputopology.rst)."""
+        text = read_text(root, "/sys/devices/system/cpu/online", fallback=None)
+        if text is None:
+            return CpuSet(range(os.cpu_count() or 1))
+        return CpuSet.parse(text)
+
+    def allowed_cpus(self) -> CpuSet:
+        """Return the CPUs this process may run on (its affinity, which cgroups may narrow)."""
+        return CpuSet(os.sched_getaffinity(0))
+
+    def set_affinity(self, cpus: CpuSet, pid: int = 0) -> None:
+        """Pin *pid* (0: this process) to *cpus*."""
+        try:
+            os.sched_setaffinity(pid, cpus.to_frozenset())
+        except OSError as err:
+            if err.errno == errno.EINVAL:  # CPU offline or outside our cpuset (sched_setaffinity(2))
+                raise InvalidCpu(str(cpus), self.allowed_cpus(), "is not allowed to this process") from err
+            raise _oserror("sched_setaffinity", f"pid {pid or os.getpid()}", err) from err
+
+    def set_fifo(self, priority: int, pid: int = 0) -> None:
+        """Make *pid* SCHED_FIFO at *priority* (1-99, sched(7))."""
+        try:
+            os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(priority))
+        except OSError as err:
+            raise _oserror("sched_setscheduler(SCHED_FIFO)", f"pid {pid or os.getpid()}", err) from err
+
+    # --- memory and power ---------------------------------------------------------------------
+    def lock_memory(self) -> None:
+        """Lock current and future pages in RAM so the loop never takes a page fault (mlockall(2))."""
+        if _libc.mlockall(MCL_CURRENT | MCL_FUTURE) != 0:
+            err = ctypes.get_errno()
+            raise _oserror("mlockall", "this process", OSError(err, os.strerror(err)))
+
+    def hold_dma_latency(self, latency_us: int = 0) -> int:
+        """Ask PM QoS for *latency_us* CPU wake-up latency; held while the returned fd is open.
+
+        The kernel drops the request when the fd closes, so it cannot outlive the process
+        (Documentation/power/pm_qos_interface.rst).
+        """
+        try:
+            fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+        except OSError as err:
+            raise _oserror("open", "/dev/cpu_dma_latency", err) from err
+        os.write(fd, struct.pack("i", latency_us))
+        return fd
+
+    def set_timer_slack_ns(self, slack_ns: int) -> None:
+        """Set this thread's timer slack (default 50 µs for SCHED_OTHER; prctl(2) PR_SET_TIMERSLACK)."""
+        _libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(slack_ns), 0, 0, 0)
+
+    def die_with_parent(self) -> None:
+        """Have the kernel SIGKILL this process when its parent dies (prctl(2) PR_SET_PDEATHSIG)."""
+        if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise SoftRTError(f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(err)}")
+
+    def make_sleep_until(self) -> Callable[[int], None]:
+        """Return ``sleep_until(abs_ns)``: clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME).
+
+        Absolute sleeps do not accumulate drift (cyclictest's default mode). The timespec is
+        allocated once here so the hot loop allocates nothing but the call's integers.
+        """
+        ts = _Timespec()
+        ref = ctypes.byref(ts)
+        fn = _clock_nanosleep
+
+        def sleep_until(abs_ns: int) -> None:
+            ts.tv_sec, ts.tv_nsec = divmod(abs_ns, 1_000_000_000)
+            while fn(CLOCK_MONOTONIC, TIMER_ABSTIME, ref, None) == errno.EINTR:
+                pass
+
+        return sleep_until
+
+    # --- RT throttling (Documentation/scheduler/sched-rt-group.rst) ---------------------------
+    def read_rt_runtime_us(self, root: str = "/") -> int:
+        """Return kernel.sched_rt_runtime_us (-1: RT tasks are never throttled)."""
+        return read_int(root, RT_RUNTIME)
+
+    def write_rt_runtime_us(self, value_us: int, root: str = "/") -> None:
+        """Set kernel.sched_rt_runtime_us."""
+        write_text(root, RT_RUNTIME, str(value_us))
+
+    # --- shared memory ------------------------------------------------------------------------
+    def open_shared_memory(self, name: str, size: int, create: bool) -> mmap.mmap:
+        """Map the shared-memory segment /dev/shm/*name* (created with mode 0600 when *create*)."""
+        path = SHM_DIR / name
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        fd = os.open(path, flags, 0o600)
+        try:
+            if create:
+                os.ftruncate(fd, size)
+            return mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+
+    def list_shared_memory(self, prefix: str) -> list[str]:
+        """Return the names of the shared-memory segments starting with *prefix*."""
+        try:
+            return sorted(p.name for p in SHM_DIR.glob(prefix + "*"))
+        except OSError:
+            return []
+
+    def remove_shared_memory(self, name: str) -> None:
+        """Remove /dev/shm/*name* if it exists."""
+        try:
+            (SHM_DIR / name).unlink()
+        except FileNotFoundError:
+            pass
+
+    # --- host facts ---------------------------------------------------------------------------
+    def host_facts(self, root: str = "/") -> dict:
+        """Return what a reader of a result needs to know about this machine."""
+        uname = os.uname()
+        cpuinfo = read_text(root, "/proc/cpuinfo", fallback="")
+        model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")), None)
+        return {
+            "os": "linux",
+            "hostname": uname.nodename,
+            "kernel": uname.release,
+            "kernel_version": uname.version,
+            "machine": uname.machine,
+            "preemption": preemption_model(root, uname.version),
+            "cpu_model": model or _pyplatform.processor() or None,
+            "cpu_count": len(self.online_cpus(root)),
+            "cmdline": read_text(root, "/proc/cmdline", fallback=None),
+            "python": _pyplatform.python_version(),
+            "clocksource": read_text(root, "/sys/devices/system/clocksource/clocksource0/current_clocksource", fallback=None),
+            "rt_runtime_us": read_int(root, RT_RUNTIME, fallback=None),
+        }
+
+
+def preemption_model(root: str = "/", version: str | None = None) -> str:
+    """Return the preemption model: "PREEMPT_RT", or the PREEMPT_DYNAMIC mode, or from uname.
+
+    /sys/kernel/realtime is 1 on PREEMPT_RT kernels; /sys/kernel/debug/sched/preempt shows the
+    dynamic mode as "none voluntary (full) lazy" (kernel/sched/core.c).
+    """
+    if read_text(root, "/sys/kernel/realtime", fallback="0") == "1":
+        return "PREEMPT_RT"
+    mode = read_text(root, "/sys/kernel/debug/sched/preempt", fallback="")
+    if "(" in mode:
+        return "PREEMPT_DYNAMIC:" + mode.split("(", 1)[1].split(")", 1)[0]
+    version = version if version is not None else os.uname().version
+    for tag in ("PREEMPT_RT", "PREEMPT_DYNAMIC", "PREEMPT"):
+        if tag in version.split():
+            return tag
+    return "unknown"

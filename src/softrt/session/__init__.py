@@ -1,0 +1,1 @@
+"""Sessions: arm → run → stop, in ``finally`` (session layer)."""

@@ -1,0 +1,95 @@
+"""RunConfig: what one run does, validated before anything is started or written."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..cpus import CpuSet
+from ..errors import ConfigError, InvalidCpu
+from ..loop.cyclic import WAITS
+from ..units import NS_PER_S, NS_PER_US, format_ns
+
+PROFILES = ("rt", "none")
+MIN_PERIOD_NS = 5 * NS_PER_US  # below this a CPython loop cannot even read the clock twice reliably
+MAX_PERIOD_NS = 1 * NS_PER_S
+DEFAULT_MAX_DURATION_NS = 3600 * NS_PER_S  # raise with --max-duration
+MAX_AXES = 1024
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run of the cyclic test (times in integer nanoseconds)."""
+
+    period_ns: int = 250 * NS_PER_US
+    duration_ns: int = 10 * NS_PER_S
+    cpu: int | None = None  # None: the highest-numbered online CPU allowed to us
+    priority: int = 80
+    profile: str = "rt"
+    wait: str = "spin"
+    margin_ns: int = 50 * NS_PER_US  # hybrid: sleep until this long before the edge, then spin
+    axes: int = 1
+    motion: Any = None  # softrt.motion.MotionConfig; None: its defaults with ``axes``
+    out_dir: Path = Path("softrt-runs")
+    max_duration_ns: int = DEFAULT_MAX_DURATION_NS
+    scenario: str = "run"
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """Return a JSON-ready dict (config.json)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["out_dir"] = str(self.out_dir)
+        if dataclasses.is_dataclass(self.motion):
+            out["motion"] = dataclasses.asdict(self.motion)
+        return out
+
+
+def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
+    """Check *config*; return it with defaults resolved (cpu, motion). Raise ConfigError."""
+    if not MIN_PERIOD_NS <= config.period_ns <= MAX_PERIOD_NS:
+        raise ConfigError(f"period {format_ns(config.period_ns)} is out of range",
+                          hint=f"use {format_ns(MIN_PERIOD_NS, digits=0)} to {format_ns(MAX_PERIOD_NS, 'ms', 0)}, e.g. --period 250us")
+    if config.duration_ns <= 0:
+        raise ConfigError(f"duration must be positive, got {format_ns(config.duration_ns, 's', 3)}",
+                          hint="e.g. --duration 10s")
+    if config.duration_ns > config.max_duration_ns:
+        raise ConfigError(f"duration {format_ns(config.duration_ns, 's', 0)} exceeds the safety bound of "
+                          f"{format_ns(config.max_duration_ns, 's', 0)}", hint="raise it explicitly with --max-duration")
+    if config.duration_ns < 2 * config.period_ns:
+        raise ConfigError("duration must cover at least two periods", hint="lengthen --duration")
+    if not 1 <= config.priority <= 99:
+        raise ConfigError(f"priority {config.priority} is outside SCHED_FIFO's 1-99", hint="e.g. --priority 80")
+    if config.profile not in PROFILES:
+        raise ConfigError(f"unknown profile {config.profile!r}", hint=f"use one of {', '.join(PROFILES)}")
+    if config.wait not in WAITS:
+        raise ConfigError(f"unknown wait strategy {config.wait!r}", hint=f"use one of {', '.join(WAITS)}")
+    if config.wait == "hybrid" and not 0 < config.margin_ns < config.period_ns:
+        raise ConfigError(f"hybrid margin {format_ns(config.margin_ns)} must be between 0 and the period",
+                          hint="e.g. --margin 50us")
+    if not 1 <= config.axes <= MAX_AXES:
+        raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
+    usable = online & allowed
+    cpu = config.cpu
+    if cpu is None:
+        cpu = usable.last()
+    elif cpu not in online:
+        raise InvalidCpu(cpu, usable, "does not exist or is offline")
+    elif cpu not in allowed:
+        raise InvalidCpu(cpu, usable, "is not allowed to this process (cgroup cpuset or affinity)")
+    if config.profile == "rt" and not (online - CpuSet([cpu])):
+        # A SCHED_FIFO task spinning on every online CPU can starve the kernel's own work.
+        raise ConfigError(f"CPU {cpu} is the only online CPU; softrt keeps one housekeeping CPU free",
+                          hint="use --profile none on a single-CPU machine")
+    return dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None)
+
+
+def resolve_motion(config: RunConfig) -> RunConfig:
+    """Return *config* with a MotionConfig for its axes (the seed's motion test)."""
+    from ..motion import MotionConfig
+
+    motion = config.motion if config.motion is not None else MotionConfig(axes=config.axes)
+    if motion.axes != config.axes:
+        motion = dataclasses.replace(motion, axes=config.axes)
+    return dataclasses.replace(config, motion=motion)

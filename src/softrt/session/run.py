@@ -1,0 +1,257 @@
+"""One run: validate → arm (system changes, worker) → release → drain → stop, in ``finally``.
+
+The supervisor (this process) owns every system-wide change and restores it whatever happens:
+normal end, Ctrl-C, a crashed worker. The worker owns its process-scoped controls (affinity,
+SCHED_FIFO, mlockall, the /dev/cpu_dma_latency hold), which die with it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..analysis import summarize
+from ..cpus import CpuSet
+from ..errors import PermissionDenied, SoftRTError, WorkerFailed
+from ..ipc import layout as L
+from ..ipc.ring import Ring
+from ..loop.worker import WorkerSpec, worker_main
+from ..platform import get_platform
+from ..platform.linux import RT_RUNTIME
+from ..store.rundir import SCHEMA, RunDir, check_writable, new_run_id
+from . import changes as _changes
+from .config import RunConfig, resolve_motion, validate
+
+DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
+ARM_TIMEOUT_S = 60.0
+STOP_GRACE_S = 5.0
+
+
+@dataclass
+class Progress:
+    """What the live progress line shows."""
+
+    elapsed_s: float = 0.0
+    cycles: int = 0
+    max_period_us: float = 0.0
+    missed_updates: int = 0
+
+
+@dataclass
+class RunResult:
+    """A finished (or partial) run: its summary and where it was stored."""
+
+    summary: dict
+    path: Path
+    recovered: list = field(default_factory=list)
+
+
+def _utcnow() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class _Drainer:
+    """Drains the ring into the run directory and keeps the live progress figures."""
+
+    def __init__(self, ring: Ring, rundir: RunDir) -> None:
+        self.reader = ring.reader()
+        self.rundir = rundir
+        self.chunks: list[np.ndarray] = []
+        self.progress = Progress()
+        self._last_detect: int | None = None
+
+    def drain(self) -> None:
+        recs = self.reader.drain()
+        if not recs.size:
+            return
+        self.rundir.append(recs)
+        self.chunks.append(recs)
+        detect = recs["detect_ns"]
+        if self._last_detect is not None:
+            detect = np.concatenate(([self._last_detect], detect))
+        if detect.size > 1:
+            self.progress.max_period_us = max(self.progress.max_period_us, float(np.diff(detect).max()) / 1e3)
+        self._last_detect = int(recs["detect_ns"][-1])
+        self.progress.cycles += int(recs.size)
+        self.progress.missed_updates += int(recs["missed"].sum())
+
+    def records(self) -> np.ndarray:
+        return np.concatenate(self.chunks) if self.chunks else np.empty(0, dtype=L.RECORD_DTYPE)
+
+
+def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Callable[[], None] | None = None,
+        on_progress: Callable[[Progress], None] | None = None) -> RunResult:
+    """Run the cyclic test described by *config*; return its summary and run directory.
+
+    With *step*, the loop runs the user's ``step(seq) -> output`` instead of the motion test.
+    Bad input raises ConfigError before anything is started or written.
+    """
+    plat = get_platform()
+    recovered = _changes.recover()
+    config = validate(config, plat.online_cpus(), plat.allowed_cpus())
+    if step is None:
+        config = resolve_motion(config)
+    check_writable(Path(config.out_dir))
+
+    rundir = RunDir(Path(config.out_dir), new_run_id())
+    journal = _changes.ChangeJournal()
+    not_applied: list[dict] = []
+    applied: list[dict] = []
+    ring = Ring.create()
+    ctx = multiprocessing.get_context("spawn")
+    parent_conn, child_conn = ctx.Pipe()
+    spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
+                      margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
+                      profile=config.profile, axes=config.axes, motion=config.motion, step=step, setup=setup)
+    proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
+    drainer = _Drainer(ring, rundir)
+    status, reason = "complete", None
+    worker_report: dict = {}
+    started_at = _utcnow()
+    previous_affinity = plat.allowed_cpus()
+    completed = False
+    try:
+        if config.profile == "rt":
+            housekeeping = (plat.online_cpus() & previous_affinity) - CpuSet([config.cpu])
+            if housekeeping:
+                plat.set_affinity(housekeeping)
+                applied.append({"what": "supervisor_affinity", "detail": f"supervisor on CPUs {housekeeping}"})
+            if config.wait == "spin":
+                # A spinning SCHED_FIFO task is throttled for 50 ms every second by default
+                # (Documentation/scheduler/sched-rt-group.rst); -1 disables that for the run.
+                try:
+                    journal.set(RT_RUNTIME, "-1", "RT throttling would stall the spinning loop 50 ms every second")
+                except PermissionDenied as err:
+                    not_applied.append({"what": "rt_throttling_off", "detail": RT_RUNTIME, "why": str(err)})
+        # The worker ignores SIGINT (set in the child), so Ctrl-C reaches only the supervisor,
+        # which then asks the worker to stop and keeps every record.
+        old_sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            proc.start()
+        finally:
+            signal.signal(signal.SIGINT, old_sigint)
+        child_conn.close()
+        armed = _expect(parent_conn, proc, "armed", ARM_TIMEOUT_S)
+        applied.extend(armed["applied"])
+        not_applied.extend(armed["not_applied"])
+        parent_conn.send("go")
+        t_start = time.monotonic()
+        deadline = t_start + config.duration_ns / 1e9 + STOP_GRACE_S
+        try:
+            while proc.is_alive():
+                time.sleep(DRAIN_INTERVAL_S)
+                drainer.drain()
+                drainer.progress.elapsed_s = time.monotonic() - t_start
+                if on_progress is not None:
+                    on_progress(drainer.progress)
+                if time.monotonic() > deadline:
+                    status, reason = "partial", "the worker did not stop at the end of the run; it was stopped"
+                    break
+        except KeyboardInterrupt:
+            status, reason = "partial", "interrupted by Ctrl-C"
+        ring.header[L.H_STOP] = 1
+        proc.join(2.0)
+        worker_report = _final_report(parent_conn)
+        if worker_report.get("failed"):
+            status, reason = "partial", f"the worker failed: {worker_report['failed']}"
+        elif proc.exitcode not in (0, None) and reason is None:
+            status, reason = "partial", f"the worker died (exit code {proc.exitcode})"
+        completed = True
+    finally:
+        if proc.is_alive():
+            proc.kill()
+            proc.join(2.0)
+        try:
+            drainer.drain()
+            overflows = drainer.reader.overflows
+        finally:
+            try:
+                journal.restore()
+            finally:
+                if config.profile == "rt":
+                    plat.set_affinity(previous_affinity)
+                rundir.close()
+                drainer.reader = None
+                ring.close()
+                if not completed and not drainer.chunks:
+                    rundir.discard()  # the run never started: leave nothing half-written
+
+    records = drainer.records()
+    summary = {
+        "schema": SCHEMA,
+        "run_id": rundir.run_id,
+        "scenario": config.scenario,
+        "started_at": started_at,
+        "finished_at": _utcnow(),
+        "status": status,
+        "partial_reason": reason,
+        "mode": _mode(config, not_applied),
+        "config": config.to_dict(),
+        "host": plat.host_facts(),
+        "tuning": {
+            "applied": applied,
+            "not_applied": not_applied,
+            "system_changes": [c.to_dict() for c in journal.changes],
+            "recovered_from_earlier_runs": [c.to_dict() for c in recovered],
+        },
+        **summarize(records, config.period_ns),
+        "ring": {"capacity": ring.capacity, "overflows": overflows},
+        "board": worker_report.get("board", {}),
+    }
+    if step is None and records.size:
+        from ..motion import motion_impact
+
+        window = records["cycle"] + records["missed"]
+        summary["motion"] = motion_impact(window, config.motion, period_ns=config.period_ns).to_dict()
+    rundir.write_json("config.json", config.to_dict())
+    rundir.write_json("host.json", summary["host"])
+    rundir.write_json("summary.json", summary)
+    return RunResult(summary=summary, path=rundir.path, recovered=recovered)
+
+
+def _mode(config: RunConfig, not_applied: list[dict]) -> str:
+    """Label the run: "real-time", "not real-time" (controls failed) or "untuned"."""
+    if config.profile == "none":
+        return "untuned"
+    return "not real-time" if not_applied else "real-time"
+
+
+def _expect(conn, proc, kind: str, timeout_s: float) -> dict:
+    """Wait for the worker's *kind* message; raise WorkerFailed if it fails or dies first."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if conn.poll(0.1):
+            try:
+                msg, payload = conn.recv()
+            except EOFError:
+                break
+            if msg == kind:
+                return payload
+            if msg == "failed":
+                raise WorkerFailed(f"the real-time worker failed while arming: {payload}")
+        elif not proc.is_alive():
+            break
+    raise WorkerFailed(f"the real-time worker did not arm (exit code {proc.exitcode})")
+
+
+def _final_report(conn) -> dict:
+    """Collect the worker's last message ("done" or "failed"), if it sent one."""
+    report: dict = {}
+    try:
+        while conn.poll(0.5):
+            msg, payload = conn.recv()
+            if msg == "done":
+                report.update(payload)
+            elif msg == "failed":
+                report["failed"] = payload
+    except (EOFError, OSError):
+        pass
+    return report

@@ -1,0 +1,128 @@
+"""A run directory: ``samples.parquet``, ``summary.json``, ``config.json``, ``host.json``.
+
+Layout and schema are documented in docs/run-format.md. JSON files are written to a temporary
+name and renamed (rename(2) is atomic), so a reader never sees half a file; the Parquet file is
+appended row group by row group while the run goes, so a killed supervisor still leaves every
+drained record readable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import ConfigError, SoftRTError
+from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
+
+SCHEMA = "softrt.summary/1"
+SAMPLES = "samples.parquet"
+SUMMARY = "summary.json"
+_ARROW_SCHEMA = pa.schema([(name, pa.int64()) for name in RECORD_FIELDS])
+
+
+def new_run_id() -> str:
+    """Return a sortable, unique run id: ``20261130-071502-host-1a2b``."""
+    host = socket.gethostname().split(".")[0][:20] or "host"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{host}-{secrets.token_hex(2)}"
+
+
+def check_writable(base: Path) -> None:
+    """Raise ConfigError unless run directories can be created under *base*."""
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        probe = base / f".softrt-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise ConfigError(f"cannot write runs to {base}: {err.strerror or err}",
+                          hint="choose another directory with --out-dir") from None
+
+
+class RunDir:
+    """One run's directory, written while the run goes."""
+
+    def __init__(self, base: Path, run_id: str) -> None:
+        self.run_id = run_id
+        self.path = Path(base) / run_id
+        try:
+            self.path.mkdir(parents=True)
+        except OSError as err:
+            raise SoftRTError(f"cannot create run directory {self.path}: {err.strerror or err}") from None
+        self._writer: pq.ParquetWriter | None = None
+        self._pending: list[np.ndarray] = []
+        self._pending_rows = 0
+        self.rows = 0
+
+    def write_json(self, name: str, data: dict) -> Path:
+        """Write *data* as ``name`` atomically."""
+        target = self.path / name
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+        os.replace(tmp, target)
+        return target
+
+    def append(self, records: np.ndarray, flush_rows: int = 65536) -> None:
+        """Queue *records*; write a Parquet row group once *flush_rows* are queued."""
+        if records.size:
+            self._pending.append(records)
+            self._pending_rows += records.size
+        if self._pending_rows >= flush_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every queued record as one row group."""
+        if not self._pending:
+            return
+        chunk = np.concatenate(self._pending)
+        self._pending, self._pending_rows = [], 0
+        table = pa.table({name: chunk[name] for name in RECORD_FIELDS}, schema=_ARROW_SCHEMA)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path / SAMPLES, _ARROW_SCHEMA, compression="zstd")
+        self._writer.write_table(table)
+        self.rows += chunk.size
+
+    def close(self) -> None:
+        """Flush and close the samples file (an empty run still gets a valid, empty file)."""
+        self.flush()
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path / SAMPLES, _ARROW_SCHEMA, compression="zstd")
+        self._writer.close()
+
+
+    def discard(self) -> None:
+        """Remove the directory of a run that never started."""
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def read_samples(run_path: Path) -> np.ndarray:
+    """Return a run's records as a RECORD_DTYPE array."""
+    path = Path(run_path) / SAMPLES
+    try:
+        table = pq.read_table(path, columns=list(RECORD_FIELDS))
+    except (OSError, pa.ArrowException) as err:
+        raise SoftRTError(f"cannot read samples {path}: {err}") from None
+    out = np.empty(table.num_rows, dtype=RECORD_DTYPE)
+    for name in RECORD_FIELDS:
+        out[name] = table.column(name).to_numpy()
+    return out
+
+
+def read_summary(run_path: Path) -> dict:
+    """Return a run's summary.json, checking its schema."""
+    path = Path(run_path) / SUMMARY
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise SoftRTError(f"cannot read {path}: {err}") from None
+    if not str(data.get("schema", "")).startswith("softrt.summary/"):
+        raise SoftRTError(f"{path} is not a softrt summary (schema {data.get('schema')!r})")
+    return data

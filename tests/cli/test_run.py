@@ -1,0 +1,198 @@
+"""``softrt run`` end to end: real runs on the last CPU (structure, never latency bounds)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from softrt.cli import main
+
+from ..conftest import RT_RUNTIME, load_summary, softrt_cmd
+
+pytestmark = pytest.mark.rt
+
+
+def run_cli(capsys, *args):
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--period", "0"], "period"),
+    (["--period", "-5us"], "not a time"),
+    (["--period", "5s"], "period"),
+    (["--duration", "0"], "duration"),
+    (["--duration", "-1"], "not a time"),
+    (["--duration", "3h"], "safety bound"),
+    (["--cpu", "99"], "CPU 99"),
+    (["--priority", "0"], "priority"),
+    (["--priority", "100"], "priority"),
+    (["--axes", "0"], "axes"),
+    (["--profile", "fast"], "--profile"),
+    (["--wait", "yield"], "--wait"),
+    (["--period", "abc"], "not a time"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, state_dir, args, needle):
+    out_dir = tmp_path / "runs"
+    code, out, err = run_cli(capsys, "run", "--out-dir", str(out_dir), *args)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("softrt: error:") and needle in lines[0], err
+    assert "Traceback" not in err
+    assert not out_dir.exists() or not any(out_dir.iterdir())
+
+
+def test_unwritable_output_directory(capsys, tmp_path, state_dir):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = run_cli(capsys, "run", "--out-dir", str(blocker / "runs"))
+    assert code == 2 and "cannot write runs" in err and len(err.strip().splitlines()) == 1
+
+
+def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_settings_restored):
+    period_ns, duration_s = 250_000, 2
+    proc = softrt_cmd("run", "--duration", f"{duration_s}s", "--json", "--out-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    s = load_summary(proc.stdout)
+    assert s["schema"] == "softrt.summary/1" and s["status"] == "complete"
+    board_cycles = duration_s * 1e9 / period_ns
+    # Every write is one record; a missed board cycle has no write of its own.
+    assert abs(s["cycles"] + s["misses"]["missed_updates"] - board_cycles) / board_cycles < 0.02
+    assert abs(s["period_us"]["mean"] - 250.0) / 250.0 < 0.01
+    assert s["records_missing"] == 0 and s["ring"]["overflows"] == 0
+    assert s["board"]["writes"] == s["cycles"]
+    assert s["board"]["missed_updates"] == s["misses"]["missed_updates"]
+    run_dir = tmp_path / s["run_id"]
+    table = pq.read_table(run_dir / "samples.parquet")
+    assert table.num_rows == s["cycles"]
+    assert table.column("seq").to_pylist()[:3] == [0, 1, 2]
+    for name in ("config.json", "host.json", "summary.json"):
+        assert (run_dir / name).exists()
+    assert s["host"]["kernel"] == os.uname().release and s["host"]["cpu_count"] == os.cpu_count()
+    if os.geteuid() == 0:
+        assert s["mode"] == "real-time"
+        change = s["tuning"]["system_changes"][0]
+        assert change["path"] == str(RT_RUNTIME) and change["restored"] and change["verified"]
+    assert s["motion"]["writes"] == s["cycles"]
+    assert s["motion"]["missed_updates"] == s["misses"]["missed_updates"]
+    assert list(state_dir.glob("restore/*.json")) == []
+
+
+@pytest.mark.parametrize("wait", ["sleep", "hybrid"])
+def test_sleep_and_hybrid_waits_run(tmp_path, state_dir, rt_settings_restored, wait):
+    proc = softrt_cmd("run", "--duration", "1s", "--wait", wait, "--axes", "8", "--json", "--out-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    s = load_summary(proc.stdout)
+    assert s["config"]["wait"] == wait and s["config"]["axes"] == 8
+    assert s["cycles"] > 3000 and s["tuning"]["system_changes"] == []  # only spin needs throttling off
+
+
+def test_profile_none_is_the_untuned_run(tmp_path, state_dir, rt_settings_restored):
+    proc = softrt_cmd("run", "--duration", "1s", "--profile", "none", "--json", "--out-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    s = load_summary(proc.stdout)
+    assert s["mode"] == "untuned" and s["tuning"]["applied"] == [] and s["tuning"]["system_changes"] == []
+    assert s["config"]["cpu"] is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_without_capabilities_runs_anyway_labelled_not_real_time(tmp_path, state_dir, rt_settings_restored):
+    drop = ("setpriv", "--bounding-set=-sys_nice,-ipc_lock", "--inh-caps=-all")
+    proc = softrt_cmd("run", "--duration", "1s", "--json", "--out-dir", str(tmp_path), prefix=drop)
+    assert proc.returncode == 0, proc.stderr
+    s = load_summary(proc.stdout)
+    assert s["mode"] == "not real-time"
+    missing = {item["what"] for item in s["tuning"]["not_applied"]}
+    assert "sched_fifo" in missing and all(item["why"] for item in s["tuning"]["not_applied"])
+    assert s["cycles"] > 1000
+
+
+def _start(tmp_path, *args):
+    return subprocess.Popen([sys.executable, "-m", "softrt", "run", "--json", "--out-dir", str(tmp_path), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_records(tmp_path, timeout_s=20.0):
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if any(tmp_path.glob("*/samples.parquet")):
+            return
+        time.sleep(0.05)
+    raise AssertionError("no run started")
+
+
+def test_ctrl_c_keeps_every_record_and_restores(tmp_path, state_dir, rt_settings_restored):
+    proc = _start(tmp_path, "--duration", "20s")
+    _wait_for_records(tmp_path)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, err
+    s = load_summary(out)
+    assert s["status"] == "partial" and "Ctrl-C" in s["partial_reason"]
+    assert 0 < s["cycles"] < 20 * 4000 and s["records_missing"] == 0
+    assert pq.read_table(tmp_path / s["run_id"] / "samples.parquet").num_rows == s["cycles"]
+    assert all(c["restored"] for c in s["tuning"]["system_changes"])
+
+
+def test_crashing_step_is_a_partial_run_with_the_reason(tmp_path, state_dir, rt_settings_restored):
+    script = tmp_path / "crash.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, softrt
+        def step(seq):
+            if seq == 3000:
+                raise RuntimeError("boom at 3000")
+            return float(seq)
+        if __name__ == "__main__":
+            r = softrt.run_cyclic(step, duration_s=5, out_dir={str(tmp_path / 'runs')!r})
+            print(json.dumps(r.summary))
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    s = load_summary(proc.stdout)
+    assert s["status"] == "partial" and "boom at 3000" in s["partial_reason"]
+    # step(3000) computes the output of cycle 3000 inside cycle 2999: cycles 0-2998 completed.
+    assert s["cycles"] == 2999
+
+
+def test_killed_worker_is_a_partial_run(tmp_path, state_dir, rt_settings_restored):
+    import psutil
+
+    proc = _start(tmp_path, "--duration", "20s")
+    _wait_for_records(tmp_path)
+    worker = psutil.Process(proc.pid).children()[-1]
+    worker.kill()
+    out, err = proc.communicate(timeout=30)
+    s = load_summary(out)
+    assert proc.returncode == 1 and s["status"] == "partial" and "died" in s["partial_reason"]
+    assert s["cycles"] > 0 and all(c["restored"] for c in s["tuning"]["system_changes"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
+def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path, state_dir, rt_settings_restored):
+    import psutil
+
+    before = RT_RUNTIME.read_text()
+    proc = _start(tmp_path, "--duration", "20s")
+    _wait_for_records(tmp_path)
+    worker = psutil.Process(proc.pid).children()[-1]
+    assert RT_RUNTIME.read_text().strip() == "-1"
+    proc.kill()
+    proc.communicate()
+    worker.wait(timeout=10)  # PR_SET_PDEATHSIG: the worker dies with its parent
+    assert list(state_dir.glob("restore/*.json"))
+    nxt = softrt_cmd("run", "--duration", "0")  # any softrt command, even one with bad input
+    assert "restored /proc/sys/kernel/sched_rt_runtime_us" in nxt.stderr
+    assert RT_RUNTIME.read_text() == before
+    assert list(state_dir.glob("restore/*.json")) == []

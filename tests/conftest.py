@@ -1,0 +1,39 @@
+"""Shared test helpers: a softrt command runner and the RT-loop fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    """An isolated softrt state directory (restore journals, tune state)."""
+    d = tmp_path / "state"
+    monkeypatch.setenv("SOFTRT_STATE_DIR", str(d))
+    return d
+
+
+def softrt_cmd(*args: str, prefix: tuple[str, ...] = (), **kwargs) -> subprocess.CompletedProcess:
+    """Run ``python -m softrt ARGS`` as a user would, capturing its output."""
+    return subprocess.run([*prefix, sys.executable, "-m", "softrt", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "120"}, **kwargs)
+
+
+def load_summary(stdout: str) -> dict:
+    return json.loads(stdout)
+
+
+@pytest.fixture
+def rt_settings_restored():
+    """Assert that a test leaves RT throttling as it found it."""
+    before = RT_RUNTIME.read_text()
+    yield
+    assert RT_RUNTIME.read_text() == before

@@ -1,0 +1,85 @@
+"""MotionConfig validation and defaults; Trajectory construction errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from softrt.errors import ConfigError, SoftRTError
+from softrt.motion import MAX_AXES, MotionConfig, Trajectory, axis_scales
+
+
+def test_defaults_make_several_moves_in_ten_seconds():
+    cfg = MotionConfig()
+    prof = cfg.plan()
+    move_plus_dwell_s = prof.duration_s + cfg.dwell_s
+    assert 1.0 <= move_plus_dwell_s <= 2.0
+    assert 10.0 / move_plus_dwell_s >= 5
+    assert prof.case == "vmax+amax"  # the default exercises all seven segments
+    assert cfg.axes == 1 and cfg.shape == "scurve"
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"axes": 0}, "axes"), ({"axes": -3}, "axes"), ({"axes": 1.5}, "axes"), ({"axes": True}, "axes"),
+    ({"axes": "4"}, "axes"), ({"axes": MAX_AXES + 1}, "axes"),
+    ({"shape": "sine"}, "shape"), ({"shape": ""}, "shape"),
+    ({"distance_counts": 0}, "distance_counts"), ({"distance_counts": -10}, "distance_counts"),
+    ({"distance_counts": math.nan}, "distance_counts"), ({"distance_counts": math.inf}, "distance_counts"),
+    ({"velocity_counts_per_s": 0}, "velocity_counts_per_s"), ({"velocity_counts_per_s": -1.0}, "velocity_counts_per_s"),
+    ({"accel_counts_per_s2": 0}, "accel_counts_per_s2"), ({"accel_counts_per_s2": "fast"}, "accel_counts_per_s2"),
+    ({"jerk_counts_per_s3": 0}, "jerk_counts_per_s3"), ({"jerk_counts_per_s3": -4e7}, "jerk_counts_per_s3"),
+    ({"jerk_counts_per_s3": math.inf}, "jerk_counts_per_s3"),  # an S-curve needs a finite jerk
+    ({"dwell_s": -0.1}, "dwell_s"), ({"dwell_s": math.nan}, "dwell_s"), ({"dwell_s": None}, "dwell_s"),
+])
+def test_bad_values_raise_config_error_naming_the_field(kwargs, field):
+    with pytest.raises(ConfigError) as err:
+        MotionConfig(**kwargs)
+    text = str(err.value)
+    assert field.split("_")[0] in text
+    assert err.value.hint  # says how to fix it
+    assert "\n" not in text  # one line
+    assert isinstance(err.value, SoftRTError)
+
+
+def test_valid_variants_and_normalisation():
+    cfg = MotionConfig(axes=np.int64(64), distance_counts=5, velocity_counts_per_s=np.float32(1000),
+                       dwell_s=0)
+    assert cfg.axes == 64 and type(cfg.axes) is int
+    assert type(cfg.distance_counts) is float and type(cfg.velocity_counts_per_s) is float
+    trap = MotionConfig(shape="trapezoid", jerk_counts_per_s3=math.inf)
+    assert trap.plan().shape == "trapezoid"
+    assert trap.to_dict()["jerk_counts_per_s3"] is None
+    with pytest.raises(Exception):
+        cfg.axes = 2  # frozen
+
+
+def test_from_mapping():
+    cfg = MotionConfig.from_mapping({"axes": 8, "shape": "trapezoid", "jerk_counts_per_s3": None})
+    assert cfg.axes == 8 and math.isinf(cfg.jerk_counts_per_s3)
+    assert MotionConfig.from_mapping(MotionConfig().to_dict()) == MotionConfig()
+    with pytest.raises(ConfigError, match="velocity_counts"):
+        MotionConfig.from_mapping({"velocity_counts": 5})
+
+
+def test_axis_scales():
+    k = axis_scales(64)
+    assert k.shape == (64,)
+    assert k[0] == 1.0
+    assert np.all(np.diff(k) < 0)
+    assert np.all(k > 0.5)
+    assert np.array_equal(axis_scales(1), [1.0])
+    assert np.array_equal(MotionConfig(axes=4).scales(), [1.0, 0.875, 0.75, 0.625])
+
+
+@pytest.mark.parametrize("period", [0, -250_000, 250_000.0, True, None])
+def test_trajectory_rejects_bad_period(period):
+    with pytest.raises(ConfigError, match="period"):
+        Trajectory(MotionConfig(), period)
+
+
+def test_trajectory_rejects_non_config():
+    with pytest.raises(ConfigError):
+        Trajectory({"axes": 1}, 250_000)
+    assert Trajectory(None, 250_000).config == MotionConfig()  # None: the defaults

@@ -1,0 +1,53 @@
+import pytest
+
+from softrt.cpus import CpuSet
+from softrt.errors import ConfigError, InvalidCpu
+from softrt.session.config import RunConfig, validate
+
+TWO = CpuSet([0, 1])
+
+
+def test_defaults_pick_the_highest_cpu():
+    assert validate(RunConfig(), TWO, TWO).cpu == 1
+    assert validate(RunConfig(), CpuSet.parse("0-7"), CpuSet.parse("0-5")).cpu == 5
+
+
+def test_profile_none_does_not_pin():
+    assert validate(RunConfig(profile="none"), TWO, TWO).cpu is None
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"period_ns": 0}, "period"),
+    ({"period_ns": 2_000_000_000}, "period"),
+    ({"duration_ns": 0}, "duration must be positive"),
+    ({"duration_ns": -5}, "duration must be positive"),
+    ({"duration_ns": 7200 * 10**9}, "safety bound"),
+    ({"priority": 0}, "priority"),
+    ({"priority": 100}, "priority"),
+    ({"profile": "turbo"}, "profile"),
+    ({"wait": "yield"}, "wait strategy"),
+    ({"axes": 0}, "axes"),
+    ({"wait": "hybrid", "margin_ns": 300_000}, "margin"),
+])
+def test_bad_values_say_what_and_how(kwargs, match):
+    with pytest.raises(ConfigError, match=match) as info:
+        validate(RunConfig(**kwargs), TWO, TWO)
+    assert info.value.hint  # every message says how to fix it
+
+
+def test_long_duration_allowed_when_raised_explicitly():
+    cfg = RunConfig(duration_ns=7200 * 10**9, max_duration_ns=8 * 3600 * 10**9)
+    assert validate(cfg, TWO, TWO).duration_ns == 7200 * 10**9
+
+
+def test_cpu_that_does_not_exist_or_is_not_allowed():
+    with pytest.raises(InvalidCpu, match="does not exist"):
+        validate(RunConfig(cpu=7), TWO, TWO)
+    with pytest.raises(InvalidCpu, match="not allowed"):
+        validate(RunConfig(cpu=1), TWO, CpuSet([0]))
+
+
+def test_refuses_to_spin_on_every_online_cpu():
+    with pytest.raises(ConfigError, match="housekeeping"):
+        validate(RunConfig(), CpuSet([0]), CpuSet([0]))
+    assert validate(RunConfig(profile="none"), CpuSet([0]), CpuSet([0])).cpu is None
