@@ -77,6 +77,14 @@ def parse_stat(body: str) -> dict | None:
         return None
 
 
+def _tgid(status: str, default: int) -> int:
+    for line in status.splitlines():
+        if line.startswith("Tgid:"):
+            value = line.split(":", 1)[1].strip()
+            return int(value) if value.isdigit() else default
+    return default
+
+
 def _allowed(status: str) -> CpuSet | None:
     for line in status.splitlines():
         if line.startswith("Cpus_allowed_list:"):
@@ -96,13 +104,18 @@ def pids(root: str) -> list[int]:
 
 
 def read_task(root: str, pid: int, tid: int) -> Task | None:
-    """Return one thread, or None when it is gone or unreadable (it may exit while we read)."""
+    """Return one thread, or None when it is gone or unreadable (it may exit while we read).
+
+    ``read_task(root, tid, tid)`` works for any thread id: /proc/TID exists for every thread even
+    though /proc lists only thread-group leaders; the process id then comes from ``Tgid:``.
+    """
     base = f"/proc/{pid}/task/{tid}"
     stat = parse_stat(read_text(root, f"{base}/stat", fallback=""))
-    allowed = _allowed(read_text(root, f"{base}/status", fallback=""))
+    status = read_text(root, f"{base}/status", fallback="")
+    allowed = _allowed(status)
     if stat is None or allowed is None:
         return None
-    return Task(pid, tid, stat["comm"], bool(stat["flags"] & PF_KTHREAD), bool(stat["flags"] & PF_NO_SETAFFINITY),
+    return Task(_tgid(status, pid), tid, stat["comm"], bool(stat["flags"] & PF_KTHREAD), bool(stat["flags"] & PF_NO_SETAFFINITY),
                 allowed, stat["policy"], stat["rt_priority"], stat["starttime"], stat["processor"],
                 stat["utime"] + stat["stime"])
 

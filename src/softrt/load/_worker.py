@@ -162,6 +162,12 @@ def churn(cfg: dict, deadline: float) -> dict:
 KINDS = {"spin": spin, "disk": disk, "memcopy": memcopy, "net_server": net_server, "net_client": net_client, "churn": churn}
 
 
+def _cpu_s() -> float:
+    """CPU seconds used by this process and its reaped children (getrusage(2))."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main(argv: list[str]) -> int:
     cfg = json.loads(argv[1])
     signal.signal(signal.SIGTERM, _on_term)
@@ -170,12 +176,11 @@ def main(argv: list[str]) -> int:
     if os.sched_getaffinity(0) != want:  # placement is taskset's job; refuse to run misplaced
         print(f"worker affinity {sorted(os.sched_getaffinity(0))} != {sorted(want)}", file=sys.stderr)
         return 3
+    cpu0 = _cpu_s()
     t0 = time.monotonic()
     counters = KINDS[cfg["kind"]](cfg, t0 + float(cfg["timeout_s"]))
     elapsed = time.monotonic() - t0
-    ru_self = resource.getrusage(resource.RUSAGE_SELF)
-    ru_kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_s = ru_self.ru_utime + ru_self.ru_stime + ru_kids.ru_utime + ru_kids.ru_stime
+    cpu_s = _cpu_s() - cpu0  # the work only, not the interpreter's start-up
     print(json.dumps({"counters": counters, "elapsed_s": elapsed, "cpu_s": cpu_s}), flush=True)
     return 0
 

@@ -170,7 +170,7 @@ def _one_per_cpu(role: str, kind: str, cpus: CpuSet, **config: Any) -> list[_Wor
 
 def disk(cpus: CpuSet, **kw) -> BuiltinLoad:
     """Disk: one writer/reader (sequential + random writes with fsync, uncached read-back)."""
-    kw.setdefault("workdir", _proc.DISK_WORKDIR)
+    kw["workdir"] = kw.get("workdir") or _proc.DISK_WORKDIR
     return BuiltinLoad("disk", cpus, [_Worker("io", "disk", cpus)], needs_dir=True, **kw)
 
 

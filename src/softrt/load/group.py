@@ -75,6 +75,9 @@ class LoadGroup:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._stop_all()
+        if exc_type is None and self.stop_errors:
+            name, _, msg = self.stop_errors[0].partition(": ")
+            raise LoadFailed(name, f"could not be stopped cleanly: {msg}")
 
     def dead(self) -> list[LoadGenerator]:
         """Return the started loads whose processes are no longer all running."""

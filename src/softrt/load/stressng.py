@@ -175,7 +175,7 @@ def disk(cpus: CpuSet, **kw) -> StressNgLoad:
             "iomix_bogo_ops_per_s": _rate(m, "iomix"),
         }
 
-    kw.setdefault("workdir", _proc.DISK_WORKDIR)
+    kw["workdir"] = kw.get("workdir") or _proc.DISK_WORKDIR
     args = ["--hdd", "1", "--hdd-opts", "wr-seq,rd-seq,fsync,fadv-dontneed", "--hdd-bytes", "64M",
             "--iomix", "1", "--iomix-bytes", "64M"]  # fmt: skip
     return StressNgLoad("disk", cpus, args, metrics, report_fs=True, **kw)

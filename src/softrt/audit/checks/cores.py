@@ -198,8 +198,9 @@ def check_sample(ctx: Context) -> Finding:
         return not_applicable("cores.sample", title, "no live sample taken (sampling off, or a captured tree)")
     if sample.get("error"):
         return not_applicable("cores.sample", title, f"sampling failed: {sample['error']}")
-    others = [e for e in sample["tasks"] if e["kind"] in ("user", "kthread-movable")]
-    expected = [e for e in sample["tasks"] if e["kind"] not in ("user", "kthread-movable", "idle")]
+    # Exited tasks count too: short-lived processes (compilers, scripts) are typical intruders.
+    others = [e for e in sample["tasks"] if e["kind"] in ("user", "kthread-movable", "exited")]
+    expected = [e for e in sample["tasks"] if e["kind"] == "pinned"]
     top = ", ".join(f"{e['comm']} {e['cpu_ms']:.2f} ms" for e in sample["tasks"][:6] if e["kind"] != "idle")
     evidence = (f"method: {sample['method']}, {sample['seconds']:.1f} s on {ctx.describe_cpus(ctx.rt_cpus)}",
                 f"busiest: {top or 'nothing but idle'}",
@@ -208,7 +209,8 @@ def check_sample(ctx: Context) -> Finding:
         ms = sum(e["cpu_ms"] for e in others)
         return Finding("cores.sample", title, Status.WARN, Severity.HIGH,
                        f"{len(others)} task(s) that could run elsewhere used {ms:.2f} ms on the RT CPUs: "
-                       + ", ".join(e["comm"] for e in others[:5]), evidence,
+                       + ", ".join(e["comm"] + (" (exited)" if e["kind"] == "exited" else "") for e in others[:5]),
+                       evidence,
                        why="every one of them delays a loop on that CPU (the seed's MsMpEng.exe finding)",
                        fix=_TUNE.format(rt=ctx.rt_cpus), tunable=True)
     return Finding("cores.sample", title, Status.OK, Severity.HIGH,

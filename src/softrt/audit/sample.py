@@ -1,0 +1,224 @@
+"""A short live sample of what runs on the real-time CPUs (audit layer).
+
+The seed looked, in Windows Performance Analyzer, at which processes ran on each core and found
+MsMpEng.exe on the real-time cores. Here: the ``sched_switch`` trace event, in a private tracefs
+instance limited to the RT CPUs (Documentation/trace/ftrace.rst, "Instances"), so nobody else's
+tracing is touched; without tracefs, two snapshots of /proc/PID/task/TID/{stat,schedstat}, which
+can only credit a thread's run time to the CPU it was last seen on. /proc/stat gives idle time.
+
+The caller should keep itself off the RT CPUs while sampling (``runner`` does).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import time
+from pathlib import Path
+
+from ..cpus import CpuSet
+from ..platform._files import kpath, read_text
+from . import procs, sysinfo
+
+_SWITCH = re.compile(
+    r"^\s*.+?-\d+\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+sched_switch:\s+"
+    r"prev_comm=(?P<prev_comm>.*?) prev_pid=(?P<prev_pid>-?\d+) .*?==> "
+    r"next_comm=(?P<next_comm>.*?) next_pid=(?P<next_pid>-?\d+)")
+_LOST = re.compile(r"CPU:?\s*(\d+)\s*\[LOST (\d+) EVENTS\]")
+
+
+def parse_sched_switch(text: str) -> tuple[list[tuple[int, int, int, str, int, str]], int]:
+    """Parse a tracefs ``trace`` file into (cpu, ts_ns, prev_pid, prev_comm, next_pid, next_comm) rows.
+
+    Returns the rows and the number of events the ring buffer lost.
+    """
+    rows, lost = [], 0
+    for line in text.splitlines():
+        m = _SWITCH.match(line)
+        if m:
+            sec, _, frac = m["ts"].partition(".")
+            ts_ns = int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
+            rows.append((int(m["cpu"]), ts_ns, int(m["prev_pid"]), m["prev_comm"], int(m["next_pid"]), m["next_comm"]))
+        elif (lm := _LOST.search(line)):
+            lost += int(lm[2])
+    return rows, lost
+
+
+def account_switches(rows, cpus: CpuSet, start_ns: int, end_ns: int) -> tuple[dict[tuple[int, str], int], set[int]]:
+    """Credit the time between context switches to the task that ran (ns per (tid, comm)).
+
+    Before a CPU's first switch its ``prev`` task was running; after the last one, its ``next``.
+    Returns the totals and the CPUs that had at least one switch.
+    """
+    totals: dict[tuple[int, str], int] = {}
+    seen: set[int] = set()
+    by_cpu: dict[int, list] = {}
+    for row in rows:
+        if row[0] in cpus:
+            by_cpu.setdefault(row[0], []).append(row)
+    for cpu, events in by_cpu.items():
+        events.sort(key=lambda r: r[1])
+        seen.add(cpu)
+        first = events[0]
+        _add(totals, (first[2], first[3]), first[1] - start_ns)
+        for cur, nxt in zip(events, events[1:]):
+            _add(totals, (cur[4], cur[5]), nxt[1] - cur[1])
+        last = events[-1]
+        _add(totals, (last[4], last[5]), end_ns - last[1])
+    return totals, seen
+
+
+def _add(totals: dict, key, ns: int) -> None:
+    if ns > 0:
+        totals[key] = totals.get(key, 0) + ns
+
+
+# -- /proc snapshots ----------------------------------------------------------------------------
+def proc_snapshot(root: str) -> dict[int, tuple[str, int, int]]:
+    """Return ``{tid: (comm, run_ns, last_cpu)}`` for every thread (schedstat, else stat ticks)."""
+    tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    snap = {}
+    for pid in procs.pids(root):
+        try:
+            tids = [int(n) for n in os.listdir(kpath(root, f"/proc/{pid}/task")) if n.isdigit()]
+        except OSError:
+            continue
+        for tid in tids:
+            base = f"/proc/{pid}/task/{tid}"
+            stat = procs.parse_stat(read_text(root, f"{base}/stat", fallback=""))
+            if stat is None:
+                continue
+            schedstat = read_text(root, f"{base}/schedstat", fallback="").split()
+            run_ns = int(schedstat[0]) if schedstat and schedstat[0].isdigit() else (stat["utime"] + stat["stime"]) * tick_ns
+            snap[tid] = (stat["comm"], run_ns, stat["processor"])
+    return snap
+
+
+def diff_snapshots(before: dict, after: dict, cpus: CpuSet) -> dict[tuple[int, str], int]:
+    """Credit each thread's run-time growth to the CPU it was last seen on, if that is an RT CPU."""
+    totals = {}
+    for tid, (comm, run_ns, cpu) in after.items():
+        if tid in before and cpu in cpus:
+            _add(totals, (tid, comm), run_ns - before[tid][1])
+    return totals
+
+
+def cpu_times(root: str) -> dict[int, list[int]]:
+    """Return /proc/stat per-CPU counters (user nice system idle iowait irq softirq steal …)."""
+    out = {}
+    for line in (read_text(root, "/proc/stat", fallback="") or "").splitlines():
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu") and name[3:].isdigit():
+            out[int(name[3:])] = [int(v) for v in rest.split()]
+    return out
+
+
+def idle_share(before: dict[int, list[int]], after: dict[int, list[int]], cpus: CpuSet) -> float | None:
+    """Return the share of time the CPUs were idle (idle + iowait) between two /proc/stat reads."""
+    idle = total = 0
+    for cpu in cpus:
+        if cpu in before and cpu in after:
+            delta = [a - b for a, b in zip(after[cpu], before[cpu])]
+            idle += sum(delta[3:5])
+            total += sum(delta[:8])
+    return idle / total if total > 0 else None
+
+
+# -- tracefs --------------------------------------------------------------------------------------
+def tracefs_dir(root: str) -> Path | None:
+    """Return the mounted tracefs directory (from /proc/mounts), or None."""
+    mp = sysinfo.mount_point(root, "tracefs")
+    if mp is None and sysinfo.mount_point(root, "debugfs") == "/sys/kernel/debug":
+        mp = "/sys/kernel/debug/tracing"
+    path = kpath(root, mp) if mp else None
+    return path if path is not None and (path / "instances").is_dir() else None
+
+
+def _write(path: Path, value: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def trace_switches(tracefs: Path, cpus: CpuSet, seconds: float) -> tuple[str, int, int]:
+    """Record sched_switch on *cpus* for *seconds* in a private instance; return (trace, start, end).
+
+    Timestamps use the instance's ``mono`` trace clock, the same clock as time.monotonic_ns().
+    The instance is removed again, also when interrupted.
+    """
+    inst = tracefs / "instances" / f"softrt-check-{os.getpid()}"
+    inst.mkdir()
+    try:
+        _write(inst / "tracing_cpumask", cpus.to_mask())
+        _write(inst / "trace_clock", "mono")
+        _write(inst / "buffer_size_kb", "2048")
+        start = time.monotonic_ns()
+        _write(inst / "events/sched/sched_switch/enable", "1")
+        time.sleep(seconds)
+        _write(inst / "tracing_on", "0")
+        end = time.monotonic_ns()
+        return (inst / "trace").read_text(errors="replace"), start, end
+    finally:
+        try:
+            _write(inst / "events/sched/sched_switch/enable", "0")
+        except OSError:
+            pass
+        for _ in range(50):  # rmdir fails with EBUSY while a reader still has the buffer open
+            try:
+                inst.rmdir()
+                break
+            except OSError as err:
+                if err.errno != errno.EBUSY:
+                    break
+                time.sleep(0.02)
+
+
+# -- the sample -----------------------------------------------------------------------------------
+def classify(root: str, tid: int, rt_cpus: CpuSet) -> str:
+    """Return the kind of a thread: idle, user, pinned, kthread-percpu, kthread-movable or exited."""
+    if tid == 0:
+        return "idle"
+    task = procs.read_task(root, tid, tid)
+    if task is None:
+        return "exited"
+    if task.kthread and not task.movable:
+        return "kthread-percpu"
+    if task.allowed <= rt_cpus:
+        return "pinned"
+    return "kthread-movable" if task.kthread else "user"
+
+
+def sample(rt_cpus: CpuSet, seconds: float, root: str = "/") -> dict:
+    """Watch what runs on *rt_cpus* for *seconds*; return a JSON-ready result.
+
+    Keys: ``method``, ``seconds``, ``idle_share``, ``lost_events``, ``tasks`` (``comm``, ``pid``
+    (thread id), ``cpu_ms``, ``kind``; busiest first) and ``error`` (None on success).
+    """
+    stat0, snap0 = cpu_times(root), proc_snapshot(root)
+    tracefs = tracefs_dir(root)
+    method, lost, traced = "proc", 0, set()
+    totals: dict[tuple[int, str], int] = {}
+    if tracefs is not None:
+        try:
+            text, start, end = trace_switches(tracefs, rt_cpus, seconds)
+            rows, lost = parse_sched_switch(text)
+            totals, traced = account_switches(rows, rt_cpus, start, end)
+            method = "tracefs sched_switch"
+        except OSError as err:
+            method = f"proc (tracefs unusable: {err.strerror or err})"
+    else:
+        time.sleep(seconds)
+        method = "proc (tracefs not mounted; run times credited to the CPU each thread was last seen on)"
+    stat1, snap1 = cpu_times(root), proc_snapshot(root)
+    untraced = rt_cpus - CpuSet(traced)
+    if untraced:  # CPUs without a single switch: one task held them, or they idled throughout
+        for key, ns in diff_snapshots(snap0, snap1, untraced).items():
+            _add(totals, key, ns)
+    tasks = [{"comm": comm, "pid": tid, "cpu_ms": round(ns / 1e6, 3), "kind": classify(root, tid, rt_cpus)}
+             for (tid, comm), ns in totals.items()]
+    tasks.sort(key=lambda t: -t["cpu_ms"])
+    return {"method": method, "seconds": seconds, "idle_share": idle_share(stat0, stat1, rt_cpus),
+            "lost_events": lost, "tasks": tasks, "error": None}

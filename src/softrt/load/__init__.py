@@ -1,0 +1,35 @@
+"""Background loads for the loaded scenarios (issue 4): disk, CPU, memory, network, process
+churn, GPU rendering and video playback, placed on the housekeeping CPUs.
+
+    loads = [make_load(name, CpuSet.parse("0")) for name in ("disk", "cpu", "network")]
+    check_placement(loads, rt_cpus=CpuSet.parse("1"), allow_rt=False)
+    with LoadGroup(loads) as group:      # start, settle 1 s, check every load is alive
+        ...                              # measure
+    for result in group.results:         # what each load achieved, or why it was skipped
+        print(result.to_dict())
+
+Backends: stress-ng when installed, built-in Python workers otherwise; ffmpeg for video.
+Linux only (taskset, setpriv, process groups).
+"""
+
+from __future__ import annotations
+
+from .base import DEFAULT_TIMEOUT_S, LoadFailed, LoadGenerator, LoadResult, LoadState, SkippedLoad
+from .group import DEFAULT_SETTLE_S, LoadGroup, check_placement
+from .registry import BACKEND_CHOICES, LOAD_NAMES, make_load, resolve_backend
+
+__all__ = [
+    "BACKEND_CHOICES",
+    "DEFAULT_SETTLE_S",
+    "DEFAULT_TIMEOUT_S",
+    "LOAD_NAMES",
+    "LoadFailed",
+    "LoadGenerator",
+    "LoadGroup",
+    "LoadResult",
+    "LoadState",
+    "SkippedLoad",
+    "check_placement",
+    "make_load",
+    "resolve_backend",
+]

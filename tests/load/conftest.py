@@ -1,0 +1,71 @@
+"""Shared helpers for the load tests: CPU 0 for loads (CPU 1 is the RT CPU), leftover checks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from softrt.cpus import CpuSet
+
+LOAD_CPU = 0
+
+needs_stress_ng = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng is not installed")
+needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg is not installed")
+
+
+@pytest.fixture
+def load_cpus() -> CpuSet:
+    if LOAD_CPU not in os.sched_getaffinity(0):
+        pytest.skip(f"CPU {LOAD_CPU} is not available to this process")
+    return CpuSet([LOAD_CPU])
+
+
+def descendants() -> list[psutil.Process]:
+    """Every living process below the test process."""
+    return [p for p in psutil.Process().children(recursive=True) if _running(p)]
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_gone(procs: list[psutil.Process], timeout_s: float = 5.0) -> list[psutil.Process]:
+    """Return the processes of *procs* still running after *timeout_s*."""
+    deadline = time.monotonic() + timeout_s
+    left = [p for p in procs if _running(p)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [p for p in left if _running(p)]
+    return left
+
+
+def processes_in_sessions(session_ids: set[int]) -> list[psutil.Process]:
+    """Living processes (anywhere, also orphans adopted by init) in the given sessions."""
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if os.getsid(p.pid) in session_ids and _running(p):
+                found.append(p)
+        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
+            continue
+    return found
+
+
+def assert_nothing_left(snapshot: list[psutil.Process], sessions: set[int], workdir: Path | None = None) -> None:
+    """No process the load made, no descendant, no process in its sessions, no file."""
+    still = [p for p in snapshot if _running(p)]
+    assert not still, f"load processes still running: {still}"
+    assert not descendants(), f"descendants left: {descendants()}"
+    assert not processes_in_sessions(sessions), "processes left in the loads' sessions"
+    assert not [p for p in psutil.process_iter(["name"]) if (p.info["name"] or "").startswith("stress-ng")
+                and p.pid in {q.pid for q in snapshot}]  # fmt: skip
+    if workdir is not None:
+        assert list(workdir.iterdir()) == [], f"files left in {workdir}: {list(workdir.rglob('*'))}"

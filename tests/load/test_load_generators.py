@@ -1,0 +1,126 @@
+"""Every load really runs, does measurable work on its CPUs, and leaves nothing behind.
+
+Each load runs about one second on CPU 0, with stress-ng and with the built-in fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from softrt.load import LoadResult, LoadState, make_load
+
+from .conftest import LOAD_CPU, assert_nothing_left, descendants, needs_ffmpeg, needs_stress_ng
+
+RUN_S = 1.0
+
+# The metric that proves each load did real work, per backend.
+PROOF = {
+    ("stress-ng", "disk"): ["write_MB_per_s", "hdd_bogo_ops_per_s", "iomix_bogo_ops_per_s"],
+    ("stress-ng", "cpu"): ["bogo_ops_per_s"],
+    ("stress-ng", "memory"): ["read_MB_per_s", "write_MB_per_s"],
+    ("stress-ng", "network"): ["connections_per_s"],
+    ("stress-ng", "churn"): ["fork_ops_per_s", "ops_per_s"],
+    ("builtin", "disk"): ["write_MB_per_s", "read_MB_per_s", "fsyncs_per_s"],
+    ("builtin", "cpu"): ["ops_per_s"],
+    ("builtin", "memory"): ["copy_MB_per_s"],
+    ("builtin", "network"): ["connections_per_s", "MB_per_s"],
+    ("builtin", "churn"): ["ops_per_s"],
+}
+
+CASES = [
+    pytest.param(backend, name, marks=[needs_stress_ng] if backend == "stress-ng" else [], id=f"{backend}-{name}")
+    for backend, name in PROOF
+]
+
+
+def _run(load, workdir, run_s=RUN_S):
+    """Start *load*, check it while it runs, stop it; return (result, processes seen, files seen)."""
+    load.start()
+    try:
+        time.sleep(run_s)
+        assert load.alive(), f"{load.name} died: {load.notes}"
+        procs = descendants()
+        files = [p for p in workdir.rglob("*") if p.is_file()]
+        # Placement: every process of the load runs on the load CPU only.
+        for p in procs:
+            assert p.cpu_affinity() == [LOAD_CPU], f"{p.name()} runs on {p.cpu_affinity()}"
+    finally:
+        load.stop()
+    return load.result(), procs, files
+
+
+@pytest.mark.parametrize(("backend", "name"), CASES)
+def test_load_does_work_and_leaves_nothing(backend, name, load_cpus, tmp_path):
+    load = make_load(name, load_cpus, backend, timeout_s=60, workdir=tmp_path)
+    assert load.backend == backend
+    sessions = set()
+
+    result, procs, files = _run(load, tmp_path)
+    sessions.update(load.pids())
+
+    assert procs, "the load started no process"
+    assert isinstance(result, LoadResult) and not result.skipped
+    for metric in PROOF[(backend, name)]:
+        assert result.achieved.get(metric, 0) > 0, f"{metric} not > 0 in {result.achieved}"
+    assert result.duration_s > 0
+    assert result.cpus == load_cpus
+    if name == "disk":
+        assert files, "the disk load wrote no file in its work directory"
+    json.dumps(result.to_dict())  # serialisable for the report
+    assert_nothing_left(procs, sessions, tmp_path)
+
+
+@needs_ffmpeg
+def test_video_decodes_frames(load_cpus, tmp_path):
+    load = make_load("video", load_cpus, timeout_s=60, workdir=tmp_path)
+    assert load.backend == "ffmpeg"
+    result, procs, _ = _run(load, tmp_path, run_s=1.5)
+    assert result.achieved["frames_per_s"] > 0
+    assert "ffmpeg" in result.command
+    assert_nothing_left(procs, set(load.pids()), tmp_path)
+
+
+def test_stop_is_idempotent_and_result_needs_stop(load_cpus, tmp_path):
+    load = make_load("cpu", load_cpus, "builtin", timeout_s=60, workdir=tmp_path)
+    from softrt.errors import InvalidState
+
+    with pytest.raises(InvalidState):
+        load.result()
+    load.start()
+    with pytest.raises(InvalidState):
+        load.start()
+    with pytest.raises(InvalidState):
+        load.result()
+    load.stop()
+    load.stop()
+    assert load.state is LoadState.STOPPED
+    assert not descendants()
+
+
+def test_builtin_safety_timeout_ends_the_load(load_cpus, tmp_path):
+    # The safety net: a load nobody stops ends by itself after timeout_s.
+    load = make_load("cpu", load_cpus, "builtin", timeout_s=0.5, workdir=tmp_path)
+    load.start()
+    deadline = time.monotonic() + 10
+    while load.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not load.alive()
+    load.stop()
+    assert load.result().achieved["ops_per_s"] > 0
+    assert not descendants()
+
+
+@needs_stress_ng
+def test_stress_ng_safety_timeout_ends_the_load(load_cpus, tmp_path):
+    load = make_load("cpu", load_cpus, "stress-ng", timeout_s=1, workdir=tmp_path)
+    load.start()
+    deadline = time.monotonic() + 15
+    while load.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not load.alive()
+    load.stop()
+    assert any("ended on its own" in n for n in load.result().notes)
+    assert not descendants()
