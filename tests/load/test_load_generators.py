@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from softrt.errors import InvalidState
 from softrt.load import LoadResult, LoadState, make_load
 
 from .conftest import LOAD_CPU, assert_nothing_left, descendants, needs_ffmpeg, needs_stress_ng
@@ -53,7 +54,7 @@ def _run(load, workdir, run_s=RUN_S):
 
 
 @pytest.mark.parametrize(("backend", "name"), CASES)
-def test_load_does_work_and_leaves_nothing(backend, name, load_cpus, tmp_path):
+def test_load_does_work_and_leaves_nothing(backend, name, load_cpus, tmp_path, no_private_dir_leaks):
     load = make_load(name, load_cpus, backend, timeout_s=60, workdir=tmp_path)
     assert load.backend == backend
     sessions = set()
@@ -62,6 +63,7 @@ def test_load_does_work_and_leaves_nothing(backend, name, load_cpus, tmp_path):
     sessions.update(load.pids())
 
     assert procs, "the load started no process"
+    assert no_private_dir_leaks, "the load made no private directory"
     assert isinstance(result, LoadResult) and not result.skipped
     for metric in PROOF[(backend, name)]:
         assert result.achieved.get(metric, 0) > 0, f"{metric} not > 0 in {result.achieved}"
@@ -85,8 +87,6 @@ def test_video_decodes_frames(load_cpus, tmp_path):
 
 def test_stop_is_idempotent_and_result_needs_stop(load_cpus, tmp_path):
     load = make_load("cpu", load_cpus, "builtin", timeout_s=60, workdir=tmp_path)
-    from softrt.errors import InvalidState
-
     with pytest.raises(InvalidState):
         load.result()
     load.start()

@@ -120,8 +120,10 @@ def test_random_misses_match_the_reference_model(shape, monkeypatch):
     rng = np.random.default_rng(11)
     n = 12_000
     skips = np.where(rng.random(n) < 0.01, rng.integers(1, 30, n), 0)
-    skips[0] = 0
+    skips[:995] = 0
+    skips[990] = 25  # board cycles 990-1014 (relative) missed: across the block edge at 997
     w = _window(n, {i: int(s) for i, s in enumerate(skips) if s})
+    assert (w[989] - W0) < 997 < (w[990] - W0)
     ref = _reference(w, traj)
     r = motion_impact(w, traj)
     assert r.missed_updates == ref["missed"] == int(skips.sum())
@@ -233,3 +235,13 @@ def test_fifteen_million_cycles_fit_in_memory():
     assert r.missed_updates == int(w[-1] - w[0] + 1 - n)
     assert r.longest_miss_run_cycles == int(np.diff(w).max() - 1)
     assert r.max_velocity_step_counts_per_s == pytest.approx(V, rel=1e-6)  # some miss hit a cruise
+
+
+@pytest.mark.parametrize("block", [1, 2, 7])
+def test_block_edges_do_not_change_the_answer(block, monkeypatch):
+    """Tiny blocks: every carried value (delivered sample, position, velocity) is exercised."""
+    traj = Trajectory(MotionConfig(shape="trapezoid", dwell_s=0.01), PERIOD_NS)
+    w = _window(2500, {300: 3, 700: 1, 701: 2, 1500: 9})
+    whole = motion_impact(w, traj)
+    monkeypatch.setattr(impact_mod, "_BLOCK", block)
+    assert motion_impact(w, traj) == whole

@@ -13,6 +13,7 @@ import numpy as np
 from ..ipc.layout import FLAG_DEVICE_ERROR
 
 PERCENTILES = (50.0, 99.0, 99.9, 99.99)
+_SERIES = ("period_ns", "process_ns", "latency_ns", "slack_ns")
 
 
 def derive(records: np.ndarray, period_ns: int) -> dict[str, np.ndarray]:
@@ -44,17 +45,24 @@ def stats_us(values_ns: np.ndarray) -> dict[str, float | None]:
     }
 
 
-def summarize(records: np.ndarray, period_ns: int) -> dict:
-    """Return the statistics of a run's records (the numeric part of summary.json)."""
-    series = derive(records, period_ns)
-    missed = records["missed"]
-    seq = records["seq"]
+def summarize(records: np.ndarray | list[np.ndarray], period_ns: int) -> dict:
+    """Return the statistics of a run's records (the numeric part of summary.json).
+
+    A list pools several runs (``softrt compare --repeat``): each run's series are derived on
+    their own, so no period spans two runs.
+    """
+    runs = records if isinstance(records, list) else [records]
+    parts = [derive(r, period_ns) for r in runs]
+    series = {k: np.concatenate([p[k] for p in parts]) if parts else np.empty(0, np.int64) for k in _SERIES}
+    missed = np.concatenate([r["missed"] for r in runs]) if runs else np.empty(0, np.int64)
+    flags = np.concatenate([r["flags"] for r in runs]) if runs else np.empty(0, np.int64)
     # Records are numbered by the worker; a gap means the ring dropped records (overflow).
-    expected = int(seq[-1] - seq[0] + 1) if seq.size else 0
+    expected = sum(int(r["seq"][-1] - r["seq"][0] + 1) for r in runs if r.size)
+    cycles = sum(int(r.size) for r in runs)
     return {
-        "cycles": int(records.size),
+        "cycles": cycles,
         "records_expected": expected,
-        "records_missing": expected - int(records.size),
+        "records_missing": expected - cycles,
         "period_us": stats_us(series["period_ns"]),
         "process_us": stats_us(series["process_ns"]),
         "latency_us": stats_us(series["latency_ns"]),
@@ -64,6 +72,6 @@ def summarize(records: np.ndarray, period_ns: int) -> dict:
             "cycles_with_miss": int((missed > 0).sum()),
             "longest_miss_run": int(missed.max()) if missed.size else 0,
             "overruns": int((series["slack_ns"] < 0).sum()),
-            "device_errors": int(((records["flags"] & FLAG_DEVICE_ERROR) != 0).sum()),
+            "device_errors": int(((flags & FLAG_DEVICE_ERROR) != 0).sum()),
         },
     }

@@ -15,6 +15,8 @@ from ..errors import ConfigError, SoftRTError
 
 _COMMAND_MODULES = (
     "run",
+    "compare",
+    "check", "tune",
 )
 
 EXIT_OK = 0

@@ -48,9 +48,11 @@ def misses_text(summary: dict) -> Text:
     motion = summary.get("motion")
     if motion:
         lines.append(
-            f"Motion impact (axis 0): max deviation {motion['max_deviation_counts']:,.1f} counts, "
+            f"Motion impact (axis 0): worst single burst of misses put the axis "
+            f"{motion['max_run_deviation_counts']:,.1f} counts off its path; all misses together "
+            f"{motion['max_deviation_counts']:,.1f} counts (the motion ends {motion['final_lag_cycles']} cycles late); "
             f"max velocity step {motion['max_velocity_step_counts_per_s']:,.0f} counts/s "
-            f"(the profile itself: {motion['commanded_max_velocity_step_counts_per_s']:,.0f})"
+            f"(the profile's own: {motion['commanded_max_velocity_step_counts_per_s']:,.0f})"
         )
     ring = summary["ring"]
     lines.append(f"Cycles: {summary['cycles']:,} at {period_us:g} µs; records missing: {summary['records_missing']}; "

@@ -132,12 +132,42 @@ def terminate(proc: subprocess.Popen[bytes], *, grace_s: float = TERM_GRACE_S) -
     return proc.returncode
 
 
+def describe_exit(returncode: int | None) -> str:
+    """Say how a process ended: "exit status 1" or "killed by SIGKILL" (Popen.returncode)."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
 def make_private_dir(parent: str | os.PathLike[str] | None, *, owner_uid: int | None = None) -> Path:
-    """Create a private directory (mode 0700) for one load's files, optionally owned by *owner_uid*."""
+    """Create a private directory (mode 0700) for one load's files, optionally owned by *owner_uid*.
+
+    A directory for another user must be reachable by that user: when a directory above
+    *parent* is closed to others (a 0700 home or pytest directory), the system temporary
+    directory is used instead.
+    """
+    if owner_uid is not None and parent is not None and not _reachable_by_others(Path(parent)):
+        parent = None
+    if owner_uid is not None and not _reachable_by_others(Path(parent or tempfile.gettempdir())):
+        raise NotSupported(
+            f"no directory that user {UNPRIVILEGED_USER} can reach for the load's files",
+            hint="set TMPDIR to a directory open to others, such as /tmp",
+        )
     path = Path(tempfile.mkdtemp(prefix="softrt-load-", dir=parent))
     if owner_uid is not None:
         os.chown(path, owner_uid, -1)
     return path
+
+
+def _reachable_by_others(path: Path) -> bool:
+    """True when every directory from / to *path* lets other users through (o+x)."""
+    path = path.resolve()
+    return all(os.stat(p).st_mode & 0o001 for p in (path, *path.parents))
 
 
 def remove_private_dir(path: Path | None) -> None:

@@ -99,7 +99,7 @@ class BuiltinLoad(LoadGenerator):
                 if w.proc.poll() is None:
                     w.proc.send_signal(signal.SIGTERM)
                 else:
-                    self.notes.append(f"{w.role} worker ended on its own (exit status {w.proc.returncode})")
+                    self.notes.append(f"{w.role} worker ended on its own ({_proc.describe_exit(w.proc.returncode)})")
                     self.notes.extend(self._log_tail(w))
             for w in running:
                 _proc.terminate(w.proc)
@@ -108,7 +108,7 @@ class BuiltinLoad(LoadGenerator):
                     w.proc.stdout.close()
                 w.report = _last_json(out)
                 if w.report is None:
-                    self.notes.append(f"{w.role} worker reported nothing (exit status {w.proc.returncode})")
+                    self.notes.append(f"{w.role} worker reported nothing ({_proc.describe_exit(w.proc.returncode)})")
         finally:
             _proc.remove_private_dir(self._dir)
 

@@ -139,7 +139,7 @@ class VideoLoad(LoadGenerator):
         try:
             if self._proc is not None:
                 if self._proc.poll() is not None:
-                    self.notes.append(f"ffmpeg ended on its own before stop (exit status {self._proc.returncode})")
+                    self.notes.append(f"ffmpeg ended on its own before stop ({_proc.describe_exit(self._proc.returncode)})")
                 _proc.terminate(self._proc)
                 self._play_s = time.monotonic() - self._t_play
                 if self._dir is not None:

@@ -20,46 +20,17 @@ from pathlib import Path
 
 from ..cpus import CpuSet
 from . import _proc
+from ._metrics_yaml import MIB_TO_MB, Metrics, parse_metrics_yaml
 from .base import DEFAULT_TIMEOUT_S, LoadFailed, LoadGenerator
 
-MIB_TO_MB = (1 << 20) / 1e6
+__all__ = ["MIB_TO_MB", "StressNgLoad", "parse_metrics_yaml", "stress_ng_path"]
 
-Metrics = dict[str, dict[str, float]]  # stressor name -> its YAML metrics
 MetricsFn = Callable[[Metrics], dict[str, float]]
 
 
 def stress_ng_path() -> str | None:
     """Return the stress-ng executable, or None when it is not installed."""
     return shutil.which("stress-ng")
-
-
-def parse_metrics_yaml(text: str) -> Metrics:
-    """Return the ``metrics:`` section of a stress-ng ``--yaml`` file, by stressor.
-
-    The file is flat and generated (two levels, ``key: value``), so a few lines of parsing
-    avoid a PyYAML dependency. Non-numeric values are ignored.
-    """
-    out: Metrics = {}
-    current: dict[str, float] | None = None
-    in_metrics = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not raw.startswith(" ") and line:
-            in_metrics = line == "metrics:"
-            current = None
-            continue
-        if not in_metrics or ":" not in line:
-            continue
-        if line.startswith("- stressor:"):
-            current = out.setdefault(line.split(":", 1)[1].strip(), {})
-            continue
-        if current is not None:
-            key, _, value = line.partition(":")
-            try:
-                current[key.strip()] = float(value.strip().strip("'\""))
-            except ValueError:
-                pass
-    return out
 
 
 class StressNgLoad(LoadGenerator):
@@ -95,6 +66,8 @@ class StressNgLoad(LoadGenerator):
             raise LoadFailed(self.name, "needs stress-ng, which is not installed", hint="apt install stress-ng")
         owner = pwd.getpwnam(_proc.UNPRIVILEGED_USER).pw_uid if self._drop_root else None
         self._dir = _proc.make_private_dir(self.workdir, owner_uid=owner)
+        if self.workdir is not None and self._dir.parent != self.workdir.resolve():
+            self.notes.append(f"files in {self._dir.parent}: {self.workdir} is closed to {_proc.UNPRIVILEGED_USER}")
         # stress-ng's own --timeout is the safety net if stop() is never called.
         self._argv = [
             exe, *(self._stressor_args() if callable(self._stressor_args) else self._stressor_args),
@@ -122,7 +95,7 @@ class StressNgLoad(LoadGenerator):
                 ended_early = self._proc.poll() is not None
                 status = _proc.terminate(self._proc)
                 if ended_early:
-                    self.notes.append(f"stress-ng ended on its own before stop (exit status {status})")
+                    self.notes.append(f"stress-ng ended on its own before stop ({_proc.describe_exit(status)})")
                     self.notes.extend(self.log_problems())
             if self._dir is not None:
                 yaml = self._dir / "metrics.yaml"
@@ -251,7 +224,9 @@ def churn(cpus: CpuSet, **kw) -> StressNgLoad:
         can_drop = False
     args = ["--fork", workers]
     if not as_root or can_drop:
-        args += ["--exec", workers]
+        # At most 16 children per exec worker and round, about what make -j16 keeps in flight
+        # (stress-ng's default, 4096, is a fork bomb rather than a build).
+        args += ["--exec", workers, "--exec-max", "16"]
 
     def metrics(m: Metrics) -> dict[str, float]:
         fork, exec_ = _rate(m, "fork"), _rate(m, "exec")

@@ -136,11 +136,11 @@ def _evaluate(profile: MoveProfile, t: np.ndarray, order: int) -> np.ndarray:
 
 
 # -- planning --------------------------------------------------------------------------------
-def _check_limit(name: str, value: float, *, allow_inf: bool = False) -> float:
+def _check_limit(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ConfigError(f"{name} must be a number, got {value!r}", hint=f"give {name} as a positive number")
     value = float(value)
-    if math.isnan(value) or value <= 0.0 or (math.isinf(value) and not allow_inf):
+    if not math.isfinite(value) or value <= 0.0:
         raise ConfigError(f"{name} must be a positive finite number, got {value!r}",
                           hint=f"set {name} above 0")
     return value

@@ -116,6 +116,17 @@ def read_samples(run_path: Path) -> np.ndarray:
     return out
 
 
+def update_summary(run_path: Path, **fields) -> dict:
+    """Add *fields* to a finished run's summary.json (atomically); return the new summary."""
+    summary = read_summary(run_path)
+    summary.update(fields)
+    target = Path(run_path) / SUMMARY
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(tmp, target)
+    return summary
+
+
 def read_summary(run_path: Path) -> dict:
     """Return a run's summary.json, checking its schema."""
     path = Path(run_path) / SUMMARY

@@ -50,7 +50,7 @@ def check_states(ctx: Context) -> Finding:
                        evidence, why="each wake-up from halt costs about a microsecond plus a cold pipeline",
                        fix="kernel parameter idle=poll (reboot; the CPUs then never sleep)", reboot=True)
     limit = pm_qos_limit_us(ctx.root)
-    evidence, deep, shallow = [], [], []
+    evidence, deep, shallow, held_off = [], [], [], []
     for cpu, states in per_cpu.items():
         if states is None:
             evidence.append(f"cpu{cpu}: no cpuidle directory")
@@ -61,10 +61,12 @@ def check_states(ctx: Context) -> Finding:
             if s.disabled or s.is_poll:
                 continue
             # cpuidle governors skip states slower than the PM QoS limit (menu.c, teo.c).
-            if s.exit_latency_us > DEEP_EXIT_LATENCY_US and (limit is None or s.exit_latency_us <= limit):
-                deep.append(s)
-            elif s.exit_latency_us <= DEEP_EXIT_LATENCY_US:
+            if s.exit_latency_us <= DEEP_EXIT_LATENCY_US:
                 shallow.append(s)
+            elif limit is None or s.exit_latency_us <= limit:
+                deep.append(s)
+            else:
+                held_off.append(s)
     evidence.append(f"{DMA_LATENCY} limit: {f'{limit} µs' if limit is not None else 'unreadable'}; driver: {driver}")
     fix = f"softrt tune --rt-cpus {ctx.rt_cpus} --apply, or: cpupower -c {ctx.rt_cpus} idle-set -D 1"
     if deep:
@@ -82,6 +84,10 @@ def check_states(ctx: Context) -> Finding:
                        tuple(evidence),
                        why="a wake-up from halt still costs a microsecond or two; the seed switched every idle state off "
                            "(the CPU then polls at 100 %)", fix=fix, tunable=True)
+    if held_off:
+        return Finding("idle.states", title, Status.OK, Severity.HIGH,
+                       f"deep states are enabled, but the PM QoS limit of {limit} µs keeps the CPUs out of them "
+                       "(while its holder keeps it open)", tuple(evidence))
     return Finding("idle.states", title, Status.OK, Severity.HIGH,
                    "no idle state that halts the CPU can be entered on the RT CPUs", tuple(evidence))
 

@@ -1,0 +1,102 @@
+"""``softrt check``: is this machine ready for a 250 µs loop, and if not, why not? (CLI layer)"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from ..audit import GROUPS, Report, Status, default_rt_cpu, run_checks
+from ..cpus import CpuSet
+from ..errors import ConfigError
+
+STATUS_STYLE = {Status.OK: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.NA: "dim"}
+EVIDENCE_LINES = 4
+
+
+class CpuList(click.ParamType):
+    """A kernel cpulist such as ``1`` or ``2-3,6``."""
+
+    name = "cpulist"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, CpuSet):
+            return value
+        try:
+            return CpuSet.parse(value)
+        except ConfigError as err:
+            self.fail(str(err), param, ctx)
+
+
+def render_report(report: Report, verbose: bool = False) -> Group:
+    """The check tables, one per group, then the verdict and what to fix first."""
+    parts = [Text(f"softrt check: real-time CPU(s) {report.rt_cpus}, housekeeping CPU(s) {report.housekeeping}"
+                  + (f", read from {report.root}" if report.root != "/" else ""), style="bold")]
+    for group, label in GROUPS.items():
+        rows = [f for f in report.findings if f.group == group]
+        if not rows:
+            continue
+        table = Table(title=label, title_justify="left", title_style="bold", show_edge=False, expand=True)
+        table.add_column("status", no_wrap=True)
+        table.add_column("severity", no_wrap=True)
+        table.add_column("check", ratio=1)
+        table.add_column("finding", ratio=3)
+        for f in rows:
+            cell = Text(f.summary)
+            if f.status is not Status.OK or verbose:
+                shown = f.evidence if verbose else f.evidence[:EVIDENCE_LINES]
+                for line in shown:
+                    cell.append(f"\n  {line}", style="dim")
+                if len(shown) < len(f.evidence):
+                    cell.append(f"\n  … {len(f.evidence) - len(shown)} more (-v)", style="dim")
+            if f.status in (Status.FAIL, Status.WARN):
+                if f.why:
+                    cell.append(f"\nwhy: {f.why}", style="italic")
+                if f.fix:
+                    cell.append(f"\nfix: {f.fix}", style="cyan")
+            table.add_row(Text(f.status.value.upper(), style=STATUS_STYLE[f.status]), f.severity.value, f.title, cell)
+        parts += [Text(""), table]
+    parts += [Text(""), Text(report.verdict, style="bold green" if report.ready else "bold red")]
+    first = report.priorities()
+    if first:
+        parts.append(Text("Fix first:", style="bold"))
+        for i, f in enumerate(first, 1):
+            tag = " [softrt tune]" if f.tunable else " [reboot]" if f.reboot else ""
+            parts.append(Text(f"  {i}. {f.title}: {f.fix}{tag}"))
+    counts = report.counts()
+    parts.append(Text(f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail, {counts['n/a']} n/a. "
+                      "Run-time fixes: softrt tune --rt-cpus " + str(report.rt_cpus), style="dim"))
+    return Group(*parts)
+
+
+@click.command("check")
+@click.option("--rt-cpus", type=CpuList(), default=None,
+              help="Real-time CPU(s), e.g. 3 or 2-3 [default: the CPU softrt run uses, the highest online one].")
+@click.option("--sample", "sample_s", type=click.FloatRange(0, 60), default=2.0, show_default=True,
+              help="Seconds of live sampling of what runs on the RT CPUs (0: none).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Show every check's evidence.")
+@click.option("--root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False),
+              help="Read /proc and /sys under this directory (a tree captured by scripts/capture_sysfs.py).")
+def command(rt_cpus, sample_s, as_json, verbose, root):
+    """Check whether this machine can hold a 250 µs loop; say what is wrong, why, and the fix.
+
+    Exit status: 0 ready, 1 not ready, 2 bad input.
+    """
+    if rt_cpus is None:
+        rt_cpus = CpuSet([default_rt_cpu(root)])
+    out = Console(highlight=False, stderr=False)
+    if sample_s and not as_json and out.is_terminal and root == "/":
+        with Console(stderr=True).status(f"sampling CPU(s) {rt_cpus} for {sample_s:g} s…"):
+            report = run_checks(rt_cpus, root, sample_s)
+    else:
+        report = run_checks(rt_cpus, root, sample_s)
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    else:
+        out.print(render_report(report, verbose))
+    return 0 if report.ready else 1

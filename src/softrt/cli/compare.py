@@ -1,0 +1,124 @@
+"""``softrt compare``: the seed's three experiments (and its caveat) side by side (CLI layer)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from ..scenario import BUILTIN_NAMES, load_scenario
+from ..scenario.compare import compare, plan
+from ..scenario.require import parse_requirements
+from ..session.config import RunConfig
+from .options import TimeNs
+from .render import console
+
+
+def _f(value, digits=1):
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def compare_table(pooled: dict) -> Table:
+    """Side-by-side figures, one column per scenario, in the seed's terms first."""
+    table = Table(title="softrt compare (µs unless noted)", title_justify="left", show_edge=False)
+    table.add_column("")
+    for name in pooled:
+        table.add_column(name, justify="right")
+    rows = [
+        ("period mean", lambda f: _f(f["period_us"]["mean"])),
+        ("period max", lambda f: _f(f["period_us"]["max"])),
+        ("period min", lambda f: _f(f["period_us"]["min"])),
+        ("process mean", lambda f: _f(f["process_us"]["mean"], 2)),
+        ("process max", lambda f: _f(f["process_us"]["max"], 2)),
+        ("process min", lambda f: _f(f["process_us"]["min"], 2)),
+        ("period p99.9", lambda f: _f(f["period_us"]["p99_9"])),
+        ("latency p99.9", lambda f: _f(f["latency_us"]["p99_9"])),
+        ("missed updates", lambda f: f"{f['misses']['missed_updates']:,}"),
+        ("longest miss run", lambda f: f"{f['misses']['longest_miss_run']:,}"),
+        ("max deviation (counts)", lambda f: _f(f["motion"]["max_deviation_counts"])),
+        ("max velocity step (counts/s)", lambda f: _f(f["motion"]["max_velocity_step_counts_per_s"], 0)),
+        ("cycles", lambda f: f"{f['cycles']:,}"),
+        ("mode", lambda f: ", ".join(f["modes"]) + (f" (partial rounds {f['partial']})" if f["partial"] else "")),
+    ]
+    for label, get in rows:
+        table.add_row(label, *(get(f) for f in pooled.values()))
+    return table
+
+
+def loads_text(pooled: dict) -> Text:
+    """What every load achieved (so a reader sees the load was real), or why it was skipped."""
+    out = Text()
+    for name, f in pooled.items():
+        for load in f["loads"]:
+            if load["skipped_reason"]:
+                line = f"{name}: {load['name']} skipped: {load['skipped_reason']}"
+            else:
+                achieved = ", ".join(f"{k} {v:,.1f}" for k, v in load["achieved"].items())
+                line = f"{name}: {load['name']} ({load['backend']}): {achieved}"
+            out.append(line + "\n")
+    return out
+
+
+@click.command("compare")
+@click.argument("scenarios", nargs=-1)
+@click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True,
+              help="Measurement time per scenario and round (a scenario file may set its own).")
+@click.option("--repeat", type=int, default=1, show_default=True,
+              help="Rounds; scenarios alternate A B C D A B C D … to cancel drift.")
+@click.option("--require", "require", default=None,
+              help="Gate for tuned scenarios, e.g. 'period.max<=300us,misses==0' (exit 1 when missed).")
+@click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True)
+@click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU].")
+@click.option("--priority", type=int, default=80, show_default=True)
+@click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
+@click.option("--settle", "settle_ns", type=TimeNs("s"), default="1s", show_default=True,
+              help="Time the loads run before the measurement starts.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("softrt-runs"),
+              show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, load_backend, settle_ns, out_dir,
+            as_json):
+    """Run scenarios side by side [default: untuned tuned tuned+load tuned+load-on-rt-cpus].
+
+    A SCENARIO is a built-in name or the path of a TOML file (see docs/scenarios.md).
+    """
+    requirements = parse_requirements(require) if require is not None else []
+    chosen = [load_scenario(s) for s in (scenarios or BUILTIN_NAMES)]
+    base = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, out_dir=out_dir)
+    planned = plan(chosen, base, load_backend)
+    err = console(stderr=True)
+    result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
+                     settle_s=settle_ns / 1e9, on_event=lambda msg: err.print(f"softrt compare: {msg}"))
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        out = console()
+        out.print(compare_table(result.pooled))
+        if repeat > 1:
+            out.print(_rounds_table(result))
+        out.print(loads_text(result.pooled))
+        for line in result.verdict:
+            out.print(line, style="bold")
+        for check in result.checks:
+            mark = "[green]pass[/]" if check["passed"] else "[red]FAIL[/]"
+            out.print(f"{mark} {check['scenario']}: {check['requirement']} (measured {_f(check['measured'], 2)})")
+        out.print(Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary["run_id"] for r in result.runs),
+                       style="dim"))
+    return 0 if result.passed else 1
+
+
+def _rounds_table(result) -> Table:
+    table = Table(title="Worst period per round (µs)", title_justify="left", show_edge=False)
+    table.add_column("round")
+    names = list(result.pooled)
+    for name in names:
+        table.add_column(name, justify="right")
+    rounds = sorted({r.round for r in result.runs})
+    for rnd in rounds:
+        cells = {r.scenario.name: _f(r.result.summary["period_us"]["max"]) for r in result.runs if r.round == rnd}
+        table.add_row(str(rnd), *(cells.get(n, "-") for n in names))
+    return table

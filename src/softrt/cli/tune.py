@@ -1,0 +1,118 @@
+"""``softrt tune``: plan the run-time fixes, apply them with --apply, undo them with --revert (CLI layer)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from ..audit.tune import Plan, Result, apply_plan, plan_tune, revert
+from ..audit.tune.plan import AFFINITY
+from ..errors import ConfigError
+from .check import CpuList
+
+STYLE = {"applied": "green", "restored": "green", "gone": "dim", "skipped": "yellow", "failed": "bold red",
+         "mismatch": "bold red"}
+
+
+def _rows(plan: Plan) -> list[tuple[str, str, str, str]]:
+    """One row per kernel file or service; threads folded into one row per process."""
+    rows, procs = [], {}
+    for step in plan.steps:
+        if step.kind == AFFINITY:
+            procs.setdefault(step.target, []).append(step)
+            continue
+        rows.append((step.describe(), step.now, step.after, step.check))
+    for pid, steps in procs.items():
+        leader = next((s for s in steps if s.tid == int(pid)), steps[0])
+        threads = f", {len(steps)} threads" if len(steps) > 1 else ""
+        rows.append((f"move {leader.comm} (pid {pid}{threads})", leader.now, leader.after, leader.check))
+    return rows
+
+
+def render_plan(plan: Plan) -> Group:
+    """The plan: run-time changes, the kernel command line for the rest, and what is left to do by hand."""
+    table = Table(title=f"Run-time changes for real-time CPU(s) {plan.rt_cpus} ({len(plan.steps)})",
+                  title_justify="left", title_style="bold", show_edge=False, expand=True)
+    for col in ("#", "change", "now", "after", "fixes"):
+        table.add_column(col, overflow="fold")
+    for i, (what, now, after, check) in enumerate(_rows(plan), 1):
+        table.add_row(str(i), what, now, after, check)
+    parts = [table if plan.steps else Text("No run-time change needed.", style="green")]
+    if plan.kernel_params:
+        parts += [Text(""), Text("Needs a reboot (never applied): add to the kernel command line", style="bold"),
+                  Text(f"  {plan.kernel_cmdline}", style="cyan"),
+                  Text("  (Debian/Ubuntu: GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub; "
+                       "Fedora/RHEL: grubby --update-kernel=ALL --args=\"…\")", style="dim")]
+    if plan.manual:
+        parts += [Text(""), Text("Not done by softrt tune (by hand):", style="bold")]
+        parts += [Text(f"  {check}: {fix}") for check, fix in plan.manual]
+    for note in plan.skipped:
+        parts.append(Text(f"Left out: {note}", style="dim"))
+    return Group(*parts)
+
+
+def render_result(result: Result, verb: str) -> Group:
+    """What apply or revert did, one line per change that did not simply succeed."""
+    parts = []
+    for o in result.outcomes:
+        if o.status not in ("applied", "restored"):
+            parts.append(Text(f"  {o.status}: {o.target}: {o.detail}", style=STYLE.get(o.status, "")))
+    counts = ", ".join(f"{result.count(s)} {s}" for s in STYLE if result.count(s))
+    parts.append(Text(f"{verb}: {counts or 'nothing to do'}", style="bold green" if result.complete else "bold red"))
+    return Group(*parts)
+
+
+@click.command("tune")
+@click.option("--rt-cpus", type=CpuList(), default=None, help="Real-time CPU(s), e.g. 3 or 2-3.")
+@click.option("--apply", "do_apply", is_flag=True, help="Apply the plan (root); every previous value is saved first.")
+@click.option("--revert", "do_revert", is_flag=True, help="Restore exactly what --apply changed, and verify it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan (and the result) as JSON.")
+@click.option("--root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False),
+              help="Work on /proc and /sys under this directory (a captured tree) instead of this machine.")
+@click.option("--state-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where the previous values are saved [default: <state dir>/tune-state.jsonl; SOFTRT_STATE_DIR].")
+def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
+    """Plan every fix that can be applied at run time; change nothing unless --apply.
+
+    Fixes that need a reboot are printed as the kernel command line to add. Exit status: 0 done,
+    1 something could not be applied or restored, 2 bad input (nothing changed).
+    """
+    out = Console(highlight=False)
+    if do_apply and do_revert:
+        raise ConfigError("--apply and --revert cannot be combined")
+    if do_revert:
+        if rt_cpus is not None:
+            raise ConfigError("--revert restores what the saved state names; drop --rt-cpus")
+        result = revert(root, state_file)
+        if as_json:
+            sys.stdout.write(json.dumps({"revert": result.to_dict()}, indent=2) + "\n")
+        else:
+            out.print(render_result(result, "Reverted"))
+            if not result.complete:
+                out.print(Text(f"The state file {result.state_path} is kept; fix the values above and run "
+                               "softrt tune --revert again.", style="red"))
+        return 0 if result.complete else 1
+    if rt_cpus is None:
+        raise ConfigError("softrt tune needs --rt-cpus", hint="e.g. softrt tune --rt-cpus 3 (see softrt check)")
+    plan = plan_tune(rt_cpus, root)
+    result = apply_plan(plan, state_file) if do_apply else None
+    if as_json:
+        payload = {"plan": plan.to_dict(), "applied": result.to_dict() if result else None}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        out.print(render_plan(plan))
+        out.print()
+        if result is None:
+            out.print(Text(f"Nothing was changed. Apply with: softrt tune --rt-cpus {plan.rt_cpus} --apply "
+                           "(as root); undo with: softrt tune --revert", style="bold"))
+        else:
+            out.print(render_result(result, "Applied"))
+            out.print(Text(f"Previous values saved in {result.state_path}. Undo with: softrt tune --revert",
+                           style="bold"))
+    return 0 if result is None or result.complete else 1

@@ -1,0 +1,50 @@
+"""Scenario and LoadSpec: what one column of ``softrt compare`` runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..cpus import CpuSet
+from ..errors import ConfigError
+
+PLACEMENTS = ("housekeeping", "all")
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """One background load and where it runs: "housekeeping", "all", or a CPU list."""
+
+    name: str
+    cpus: str = "housekeeping"
+
+    def resolve_cpus(self, rt_cpus: CpuSet, online: CpuSet) -> CpuSet:
+        """Return the CPUs this load is placed on."""
+        if self.cpus == "housekeeping":
+            return online - rt_cpus
+        if self.cpus == "all":
+            return online
+        cpus = CpuSet.parse(self.cpus)
+        if not cpus <= online:
+            raise ConfigError(f"load {self.name!r} is placed on CPUs {cpus - online}, which are not online",
+                              hint=f"online CPUs: {online}")
+        return cpus
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named run configuration with its loads (durations in ns; None: the command's default)."""
+
+    name: str
+    description: str = ""
+    profile: str = "rt"
+    wait: str = "spin"
+    device: str = "virtual"
+    duration_ns: int | None = None
+    loads: tuple[LoadSpec, ...] = field(default_factory=tuple)
+    loads_on_rt_cpus: bool = False  # the seed's caveat, declared on purpose
+    source: str = "built-in"
+
+    @property
+    def tuned(self) -> bool:
+        """True for scenarios that apply the real-time profile (what --require judges)."""
+        return self.profile == "rt"

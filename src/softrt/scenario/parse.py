@@ -1,0 +1,122 @@
+"""Scenario files (TOML): built-ins shipped in ``builtin/``, user files accepted.
+
+Every mistake is reported as one line naming the file, the line and the key, e.g.
+``scenario my.toml, line 7, key load[1].name: unknown load 'gpu2' (known loads: disk, …)``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from importlib import resources
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from ..errors import ConfigError
+from ..load import LOAD_NAMES
+from ..loop.cyclic import WAITS
+from ..session.config import PROFILES
+from ..units import parse_time_ns
+from .model import PLACEMENTS, LoadSpec, Scenario
+
+BUILTIN_NAMES = ("untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus")
+_TOP_KEYS = {"name", "description", "profile", "wait", "device", "duration", "loads_on_rt_cpus", "load"}
+_LOAD_KEYS = {"name", "cpus"}
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """Return the built-in scenario *name_or_path*, or the one in that TOML file."""
+    if name_or_path in BUILTIN_NAMES:
+        text = resources.files(__package__).joinpath("builtin", f"{name_or_path}.toml").read_text()
+        return parse_scenario(text, source="built-in")
+    path = Path(name_or_path)
+    if path.suffix != ".toml" or not path.is_file():
+        raise ConfigError(f"unknown scenario {name_or_path!r}",
+                          hint=f"use a built-in ({', '.join(BUILTIN_NAMES)}) or the path of a .toml file")
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read scenario {path}: {err.strerror or err}") from None
+    return parse_scenario(text, source=str(path))
+
+
+def parse_scenario(text: str, source: str = "<string>") -> Scenario:
+    """Parse and validate a scenario's TOML *text*; *source* names it in error messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"scenario {source}: malformed TOML: {err}") from None
+
+    def fail(key: str, problem: str, hint: str | None = None) -> ConfigError:
+        line = _line_of(text, key.split(".")[-1].split("[")[0], key)
+        where = f", line {line}" if line else ""
+        return ConfigError(f"scenario {source}{where}, key {key}: {problem}", hint=hint)
+
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise fail(key, "unknown key", f"known keys: {', '.join(sorted(_TOP_KEYS))}")
+    name = data.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]+", name or ""):
+        raise fail("name", f"must be a short name (letters, digits, _ . + -), got {name!r}")
+    profile = data.get("profile", "rt")
+    if profile not in PROFILES:
+        raise fail("profile", f"unknown profile {profile!r}", f"use one of {', '.join(PROFILES)}")
+    wait = data.get("wait", "spin")
+    if wait not in WAITS:
+        raise fail("wait", f"unknown wait strategy {wait!r}", f"use one of {', '.join(WAITS)}")
+    device = data.get("device", "virtual")
+    if not isinstance(device, str) or not (device == "virtual" or device.startswith("ethercat:")):
+        raise fail("device", f"unknown device {device!r}", "use virtual or ethercat:IFACE")
+    duration_ns = None
+    if "duration" in data:
+        try:
+            duration_ns = parse_time_ns(data["duration"], default_unit="s", what="duration")
+        except ConfigError as err:
+            raise fail("duration", err.msg, err.hint) from None
+        if duration_ns <= 0:
+            raise fail("duration", "must be positive", "e.g. duration = \"10s\"")
+    on_rt = data.get("loads_on_rt_cpus", False)
+    if not isinstance(on_rt, bool):
+        raise fail("loads_on_rt_cpus", f"must be true or false, got {on_rt!r}")
+    raw_loads = data.get("load", [])
+    if not isinstance(raw_loads, list):
+        raise fail("load", "must be an array of tables ([[load]])")
+    loads = []
+    for i, entry in enumerate(raw_loads):
+        for key in entry:
+            if key not in _LOAD_KEYS:
+                raise fail(f"load[{i}].{key}", "unknown key", f"known keys: {', '.join(sorted(_LOAD_KEYS))}")
+        lname = entry.get("name")
+        if lname not in LOAD_NAMES:
+            raise fail(f"load[{i}].name", f"unknown load {lname!r}", f"known loads: {', '.join(LOAD_NAMES)}")
+        cpus = entry.get("cpus", "housekeeping")
+        if not isinstance(cpus, str) or (cpus not in PLACEMENTS and not re.fullmatch(r"[0-9,\- ]+", cpus)):
+            raise fail(f"load[{i}].cpus", f"invalid placement {cpus!r}", "use housekeeping, all, or a CPU list like \"0-2\"")
+        loads.append(LoadSpec(name=lname, cpus=cpus))
+    return Scenario(name=name, description=str(data.get("description", "")), profile=profile, wait=wait,
+                    device=device, duration_ns=duration_ns, loads=tuple(loads), loads_on_rt_cpus=on_rt,
+                    source=source)
+
+
+def _line_of(text: str, key: str, full_key: str) -> int | None:
+    """Return the line of *key* in *text* (for ``load[i].k``, its i-th occurrence after [[load]])."""
+    lines = text.splitlines()
+    m = re.match(r"load\[(\d+)\]", full_key)
+    start = 0
+    if m:
+        headers = [n for n, ln in enumerate(lines) if ln.strip() == "[[load]]"]
+        index = int(m.group(1))
+        if index >= len(headers):
+            return None
+        start = headers[index]
+        if full_key.endswith("]"):
+            return start + 1
+    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    for n in range(start, len(lines)):
+        if pattern.match(lines[n]):
+            return n + 1
+    return None

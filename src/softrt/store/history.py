@@ -1,0 +1,416 @@
+"""Run history: every run's summary in one SQLite database (store layer, standard library only).
+
+One row per run directory (a ``softrt run``, a ``softrt compare`` scenario, an imported
+cyclictest/oslat result, or a run directory copied from another machine). The row keeps the
+run's identity (id, time, host, scenario, source), its configuration, the headline metrics, the
+tunings applied and where its samples are; the run directory stays the source of truth, so
+``add_run`` can be repeated at any time (it refreshes the row).
+
+The database lives in ``<data dir>/history.sqlite``: ``$SOFTRT_HOME``, else
+``$XDG_DATA_HOME/softrt``, else ``~/.local/share/softrt`` (XDG Base Directory Specification);
+every command takes ``--db PATH`` to use another file. Its layout version is SQLite's
+``PRAGMA user_version``; a database written by a newer softrt is refused, never altered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+from ..errors import ConfigError
+from .rundir import SAMPLES, SUMMARY, read_summary
+
+#: Layout version of the database (PRAGMA user_version). Bump it with a migration in _migrate().
+DB_SCHEMA_VERSION = 1
+#: The summary major version this softrt reads (docs/run-format.md: "a newer major version is refused").
+SUMMARY_MAJOR = 1
+DB_NAME = "history.sqlite"
+HISTOGRAM = "histogram.json"  # imported runs (softrt.store.importers) keep their histogram here
+
+_CREATE = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id           TEXT PRIMARY KEY,
+    started_at       TEXT,
+    started_epoch_s  REAL,
+    finished_at      TEXT,
+    host             TEXT,
+    scenario         TEXT,
+    source           TEXT NOT NULL,
+    status           TEXT,
+    mode             TEXT,
+    period_ns        INTEGER,
+    cycles           INTEGER,
+    period_max_us    REAL,
+    period_p99_99_us REAL,
+    latency_max_us   REAL,
+    process_max_us   REAL,
+    missed_updates   INTEGER,
+    config_json      TEXT NOT NULL,
+    tuning_json      TEXT NOT NULL,
+    summary_json     TEXT NOT NULL,
+    path             TEXT NOT NULL,
+    samples_path     TEXT,
+    added_at         TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_host ON runs (host);
+CREATE INDEX IF NOT EXISTS runs_scenario ON runs (scenario);
+CREATE INDEX IF NOT EXISTS runs_started ON runs (started_epoch_s);
+"""
+
+_COLUMNS = ("run_id", "started_at", "started_epoch_s", "finished_at", "host", "scenario", "source", "status",
+            "mode", "period_ns", "cycles", "period_max_us", "period_p99_99_us", "latency_max_us",
+            "process_max_us", "missed_updates", "config_json", "tuning_json", "summary_json", "path",
+            "samples_path", "added_at")
+
+
+def data_dir() -> Path:
+    """Return softrt's per-user data directory (history, imported runs).
+
+    ``SOFTRT_HOME`` overrides it; otherwise ``$XDG_DATA_HOME/softrt`` or ``~/.local/share/softrt``
+    (XDG Base Directory Specification, "$XDG_DATA_HOME defines the base directory relative to
+    which user-specific data files should be stored").
+    """
+    env = os.environ.get("SOFTRT_HOME")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return Path(base) / "softrt"
+
+
+def default_db_path() -> Path:
+    """Return the default history database path, ``<data dir>/history.sqlite``."""
+    return data_dir() / DB_NAME
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run as the history knows it."""
+
+    run_id: str
+    started_at: str | None
+    finished_at: str | None
+    host: str | None
+    scenario: str | None
+    source: str  # "softrt" or the tool it was imported from ("cyclictest", "oslat")
+    status: str | None
+    mode: str | None
+    period_ns: int | None
+    cycles: int | None
+    period_max_us: float | None
+    period_p99_99_us: float | None
+    latency_max_us: float | None
+    process_max_us: float | None
+    missed_updates: int | None
+    config: dict
+    tuning: dict
+    summary: dict
+    path: Path
+    samples_path: Path | None
+    added_at: str
+
+    def to_dict(self) -> dict:
+        """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``)."""
+        return {
+            "run_id": self.run_id, "started_at": self.started_at, "finished_at": self.finished_at,
+            "host": self.host, "scenario": self.scenario, "source": self.source, "status": self.status,
+            "mode": self.mode, "period_ns": self.period_ns, "cycles": self.cycles,
+            "period_max_us": self.period_max_us, "period_p99_99_us": self.period_p99_99_us,
+            "latency_max_us": self.latency_max_us, "process_max_us": self.process_max_us,
+            "missed_updates": self.missed_updates, "tuning": self.tuning,
+            "path": str(self.path), "samples_path": None if self.samples_path is None else str(self.samples_path),
+            "added_at": self.added_at,
+        }
+
+
+def check_summary_version(summary: dict, where: Path | str) -> None:
+    """Raise ConfigError for a summary of a newer major version than this softrt reads."""
+    schema = str(summary.get("schema", ""))
+    try:
+        major = int(schema.split("/", 1)[1].split(".", 1)[0])
+    except (IndexError, ValueError):
+        raise ConfigError(f"{where}: unreadable summary schema {schema!r}",
+                          hint="expected softrt.summary/<major>") from None
+    if major > SUMMARY_MAJOR:
+        raise ConfigError(f"{where} was written by a newer softrt (summary schema {schema}; this softrt reads "
+                          f"softrt.summary/{SUMMARY_MAJOR})", hint="upgrade softrt to read it")
+
+
+def load_run_summary(run_dir: Path) -> dict:
+    """Return a run directory's summary.json; ConfigError when it is missing, corrupt or too new."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ConfigError(f"no run directory at {run_dir}", hint="give a run directory or a run id from softrt history")
+    if not (run_dir / SUMMARY).is_file():
+        raise ConfigError(f"{run_dir} has no {SUMMARY}",
+                          hint="a run that did not finish, or not a softrt run directory")
+    try:
+        summary = read_summary(run_dir)
+    except ConfigError:
+        raise
+    except Exception as err:  # SoftRTError from read_summary: a corrupt file is bad input here
+        raise ConfigError(str(err), hint="the run's summary.json is corrupt") from None
+    check_summary_version(summary, run_dir / SUMMARY)
+    if not summary.get("run_id"):
+        raise ConfigError(f"{run_dir / SUMMARY} has no run_id", hint="the run's summary.json is corrupt")
+    return summary
+
+
+def find_run_dirs(path: Path) -> list[Path]:
+    """Return *path* if it is a run directory, else the run directories directly inside it.
+
+    A directory of runs is what ``softrt run --out-dir``/``softrt compare`` leave, and what a lab
+    copies from another PC.
+    """
+    path = Path(path)
+    if (path / SUMMARY).is_file():
+        return [path]
+    if path.is_dir():
+        runs = sorted(p for p in path.iterdir() if (p / SUMMARY).is_file())
+        if runs:
+            return runs
+        raise ConfigError(f"no run directory in {path} (no {SUMMARY} in it or its sub-directories)",
+                          hint="a run that did not finish has no summary.json")
+    raise ConfigError(f"no such run directory: {path}", hint="give a run directory or a run id from softrt history")
+
+
+def parse_when(value: str | date | datetime | None, *, end: bool = False) -> datetime | None:
+    """Return *value* as an aware UTC datetime (naive times are UTC, like the run ids' summaries).
+
+    A bare date is its start; with *end* it is the start of the next day, so ``--until 2026-11-30``
+    includes the whole of that day.
+    """
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        when = value
+    elif isinstance(value, date):
+        when = datetime(value.year, value.month, value.day) + (timedelta(days=1) if end else timedelta())
+    else:
+        text = str(value).strip()
+        try:
+            if len(text) == 10:
+                return parse_when(date.fromisoformat(text), end=end)
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(f"cannot read the date {text!r}",
+                              hint="use YYYY-MM-DD or an ISO 8601 time such as 2026-11-30T07:15") from None
+    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+
+
+def _epoch(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    try:
+        return parse_when(iso).timestamp()  # type: ignore[union-attr]
+    except ConfigError:
+        return None
+
+
+def _stat(summary: dict, key: str, field: str) -> float | None:
+    block = summary.get(key)
+    return block.get(field) if isinstance(block, dict) else None
+
+
+class History:
+    """The run history database (created on first write)."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+
+    # -- connection ---------------------------------------------------------------------------
+    @contextmanager
+    def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection | None]:
+        """Yield a connection (None when reading a database that does not exist yet)."""
+        if not self.path.exists():
+            if not write:
+                yield None
+                return
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise ConfigError(f"cannot create the history directory {self.path.parent}: {err.strerror or err}",
+                                  hint="set SOFTRT_HOME or use --db PATH") from None
+        try:
+            # timeout: a concurrent softrt run may be adding its row (sqlite3 default is 5 s).
+            conn = sqlite3.connect(self.path, timeout=30.0)
+        except sqlite3.Error as err:
+            raise ConfigError(f"cannot open the history database {self.path}: {err}",
+                              hint="set SOFTRT_HOME or use --db PATH") from None
+        try:
+            self._check_version(conn, write=write)
+            with conn:
+                yield conn
+        except sqlite3.DatabaseError as err:
+            raise ConfigError(f"history database {self.path} is unusable: {err}",
+                              hint="move it away (runs stay in their directories; re-add them with "
+                                   "softrt history add) or use --db PATH") from None
+        finally:
+            conn.close()
+
+    def _check_version(self, conn: sqlite3.Connection, *, write: bool) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > DB_SCHEMA_VERSION:
+            raise ConfigError(f"history database {self.path} was written by a newer softrt (layout {version}; "
+                              f"this softrt reads up to {DB_SCHEMA_VERSION})",
+                              hint="upgrade softrt, or use another database with --db / SOFTRT_HOME")
+        if version < DB_SCHEMA_VERSION and write:
+            with conn:
+                conn.executescript(_CREATE)
+                conn.execute(f"PRAGMA user_version = {DB_SCHEMA_VERSION}")
+
+    # -- writing ------------------------------------------------------------------------------
+    def add_run(self, run_dir: Path | str) -> str:
+        """Store (or refresh) the run in *run_dir*; return its run id.
+
+        Idempotent: adding the same run again replaces its row with what the directory holds now.
+        Raises ConfigError when *run_dir* is not a finished run directory.
+        """
+        run_dir = Path(run_dir).resolve()
+        summary = load_run_summary(run_dir)
+        row = self._row(run_dir, summary)
+        with self._connect(write=True) as conn:
+            assert conn is not None
+            conn.execute(f"INSERT OR REPLACE INTO runs ({', '.join(_COLUMNS)}) "
+                         f"VALUES ({', '.join('?' for _ in _COLUMNS)})", [row[c] for c in _COLUMNS])
+        return row["run_id"]
+
+    def add_runs(self, paths: Iterable[Path | str]) -> list[str]:
+        """Add every run directory in *paths* (each a run or a directory of runs); return the ids."""
+        return [self.add_run(d) for p in paths for d in find_run_dirs(Path(p))]
+
+    def remove(self, run_id_or_prefix: str) -> str:
+        """Forget one run (its directory is left alone); return its id."""
+        record = self.get(run_id_or_prefix)
+        with self._connect(write=True) as conn:
+            assert conn is not None
+            conn.execute("DELETE FROM runs WHERE run_id = ?", (record.run_id,))
+        return record.run_id
+
+    @staticmethod
+    def _row(run_dir: Path, summary: dict) -> dict:
+        source = summary.get("source") or "softrt"
+        host = summary.get("host") or {}
+        config = summary.get("config") or {}
+        samples = run_dir / SAMPLES
+        if not samples.exists() and (run_dir / HISTOGRAM).exists():
+            samples = run_dir / HISTOGRAM  # imported runs have a histogram, not per-cycle samples
+        misses = summary.get("misses")
+        return {
+            "run_id": str(summary["run_id"]),
+            "started_at": summary.get("started_at"),
+            "started_epoch_s": _epoch(summary.get("started_at")),
+            "finished_at": summary.get("finished_at"),
+            "host": host.get("hostname"),
+            "scenario": summary.get("scenario"),
+            "source": source,
+            "status": summary.get("status"),
+            "mode": summary.get("mode"),
+            "period_ns": config.get("period_ns"),
+            "cycles": summary.get("cycles"),
+            "period_max_us": _stat(summary, "period_us", "max"),
+            "period_p99_99_us": _stat(summary, "period_us", "p99_99"),
+            "latency_max_us": _stat(summary, "latency_us", "max"),
+            "process_max_us": _stat(summary, "process_us", "max"),
+            "missed_updates": misses.get("missed_updates") if isinstance(misses, dict) else None,
+            "config_json": json.dumps(config),
+            "tuning_json": json.dumps(summary.get("tuning") or {}),
+            "summary_json": json.dumps(summary),
+            "path": str(run_dir),
+            "samples_path": str(samples) if samples.exists() else None,
+            "added_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+
+    # -- reading ------------------------------------------------------------------------------
+    def list_runs(self, host: str | None = None, scenario: str | None = None,
+                  since: str | date | datetime | None = None, until: str | date | datetime | None = None,
+                  source: str | None = None, limit: int | None = None) -> list[RunRecord]:
+        """Return the runs matching every filter given, oldest first (the newest *limit* if set).
+
+        *since*/*until* bound the start time (UTC; a bare date in *until* includes that day).
+        """
+        where, args = [], []
+        for column, value in (("host", host), ("scenario", scenario), ("source", source)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        lo, hi = parse_when(since), parse_when(until, end=True)
+        if lo is not None:
+            where.append("started_epoch_s >= ?")
+            args.append(lo.timestamp())
+        if hi is not None:
+            # A datetime bound is inclusive; a bare date was turned into the next day's start.
+            inclusive = not (isinstance(until, date) and not isinstance(until, datetime)) and \
+                not (isinstance(until, str) and len(until.strip()) == 10)
+            where.append("started_epoch_s <= ?" if inclusive else "started_epoch_s < ?")
+            args.append(hi.timestamp())
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY started_epoch_s DESC, run_id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(int(limit))
+        with self._connect(write=False) as conn:
+            if conn is None:
+                return []
+            rows = conn.execute(sql, args).fetchall()
+        return [self._record(r) for r in reversed(rows)]
+
+    def get(self, run_id_or_prefix: str) -> RunRecord:
+        """Return the run whose id is (or uniquely starts with) *run_id_or_prefix*.
+
+        Raises ConfigError for an unknown id and for a prefix that matches several runs.
+        """
+        key = str(run_id_or_prefix).strip()
+        if not key:
+            raise ConfigError("empty run id", hint="see softrt history for the run ids")
+        with self._connect(write=False) as conn:
+            rows = [] if conn is None else conn.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE run_id = ? OR substr(run_id, 1, ?) = ? "
+                "ORDER BY run_id LIMIT 6", (key, len(key), key)).fetchall()
+        exact = [r for r in rows if r[0] == key]
+        if exact:
+            return self._record(exact[0])
+        if not rows:
+            raise ConfigError(f"unknown run id {key!r} in {self.path}",
+                              hint="see softrt history; add run directories with softrt history add DIR")
+        if len(rows) > 1:
+            shown = ", ".join(r[0] for r in rows[:5])
+            raise ConfigError(f"run id prefix {key!r} matches several runs ({shown}{', …' if len(rows) > 5 else ''})",
+                              hint="give more of the run id")
+        return self._record(rows[0])
+
+    def __len__(self) -> int:
+        with self._connect(write=False) as conn:
+            return 0 if conn is None else int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+    @staticmethod
+    def _record(row: tuple) -> RunRecord:
+        r = dict(zip(_COLUMNS, row))
+        return RunRecord(
+            run_id=r["run_id"], started_at=r["started_at"], finished_at=r["finished_at"], host=r["host"],
+            scenario=r["scenario"], source=r["source"], status=r["status"], mode=r["mode"],
+            period_ns=r["period_ns"], cycles=r["cycles"], period_max_us=r["period_max_us"],
+            period_p99_99_us=r["period_p99_99_us"], latency_max_us=r["latency_max_us"],
+            process_max_us=r["process_max_us"], missed_updates=r["missed_updates"],
+            config=json.loads(r["config_json"]), tuning=json.loads(r["tuning_json"]),
+            summary=json.loads(r["summary_json"]), path=Path(r["path"]),
+            samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
+        )
+
+
+def resolve_run(ref: str | Path, db: Path | str | None = None) -> Path:
+    """Return the run directory *ref* names: an existing run directory, or a run id (prefix) in the history."""
+    path = Path(ref)
+    if (path / SUMMARY).is_file():
+        return path
+    if path.exists() or os.sep in str(ref):
+        raise ConfigError(f"{ref} is not a run directory (no {SUMMARY})",
+                          hint="a run that did not finish, or not a softrt run directory")
+    return History(db).get(str(ref)).path

@@ -1,0 +1,98 @@
+"""``softrt compare`` end to end: real loads, real runs (structure only, never latency bounds)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import psutil
+import pytest
+
+from ..conftest import softrt_cmd
+
+pytestmark = pytest.mark.rt
+STARTED = 0.0
+
+
+@pytest.fixture(autouse=True)
+def _started():
+    global STARTED
+    STARTED = time.time() - 1
+
+
+def no_load_processes_left():
+    """Load processes (stress-ng, ffmpeg) started during this test that are still there."""
+    names = {"stress-ng", "ffmpeg"}
+    return [p.info for p in psutil.process_iter(["pid", "name", "create_time"])
+            if p.info["name"] in names and p.info["create_time"] >= STARTED]
+
+
+def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_restored):
+    proc = softrt_cmd("compare", "--duration", "1s", "--settle", "0.5s", "--json", "--out-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["scenarios"] == ["untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus"]
+    for name, figures in result["pooled"].items():
+        assert figures["cycles"] > 1000, name
+        assert figures["period_us"]["max"] >= figures["period_us"]["mean"] >= figures["period_us"]["min"]
+        assert figures["motion"]["max_deviation_counts"] is not None
+    assert result["pooled"]["untuned"]["modes"] == ["untuned"]
+    loaded = result["pooled"]["tuned+load"]["loads"]
+    ran = [l for l in loaded if not l["skipped_reason"]]
+    assert {l["name"] for l in ran} >= {"disk", "network", "memory", "churn"}
+    for load in ran:  # every load reports real, non-zero work
+        assert load["achieved"] and max(load["achieved"].values()) > 0, load
+    for load in loaded:
+        if load["skipped_reason"]:
+            assert load["name"] in ("gpu", "video")
+    assert any("Tuning" in line or "Under load" in line for line in result["verdict"])
+    assert len(result["rounds"]) == 4
+    for rnd in result["rounds"]:  # each scenario's run is stored like any softrt run
+        summary = json.loads((tmp_path / rnd["run_id"] / "summary.json").read_text())
+        assert summary["scenario"] == rnd["scenario"] and "loads" in summary
+    assert no_load_processes_left() == []
+
+
+def test_repeat_alternates_and_require_gates(tmp_path, state_dir, rt_settings_restored):
+    proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.5s", "--repeat", "2", "--json",
+                      "--require", "period.max<=1us", "--out-dir", str(tmp_path))
+    assert proc.returncode == 1, proc.stderr  # a ~250 µs period never meets max <= 1 µs
+    result = json.loads(proc.stdout)
+    assert [(r["scenario"], r["round"]) for r in result["rounds"]] == [
+        ("tuned", 1), ("untuned", 1), ("tuned", 2), ("untuned", 2)]
+    assert result["pooled"]["tuned"]["rounds"] == 2
+    assert [c["scenario"] for c in result["requirements"]] == ["tuned"]  # only tuned scenarios are judged
+    assert result["passed"] is False
+
+    proc = softrt_cmd("compare", "tuned", "--duration", "0.5s", "--json", "--require", "period.min>=1us,period.max>=1us",
+                      "--out-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["passed"] is True
+
+
+def test_table_output(tmp_path, state_dir, rt_settings_restored):
+    proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.5s", "--out-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    for needle in ("period max", "process mean", "missed updates", "max deviation", "untuned", "tuned",
+                   "Tuning"):
+        assert needle in proc.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["nosuch"], "unknown scenario 'nosuch'"),
+    (["{bad}"], "malformed TOML"),
+    (["{on_rt}"], "placed on real-time CPU"),
+    (["tuned", "--require", "jitter<3us"], "unknown metric"),
+    (["tuned", "tuned"], "listed twice"),
+    (["tuned", "--repeat", "0"], "--repeat"),
+])
+def test_bad_input(tmp_path, state_dir, args, needle):
+    (tmp_path / "bad.toml").write_text('name = "bad"\nprofile = \n')
+    (tmp_path / "on_rt.toml").write_text('name = "on_rt"\n[[load]]\nname = "cpu"\ncpus = "all"\n')
+    args = [a.format(bad=tmp_path / "bad.toml", on_rt=tmp_path / "on_rt.toml") for a in args]
+    proc = softrt_cmd("compare", *args, "--duration", "0.5s", "--out-dir", str(tmp_path / "runs"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    assert not (tmp_path / "runs").exists()
+    assert no_load_processes_left() == []

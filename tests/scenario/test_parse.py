@@ -1,0 +1,49 @@
+import pytest
+
+from softrt.errors import ConfigError
+from softrt.scenario import BUILTIN_NAMES, load_scenario, parse_scenario
+
+
+@pytest.mark.parametrize("name", BUILTIN_NAMES)
+def test_builtins_parse(name):
+    s = load_scenario(name)
+    assert s.name == name and s.source == "built-in"
+
+
+def test_builtins_mean_what_the_seed_did():
+    assert load_scenario("untuned").profile == "none" and not load_scenario("untuned").loads
+    assert load_scenario("tuned").tuned and not load_scenario("tuned").loads
+    loaded = load_scenario("tuned+load")
+    assert {l.name for l in loaded.loads} >= {"disk", "gpu", "video"}
+    assert all(l.cpus == "housekeeping" for l in loaded.loads) and not loaded.loads_on_rt_cpus
+    on_rt = load_scenario("tuned+load-on-rt-cpus")
+    assert on_rt.loads_on_rt_cpus and all(l.cpus == "all" for l in on_rt.loads)
+
+
+def test_user_file(tmp_path):
+    f = tmp_path / "mine.toml"
+    f.write_text('name = "mine"\nprofile = "rt"\nwait = "sleep"\nduration = "3s"\n[[load]]\nname = "cpu"\ncpus = "0"\n')
+    s = load_scenario(str(f))
+    assert s.wait == "sleep" and s.duration_ns == 3_000_000_000 and s.loads[0].cpus == "0"
+
+
+@pytest.mark.parametrize("text,needle", [
+    ('name = "x"\nprofile = "fast"\n', "line 2, key profile: unknown profile 'fast'"),
+    ('name = "x"\nwiat = "spin"\n', "line 2, key wiat: unknown key"),
+    ('name = "x"\n\n[[load]]\nname = "disk"\n[[load]]\nname = "gpu2"\n', "line 6, key load[1].name: unknown load 'gpu2'"),
+    ('name = "x"\n[[load]]\nname = "disk"\ncpus = "rt"\n', "line 4, key load[0].cpus: invalid placement"),
+    ('name = "x"\nduration = "soon"\n', "line 2, key duration"),
+    ('name = "x"\nduration = "0s"\n', "key duration: must be positive"),
+    ('name = "x" "y"\n', "malformed TOML"),
+    ('profile = "rt"\n', "key name"),
+    ('name = "x"\nloads_on_rt_cpus = "yes"\n', "line 2, key loads_on_rt_cpus"),
+])
+def test_mistakes_name_file_line_and_key(tmp_path, text, needle):
+    with pytest.raises(ConfigError) as info:
+        parse_scenario(text, source="my.toml")
+    assert "scenario my.toml" in str(info.value) and needle in str(info.value)
+
+
+def test_unknown_scenario_name():
+    with pytest.raises(ConfigError, match="unknown scenario 'tunned'"):
+        load_scenario("tunned")
