@@ -45,11 +45,13 @@ FILES = [
 GLOBS = [
     "/proc/irq/[0-9]*/smp_affinity", "/proc/irq/[0-9]*/smp_affinity_list", "/proc/irq/[0-9]*/effective_affinity",
     "/proc/irq/[0-9]*/effective_affinity_list",
-    "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/name", "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/latency",
+    "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/name",
+    "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/latency",
     "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/disable",
     "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor", "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_driver",
     "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_available_governors",
-    "/sys/devices/system/cpu/cpu[0-9]*/topology/core_cpus_list", "/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list",
+    "/sys/devices/system/cpu/cpu[0-9]*/topology/core_cpus_list",
+    "/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list",
     "/sys/kernel/debug/sched/fair_server/cpu[0-9]*/runtime", "/var/lib/systemd/timers/stamp-*",
 ]
 KCONFIG = re.compile(r"^(# )?CONFIG_(PREEMPT\w*|HZ\w*|NO_HZ\w*|RT_GROUP_SCHED|RCU_NOCB_CPU|CPU_IDLE\w*|CPU_FREQ\w*|"
@@ -110,7 +112,11 @@ def capture_processes(cap: Capture) -> None:
             continue
         cap.copy(f"/proc/{pid}/comm")
         cap.copy(f"/proc/{pid}/status", keep_status)
-        for tid in sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if t.isdigit()) if os.path.isdir(f"/proc/{pid}/task") else []:
+        try:
+            tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if t.isdigit())
+        except OSError:
+            tids = []
+        for tid in tids:
             cap.copy(f"/proc/{pid}/task/{tid}/stat")
             cap.copy(f"/proc/{pid}/task/{tid}/status", keep_status)
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -21,14 +20,15 @@ def state_dir(tmp_path, monkeypatch):
     return d
 
 
-def softrt_cmd(*args: str, prefix: tuple[str, ...] = (), **kwargs) -> subprocess.CompletedProcess:
-    """Run ``python -m softrt ARGS`` as a user would, capturing its output."""
+def _softrt_cmd(*args: str, prefix: tuple[str, ...] = (), **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([*prefix, sys.executable, "-m", "softrt", *args], capture_output=True, text=True,
                           env={**os.environ, "COLUMNS": "120"}, **kwargs)
 
 
-def load_summary(stdout: str) -> dict:
-    return json.loads(stdout)
+@pytest.fixture
+def softrt_cmd():
+    """Run ``python -m softrt ARGS`` as a user would, capturing its output."""
+    return _softrt_cmd
 
 
 @pytest.fixture

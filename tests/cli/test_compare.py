@@ -8,7 +8,6 @@ import time
 import psutil
 import pytest
 
-from ..conftest import softrt_cmd
 
 pytestmark = pytest.mark.rt
 STARTED = 0.0
@@ -27,7 +26,7 @@ def no_load_processes_left():
             if p.info["name"] in names and p.info["create_time"] >= STARTED]
 
 
-def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_restored):
+def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     proc = softrt_cmd("compare", "--duration", "1s", "--settle", "0.5s", "--json", "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -53,7 +52,7 @@ def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_res
     assert no_load_processes_left() == []
 
 
-def test_repeat_alternates_and_require_gates(tmp_path, state_dir, rt_settings_restored):
+def test_repeat_alternates_and_require_gates(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.5s", "--repeat", "2", "--json",
                       "--require", "period.max<=1us", "--out-dir", str(tmp_path))
     assert proc.returncode == 1, proc.stderr  # a ~250 µs period never meets max <= 1 µs
@@ -70,7 +69,7 @@ def test_repeat_alternates_and_require_gates(tmp_path, state_dir, rt_settings_re
     assert json.loads(proc.stdout)["passed"] is True
 
 
-def test_table_output(tmp_path, state_dir, rt_settings_restored):
+def test_table_output(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.5s", "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     for needle in ("period max", "process mean", "missed updates", "max deviation", "untuned", "tuned",
@@ -86,7 +85,7 @@ def test_table_output(tmp_path, state_dir, rt_settings_restored):
     (["tuned", "tuned"], "listed twice"),
     (["tuned", "--repeat", "0"], "--repeat"),
 ])
-def test_bad_input(tmp_path, state_dir, args, needle):
+def test_bad_input(tmp_path, state_dir, args, needle, softrt_cmd):
     (tmp_path / "bad.toml").write_text('name = "bad"\nprofile = \n')
     (tmp_path / "on_rt.toml").write_text('name = "on_rt"\n[[load]]\nname = "cpu"\ncpus = "all"\n')
     args = [a.format(bad=tmp_path / "bad.toml", on_rt=tmp_path / "on_rt.toml") for a in args]

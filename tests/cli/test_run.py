@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -9,15 +10,16 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from softrt.cli import main
 
-from ..conftest import RT_RUNTIME, load_summary, softrt_cmd
 
 pytestmark = pytest.mark.rt
+RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 
 
 def run_cli(capsys, *args):
@@ -60,11 +62,11 @@ def test_unwritable_output_directory(capsys, tmp_path, state_dir):
     assert code == 2 and "cannot write runs" in err and len(err.strip().splitlines()) == 1
 
 
-def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_settings_restored):
+def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     period_ns, duration_s = 250_000, 2
     proc = softrt_cmd("run", "--duration", f"{duration_s}s", "--json", "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    s = load_summary(proc.stdout)
+    s = json.loads(proc.stdout)
     assert s["schema"] == "softrt.summary/1" and s["status"] == "complete"
     board_cycles = duration_s * 1e9 / period_ns
     # Every write is one record; a missed board cycle has no write of its own.
@@ -90,28 +92,28 @@ def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_settings_r
 
 
 @pytest.mark.parametrize("wait", ["sleep", "hybrid"])
-def test_sleep_and_hybrid_waits_run(tmp_path, state_dir, rt_settings_restored, wait):
+def test_sleep_and_hybrid_waits_run(tmp_path, state_dir, rt_settings_restored, wait, softrt_cmd):
     proc = softrt_cmd("run", "--duration", "1s", "--wait", wait, "--axes", "8", "--json", "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    s = load_summary(proc.stdout)
+    s = json.loads(proc.stdout)
     assert s["config"]["wait"] == wait and s["config"]["axes"] == 8
     assert s["cycles"] > 3000 and s["tuning"]["system_changes"] == []  # only spin needs throttling off
 
 
-def test_profile_none_is_the_untuned_run(tmp_path, state_dir, rt_settings_restored):
+def test_profile_none_is_the_untuned_run(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     proc = softrt_cmd("run", "--duration", "1s", "--profile", "none", "--json", "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    s = load_summary(proc.stdout)
+    s = json.loads(proc.stdout)
     assert s["mode"] == "untuned" and s["tuning"]["applied"] == [] and s["tuning"]["system_changes"] == []
     assert s["config"]["cpu"] is None
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
-def test_without_capabilities_runs_anyway_labelled_not_real_time(tmp_path, state_dir, rt_settings_restored):
+def test_without_capabilities_runs_anyway_labelled_not_real_time(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     drop = ("setpriv", "--bounding-set=-sys_nice,-ipc_lock", "--inh-caps=-all")
     proc = softrt_cmd("run", "--duration", "1s", "--json", "--out-dir", str(tmp_path), prefix=drop)
     assert proc.returncode == 0, proc.stderr
-    s = load_summary(proc.stdout)
+    s = json.loads(proc.stdout)
     assert s["mode"] == "not real-time"
     missing = {item["what"] for item in s["tuning"]["not_applied"]}
     assert "sched_fifo" in missing and all(item["why"] for item in s["tuning"]["not_applied"])
@@ -139,7 +141,7 @@ def test_ctrl_c_keeps_every_record_and_restores(tmp_path, state_dir, rt_settings
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, err
-    s = load_summary(out)
+    s = json.loads(out)
     assert s["status"] == "partial" and "Ctrl-C" in s["partial_reason"]
     assert 0 < s["cycles"] < 20 * 4000 and s["records_missing"] == 0
     assert pq.read_table(tmp_path / s["run_id"] / "samples.parquet").num_rows == s["cycles"]
@@ -160,7 +162,7 @@ def test_crashing_step_is_a_partial_run_with_the_reason(tmp_path, state_dir, rt_
     """))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    s = load_summary(proc.stdout)
+    s = json.loads(proc.stdout)
     assert s["status"] == "partial" and "boom at 3000" in s["partial_reason"]
     # step(3000) computes the output of cycle 3000 inside cycle 2999: cycles 0-2998 completed.
     assert s["cycles"] == 2999
@@ -174,13 +176,13 @@ def test_killed_worker_is_a_partial_run(tmp_path, state_dir, rt_settings_restore
     worker = psutil.Process(proc.pid).children()[-1]
     worker.kill()
     out, err = proc.communicate(timeout=30)
-    s = load_summary(out)
+    s = json.loads(out)
     assert proc.returncode == 1 and s["status"] == "partial" and "died" in s["partial_reason"]
     assert s["cycles"] > 0 and all(c["restored"] for c in s["tuning"]["system_changes"])
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
-def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path, state_dir, rt_settings_restored):
+def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     import psutil
 
     before = RT_RUNTIME.read_text()

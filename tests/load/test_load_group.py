@@ -16,7 +16,7 @@ import pytest
 
 from softrt.cpus import CpuSet
 from softrt.errors import ConfigError
-from softrt.load import LoadFailed, LoadGroup, LoadState, check_placement, make_load
+from softrt.load import LoadFailed, LoadGroup, LoadState, check_placement, make_load, media
 
 from .conftest import assert_nothing_left, descendants, needs_stress_ng, processes_in_sessions, wait_gone
 
@@ -127,6 +127,7 @@ def test_loads_die_when_softrt_is_killed(backend, load_cpus, tmp_path):
     owner = subprocess.Popen(
         [sys.executable, "-c", _OWNER, backend, str(tmp_path)], stdout=subprocess.PIPE, env=env, text=True
     )
+    procs: list[psutil.Process] = []
     try:
         leader = int(owner.stdout.readline())
         time.sleep(0.5)
@@ -140,3 +141,19 @@ def test_loads_die_when_softrt_is_killed(backend, load_cpus, tmp_path):
         owner.kill()
         owner.wait()
         owner.stdout.close()
+        for p in wait_gone(procs, timeout_s=0):  # if the test failed, do not leave orphans
+            p.kill()
+
+
+@needs_stress_ng
+def test_gpu_load_that_cannot_render_is_reported_with_stress_ngs_reason(load_cpus, tmp_path):
+    # A render node path that does not exist: stress-ng's gpu stressor skips itself and exits,
+    # which is exactly what happens on a machine whose GPU has no usable EGL/GBM driver.
+    load = media.gpu(load_cpus, str(tmp_path / "renderD128"), timeout_s=60, workdir=tmp_path)
+    with pytest.raises(LoadFailed) as info:
+        with LoadGroup([load], settle_s=3.0):
+            pytest.fail("the group must not hand over with a dead load")
+    assert info.value.name == "gpu"
+    assert "renderD128" in str(info.value)
+    assert not descendants()
+    assert list(tmp_path.iterdir()) == []

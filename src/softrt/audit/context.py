@@ -23,6 +23,7 @@ class Context:
         self.rt_cpus = rt_cpus
         self.online = online
         self.housekeeping = online - rt_cpus
+        self.sample: dict | None = None  # the live sample's result, set by the runner when taken
 
     @property
     def live(self) -> bool:

@@ -152,8 +152,9 @@ class Report:
         """One line: can a 250 µs loop be expected to hold here, and what matters most to fix."""
         cpus = f"CPU {self.rt_cpus}" if len(self.rt_cpus) == 1 else f"CPUs {self.rt_cpus}"
         if self.ready:
-            warns = [f for f in self.findings if f.status in (Status.WARN, Status.FAIL)]
-            tail = f"; {len(warns)} lesser issue(s) remain, first: {warns[0].title}" if warns else ""
+            lesser = [f for f in self.findings if f.status in (Status.WARN, Status.FAIL)]
+            first = self.priorities(1)
+            tail = f"; {len(lesser)} lesser issue(s) remain, first: {first[0].title}" if first else ""
             return (f"READY: a {LOOP_PERIOD_US} µs loop can be expected to hold on {cpus}{tail}. "
                     f"Confirm with a measurement (softrt run).")
         first = self.blocking[0]

@@ -115,7 +115,8 @@ def read_task(root: str, pid: int, tid: int) -> Task | None:
     allowed = _allowed(status)
     if stat is None or allowed is None:
         return None
-    return Task(_tgid(status, pid), tid, stat["comm"], bool(stat["flags"] & PF_KTHREAD), bool(stat["flags"] & PF_NO_SETAFFINITY),
+    flags = stat["flags"]
+    return Task(_tgid(status, pid), tid, stat["comm"], bool(flags & PF_KTHREAD), bool(flags & PF_NO_SETAFFINITY),
                 allowed, stat["policy"], stat["rt_priority"], stat["starttime"], stat["processor"],
                 stat["utime"] + stat["stime"])
 

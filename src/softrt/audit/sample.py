@@ -4,7 +4,8 @@ The seed looked, in Windows Performance Analyzer, at which processes ran on each
 MsMpEng.exe on the real-time cores. Here: the ``sched_switch`` trace event, in a private tracefs
 instance limited to the RT CPUs (Documentation/trace/ftrace.rst, "Instances"), so nobody else's
 tracing is touched; without tracefs, two snapshots of /proc/PID/task/TID/{stat,schedstat}, which
-can only credit a thread's run time to the CPU it was last seen on. /proc/stat gives idle time.
+can only credit a thread's run time to the CPU it was last seen on. Idle time comes from the
+switches themselves, or else from /proc/stat (whose busy time is tick-sampled, so less exact).
 
 The caller should keep itself off the RT CPUs while sampling (``runner`` does).
 """
@@ -26,6 +27,8 @@ _SWITCH = re.compile(
     r"prev_comm=(?P<prev_comm>.*?) prev_pid=(?P<prev_pid>-?\d+) .*?==> "
     r"next_comm=(?P<next_comm>.*?) next_pid=(?P<next_pid>-?\d+)")
 _LOST = re.compile(r"CPU:?\s*(\d+)\s*\[LOST (\d+) EVENTS\]")
+SMALL_BUFFER_KB = 16  # per CPU, for the CPUs that are not traced
+RT_BUFFER_KB = 4096  # per RT CPU: ~60 000 switches, far more than a mostly idle RT CPU makes in seconds
 
 
 def parse_sched_switch(text: str) -> tuple[list[tuple[int, int, int, str, int, str]], int]:
@@ -154,7 +157,10 @@ def trace_switches(tracefs: Path, cpus: CpuSet, seconds: float) -> tuple[str, in
     try:
         _write(inst / "tracing_cpumask", cpus.to_mask())
         _write(inst / "trace_clock", "mono")
-        _write(inst / "buffer_size_kb", "2048")
+        # A new instance gets a full-size buffer on every CPU; keep big ones on the RT CPUs only.
+        _write(inst / "buffer_size_kb", str(SMALL_BUFFER_KB))
+        for cpu in cpus:
+            _write(inst / f"per_cpu/cpu{cpu}/buffer_size_kb", str(RT_BUFFER_KB))
         start = time.monotonic_ns()
         _write(inst / "events/sched/sched_switch/enable", "1")
         time.sleep(seconds)
@@ -194,8 +200,8 @@ def classify(root: str, tid: int, rt_cpus: CpuSet) -> str:
 def sample(rt_cpus: CpuSet, seconds: float, root: str = "/") -> dict:
     """Watch what runs on *rt_cpus* for *seconds*; return a JSON-ready result.
 
-    Keys: ``method``, ``seconds``, ``idle_share``, ``lost_events``, ``tasks`` (``comm``, ``pid``
-    (thread id), ``cpu_ms``, ``kind``; busiest first) and ``error`` (None on success).
+    Keys: ``method``, ``seconds``, ``idle_share`` and ``idle_source``, ``lost_events``, ``tasks``
+    (``comm``, ``pid`` (thread id), ``cpu_ms``, ``kind``; busiest first) and ``error`` (None on success).
     """
     stat0, snap0 = cpu_times(root), proc_snapshot(root)
     tracefs = tracefs_dir(root)
@@ -217,8 +223,15 @@ def sample(rt_cpus: CpuSet, seconds: float, root: str = "/") -> dict:
     if untraced:  # CPUs without a single switch: one task held them, or they idled throughout
         for key, ns in diff_snapshots(snap0, snap1, untraced).items():
             _add(totals, key, ns)
+        # /proc/stat's user/system time is sampled at each tick, and a loop woken by a timer tends
+        # to be running exactly then: it overstates busy time. Switch timestamps do not.
+        idle, idle_source = idle_share(stat0, stat1, rt_cpus), "/proc/stat (tick-sampled)"
+    else:
+        span = (end - start) * len(rt_cpus)
+        idle = sum(ns for (tid, _), ns in totals.items() if tid == 0) / span if span > 0 else None
+        idle_source = "sched_switch"
     tasks = [{"comm": comm, "pid": tid, "cpu_ms": round(ns / 1e6, 3), "kind": classify(root, tid, rt_cpus)}
              for (tid, comm), ns in totals.items()]
     tasks.sort(key=lambda t: -t["cpu_ms"])
-    return {"method": method, "seconds": seconds, "idle_share": idle_share(stat0, stat1, rt_cpus),
+    return {"method": method, "seconds": seconds, "idle_share": idle, "idle_source": idle_source,
             "lost_events": lost, "tasks": tasks, "error": None}

@@ -173,7 +173,7 @@ def idle_states(root: str, cpu: int) -> list[IdleState] | None:
         path = f"{base}/{name}"
         latency = text(root, f"{path}/latency")
         disable = text(root, f"{path}/disable")
-        if latency is None or disable is None:
+        if latency is None or disable is None or not latency.isdigit():
             continue
         states.append(IdleState(cpu, int(name[5:]), text(root, f"{path}/name") or name,
                                 int(latency), disable != "0", path))

@@ -17,6 +17,8 @@ _COMMAND_MODULES = (
     "run",
     "compare",
     "check", "tune",
+    "history", "show", "report", "import_",
+    "ecat_sim",
 )
 
 EXIT_OK = 0

@@ -11,6 +11,7 @@ import click
 
 from ..session.config import RunConfig
 from ..session.run import run
+from ..store.history import History
 from .options import TimeNs
 from .render import console, progress_line, render_summary
 
@@ -64,6 +65,7 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
         sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
     else:
         console().print(render_summary(result.summary, str(result.path)))
+    History().add_run(result.path)
     return 0 if result.summary["status"] == "complete" else 1
 
 

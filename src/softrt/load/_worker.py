@@ -49,7 +49,7 @@ def disk(cfg: dict, deadline: float) -> dict:
     the reads reach the device (posix_fadvise(2)).
     """
     path = os.path.join(cfg["dir"], f"disk-{os.getpid()}.dat")
-    size = int(cfg.get("file_bytes", 64 * MIB))
+    size = int(cfg.get("file_bytes", 16 * MIB))
     block = os.urandom(MIB)  # incompressible, so compressing/deduplicating SSDs still do the work
     small = os.urandom(4096)
     written = read = fsyncs = 0
@@ -159,7 +159,14 @@ def churn(cfg: dict, deadline: float) -> dict:
     return {"ops": ops, "failures": failures}
 
 
-KINDS = {"spin": spin, "disk": disk, "memcopy": memcopy, "net_server": net_server, "net_client": net_client, "churn": churn}
+KINDS = {
+    "spin": spin,
+    "disk": disk,
+    "memcopy": memcopy,
+    "net_server": net_server,
+    "net_client": net_client,
+    "churn": churn,
+}
 
 
 def _cpu_s() -> float:

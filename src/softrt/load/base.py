@@ -4,9 +4,11 @@ A load runs in other processes, never in softrt's own: ``start()`` launches it, 
 whether it is still running, ``stop()`` ends it and reaps every process and file it made, and
 ``result()`` returns what it actually achieved, so a report shows that the load was real.
 
-    NEW ──start()──▶ RUNNING ──stop()──▶ STOPPED ──result()──▶ LoadResult
-      └──stop()──────────────────────────▲   (stop() is idempotent; a start() that fails cleans
-                                               up after itself and leaves the load FAILED)
+    NEW ─prepare()─▶ PREPARED ─start()─▶ RUNNING ─stop()─▶ STOPPED ─result()─▶ LoadResult
+
+``prepare()`` does slow set-up (ffmpeg encodes its clip) before any load runs, as rteval's
+_WorkloadPrepare does; ``start()`` on a NEW load prepares it first. ``stop()`` works from any
+state and is idempotent. A prepare() or start() that fails cleans up and leaves the load FAILED.
 """
 
 from __future__ import annotations
@@ -26,8 +28,6 @@ from ..errors import ConfigError, InvalidCpu, InvalidState, SoftRTError
 # (stress-ng(1) --timeout; the built-in workers and ffmpeg honour the same limit).
 DEFAULT_TIMEOUT_S = 3600.0
 
-BACKENDS = ("stress-ng", "builtin", "ffmpeg")
-
 
 class LoadFailed(SoftRTError):
     """A load could not start, or its process died before it was stopped."""
@@ -42,6 +42,7 @@ class LoadState(enum.Enum):
     """Where a load is in its life."""
 
     NEW = "new"  # made, nothing launched
+    PREPARED = "prepared"  # set-up done (files made), nothing running yet
     RUNNING = "running"  # processes launched (they may have died since: see alive())
     STOPPED = "stopped"  # stopped and cleaned up; result() is available
     FAILED = "failed"  # start() failed and cleaned up; no result
@@ -53,7 +54,8 @@ class LoadResult:
 
     ``achieved`` maps metric names, with their unit in the name (``write_MB_per_s``,
     ``connections_per_s``, ``bogo_ops_per_s``; MB = 10**6 bytes), to values. A skipped load has
-    ``skipped_reason`` set and nothing achieved.
+    ``skipped_reason`` set and nothing achieved. ``notes`` give context (where files went, which
+    user ran it); ``problems`` say what went wrong (a process that ended early, a missing report).
     """
 
     name: str
@@ -64,6 +66,7 @@ class LoadResult:
     skipped_reason: str | None = None
     command: str = ""
     notes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
 
     @property
     def skipped(self) -> bool:
@@ -81,6 +84,7 @@ class LoadResult:
             "skipped_reason": self.skipped_reason,
             "command": self.command,
             "notes": list(self.notes),
+            "problems": list(self.problems),
         }
 
 
@@ -116,6 +120,7 @@ class LoadGenerator(abc.ABC):
         self.timeout_s = float(timeout_s)
         self.workdir = Path(workdir) if workdir is not None else None
         self.notes: list[str] = []
+        self.problems: list[str] = []
         self._state = LoadState.NEW
         self._t_start = 0.0
         self._t_stop = 0.0
@@ -128,10 +133,24 @@ class LoadGenerator(abc.ABC):
         """The load's current state."""
         return self._state
 
-    def start(self) -> None:
-        """Launch the load's processes; on failure, clean up and raise."""
+    def prepare(self) -> None:
+        """Do the load's slow set-up without starting it; on failure, clean up and raise."""
         if self._state is not LoadState.NEW:
             raise InvalidState(LoadState.NEW.value, self._state.value, what=f"load {self.name!r}")
+        try:
+            self._prepare()
+        except BaseException:
+            self._state = LoadState.FAILED
+            self._stop()
+            raise
+        self._state = LoadState.PREPARED
+
+    def start(self) -> None:
+        """Launch the load's processes (preparing it first if needed); on failure, clean up and raise."""
+        if self._state is LoadState.NEW:
+            self.prepare()
+        if self._state is not LoadState.PREPARED:
+            raise InvalidState(LoadState.PREPARED.value, self._state.value, what=f"load {self.name!r}")
         self._t_start = time.monotonic()
         self._state = LoadState.RUNNING
         try:
@@ -143,11 +162,12 @@ class LoadGenerator(abc.ABC):
 
     def stop(self) -> None:
         """Stop every process of the load and remove its files (safe to call more than once)."""
-        if self._state is LoadState.RUNNING:
+        if self._state in (LoadState.RUNNING, LoadState.PREPARED):
+            ran = self._state is LoadState.RUNNING
             try:
                 self._stop()
             finally:
-                self._t_stop = time.monotonic()
+                self._t_stop = time.monotonic() if ran else self._t_start
                 self._state = LoadState.STOPPED
         elif self._state is LoadState.NEW:
             self._state = LoadState.STOPPED
@@ -165,6 +185,7 @@ class LoadGenerator(abc.ABC):
             duration_s=duration,
             command=self.command(),
             notes=tuple(self.notes),
+            problems=tuple(self.problems),
         )
 
     def command(self) -> str:
@@ -179,12 +200,15 @@ class LoadGenerator(abc.ABC):
     def pids(self) -> list[int]:
         """Return the process ids this load launched directly (its process-group leaders)."""
 
+    def _prepare(self) -> None:
+        """Slow set-up before start (default: none)."""
+
     @abc.abstractmethod
     def _start(self) -> None: ...
 
     @abc.abstractmethod
     def _stop(self) -> None:
-        """Stop and reap everything; must also work after a partial _start()."""
+        """Stop and reap everything; must also work after a partial _prepare() or _start()."""
 
     @abc.abstractmethod
     def _achieved(self, duration_s: float) -> dict[str, float]: ...
@@ -200,6 +224,7 @@ class SkippedLoad(LoadGenerator):
         self.reason = reason
         self.backend = backend
         self.notes = []
+        self.problems = []
         self._state = LoadState.NEW
         self._t_start = self._t_stop = 0.0
 

@@ -33,6 +33,7 @@ class _Worker:
     cpus: CpuSet
     config: dict[str, Any] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
+    log: Path | None = None
     report: dict[str, Any] | None = None
 
 
@@ -64,7 +65,7 @@ class BuiltinLoad(LoadGenerator):
         self._dir = _proc.make_private_dir(self.workdir)
         if self._needs_dir:
             self.notes.append(f"files in {self._dir.parent} ({_proc.filesystem_of(self._dir.parent)})")
-        for w in self._workers:
+        for i, w in enumerate(self._workers):
             cfg = {"kind": w.kind, "cpus": list(w.cpus), "timeout_s": self.timeout_s, "dir": str(self._dir)}
             cfg.update(w.config)
             pass_fds: tuple[int, ...] = ()
@@ -78,8 +79,8 @@ class BuiltinLoad(LoadGenerator):
                 for other in self._workers:
                     other.config.setdefault("port", port)
             argv = _proc.guarded_argv([sys.executable, str(_WORKER), json.dumps(cfg)], w.cpus)
-            log = self._dir / f"{w.role}.log"
-            w.proc = _proc.spawn(argv, cwd=self._dir, log=log, stdout=subprocess.PIPE, pass_fds=pass_fds)
+            w.log = self._dir / f"{w.role}-{i}.log"
+            w.proc = _proc.spawn(argv, cwd=self._dir, log=w.log, stdout=subprocess.PIPE, pass_fds=pass_fds)
         if self._listener is not None:
             self._listener.close()  # the server holds its own copy
             self._listener = None
@@ -99,8 +100,9 @@ class BuiltinLoad(LoadGenerator):
                 if w.proc.poll() is None:
                     w.proc.send_signal(signal.SIGTERM)
                 else:
-                    self.notes.append(f"{w.role} worker ended on its own ({_proc.describe_exit(w.proc.returncode)})")
-                    self.notes.extend(self._log_tail(w))
+                    how = _proc.describe_exit(w.proc.returncode)
+                    self.problems.append(f"{w.role} worker ended on its own ({how})")
+                    self.problems.extend(self._log_tail(w))
             for w in running:
                 _proc.terminate(w.proc)
                 out = w.proc.stdout.read().decode(errors="replace") if w.proc.stdout else ""
@@ -108,15 +110,16 @@ class BuiltinLoad(LoadGenerator):
                     w.proc.stdout.close()
                 w.report = _last_json(out)
                 if w.report is None:
-                    self.notes.append(f"{w.role} worker reported nothing ({_proc.describe_exit(w.proc.returncode)})")
+                    how = _proc.describe_exit(w.proc.returncode)
+                    self.problems.append(f"{w.role} worker reported nothing ({how})")
         finally:
             _proc.remove_private_dir(self._dir)
 
-    def _log_tail(self, w: _Worker) -> list[str]:
-        log = self._dir / f"{w.role}.log" if self._dir else None
-        if log is None or not log.exists():
+    @staticmethod
+    def _log_tail(w: _Worker) -> list[str]:
+        if w.log is None or not w.log.exists():
             return []
-        return [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-3:]
+        return [ln for ln in w.log.read_text(errors="replace").splitlines() if ln.strip()][-3:]
 
     def _achieved(self, duration_s: float) -> dict[str, float]:
         totals: dict[str, float] = {}
@@ -148,6 +151,7 @@ def _last_json(text: str) -> dict[str, Any] | None:
 # Per-second totals ("role.counter") -> the load's achieved metrics.
 _SUMMARIES = {
     "disk": lambda t: {
+        "io_MB_per_s": (t.get("io.bytes_written", 0) + t.get("io.bytes_read", 0)) / 1e6,
         "write_MB_per_s": t.get("io.bytes_written", 0) / 1e6,
         "read_MB_per_s": t.get("io.bytes_read", 0) / 1e6,
         "fsyncs_per_s": t.get("io.fsyncs", 0),
@@ -169,7 +173,8 @@ def _one_per_cpu(role: str, kind: str, cpus: CpuSet, **config: Any) -> list[_Wor
 
 
 def disk(cpus: CpuSet, **kw) -> BuiltinLoad:
-    """Disk: one writer/reader (sequential + random writes with fsync, uncached read-back)."""
+    """Disk: one writer/reader of a 16 MiB file (sequential and random writes with fsync, uncached
+    read-back), as in _worker.disk."""
     kw["workdir"] = kw.get("workdir") or _proc.DISK_WORKDIR
     return BuiltinLoad("disk", cpus, [_Worker("io", "disk", cpus)], needs_dir=True, **kw)
 

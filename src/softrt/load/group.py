@@ -1,6 +1,6 @@
 """Running several loads together around a measurement (load layer).
 
-rteval's order, kept: start every load, let them settle and check each is still alive, measure,
+rteval's order, kept: prepare every load, start them all, let them settle and check each is still alive, measure,
 and stop every load in ``finally`` whatever happened (rteval ``__RunMeasurementProfile``)::
 
     with LoadGroup(loads, settle_s=1.0) as group:   # start + settle; a dead load raises
@@ -37,7 +37,10 @@ def check_placement(loads: Iterable[LoadGenerator], rt_cpus: CpuSet, allow_rt: b
         if len(clash):
             housekeeping = CpuSet(os.sched_getaffinity(0)) - rt_cpus
             msg = f"load {load.name!r} is placed on real-time CPU {clash}"
-            hint = f"place loads on housekeeping CPUs {housekeeping or 'none left'}, or declare in the scenario that loads may use the real-time CPUs"
+            hint = (
+                f"place loads on housekeeping CPUs {housekeeping or 'none left'}, "
+                "or declare in the scenario that loads may use the real-time CPUs"
+            )
             raise ConfigError(msg, hint=hint)
 
 
@@ -58,13 +61,15 @@ class LoadGroup:
 
     def __enter__(self) -> LoadGroup:
         try:
+            for load in self.loads:  # slow set-up first, so no load's set-up runs under the others
+                load.prepare()
             for load in self.loads:
                 load.start()
             self._settle()
         except _Died as died:
             self._stop_all()
             result = next(r for r in self.results if r.name == died.name)
-            detail = "; ".join(result.notes) or "no message"
+            detail = "; ".join(result.problems) or "no message"
             raise LoadFailed(died.name, f"stopped running while the loads settled: {detail}") from None
         except BaseException:  # includes KeyboardInterrupt: nothing may keep running
             self._stop_all()

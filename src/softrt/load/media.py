@@ -4,8 +4,8 @@ Video: ffmpeg encodes a two-second 1080p30 test clip once (lavfi testsrc2, ffmpe
 then plays it in a loop at its native rate (``-re -stream_loop -1``) into the null muxer, which
 is software H.264 decoding as a video player does it. Progress comes from ``-progress FILE``
 (ffmpeg(1)), which ffmpeg finishes with ``progress=end`` when SIGTERM stops it.
-GPU: stress-ng's gpu stressor on a DRM render node (see stressng.gpu); the checks that decide
-whether it can run live here, and each failed check becomes the skip reason.
+GPU: stress-ng's gpu stressor (0.15+) on a DRM render node; each check that decides whether it
+can run becomes, when it fails, the skip reason.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from pathlib import Path
 
 from ..cpus import CpuSet
 from . import _proc
+from ._metrics_yaml import Metrics
 from .base import DEFAULT_TIMEOUT_S, LoadFailed, LoadGenerator
+from .stressng import StressNgLoad
 
 DRI_DIR = "/dev/dri"
 CLIP = "testsrc2=size=1920x1080:rate=30:duration=2"
@@ -48,6 +50,19 @@ def gpu_skip_reason(backend: str, dri_dir: str = DRI_DIR) -> str | None:
     if "--gpu N" not in helptext:
         return "this stress-ng has no gpu stressor (it needs 0.15 or later, built with EGL and GLES2)"
     return None
+
+
+def gpu(cpus: CpuSet, render_node: str, **kw) -> StressNgLoad:
+    """GPU rendering: stress-ng --gpu (GBM + EGL + OpenGL ES 2 on a DRM render node)."""
+
+    def metrics(m: Metrics) -> dict[str, float]:
+        gpu_m = m.get("gpu", {})
+        return {
+            "render_bogo_ops_per_s": gpu_m.get("bogo-ops-per-second-real-time", 0.0),
+            "cpu_pct_per_worker": gpu_m.get("cpu-usage-per-instance", 0.0),
+        }
+
+    return StressNgLoad("gpu", cpus, ["--gpu", "1", "--gpu-devnode", render_node], metrics, **kw)
 
 
 def video_skip_reason() -> str | None:
@@ -99,7 +114,7 @@ class VideoLoad(LoadGenerator):
         listing = subprocess.run([ffmpeg, "-hide_banner", "-encoders"], capture_output=True, text=True, timeout=30)
         return "libx264" if " libx264 " in listing.stdout else "mpeg4"
 
-    def _start(self) -> None:
+    def _prepare(self) -> None:
         ffmpeg = _proc.which_or_raise("ffmpeg", "ffmpeg")
         self._dir = _proc.make_private_dir(self.workdir)
         clip = self._dir / "clip.mp4"
@@ -109,22 +124,30 @@ class VideoLoad(LoadGenerator):
         if codec == "libx264":
             encode += ["-preset", "ultrafast"]
         # The clip is made on the load's CPUs too, so preparing it never touches the RT CPU.
-        enc = _proc.spawn(_proc.guarded_argv([*encode, str(clip)], self.cpus), cwd=self._dir, log=self._dir / "encode.log")
+        argv = _proc.guarded_argv([*encode, str(clip)], self.cpus)
+        enc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "encode.log")
         try:
             enc.wait(timeout=_ENCODE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise LoadFailed(self.name, f"could not make its test clip within {_ENCODE_TIMEOUT_S:.0f} s") from None
         finally:
             _proc.terminate(enc)
         if enc.returncode != 0 or not clip.exists():
             why = (self._dir / "encode.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no message"]
             raise LoadFailed(self.name, f"could not make its test clip with ffmpeg: {why[0]}")
+        self.notes.append(f"software decoding of a 1080p30 {codec} clip at playback speed")
+
+    def _start(self) -> None:
+        ffmpeg = _proc.which_or_raise("ffmpeg", "ffmpeg")
+        clip = self._dir / "clip.mp4"
         # -t ends playback after timeout_s seconds of output, which -re makes wall-clock seconds.
         self._argv = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error",
                       "-re", "-stream_loop", "-1", "-i", str(clip),
                       "-t", str(math.ceil(self.timeout_s)), "-f", "null", "-",
                       "-progress", str(self._dir / "progress.txt")]  # fmt: skip
-        self.notes.append(f"software decoding of a 1080p30 {codec} clip at playback speed")
         self._t_play = time.monotonic()
-        self._proc = _proc.spawn(_proc.guarded_argv(self._argv, self.cpus), cwd=self._dir, log=self._dir / "ffmpeg.log")
+        argv = _proc.guarded_argv(self._argv, self.cpus)
+        self._proc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "ffmpeg.log")
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
@@ -139,7 +162,8 @@ class VideoLoad(LoadGenerator):
         try:
             if self._proc is not None:
                 if self._proc.poll() is not None:
-                    self.notes.append(f"ffmpeg ended on its own before stop ({_proc.describe_exit(self._proc.returncode)})")
+                    how = _proc.describe_exit(self._proc.returncode)
+                    self.problems.append(f"ffmpeg ended on its own before stop ({how})")
                 _proc.terminate(self._proc)
                 self._play_s = time.monotonic() - self._t_play
                 if self._dir is not None:

@@ -79,7 +79,7 @@ def make_load(
         reason = media.gpu_skip_reason(chosen)
         if reason:
             return SkippedLoad(name, cpus, reason, backend=chosen)
-        return stressng.gpu(cpus, media.render_nodes()[0], **kw)
+        return media.gpu(cpus, media.render_nodes()[0], **kw)
     if name == "video":
         reason = media.video_skip_reason()
         if reason:

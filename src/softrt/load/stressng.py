@@ -95,18 +95,21 @@ class StressNgLoad(LoadGenerator):
                 ended_early = self._proc.poll() is not None
                 status = _proc.terminate(self._proc)
                 if ended_early:
-                    self.notes.append(f"stress-ng ended on its own before stop ({_proc.describe_exit(status)})")
-                    self.notes.extend(self.log_problems())
+                    self.problems.append(f"stress-ng ended on its own before stop ({_proc.describe_exit(status)})")
+                    self.problems.extend(self._log_problems())
+                elif status != 0:  # stress-ng(1) EXIT STATUS: 2 a stressor failed, 3 no resources, …
+                    self.problems.append(f"stress-ng stopped with {_proc.describe_exit(status)}")
+                    self.problems.extend(self._log_problems())
             if self._dir is not None:
                 yaml = self._dir / "metrics.yaml"
                 if yaml.exists():
                     self._metrics = parse_metrics_yaml(yaml.read_text(errors="replace"))
                 else:
-                    self.notes.append("stress-ng wrote no metrics file")
+                    self.problems.append("stress-ng wrote no metrics file")
         finally:
             _proc.remove_private_dir(self._dir)
 
-    def log_problems(self) -> list[str]:
+    def _log_problems(self) -> list[str]:
         """Return stress-ng's error, warning and skip lines (while the load's files exist)."""
         if self._dir is None or not (self._dir / "stress-ng.log").exists():
             return []
@@ -131,26 +134,33 @@ def _cpu_pct(m: Metrics, stressor: str) -> float:
     return m.get(stressor, {}).get("cpu-usage-per-instance", 0.0)
 
 
+HDD_WRITE_BYTES = 64 * 1024  # --hdd-write-size: one hdd bogo op is one read or write of this size
+
+
 def disk(cpus: CpuSet, **kw) -> StressNgLoad:
     """Disk: sequential writes with fsync and reads of a temporary file, plus a random I/O mix.
 
-    hdd (stress-ng(1) --hdd-opts wr-seq,rd-seq,fsync,fadv-dontneed) writes a 64 MiB file with an
-    fsync after each write and drops it from the page cache, so the reads reach the device; iomix
-    adds random reads and writes, fsync, fdatasync and cache drops on a second file.
+    hdd (stress-ng(1) --hdd-opts wr-seq,rd-seq,fsync,fadv-dontneed) writes a 16 MiB file in
+    64 KiB writes, each followed by fsync, drops it from the page cache and reads it back, so the
+    reads reach the device; iomix adds random reads and writes, fsync, fdatasync and cache drops
+    on a second file. ``io_MB_per_s`` is what hdd moved over the whole run (stress-hdd.c counts
+    one bogo op per read or write); ``*_call_MB_per_s`` are stress-ng's speeds while inside
+    write() or read(), which leave out the time spent in fsync.
     """
 
     def metrics(m: Metrics) -> dict[str, float]:
         hdd = m.get("hdd", {})
         return {
-            "write_MB_per_s": hdd.get("mbsec-write-rate", 0.0) * MIB_TO_MB,
-            "read_MB_per_s": hdd.get("mbsec-read-rate", 0.0) * MIB_TO_MB,
+            "io_MB_per_s": _rate(m, "hdd") * HDD_WRITE_BYTES / 1e6,
+            "write_call_MB_per_s": hdd.get("mbsec-write-rate", 0.0) * MIB_TO_MB,
+            "read_call_MB_per_s": hdd.get("mbsec-read-rate", 0.0) * MIB_TO_MB,
             "hdd_bogo_ops_per_s": _rate(m, "hdd"),
             "iomix_bogo_ops_per_s": _rate(m, "iomix"),
         }
 
     kw["workdir"] = kw.get("workdir") or _proc.DISK_WORKDIR
-    args = ["--hdd", "1", "--hdd-opts", "wr-seq,rd-seq,fsync,fadv-dontneed", "--hdd-bytes", "64M",
-            "--iomix", "1", "--iomix-bytes", "64M"]  # fmt: skip
+    args = ["--hdd", "1", "--hdd-opts", "wr-seq,rd-seq,fsync,fadv-dontneed", "--hdd-bytes", "16M",
+            "--hdd-write-size", str(HDD_WRITE_BYTES), "--iomix", "1", "--iomix-bytes", "64M"]  # fmt: skip
     return StressNgLoad("disk", cpus, args, metrics, report_fs=True, **kw)
 
 
@@ -195,8 +205,9 @@ def network(cpus: CpuSet, **kw) -> StressNgLoad:
     """Network: a TCP client and server over loopback (stress-ng --sock, --sock-if lo).
 
     Each sock bogo op is one accepted connection over which the server sends a burst of data
-    (stress-sock.c server loop), so bogo ops/s are connections/s. stress-ng 0.15 binds its
-    listening socket to the wildcard address, so the port is picked free on 127.0.0.1 first.
+    (stress-sock.c server loop), so bogo ops/s are connections/s. The port is picked free when
+    the load starts (stress-ng's default, 5000, is often taken). stress-ng 0.15 still listens on
+    the wildcard address (seen with ss(8)); its clients connect over 127.0.0.1.
     """
 
     def metrics(m: Metrics) -> dict[str, float]:
@@ -206,7 +217,9 @@ def network(cpus: CpuSet, **kw) -> StressNgLoad:
         port = str(_free_loopback_port())
         return ["--sock", "1", "--sock-domain", "ipv4", "--sock-if", "lo", "--sock-port", port]
 
-    return StressNgLoad("network", cpus, args, metrics, **kw)
+    load = StressNgLoad("network", cpus, args, metrics, **kw)
+    load.notes.append("stress-ng listens on 0.0.0.0 (all interfaces) while it runs; its traffic uses 127.0.0.1")
+    return load
 
 
 def churn(cpus: CpuSet, **kw) -> StressNgLoad:
@@ -238,12 +251,3 @@ def churn(cpus: CpuSet, **kw) -> StressNgLoad:
     elif as_root:
         load.notes.append(f"fork only: no user {_proc.UNPRIVILEGED_USER} to run stress-ng's exec stressor as")
     return load
-
-
-def gpu(cpus: CpuSet, render_node: str, **kw) -> StressNgLoad:
-    """GPU rendering: stress-ng --gpu (GBM + EGL + OpenGL ES 2 on a DRM render node)."""
-
-    def metrics(m: Metrics) -> dict[str, float]:
-        return {"render_bogo_ops_per_s": _rate(m, "gpu"), "cpu_pct_per_worker": _cpu_pct(m, "gpu")}
-
-    return StressNgLoad("gpu", cpus, ["--gpu", "1", "--gpu-devnode", render_node], metrics, **kw)

@@ -26,7 +26,8 @@ from pathlib import Path
 from ..errors import ConfigError
 from .rundir import SAMPLES, SUMMARY, read_summary
 
-#: Layout version of the database (PRAGMA user_version). Bump it with a migration in _migrate().
+#: Layout version of the database (PRAGMA user_version). A new version needs a migration step in
+#: History._check_version (which today only creates the version-1 tables).
 DB_SCHEMA_VERSION = 1
 #: The summary major version this softrt reads (docs/run-format.md: "a newer major version is refused").
 SUMMARY_MAJOR = 1
@@ -194,13 +195,20 @@ def parse_when(value: str | date | datetime | None, *, end: bool = False) -> dat
     else:
         text = str(value).strip()
         try:
-            if len(text) == 10:
+            if _is_date(text):
                 return parse_when(date.fromisoformat(text), end=end)
             when = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             raise ConfigError(f"cannot read the date {text!r}",
                               hint="use YYYY-MM-DD or an ISO 8601 time such as 2026-11-30T07:15") from None
     return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+
+
+def _is_date(value: object) -> bool:
+    """True for a bare date (a ``date`` or ``YYYY-MM-DD``), as opposed to a time."""
+    if isinstance(value, datetime):
+        return False
+    return isinstance(value, date) or (isinstance(value, str) and len(value.strip()) == 10)
 
 
 def _epoch(iso: str | None) -> float | None:
@@ -344,10 +352,8 @@ class History:
             where.append("started_epoch_s >= ?")
             args.append(lo.timestamp())
         if hi is not None:
-            # A datetime bound is inclusive; a bare date was turned into the next day's start.
-            inclusive = not (isinstance(until, date) and not isinstance(until, datetime)) and \
-                not (isinstance(until, str) and len(until.strip()) == 10)
-            where.append("started_epoch_s <= ?" if inclusive else "started_epoch_s < ?")
+            # A time bound is inclusive; a bare date became the next day's start, which is not.
+            where.append("started_epoch_s < ?" if _is_date(until) else "started_epoch_s <= ?")
             args.append(hi.timestamp())
         sql = f"SELECT {', '.join(_COLUMNS)} FROM runs"
         if where:

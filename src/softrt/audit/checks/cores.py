@@ -56,7 +56,8 @@ def check_isolation(ctx: Context) -> Finding:
     evidence = [f"/sys/devices/system/cpu/isolated: {isolated if isolated is not None else 'unreadable'}",
                 f"/proc/cmdline isolcpus: {params.get('isolcpus', '(not set)')}", *part_where]
     if isolated is None and ctx.cmdline is None:
-        return not_applicable("cores.isolation", title, "neither /sys/devices/system/cpu/isolated nor /proc/cmdline is readable")
+        return not_applicable("cores.isolation", title,
+                              "neither /sys/devices/system/cpu/isolated nor /proc/cmdline is readable")
     domain = (isolated or CpuSet()) | (boot_cpus if "domain" in flags else CpuSet())
     covered = domain | part_cpus
     if ctx.rt_cpus <= covered:
@@ -193,7 +194,7 @@ def check_workqueue(ctx: Context) -> Finding:
 def check_sample(ctx: Context) -> Finding:
     """What actually ran on the RT CPUs during a short live sample."""
     title = "Live sample of the RT CPUs"
-    sample = getattr(ctx, "sample", None)
+    sample = ctx.sample
     if sample is None:
         return not_applicable("cores.sample", title, "no live sample taken (sampling off, or a captured tree)")
     if sample.get("error"):
@@ -204,7 +205,9 @@ def check_sample(ctx: Context) -> Finding:
     top = ", ".join(f"{e['comm']} {e['cpu_ms']:.2f} ms" for e in sample["tasks"][:6] if e["kind"] != "idle")
     evidence = (f"method: {sample['method']}, {sample['seconds']:.1f} s on {ctx.describe_cpus(ctx.rt_cpus)}",
                 f"busiest: {top or 'nothing but idle'}",
-                f"idle share: {sample['idle_share'] * 100:.1f} %" if sample.get("idle_share") is not None else "idle share: unknown")
+                f"idle share: {sample['idle_share'] * 100:.1f} % (from {sample.get('idle_source', '?')})"
+                if sample.get("idle_share") is not None else "idle share: unknown",
+                f"events lost by the trace buffer: {sample.get('lost_events', 0)}")
     if others:
         ms = sum(e["cpu_ms"] for e in others)
         return Finding("cores.sample", title, Status.WARN, Severity.HIGH,

@@ -72,7 +72,8 @@ def check_states(ctx: Context) -> Finding:
     if deep:
         worst = max(deep, key=lambda s: s.exit_latency_us)
         return Finding("idle.states", title, Status.FAIL, Severity.HIGH,
-                       f"{len(deep)} deep state(s) enabled, worst {worst.name} on cpu{worst.cpu}: exit {worst.exit_latency_us} µs",
+                       f"{len(deep)} deep state(s) enabled, worst {worst.name} on cpu{worst.cpu}: "
+                       f"exit {worst.exit_latency_us} µs",
                        tuple(evidence),
                        why=f"leaving {worst.name} takes {worst.exit_latency_us} µs, "
                            f"{worst.exit_latency_us / 250:.0%} of a 250 µs period, on every wake-up",

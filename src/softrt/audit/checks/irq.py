@@ -40,8 +40,11 @@ def _evidence(routed: list[Irq], allowed: list[Irq], ctx: Context) -> tuple[str,
 
 
 def _fix(ctx: Context) -> str:
+    # Managed interrupts (multi-queue NVMe, virtio-blk) refuse user changes (EPERM); only the
+    # managed_irq flag of isolcpus= keeps them off (kernel-parameters.txt, isolcpus=).
     return (f"softrt tune --rt-cpus {ctx.rt_cpus} --apply, or for each IRQ N: "
-            f"echo {ctx.housekeeping} > /proc/irq/N/smp_affinity_list")
+            f"echo {ctx.housekeeping} > /proc/irq/N/smp_affinity_list; IRQs the kernel refuses to move are "
+            f"managed: isolcpus=managed_irq,domain,{ctx.rt_cpus} (reboot)")
 
 
 def check_nic(ctx: Context) -> Finding:

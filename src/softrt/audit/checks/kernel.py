@@ -134,7 +134,8 @@ def check_smt(ctx: Context) -> Finding:
                        f"{ctx.describe_cpus(strangers)} share a core with the RT CPUs", tuple(evidence),
                        why="a sibling thread shares the core's execution units and caches: any load there stretches the "
                            "loop's processing time (the seed turned Hyper-Threading off)",
-                       fix=f"kernel parameter nosmt (reboot), or: echo 0 > /sys/devices/system/cpu/cpu{strangers.last()}/online",
+                       fix=f"kernel parameter nosmt (reboot), or: "
+                           f"echo 0 > /sys/devices/system/cpu/cpu{strangers.last()}/online",
                        reboot=True)
     if shared:
         return Finding("kernel.smt", title, Status.WARN, Severity.LOW, "two RT CPUs share one core", tuple(evidence),

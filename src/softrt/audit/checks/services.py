@@ -106,7 +106,8 @@ def check_watchdog(ctx: Context) -> Finding:
     """Soft-lockup and NMI watchdogs active on the RT CPUs."""
     title = "Lockup detectors (watchdog)"
     base = "/proc/sys/kernel"
-    values = {k: ctx.text(f"{base}/{k}") for k in ("watchdog", "soft_watchdog", "nmi_watchdog", "watchdog_cpumask", "watchdog_thresh")}
+    names = ("watchdog", "soft_watchdog", "nmi_watchdog", "watchdog_cpumask", "watchdog_thresh")
+    values = {k: ctx.text(f"{base}/{k}") for k in names}
     if values["watchdog"] is None and values["soft_watchdog"] is None:
         return not_applicable("services.watchdog", title, "no /proc/sys/kernel/watchdog (kernel without LOCKUP_DETECTOR)")
     evidence = tuple(f"{base}/{k}: {v if v is not None else 'absent'}" for k, v in values.items())

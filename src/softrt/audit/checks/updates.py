@@ -45,7 +45,8 @@ def _units_finding(ctx: Context, id: str, title: str, units: list[str], running:
         evidence.append(f"running now: {', '.join(running)}")
     active = units if ctx.systemd_running else []
     if active or running:
-        fix = f"systemctl disable --now {' '.join(active)}" if active else "let the running job finish, then disable its trigger"
+        fix = (f"systemctl disable --now {' '.join(active)}" if active
+               else "let the running job finish, then disable what starts it")
         if "snapd.service" in active:
             fix += "; snap refresh --hold"
         return Finding(id, title, Status.WARN, severity,

@@ -97,8 +97,11 @@ def _same(rel: str, readback: str, wanted: str) -> bool:
 
 
 def _why_failed(rel: str, err: OSError) -> str:
-    if err.errno == errno.EIO and rel.startswith("/proc/irq/"):
-        return "the kernel refused (a managed or per-CPU interrupt): isolcpus=managed_irq keeps these off"
+    # EPERM: a managed interrupt, placed by its driver (irq_can_set_affinity_usr() in
+    # kernel/irq/proc.c); EIO: the interrupt chip refused the new mask.
+    if err.errno in (errno.EPERM, errno.EIO) and rel.startswith("/proc/irq/"):
+        return (f"the kernel refused ({err.strerror}): a managed or per-CPU interrupt; "
+                "isolcpus=managed_irq,domain,<rt> keeps managed ones off at boot")
     return f"{err.strerror or err}"
 
 
@@ -221,6 +224,9 @@ def _revert_file(root, entry, writer, runner) -> Outcome:
     if not kpath(root, target).exists():
         return Outcome(target, "gone", "no longer exists (the IRQ or CPU went away)")
     try:
+        if _read_raw(root, target) == entry["before"]:
+            # Never changed (the write was refused, or interrupted before it): nothing to write.
+            return Outcome(target, "restored", entry["before"].strip())
         writer(kpath(root, target), entry["restore"])
         readback = _read_raw(root, target)
     except OSError as err:

@@ -1,0 +1,35 @@
+"""``softrt report``: one self-contained HTML file for one or more runs (CLI layer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .history import DB_OPTION
+from .render import console
+
+
+@click.command("report")
+@click.argument("runs", nargs=-1, required=True)
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("report.html"), show_default=True, help="The HTML file to write.")
+@click.option("--png", "png_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also write every plot as a PNG into this directory.")
+@DB_OPTION
+def command(runs, output, png_dir, db):
+    """Write an HTML report of RUNS (run ids from softrt history, run directories, or directories of runs).
+
+    Several runs are overlaid in the same plots. The file needs nothing else to open: no network,
+    no scripts. A run that cannot be read is left out with a note (exit status 1).
+    """
+    from ..report import build_report  # matplotlib: imported only when a report is made
+
+    result = build_report(runs, output, png_dir, db=db)
+    err = console(stderr=True)
+    for ref, message in result.broken:
+        err.print(f"softrt: warning: left out {ref}: {message}", style="yellow", markup=False, highlight=False)
+    console().print(f"Report of {len(result.runs)} run(s) written to {result.path}"
+                    + (f"; {len(result.pngs)} PNG(s) in {png_dir}" if png_dir is not None else ""),
+                    markup=False, highlight=False)
+    return 1 if result.broken else 0

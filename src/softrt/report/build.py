@@ -1,0 +1,133 @@
+"""``build_report``: run directories or ids in, one self-contained HTML file (and PNGs) out (report layer).
+
+A run that cannot be read (missing or corrupt samples, a corrupt summary) is left out with a
+visible note and listed in the result; a reference that names no run at all (an unknown id, a
+path that is not a run directory) and an output that cannot be written are bad input
+(ConfigError), raised before anything is read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from ..errors import ConfigError, SoftRTError
+from ..store.history import History, find_run_dirs
+from .html import page
+from .load import RunView, load_run
+from .plots import make_plots, render
+
+
+@dataclass
+class ReportResult:
+    """What ``build_report`` wrote."""
+
+    path: Path
+    runs: list[str]
+    broken: list[tuple[str, str]] = field(default_factory=list)  # (run directory, one-line reason)
+    pngs: list[Path] = field(default_factory=list)
+
+
+def _version() -> str:
+    try:
+        return version("softrt")
+    except PackageNotFoundError:  # running from a source tree that was not installed
+        return "unknown"
+
+
+def resolve_runs(refs: Iterable[str | os.PathLike], db: Path | str | None = None) -> list[Path]:
+    """Run directories for *refs*: a run directory, a directory of runs, or a run id (prefix) in the history."""
+    out: list[Path] = []
+    history: History | None = None
+    for ref in refs:
+        path = Path(ref)
+        if path.is_dir():
+            out.extend(find_run_dirs(path))
+        elif path.exists() or os.sep in str(ref):
+            raise ConfigError(f"{ref} is not a run directory", hint="give a run directory or a run id from softrt history")
+        else:
+            history = history or History(db)
+            out.append(history.get(str(ref)).path)
+    seen: set[Path] = set()
+    unique = []
+    for p in out:
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    if not unique:
+        raise ConfigError("no run to report", hint="give one or more run directories or run ids (softrt history)")
+    return unique
+
+
+def _writable_file(path: Path) -> None:
+    if path.is_dir():
+        raise ConfigError(f"cannot write the report to {path}: it is a directory", hint="give a file name with -o")
+    probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise ConfigError(f"cannot write the report to {path}: {err.strerror or err}",
+                          hint="choose another file with -o") from None
+
+
+def _png_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".softrt-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise ConfigError(f"cannot write PNGs to {path}: {err.strerror or err}", hint="choose another --png directory") from None
+
+
+def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | os.PathLike,
+                 png_dir: str | os.PathLike | None = None, *, db: Path | str | None = None) -> ReportResult:
+    """Write the report of the runs *run_dirs_or_ids* to *out_html* (and every plot to *png_dir*).
+
+    Raises ConfigError for an unknown run, an unwritable output, or when no run can be read.
+    """
+    out = Path(out_html)
+    paths = resolve_runs(run_dirs_or_ids, db)
+    _writable_file(out)
+    if png_dir is not None:
+        _png_dir(Path(png_dir))
+    runs: list[RunView] = []
+    broken: list[tuple[str, str]] = []
+    for path in paths:
+        try:
+            runs.append(load_run(path))
+        except SoftRTError as err:  # ConfigError included: a corrupt run is a note here, not the end
+            broken.append((str(path), str(err)))
+    if not runs:
+        raise ConfigError(f"no run could be read: {broken[0][1]}" if len(broken) == 1 else
+                          f"none of the {len(broken)} runs could be read; first: {broken[0][1]}",
+                          hint="check the run directories (samples.parquet, summary.json)")
+    plots = make_plots(runs)
+    svgs: dict[str, bytes] = {}
+    pngs: list[Path] = []
+    for p in plots:
+        if p.figure is None:
+            continue
+        svgs[p.key] = render(p.figure, "svg")
+        if png_dir is not None:
+            target = Path(png_dir) / f"{p.key}.png"
+            try:
+                target.write_bytes(render(p.figure, "png"))
+            except OSError as err:
+                raise ConfigError(f"cannot write {target}: {err.strerror or err}", hint="choose another --png directory") from None
+            pngs.append(target)
+        p.figure = None  # free the figure's artists before the next one is drawn
+    text = page(runs, plots, svgs, broken, _version())
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out)  # a reader never sees half a report
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"cannot write the report to {out}: {err.strerror or err}", hint="choose another file with -o") from None
+    return ReportResult(out, [r.run_id for r in runs], broken, pngs)

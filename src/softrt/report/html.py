@@ -1,0 +1,208 @@
+"""The report page: one self-contained HTML file (report layer; pure string building).
+
+No JavaScript, no external resource: figures are inline ``data:`` images and the page carries a
+Content-Security-Policy that forbids fetching anything, so it opens offline, from a mail
+attachment, years later. Every value from a run is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime, timezone
+from html import escape
+
+from .load import TOOL_MEANING, RunView
+from .plots import Plot, color
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 0 auto;
+       max-width: 1100px; padding: 0 16px 48px; }
+h1 { margin: 24px 0 4px; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 36px; }
+h3 { margin: 18px 0 6px; } .meta { color: #666; margin: 0 0 12px; }
+table { border-collapse: collapse; margin: 6px 0 10px; } td, th { padding: 2px 10px; text-align: right; }
+th { border-bottom: 1px solid #999; font-weight: 600; } td:first-child, th:first-child { text-align: left; }
+table.facts td { text-align: left; vertical-align: top; } table.facts td:first-child { color: #666; white-space: nowrap; }
+table.facts td:last-child { word-break: break-word; }
+.swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px;
+          vertical-align: -1px; }
+.note { background: #fff8e1; border-left: 4px solid #f0b400; padding: 6px 10px; margin: 8px 0; }
+.broken { background: #fdecea; border-left-color: #d62728; }
+.na { color: #666; font-size: 13px; } .bad { color: #b71c1c; font-weight: 600; } .good { color: #1b5e20; font-weight: 600; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 8px 28px; }
+figure { margin: 18px 0 28px; } figure img { width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #444; font-size: 13px; margin-top: 4px; } code { font-size: 12px; }
+"""
+
+
+def _us(v: float | None, digits: int = 1) -> str:
+    return "–" if v is None else f"{v:,.{digits}f}"
+
+
+def _when(iso: object) -> str:
+    """ISO 8601 UTC as 'YYYY-MM-DD HH:MM:SS' (the table says UTC once)."""
+    text = str(iso or "–")
+    return text.replace("T", " ").removesuffix("+00:00")
+
+
+def _swatch(i: int) -> str:
+    return f'<span class="swatch" style="background:{color(i)}"></span>'
+
+
+def _runs_table(runs: list[RunView]) -> str:
+    rows = []
+    for i, r in enumerate(runs):
+        s = r.summary
+        cfg = s.get("config") or {}
+        period = f"{cfg['period_ns'] / 1e3:g} µs" if cfg.get("period_ns") else "–"
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
+            _swatch(i) + f'<a href="#run-{escape(r.run_id)}">{escape(r.run_id)}</a>', escape(r.source),
+            escape(str((s.get("host") or {}).get("hostname") or "–")), escape(str(s.get("scenario") or "–")),
+            escape(_when(s.get("started_at"))), escape(str(s.get("mode") or "–")),
+            escape(str(s.get("status") or "–")), f"{s.get('cycles') or 0:,}", period)) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("run", "source", "host", "scenario", "started (UTC)", "mode", "status",
+                                            "cycles / samples", "period"))
+    return f'<table id="runs-table"><tr>{head}</tr>{"".join(rows)}</table>'
+
+
+def _seed_table(s: dict) -> str:
+    if (s.get("period_us") or {}).get("mean") is None and (s.get("process_us") or {}).get("mean") is None:
+        return f'<p class="na">The seed\'s period/process table does not apply: {escape(str(s.get("source") or "this run"))} ' \
+               "measures no control cycle.</p>"
+    rows = "".join(
+        f"<tr><td>{label}</td>" + "".join(f"<td>{_us((s.get(key) or {}).get(c))}</td>" for c in ("mean", "max", "min"))
+        + "</tr>" for label, key in (("Timer int. period", "period_us"), ("Timer int. process", "process_us")))
+    return f'<table class="seed"><tr><th>cycle (µs)</th><th>mean</th><th>max</th><th>min</th></tr>{rows}</table>'
+
+
+def _percentile_table(s: dict) -> str:
+    cols = ("p50", "p99", "p99_9", "p99_99", "max")
+    rows = []
+    for label, key in (("period", "period_us"), ("latency", "latency_us"), ("process", "process_us"), ("slack", "slack_us")):
+        stats = s.get(key) or {}
+        if all(stats.get(c) is None for c in cols):
+            continue
+        rows.append(f"<tr><td>{label}</td>" + "".join(f"<td>{_us(stats.get(c))}</td>" for c in cols) + "</tr>")
+    if not rows:
+        return '<p class="na">No distribution recorded.</p>'
+    head = "".join(f"<th>{c.replace('_', '.')}</th>" for c in cols)
+    return f'<table class="pct"><tr><th>distribution (µs)</th>{head}</tr>{"".join(rows)}</table>'
+
+
+def _misses(s: dict) -> str:
+    out = []
+    m = s.get("misses")
+    if isinstance(m, dict):
+        cls = "bad" if m.get("missed_updates") else "good"
+        out.append(f'<p><span class="{cls}">Missed updates: {m.get("missed_updates", 0):,}</span> '
+                   f'(in {m.get("cycles_with_miss", 0):,} cycles; longest run {m.get("longest_miss_run", 0)}); '
+                   f'overruns: {m.get("overruns", 0):,}; device errors: {m.get("device_errors", 0):,}; '
+                   f'records missing: {s.get("records_missing") or 0:,}</p>')
+    motion = s.get("motion")
+    if isinstance(motion, dict) and motion.get("max_deviation_counts") is not None:
+        out.append(f"<p>Motion impact (axis 0): max deviation {motion['max_deviation_counts']:,.1f} counts "
+                   f"(one miss run alone: {motion.get('max_run_deviation_counts', 0):,.1f}); max velocity step "
+                   f"{motion['max_velocity_step_counts_per_s']:,.0f} counts/s, the profile itself "
+                   f"{motion['commanded_max_velocity_step_counts_per_s']:,.0f}; final lag "
+                   f"{motion.get('final_lag_cycles', 0):,} cycles</p>")
+    if s.get("status") not in (None, "complete"):
+        out.append(f'<p class="bad">PARTIAL: {escape(str(s.get("partial_reason")))}</p>')
+    return "".join(out)
+
+
+def _result_card(i: int, r: RunView) -> str:
+    s = r.summary
+    notes = "".join(f"<li>{escape(n)}</li>" for n in [*(s.get("notes") or []), *r.notes])
+    meaning = TOOL_MEANING.get(r.source, "")
+    return (f'<div class="card" id="result-{escape(r.run_id)}"><h3>{_swatch(i)}{escape(r.label)}</h3>'
+            f"{_seed_table(s)}{_percentile_table(s)}{_misses(s)}"
+            f'<p class="na">{escape(meaning)}</p>' + (f'<ul class="na">{notes}</ul>' if notes else "") + "</div>")
+
+
+def _facts(r: RunView) -> str:
+    s = r.summary
+    host = s.get("host") or {}
+    rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>" for k, v in host.items())
+    cfg = s.get("config") or {}
+    rows += "".join(f"<tr><td>config.{escape(str(k))}</td><td>{escape(str(v))}</td></tr>"
+                    for k, v in cfg.items() if k not in ("motion", "extra") and v not in (None, {}, []))
+    check = r.check
+    if check:
+        verdict = check.get("verdict") or ("ready" if check.get("ready") else "not ready")
+        cls = "good" if check.get("ready") else "bad"
+        check_html = f'<p>softrt check: <span class="{cls}">{escape(str(verdict))}</span></p>'
+    else:
+        check_html = '<p class="na">softrt check: no check was taken with this run.</p>'
+    t = s.get("tuning") or {}
+    items = [f"<li>applied: {escape(str(a.get('what')))} — {escape(str(a.get('detail')))}</li>" for a in t.get("applied", [])]
+    items += [f'<li class="bad">not applied: {escape(str(a.get("what")))} — {escape(str(a.get("why")))}</li>'
+              for a in t.get("not_applied", [])]
+    items += [f"<li>system change: {escape(str(c.get('path')))} {escape(str(c.get('before')))} → "
+              f"{escape(str(c.get('during')))} ({'restored' if c.get('restored') else 'NOT RESTORED'})</li>"
+              for c in t.get("system_changes", [])]
+    items += [f"<li>restored after an earlier run: {escape(str(c.get('path')))}</li>"
+              for c in t.get("recovered_from_earlier_runs", [])]
+    tuning = f"<ul>{''.join(items)}</ul>" if items else '<p class="na">No tuning was applied.</p>'
+    loads = []
+    for load in s.get("loads") or []:  # softrt compare records what each load achieved
+        if not isinstance(load, dict):
+            continue
+        if load.get("skipped_reason"):
+            loads.append(f"<li>{escape(str(load.get('name')))} skipped: {escape(str(load['skipped_reason']))}</li>")
+        else:
+            got = ", ".join(f"{k} {v:,.1f}" if isinstance(v, (int, float)) else f"{k} {v}"
+                            for k, v in (load.get("achieved") or {}).items())
+            loads.append(f"<li>{escape(str(load.get('name')))} ({escape(str(load.get('backend')))}): {escape(got)}</li>")
+    if loads:
+        tuning += f"<h4>Loads</h4><ul>{''.join(loads)}</ul>"
+    return (f'<div class="card" id="run-{escape(r.run_id)}"><h3>{escape(r.label)}</h3>'
+            f'<table class="facts">{rows}</table>{check_html}<h4>Tunings</h4>{tuning}</div>')
+
+
+def _figure(p: Plot, svg: bytes | None) -> str:
+    na = "".join(f"<li>{escape(x)}</li>" for x in p.not_applicable)
+    na_html = f'<div class="na">Not shown:<ul>{na}</ul></div>' if na else ""
+    if svg is None:
+        return (f'<figure id="plot-{p.key}" data-plot="{p.key}" data-empty="1"><h3>{escape(p.title)}</h3>'
+                f'<p class="na">Does not apply to any run in this report.</p>{na_html}</figure>')
+    data = base64.b64encode(svg).decode("ascii")
+    return (f'<figure id="plot-{p.key}" data-plot="{p.key}"><img alt="{escape(p.title)}" '
+            f'src="data:image/svg+xml;base64,{data}"><figcaption>{escape(p.caption)}</figcaption>{na_html}</figure>')
+
+
+def page(runs: list[RunView], plots: list[Plot], svgs: dict[str, bytes], broken: list[tuple[str, str]],
+         version: str) -> str:
+    """The whole report page."""
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    broken_html = "".join(f'<div class="note broken" data-broken="{escape(ref)}">Run <code>{escape(ref)}</code> '
+                          f"could not be read and is left out: {escape(msg)}</div>" for ref, msg in broken)
+    title = "softrt report: " + ", ".join(r.run_id for r in runs[:3]) + (" …" if len(runs) > 3 else "")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="softrt {escape(version)}">
+<title>{escape(title)}</title><style>{_STYLE}</style></head>
+<body>
+<h1>softrt report</h1>
+<p class="meta">{len(runs)} run(s); generated {now} by softrt {escape(version)}. Can this PC run a cyclic control loop
+(the seed: a 250 µs EtherCAT cycle), and if not, why not?</p>
+{_runs_table(runs)}
+{broken_html}
+<h2 id="results">Results</h2>
+<div class="cards">{"".join(_result_card(i, r) for i, r in enumerate(runs))}</div>
+<h2 id="plots">Plots</h2>
+{"".join(_figure(p, svgs.get(p.key)) for p in plots)}
+<h2 id="hosts">Hosts, checks and tunings</h2>
+<div class="cards">{"".join(_facts(r) for r in runs)}</div>
+<h2 id="terms">Terms</h2>
+<ul class="na">
+<li>Period: time from one update permit detected to the next (the seed's "Timer int. period"); a cycle is late when it exceeds the nominal period.</li>
+<li>Process: write to the board plus the next-target computation ("Timer int. process").</li>
+<li>Missed update: a board cycle that repeated the previous target because the host's write came too late.</li>
+<li>Slack: the next board edge minus the end of the cycle's work (negative: an overrun).</li>
+<li>{escape(TOOL_MEANING["cyclictest"])}; {escape(TOOL_MEANING["oslat"])}.</li>
+</ul>
+</body></html>
+"""

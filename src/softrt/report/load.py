@@ -1,0 +1,227 @@
+"""Read one run directory into what the report draws (report layer; reads files, no plotting).
+
+A softrt run's ``samples.parquet`` is streamed batch by batch (14.4 M cycles would be 0.9 GB as
+one record array): each batch updates the period, latency and processing-time histograms, the
+min/max-downsampled period series and the worst miss; only the board cycle of each write is kept
+whole, for the motion trace. An imported cyclictest/oslat run has a latency histogram only
+(``histogram.json``, see :mod:`softrt.store.importers`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import ConfigError, SoftRTError
+from ..store.history import HISTOGRAM, load_run_summary
+from ..store.rundir import SAMPLES
+from .data import Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
+
+_COLUMNS = ("cycle", "edge_ns", "detect_ns", "done_ns", "missed")
+BATCH_ROWS = 1 << 18  # 2 MB per int64 column: small next to the histograms
+SERIES_BUCKETS = 2000  # about one per pixel column of a 10-inch figure at 200 dpi
+MOTION_HALF_WIDTH_CYCLES = 50  # 12.5 ms either side at 250 µs: a miss run and the recovery around it
+
+TOOL_MEANING = {
+    "softrt": "latency = permit detected − board edge (the busy-polling loop's detection delay)",
+    "cyclictest": "latency = timer wake-up − programmed wake-up time (cyclictest; sleep-based, no work, "
+                  "missed periods are skipped, not counted)",
+    "oslat": "latency = gap between two consecutive counter reads of a busy loop (oslat: time stolen from "
+             "the spinning thread)",
+}
+
+
+@dataclass
+class RunView:
+    """One run, ready to plot: summary plus whichever of the series exist."""
+
+    path: Path
+    summary: dict
+    period: Hist | None = None
+    latency: Hist | None = None
+    process: Hist | None = None
+    series: Series | None = None
+    motion: object | None = None  # softrt.motion.MotionTrace
+    motion_note: str | None = None
+    check: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.summary["run_id"])
+
+    @property
+    def source(self) -> str:
+        return str(self.summary.get("source") or "softrt")
+
+    @property
+    def label(self) -> str:
+        """Legend text: the run id, plus the scenario or tool when it says more."""
+        scenario = self.summary.get("scenario")
+        return f"{self.run_id} ({scenario})" if scenario and scenario not in self.run_id else self.run_id
+
+    @property
+    def period_ns(self) -> int | None:
+        return (self.summary.get("config") or {}).get("period_ns")
+
+
+def load_run(path: Path | str) -> RunView:
+    """Read the run directory *path*; raise ConfigError/SoftRTError when it cannot be read."""
+    path = Path(path)
+    summary = load_run_summary(path)
+    view = RunView(path=path, summary=summary, check=_check(path, summary))
+    if view.source == "softrt":
+        _load_samples(view)
+    else:
+        _load_histogram(view)
+    return view
+
+
+def _check(path: Path, summary: dict) -> dict | None:
+    """The ``softrt check`` result taken with the run: summary["check"] or check.json."""
+    check = summary.get("check")
+    if isinstance(check, dict):
+        return check
+    file = path / "check.json"
+    if file.is_file():
+        try:
+            data = json.loads(file.read_text())
+        except (OSError, ValueError):
+            return {"verdict": f"check.json is unreadable ({file})"}
+        return data if isinstance(data, dict) else None
+    return None
+
+
+def _load_histogram(view: RunView) -> None:
+    file = view.path / HISTOGRAM
+    try:
+        doc = json.loads(file.read_text())
+        threads = doc["threads"]
+        hists = [hist_from_buckets(np.asarray(t["lower_ns"], np.int64), np.asarray(t["counts"], np.int64),
+                                   int(t["width_ns"]), over_count=int(t["overflow"]),
+                                   over_from_ns=int(t["overflow_from_ns"]), min_ns=float(t["min_ns"]),
+                                   max_ns=float(t["max_ns"])) for t in threads]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise SoftRTError(f"run {view.run_id}: cannot read its histogram {file}: {err}") from None
+    if not hists:
+        raise SoftRTError(f"run {view.run_id}: {file} holds no thread")
+    view.latency = merge(hists)
+    tool = view.source
+    if len(hists) > 1:
+        cpus = ", ".join(str(t.get("cpu")) for t in threads)
+        view.notes.append(f"{tool}: {len(hists)} threads (CPUs {cpus}) combined in one latency histogram")
+    if not view.latency.counts.size:
+        view.notes.append(f"{tool}: no latency histogram (every sample outside it, or run without -h)")
+    view.notes.append(f"{tool} result: no per-cycle samples, so the period, processing time, time series and "
+                      "motion plots do not apply")
+    view.motion_note = f"does not apply ({tool} drives no axis)"
+
+
+def _load_samples(view: RunView) -> None:
+    file = view.path / SAMPLES
+    if not file.is_file():
+        raise SoftRTError(f"run {view.run_id}: samples file {file} is missing",
+                          hint="copy the whole run directory, samples.parquet included")
+    try:
+        pf = pq.ParquetFile(file)
+        names = set(pf.schema_arrow.names)
+        missing = [c for c in _COLUMNS if c not in names]
+        if missing:
+            raise SoftRTError(f"run {view.run_id}: samples file {file} lacks column(s) {', '.join(missing)}")
+        _stream(view, pf)
+    except (OSError, pa.ArrowException, ValueError) as err:
+        raise SoftRTError(f"run {view.run_id}: cannot read samples {file}: {err}",
+                          hint="the file is corrupt or truncated") from None
+
+
+def _stream(view: RunView, pf: pq.ParquetFile) -> None:
+    n = pf.metadata.num_rows
+    config = view.summary.get("config") or {}
+    want_motion = bool(config.get("motion")) and bool(view.summary.get("motion"))
+    h_period, h_latency, h_process = StreamHist(), StreamHist(), StreamHist()
+    ds = MinMaxDownsampler(max(n - 1, 0), SERIES_BUCKETS)
+    windows: list[np.ndarray] = []
+    prev_detect: int | None = None
+    t0 = 0
+    worst = (0, -1, 0)  # (missed, record index, board cycle the write landed in)
+    seen = 0
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=list(_COLUMNS)):
+        col = {name: batch.column(name).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+               for name in _COLUMNS}
+        detect, missed = col["detect_ns"], col["missed"]
+        if detect.size == 0:
+            continue
+        h_latency.add(detect - col["edge_ns"])
+        h_process.add(col["done_ns"] - detect)
+        marked = missed > 0
+        if prev_detect is None:
+            t0 = int(detect[0])
+            period, t_ns = np.diff(detect), detect[1:] - t0
+            # The first record's miss is drawn on the first period (there is none before it).
+            marked = marked[1:].copy()
+            if marked.size and missed[0] > 0:
+                marked[0] = True
+        else:
+            period = np.diff(detect, prepend=prev_detect)
+            t_ns = detect - t0
+        prev_detect = int(detect[-1])
+        h_period.add(period)
+        ds.add(period, t_ns, marked)
+        window = col["cycle"] + missed
+        i = int(np.argmax(missed))
+        if missed[i] > worst[0]:
+            worst = (int(missed[i]), seen + i, int(window[i]))
+        if want_motion:
+            windows.append(window)
+        seen += int(detect.size)
+    cycles = view.summary.get("cycles")
+    if cycles is not None and cycles != seen:
+        view.notes.append(f"samples.parquet holds {seen:,} cycles, the summary {cycles:,}: the plots show the samples")
+    if seen == 0:
+        view.notes.append("no cycles were recorded: nothing to plot")
+        view.motion_note = "no cycles recorded"
+        return
+    view.period = h_period.result() if seen > 1 else None
+    view.latency = h_latency.result()
+    view.process = h_process.result()
+    view.series = ds.result() if seen > 1 else None
+    if want_motion:
+        _motion(view, np.concatenate(windows), worst)
+    else:
+        view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
+
+
+def _motion(view: RunView, window: np.ndarray, worst: tuple[int, int, int]) -> None:
+    """The commanded vs delivered motion around the worst miss (softrt.motion.motion_trace)."""
+    from ..motion import MotionConfig, motion_trace
+
+    summary, config = view.summary, view.summary["config"]
+    impact = summary.get("motion") or {}
+    missed, index, landed = worst
+    if impact.get("max_run_deviation_counts", 0) > 0:
+        center = int(impact["worst_run_cycle"])
+        what = (f"around board cycle {center:,}: the largest position error one run of missed updates caused "
+                f"({impact['max_run_deviation_counts']:,.1f} counts)")
+    elif missed > 0:
+        center = landed - missed + missed // 2
+        what = (f"around the longest run of missed updates ({missed} cycles, write {index:,}); the axis stood "
+                "still or moved slowly then, so the delivered motion barely differs")
+    else:
+        view.motion_note = "no missed updates: the delivered motion is the commanded motion"
+        return
+    half = min(max(MOTION_HALF_WIDTH_CYCLES, 3 * missed), 5000)
+    # Writes after the plotted window do not change it: pass a prefix (saves diffing 14 M entries).
+    end = int(np.searchsorted(window, center + half + 1, side="right")) + 1
+    try:
+        cfg = MotionConfig.from_mapping(config["motion"])
+        view.motion = motion_trace(window[:end], cfg, center_cycle=center, half_width_cycles=half,
+                                   period_ns=int(config["period_ns"]))
+    except (ConfigError, KeyError, TypeError) as err:
+        view.motion_note = f"cannot rebuild the motion: {err}"
+        return
+    view.motion_note = what

@@ -1,0 +1,180 @@
+"""Apply and revert on trees: journal first, exact restore, and every bad state file refused."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+
+import pytest
+
+from softrt.audit import Status, run_checks
+from softrt.audit.tune import Plan, Step, apply_plan, plan_tune, revert
+from softrt.cpus import CpuSet
+from softrt.errors import ConfigError
+
+from .test_tune_plan import break_everything
+from .trees import files_under as _all_files
+from .trees import kernel_writer
+
+RT = CpuSet([3])
+FIXED = {"irq.nic", "irq.devices", "irq.default_affinity", "cores.workqueue", "services.watchdog", "kernel.rt_throttling",
+         "idle.states", "kernel.governor", "services.ksm", "services.thp", "services.numa_balancing",
+         "kernel.timer_migration", "kernel.clocksource"}
+
+
+def files_under(root):
+    """Every file the tune may touch. effective_affinity is left out: the kernel picks it anew from
+    the restored smp_affinity (the x86 vector allocator), it is not a value tune sets."""
+    return {k: v for k, v in _all_files(root).items() if not k.endswith("effective_affinity")}
+
+
+@pytest.fixture
+def untuned(good):
+    return break_everything(good)
+
+
+def statuses(tree):
+    return {f.id: f.status for f in run_checks(RT, str(tree), sample_s=0).findings}
+
+
+def test_apply_fixes_the_checks_and_revert_restores_every_byte(untuned, state_dir):
+    before_files = files_under(untuned.root)
+    before = statuses(untuned)
+    assert all(before[c] in (Status.FAIL, Status.WARN) for c in FIXED)
+
+    result = apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    assert result.complete and result.count("applied") == 15
+    after = statuses(untuned)
+    assert {c for c in FIXED if after[c] is not Status.OK} == set()
+
+    undone = revert(str(untuned), writer=kernel_writer)
+    assert undone.complete and undone.count("restored") == 15
+    assert files_under(untuned.root) == before_files
+    assert not result.state_path.exists()
+
+
+@pytest.mark.parametrize("stop_after", [1, 4, 9, 15])
+def test_an_interrupted_apply_can_be_reverted(untuned, state_dir, stop_after):
+    before_files = files_under(untuned.root)
+    calls = []
+
+    def dies(path, value):
+        calls.append(path)
+        kernel_writer(path, value)
+        if len(calls) == stop_after:
+            raise KeyboardInterrupt  # the user pressed ^C right after this change
+
+    with pytest.raises(KeyboardInterrupt):
+        apply_plan(plan_tune(RT, str(untuned)), writer=dies)
+    assert files_under(untuned.root) != before_files
+    undone = revert(str(untuned), writer=kernel_writer)
+    assert undone.complete and undone.count("restored") == stop_after
+    assert files_under(untuned.root) == before_files
+
+
+def test_a_half_written_last_line_is_ignored(untuned, state_dir):
+    before_files = files_under(untuned.root)
+    result = apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    with open(result.state_path, "a") as fh:
+        fh.write('{"kind": "file", "target": "/proc/sys/kern')  # killed while journalling; change never made
+    assert revert(str(untuned), writer=kernel_writer).complete
+    assert files_under(untuned.root) == before_files
+
+
+def test_a_refused_write_is_reported_and_still_reverted(untuned, state_dir):
+    before_files = files_under(untuned.root)
+
+    def managed_irq(path, value):
+        if path.parent.name == "120":
+            raise OSError(errno.EIO, "Input/output error")
+        kernel_writer(path, value)
+
+    result = apply_plan(plan_tune(RT, str(untuned)), writer=managed_irq)
+    failed = [o for o in result.outcomes if o.status == "failed"]
+    assert not result.complete and [o.target for o in failed] == ["/proc/irq/120/smp_affinity"]
+    assert "managed" in failed[0].detail
+    assert revert(str(untuned), writer=kernel_writer).complete
+    assert files_under(untuned.root) == before_files
+
+
+def test_a_second_apply_is_refused_and_changes_nothing(untuned, state_dir):
+    apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    untuned.set("/proc/sys/kernel/timer_migration", "1")  # so that a second plan has something to do
+    tuned_files = files_under(untuned.root)
+    with pytest.raises(ConfigError, match="already applied"):
+        apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    assert files_under(untuned.root) == tuned_files
+
+
+@pytest.mark.parametrize("content,words", [
+    (None, "nothing to revert"),
+    ("this is not json\n{}\n", "corrupt"),
+    ('{"format": "something-else", "version": 1}\n', "not a softrt tune state"),
+    ('{"format": "softrt-tune-state", "version": 99, "root": "R"}\n', "version 99"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "/elsewhere"}\n', "saved for root"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R", "boot_id": "another-boot"}\n', "earlier boot"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "teleport", "target": "x"}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file"}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\nnot json\n{"kind": "file"}\n', "corrupt"),
+])
+def test_bad_state_files_are_refused_and_nothing_changes(untuned, state_dir, content, words):
+    path = state_dir / "tune-state.jsonl"
+    if content is not None:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(content.replace('"R"', json.dumps(str(untuned))))
+    before_files = files_under(untuned.root)
+    with pytest.raises(ConfigError, match=words):
+        revert(str(untuned), writer=kernel_writer)
+    assert files_under(untuned.root) == before_files
+    assert path.exists() == (content is not None)  # a refused state file is never deleted
+
+
+def test_revert_reports_a_value_that_does_not_read_back(untuned, state_dir):
+    result = apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+
+    def stuck(path, value):  # a file that ignores the restore (as a driver might)
+        if path.name != "timer_migration":
+            kernel_writer(path, value)
+
+    undone = revert(str(untuned), writer=stuck)
+    assert not undone.complete
+    assert [o.target for o in undone.outcomes if o.status == "mismatch"] == ["/proc/sys/kernel/timer_migration"]
+    assert result.state_path.exists()  # kept, so the user can retry
+
+
+def test_apply_on_this_machine_needs_root(monkeypatch, state_dir):
+    plan = Plan(CpuSet([1]), CpuSet([0]), "/", steps=[Step("file", "/proc/sys/kernel/timer_migration", "1", "0", "x", "y")])
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(ConfigError, match="needs root"):
+        apply_plan(plan)
+    assert not (state_dir / "tune-state.jsonl").exists()
+
+
+class FakeSystemctl:
+    """Records systemctl calls; units start active."""
+
+    def __init__(self):
+        self.active = {"irqbalance.service": True, "apt-daily.timer": True}
+        self.calls = []
+
+    def __call__(self, argv):
+        self.calls.append(argv[1:])
+        verb, unit = argv[1], argv[2]
+        if verb == "is-active":
+            return (0, "active") if self.active.get(unit) else (3, "inactive")
+        self.active[unit] = verb == "start"
+        return 0, ""
+
+
+def test_services_are_stopped_and_started_again(good, state_dir):
+    plan = Plan(RT, CpuSet([0, 1, 2]), str(good), steps=[
+        Step("service", "irqbalance.service", "active", "inactive", "services.irqbalance", "why"),
+        Step("service", "apt-daily.timer", "active", "inactive", "updates.agents", "why")])
+    systemctl = FakeSystemctl()
+    assert apply_plan(plan, runner=systemctl).complete
+    assert systemctl.active == {"irqbalance.service": False, "apt-daily.timer": False}
+    assert revert(str(good), runner=systemctl).complete
+    assert systemctl.active == {"irqbalance.service": True, "apt-daily.timer": True}
+    assert systemctl.calls[-4:] == [["start", "apt-daily.timer"], ["is-active", "apt-daily.timer"],
+                                    ["start", "irqbalance.service"], ["is-active", "irqbalance.service"]]

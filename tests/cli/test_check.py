@@ -1,0 +1,93 @@
+"""``softrt check`` end to end: tables, JSON, exit status, and one clear line for bad input."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from softrt.cli import main
+
+_spec = importlib.util.spec_from_file_location("softrt_audit_trees", Path(__file__).parent.parent / "audit" / "trees.py")
+trees = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(trees)
+CAPTURED = str(trees.CAPTURED)
+
+
+def run_cli(capsys, *args):
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    out = capsys.readouterr()
+    return info.value.code, out.out, out.err
+
+
+@pytest.fixture
+def good(tmp_path):
+    return trees.build_good(tmp_path / "good")
+
+
+def test_ready_machine_exits_0_with_tables_and_verdict(capsys, state_dir, good, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    code, out, err = run_cli(capsys, "check", "--root", str(good), "--rt-cpus", "3")
+    assert code == 0, err
+    for title in ("Reserved cores", "(1) CPU idle states", "(2) Disturbing services", "(3) Updates and maintenance",
+                  "(4) Interrupts", "Kernel and CPU"):
+        assert title in out
+    assert "READY: a 250 µs loop can be expected to hold on CPU 3" in out
+
+
+def test_captured_vm_is_not_ready_and_says_what_to_fix_first(capsys, state_dir, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run_cli(capsys, "check", "--root", CAPTURED)  # default RT CPU: the last allowed one
+    assert code == 1
+    assert "NOT READY" in out and "on CPU 1" in out
+    assert "Fix first:" in out and "1. Preemption model" in out
+    assert "fix: sysctl kernel.sched_rt_runtime_us=-1" in out
+    assert "virtio2-input.0" in out  # the NIC queue routed to CPU 1
+
+
+def test_json_output(capsys, state_dir):
+    code, out, _ = run_cli(capsys, "check", "--root", CAPTURED, "--rt-cpus", "1", "--json")
+    assert code == 1
+    data = json.loads(out)
+    assert data["ready"] is False and data["rt_cpus"] == "1" and data["housekeeping_cpus"] == "0"
+    assert len(data["findings"]) == 29
+    nic = next(f for f in data["findings"] if f["id"] == "irq.nic")
+    assert nic["status"] == "fail" and nic["severity"] == "high" and nic["tunable"] and nic["evidence"]
+    assert data["fix_first"][0] == "kernel.preemption"
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--rt-cpus", "5"], "CPU 5 does not exist"),
+    (["--rt-cpus", "0-1"], "one housekeeping CPU must stay"),
+    (["--rt-cpus", ""], "no real-time CPU"),
+    (["--rt-cpus", "one"], "invalid CPU list"),
+    (["--rt-cpus", "1-0"], "invalid CPU range"),
+    (["--sample", "-1"], "--sample"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, state_dir, args, words):
+    code, out, err = run_cli(capsys, "check", "--root", CAPTURED, *args)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("softrt: error: ") and words in err and err.count("\n") == 1
+
+
+def test_offline_cpu_is_bad_input(capsys, state_dir, tmp_path):
+    tree = tmp_path / "t"
+    shutil.copytree(CAPTURED, tree, symlinks=True)
+    (tree / "sys/devices/system/cpu/online").write_text("0\n")
+    code, _, err = run_cli(capsys, "check", "--root", str(tree), "--rt-cpus", "1")
+    assert code == 2 and "CPU 1 is offline" in err
+
+
+def test_this_machine_with_a_short_sample(capsys, state_dir):
+    code, out, err = run_cli(capsys, "check", "--json", "--sample", "0.2")
+    assert code in (0, 1), err
+    data = json.loads(out)
+    assert data["ready"] is (code == 0)
+    sample = next(f for f in data["findings"] if f["id"] == "cores.sample")
+    assert sample["status"] in ("ok", "warn", "n/a")
+    assert data["sample"] is None or data["sample"]["seconds"] == 0.2

@@ -1,0 +1,150 @@
+"""build_report: the page, its plots, PNG export and bad input."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from softrt.errors import ConfigError
+from softrt.report import build_report
+from softrt.report.plots import PLOTS
+from softrt.store.history import History
+from softrt.store.importers import import_file
+
+PLOT_KEYS = ("period_hist", "latency_hist", "period_series", "exceedance", "process_hist", "motion")
+
+
+def figures(html: str) -> dict[str, str | None]:
+    """data-plot key -> the embedded SVG text (None for a figure that does not apply)."""
+    out = {}
+    for m in re.finditer(r'<figure id="plot-(\w+)" data-plot="\w+"( data-empty="1")?>(.*?)</figure>', html, re.S):
+        img = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', m.group(3))
+        out[m.group(1)] = base64.b64decode(img.group(1)).decode() if img else None
+    return out
+
+
+@pytest.fixture
+def cyclictest_run(tmp_path):
+    hist = {str(i): int(1000 / (i - 5) ** 2) + 1 for i in range(6, 60)}
+    doc = {"file_version": 1, "cmdline:": "cyclictest -m -p 90 -i 250 -h 60 --json=x.json", "rt_test_version:": "2.40",
+           "start_time": "Sun, 29 Nov 2026 10:00:00 +0000", "end_time": "Sun, 29 Nov 2026 10:10:00 +0000",
+           "return_code": 0, "sysinfo": {"sysname": "Linux", "nodename": "otherpc", "release": "6.1.0-rt",
+                                         "version": "#1", "machine": "x86_64", "realtime": 1},
+           "num_threads": 1, "resolution_in_ns": 0,
+           "thread": {"0": {"histogram": hist, "cycles": sum(hist.values()) + 2, "min": 6, "max": 480, "avg": 9.5,
+                            "cpu": 3, "node": 0}}}
+    f = tmp_path / "ct.json"
+    f.write_text(json.dumps(doc))
+    return import_file(f, tmp_path / "imported")
+
+
+def test_report_has_every_plot_and_table(tmp_path, synth_run, cyclictest_run):
+    a = synth_run(seed=1)
+    b = synth_run(seed=2, misses=[(20_000, 58)], scenario="untuned", host="pc-b")
+    out = tmp_path / "report.html"
+    result = build_report([a, b, cyclictest_run], out)
+    html = out.read_text()
+    assert result.runs == [json.loads((p / "summary.json").read_text())["run_id"] for p in (a, b, cyclictest_run)]
+    assert result.broken == [] and result.pngs == []
+    figs = figures(html)
+    assert set(figs) == set(PLOT_KEYS) and len(PLOTS) == len(PLOT_KEYS)
+    for key, svg in figs.items():
+        assert svg is not None, key
+        root = ET.fromstring(svg)  # well-formed SVG
+        assert root.tag.endswith("svg")
+        # Every run that has the data is in the figure's legend (SVG text stays text: svg.fonttype none).
+        if key in ("period_hist", "period_series", "process_hist", "motion"):
+            assert result.runs[0] in svg and result.runs[1] in svg and result.runs[2] not in svg, key
+        else:
+            assert all(r in svg for r in result.runs), key
+    # The imported run says what does not apply to it.
+    assert "no per-cycle period (imported latency histogram)" in html
+    assert "The seed's period/process table does not apply" in html
+    # Seed table values come from the summaries.
+    sa = json.loads((a / "summary.json").read_text())
+    assert f"{sa['period_us']['max']:,.1f}" in html and "Timer int. process" in html
+    assert "threads pinned to CPUs" not in html or "cyclictest" in html
+    assert "otherpc" in html and "SCHED_FIFO priority 90 (-p)" in html
+
+
+def test_report_is_self_contained(tmp_path, synth_run):
+    out = tmp_path / "r.html"
+    build_report([synth_run(cycles=5_000)], out)
+    html = out.read_text()
+    assert 'http-equiv="Content-Security-Policy"' in html and "default-src 'none'" in html
+    assert "<script" not in html.lower() and "<link" not in html.lower() and "@import" not in html
+    refs = re.findall(r'(?:src|href)="([^"]*)"', html)
+    assert refs and all(r.startswith(("data:", "#")) for r in refs), [r[:40] for r in refs if not r.startswith("data:")]
+    # No SVG pulls anything in either.
+    for svg in figures(html).values():
+        if svg:
+            assert "xlink:href=\"http" not in svg and "<image" not in svg
+
+
+def test_broken_run_is_a_visible_note(tmp_path, synth_run):
+    good = synth_run(cycles=5_000)
+    bad = synth_run(cycles=5_000, seed=9)
+    (bad / "samples.parquet").write_bytes(b"not parquet at all")
+    out = tmp_path / "r.html"
+    result = build_report([good, bad], out)
+    assert [r for r, _ in result.broken] == [str(bad)]
+    html = out.read_text()
+    assert 'class="note broken"' in html and "cannot read samples" in html
+    assert all(svg for svg in figures(html).values())  # the good run still has every plot
+
+
+def test_every_run_broken_is_bad_input(tmp_path, synth_run):
+    bad = synth_run(cycles=2_000)
+    (bad / "samples.parquet").unlink()
+    with pytest.raises(ConfigError, match="no run could be read: .*missing"):
+        build_report([bad], tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_bad_references_and_outputs(tmp_path, synth_run, monkeypatch):
+    monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "home"))
+    run = synth_run(cycles=2_000)
+    with pytest.raises(ConfigError, match="unknown run id 'nope'"):
+        build_report(["nope"], tmp_path / "r.html")
+    with pytest.raises(ConfigError, match="not a run directory"):
+        build_report([str(tmp_path / "no" / "such")], tmp_path / "r.html")
+    with pytest.raises(ConfigError, match="cannot write the report"):
+        build_report([run], tmp_path / "missing-dir" / "r.html")
+    with pytest.raises(ConfigError, match="it is a directory"):
+        build_report([run], tmp_path)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match="cannot write PNGs"):
+        build_report([run], tmp_path / "r.html", png_dir=blocker / "png")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_runs_by_id_prefix_and_directory_of_runs(tmp_path, synth_run, monkeypatch):
+    monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "home"))
+    a, b = synth_run(cycles=2_000, seed=1), synth_run(cycles=2_000, seed=2)
+    run_id = History().add_run(a)
+    assert build_report([run_id[:-1]], tmp_path / "one.html").runs == [run_id]
+    both = build_report([a.parent, a], tmp_path / "both.html")  # a directory of runs; duplicates once
+    assert len(both.runs) == 2
+
+
+def test_png_export(tmp_path, synth_run, cyclictest_run):
+    png_dir = tmp_path / "png"
+    result = build_report([synth_run(), cyclictest_run], tmp_path / "r.html", png_dir=png_dir)
+    assert sorted(p.name for p in result.pngs) == sorted(f"{k}.png" for k in PLOT_KEYS)
+    for p in result.pngs:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        img = imread(p)
+        height, width = img.shape[:2]
+        assert width == 1100 and height >= 380, p.name  # 10 in at 110 dpi
+        # Not blank: lines of several colours on a white background.
+        pixels = img[..., :3].reshape(-1, 3)
+        assert (pixels.min(axis=1) < 0.9).mean() > 0.01, p.name
+        colours = {tuple(c) for c in np.round(pixels[:: max(1, pixels.shape[0] // 20000)], 1)}
+        assert len(colours) > 5, p.name

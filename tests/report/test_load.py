@@ -1,0 +1,108 @@
+"""Reading run directories for the report: what each kind of run provides, and broken runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from softrt.analysis import derive
+from softrt.errors import SoftRTError
+from softrt.report import load as load_mod
+from softrt.report.load import load_run
+from softrt.store.rundir import read_samples
+
+
+def test_softrt_run_matches_its_samples(synth_run, monkeypatch):
+    run = synth_run()
+    # Small batches: the streaming must give the same answer however the file is cut.
+    monkeypatch.setattr(load_mod, "BATCH_ROWS", 4_099)
+    view = load_run(run)
+    rec = read_samples(run)
+    series = derive(rec, 250_000)
+    assert view.period.total == rec.size - 1 and view.latency.total == view.process.total == rec.size
+    assert view.period.max_ns == series["period_ns"].max() and view.process.min_ns == series["process_ns"].min()
+    expected, _ = np.histogram(series["period_ns"], bins=view.period.edges_ns())
+    assert np.array_equal(view.period.counts, expected)
+    s = view.series
+    assert s.downsampled and s.t_s.size == load_mod.SERIES_BUCKETS and s.n == rec.size - 1
+    assert s.hi.max() == series["period_ns"].max()  # the 12-cycle stall survives the downsampling
+    assert s.marks.sum() == int((rec["missed"] > 0).sum()) == 3
+    assert view.notes == [] and view.check is None
+
+
+def test_motion_trace_is_centred_on_the_worst_miss(synth_run):
+    run = synth_run()
+    summary = json.loads((run / "summary.json").read_text())
+    view = load_run(run)
+    m = view.motion
+    assert m is not None and m.center_cycle == summary["motion"]["worst_run_cycle"]
+    # Inside the window the 12 missed cycles repeat the previous sample.
+    held = int((np.diff(m.delivered_sample) == 0).sum())
+    assert held == 12
+    dev = np.abs(m.delivered_position_counts - m.commanded_position_counts)
+    assert dev.max() > 0 and "largest position error" in view.motion_note
+
+
+def test_run_without_misses_has_no_motion_trace(synth_run):
+    view = load_run(synth_run(misses=[], cycles=5_000))
+    assert view.motion is None and "no missed updates" in view.motion_note
+    assert view.series.marks.sum() == 0
+
+
+def test_run_without_motion(synth_run):
+    view = load_run(synth_run(motion=False, cycles=3_000))
+    assert view.motion is None and "no motion test" in view.motion_note and view.period is not None
+
+
+def test_check_verdict_is_read_from_check_json(synth_run):
+    run = synth_run(cycles=2_000)
+    (run / "check.json").write_text(json.dumps({"ready": False, "verdict": "NOT READY: fix idle states"}))
+    assert load_run(run).check["verdict"] == "NOT READY: fix idle states"
+
+
+def test_missing_samples(synth_run):
+    run = synth_run(cycles=2_000)
+    (run / "samples.parquet").unlink()
+    with pytest.raises(SoftRTError, match="samples file .* is missing"):
+        load_run(run)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "wrong_columns"])
+def test_corrupt_samples(synth_run, damage, tmp_path):
+    run = synth_run(cycles=2_000)
+    file = run / "samples.parquet"
+    if damage == "truncate":
+        data = file.read_bytes()
+        file.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        file.write_bytes(b"PAR1" + b"\0" * 100)
+    else:
+        import pyarrow as pa
+        pq.write_table(pa.table({"x": [1, 2, 3]}), file)
+    with pytest.raises(SoftRTError, match="samples"):
+        load_run(run)
+
+
+def test_partial_run_with_fewer_samples_than_summary(synth_run, tmp_path):
+    run = synth_run(cycles=3_000)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["cycles"] = 3_500
+    (run / "summary.json").write_text(json.dumps(summary))
+    view = load_run(run)
+    assert any("3,000 cycles, the summary 3,500" in n for n in view.notes)
+
+
+def test_empty_run(synth_run, tmp_path):
+    run = synth_run(cycles=2_000)
+    rec = read_samples(run)[:0]
+    target = tmp_path / "empty"
+    shutil.copytree(run, target)
+    import pyarrow as pa
+    pq.write_table(pa.table({n: rec[n] for n in rec.dtype.names}), target / "samples.parquet")
+    view = load_run(target)
+    assert view.period is None and view.series is None and view.latency is None
+    assert any("no cycles were recorded" in n for n in view.notes)
