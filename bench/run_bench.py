@@ -21,9 +21,11 @@ loop when, in a spin run at P, its cycles with a missed update are no more than 
 explains: at most 2 x those of the C reference loop run at the same P right next to it, + 3.
 The C loop costs ~0.1 µs per cycle, so its misses are the machine's (hypervisor, interrupts,
 other tenants); a Python loop whose iteration costs more than P drifts later every cycle and
-misses every few cycles, far above that bound. The search goes down the period list and stops
-after two consecutive failures; the result is the shortest P such that P and every longer period
-tried passed. Reported next to it, for context: whether >= 99.9 % of cycles ended their work
+misses every few cycles, far above that bound. A period that fails is measured again (up to
+--search-attempts pairs: machine noise comes in bursts, a self-caused failure repeats). The search
+goes down the period list and stops after two consecutive failures; the result is the shortest P
+such that P and every longer period tried passed. "machine-limited" marks a period at which the C
+loop itself had fewer than 99.9 % of its cycles on time: the verdict there is weak. Reported next to it, for context: whether >= 99.9 % of cycles ended their work
 before the next edge (0.1th percentile of slack = edge + P - done >= 0), for softrt and for C:
 the absolute capability of this machine at P.
 """

@@ -198,3 +198,12 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
     assert "restored /proc/sys/kernel/sched_rt_runtime_us" in nxt.stderr
     assert RT_RUNTIME.read_text() == before
     assert list(state_dir.glob("restore/*.json")) == []
+
+
+def test_check_before_the_run_is_stored_with_it(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+    proc = softrt_cmd("run", "--duration", "0.5s", "--check", "--json", "--out-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    assert isinstance(s["check"]["ready"], bool) and s["check"]["verdict"]
+    full = json.loads((tmp_path / s["run_id"] / "check.json").read_text())
+    assert full["rt_cpus"] == str(s["config"]["cpu"]) and full["findings"]

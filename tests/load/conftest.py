@@ -48,6 +48,11 @@ def load_cpus() -> CpuSet:
 
 def descendants() -> list[psutil.Process]:
     """Every living process below the test process."""
+    for _ in range(5):
+        try:  # a child may exit while psutil walks the tree; walk again
+            return [p for p in psutil.Process().children(recursive=True) if _running(p)]
+        except psutil.NoSuchProcess:
+            time.sleep(0.05)
     return [p for p in psutil.Process().children(recursive=True) if _running(p)]
 
 

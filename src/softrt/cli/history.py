@@ -77,7 +77,7 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
         console().print(history_table(runs))
     else:
         console(stderr=True).print(f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
-                                   "import, or with softrt history add DIR.")
+                                   "import, or with softrt history add DIR.", soft_wrap=True)
     return 0
 
 
@@ -91,8 +91,8 @@ def add(ctx, paths, db):
     ids = history.add_runs(paths)
     out = console()
     for run_id in ids:
-        out.print(f"stored {run_id}")
-    console(stderr=True).print(f"{len(ids)} run(s) in {history.path}", style="dim")
+        out.print(f"stored {run_id}", soft_wrap=True)
+    console(stderr=True).print(f"{len(ids)} run(s) in {history.path}", style="dim", soft_wrap=True)
     return 0
 
 
@@ -103,5 +103,5 @@ def add(ctx, paths, db):
 def forget(ctx, run, db):
     """Drop RUN (an id or a unique prefix) from the history; its run directory is left alone."""
     run_id = History(db or (ctx.obj or {}).get("db")).remove(run)
-    console().print(f"forgot {run_id}")
+    console().print(f"forgot {run_id}", soft_wrap=True)
     return 0

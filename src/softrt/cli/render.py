@@ -76,6 +76,9 @@ def mode_text(summary: dict) -> Text:
         out.append(f"\n  system change: {change['path']} {change['before']} -> {change['during']} ({state})")
     for item in tuning["not_applied"]:
         out.append(f"\n  not applied: {item['what']}: {item['why']}", style="red")
+    check = summary.get("check")
+    if check:
+        out.append(f"\nsoftrt check before the run: {check['verdict']}", style="green" if check["ready"] else "yellow")
     for change in tuning.get("recovered_from_earlier_runs", []):
         out.append(f"\n  restored after an earlier run: {change['path']} = {change['before']}", style="yellow")
     return out

@@ -40,9 +40,11 @@ from .render import console, progress_line, render_summary
 @click.option("--jerk", type=float, default=None, help="Max jerk, counts/s³ (S-curve).")
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("softrt-runs"),
               show_default=True, help="Where run directories are written.")
+@click.option("--check", "take_check", is_flag=True,
+              help="Take a `softrt check` of the RT CPU first and store its verdict with the run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
 def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, axes, shape,
-            distance, velocity, accel, jerk, out_dir, as_json):
+            distance, velocity, accel, jerk, out_dir, take_check, as_json):
     """Run the seed's cyclic motion test and measure every cycle."""
     from ..motion import MotionConfig
 
@@ -51,7 +53,7 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
     motion = MotionConfig(axes=axes, shape=shape, **limits) if axes >= 1 else None
     config = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, profile=profile,
                        wait=wait, margin_ns=margin_ns, axes=axes, motion=motion, out_dir=out_dir,
-                       max_duration_ns=max_duration_ns)
+                       max_duration_ns=max_duration_ns, check=take_check)
     err = console(stderr=True)
     show_progress = err.is_terminal
     with err.status("arming…", spinner="dots") if show_progress else nullcontext() as status:

@@ -8,8 +8,6 @@ SOEM's own steps per phase are in the feasibility study §1.
 
 from __future__ import annotations
 
-import os
-import socket
 import struct
 import time
 from dataclasses import dataclass
@@ -18,9 +16,8 @@ from .al import AlStatusCode, state_name
 from .errors import EcatError
 from .mapping import DriveMap, drive_map, missing_objects, pdos_from_mapping
 from .sii import MBX_PROTO_COE, parse_image
-from .wire import ETH_P_ECAT
+from .netif import check_interface
 
-IFF_UP = 0x1
 _INIT, _PREOP, _SAFEOP, _OP, _ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
 
@@ -36,25 +33,6 @@ class SlaveInfo:
     has_dc: bool
     drive: DriveMap | None
     missing: list[int]
-
-
-def check_interface(iface: str) -> None:
-    """Fail early, with the reason, if *iface* is missing, down, or raw sockets are not allowed."""
-    base = f"/sys/class/net/{iface}"
-    if not iface or not os.path.isdir(base):
-        raise EcatError("no_interface", iface, "no such network interface", hint="list interfaces with 'ip link'")
-    try:
-        with open(f"{base}/flags") as f:
-            flags = int(f.read().strip(), 16)
-    except (OSError, ValueError):
-        flags = IFF_UP
-    if not flags & IFF_UP:
-        raise EcatError("interface_down", iface, "interface is down", hint=f"bring it up: ip link set {iface} up")
-    try:
-        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ECAT)).close()
-    except PermissionError as err:
-        raise EcatError("permission", iface, "raw sockets are not permitted (needs CAP_NET_RAW)",
-                        hint="run as root, or: setcap cap_net_raw,cap_net_admin+ep $(readlink -f $(which python3))") from err
 
 
 def open_master(iface: str):
@@ -172,6 +150,21 @@ def configure_csp(m, iface: str, infos: list[SlaveInfo], period_ns: int) -> None
             s.sdo_write(0x60C2, 2, struct.pack("<b", exponent))
         except (pysoem.SdoError, pysoem.MailboxError, pysoem.WkcError):
             pass
+
+
+def set_watchdog(m, iface: str, watchdog_ms: float) -> None:
+    """Program the process-data watchdog (0x0420, in units of 0x0400; ETG.1000.4 §6.6) of every slave."""
+    import warnings
+
+    import pysoem
+
+    for i, s in enumerate(m.slaves):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # rounding to the 100 µs unit
+                s.set_watchdog("processdata", watchdog_ms)
+        except (AttributeError, pysoem.WkcError) as err:
+            raise EcatError("config", iface, f"slave {i} '{s.name}': cannot set the watchdog to {watchdog_ms} ms ({err})") from err
 
 
 def map_and_safeop(m, iface: str, timeout_s: float) -> int:

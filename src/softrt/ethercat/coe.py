@@ -111,10 +111,11 @@ class CoeServer:
         except SdoAbort as abort:
             self.aborts += 1
             self._upload = None
-            return [self._reply(counter, struct.pack("<BHBI", 0x80, index, sub, abort.code))]
+            # An abort travels as an "SDO request" (ETG.1000.6 §5.6.2.7; SOEM checks for it there).
+            return [self._reply(counter, struct.pack("<BHBI", 0x80, index, sub, abort.code), COE_SDO_REQUEST)]
 
-    def _reply(self, counter: int, sdo: bytes) -> bytes:
-        payload = struct.pack("<H", COE_SDO_RESPONSE << 12) + sdo
+    def _reply(self, counter: int, sdo: bytes, service: int = COE_SDO_RESPONSE) -> bytes:
+        payload = struct.pack("<H", service << 12) + sdo
         return _MBX.pack(len(payload), 0, 0, MBX_TYPE_COE | counter) + payload
 
     def _sdo(self, cmd: int, index: int, sub: int, body: bytes) -> bytes:

@@ -94,6 +94,8 @@ class Esc:
         self.watchdog_expiries = 0
         self._mbx_queue: list[bytes] = []
         self._mbx_last = b""
+        #: Fault injection: states this slave refuses to enter, with the AL status code it reports.
+        self.refuse: dict[AlState, int] = {}
         self._reset_registers(last)
 
     # --- registers ---------------------------------------------------------------------------
@@ -174,11 +176,12 @@ class Esc:
             self._mbx_queue.clear()
         if self.app is not None:
             self.app.on_al_change(old, new, code)
-            if new >= AlState.SAFEOP and old < AlState.SAFEOP:
-                self._exchange(None)
+            self.refresh_inputs()
 
     def _check_transition(self, old: AlState, new: AlState) -> int:
         """Return the AL status code that refuses *old* → *new*, or 0 (ETG.1000.6 §6.4.2)."""
+        if new in self.refuse:
+            return self.refuse[new]
         d = self.desc
         sms = self._sms_now()
         if new >= AlState.PREOP > old and d.coe:
@@ -359,6 +362,11 @@ class Esc:
             self._pd_written = self._pd_read = False
             self._exchange(outputs)
 
+    def refresh_inputs(self) -> None:
+        """Let the application update its inputs now (after a state change or a fault), in SAFEOP/OP."""
+        if self.al.state in (AlState.SAFEOP, AlState.OP):
+            self._exchange(None)
+
     def _exchange(self, outputs: bytes | None) -> None:
         if self.app is not None:
             start, length, _c, _on = self._sms_now()[3]
@@ -368,7 +376,8 @@ class Esc:
 
     def poll(self, now_ns: int) -> None:
         """Check the process-data watchdog (ETG.1000.4 §6.6): expiry in OP → SAFEOP+ERR 0x001B."""
-        if self.al.state is not AlState.OP or not self._sms_now()[2][2] & 0x40:
+        _start, length, ctrl, on = self._sms_now()[2]
+        if self.al.state is not AlState.OP or not (on and length and ctrl & 0x40):
             return
         units = _U16.unpack_from(self.mem, REG_WD_TIME_PD)[0]
         if not units:

@@ -69,7 +69,8 @@ class EtherCATMaster:
 
     def __init__(self, iface: str, period_ns: int, axes: int = 1, *, dc: bool = True,
                  receive_timeout_us: int | None = None, state_timeout_s: float = 3.0,
-                 enable_timeout_s: float = 1.0, log_cycles: int = 1 << 20) -> None:
+                 enable_timeout_s: float = 1.0, watchdog_ms: float | None = None,
+                 log_cycles: int = 1 << 20) -> None:
         if period_ns <= 0:
             raise ConfigError(f"EtherCAT cycle must be positive, got {period_ns} ns")
         if axes < 1:
@@ -78,6 +79,8 @@ class EtherCATMaster:
         #: Receive timeout per cycle: 80 % of the period by default (a later frame is a lost one).
         self.receive_timeout_us = receive_timeout_us or max(50, self.period_ns * 8 // 10_000)
         self.state_timeout_s, self.enable_timeout_s = state_timeout_s, enable_timeout_s
+        #: Process-data (SM) watchdog to program into every slave (None: keep the slave's default).
+        self.watchdog_ms = watchdog_ms
         self.state = MasterState.CLOSED
         self.edge_ns = self.cycle = self.flags = self.t0_ns = 0
         self.expected_wkc = 0
@@ -125,6 +128,8 @@ class EtherCATMaster:
                             seen={"slaves": [s.name for s in self.slaves]},
                             hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)")
         bringup.configure_csp(m, iface, drives[: self.axes], self.period_ns)
+        if self.watchdog_ms is not None:
+            bringup.set_watchdog(m, iface, self.watchdog_ms)
         bringup.map_and_safeop(m, iface, self.state_timeout_s)
         self.expected_wkc = m.expected_wkc
         self._axes = [_Axis(m.slaves[s.position], s.name, s.drive, len(m.slaves[s.position].output))

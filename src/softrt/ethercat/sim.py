@@ -18,12 +18,13 @@ import socket
 import time
 from dataclasses import dataclass
 
-from .al import state_name
+from .al import AlState, state_name
 from .bus import Segment
 from .description import DeviceDescription
 from .errors import EcatError
 from .esc import Esc
 from .faults import FaultPlan
+from .netif import interface_flags
 from .slave import DriveApp, make_app
 from .wire import ETH_P_ECAT, LOGICAL, FrameError, parse_frame
 
@@ -86,9 +87,18 @@ class Simulator:
             if not isinstance(app, DriveApp):
                 return {"ok": False, "error": "that slave is not a drive"}
             app.drive.fault(int(request.get("code", 0x5400)))  # 0x5400: power section (CiA 402)
+            self.escs[int(request.get("slave", 0))].refresh_inputs()
+        elif cmd == "refuse_state":
+            # Make slave(s) refuse a state with an AL status code (e.g. OP with 0x001A sync error).
+            state = AlState[str(request["state"]).upper()]
+            for esc in self._targets(request):
+                esc.refuse[state] = int(request.get("code", 0x0001))
         elif cmd != "stats":
             return {"ok": False, "error": f"unknown command {cmd!r}"}
         return {"ok": True, **self.stats()}
+
+    def _targets(self, request: dict) -> list[Esc]:
+        return self.escs if "slave" not in request else [self.escs[int(request["slave"])]]
 
     def stats(self) -> dict:
         """Return counters and the state of every slave."""
@@ -110,7 +120,7 @@ class Simulator:
 
 def open_raw_socket(iface: str) -> socket.socket:
     """Open the EtherCAT raw socket on *iface*; raise :class:`EcatError` with the reason."""
-    if not os.path.exists(f"/sys/class/net/{iface}"):
+    if interface_flags(iface) is None:
         raise EcatError("no_interface", iface, "no such network interface",
                         hint="list interfaces with 'ip link'")
     try:
@@ -132,7 +142,8 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
 
     Control requests (one JSON object per datagram on *control_path*), answered with the stats:
     ``{"cmd": "stats"}``; ``{"cmd": "drop"|"delay"|"bad_wkc", "frames": n}`` or ``"every": k``
-    (options ``"delay_us"``, ``"slave"``); ``{"cmd": "drive_fault", "slave": i, "code": c}``.
+    (options ``"delay_us"``, ``"slave"``); ``{"cmd": "drive_fault", "slave": i, "code": c}``;
+    ``{"cmd": "refuse_state", "state": "OP", "code": c}`` (optional ``"slave"``).
     """
     sock = open_raw_socket(iface)
     sock.setblocking(False)

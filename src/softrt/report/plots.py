@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from .data import Hist, common_width_ns, envelope, exceedance, rebin
 from .load import TOOL_MEANING, RunView
@@ -48,6 +49,42 @@ def _fig(rows: int = 1, cols: int = 1, height_in: float = 3.6, **kw) -> tuple[Fi
     fig = Figure(figsize=(WIDTH_IN, height_in), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, **kw)
     return fig, axes
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _decade(value: float, _pos: object = None) -> str:
+    """Label a power of ten as plain text (1, 10, 100, 10³ …): log axes otherwise go through
+    mathtext, which made up half the rendering time."""
+    if value <= 0:
+        return ""
+    exp = int(round(np.log10(value)))
+    if not np.isclose(value, 10.0 ** exp):
+        return ""
+    if -2 <= exp <= 3:
+        return f"{10.0 ** exp:g}"
+    return "10" + str(exp).translate(_SUPERSCRIPT)
+
+
+def _log(ax, which: str = "y") -> None:
+    """A logarithmic axis with plain-text labels; zero counts drop to the bottom (clip).
+
+    Decades are labelled; on an axis spanning less than two decades the 2× and 5× ticks too,
+    so a narrow range still has numbers on it.
+    """
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    (ax.set_yscale if which == "y" else ax.set_xscale)("log", nonpositive="clip")
+    axis.set_major_formatter(FuncFormatter(_decade))
+
+    def minor(value: float, _pos: object = None) -> str:
+        lo, hi = sorted(axis.get_view_interval())
+        if lo <= 0 or np.log10(hi / lo) >= 2:
+            return ""
+        mantissa = value / 10.0 ** np.floor(np.log10(value) + 1e-9)
+        return f"{value:g}" if round(mantissa) in (2, 5) and np.isclose(mantissa, round(mantissa)) else ""
+
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def _legend(fig: Figure) -> None:
@@ -89,7 +126,7 @@ def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]
             ax.plot([x], [h.over_count], marker=">", color=color(i), ls="none")
     for m in marks_us:
         ax.axvline(m, color="0.4", lw=0.8, ls=":")
-    ax.set_yscale("log", nonpositive="clip")
+    _log(ax)
     ax.set_ylim(bottom=0.5)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(f"count per {_label_classes(width)} class (log)")
@@ -168,8 +205,9 @@ def period_series(runs: list[tuple[int, RunView]]) -> Plot:
 
 def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
     key, title = "exceedance", "Exceedance: how often is the value above x?"
-    caption = ("Fraction of cycles (samples) whose period (left) or latency (right) is at least x, both axes "
-               "logarithmic; the curve's end is the longest value seen, its height there is 1 / samples. "
+    caption = ("Fraction of cycles (samples) whose period (left) or latency (right) is at least x, on a "
+               "logarithmic scale (the latency's x too): the curve's end is the longest value seen, its height "
+               "there is 1 / samples. "
                "A dotted tail: samples beyond an imported histogram's range, known only to lie below the maximum.")
     panels = (("period", lambda r: r.period), ("latency", lambda r: r.latency))
     if not any(get(r) is not None and get(r).total for _, get in panels for _, r in runs):
@@ -186,7 +224,7 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
             x = e.x_ns.copy()
             if x.size and h.min_ns is not None and h.min_ns > x[0]:
                 x[0] = h.min_ns  # start the curve at the smallest value seen, not at its bin's edge
-            ok = x > 0  # a log axis cannot show 0
+            ok = x > 0 if name == "latency" else np.ones(x.size, bool)  # a log axis cannot show 0
             if ok.any():
                 ax.step(x[ok] / 1e3, e.fraction[ok], where="post", color=color(i), lw=1.0, label=r.label)
             if e.tail:
@@ -196,8 +234,9 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
             for m in _nominal(runs):
                 ax.axvline(m, color="0.4", lw=0.8, ls=":")
                 ax.axvline(2 * m, color="0.6", lw=0.8, ls="--")
-        ax.set_xscale("log")
-        ax.set_yscale("log", nonpositive="clip")
+        if name == "latency":
+            _log(ax, "x")  # latencies span decades (0.1 µs polls to ms stalls); periods sit near nominal
+        _log(ax)
         ax.set_xlabel(f"{name} x (µs)")
         ax.set_ylabel(f"fraction with {name} ≥ x")
         ax.set_title(name.capitalize() + (" (dotted: nominal; dashed: one cycle late)" if name == "period" else ""))

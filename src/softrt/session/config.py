@@ -35,6 +35,7 @@ class RunConfig:
     out_dir: Path = Path("softrt-runs")
     max_duration_ns: int = DEFAULT_MAX_DURATION_NS
     scenario: str = "run"
+    check: bool = False  # take a `softrt check` of the RT CPU before the run (stored with it)
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:

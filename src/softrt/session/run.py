@@ -101,6 +101,7 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
         config = resolve_motion(config)
     check_writable(Path(config.out_dir))
 
+    check = _take_check(config) if config.check else None
     rundir = RunDir(Path(config.out_dir), new_run_id())
     journal = _changes.ChangeJournal()
     not_applied: list[dict] = []
@@ -211,10 +212,22 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
 
         window = records["cycle"] + records["missed"]
         summary["motion"] = motion_impact(window, config.motion, period_ns=config.period_ns).to_dict()
+    if check is not None:
+        rundir.write_json("check.json", check)
+        summary["check"] = {k: check[k] for k in ("ready", "verdict", "counts", "fix_first")}
     rundir.write_json("config.json", config.to_dict())
     rundir.write_json("host.json", summary["host"])
     rundir.write_json("summary.json", summary)
     return RunResult(summary=summary, path=rundir.path, recovered=recovered)
+
+
+def _take_check(config: RunConfig) -> dict:
+    """Return ``softrt check`` of the run's RT CPU (with a 1 s live sample), as a dict."""
+    from ..audit import run_checks
+
+    plat = get_platform()
+    rt_cpu = config.cpu if config.cpu is not None else (plat.online_cpus() & plat.allowed_cpus()).last()
+    return run_checks(CpuSet([rt_cpu]), sample_s=1.0).to_dict()
 
 
 def _mode(config: RunConfig, not_applied: list[dict]) -> str:

@@ -1,0 +1,117 @@
+"""``softrt history`` and ``softrt show``: list, filter, add from another PC, show; bad input."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timezone
+
+import pytest
+
+from softrt.cli import main
+from softrt.report.synthetic import write_synthetic_run
+
+
+def run_cli(capsys, *args):
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "160")
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """Run directories as copied from two PCs."""
+    out = []
+    for host, day, seed in (("pc-a", 28, 1), ("pc-b", 29, 2), ("pc-b", 30, 3)):
+        out.append(write_synthetic_run(tmp_path / "lab" / host, cycles=2_000, host=host, seed=seed,
+                                       scenario="tuned" if seed != 2 else "untuned", misses=[(100, seed)],
+                                       started_at=datetime(2026, 11, day, 8, 0, tzinfo=timezone.utc)))
+    return out
+
+
+def test_empty_history(capsys, home):
+    code, out, err = run_cli(capsys, "history")
+    assert code == 0 and out == "" and "No runs" in err
+    code, out, _ = run_cli(capsys, "history", "--json")
+    assert code == 0 and json.loads(out) == []
+
+
+def test_add_list_filter_show(capsys, home, lab, tmp_path):
+    code, out, err = run_cli(capsys, "history", "add", str(tmp_path / "lab" / "pc-a"), str(tmp_path / "lab" / "pc-b"))
+    assert code == 0 and out.count("stored ") == 3 and "3 run(s)" in err
+    ids = [json.loads((p / "summary.json").read_text())["run_id"] for p in lab]
+    code, out, _ = run_cli(capsys, "history")
+    assert code == 0 and all(i in out for i in ids) and "untuned" in out
+    assert out.index(ids[0]) < out.index(ids[1]) < out.index(ids[2])  # oldest first
+    code, out, _ = run_cli(capsys, "history", "--host", "pc-b", "--json")
+    assert [r["run_id"] for r in json.loads(out)] == ids[1:]
+    code, out, _ = run_cli(capsys, "history", "--scenario", "tuned", "--since", "2026-11-29", "--json")
+    assert [r["run_id"] for r in json.loads(out)] == ids[2:]
+    code, out, _ = run_cli(capsys, "history", "--until", "2026-11-29", "--json")
+    rows = json.loads(out)
+    assert [r["run_id"] for r in rows] == ids[:2]
+    assert rows[0]["missed_updates"] == 1 and rows[0]["tuning"]["applied"] and rows[0]["path"] == str(lab[0].resolve())
+    # show: by unique prefix, the same tables as softrt run
+    code, out, _ = run_cli(capsys, "show", ids[1][:-2])
+    assert code == 0 and "Timer int. period" in out and "Distribution" in out and str(lab[1].resolve()) in out
+    code, out, _ = run_cli(capsys, "show", str(lab[2]), "--json")
+    assert json.loads(out)["run_id"] == ids[2]
+    # Adding again changes nothing; forget drops one row.
+    run_cli(capsys, "history", "add", str(lab[0]))
+    code, out, _ = run_cli(capsys, "history", "--json")
+    assert len(json.loads(out)) == 3
+    code, out, _ = run_cli(capsys, "history", "forget", ids[0])
+    assert code == 0 and ids[0] in out
+    code, out, _ = run_cli(capsys, "history", "--json")
+    assert [r["run_id"] for r in json.loads(out)] == ids[1:]
+    assert lab[0].is_dir()
+
+
+def test_db_option_overrides_the_default(capsys, home, lab, tmp_path):
+    db = tmp_path / "other.sqlite"
+    code, _, _ = run_cli(capsys, "history", "add", str(lab[0]), "--db", str(db))
+    assert code == 0 and db.is_file() and not (home / "history.sqlite").exists()
+    code, out, _ = run_cli(capsys, "history", "--db", str(db), "--json")
+    assert len(json.loads(out)) == 1
+    code, out, _ = run_cli(capsys, "show", json.loads(out)[0]["run_id"], "--db", str(db))
+    assert code == 0 and "Timer int. period" in out
+
+
+def _one_line_exit_2(code, out, err, needle):
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1, (code, out, err)
+    assert lines[0].startswith("softrt: error:") and needle in lines[0] and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["show", "nope"], "unknown run id 'nope'"),
+    (["show", "/no/such/run"], "not a run directory"),
+    (["history", "--since", "last week"], "cannot read the date"),
+    (["history", "add", "/no/such/dir"], "no such run directory"),
+    (["history", "forget", "nope"], "unknown run id"),
+])
+def test_bad_input(capsys, home, args, needle):
+    _one_line_exit_2(*run_cli(capsys, *args), needle)
+
+
+def test_newer_or_corrupt_database(capsys, home, lab, tmp_path):
+    db = tmp_path / "h.sqlite"
+    run_cli(capsys, "history", "add", str(lab[0]), "--db", str(db))
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA user_version = 7")
+    _one_line_exit_2(*run_cli(capsys, "history", "--db", str(db)), "newer softrt")
+    db.write_bytes(b"garbage" * 1000)
+    _one_line_exit_2(*run_cli(capsys, "history", "--db", str(db)), "unusable")
+
+
+def test_corrupt_summary_is_shown_as_one_line(capsys, home, lab):
+    (lab[0] / "summary.json").write_text("{")
+    _one_line_exit_2(*run_cli(capsys, "show", str(lab[0])), "corrupt")

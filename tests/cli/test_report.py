@@ -1,0 +1,79 @@
+"""``softrt report``: from ids and directories, PNG export, broken runs, bad input; one real run."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from softrt.cli import main
+from softrt.report.synthetic import write_synthetic_run
+
+
+def run_cli(capsys, *args):
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def test_report_with_png_and_a_broken_run(capsys, home, tmp_path):
+    good = write_synthetic_run(tmp_path / "runs", cycles=5_000, misses=[(2_600, 2)], seed=1)
+    bad = write_synthetic_run(tmp_path / "runs", cycles=1_000, seed=2)
+    (bad / "samples.parquet").unlink()
+    out_html, png = tmp_path / "r.html", tmp_path / "png"
+    code, out, err = run_cli(capsys, "report", str(good), str(bad), "-o", str(out_html), "--png", str(png))
+    assert code == 1  # written, but one run is left out
+    assert f"written to {out_html}" in out and "6 PNG(s)" in out
+    assert "warning: left out" in err and "missing" in err
+    html = out_html.read_text()
+    assert 'class="note broken"' in html and len(re.findall(r'<figure id="plot-', html)) == 6
+    assert len(list(png.glob("*.png"))) == 6
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["report", "nope"], "unknown run id 'nope'"),
+    (["report", "/no/such/dir"], "not a run directory"),
+    (["report"], "Missing argument"),
+])
+def test_bad_input(capsys, home, args, needle):
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_unwritable_output(capsys, home, tmp_path):
+    run = write_synthetic_run(tmp_path / "runs", cycles=1_000)
+    code, out, err = run_cli(capsys, "report", str(run), "-o", str(tmp_path / "no" / "dir" / "r.html"))
+    assert code == 2 and "cannot write the report" in err and len(err.strip().splitlines()) == 1
+
+
+def test_every_run_broken(capsys, home, tmp_path):
+    run = write_synthetic_run(tmp_path / "runs", cycles=1_000)
+    (run / "samples.parquet").write_bytes(b"x")
+    code, out, err = run_cli(capsys, "report", str(run), "-o", str(tmp_path / "r.html"))
+    assert code == 2 and "no run could be read" in err and not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.rt
+def test_a_real_run_is_stored_and_reported(home, tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+    """softrt run stores its run in the history; report and show find it by id."""
+    proc = softrt_cmd("run", "--duration", "1s", "--out-dir", str(tmp_path / "runs"), "--json", timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr
+    summary = json.loads(proc.stdout)
+    listed = softrt_cmd("history", "--json")
+    assert [r["run_id"] for r in json.loads(listed.stdout)] == [summary["run_id"]]
+    out_html = tmp_path / "r.html"
+    rep = softrt_cmd("report", summary["run_id"], "-o", str(out_html))
+    assert rep.returncode == 0, rep.stderr
+    html = out_html.read_text()
+    assert summary["run_id"] in html and html.count('data-plot="') == 6
+    assert 'data-plot="period_hist"><img' in html and 'data-plot="period_series"><img' in html
+    show = softrt_cmd("show", summary["run_id"])
+    assert show.returncode == 0 and "Timer int. period" in show.stdout

@@ -1,0 +1,184 @@
+"""The softrt EtherCAT master Device (pysoem) against the virtual drives over veth.
+
+States and data only, never timing: receive timeouts are generous so that only injected faults
+count as lost frames.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from softrt.ethercat.master import SW_MASK, SW_OE, EtherCATMaster, MasterState
+from softrt.ipc.layout import FLAG_DEVICE_ERROR
+from softrt.motion import MotionConfig, Trajectory
+
+PERIOD_NS = 250_000
+TIMEOUT_US = 200_000  # a reply later than this is a lost frame
+
+
+def open_master(ns, axes=1, **options) -> EtherCATMaster:
+    options.setdefault("receive_timeout_us", TIMEOUT_US)
+    options.setdefault("watchdog_ms", 1000)
+    dev = EtherCATMaster(ns.master_iface, PERIOD_NS, axes, **options)
+    with ns.inside():
+        return dev.open()
+
+
+def run_cycles(dev: EtherCATMaster, n: int, values, start: bool = True) -> list[int]:
+    """Run *n* cycles, sleeping to each edge; return the flags of every cycle."""
+    flags = []
+    if start:
+        dev.start(time.monotonic_ns() + 1_000_000)
+    for k in range(n):
+        wait_s = (dev.edge_ns - time.monotonic_ns()) / 1e9
+        if wait_s > 0:
+            time.sleep(wait_s)
+        while not dev.permit():
+            pass
+        dev.write(values(k))
+        flags.append(dev.flags)
+    return flags
+
+
+def test_enable_sequence_sets_target_to_actual_first(start_sim, ecat_ns):
+    sim = start_sim("--slaves", "2")
+    dev = open_master(ecat_ns, axes=2)
+    try:
+        assert dev.state is MasterState.READY
+        assert dev.expected_wkc == 6 and dev.dc_active
+        slaves = sim.stats()["slaves"]
+        for ax, s in zip(dev.drive_status(), slaves):
+            assert s["drive_state"] == "OPERATION_ENABLED" and s["al_state"] == "OP"
+            assert ax["statusword"] & SW_MASK == SW_OE
+            # The drives start at 1000 and 2000 counts: the origin is where each one was.
+            assert ax["origin_counts"] == s["position_counts"] == s["target_counts"]
+        assert [s["position_counts"] for s in slaves] == [1000, 2000]
+        assert all(s["drive_faults"] == 0 for s in slaves)
+    finally:
+        dev.stop()
+    assert dev.state is MasterState.CLOSED
+    after = sim.stats()["slaves"]
+    assert [s["al_state"] for s in after] == ["INIT", "INIT"]
+    assert [s["drive_state"] for s in after] == ["SWITCH_ON_DISABLED"] * 2
+
+
+def test_csp_10000_cycles_with_counted_faults(start_sim, ecat_ns):
+    sim = start_sim("--slaves", "3", "--device", "csp-drive", "--device", "io-16di", "--device", "csp-drive")
+    dev = open_master(ecat_ns, axes=2)
+    trajectory = Trajectory(MotionConfig(axes=2, distance_counts=20_000, velocity_counts_per_s=40_000,
+                                         accel_counts_per_s2=400_000, jerk_counts_per_s3=8e6, dwell_s=0.1),
+                            PERIOD_NS)
+    targets = []
+
+    def values(k):
+        v = trajectory.next_target().copy()
+        targets.append(v)
+        return v
+
+    try:
+        dev.start(time.monotonic_ns() + 50_000_000)  # the keep-alive stops: the run's frames only
+        before = sim.stats()
+        sim.control(cmd="drop", every=2500)
+        sim.control(cmd="bad_wkc", every=3001)
+        sim.control(cmd="delay", every=4001, delay_us=2 * TIMEOUT_US)
+        flags = run_cycles(dev, 10_000, values, start=False)
+        sim.control(cmd="drop", every=0)
+        sim.control(cmd="bad_wkc", every=0)
+        sim.control(cmd="delay", every=0)
+        after = sim.stats()
+        counters = dev.counters()
+    finally:
+        dev.stop()
+    injected = {k: after["injected"][k] - before["injected"][k] for k in after["injected"]}
+    assert after["pd_frames"] - before["pd_frames"] == 10_000
+    assert injected["drop"] >= 3 and injected["bad_wkc"] >= 3 and injected["delay"] >= 2
+    assert counters["writes"] == 10_000
+    assert counters["lost_frames"] == injected["drop"] + injected["delay"]
+    assert counters["wkc_errors"] == injected["bad_wkc"]
+    assert sum(1 for f in flags if f & FLAG_DEVICE_ERROR) == sum(injected.values())
+    assert counters["drive_not_enabled_cycles"] == 0
+    # Data: every drive got the last target exactly (origin + the trajectory) and follows it.
+    drives = [s for s in after["slaves"] if "drive_state" in s]
+    assert after["slaves"][1]["name"] == "softrt virtual 16DI" and after["slaves"][1]["al_state"] == "OP"
+    for i, (ax, s) in enumerate(zip(counters["drives"], drives)):
+        assert s["drive_state"] == "OPERATION_ENABLED" and s["drive_faults"] == 0
+        assert s["target_counts"] == ax["origin_counts"] + round(targets[-1][i])
+        assert abs(s["following_error_counts"]) < 500
+        assert s["cycles"] >= 10_000 - sum(injected.values())
+
+
+def test_watchdog_faults_the_drive(start_sim, ecat_ns):
+    sim = start_sim("--slaves", "1")
+    dev = open_master(ecat_ns, watchdog_ms=50)
+    try:
+        dev.start(time.monotonic_ns())  # the keep-alive stops; nobody sends frames now
+        time.sleep(0.5)
+        s = sim.stats()["slaves"][0]
+        assert s["al_state"] == "SAFEOP+ERR" and s["al_code"] == 0x001B
+        assert s["drive_state"] == "FAULT" and s["error_code"] == 0x8100
+        assert s["watchdog_expiries"] == 1
+        while not dev.permit():
+            pass
+        dev.write(0.0)
+        assert dev.flags & FLAG_DEVICE_ERROR
+        assert dev.drive_status()[0]["error_code"] == 0x8100
+    finally:
+        dev.stop()
+    assert sim.stats()["slaves"][0]["al_state"] == "INIT"  # acknowledged on the way out
+
+
+def test_injected_drive_fault_is_reported(start_sim, ecat_ns):
+    sim = start_sim("--slaves", "1")
+    dev = open_master(ecat_ns)
+    try:
+        flags = run_cycles(dev, 20, lambda k: 0.0)
+        assert not any(flags)
+        sim.control(cmd="drive_fault", slave=0, code=0x2310)  # CiA 402: continuous over-current
+        flags = run_cycles_more(dev, 5)
+        assert all(f & FLAG_DEVICE_ERROR for f in flags[1:])
+        status = dev.drive_status()[0]
+        assert status["statusword"] & 0x4F == 0x08 and status["error_code"] == 0x2310
+    finally:
+        dev.stop()
+
+
+def run_cycles_more(dev: EtherCATMaster, n: int) -> list[int]:
+    flags = []
+    for _ in range(n):
+        time.sleep(max(0.0, (dev.edge_ns - time.monotonic_ns()) / 1e9))
+        while not dev.permit():
+            pass
+        dev.write(0.0)
+        flags.append(dev.flags)
+    return flags
+
+
+def test_ctrl_c_disables_drives_and_returns_bus_to_init(start_sim, ecat_ns):
+    sim = start_sim("--slaves", "2")
+    with pytest.raises(KeyboardInterrupt):
+        with open_master(ecat_ns, axes=2) as dev:
+            run_cycles(dev, 100, lambda k: [k * 1.0, -k * 1.0])
+            raise KeyboardInterrupt
+    assert dev.state is MasterState.CLOSED
+    slaves = sim.stats()["slaves"]
+    assert [s["al_state"] for s in slaves] == ["INIT", "INIT"]
+    assert [s["drive_state"] for s in slaves] == ["SWITCH_ON_DISABLED"] * 2
+    assert [s["drive_faults"] for s in slaves] == [0, 0]
+
+
+def test_coe_drive_configured_by_sdo(start_sim, ecat_ns):
+    sim = start_sim("--slaves", "1", "--device", "csp-drive-coe")
+    dev = EtherCATMaster(ecat_ns.master_iface, 500_000, 1, dc=False, receive_timeout_us=TIMEOUT_US)
+    with ecat_ns.inside():
+        dev.open()
+    try:
+        s = sim.stats()["slaves"][0]
+        assert s["cycle_ns"] == 500_000  # 0x60C2 written by SDO (no DC here)
+        assert s["sdo_requests"] > 0 and s["drive_state"] == "OPERATION_ENABLED"
+        assert not dev.dc_active
+        run_cycles(dev, 50, lambda k: 10.0 * k)
+    finally:
+        dev.stop()
+    assert sim.stats()["slaves"][0]["target_counts"] == dev.drive_status()[0]["origin_counts"] + 490

@@ -1,0 +1,107 @@
+"""The HTML report in a real browser: headless Chromium, offline, no console message, every plot drawn.
+
+Chromium logs every console message, including Content-Security-Policy violations and failed
+loads, as ``INFO:CONSOLE`` lines on stderr (``--enable-logging=stderr``); ``--dump-dom`` prints
+the DOM after the load event. To learn whether each image really decoded, a copy of the report
+gets a one-line probe script (the report itself has none and its policy forbids scripts; the
+copy's policy only adds ``script-src 'unsafe-inline'``), which writes each figure's
+``naturalWidth`` into the DOM. A page with a deliberate error checks that errors are caught.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from softrt.report import build_report
+from softrt.report.html import CSP
+from softrt.store.importers import import_file
+
+from .test_build import PLOT_KEYS
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup --test)")
+
+PROBE = """<script>window.addEventListener("load", () => {
+  const figs = [...document.querySelectorAll("figure[data-plot]")].map(f => {
+    const img = f.querySelector("img");
+    return {plot: f.dataset.plot, empty: f.dataset.empty === "1",
+            loaded: !!img && img.complete, width: img ? img.naturalWidth : 0, height: img ? img.naturalHeight : 0};
+  });
+  document.body.setAttribute("data-probe", JSON.stringify(figs));
+});</script>"""
+
+
+def open_in_chromium(page, tmp_path, probe: bool) -> tuple[list[dict] | None, list[str]]:
+    """Load *page* in headless Chromium with every host unresolvable; return (probe, console lines)."""
+    target = page
+    if probe:
+        text = page.read_text()
+        assert CSP in text
+        text = text.replace(CSP, CSP + "; script-src 'unsafe-inline'").replace("</body>", PROBE + "</body>")
+        target = tmp_path / f"probe-{page.name}"
+        target.write_text(text)
+    proc = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+         f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0",
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=10000", "--dump-dom",
+         target.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    m = re.search(r'data-probe="([^"]*)"', proc.stdout)
+    return (json.loads(html.unescape(m.group(1))) if m else None), console
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    from softrt.report.synthetic import write_synthetic_run
+
+    d = tmp_path_factory.mktemp("chromium")
+    run = write_synthetic_run(d / "runs", cycles=20_000, misses=[(2_600, 3), (15_000, 6)])
+    doc = {"file_version": 1, "cmdline:": "cyclictest -m -p 90 -i 250 -h 100 --json=x.json",
+           "rt_test_version:": "2.40", "start_time": "Sun, 29 Nov 2026 10:00:00 +0000",
+           "end_time": "Sun, 29 Nov 2026 10:01:00 +0000", "return_code": 0,
+           "sysinfo": {"nodename": "otherpc", "release": "6.1", "sysname": "Linux", "version": "#1",
+                       "machine": "x86_64", "realtime": 1},
+           "num_threads": 1, "resolution_in_ns": 0,
+           "thread": {"0": {"histogram": {"7": 100, "8": 50, "20": 1}, "cycles": 151, "min": 7, "max": 20,
+                            "avg": 7.6, "cpu": 1, "node": 0}}}
+    (d / "ct.json").write_text(json.dumps(doc))
+    imported = import_file(d / "ct.json", d / "imported")
+    broken = write_synthetic_run(d / "runs", cycles=1_000, seed=7)
+    (broken / "samples.parquet").write_bytes(b"garbage")
+    out = d / "report.html"
+    build_report([run, imported, broken], out)
+    return out
+
+
+def test_report_opens_without_console_messages(report, tmp_path):
+    probe, console = open_in_chromium(report, tmp_path, probe=False)
+    assert console == []
+
+
+def test_every_plot_is_drawn(report, tmp_path):
+    probe, console = open_in_chromium(report, tmp_path, probe=True)
+    assert console == []
+    assert probe is not None, "the probe did not run"
+    assert [f["plot"] for f in probe] == list(PLOT_KEYS)
+    for fig in probe:
+        assert not fig["empty"] and fig["loaded"], fig
+        # 10 in figures: 720 pt wide SVGs, drawn at their natural size in CSS px.
+        assert fig["width"] >= 700 and fig["height"] >= 250, fig
+
+
+def test_the_check_catches_errors(tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text(f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{CSP}"></head>'
+                    '<body><figure data-plot="x"><img src="https://example.com/plot.svg"></figure>'
+                    '<figure data-plot="y"><img src="data:image/svg+xml;base64,bm90IGFuIHN2Zw=="></figure></body></html>')
+    probe, console = open_in_chromium(page, tmp_path, probe=True)
+    assert any("example.com" in line for line in console)  # the CSP blocked the fetch and said so
+    assert [f["width"] for f in probe] == [0, 0]  # neither image was drawn
