@@ -67,7 +67,8 @@ PF_KTHREAD = 0x00200000
 QS = (50.0, 99.0, 99.9)
 TOOLS = ("softrt-sleep", "cyclictest", "softrt-spin", "c-ref", "oslat")
 
-# Targets of issue 2.
+# Targets of issue 2. "Within X of the reference" is read one-sided: softrt may not be more than X
+# worse (softrt - reference <= X); softrt doing better than the reference is noise, not overhead.
 T_SLEEP_P50_DIFF_US = 2.0
 T_SLEEP_P99_RATIO = 1.3
 T_SPIN_DIFF_US = 1.0
@@ -635,6 +636,14 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
         })
     sleep_c = compare(pool.get("softrt-sleep"), pool.get("cyclictest"))
     spin_c = compare(pool.get("softrt-spin"), pool.get("c-ref"))
+
+    def median_of_rounds(key: str) -> dict:
+        rows = [r[key] for r in per_round if r[key]]
+        if not rows:
+            return {}
+        return {k: float(np.median([r[k] for r in rows if r[k] is not None])) for k in rows[0]}
+    medians = {"sleep_vs_cyclictest": median_of_rounds("sleep_vs_cyclictest"),
+               "spin_vs_c": median_of_rounds("spin_vs_c")}
     work = {}
     for ax in sorted(axes_runs):
         work[str(ax)] = pooled(axes_runs[ax], key="process")
@@ -663,13 +672,13 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
     w1, w64 = work.get("1", {}), work.get("64", {})
     targets = [
         tgt("sleep p50 - cyclictest p50 (µs)", g(sleep_c, "d_p50"), f"<= {T_SLEEP_P50_DIFF_US}",
-            g(sleep_c, "d_p50") is not None and abs(sleep_c["d_p50"]) <= T_SLEEP_P50_DIFF_US),
+            g(sleep_c, "d_p50") is not None and sleep_c["d_p50"] <= T_SLEEP_P50_DIFF_US),
         tgt("sleep p99 / cyclictest p99", g(sleep_c, "x_p99"), f"<= {T_SLEEP_P99_RATIO}",
             g(sleep_c, "x_p99") is not None and sleep_c["x_p99"] <= T_SLEEP_P99_RATIO),
         tgt("spin p50 - C p50 (µs)", g(spin_c, "d_p50"), f"<= {T_SPIN_DIFF_US}",
-            g(spin_c, "d_p50") is not None and abs(spin_c["d_p50"]) <= T_SPIN_DIFF_US),
+            g(spin_c, "d_p50") is not None and spin_c["d_p50"] <= T_SPIN_DIFF_US),
         tgt("spin p99 - C p99 (µs)", g(spin_c, "d_p99"), f"<= {T_SPIN_DIFF_US}",
-            g(spin_c, "d_p99") is not None and abs(spin_c["d_p99"]) <= T_SPIN_DIFF_US),
+            g(spin_c, "d_p99") is not None and spin_c["d_p99"] <= T_SPIN_DIFF_US),
         tgt("work p99, 1 axis (µs)", g(w1, "p99"), f"<= {T_WORK_P99_1AXIS_US}",
             g(w1, "p99") is not None and w1["p99"] <= T_WORK_P99_1AXIS_US),
         tgt("work p99, 64 axes (µs)", g(w64, "p99"), f"<= {T_WORK_P99_64AXES_US}",
@@ -684,7 +693,7 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
         vals = [r[key[0]].get(key[1]) for r in per_round if r[key[0]]]
         lim = {"d_p50": T_SLEEP_P50_DIFF_US if key[0].startswith("sleep") else T_SPIN_DIFF_US,
                "d_p99": T_SPIN_DIFF_US, "x_p99": T_SLEEP_P99_RATIO}[key[1]]
-        ok = [abs(v) <= lim if key[1].startswith("d_") else v <= lim for v in vals if v is not None]
+        ok = [v <= lim for v in vals if v is not None]
         t["rounds_met"] = f"{sum(ok)}/{len(ok)}"
 
     return {
@@ -701,6 +710,7 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
         "latency_us": {"pooled": pool, "rounds": per_round},
         "sleep_vs_cyclictest": sleep_c,
         "spin_vs_c": spin_c,
+        "median_of_rounds": medians,
         "oslat_gaps_per_s": oslat_gaps,
         "work_us": work,
         "work_rounds": {str(ax): [m["process"] for m in ms] for ax, ms in axes_runs.items()},
@@ -751,12 +761,13 @@ def render(res: dict, out) -> None:
                       fmt(st["max"], 1), f"{st['n']:,}", "", "")
     con.print(t)
 
-    t = table("softrt vs reference (difference µs / ratio)",
+    t = table("softrt vs reference: difference (softrt - ref, µs) and ratio (softrt / ref); median = of the rounds",
               ["round", "pair", "Δp50", "Δp99", "Δp99.9", "p50 ×", "p99 ×", "p99.9 ×", "max ×"])
-    rows = [(str(r["round"]), r) for r in res["latency_us"]["rounds"]] + [("pooled", None)]
+    rows = [(str(r["round"]), r) for r in res["latency_us"]["rounds"]] + [("median", res["median_of_rounds"]),
+                                                                          ("pooled", None)]
     for label, r in rows:
         for pair, key in (("sleep / cyclictest", "sleep_vs_cyclictest"), ("spin / C ref", "spin_vs_c")):
-            c = r[key] if r else res[key]
+            c = r.get(key) if r is not None else res[key]
             if c:
                 t.add_row(label, pair, fmt(c["d_p50"]), fmt(c["d_p99"]), fmt(c["d_p99_9"]), fmt(c["x_p50"]),
                           fmt(c["x_p99"]), fmt(c["x_p99_9"]), fmt(c["x_max"]))

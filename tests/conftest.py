@@ -12,6 +12,12 @@ import pytest
 RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 
 
+@pytest.fixture(autouse=True)
+def _private_history(tmp_path, monkeypatch):
+    """Every test gets its own history database (SOFTRT_HOME), never the user's."""
+    monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "softrt-home"))
+
+
 @pytest.fixture
 def state_dir(tmp_path, monkeypatch):
     """An isolated softrt state directory (restore journals, tune state)."""

@@ -62,7 +62,7 @@ def test_every_run_broken(capsys, home, tmp_path):
 
 
 @pytest.mark.rt
-def test_a_real_run_is_stored_and_reported(home, tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+def test_a_real_run_is_stored_and_reported(home, tmp_path, state_dir, softrt_cmd):
     """softrt run stores its run in the history; report and show find it by id."""
     proc = softrt_cmd("run", "--duration", "1s", "--out-dir", str(tmp_path / "runs"), "--json", timeout=120)
     assert proc.returncode in (0, 1), proc.stderr

@@ -80,6 +80,21 @@ def _can_use_ip_netns() -> bool:
     return os.geteuid() == 0 and shutil.which("ip") is not None and os.access("/run", os.W_OK)
 
 
+@pytest.fixture(autouse=True)
+def patient_soem():
+    """Give SOEM's per-datagram timeouts room for a Python slave on a busy machine.
+
+    SOEM waits 2 ms for most configuration replies (``EC_TIMEOUTRET``) and often does not retry;
+    a scheduling hiccup of the simulator would then look like a missing slave. Tests assert data
+    and states, not timing, so they use 10x the defaults.
+    """
+    t = pysoem.settings.timeouts
+    saved = (t.ret, t.safe, t.eeprom, t.tx_mailbox)
+    t.ret, t.safe, t.eeprom, t.tx_mailbox = 20_000, 200_000, 200_000, 200_000
+    yield
+    t.ret, t.safe, t.eeprom, t.tx_mailbox = saved
+
+
 @pytest.fixture
 def ecat_ns():
     """A fresh namespace with an up veth pair ecm0 <-> ecs0; deleted afterwards, also on failure."""

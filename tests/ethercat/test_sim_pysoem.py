@@ -38,7 +38,7 @@ def test_map_dc_op_and_process_data(start_sim, soem_master):
     dc_times = []
     for _ in range(50):
         m.send_processdata()
-        assert m.receive_processdata(50_000) == 6
+        assert m.receive_processdata(500_000) == 6
         dc_times.append(m.dc_time)
     assert all(b > a for a, b in zip(dc_times, dc_times[1:]))  # the reference clock advances
     # Inputs carry each drive's statusword (switch on disabled + remote) and position actual.

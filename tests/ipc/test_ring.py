@@ -16,7 +16,7 @@ def ring():
 
 
 def put(writer, seq):
-    writer.put(seq, seq, seq * 10, seq * 10 + 1, seq * 10 + 2, seq * 10 + 3, 0, 0)
+    writer.put(seq, seq, seq * 10, seq * 10 + 1, seq * 10 + 2, seq * 10 + 3, 0, 0, 7, 3)
 
 
 def test_segment_is_private_and_removed_on_close():
@@ -35,6 +35,7 @@ def test_records_round_trip_across_a_second_mapping(ring):
     out = ring.reader().drain()
     assert out["seq"].tolist() == [0, 1, 2, 3, 4]
     assert out["done_ns"].tolist() == [3, 13, 23, 33, 43]
+    assert out["rtt_ns"].tolist() == [7] * 5 and out["wkc"].tolist() == [3] * 5
     assert ring.reader().drain().size == 0
     del writer
     other.close()
@@ -79,8 +80,8 @@ def test_attach_rejects_a_foreign_segment(tmp_path):
         os.unlink(f"/dev/shm/{name}")
 
 
-def test_record_dtype_is_one_cache_line():
-    assert L.RECORD_DTYPE.itemsize == 64
+def test_record_dtype_matches_the_slots():
+    assert L.RECORD_DTYPE.itemsize == 80
     assert np.dtype(L.RECORD_DTYPE).names == L.RECORD_FIELDS
 
 

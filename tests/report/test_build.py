@@ -72,6 +72,24 @@ def test_report_has_every_plot_and_table(tmp_path, synth_run, cyclictest_run):
     assert "otherpc" in html and "SCHED_FIFO priority 90 (-p)" in html
 
 
+def test_check_verdict_and_findings_are_shown(tmp_path, synth_run):
+    run = synth_run(cycles=2_000)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["check"] = {"ready": False, "verdict": "NOT READY: a 250 µs loop cannot be expected to hold on CPU 1",
+                        "counts": {"ok": 3, "warn": 1, "fail": 1, "n/a": 0}, "fix_first": ["idle.states"]}
+    (run / "summary.json").write_text(json.dumps(summary))
+    (run / "check.json").write_text(json.dumps({"findings": [
+        {"title": "CPU idle states", "status": "fail", "severity": "high", "summary": "C6 <enabled>",
+         "fix": "cpupower idle-set -D 0"},
+        {"title": "Clocksource", "status": "ok", "severity": "low", "summary": "tsc"}]}))
+    out = tmp_path / "r.html"
+    build_report([run], out)
+    html = out.read_text()
+    assert "NOT READY: a 250 µs loop cannot be expected to hold on CPU 1" in html
+    assert "C6 &lt;enabled&gt;" in html and "cpupower idle-set -D 0" in html  # escaped
+    assert "Clocksource" not in html  # only what failed or warned
+
+
 def test_report_is_self_contained(tmp_path, synth_run):
     out = tmp_path / "r.html"
     build_report([synth_run(cycles=5_000)], out)
@@ -96,6 +114,14 @@ def test_broken_run_is_a_visible_note(tmp_path, synth_run):
     html = out.read_text()
     assert 'class="note broken"' in html and "cannot read samples" in html
     assert all(svg for svg in figures(html).values())  # the good run still has every plot
+
+
+def test_unfinished_run_is_a_note(tmp_path, synth_run):
+    good = synth_run(cycles=2_000, seed=1)
+    unfinished = synth_run(cycles=2_000, seed=2)
+    (unfinished / "summary.json").unlink()  # a killed supervisor leaves samples but no summary
+    result = build_report([good, unfinished], tmp_path / "r.html")
+    assert [r for r, _ in result.broken] == [str(unfinished)] and "has no summary.json" in result.broken[0][1]
 
 
 def test_every_run_broken_is_bad_input(tmp_path, synth_run):
@@ -126,7 +152,8 @@ def test_bad_references_and_outputs(tmp_path, synth_run, monkeypatch):
 
 def test_runs_by_id_prefix_and_directory_of_runs(tmp_path, synth_run, monkeypatch):
     monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "home"))
-    a, b = synth_run(cycles=2_000, seed=1), synth_run(cycles=2_000, seed=2)
+    a = synth_run(cycles=2_000, seed=1)
+    synth_run(cycles=2_000, seed=2)  # a second run in the same directory
     run_id = History().add_run(a)
     assert build_report([run_id[:-1]], tmp_path / "one.html").runs == [run_id]
     both = build_report([a.parent, a], tmp_path / "both.html")  # a directory of runs; duplicates once

@@ -101,7 +101,8 @@ def test_the_check_catches_errors(tmp_path):
     page = tmp_path / "bad.html"
     page.write_text(f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{CSP}"></head>'
                     '<body><figure data-plot="x"><img src="https://example.com/plot.svg"></figure>'
-                    '<figure data-plot="y"><img src="data:image/svg+xml;base64,bm90IGFuIHN2Zw=="></figure></body></html>')
+                    '<figure data-plot="y"><img src="data:image/svg+xml;base64,bm90IGFuIHN2Zw=="></figure>'
+                    "</body></html>")
     probe, console = open_in_chromium(page, tmp_path, probe=True)
     assert any("example.com" in line for line in console)  # the CSP blocked the fetch and said so
     assert [f["width"] for f in probe] == [0, 0]  # neither image was drawn

@@ -144,6 +144,8 @@ def test_min_max_downsampler_matches_brute_force_with_any_chunking():
     s = ds.result()
     lo, hi, first_t = _brute(v, t, 300)
     assert s.lo.tolist() == lo and s.hi.tolist() == hi
+    b = np.arange(n) * 300 // n
+    assert np.allclose(s.mean, [v[b == k].mean() for k in range(300)])
     assert np.allclose(s.t_s, np.array(first_t) / 1e9)
     assert s.marks.sum() == 3 and s.downsampled and s.n == n
     assert s.hi.max() == 14_608_600 and s.lo.min() == 1

@@ -45,6 +45,14 @@ def test_motion_trace_is_centred_on_the_worst_miss(synth_run):
     assert held == 12
     dev = np.abs(m.delivered_position_counts - m.commanded_position_counts)
     assert dev.max() > 0 and "largest position error" in view.motion_note
+    # Against the schedule delayed by the 4 cycles lost earlier, the error at the centre is what
+    # this run of misses did by itself: motion_impact's max_run_deviation_counts.
+    ref = view.motion_reference
+    assert ref.lag_cycles == 3 + 1
+    at_center = int(np.flatnonzero(m.board_cycle == m.center_cycle)[0])
+    own = abs(m.delivered_position_counts[at_center] - ref.position_counts[at_center])
+    assert own == pytest.approx(summary["motion"]["max_run_deviation_counts"])
+    assert np.abs(m.delivered_position_counts[:5] - ref.position_counts[:5]).max() == pytest.approx(0.0)
 
 
 def test_run_without_misses_has_no_motion_trace(synth_run):
@@ -58,10 +66,20 @@ def test_run_without_motion(synth_run):
     assert view.motion is None and "no motion test" in view.motion_note and view.period is not None
 
 
-def test_check_verdict_is_read_from_check_json(synth_run):
+def test_check_verdict_from_summary_and_check_json(synth_run):
     run = synth_run(cycles=2_000)
-    (run / "check.json").write_text(json.dumps({"ready": False, "verdict": "NOT READY: fix idle states"}))
-    assert load_run(run).check["verdict"] == "NOT READY: fix idle states"
+    assert load_run(run).check is None
+    finding = {"id": "idle.states", "title": "CPU idle states", "status": "fail", "severity": "high",
+               "summary": "C6 enabled", "fix": "cpupower idle-set -D 0"}
+    (run / "check.json").write_text(json.dumps({"ready": False, "verdict": "NOT READY (full report)",
+                                                "findings": [finding]}))
+    assert load_run(run).check["verdict"] == "NOT READY (full report)"
+    summary = json.loads((run / "summary.json").read_text())
+    summary["check"] = {"ready": False, "verdict": "NOT READY: fix idle states", "counts": {"fail": 1},
+                        "fix_first": ["idle.states"]}
+    (run / "summary.json").write_text(json.dumps(summary))
+    check = load_run(run).check
+    assert check["verdict"] == "NOT READY: fix idle states" and check["findings"] == [finding]
 
 
 def test_missing_samples(synth_run):

@@ -59,7 +59,7 @@ def summarize(records: np.ndarray | list[np.ndarray], period_ns: int) -> dict:
     # Records are numbered by the worker; a gap means the ring dropped records (overflow).
     expected = sum(int(r["seq"][-1] - r["seq"][0] + 1) for r in runs if r.size)
     cycles = sum(int(r.size) for r in runs)
-    return {
+    out = {
         "cycles": cycles,
         "records_expected": expected,
         "records_missing": expected - cycles,
@@ -75,3 +75,7 @@ def summarize(records: np.ndarray | list[np.ndarray], period_ns: int) -> dict:
             "device_errors": int(((flags & FLAG_DEVICE_ERROR) != 0).sum()),
         },
     }
+    rtt = np.concatenate([r["rtt_ns"] for r in runs]) if runs else np.empty(0, np.int64)
+    if rtt.any():  # a device with frames (EtherCAT): their round trip
+        out["rtt_us"] = stats_us(rtt[rtt > 0])
+    return out

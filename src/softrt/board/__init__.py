@@ -1,6 +1,26 @@
 """Devices the cyclic loop talks to: the virtual board (default) and, later, EtherCAT masters."""
 
+from ..errors import ConfigError
 from .base import Device
 from .virtual import VirtualBoard
 
-__all__ = ["Device", "VirtualBoard"]
+__all__ = ["Device", "VirtualBoard", "check_device_spec", "open_device"]
+
+
+def check_device_spec(spec: str) -> str:
+    """Return *spec* ("virtual" or "ethercat:IFACE") if it names a device kind softrt has."""
+    if spec == "virtual" or (spec.startswith("ethercat:") and len(spec) > len("ethercat:")):
+        return spec
+    raise ConfigError(f"unknown device {spec!r}", hint="use virtual or ethercat:IFACE (e.g. ethercat:eth1)")
+
+
+def open_device(spec: str, period_ns: int, axes: int) -> Device:
+    """Open the device *spec*, ready for ``start()`` (an EtherCAT bus is brought to OP)."""
+    check_device_spec(spec)
+    if spec == "virtual":
+        return VirtualBoard(period_ns, axes)
+    try:
+        from ..ethercat import open_device as open_ethercat
+    except ImportError as err:  # pragma: no cover - the extra is not installed
+        raise ConfigError(f"{spec} needs pysoem: {err}", hint="pip install 'softrt[ethercat]'") from None
+    return open_ethercat(spec, period_ns, axes)

@@ -25,6 +25,9 @@ class Device(Protocol):
     cycle: int
     #: Error bits for the last write (FLAG_DEVICE_ERROR and friends); 0 when all is well.
     flags: int
+    #: The last write's frame round trip and working counter (0 for a device without frames).
+    last_rtt_ns: int
+    last_wkc: int
 
     def start(self, t0_ns: int) -> None:
         """Start the board's cycle: edge k is due at ``t0_ns + k * period_ns``."""

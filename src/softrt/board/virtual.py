@@ -23,6 +23,9 @@ from ..errors import ConfigError
 class VirtualBoard:
     """Virtual board with an ideal CLOCK_MONOTONIC cycle (see the module docstring)."""
 
+    last_rtt_ns = 0  # no frames: the write is a store into the board's memory
+    last_wkc = 0
+
     def __init__(self, period_ns: int, axes: int = 1, clock=time.monotonic_ns) -> None:
         if period_ns <= 0:
             raise ConfigError(f"board period must be positive, got {period_ns} ns")

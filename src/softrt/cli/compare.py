@@ -14,6 +14,7 @@ from ..scenario import BUILTIN_NAMES, load_scenario
 from ..scenario.compare import compare, plan
 from ..scenario.require import parse_requirements
 from ..session.config import RunConfig
+from .history import remember
 from .options import TimeNs
 from .render import console
 
@@ -93,6 +94,7 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
     err = console(stderr=True)
     result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
                      settle_s=settle_ns / 1e9, on_event=lambda msg: err.print(f"softrt compare: {msg}"))
+    remember(r.result.path for r in result.runs)
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
     else:

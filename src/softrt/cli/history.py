@@ -22,6 +22,18 @@ def _f(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def remember(run_paths) -> None:
+    """Add finished runs to the history; a history problem never costs the user the run."""
+    from ..errors import SoftRTError
+
+    try:
+        history = History()
+        for path in run_paths:
+            history.add_run(path)
+    except SoftRTError as err:
+        console(stderr=True).print(f"softrt: warning: run not added to the history: {err}")
+
+
 def history_table(runs: list[RunRecord]) -> Table:
     """One row per run: identity, then the seed's headline figures (the start time is in --json)."""
     rows = []

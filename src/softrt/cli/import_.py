@@ -40,7 +40,8 @@ def command(files, source, scenario, out_dir, db, as_json):
         if not as_json:
             lat = summary["latency_us"]
             out.print(f"imported {file} ({summary['source']}, {summary['cycles']:,} samples, latency max "
-                      f"{lat['max']:,.1f} µs) as run {run_id} in {path}", markup=False, highlight=False, soft_wrap=True)
+                      f"{lat['max']:,.1f} µs) as run {run_id} in {path}",
+                      markup=False, highlight=False, soft_wrap=True)
     if as_json:
         click.echo(json.dumps(summaries, indent=2))
     return 0

@@ -54,6 +54,11 @@ def misses_text(summary: dict) -> Text:
             f"max velocity step {motion['max_velocity_step_counts_per_s']:,.0f} counts/s "
             f"(the profile's own: {motion['commanded_max_velocity_step_counts_per_s']:,.0f})"
         )
+    if "rtt_us" in summary:
+        rtt = summary["rtt_us"]
+        lines.append(f"EtherCAT frames: round trip p50 {_us(rtt['p50'])} µs, p99.9 {_us(rtt['p99_9'])} µs, "
+                     f"max {_us(rtt['max'])} µs; cycles with a device error (wrong working counter, lost frame, "
+                     f"drive not enabled): {summary['misses']['device_errors']}")
     ring = summary["ring"]
     lines.append(f"Cycles: {summary['cycles']:,} at {period_us:g} µs; records missing: {summary['records_missing']}; "
                  f"ring overflows: {ring['overflows']}")

@@ -28,7 +28,8 @@ def command(runs, output, png_dir, db):
     result = build_report(runs, output, png_dir, db=db)
     err = console(stderr=True)
     for ref, message in result.broken:
-        err.print(f"softrt: warning: left out {ref}: {message}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+        err.print(f"softrt: warning: left out {ref}: {message}", style="yellow", markup=False, highlight=False,
+                  soft_wrap=True)
     console().print(f"Report of {len(result.runs)} run(s) written to {result.path}"
                     + (f"; {len(result.pngs)} PNG(s) in {png_dir}" if png_dir is not None else ""),
                     markup=False, highlight=False, soft_wrap=True)

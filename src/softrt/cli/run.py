@@ -11,7 +11,7 @@ import click
 
 from ..session.config import RunConfig
 from ..session.run import run
-from ..store.history import History
+from .history import remember
 from .options import TimeNs
 from .render import console, progress_line, render_summary
 
@@ -31,6 +31,8 @@ from .render import console, progress_line, render_summary
               help="spin: poll the permit bit (the seed); sleep: clock_nanosleep to the edge; hybrid: both.")
 @click.option("--margin", "margin_ns", type=TimeNs("us"), default="50us", show_default=True,
               help="hybrid: wake this long before the edge, then spin.")
+@click.option("--device", default="virtual", show_default=True,
+              help="virtual (an ideal board), or ethercat:IFACE (CiA 402 drives via SOEM; needs softrt[ethercat]).")
 @click.option("--axes", type=int, default=1, show_default=True, help="Number of axes (1-1024).")
 @click.option("--motion", "shape", type=click.Choice(["scurve", "trapezoid"]), default="scurve", show_default=True,
               help="Point-to-point profile shape.")
@@ -43,7 +45,7 @@ from .render import console, progress_line, render_summary
 @click.option("--check", "take_check", is_flag=True,
               help="Take a `softrt check` of the RT CPU first and store its verdict with the run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
-def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, axes, shape,
+def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, axes, shape,
             distance, velocity, accel, jerk, out_dir, take_check, as_json):
     """Run the seed's cyclic motion test and measure every cycle."""
     from ..motion import MotionConfig
@@ -52,7 +54,7 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
                                 ("accel_counts_per_s2", accel), ("jerk_counts_per_s3", jerk)) if v is not None}
     motion = MotionConfig(axes=axes, shape=shape, **limits) if axes >= 1 else None
     config = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, profile=profile,
-                       wait=wait, margin_ns=margin_ns, axes=axes, motion=motion, out_dir=out_dir,
+                       wait=wait, margin_ns=margin_ns, device=device, axes=axes, motion=motion, out_dir=out_dir,
                        max_duration_ns=max_duration_ns, check=take_check)
     err = console(stderr=True)
     show_progress = err.is_terminal
@@ -67,7 +69,7 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
         sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
     else:
         console().print(render_summary(result.summary, str(result.path)))
-    History().add_run(result.path)
+    remember([result.path])
     return 0 if result.summary["status"] == "complete" else 1
 
 

@@ -13,7 +13,8 @@ statusword values as in the table of the feasibility study)::
 
 In OPERATION_ENABLED with mode 8 (CSP, CiA 402-2 §13) the drive takes 0x607A as the position
 set-point every cycle. The plant is a motor under a PD position loop with velocity and
-acceleration feed-forward (a critically damped second-order tracker, bandwidth ``bandwidth_hz``),
+acceleration feed-forward (a critically damped second-order tracker, bandwidth ``bandwidth_hz``)
+with speed and torque (acceleration) limits,
 integrated over the drive's cycle time (the DC SYNC0 cycle, else 0x60C2). Faults: following
 error beyond 0x6065 for longer than 0x6066 (error code 0x8611), enabling with a target far from
 the actual position (the drive would jump: also 0x8611), the process-data watchdog (0x8100),
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import enum
 import math
-import struct
 
 from .al import AlState, AlStatusCode
 
@@ -79,7 +79,8 @@ class Drive:
     """State machine, CSP position loop and faults of one axis (see the module docstring)."""
 
     def __init__(self, bandwidth_hz: float = 150.0, window_counts: int = 20_000,
-                 window_time_ms: int = 10, start_counts: int = 0) -> None:
+                 window_time_ms: int = 10, start_counts: int = 0,
+                 max_velocity_counts_per_s: float = 2.0e6, max_accel_counts_per_s2: float = 5.0e7) -> None:
         self.state = DriveState.SWITCH_ON_DISABLED  # transition 0 happens at power-up
         self.position = float(start_counts)
         self.velocity = 0.0
@@ -92,6 +93,9 @@ class Drive:
         self.following_time_ms = window_time_ms  # 0x6066
         self._over_window_s = 0.0
         self._omega = 2 * math.pi * bandwidth_hz
+        #: Plant limits: max motor speed (0x6080) and the torque limit as an acceleration.
+        self.max_velocity = max_velocity_counts_per_s
+        self.max_accel = max_accel_counts_per_s2
         self._last_cw = 0
         self._prev_target: int | None = None
         self._prev_v_ff = 0.0
@@ -188,7 +192,8 @@ class Drive:
         for k in range(1, substeps + 1):
             x_ref = prev + (target - prev) * k / substeps
             acc = w * w * (x_ref - self.position) + 2 * w * (v_ff - self.velocity) + a_ff
-            self.velocity += acc * h
+            acc = min(max(acc, -self.max_accel), self.max_accel)  # torque limit
+            self.velocity = min(max(self.velocity + acc * h, -self.max_velocity), self.max_velocity)
             self.position += self.velocity * h
         self.following_error = int(round(target - self.position))
         if abs(self.following_error) > self.following_window:
@@ -207,5 +212,3 @@ class Drive:
                 self.state = DriveState.SWITCH_ON_DISABLED
         self._last_cw = 0
 
-
-_PACK = {8: struct.Struct("<b"), 16: struct.Struct("<H"), 32: struct.Struct("<i")}

@@ -79,17 +79,6 @@ class DeviceDescription:
     def input_bytes(self) -> int:
         return (sum(p.bits for p in self.tx_pdos) + 7) // 8
 
-    def entry_offsets(self, inputs: bool) -> dict[int, tuple[int, int, int]]:
-        """Return ``{object index: (byte offset, bits, data type)}`` inside the SM buffer."""
-        out: dict[int, tuple[int, int, int]] = {}
-        bit = 0
-        for pdo in self.tx_pdos if inputs else self.rx_pdos:
-            for e in pdo.entries:
-                if e.index and bit % 8 == 0:
-                    out[e.index] = (bit // 8, e.bits, e.data_type)
-                bit += e.bits
-        return out
-
 
 def _csp_pdos() -> tuple[tuple[Pdo, ...], tuple[Pdo, ...]]:
     # CiA 402-2: 0x6040 controlword, 0x607A target position, 0x6060 modes of operation;

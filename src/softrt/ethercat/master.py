@@ -83,6 +83,7 @@ class EtherCATMaster:
         self.watchdog_ms = watchdog_ms
         self.state = MasterState.CLOSED
         self.edge_ns = self.cycle = self.flags = self.t0_ns = 0
+        self.last_rtt_ns = self.last_wkc = 0
         self.expected_wkc = 0
         self.dc_active = False
         self.slaves: list[bringup.SlaveInfo] = []
@@ -195,6 +196,8 @@ class EtherCATMaster:
         i = self.writes % len(self.rtt_ns)
         self.rtt_ns[i] = rtt
         self.wkc[i] = wkc
+        self.last_rtt_ns = rtt
+        self.last_wkc = wkc
         self.writes += 1
         flags = 0
         if wkc != self.expected_wkc:

@@ -15,6 +15,7 @@ from .cia402 import MODE_CSP, Drive
 from .coe import ABORT_DEVICE_STATE, ABORT_VALUE_RANGE, CoeServer, ObjectDictionary, SdoAbort
 from .description import DeviceDescription
 from .esc import REG_DC_CYCLE0, REG_DC_SYNC_ACT, Esc
+from .mapping import byte_offsets
 
 DEFAULT_CYCLE_NS = 250_000
 #: Device type 0x1000 (CiA 402-2 §7.1): profile 402, "servo drive" type 0x0002.
@@ -51,8 +52,8 @@ class DriveApp:
         self.drive = Drive(start_counts=start_counts)
         self.esc: Esc | None = None
         self.interpolation_period_ns = DEFAULT_CYCLE_NS  # 0x60C2
-        self._out = {i: (o, _FMT[b]) for i, (o, b, _t) in desc.entry_offsets(False).items() if b in _FMT}
-        self._in = {i: (o, _FMT[b]) for i, (o, b, _t) in desc.entry_offsets(True).items() if b in _FMT}
+        self._out = {i: (o, _FMT[b]) for i, (o, b) in byte_offsets(desc.rx_pdos).items() if b in _FMT}
+        self._in = {i: (o, _FMT[b]) for i, (o, b) in byte_offsets(desc.tx_pdos).items() if b in _FMT}
         self.od = self._build_od()
         self.coe = CoeServer(self.od, desc.mailbox_bytes) if desc.coe else None
         self.cycles = 0

@@ -1,6 +1,6 @@
 """The per-cycle record and the ring header, as fixed int64 slots (pure; like ethercrab-wire).
 
-A record is 8 int64 (64 bytes, one cache line). Times are CLOCK_MONOTONIC nanoseconds.
+A record is 10 int64 (80 bytes). Times are CLOCK_MONOTONIC nanoseconds.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import numpy as np
 
 # Record fields, in slot order. ``cycle`` is the board cycle (edge index) whose permit was seen;
 # ``missed`` counts the board cycles that repeated the previous target before this write landed.
-RECORD_FIELDS = ("seq", "cycle", "edge_ns", "detect_ns", "write_ns", "done_ns", "missed", "flags")
+# ``rtt_ns`` and ``wkc`` are a frame's round trip and working counter (0 on the virtual board).
+RECORD_FIELDS = ("seq", "cycle", "edge_ns", "detect_ns", "write_ns", "done_ns", "missed", "flags", "rtt_ns", "wkc")
 RECORD_SLOTS = len(RECORD_FIELDS)
 RECORD_DTYPE = np.dtype([(name, "<i8") for name in RECORD_FIELDS])
 

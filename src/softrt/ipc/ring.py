@@ -109,7 +109,7 @@ class RingWriter:
         self._mask = ring.capacity - 1
 
     def put(self, seq: int, cycle: int, edge_ns: int, detect_ns: int, write_ns: int, done_ns: int,
-            missed: int, flags: int) -> None:
+            missed: int, flags: int, rtt_ns: int, wkc: int) -> None:
         """Append one record, or count an overflow when the supervisor has fallen behind."""
         hdr = self._hdr
         w = hdr[2]  # H_WRITE_IDX (literal: this is the hot path)
@@ -117,7 +117,7 @@ class RingWriter:
             hdr[4] += 1  # H_OVERFLOWS
             return
         s = self._slots
-        b = 16 + (w & self._mask) * 8  # HEADER_SLOTS + index * RECORD_SLOTS
+        b = 16 + (w & self._mask) * 10  # HEADER_SLOTS + index * RECORD_SLOTS
         s[b] = seq
         s[b + 1] = cycle
         s[b + 2] = edge_ns
@@ -126,6 +126,8 @@ class RingWriter:
         s[b + 5] = done_ns
         s[b + 6] = missed
         s[b + 7] = flags
+        s[b + 8] = rtt_ns
+        s[b + 9] = wkc
         hdr[2] = w + 1
 
 

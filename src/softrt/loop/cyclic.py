@@ -46,6 +46,7 @@ def run_cycles(device, step: Callable[[int], Any], writer: RingWriter, header, e
         seq += 1
         out = step(seq)
         done = mono()
-        put(seq - 1, cycle, edge, detect, written, done, missed, device.flags | (FLAG_MISSED if missed else 0))
+        put(seq - 1, cycle, edge, detect, written, done, missed, device.flags | (FLAG_MISSED if missed else 0),
+            device.last_rtt_ns, device.last_wkc)
         if done >= end_ns or header[H_STOP]:
             return seq

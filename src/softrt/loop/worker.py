@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..board import VirtualBoard
+from ..board import open_device
 from ..cpus import CpuSet
 from ..errors import SoftRTError
 from ..ipc import layout as L
@@ -39,6 +39,7 @@ class WorkerSpec:
     cpu: int | None = None
     priority: int = 80
     profile: str = "rt"
+    device: str = "virtual"
     axes: int = 1
     motion: Any = None  # softrt.motion.MotionConfig for the seed's motion test
     step: Callable[[int], Any] | None = None  # a user's own per-cycle function
@@ -102,9 +103,12 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     header = ring.header
     header[L.H_STATE] = L.STATE_STARTING
     dma_fd = None
+    board = None
     try:
+        # The device first: an EtherCAT master keeps the bus alive from a helper thread until
+        # start(), and that thread must not inherit the RT CPU and SCHED_FIFO applied next.
+        board = open_device(spec.device, spec.period_ns, spec.axes)
         applied, not_applied, dma_fd = _arm(spec)
-        board = VirtualBoard(spec.period_ns, spec.axes)
         step = _make_step(spec)
         writer = ring.writer()
         sleep_until = plat.make_sleep_until() if spec.wait in ("sleep", "hybrid") else None
@@ -130,11 +134,14 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     except BaseException as err:  # report anything (a user's step may raise anything), then die
         header[L.H_STATE] = L.STATE_FAILED
         try:
-            conn.send(("failed", f"{type(err).__name__}: {err}"))
-        except OSError:
+            # softrt errors travel whole (the supervisor re-raises bad input as bad input).
+            conn.send(("failed", err if isinstance(err, SoftRTError) else f"{type(err).__name__}: {err}"))
+        except (OSError, TypeError, ValueError):
             pass
         raise SystemExit(1) from None
     finally:
+        if board is not None:
+            board.stop()  # leaves an EtherCAT bus safe (drives disabled, INIT); idempotent
         if dma_fd is not None:
             os.close(dma_fd)
         del header

@@ -50,4 +50,21 @@ def state_dir() -> Path:
     return Path(base) / "softrt"
 
 
-__all__ = ["Capabilities", "Platform", "get_platform", "state_dir", "IS_LINUX", "IS_WINDOWS"]
+def data_dir() -> Path:
+    """Return softrt's per-user data directory (run history, imported runs).
+
+    ``SOFTRT_HOME`` overrides it; otherwise ``%LOCALAPPDATA%\\softrt`` on Windows and
+    ``$XDG_DATA_HOME/softrt`` or ``~/.local/share/softrt`` elsewhere (XDG Base Directory
+    Specification: "$XDG_DATA_HOME defines the base directory relative to which user-specific
+    data files should be stored").
+    """
+    env = os.environ.get("SOFTRT_HOME")
+    if env:
+        return Path(env)
+    if IS_WINDOWS and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "softrt"
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return Path(base) / "softrt"
+
+
+__all__ = ["Capabilities", "Platform", "data_dir", "get_platform", "state_dir", "IS_LINUX", "IS_WINDOWS"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, SoftRTError
 from ..store.history import History, find_run_dirs
+from ..store.rundir import SAMPLES, SUMMARY
 from .html import page
 from .load import RunView, load_run
 from .plots import make_plots, render
@@ -44,10 +45,13 @@ def resolve_runs(refs: Iterable[str | os.PathLike], db: Path | str | None = None
     history: History | None = None
     for ref in refs:
         path = Path(ref)
-        if path.is_dir():
+        if path.is_dir() and (path / SAMPLES).is_file() and not (path / SUMMARY).is_file():
+            out.append(path)  # a run that did not finish: reported as a note, not refused
+        elif path.is_dir():
             out.extend(find_run_dirs(path))
         elif path.exists() or os.sep in str(ref):
-            raise ConfigError(f"{ref} is not a run directory", hint="give a run directory or a run id from softrt history")
+            raise ConfigError(f"{ref} is not a run directory",
+                              hint="give a run directory or a run id from softrt history")
         else:
             history = history or History(db)
             out.append(history.get(str(ref)).path)
@@ -82,7 +86,8 @@ def _png_dir(path: Path) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as err:
-        raise ConfigError(f"cannot write PNGs to {path}: {err.strerror or err}", hint="choose another --png directory") from None
+        raise ConfigError(f"cannot write PNGs to {path}: {err.strerror or err}",
+                          hint="choose another --png directory") from None
 
 
 def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | os.PathLike,
@@ -119,7 +124,8 @@ def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | o
             try:
                 target.write_bytes(render(p.figure, "png"))
             except OSError as err:
-                raise ConfigError(f"cannot write {target}: {err.strerror or err}", hint="choose another --png directory") from None
+                raise ConfigError(f"cannot write {target}: {err.strerror or err}",
+                                  hint="choose another --png directory") from None
             pngs.append(target)
         p.figure = None  # free the figure's artists before the next one is drawn
     text = page(runs, plots, svgs, broken, _version())
@@ -129,5 +135,6 @@ def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | o
         os.replace(tmp, out)  # a reader never sees half a report
     except OSError as err:
         tmp.unlink(missing_ok=True)
-        raise ConfigError(f"cannot write the report to {out}: {err.strerror or err}", hint="choose another file with -o") from None
+        raise ConfigError(f"cannot write the report to {out}: {err.strerror or err}",
+                          hint="choose another file with -o") from None
     return ReportResult(out, [r.run_id for r in runs], broken, pngs)

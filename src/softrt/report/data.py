@@ -8,10 +8,10 @@ row group by row group, and never held as a whole (report layer; no plotting, no
   histogram's range, oslat's last bucket).
 * :class:`StreamHist` — builds a Hist from chunks without knowing the range in advance: bins of
   100 ns, widened by ten (an exact merge, the origin is 0) whenever the bin count would pass a cap.
-* :class:`MinMaxDownsampler` — for each of ``n`` equal index buckets, the minimum and maximum
-  (and the time of the first sample): drawing both per pixel column shows every spike a plot of
-  the raw series would show, at a fixed cost (the "min/max" or M4 reduction, Jugel et al.,
-  "M4: A Visualization-Oriented Time Series Data Aggregation", VLDB 2014).
+* :class:`MinMaxDownsampler` — for each of ``n`` equal index buckets, the minimum, maximum and
+  mean (and the time of the first sample): drawing min and max per pixel column shows every
+  spike a plot of the raw series would show, at a fixed cost (the "min/max" or M4 reduction,
+  Jugel et al., "M4: A Visualization-Oriented Time Series Data Aggregation", VLDB 2014).
 * :func:`exceedance` — P(value ≥ x) from a Hist.
 """
 
@@ -231,6 +231,7 @@ class Series:
     t_s: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
+    mean: np.ndarray
     marks: np.ndarray  # per bucket: how many marked samples (misses) it holds
     n: int  # samples represented
     downsampled: bool = field(default=False)
@@ -249,6 +250,8 @@ class MinMaxDownsampler:
         self.lo = np.full(self.buckets, np.iinfo(np.int64).max, dtype=np.int64)
         self.hi = np.full(self.buckets, np.iinfo(np.int64).min, dtype=np.int64)
         self.t_ns = np.full(self.buckets, -1, dtype=np.int64)
+        self.sum = np.zeros(self.buckets, dtype=np.float64)
+        self.count = np.zeros(self.buckets, dtype=np.int64)
         self.marks = np.zeros(self.buckets, dtype=np.int64)
         self.seen = 0
 
@@ -268,6 +271,8 @@ class MinMaxDownsampler:
         ids = b[starts]
         self.lo[ids] = np.minimum(self.lo[ids], np.minimum.reduceat(values, starts))
         self.hi[ids] = np.maximum(self.hi[ids], np.maximum.reduceat(values, starts))
+        self.sum[ids] += np.add.reduceat(values.astype(np.float64), starts)
+        self.count[ids] += np.diff(np.append(starts, n))
         fresh = self.t_ns[ids] < 0
         self.t_ns[ids[fresh]] = t_ns[starts[fresh]]
         if marked is not None and marked.any():
@@ -278,7 +283,8 @@ class MinMaxDownsampler:
     def result(self) -> Series:
         """The buckets filled so far (all of them once every sample was fed)."""
         filled = self.t_ns >= 0
-        return Series(self.t_ns[filled] / 1e9, self.lo[filled], self.hi[filled], self.marks[filled],
+        mean = self.sum[filled] / np.maximum(self.count[filled], 1)
+        return Series(self.t_ns[filled] / 1e9, self.lo[filled], self.hi[filled], mean, self.marks[filled],
                       self.seen, self.buckets < self.total)
 
 

@@ -23,13 +23,15 @@ h1 { margin: 24px 0 4px; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4
 h3 { margin: 18px 0 6px; } .meta { color: #666; margin: 0 0 12px; }
 table { border-collapse: collapse; margin: 6px 0 10px; } td, th { padding: 2px 10px; text-align: right; }
 th { border-bottom: 1px solid #999; font-weight: 600; } td:first-child, th:first-child { text-align: left; }
-table.facts td { text-align: left; vertical-align: top; } table.facts td:first-child { color: #666; white-space: nowrap; }
+table.facts td { text-align: left; vertical-align: top; }
+table.facts td:first-child { color: #666; white-space: nowrap; }
 table.facts td:last-child { word-break: break-word; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px;
           vertical-align: -1px; }
 .note { background: #fff8e1; border-left: 4px solid #f0b400; padding: 6px 10px; margin: 8px 0; }
 .broken { background: #fdecea; border-left-color: #d62728; }
-.na { color: #666; font-size: 13px; } .bad { color: #b71c1c; font-weight: 600; } .good { color: #1b5e20; font-weight: 600; }
+.na { color: #666; font-size: 13px; }
+.bad { color: #b71c1c; font-weight: 600; } .good { color: #1b5e20; font-weight: 600; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 8px 28px; }
 figure { margin: 18px 0 28px; } figure img { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; font-size: 13px; margin-top: 4px; } code { font-size: 12px; }
@@ -67,9 +69,9 @@ def _runs_table(runs: list[RunView]) -> str:
 
 
 def _seed_table(s: dict) -> str:
-    if (s.get("period_us") or {}).get("mean") is None and (s.get("process_us") or {}).get("mean") is None:
-        return f'<p class="na">The seed\'s period/process table does not apply: {escape(str(s.get("source") or "this run"))} ' \
-               "measures no control cycle.</p>"
+    if (s.get("source") or "softrt") != "softrt":
+        tool = escape(str(s.get("source") or "this run"))
+        return f'<p class="na">The seed\'s period/process table does not apply: {tool} measures no control cycle.</p>'
     rows = "".join(
         f"<tr><td>{label}</td>" + "".join(f"<td>{_us((s.get(key) or {}).get(c))}</td>" for c in ("mean", "max", "min"))
         + "</tr>" for label, key in (("Timer int. period", "period_us"), ("Timer int. process", "process_us")))
@@ -79,7 +81,8 @@ def _seed_table(s: dict) -> str:
 def _percentile_table(s: dict) -> str:
     cols = ("p50", "p99", "p99_9", "p99_99", "max")
     rows = []
-    for label, key in (("period", "period_us"), ("latency", "latency_us"), ("process", "process_us"), ("slack", "slack_us")):
+    for label, key in (("period", "period_us"), ("latency", "latency_us"), ("process", "process_us"),
+                       ("slack", "slack_us")):
         stats = s.get(key) or {}
         if all(stats.get(c) is None for c in cols):
             continue
@@ -120,7 +123,7 @@ def _result_card(i: int, r: RunView) -> str:
             f'<p class="na">{escape(meaning)}</p>' + (f'<ul class="na">{notes}</ul>' if notes else "") + "</div>")
 
 
-def _facts(r: RunView) -> str:
+def _facts(i: int, r: RunView) -> str:
     s = r.summary
     host = s.get("host") or {}
     rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>" for k, v in host.items())
@@ -132,10 +135,24 @@ def _facts(r: RunView) -> str:
         verdict = check.get("verdict") or ("ready" if check.get("ready") else "not ready")
         cls = "good" if check.get("ready") else "bad"
         check_html = f'<p>softrt check: <span class="{cls}">{escape(str(verdict))}</span></p>'
+        counts = check.get("counts")
+        if isinstance(counts, dict):
+            check_html += '<p class="na">' + escape(", ".join(f"{k}: {v}" for k, v in counts.items())) + "</p>"
+        # The full report (check.json) has the findings: list what failed or warned, worst first.
+        order = {"fail": 0, "warn": 1}
+        found = sorted((f for f in check.get("findings") or [] if isinstance(f, dict) and f.get("status") in order),
+                       key=lambda f: order[f["status"]])
+        items_check = [f"<li><b>{escape(str(f.get('status')))}</b> ({escape(str(f.get('severity')))}) "
+                       f"{escape(str(f.get('title')))}: {escape(str(f.get('summary')))}"
+                       + (f" — fix: <code>{escape(str(f['fix']))}</code>" if f.get("fix") else "") + "</li>"
+                       for f in found[:10]]
+        if items_check:
+            check_html += f"<ul>{''.join(items_check)}</ul>"
     else:
         check_html = '<p class="na">softrt check: no check was taken with this run.</p>'
     t = s.get("tuning") or {}
-    items = [f"<li>applied: {escape(str(a.get('what')))} — {escape(str(a.get('detail')))}</li>" for a in t.get("applied", [])]
+    items = [f"<li>applied: {escape(str(a.get('what')))} — {escape(str(a.get('detail')))}</li>"
+             for a in t.get("applied", [])]
     items += [f'<li class="bad">not applied: {escape(str(a.get("what")))} — {escape(str(a.get("why")))}</li>'
               for a in t.get("not_applied", [])]
     items += [f"<li>system change: {escape(str(c.get('path')))} {escape(str(c.get('before')))} → "
@@ -153,10 +170,11 @@ def _facts(r: RunView) -> str:
         else:
             got = ", ".join(f"{k} {v:,.1f}" if isinstance(v, (int, float)) else f"{k} {v}"
                             for k, v in (load.get("achieved") or {}).items())
-            loads.append(f"<li>{escape(str(load.get('name')))} ({escape(str(load.get('backend')))}): {escape(got)}</li>")
+            name, backend = escape(str(load.get("name"))), escape(str(load.get("backend")))
+            loads.append(f"<li>{name} ({backend}): {escape(got)}</li>")
     if loads:
         tuning += f"<h4>Loads</h4><ul>{''.join(loads)}</ul>"
-    return (f'<div class="card" id="run-{escape(r.run_id)}"><h3>{escape(r.label)}</h3>'
+    return (f'<div class="card" id="run-{escape(r.run_id)}"><h3>{_swatch(i)}{escape(r.label)}</h3>'
             f'<table class="facts">{rows}</table>{check_html}<h4>Tunings</h4>{tuning}</div>')
 
 
@@ -195,10 +213,11 @@ def page(runs: list[RunView], plots: list[Plot], svgs: dict[str, bytes], broken:
 <h2 id="plots">Plots</h2>
 {"".join(_figure(p, svgs.get(p.key)) for p in plots)}
 <h2 id="hosts">Hosts, checks and tunings</h2>
-<div class="cards">{"".join(_facts(r) for r in runs)}</div>
+<div class="cards">{"".join(_facts(i, r) for i, r in enumerate(runs))}</div>
 <h2 id="terms">Terms</h2>
 <ul class="na">
-<li>Period: time from one update permit detected to the next (the seed's "Timer int. period"); a cycle is late when it exceeds the nominal period.</li>
+<li>Period: time from one update permit detected to the next (the seed's "Timer int. period");
+a cycle is late when it exceeds the nominal period.</li>
 <li>Process: write to the board plus the next-target computation ("Timer int. process").</li>
 <li>Missed update: a board cycle that repeated the previous target because the host's write came too late.</li>
 <li>Slack: the next board edge minus the end of the cycle's work (negative: an overrun).</li>

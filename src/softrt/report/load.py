@@ -37,6 +37,17 @@ TOOL_MEANING = {
 
 
 @dataclass
+class MotionReference:
+    """What this window of the run should have delivered: the schedule delayed by the cycles
+    lost before it (``lag_cycles``), so the plot shows what the worst miss did by itself and not
+    the slip of every earlier miss (the distinction motion_impact's max_run_deviation_counts makes)."""
+
+    lag_cycles: int
+    position_counts: np.ndarray
+    velocity_counts_per_s: np.ndarray
+
+
+@dataclass
 class RunView:
     """One run, ready to plot: summary plus whichever of the series exist."""
 
@@ -47,6 +58,7 @@ class RunView:
     process: Hist | None = None
     series: Series | None = None
     motion: object | None = None  # softrt.motion.MotionTrace
+    motion_reference: MotionReference | None = None
     motion_note: str | None = None
     check: dict | None = None
     notes: list[str] = field(default_factory=list)
@@ -83,18 +95,19 @@ def load_run(path: Path | str) -> RunView:
 
 
 def _check(path: Path, summary: dict) -> dict | None:
-    """The ``softrt check`` result taken with the run: summary["check"] or check.json."""
-    check = summary.get("check")
-    if isinstance(check, dict):
-        return check
+    """The ``softrt check`` taken with the run (``softrt run --check``): the summary's
+    ``check`` {ready, verdict, counts, fix_first}, plus the findings of the full report in
+    ``check.json`` when it is there (docs/run-format.md)."""
+    check = dict(summary["check"]) if isinstance(summary.get("check"), dict) else {}
     file = path / "check.json"
     if file.is_file():
         try:
-            data = json.loads(file.read_text())
+            full = json.loads(file.read_text())
         except (OSError, ValueError):
-            return {"verdict": f"check.json is unreadable ({file})"}
-        return data if isinstance(data, dict) else None
-    return None
+            full = {"verdict": f"check.json is unreadable ({file})"}
+        if isinstance(full, dict):
+            check = {**full, **check}
+    return check or None
 
 
 def _load_histogram(view: RunView) -> None:
@@ -110,13 +123,15 @@ def _load_histogram(view: RunView) -> None:
         raise SoftRTError(f"run {view.run_id}: cannot read its histogram {file}: {err}") from None
     if not hists:
         raise SoftRTError(f"run {view.run_id}: {file} holds no thread")
-    view.latency = merge(hists)
+    merged = merge(hists)
     tool = view.source
     if len(hists) > 1:
         cpus = ", ".join(str(t.get("cpu")) for t in threads)
         view.notes.append(f"{tool}: {len(hists)} threads (CPUs {cpus}) combined in one latency histogram")
-    if not view.latency.counts.size:
-        view.notes.append(f"{tool}: no latency histogram (every sample outside it, or run without -h)")
+    if merged.counts.size:
+        view.latency = merged
+    else:  # only min/mean/max are known: nothing to draw
+        view.notes.append(f"{tool}: no latency histogram (run without -h, or every sample beyond its range)")
     view.notes.append(f"{tool} result: no per-cycle samples, so the period, processing time, time series and "
                       "motion plots do not apply")
     view.motion_note = f"does not apply ({tool} drives no axis)"
@@ -198,7 +213,7 @@ def _stream(view: RunView, pf: pq.ParquetFile) -> None:
 
 def _motion(view: RunView, window: np.ndarray, worst: tuple[int, int, int]) -> None:
     """The commanded vs delivered motion around the worst miss (softrt.motion.motion_trace)."""
-    from ..motion import MotionConfig, motion_trace
+    from ..motion import MotionConfig, Trajectory, motion_trace
 
     summary, config = view.summary, view.summary["config"]
     impact = summary.get("motion") or {}
@@ -219,9 +234,18 @@ def _motion(view: RunView, window: np.ndarray, worst: tuple[int, int, int]) -> N
     end = int(np.searchsorted(window, center + half + 1, side="right")) + 1
     try:
         cfg = MotionConfig.from_mapping(config["motion"])
-        view.motion = motion_trace(window[:end], cfg, center_cycle=center, half_width_cycles=half,
-                                   period_ns=int(config["period_ns"]))
+        period_ns = int(config["period_ns"])
+        trace = motion_trace(window[:end], cfg, center_cycle=center, half_width_cycles=half, period_ns=period_ns)
+        lag = int(trace.commanded_sample[0] - trace.delivered_sample[0])  # cycles lost before the window
+        samples = np.concatenate([trace.commanded_sample[:1] - 1, trace.commanded_sample]) - lag
+        positions = Trajectory(cfg, period_ns).positions(np.maximum(samples, 0))
     except (ConfigError, KeyError, TypeError) as err:
         view.motion_note = f"cannot rebuild the motion: {err}"
         return
-    view.motion_note = what
+    velocity = np.diff(positions) / (period_ns / 1e9)
+    if samples[0] < 0:
+        velocity[0] = np.nan  # no cycle before the first one
+    view.motion = trace
+    view.motion_reference = MotionReference(lag, positions[1:], velocity)
+    view.motion_note = what + (f"; {lag:,} cycles had been lost before this window, so the reference is the "
+                               f"schedule delayed by them" if lag else "")

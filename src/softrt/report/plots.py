@@ -27,6 +27,9 @@ RC = {"svg.fonttype": "none", "svg.hashsalt": "softrt-report", "font.size": 9, "
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
           "#17becf")
 WIDTH_IN = 10.0
+#: Most classes in a histogram plot: 1 µs classes (OSADL's) up to 8 ms, 2 µs up to 16 ms (the
+#: seed's untuned 14.6 ms), coarser beyond; more would only add SVG size, not visible detail.
+HIST_MAX_BINS = 8000
 
 
 def color(i: int) -> str:
@@ -105,14 +108,14 @@ def _label_classes(width_ns: int) -> str:
     return f"{width_ns / 1e3:g} µs"
 
 
-def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]], get: Callable[[RunView], Hist | None],
-               why_missing: Callable[[RunView], str], *, floor_ns: int, marks_us: tuple[float, ...] = (),
-               caption: str) -> Plot:
+def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]],
+               get: Callable[[RunView], Hist | None], why_missing: Callable[[RunView], str], *, floor_ns: int,
+               marks_us: tuple[float, ...] = (), caption: str) -> Plot:
     have = [(i, r, get(r)) for i, r in runs if get(r) is not None and get(r).total]
     na = [f"{r.run_id}: {why_missing(r)}" for i, r in runs if get(r) is None or not get(r).total]
     if not have:
         return Plot(key, title, caption, None, na)
-    width = common_width_ns([h for _, _, h in have], floor_ns=floor_ns)
+    width = common_width_ns([h for _, _, h in have], floor_ns=floor_ns, max_bins=HIST_MAX_BINS)
     fig, axes = _fig()
     ax = axes[0, 0]
     for i, run, h in have:
@@ -121,8 +124,8 @@ def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]
             ax.stairs(b.counts, b.edges_ns() / 1e3, color=color(i), lw=1.0, label=f"{run.label}: {h.total:,} samples")
         if h.over_count:
             x = (h.over_from_ns or 0) / 1e3
-            ax.annotate(f"{h.over_count:,} beyond {x:g} µs (max {(h.max_ns or 0) / 1e3:,.0f} µs)", xy=(x, h.over_count),
-                        xytext=(4, 4), textcoords="offset points", color=color(i), fontsize=8)
+            ax.annotate(f"{h.over_count:,} beyond {x:g} µs (max {(h.max_ns or 0) / 1e3:,.0f} µs)",
+                        xy=(x, h.over_count), xytext=(4, 4), textcoords="offset points", color=color(i), fontsize=8)
             ax.plot([x], [h.over_count], marker=">", color=color(i), ls="none")
     for m in marks_us:
         ax.axvline(m, color="0.4", lw=0.8, ls=":")
@@ -152,7 +155,8 @@ def latency_histogram(runs: list[tuple[int, RunView]]) -> Plot:
     meanings = "; ".join(TOOL_MEANING[s] for s in dict.fromkeys(r.source for _, r in runs) if s in TOOL_MEANING)
     return _hist_plot(
         "latency_hist", "Latency", "latency (µs)", runs, lambda r: r.latency,
-        lambda r: "no latency histogram (cyclictest without -h)" if r.source != "softrt" else "no cycles",
+        lambda r: "no latency histogram (run without -h, or every sample beyond its range)"
+        if r.source != "softrt" else "no cycles",
         floor_ns=1000,
         caption="Histogram in {width} classes, count on a log axis. " + meanings + ".")
 
@@ -171,22 +175,28 @@ def period_series(runs: list[tuple[int, RunView]]) -> Plot:
     have = [(i, r) for i, r in runs if r.series is not None and r.series.t_s.size]
     na = [f"{r.run_id}: " + ("no per-cycle samples (imported)" if r.source != "softrt" else "fewer than 2 cycles")
           for i, r in runs if r.series is None or not r.series.t_s.size]
-    caption = ("Each line shows the minimum and maximum period of every slice of the run "
-               "(about 2,000 slices), so every spike of the raw series is drawn however long the run; "
-               "triangles on top mark slices with missed updates.")
+    caption = ("The light band joins the minimum and maximum period of every slice of the run "
+               "(about 2,000 slices), so every spike of the raw series is drawn however long the run; the "
+               "solid line is each slice's mean; triangles on top mark slices with missed updates.")
     if not have:
         return Plot(key, title, caption, None, na)
     fig, axes = _fig(height_in=3.8)
     ax = axes[0, 0]
     top = 0.0
+    # The busiest run is drawn lowest (zorder), so its envelope does not hide a quieter run's spikes;
+    # the legend keeps the run order.
+    busiest_first = sorted(range(len(have)), key=lambda k: -float(np.mean(have[k][1].series.hi)))
     for k, (i, r) in enumerate(have):
+        z = busiest_first.index(k)
         s = r.series
         x, y = envelope(s)
         misses = (r.summary.get("misses") or {}).get("cycles_with_miss", int(s.marks.sum()))
         per = s.n / max(s.t_s.size, 1)
-        ax.plot(x, y / 1e3, color=color(i), lw=0.7, alpha=0.85,
-                label=f"{r.label}: {s.n:,} periods" + (f" (min/max per slice of {per:,.0f} cycles)"
+        ax.plot(x, y / 1e3, color=color(i), lw=0.6, alpha=0.5 if s.downsampled else 0.9, zorder=2 + 2 * z,
+                label=f"{r.label}: {s.n:,} periods" + (f", min/max per slice of {per:,.0f} cycles (line: mean)"
                                                         if s.downsampled else ""))
+        if s.downsampled:
+            ax.plot(s.t_s, s.mean / 1e3, color=color(i), lw=1.0, zorder=3 + 2 * z, drawstyle="steps-post")
         top = max(top, float(s.hi.max()) / 1e3)
         hit = s.marks > 0
         if hit.any():
@@ -249,7 +259,8 @@ def motion_impact(runs: list[tuple[int, RunView]]) -> Plot:
     caption = ("Commanded (dashed) and delivered (solid) position and velocity of axis 0 around the worst miss, "
                "and their difference; x is board cycles relative to that miss, shaded cycles are missed updates. "
                "A missed update repeats the previous target: the delivered position stalls, its velocity drops "
-               "and jumps back.")
+               "and jumps back. The commanded motion is the schedule as already delayed by earlier misses, so "
+               "the difference is what this miss did.")
     have = [(i, r) for i, r in runs if r.motion is not None]
     na = [f"{r.run_id}: {r.motion_note or 'no motion trace'}" for i, r in runs if r.motion is None]
     if not have:
@@ -258,13 +269,15 @@ def motion_impact(runs: list[tuple[int, RunView]]) -> Plot:
     fig, axes = _fig(3, 1, height_in=6.4, sharex=True)
     ax_p, ax_v, ax_d = axes[:, 0]
     for i, r in have:
-        m = r.motion
+        m, ref = r.motion, r.motion_reference
         x = m.board_cycle - m.center_cycle
-        ax_p.plot(x, m.commanded_position_counts, color=color(i), ls="--", lw=0.9)
+        ref_p = ref.position_counts if ref is not None else m.commanded_position_counts
+        ref_v = ref.velocity_counts_per_s if ref is not None else m.commanded_velocity_counts_per_s
+        ax_p.plot(x, ref_p, color=color(i), ls="--", lw=0.9)
         ax_p.plot(x, m.delivered_position_counts, color=color(i), lw=1.2, label=r.label)
-        ax_v.plot(x, m.commanded_velocity_counts_per_s, color=color(i), ls="--", lw=0.9)
+        ax_v.plot(x, ref_v, color=color(i), ls="--", lw=0.9)
         ax_v.plot(x, m.delivered_velocity_counts_per_s, color=color(i), lw=1.2, drawstyle="steps-mid")
-        dev = m.delivered_position_counts - m.commanded_position_counts
+        dev = m.delivered_position_counts - ref_p
         ax_d.plot(x, dev, color=color(i), lw=1.2, drawstyle="steps-mid")
         # A missed cycle repeats the previous delivered sample: shade those cycles.
         held = np.flatnonzero(np.diff(m.delivered_sample) == 0) + 1

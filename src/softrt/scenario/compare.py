@@ -92,10 +92,7 @@ def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> l
     rt_cpu = CpuSet([validate(dataclasses.replace(base, profile="rt"), online, allowed).cpu])
     planned = []
     for scenario in scenarios:
-        if scenario.device != "virtual":
-            raise ConfigError(f"scenario {scenario.name}: device {scenario.device!r} is not available in compare yet",
-                              hint="use device = \"virtual\"")
-        config = validate(dataclasses.replace(base, profile=scenario.profile, wait=scenario.wait,
+        config = validate(dataclasses.replace(base, profile=scenario.profile, wait=scenario.wait, device=scenario.device,
                                               scenario=scenario.name,
                                               duration_ns=scenario.duration_ns or base.duration_ns), online, allowed)
         placed = tuple((spec.name, spec.resolve_cpus(rt_cpu, online & allowed)) for spec in scenario.loads)

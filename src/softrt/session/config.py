@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..board import check_device_spec
 from ..cpus import CpuSet
 from ..errors import ConfigError, InvalidCpu
 from ..loop.cyclic import WAITS
@@ -29,6 +30,7 @@ class RunConfig:
     priority: int = 80
     profile: str = "rt"
     wait: str = "spin"
+    device: str = "virtual"  # or "ethercat:IFACE"
     margin_ns: int = 50 * NS_PER_US  # hybrid: sleep until this long before the edge, then spin
     axes: int = 1
     motion: Any = None  # softrt.motion.MotionConfig; None: its defaults with ``axes``
@@ -69,6 +71,7 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
     if config.wait == "hybrid" and not 0 < config.margin_ns < config.period_ns:
         raise ConfigError(f"hybrid margin {format_ns(config.margin_ns)} must be between 0 and the period",
                           hint="e.g. --margin 50us")
+    check_device_spec(config.device)
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
     usable = online & allowed

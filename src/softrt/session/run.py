@@ -111,7 +111,8 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
     parent_conn, child_conn = ctx.Pipe()
     spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
                       margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
-                      profile=config.profile, axes=config.axes, motion=config.motion, step=step, setup=setup)
+                      profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
+                      step=step, setup=setup)
     proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
     drainer = _Drainer(ring, rundir)
     status, reason = "complete", None
@@ -249,6 +250,8 @@ def _expect(conn, proc, kind: str, timeout_s: float) -> dict:
             if msg == kind:
                 return payload
             if msg == "failed":
+                if isinstance(payload, SoftRTError):
+                    raise payload  # e.g. an EtherCAT bus that cannot be used: the worker's own words
                 raise WorkerFailed(f"the real-time worker failed while arming: {payload}")
         elif not proc.is_alive():
             break
@@ -264,7 +267,7 @@ def _final_report(conn) -> dict:
             if msg == "done":
                 report.update(payload)
             elif msg == "failed":
-                report["failed"] = payload
+                report["failed"] = str(payload)
     except (EOFError, OSError):
         pass
     return report

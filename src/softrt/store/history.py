@@ -24,13 +24,13 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..platform import data_dir
 from .rundir import SAMPLES, SUMMARY, read_summary
 
 #: Layout version of the database (PRAGMA user_version). A new version needs a migration step in
 #: History._check_version (which today only creates the version-1 tables).
 DB_SCHEMA_VERSION = 1
 #: The summary major version this softrt reads (docs/run-format.md: "a newer major version is refused").
-SUMMARY_MAJOR = 1
 DB_NAME = "history.sqlite"
 HISTOGRAM = "histogram.json"  # imported runs (softrt.store.importers) keep their histogram here
 
@@ -68,20 +68,6 @@ _COLUMNS = ("run_id", "started_at", "started_epoch_s", "finished_at", "host", "s
             "mode", "period_ns", "cycles", "period_max_us", "period_p99_99_us", "latency_max_us",
             "process_max_us", "missed_updates", "config_json", "tuning_json", "summary_json", "path",
             "samples_path", "added_at")
-
-
-def data_dir() -> Path:
-    """Return softrt's per-user data directory (history, imported runs).
-
-    ``SOFTRT_HOME`` overrides it; otherwise ``$XDG_DATA_HOME/softrt`` or ``~/.local/share/softrt``
-    (XDG Base Directory Specification, "$XDG_DATA_HOME defines the base directory relative to
-    which user-specific data files should be stored").
-    """
-    env = os.environ.get("SOFTRT_HOME")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
-    return Path(base) / "softrt"
 
 
 def default_db_path() -> Path:
@@ -129,19 +115,6 @@ class RunRecord:
         }
 
 
-def check_summary_version(summary: dict, where: Path | str) -> None:
-    """Raise ConfigError for a summary of a newer major version than this softrt reads."""
-    schema = str(summary.get("schema", ""))
-    try:
-        major = int(schema.split("/", 1)[1].split(".", 1)[0])
-    except (IndexError, ValueError):
-        raise ConfigError(f"{where}: unreadable summary schema {schema!r}",
-                          hint="expected softrt.summary/<major>") from None
-    if major > SUMMARY_MAJOR:
-        raise ConfigError(f"{where} was written by a newer softrt (summary schema {schema}; this softrt reads "
-                          f"softrt.summary/{SUMMARY_MAJOR})", hint="upgrade softrt to read it")
-
-
 def load_run_summary(run_dir: Path) -> dict:
     """Return a run directory's summary.json; ConfigError when it is missing, corrupt or too new."""
     run_dir = Path(run_dir)
@@ -156,7 +129,6 @@ def load_run_summary(run_dir: Path) -> dict:
         raise
     except Exception as err:  # SoftRTError from read_summary: a corrupt file is bad input here
         raise ConfigError(str(err), hint="the run's summary.json is corrupt") from None
-    check_summary_version(summary, run_dir / SUMMARY)
     if not summary.get("run_id"):
         raise ConfigError(f"{run_dir / SUMMARY} has no run_id", hint="the run's summary.json is corrupt")
     return summary

@@ -43,7 +43,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from .history import HISTOGRAM, data_dir
+from ..platform import data_dir
+from .history import HISTOGRAM
 from .rundir import SCHEMA, RunDir
 
 HISTOGRAM_SCHEMA = "softrt.histogram/1"
@@ -85,7 +86,8 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     try:
         raw = path.read_bytes()
     except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror or err}", hint="give a cyclictest/oslat --json file") from None
+        raise ConfigError(f"cannot read {path}: {err.strerror or err}",
+                          hint="give a cyclictest/oslat --json file") from None
     try:
         doc = json.loads(raw)
     except ValueError as err:
@@ -164,7 +166,8 @@ def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
         try:
             buckets = sorted((float(k), int(v)) for k, v in t.get("histogram", {}).items())
         except (TypeError, ValueError):
-            raise ConfigError(f"{path}: thread {name} has a malformed histogram", hint="give an unmodified --json result") from None
+            raise ConfigError(f"{path}: thread {name} has a malformed histogram",
+                              hint="give an unmodified --json result") from None
         labels = np.array([b[0] for b in buckets], dtype=np.float64)
         counts = np.array([b[1] for b in buckets], dtype=np.int64)
         lo, hi = _num(t.get("min"), "min", path), _num(t.get("max"), "max", path)
@@ -353,7 +356,8 @@ def build_summary(doc: dict, tool: str, threads: list[dict], *, run_id: str, sce
                      "mean_us": t["mean_ns"] / 1e3, "max_us": t["max_ns"] / 1e3, "overflow": t["overflow"]}
                     for t in threads],
         "notes": notes,
-        "import": {"file": file, "sha256": sha256, "imported_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+        "import": {"file": file, "sha256": sha256,
+                   "imported_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
     }
 
 
@@ -371,7 +375,8 @@ def _tuning(tool: str, cmd: list[str]) -> list[dict]:
             out.append({"what": "cpu_affinity", "detail": f"threads pinned to CPUs {aff or 'all (-S)'}"})
         if not any(a in ("--default-system", "--laptop") for a in cmd):
             # cyclictest holds /dev/cpu_dma_latency at 0 unless --default-system (cyclictest.8).
-            out.append({"what": "cpu_dma_latency", "detail": "0 µs (cyclictest's default; --default-system disables it)"})
+            out.append({"what": "cpu_dma_latency",
+                        "detail": "0 µs (cyclictest's default; --default-system disables it)"})
     else:
         prio = _option(cmd, ("-f", "--rtprio"))
         if prio is not None:

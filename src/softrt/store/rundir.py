@@ -24,6 +24,7 @@ from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
 
 SCHEMA = "softrt.summary/1"
+SUMMARY_MAJOR = 1
 SAMPLES = "samples.parquet"
 SUMMARY = "summary.json"
 _ARROW_SCHEMA = pa.schema([(name, pa.int64()) for name in RECORD_FIELDS])
@@ -136,4 +137,19 @@ def read_summary(run_path: Path) -> dict:
         raise SoftRTError(f"cannot read {path}: {err}") from None
     if not str(data.get("schema", "")).startswith("softrt.summary/"):
         raise SoftRTError(f"{path} is not a softrt summary (schema {data.get('schema')!r})")
+    check_summary_version(data, path)
     return data
+
+
+def check_summary_version(summary: dict, where: Path | str) -> None:
+    """Raise ConfigError for a summary of a newer major version than this softrt reads."""
+    schema = str(summary.get("schema", ""))
+    try:
+        major = int(schema.split("/", 1)[1].split(".", 1)[0])
+    except (IndexError, ValueError):
+        raise ConfigError(f"{where}: unreadable summary schema {schema!r}",
+                          hint="expected softrt.summary/<major>") from None
+    if major > SUMMARY_MAJOR:
+        raise ConfigError(f"{where} was written by a newer softrt (summary schema {schema}; this softrt reads "
+                          f"softrt.summary/{SUMMARY_MAJOR})", hint="upgrade softrt to read it")
+

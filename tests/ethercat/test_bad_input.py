@@ -1,0 +1,99 @@
+"""Bad input: one clear error (EcatError, exit status 2) with what was seen; the bus left safe."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from softrt.errors import ConfigError
+from softrt.ethercat import EcatError
+from softrt.ethercat.master import EtherCATMaster, MasterState, open_device
+
+PERIOD_NS = 250_000
+
+
+def open_in(ns, **options):
+    options.setdefault("receive_timeout_us", 200_000)
+    dev = EtherCATMaster(ns.master_iface, PERIOD_NS, 1, **options)
+    with ns.inside():
+        dev.open()
+    return dev
+
+
+def test_missing_interface():
+    with pytest.raises(EcatError) as info:
+        open_device("ethercat:nosuch0", PERIOD_NS)
+    assert info.value.reason == "no_interface"
+    assert isinstance(info.value, ConfigError)  # the CLI maps it to exit status 2
+    assert "\n" not in str(info.value) and "nosuch0" in str(info.value)
+
+
+def test_bad_device_spec():
+    with pytest.raises(ConfigError, match="ethercat:IFACE"):
+        open_device("ethercat", PERIOD_NS)
+
+
+def test_interface_down(ecat_ns):
+    ecat_ns.ip("link", "set", ecat_ns.master_iface, "down")
+    with pytest.raises(EcatError) as info:
+        open_in(ecat_ns)
+    assert info.value.reason == "interface_down"
+    assert f"ip link set {ecat_ns.master_iface} up" in str(info.value)
+
+
+def test_no_slaves_answering(ecat_ns):
+    with pytest.raises(EcatError) as info:
+        open_in(ecat_ns)
+    assert info.value.reason == "no_slaves"
+    assert info.value.seen["config_init"] <= 0
+
+
+def test_unsupported_drive_leaves_bus_in_init(start_sim, ecat_ns):
+    sim = start_sim("--slaves", "1", "--device", "io-16di")
+    with pytest.raises(EcatError) as info:
+        open_in(ecat_ns)
+    err = info.value
+    assert err.reason == "unsupported_drive"
+    assert "0x6040" in str(err) and "softrt virtual 16DI" in str(err)
+    assert sim.stats()["slaves"][0]["al_state"] == "INIT"
+
+
+def test_slave_refusing_op_is_reported_with_state_and_code(start_sim, ecat_ns):
+    sim = start_sim("--slaves", "2")
+    sim.control(cmd="refuse_state", state="OP", slave=1, code=0x001A)  # synchronization error
+    with pytest.raises(EcatError) as info:
+        open_in(ecat_ns, state_timeout_s=0.5)
+    err = info.value
+    assert err.reason == "state_timeout"
+    assert "SAFEOP+ERR, AL status code 0x001A" in str(err)
+    assert err.seen["slave 0 'softrt virtual CSP drive'"] == "OP"
+    assert [s["al_state"] for s in sim.stats()["slaves"]] == ["INIT", "INIT"]  # acknowledged, safe
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_no_raw_socket_privilege():
+    # Drop CAP_NET_RAW from the bounding set: even root then cannot open a raw socket.
+    code = ("from softrt.ethercat import EcatError, open_device\n"
+            "try:\n    open_device('ethercat:lo', 250000)\nexcept EcatError as e:\n    print(e.reason)\n")
+    out = subprocess.run(["setpriv", "--bounding-set=-net_raw", sys.executable, "-c", code],
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "permission", out.stderr
+
+
+def test_ecat_sim_cli_bad_interface():
+    out = subprocess.run([sys.executable, "-m", "softrt", "ecat-sim", "--iface", "nosuch0"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "softrt: error: EtherCAT on nosuch0: no such network interface (list interfaces with 'ip link')"]
+
+
+def test_device_state_errors():
+    dev = EtherCATMaster("nosuch0", PERIOD_NS)
+    assert dev.state is MasterState.CLOSED
+    dev.stop()  # harmless when closed
+    with pytest.raises(ConfigError):
+        EtherCATMaster("x", 0)

@@ -1,0 +1,188 @@
+"""Pure models, in process (no network): wire codec, SII, AL state machine, bus WKC rules,
+CiA 402 drive, CoE SDO server, fault plan."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from softrt.ethercat.al import AlState, AlStateMachine, AlStatusCode
+from softrt.ethercat.bus import Segment
+from softrt.ethercat.cia402 import ERROR_FOLLOWING, Drive, DriveState
+from softrt.ethercat.coe import CoeServer, ObjectDictionary
+from softrt.ethercat.description import FAKE_VENDOR_ID, csp_drive
+from softrt.ethercat.esc import Esc
+from softrt.ethercat.faults import FaultPlan
+from softrt.ethercat.mapping import drive_map
+from softrt.ethercat.sii import build_image, crc8, parse_image
+from softrt.ethercat.slave import make_app
+from softrt.ethercat.wire import Cmd, FrameError, encode_frame, parse_frame, read_wkc
+
+
+def test_wire_round_trip_and_errors():
+    frame = encode_frame([(Cmd.FPRD, 7, 0x1001, 0x0130, bytes(6)), (Cmd.LRW, 8, 0, 0, bytes(16))])
+    a, b = parse_frame(frame)
+    assert (a.cmd, a.idx, a.adp, a.ado, a.length, a.more) == (Cmd.FPRD, 7, 0x1001, 0x0130, 6, True)
+    assert (b.cmd, b.logical_address, b.length, b.more) == (Cmd.LRW, 0, 16, False)
+    assert read_wkc(frame, b) == 0
+    with pytest.raises(FrameError):
+        parse_frame(frame[:20])
+    frame[12:14] = b"\x08\x00"
+    with pytest.raises(FrameError, match="EtherType"):
+        parse_frame(frame)
+
+
+def test_sii_image_round_trip():
+    desc = csp_drive()
+    image = build_image(desc, serial=5)
+    assert image[14] == crc8(image[:14])
+    info = parse_image(image)
+    assert (info.vendor_id, info.product_code, info.serial, info.name) == (FAKE_VENDOR_ID, desc.product_code, 5, desc.name)
+    assert info.rx_pdos[0].index == 0x1600 and [e.index for e in info.tx_pdos[0].entries][:2] == [0x6041, 0x6064]
+    m = drive_map(info.rx_pdos, info.tx_pdos)
+    assert (m.controlword, m.target_position, m.modes_of_operation) == (0, 2, 6)
+    assert (m.statusword, m.position_actual, m.following_error, m.error_code) == (0, 2, 8, 12)
+    assert not parse_image(build_image(csp_drive(coe=False))).has_coe
+    assert parse_image(build_image(csp_drive(coe=True))).has_coe
+
+
+def test_al_state_machine():
+    codes = {}
+    al = AlStateMachine(lambda old, new: codes.get(new, 0))
+    assert al.request(AlState.SAFEOP) == (AlState.INIT, AlState.INIT)  # INIT -> SAFEOP: invalid
+    assert (al.status, al.code) == (0x11, AlStatusCode.INVALID_STATE_CHANGE)
+    al.request(AlState.PREOP)  # no acknowledge: ignored
+    assert al.status == 0x11
+    assert al.request(AlState.PREOP | 0x10) == (AlState.INIT, AlState.PREOP)
+    assert (al.status, al.code) == (0x02, 0)
+    codes[AlState.SAFEOP] = AlStatusCode.INVALID_OUTPUT_CONFIG
+    al.request(AlState.SAFEOP)
+    assert (al.status, al.code) == (0x12, 0x001D)
+    al.request(0x10 | 0x06)
+    assert al.code == AlStatusCode.UNKNOWN_STATE
+    al.request(0x10 | AlState.BOOT)
+    assert al.code == AlStatusCode.BOOTSTRAP_NOT_SUPPORTED
+    al.request(0x10 | AlState.INIT)
+    assert al.status == AlState.INIT
+    al.local_error(AlState.SAFEOP, AlStatusCode.SM_WATCHDOG)
+    assert (al.status, al.code) == (0x14, 0x001B)
+
+
+def _segment(n=3):
+    desc = csp_drive()
+    escs = [Esc(desc, i, make_app(desc), last=i == n - 1) for i in range(n)]
+    return Segment(escs), escs
+
+
+def _send(seg, *datagrams):
+    frame = encode_frame(list(datagrams))
+    seg.process(frame)
+    return frame, parse_frame(frame)
+
+
+def test_wkc_and_addressing_rules():
+    seg, escs = _segment(3)
+    frame, (d,) = _send(seg, (Cmd.BRD, 0, 0, 0x0000, bytes(2)))
+    assert read_wkc(frame, d) == 3 and struct.unpack_from("<H", frame, d.header_offset + 2)[0] == 3
+    for pos in range(3):  # auto-increment: the slave that sees ADP 0 is addressed
+        frame, (d,) = _send(seg, (Cmd.APWR, 0, -pos & 0xFFFF, 0x0010, struct.pack("<H", 0x1001 + pos)))
+        assert read_wkc(frame, d) == 1
+    assert [int.from_bytes(e.mem[0x10:0x12], "little") for e in escs] == [0x1001, 0x1002, 0x1003]
+    frame, (d,) = _send(seg, (Cmd.FPRW, 0, 0x1002, 0x0012, struct.pack("<H", 0x00AA)))
+    assert read_wkc(frame, d) == 3  # read +1, write +2
+    escs[0].mem[0x0500] = 0x01
+    frame, (d,) = _send(seg, (Cmd.BRD, 0, 0, 0x0500, bytes(1)))
+    assert frame[d.data_offset] == 0x01  # broadcast reads OR
+    frame, (d,) = _send(seg, (Cmd.FRMW, 0, 0x1001, 0x0910, bytes(8)))
+    assert read_wkc(frame, d) == 3  # the reference reads, the two others write
+    frame, (d,) = _send(seg, (Cmd.FPRD, 0, 0x7777, 0x0000, bytes(2)))
+    assert read_wkc(frame, d) == 0  # nobody has that address
+
+
+def test_lrw_counts_per_esc_and_exchanges_data():
+    seg, escs = _segment(2)
+    for i, esc in enumerate(escs):
+        esc.write(0x0810, struct.pack("<HHBBBB", 0x1100, 8, 0x64, 0, 1, 0))
+        esc.write(0x0818, struct.pack("<HHBBBB", 0x1400, 14, 0x20, 0, 1, 0))
+        esc.write(0x0600, struct.pack("<IHBBHBBB3x", 8 * i, 8, 0, 7, 0x1100, 0, 2, 1))
+        esc.write(0x0610, struct.pack("<IHBBHBBB3x", 16 + 14 * i, 14, 0, 7, 0x1400, 0, 1, 1))
+    frame, (d,) = _send(seg, (Cmd.LRW, 0, 0, 0, bytes(44)))
+    assert read_wkc(frame, d) == 0  # process-data SMs are closed below SAFEOP
+    for state in (AlState.PREOP, AlState.SAFEOP, AlState.OP):
+        for esc in escs:
+            esc.write(0x0120, struct.pack("<H", state))
+    assert all(e.al.state is AlState.OP for e in escs)
+    out = struct.pack("<HibB", 0x0006, 1000, 8, 0) + struct.pack("<HibB", 0x0006, 2000, 8, 0)
+    frame, (d,) = _send(seg, (Cmd.LRW, 0, 0, 0, out + bytes(28)))
+    assert read_wkc(frame, d) == 6
+    statuswords = [struct.unpack_from("<H", frame, d.data_offset + 16 + 14 * i)[0] for i in range(2)]
+    assert statuswords == [0x0240, 0x0240]  # read before the outputs were consumed (one-cycle lag)
+    frame, (d,) = _send(seg, (Cmd.LRW, 0, 0, 0, out + bytes(28)))
+    assert [struct.unpack_from("<H", frame, d.data_offset + 16 + 14 * i)[0] & 0x6F for i in range(2)] == [0x21, 0x21]
+
+
+def test_drive_enable_sequence_and_faults():
+    d = Drive(start_counts=500)
+    assert d.statusword & 0x4F == 0x40
+    d.target = 500
+    for cw, sw in ((0x06, 0x21), (0x07, 0x23), (0x0F, 0x27)):
+        d.step(cw, 500, 8, 250e-6)
+        assert d.statusword & 0x6F == sw
+    assert d.statusword & 0x1000  # CSP: drive follows the command value
+    for k in range(1, 4001):  # a 1 s ramp at 2000 counts/s, then hold
+        d.step(0x0F, 500 + min(k, 2000), 8, 250e-6)
+    assert d.position_counts == 2500 and d.faults == 0
+    d.step(0x0F, 2500 + 10 * d.following_window, 8, 250e-6)  # a jump: following error
+    for _ in range(60):
+        d.step(0x0F, None, None, 250e-6)
+    assert d.state is DriveState.FAULT and d.error_code == ERROR_FOLLOWING
+    d.step(0x80, d.position_counts, 8, 250e-6)  # fault reset: rising edge of bit 7
+    assert d.state is DriveState.SWITCH_ON_DISABLED and d.error_code == 0
+    d2 = Drive(start_counts=0)
+    d2.target = 10 * d2.following_window  # enabling with a far target would jump: refused
+    for cw in (0x06, 0x07, 0x0F):
+        d2.control(cw)
+    assert d2.state is DriveState.FAULT
+
+
+def test_coe_server_sdo_protocol():
+    od = ObjectDictionary()
+    od.add_value(0x6065, 0, "I", 7, writable=True)
+    od.add(0x1008, 0, 0, lambda: b"x" * 300)
+    coe = CoeServer(od, 128)
+
+    def request(cmd, index, sub, data=b"\0" * 4):
+        payload = struct.pack("<HBHB", 2 << 12, cmd, index, sub) + data
+        (reply,) = coe.handle(struct.pack("<HHBB", len(payload), 0, 0, 0x13) + payload)
+        return reply
+
+    r = request(0x40, 0x6065, 0)  # expedited upload
+    assert r[8] == 0x43 and struct.unpack_from("<I", r, 12)[0] == 7
+    r = request(0x23, 0x6065, 0, struct.pack("<I", 99))  # expedited download
+    assert r[8] == 0x60 and od.upload(0x6065, 0) == struct.pack("<I", 99)
+    r = request(0x40, 0x1234, 0)
+    assert r[8] == 0x80 and struct.unpack_from("<I", r, 12)[0] == 0x06020000
+    assert struct.unpack_from("<H", r, 6)[0] >> 12 == 2  # aborts travel as SDO requests
+    r = request(0x40, 0x1008, 0)  # normal upload, then segments
+    assert r[8] == 0x41 and struct.unpack_from("<I", r, 12)[0] == 300
+    got, toggle = bytes(r[16:16 + struct.unpack_from("<H", r, 0)[0] - 10]), 0
+    while True:
+        r = request(0x60 | toggle, 0x1008, 0)
+        got += bytes(r[9:6 + struct.unpack_from("<H", r, 0)[0]])
+        toggle ^= 0x10
+        if r[8] & 0x01:
+            break
+    assert got[:300] == b"x" * 300
+
+
+def test_fault_plan_counts():
+    plan = FaultPlan()
+    plan.arm("drop", 2)
+    plan.set_every("bad_wkc", 5)
+    decisions = [plan.decide(3) for _ in range(10)]
+    assert [x.drop for x in decisions] == [True, True] + [False] * 8
+    assert [x.skip_slave for x in decisions if x.skip_slave is not None] == [2, 2]
+    assert plan.injected == {"drop": 2, "delay": 0, "bad_wkc": 2}
+    with pytest.raises(ValueError):
+        plan.arm("melt")
