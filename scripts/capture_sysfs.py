@@ -22,6 +22,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from softrt.cpus import CpuSet
+
 FILES = [
     "/proc/cmdline", "/proc/interrupts", "/proc/swaps", "/proc/irq/default_smp_affinity",
     "/proc/sys/kernel/osrelease", "/proc/sys/kernel/version", "/proc/sys/kernel/random/boot_id",
@@ -133,15 +135,7 @@ def capture_processes(cap: Capture) -> None:
 
 
 def _cpulist(cpus) -> str:
-    out, cpus = [], sorted(cpus)
-    i = 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(out)
+    return str(CpuSet(cpus))
 
 
 def capture_irq_names(cap: Capture) -> None:

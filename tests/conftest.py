@@ -32,6 +32,20 @@ def _softrt_cmd(*args: str, prefix: tuple[str, ...] = (), **kwargs) -> subproces
 
 
 @pytest.fixture
+def run_cli(capsys):
+    """Run the softrt command line in this process: return (exit status, stdout, stderr)."""
+    from softrt.cli import main
+
+    def run(*args: str):
+        with pytest.raises(SystemExit) as exit_info:
+            main(list(args))
+        captured = capsys.readouterr()
+        return exit_info.value.code, captured.out, captured.err
+
+    return run
+
+
+@pytest.fixture
 def softrt_cmd():
     """Run ``python -m softrt ARGS`` as a user would, capturing its output."""
     return _softrt_cmd

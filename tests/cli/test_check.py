@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from softrt.cli import main
 
 _spec = importlib.util.spec_from_file_location("softrt_audit_trees", Path(__file__).parent.parent / "audit" / "trees.py")
 trees = importlib.util.module_from_spec(_spec)
@@ -17,11 +16,6 @@ _spec.loader.exec_module(trees)
 CAPTURED = str(trees.CAPTURED)
 
 
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as info:
-        main(list(args))
-    out = capsys.readouterr()
-    return info.value.code, out.out, out.err
 
 
 @pytest.fixture
@@ -29,9 +23,9 @@ def good(tmp_path):
     return trees.build_good(tmp_path / "good")
 
 
-def test_ready_machine_exits_0_with_tables_and_verdict(capsys, state_dir, good, monkeypatch):
+def test_ready_machine_exits_0_with_tables_and_verdict(run_cli, state_dir, good, monkeypatch):
     monkeypatch.setenv("COLUMNS", "160")
-    code, out, err = run_cli(capsys, "check", "--root", str(good), "--rt-cpus", "3")
+    code, out, err = run_cli("check", "--root", str(good), "--rt-cpus", "3")
     assert code == 0, err
     for title in ("Reserved cores", "(1) CPU idle states", "(2) Disturbing services", "(3) Updates and maintenance",
                   "(4) Interrupts", "Kernel and CPU"):
@@ -39,9 +33,9 @@ def test_ready_machine_exits_0_with_tables_and_verdict(capsys, state_dir, good, 
     assert "READY: a 250 µs loop can be expected to hold on CPU 3" in out
 
 
-def test_captured_vm_is_not_ready_and_says_what_to_fix_first(capsys, state_dir, monkeypatch):
+def test_captured_vm_is_not_ready_and_says_what_to_fix_first(run_cli, state_dir, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
-    code, out, _ = run_cli(capsys, "check", "--root", CAPTURED)  # default RT CPU: the last allowed one
+    code, out, _ = run_cli("check", "--root", CAPTURED)  # default RT CPU: the last allowed one
     assert code == 1
     assert "NOT READY" in out and "on CPU 1" in out
     assert "Fix first:" in out and "1. Preemption model" in out
@@ -49,8 +43,8 @@ def test_captured_vm_is_not_ready_and_says_what_to_fix_first(capsys, state_dir, 
     assert "virtio2-input.0" in out  # the NIC queue routed to CPU 1
 
 
-def test_json_output(capsys, state_dir):
-    code, out, _ = run_cli(capsys, "check", "--root", CAPTURED, "--rt-cpus", "1", "--json")
+def test_json_output(run_cli, state_dir):
+    code, out, _ = run_cli("check", "--root", CAPTURED, "--rt-cpus", "1", "--json")
     assert code == 1
     data = json.loads(out)
     assert data["ready"] is False and data["rt_cpus"] == "1" and data["housekeeping_cpus"] == "0"
@@ -68,23 +62,23 @@ def test_json_output(capsys, state_dir):
     (["--rt-cpus", "1-0"], "invalid CPU range"),
     (["--sample", "-1"], "--sample"),
 ])
-def test_bad_input_is_one_line_and_exit_2(capsys, state_dir, args, words):
-    code, out, err = run_cli(capsys, "check", "--root", CAPTURED, *args)
+def test_bad_input_is_one_line_and_exit_2(run_cli, state_dir, args, words):
+    code, out, err = run_cli("check", "--root", CAPTURED, *args)
     assert code == 2
     assert out == ""
     assert err.startswith("softrt: error: ") and words in err and err.count("\n") == 1
 
 
-def test_offline_cpu_is_bad_input(capsys, state_dir, tmp_path):
+def test_offline_cpu_is_bad_input(run_cli, state_dir, tmp_path):
     tree = tmp_path / "t"
     shutil.copytree(CAPTURED, tree, symlinks=True)
     (tree / "sys/devices/system/cpu/online").write_text("0\n")
-    code, _, err = run_cli(capsys, "check", "--root", str(tree), "--rt-cpus", "1")
+    code, _, err = run_cli("check", "--root", str(tree), "--rt-cpus", "1")
     assert code == 2 and "CPU 1 is offline" in err
 
 
-def test_this_machine_with_a_short_sample(capsys, state_dir):
-    code, out, err = run_cli(capsys, "check", "--json", "--sample", "0.2")
+def test_this_machine_with_a_short_sample(run_cli, state_dir):
+    code, out, err = run_cli("check", "--json", "--sample", "0.2")
     assert code in (0, 1), err
     data = json.loads(out)
     assert data["ready"] is (code == 0)

@@ -8,15 +8,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from softrt.cli import main
 from softrt.report.synthetic import write_synthetic_run
 
 
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
 
 
 @pytest.fixture
@@ -37,51 +31,51 @@ def lab(tmp_path):
     return out
 
 
-def test_empty_history(capsys, home):
-    code, out, err = run_cli(capsys, "history")
+def test_empty_history(run_cli, home):
+    code, out, err = run_cli("history")
     assert code == 0 and out == "" and "No runs" in err
-    code, out, _ = run_cli(capsys, "history", "--json")
+    code, out, _ = run_cli("history", "--json")
     assert code == 0 and json.loads(out) == []
 
 
-def test_add_list_filter_show(capsys, home, lab, tmp_path):
-    code, out, err = run_cli(capsys, "history", "add", str(tmp_path / "lab" / "pc-a"), str(tmp_path / "lab" / "pc-b"))
+def test_add_list_filter_show(run_cli, home, lab, tmp_path):
+    code, out, err = run_cli("history", "add", str(tmp_path / "lab" / "pc-a"), str(tmp_path / "lab" / "pc-b"))
     assert code == 0 and out.count("stored ") == 3 and "3 run(s)" in err
     ids = [json.loads((p / "summary.json").read_text())["run_id"] for p in lab]
-    code, out, _ = run_cli(capsys, "history")
+    code, out, _ = run_cli("history")
     assert code == 0 and all(i in out for i in ids) and "untuned" in out
     assert out.index(ids[0]) < out.index(ids[1]) < out.index(ids[2])  # oldest first
-    code, out, _ = run_cli(capsys, "history", "--host", "pc-b", "--json")
+    code, out, _ = run_cli("history", "--host", "pc-b", "--json")
     assert [r["run_id"] for r in json.loads(out)] == ids[1:]
-    code, out, _ = run_cli(capsys, "history", "--scenario", "tuned", "--since", "2026-11-29", "--json")
+    code, out, _ = run_cli("history", "--scenario", "tuned", "--since", "2026-11-29", "--json")
     assert [r["run_id"] for r in json.loads(out)] == ids[2:]
-    code, out, _ = run_cli(capsys, "history", "--until", "2026-11-29", "--json")
+    code, out, _ = run_cli("history", "--until", "2026-11-29", "--json")
     rows = json.loads(out)
     assert [r["run_id"] for r in rows] == ids[:2]
     assert rows[0]["missed_updates"] == 1 and rows[0]["tuning"]["applied"] and rows[0]["path"] == str(lab[0].resolve())
     # show: by unique prefix, the same tables as softrt run
-    code, out, _ = run_cli(capsys, "show", ids[1][:-2])
+    code, out, _ = run_cli("show", ids[1][:-2])
     assert code == 0 and "Timer int. period" in out and "Distribution" in out and str(lab[1].resolve()) in out
-    code, out, _ = run_cli(capsys, "show", str(lab[2]), "--json")
+    code, out, _ = run_cli("show", str(lab[2]), "--json")
     assert json.loads(out)["run_id"] == ids[2]
     # Adding again changes nothing; forget drops one row.
-    run_cli(capsys, "history", "add", str(lab[0]))
-    code, out, _ = run_cli(capsys, "history", "--json")
+    run_cli("history", "add", str(lab[0]))
+    code, out, _ = run_cli("history", "--json")
     assert len(json.loads(out)) == 3
-    code, out, _ = run_cli(capsys, "history", "forget", ids[0])
+    code, out, _ = run_cli("history", "forget", ids[0])
     assert code == 0 and ids[0] in out
-    code, out, _ = run_cli(capsys, "history", "--json")
+    code, out, _ = run_cli("history", "--json")
     assert [r["run_id"] for r in json.loads(out)] == ids[1:]
     assert lab[0].is_dir()
 
 
-def test_db_option_overrides_the_default(capsys, home, lab, tmp_path):
+def test_db_option_overrides_the_default(run_cli, home, lab, tmp_path):
     db = tmp_path / "other.sqlite"
-    code, _, _ = run_cli(capsys, "history", "add", str(lab[0]), "--db", str(db))
+    code, _, _ = run_cli("history", "add", str(lab[0]), "--db", str(db))
     assert code == 0 and db.is_file() and not (home / "history.sqlite").exists()
-    code, out, _ = run_cli(capsys, "history", "--db", str(db), "--json")
+    code, out, _ = run_cli("history", "--db", str(db), "--json")
     assert len(json.loads(out)) == 1
-    code, out, _ = run_cli(capsys, "show", json.loads(out)[0]["run_id"], "--db", str(db))
+    code, out, _ = run_cli("show", json.loads(out)[0]["run_id"], "--db", str(db))
     assert code == 0 and "Timer int. period" in out
 
 
@@ -98,20 +92,20 @@ def _one_line_exit_2(code, out, err, needle):
     (["history", "add", "/no/such/dir"], "no such run directory"),
     (["history", "forget", "nope"], "unknown run id"),
 ])
-def test_bad_input(capsys, home, args, needle):
-    _one_line_exit_2(*run_cli(capsys, *args), needle)
+def test_bad_input(run_cli, home, args, needle):
+    _one_line_exit_2(*run_cli(*args), needle)
 
 
-def test_newer_or_corrupt_database(capsys, home, lab, tmp_path):
+def test_newer_or_corrupt_database(run_cli, home, lab, tmp_path):
     db = tmp_path / "h.sqlite"
-    run_cli(capsys, "history", "add", str(lab[0]), "--db", str(db))
+    run_cli("history", "add", str(lab[0]), "--db", str(db))
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA user_version = 7")
-    _one_line_exit_2(*run_cli(capsys, "history", "--db", str(db)), "newer softrt")
+    _one_line_exit_2(*run_cli("history", "--db", str(db)), "newer softrt")
     db.write_bytes(b"garbage" * 1000)
-    _one_line_exit_2(*run_cli(capsys, "history", "--db", str(db)), "unusable")
+    _one_line_exit_2(*run_cli("history", "--db", str(db)), "unusable")
 
 
-def test_corrupt_summary_is_shown_as_one_line(capsys, home, lab):
+def test_corrupt_summary_is_shown_as_one_line(run_cli, home, lab):
     (lab[0] / "summary.json").write_text("{")
-    _one_line_exit_2(*run_cli(capsys, "show", str(lab[0])), "corrupt")
+    _one_line_exit_2(*run_cli("show", str(lab[0])), "corrupt")

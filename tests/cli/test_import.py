@@ -8,14 +8,8 @@ import subprocess
 
 import pytest
 
-from softrt.cli import main
 
 
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
 
 
 @pytest.fixture
@@ -26,29 +20,29 @@ def home(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(shutil.which("cyclictest") is None, reason="rt-tests not installed")
-def test_import_real_cyclictest(capsys, home, tmp_path):
+def test_import_real_cyclictest(run_cli, home, tmp_path):
     # CPU 0, no real-time priority, 0.2 s: does not disturb a measurement on the RT CPU.
     subprocess.run(["cyclictest", "-q", "-l", "1000", "-i", "200", "-h", "400", "-a", "0", "--json=ct.json"],
                    cwd=tmp_path, check=True, capture_output=True, timeout=60)
     doc = json.loads((tmp_path / "ct.json").read_text())
-    code, out, err = run_cli(capsys, "import", str(tmp_path / "ct.json"))
+    code, out, err = run_cli("import", str(tmp_path / "ct.json"))
     assert code == 0, err
     assert "imported" in out and "cyclictest" in out
-    code, out, _ = run_cli(capsys, "history", "--source", "cyclictest", "--json")
+    code, out, _ = run_cli("history", "--source", "cyclictest", "--json")
     (row,) = json.loads(out)
     assert row["cycles"] == doc["thread"]["0"]["cycles"] and row["latency_max_us"] == doc["thread"]["0"]["max"]
     assert row["path"].startswith(str(home / "imported"))
-    code, out, _ = run_cli(capsys, "show", row["run_id"])
+    code, out, _ = run_cli("show", row["run_id"])
     assert code == 0 and "cyclictest latency" in out and "p99.99" in out
-    code, out, _ = run_cli(capsys, "import", str(tmp_path / "ct.json"))  # again: the same run
-    code, out, _ = run_cli(capsys, "history", "--json")
+    code, out, _ = run_cli("import", str(tmp_path / "ct.json"))  # again: the same run
+    code, out, _ = run_cli("history", "--json")
     assert len(json.loads(out)) == 1
-    code, out, err = run_cli(capsys, "report", row["run_id"], "-o", str(tmp_path / "r.html"))
+    code, out, err = run_cli("report", row["run_id"], "-o", str(tmp_path / "r.html"))
     assert code == 0, err
     assert "latency_hist" in (tmp_path / "r.html").read_text()
 
 
-def test_import_options(capsys, home, tmp_path):
+def test_import_options(run_cli, home, tmp_path):
     doc = {"file_version": 1, "cmdline:": "oslat -D 10 -c 3 --json=o.json", "rt_test_version:": "2.40",
            "start_time": "Mon, 30 Nov 2026 06:48:55 +0000", "end_time": "Mon, 30 Nov 2026 06:49:06 +0000",
            "return_code": 0, "sysinfo": {"nodename": "pc-c", "release": "6.1", "sysname": "Linux"},
@@ -56,7 +50,7 @@ def test_import_options(capsys, home, tmp_path):
                                               "duration": 10.0, "histogram": {"1": 1000, "2": 10, "32": 3}}}}
     f = tmp_path / "o.json"
     f.write_text(json.dumps(doc))
-    code, out, err = run_cli(capsys, "import", str(f), "--scenario", "baseline", "--out-dir", str(tmp_path / "imp"),
+    code, out, err = run_cli("import", str(f), "--scenario", "baseline", "--out-dir", str(tmp_path / "imp"),
                              "--json")
     assert code == 0, err
     (summary,) = json.loads(out)
@@ -68,13 +62,13 @@ def test_import_options(capsys, home, tmp_path):
     ("{", "not valid JSON"),
     ('{"a": 1}', "not a cyclictest or oslat"),
 ])
-def test_bad_files(capsys, home, tmp_path, content, needle):
+def test_bad_files(run_cli, home, tmp_path, content, needle):
     f = tmp_path / "x.json"
     f.write_text(content)
-    code, out, err = run_cli(capsys, "import", str(f))
+    code, out, err = run_cli("import", str(f))
     assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1
 
 
-def test_missing_file(capsys, home, tmp_path):
-    code, out, err = run_cli(capsys, "import", str(tmp_path / "nope.json"))
+def test_missing_file(run_cli, home, tmp_path):
+    code, out, err = run_cli("import", str(tmp_path / "nope.json"))
     assert code == 2 and "cannot read" in err and len(err.strip().splitlines()) == 1

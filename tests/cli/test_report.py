@@ -7,15 +7,9 @@ import re
 
 import pytest
 
-from softrt.cli import main
 from softrt.report.synthetic import write_synthetic_run
 
 
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
 
 
 @pytest.fixture
@@ -24,12 +18,12 @@ def home(tmp_path, monkeypatch):
     return tmp_path / "home"
 
 
-def test_report_with_png_and_a_broken_run(capsys, home, tmp_path):
+def test_report_with_png_and_a_broken_run(run_cli, home, tmp_path):
     good = write_synthetic_run(tmp_path / "runs", cycles=5_000, misses=[(2_600, 2)], seed=1)
     bad = write_synthetic_run(tmp_path / "runs", cycles=1_000, seed=2)
     (bad / "samples.parquet").unlink()
     out_html, png = tmp_path / "r.html", tmp_path / "png"
-    code, out, err = run_cli(capsys, "report", str(good), str(bad), "-o", str(out_html), "--png", str(png))
+    code, out, err = run_cli("report", str(good), str(bad), "-o", str(out_html), "--png", str(png))
     assert code == 1  # written, but one run is left out
     assert f"written to {out_html}" in out and "6 PNG(s)" in out
     assert "warning: left out" in err and "missing" in err
@@ -43,21 +37,21 @@ def test_report_with_png_and_a_broken_run(capsys, home, tmp_path):
     (["report", "/no/such/dir"], "not a run directory"),
     (["report"], "Missing argument"),
 ])
-def test_bad_input(capsys, home, args, needle):
-    code, out, err = run_cli(capsys, *args)
+def test_bad_input(run_cli, home, args, needle):
+    code, out, err = run_cli(*args)
     assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_unwritable_output(capsys, home, tmp_path):
+def test_unwritable_output(run_cli, home, tmp_path):
     run = write_synthetic_run(tmp_path / "runs", cycles=1_000)
-    code, out, err = run_cli(capsys, "report", str(run), "-o", str(tmp_path / "no" / "dir" / "r.html"))
+    code, out, err = run_cli("report", str(run), "-o", str(tmp_path / "no" / "dir" / "r.html"))
     assert code == 2 and "cannot write the report" in err and len(err.strip().splitlines()) == 1
 
 
-def test_every_run_broken(capsys, home, tmp_path):
+def test_every_run_broken(run_cli, home, tmp_path):
     run = write_synthetic_run(tmp_path / "runs", cycles=1_000)
     (run / "samples.parquet").write_bytes(b"x")
-    code, out, err = run_cli(capsys, "report", str(run), "-o", str(tmp_path / "r.html"))
+    code, out, err = run_cli("report", str(run), "-o", str(tmp_path / "r.html"))
     assert code == 2 and "no run could be read" in err and not (tmp_path / "r.html").exists()
 
 

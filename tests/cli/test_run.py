@@ -15,18 +15,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from softrt.cli import main
 
 
 pytestmark = pytest.mark.rt
 RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 
 
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -44,9 +38,9 @@ def run_cli(capsys, *args):
     (["--wait", "yield"], "--wait"),
     (["--period", "abc"], "not a time"),
 ])
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, state_dir, args, needle):
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, tmp_path, state_dir, args, needle):
     out_dir = tmp_path / "runs"
-    code, out, err = run_cli(capsys, "run", "--out-dir", str(out_dir), *args)
+    code, out, err = run_cli("run", "--out-dir", str(out_dir), *args)
     assert code == 2
     assert out == ""
     lines = err.strip().splitlines()
@@ -55,10 +49,10 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, state
     assert not out_dir.exists() or not any(out_dir.iterdir())
 
 
-def test_unwritable_output_directory(capsys, tmp_path, state_dir):
+def test_unwritable_output_directory(run_cli, tmp_path, state_dir):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    code, _, err = run_cli(capsys, "run", "--out-dir", str(blocker / "runs"))
+    code, _, err = run_cli("run", "--out-dir", str(blocker / "runs"))
     assert code == 2 and "cannot write runs" in err and len(err.strip().splitlines()) == 1
 
 

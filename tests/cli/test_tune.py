@@ -10,18 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from softrt.cli import main
 
 _spec = importlib.util.spec_from_file_location("softrt_audit_trees", Path(__file__).parent.parent / "audit" / "trees.py")
 trees = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(trees)
 
 
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as info:
-        main(list(args))
-    out = capsys.readouterr()
-    return info.value.code, out.out, out.err
 
 
 @pytest.fixture
@@ -32,10 +26,10 @@ def vm(tmp_path):
     return tree
 
 
-def test_plan_changes_nothing_and_prints_the_kernel_command_line(capsys, state_dir, vm, monkeypatch):
+def test_plan_changes_nothing_and_prints_the_kernel_command_line(run_cli, state_dir, vm, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     before = trees.files_under(vm)
-    code, out, err = run_cli(capsys, "tune", "--root", str(vm), "--rt-cpus", "1")
+    code, out, err = run_cli("tune", "--root", str(vm), "--rt-cpus", "1")
     assert code == 0, err
     assert "/proc/irq/38/smp_affinity" in out and "/proc/sys/kernel/sched_rt_runtime_us" in out
     assert "Needs a reboot" in out and "isolcpus=managed_irq,domain,1" in out and "preempt=full" in out
@@ -44,21 +38,21 @@ def test_plan_changes_nothing_and_prints_the_kernel_command_line(capsys, state_d
     assert not state_dir.exists() or not (state_dir / "tune-state.jsonl").exists()
 
 
-def test_apply_then_revert_on_a_tree(capsys, state_dir, vm):
+def test_apply_then_revert_on_a_tree(run_cli, state_dir, vm):
     before = trees.files_under(vm)
-    code, out, err = run_cli(capsys, "tune", "--root", str(vm), "--rt-cpus", "1", "--apply", "--json")
+    code, out, err = run_cli("tune", "--root", str(vm), "--rt-cpus", "1", "--apply", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert data["applied"]["complete"] and (state_dir / "tune-state.jsonl").exists()
     assert (vm / "proc/sys/kernel/sched_rt_runtime_us").read_text() == "-1\n"
     assert (vm / "proc/irq/38/smp_affinity").read_text() == "00000001\n"
 
-    code, out, _ = run_cli(capsys, "check", "--root", str(vm), "--rt-cpus", "1", "--json")
+    code, out, _ = run_cli("check", "--root", str(vm), "--rt-cpus", "1", "--json")
     statuses = {f["id"]: f["status"] for f in json.loads(out)["findings"]}
     assert statuses["kernel.rt_throttling"] == statuses["idle.states"] == statuses["services.watchdog"] == "ok"
     assert statuses["irq.default_affinity"] == statuses["kernel.timer_migration"] == "ok"
 
-    code, out, err = run_cli(capsys, "tune", "--revert", "--root", str(vm))
+    code, out, err = run_cli("tune", "--revert", "--root", str(vm))
     assert code == 0, err
     assert "Reverted:" in out and "restored" in out
     assert trees.files_under(vm) == before  # byte for byte
@@ -74,9 +68,9 @@ def test_apply_then_revert_on_a_tree(capsys, state_dir, vm):
     (["--revert", "--rt-cpus", "1"], "drop --rt-cpus"),
     (["--revert"], "nothing to revert"),
 ])
-def test_bad_input(capsys, state_dir, vm, args, words):
+def test_bad_input(run_cli, state_dir, vm, args, words):
     before = trees.files_under(vm)
-    code, out, err = run_cli(capsys, "tune", "--root", str(vm), *args)
+    code, out, err = run_cli("tune", "--root", str(vm), *args)
     assert code == 2 and out == ""
     assert err.startswith("softrt: error: ") and words in err and err.count("\n") == 1
     assert trees.files_under(vm) == before
@@ -86,26 +80,26 @@ def test_bad_input(capsys, state_dir, vm, args, words):
     ("garbage\n{}\n", "corrupt"),
     ('{"format": "someone-else"}\n', "not a softrt tune state file"),
 ])
-def test_corrupt_or_foreign_state(capsys, state_dir, vm, content, words):
+def test_corrupt_or_foreign_state(run_cli, state_dir, vm, content, words):
     state_dir.mkdir(parents=True)
     (state_dir / "tune-state.jsonl").write_text(content)
     before = trees.files_under(vm)
-    code, _, err = run_cli(capsys, "tune", "--revert", "--root", str(vm))
+    code, _, err = run_cli("tune", "--revert", "--root", str(vm))
     assert code == 2 and words in err and err.count("\n") == 1
     assert trees.files_under(vm) == before
 
 
-def test_second_apply_is_refused(capsys, state_dir, vm):
-    assert run_cli(capsys, "tune", "--root", str(vm), "--rt-cpus", "1", "--apply")[0] == 0
-    code, _, err = run_cli(capsys, "tune", "--root", str(vm), "--rt-cpus", "1", "--apply")
+def test_second_apply_is_refused(run_cli, state_dir, vm):
+    assert run_cli("tune", "--root", str(vm), "--rt-cpus", "1", "--apply")[0] == 0
+    code, _, err = run_cli("tune", "--root", str(vm), "--rt-cpus", "1", "--apply")
     assert code == 2 and "already applied" in err
-    assert run_cli(capsys, "tune", "--revert", "--root", str(vm))[0] == 0
+    assert run_cli("tune", "--revert", "--root", str(vm))[0] == 0
 
 
-def test_apply_without_root_is_refused(capsys, state_dir, monkeypatch):
+def test_apply_without_root_is_refused(run_cli, state_dir, monkeypatch):
     """On this machine, as a user who is not root: one line, exit status 2, and no state file."""
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    code, out, err = run_cli(capsys, "tune", "--rt-cpus", "1", "--apply")
+    code, out, err = run_cli("tune", "--rt-cpus", "1", "--apply")
     assert code == 2 and out == ""
     assert err.startswith("softrt: error: ") and "needs root" in err and err.count("\n") == 1
     assert not (state_dir / "tune-state.jsonl").exists()

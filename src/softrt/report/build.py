@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, SoftRTError
 from ..store.history import History, find_run_dirs
-from ..store.rundir import SAMPLES, SUMMARY
+from ..store.rundir import SAMPLES, SUMMARY, check_writable
 from .html import page
 from .load import RunView, load_run
 from .plots import make_plots, render
@@ -80,14 +80,7 @@ def _writable_file(path: Path) -> None:
 
 
 def _png_dir(path: Path) -> None:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".softrt-probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as err:
-        raise ConfigError(f"cannot write PNGs to {path}: {err.strerror or err}",
-                          hint="choose another --png directory") from None
+    check_writable(path, "PNGs", "choose another --png directory")
 
 
 def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | os.PathLike,

@@ -36,16 +36,15 @@ def new_run_id() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{host}-{secrets.token_hex(2)}"
 
 
-def check_writable(base: Path) -> None:
-    """Raise ConfigError unless run directories can be created under *base*."""
+def check_writable(base: Path, what: str = "runs", hint: str = "choose another directory with --out-dir") -> None:
+    """Raise ConfigError unless files (*what*) can be created in directory *base* (made if needed)."""
     try:
         base.mkdir(parents=True, exist_ok=True)
         probe = base / f".softrt-probe-{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as err:
-        raise ConfigError(f"cannot write runs to {base}: {err.strerror or err}",
-                          hint="choose another directory with --out-dir") from None
+        raise ConfigError(f"cannot write {what} to {base}: {err.strerror or err}", hint=hint) from None
 
 
 class RunDir:
