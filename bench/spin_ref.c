@@ -16,12 +16,14 @@
  *                  written = now()
  *                  out = step(++seq)            (step 3, a trivial next-target computation)
  *                  done = now()
- *                  store record {seq, cycle, edge, detect, written, done, missed, flags}
+ *                  store record {seq, cycle, edge, detect, written, done, missed, flags, rtt, wkc}
+ *                  (rtt and wkc are 0, as on softrt's virtual board: no frames)
  *          until done >= end or SIGINT/SIGTERM.
  *
  * Real-time controls as softrt's worker: sched_setaffinity, mlockall, /dev/cpu_dma_latency = 0
  * held open, timer slack 1 ns, SCHED_FIFO; first edge 2 ms after the start; records in a
- * pre-faulted array, written after the loop as softrt's RECORD_DTYPE (8 x int64 per cycle).
+ * pre-faulted array, written after the loop as 10 x int64 per cycle, in softrt's record order
+ * (seq, cycle, edge_ns, detect_ns, write_ns, done_ns, missed, flags, rtt_ns, wkc).
  *
  * usage: spin_ref PERIOD_NS DURATION_NS CPU PRIORITY OUTFILE
  */
@@ -56,7 +58,7 @@ static inline int64_t mono(void)
 
 /* The virtual board (softrt.board.VirtualBoard). */
 struct board {
-	int64_t period, t0, edge, cycle, writes, missed_total, flags;
+	int64_t period, t0, edge, cycle, writes, missed_total, flags, last_rtt_ns, last_wkc;
 	volatile double latched; /* the output register: the store must happen */
 };
 
@@ -100,7 +102,7 @@ static inline double step(struct motion *m)
 	return p;
 }
 
-struct record { int64_t seq, cycle, edge_ns, detect_ns, write_ns, done_ns, missed, flags; };
+struct record { int64_t seq, cycle, edge_ns, detect_ns, write_ns, done_ns, missed, flags, rtt_ns, wkc; };
 
 static void die(const char *what)
 {
@@ -190,6 +192,8 @@ int main(int argc, char **argv)
 			r->done_ns = done;
 			r->missed = missed;
 			r->flags = b.flags | (missed ? FLAG_MISSED : 0);
+			r->rtt_ns = b.last_rtt_ns;
+			r->wkc = b.last_wkc;
 		}
 		if (done >= end || stop_requested || (size_t)seq >= cap)
 			break;

@@ -65,13 +65,17 @@ def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_settings_r
     board_cycles = duration_s * 1e9 / period_ns
     # Every write is one record; a missed board cycle has no write of its own.
     assert abs(s["cycles"] + s["misses"]["missed_updates"] - board_cycles) / board_cycles < 0.02
-    assert abs(s["period_us"]["mean"] - 250.0) / 250.0 < 0.01
     assert s["records_missing"] == 0 and s["ring"]["overflows"] == 0
     assert s["board"]["writes"] == s["cycles"]
     assert s["board"]["missed_updates"] == s["misses"]["missed_updates"]
     run_dir = tmp_path / s["run_id"]
     table = pq.read_table(run_dir / "samples.parquet")
     assert table.num_rows == s["cycles"]
+    # The mean period per board cycle is the board's clock seen through the loop: within 1 % of
+    # 250 µs. (Per write, a hypervisor stall of a few ms would shift the mean of a 2 s run.)
+    detect, cycle = table.column("detect_ns").to_numpy(), table.column("cycle").to_numpy()
+    mean_period_ns = (detect[-1] - detect[0]) / (cycle[-1] - cycle[0])
+    assert abs(mean_period_ns - period_ns) / period_ns < 0.01
     assert table.column("seq").to_pylist()[:3] == [0, 1, 2]
     for name in ("config.json", "host.json", "summary.json"):
         assert (run_dir / name).exists()
@@ -119,18 +123,26 @@ def _start(tmp_path, *args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for_records(tmp_path, timeout_s=20.0):
+def _wait_for_records(proc, timeout_s=30.0):
+    """Wait until *proc*'s worker is armed (SCHED_FIFO) and has cycled for a moment."""
+    import psutil
+
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
-        if any(tmp_path.glob("*/samples.parquet")):
-            return
+        for child in psutil.Process(proc.pid).children():
+            try:
+                if os.sched_getscheduler(child.pid) == os.SCHED_FIFO:
+                    time.sleep(0.5)
+                    return
+            except OSError:
+                pass
         time.sleep(0.05)
-    raise AssertionError("no run started")
+    raise AssertionError("the run did not start")
 
 
 def test_ctrl_c_keeps_every_record_and_restores(tmp_path, state_dir, rt_settings_restored):
     proc = _start(tmp_path, "--duration", "20s")
-    _wait_for_records(tmp_path)
+    _wait_for_records(proc)
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
@@ -166,7 +178,7 @@ def test_killed_worker_is_a_partial_run(tmp_path, state_dir, rt_settings_restore
     import psutil
 
     proc = _start(tmp_path, "--duration", "20s")
-    _wait_for_records(tmp_path)
+    _wait_for_records(proc)
     worker = psutil.Process(proc.pid).children()[-1]
     worker.kill()
     out, err = proc.communicate(timeout=30)
@@ -181,7 +193,7 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
 
     before = RT_RUNTIME.read_text()
     proc = _start(tmp_path, "--duration", "20s")
-    _wait_for_records(tmp_path)
+    _wait_for_records(proc)
     worker = psutil.Process(proc.pid).children()[-1]
     assert RT_RUNTIME.read_text().strip() == "-1"
     proc.kill()
@@ -201,3 +213,16 @@ def test_check_before_the_run_is_stored_with_it(tmp_path, state_dir, rt_settings
     assert isinstance(s["check"]["ready"], bool) and s["check"]["verdict"]
     full = json.loads((tmp_path / s["run_id"] / "check.json").read_text())
     assert full["rt_cpus"] == str(s["config"]["cpu"]) and full["findings"]
+
+
+def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+    first = _start(tmp_path, "--duration", "20s")
+    try:
+        _wait_for_records(first)
+        second = softrt_cmd("run", "--duration", "1s", "--out-dir", str(tmp_path / "second"))
+        assert second.returncode == 1
+        assert f"another real-time softrt run (pid {first.pid})" in second.stderr
+        assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=30)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import fcntl
 import mmap
 import os
 import platform as _pyplatform
@@ -135,6 +136,23 @@ class LinuxPlatform:
     def write_rt_runtime_us(self, value_us: int, root: str = "/") -> None:
         """Set kernel.sched_rt_runtime_us."""
         write_text(root, RT_RUNTIME, str(value_us))
+
+    # --- exclusion between softrt processes ----------------------------------------------------
+    def try_lock(self, path: Path) -> int | None:
+        """Take an exclusive flock(2) on *path*; return its fd, or None if another process holds it.
+
+        The kernel drops the lock when the holder dies, so a killed run never leaves it taken.
+        """
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        return fd
 
     # --- shared memory ------------------------------------------------------------------------
     def open_shared_memory(self, name: str, size: int, create: bool) -> mmap.mmap:

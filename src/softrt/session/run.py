@@ -8,6 +8,7 @@ SCHED_FIFO, mlockall, the /dev/cpu_dma_latency hold), which die with it.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from ..errors import PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
-from ..platform import get_platform
+from ..platform import get_platform, state_dir
 from ..platform.linux import RT_RUNTIME
 from ..store.rundir import SCHEMA, RunDir, check_writable, new_run_id
 from . import changes as _changes
@@ -102,11 +103,17 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
     check_writable(Path(config.out_dir))
 
     check = _take_check(config) if config.check else None
-    rundir = RunDir(Path(config.out_dir), new_run_id())
+    lock_fd = _lock_rt_loop(config)
+    try:
+        rundir = RunDir(Path(config.out_dir), new_run_id())
+        ring = Ring.create()
+    except BaseException:
+        if lock_fd is not None:
+            os.close(lock_fd)
+        raise
     journal = _changes.ChangeJournal()
     not_applied: list[dict] = []
     applied: list[dict] = []
-    ring = Ring.create()
     ctx = multiprocessing.get_context("spawn")
     parent_conn, child_conn = ctx.Pipe()
     spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
@@ -185,6 +192,8 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
                 ring.close()
                 if not completed and not drainer.chunks:
                     rundir.discard()  # the run never started: leave nothing half-written
+                if lock_fd is not None:
+                    os.close(lock_fd)
 
     records = drainer.records()
     summary = {
@@ -220,6 +229,26 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
     rundir.write_json("host.json", summary["host"])
     rundir.write_json("summary.json", summary)
     return RunResult(summary=summary, path=rundir.path, recovered=recovered)
+
+
+def _lock_rt_loop(config: RunConfig) -> int | None:
+    """Allow one real-time softrt run at a time on this machine.
+
+    Two SCHED_FIFO loops would fight for the CPU, and the first to end would restore RT
+    throttling under the other's feet; the second run is refused instead.
+    """
+    if config.profile != "rt":
+        return None
+    path = state_dir() / "rt-loop.lock"
+    fd = get_platform().try_lock(path)
+    if fd is None:
+        try:
+            holder = path.read_text().strip() or "?"
+        except OSError:
+            holder = "?"
+        raise SoftRTError(f"another real-time softrt run (pid {holder}) is in progress",
+                          hint="wait for it to end; softrt runs one real-time loop at a time")
+    return fd
 
 
 def _take_check(config: RunConfig) -> dict:

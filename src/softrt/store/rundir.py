@@ -2,8 +2,8 @@
 
 Layout and schema are documented in docs/run-format.md. JSON files are written to a temporary
 name and renamed (rename(2) is atomic), so a reader never sees half a file; the Parquet file is
-appended row group by row group while the run goes, so a killed supervisor still leaves every
-drained record readable.
+written row group by row group while the run goes (memory stays bounded) and closed when the run
+stops, whatever stopped it.
 """
 
 from __future__ import annotations
