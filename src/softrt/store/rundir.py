@@ -2,7 +2,7 @@
 
 Layout and schema are documented in docs/run-format.md. JSON files are written to a temporary
 name and renamed (rename(2) is atomic), so a reader never sees half a file; the Parquet file is
-written row group by row group while the run goes (memory stays bounded) and closed when the run
+written row group by row group while the run goes and closed when the run
 stops, whatever stopped it.
 """
 
