@@ -33,6 +33,7 @@ the absolute capability of this machine at P.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -310,6 +311,52 @@ def wait_for_load(max_load: float, timeout_s: float) -> None:
         time.sleep(30)
 
 
+# --- one real-time loop at a time ------------------------------------------------------------
+class RtLock:
+    """softrt's machine-wide "one real-time run at a time" lock (``<state_dir>/rt-loop.lock``).
+
+    The bench holds it while cyclictest, the C reference or oslat run, so that a softrt run
+    started meanwhile by someone else is refused instead of sharing the CPU; before its own
+    softrt runs (which take the lock themselves) it waits until the lock is free.
+    """
+
+    def __init__(self, wait_s: float) -> None:
+        self.path = state_dir() / "rt-loop.lock"
+        self.wait_s = wait_s
+        self.plat = get_platform()
+
+    def _acquire(self) -> int | None:
+        try_lock = getattr(self.plat, "try_lock", None)
+        if try_lock is None:  # a softrt without the lock
+            return None
+        end = time.monotonic() + self.wait_s
+        logged = False
+        while True:
+            fd = try_lock(self.path)
+            if fd is not None:
+                return fd
+            if time.monotonic() >= end:
+                raise RuntimeError(f"another real-time softrt run holds {self.path}")
+            if not logged:
+                log(f"waiting for another real-time softrt run to end ({self.path})")
+                logged = True
+            time.sleep(0.5)
+
+    @contextmanager
+    def held(self):
+        fd = self._acquire()
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def wait_free(self) -> None:
+        fd = self._acquire()
+        if fd is not None:
+            os.close(fd)
+
+
 # --- RT throttling ---------------------------------------------------------------------------
 class Throttling:
     """RT throttling off around the spinning references (C loop, oslat), restored afterwards.
@@ -377,6 +424,7 @@ class Bench:
         self.period_ns = int(round(args.period * 1000))
         self.housekeeping = sorted(set(get_platform().online_cpus()) - {args.cpu})
         self.failures: list[str] = []
+        self.rt_lock = RtLock(args.quiet_wait)
 
     # Each measurement returns {"tool", "stats" (latency), "process", "misses", "raw" or "hist", ...}
     def measure(self, tool: str, fn, *fargs) -> dict:
@@ -387,7 +435,12 @@ class Bench:
             load = loadavg()
             t_start = time.time()
             try:
-                with CpuWatch(self.a.cpu) as watch:
+                if tool.startswith("softrt"):
+                    self.rt_lock.wait_free()  # softrt.run takes the lock itself
+                    lock = contextlib.nullcontext()
+                else:
+                    lock = self.rt_lock.held()
+                with lock, CpuWatch(self.a.cpu) as watch:
                     m = fn(*fargs)
             except (Interrupted, KeyboardInterrupt):
                 raise
@@ -824,7 +877,8 @@ def render(res: dict, out) -> None:
             t.add_row(fmt(row["period_us"], 0), str(row["softrt_miss_cycles"]), str(row["softrt_missed_updates"]),
                       fmt(row["softrt_slack_p99_9_us"]), fmt(row["softrt_latency_p99_us"]),
                       fmt(row["softrt_process_p99_us"]), str(row["c_miss_cycles"]), fmt(row["c_slack_p99_9_us"]),
-                      str(row["attempts"]),
+                      str(row["attempts"]) if row["attempts"] == 1 else "{} ({})".format(row["attempts"], ", ".join(
+                          "{}/{}".format(t["softrt_miss_cycles"], t["c_miss_cycles"]) for t in row["tries"])),
                       ("yes" + ("" if row["c_on_time_99_9"] else " (machine-limited)")) if row["sustained"]
                       else f"no: {row['why']}")
         con.print(t)
@@ -971,11 +1025,18 @@ def main(argv=None) -> int:
                 if m is not None:
                     axes_runs.setdefault(ax, []).append(m)
         if not args.no_search:
+            from softrt.session.config import MIN_PERIOD_NS
+            too_short = [p for p in args.search_periods if p * 1000 < MIN_PERIOD_NS]
+            if too_short:
+                notes.append(f"search periods below softrt's shortest accepted period ({MIN_PERIOD_NS / 1000:g} µs) "
+                             f"skipped: {too_short}")
+                args.search_periods = [p for p in args.search_periods if p * 1000 >= MIN_PERIOD_NS]
             fails = 0
             for p_us in args.search_periods:
                 p_ns = int(round(p_us * 1000))
                 # A failure caused by a burst of machine noise is random, a self-caused one is
                 # systematic: a failing pair is measured again, up to --search-attempts pairs.
+                tries: list[dict] = []
                 for attempt in range(args.search_attempts):
                     log(f"sustained period: {p_us:g} µs" + (f" (attempt {attempt + 1})" if attempt else ""))
                     sr = bench.measure("softrt-spin", bench.softrt_run, "spin", p_ns, args.search_duration)
@@ -983,12 +1044,14 @@ def main(argv=None) -> int:
                     if sr is None or cr is None:
                         break
                     ok, why = sustained_verdict(sr, cr)
+                    tries.append({"softrt_miss_cycles": sr["misses"]["cycles_with_miss"],
+                                  "c_miss_cycles": cr["misses"]["cycles_with_miss"], "sustained": ok})
                     if ok:
                         break
                 if sr is None or cr is None:
                     break
                 search.append({
-                    "period_us": p_us, "sustained": ok, "why": why, "attempts": attempt + 1,
+                    "period_us": p_us, "sustained": ok, "why": why, "attempts": attempt + 1, "tries": tries,
                     "softrt_on_time_99_9": on_time_999(sr), "c_on_time_99_9": on_time_999(cr),
                     "softrt_miss_cycles": sr["misses"]["cycles_with_miss"],
                     "softrt_missed_updates": sr["misses"]["missed_updates"],
