@@ -1,8 +1,9 @@
 """A single-producer, single-consumer ring of cycle records in shared memory.
 
 The worker (producer) never blocks: when the ring is full it drops the record and counts an
-overflow, which the supervisor reports. Slots are int64 accessed through a ``memoryview`` cast,
-the cheapest store CPython offers (about 30 ns, no allocation). Ordering relies on x86-TSO: the
+overflow, which the supervisor reports. The header's slots are int64 read and written through a
+``memoryview`` cast (about 30 ns a slot, no allocation); a record is stored with one
+``struct.pack_into``. Ordering relies on x86-TSO: the
 record's stores become visible before the WRITE_IDX store that publishes them.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import struct
 
 import numpy as np
 import psutil
@@ -100,13 +102,15 @@ def remove_stale() -> list[str]:
 class RingWriter:
     """Producer side: ``put`` one record per cycle, never blocking."""
 
-    __slots__ = ("_slots", "_hdr", "_mask", "_cap")
+    __slots__ = ("_buf", "_hdr", "_mask", "_cap", "_pack")
 
     def __init__(self, ring: Ring) -> None:
-        self._slots = ring.slots
+        self._buf = ring._mm
         self._hdr = ring.header
         self._cap = ring.capacity
         self._mask = ring.capacity - 1
+        # One struct.pack_into stores the whole record: about half the cost of ten slot stores.
+        self._pack = struct.Struct(f"<{L.RECORD_SLOTS}q").pack_into
 
     def put(self, seq: int, cycle: int, edge_ns: int, detect_ns: int, write_ns: int, done_ns: int,
             missed: int, flags: int, rtt_ns: int, wkc: int) -> None:
@@ -116,18 +120,9 @@ class RingWriter:
         if w - hdr[3] >= self._cap:  # H_READ_IDX
             hdr[4] += 1  # H_OVERFLOWS
             return
-        s = self._slots
-        b = 16 + (w & self._mask) * 10  # HEADER_SLOTS + index * RECORD_SLOTS
-        s[b] = seq
-        s[b + 1] = cycle
-        s[b + 2] = edge_ns
-        s[b + 3] = detect_ns
-        s[b + 4] = write_ns
-        s[b + 5] = done_ns
-        s[b + 6] = missed
-        s[b + 7] = flags
-        s[b + 8] = rtt_ns
-        s[b + 9] = wkc
+        # Byte offset of slot HEADER_SLOTS + index * RECORD_SLOTS (16 and 10, literal here).
+        self._pack(self._buf, (16 + (w & self._mask) * 10) * 8, seq, cycle, edge_ns, detect_ns, write_ns,
+                   done_ns, missed, flags, rtt_ns, wkc)
         hdr[2] = w + 1
 
 

@@ -82,16 +82,11 @@ def _make_step(spec: WorkerSpec) -> Callable[[int], Any]:
     from ..motion import Trajectory
 
     trajectory = Trajectory(spec.motion, spec.period_ns)
-    next_target = trajectory.next_target
-
-    def motion_step(seq: int) -> Any:  # the seed's step (3): compute the next target
-        return next_target()
-
     # Warm the interpreter's caches on this code path, then start the profile from sample 0.
     for i in range(spec.warmup_cycles):
-        motion_step(i)
+        trajectory.next_target(i)
     trajectory.reset()
-    return motion_step
+    return trajectory.next_target  # the seed's step (3): compute the next target
 
 
 def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:

@@ -40,7 +40,7 @@ class Trajectory:
         "config", "profile", "period_ns", "axes", "half_cycle_samples", "sample_index",
         "_period_s", "_t_move", "_t_half", "_distance", "_half_f", "_k", "_back",
         "_b1", "_b2", "_b3", "_s1", "_s2", "_s3", "_j6", "_c1", "_c2", "_c3",
-        "_scale", "_buf", "_mul", "_tables",
+        "_scale", "_buf", "_mul", "_p0", "_tables",
     )
 
     def __init__(self, config: MotionConfig | None, period_ns: int) -> None:
@@ -77,6 +77,9 @@ class Trajectory:
             self._scale = None
             self._buf = None
         self._mul = np.multiply
+        # A preallocated 0-d array for the scalar position: numpy would otherwise convert the
+        # Python float into a new array object on every call (about half the 64-axis cost).
+        self._p0 = np.zeros(())
         self._tables = half_tables(prof)
         self.sample_index = 0
         self._k = 0.0
@@ -103,11 +106,12 @@ class Trajectory:
         self.sample_index = int(sample_index)
 
     # -- the real-time path -------------------------------------------------------------------
-    def next_target(self):
+    def next_target(self, seq: int = 0):
         """Return the target of sample ``sample_index`` and advance to the next sample.
 
         One axis: a float. Several axes: the same preallocated float64 array every call
         (overwritten by the next call, so the caller copies it, as the board's latch does).
+        *seq* is ignored: it lets the loop call this directly as its ``step(seq)``.
         """
         k = self._k
         t = k * self._period_s
@@ -143,7 +147,9 @@ class Trajectory:
         buf = self._buf
         if buf is None:
             return p
-        self._mul(self._scale, p, buf)  # in place: no new array
+        p0 = self._p0
+        p0[()] = p
+        self._mul(self._scale, p0, buf)  # in place: no new array
         return buf
 
     # -- vectorised twin (analysis) ----------------------------------------------------------
