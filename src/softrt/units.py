@@ -51,8 +51,3 @@ def format_ns(ns: float | int | None, unit: str = "us", digits: int = 1) -> str:
         return "-"
     label = "µs" if unit == "us" else unit
     return f"{ns / _SCALE_NS[unit]:,.{digits}f} {label}"
-
-
-def ns_to_us(ns: float | int) -> float:
-    """Convert nanoseconds to microseconds (for display and JSON)."""
-    return ns / NS_PER_US

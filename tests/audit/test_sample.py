@@ -103,10 +103,14 @@ def test_trace_sample_uses_a_private_instance_and_removes_it(tracefs):
     if 0 not in allowed or len(allowed) < 2:
         pytest.skip("needs CPU 0 and one more")
     os.sched_setaffinity(0, allowed - {0})
+    # An idle CPU 0 may not switch at all in 0.3 s (tickless idle): give it a task that sleeps
+    # and wakes a few times while the trace runs.
+    waker = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.02; done"])
     try:
         text, start, end = sample.trace_switches(tracefs, CpuSet([0]), 0.3)
     finally:
         os.sched_setaffinity(0, allowed)
+        waker.wait()
     rows, _ = sample.parse_sched_switch(text)
     assert end > start and rows, "CPU 0 switches tasks within 0.3 s on any running system"
     assert {r[0] for r in rows} == {0}  # tracing_cpumask kept the other CPUs out

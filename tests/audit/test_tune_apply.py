@@ -116,7 +116,16 @@ def test_a_second_apply_is_refused_and_changes_nothing(untuned, state_dir):
     ('{"format": "softrt-tune-state", "version": 1, "root": "R", "boot_id": "another-boot"}\n', "earlier boot"),
     ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "teleport", "target": "x"}\n', "corrupt"),
     ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file"}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\nnot json\n{"kind": "file"}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\nnot json\n{"kind": "file"}\n', "corrupt"),    # Crafted entries: revert must never write outside /proc and /sys, nor crash on wrong types.
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/../../tmp/victim", "before": "x", "restore": "x"}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/etc/passwd", "before": "x", "restore": "x"}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/proc/../etc/x", "before": "x", "restore": "x"}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": 5, "before": "x", "restore": "x"}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/proc/sys/x", "before": "x", "restore": 0}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": [], "target": "x"}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "affinity", "target": "abc", "tid": 1, "before": "0"}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "affinity", "target": "12", "tid": 12, "before": "zero"}\n', "corrupt"),
+    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "service", "target": "../../bin/sh", "before": "active"}\n', "corrupt"),
 ])
 def test_bad_state_files_are_refused_and_nothing_changes(untuned, state_dir, content, words):
     path = state_dir / "tune-state.jsonl"

@@ -73,3 +73,15 @@ def test_corrupt_journal_is_one_clear_error(tree, tmp_path):
     (d / "123.json").write_text("{not json")
     with pytest.raises(SoftRTError, match="unreadable"):
         changes.recover()
+
+
+def test_a_journal_from_an_earlier_boot_is_dropped_not_replayed(tree, tmp_path):
+    root, f = tree
+    d = tmp_path / "state" / "restore"
+    d.mkdir(parents=True)
+    stale = {"pid": 999999, "boot_id": "an-earlier-boot", "root": str(root),
+             "changes": [{"path": RT, "before": "123", "during": "-1", "why": "test"}]}
+    (d / "999999.json").write_text(json.dumps(stale))
+    assert changes.recover() == []
+    assert f.read_text() == "950000\n"  # the reboot already reset it; nothing is written
+    assert list(d.glob("*.json")) == []

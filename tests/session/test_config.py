@@ -50,4 +50,6 @@ def test_cpu_that_does_not_exist_or_is_not_allowed():
 def test_refuses_to_spin_on_every_online_cpu():
     with pytest.raises(ConfigError, match="housekeeping"):
         validate(RunConfig(), CpuSet([0]), CpuSet([0]))
+    with pytest.raises(ConfigError, match="housekeeping"):  # online 0-1, but we may use only CPU 1
+        validate(RunConfig(), TWO, CpuSet([1]))
     assert validate(RunConfig(profile="none"), CpuSet([0]), CpuSet([0])).cpu is None

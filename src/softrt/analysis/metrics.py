@@ -17,10 +17,15 @@ _SERIES = ("period_ns", "process_ns", "latency_ns", "slack_ns")
 
 
 def derive(records: np.ndarray, period_ns: int) -> dict[str, np.ndarray]:
-    """Return the per-cycle series (int64 ns) derived from *records* (RECORD_DTYPE)."""
+    """Return the per-cycle series (int64 ns) derived from *records* (RECORD_DTYPE).
+
+    A period spans two consecutive cycles; where the ring dropped records (a gap in ``seq``)
+    there is no period, rather than one that spans the gap.
+    """
     detect = records["detect_ns"]
+    consecutive = np.diff(records["seq"]) == 1
     return {
-        "period_ns": np.diff(detect),
+        "period_ns": np.diff(detect)[consecutive],
         "process_ns": records["done_ns"] - detect,
         "latency_ns": detect - records["edge_ns"],
         "slack_ns": records["edge_ns"] + period_ns - records["done_ns"],

@@ -204,6 +204,7 @@ def sample(rt_cpus: CpuSet, seconds: float, root: str = "/") -> dict:
     (``comm``, ``pid`` (thread id), ``cpu_ms``, ``kind``; busiest first) and ``error`` (None on success).
     """
     stat0, snap0 = cpu_times(root), proc_snapshot(root)
+    t0 = time.monotonic()
     tracefs = tracefs_dir(root)
     method, lost, traced = "proc", 0, set()
     totals: dict[tuple[int, str], int] = {}
@@ -215,6 +216,7 @@ def sample(rt_cpus: CpuSet, seconds: float, root: str = "/") -> dict:
             method = "tracefs sched_switch"
         except OSError as err:
             method = f"proc (tracefs unusable: {err.strerror or err})"
+            time.sleep(max(0.0, seconds - (time.monotonic() - t0)))  # the /proc fallback still watches
     else:
         time.sleep(seconds)
         method = "proc (tracefs not mounted; run times credited to the CPU each thread was last seen on)"

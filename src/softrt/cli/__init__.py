@@ -24,12 +24,16 @@ _COMMAND_MODULES = (
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="softrt")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Can this PC run my 250 µs control loop, and if not, why not?"""
+    if ctx.invoked_subcommand in ("run", "compare"):
+        return  # they recover themselves and list what they restored in the run's results
     # A softrt run that was killed may have left a system setting changed: put it back first.
     from ..session.changes import recover
 
@@ -51,8 +55,8 @@ def main(argv: list[str] | None = None) -> None:
     """Run the softrt command line; map softrt errors to one line and an exit status."""
     try:
         status = cli.main(args=argv, prog_name="softrt", standalone_mode=False)
-    except click.exceptions.Abort:
-        fail("interrupted", EXIT_FAIL)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        fail("interrupted", EXIT_INTERRUPTED)
     except click.ClickException as err:
         # Usage errors: click's own one-line message, exit status 2.
         fail(err.format_message(), EXIT_BAD_INPUT if isinstance(err, click.UsageError) or err.exit_code == 2 else err.exit_code)
@@ -60,6 +64,4 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(err), EXIT_BAD_INPUT)
     except SoftRTError as err:
         fail(str(err), EXIT_FAIL)
-    except KeyboardInterrupt:
-        fail("interrupted", 130)
     sys.exit(status if isinstance(status, int) else EXIT_OK)

@@ -14,14 +14,12 @@ RECORD_FIELDS = ("seq", "cycle", "edge_ns", "detect_ns", "write_ns", "done_ns", 
 RECORD_SLOTS = len(RECORD_FIELDS)
 RECORD_DTYPE = np.dtype([(name, "<i8") for name in RECORD_FIELDS])
 
-# Record flags (bit values).
-FLAG_MISSED = 1  # the write landed after one or more later edges: the board repeated targets
+# Record flags (bit values), set by the device; a missed update is ``missed > 0``, not a flag.
 FLAG_DEVICE_ERROR = 2  # the device reported an error for this cycle (e.g. EtherCAT working counter)
 
-# Header slots (int64). The worker writes WRITE_IDX after the record; the supervisor READ_IDX.
-H_MAGIC, H_CAPACITY, H_WRITE_IDX, H_READ_IDX, H_OVERFLOWS, H_STOP, H_STATE, H_T0_NS = range(8)
+# Header slots (int64). The worker writes WRITE_IDX after the record; the supervisor READ_IDX
+# and STOP (a request to end the loop).
+H_MAGIC, H_CAPACITY, H_WRITE_IDX, H_READ_IDX, H_OVERFLOWS, H_STOP = range(6)
 HEADER_SLOTS = 16
 MAGIC = 0x534F465452540001  # "SOFTRT" + layout version 1
 
-# Worker states (H_STATE).
-STATE_STARTING, STATE_ARMED, STATE_RUNNING, STATE_DONE, STATE_FAILED = range(5)

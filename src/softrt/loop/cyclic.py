@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..ipc.layout import FLAG_MISSED, H_STOP
+from ..ipc.layout import H_STOP
 from ..ipc.ring import RingWriter
 
 WAITS = ("spin", "sleep", "hybrid")
@@ -29,6 +29,7 @@ def run_cycles(device, step: Callable[[int], Any], writer: RingWriter, header, e
     permit = device.permit
     write = device.write
     put = writer.put
+    stop_slot = H_STOP
     seq = 0
     out = step(0)
     while True:
@@ -46,7 +47,6 @@ def run_cycles(device, step: Callable[[int], Any], writer: RingWriter, header, e
         seq += 1
         out = step(seq)
         done = mono()
-        put(seq - 1, cycle, edge, detect, written, done, missed, device.flags | (FLAG_MISSED if missed else 0),
-            device.last_rtt_ns, device.last_wkc)
-        if done >= end_ns or header[H_STOP]:
+        put(seq - 1, cycle, edge, detect, written, done, missed, device.flags, device.last_rtt_ns, device.last_wkc)
+        if done >= end_ns or header[stop_slot]:
             return seq

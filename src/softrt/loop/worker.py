@@ -13,7 +13,7 @@ import gc
 import os
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..board import open_device
@@ -45,7 +45,6 @@ class WorkerSpec:
     step: Callable[[int], Any] | None = None  # a user's own per-cycle function
     setup: Callable[[], None] | None = None
     warmup_cycles: int = 2000
-    extra: dict = field(default_factory=dict)
 
 
 def _arm(spec: WorkerSpec) -> tuple[list[dict], list[dict], int | None]:
@@ -96,7 +95,6 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     ring = Ring.attach(ring_name)
     header = ring.header
-    header[L.H_STATE] = L.STATE_STARTING
     dma_fd = None
     board = None
     try:
@@ -108,7 +106,6 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
         writer = ring.writer()
         sleep_until = plat.make_sleep_until() if spec.wait in ("sleep", "hybrid") else None
         margin_ns = spec.margin_ns if spec.wait == "hybrid" else 0
-        header[L.H_STATE] = L.STATE_ARMED
         conn.send(("armed", {"applied": applied, "not_applied": not_applied, "pid": os.getpid()}))
         if conn.recv() != "go":
             return
@@ -119,15 +116,11 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
         gc.disable()
         t0 = time.monotonic_ns() + START_LEAD_NS
         board.start(t0)
-        header[L.H_T0_NS] = t0
-        header[L.H_STATE] = L.STATE_RUNNING
         cycles = run_cycles(board, step, writer, header, t0 + spec.duration_ns, sleep_until, margin_ns)
         gc.enable()
         board.stop()
-        header[L.H_STATE] = L.STATE_DONE
         conn.send(("done", {"cycles": cycles, "board": board.counters()}))
     except BaseException as err:  # report anything (a user's step may raise anything), then die
-        header[L.H_STATE] = L.STATE_FAILED
         try:
             # softrt errors travel whole (the supervisor re-raises bad input as bad input).
             conn.send(("failed", err if isinstance(err, SoftRTError) else f"{type(err).__name__}: {err}"))

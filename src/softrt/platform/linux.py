@@ -98,12 +98,18 @@ class LinuxPlatform:
             fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
         except OSError as err:
             raise _oserror("open", "/dev/cpu_dma_latency", err) from err
-        os.write(fd, struct.pack("i", latency_us))
+        try:
+            os.write(fd, struct.pack("i", latency_us))
+        except OSError as err:
+            os.close(fd)
+            raise _oserror("write", "/dev/cpu_dma_latency", err) from err
         return fd
 
     def set_timer_slack_ns(self, slack_ns: int) -> None:
         """Set this thread's timer slack (default 50 µs for SCHED_OTHER; prctl(2) PR_SET_TIMERSLACK)."""
-        _libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(slack_ns), 0, 0, 0)
+        if _libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(slack_ns), 0, 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise SoftRTError(f"prctl(PR_SET_TIMERSLACK) failed: {os.strerror(err)}")
 
     def die_with_parent(self) -> None:
         """Have the kernel SIGKILL this process when its parent dies (prctl(2) PR_SET_PDEATHSIG)."""
@@ -128,16 +134,16 @@ class LinuxPlatform:
 
         return sleep_until
 
-    # --- RT throttling (Documentation/scheduler/sched-rt-group.rst) ---------------------------
-    def read_rt_runtime_us(self, root: str = "/") -> int:
-        """Return kernel.sched_rt_runtime_us (-1: RT tasks are never throttled)."""
-        return read_int(root, RT_RUNTIME)
-
-    def write_rt_runtime_us(self, value_us: int, root: str = "/") -> None:
-        """Set kernel.sched_rt_runtime_us."""
-        write_text(root, RT_RUNTIME, str(value_us))
-
     # --- exclusion between softrt processes ----------------------------------------------------
+    def machine_lock_path(self, name: str) -> Path:
+        """Return a lock file shared by every user of this machine (/run/lock is 1777, FHS 3.0 §3.15.4).
+
+        ``SOFTRT_STATE_DIR`` moves it too, so tests get their own.
+        """
+        if os.environ.get("SOFTRT_STATE_DIR"):
+            return Path(os.environ["SOFTRT_STATE_DIR"]) / f"{name}.lock"
+        return Path("/run/lock") / f"softrt-{name}.lock"
+
     def try_lock(self, path: Path) -> int | None:
         """Take an exclusive flock(2) on *path*; return its fd, or None if another process holds it.
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis import summarize
-from ..ipc.layout import FLAG_MISSED, RECORD_DTYPE
+from ..ipc.layout import RECORD_DTYPE
 from ..motion import MotionConfig, motion_impact
 from ..store.rundir import SCHEMA, RunDir
 
@@ -50,7 +50,7 @@ def synthetic_records(cycles: int, period_ns: int = 250_000, misses: Iterable[tu
     rec["detect_ns"] = edge + latency
     rec["done_ns"] = edge + latency + process
     rec["write_ns"] = rec["done_ns"] - process // 3
-    rec["flags"] = np.where(late, FLAG_MISSED, 0)
+    rec["flags"] = 0
     return rec
 
 

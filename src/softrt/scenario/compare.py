@@ -121,6 +121,8 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
         for item in planned:
             say(f"round {rnd}/{repeat}: {item.scenario.name}")
             runs.append(_run_one(item, rnd, backend, settle_s))
+            if runs[-1].result.summary["partial_reason"] == "interrupted by Ctrl-C":
+                raise KeyboardInterrupt  # the user wants the whole comparison to stop
     pooled = {item.scenario.name: _pool(item, [r for r in runs if r.scenario is item.scenario]) for item in planned}
     checks = [_check(req, name, figures) for name, figures in pooled.items() if figures["tuned"] for req in requirements]
     return CompareResult(runs=runs, pooled=pooled, verdict=verdict(pooled), checks=checks)

@@ -16,6 +16,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from ..board import check_device_spec
 from ..errors import ConfigError
 from ..load import LOAD_NAMES
 from ..loop.cyclic import WAITS
@@ -69,8 +70,10 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     if wait not in WAITS:
         raise fail("wait", f"unknown wait strategy {wait!r}", f"use one of {', '.join(WAITS)}")
     device = data.get("device", "virtual")
-    if not isinstance(device, str) or not (device == "virtual" or device.startswith("ethercat:")):
-        raise fail("device", f"unknown device {device!r}", "use virtual or ethercat:IFACE")
+    try:
+        check_device_spec(device if isinstance(device, str) else repr(device))
+    except ConfigError as err:
+        raise fail("device", err.msg, err.hint) from None
     duration_ns = None
     if "duration" in data:
         try:

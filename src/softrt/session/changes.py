@@ -89,9 +89,15 @@ class ChangeJournal:
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        payload = {"pid": os.getpid(), "root": self.root, "changes": [c.to_dict() for c in self.changes]}
+        payload = {"pid": os.getpid(), "boot_id": _boot_id(), "root": self.root,
+                   "changes": [c.to_dict() for c in self.changes]}
         tmp.write_text(json.dumps(payload, indent=1))
         os.replace(tmp, self.path)
+
+
+def _boot_id() -> str | None:
+    """This boot's random id (proc(5): /proc/sys/kernel/random/boot_id)."""
+    return read_text("/", "/proc/sys/kernel/random/boot_id", fallback=None)
 
 
 def recover() -> list[Change]:
@@ -108,6 +114,9 @@ def recover() -> list[Change]:
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise SoftRTError(f"restore journal {path} is unreadable ({err})",
                               hint="check the values it names by hand, then delete it") from None
+        if data.get("boot_id") != _boot_id():
+            path.unlink(missing_ok=True)  # from before a reboot, which reset every value already
+            continue
         if psutil.pid_exists(pid):
             continue  # a run in progress owns it
         journal = ChangeJournal(data.get("root", "/"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,6 @@ class RunConfig:
     max_duration_ns: int = DEFAULT_MAX_DURATION_NS
     scenario: str = "run"
     check: bool = False  # take a `softrt check` of the RT CPU before the run (stored with it)
-    extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (config.json)."""
@@ -82,10 +81,11 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
         raise InvalidCpu(cpu, usable, "does not exist or is offline")
     elif cpu not in allowed:
         raise InvalidCpu(cpu, usable, "is not allowed to this process (cgroup cpuset or affinity)")
-    if config.profile == "rt" and not (online - CpuSet([cpu])):
-        # A SCHED_FIFO task spinning on every online CPU can starve the kernel's own work.
-        raise ConfigError(f"CPU {cpu} is the only online CPU; softrt keeps one housekeeping CPU free",
-                          hint="use --profile none on a single-CPU machine")
+    if config.profile == "rt" and not (usable - CpuSet([cpu])):
+        # A SCHED_FIFO task spinning on every CPU we may use would starve the kernel's work there
+        # and the supervisor, which must drain the ring from a housekeeping CPU.
+        raise ConfigError(f"CPU {cpu} is the only CPU this process may use; softrt keeps one housekeeping CPU free",
+                          hint="widen the CPU affinity (taskset, cgroup cpuset) or use --profile none")
     return dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None)
 
 

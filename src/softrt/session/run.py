@@ -10,8 +10,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,7 +27,7 @@ from ..errors import PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
-from ..platform import get_platform, state_dir
+from ..platform import get_platform
 from ..platform.linux import RT_RUNTIME
 from ..store.rundir import SCHEMA, RunDir, check_writable, new_run_id
 from . import changes as _changes
@@ -33,7 +35,7 @@ from .config import RunConfig, resolve_motion, validate
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
 ARM_TIMEOUT_S = 60.0
-STOP_GRACE_S = 5.0
+STOP_GRACE_S = 10.0  # an EtherCAT master disables its drives and walks the bus to INIT in this time
 
 
 @dataclass
@@ -67,9 +69,12 @@ class _Drainer:
         self.rundir = rundir
         self.chunks: list[np.ndarray] = []
         self.progress = Progress()
+        self.overflows = 0
         self._last_detect: int | None = None
 
     def drain(self) -> None:
+        if self.reader is None:
+            return
         recs = self.reader.drain()
         if not recs.size:
             return
@@ -87,6 +92,28 @@ class _Drainer:
     def records(self) -> np.ndarray:
         return np.concatenate(self.chunks) if self.chunks else np.empty(0, dtype=L.RECORD_DTYPE)
 
+    def release(self) -> None:
+        """Keep the overflow count, drop the reader (its view pins the shared mapping)."""
+        if self.reader is not None:
+            self.overflows = self.reader.overflows
+            self.reader = None
+
+
+@dataclass
+class _Outcome:
+    """How the run went, filled in as it goes (read by the cleanup and the summary)."""
+
+    status: str = "complete"
+    reason: str | None = None
+    released: bool = False  # the worker was told "go"
+    applied: list = field(default_factory=list)
+    not_applied: list = field(default_factory=list)
+    worker: dict = field(default_factory=dict)
+
+    def partial(self, reason: str) -> None:
+        if self.reason is None:
+            self.status, self.reason = "partial", reason
+
 
 def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Callable[[], None] | None = None,
         on_progress: Callable[[Progress], None] | None = None) -> RunResult:
@@ -101,99 +128,54 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
     if step is None:
         config = resolve_motion(config)
     check_writable(Path(config.out_dir))
-
     check = _take_check(config) if config.check else None
-    lock_fd = _lock_rt_loop(config)
+
+    out = _Outcome()
+    started_at = _utcnow()
+    # Every resource is registered for cleanup as soon as it exists; ExitStack undoes them in
+    # reverse order, each even when an earlier one failed, with SIGINT ignored meanwhile: a
+    # second Ctrl-C (or `timeout`, which signals the process and its group) cannot cut it short.
+    cleanup = ExitStack()
     try:
+        lock_fd = _lock_rt_loop(config)
+        if lock_fd is not None:
+            cleanup.callback(os.close, lock_fd)
         rundir = RunDir(Path(config.out_dir), new_run_id())
         ring = Ring.create()
-    except BaseException:
-        if lock_fd is not None:
-            os.close(lock_fd)
-        raise
-    journal = _changes.ChangeJournal()
-    not_applied: list[dict] = []
-    applied: list[dict] = []
-    ctx = multiprocessing.get_context("spawn")
-    parent_conn, child_conn = ctx.Pipe()
-    spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
-                      margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
-                      profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
-                      step=step, setup=setup)
-    proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
-    drainer = _Drainer(ring, rundir)
-    status, reason = "complete", None
-    worker_report: dict = {}
-    started_at = _utcnow()
-    previous_affinity = plat.allowed_cpus()
-    completed = False
-    try:
-        if config.profile == "rt":
-            housekeeping = (plat.online_cpus() & previous_affinity) - CpuSet([config.cpu])
-            if housekeeping:
-                plat.set_affinity(housekeeping)
-                applied.append({"what": "supervisor_affinity", "detail": f"supervisor on CPUs {housekeeping}"})
-            if config.wait == "spin":
-                # A spinning SCHED_FIFO task is throttled for 50 ms every second by default
-                # (Documentation/scheduler/sched-rt-group.rst); -1 disables that for the run.
-                try:
-                    journal.set(RT_RUNTIME, "-1", "RT throttling would stall the spinning loop 50 ms every second")
-                except PermissionDenied as err:
-                    not_applied.append({"what": "rt_throttling_off", "detail": RT_RUNTIME, "why": str(err)})
-        # The worker ignores SIGINT (set in the child), so Ctrl-C reaches only the supervisor,
-        # which then asks the worker to stop and keeps every record.
-        old_sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        drainer = _Drainer(ring, rundir)
+        cleanup.callback(_close_rundir, rundir, drainer, out)
+        cleanup.callback(ring.close)
+        cleanup.callback(drainer.release)
+        journal = _changes.ChangeJournal()
+        cleanup.callback(journal.restore)
+        _apply_system_changes(config, plat, journal, out, cleanup)
+
+        ctx = multiprocessing.get_context("spawn")
+        parent_conn, child_conn = ctx.Pipe()
+        spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
+                          margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
+                          profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
+                          step=step, setup=setup)
+        proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
+        cleanup.callback(_stop_worker, proc, ring, parent_conn, drainer, out)
+
+        # SIGINT is blocked while the worker is created: it inherits the blocked mask (and then
+        # ignores SIGINT itself), so Ctrl-C reaches only the supervisor, which stops it cleanly.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             proc.start()
         finally:
-            signal.signal(signal.SIGINT, old_sigint)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child_conn.close()
         armed = _expect(parent_conn, proc, "armed", ARM_TIMEOUT_S)
-        applied.extend(armed["applied"])
-        not_applied.extend(armed["not_applied"])
+        out.applied.extend(armed["applied"])
+        out.not_applied.extend(armed["not_applied"])
         parent_conn.send("go")
-        t_start = time.monotonic()
-        deadline = t_start + config.duration_ns / 1e9 + STOP_GRACE_S
-        try:
-            while proc.is_alive():
-                time.sleep(DRAIN_INTERVAL_S)
-                drainer.drain()
-                drainer.progress.elapsed_s = time.monotonic() - t_start
-                if on_progress is not None:
-                    on_progress(drainer.progress)
-                if time.monotonic() > deadline:
-                    status, reason = "partial", "the worker did not stop at the end of the run; it was stopped"
-                    break
-        except KeyboardInterrupt:
-            status, reason = "partial", "interrupted by Ctrl-C"
-        ring.header[L.H_STOP] = 1
-        proc.join(2.0)
-        worker_report = _final_report(parent_conn)
-        if worker_report.get("failed"):
-            status, reason = "partial", f"the worker failed: {worker_report['failed']}"
-        elif proc.exitcode not in (0, None) and reason is None:
-            status, reason = "partial", f"the worker died (exit code {proc.exitcode})"
-        completed = True
+        out.released = True
+        _measure(config, proc, drainer, out, on_progress)
     finally:
-        if proc.is_alive():
-            proc.kill()
-            proc.join(2.0)
-        try:
-            drainer.drain()
-            overflows = drainer.reader.overflows
-        finally:
-            try:
-                journal.restore()
-            finally:
-                if config.profile == "rt":
-                    plat.set_affinity(previous_affinity)
-                rundir.close()
-                drainer.reader = None
-                ring.close()
-                if not completed and not drainer.chunks:
-                    rundir.discard()  # the run never started: leave nothing half-written
-                if lock_fd is not None:
-                    os.close(lock_fd)
+        with _sigint_ignored():
+            cleanup.close()
 
     records = drainer.records()
     summary = {
@@ -202,26 +184,27 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
         "scenario": config.scenario,
         "started_at": started_at,
         "finished_at": _utcnow(),
-        "status": status,
-        "partial_reason": reason,
-        "mode": _mode(config, not_applied),
+        "status": out.status,
+        "partial_reason": out.reason,
+        "mode": _mode(config, out.not_applied),
         "config": config.to_dict(),
         "host": plat.host_facts(),
         "tuning": {
-            "applied": applied,
-            "not_applied": not_applied,
+            "applied": out.applied,
+            "not_applied": out.not_applied,
             "system_changes": [c.to_dict() for c in journal.changes],
             "recovered_from_earlier_runs": [c.to_dict() for c in recovered],
         },
         **summarize(records, config.period_ns),
-        "ring": {"capacity": ring.capacity, "overflows": overflows},
-        "board": worker_report.get("board", {}),
+        "ring": {"capacity": ring.capacity, "overflows": drainer.overflows},
+        "board": out.worker.get("board", {}),
     }
+    cycles = out.worker.get("cycles")
+    if cycles is not None:  # the worker's own count also covers records dropped at the very end
+        summary["records_expected"] = cycles
+        summary["records_missing"] = cycles - summary["cycles"]
     if step is None and records.size:
-        from ..motion import motion_impact
-
-        window = records["cycle"] + records["missed"]
-        summary["motion"] = motion_impact(window, config.motion, period_ns=config.period_ns).to_dict()
+        summary["motion"] = _motion(records, config, summary["records_missing"])
     if check is not None:
         rundir.write_json("check.json", check)
         summary["check"] = {k: check[k] for k in ("ready", "verdict", "counts", "fix_first")}
@@ -229,6 +212,96 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
     rundir.write_json("host.json", summary["host"])
     rundir.write_json("summary.json", summary)
     return RunResult(summary=summary, path=rundir.path, recovered=recovered)
+
+
+def _apply_system_changes(config: RunConfig, plat, journal, out: _Outcome, cleanup: ExitStack) -> None:
+    """Move the supervisor off the RT CPU and, for spin runs, switch RT throttling off."""
+    if config.profile != "rt":
+        return
+    previous = plat.allowed_cpus()
+    housekeeping = (plat.online_cpus() & previous) - CpuSet([config.cpu])
+    cleanup.callback(plat.set_affinity, previous)
+    plat.set_affinity(housekeeping)  # validate() made sure there is one
+    out.applied.append({"what": "supervisor_affinity", "detail": f"supervisor on CPUs {housekeeping}"})
+    if config.wait == "spin":
+        # A spinning SCHED_FIFO task is throttled for 50 ms every second by default
+        # (Documentation/scheduler/sched-rt-group.rst); -1 disables that for the run.
+        try:
+            journal.set(RT_RUNTIME, "-1", "RT throttling would stall the spinning loop 50 ms every second")
+        except PermissionDenied as err:
+            out.not_applied.append({"what": "rt_throttling_off", "detail": RT_RUNTIME, "why": str(err)})
+
+
+def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progress) -> None:
+    """Drain the ring until the worker ends (or Ctrl-C, or it overstays the run)."""
+    t_start = time.monotonic()
+    deadline = t_start + config.duration_ns / 1e9 + STOP_GRACE_S
+    try:
+        while proc.is_alive():
+            time.sleep(DRAIN_INTERVAL_S)
+            drainer.drain()
+            drainer.progress.elapsed_s = time.monotonic() - t_start
+            if on_progress is not None:
+                on_progress(drainer.progress)
+            if time.monotonic() > deadline:
+                out.partial("the worker did not stop at the end of the run; it was stopped")
+                return
+    except KeyboardInterrupt:
+        out.partial("interrupted by Ctrl-C")
+
+
+def _stop_worker(proc, ring: Ring, conn, drainer: _Drainer, out: _Outcome) -> None:
+    """Ask the worker to stop, let it make its device safe, collect its report, drain the rest.
+
+    A worker in its loop sees the stop flag within a cycle; one still arming (blocked on "go")
+    sees the pipe close. Only a worker that overstays the grace time is killed.
+    """
+    ring.header[L.H_STOP] = 1
+    if proc.pid is not None:
+        proc.join(0.5)
+        out.worker = _final_report(conn)
+        conn.close()
+        proc.join(STOP_GRACE_S)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(2.0)
+            out.partial("the worker did not stop when asked; it was killed")
+    else:
+        conn.close()
+    if out.worker.get("failed"):
+        out.partial(f"the worker failed: {out.worker['failed']}")
+    elif proc.exitcode not in (0, None):
+        out.partial(f"the worker died (exit code {proc.exitcode})")
+    drainer.drain()
+
+
+def _close_rundir(rundir: RunDir, drainer: _Drainer, out: _Outcome) -> None:
+    rundir.close()
+    if not out.released and not drainer.chunks:
+        rundir.discard()  # the run never started: leave nothing half-written
+
+
+@contextmanager
+def _sigint_ignored():
+    """Ignore SIGINT inside the block (only the main thread may change signal handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _motion(records: np.ndarray, config: RunConfig, missing: int) -> dict:
+    """What the misses did to the motor; needs every write, since write i carries sample i."""
+    if missing:
+        return {"not_computed": f"{missing} records were dropped by the ring, so the delivered samples are unknown"}
+    from ..motion import motion_impact
+
+    window = records["cycle"] + records["missed"]
+    return motion_impact(window, config.motion, period_ns=config.period_ns).to_dict()
 
 
 def _lock_rt_loop(config: RunConfig) -> int | None:
@@ -239,7 +312,7 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
     """
     if config.profile != "rt":
         return None
-    path = state_dir() / "rt-loop.lock"
+    path = get_platform().machine_lock_path("rt-loop")
     fd = get_platform().try_lock(path)
     if fd is None:
         try:

@@ -30,6 +30,14 @@ SUMMARY = "summary.json"
 _ARROW_SCHEMA = pa.schema([(name, pa.int64()) for name in RECORD_FIELDS])
 
 
+def write_json_atomic(target: Path, data: dict) -> Path:
+    """Write *data* as JSON to *target* via a temporary file and rename(2)."""
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, target)
+    return target
+
+
 def new_run_id() -> str:
     """Return a sortable, unique run id: ``20261130-071502-host-1a2b``."""
     host = socket.gethostname().split(".")[0][:20] or "host"
@@ -64,11 +72,7 @@ class RunDir:
 
     def write_json(self, name: str, data: dict) -> Path:
         """Write *data* as ``name`` atomically."""
-        target = self.path / name
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
-        os.replace(tmp, target)
-        return target
+        return write_json_atomic(self.path / name, data)
 
     def append(self, records: np.ndarray, flush_rows: int = 65536) -> None:
         """Queue *records*; write a Parquet row group once *flush_rows* are queued."""
@@ -120,10 +124,7 @@ def update_summary(run_path: Path, **fields) -> dict:
     """Add *fields* to a finished run's summary.json (atomically); return the new summary."""
     summary = read_summary(run_path)
     summary.update(fields)
-    target = Path(run_path) / SUMMARY
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, target)
+    write_json_atomic(Path(run_path) / SUMMARY, summary)
     return summary
 
 

@@ -14,6 +14,7 @@ import socket
 import time
 from pathlib import Path
 
+from ...cpus import CpuSet
 from ...errors import ConfigError
 from ...platform import state_dir
 from ...platform._files import read_text
@@ -91,16 +92,45 @@ def load(path: Path, root: str) -> tuple[dict, list[dict]]:
         raise ConfigError(f"{path} is not a softrt tune state file", hint="delete it if it is stray")
     if header.get("version") != VERSION:
         raise ConfigError(f"{path} has state format version {header.get('version')}, this softrt reads {VERSION}")
-    if header.get("root") != str(root):
-        raise ConfigError(f"{path} was saved for root {header.get('root')!r}, not {str(root)!r}")
+    saved_root = header.get("root")
+    if not isinstance(saved_root, str) or os.path.realpath(saved_root) != os.path.realpath(str(root)):
+        raise ConfigError(f"{path} was saved for root {saved_root!r}, not {os.path.realpath(str(root))!r}")
     now = boot_id(root)
     if header.get("boot_id") and now and header["boot_id"] != now:
         raise ConfigError(f"the tune state {path} is from an earlier boot: the reboot already undid every change",
                           hint=f"delete {path}")
     entries = records[1:]
     for i, entry in enumerate(entries, start=2):
-        needed = REQUIRED.get(entry.get("kind")) if isinstance(entry, dict) else None
-        if needed is None or not needed <= entry.keys():
+        if not _valid_entry(entry):
             raise ConfigError(f"the tune state {path} is corrupt (record {i} is not a known entry)",
                               hint="restore the values it names by hand, then delete it")
     return header, entries
+
+
+def _valid_entry(entry: object) -> bool:
+    """Return True for an entry apply could have written (revert writes where it says, as root).
+
+    A file entry must name a kernel file under /proc or /sys (no ``..``), an affinity entry a
+    thread and a CPU list, a service entry a systemd unit: a crafted state file cannot make
+    revert write anywhere else.
+    """
+    if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
+        return False
+    needed = REQUIRED.get(entry["kind"])
+    if needed is None or not needed <= entry.keys():
+        return False
+    target = entry["target"]
+    if not isinstance(target, str):
+        return False
+    if entry["kind"] == "file":
+        return (target.startswith(("/proc/", "/sys/")) and ".." not in target.split("/")
+                and isinstance(entry["before"], str) and isinstance(entry["restore"], str))
+    if entry["kind"] == "affinity":
+        if not (target.isdigit() and isinstance(entry["tid"], int) and isinstance(entry["before"], str)):
+            return False
+        try:
+            CpuSet.parse(entry["before"])
+        except ConfigError:
+            return False
+        return True
+    return target.endswith((".service", ".timer")) and "/" not in target
