@@ -187,3 +187,66 @@ def test_services_are_stopped_and_started_again(good, state_dir):
     assert systemctl.active == {"irqbalance.service": True, "apt-daily.timer": True}
     assert systemctl.calls[-4:] == [["start", "apt-daily.timer"], ["is-active", "apt-daily.timer"],
                                     ["start", "irqbalance.service"], ["is-active", "irqbalance.service"]]
+
+
+def test_an_apply_that_changes_nothing_keeps_no_state(untuned, state_dir):
+    untuned.set("/proc/sys/kernel/timer_migration", "0")  # already as planned when apply reads it
+    plan = Plan(RT, CpuSet([0, 1, 2]), str(untuned),
+                steps=[Step("file", "/proc/sys/kernel/timer_migration", "1", "0", "kernel.timer_migration", "why")])
+    result = apply_plan(plan, writer=kernel_writer)
+    assert [o.status for o in result.outcomes] == ["skipped"] and not result.saved
+    assert not result.state_path.exists() and result.to_dict()["state_path"] is None
+    # ... so a real apply afterwards is not refused as "already applied".
+    assert apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer).saved
+    assert revert(str(untuned), writer=kernel_writer).complete
+
+
+def test_cli_apply_that_changes_nothing_says_so(run_cli, good, state_dir):
+    code, out, err = run_cli("tune", "--rt-cpus", "3", "--apply", "--root", str(good))
+    assert code == 0, err
+    assert "Nothing was changed" in out and "saved in" not in out
+    assert not (state_dir / "tune-state.jsonl").exists()
+
+
+def test_state_root_is_compared_by_real_path(untuned, state_dir, tmp_path):
+    alias = tmp_path / "alias"
+    alias.symlink_to(untuned.root)
+    before_files = files_under(untuned.root)
+    result = apply_plan(plan_tune(RT, str(alias) + "/"), writer=kernel_writer)
+    header = json.loads(result.state_path.read_text().splitlines()[0])
+    assert header["root"] == os.path.realpath(untuned.root)
+    assert revert(str(untuned), writer=kernel_writer).complete  # the same tree, named differently
+    assert files_under(untuned.root) == before_files
+    apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    assert revert(str(alias), writer=kernel_writer).complete
+    assert files_under(untuned.root) == before_files
+
+
+def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
+    from softrt.audit import sample
+    from softrt.audit.tune import apply
+    from softrt.errors import SoftRTError
+    from softrt.platform import _files
+
+    f = tmp_path / "proc" / "sys" / "x"
+    f.parent.mkdir(parents=True)
+    f.write_text("old value\n")
+    writes = []
+    real_write = os.write
+
+    def counting(fd, data):
+        writes.append(bytes(data))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", counting)
+    _files.write_raw(f, "1")
+    assert f.read_bytes() == b"1" and writes == [b"1"]  # as given, in one write(2)
+    apply.write_kernel_file(f, "2")
+    assert f.read_bytes() == b"2\n" and writes[-1] == b"2\n"  # echo's newline
+    _files.write_text(tmp_path, "/proc/sys/x", "3")
+    assert f.read_bytes() == b"3" and len(writes) == 3
+    with pytest.raises(FileNotFoundError):  # raw: the OSError itself, for the caller's own message
+        _files.write_raw(tmp_path / "missing", "1")
+    with pytest.raises(SoftRTError, match="cannot write /missing"):
+        _files.write_text(tmp_path, "/missing", "1")
+    assert sample.write_raw is apply.write_raw is _files.write_raw

@@ -109,3 +109,14 @@ def test_newer_or_corrupt_database(run_cli, home, lab, tmp_path):
 def test_corrupt_summary_is_shown_as_one_line(run_cli, home, lab):
     (lab[0] / "summary.json").write_text("{")
     _one_line_exit_2(*run_cli("show", str(lab[0])), "corrupt")
+
+
+def test_history_at_80_columns_shows_every_column(run_cli, home, lab, tmp_path, monkeypatch):
+    run_cli("history", "add", str(tmp_path / "lab" / "pc-a"), str(tmp_path / "lab" / "pc-b"))
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli("history")
+    assert code == 0
+    assert all(len(line) <= 80 for line in out.splitlines())
+    for header in ("run", "host", "scenario", "mode", "cycles", "missed"):
+        assert header in out
+    assert "pc-a" in out and "pc-b" in out and "untuned" in out and "500.0" in out

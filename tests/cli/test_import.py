@@ -72,3 +72,17 @@ def test_bad_files(run_cli, home, tmp_path, content, needle):
 def test_missing_file(run_cli, home, tmp_path):
     code, out, err = run_cli("import", str(tmp_path / "nope.json"))
     assert code == 2 and "cannot read" in err and len(err.strip().splitlines()) == 1
+
+
+def test_import_zero_cycles_prints_dash(run_cli, home, tmp_path):
+    doc = {"file_version": 1, "cmdline:": "cyclictest -q -l 0 -h 400 --json=ct.json", "rt_test_version:": "2.40",
+           "start_time": "Mon, 30 Nov 2026 06:48:55 +0000", "end_time": "Mon, 30 Nov 2026 06:48:55 +0000",
+           "return_code": 0, "sysinfo": {"nodename": "pc-z", "release": "6.1", "sysname": "Linux"},
+           "num_threads": 1, "resolution_in_ns": 0,
+           "thread": {"0": {"histogram": {}, "cycles": 0, "min": 1000000, "max": 0, "avg": 0.0, "cpu": 0,
+                            "node": 0}}}
+    f = tmp_path / "ct0.json"
+    f.write_text(json.dumps(doc))
+    code, out, err = run_cli("import", str(f))
+    assert code == 0, err
+    assert "imported" in out and "0 samples" in out and "latency max - µs" in out

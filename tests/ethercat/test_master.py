@@ -182,3 +182,98 @@ def test_coe_drive_configured_by_sdo(start_sim, ecat_ns):
     finally:
         dev.stop()
     assert sim.stats()["slaves"][0]["target_counts"] == dev.drive_status()[0]["origin_counts"] + 490
+
+
+def _drive_states_at_shutdown(monkeypatch, sim) -> list:
+    """Patch bringup.shutdown to record the simulated drives' states when it is called."""
+    from softrt.ethercat import bringup
+
+    seen = []
+    real = bringup.shutdown
+
+    def shutdown(m):
+        seen.append([s["drive_state"] for s in sim.stats()["slaves"]])
+        real(m)
+
+    monkeypatch.setattr(bringup, "shutdown", shutdown)
+    return seen
+
+
+def test_enable_failure_after_a_drive_enabled_runs_the_disable_sequence(start_sim, ecat_ns, monkeypatch):
+    from softrt.ethercat import EcatError
+
+    sim = start_sim("--slaves", "2")
+    real_enable = EtherCATMaster._enable
+
+    def enable_then_fail(self):
+        real_enable(self)  # both drives reach OPERATION ENABLED, then the bring-up fails
+        raise EcatError("drive_fault", self.iface, "injected after enabling")
+
+    monkeypatch.setattr(EtherCATMaster, "_enable", enable_then_fail)
+    seen = _drive_states_at_shutdown(monkeypatch, sim)
+    dev = EtherCATMaster(ecat_ns.master_iface, PERIOD_NS, 2, receive_timeout_us=TIMEOUT_US, watchdog_ms=1000)
+    with pytest.raises(EcatError, match="injected"):
+        with ecat_ns.inside():
+            dev.open()
+    assert dev.state is MasterState.CLOSED
+    # Disabled by CiA 402 commands before the bus left OP (not stopped by the AL change).
+    assert seen == [["SWITCH_ON_DISABLED"] * 2]
+    slaves = sim.stats()["slaves"]
+    assert [s["al_state"] for s in slaves] == ["INIT", "INIT"]
+    assert [s["drive_faults"] for s in slaves] == [0, 0]
+
+
+def test_ctrl_c_inside_disable_still_returns_bus_to_init(start_sim, ecat_ns, monkeypatch):
+    sim = start_sim("--slaves", "1")
+    dev = open_master(ecat_ns)
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dev, "_disable", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        dev.stop()
+    assert dev.state is MasterState.CLOSED and dev._m is None
+    assert sim.stats()["slaves"][0]["al_state"] == "INIT"
+    dev.stop()  # closed: a no-op
+
+
+def test_keep_alive_failure_is_recorded(start_sim, ecat_ns, monkeypatch):
+    start_sim("--slaves", "1")
+    dev = open_master(ecat_ns)
+    try:
+        assert dev.keepalive_error is None
+        keeper = dev._keeper
+
+        def broken():
+            raise OSError(100, "Network is down")
+
+        monkeypatch.setattr(dev, "_exchange", broken)
+        keeper.join(5)
+        assert not keeper.is_alive()
+        assert dev.flags & FLAG_DEVICE_ERROR
+        assert "Network is down" in dev.keepalive_error
+    finally:
+        monkeypatch.undo()
+        dev.stop()
+    assert dev.state is MasterState.CLOSED
+
+
+def test_read_sii_stops_at_8_kib_before_reading():
+    import struct
+
+    from softrt.ethercat.bringup import SII_MAX_BYTES, read_sii
+
+    class Slave:
+        reads = 0
+
+        def eeprom_read(self, word):
+            self.reads += 1
+            if word == 0x40:  # the first category claims 0xFFFF words (128 KiB)
+                return struct.pack("<HH", 0x000A, 0xFFFF)
+            return bytes(4)
+
+    slave = Slave()
+    image = read_sii(slave)
+    assert len(image) <= SII_MAX_BYTES
+    assert slave.reads <= SII_MAX_BYTES // 4

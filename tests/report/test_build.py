@@ -174,3 +174,23 @@ def test_png_export(tmp_path, synth_run, cyclictest_run):
         assert (pixels.min(axis=1) < 0.9).mean() > 0.01, p.name
         colours = {tuple(c) for c in np.round(pixels[:: max(1, pixels.shape[0] // 20000)], 1)}
         assert len(colours) > 5, p.name
+
+
+def test_run_references_resolve_as_softrt_show_does(tmp_path, synth_run, monkeypatch):
+    """A run directory or id goes through store.history.resolve_run (one rule for show and report)."""
+    from softrt.report import build
+    from softrt.store import history
+
+    run = synth_run(cycles=2_000)
+    seen = []
+
+    def recording(ref, db=None):
+        seen.append((str(ref), db))
+        return history.resolve_run(ref, db)
+
+    monkeypatch.setattr(build, "resolve_run", recording)
+    db = tmp_path / "h.sqlite"
+    assert build.resolve_runs([run], db) == [run]
+    assert seen == [(str(run), db)]
+    with pytest.raises(ConfigError, match="not a run directory"):
+        build.resolve_runs([str(tmp_path / "no" / "such")], db)

@@ -177,3 +177,29 @@ def _ct(threads, cmdline="cyclictest -m -p 90 -i 250 -h 400 --json=x.json", reso
 
 def _summary(run):
     return json.loads((run / "summary.json").read_text())
+
+
+def test_interrupted_import_leaves_nothing_and_can_be_repeated(tmp_path, write_doc, monkeypatch):
+    from softrt.store.rundir import RunDir
+
+    doc = _ct({"0": {"histogram": {"10": 5}, "cycles": 5, "min": 10, "max": 10, "avg": 10.0, "cpu": 1, "node": 0}})
+    file = write_doc(doc)
+    real = RunDir.write_json
+
+    def interrupted(self, name, data):
+        if name == "summary.json":
+            raise KeyboardInterrupt
+        return real(self, name, data)
+
+    monkeypatch.setattr(RunDir, "write_json", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        import_file(file, tmp_path / "i")
+    assert list((tmp_path / "i").iterdir()) == []  # no half-written run directory
+    monkeypatch.undo()
+    run = import_file(file, tmp_path / "i")
+    assert [p.name for p in (tmp_path / "i").iterdir()] == [run.name]
+    assert _summary(run)["cycles"] == 5 and (run / "source.json").read_bytes() == file.read_bytes()
+    # A directory left half-written by an older softrt is replaced, not a dead end.
+    (run / "summary.json").unlink()
+    again = import_file(file, tmp_path / "i")
+    assert again == run and _summary(again)["run_id"] == run.name

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ..cpus import CpuSet
-from ..platform._files import kpath, read_text
+from ..platform._files import kpath, read_text, write_raw
 from . import procs, sysinfo
 
 _SWITCH = re.compile(
@@ -138,14 +138,6 @@ def tracefs_dir(root: str) -> Path | None:
     return path if path is not None and (path / "instances").is_dir() else None
 
 
-def _write(path: Path, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
-
-
 def trace_switches(tracefs: Path, cpus: CpuSet, seconds: float) -> tuple[str, int, int]:
     """Record sched_switch on *cpus* for *seconds* in a private instance; return (trace, start, end).
 
@@ -155,21 +147,21 @@ def trace_switches(tracefs: Path, cpus: CpuSet, seconds: float) -> tuple[str, in
     inst = tracefs / "instances" / f"softrt-check-{os.getpid()}"
     inst.mkdir()
     try:
-        _write(inst / "tracing_cpumask", cpus.to_mask())
-        _write(inst / "trace_clock", "mono")
+        write_raw(inst / "tracing_cpumask", cpus.to_mask())
+        write_raw(inst / "trace_clock", "mono")
         # A new instance gets a full-size buffer on every CPU; keep big ones on the RT CPUs only.
-        _write(inst / "buffer_size_kb", str(SMALL_BUFFER_KB))
+        write_raw(inst / "buffer_size_kb", str(SMALL_BUFFER_KB))
         for cpu in cpus:
-            _write(inst / f"per_cpu/cpu{cpu}/buffer_size_kb", str(RT_BUFFER_KB))
+            write_raw(inst / f"per_cpu/cpu{cpu}/buffer_size_kb", str(RT_BUFFER_KB))
         start = time.monotonic_ns()
-        _write(inst / "events/sched/sched_switch/enable", "1")
+        write_raw(inst / "events/sched/sched_switch/enable", "1")
         time.sleep(seconds)
-        _write(inst / "tracing_on", "0")
+        write_raw(inst / "tracing_on", "0")
         end = time.monotonic_ns()
         return (inst / "trace").read_text(errors="replace"), start, end
     finally:
         try:
-            _write(inst / "events/sched/sched_switch/enable", "0")
+            write_raw(inst / "events/sched/sched_switch/enable", "0")
         except OSError:
             pass
         for _ in range(50):  # rmdir fails with EBUSY while a reader still has the buffer open

@@ -34,6 +34,9 @@ def remember(run_paths) -> None:
         console(stderr=True).print(f"softrt: warning: run not added to the history: {err}")
 
 
+_TEXT_MIN_WIDTH = 8
+
+
 def history_table(runs: list[RunRecord]) -> Table:
     """One row per run: identity, then the seed's headline figures (the start time is in --json)."""
     rows = []
@@ -47,14 +50,17 @@ def history_table(runs: list[RunRecord]) -> Table:
                      "-" if r.missed_updates is None else f"{r.missed_updates:,}"))
     table = Table(title="Runs, oldest first (µs)", title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False, collapse_padding=True)
-    # The id (the handle for show/report) and the numbers are never cut; text columns wrap.
+    # The numbers are never cut. On a narrow terminal the id (the handle for show/report) wraps
+    # first, whole: host, scenario and mode keep at least _TEXT_MIN_WIDTH characters (then wrap).
     for k, col in enumerate(("run", "host", "scenario", "mode", "cycles", "period\nmax", "period\np99.99",
                              "latency\nmax", "missed")):
-        if k in (1, 2, 3):
+        widest = max((len(row[k]) for row in rows), default=1)
+        if k == 0:
             table.add_column(col, overflow="fold")
+        elif k in (1, 2, 3):
+            table.add_column(col, overflow="fold", min_width=min(max(widest, len(col)), _TEXT_MIN_WIDTH))
         else:
-            widest = max((len(row[k]) for row in rows), default=1)
-            table.add_column(col, no_wrap=True, min_width=widest, justify="right" if k else "left")
+            table.add_column(col, no_wrap=True, min_width=widest, justify="right")
     for row in rows:
         table.add_row(*row)
     return table

@@ -13,6 +13,11 @@ from .history import DB_OPTION
 from .render import console
 
 
+def _fmt(value, spec: str) -> str:
+    """Format *value* with *spec*; "-" for None (e.g. no latency from a run of 0 cycles)."""
+    return "-" if value is None else format(value, spec)
+
+
 @click.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--format", "source", type=click.Choice(["auto", *SOURCES]), default="auto", show_default=True,
@@ -39,8 +44,8 @@ def command(files, source, scenario, out_dir, db, as_json):
         summaries.append(summary)
         if not as_json:
             lat = summary["latency_us"]
-            out.print(f"imported {file} ({summary['source']}, {summary['cycles']:,} samples, latency max "
-                      f"{lat['max']:,.1f} µs) as run {run_id} in {path}",
+            out.print(f"imported {file} ({summary['source']}, {_fmt(summary.get('cycles'), ',')} samples, "
+                      f"latency max {_fmt(lat.get('max'), ',.1f')} µs) as run {run_id} in {path}",
                       markup=False, highlight=False, soft_wrap=True)
     if as_json:
         click.echo(json.dumps(summaries, indent=2))

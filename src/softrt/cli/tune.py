@@ -113,6 +113,10 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
                            "(as root); undo with: softrt tune --revert", style="bold"))
         else:
             out.print(render_result(result, "Applied"))
-            out.print(Text(f"Previous values saved in {result.state_path}. Undo with: softrt tune --revert",
-                           style="bold"))
+            if result.saved:
+                out.print(Text(f"Previous values saved in {result.state_path}. Undo with: softrt tune --revert",
+                               style="bold"))
+            else:
+                out.print(Text("Nothing was changed (every setting was already as planned, or was skipped); "
+                               "no state was saved.", style="bold"))
     return 0 if result is None or result.complete else 1

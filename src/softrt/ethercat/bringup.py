@@ -71,6 +71,10 @@ def _states_line(seen: dict) -> str:
     return "; ".join(f"{k}: {v}" for k, v in seen.items())
 
 
+#: The largest SII image read (8 KiB: a category chain running past it is cut there).
+SII_MAX_BYTES = 8192
+
+
 def read_sii(slave) -> bytes:
     """Read a slave's SII image (header words 0x00-0x3F, then the categories) via pysoem."""
     image = bytearray()
@@ -82,9 +86,11 @@ def read_sii(slave) -> bytes:
     fill(0x40)
     pos = 0x40 * 2
     while True:
+        if pos + 4 > SII_MAX_BYTES:  # checked before reading: a bogus length must not read on
+            return bytes(image)
         fill(pos // 2 + 2)
         cat, words = struct.unpack_from("<HH", image, pos)
-        if cat == 0xFFFF or len(image) > 8192:
+        if cat == 0xFFFF:
             return bytes(image)
         pos += 4 + 2 * words
 

@@ -86,6 +86,8 @@ class EtherCATMaster:
         self.last_rtt_ns = self.last_wkc = 0
         self.expected_wkc = 0
         self.dc_active = False
+        #: Why the keep-alive thread stopped cycling (None while it runs or has not failed).
+        self.keepalive_error: str | None = None
         self.slaves: list[bringup.SlaveInfo] = []
         self._m = None
         self._axes: list[_Axis] = []
@@ -102,14 +104,21 @@ class EtherCATMaster:
         if self.state is not MasterState.CLOSED:
             raise InvalidState(MasterState.CLOSED.value, self.state.value, "EtherCAT master")
         bringup.check_interface(self.iface)
+        self._axes = []  # none from an earlier open(): only these can need disabling on failure
         self._m = bringup.open_master(self.iface)
         try:
             self._bring_up()
         except BaseException:
+            if self._axes:  # a drive may already be enabled: the CiA 402 disable sequence first
+                try:
+                    self._disable()
+                except BaseException:  # noqa: BLE001 - the original error is the one to raise
+                    pass
             bringup.shutdown(self._m)
             self._m = None
             raise
         self.state = MasterState.READY
+        self.keepalive_error = None
         atexit.register(self.stop)
         self._keeper_stop.clear()
         self._keeper = threading.Thread(target=self._keep_alive, name="ethercat-keepalive", daemon=True)
@@ -158,18 +167,28 @@ class EtherCATMaster:
         self.state = MasterState.RUNNING
 
     def stop(self) -> None:
-        """Disable the drives and return the bus to INIT; safe to call twice, never raises."""
+        """Disable the drives and return the bus to INIT; safe to call twice.
+
+        Never raises an Exception; a KeyboardInterrupt during the disable sequence still brings
+        the bus to INIT and closes the master before it propagates.
+        """
         if self.state is MasterState.CLOSED or self._m is None:
             return
-        self._stop_keeper()
         try:
-            self._disable()
-        except Exception:  # noqa: BLE001 - the bus may already be gone; INIT still follows
-            pass
-        bringup.shutdown(self._m)
-        self._m = None
-        self.state = MasterState.CLOSED
-        atexit.unregister(self.stop)
+            self._stop_keeper()
+            try:
+                self._disable()
+            except Exception:  # noqa: BLE001 - the bus may already be gone; INIT still follows
+                pass
+        finally:
+            if self._keeper is not None:  # interrupted while joining it: it stops within a cycle
+                self._keeper_stop.set()
+                self._keeper.join(1.0)
+                self._keeper = None
+            bringup.shutdown(self._m)
+            self._m = None
+            self.state = MasterState.CLOSED
+            atexit.unregister(self.stop)
 
     def __enter__(self) -> EtherCATMaster:
         return self if self.state is not MasterState.CLOSED else self.open()
@@ -259,7 +278,12 @@ class EtherCATMaster:
         # watchdog would fault them); outputs hold the last targets.
         period_s = self.period_ns / 1e9
         while not self._keeper_stop.is_set():
-            self._exchange()
+            try:
+                self._exchange()
+            except Exception as err:  # noqa: BLE001 - recorded, not lost with the thread
+                self.keepalive_error = f"keep-alive exchange failed: {type(err).__name__}: {err}"
+                self.flags = FLAG_DEVICE_ERROR
+                return
             self._keeper_stop.wait(period_s)
 
     def _stop_keeper(self) -> None:

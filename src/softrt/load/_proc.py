@@ -121,7 +121,10 @@ def terminate(proc: subprocess.Popen[bytes], *, grace_s: float = TERM_GRACE_S) -
                 proc.wait(timeout=1.0)
             except subprocess.TimeoutExpired:
                 _signal_group(pgid, signal.SIGKILL)
-                proc.wait(timeout=_KILL_WAIT_S)
+                try:
+                    proc.wait(timeout=_KILL_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    pass  # stuck in the kernel (D state): the group loop below still runs
     # Workers the leader did not reap (it may have died first) are still in the group.
     deadline = time.monotonic() + _KILL_WAIT_S
     sig = signal.SIGTERM
@@ -160,7 +163,11 @@ def make_private_dir(parent: str | os.PathLike[str] | None, *, owner_uid: int | 
         )
     path = Path(tempfile.mkdtemp(prefix="softrt-load-", dir=parent))
     if owner_uid is not None:
-        os.chown(path, owner_uid, -1)
+        try:
+            os.chown(path, owner_uid, -1)
+        except BaseException:
+            remove_private_dir(path)
+            raise
     return path
 
 

@@ -47,17 +47,23 @@ def read_int(root: str | os.PathLike[str], rel: str, fallback: object = _MISSING
         raise SoftRTError(f"{rel} does not hold a number: {text!r}") from None
 
 
+def write_raw(path: str | os.PathLike[str], value: str) -> None:
+    """Write *value* to the kernel file *path* exactly as given, in one write(2); OSError as raised.
+
+    One write(2), as sysctl(8) and ``echo >`` do (a kernel file takes one value per write); O_TRUNC
+    is a no-op on procfs/sysfs and keeps captured trees (regular files) in tests byte-exact.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
 def write_text(root: str | os.PathLike[str], rel: str, value: str) -> None:
     """Write *value* to the kernel file *rel* under *root* (one write, as sysctl does)."""
-    path = kpath(root, rel)
     try:
-        # One write(2), as sysctl(8) and `echo >` do; O_TRUNC is a no-op on procfs/sysfs and
-        # keeps captured trees (regular files) in tests byte-exact.
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-        try:
-            os.write(fd, value.encode())
-        finally:
-            os.close(fd)
+        write_raw(kpath(root, rel), value)
     except OSError as err:
         raise _translate(err, "write", rel) from err
 

@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ..errors import ConfigError, SoftRTError
-from ..store.history import History, find_run_dirs
+from ..store.history import find_run_dirs, resolve_run
 from ..store.rundir import SAMPLES, SUMMARY, check_writable
 from .html import page
 from .load import RunView, load_run
@@ -42,19 +42,15 @@ def _version() -> str:
 def resolve_runs(refs: Iterable[str | os.PathLike], db: Path | str | None = None) -> list[Path]:
     """Run directories for *refs*: a run directory, a directory of runs, or a run id (prefix) in the history."""
     out: list[Path] = []
-    history: History | None = None
     for ref in refs:
         path = Path(ref)
-        if path.is_dir() and (path / SAMPLES).is_file() and not (path / SUMMARY).is_file():
-            out.append(path)  # a run that did not finish: reported as a note, not refused
-        elif path.is_dir():
-            out.extend(find_run_dirs(path))
-        elif path.exists() or os.sep in str(ref):
-            raise ConfigError(f"{ref} is not a run directory",
-                              hint="give a run directory or a run id from softrt history")
+        if path.is_dir() and not (path / SUMMARY).is_file():
+            if (path / SAMPLES).is_file():
+                out.append(path)  # a run that did not finish: reported as a note, not refused
+            else:
+                out.extend(find_run_dirs(path))  # a directory of runs
         else:
-            history = history or History(db)
-            out.append(history.get(str(ref)).path)
+            out.append(resolve_run(ref, db))  # a run directory or a run id, as softrt show takes them
     seen: set[Path] = set()
     unique = []
     for p in out:

@@ -35,8 +35,11 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import json
+import os
 import re
+import secrets
 import shlex
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -116,13 +119,28 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
                           hint="choose another directory with --out-dir") from None
     summary = build_summary(doc, tool, threads, run_id=run_id, scenario=scenario or tool,
                             file=str(path.resolve()), sha256=digest)
-    rundir = RunDir(base, run_id)
-    (rundir.path / "source.json").write_bytes(raw)
-    rundir.write_json(HISTOGRAM, {"schema": HISTOGRAM_SCHEMA, "metric": "latency", "source": tool, "threads": threads})
-    rundir.write_json("config.json", summary["config"])
-    rundir.write_json("host.json", summary["host"])
-    rundir.write_json("summary.json", summary)
-    return rundir.path
+    # Written under a temporary sibling name and renamed when complete: an interrupted import
+    # leaves no half-written run directory behind (which would block importing the file again).
+    rundir = RunDir(base, f".{run_id}.partial-{os.getpid()}-{secrets.token_hex(3)}")
+    try:
+        (rundir.path / "source.json").write_bytes(raw)
+        rundir.write_json(HISTOGRAM, {"schema": HISTOGRAM_SCHEMA, "metric": "latency", "source": tool,
+                                      "threads": threads})
+        rundir.write_json("config.json", summary["config"])
+        rundir.write_json("host.json", summary["host"])
+        rundir.write_json("summary.json", summary)
+        if target.is_dir() and not (target / "summary.json").is_file():
+            shutil.rmtree(target)  # left half-written by an interrupted import of an older softrt
+        try:
+            os.rename(rundir.path, target)
+        except OSError:
+            if not (target / "summary.json").is_file():
+                raise
+            shutil.rmtree(rundir.path, ignore_errors=True)  # imported meanwhile by another process
+    except BaseException:
+        shutil.rmtree(rundir.path, ignore_errors=True)
+        raise
+    return target
 
 
 # -- parsing ------------------------------------------------------------------------------------

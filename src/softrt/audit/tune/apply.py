@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...errors import ConfigError
-from ...platform._files import kpath
+from ...platform._files import kpath, write_raw
 from .. import procs, sysinfo
 from . import state
 from .plan import AFFINITY, FILE, SERVICE, Plan
@@ -27,11 +27,7 @@ Runner = Callable[[list[str]], tuple[int, str]]
 
 def write_kernel_file(path: Path, value: str) -> None:
     """Write *value* as ``echo value > path`` does (one write(2), trailing newline)."""
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, (value + "\n").encode())
-    finally:
-        os.close(fd)
+    write_raw(path, value + "\n")
 
 
 def run_command(argv: list[str]) -> tuple[int, str]:
@@ -63,6 +59,8 @@ class Result:
     state_path: Path
     outcomes: list[Outcome] = field(default_factory=list)
     complete: bool = True
+    #: False when an apply changed nothing: no state file is kept then (a later --apply may run).
+    saved: bool = True
 
     def count(self, status: str) -> int:
         """How many outcomes have *status*."""
@@ -70,8 +68,19 @@ class Result:
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
-        return {"state_path": str(self.state_path), "complete": self.complete,
+        return {"state_path": str(self.state_path) if self.saved else None, "complete": self.complete,
                 "outcomes": [o.to_dict() for o in self.outcomes]}
+
+
+class _CountingJournal:
+    """The state writer, counting the entries appended (none: nothing was changed)."""
+
+    def __init__(self, writer: state.StateWriter) -> None:
+        self.writer, self.entries = writer, 0
+
+    def append(self, record: dict) -> None:
+        self.writer.append(record)
+        self.entries += 1
 
 
 def _restore_value(raw: str) -> str:
@@ -122,8 +131,9 @@ def apply_plan(plan: Plan, state_path: Path | None = None, writer: Writer = writ
     """
     _require_root(plan.root, "--apply")
     path = state_path or state.default_path()
-    journal = state.StateWriter(path, {"root": plan.root, "rt_cpus": str(plan.rt_cpus),
+    writer_ = state.StateWriter(path, {"root": os.path.realpath(plan.root), "rt_cpus": str(plan.rt_cpus),
                                        "housekeeping": str(plan.housekeeping), "boot_id": state.boot_id(plan.root)})
+    journal = _CountingJournal(writer_)
     result = Result(path)
     try:
         for step in plan.steps:
@@ -133,7 +143,10 @@ def apply_plan(plan: Plan, state_path: Path | None = None, writer: Writer = writ
             if outcome.status == "failed":
                 result.complete = False
     finally:
-        journal.close()
+        writer_.close()
+        if journal.entries == 0:  # every entry precedes its change: none, nothing changed
+            path.unlink(missing_ok=True)
+            result.saved = False
     return result
 
 
