@@ -13,9 +13,11 @@ RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 
 
 @pytest.fixture(autouse=True)
-def _private_history(tmp_path, monkeypatch):
-    """Every test gets its own history database (SOFTRT_HOME), never the user's."""
-    monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "softrt-home"))
+def softrt_home(tmp_path, monkeypatch):
+    """Every test gets its own softrt data directory (SOFTRT_HOME: history, imports), never the user's."""
+    home = tmp_path / "softrt-home"
+    monkeypatch.setenv("SOFTRT_HOME", str(home))
+    return home
 
 
 @pytest.fixture

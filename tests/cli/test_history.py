@@ -11,15 +11,6 @@ import pytest
 from softrt.report.synthetic import write_synthetic_run
 
 
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "160")
-    return tmp_path / "home"
-
-
 @pytest.fixture
 def lab(tmp_path):
     """Run directories as copied from two PCs."""

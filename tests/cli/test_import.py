@@ -9,16 +9,6 @@ import subprocess
 import pytest
 
 
-
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "160")
-    return tmp_path / "home"
-
-
 @pytest.mark.skipif(shutil.which("cyclictest") is None, reason="rt-tests not installed")
 def test_import_real_cyclictest(run_cli, home, tmp_path):
     # CPU 0, no real-time priority, 0.2 s: does not disturb a measurement on the RT CPU.

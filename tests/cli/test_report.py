@@ -10,14 +10,6 @@ import pytest
 from softrt.report.synthetic import write_synthetic_run
 
 
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
-
-
 def test_report_with_png_and_a_broken_run(run_cli, home, tmp_path):
     good = write_synthetic_run(tmp_path / "runs", cycles=5_000, misses=[(2_600, 2)], seed=1)
     bad = write_synthetic_run(tmp_path / "runs", cycles=1_000, seed=2)

@@ -10,12 +10,6 @@ import pytest
 from softrt.report.synthetic import write_synthetic_run
 
 
-@pytest.fixture
-def softrt_home(tmp_path, monkeypatch):
-    """An isolated softrt data directory (history database, imported runs)."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("SOFTRT_HOME", str(home))
-    return home
 
 
 @pytest.fixture

@@ -214,6 +214,22 @@ class LoadGenerator(abc.ABC):
     def _achieved(self, duration_s: float) -> dict[str, float]: ...
 
 
+class ProcessLoad(LoadGenerator):
+    """A load that runs as one external command in its own process group (stress-ng, ffmpeg)."""
+
+    _proc = None  # subprocess.Popen once started
+    _argv: tuple[str, ...] | list[str] = ()
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def pids(self) -> list[int]:
+        return [self._proc.pid] if self._proc is not None else []
+
+    def command(self) -> str:
+        return " ".join(self._argv)
+
+
 class SkippedLoad(LoadGenerator):
     """A load this machine cannot run (no GPU render node, no ffmpeg…); it says exactly why."""
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..cpus import CpuSet
 from . import _proc
 from ._metrics_yaml import Metrics
-from .base import DEFAULT_TIMEOUT_S, LoadFailed, LoadGenerator
+from .base import DEFAULT_TIMEOUT_S, LoadFailed, ProcessLoad
 from .stressng import StressNgLoad
 
 DRI_DIR = "/dev/dri"
@@ -90,7 +90,7 @@ def _read_progress(path: Path) -> dict[str, str]:
     return last or block
 
 
-class VideoLoad(LoadGenerator):
+class VideoLoad(ProcessLoad):
     """Software video playback with ffmpeg: 1080p30 H.264 decoded in real time, looped."""
 
     backend = "ffmpeg"
@@ -148,15 +148,6 @@ class VideoLoad(LoadGenerator):
         self._t_play = time.monotonic()
         argv = _proc.guarded_argv(self._argv, self.cpus)
         self._proc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "ffmpeg.log")
-
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def pids(self) -> list[int]:
-        return [self._proc.pid] if self._proc is not None else []
-
-    def command(self) -> str:
-        return " ".join(self._argv)
 
     def _stop(self) -> None:
         try:

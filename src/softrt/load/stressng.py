@@ -21,7 +21,7 @@ from pathlib import Path
 from ..cpus import CpuSet
 from . import _proc
 from ._metrics_yaml import MIB_TO_MB, Metrics, parse_metrics_yaml
-from .base import DEFAULT_TIMEOUT_S, LoadFailed, LoadGenerator
+from .base import DEFAULT_TIMEOUT_S, LoadFailed, ProcessLoad
 
 __all__ = ["MIB_TO_MB", "StressNgLoad", "parse_metrics_yaml", "stress_ng_path"]
 
@@ -33,7 +33,7 @@ def stress_ng_path() -> str | None:
     return shutil.which("stress-ng")
 
 
-class StressNgLoad(LoadGenerator):
+class StressNgLoad(ProcessLoad):
     """A load made of one or more stress-ng stressors."""
 
     backend = "stress-ng"
@@ -79,15 +79,6 @@ class StressNgLoad(LoadGenerator):
         self._proc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "stress-ng.log")
         if self._report_fs:
             self.notes.append(f"files in {self._dir.parent} ({_proc.filesystem_of(self._dir.parent)})")
-
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def pids(self) -> list[int]:
-        return [self._proc.pid] if self._proc is not None else []
-
-    def command(self) -> str:
-        return " ".join(self._argv)
 
     def _stop(self) -> None:
         try:
