@@ -242,3 +242,16 @@ def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, r
     finally:
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=30)
+
+
+def test_a_second_ctrl_c_cannot_cut_the_cleanup_short(tmp_path, state_dir, rt_settings_restored):
+    proc = _start(tmp_path, "--duration", "20s")
+    _wait_for_records(proc)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # while the supervisor is stopping the worker and restoring
+    out, err = proc.communicate(timeout=60)
+    s = json.loads(out)
+    assert s["status"] == "partial" and s["cycles"] > 0, err
+    assert all(c["restored"] for c in s["tuning"]["system_changes"])
+    assert list(state_dir.glob("restore/*.json")) == []
