@@ -19,7 +19,6 @@ from typing import Any, Callable
 from ..board import open_device
 from ..cpus import CpuSet
 from ..errors import SoftRTError
-from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..platform import get_platform
 from .cyclic import run_cycles

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..cpus import CpuSet
 from ..errors import InvalidCpu, PermissionDenied, SoftRTError
-from ._files import read_int, read_text, write_text
+from ._files import read_int, read_text
 from .base import Capabilities
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
