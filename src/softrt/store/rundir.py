@@ -65,8 +65,11 @@ def space_needed(rows: int) -> int:
 def check_space(base: Path, rows: int) -> None:
     """Raise ConfigError with the figures unless *base* has room for a run of *rows* records."""
     needed = space_needed(rows)
+    probe = Path(base).absolute()
+    while not probe.exists() and probe != probe.parent:  # not made yet: the disk it will be on
+        probe = probe.parent
     try:
-        free = shutil.disk_usage(base).free
+        free = shutil.disk_usage(probe).free
     except OSError as err:
         raise ConfigError(f"cannot find the free space in {base}: {err.strerror or err}",
                           hint="choose another directory with --out-dir") from None
