@@ -106,6 +106,17 @@ def _wait_for(condition, timeout_s=60.0):
     raise AssertionError("timed out")
 
 
+def _worker_started(pid: int) -> bool:
+    """True once *pid* has spawned a run's worker (other children, e.g. ldconfig or loads, do not count)."""
+    for child in psutil.Process(pid).children():
+        try:
+            if any("spawn_main" in part for part in child.cmdline()):
+                return True
+        except psutil.Error:
+            pass
+    return False
+
+
 def _fifo_child(pid: int) -> bool:
     import os
 
@@ -131,7 +142,7 @@ def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt
                              "--settle", "0.3s", "--json", "--out-dir", str(out_dir)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if moment == "first":  # the untuned run's worker (no SCHED_FIFO) is up
-        _wait_for(lambda: any(p.name() != "stress-ng" for p in psutil.Process(proc.pid).children()))
+        _wait_for(lambda: _worker_started(proc.pid))
     else:  # the first scenario is stored and the second one's loop is running under its loads
         _wait_for(lambda: list(out_dir.glob("*/summary.json")))
         _wait_for(lambda: _fifo_child(proc.pid))

@@ -267,14 +267,25 @@ def _history_ids() -> list[str]:
 
 def _wait_for_worker(proc, timeout_s=30.0):
     """Wait until *proc* has started its worker process (it may still be arming)."""
-    import psutil
-
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
-        if psutil.Process(proc.pid).children():
+        if _worker_started(proc.pid):
             return
         time.sleep(0.01)
     raise AssertionError("the worker did not start")
+
+
+def _worker_started(pid: int) -> bool:
+    """True once *pid* has spawned its worker (other children, e.g. ldconfig at import, do not count)."""
+    import psutil
+
+    for child in psutil.Process(pid).children():
+        try:
+            if any("spawn_main" in part for part in child.cmdline()):
+                return True
+        except psutil.Error:
+            pass
+    return False
 
 
 def _sigint_burst(proc, n=20, interval_s=0.05):
