@@ -83,4 +83,4 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
 def progress_line_final(summary: dict) -> str:
     """One line for a non-terminal stderr (CI logs): what ran and where it is stored."""
     return (f"softrt run: {summary['cycles']:,} cycles, {summary['mode']}, {summary['status']}, "
-            f"max period {summary['period_us']['max']} µs")
+            f"max period {summary['period_us']['max'] if summary['period_us']['max'] is not None else '-'} µs")

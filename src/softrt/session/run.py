@@ -227,11 +227,17 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
     if step is None and records.size:
         summary["motion"] = _motion(records, config, summary["records_missing"], summary["records_unwritten"])
     if check is not None:
-        rundir.write_json("check.json", check)
         summary["check"] = {k: check[k] for k in ("ready", "verdict", "counts", "fix_first")}
-    rundir.write_json("config.json", config.to_dict())
-    rundir.write_json("host.json", summary["host"])
-    rundir.write_json("summary.json", summary)
+    try:
+        if check is not None:
+            rundir.write_json("check.json", check)
+        rundir.write_json("config.json", config.to_dict())
+        rundir.write_json("host.json", summary["host"])
+        rundir.write_json("summary.json", summary)
+    except SoftRTError as err:  # (the reserve makes this rare) the caller still gets the figures to print
+        reason = f"the results could not be stored: {err.msg}"
+        summary["status"] = "partial"
+        summary["partial_reason"] = f"{summary['partial_reason']}; {reason}" if summary["partial_reason"] else reason
     return RunResult(summary=summary, path=rundir.path, recovered=recovered)
 
 
