@@ -375,8 +375,10 @@ def _close_rundir(rundir: RunDir, drainer: _Drainer, out: _Outcome) -> None:
 def _motion(records: np.ndarray, config: RunConfig, missing: int, unwritten: int = 0) -> dict:
     """What the misses did to the motor; needs every write, since write i carries sample i."""
     if missing:
-        why = (f"{missing:,} records are missing ({unwritten:,} could not be written to disk, the rest were dropped "
-               f"by the ring)") if unwritten else f"{missing:,} records were dropped by the ring"
+        dropped = missing - unwritten
+        parts = [f"{unwritten:,} could not be written to disk"] if unwritten else []
+        parts += [f"{dropped:,} were dropped by the ring"] if dropped else []
+        why = f"{missing:,} records are missing ({', '.join(parts) or 'not received'})"
         return {"not_computed": f"{why}, so the delivered samples are unknown"}
     from ..motion import motion_impact
 
