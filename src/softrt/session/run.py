@@ -109,6 +109,7 @@ class _Outcome:
     status: str = "complete"
     reason: str | None = None
     released: bool = False  # the worker was told "go"
+    interrupted_early: bool = False  # Ctrl-C before "go": the (empty) run is kept all the same
     applied: list = field(default_factory=list)
     not_applied: list = field(default_factory=list)
     worker: dict = field(default_factory=dict)
@@ -193,6 +194,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
             out.released = True
             _measure(config, proc, drainer, out, on_progress)
         except _Interrupted:
+            out.interrupted_early = True
             out.partial(f"{INTERRUPTED} before the loop started")
 
     if rundir.failure is not None:  # the disk: the loop ran on, the records it could not store are counted
@@ -368,7 +370,7 @@ def _stop_worker(proc, ring: Ring, conn, drainer: _Drainer, out: _Outcome) -> No
 
 def _close_rundir(rundir: RunDir, drainer: _Drainer, out: _Outcome) -> None:
     rundir.close()
-    if not out.released and not drainer.progress.cycles and out.reason is None:
+    if not out.released and not drainer.progress.cycles and not out.interrupted_early:
         rundir.discard()  # the run failed to start: leave nothing half-written (an interrupted one is kept)
 
 
