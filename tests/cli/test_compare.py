@@ -95,3 +95,75 @@ def test_bad_input(tmp_path, state_dir, args, needle, softrt_cmd):
     assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert not (tmp_path / "runs").exists()
     assert no_load_processes_left() == []
+
+
+def _wait_for(condition, timeout_s=60.0):
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if condition():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out")
+
+
+def _worker_started(pid: int) -> bool:
+    """True once *pid* has spawned a run's worker (other children, e.g. ldconfig or loads, do not count)."""
+    for child in psutil.Process(pid).children():
+        try:
+            if any("spawn_main" in part for part in child.cmdline()):
+                return True
+        except psutil.Error:
+            pass
+    return False
+
+
+def _fifo_child(pid: int) -> bool:
+    import os
+
+    for child in psutil.Process(pid).children():
+        try:
+            if os.sched_getscheduler(child.pid) == os.SCHED_FIFO:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+@pytest.mark.parametrize("moment", ["first", "second"])
+def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt_settings_restored, moment):
+    import signal
+    import subprocess
+    import sys
+
+    from softrt.store.history import History
+
+    out_dir = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "softrt", "compare", "untuned", "tuned+load", "--duration", "1.5s",
+                             "--settle", "0.3s", "--json", "--out-dir", str(out_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if moment == "first":  # the untuned run's worker (no SCHED_FIFO) is up
+        _wait_for(lambda: _worker_started(proc.pid))
+    else:  # the first scenario is stored and the second one's loop is running under its loads
+        _wait_for(lambda: list(out_dir.glob("*/summary.json")))
+        _wait_for(lambda: _fifo_child(proc.pid))
+        time.sleep(0.3)
+    for _ in range(20):
+        if proc.poll() is not None:
+            break
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "interrupted" in err
+    result = json.loads(out)
+    assert result["interrupted"] is True and result["passed"] is False
+    rounds = result["rounds"]
+    assert [r["scenario"] for r in rounds] == (["untuned"] if moment == "first" else ["untuned", "tuned+load"])
+    assert rounds[-1]["status"] == "partial"
+    assert [r.run_id for r in History().list_runs()] == [r["run_id"] for r in rounds]
+    for r in rounds:  # every stored run has its loads block, the interrupted one too
+        summary = json.loads((out_dir / r["run_id"] / "summary.json").read_text())
+        assert "loads" in summary and summary["scenario"] == r["scenario"]
+    if moment == "second":
+        assert rounds[-1]["loads"] and {l["name"] for l in rounds[-1]["loads"]} >= {"disk", "memory"}
+    assert no_load_processes_left() == []

@@ -255,3 +255,165 @@ def test_a_second_ctrl_c_cannot_cut_the_cleanup_short(tmp_path, state_dir, rt_se
     assert s["status"] == "partial" and s["cycles"] > 0, err
     assert all(c["restored"] for c in s["tuning"]["system_changes"])
     assert list(state_dir.glob("restore/*.json")) == []
+
+
+# Fault cases of issue 12: a run that started is never lost, and no command crashes on it.
+
+def _history_ids() -> list[str]:
+    from softrt.store.history import History
+
+    return [r.run_id for r in History().list_runs()]
+
+
+def _wait_for_worker(proc, timeout_s=30.0):
+    """Wait until *proc* has started its worker process (it may still be arming)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if _worker_started(proc.pid):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the worker did not start")
+
+
+def _worker_started(pid: int) -> bool:
+    """True once *pid* has spawned its worker (other children, e.g. ldconfig at import, do not count)."""
+    import psutil
+
+    for child in psutil.Process(pid).children():
+        try:
+            if any("spawn_main" in part for part in child.cmdline()):
+                return True
+        except psutil.Error:
+            pass
+    return False
+
+
+def _sigint_burst(proc, n=20, interval_s=0.05):
+    for _ in range(n):
+        if proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGINT)
+        time.sleep(interval_s)
+
+
+@pytest.mark.parametrize("moment", ["arming", "running", "ending"])
+def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, rt_settings_restored, moment):
+    duration_s = 1.5
+    proc = _start(tmp_path, "--duration", f"{duration_s}s")
+    if moment == "arming":
+        _wait_for_worker(proc)
+    else:
+        _wait_for_records(proc)  # armed and cycling for 0.5 s
+        if moment == "ending":  # the burst spans the loop's end, the cleanup, the summary and the history write
+            time.sleep(duration_s - 0.5 - 0.2)
+    _sigint_burst(proc)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    s = json.loads(out)
+    if moment != "ending":  # (at the end the loop may have finished its cycles first)
+        assert s["status"] == "partial" and "Ctrl-C" in s["partial_reason"]
+    if moment == "running":
+        assert s["cycles"] > 0
+    run_dir = tmp_path / s["run_id"]
+    assert pq.read_table(run_dir / "samples.parquet").num_rows == s["cycles"]
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == s["status"]
+    assert _history_ids() == [s["run_id"]]
+    assert all(c["restored"] for c in s["tuning"]["system_changes"])
+    assert list(state_dir.glob("restore/*.json")) == []
+
+
+def test_ring_overflow_is_counted_printed_stored_and_shown(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+    # A 1,024-record ring holds 0.26 s at 250 µs; the supervisor is stopped for 1 s.
+    env = {**os.environ, "SOFTRT_RING_CAPACITY": "1024", "COLUMNS": "200"}
+    proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--duration", "2s", "--out-dir",
+                             str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    _wait_for_records(proc)
+    proc.send_signal(signal.SIGSTOP)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGCONT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err  # the loop ran its whole time: complete, with the loss stated
+    assert "Traceback" not in err and "ring overflows:" in out and "Motion impact: not computed" in out
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    s = json.loads((run_dir / "summary.json").read_text())
+    assert s["ring"]["overflows"] > 1000 and s["records_missing"] == s["ring"]["overflows"]
+    assert s["records_expected"] == s["board"]["writes"] == s["cycles"] + s["records_missing"]
+    # The miss count is the board's own, whatever the dropped records held.
+    assert s["misses"]["missed_updates"] == s["board"]["missed_updates"]
+    assert "not_computed" in s["motion"]
+    assert _history_ids() == [s["run_id"]]
+    shown = softrt_cmd("show", str(run_dir))
+    assert shown.returncode == 0 and "Motion impact: not computed" in shown.stdout, shown.stderr
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """Mount a tmpfs of *size* as a run directory's disk; unmount it afterwards."""
+    mounted = []
+
+    def mount(size: str) -> Path:
+        mnt = tmp_path / f"tmpfs{len(mounted)}"
+        mnt.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], check=True)
+        mounted.append(mnt)
+        return mnt
+
+    try:
+        yield mount
+    finally:
+        for mnt in mounted:
+            subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fill(mnt: Path) -> None:
+    """Fill the file system at *mnt* to the last byte, as another program would."""
+    with open(mnt / "filler", "wb") as f:
+        block = b"\xff" * 65536
+        try:
+            while True:
+                f.write(block)
+                f.flush()
+        except OSError:
+            pass
+        try:
+            while True:
+                os.write(f.fileno(), b"\xff")
+        except OSError:
+            pass
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_full_disk_is_refused_before_the_run_with_the_figures(tmp_path, state_dir, small_tmpfs, softrt_cmd):
+    mnt = small_tmpfs("4m")
+    _fill(mnt)
+    proc = softrt_cmd("run", "--duration", "1s", "--out-dir", str(mnt / "runs"))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs ~" in lines[0] and f"in {mnt / 'runs'}" in lines[0] and "MB free" in lines[0]
+    assert not any((mnt / "runs").iterdir())
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_disk_that_fills_during_the_run_leaves_a_readable_partial_run(tmp_path, state_dir, rt_settings_restored,
+                                                                        small_tmpfs):
+    mnt = small_tmpfs("8m")
+    # 50 µs: a 2 s run is about three row groups, so the disk fills with records still to come.
+    proc = _start(mnt, "--duration", "2s", "--period", "50us")
+    _wait_for_records(proc)
+    _fill(mnt)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    s = json.loads(out)
+    assert s["status"] == "partial" and "disk full at cycle" in s["partial_reason"]
+    assert s["records_unwritten"] > 0 and s["cycles"] > 0
+    assert s["records_missing"] >= s["records_unwritten"]
+    assert "not_computed" in s["motion"]
+    run_dir = mnt / s["run_id"]
+    assert pq.read_table(run_dir / "samples.parquet").num_rows == s["cycles"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["config.json", "host.json", "samples.parquet", "summary.json"]
+    assert json.loads((run_dir / "summary.json").read_text())["records_unwritten"] == s["records_unwritten"]
+    assert _history_ids() == [s["run_id"]]

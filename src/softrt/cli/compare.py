@@ -13,6 +13,7 @@ from rich.text import Text
 from ..scenario import BUILTIN_NAMES, load_scenario
 from ..scenario.compare import compare, plan
 from ..scenario.require import parse_requirements
+from ..session import interrupts
 from ..session.config import RunConfig
 from .history import remember
 from .options import TimeNs
@@ -91,26 +92,36 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
     chosen = [load_scenario(s) for s in (scenarios or BUILTIN_NAMES)]
     base = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, out_dir=out_dir)
     planned = plan(chosen, base, load_backend)
-    err = console(stderr=True)
-    result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
-                     settle_s=settle_ns / 1e9, on_event=lambda msg: err.print(f"softrt compare: {msg}"))
-    remember(r.result.path for r in result.runs)
-    if as_json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
-    else:
-        out = console()
-        out.print(compare_table(result.pooled))
-        if repeat > 1:
-            out.print(_rounds_table(result))
-        out.print(loads_text(result.pooled))
-        for line in result.verdict:
-            out.print(line, style="bold")
-        for check in result.checks:
-            mark = "[green]pass[/]" if check["passed"] else "[red]FAIL[/]"
-            out.print(f"{mark} {check['scenario']}: {check['requirement']} (measured {_f(check['measured'], 2)})")
-        out.print(Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary["run_id"] for r in result.runs),
-                       style="dim"))
-    return 0 if result.passed else 1
+    # Ctrl-C (any number of them) stops the running scenario; every scenario that finished is
+    # already in the history, and the comparison so far is printed before the command exits 1.
+    with interrupts.deferred(then_ignore=True):
+        err = console(stderr=True)
+        result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
+                         settle_s=settle_ns / 1e9, on_event=lambda msg: err.print(f"softrt compare: {msg}"),
+                         on_run=lambda r: remember([r.result.path]))
+        if as_json:
+            sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+        else:
+            _print(result, repeat, out_dir)
+        if result.interrupted:
+            err.print(f"softrt compare: interrupted by Ctrl-C after {len(result.runs)} of "
+                      f"{repeat * len(planned)} scenario runs; the runs so far are stored")
+        return 0 if result.passed else 1
+
+
+def _print(result, repeat: int, out_dir: Path) -> None:
+    out = console()
+    out.print(compare_table(result.pooled))
+    if repeat > 1:
+        out.print(_rounds_table(result))
+    out.print(loads_text(result.pooled))
+    for line in result.verdict:
+        out.print(line, style="bold")
+    for check in result.checks:
+        mark = "[green]pass[/]" if check["passed"] else "[red]FAIL[/]"
+        out.print(f"{mark} {check['scenario']}: {check['requirement']} (measured {_f(check['measured'], 2)})")
+    out.print(Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary["run_id"] for r in result.runs),
+                   style="dim"))
 
 
 def _rounds_table(result) -> Table:

@@ -42,11 +42,15 @@ def misses_text(summary: dict) -> Text:
     m = summary["misses"]
     period_us = summary["config"]["period_ns"] / 1e3
     lines = [
-        f"Missed updates: {m['missed_updates']} (in {m['cycles_with_miss']} cycles; longest run {m['longest_miss_run']}); "
-        f"overruns (work ended after the next edge): {m['overruns']}",
+        f"Missed updates: {m['missed_updates']:,} (in {m['cycles_with_miss']:,} cycles; longest run "
+        f"{m['longest_miss_run']:,}); overruns (work ended after the next edge): {m['overruns']:,}",
     ]
+    if m.get("note"):
+        lines.append(f"  ({m['note']})")
     motion = summary.get("motion")
-    if motion:
+    if motion and "not_computed" in motion:
+        lines.append(f"Motion impact: not computed: {motion['not_computed']}")
+    elif motion:
         lines.append(
             f"Motion impact (axis 0): worst single burst of misses put the axis "
             f"{motion['max_run_deviation_counts']:,.1f} counts off its path; all misses together "
@@ -59,9 +63,14 @@ def misses_text(summary: dict) -> Text:
         lines.append(f"EtherCAT frames: round trip p50 {_us(rtt['p50'])} µs, p99.9 {_us(rtt['p99_9'])} µs, "
                      f"max {_us(rtt['max'])} µs; cycles with a device error (wrong working counter, lost frame, "
                      f"drive not enabled): {summary['misses']['device_errors']}")
-    ring = summary["ring"]
-    lines.append(f"Cycles: {summary['cycles']:,} at {period_us:g} µs; records missing: {summary['records_missing']}; "
-                 f"ring overflows: {ring['overflows']}")
+    ring = summary.get("ring", {})
+    line = (f"Cycles: {summary['cycles']:,} at {period_us:g} µs; records missing: {summary.get('records_missing', 0):,}; "
+            f"ring overflows: {ring.get('overflows', 0):,}")
+    if summary.get("records_unwritten"):
+        line += f"; not written (disk): {summary['records_unwritten']:,}"
+    lines.append(line)
+    if summary.get("samples_error"):
+        lines.append(f"Samples: {summary['samples_error']}")
     return Text("\n".join(lines))
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ..session import interrupts
 from ..session.config import RunConfig
 from ..session.run import run
 from .history import remember
@@ -56,24 +57,30 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
     config = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, profile=profile,
                        wait=wait, margin_ns=margin_ns, device=device, axes=axes, motion=motion, out_dir=out_dir,
                        max_duration_ns=max_duration_ns, check=take_check)
-    err = console(stderr=True)
-    show_progress = err.is_terminal
-    with err.status("arming…", spinner="dots") if show_progress else nullcontext() as status:
-        def on_progress(p):
-            if status is not None:
-                status.update(progress_line(p))
-        result = run(config, on_progress=on_progress)
-    if not show_progress:
-        err.print(progress_line_final(result.summary))
-    if as_json:
-        sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
-    else:
-        console().print(render_summary(result.summary, str(result.path)))
-    remember([result.path])
-    return 0 if result.summary["status"] == "complete" else 1
+    # From here on Ctrl-C (any number of them) stops the run, which is then stored, printed and
+    # added to the history before the command exits 1.
+    with interrupts.deferred(then_ignore=True):
+        err = console(stderr=True)
+        show_progress = err.is_terminal
+        with err.status("arming…", spinner="dots") if show_progress else nullcontext() as status:
+            def on_progress(p):
+                if status is not None:
+                    status.update(progress_line(p))
+            result = run(config, on_progress=on_progress)
+        if not show_progress:
+            err.print(progress_line_final(result.summary))
+        if as_json:
+            sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
+        else:
+            console().print(render_summary(result.summary, str(result.path)))
+        remember([result.path])
+        if result.summary["status"] == "complete" and interrupts.requested():
+            err.print("softrt: interrupted after the run had finished; the run is complete and stored")
+            return 1
+        return 0 if result.summary["status"] == "complete" else 1
 
 
 def progress_line_final(summary: dict) -> str:
     """One line for a non-terminal stderr (CI logs): what ran and where it is stored."""
     return (f"softrt run: {summary['cycles']:,} cycles, {summary['mode']}, {summary['status']}, "
-            f"max period {summary['period_us']['max']} µs")
+            f"max period {summary['period_us']['max'] if summary['period_us']['max'] is not None else '-'} µs")

@@ -3,6 +3,9 @@
 For each round, for each scenario (A B C D A B C D …, so slow drift hits every scenario alike):
 start the scenario's loads on their CPUs → let them settle → run the measurement → stop the
 loads in ``finally`` → store the run with what the loads achieved (rteval's arm-then-release).
+
+Ctrl-C (any number of them) stops the scenario that is running; it is stored like every
+finished one, and the comparison ends with what it has, marked interrupted.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from ..cpus import CpuSet
 from ..errors import ConfigError, SoftRTError
 from ..load import LoadFailed, LoadGroup, check_placement, make_load
 from ..platform import get_platform
+from ..session import interrupts
 from ..session.config import RunConfig, validate
 from ..session.run import RunResult, run
-from ..store.rundir import read_samples, update_summary
+from ..store.rundir import check_space, read_samples, update_summary
 from .model import Scenario
 from .require import Requirement
 
@@ -55,11 +59,12 @@ class CompareResult:
     pooled: dict[str, dict]
     verdict: list[str]
     checks: list[dict]
+    interrupted: bool = False  # Ctrl-C: the runs so far, not every planned one
 
     @property
     def passed(self) -> bool:
-        """True when every requirement held on every tuned scenario."""
-        return all(c["passed"] for c in self.checks)
+        """True when every requirement held on every tuned scenario (and nothing was cut short)."""
+        return not self.interrupted and all(c["passed"] for c in self.checks)
 
     def to_dict(self) -> dict:
         """JSON-ready form (``softrt compare --json``)."""
@@ -74,6 +79,7 @@ class CompareResult:
                         "loads": r.loads, "notes": r.notes} for r in self.runs],
             "verdict": self.verdict,
             "requirements": self.checks,
+            "interrupted": self.interrupted,
             "passed": self.passed,
         }
 
@@ -111,21 +117,35 @@ def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> l
 
 def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
             requirements: list[Requirement] = (), settle_s: float = 1.0,
-            on_event: Callable[[str], None] | None = None) -> CompareResult:
-    """Run every planned scenario *repeat* times, alternating; return the comparison."""
+            on_event: Callable[[str], None] | None = None,
+            on_run: Callable[[ScenarioRun], None] | None = None) -> CompareResult:
+    """Run every planned scenario *repeat* times, alternating; return the comparison.
+
+    *on_run* gets each scenario run as soon as it is stored (the command line adds it to the
+    history then, so an interrupted comparison keeps every finished scenario).
+    """
     if repeat < 1:
         raise ConfigError(f"--repeat must be at least 1, got {repeat}")
+    # Refuse up front a comparison whose runs cannot all fit (each run checks its own too).
+    for out_dir in {item.config.out_dir for item in planned}:
+        check_space(out_dir, repeat * sum(item.config.duration_ns // item.config.period_ns for item in planned
+                                          if item.config.out_dir == out_dir))
     say = on_event or (lambda msg: None)
     runs: list[ScenarioRun] = []
-    for rnd in range(1, repeat + 1):
-        for item in planned:
-            say(f"round {rnd}/{repeat}: {item.scenario.name}")
-            runs.append(_run_one(item, rnd, backend, settle_s))
-            if runs[-1].result.summary["partial_reason"] == "interrupted by Ctrl-C":
-                raise KeyboardInterrupt  # the user wants the whole comparison to stop
-    pooled = {item.scenario.name: _pool(item, [r for r in runs if r.scenario is item.scenario]) for item in planned}
+    with interrupts.deferred():
+        for rnd in range(1, repeat + 1):
+            for item in planned:
+                if interrupts.requested():
+                    break
+                say(f"round {rnd}/{repeat}: {item.scenario.name}")
+                runs.append(_run_one(item, rnd, backend, settle_s))
+                if on_run is not None:
+                    on_run(runs[-1])
+        interrupted = bool(interrupts.requested())
+    done = [item for item in planned if any(r.scenario is item.scenario for r in runs)]
+    pooled = {item.scenario.name: _pool(item, [r for r in runs if r.scenario is item.scenario]) for item in done}
     checks = [_check(req, name, figures) for name, figures in pooled.items() if figures["tuned"] for req in requirements]
-    return CompareResult(runs=runs, pooled=pooled, verdict=verdict(pooled), checks=checks)
+    return CompareResult(runs=runs, pooled=pooled, verdict=verdict(pooled), checks=checks, interrupted=interrupted)
 
 
 def _run_one(item: Planned, rnd: int, backend: str, settle_s: float) -> ScenarioRun:
@@ -152,7 +172,8 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> dict:
         except SoftRTError as err:
             r.notes.append(str(err))
     figures = summarize(records, config.period_ns)
-    motions = [r.result.summary.get("motion") for r in runs if r.result.summary.get("motion")]
+    _authoritative_misses(figures, runs)
+    motions = [m for m in (r.result.summary.get("motion") for r in runs) if m and "not_computed" not in m]
     figures.update({
         "scenario": scenario.name,
         "description": scenario.description,
@@ -168,6 +189,19 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> dict:
         "run_ids": [r.result.summary["run_id"] for r in runs],
     })
     return figures
+
+
+def _authoritative_misses(figures: dict, runs: list[ScenarioRun]) -> None:
+    """Pool the runs' own miss counts (the board's, see session.run) when the records hold fewer.
+
+    ``--require misses==0`` must judge every missed update, also those in records the ring dropped.
+    """
+    counted = sum(int(r.result.summary["misses"]["missed_updates"]) for r in runs)
+    misses = figures["misses"]
+    if counted > misses["missed_updates"]:
+        misses["missed_updates_in_records"] = misses["missed_updates"]
+        misses["missed_updates"] = counted
+        misses["note"] = "; ".join(r.result.summary["misses"].get("note") or "" for r in runs).strip("; ") or None
 
 
 def _merge_loads(per_run: list[list[dict]]) -> list[dict]:

@@ -3,6 +3,10 @@
 The supervisor (this process) owns every system-wide change and restores it whatever happens:
 normal end, Ctrl-C, a crashed worker. The worker owns its process-scoped controls (affinity,
 SCHED_FIFO, mlockall, the /dev/cpu_dma_latency hold), which die with it.
+
+A run that started is never lost: Ctrl-C (any number of them) is a request to stop
+(:mod:`.interrupts`), a full disk stops the writing but not the loop (:mod:`..store.rundir`),
+and either way the run ends partial, with its summary, from what was collected.
 """
 
 from __future__ import annotations
@@ -10,7 +14,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -23,19 +26,24 @@ import numpy as np
 
 from ..analysis import summarize
 from ..cpus import CpuSet
-from ..errors import PermissionDenied, SoftRTError, WorkerFailed
+from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import get_platform
 from ..platform.linux import RT_RUNTIME
-from ..store.rundir import SCHEMA, RunDir, check_writable, new_run_id, read_samples
+from ..store.rundir import SCHEMA, RunDir, check_space, check_writable, new_run_id, read_samples
 from . import changes as _changes
+from . import interrupts
 from .config import RunConfig, resolve_motion, validate
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
 ARM_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0  # an EtherCAT master disables its drives and walks the bus to INIT in this time
+#: Test knob: a smaller shared-memory ring (a power of two, records), so that a test can make the
+#: ring overflow by stopping the supervisor for a moment. Not meant for users.
+RING_CAPACITY_ENV = "SOFTRT_RING_CAPACITY"
+INTERRUPTED = "interrupted by Ctrl-C"
 
 
 @dataclass
@@ -101,6 +109,7 @@ class _Outcome:
     status: str = "complete"
     reason: str | None = None
     released: bool = False  # the worker was told "go"
+    interrupted_early: bool = False  # Ctrl-C before "go": the (empty) run is kept all the same
     applied: list = field(default_factory=list)
     not_applied: list = field(default_factory=list)
     worker: dict = field(default_factory=dict)
@@ -110,6 +119,10 @@ class _Outcome:
             self.status, self.reason = "partial", reason
 
 
+class _Interrupted(Exception):
+    """Ctrl-C before the loop was released: stop arming, keep the (empty) run."""
+
+
 def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Callable[[], None] | None = None,
         on_progress: Callable[[Progress], None] | None = None) -> RunResult:
     """Run the cyclic test described by *config*; return its summary and run directory.
@@ -117,46 +130,53 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
     With *step*, the loop runs the user's ``step(seq) -> output`` instead of the motion test.
     Bad input raises ConfigError before anything is started or written.
     """
+    with interrupts.deferred():
+        return _run(config, step, setup, on_progress)
+
+
+def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
     plat = get_platform()
     recovered = _changes.recover()
     config = validate(config, plat.online_cpus(), plat.allowed_cpus())
     if step is None:
         config = resolve_motion(config)
-    check_writable(Path(config.out_dir))
+    out_dir = Path(config.out_dir)
+    check_writable(out_dir)
+    expected_rows = config.duration_ns // config.period_ns
+    check_space(out_dir, expected_rows)
     check = _take_check(config) if config.check else None
 
     out = _Outcome()
     started_at = _utcnow()
     # Every resource is registered for cleanup as soon as it exists; ExitStack undoes them in
-    # reverse order, each even when an earlier one failed. From the start of the cleanup until
-    # the results are written SIGINT is ignored: a second Ctrl-C (or `timeout`, which signals
-    # the process and its group) cannot cut either short.
-    cleanup = ExitStack()
-    previous_sigint = None
-    try:
+    # reverse order, each even when an earlier one failed. SIGINT only sets a flag (run() holds
+    # interrupts.deferred()), so no Ctrl-C can cut the cleanup or the writing of the results short.
+    with ExitStack() as cleanup:
+        lock_fd = _lock_rt_loop(config)
+        if lock_fd is not None:
+            cleanup.callback(os.close, lock_fd)
+        rundir = RunDir(out_dir, new_run_id(), expected_rows)
+        ring = Ring.create(_ring_capacity())
+        drainer = _Drainer(ring, rundir)
+        cleanup.callback(_close_rundir, rundir, drainer, out)
+        cleanup.callback(ring.close)
+        cleanup.callback(drainer.release)
+        journal = _changes.ChangeJournal()
+        cleanup.callback(journal.restore)
+        _apply_system_changes(config, plat, journal, out, cleanup)
+
+        ctx = multiprocessing.get_context("spawn")
+        parent_conn, child_conn = ctx.Pipe()
+        spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
+                          margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
+                          profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
+                          step=step, setup=setup)
+        proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
+        cleanup.callback(_stop_worker, proc, ring, parent_conn, drainer, out)
+
         try:
-            lock_fd = _lock_rt_loop(config)
-            if lock_fd is not None:
-                cleanup.callback(os.close, lock_fd)
-            rundir = RunDir(Path(config.out_dir), new_run_id())
-            ring = Ring.create()
-            drainer = _Drainer(ring, rundir)
-            cleanup.callback(_close_rundir, rundir, drainer, out)
-            cleanup.callback(ring.close)
-            cleanup.callback(drainer.release)
-            journal = _changes.ChangeJournal()
-            cleanup.callback(journal.restore)
-            _apply_system_changes(config, plat, journal, out, cleanup)
-
-            ctx = multiprocessing.get_context("spawn")
-            parent_conn, child_conn = ctx.Pipe()
-            spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
-                              margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
-                              profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
-                              step=step, setup=setup)
-            proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
-            cleanup.callback(_stop_worker, proc, ring, parent_conn, drainer, out)
-
+            if interrupts.requested():
+                raise _Interrupted
             # SIGINT is blocked while the worker is created: it inherits the blocked mask (and then
             # ignores SIGINT itself), so Ctrl-C reaches only the supervisor, which stops it cleanly.
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -168,52 +188,120 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
             armed = _expect(parent_conn, proc, "armed", ARM_TIMEOUT_S)
             out.applied.extend(armed["applied"])
             out.not_applied.extend(armed["not_applied"])
+            if interrupts.requested():
+                raise _Interrupted
             parent_conn.send("go")
             out.released = True
             _measure(config, proc, drainer, out, on_progress)
-        finally:
-            previous_sigint = _ignore_sigint()  # until the results are written
-            cleanup.close()
+        except _Interrupted:
+            out.interrupted_early = True
+            out.partial(f"{INTERRUPTED} before the loop started")
 
-        # Read back from the finished samples file rather than holding every record in memory
-        # during the run (80 bytes a cycle: over a gigabyte an hour at 250 µs).
-        records = read_samples(rundir.path)
-        summary = {
-            "schema": SCHEMA,
-            "run_id": rundir.run_id,
-            "scenario": config.scenario,
-            "started_at": started_at,
-            "finished_at": _utcnow(),
-            "status": out.status,
-            "partial_reason": out.reason,
-            "mode": _mode(config, out.not_applied),
-            "config": config.to_dict(),
-            "host": plat.host_facts(),
-            "tuning": {
-                "applied": out.applied,
-                "not_applied": out.not_applied,
-                "system_changes": [c.to_dict() for c in journal.changes],
-                "recovered_from_earlier_runs": [c.to_dict() for c in recovered],
-            },
-            **summarize(records, config.period_ns),
-            "ring": {"capacity": ring.capacity, "overflows": drainer.overflows},
-            "board": out.worker.get("board", {}),
-        }
-        cycles = out.worker.get("cycles")
-        if cycles is not None:  # the worker's own count also covers records dropped at the very end
-            summary["records_expected"] = cycles
-            summary["records_missing"] = cycles - summary["cycles"]
-        if step is None and records.size:
-            summary["motion"] = _motion(records, config, summary["records_missing"])
+    if rundir.failure is not None:  # the disk: the loop ran on, the records it could not store are counted
+        _note_partial(out, f"{rundir.failure}; {rundir.unwritten:,} records could not be written")
+    summary = {
+        "schema": SCHEMA,
+        "run_id": rundir.run_id,
+        "scenario": config.scenario,
+        "started_at": started_at,
+        "finished_at": _utcnow(),
+        "status": out.status,
+        "partial_reason": out.reason,
+        "mode": _mode(config, out.not_applied),
+        "config": config.to_dict(),
+        "host": plat.host_facts(),
+        "tuning": {
+            "applied": out.applied,
+            "not_applied": out.not_applied,
+            "system_changes": [c.to_dict() for c in journal.changes],
+            "recovered_from_earlier_runs": [c.to_dict() for c in recovered],
+        },
+    }
+    records = _figures(rundir, config, summary)
+    summary["ring"] = {"capacity": ring.capacity, "overflows": drainer.overflows}
+    summary["board"] = out.worker.get("board", {})
+    summary["records_unwritten"] = rundir.unwritten
+    cycles = out.worker.get("cycles")
+    if cycles is not None:  # the worker's own count also covers records dropped at the very end
+        summary["records_expected"] = cycles
+        summary["records_missing"] = cycles - summary["cycles"]
+    _reconcile_misses(summary)
+    if step is None and records.size:
+        summary["motion"] = _motion(records, config, summary["records_missing"], summary["records_unwritten"])
+    if check is not None:
+        summary["check"] = {k: check[k] for k in ("ready", "verdict", "counts", "fix_first")}
+    try:
         if check is not None:
             rundir.write_json("check.json", check)
-            summary["check"] = {k: check[k] for k in ("ready", "verdict", "counts", "fix_first")}
         rundir.write_json("config.json", config.to_dict())
         rundir.write_json("host.json", summary["host"])
         rundir.write_json("summary.json", summary)
-        return RunResult(summary=summary, path=rundir.path, recovered=recovered)
-    finally:
-        _restore_sigint(previous_sigint)
+    except SoftRTError as err:  # (the reserve makes this rare) the caller still gets the figures to print
+        reason = f"the results could not be stored: {err.msg}"
+        summary["status"] = "partial"
+        summary["partial_reason"] = f"{summary['partial_reason']}; {reason}" if summary["partial_reason"] else reason
+    return RunResult(summary=summary, path=rundir.path, recovered=recovered)
+
+
+def _figures(rundir: RunDir, config: RunConfig, summary: dict) -> np.ndarray:
+    """Add the run's statistics to *summary*; return the records they were computed from.
+
+    Read back from the finished samples file rather than holding every record in memory during
+    the run (80 bytes a cycle: over a gigabyte an hour at 250 µs). This is the one place the
+    figures are computed (a streaming pass over the drained records can replace it).
+    """
+    records = np.empty(0, dtype=L.RECORD_DTYPE)
+    if rundir.complete:
+        try:
+            records = read_samples(rundir.path)
+        except SoftRTError as err:
+            summary["samples_error"] = str(err)
+    else:
+        summary["samples_error"] = f"{rundir.failure}: the samples file has no footer and cannot be read"
+    summary.update(summarize(records, config.period_ns))
+    return records
+
+
+def _reconcile_misses(summary: dict) -> None:
+    """Make ``misses.missed_updates`` the board's own count, and say why the records differ.
+
+    Every write carries the misses before it, so the records and the board agree, unless
+    records were dropped by the ring or refused by the disk: then only the board saw them all.
+    """
+    board = summary["board"].get("missed_updates")
+    misses = summary["misses"]
+    if not isinstance(board, int) or board == misses["missed_updates"]:
+        return
+    misses["missed_updates_in_records"] = misses["missed_updates"]
+    misses["missed_updates"] = board
+    misses["source"] = "board"
+    misses["note"] = (f"the board counted {board:,} missed updates; the stored records hold "
+                      f"{misses['missed_updates_in_records']:,}: {summary['records_missing']:,} records are "
+                      f"missing (ring overflows {summary['ring']['overflows']:,}, not written "
+                      f"{summary['records_unwritten']:,}), so the per-cycle figures (cycles with a miss, "
+                      f"longest run) cover the stored records only")
+
+
+def _note_partial(out: _Outcome, reason: str) -> None:
+    """Mark the run partial with *reason*, after any reason already given."""
+    if out.reason is None:
+        out.partial(reason)
+    else:
+        out.reason = f"{out.reason}; {reason}"
+
+
+def _ring_capacity() -> int:
+    raw = os.environ.get(RING_CAPACITY_ENV)
+    if not raw:
+        return 1 << 16  # 16 s at 250 µs
+    try:
+        capacity = int(raw)
+    except ValueError:
+        capacity = 0
+    if not 64 <= capacity <= 1 << 24 or capacity & (capacity - 1):
+        raise ConfigError(f"{RING_CAPACITY_ENV}={raw!r} is not a power of two between 64 and {1 << 24}",
+                          hint=f"unset {RING_CAPACITY_ENV} (it is a test knob)")
+    return capacity
 
 
 def _apply_system_changes(config: RunConfig, plat, journal, out: _Outcome, cleanup: ExitStack) -> None:
@@ -240,6 +328,9 @@ def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progr
     deadline = t_start + config.duration_ns / 1e9 + STOP_GRACE_S
     try:
         while proc.is_alive():
+            if interrupts.requested():
+                out.partial(INTERRUPTED)
+                return
             time.sleep(DRAIN_INTERVAL_S)
             drainer.drain()
             drainer.progress.elapsed_s = time.monotonic() - t_start
@@ -248,8 +339,8 @@ def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progr
             if time.monotonic() > deadline:
                 out.partial("the worker did not stop at the end of the run; it was stopped")
                 return
-    except KeyboardInterrupt:
-        out.partial("interrupted by Ctrl-C")
+    except KeyboardInterrupt:  # off the main thread SIGINT cannot be deferred
+        out.partial(INTERRUPTED)
 
 
 def _stop_worker(proc, ring: Ring, conn, drainer: _Drainer, out: _Outcome) -> None:
@@ -279,26 +370,18 @@ def _stop_worker(proc, ring: Ring, conn, drainer: _Drainer, out: _Outcome) -> No
 
 def _close_rundir(rundir: RunDir, drainer: _Drainer, out: _Outcome) -> None:
     rundir.close()
-    if not out.released and not drainer.progress.cycles:
-        rundir.discard()  # the run never started: leave nothing half-written
+    if not out.released and not drainer.progress.cycles and not out.interrupted_early:
+        rundir.discard()  # the run failed to start: leave nothing half-written (an interrupted one is kept)
 
 
-def _ignore_sigint():
-    """Ignore SIGINT; return the handler to restore (None off the main thread, where it cannot change)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _restore_sigint(previous) -> None:
-    if previous is not None:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _motion(records: np.ndarray, config: RunConfig, missing: int) -> dict:
+def _motion(records: np.ndarray, config: RunConfig, missing: int, unwritten: int = 0) -> dict:
     """What the misses did to the motor; needs every write, since write i carries sample i."""
     if missing:
-        return {"not_computed": f"{missing} records were dropped by the ring, so the delivered samples are unknown"}
+        dropped = missing - unwritten
+        parts = [f"{unwritten:,} could not be written to disk"] if unwritten else []
+        parts += [f"{dropped:,} were dropped by the ring"] if dropped else []
+        why = f"{missing:,} records are missing ({', '.join(parts) or 'not received'})"
+        return {"not_computed": f"{why}, so the delivered samples are unknown"}
     from ..motion import motion_impact
 
     window = records["cycle"] + records["missed"]
@@ -345,6 +428,8 @@ def _expect(conn, proc, kind: str, timeout_s: float) -> dict:
     """Wait for the worker's *kind* message; raise WorkerFailed if it fails or dies first."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
+        if interrupts.requested():
+            raise _Interrupted
         if conn.poll(0.1):
             try:
                 msg, payload = conn.recv()

@@ -4,10 +4,17 @@ Layout and schema are documented in docs/run-format.md. JSON files are written t
 name and renamed (rename(2) is atomic), so a reader never sees half a file; the Parquet file is
 written row group by row group while the run goes and closed when the run
 stops, whatever stopped it.
+
+A full disk must not cost the run (write(2): ENOSPC). Before the run, :func:`check_space` refuses
+a run whose samples cannot fit; during it, the directory holds a preallocated reserve
+(posix_fallocate(3)) big enough for one row group, the Parquet footer and the JSON files. The
+first ENOSPC releases the reserve and retries the same write, so the row group in flight and
+the footer still land and the file stays readable; later records are counted, not written.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
@@ -28,6 +35,96 @@ SUMMARY_MAJOR = 1
 SAMPLES = "samples.parquet"
 SUMMARY = "summary.json"
 _ARROW_SCHEMA = pa.schema([(name, pa.int64()) for name in RECORD_FIELDS])
+RESERVE = ".softrt-reserve"
+ROW_GROUP_ROWS = 16384  # 4 s at 250 µs; bounds the bytes one row group needs from the reserve
+
+#: Bytes per row of samples.parquet: 25.4 measured (a 3 s, 250 µs run, zstd) plus half again for
+#: runs whose jitter compresses worse. The estimate only decides the refusal up front; a run that
+#: outgrows it is still kept by the reserve.
+BYTES_PER_ROW = 40
+#: A row group can never need more than its raw int64 columns.
+_RAW_ROW_GROUP_BYTES = ROW_GROUP_ROWS * RECORD_DTYPE.itemsize
+_FOOTER_BYTES_PER_ROW_GROUP = 4096  # 2,195 measured for one row group of ten int64 columns
+_JSON_BYTES = 1 << 20  # summary, config, host and check.json with room to spare
+
+
+def _mb(n_bytes: int) -> str:
+    return f"{n_bytes / 1e6:,.1f} MB"
+
+
+def reserve_bytes(rows: int) -> int:
+    """Bytes held back for a run of *rows*: one raw row group, the footer, the JSON files."""
+    return _RAW_ROW_GROUP_BYTES + (rows // ROW_GROUP_ROWS + 1) * _FOOTER_BYTES_PER_ROW_GROUP + _JSON_BYTES
+
+
+def space_needed(rows: int) -> int:
+    """Bytes a run of *rows* records needs on disk (samples estimate plus the reserve)."""
+    return rows * BYTES_PER_ROW + reserve_bytes(rows)
+
+
+def check_space(base: Path, rows: int) -> None:
+    """Raise ConfigError with the figures unless *base* has room for a run of *rows* records."""
+    needed = space_needed(rows)
+    probe = Path(base).absolute()
+    while not probe.exists() and probe != probe.parent:  # not made yet: the disk it will be on
+        probe = probe.parent
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError as err:
+        raise ConfigError(f"cannot find the free space in {base}: {err.strerror or err}",
+                          hint="choose another directory with --out-dir") from None
+    if free < needed:
+        raise ConfigError(f"not enough disk space: the run needs ~{_mb(needed)} in {base}, {_mb(free)} free",
+                          hint="free some space, shorten --duration, or choose another directory with --out-dir")
+
+
+class _Sink:
+    """The samples file as pyarrow writes it: on the first ENOSPC the reserve is released and the
+    same write is retried, so the row group in flight and the footer still fit."""
+
+    def __init__(self, path: Path, reserve: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        self._reserve = reserve
+        self._pos = 0
+        self.closed = False
+        self.disk_full = False
+
+    def release_reserve(self) -> None:
+        try:
+            os.unlink(self._reserve)
+        except FileNotFoundError:
+            pass
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            try:
+                done += os.write(self._fd, view[done:])
+            except OSError as err:
+                if err.errno != errno.ENOSPC or self.disk_full:
+                    raise
+                self.disk_full = True
+                self.release_reserve()
+        self._pos += done
+        return done
+
+    def tell(self) -> int:
+        return self._pos
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self._fd)
 
 
 def write_json_atomic(target: Path, data: dict) -> Path:
@@ -58,23 +155,42 @@ def check_writable(base: Path, what: str = "runs", hint: str = "choose another d
 class RunDir:
     """One run's directory, written while the run goes."""
 
-    def __init__(self, base: Path, run_id: str) -> None:
+    def __init__(self, base: Path, run_id: str, expected_rows: int = 0) -> None:
         self.run_id = run_id
         self.path = Path(base) / run_id
         try:
             self.path.mkdir(parents=True)
         except OSError as err:
             raise SoftRTError(f"cannot create run directory {self.path}: {err.strerror or err}") from None
+        reserve = self.path / RESERVE
+        try:
+            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                os.posix_fallocate(fd, 0, reserve_bytes(expected_rows))
+            finally:
+                os.close(fd)
+            self._sink = _Sink(self.path / SAMPLES, reserve)
+        except OSError as err:
+            self.discard()
+            raise ConfigError(f"cannot reserve space for the run in {base}: {err.strerror or err}",
+                              hint="free some space or choose another directory with --out-dir") from None
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[np.ndarray] = []
         self._pending_rows = 0
-        self.rows = 0
+        self.rows = 0  # records in the samples file
+        self.unwritten = 0  # records the disk refused: counted, never silently lost
+        self.failure: str | None = None  # why records stopped being written
+        self.complete = True  # False when the samples file could not be finished (no footer)
 
     def write_json(self, name: str, data: dict) -> Path:
-        """Write *data* as ``name`` atomically."""
-        return write_json_atomic(self.path / name, data)
+        """Write *data* as ``name`` atomically; raise SoftRTError (with the reason) if it cannot be."""
+        try:
+            return write_json_atomic(self.path / name, data)
+        except OSError as err:
+            raise SoftRTError(f"cannot write {self.path / name}: {err.strerror or err}",
+                              hint="free some space; the samples written so far are kept") from None
 
-    def append(self, records: np.ndarray, flush_rows: int = 65536) -> None:
+    def append(self, records: np.ndarray, flush_rows: int = ROW_GROUP_ROWS) -> None:
         """Queue *records*; write a Parquet row group once *flush_rows* are queued."""
         if records.size:
             self._pending.append(records)
@@ -83,28 +199,63 @@ class RunDir:
             self.flush()
 
     def flush(self) -> None:
-        """Write every queued record as one row group."""
+        """Write every queued record as one row group (after a write error: count them)."""
         if not self._pending:
             return
         chunk = np.concatenate(self._pending)
         self._pending, self._pending_rows = [], 0
+        if self.failure is not None:
+            self.unwritten += chunk.size
+            return
         table = pa.table({name: chunk[name] for name in RECORD_FIELDS}, schema=_ARROW_SCHEMA)
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path / SAMPLES, _ARROW_SCHEMA, compression="zstd")
-        self._writer.write_table(table)
+        try:
+            self._open_writer().write_table(table, row_group_size=ROW_GROUP_ROWS)
+        except (OSError, pa.ArrowException) as err:
+            # The writer is unusable after a failed write: the file cannot get its footer.
+            self.complete = False
+            self.unwritten += chunk.size
+            self._fail(f"cannot write {SAMPLES} at cycle {int(chunk['seq'][0]):,}: {_why(err)}")
+            return
         self.rows += chunk.size
+        if self._sink.disk_full:  # this row group used the reserve: keep the rest for the footer
+            self._fail(f"disk full at cycle {int(chunk['seq'][-1]) + 1:,}")
+
+    def _open_writer(self) -> pq.ParquetWriter:
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._sink, _ARROW_SCHEMA, compression="zstd")
+        return self._writer
+
+    def _fail(self, reason: str) -> None:
+        self.failure = reason
+        self._sink.release_reserve()
 
     def close(self) -> None:
-        """Flush and close the samples file (an empty run still gets a valid, empty file)."""
-        self.flush()
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path / SAMPLES, _ARROW_SCHEMA, compression="zstd")
-        self._writer.close()
+        """Flush and close the samples file (an empty run still gets a valid, empty file).
 
+        The reserve is released first, so the footer and the JSON files that follow fit.
+        """
+        try:
+            self.flush()
+            self._sink.release_reserve()
+            if self.complete:
+                try:
+                    self._open_writer().close()
+                except (OSError, pa.ArrowException) as err:
+                    self.complete = False
+                    self._fail(f"cannot finish {SAMPLES}: {_why(err)}")
+        finally:
+            self._sink.close()
 
     def discard(self) -> None:
         """Remove the directory of a run that never started."""
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _why(err: BaseException) -> str:
+    """The cause of a write error in words (pyarrow wraps errno in its own message)."""
+    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+        return "no space left on device"
+    return str(err)
 
 
 def read_samples(run_path: Path) -> np.ndarray:
