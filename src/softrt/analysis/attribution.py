@@ -156,7 +156,11 @@ def _softirq(fields: dict[str, str]) -> Source:
 def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] | None) -> None:
     """Advance *state* by one event; append the segments it closes to *out* (None: discard them)."""
     t, name, f = ev.ts_ns, ev.name, ev.fields
-    emit = out.append if out is not None else (lambda _s: None)
+
+    def emit(seg: Segment) -> None:
+        if out is not None and seg.end_ns > seg.start_ns:
+            out.append(seg)
+
     if state.fault is not None:  # a fault has no exit event: it lasted until the next event at most
         src, start, pid = state.fault
         emit(Segment(start, t, 1, src, pid))
