@@ -38,8 +38,13 @@ RT throttling: the worker (a FIFO task) switched out while runnable (``prev_stat
 or a lower-priority task is what ``sched_rt_runtime_us`` does (Documentation/scheduler/
 sched-rt-group.rst); until the worker runs again, layer-0 time is ``kernel: RT throttling``.
 
+Waiting is no cause: after the worker blocked (switched out not runnable) and until its
+``sched_wakeup``, whatever ran could not delay it; from the wakeup on, a task holding the CPU
+does (rtla's "blocking thread"). So a SCHED_OTHER task that only ran while the loop slept is
+never blamed.
+
 Outside the kernel: in the window after the worker could have seen the permit, the worker
-(spinning) or idle held the CPU and no event fired. A stretch of at least ``gap_min_ns`` without
+(spinning), idle, or a task that ran while the worker slept held the CPU and no event fired. A stretch of at least ``gap_min_ns`` without
 any event is reported as "no guest activity on CPU N for X µs", with the RT CPU's steal counter
 (/proc/stat) over the samples that bracket it as evidence. Whether it was the hypervisor, an SMI
 or firmware is not guessed. Shorter stretches are the *unexplained* rest, stated as such.
@@ -54,6 +59,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -67,8 +73,8 @@ SOFTIRQ_NAMES = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLE
 #: Pairs of events that open and close something that is not an ``X_entry``/``X_exit`` vector.
 _NOT_VECTORS = frozenset({"irq_handler", "softirq", "hrtimer_expire", "timer_expire"})
 
-#: Events kept before the oldest window still to explain: a page fault credited "until the next
-#: event" and the base state need nothing older, this is only slack for clock rounding.
+#: Events kept before the oldest window still to explain; older ones are folded into the base
+#: state, so nothing needs them: this is only slack.
 MARGIN_NS = 1_000_000
 
 KIND_ORDER = ("thread", "irq", "softirq", "kernel", "outside", "loop")
@@ -325,16 +331,17 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     return totals, gaps, unexplained
 
 
-def steal_between(samples: list[StealSample], start_ns: int, end_ns: int) -> dict | None:
-    """The steal counter's rise over the samples that bracket ``[start_ns, end_ns]``, or None."""
-    times = [s.ts_ns for s in samples]
-    i = bisect.bisect_right(times, start_ns) - 1
-    j = bisect.bisect_left(times, end_ns)
-    if i < 0 or j >= len(samples):
+def steal_between(times_ns, steal_ns, start_ns: int, end_ns: int) -> dict | None:
+    """The steal counter's rise between the samples that bracket ``[start_ns, end_ns]``, or None.
+
+    *times_ns*/*steal_ns*: the samples' times and cumulative steal, in time order.
+    """
+    i = bisect.bisect_right(times_ns, start_ns) - 1
+    j = bisect.bisect_left(times_ns, end_ns)
+    if i < 0 or j >= len(times_ns):
         return None
-    s0, s1 = samples[i], samples[j]
-    return {"from_ns": s0.ts_ns, "to_ns": s1.ts_ns, "steal_ms": round((s1.steal_ns - s0.steal_ns) / 1e6, 3),
-            "over_s": round((s1.ts_ns - s0.ts_ns) / 1e9, 3)}
+    return {"from_ns": times_ns[i], "to_ns": times_ns[j], "steal_ms": round((steal_ns[j] - steal_ns[i]) / 1e6, 3),
+            "over_s": round((times_ns[j] - times_ns[i]) / 1e9, 3)}
 
 
 # -- late cycles ------------------------------------------------------------------------------------
@@ -404,8 +411,10 @@ class Attributor:
         self._events: list[TraceEvent] = []
         self._times: list[int] = []  # their ts_ns, for bisection
         self._base = CpuState()
-        self._steal: list[StealSample] = []
-        self._first_steal: StealSample | None = None
+        # Steal samples are kept for the whole run (two int64 a second: 4 MB for 72 h) so that the
+        # worst cycles' gaps get the sample after them, which arrives up to a second later.
+        self._steal_ts = array("q")
+        self._steal_ns = array("q")
         self._worst: list = []  # min-heap of (window_ns, seq, detail)
         self._culprits: dict[tuple, dict] = {}
         self.cycles = 0
@@ -438,9 +447,8 @@ class Attributor:
         """Cumulative steal samples (~1/s); only the RT CPU's are kept."""
         for s in samples:
             if s.cpu == self.rt_cpu:
-                if self._first_steal is None:
-                    self._first_steal = s
-                self._steal.append(s)
+                self._steal_ts.append(s.ts_ns)
+                self._steal_ns.append(s.steal_ns)
 
     def advance(self, horizon_ns: int) -> None:
         """Events are complete up to *horizon_ns*: explain the windows that end before it."""
@@ -453,14 +461,17 @@ class Attributor:
         while self._pending:
             self._explain(self._pending.popleft())
         worst = [d for _w, _s, d in sorted(self._worst, key=lambda x: (-x[0], x[1]))]
+        for cycle in worst:
+            for c in cycle["causes"]:
+                if c["kind"] == "outside":
+                    c["steal"] = steal_between(self._steal_ts, self._steal_ns, c["gaps_ns"][0][0], c["gaps_ns"][-1][1])
         culprits = sorted(self._culprits.values(), key=lambda c: (-c["total_ns"], c["kind"], c["name"]))
         table = [{"kind": c["kind"], "name": c["name"], "id": c["id"], "detail": c["detail"], "cycles": c["cycles"],
                   "total_us": _us(c["total_ns"]), "worst_us": _us(c["worst_ns"])} for c in culprits]
         steal = None
-        if self._first_steal is not None and self._steal:
-            last = self._steal[-1]
-            steal = {"cpu": self.rt_cpu, "total_ms": round((last.steal_ns - self._first_steal.steal_ns) / 1e6, 3),
-                     "over_s": round((last.ts_ns - self._first_steal.ts_ns) / 1e9, 3)}
+        if self._steal_ts:
+            steal = {"cpu": self.rt_cpu, "total_ms": round((self._steal_ns[-1] - self._steal_ns[0]) / 1e6, 3),
+                     "over_s": round((self._steal_ts[-1] - self._steal_ts[0]) / 1e9, 3)}
         return {
             "tracing": "on",
             "rt_cpu": self.rt_cpu,
@@ -481,16 +492,16 @@ class Attributor:
     # -- internals --------------------------------------------------------------------------------
     def _explain(self, late: Late) -> None:
         start, end = late.start_ns, late.detect_ns
+        # Windows start in order (edge_i > detect_{i-1}), and a record still to come starts its
+        # window after the last one seen: the events before this start are folded for good.
+        self._fold(bisect.bisect_left(self._times, start))
         times = self._times
         state = self._base.copy()
-        i = bisect.bisect_left(times, start)
-        for ev in self._events[:i]:  # the state at the window's start
-            apply(state, ev, self.worker_pid, None)
         j = bisect.bisect_right(times, end)
-        segments = build_timeline(state, self._events[i:j], end, self.worker_pid)
+        segments = build_timeline(state, self._events[:j], end, self.worker_pid)
         segments = slice_window(segments, start, end)
         totals, gaps, unexplained = account(segments, start, end, worker_pid=self.worker_pid,
-                                            work_until_ns=late.work_until_ns, event_ts=times[i:j], cpu=self.rt_cpu,
+                                            work_until_ns=late.work_until_ns, event_ts=times[:j], cpu=self.rt_cpu,
                                             gap_min_ns=self.gap_min_ns)
         window = max(end - start, 0)
         self.late += 1
@@ -523,9 +534,9 @@ class Attributor:
             c = {"kind": src.kind, "name": src.name, "id": src.ident, "detail": src.detail,
                  "duration_us": _us(ns), "share": round(ns / window, 4) if window else 0.0, "label": src.label()}
             if src.kind == "outside":
-                c["gaps_us"] = [_us(b - a) for a, b in gaps]
+                c["gaps_ns"] = [[a, b] for a, b in gaps]
                 c["longest_gap_us"] = _us(max(b - a for a, b in gaps))
-                c["steal"] = steal_between(self._steal, gaps[0][0], gaps[-1][1])
+                c["steal"] = None  # filled in by finish(): the sample after the gap may not be in yet
             out_causes.append(c)
         main = out_causes[0]["label"] if out_causes else "unexplained"
         return {
@@ -546,23 +557,23 @@ class Attributor:
             "traced": traced,
         }
 
+    def _fold(self, k: int) -> None:
+        """Apply the first *k* buffered events to the base state and drop them."""
+        if k:
+            for ev in self._events[:k]:
+                apply(self._base, ev, self.worker_pid, None)
+            del self._events[:k]
+            del self._times[:k]
+
     def _trim(self) -> None:
-        """Fold events no window can need into the base state; drop old steal samples."""
+        """Fold the events no window can need into the base state."""
         keep_from = self._pending[0].start_ns if self._pending else None
         if self._prev is not None:
             keep_from = self._prev[1] if keep_from is None else min(keep_from, self._prev[1])
         if keep_from is None:
             return
         cut_ns = keep_from - MARGIN_NS
-        k = bisect.bisect_left(self._times, cut_ns)
-        if k:
-            for ev in self._events[:k]:
-                apply(self._base, ev, self.worker_pid, None)
-            del self._events[:k]
-            del self._times[:k]
-        s = bisect.bisect_left([x.ts_ns for x in self._steal], cut_ns)
-        if s > 1:
-            del self._steal[: s - 1]  # keep the last sample before the cut: it brackets a gap after it
+        self._fold(bisect.bisect_left(self._times, cut_ns))
 
 
 def unavailable(reason: str) -> dict:
