@@ -138,7 +138,8 @@ def test_throttling_switch_to_idle_is_blamed_on_the_kernel_not_on_idle():
     events = [switch(e + 5 * US, W, IDLE, "R"), switch(e + 905 * US, IDLE, W, "R")]
     out = run(recs, events)
     got = causes(out, 3)
-    assert got == {"kernel RT throttling (worker runnable, parked by sched_rt_runtime_us)": 900.0}
+    assert got == {"kernel RT throttling (worker runnable, parked by sched_rt_runtime_us)": 900.0,
+                   "loop the loop's own work": 1.0}  # detect -> write of the missed update
     assert out["worst"][0]["reasons"] == ["period", "latency", "missed"]
 
 
@@ -236,6 +237,18 @@ def test_late_cycles_period_only_and_overrun_window():
     recs = records(6, late={3: 30 * US}, work_ns=255 * US)
     (late,) = late_cycles(recs, None, P, 20 * US)
     assert late.seq == 3 and late.start_ns == int(recs["detect_ns"][2]) and late.work_until_ns == int(recs["done_ns"][2])
+    assert late.end_ns == late.detect_ns  # no missed update: the window ends when the permit was seen
+
+
+def test_missed_update_written_late_extends_the_window_to_the_write():
+    recs = records(20, missed={5: 2})
+    e = edge(5)
+    recs["write_ns"][5] = e + 600 * US  # the permit was seen at once, the write landed two edges later
+    events = [ev(T0, "sched_wakeup", pid=5), switch(e + 10 * US, W, HOG), switch(e + 590 * US, HOG, W, "S")]
+    cycle = run(recs, events)["worst"][0]
+    assert cycle["window"]["to"].startswith("write") and cycle["window"]["duration_us"] == 600.0
+    got = {c["kind"]: c["duration_us"] for c in cycle["causes"]}
+    assert got == {"thread": 580.0, "loop": 18.0}  # 8 µs before the switch (after detect) + 10 µs after it
 
 
 def test_overrun_window_credits_the_loops_own_work():
@@ -247,6 +260,7 @@ def test_overrun_window_credits_the_loops_own_work():
     assert cycle["window"]["from"].startswith("previous permit")
     got = {c["kind"]: c["duration_us"] for c in cycle["causes"]}
     assert got["loop"] == 268.0  # previous detect (edge 7 + 2 µs) to its done (edge 8 + 20 µs)
+    assert cycle["window"]["to"] == "permit seen"
     assert got["thread"] == 15.0
 
 
@@ -307,7 +321,7 @@ def test_timeline_replay_from_a_folded_state_matches_a_full_build():
     rest = build_timeline(folded, events[1:], 300, WORKER)
     order = lambda segs: sorted(segs, key=lambda s: (s.start_ns, s.layer, s.end_ns))  # noqa: E731
     assert order(s for s in full if s.start_ns >= 100) == order(rest)  # the switch at 100 is in both
-    totals, gaps, unexplained = account(full, 100, 300, worker_pid=WORKER, work_until_ns=100, event_ts=[100, 150, 160, 200],
+    totals, gaps, unexplained = account(full, 100, 300, worker_pid=WORKER, work_ns=[(100, 100)], event_ts=[100, 150, 160, 200],
                                         cpu=CPU, gap_min_ns=1000)
     assert {s.name: ns for s, ns in totals.items()} == {"hog": 90, "x": 10}
     assert gaps == [] and unexplained == 100

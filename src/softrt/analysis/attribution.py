@@ -8,14 +8,16 @@ Late cycle
     the ring dropped) over nominal + threshold, latency (``detect - edge``) over the threshold,
     or ``missed > 0``.
 
-Interference window ``[start, detect_i]``
+Interference window ``[start, detect_i]`` (to ``write_i`` for a missed update written late)
     ``start`` is when the worker should have seen the permit: the edge ``edge_i``. The virtual
     board's edge is the first edge after the previous write, and ``missed > 0`` means later edges
     passed too, so ``[edge_i, detect_i]`` always covers the missed stretch. When the previous
     cycle's work was still running at the edge (``done_{i-1} > edge_i``: an overrun), the window
     starts at the previous permit ``detect_{i-1}`` instead: whatever slowed that work down pushed
     this permit late too, so it is part of the story. The worker's own running time up to
-    ``done_{i-1}`` is then its own work (cause kind ``loop``), not interference. This mirrors
+    ``done_{i-1}`` is then its own work (cause kind ``loop``), not interference. A missed update
+    is the write landing after later edges: when the write came after the permit was seen, the
+    window runs on to ``write_i`` and the worker's own time from ``detect_i`` is its work too. This mirrors
     rtla timerlat's split of a late activation into the IRQ latency and the thread latency
     (Documentation/tools/rtla/rtla-timerlat.rst, "auto-analysis"): here the "thread" may still be
     busy with its previous activation, and that share is shown, not hidden.
@@ -271,18 +273,20 @@ def slice_window(segments: list[Segment], start_ns: int, end_ns: int) -> list[Se
 
 
 _THROTTLING = Source("kernel", "RT throttling (worker runnable, parked by sched_rt_runtime_us)")
-_LOOP = Source("loop", "the loop's own work (previous cycle ran past the edge)")
+_LOOP = Source("loop", "the loop's own work")
 
 
-def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: int, work_until_ns: int,
+def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: int, work_ns: list[tuple[int, int]],
             event_ts: list[int], cpu: int, gap_min_ns: int) -> tuple[dict[Source, int], list[tuple[int, int]], int]:
     """Credit every ns of ``[start_ns, end_ns)`` to the innermost source holding it.
 
     Returns ``(durations by source, no-guest-activity gaps as (start, end), unexplained ns)``.
-    Up to *work_until_ns* the worker's own running time is its work (``loop``); after it, the worker
+    In the *work_ns* ranges the worker's own running time is its work (``loop``); elsewhere the worker
     running or the CPU idle is a wait in which no event is a gap candidate (see the module docstring).
     """
-    cuts = {start_ns, end_ns, min(max(work_until_ns, start_ns), end_ns)}
+    cuts = {start_ns, end_ns}
+    for a, b in work_ns:
+        cuts.update((min(max(a, start_ns), end_ns), min(max(b, start_ns), end_ns)))
     for s in segments:
         cuts.add(s.start_ns)
         cuts.add(s.end_ns)
@@ -311,7 +315,7 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             continue
         elif task.throttled:
             src = _THROTTLING
-        elif task.pid == worker_pid and b <= work_until_ns:
+        elif task.pid == worker_pid and any(wa <= a and b <= wb for wa, wb in work_ns):
             src = _LOOP
         elif task.pid in (worker_pid, 0) or task.asleep:
             src = None  # the worker waiting (spinning, or blocked until its timer): no cause yet
@@ -355,6 +359,7 @@ class Late:
     detect_ns: int
     start_ns: int
     work_until_ns: int
+    end_ns: int
     period_ns: int | None
     missed: int
     reasons: tuple[str, ...]
@@ -384,9 +389,12 @@ def late_cycles(recs: np.ndarray, prev: tuple | None, period_ns: int, threshold_
         overran = bool(consecutive[i]) and int(p_done[i]) > int(edge[i])
         reasons = tuple(r for r, m in (("period", late_period), ("latency", late_latency), ("missed", late_missed))
                         if m[i])
+        # A missed update is the write landing late: when it came well after the permit was seen,
+        # the window runs to the write (the worker's own time in between is its work).
+        end = max(int(detect[i]), int(recs["write_ns"][i])) if late_missed[i] else int(detect[i])
         out.append(Late(int(seq[i]), int(recs["cycle"][i]), int(edge[i]), int(detect[i]),
                         int(p_detect[i]) if overran else int(edge[i]), int(p_done[i]) if overran else int(edge[i]),
-                        int(period[i]) if consecutive[i] else None, int(recs["missed"][i]), reasons))
+                        end, int(period[i]) if consecutive[i] else None, int(recs["missed"][i]), reasons))
     return out
 
 
@@ -452,7 +460,7 @@ class Attributor:
 
     def advance(self, horizon_ns: int) -> None:
         """Events are complete up to *horizon_ns*: explain the windows that end before it."""
-        while self._pending and self._pending[0].detect_ns <= horizon_ns:
+        while self._pending and self._pending[0].end_ns <= horizon_ns:
             self._explain(self._pending.popleft())
         self._trim()
 
@@ -491,7 +499,8 @@ class Attributor:
 
     # -- internals --------------------------------------------------------------------------------
     def _explain(self, late: Late) -> None:
-        start, end = late.start_ns, late.detect_ns
+        start, end = late.start_ns, late.end_ns
+        work = [(start, late.work_until_ns), (late.detect_ns, end)]
         # Windows start in order (edge_i > detect_{i-1}), and a record still to come starts its
         # window after the last one seen: the events before this start are folded for good.
         self._fold(bisect.bisect_left(self._times, start))
@@ -501,7 +510,7 @@ class Attributor:
         segments = build_timeline(state, self._events[:j], end, self.worker_pid)
         segments = slice_window(segments, start, end)
         totals, gaps, unexplained = account(segments, start, end, worker_pid=self.worker_pid,
-                                            work_until_ns=late.work_until_ns, event_ts=times[:j], cpu=self.rt_cpu,
+                                            work_ns=work, event_ts=times[:j], cpu=self.rt_cpu,
                                             gap_min_ns=self.gap_min_ns)
         window = max(end - start, 0)
         self.late += 1
@@ -547,9 +556,10 @@ class Attributor:
             "period_us": None if late.period_ns is None else _us(late.period_ns),
             "latency_us": _us(late.detect_ns - late.edge_ns),
             "missed": late.missed,
-            "window": {"start_ns": late.start_ns, "end_ns": late.detect_ns, "duration_us": _us(window),
+            "window": {"start_ns": late.start_ns, "end_ns": late.end_ns, "duration_us": _us(window),
                        "from": "previous permit (its work ran past the edge)" if late.start_ns != late.edge_ns
-                       else "edge"},
+                       else "edge",
+                       "to": "write (a missed update)" if late.end_ns != late.detect_ns else "permit seen"},
             "causes": out_causes,
             "unexplained_us": _us(unexplained),
             "unexplained_share": round(unexplained / window, 4) if window else 0.0,
