@@ -244,24 +244,30 @@ def test_missed_update_written_late_extends_the_window_to_the_write():
     recs = records(20, missed={5: 2})
     e = edge(5)
     recs["write_ns"][5] = e + 600 * US  # the permit was seen at once, the write landed two edges later
-    events = [ev(T0, "sched_wakeup", pid=5), switch(e + 10 * US, W, HOG), switch(e + 590 * US, HOG, W, "S")]
+    events = [ev(T0, "sched_wakeup", pid=5), switch(e + 8 * US, W, HOG), switch(e + 594 * US, HOG, W, "S")]
     cycle = run(recs, events)["worst"][0]
     assert cycle["window"]["to"].startswith("write") and cycle["window"]["duration_us"] == 600.0
     got = {c["kind"]: c["duration_us"] for c in cycle["causes"]}
-    assert got == {"thread": 580.0, "loop": 18.0}  # 8 µs before the switch (after detect) + 10 µs after it
+    assert got == {"thread": 586.0, "loop": 12.0}  # 6 µs after detect, before the switch, and 6 µs after it
+    assert cycle["unexplained_us"] == 2.0  # edge -> detect
+    # The same write, but the worker was quiet (no event) from the permit to the write: no guest activity.
+    cycle = run(recs, events[:1])["worst"][0]
+    assert [(c["kind"], c["duration_us"]) for c in cycle["causes"]] == [("outside", 600.0)]
 
 
 def test_overrun_window_credits_the_loops_own_work():
     recs = records(20, late={8: 40 * US}, work_ns=5 * US)
     recs["done_ns"][7] = edge(8) + 20 * US  # cycle 7's work ran 20 µs past edge 8
     e = edge(8)
-    events = [ev(T0, "sched_wakeup", pid=5), switch(e + 25 * US, W, HOG), switch(e + 40 * US, HOG, W, "S")]
+    # The hog preempted cycle 7's work, which resumed at edge 8 + 15 µs and ended 5 µs later, then again.
+    events = [ev(T0, "sched_wakeup", pid=5), switch(edge(7) + 5 * US, W, HOG), switch(e + 15 * US, HOG, W, "R"),
+              switch(e + 23 * US, W, HOG), switch(e + 40 * US, HOG, W, "S")]
     cycle = run(recs, events)["worst"][0]
-    assert cycle["window"]["from"].startswith("previous permit")
+    assert cycle["window"]["from"].startswith("previous permit") and cycle["window"]["duration_us"] == 290.0
     got = {c["kind"]: c["duration_us"] for c in cycle["causes"]}
-    assert got["loop"] == 268.0  # previous detect (edge 7 + 2 µs) to its done (edge 8 + 20 µs)
+    assert got == {"thread": 277.0, "loop": 8.0}  # loop: 3 µs before the preemption, 5 µs after it
+    assert cycle["unexplained_us"] == 5.0
     assert cycle["window"]["to"] == "permit seen"
-    assert got["thread"] == 15.0
 
 
 @pytest.mark.parametrize("split", [1, 9, 10, 11, 19])

@@ -282,7 +282,9 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
 
     Returns ``(durations by source, no-guest-activity gaps as (start, end), unexplained ns)``.
     In the *work_ns* ranges the worker's own running time is its work (``loop``); elsewhere the worker
-    running or the CPU idle is a wait in which no event is a gap candidate (see the module docstring).
+    running or the CPU idle is a wait. A stretch of either without any event that lasts *gap_min_ns*
+    or more is a gap: the guest did not run (the loop's step takes a few µs, and its waits end as soon
+    as the CPU is its); shorter ones are work (``loop``) and unexplained wait.
     """
     cuts = {start_ns, end_ns}
     for a, b in work_ns:
@@ -297,7 +299,7 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     tasks = sorted((s for s in segments if s.layer == 0), key=lambda s: s.start_ns)
     upper = [s for s in segments if s.layer > 0]
     totals: dict[Source, int] = {}
-    waits: list[list[int]] = []  # runs of wait time not broken by an event
+    quiet: list[list[int]] = []  # [start, end, work ns]: runs of work or wait not broken by an event
     unknown = 0  # before the first event: nothing is known about the CPU
     for a, b in zip(bounds, bounds[1:]):
         if b <= a:
@@ -315,8 +317,6 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             continue
         elif task.throttled:
             src = _THROTTLING
-        elif task.pid == worker_pid and any(wa <= a and b <= wb for wa, wb in work_ns):
-            src = _LOOP
         elif task.pid in (worker_pid, 0) or task.asleep:
             src = None  # the worker waiting (spinning, or blocked until its timer): no cause yet
         else:
@@ -324,12 +324,17 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
         if src is not None:
             totals[src] = totals.get(src, 0) + (b - a)
             continue
-        if waits and waits[-1][1] == a and a not in event_set:
-            waits[-1][1] = b
+        work = b - a if task.pid == worker_pid and any(wa <= a and b <= wb for wa, wb in work_ns) else 0
+        if quiet and quiet[-1][1] == a and a not in event_set:
+            quiet[-1][1] = b
+            quiet[-1][2] += work
         else:
-            waits.append([a, b])
-    gaps = [(a, b) for a, b in waits if b - a >= gap_min_ns]
-    unexplained = unknown + sum(b - a for a, b in waits if b - a < gap_min_ns)
+            quiet.append([a, b, work])
+    gaps = [(a, b) for a, b, _w in quiet if b - a >= gap_min_ns]
+    short = [(b - a, w) for a, b, w in quiet if b - a < gap_min_ns]
+    unexplained = unknown + sum(n - w for n, w in short)
+    if sum(w for _n, w in short):
+        totals[_LOOP] = sum(w for _n, w in short)
     if gaps:
         totals[Source("outside", f"no guest activity on CPU {cpu}", cpu)] = sum(b - a for a, b in gaps)
     return totals, gaps, unexplained
