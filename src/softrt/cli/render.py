@@ -108,7 +108,7 @@ def why_late(summary: dict, top: int = 8, worst: int = 5) -> Group | None:
     if not why:
         return None
     if why.get("tracing") != "on":
-        return Group(Text(f"Why cycles were late: not traced ({why.get('tracing')})", style="yellow"))
+        return Group(Text(f"Why cycles were late: tracing {why.get('tracing')}", style="yellow"))
     head = Text("Why cycles were late", style="bold")
     head.append(f"  (trace of CPU {why['rt_cpu']}: {why['late_cycles']:,} late cycles of {why['cycles']:,}, "
                 f"threshold {why['threshold_us']:g} µs; {why['explained_us']:,.0f} of {why['window_us']:,.0f} µs "
@@ -122,8 +122,8 @@ def why_late(summary: dict, top: int = 8, worst: int = 5) -> Group | None:
             table.add_column(col, justify="left" if col in ("kind", "source") else "right")
         for c in why["culprits"][:top]:
             ident = {"thread": "pid", "irq": "IRQ", "softirq": "vec"}.get(c["kind"])
-            name = c["name"] + (f" ({ident} {c['id']})" if ident and c["id"] >= 0 else "")
-            name += f" {c['detail']}" if c["detail"] else ""
+            inner = ", ".join(x for x in (f"{ident} {c['id']}" if ident and c["id"] >= 0 else "", c["detail"]) if x)
+            name = c["name"] + (f" ({inner})" if inner else "")
             table.add_row(c["kind"], name, f"{c['cycles']:,}", f"{c['total_us']:,.1f}", f"{c['worst_us']:,.1f}")
         if len(why["culprits"]) > top:
             table.caption = f"… and {len(why['culprits']) - top} more (softrt show --json)"
