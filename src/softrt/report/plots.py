@@ -212,7 +212,7 @@ def period_series(runs: list[tuple[int, RunView]]) -> Plot:
             top = max(top, max(m.y_us for m in marks))
             for n, m in enumerate(marks[:5]):  # the five worst get a label; more would overlap
                 share = f" {m.share * 100:.0f} %" if m.share is not None else ""
-                ax.annotate(f"{m.cause}{share}", (m.t_s, m.y_us), xytext=(6, -10 - 9 * (n % 3)),
+                ax.annotate(f"{m.cause}{share}", (m.t_s, m.y_us), xytext=(5, 3 + 8 * (n % 3)),
                             textcoords="offset points", fontsize=7, color=color(i), zorder=21)
     for m in _nominal(runs):
         ax.axhline(m, color="0.4", lw=0.8, ls=":")
