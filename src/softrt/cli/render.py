@@ -132,7 +132,8 @@ def why_late(summary: dict, top: int = 8, worst: int = 5) -> Group | None:
     for cyc in why["worst"][:worst]:
         period = "-" if cyc["period_us"] is None else f"{cyc['period_us']:,.1f}"
         lines.append(f"cycle {cyc['seq']:,}: period {period} µs, latency {cyc['latency_us']:,.1f} µs, missed "
-                     f"{cyc['missed']}; window {cyc['window']['duration_us']:,.1f} µs from the {cyc['window']['from']}")
+                     f"{cyc['missed']}; window {cyc['window']['duration_us']:,.1f} µs from the {cyc['window']['from']} to the "
+                     + ("late write" if cyc["window"].get("to", "").startswith("write") else "permit"))
         for c in cyc["causes"][:4]:
             lines.append(f"    {c['duration_us']:>9,.1f} µs {c['share'] * 100:5.1f} %  {c['label']}" + _steal_note(c))
         if len(cyc["causes"]) > 4:
