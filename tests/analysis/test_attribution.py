@@ -331,3 +331,20 @@ def test_timeline_replay_from_a_folded_state_matches_a_full_build():
                                         cpu=CPU, gap_min_ns=1000)
     assert {s.name: ns for s, ns in totals.items()} == {"hog": 90, "x": 10}
     assert gaps == [] and unexplained == 100
+
+
+def test_fields_as_the_kernel_prints_them():
+    """softirq ``vec=1 [action=TIMER]`` split on spaces, a workqueue item, a syscall without a number."""
+    recs = records(20, late={5: 40 * US})
+    e = edge(5)
+    kw = ("kworker/1:1", 77)
+    events = [ev(e + 1 * US, "softirq_entry", **{"vec": "1", "[action": "TIMER]"}), ev(e + 8 * US, "softirq_exit"),
+              switch(e + 9 * US, W, ("kworker/1:1", 77, 120)),
+              ev(e + 10 * US, "workqueue_execute_start", task=kw, function="vmstat_update"),
+              ev(e + 30 * US, "workqueue_execute_end", task=kw), switch(e + 32 * US, (*kw, 120), W, "S"),
+              ev(e + 33 * US, "sys_enter"), ev(e + 38 * US, "sys_exit")]
+    got = causes(run(recs, events), 5)
+    assert got == {"softirq TIMER (vec 1)": 7.0, "thread kworker/1:1 [vmstat_update] (pid 77)": 20.0,
+                   "kernel system call of the worker": 5.0,
+                   # the FIFO worker left runnable for a SCHED_OTHER kworker: only throttling does that
+                   "kernel RT throttling (worker runnable, parked by sched_rt_runtime_us)": 3.0}

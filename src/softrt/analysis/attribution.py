@@ -52,9 +52,13 @@ any event is reported as "no guest activity on CPU N for X µs", with the RT CPU
 or firmware is not guessed. Shorter stretches are the *unexplained* rest, stated as such.
 
 Expected event fields (the kernel's ``key=value`` text, see events.py): sched_switch
-``prev_comm prev_pid prev_prio prev_state next_comm next_pid next_prio``; irq_handler_entry
-``irq name``; softirq_entry ``vec`` (and ``action`` when present); workqueue_execute_start
-``function``; sys_enter ``id`` (or ``NR``).
+``prev_comm prev_pid prev_prio prev_state next_comm next_pid next_prio``; sched_wakeup ``pid``;
+irq_handler_entry/exit ``irq`` (and ``name``); softirq_entry ``vec`` (``action`` or ``[action``
+when the parser kept the bracket; else the name comes from the vector number);
+workqueue_execute_start ``function`` (its text is ``work struct %p: function %ps``, not
+key=value: the trace layer must extract it); sys_enter ``id`` or ``NR`` (its text is ``NR %ld
+(...)``). Other ``X_entry``/``X_exit`` pairs (the x86 ``irq_vectors``, ``ipi_entry/exit``) are
+hard-IRQ-level kernel work named after X; every other event only shows that the guest ran.
 """
 
 from __future__ import annotations
@@ -233,7 +237,7 @@ def _classify(ev: TraceEvent, worker_pid: int) -> tuple[int | None, str, Source 
         return 1, "fault", Source("kernel", f"page fault ({where}) of the worker: memory not locked?")
     if ev.pid == worker_pid and name == "sys_enter":
         nr = _int(f.get("id", f.get("NR")))
-        return 1, "sys", Source("kernel", f"system call {nr} of the worker")
+        return 1, "sys", Source("kernel", "system call" + (f" {nr}" if nr >= 0 else "") + " of the worker")
     if ev.pid == worker_pid and name == "sys_exit":
         return 1, "sys", None
     for suffix in ("_entry", "_exit"):
