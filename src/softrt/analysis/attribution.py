@@ -66,6 +66,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from array import array
+from functools import lru_cache
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -158,31 +159,43 @@ def _task(comm: str, pid: int, prio: int | None) -> Source:
 
 
 def _softirq(fields: dict[str, str]) -> Source:
-    vec = _int(fields.get("vec"))
-    name = (fields.get("action") or fields.get("[action") or "").strip("[]")
-    if not name:
-        name = SOFTIRQ_NAMES[vec] if 0 <= vec < len(SOFTIRQ_NAMES) else f"vec {vec}"
+    return _softirq_source(fields.get("vec"), fields.get("action") or fields.get("[action") or "")
+
+
+@lru_cache(maxsize=64)
+def _softirq_source(vec_text: str | None, action: str) -> Source:
+    vec = _int(vec_text)
+    name = action.strip("[]") or (SOFTIRQ_NAMES[vec] if 0 <= vec < len(SOFTIRQ_NAMES) else f"vec {vec}")
     return Source("softirq", name, vec)
+
+
+@lru_cache(maxsize=256)
+def _vector(name: str) -> tuple[str, bool] | None:
+    """``(vector, is_exit)`` of an ``X_entry``/``X_exit`` event that is hard-IRQ-level work, else None."""
+    for suffix in ("_entry", "_exit"):
+        if name.endswith(suffix) and name[: -len(suffix)] not in _NOT_VECTORS:
+            return name[: -len(suffix)], suffix == "_exit"
+    return None
+
+
+def _emit(out: list[Segment] | None, seg: Segment) -> None:
+    if out is not None and seg.end_ns > seg.start_ns:
+        out.append(seg)
 
 
 def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] | None) -> None:
     """Advance *state* by one event; append the segments it closes to *out* (None: discard them)."""
     t, name, f = ev.ts_ns, ev.name, ev.fields
-
-    def emit(seg: Segment) -> None:
-        if out is not None and seg.end_ns > seg.start_ns:
-            out.append(seg)
-
     if state.fault is not None:  # a fault has no exit event: it lasted until the next event at most
         src, start, pid = state.fault
-        emit(Segment(start, t, 1, src, pid))
+        _emit(out, Segment(start, t, 1, src, pid))
         state.fault = None
     if state.task is None:  # the common header names the task that was current
         state.task, state.task_pid, state.since_ns = _task(ev.comm, ev.pid, None), ev.pid, t
     if name == "sched_switch":
         prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
         prev_prio, next_prio = _int(f.get("prev_prio"), None), _int(f.get("next_prio"), None)
-        emit(Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, state.asleep))
+        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, state.asleep))
         if prev_pid == worker_pid and next_pid != worker_pid:
             runnable = (f.get("prev_state") or "").startswith("R")
             lower = next_pid == 0 or (next_prio is not None and prev_prio is not None and next_prio > prev_prio)
@@ -195,7 +208,7 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         return
     if name in ("sched_wakeup", "sched_waking") and _int(f.get("pid")) == worker_pid and state.asleep:
         # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
-        emit(Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, True))
+        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, True))
         state.since_ns, state.asleep = t, False
         return
     layer, tag, src = _classify(ev, worker_pid)
@@ -205,7 +218,7 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         for k in range(len(state.open) - 1, -1, -1):
             lay, otag, osrc, start, pid = state.open[k]
             if lay == layer and (otag == tag or tag == ""):
-                emit(Segment(start, t, lay, osrc, pid))
+                _emit(out, Segment(start, t, lay, osrc, pid))
                 del state.open[k]
                 break
         return
@@ -240,14 +253,14 @@ def _classify(ev: TraceEvent, worker_pid: int) -> tuple[int | None, str, Source 
         return 1, "sys", Source("kernel", "system call" + (f" {nr}" if nr >= 0 else "") + " of the worker")
     if ev.pid == worker_pid and name == "sys_exit":
         return 1, "sys", None
-    for suffix in ("_entry", "_exit"):
-        vector = name[: -len(suffix)]
-        if name.endswith(suffix) and vector not in _NOT_VECTORS:
-            if suffix == "_exit":
-                return 3, f"vec:{vector}", None
-            label = f"IPI {f['reason']}" if vector == "ipi" and f.get("reason") else vector.replace("_", " ")
-            return 3, f"vec:{vector}", Source("kernel", label)
-    return None, "", None
+    vec = _vector(name)
+    if vec is None:
+        return None, "", None
+    vector, is_exit = vec
+    if is_exit:
+        return 3, "vec:" + vector, None
+    label = f"IPI {f['reason']}" if vector == "ipi" and f.get("reason") else vector.replace("_", " ")
+    return 3, "vec:" + vector, Source("kernel", label)
 
 
 def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worker_pid: int) -> list[Segment]:
