@@ -154,7 +154,8 @@ def test_worker_that_blocked_is_not_throttled():
     assert "RT throttling" not in " ".join(got)
     assert got["outside no guest activity on CPU 1"] == 300.0  # idle, no event, worker asleep
     assert got["kernel local timer"] == 4.0
-    assert run(recs, events)["worst"][0]["unexplained_us"] == 4.0  # idle after the wakeup, the worker's return
+    assert got["kernel exit from idle to the woken worker"] == 2.0  # idle from the timer's exit to the switch
+    assert run(recs, events)["worst"][0]["unexplained_us"] == 2.0  # the worker's own return, to detect
 
 
 def test_lower_priority_task_that_ran_while_the_worker_slept_is_no_cause():
@@ -165,9 +166,13 @@ def test_lower_priority_task_that_ran_while_the_worker_slept_is_no_cause():
     out = run(records(20, late={4: 57 * US}), [*slept, switch(e + 57 * US, other, W, "R")])
     assert out["late_cycles"] == 1
     assert "busy" not in {c["name"] for c in out["culprits"]}
-    # The same, but the busy task kept the CPU 4 µs after the worker was woken: that is its.
-    got = causes(run(records(20, late={4: 62 * US}), [*slept, switch(e + 61 * US, other, W, "R")]), 4)
-    assert got["thread busy (pid 3000, OTHER nice 0)"] == 4.0
+    # The busy task still current 3 µs after the timer: the scheduler's switch path, not the task.
+    got = causes(run(records(20, late={4: 61 * US}), [*slept, switch(e + 60 * US, other, W, "R")]), 4)
+    assert got == {"kernel local timer": 2.0, "kernel switch to the woken worker": 3.0,
+                   "outside no guest activity on CPU 1": 55.0}
+    # It kept the CPU 13 µs after the timer: it ran non-preemptible, the blocking thread.
+    got = causes(run(records(20, late={4: 72 * US}), [*slept, switch(e + 70 * US, other, W, "R")]), 4)
+    assert got["thread busy (pid 3000, OTHER nice 0)"] == 13.0 and "kernel switch to the woken worker" not in got
 
 
 def test_gap_without_events_is_outside_the_kernel_with_steal_as_evidence():

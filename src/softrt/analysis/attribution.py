@@ -41,9 +41,11 @@ or a lower-priority task is what ``sched_rt_runtime_us`` does (Documentation/sch
 sched-rt-group.rst); until the worker runs again, layer-0 time is ``kernel: RT throttling``.
 
 Waiting is no cause: after the worker blocked (switched out not runnable) and until its
-``sched_wakeup``, whatever ran could not delay it; from the wakeup on, a task holding the CPU
-does (rtla's "blocking thread"). So a SCHED_OTHER task that only ran while the loop slept is
-never blamed.
+``sched_wakeup``, whatever ran could not delay it. From the wakeup to the switch, idle is
+``kernel: exit from idle`` (rtla's "exit from idle"), and a lower-priority task still current is
+``kernel: switch to the woken worker`` for up to ``SWITCH_GRACE_NS`` (the scheduler's own path),
+beyond it that task is blamed (it ran non-preemptible: rtla's "blocking thread"). So a SCHED_OTHER
+task that only ran while the loop slept is never blamed.
 
 Outside the kernel: in the window after the worker could have seen the permit, the worker
 (spinning), idle, or a task that ran while the worker slept held the CPU and no event fired. A stretch of at least ``gap_min_ns`` without
@@ -116,6 +118,7 @@ class Segment:
     pid: int = -1
     throttled: bool = False
     asleep: bool = False  # the worker was blocked (not yet woken): the task ran while it could not
+    woken: bool = False  # the worker was woken and this lower-priority task (or idle) was still current
 
 
 @dataclass
@@ -128,12 +131,14 @@ class CpuState:
     since_ns: int = 0
     throttled: bool = False
     asleep: bool = False
+    woken: bool = False
+    worker_prio: int | None = None
     open: list = field(default_factory=list)  # [(layer, tag, source, start_ns, pid)], innermost last
     fault: tuple | None = None  # (source, start_ns, pid): a page fault waiting for the next event
 
     def copy(self) -> CpuState:
         return CpuState(self.task, self.task_pid, self.task_prio, self.since_ns, self.throttled, self.asleep,
-                        list(self.open), self.fault)
+                        self.woken, self.worker_prio, list(self.open), self.fault)
 
 
 def policy(prio: int | None) -> str:
@@ -195,12 +200,15 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
     if name == "sched_switch":
         prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
         prev_prio, next_prio = _int(f.get("prev_prio"), None), _int(f.get("next_prio"), None)
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, state.asleep))
+        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, state.asleep,
+                           state.woken))
+        state.woken = False
         if prev_pid == worker_pid and next_pid != worker_pid:
             runnable = (f.get("prev_state") or "").startswith("R")
             lower = next_pid == 0 or (next_prio is not None and prev_prio is not None and next_prio > prev_prio)
             state.throttled = runnable and lower
             state.asleep = not runnable
+            state.worker_prio = prev_prio
         elif next_pid == worker_pid:
             state.throttled = state.asleep = False
         state.task = _task(f.get("next_comm", "?"), next_pid, next_prio)
@@ -210,6 +218,8 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
         _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, True))
         state.since_ns, state.asleep = t, False
+        state.woken = (state.task_pid == 0 or state.task_prio is None or state.worker_prio is None
+                       or state.task_prio > state.worker_prio)
         return
     layer, tag, src = _classify(ev, worker_pid)
     if layer is None:
@@ -274,7 +284,8 @@ def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worke
             break
         apply(state, ev, worker_pid, out)
     if state.task is not None:
-        out.append(Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, state.throttled, state.asleep))
+        out.append(Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, state.throttled, state.asleep,
+                           state.woken))
     for layer, _tag, src, start, pid in state.open:
         out.append(Segment(start, end_ns, layer, src, pid))
     if state.fault is not None:
@@ -285,16 +296,24 @@ def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worke
 
 def slice_window(segments: list[Segment], start_ns: int, end_ns: int) -> list[Segment]:
     """The segments' parts inside ``[start_ns, end_ns)``."""
-    return [Segment(max(s.start_ns, start_ns), min(s.end_ns, end_ns), s.layer, s.source, s.pid, s.throttled, s.asleep)
+    return [Segment(max(s.start_ns, start_ns), min(s.end_ns, end_ns), s.layer, s.source, s.pid, s.throttled, s.asleep,
+                    s.woken)
             for s in segments if s.end_ns > start_ns and s.start_ns < end_ns and s.end_ns > s.start_ns]
 
 
 _THROTTLING = Source("kernel", "RT throttling (worker runnable, parked by sched_rt_runtime_us)")
 _LOOP = Source("loop", "the loop's own work")
+_IDLE_EXIT = Source("kernel", "exit from idle to the woken worker")
+_SWITCH = Source("kernel", "switch to the woken worker")
+
+#: After the worker's wakeup a lower-priority task stays current while the kernel switches (a few
+#: µs); holding the CPU longer means it ran non-preemptible: then it is the blocking thread.
+SWITCH_GRACE_NS = 5_000
 
 
 def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: int, work_ns: list[tuple[int, int]],
-            event_ts: list[int], cpu: int, gap_min_ns: int) -> tuple[dict[Source, int], list[tuple[int, int]], int]:
+            event_ts: list[int], cpu: int, gap_min_ns: int,
+            switch_grace_ns: int = SWITCH_GRACE_NS) -> tuple[dict[Source, int], list[tuple[int, int]], int]:
     """Credit every ns of ``[start_ns, end_ns)`` to the innermost source holding it.
 
     Returns ``(durations by source, no-guest-activity gaps as (start, end), unexplained ns)``.
@@ -334,6 +353,10 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             continue
         elif task.throttled:
             src = _THROTTLING
+        elif task.woken and task.pid == 0:
+            src = _IDLE_EXIT
+        elif task.woken and task.end_ns - task.start_ns <= switch_grace_ns:
+            src = _SWITCH
         elif task.pid in (worker_pid, 0) or task.asleep:
             src = None  # the worker waiting (spinning, or blocked until its timer): no cause yet
         else:
