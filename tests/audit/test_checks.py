@@ -8,7 +8,7 @@ import pytest
 
 from softrt.audit import Status, run_checks
 from softrt.audit.checks import ALL
-from softrt.audit.checks.cores import check_sample
+from softrt.audit.checks.cores import check_sample, check_tasks
 from softrt.audit.context import Context
 from softrt.cpus import CpuSet
 
@@ -203,7 +203,10 @@ def test_check_ids_follow_module_and_function_names(good):
       {"comm": "ksoftirqd/3", "pid": 30, "cpu_ms": 0.2, "kind": "kthread-percpu"}], OK),
     ([{"comm": "MsMpEng", "pid": 900, "cpu_ms": 12.5, "kind": "user"}], WARN),
     ([{"comm": "cc1", "pid": 901, "cpu_ms": 300.0, "kind": "exited"}], WARN),
-    ([{"comm": "rtapp", "pid": 500, "cpu_ms": 1999.0, "kind": "pinned"}], OK),
+    ([{"comm": "rtapp", "pid": 500, "cpu_ms": 1999.0, "kind": "rt-app"}], OK),
+    # Pinned to the RT CPUs only but SCHED_OTHER: not the real-time application, a finding.
+    ([{"comm": "rtapp", "pid": 500, "cpu_ms": 1999.0, "kind": "rt-app"},
+      {"comm": "MsMpEng", "pid": 902, "cpu_ms": 35.25, "kind": "pinned"}], WARN),
 ])
 def test_sample_check(good, tasks, status):
     ctx = Context(str(good), RT, CpuSet(range(4)))
@@ -212,10 +215,35 @@ def test_sample_check(good, tasks, status):
     f = check_sample(ctx)
     assert f.status is status
     if status is WARN:
-        assert tasks[0]["comm"] in f.summary
+        intruder = tasks[-1]
+        assert f"{intruder['comm']} (pid {intruder['pid']}" in f.summary and f"{intruder['cpu_ms']:.2f} ms" in f.summary
+        assert "rtapp" not in f.summary
+        assert ("taskset -apc" in f.fix) is (intruder["kind"] == "pinned")
 
 
 def test_sample_error_is_not_applicable(good):
     ctx = Context(str(good), RT, CpuSet(range(4)))
     ctx.sample = {"error": "permission denied", "tasks": []}
     assert check_sample(ctx).status is NA
+
+
+def test_classify_takes_only_a_real_time_task_for_the_application(good):
+    """A task pinned to the RT CPUs only is the real-time application only with FIFO/RR/DEADLINE."""
+    from softrt.audit.sample import classify
+    good.task(600, "indexer", "3", policy=0, processor=3)  # SCHED_OTHER, pinned to CPU 3 only
+    good.task(601, "dl-app", "3", policy=6, processor=3)  # SCHED_DEADLINE
+    good.task(602, "batch", "2-3", policy=3, processor=3)  # allowed elsewhere too
+    rt = CpuSet([3])
+    assert classify(str(good), 500, rt) == "rt-app"  # rtapp: SCHED_FIFO 80, CPU 3 only
+    assert classify(str(good), 601, rt) == "rt-app"
+    assert classify(str(good), 600, rt) == "pinned"
+    assert classify(str(good), 602, rt) == "user"
+    assert classify(str(good), 0, rt) == "idle" and classify(str(good), 99999, rt) == "exited"
+
+
+def test_tasks_check_separates_pinned_real_time_from_pinned_other(good):
+    good.task(600, "indexer", "3", policy=0, processor=3)
+    ctx = Context(str(good), RT, CpuSet(range(4)))
+    evidence = "\n".join(check_tasks(ctx).evidence)
+    assert "real-time application): rtapp (500) SCHED_FIFO" in evidence
+    assert "not real-time (reported by the live sample if they run there): indexer (600) SCHED_OTHER" in evidence

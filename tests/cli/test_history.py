@@ -111,3 +111,23 @@ def test_history_at_80_columns_shows_every_column(run_cli, home, lab, tmp_path, 
     for header in ("run", "host", "scenario", "mode", "cycles", "missed"):
         assert header in out
     assert "pc-a" in out and "pc-b" in out and "untuned" in out and "500.0" in out
+
+
+def test_show_prints_why_cycles_were_late(run_cli, home, tmp_path):
+    """The attribution a run stored (made by the real Attributor on a synthetic trace), and the one
+    line for a run without tracing."""
+    traced = write_synthetic_run(tmp_path / "t", cycles=20_000, misses=[(2_600, 3), (9_000, 1), (15_000, 12)],
+                                 why_late=True)
+    why = json.loads((traced / "summary.json").read_text())["why_late"]
+    assert why["culprits"][0]["name"] == "no guest activity on CPU 1"  # the 12-miss stall had no event
+    code, out, _ = run_cli("show", str(traced))
+    assert code == 0 and "Why cycles were late" in out
+    assert out.index("Timer int. period") < out.index("Why cycles were late") < out.index("Distribution")
+    assert "stress-ng-cpu (pid 5151, FIFO/RR 99)" in out and "eth0 (IRQ 24)" in out
+    assert "cycle 15,000:" in out and "steal rose" in out and "unexplained" in out
+    untraced = write_synthetic_run(tmp_path / "u", cycles=2_000, why_late="off (--no-trace)")
+    code, out, _ = run_cli("show", str(untraced))
+    assert code == 0 and "Why cycles were late: tracing off (--no-trace)" in out
+    plain = write_synthetic_run(tmp_path / "p", cycles=2_000)  # a run from before tracing existed
+    code, out, _ = run_cli("show", str(plain))
+    assert code == 0 and "Why cycles were late" not in out

@@ -194,3 +194,37 @@ def test_run_references_resolve_as_softrt_show_does(tmp_path, synth_run, monkeyp
     assert seen == [(str(run), db)]
     with pytest.raises(ConfigError, match="not a run directory"):
         build.resolve_runs([str(tmp_path / "no" / "such")], db)
+
+
+def test_why_cycles_were_late_section_and_marks(tmp_path, synth_run):
+    """A run whose why_late block the real Attributor made from a synthetic trace; one run without tracing."""
+    traced = synth_run(seed=4, why_late=True)
+    off = synth_run(seed=5, cycles=5_000, why_late="unavailable: tracefs not mounted and not root", host="pc-b")
+    out = tmp_path / "r.html"
+    build_report([traced, off], out)
+    html = out.read_text()
+    section = html[html.index('<h2 id="why-late">'):html.index('<h2 id="plots">')]
+    why = json.loads((traced / "summary.json").read_text())["why_late"]
+    assert why["late_cycles"] > 0 and why["worst"]
+    # The culprits table and the worst cycles, as the Attributor produced them.
+    top = why["culprits"][0]
+    assert f"<td>{top['kind']}</td>" in section and f"<td>{top['total_us']:,.1f}</td>" in section
+    assert "stress-ng-cpu (pid 5151, FIFO/RR 99)" in section and "eth0 (IRQ 24)" in section
+    assert f"<td>{why['worst'][0]['seq']:,}</td>" in section and "steal +" in section
+    assert "Tracing unavailable: tracefs not mounted and not root" in section
+    # The period-over-time plot marks the worst cycles with their main cause.
+    svg = figures(html)["period_series"]
+    assert "worst late cycles (traced)" in svg
+    main = why["worst"][0]["causes"][0]
+    assert f"{main['name']} {main['share'] * 100:.0f} %" in svg
+
+
+def test_late_marks_place_the_worst_cycles():
+    from softrt.report.data import late_marks
+    from softrt.report.synthetic import synthetic_records, synthetic_why_late
+    rec = synthetic_records(8_000, misses=[(1_000, 2), (5_000, 1)])
+    why = synthetic_why_late(rec, 250_000)
+    marks = late_marks(why, int(rec["detect_ns"][0]))
+    assert [round(m.t_s, 3) for m in marks[:2]] == [0.25, 1.25]  # cycles 1,000 and 5,000 at 250 µs
+    assert marks[0].cause == "stress-ng-cpu" and marks[0].y_us > 400  # the write landed two edges on
+    assert late_marks({"tracing": "off (--no-trace)"}, 0) == [] and late_marks(why, None) == []

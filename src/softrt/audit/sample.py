@@ -176,7 +176,12 @@ def trace_switches(tracefs: Path, cpus: CpuSet, seconds: float) -> tuple[str, in
 
 # -- the sample -----------------------------------------------------------------------------------
 def classify(root: str, tid: int, rt_cpus: CpuSet) -> str:
-    """Return the kind of a thread: idle, user, pinned, kthread-percpu, kthread-movable or exited."""
+    """Return the kind of a thread: idle, rt-app, pinned, user, kthread-percpu, kthread-movable or exited.
+
+    ``rt-app``: pinned to the RT CPUs only *and* SCHED_FIFO/RR/DEADLINE, the only kind of task that
+    may be taken to be the real-time application; ``pinned``: pinned there but SCHED_OTHER (or
+    BATCH/IDLE), which a real-time loop would not be: someone put it there, and it competes.
+    """
     if tid == 0:
         return "idle"
     task = procs.read_task(root, tid, tid)
@@ -184,8 +189,8 @@ def classify(root: str, tid: int, rt_cpus: CpuSet) -> str:
         return "exited"
     if task.kthread and not task.movable:
         return "kthread-percpu"
-    if task.allowed <= rt_cpus:
-        return "pinned"
+    if task.allowed <= rt_cpus and not task.kthread:
+        return "rt-app" if task.realtime else "pinned"
     return "kthread-movable" if task.kthread else "user"
 
 

@@ -101,9 +101,69 @@ def mode_text(summary: dict) -> Text:
 def render_summary(summary: dict, path: str | None = None) -> Group:
     """Everything ``softrt run`` prints after a run."""
     parts = [seed_table(summary), Text(""), percentile_table(summary), Text(""), misses_text(summary), mode_text(summary)]
+    if (why := why_late(summary)) is not None:
+        parts[1:1] = [Text(""), why]
     if path:
         parts.append(Text(f"Run stored in {path}", style="dim"))
     return Group(*parts)
+
+
+def why_late(summary: dict, top: int = 8, worst: int = 5) -> Group | None:
+    """"Why cycles were late": the top culprits and the worst cycles with their causes (issue 9).
+
+    None for a run without a ``why_late`` block (older runs, imported results).
+    """
+    why = summary.get("why_late")
+    if not why:
+        return None
+    if why.get("tracing") != "on":
+        return Group(Text(f"Why cycles were late: tracing {why.get('tracing')}", style="yellow"))
+    head = Text("Why cycles were late", style="bold")
+    head.append(f"  (trace of CPU {why['rt_cpu']}: {why['late_cycles']:,} late cycles of {why['cycles']:,}, "
+                f"threshold {why['threshold_us']:g} µs; {why['explained_us']:,.0f} of {why['window_us']:,.0f} µs "
+                "of their windows explained)", style="dim")
+    parts: list = [head]
+    if why.get("lost_events"):
+        parts.append(Text(f"  {why['lost_events']:,} trace events were lost: some windows may lack a cause", style="red"))
+    if why["culprits"]:
+        table = Table(title="Culprits (all late cycles)", title_justify="left", show_edge=False)
+        for col in ("kind", "source", "late cycles", "total µs", "worst µs"):
+            table.add_column(col, justify="left" if col in ("kind", "source") else "right")
+        for c in why["culprits"][:top]:
+            ident = {"thread": "pid", "irq": "IRQ", "softirq": "vec"}.get(c["kind"])
+            inner = ", ".join(x for x in (f"{ident} {c['id']}" if ident and c["id"] >= 0 else "", c["detail"]) if x)
+            name = c["name"] + (f" ({inner})" if inner else "")
+            table.add_row(c["kind"], name, f"{c['cycles']:,}", f"{c['total_us']:,.1f}", f"{c['worst_us']:,.1f}")
+        if len(why["culprits"]) > top:
+            table.caption = f"… and {len(why['culprits']) - top} more (softrt show --json)"
+        parts.append(table)
+    lines = []
+    for cyc in why["worst"][:worst]:
+        period = "-" if cyc["period_us"] is None else f"{cyc['period_us']:,.1f}"
+        lines.append(f"cycle {cyc['seq']:,}: period {period} µs, latency {cyc['latency_us']:,.1f} µs, missed "
+                     f"{cyc['missed']}; window {cyc['window']['duration_us']:,.1f} µs from the {cyc['window']['from']} to the "
+                     + ("late write" if cyc["window"].get("to", "").startswith("write") else "permit"))
+        for c in cyc["causes"][:4]:
+            lines.append(f"    {c['duration_us']:>9,.1f} µs {c['share'] * 100:5.1f} %  {c['label']}" + _steal_note(c))
+        if len(cyc["causes"]) > 4:
+            rest = sum(c["duration_us"] for c in cyc["causes"][4:])
+            lines.append(f"    {rest:>9,.1f} µs          {len(cyc['causes']) - 4} more sources")
+        lines.append(f"    {cyc['unexplained_us']:>9,.1f} µs {cyc['unexplained_share'] * 100:5.1f} %  unexplained")
+    if lines:
+        parts.append(Text(f"Worst cycles ({min(worst, len(why['worst']))} of {why['late_cycles']:,}):\n"
+                          + "\n".join(lines)))
+    if why.get("steal"):
+        st = why["steal"]
+        parts.append(Text(f"Hypervisor steal on CPU {st['cpu']}: {st['total_ms']:,.1f} ms over {st['over_s']:,.0f} s "
+                          "(/proc/stat)", style="dim"))
+    return Group(*parts)
+
+
+def _steal_note(cause: dict) -> str:
+    st = cause.get("steal")
+    if cause["kind"] != "outside" or not st:
+        return ""
+    return f"; steal rose {st['steal_ms']:,.1f} ms in the {st['over_s']:,.1f} s around it"
 
 
 def progress_line(p) -> str:

@@ -13,6 +13,8 @@ row group by row group, and never held as a whole (report layer; no plotting, no
   spike a plot of the raw series would show, at a fixed cost (the "min/max" or M4 reduction,
   Jugel et al., "M4: A Visualization-Oriented Time Series Data Aggregation", VLDB 2014).
 * :func:`exceedance` — P(value ≥ x) from a Hist.
+* :func:`late_marks` — where the worst late cycles of summary.json's ``why_late`` go on the
+  period-over-time plot, with their main cause.
 """
 
 from __future__ import annotations
@@ -293,3 +295,31 @@ def envelope(series: Series) -> tuple[np.ndarray, np.ndarray]:
     x = np.repeat(series.t_s, 2)
     y = np.column_stack([series.lo, series.hi]).ravel()
     return x, y
+
+
+@dataclass(frozen=True)
+class LateMark:
+    """A worst late cycle on the period-over-time plot: time (s), height (µs) and its main cause."""
+
+    t_s: float
+    y_us: float
+    cause: str
+    share: float | None  # of the window that cause explains (None: nothing explained it)
+
+
+def late_marks(why_late: dict | None, t0_ns: int | None, limit: int = 10) -> list[LateMark]:
+    """The *limit* worst late cycles of *why_late* (summary.json), worst first.
+
+    Height: the cycle's period or its interference window, whichever is longer (a missed update
+    written late can sit in an ordinary period; its window is what was lost).
+    """
+    if not why_late or why_late.get("tracing") != "on" or t0_ns is None:
+        return []
+    out = []
+    for cyc in (why_late.get("worst") or [])[:limit]:
+        causes = cyc.get("causes") or []
+        top = causes[0] if causes else None
+        height = max(cyc.get("period_us") or 0.0, cyc["window"]["duration_us"])
+        out.append(LateMark((cyc["detect_ns"] - t0_ns) / 1e9, height,
+                            top["name"] if top else "unexplained", top["share"] if top else None))
+    return out

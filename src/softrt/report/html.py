@@ -123,6 +123,44 @@ def _result_card(i: int, r: RunView) -> str:
             f'<p class="na">{escape(meaning)}</p>' + (f'<ul class="na">{notes}</ul>' if notes else "") + "</div>")
 
 
+def _why_late(i: int, r: RunView) -> str:
+    """"Why cycles were late" of one run: culprits over the run and the worst cycles (issue 9)."""
+    head = f'<h3>{_swatch(i)}{escape(r.label)}</h3>'
+    why = r.summary.get("why_late")
+    if not isinstance(why, dict):
+        return head + '<p class="na">No trace was recorded with this run.</p>'
+    if why.get("tracing") != "on":
+        return head + f'<p class="note">Tracing {escape(str(why.get("tracing")))}: the late cycles are not explained.</p>'
+    out = [head, f'<p class="na">Trace of CPU {why["rt_cpu"]}: {why["late_cycles"]:,} late cycles of '
+                 f'{why["cycles"]:,} (threshold {why["threshold_us"]:g} µs); {why["explained_us"]:,.1f} of '
+                 f'{why["window_us"]:,.1f} µs of their windows explained; {why["events"]:,} events, '
+                 f'{why["lost_events"]:,} lost.</p>']
+    if why.get("culprits"):
+        rows = "".join(f"<tr><td>{escape(c['kind'])}</td><td>{escape(_source(c))}</td><td>{c['cycles']:,}</td>"
+                       f"<td>{c['total_us']:,.1f}</td><td>{c['worst_us']:,.1f}</td></tr>" for c in why["culprits"][:15])
+        out.append('<table class="culprits"><tr><th>kind</th><th>source</th><th>late cycles</th><th>total µs</th>'
+                   f"<th>worst µs</th></tr>{rows}</table>")
+    rows = []
+    for cyc in (why.get("worst") or [])[:10]:
+        causes = "; ".join(f"{escape(c['label'])} {c['duration_us']:,.1f} µs ({c['share'] * 100:.0f} %)"
+                           + (f", steal +{c['steal']['steal_ms']:,.1f} ms" if c.get("steal") else "")
+                           for c in cyc["causes"][:4])
+        period = "–" if cyc["period_us"] is None else f"{cyc['period_us']:,.1f}"
+        rows.append(f"<tr><td>{cyc['seq']:,}</td><td>{period}</td><td>{cyc['latency_us']:,.1f}</td>"
+                    f"<td>{cyc['missed']}</td><td>{cyc['window']['duration_us']:,.1f}</td>"
+                    f'<td style="text-align:left">{causes or "–"}; unexplained {cyc["unexplained_us"]:,.1f} µs</td></tr>')
+    if rows:
+        out.append('<table class="worst"><tr><th>cycle</th><th>period µs</th><th>latency µs</th><th>missed</th>'
+                   f'<th>window µs</th><th style="text-align:left">causes</th></tr>{"".join(rows)}</table>')
+    return "".join(out)
+
+
+def _source(c: dict) -> str:
+    ident = {"thread": "pid", "irq": "IRQ", "softirq": "vec"}.get(c["kind"])
+    inner = ", ".join(x for x in (f"{ident} {c['id']}" if ident and c["id"] >= 0 else "", c.get("detail")) if x)
+    return c["name"] + (f" ({inner})" if inner else "")
+
+
 def _facts(i: int, r: RunView) -> str:
     s = r.summary
     host = s.get("host") or {}
@@ -210,6 +248,11 @@ def page(runs: list[RunView], plots: list[Plot], svgs: dict[str, bytes], broken:
 {broken_html}
 <h2 id="results">Results</h2>
 <div class="cards">{"".join(_result_card(i, r) for i, r in enumerate(runs))}</div>
+<h2 id="why-late">Why cycles were late</h2>
+<p class="na">For every late cycle, what held the real-time CPU between the moment the loop should have seen the
+permit and the moment it did, from the kernel's trace events: threads, IRQs, softirqs, kernel work, and stretches
+with no guest event at all (time the guest did not run). The unexplained rest is shown.</p>
+{"".join(_why_late(i, r) for i, r in enumerate(runs) if r.source == "softrt")}
 <h2 id="plots">Plots</h2>
 {"".join(_figure(p, svgs.get(p.key)) for p in plots)}
 <h2 id="hosts">Hosts, checks and tunings</h2>

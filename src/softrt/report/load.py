@@ -62,6 +62,7 @@ class RunView:
     motion_note: str | None = None
     check: dict | None = None
     notes: list[str] = field(default_factory=list)
+    t0_ns: int | None = None  # the first cycle's detect_ns: time 0 of the period-over-time plot
 
     @property
     def run_id(self) -> str:
@@ -201,6 +202,7 @@ def _stream(view: RunView, pf: pq.ParquetFile) -> None:
         view.notes.append("no cycles were recorded: nothing to plot")
         view.motion_note = "no cycles recorded"
         return
+    view.t0_ns = t0
     view.period = h_period.result() if seen > 1 else None
     view.latency = h_latency.result()
     view.process = h_process.result()

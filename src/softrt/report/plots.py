@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from .data import Hist, common_width_ns, envelope, exceedance, rebin
+from .data import Hist, common_width_ns, envelope, exceedance, late_marks, rebin
 from .load import TOOL_MEANING, RunView
 
 #: rcParams for every figure: browser-rendered text in SVG (smaller, selectable), fixed SVG ids
@@ -177,7 +177,9 @@ def period_series(runs: list[tuple[int, RunView]]) -> Plot:
           for i, r in runs if r.series is None or not r.series.t_s.size]
     caption = ("The light band joins the minimum and maximum period of every slice of the run "
                "(about 2,000 slices), so every spike of the raw series is drawn however long the run; the "
-               "solid line is each slice's mean; triangles on top mark slices with missed updates.")
+               "solid line is each slice's mean; triangles on top mark slices with missed updates; diamonds mark "
+               "the worst late cycles of a traced run, labelled with the main cause found in the trace "
+               "(see Why cycles were late).")
     if not have:
         return Plot(key, title, caption, None, na)
     fig, axes = _fig(height_in=3.8)
@@ -203,6 +205,15 @@ def period_series(runs: list[tuple[int, RunView]]) -> Plot:
             ax.scatter(s.t_s[hit], np.full(int(hit.sum()), 0.985 - 0.035 * k), transform=ax.get_xaxis_transform(),
                        marker="v", s=14, color=color(i), edgecolors="none", clip_on=False,
                        label=f"{r.run_id}: missed updates in {misses:,} cycles")
+        marks = late_marks(r.summary.get("why_late"), r.t0_ns)
+        if marks:
+            ax.scatter([m.t_s for m in marks], [m.y_us for m in marks], marker="D", s=22, color=color(i),
+                       edgecolors="black", linewidths=0.5, zorder=20, label=f"{r.run_id}: worst late cycles (traced)")
+            top = max(top, max(m.y_us for m in marks))
+            for n, m in enumerate(marks[:5]):  # the five worst get a label; more would overlap
+                share = f" {m.share * 100:.0f} %" if m.share is not None else ""
+                ax.annotate(f"{m.cause}{share}", (m.t_s, m.y_us), xytext=(5, 3 + 8 * (n % 3)),
+                            textcoords="offset points", fontsize=7, color=color(i), zorder=21)
     for m in _nominal(runs):
         ax.axhline(m, color="0.4", lw=0.8, ls=":")
     ax.set_ylim(top=top * (1.06 + 0.04 * len(have)))  # headroom for the miss marks

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis import summarize
+from ..analysis.attribution import Attributor, unavailable
+from ..analysis.events import StealSample, TraceEvent
 from ..ipc.layout import RECORD_DTYPE
 from ..motion import MotionConfig, motion_impact
 from ..store.rundir import SCHEMA, RunDir
@@ -54,11 +56,65 @@ def synthetic_records(cycles: int, period_ns: int = 250_000, misses: Iterable[tu
     return rec
 
 
+WORKER_PID = 4242
+HOG = ("stress-ng-cpu", 5151, 0)  # comm, pid, kernel prio (0: SCHED_FIFO 99)
+
+
+def synthetic_trace(rec: np.ndarray, cpu: int = 1) -> tuple[list[TraceEvent], list[StealSample]]:
+    """RT-CPU events that explain *rec*'s misses: a FIFO-99 thread preempts the worker for most of
+    each stalled write, an IRQ comes first; every third miss instead has no event at all while the
+    steal counter rises (a hypervisor gap). Steal samples come once a second."""
+    worker = ("softrt-worker", WORKER_PID, 19)
+    events: list[TraceEvent] = []
+
+    def sw(ts, prev, nxt, state):
+        events.append(TraceEvent(ts, cpu, "sched_switch", prev[1], prev[0], {
+            "prev_comm": prev[0], "prev_pid": str(prev[1]), "prev_prio": str(prev[2]), "prev_state": state,
+            "next_comm": nxt[0], "next_pid": str(nxt[1]), "next_prio": str(nxt[2])}))
+
+    start = int(rec["edge_ns"][0]) if rec.size else T0_NS
+    events.append(TraceEvent(start - 1000, cpu, "sched_wakeup", WORKER_PID, worker[0], {"pid": "1"}))
+    stolen, steal_at = [], {}
+    for k, i in enumerate(np.flatnonzero(rec["missed"] > 0)):
+        a, b = int(rec["detect_ns"][i]), int(rec["write_ns"][i])
+        if k % 3 == 2:
+            steal_at[(a - start) // 1_000_000_000] = b - a
+            continue
+        irq = {"irq": "24", "name": "eth0"}
+        events.append(TraceEvent(a + 500, cpu, "irq_handler_entry", WORKER_PID, worker[0], irq))
+        events.append(TraceEvent(a + 4_500, cpu, "irq_handler_exit", WORKER_PID, worker[0], {"irq": "24"}))
+        sw(a + 5_000, worker, HOG, "R")
+        sw(b - 2_000, HOG, worker, "S")
+    end = int(rec["done_ns"][-1]) if rec.size else start
+    total = 0
+    for sec in range((end - start) // 1_000_000_000 + 2):
+        total += steal_at.get(sec - 1, 0)
+        stolen.append(StealSample(start + sec * 1_000_000_000, cpu, total))
+    return events, stolen
+
+
+def synthetic_why_late(rec: np.ndarray, period_ns: int, cpu: int = 1, keep_worst: int = 100) -> dict:
+    """summary.json's ``why_late`` for *rec*, from :func:`synthetic_trace` through the real Attributor."""
+    events, steal = synthetic_trace(rec, cpu)
+    att = Attributor(period_ns=period_ns, rt_cpu=cpu, worker_pid=WORKER_PID, keep_worst=keep_worst)
+    att.add_steal(steal)
+    att.add_events(events)
+    for a in range(0, rec.size, 4096):  # in chunks, as the supervisor drains the ring
+        att.add_records(rec[a:a + 4096])
+        att.advance(int(rec["done_ns"][min(a + 4095, rec.size - 1)]))
+    return att.finish(lost_events=0)
+
+
 def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_000,
                         misses: Iterable[tuple[int, int]] = (), seed: int = 0, run_id: str | None = None,
                         scenario: str = "synthetic", host: str = "synthhost", motion: bool = True,
-                        started_at: datetime | None = None, chunk_rows: int = 1 << 20) -> Path:
-    """Write a complete run directory under *base*; return its path."""
+                        started_at: datetime | None = None, chunk_rows: int = 1 << 20,
+                        why_late: bool | str = False) -> Path:
+    """Write a complete run directory under *base*; return its path.
+
+    *why_late*: True adds the attribution of :func:`synthetic_why_late`; a string is the reason
+    tracing was off (``why_late.tracing``).
+    """
     misses = list(misses)
     rec = synthetic_records(cycles, period_ns, misses, seed)
     start = started_at or datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
@@ -89,6 +145,10 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
     if motion and rec.size:
         window = rec["cycle"] + rec["missed"]
         summary["motion"] = motion_impact(window, cfg_motion, period_ns=period_ns).to_dict()
+    if why_late is True:
+        summary["why_late"] = synthetic_why_late(rec, period_ns, cpu=config["cpu"])
+    elif why_late:
+        summary["why_late"] = unavailable(why_late)
     rd.write_json("config.json", config)
     rd.write_json("host.json", host_facts)
     rd.write_json("summary.json", summary)

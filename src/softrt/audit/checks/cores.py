@@ -143,12 +143,17 @@ def check_tasks(ctx: Context) -> Finding:
     movable = floating(ctx)
     user = sorted({t.label() if t.pid == t.tid else f"{t.comm} ({t.pid})" for t in movable if not t.kthread})
     kthreads = sorted({t.label() for t in movable if t.kthread})
-    pinned = sorted({f"{t.label()} {t.policy_name}" for t in ctx.tasks
-                     if not t.kthread and t.allowed <= ctx.rt_cpus and not t.allowed.isdisjoint(ctx.rt_cpus)})
+    only_rt = [t for t in ctx.tasks
+               if not t.kthread and t.allowed <= ctx.rt_cpus and not t.allowed.isdisjoint(ctx.rt_cpus)]
+    pinned = sorted({f"{t.label()} {t.policy_name}" for t in only_rt if t.realtime})
+    pinned_other = sorted({f"{t.label()} {t.policy_name}" for t in only_rt if not t.realtime})
     percpu = sum(1 for t in ctx.tasks if t.kthread and not t.movable and not t.allowed.isdisjoint(ctx.rt_cpus))
     evidence = [f"user processes that may run there ({len(user)}): {_some(user)}",
                 f"movable kernel threads that may run there ({len(kthreads)}): {_some(kthreads)}",
-                f"pinned to the RT CPUs only (taken to be the real-time application): {_some(pinned) if pinned else 'none'}",
+                f"pinned to the RT CPUs only, SCHED_FIFO/RR/DEADLINE (taken to be the real-time application): "
+                f"{_some(pinned) if pinned else 'none'}",
+                f"pinned to the RT CPUs only but not real-time (reported by the live sample if they run there): "
+                f"{_some(pinned_other) if pinned_other else 'none'}",
                 f"per-CPU kernel threads there (cannot move, expected): {percpu}"]
     if ctx.own_pid:
         evidence.append(f"softrt itself (pid {ctx.own_pid}) is left out")
@@ -199,9 +204,11 @@ def check_sample(ctx: Context) -> Finding:
         return not_applicable("cores.sample", title, "no live sample taken (sampling off, or a captured tree)")
     if sample.get("error"):
         return not_applicable("cores.sample", title, f"sampling failed: {sample['error']}")
-    # Exited tasks count too: short-lived processes (compilers, scripts) are typical intruders.
-    others = [e for e in sample["tasks"] if e["kind"] in ("user", "kthread-movable", "exited")]
-    expected = [e for e in sample["tasks"] if e["kind"] == "pinned"]
+    # Exited tasks count too: short-lived processes (compilers, scripts) are typical intruders. A
+    # SCHED_OTHER task pinned to the RT CPUs is one too: only a FIFO/RR/DEADLINE task there may be
+    # the real-time application (the seed's Defender ran there at normal priority).
+    others = [e for e in sample["tasks"] if e["kind"] in ("user", "kthread-movable", "exited", "pinned")]
+    expected = [e for e in sample["tasks"] if e["kind"] == "rt-app"]
     top = ", ".join(f"{e['comm']} {e['cpu_ms']:.2f} ms" for e in sample["tasks"][:6] if e["kind"] != "idle")
     evidence = (f"method: {sample['method']}, {sample['seconds']:.1f} s on {ctx.describe_cpus(ctx.rt_cpus)}",
                 f"busiest: {top or 'nothing but idle'}",
@@ -211,14 +218,32 @@ def check_sample(ctx: Context) -> Finding:
     if others:
         ms = sum(e["cpu_ms"] for e in others)
         return Finding("cores.sample", title, Status.WARN, Severity.HIGH,
-                       f"{len(others)} task(s) that could run elsewhere used {ms:.2f} ms on the RT CPUs: "
-                       + ", ".join(e["comm"] + (" (exited)" if e["kind"] == "exited" else "") for e in others[:5]),
+                       f"{len(others)} task(s) other than the real-time application used {ms:.2f} ms on the RT CPUs: "
+                       + ", ".join(_used(e) for e in others[:5]),
                        evidence,
-                       why="every one of them delays a loop on that CPU (the seed's MsMpEng.exe finding)",
-                       fix=_TUNE.format(rt=ctx.rt_cpus), tunable=True)
+                       why="every one of them delays a loop on that CPU (the seed's MsMpEng.exe finding); a "
+                           "SCHED_OTHER task pinned there is not the real-time application, whoever pinned it",
+                       fix=_TUNE.format(rt=ctx.rt_cpus) + _pinned_fix(ctx, others), tunable=True)
     return Finding("cores.sample", title, Status.OK, Severity.HIGH,
                    "only idle, per-CPU kernel threads" + (" and the pinned application" if expected else "")
                    + " ran on the RT CPUs", evidence)
+
+
+def _pinned_fix(ctx: Context, others: list[dict]) -> str:
+    """softrt tune leaves tasks pinned to the RT CPUs alone: say what to do with those."""
+    pids = sorted({e["pid"] for e in others if e["kind"] == "pinned"})
+    if not pids:
+        return ""
+    some = " ".join(str(p) for p in pids[:5])
+    return (f"; it leaves tasks pinned to the RT CPUs alone: move them (for p in {some}; do taskset -apc "
+            f"{ctx.housekeeping} $p; done) or, if one is your real-time application, give it a real-time "
+            "policy (chrt -f -p 80 PID)")
+
+
+def _used(entry: dict) -> str:
+    """``name (pid N) 12.50 ms``, saying why a task counts: exited, or pinned but not real-time."""
+    why = {"exited": ", exited", "pinned": ", pinned to the RT CPUs but SCHED_OTHER"}.get(entry["kind"], "")
+    return f"{entry['comm']} (pid {entry['pid']}{why}) {entry['cpu_ms']:.2f} ms"
 
 
 def _some(items: list[str], n: int = 8) -> str:

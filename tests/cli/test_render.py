@@ -1,0 +1,58 @@
+"""cli.render.why_late: the "Why cycles were late" block, from an Attributor's real output."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from softrt.analysis.attribution import Attributor, unavailable
+from softrt.analysis.events import TraceEvent
+from softrt.cli.render import why_late
+from softrt.report.synthetic import synthetic_records
+
+P = 250_000
+
+
+def _text(group) -> str:
+    console = Console(width=160, record=True, highlight=False)
+    console.print(group)
+    return console.export_text()
+
+
+def _why(n_threads: int, lost: int) -> dict:
+    """Late cycles each preempted by a different FIFO thread (more than the table shows)."""
+    misses = [(1_000 + 500 * k, 1) for k in range(n_threads)]
+    rec = synthetic_records(1_000 + 500 * n_threads, P, misses)
+    events = [TraceEvent(int(rec["edge_ns"][0]) - 1, 1, "sched_wakeup", 7, "w", {"pid": "1"})]
+    for k, (i, _m) in enumerate(misses):
+        a, b = int(rec["detect_ns"][i]), int(rec["write_ns"][i])
+        for ts, prev, nxt in ((a + 1_000, ("w", 7, 19), (f"hog{k}", 100 + k, 0)),
+                              (b - 1_000, (f"hog{k}", 100 + k, 0), ("w", 7, 19))):
+            events.append(TraceEvent(ts, 1, "sched_switch", prev[1], prev[0], {
+                "prev_comm": prev[0], "prev_pid": str(prev[1]), "prev_prio": str(prev[2]), "prev_state": "R",
+                "next_comm": nxt[0], "next_pid": str(nxt[1]), "next_prio": str(nxt[2])}))
+    att = Attributor(period_ns=P, rt_cpu=1, worker_pid=7)
+    att.add_events(events)
+    att.add_records(rec)
+    att.advance(int(rec["done_ns"][-1]))
+    return att.finish(lost_events=lost)
+
+
+def test_top_culprits_worst_cycles_and_lost_events():
+    why = _why(n_threads=10, lost=42)
+    out = _text(why_late({"why_late": why}, top=8, worst=3))
+    assert "Why cycles were late" in out and "42 trace events were lost" in out
+    assert len(why["culprits"]) == 11  # 10 threads and the loop's own work
+    assert "… and 3 more (softrt show --json)" in out
+    assert out.count("FIFO/RR 99") == 8 + 3  # 8 culprit rows, 3 worst cycles with their thread
+    assert f"Worst cycles (3 of {why['late_cycles']})" in out
+
+
+def test_no_lost_events_line_when_none_were_lost():
+    out = _text(why_late({"why_late": _why(n_threads=2, lost=0)}))
+    assert "lost" not in out and "hog0 (pid 100, FIFO/RR 99)" in out
+
+
+def test_untraced_and_old_runs():
+    out = _text(why_late({"why_late": unavailable("unavailable: tracefs not mounted and not root")}))
+    assert out.strip() == "Why cycles were late: tracing unavailable: tracefs not mounted and not root"
+    assert why_late({}) is None
