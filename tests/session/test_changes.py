@@ -85,3 +85,66 @@ def test_a_journal_from_an_earlier_boot_is_dropped_not_replayed(tree, tmp_path):
     assert changes.recover() == []
     assert f.read_text() == "950000\n"  # the reboot already reset it; nothing is written
     assert list(d.glob("*.json")) == []
+
+
+# --- hostile and unrestorable journals (issue 12, defect 2) ---------------------------------------
+
+def _boot_id():
+    return open("/proc/sys/kernel/random/boot_id").read().strip()
+
+
+DEAD_PID = 4_000_000  # above any pid this VM hands out (pid_max 4194304 and nothing runs that long)
+
+
+def _legacy_journal(state, target, before, root="/"):
+    """A journal in the format softrt wrote before the one journal (restore/<pid>.json)."""
+    d = state / "restore"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{DEAD_PID}.json"
+    path.write_text(json.dumps({"pid": DEAD_PID, "boot_id": _boot_id(), "root": root,
+                                "changes": [{"path": target, "before": before, "during": "x", "why": "t"}]}))
+    return path
+
+
+def _jsonl_journal(state, target, restore, root="/"):
+    """A journal in the one journal's format (restore/<pid>.jsonl), forged or left by a killed run."""
+    d = state / "restore"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{DEAD_PID}.jsonl"
+    header = {"format": "softrt-run-journal", "version": 1, "pid": DEAD_PID, "boot_id": _boot_id(), "root": root}
+    entry = {"kind": "file", "target": target, "before": restore + "\n", "restore": restore, "after": "-1", "why": "t"}
+    path.write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["legacy", "jsonl"])
+def test_a_journal_naming_any_other_file_is_never_written_reported_once_and_set_aside(
+        tmp_path, state_dir, softrt_cmd, fmt):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    journal = (_legacy_journal if fmt == "legacy" else _jsonl_journal)(state_dir, str(victim), "PWNED")
+    first = softrt_cmd("history")
+    assert first.returncode == 0, first.stderr
+    assert victim.read_text() == "precious\n"
+    assert "restored" not in first.stderr
+    assert first.stderr.count(str(journal.name)) == 1 and "set aside" in first.stderr
+    assert not journal.exists()
+    assert list((state_dir / "restore" / "failed").glob(journal.stem + "*"))
+    second = softrt_cmd("history")
+    assert second.returncode == 0 and second.stderr == ""  # reported once
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("fmt", ["legacy", "jsonl"])
+def test_a_value_the_kernel_refuses_is_reported_once_and_never_blocks_later_commands(
+        tmp_path, state_dir, softrt_cmd, fmt):
+    root = tmp_path / "root"
+    (root / RT.lstrip("/")).mkdir(parents=True)  # a write there fails, as the kernel refusing it would
+    (root / "proc/sys/kernel/sched_rt_period_us").write_text("1000000\n")
+    journal = (_legacy_journal if fmt == "legacy" else _jsonl_journal)(state_dir, RT, "950000", root=str(root))
+    first = softrt_cmd("history")
+    assert first.returncode == 0, first.stderr
+    assert "set aside" in first.stderr and first.stderr.count(journal.name) == 1
+    assert "echo 950000 > /proc/sys/kernel/sched_rt_runtime_us" in first.stderr or fmt == "legacy"
+    second = softrt_cmd("history")
+    assert second.returncode == 0 and second.stderr == ""
