@@ -226,7 +226,7 @@ def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
     from softrt.audit import sample
     from softrt.audit.tune import apply
     from softrt.errors import SoftRTError
-    from softrt.platform import _files
+    from softrt.platform import _files, writable
 
     f = tmp_path / "proc" / "sys" / "x"
     f.parent.mkdir(parents=True)
@@ -249,7 +249,8 @@ def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
         _files.write_raw(tmp_path / "missing", "1")
     with pytest.raises(SoftRTError, match="cannot write /missing"):
         _files.write_text(tmp_path, "/missing", "1")
-    assert sample.write_raw is apply.write_raw is _files.write_raw
+    assert sample.write_raw is _files.write_raw
+    assert apply.write_kernel_file is writable.write_line  # the journal's restores write the same way
 
 
 # --- hostile state files: revert writes only the kernel files tune writes (issue 12, defect 1) -------
@@ -316,3 +317,30 @@ def test_revert_refuses_a_value_the_file_does_not_take(untuned, state_dir, targe
     with pytest.raises(ConfigError, match="corrupt"):
         revert(str(untuned), writer=kernel_writer)
     assert files_under(untuned.root) == before_files
+
+
+def test_apply_never_writes_through_a_symlink_in_the_tree(untuned, state_dir, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("1\n")  # reads like timer_migration on, so the plan wants to switch it off
+    untuned.link("/proc/sys/kernel/timer_migration", str(victim))
+    result = apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    outcome = next(o for o in result.outcomes if o.target == "/proc/sys/kernel/timer_migration")
+    assert outcome.status == "skipped" and "not a kernel file softrt writes" in outcome.detail
+    assert victim.read_text() == "1\n"
+    assert "timer_migration" not in result.state_path.read_text()  # never journalled either
+    assert revert(str(untuned), writer=kernel_writer).complete
+    assert victim.read_text() == "1\n"
+
+
+def test_the_state_file_is_created_0600_in_a_0700_directory_and_never_through_a_symlink(untuned, state_dir, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    state_dir.mkdir(mode=0o700)
+    (state_dir / "tune-state.jsonl").symlink_to(victim)
+    with pytest.raises(ConfigError, match="already applied"):  # O_EXCL|O_NOFOLLOW: an existing name is never opened
+        apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    assert victim.read_text() == "precious\n"
+    (state_dir / "tune-state.jsonl").unlink()
+    result = apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    assert oct(result.state_path.stat().st_mode & 0o777) == oct(0o600)
+    assert revert(str(untuned), writer=kernel_writer).complete

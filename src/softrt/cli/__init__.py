@@ -38,7 +38,11 @@ def cli(ctx: click.Context) -> None:
     from ..session.changes import recover
 
     for change in recover():
-        click.echo(f"softrt: restored {change.path} to {change.before} (left changed by a run that was killed)", err=True)
+        if change.restored:
+            click.echo(f"softrt: restored {change.path} to {change.before} (left changed by a run that was killed)",
+                       err=True)
+        else:
+            click.echo(f"softrt: warning: could not restore {change.path}: {change.note}", err=True)
 
 
 for _name in _COMMAND_MODULES:
