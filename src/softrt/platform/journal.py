@@ -93,7 +93,7 @@ def secure_dir(path: Path) -> Path:
                           f"(uid {os.geteuid()})", hint=f"remove it (rm -r {path}) if you do not know why")
     if info.st_mode & 0o022:
         raise ConfigError(f"softrt's state directory {path} may be written by other users",
-                          hint=f"chmod 700 {path}")
+                          hint=f"chmod 700 {path}, or choose a directory only you may write")
     return path
 
 
