@@ -87,15 +87,9 @@ def _spec(rel: str):
     return next((spec for spec in WRITABLE if spec[0].fullmatch(rel)), None)
 
 
-def resolve(root: str | os.PathLike[str], rel: object) -> Path:
-    """Return the real path of the allow-listed kernel file *rel* under *root*.
-
-    Raises:
-        ConfigError: *rel* is not a plain absolute path to a file softrt writes, or resolves
-            (through a symlink or a /proc/PID/root link) to anything else.
-    """
+def _resolve(root: str | os.PathLike[str], rel: object) -> tuple[Path, str]:
     if not isinstance(rel, str) or not rel.startswith("/") or len(rel) > MAX_TARGET_CHARS or "\0" in rel:
-        raise ConfigError(f"{rel!r} is not an absolute kernel file path")
+        raise ConfigError(f"{str(rel)[:MAX_TARGET_CHARS]!r} is not an absolute kernel file path")
     if posixpath.normpath(rel) != rel or _spec(rel) is None:
         raise ConfigError(f"{rel} is not a kernel file softrt writes")
     base = os.path.realpath(root)
@@ -104,19 +98,33 @@ def resolve(root: str | os.PathLike[str], rel: object) -> Path:
     resolved = "/" + os.path.relpath(real, base) if inside else real
     if not inside or _spec(resolved) is None:
         raise ConfigError(f"{rel} resolves to {real}, not a kernel file softrt writes")
-    return Path(real)
+    return Path(real), resolved
+
+
+def resolve(root: str | os.PathLike[str], rel: object) -> Path:
+    """Return the real path of the allow-listed kernel file *rel* under *root*.
+
+    Raises:
+        ConfigError: *rel* is not a plain absolute path to a file softrt writes, or resolves
+            (through a symlink or a /proc/PID/root link) to anything else.
+    """
+    return _resolve(root, rel)[0]
 
 
 def check(root: str | os.PathLike[str], rel: object, value: object) -> Path:
     """Return the real path of *rel* under *root* when *value* is one that file takes.
 
+    The value must suit both the file named and the file it resolves to (a link in a tree
+    from one allowed file to another must not carry a mask into sched_rt_runtime_us).
+
     Raises:
         ConfigError: as :func:`resolve`, or a value the file does not take.
     """
-    path = resolve(root, rel)
-    _pattern, accepts, takes = _spec(rel)  # type: ignore[misc]
-    if not isinstance(value, str) or not accepts(value.removesuffix("\n"), str(root)):
-        raise ConfigError(f"{rel} takes {takes}, not {str(value)[:40]!r}")
+    path, resolved = _resolve(root, rel)
+    for name in dict.fromkeys((rel, resolved)):
+        _pattern, accepts, takes = _spec(name)  # type: ignore[misc]
+        if not isinstance(value, str) or not accepts(value.removesuffix("\n"), str(root)):
+            raise ConfigError(f"{name} takes {takes}, not {str(value)[:40]!r}")
     return path
 
 
