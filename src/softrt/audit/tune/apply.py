@@ -197,8 +197,10 @@ def _apply_affinity(root, step, entries, writer, runner) -> Outcome:
     plat = get_platform()
     try:
         before = plat.get_affinity(step.tid)
-    except SoftRTError:
+    except NoSuchProcess:
         return Outcome(label, "skipped", "the thread exited")
+    except SoftRTError as err:
+        return Outcome(label, "skipped", err.msg)
     entries.append({"kind": AFFINITY, "target": step.target, "tid": step.tid, "starttime": step.starttime,
                     "comm": step.comm, "before": str(before), "after": step.after, "check": step.check})
     try:
