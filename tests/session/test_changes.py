@@ -214,6 +214,6 @@ def test_a_value_the_kernel_refuses_is_reported_once_and_never_blocks_later_comm
     first = softrt_cmd("history")
     assert first.returncode == 0, first.stderr
     assert first.stderr.count("set aside") == 1 and first.stderr.count("softrt: warning") == 1
-    assert "echo 950000 > /proc/sys/kernel/sched_rt_runtime_us" in first.stderr or fmt == "legacy"
+    assert "echo 950000 > /proc/sys/kernel/sched_rt_runtime_us" in first.stderr
     second = softrt_cmd("history")
     assert second.returncode == 0 and "softrt: warning" not in second.stderr

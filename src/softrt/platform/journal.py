@@ -167,17 +167,13 @@ def check_entry(entry: object, root: str) -> None:
         raise ConfigError("a service entry must name an active systemd .service or .timer")
 
 
-def load(path: Path, fmt: str, what: str, root: str | None = None) -> tuple[dict, list[dict]]:
-    """Read the journal *path*; return (header, entries) in the order they were written.
-
-    *what* names it in messages ("tune state"). With *root*, the journal must have been written
-    for that root. Raises FileNotFoundError when there is none.
+def read_own(path: Path, what: str) -> bytes:
+    """Return the bytes of *path*, a regular file of this user's of at most MAX_JOURNAL_BYTES (O_NOFOLLOW).
 
     Raises:
-        JournalError: not a regular file of this user's, too large, cut or damaged, foreign, or
-            an entry softrt would never write (nothing in it is acted on).
+        FileNotFoundError: there is none.
+        JournalError: a symlink, another user's file, not a regular file, or too large.
     """
-    hint = "restore the values it names by hand, then delete it"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -189,9 +185,23 @@ def load(path: Path, fmt: str, what: str, root: str | None = None) -> tuple[dict
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_size > MAX_JOURNAL_BYTES:
             raise JournalError(f"the {what} {path} is not a regular file of this user's under "
                                f"{MAX_JOURNAL_BYTES >> 20} MiB", hint="delete it if you do not know where it came from")
-        raw = os.read(fd, MAX_JOURNAL_BYTES + 1)
+        return os.read(fd, MAX_JOURNAL_BYTES + 1)
     finally:
         os.close(fd)
+
+
+def load(path: Path, fmt: str, what: str, root: str | None = None) -> tuple[dict, list[dict]]:
+    """Read the journal *path*; return (header, entries) in the order they were written.
+
+    *what* names it in messages ("tune state"). With *root*, the journal must have been written
+    for that root. Raises FileNotFoundError when there is none.
+
+    Raises:
+        JournalError: not a regular file of this user's, too large, cut or damaged, foreign, or
+            an entry softrt would never write (nothing in it is acted on).
+    """
+    hint = "restore the values it names by hand, then delete it"
+    raw = read_own(path, what)
     lines = raw.decode("utf-8", errors="replace").split("\n")
     records = []
     for i, line in enumerate(lines):

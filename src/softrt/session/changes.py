@@ -14,6 +14,7 @@ nothing in a forged journal is written.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from ..platform._files import _translate, read_raw
 
 FORMAT = "softrt-run-journal"
 WHAT = "restore journal"
+SET_ASIDE = "restore journal set aside"  # the ``why`` of a Change that stands for a whole journal
 
 
 def _journal_dir() -> Path:
@@ -120,6 +122,31 @@ def _apply(root: str, entry: dict, change: Change) -> str | None:
     return f"{entry['target']}: {change.note}"
 
 
+def _recover_legacy(path: Path, this_boot: str | None) -> list[Change]:
+    """A journal of softrt before the one journal (``restore/<pid>.json``): set aside, with the fix by hand.
+
+    Nothing in it is written: its format had no checks. When every change it names is one softrt
+    makes, the commands that restore them are given; otherwise none is (it was not softrt's).
+    """
+    try:
+        data = json.loads(journal.read_own(path, WHAT))
+        if data.get("boot_id") != this_boot:
+            path.unlink(missing_ok=True)  # from before a reboot, which reset every value already
+            return []
+        if psutil.pid_exists(int(data["pid"])):
+            return []  # an older softrt's run in progress owns it
+        fixes = [writable.manual_fix(c["path"], c["before"]) for c in data["changes"][:64]
+                 if writable.check(data["root"], c["path"], c["before"])]
+        fix = "restore by hand: " + " && ".join(fixes) if fixes else "nothing to restore"
+    except FileNotFoundError:
+        return []
+    except (ConfigError, ValueError, RecursionError, KeyError, TypeError, AttributeError, IndexError) as err:
+        fix = f"it names something softrt never writes ({str(err)[:200]}); check it by hand"
+    dest = journal.set_aside(path, f"an older softrt's restore journal; {fix}")
+    return [Change(path=str(dest), before="", during="", why=SET_ASIDE,
+                   note=f"an older softrt's restore journal {path}: nothing in it was written; set aside as {dest}; {fix}")]
+
+
 def recover() -> list[Change]:
     """Restore the changes left by softrt runs whose process is gone; return what was done.
 
@@ -137,14 +164,18 @@ def recover() -> list[Change]:
     journal.secure_dir(directory)
     this_boot = journal.boot_id()
     for path in sorted(p for p in directory.iterdir() if p.suffix in (".jsonl", ".json")):
+        if path.suffix == ".json":
+            done.extend(_recover_legacy(path, this_boot))
+            continue
         try:
             header, entries = journal.load(path, FORMAT, WHAT)
         except FileNotFoundError:
             continue  # its run ended and removed it while we looked
         except ConfigError as err:
             dest = journal.set_aside(path, str(err))
-            done.append(Change(path=str(dest), before="", during="", why="restore journal set aside",
-                               note=f"{err}; nothing in it was written; set aside as {dest}"))
+            done.append(Change(path=str(dest), before="", during="", why=SET_ASIDE,
+                               note=f"{err.msg}; nothing in it was written; set aside as {dest}; check the "
+                                    "settings it names by hand"))
             continue
         if header.get("boot_id") != this_boot:
             path.unlink(missing_ok=True)  # from before a reboot, which reset every value already
