@@ -8,7 +8,8 @@ passes the platform's one allow-list check (:mod:`softrt.platform.writable`).
 
 Apply and revert on this machine hold the machine's real-time lock: a spin run switches RT
 throttling off for its duration and restores it at its end, so a tune applied under it would
-either miss that setting or have it restored under its feet (issue 12). Tune waits for the run.
+either miss that setting or have it restored under its feet (issue 12). Tune is refused until the
+run ends.
 """
 
 from __future__ import annotations
@@ -119,9 +120,9 @@ def _no_run_in_progress(root: str, what: str) -> Iterator[None]:
     plat = get_platform()
     fd = plat.try_lock(plat.machine_lock_path("rt-loop"))
     if fd is None:
-        raise ConfigError(f"a real-time softrt run is in progress; softrt tune {what} waits for it to end",
-                          hint="the run switches RT throttling off and restores it when it ends; "
-                               f"run softrt tune {what} after it")
+        raise ConfigError(f"a real-time softrt run is in progress; softrt tune {what} is refused until it ends",
+                          hint="the run switches RT throttling off and restores it when it ends, under any tune "
+                               f"made meanwhile; run softrt tune {what} after it")
     try:
         yield
     finally:
