@@ -104,7 +104,8 @@ class ChangeJournal:
         if self._file is not None:
             self._file.close()
         if failures:
-            journal.set_aside(self.path, "; ".join(failures))
+            if os.path.lexists(self.path):  # not already set aside by an earlier call
+                journal.set_aside(self.path, "; ".join(failures))
         else:
             self.path.unlink(missing_ok=True)
         return self.changes
