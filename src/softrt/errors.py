@@ -6,6 +6,7 @@
     ├── PermissionDenied        an OS operation needs root or a capability
     ├── NotSupported            this platform or kernel lacks a feature
     ├── InvalidState            an object is not in the state an operation needs
+    ├── NoSuchProcess           a process or thread that exited (ESRCH)
     └── WorkerFailed            the real-time worker process died or reported an error
 
 Every error carries a one-line message that says what is wrong and how to fix it; the CLI prints
@@ -69,6 +70,10 @@ class InvalidState(SoftRTError):
         self.expected = expected
         self.actual = actual
         super().__init__(f"{what} is {actual}, expected {expected}")
+
+
+class NoSuchProcess(SoftRTError):
+    """A process or thread that is gone (it exited between being found and being acted on)."""
 
 
 class WorkerFailed(SoftRTError):

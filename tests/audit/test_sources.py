@@ -88,3 +88,17 @@ def test_unreadable_file_gives_a_reason(good):
     good.path("/proc/sys/kernel/sched_rt_runtime_us").mkdir()  # read() fails with EISDIR
     f = next(f for f in run_checks(CpuSet([3]), str(good), sample_s=0).findings if f.id == "kernel.rt_throttling")
     assert f.status is Status.NA and "unreadable" in f.summary
+
+
+def test_lineage_follows_the_parents_up_to_init_and_survives_a_loop(good):
+    good.task(700, "sshd", "0-3").task(800, "bash", "0-3").task(900, "softrt", "0-3")
+
+    def parent(pid, ppid):
+        good.set(f"/proc/{pid}/stat", good.read(f"/proc/{pid}/stat").replace(") S 1 ", f") S {ppid} ", 1))
+
+    parent(800, 700)
+    parent(900, 800)
+    assert procs.lineage(str(good), 900) == [900, 800, 700]  # init (pid 1) left out
+    parent(700, 900)  # a loop, as only a crafted tree has
+    assert procs.lineage(str(good), 900) == [900, 800, 700]
+    assert procs.lineage(str(good), 4242) == [4242]  # gone: itself only

@@ -226,7 +226,7 @@ def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
     from softrt.audit import sample
     from softrt.audit.tune import apply
     from softrt.errors import SoftRTError
-    from softrt.platform import _files
+    from softrt.platform import _files, writable
 
     f = tmp_path / "proc" / "sys" / "x"
     f.parent.mkdir(parents=True)
@@ -249,4 +249,98 @@ def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
         _files.write_raw(tmp_path / "missing", "1")
     with pytest.raises(SoftRTError, match="cannot write /missing"):
         _files.write_text(tmp_path, "/missing", "1")
-    assert sample.write_raw is apply.write_raw is _files.write_raw
+    assert sample.write_raw is _files.write_raw
+    assert apply.write_kernel_file is writable.write_line  # the journal's restores write the same way
+
+
+# --- hostile state files: revert writes only the kernel files tune writes (issue 12, defect 1) -------
+
+def _state_with(root, target, boot_id=None):
+    header = {"format": "softrt-tune-state", "version": 1, "root": os.path.realpath(str(root))}
+    if boot_id:
+        header["boot_id"] = boot_id
+    entry = {"kind": "file", "target": target, "before": "x\n", "restore": "PWNED"}
+    return json.dumps(header) + "\n" + json.dumps(entry) + "\n"
+
+
+@pytest.mark.parametrize("proc_root", ["/proc/self/root", "/proc/1/root"])
+def test_revert_never_writes_through_a_proc_root_link_in_a_tree(untuned, state_dir, tmp_path, proc_root):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    untuned.link(f"{proc_root}", "/")  # as /proc/PID/root is, a link to the process's root directory
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "tune-state.jsonl").write_text(_state_with(untuned, f"{proc_root}{victim}"))
+    with pytest.raises(ConfigError, match="corrupt"):
+        revert(str(untuned), writer=kernel_writer)
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="revert on this machine needs root")
+@pytest.mark.parametrize("proc_root", ["/proc/self/root", "/proc/1/root"])
+def test_revert_on_this_machine_never_writes_through_proc_root(state_dir, tmp_path, proc_root):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "tune-state.jsonl").write_text(_state_with("/", f"{proc_root}{victim}", boot))
+    with pytest.raises(ConfigError, match="corrupt"):
+        revert("/")
+    assert victim.read_text() == "precious\n"
+
+
+def test_revert_refuses_a_target_that_is_a_symlink_out_of_the_tree(untuned, state_dir, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    untuned.link("/proc/sys/kernel/timer_migration", str(victim))
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "tune-state.jsonl").write_text(_state_with(untuned, "/proc/sys/kernel/timer_migration"))
+    with pytest.raises(ConfigError, match="corrupt"):
+        revert(str(untuned), writer=kernel_writer)
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("target,restore", [
+    ("/proc/sys/kernel/sched_rt_runtime_us", "2000000"),  # above sched_rt_period_us
+    ("/proc/sys/kernel/sched_rt_runtime_us", "-1; reboot"),
+    ("/proc/irq/120/smp_affinity", "zz"),
+    ("/sys/devices/system/cpu/cpu3/cpuidle/state1/disable", "2"),
+    ("/sys/devices/system/cpu/cpu3/cpufreq/scaling_governor", "../../x"),
+    ("/proc/sys/kernel/core_pattern", "|/tmp/x"),  # a kernel file, but not one tune writes
+])
+def test_revert_refuses_a_value_the_file_does_not_take(untuned, state_dir, target, restore):
+    header = {"format": "softrt-tune-state", "version": 1, "root": os.path.realpath(str(untuned))}
+    entry = {"kind": "file", "target": target, "before": "x\n", "restore": restore}
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "tune-state.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n")
+    untuned.set("/proc/sys/kernel/core_pattern", "core")
+    before_files = files_under(untuned.root)
+    with pytest.raises(ConfigError, match="corrupt"):
+        revert(str(untuned), writer=kernel_writer)
+    assert files_under(untuned.root) == before_files
+
+
+def test_apply_never_writes_through_a_symlink_in_the_tree(untuned, state_dir, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("1\n")  # reads like timer_migration on, so the plan wants to switch it off
+    untuned.link("/proc/sys/kernel/timer_migration", str(victim))
+    result = apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    outcome = next(o for o in result.outcomes if o.target == "/proc/sys/kernel/timer_migration")
+    assert outcome.status == "skipped" and "not a kernel file softrt writes" in outcome.detail
+    assert victim.read_text() == "1\n"
+    assert "timer_migration" not in result.state_path.read_text()  # never journalled either
+    assert revert(str(untuned), writer=kernel_writer).complete
+    assert victim.read_text() == "1\n"
+
+
+def test_the_state_file_is_created_0600_in_a_0700_directory_and_never_through_a_symlink(untuned, state_dir, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    state_dir.mkdir(mode=0o700)
+    (state_dir / "tune-state.jsonl").symlink_to(victim)
+    with pytest.raises(ConfigError, match="already applied"):  # O_EXCL|O_NOFOLLOW: an existing name is never opened
+        apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    assert victim.read_text() == "precious\n"
+    (state_dir / "tune-state.jsonl").unlink()
+    result = apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
+    assert oct(result.state_path.stat().st_mode & 0o777) == oct(0o600)
+    assert revert(str(untuned), writer=kernel_writer).complete

@@ -116,3 +116,53 @@ def test_revert_after_an_interrupted_apply(rt, victim, tmp_path):
     assert undone.count("restored") == len(undone.outcomes) >= len(writes)
     assert {k: v for k, v in after.items() if k in before} == before
     assert Path("/proc/sys/kernel/sched_rt_runtime_us").read_bytes() == rt_runtime
+
+
+def test_the_plan_never_moves_softrt_or_the_shell_that_started_it(rt):
+    """Issue 12, defect 7: the calling shell moved off the RT CPUs could not start softrt run there."""
+    plan = plan_tune(rt)
+    moved = {int(s.target) for s in plan.steps if s.kind == AFFINITY}
+    lineage, pid = [], os.getpid()
+    while pid > 1:
+        lineage.append(pid)
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    assert moved.isdisjoint(lineage)
+
+
+@pytest.mark.rt
+def test_tune_apply_then_run_from_the_same_shell(rt, victim, tmp_path, state_dir):
+    """``softrt tune --apply && softrt run`` from one shell: the shell keeps its CPUs, the run starts.
+
+    The apply is the real one, limited (as above) to kernel files, kernel threads, the victim and
+    the shell's own process tree, so that other people's processes are left where they are.
+    """
+    import sys
+
+    state = tmp_path / "tune-state.jsonl"
+    apply_code = (
+        "import os, sys\nfrom pathlib import Path\n"
+        "from softrt.audit import procs\n"
+        "from softrt.audit.tune import apply_plan, plan_tune\n"
+        "from softrt.cpus import CpuSet\n"
+        "plan = plan_tune(CpuSet.parse(sys.argv[1]))\n"
+        "mine = {os.getpid(), os.getppid(), int(sys.argv[2])}\n"
+        "kthreads = {t.tid for t in procs.tasks('/') if t.kthread}\n"
+        "plan.steps = [s for s in plan.steps if s.kind == 'file' or s.kind == 'affinity' and (\n"
+        "    s.tid in kthreads or int(s.target) in mine)]\n"
+        "apply_plan(plan, state_path=Path(sys.argv[3]))\n"
+    )
+    script = (f'grep Cpus_allowed_list /proc/$$/status > {tmp_path}/before && '
+              f'"{sys.executable}" -c "$APPLY" {rt} {victim.pid} {state} && '
+              f'grep Cpus_allowed_list /proc/$$/status > {tmp_path}/after && '
+              f'"{sys.executable}" -m softrt run --duration 0.3s --json --out-dir {tmp_path}/runs > {tmp_path}/run.json')
+    rt_runtime = Path("/proc/sys/kernel/sched_rt_runtime_us").read_bytes()
+    try:
+        proc = subprocess.run(["sh", "-c", script], env={**os.environ, "APPLY": apply_code},
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        undone = revert(state_path=state) if state.exists() else None
+    assert undone is not None and undone.complete, proc.stderr
+    assert Path("/proc/sys/kernel/sched_rt_runtime_us").read_bytes() == rt_runtime
+    assert (tmp_path / "after").read_text() == (tmp_path / "before").read_text()
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(os.sched_getaffinity(victim.pid)) == sorted(online_cpus())

@@ -86,7 +86,7 @@ def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_settings_r
         assert change["path"] == str(RT_RUNTIME) and change["restored"] and change["verified"]
     assert s["motion"]["writes"] == s["cycles"]
     assert s["motion"]["missed_updates"] == s["misses"]["missed_updates"]
-    assert list(state_dir.glob("restore/*.json")) == []
+    assert list(state_dir.glob("restore/*.jsonl")) == []
 
 
 @pytest.mark.parametrize("wait", ["sleep", "hybrid"])
@@ -199,11 +199,11 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
     proc.kill()
     proc.communicate()
     worker.wait(timeout=10)  # PR_SET_PDEATHSIG: the worker dies with its parent
-    assert list(state_dir.glob("restore/*.json"))
+    assert list(state_dir.glob("restore/*.jsonl"))
     nxt = softrt_cmd("history")  # any softrt command restores it, and says so
     assert nxt.returncode == 0 and "restored /proc/sys/kernel/sched_rt_runtime_us" in nxt.stderr
     assert RT_RUNTIME.read_text() == before
-    assert list(state_dir.glob("restore/*.json")) == []
+    assert list(state_dir.glob("restore/*.jsonl")) == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
@@ -254,7 +254,7 @@ def test_a_second_ctrl_c_cannot_cut_the_cleanup_short(tmp_path, state_dir, rt_se
     s = json.loads(out)
     assert s["status"] == "partial" and s["cycles"] > 0, err
     assert all(c["restored"] for c in s["tuning"]["system_changes"])
-    assert list(state_dir.glob("restore/*.json")) == []
+    assert list(state_dir.glob("restore/*.jsonl")) == []
 
 
 # Fault cases of issue 12: a run that started is never lost, and no command crashes on it.
@@ -320,7 +320,7 @@ def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, 
     assert json.loads((run_dir / "summary.json").read_text())["status"] == s["status"]
     assert _history_ids() == [s["run_id"]]
     assert all(c["restored"] for c in s["tuning"]["system_changes"])
-    assert list(state_dir.glob("restore/*.json")) == []
+    assert list(state_dir.glob("restore/*.jsonl")) == []
 
 
 def test_ring_overflow_is_counted_printed_stored_and_shown(tmp_path, state_dir, rt_settings_restored, softrt_cmd):

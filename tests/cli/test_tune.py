@@ -103,3 +103,25 @@ def test_apply_without_root_is_refused(run_cli, state_dir, monkeypatch):
     assert code == 2 and out == ""
     assert err.startswith("softrt: error: ") and "needs root" in err and err.count("\n") == 1
     assert not (state_dir / "tune-state.jsonl").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="apply on this machine needs root")
+@pytest.mark.parametrize("verb", [["--rt-cpus", "1", "--apply"], ["--revert"]])
+def test_apply_and_revert_wait_for_a_real_time_run(run_cli, state_dir, verb):
+    """A spin run restores RT throttling when it ends: a tune under it would be undone (issue 12, defect 7)."""
+    from softrt.platform import get_platform
+
+    if verb == ["--revert"]:  # something to revert, on a tree-free state: an empty tune of this machine
+        state_dir.mkdir(parents=True)
+        boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+        (state_dir / "tune-state.jsonl").write_text(json.dumps(
+            {"format": "softrt-tune-state", "version": 1, "root": "/", "boot_id": boot}) + "\n")
+    plat = get_platform()
+    fd = plat.try_lock(plat.machine_lock_path("rt-loop"))  # held as softrt run holds it
+    try:
+        code, out, err = run_cli("tune", *verb)
+    finally:
+        os.close(fd)
+    assert code == 2 and out == ""
+    assert "run is in progress" in err and err.count("\n") == 1
+    assert (state_dir / "tune-state.jsonl").exists() == (verb == ["--revert"])

@@ -35,6 +35,15 @@ class Context:
         """This process's pid when auditing the live machine (it floats, by design)."""
         return os.getpid() if self.live else None
 
+    @cached_property
+    def own_lineage(self) -> list[int]:
+        """softrt and the processes that started it (the shell, its terminal or sshd), init left out.
+
+        They float on purpose: ``softrt tune`` moving the calling shell off the RT CPUs would make
+        the next ``softrt run`` from that shell unable to use them (issue 12).
+        """
+        return _procs.lineage(self.root, self.own_pid) if self.own_pid else []
+
     def text(self, rel: str) -> str | None:
         """Return the stripped text of a kernel file, or None."""
         return sysinfo.text(self.root, rel)

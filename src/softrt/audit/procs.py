@@ -65,6 +65,7 @@ def parse_stat(body: str) -> dict | None:
         return {
             "comm": head.split("(", 1)[1],
             "state": fields[0],
+            "ppid": int(fields[1]),
             "flags": int(fields[6]),
             "utime": int(fields[11]),
             "stime": int(fields[12]),
@@ -145,6 +146,22 @@ def process_names(root: str) -> dict[str, list[int]]:
             continue
         names.setdefault(stat["comm"], []).append(pid)
     return names
+
+
+def lineage(root: str, pid: int) -> list[int]:
+    """Return *pid* and its ancestors (parent, grandparent, …), init (pid 1) left out.
+
+    Follows the 4th field of /proc/PID/stat (ppid, proc(5)); stops at init, at a process that
+    is gone, and after 4096 steps (a loop in a crafted tree).
+    """
+    chain: list[int] = []
+    while pid > 1 and pid not in chain and len(chain) < 4096:
+        chain.append(pid)
+        stat = parse_stat(read_text(root, f"/proc/{pid}/stat", fallback=""))
+        if stat is None:
+            break
+        pid = stat["ppid"]
+    return chain
 
 
 def fd_holders(root: str, target: str) -> list[tuple[int, str]]:

@@ -35,10 +35,16 @@ def cli(ctx: click.Context) -> None:
     if ctx.invoked_subcommand in ("run", "compare"):
         return  # they recover themselves and list what they restored in the run's results
     # A softrt run that was killed may have left a system setting changed: put it back first.
-    from ..session.changes import recover
+    from ..session.changes import SET_ASIDE, recover
 
     for change in recover():
-        click.echo(f"softrt: restored {change.path} to {change.before} (left changed by a run that was killed)", err=True)
+        if change.restored:
+            click.echo(f"softrt: restored {change.path} to {change.before} (left changed by a run that was killed)",
+                       err=True)
+        elif change.why == SET_ASIDE:
+            click.echo(f"softrt: warning: {change.note}", err=True)
+        else:
+            click.echo(f"softrt: warning: could not restore {change.path}: {change.note}", err=True)
 
 
 for _name in _COMMAND_MODULES:

@@ -86,7 +86,7 @@ def mode_text(summary: dict) -> Text:
     for item in tuning["applied"]:
         out.append(f"\n  applied: {item['what']} ({item['detail']})")
     for change in tuning["system_changes"]:
-        state = "restored" if change["restored"] else "NOT RESTORED"
+        state = "restored" if change["restored"] else f"NOT RESTORED: {change.get('note')}"
         out.append(f"\n  system change: {change['path']} {change['before']} -> {change['during']} ({state})")
     for item in tuning["not_applied"]:
         out.append(f"\n  not applied: {item['what']}: {item['why']}", style="red")
@@ -94,7 +94,10 @@ def mode_text(summary: dict) -> Text:
     if check:
         out.append(f"\nsoftrt check before the run: {check['verdict']}", style="green" if check["ready"] else "yellow")
     for change in tuning.get("recovered_from_earlier_runs", []):
-        out.append(f"\n  restored after an earlier run: {change['path']} = {change['before']}", style="yellow")
+        if change["restored"]:
+            out.append(f"\n  restored after an earlier run: {change['path']} = {change['before']}", style="yellow")
+        else:
+            out.append(f"\n  NOT restored after an earlier run: {change['path']}: {change.get('note')}", style="red")
     return out
 
 

@@ -62,7 +62,8 @@ def render_result(result: Result, verb: str) -> Group:
     parts = []
     for o in result.outcomes:
         if o.status not in ("applied", "restored"):
-            parts.append(Text(f"  {o.status}: {o.target}: {o.detail}", style=STYLE.get(o.status, "")))
+            fix = f" (by hand: {o.fix})" if o.fix else ""
+            parts.append(Text(f"  {o.status}: {o.target}: {o.detail}{fix}", style=STYLE.get(o.status, "")))
     counts = ", ".join(f"{result.count(s)} {s}" for s in STYLE if result.count(s))
     parts.append(Text(f"{verb}: {counts or 'nothing to do'}", style="bold green" if result.complete else "bold red"))
     return Group(*parts)

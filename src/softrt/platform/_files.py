@@ -47,13 +47,23 @@ def read_int(root: str | os.PathLike[str], rel: str, fallback: object = _MISSING
         raise SoftRTError(f"{rel} does not hold a number: {text!r}") from None
 
 
+def read_raw(path: str | os.PathLike[str]) -> str:
+    """Return the exact text of the kernel file *path* (newline kept, for a byte-exact compare); OSError as raised."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 1 << 16).decode("ascii", errors="surrogateescape")
+    finally:
+        os.close(fd)
+
+
 def write_raw(path: str | os.PathLike[str], value: str) -> None:
     """Write *value* to the kernel file *path* exactly as given, in one write(2); OSError as raised.
 
     One write(2), as sysctl(8) and ``echo >`` do (a kernel file takes one value per write); O_TRUNC
     is a no-op on procfs/sysfs and keeps captured trees (regular files) in tests byte-exact.
+    O_NOFOLLOW: a kernel file is never a symlink, so one planted in its place is refused (ELOOP).
     """
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.write(fd, value.encode())
     finally:

@@ -15,12 +15,13 @@ import mmap
 import os
 import platform as _pyplatform
 import signal
+import stat
 import struct
 from collections.abc import Callable
 from pathlib import Path
 
 from ..cpus import CpuSet
-from ..errors import InvalidCpu, PermissionDenied, SoftRTError
+from ..errors import InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
 from ._files import read_int, read_text
 from .base import Capabilities
 
@@ -63,15 +64,35 @@ class LinuxPlatform:
 
     def allowed_cpus(self) -> CpuSet:
         """Return the CPUs this process may run on (its affinity, which cgroups may narrow)."""
-        return CpuSet(os.sched_getaffinity(0))
+        return self.get_affinity(0)
+
+    def get_affinity(self, pid: int = 0) -> CpuSet:
+        """Return the CPUs thread *pid* (0: this one) may run on (sched_getaffinity(2)).
+
+        Raises:
+            NoSuchProcess: the thread exited (ESRCH).
+        """
+        try:
+            return CpuSet(os.sched_getaffinity(pid))
+        except OSError as err:
+            if err.errno == errno.ESRCH:
+                raise NoSuchProcess(f"thread {pid} exited") from err
+            raise _oserror("sched_getaffinity", f"pid {pid or os.getpid()}", err) from err
 
     def set_affinity(self, cpus: CpuSet, pid: int = 0) -> None:
-        """Pin *pid* (0: this process) to *cpus*."""
+        """Pin thread *pid* (0: this one) to *cpus*.
+
+        Raises:
+            NoSuchProcess: the thread exited (ESRCH).
+            InvalidCpu: a CPU offline or outside the thread's cpuset (EINVAL).
+        """
         try:
             os.sched_setaffinity(pid, cpus.to_frozenset())
         except OSError as err:
-            if err.errno == errno.EINVAL:  # CPU offline or outside our cpuset (sched_setaffinity(2))
-                raise InvalidCpu(str(cpus), self.allowed_cpus(), "is not allowed to this process") from err
+            if err.errno == errno.ESRCH:
+                raise NoSuchProcess(f"thread {pid} exited") from err
+            if err.errno == errno.EINVAL:  # CPU offline or outside the cpuset (sched_setaffinity(2))
+                raise InvalidCpu(str(cpus), self.allowed_cpus(), "is not allowed to " + (f"pid {pid}" if pid else "this process")) from err
             raise _oserror("sched_setaffinity", f"pid {pid or os.getpid()}", err) from err
 
     def set_fifo(self, priority: int, pid: int = 0) -> None:
@@ -148,14 +169,32 @@ class LinuxPlatform:
         """Take an exclusive flock(2) on *path*; return its fd, or None if another process holds it.
 
         The kernel drops the lock when the holder dies, so a killed run never leaves it taken.
+        /run/lock is writable by every user, so the file is opened O_NOFOLLOW (a planted symlink
+        fails with ELOOP) and, once locked, must be a regular file of this user's with one link
+        before it is truncated: softrt never writes through another user's file.
+
+        Raises:
+            SoftRTError: the lock path is a symlink, a hard link or not this user's (with the fix).
         """
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        refused = f"the lock file {path} is not softrt's own"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as err:
+            why = "a symlink" if err.errno == errno.ELOOP else err.strerror
+            raise SoftRTError(f"{refused}: {why}", hint=f"remove it: rm {path}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             return None
+        info = os.fstat(fd)
+        why = ("not a regular file" if not stat.S_ISREG(info.st_mode) else
+               f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else
+               f"a hard link ({info.st_nlink} links)" if info.st_nlink != 1 else None)
+        if why:
+            os.close(fd)
+            raise SoftRTError(f"{refused}: {why}", hint=f"remove it: rm {path}")
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         return fd

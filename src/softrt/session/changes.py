@@ -1,9 +1,15 @@
-"""Run-scoped system changes, journalled so they are undone even if softrt itself is killed.
+"""Run-scoped system changes, journalled so they are undone even if softrt itself is killed (session layer).
 
-Before each change the previous value is written to a journal file
-(``<state_dir>/restore/<pid>.json``); ``restore()`` puts every value back, reads it back to verify,
+Before each change the previous value goes to the run's journal (a :mod:`softrt.platform.journal`,
+``<state_dir>/restore/<pid>.jsonl``); ``restore()`` puts every value back, reads it back to verify,
 and deletes the journal. If the supervisor dies, the journal stays behind and the next softrt
 command calls :func:`recover`, which restores the changes of every journal whose process is gone.
+
+A value is put back only while the file still holds what the run wrote: one that someone else
+set during the run is theirs and is kept. A journal that cannot be restored (the kernel refuses
+the value) or that softrt did not write (a file or value it never writes) is set aside in
+``restore/failed/`` with the reason and reported once, with the command that fixes it by hand;
+nothing in a forged journal is written.
 """
 
 from __future__ import annotations
@@ -15,9 +21,13 @@ from pathlib import Path
 
 import psutil
 
-from ..errors import SoftRTError
-from ..platform import state_dir
-from ..platform._files import read_text, write_text
+from ..errors import ConfigError
+from ..platform import journal, state_dir, writable
+from ..platform._files import _translate, read_raw
+
+FORMAT = "softrt-run-journal"
+WHAT = "restore journal"
+SET_ASIDE = "restore journal set aside"  # the ``why`` of a Change that stands for a whole journal
 
 
 def _journal_dir() -> Path:
@@ -26,7 +36,7 @@ def _journal_dir() -> Path:
 
 @dataclass
 class Change:
-    """One kernel file changed for the duration of a run."""
+    """One kernel file changed for the duration of a run (or a journal set aside, with ``note``)."""
 
     path: str
     before: str
@@ -34,10 +44,11 @@ class Change:
     why: str
     restored: bool = False
     verified: bool = False
+    note: str | None = None  # why it was not restored, and the fix
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (for summary.json's ``changes``)."""
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "note" or v}
 
 
 class ChangeJournal:
@@ -46,81 +57,148 @@ class ChangeJournal:
     def __init__(self, root: str = "/") -> None:
         self.root = root
         self.changes: list[Change] = []
-        self.path = _journal_dir() / f"{os.getpid()}.json"
+        self.path = _journal_dir() / f"{os.getpid()}.jsonl"
+        self._entries: list[dict] = []
+        self._file: journal.Journal | None = None
 
     def set(self, path: str, value: str, why: str) -> Change | None:
         """Write *value* to kernel file *path*, journalling the old value first.
 
         Returns None when the file already holds *value* (nothing to change or restore).
         """
-        before = read_text(self.root, path)
-        if before == value:
-            return None
-        change = Change(path=path, before=before, during=value, why=why)
-        self.changes.append(change)
-        self._save()  # journal first: a crash between here and the write restores a no-op
+        target = writable.check(self.root, path, value)
         try:
-            write_text(self.root, path, value)
-        except SoftRTError:
-            self.changes.pop()
-            self._save()
-            raise
+            raw = read_raw(target)
+        except OSError as err:
+            raise _translate(err, "read", path) from err
+        if raw.strip() == value:
+            return None
+        entry = {"kind": journal.FILE, "target": path, "before": raw, "restore": raw.strip(), "after": value,
+                 "why": why}
+        if self._file is None:
+            journal.secure_dir(state_dir())
+            self._file = journal.Journal(self.path, FORMAT, self.root, boot_id=journal.boot_id())
+        self._file.append(entry)  # journal first: a crash between here and the write restores a no-op
+        try:
+            writable.write_line(target, value)
+        except OSError as err:
+            raise _translate(err, "write", path) from err
+        change = Change(path=path, before=raw.strip(), during=value, why=why)
+        self.changes.append(change)
+        self._entries.append(entry)
         return change
 
     def restore(self) -> list[Change]:
-        """Restore every change (newest first), verify by reading back, drop the journal."""
+        """Restore every change (newest first), verify by reading back, drop the journal.
+
+        A change that cannot be restored is marked so (``note`` says how to by hand) and the
+        journal is set aside, so no later command trips over it.
+        """
         failures = []
-        for change in reversed(self.changes):
+        for change, entry in reversed(list(zip(self.changes, self._entries))):
             if change.restored:
                 continue
-            try:
-                write_text(self.root, change.path, change.before)
-                change.restored = True
-                change.verified = read_text(self.root, change.path) == change.before
-            except SoftRTError as err:
-                failures.append(f"{change.path}: {err}")
+            failure = _apply(self.root, entry, change)
+            if failure:
+                failures.append(failure)
+        if self._file is not None:
+            self._file.close()
         if failures:
-            self._save()
-            raise SoftRTError("could not restore " + "; ".join(failures),
-                              hint=f"the journal {self.path} is kept; run any softrt command as root to retry")
-        self.path.unlink(missing_ok=True)
+            if os.path.lexists(self.path):  # not already set aside by an earlier call
+                journal.set_aside(self.path, "; ".join(failures))
+        else:
+            self.path.unlink(missing_ok=True)
         return self.changes
 
-    def _save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        payload = {"pid": os.getpid(), "boot_id": _boot_id(), "root": self.root,
-                   "changes": [c.to_dict() for c in self.changes]}
-        tmp.write_text(json.dumps(payload, indent=1))
-        os.replace(tmp, self.path)
+
+def _apply(root: str, entry: dict, change: Change) -> str | None:
+    """Restore one entry into *change*; return the failure (with its fix), or None."""
+    outcome = journal.restore_file(root, entry, only_if_after=True)
+    change.restored = outcome.status in ("restored", "mismatch")
+    change.verified = outcome.status == "restored"
+    if outcome.status in ("restored", "gone", "kept"):
+        change.note = None if outcome.status == "restored" else outcome.detail
+        return None
+    change.note = f"{outcome.detail}; by hand: {outcome.fix}" if outcome.fix else outcome.detail
+    return f"{entry['target']}: {change.note}"
 
 
-def _boot_id() -> str | None:
-    """This boot's random id (proc(5): /proc/sys/kernel/random/boot_id)."""
-    return read_text("/", "/proc/sys/kernel/random/boot_id", fallback=None)
+def _recover_legacy(path: Path, this_boot: str | None) -> list[Change]:
+    """A journal of softrt before the one journal (``restore/<pid>.json``): set aside, with the fix by hand.
+
+    Nothing in it is written: its format had no checks. When every change it names is one softrt
+    makes, the commands that restore them are given; otherwise none is (it was not softrt's).
+    """
+    try:
+        data = json.loads(journal.read_own(path, WHAT))
+        if data.get("boot_id") != this_boot:
+            path.unlink(missing_ok=True)  # from before a reboot, which reset every value already
+            return []
+        if psutil.pid_exists(int(data["pid"])):
+            return []  # an older softrt's run in progress owns it
+        fixes = [writable.manual_fix(c["path"], c["before"]) for c in data["changes"][:64]
+                 if writable.check(data["root"], c["path"], c["before"])]
+        fix = "restore by hand: " + " && ".join(fixes) if fixes else "nothing to restore"
+    except FileNotFoundError:
+        return []
+    except (ConfigError, ValueError, RecursionError, KeyError, TypeError, AttributeError, IndexError) as err:
+        fix = f"it names something softrt never writes ({str(err)[:200]}); check it by hand"
+    dest = journal.set_aside(path, f"an older softrt's restore journal; {fix}")
+    return [Change(path=str(dest), before="", during="", why=SET_ASIDE,
+                   note=f"an older softrt's restore journal {path}: nothing in it was written; set aside as {dest}; {fix}")]
 
 
 def recover() -> list[Change]:
-    """Restore the changes left by softrt runs whose process is gone; return what was restored."""
-    restored: list[Change] = []
+    """Restore the changes left by softrt runs whose process is gone; return what was done.
+
+    A journal that cannot be used or restored is set aside and returned as a Change with
+    ``restored`` False and a ``note`` saying why and how to fix it by hand (reported once).
+
+    Raises:
+        ConfigError: softrt's state directory is not its own (a symlink, another user's).
+    """
+    done: list[Change] = []
     directory = _journal_dir()
-    if not directory.is_dir():
-        return restored
-    for path in sorted(directory.glob("*.json")):
+    if not os.path.lexists(directory.parent) or not os.path.lexists(directory):
+        return done
+    journal.secure_dir(directory.parent)
+    journal.secure_dir(directory)
+    this_boot = journal.boot_id()
+    for path in sorted(p for p in directory.iterdir() if p.suffix in (".jsonl", ".json")):
+        if path.suffix == ".json":
+            done.extend(_recover_legacy(path, this_boot))
+            continue
         try:
-            data = json.loads(path.read_text())
-            pid = int(data["pid"])
-            changes = [Change(**c) for c in data["changes"]]
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise SoftRTError(f"restore journal {path} is unreadable ({err})",
-                              hint="check the values it names by hand, then delete it") from None
-        if data.get("boot_id") != _boot_id():
+            header, entries = journal.load(path, FORMAT, WHAT)
+        except FileNotFoundError:
+            continue  # its run ended and removed it while we looked
+        except ConfigError as err:
+            dest = journal.set_aside(path, str(err))
+            done.append(Change(path=str(dest), before="", during="", why=SET_ASIDE,
+                               note=f"{err.msg}; nothing in it was written; set aside as {dest}; check the "
+                                    "settings it names by hand"))
+            continue
+        if header.get("boot_id") != this_boot:
             path.unlink(missing_ok=True)  # from before a reboot, which reset every value already
             continue
-        if psutil.pid_exists(pid):
+        pid = header.get("pid", 0)
+        if pid != os.getpid() and psutil.pid_exists(pid):
             continue  # a run in progress owns it
-        journal = ChangeJournal(data.get("root", "/"))
-        journal.path = path
-        journal.changes = changes
-        restored.extend(c for c in journal.restore() if c.restored)
-    return restored
+        failures, failed = [], []
+        for entry in reversed(entries):
+            change = Change(path=entry["target"], before=entry["before"].strip(), during=str(entry.get("after", "")),
+                            why=str(entry.get("why", ""))[:200])
+            failure = _apply(header["root"], entry, change)
+            if failure:
+                failures.append(failure)
+                failed.append(change)
+            if change.restored or failure:
+                done.append(change)
+        if failures:
+            dest = journal.set_aside(path, "; ".join(failures))
+            for change in failed:
+                change.note += f" (its journal is set aside as {dest})"
+        else:
+            path.unlink(missing_ok=True)
+    return done
+

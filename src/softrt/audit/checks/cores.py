@@ -128,11 +128,12 @@ def floating(ctx: Context):
     """Tasks allowed on the RT CPUs *and* elsewhere that may be moved: what tune moves.
 
     A task whose affinity lies inside the RT CPUs was put there on purpose (the real-time
-    application itself, like the seed's SetProcessAffinityMask), so it is left alone.
+    application itself, like the seed's SetProcessAffinityMask), so it is left alone; so are
+    softrt and the shell that started it (:attr:`Context.own_lineage`).
     """
-    own = ctx.own_pid
+    own = set(ctx.own_lineage)
     return [t for t in ctx.tasks
-            if t.movable and not t.allowed.isdisjoint(ctx.rt_cpus) and not t.allowed <= ctx.rt_cpus and t.pid != own]
+            if t.movable and not t.allowed.isdisjoint(ctx.rt_cpus) and not t.allowed <= ctx.rt_cpus and t.pid not in own]
 
 
 def check_tasks(ctx: Context) -> Finding:
@@ -155,8 +156,9 @@ def check_tasks(ctx: Context) -> Finding:
                 f"pinned to the RT CPUs only but not real-time (reported by the live sample if they run there): "
                 f"{_some(pinned_other) if pinned_other else 'none'}",
                 f"per-CPU kernel threads there (cannot move, expected): {percpu}"]
-    if ctx.own_pid:
-        evidence.append(f"softrt itself (pid {ctx.own_pid}) is left out")
+    if ctx.own_lineage:
+        evidence.append(f"softrt itself and the processes that started it (pids {', '.join(map(str, ctx.own_lineage))}) "
+                        "are left out: the next softrt run starts from that shell")
     fix = f"{_TUNE.format(rt=ctx.rt_cpus)} (moves them); to keep new ones off: isolcpus=domain,{ctx.rt_cpus}"
     if user:
         return Finding("cores.tasks", title, Status.FAIL, Severity.HIGH,

@@ -1,8 +1,15 @@
 """Apply a tune plan, journalling every previous value first; revert it exactly (audit layer).
 
 The undo design is tuna's (``isolate_cpus()`` returns the previous affinities): every change
-keeps what it replaced. Here the previous value goes to the state file *before* the change, and
-revert writes it back and reads it again to verify it, byte for byte for kernel files.
+keeps what it replaced. Here the previous value goes to the state file (a
+:mod:`softrt.platform.journal`) *before* the change, and revert writes it back and reads it again
+to verify it, byte for byte for kernel files. Every kernel file written, on apply and on revert,
+passes the platform's one allow-list check (:mod:`softrt.platform.writable`).
+
+Apply and revert on this machine hold the machine's real-time lock: a spin run switches RT
+throttling off for its duration and restores it at its end, so a tune applied under it would
+either miss that setting or have it restored under its feet (issue 12). Tune is refused until the
+run ends.
 """
 
 from __future__ import annotations
@@ -10,13 +17,16 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...cpus import CpuSet
-from ...errors import ConfigError
-from ...platform._files import kpath, write_raw
+from ...errors import ConfigError, NoSuchProcess, SoftRTError
+from ...platform import get_platform, journal, writable
+from ...platform._files import read_raw
+from ...platform.journal import Outcome
 from .. import procs, sysinfo
 from . import state
 from .plan import AFFINITY, FILE, SERVICE, Plan
@@ -25,9 +35,8 @@ Writer = Callable[[Path, str], None]
 Runner = Callable[[list[str]], tuple[int, str]]
 
 
-def write_kernel_file(path: Path, value: str) -> None:
-    """Write *value* as ``echo value > path`` does (one write(2), trailing newline)."""
-    write_raw(path, value + "\n")
+#: Write *value* as ``echo value > path`` does (one write(2), trailing newline).
+write_kernel_file = writable.write_line
 
 
 def run_command(argv: list[str]) -> tuple[int, str]:
@@ -37,19 +46,6 @@ def run_command(argv: list[str]) -> tuple[int, str]:
     except (OSError, subprocess.TimeoutExpired) as err:
         return 127, str(err)
     return done.returncode, (done.stdout + done.stderr).strip()
-
-
-@dataclass
-class Outcome:
-    """What happened to one step or one entry."""
-
-    target: str
-    status: str  # applied | skipped | failed | restored | gone | mismatch
-    detail: str = ""
-
-    def to_dict(self) -> dict:
-        """JSON-ready form."""
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -73,9 +69,9 @@ class Result:
 
 
 class _CountingJournal:
-    """The state writer, counting the entries appended (none: nothing was changed)."""
+    """The state file, counting the entries appended (none: nothing was changed)."""
 
-    def __init__(self, writer: state.StateWriter) -> None:
+    def __init__(self, writer: journal.Journal) -> None:
         self.writer, self.entries = writer, 0
 
     def append(self, record: dict) -> None:
@@ -86,10 +82,6 @@ class _CountingJournal:
 def _restore_value(raw: str) -> str:
     """What to write to get *raw* back: ``"[always] madvise never\\n"`` → ``always``."""
     return sysinfo.selected_word(raw.strip()) or ""
-
-
-def _read_raw(root: str, rel: str) -> str:
-    return kpath(root, rel).read_bytes().decode("ascii", errors="surrogateescape")
 
 
 def _same(rel: str, readback: str, wanted: str) -> bool:
@@ -119,6 +111,24 @@ def _require_root(root: str, what: str) -> None:
         raise ConfigError(f"softrt tune {what} changes kernel settings and needs root", hint="run it with sudo")
 
 
+@contextmanager
+def _no_run_in_progress(root: str, what: str) -> Iterator[None]:
+    """Hold the machine's real-time lock (that of ``softrt run``) while tuning this machine."""
+    if os.path.realpath(root) != "/":
+        yield  # a captured tree: no run can be using it
+        return
+    plat = get_platform()
+    fd = plat.try_lock(plat.machine_lock_path("rt-loop"))
+    if fd is None:
+        raise ConfigError(f"a real-time softrt run is in progress; softrt tune {what} is refused until it ends",
+                          hint="the run switches RT throttling off and restores it when it ends, under any tune "
+                               f"made meanwhile; run softrt tune {what} after it")
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
 def apply_plan(plan: Plan, state_path: Path | None = None, writer: Writer = write_kernel_file,
                runner: Runner = run_command) -> Result:
     """Apply every step of *plan*, saving each previous value in the state file first.
@@ -131,37 +141,44 @@ def apply_plan(plan: Plan, state_path: Path | None = None, writer: Writer = writ
     """
     _require_root(plan.root, "--apply")
     path = state_path or state.default_path()
-    writer_ = state.StateWriter(path, {"root": os.path.realpath(plan.root), "rt_cpus": str(plan.rt_cpus),
-                                       "housekeeping": str(plan.housekeeping), "boot_id": state.boot_id(plan.root)})
-    journal = _CountingJournal(writer_)
-    result = Result(path)
-    try:
-        for step in plan.steps:
-            handler = {FILE: _apply_file, AFFINITY: _apply_affinity, SERVICE: _apply_service}[step.kind]
-            outcome = handler(plan.root, step, journal, writer, runner)
-            result.outcomes.append(outcome)
-            if outcome.status == "failed":
-                result.complete = False
-    finally:
-        writer_.close()
-        if journal.entries == 0:  # every entry precedes its change: none, nothing changed
-            path.unlink(missing_ok=True)
-            result.saved = False
+    with _no_run_in_progress(plan.root, "--apply"):
+        writer_ = state.create(path, plan.root, rt_cpus=str(plan.rt_cpus), housekeeping=str(plan.housekeeping),
+                               boot_id=state.boot_id(plan.root))
+        entries = _CountingJournal(writer_)
+        result = Result(path)
+        try:
+            for step in plan.steps:
+                handler = {FILE: _apply_file, AFFINITY: _apply_affinity, SERVICE: _apply_service}[step.kind]
+                outcome = handler(plan.root, step, entries, writer, runner)
+                result.outcomes.append(outcome)
+                if outcome.status == "failed":
+                    result.complete = False
+        finally:
+            writer_.close()
+            if entries.entries == 0:  # every entry precedes its change: none, nothing changed
+                path.unlink(missing_ok=True)
+                result.saved = False
     return result
 
 
-def _apply_file(root, step, journal, writer, runner) -> Outcome:
+def _apply_file(root, step, entries, writer, runner) -> Outcome:
     try:
-        raw = _read_raw(root, step.target)
+        path = writable.check(root, step.target, step.after)
+        raw = read_raw(path)
+    except ConfigError as err:
+        return Outcome(step.target, "skipped", f"refused: {err.msg}")
     except OSError as err:
         return Outcome(step.target, "skipped", f"unreadable: {err.strerror}")
     if _same(step.target, raw, step.after):
         return Outcome(step.target, "skipped", "already set")
-    journal.append({"kind": FILE, "target": step.target, "before": raw, "restore": _restore_value(raw),
-                    "after": step.after, "check": step.check})
     try:
-        writer(kpath(root, step.target), step.after)
-        readback = _read_raw(root, step.target)
+        entries.append({"kind": FILE, "target": step.target, "before": raw, "restore": _restore_value(raw),
+                        "after": step.after, "check": step.check})
+    except ConfigError as err:  # what it holds now could not be written back: leave it alone
+        return Outcome(step.target, "skipped", f"refused: {err.msg}")
+    try:
+        writer(path, step.after)
+        readback = read_raw(path)
     except OSError as err:
         return Outcome(step.target, "failed", _why_failed(step.target, err))
     if not _same(step.target, readback, step.after):
@@ -174,30 +191,36 @@ def _same_thread(root: str, pid: int, tid: int, starttime: int | None) -> bool:
     return task is not None and (starttime is None or task.starttime == starttime)
 
 
-def _apply_affinity(root, step, journal, writer, runner) -> Outcome:
+def _apply_affinity(root, step, entries, writer, runner) -> Outcome:
     label = f"{step.comm} ({step.target}/{step.tid})"
     if not _same_thread(root, int(step.target), step.tid, step.starttime):
         return Outcome(label, "skipped", "the thread exited")
+    plat = get_platform()
     try:
-        before = CpuSet(os.sched_getaffinity(step.tid))
-    except OSError:
+        before = plat.get_affinity(step.tid)
+    except NoSuchProcess:
         return Outcome(label, "skipped", "the thread exited")
-    journal.append({"kind": AFFINITY, "target": step.target, "tid": step.tid, "starttime": step.starttime,
-                    "comm": step.comm, "before": str(before), "after": step.after, "check": step.check})
+    except SoftRTError as err:
+        return Outcome(label, "skipped", err.msg)
     try:
-        os.sched_setaffinity(step.tid, CpuSet.parse(step.after).to_frozenset())
-    except OSError as err:
-        if err.errno == errno.ESRCH:
-            return Outcome(label, "skipped", "the thread exited")
-        return Outcome(label, "failed", f"sched_setaffinity: {err.strerror}")
+        entries.append({"kind": AFFINITY, "target": step.target, "tid": step.tid, "starttime": step.starttime,
+                        "comm": step.comm, "before": str(before), "after": step.after, "check": step.check})
+    except ConfigError as err:  # what it has now could not be put back: leave it alone
+        return Outcome(label, "skipped", f"refused: {err.msg}")
+    try:
+        plat.set_affinity(CpuSet.parse(step.after), step.tid)
+    except NoSuchProcess:
+        return Outcome(label, "skipped", "the thread exited")
+    except SoftRTError as err:
+        return Outcome(label, "failed", f"sched_setaffinity: {err.msg}")
     return Outcome(label, "applied", f"CPUs {before} -> {step.after}")
 
 
-def _apply_service(root, step, journal, writer, runner) -> Outcome:
+def _apply_service(root, step, entries, writer, runner) -> Outcome:
     rc, out = runner(["systemctl", "is-active", step.target])
     if out.strip() != "active":
         return Outcome(step.target, "skipped", f"not active ({out.strip() or rc})")
-    journal.append({"kind": SERVICE, "target": step.target, "before": "active", "check": step.check})
+    entries.append({"kind": SERVICE, "target": step.target, "before": "active", "check": step.check})
     rc, out = runner(["systemctl", "stop", step.target])
     if rc != 0:
         return Outcome(step.target, "failed", f"systemctl stop: {out or rc}")
@@ -219,34 +242,20 @@ def revert(root: str = "/", state_path: Path | None = None, writer: Writer = wri
     _header, entries = state.load(path, root)
     _require_root(root, "--revert")
     result = Result(path)
-    for entry in reversed(entries):
-        handler = {FILE: _revert_file, AFFINITY: _revert_affinity, SERVICE: _revert_service}.get(entry["kind"])
-        if handler is None:
-            raise ConfigError(f"the tune state {path} has an unknown entry kind {entry['kind']!r}")
-        outcome = handler(root, entry, writer, runner)
-        result.outcomes.append(outcome)
-        if outcome.status in ("failed", "mismatch"):
-            result.complete = False
-    if result.complete:
-        path.unlink()
+    with _no_run_in_progress(root, "--revert"):
+        for entry in reversed(entries):
+            handler = {FILE: _revert_file, AFFINITY: _revert_affinity, SERVICE: _revert_service}[entry["kind"]]
+            outcome = handler(root, entry, writer, runner)
+            result.outcomes.append(outcome)
+            if outcome.status in ("failed", "mismatch"):
+                result.complete = False
+        if result.complete:
+            path.unlink()
     return result
 
 
 def _revert_file(root, entry, writer, runner) -> Outcome:
-    target = entry["target"]
-    if not kpath(root, target).exists():
-        return Outcome(target, "gone", "no longer exists (the IRQ or CPU went away)")
-    try:
-        if _read_raw(root, target) == entry["before"]:
-            # Never changed (the write was refused, or interrupted before it): nothing to write.
-            return Outcome(target, "restored", entry["before"].strip())
-        writer(kpath(root, target), entry["restore"])
-        readback = _read_raw(root, target)
-    except OSError as err:
-        return Outcome(target, "failed", f"{err.strerror or err}")
-    if readback != entry["before"]:
-        return Outcome(target, "mismatch", f"reads {readback.strip()!r}, saved {entry['before'].strip()!r}")
-    return Outcome(target, "restored", entry["before"].strip())
+    return journal.restore_file(root, entry, writer)
 
 
 def _revert_affinity(root, entry, writer, runner) -> Outcome:
@@ -254,13 +263,14 @@ def _revert_affinity(root, entry, writer, runner) -> Outcome:
     if not _same_thread(root, int(entry["target"]), entry["tid"], entry.get("starttime")):
         return Outcome(label, "gone", "the thread exited")
     wanted = CpuSet.parse(entry["before"])
+    plat = get_platform()
     try:
-        os.sched_setaffinity(entry["tid"], wanted.to_frozenset())
-        now = CpuSet(os.sched_getaffinity(entry["tid"]))
-    except OSError as err:
-        if err.errno == errno.ESRCH:
-            return Outcome(label, "gone", "the thread exited")
-        return Outcome(label, "failed", f"sched_setaffinity: {err.strerror}")
+        plat.set_affinity(wanted, entry["tid"])
+        now = plat.get_affinity(entry["tid"])
+    except NoSuchProcess:
+        return Outcome(label, "gone", "the thread exited")
+    except SoftRTError as err:
+        return Outcome(label, "failed", f"sched_setaffinity: {err.msg}")
     if now != wanted:
         return Outcome(label, "mismatch", f"CPUs {now}, saved {wanted}")
     return Outcome(label, "restored", f"CPUs {wanted}")

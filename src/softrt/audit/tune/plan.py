@@ -218,6 +218,9 @@ def plan_tune(rt_cpus: CpuSet, root: str = "/") -> Plan:
     plan.steps += _irq_steps(ctx) + _sysctl_steps(ctx)
     if ctx.live:
         plan.steps += _task_steps(ctx)
+        if ctx.own_lineage:
+            plan.skipped.append(f"softrt and the processes that started it (pids {', '.join(map(str, ctx.own_lineage))}) "
+                                "keep their CPUs, so that softrt run from this shell can use the RT CPUs")
     plan.kernel_params = _kernel_params(ctx, report)
     fixed = {s.check for s in plan.steps} | {c for _, c in plan.kernel_params}
     if "cores.tasks" in fixed:

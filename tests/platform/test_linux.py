@@ -1,0 +1,66 @@
+"""The Linux backend's machine lock: never follows a planted link, never truncates another's file."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from softrt.errors import SoftRTError
+from softrt.platform.linux import LinuxPlatform
+
+
+@pytest.fixture
+def victim(tmp_path):
+    f = tmp_path / "victim"
+    f.write_text("precious\n")
+    return f
+
+
+def test_the_lock_is_taken_and_holds_our_pid(tmp_path):
+    plat = LinuxPlatform()
+    path = tmp_path / "softrt-rt-loop.lock"
+    fd = plat.try_lock(path)
+    try:
+        assert fd is not None and path.read_text() == str(os.getpid())
+        assert oct(path.stat().st_mode & 0o777) == oct(0o600)
+        assert plat.try_lock(path) is None  # a second holder (flock is per open file description)
+    finally:
+        os.close(fd)
+
+
+def test_a_planted_lock_symlink_is_refused_and_its_target_untouched(tmp_path, victim):
+    path = tmp_path / "softrt-rt-loop.lock"
+    path.symlink_to(victim)
+    with pytest.raises(SoftRTError, match="symlink") as info:
+        LinuxPlatform().try_lock(path)
+    assert victim.read_text() == "precious\n"
+    assert f"rm {path}" in str(info.value)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_lock_file_owned_by_another_user_is_refused_and_not_truncated(tmp_path):
+    path = tmp_path / "softrt-rt-loop.lock"
+    path.write_text("someone else's\n")
+    os.chown(path, 65534, 65534)
+    with pytest.raises(SoftRTError, match="owned by"):
+        LinuxPlatform().try_lock(path)
+    assert path.read_text() == "someone else's\n"
+
+
+def test_a_lock_path_that_is_a_hard_link_is_refused(tmp_path, victim):
+    path = tmp_path / "softrt-rt-loop.lock"
+    os.link(victim, path)
+    with pytest.raises(SoftRTError, match="link"):
+        LinuxPlatform().try_lock(path)
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.rt
+def test_a_run_with_a_planted_lock_symlink_is_refused_with_one_line(tmp_path, state_dir, victim, softrt_cmd):
+    state_dir.mkdir(parents=True)
+    (state_dir / "rt-loop.lock").symlink_to(victim)
+    proc = softrt_cmd("run", "--duration", "0.3s", "--out-dir", str(tmp_path / "runs"))
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert proc.stderr.startswith("softrt: error: ") and proc.stderr.count("\n") == 1 and "symlink" in proc.stderr
+    assert victim.read_text() == "precious\n"
