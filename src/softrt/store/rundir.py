@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
-from .validate import check_summary, load_json, printable
+from .validate import check_summary, load_json, printable, safe_name
 
 SCHEMA = "softrt.summary/1"
 SUMMARY_MAJOR = 1
@@ -41,7 +41,7 @@ def write_json_atomic(target: Path, data: dict) -> Path:
 
 def new_run_id() -> str:
     """Return a sortable, unique run id: ``20261130-071502-host-1a2b``."""
-    host = socket.gethostname().split(".")[0][:20] or "host"
+    host = safe_name(socket.gethostname().split(".")[0], fallback="host", max_len=20)  # part of a path
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{host}-{secrets.token_hex(2)}"
 
 
