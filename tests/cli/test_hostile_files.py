@@ -4,6 +4,7 @@ stderr, exit status 2, no traceback, and nothing written where it should not be.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -136,3 +137,11 @@ def test_copied_run_with_a_strange_but_valid_summary_is_added(run_cli, home, sta
     assert code == 0, err
     code, out, _ = run_cli("history", "--json")
     assert json.loads(out)[0]["host"] == "lab?[5mpc"
+
+
+def test_import_of_a_fifo_or_a_device(run_cli, home, state_dir, tmp_path):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    for name in ("fifo.json", "zero.json"):
+        assert "not a regular file" in _one_error_line(*run_cli("import", str(tmp_path / name)))

@@ -179,3 +179,14 @@ def test_fuzz_summary_bytes(raw):
         except Exception as err:  # noqa: BLE001
             _one_line(err)
         assert os.listdir(tmp) == ["summary.json"]
+
+
+def test_read_bounded_refuses_fifos_and_devices(tmp_path):
+    """A summary.json that is a FIFO or a link to /dev/zero must not block or read forever."""
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    for path in (fifo, zero):
+        with pytest.raises(ConfigError, match="not a regular file"):
+            load_json(path)

@@ -22,7 +22,7 @@ from ..errors import ConfigError
 from ..load import LOAD_NAMES
 from ..loop.cyclic import WAITS
 from ..session.config import PROFILES
-from ..store.validate import printable
+from ..store.validate import printable, read_bounded
 from ..units import parse_time_ns
 from .model import PLACEMENTS, LoadSpec, Scenario
 
@@ -42,14 +42,8 @@ def load_scenario(name_or_path: str) -> Scenario:
     if path.suffix != ".toml" or not path.is_file():
         raise ConfigError(f"unknown scenario {name_or_path!r}",
                           hint=f"use a built-in ({', '.join(BUILTIN_NAMES)}) or the path of a .toml file")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_SCENARIO_BYTES + 1)
-    except OSError as err:
-        raise ConfigError(f"cannot read scenario {printable(path)}: {err.strerror or err}") from None
-    if len(raw) > MAX_SCENARIO_BYTES:
-        raise ConfigError(f"scenario {printable(path)} is larger than {MAX_SCENARIO_BYTES // 1024} KiB",
-                          hint="a scenario file is a few lines of TOML (see docs/scenarios.md)")
+    raw = read_bounded(path, "scenario", max_bytes=MAX_SCENARIO_BYTES,
+                       hint="a scenario file is a few lines of TOML (see docs/scenarios.md)")
     try:
         text = raw.decode("utf-8")  # TOML is UTF-8 (toml.io, "Spec")
     except UnicodeDecodeError as err:

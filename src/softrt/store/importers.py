@@ -49,7 +49,7 @@ from ..errors import ConfigError
 from ..platform import data_dir
 from .history import HISTOGRAM
 from .rundir import SCHEMA, RunDir
-from .validate import INT64_MAX, MAX_JSON_BYTES, check_summary, check_values, parse_json, printable, safe_name
+from .validate import INT64_MAX, check_summary, check_values, parse_json, printable, read_bounded, safe_name
 
 HISTOGRAM_SCHEMA = "softrt.histogram/1"
 SOURCES = ("cyclictest", "oslat")
@@ -89,15 +89,7 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     of the file). Raises ConfigError for an unreadable or foreign file.
     """
     path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_JSON_BYTES + 1)
-    except OSError as err:
-        raise ConfigError(f"cannot read {printable(path)}: {err.strerror or err}",
-                          hint="give a cyclictest/oslat --json file") from None
-    if len(raw) > MAX_JSON_BYTES:
-        raise ConfigError(f"{printable(path)} is larger than {MAX_JSON_BYTES // (1024 * 1024)} MiB",
-                          hint="give a cyclictest/oslat --json file")
+    raw = read_bounded(path, "result", hint="give a cyclictest/oslat --json file")
     doc = parse_json(raw, path)  # bounded: depth, NaN/Infinity, 64-bit integers (store.validate)
     if not isinstance(doc, dict):
         raise ConfigError(f"{printable(path)} is not a cyclictest/oslat result",

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 import unicodedata
 from pathlib import Path
 
@@ -87,19 +89,38 @@ def parse_json(raw: bytes | str, where: object, *, max_depth: int = MAX_JSON_DEP
     return doc
 
 
+def read_bounded(path: Path | str, what: str = "file", *, max_bytes: int = MAX_JSON_BYTES,
+                 hint: str | None = None) -> bytes:
+    """Return the bytes of the regular file *path*, at most *max_bytes*; ConfigError otherwise.
+
+    Opened with O_NONBLOCK and checked with fstat(2): a FIFO or a device named like a result file
+    (``summary.json -> /dev/zero``) is refused instead of blocking or reading forever.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise ConfigError(f"cannot read {what} {_where(path)}: {err.strerror or err}", hint=hint) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"{what} {_where(path)} is not a regular file", hint=hint)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(max_bytes + 1)
+    except OSError as err:
+        raise ConfigError(f"cannot read {what} {_where(path)}: {err.strerror or err}", hint=hint) from None
+    finally:
+        os.close(fd)
+    if len(raw) > max_bytes:
+        size = f"{max_bytes // (1024 * 1024)} MiB" if max_bytes >= 1024 * 1024 else f"{max_bytes // 1024} KiB"
+        raise ConfigError(f"{what} {_where(path)} is larger than {size}",
+                          hint=hint or "softrt does not read files this large")
+    return raw
+
+
 def load_json(path: Path | str, what: str = "file", *, max_bytes: int = MAX_JSON_BYTES,
               max_depth: int = MAX_JSON_DEPTH) -> object:
     """Read and parse the JSON file *path* (bounded); ConfigError for anything wrong with it."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(max_bytes + 1)
-    except OSError as err:
-        raise ConfigError(f"cannot read {what} {_where(path)}: {err.strerror or err}") from None
-    if len(raw) > max_bytes:
-        raise ConfigError(f"{what} {_where(path)} is larger than {max_bytes // (1024 * 1024)} MiB",
-                          hint="softrt does not read files this large")
-    return parse_json(raw, path, max_depth=max_depth)
+    return parse_json(read_bounded(path, what, max_bytes=max_bytes), path, max_depth=max_depth)
 
 
 def check_values(doc: object, where: object, *, max_depth: int = MAX_JSON_DEPTH) -> None:
