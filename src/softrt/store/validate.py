@@ -180,7 +180,7 @@ def check_summary(summary: object, where: object) -> dict:
                           "not an object)", hint=_HINT)
 
     def bad(field: str, problem: str) -> ConfigError:
-        return ConfigError(f"{_where(where)}: {field} {problem}", hint=_HINT)
+        return ConfigError(f"{_where(where)}: {printable(field)[:80]} {problem}", hint=_HINT)  # keys come from the file
 
     run_id = summary.get("run_id")
     if not is_safe_name(run_id) or len(run_id) > 2 * MAX_NAME:
