@@ -22,7 +22,7 @@ from softrt.store.rundir import read_summary
 from softrt.store.validate import (INT64_MAX, MAX_JSON_DEPTH, check_summary, is_safe_name, load_json, parse_json,
                                    printable, safe_name)
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                          HealthCheck.too_slow])
 
 #: Any JSON value, including what json.dumps writes but RFC 8259 forbids (NaN, Infinity) and integers
