@@ -61,6 +61,9 @@ def validate_rt_cpus(rt_cpus: CpuSet, root: str = "/") -> tuple[CpuSet, CpuSet]:
             raise InvalidCpu(cpu, online, "does not exist")
         if cpu not in online:
             raise InvalidCpu(cpu, online, "is offline")
+    # The *system's* housekeeping CPUs (where IRQs, kthreads and other tasks go): every online CPU
+    # but the real-time ones, whatever this process's own affinity (cpus.choose_cpus is the rule for
+    # where softrt's own supervisor and loads may run).
     housekeeping = online - rt_cpus
     if not housekeeping:
         raise ConfigError(f"every online CPU ({online}) cannot be a real-time CPU",
