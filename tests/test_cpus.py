@@ -32,3 +32,81 @@ def test_set_operations():
     assert CpuSet([1]) <= a
     with pytest.raises(ConfigError):
         CpuSet().last()
+
+
+# -- bounds (issue 12, defect 4: "0-99999999999" made softrt compare allocate until the OOM killer came) --
+import tracemalloc  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from softrt.cpus import MAX_CPUS, choose_cpus  # noqa: E402
+from softrt.errors import InvalidCpu  # noqa: E402
+
+
+@pytest.mark.parametrize("text", ["0-99999999999", "99999999999", "0-8192", "1" * 5000, "0-" + "9" * 5000])
+def test_parse_refuses_cpus_beyond_the_bound_without_allocating(text):
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigError, match="cannot exist"):
+            CpuSet.parse(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000  # today's code allocated 24 GB for the first one
+
+
+def test_parse_takes_the_machines_limit():
+    assert CpuSet.parse("0-3", limit=4) == CpuSet(range(4))
+    with pytest.raises(ConfigError, match="0 to 3"):
+        CpuSet.parse("0-4", limit=4)
+    assert len(CpuSet.parse(f"0-{MAX_CPUS - 1}")) == MAX_CPUS
+
+
+@pytest.mark.parametrize("text", ["f" * 100_000, "1" + "0" * 2048, "0x1", "1_0", " 1 2", "g"])
+def test_from_mask_refuses_huge_or_foreign_masks(text):
+    with pytest.raises(ConfigError):
+        CpuSet.from_mask(text)
+
+
+def test_from_mask_at_the_bound():
+    assert CpuSet.from_mask("0" * 5000 + "1") == CpuSet([0])
+    assert CpuSet.from_mask("8" + "0" * 2047).last() == MAX_CPUS - 1
+
+
+def test_choose_cpus_is_the_last_usable_cpu_and_the_rest():
+    online, allowed = CpuSet.parse("0-3"), CpuSet.parse("0-2,5")
+    assert choose_cpus(online, allowed) == (2, CpuSet([0, 1]))
+    assert choose_cpus(online, allowed, 1) == (1, CpuSet([0, 2]))
+    assert choose_cpus(CpuSet([0]), CpuSet([0])) == (0, CpuSet())
+    with pytest.raises(InvalidCpu, match="offline"):
+        choose_cpus(online, allowed, 5)
+    with pytest.raises(InvalidCpu, match="not allowed"):
+        choose_cpus(online, allowed, 3)
+    with pytest.raises(ConfigError, match="no online CPU"):
+        choose_cpus(CpuSet([0]), CpuSet([1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="0123456789-, \t\nx", max_size=40) | st.text(max_size=20), st.integers(1, MAX_CPUS))
+def test_parse_fuzz(text, limit):
+    """Any text: a CpuSet within the limit, or one ConfigError line."""
+    try:
+        cpus = CpuSet.parse(text, limit=limit)
+    except ConfigError as err:
+        assert "\n" not in str(err)
+    else:
+        assert all(0 <= c < limit for c in cpus)
+        assert CpuSet.parse(str(cpus)) == cpus
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="0123456789abcdefABCDEF,x \n", max_size=3000) | st.text(max_size=20))
+def test_from_mask_fuzz(text):
+    try:
+        cpus = CpuSet.from_mask(text)
+    except ConfigError as err:
+        assert "\n" not in str(err)
+    else:
+        assert all(0 <= c < MAX_CPUS for c in cpus)
+        assert CpuSet.from_mask(cpus.to_mask()) == cpus

@@ -22,3 +22,33 @@ def test_parse_time_rejects(text):
 def test_format():
     assert format_ns(249_900) == "249.9 µs"
     assert format_ns(None) == "-"
+
+
+# -- bounds (issue 12, defect 9: duration = [1] in a scenario was a TypeError) ------------------------
+import math  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from softrt.units import MAX_TIME_NS  # noqa: E402
+
+
+@pytest.mark.parametrize("value", [[1], True, None, {"s": 1}, math.nan, math.inf, -1, 10**400, "1e400s",
+                                   "9" * 5000, "-5s"])
+def test_parse_time_refuses_non_times(value):
+    with pytest.raises(ConfigError):
+        parse_time_ns(value, default_unit="s")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=30), st.integers(), st.floats(), st.booleans(), st.none(),
+                 st.lists(st.integers(), max_size=2),
+                 st.from_regex(r"\A[0-9]{0,25}\.?[0-9]{0,5}(e[-+]?[0-9]{1,4})?\s?(ns|us|µs|ms|s|m|min|h|d|x)?\Z")))
+def test_parse_time_fuzz(value):
+    """Any value: integer nanoseconds from 0 to MAX_TIME_NS, or one ConfigError line."""
+    try:
+        ns = parse_time_ns(value, default_unit="us")
+    except ConfigError as err:
+        assert "\n" not in str(err)
+    else:
+        assert isinstance(ns, int) and 0 <= ns <= MAX_TIME_NS

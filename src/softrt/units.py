@@ -6,6 +6,7 @@ CLOCK_MONOTONIC does; floats appear only in what is shown to people.
 
 from __future__ import annotations
 
+import math
 import re
 
 from .errors import ConfigError
@@ -25,24 +26,31 @@ _SCALE_NS = {
     "h": 3600 * NS_PER_S,
     "d": 86400 * NS_PER_S,
 }
+#: The longest time softrt reads (100 years; int64 nanoseconds end after 292 years).
+MAX_TIME_NS = 100 * 365 * 86400 * NS_PER_S
 _TIME_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zµ]*)\s*$")
 
 
 def parse_time_ns(text: str | int | float, *, default_unit: str, what: str = "time") -> int:
     """Parse *text* ("250us", "250", "1.5ms") into integer nanoseconds.
 
-    A bare number takes *default_unit* (cyclictest's ``-i`` is in µs, ``-D`` in seconds).
+    A bare number takes *default_unit* (cyclictest's ``-i`` is in µs, ``-D`` in seconds). Anything
+    else (a list, a bool, NaN, a negative number, more than :data:`MAX_TIME_NS`) is a ConfigError.
     """
-    if isinstance(text, (int, float)):
-        value, unit = float(text), default_unit
-    else:
-        m = _TIME_RE.match(text)
-        if not m:
-            raise ConfigError(f"{what} {text!r} is not a time", hint="write it like 250us, 1ms or 10s")
+    shown = "a huge number" if isinstance(text, int) and abs(text) > 10**30 else repr(text)
+    shown = shown if len(shown) <= 40 else shown[:40] + "…"
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, unit = float(text) if abs(text) < 1e300 else math.inf, default_unit
+    elif isinstance(text, str) and len(text) <= 64 and (m := _TIME_RE.match(text)):
         value, unit = float(m.group(1)), (m.group(2) or default_unit)
+    else:
+        raise ConfigError(f"{what} {shown} is not a time", hint="write it like 250us, 1ms or 10s")
     if unit not in _SCALE_NS:
-        raise ConfigError(f"{what} {text!r} has an unknown unit {unit!r}", hint="use ns, us, ms, s, m or h")
-    return int(round(value * _SCALE_NS[unit]))
+        raise ConfigError(f"{what} {shown} has an unknown unit {unit!r}", hint="use ns, us, ms, s, m or h")
+    ns = value * _SCALE_NS[unit]
+    if not 0 <= ns <= MAX_TIME_NS:  # also NaN, which compares false
+        raise ConfigError(f"{what} {shown} is out of range", hint="give a time from 0 to 100 years, e.g. 10s")
+    return int(round(ns))
 
 
 def format_ns(ns: float | int | None, unit: str = "us", digits: int = 1) -> str:

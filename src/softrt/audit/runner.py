@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 
-from ..cpus import CpuSet
+from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError, InvalidCpu, SoftRTError
+from ..platform import get_platform
 from ..platform._files import read_text
 from . import sample as _sample
 from . import sysinfo
@@ -30,7 +31,7 @@ def online_cpus(root: str = "/") -> CpuSet:
 
 def _allowed(root: str) -> CpuSet | None:
     if os.path.realpath(root) == "/":
-        return CpuSet(os.sched_getaffinity(0))
+        return get_platform().allowed_cpus()
     for line in read_text(root, "/proc/self/status", fallback="").splitlines():
         if line.startswith("Cpus_allowed_list:"):
             return CpuSet.parse(line.split(":", 1)[1])
@@ -38,13 +39,11 @@ def _allowed(root: str) -> CpuSet | None:
 
 
 def default_rt_cpu(root: str = "/") -> int:
-    """Return the CPU ``softrt run`` uses by default: the highest-numbered online CPU allowed to us."""
+    """Return the CPU ``softrt run`` uses by default (:func:`softrt.cpus.choose_cpus`)."""
     online = online_cpus(root)
     allowed = _allowed(root)
-    usable = online & allowed if allowed is not None else online
-    if not usable:
-        raise ConfigError(f"no online CPU is allowed to this process (online {online}, allowed {allowed})")
-    return usable.last()
+    rt_cpu, _ = choose_cpus(online, allowed if allowed is not None else online)
+    return rt_cpu
 
 
 def validate_rt_cpus(rt_cpus: CpuSet, root: str = "/") -> tuple[CpuSet, CpuSet]:
@@ -62,6 +61,9 @@ def validate_rt_cpus(rt_cpus: CpuSet, root: str = "/") -> tuple[CpuSet, CpuSet]:
             raise InvalidCpu(cpu, online, "does not exist")
         if cpu not in online:
             raise InvalidCpu(cpu, online, "is offline")
+    # The *system's* housekeeping CPUs (where IRQs, kthreads and other tasks go): every online CPU
+    # but the real-time ones, whatever this process's own affinity (cpus.choose_cpus is the rule for
+    # where softrt's own supervisor and loads may run).
     housekeeping = online - rt_cpus
     if not housekeeping:
         raise ConfigError(f"every online CPU ({online}) cannot be a real-time CPU",
@@ -108,14 +110,15 @@ def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Repor
 
 def _live_sample(ctx: Context, seconds: float) -> dict:
     """Sample the RT CPUs with this process moved to the housekeeping CPUs meanwhile."""
-    before = os.sched_getaffinity(0)
-    away = set(ctx.housekeeping.to_frozenset()) & before
+    plat = get_platform()
+    before = plat.allowed_cpus()
+    away = ctx.housekeeping & before
     try:
         if away:
-            os.sched_setaffinity(0, away)  # so the sampler itself does not show up on the RT CPUs
+            plat.set_affinity(away)  # so the sampler itself does not show up on the RT CPUs
         return _sample.sample(ctx.rt_cpus, seconds, ctx.root)
-    except OSError as err:
+    except (OSError, SoftRTError) as err:
         return {"error": str(err), "method": "none", "seconds": seconds, "tasks": [], "idle_share": None}
     finally:
         if away:
-            os.sched_setaffinity(0, before)
+            plat.set_affinity(before)

@@ -9,8 +9,10 @@ from pathlib import Path
 import click
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from ..store.history import History, RunRecord
+from ..store.validate import printable
 from .render import console
 
 DB_OPTION = click.option(
@@ -62,7 +64,9 @@ def history_table(runs: list[RunRecord]) -> Table:
         else:
             table.add_column(col, no_wrap=True, min_width=widest, justify="right")
     for row in rows:
-        table.add_row(*row)
+        # Text cells: a host or scenario read from a file is shown as it is, never as rich markup
+        # (a nodename "[/x]" would be a markup error), and without control characters.
+        table.add_row(*(Text(printable(cell)) for cell in row))
     return table
 
 
@@ -109,8 +113,8 @@ def add(ctx, paths, db):
     ids = history.add_runs(paths)
     out = console()
     for run_id in ids:
-        out.print(f"stored {run_id}", soft_wrap=True)
-    console(stderr=True).print(f"{len(ids)} run(s) in {history.path}", style="dim", soft_wrap=True)
+        out.print(Text(f"stored {printable(run_id)}"), soft_wrap=True)
+    console(stderr=True).print(Text(f"{len(ids)} run(s) in {printable(history.path)}", style="dim"), soft_wrap=True)
     return 0
 
 
@@ -121,5 +125,5 @@ def add(ctx, paths, db):
 def forget(ctx, run, db):
     """Drop RUN (an id or a unique prefix) from the history; its run directory is left alone."""
     run_id = History(db or (ctx.obj or {}).get("db")).remove(run)
-    console().print(f"forgot {run_id}", soft_wrap=True)
+    console().print(Text(f"forgot {printable(run_id)}"), soft_wrap=True)
     return 0

@@ -17,25 +17,28 @@ from .render import console, render_summary
 
 
 def _us(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+    return f"{value:,.1f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
 
 
 def render_imported(summary: dict, path: str) -> Group:
     """An imported cyclictest/oslat result: latency distribution per thread and overall."""
     cols = ("min", "mean", "p50", "p99", "p99_9", "p99_99", "max")
-    table = Table(title=f"{summary['source']} latency (µs)", title_justify="left", show_edge=False)
+    # Everything from the file is a Text (never rich markup); strings are printable (store.validate).
+    table = Table(title=Text(f"{summary['source']} latency (µs)"), title_justify="left", show_edge=False)
     table.add_column("")
     for c in cols:
         table.add_column(c.replace("_", "."), justify="right")
     for t in summary.get("threads") or []:
-        table.add_row(f"thread {t['thread']} (CPU {t['cpu']})", _us(t["min_us"]), _us(t["mean_us"]),
-                      "", "", "", "", _us(t["max_us"]))
-    lat = summary["latency_us"]
-    table.add_row("all", *(_us(lat[c]) for c in cols), style="bold")
+        table.add_row(Text(f"thread {t.get('thread')} (CPU {t.get('cpu')})"), _us(t.get("min_us")),
+                      _us(t.get("mean_us")), "", "", "", "", _us(t.get("max_us")))
+    lat = summary.get("latency_us") or {}
+    table.add_row("all", *(_us(lat.get(c)) for c in cols), style="bold")
     cfg = summary.get("config") or {}
-    lines = [f"Samples: {summary['cycles']:,}; command: {cfg.get('cmdline', '?')}"]
+    cycles = summary.get("cycles")
+    lines = [f"Samples: {'-' if cycles is None else format(cycles, ',')}; command: {cfg.get('cmdline', '?')}"]
     lines += [f"Note: {n}" for n in summary.get("notes") or []]
-    lines += [f"  applied: {a['what']} ({a['detail']})" for a in (summary.get("tuning") or {}).get("applied", [])]
+    lines += [f"  applied: {a.get('what')} ({a.get('detail')})"
+              for a in (summary.get("tuning") or {}).get("applied") or []]
     return Group(table, Text(""), Text("\n".join(lines)), Text(f"Run stored in {path}", style="dim"))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..cpus import CpuSet
 from ..errors import ConfigError, InvalidCpu, InvalidState, SoftRTError
+from ..platform import get_platform
 
 # Safety net: every load ends by itself after this long even if softrt never calls stop()
 # (stress-ng(1) --timeout; the built-in workers and ffmpeg honour the same limit).
@@ -109,7 +110,7 @@ class LoadGenerator(abc.ABC):
     ) -> None:
         if not len(cpus):
             raise ConfigError(f"load {name!r} has no CPUs to run on", hint="give a CPU list such as 0")
-        allowed = CpuSet(os.sched_getaffinity(0))
+        allowed = get_platform().allowed_cpus()
         if not cpus <= allowed:
             bad = cpus - allowed
             raise InvalidCpu(bad, allowed, why=f"cannot run load {name!r}: not in this process's CPU set")

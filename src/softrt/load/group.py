@@ -10,7 +10,6 @@ and stop every load in ``finally`` whatever happened (rteval ``__RunMeasurementP
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -18,6 +17,7 @@ from types import TracebackType
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
+from ..platform import get_platform
 from .base import LoadFailed, LoadGenerator, LoadResult, LoadState
 
 DEFAULT_SETTLE_S = 1.0
@@ -35,7 +35,8 @@ def check_placement(loads: Iterable[LoadGenerator], rt_cpus: CpuSet, allow_rt: b
     for load in loads:
         clash = load.cpus & rt_cpus
         if len(clash):
-            housekeeping = CpuSet(os.sched_getaffinity(0)) - rt_cpus
+            plat = get_platform()
+            housekeeping = (plat.online_cpus() & plat.allowed_cpus()) - rt_cpus  # as cpus.choose_cpus
             msg = f"load {load.name!r} is placed on real-time CPU {clash}"
             hint = (
                 f"place loads on housekeeping CPUs {housekeeping or 'none left'}, "

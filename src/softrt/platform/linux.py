@@ -20,8 +20,8 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-from ..cpus import CpuSet
-from ..errors import InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
+from ..cpus import MAX_CPUS, CpuSet
+from ..errors import ConfigError, InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
 from ._files import read_int, read_text
 from .base import Capabilities
 
@@ -61,6 +61,22 @@ class LinuxPlatform:
         if text is None:
             return CpuSet(range(os.cpu_count() or 1))
         return CpuSet.parse(text)
+
+    def cpu_limit(self, root: str = "/") -> int:
+        """Return one past the highest CPU number this machine can ever have (bound for CPU lists).
+
+        /sys/devices/system/cpu/possible lists the CPUs the kernel allocated per-CPU data for,
+        hot-pluggable ones included (Documentation/admin-guide/cputopology.rst: "possible: CPUs
+        that have been allocated resources and can be brought online if they are present").
+        """
+        text = read_text(root, "/sys/devices/system/cpu/possible", fallback=None)
+        try:
+            possible = CpuSet.parse(text) if text is not None else None
+        except ConfigError:
+            possible = None
+        if not possible:
+            return MAX_CPUS
+        return possible.last() + 1
 
     def allowed_cpus(self) -> CpuSet:
         """Return the CPUs this process may run on (its affinity, which cgroups may narrow)."""

@@ -9,7 +9,6 @@ whole, for the motion trace. An imported cyclictest/oslat run has a latency hist
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pyarrow.parquet as pq
 from ..errors import ConfigError, SoftRTError
 from ..store.history import HISTOGRAM, load_run_summary
 from ..store.rundir import SAMPLES
+from ..store.validate import load_json, printable
 from .data import Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
 
 _COLUMNS = ("cycle", "edge_ns", "detect_ns", "done_ns", "missed")
@@ -103,9 +103,9 @@ def _check(path: Path, summary: dict) -> dict | None:
     file = path / "check.json"
     if file.is_file():
         try:
-            full = json.loads(file.read_text())
-        except (OSError, ValueError):
-            full = {"verdict": f"check.json is unreadable ({file})"}
+            full = load_json(file, "check report")  # bounded (store.validate)
+        except ConfigError:
+            full = {"verdict": f"check.json is unreadable ({printable(file)})"}
         if isinstance(full, dict):
             check = {**full, **check}
     return check or None
@@ -114,14 +114,14 @@ def _check(path: Path, summary: dict) -> dict | None:
 def _load_histogram(view: RunView) -> None:
     file = view.path / HISTOGRAM
     try:
-        doc = json.loads(file.read_text())
+        doc = load_json(file, "histogram")  # bounded (store.validate)
         threads = doc["threads"]
         hists = [hist_from_buckets(np.asarray(t["lower_ns"], np.int64), np.asarray(t["counts"], np.int64),
                                    int(t["width_ns"]), over_count=int(t["overflow"]),
                                    over_from_ns=int(t["overflow_from_ns"]), min_ns=float(t["min_ns"]),
                                    max_ns=float(t["max_ns"])) for t in threads]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise SoftRTError(f"run {view.run_id}: cannot read its histogram {file}: {err}") from None
+    except (ConfigError, OSError, ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"run {view.run_id}: cannot read its histogram {printable(file)}: {printable(err)}") from None
     if not hists:
         raise SoftRTError(f"run {view.run_id}: {file} holds no thread")
     merged = merge(hists)

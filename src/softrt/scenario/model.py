@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
+from ..platform import get_platform
 
 PLACEMENTS = ("housekeeping", "all")
 
@@ -23,7 +24,7 @@ class LoadSpec:
             return online - rt_cpus
         if self.cpus == "all":
             return online
-        cpus = CpuSet.parse(self.cpus)
+        cpus = CpuSet.parse(self.cpus, limit=get_platform().cpu_limit())  # bounded by the possible CPUs
         if not cpus <= online:
             raise ConfigError(f"load {self.name!r} is placed on CPUs {cpus - online}, which are not online",
                               hint=f"online CPUs: {online}")

@@ -17,13 +17,17 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from ..board import check_device_spec
+from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..load import LOAD_NAMES
 from ..loop.cyclic import WAITS
 from ..session.config import PROFILES
+from ..store.validate import printable, read_bounded
 from ..units import parse_time_ns
 from .model import PLACEMENTS, LoadSpec, Scenario
 
+#: The largest scenario file read (the built-ins are a few hundred bytes).
+MAX_SCENARIO_BYTES = 256 * 1024
 BUILTIN_NAMES = ("untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus")
 _TOP_KEYS = {"name", "description", "profile", "wait", "device", "duration", "loads_on_rt_cpus", "load"}
 _LOAD_KEYS = {"name", "cpus"}
@@ -38,11 +42,14 @@ def load_scenario(name_or_path: str) -> Scenario:
     if path.suffix != ".toml" or not path.is_file():
         raise ConfigError(f"unknown scenario {name_or_path!r}",
                           hint=f"use a built-in ({', '.join(BUILTIN_NAMES)}) or the path of a .toml file")
+    raw = read_bounded(path, "scenario", max_bytes=MAX_SCENARIO_BYTES,
+                       hint="a scenario file is a few lines of TOML (see docs/scenarios.md)")
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(f"cannot read scenario {path}: {err.strerror or err}") from None
-    return parse_scenario(text, source=str(path))
+        text = raw.decode("utf-8")  # TOML is UTF-8 (toml.io, "Spec")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"scenario {printable(path)} is not UTF-8 text (byte {err.start})",
+                          hint="a scenario file is TOML text (see docs/scenarios.md)") from None
+    return parse_scenario(text, source=printable(path))
 
 
 def parse_scenario(text: str, source: str = "<string>") -> Scenario:
@@ -50,7 +57,11 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"scenario {source}: malformed TOML: {err}") from None
+        raise ConfigError(f"scenario {source}: malformed TOML: {printable(err)}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"scenario {source}: malformed TOML: nested too deeply") from None
+    except ValueError as err:  # an integer of more than 4300 digits (sys.int_info)
+        raise ConfigError(f"scenario {source}: malformed TOML: {printable(err)[:80]}") from None
 
     def fail(key: str, problem: str, hint: str | None = None) -> ConfigError:
         line = _line_of(text, key.split(".")[-1].split("[")[0], key)
@@ -59,21 +70,26 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
 
     for key in data:
         if key not in _TOP_KEYS:
-            raise fail(key, "unknown key", f"known keys: {', '.join(sorted(_TOP_KEYS))}")
+            raise fail(printable(key)[:40], "unknown key", f"known keys: {', '.join(sorted(_TOP_KEYS))}")
     name = data.get("name")
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]+", name or ""):
-        raise fail("name", f"must be a short name (letters, digits, _ . + -), got {name!r}")
+        raise fail("name", f"must be a short name (letters, digits, _ . + -), got {_shown(name)}")
     profile = data.get("profile", "rt")
-    if profile not in PROFILES:
-        raise fail("profile", f"unknown profile {profile!r}", f"use one of {', '.join(PROFILES)}")
+    if not isinstance(profile, str) or profile not in PROFILES:
+        raise fail("profile", f"unknown profile {_shown(profile)}", f"use one of {', '.join(PROFILES)}")
     wait = data.get("wait", "spin")
-    if wait not in WAITS:
-        raise fail("wait", f"unknown wait strategy {wait!r}", f"use one of {', '.join(WAITS)}")
+    if not isinstance(wait, str) or wait not in WAITS:
+        raise fail("wait", f"unknown wait strategy {_shown(wait)}", f"use one of {', '.join(WAITS)}")
     device = data.get("device", "virtual")
+    if not isinstance(device, str):
+        raise fail("device", f"must be text such as \"virtual\" or \"ethercat:eth1\", got {_shown(device)}")
     try:
-        check_device_spec(device if isinstance(device, str) else repr(device))
+        check_device_spec(device)
     except ConfigError as err:
-        raise fail("device", err.msg, err.hint) from None
+        raise fail("device", printable(err.msg), err.hint) from None
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise fail("description", f"must be text, got {_shown(description)}")
     duration_ns = None
     if "duration" in data:
         try:
@@ -84,25 +100,40 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
             raise fail("duration", "must be positive", "e.g. duration = \"10s\"")
     on_rt = data.get("loads_on_rt_cpus", False)
     if not isinstance(on_rt, bool):
-        raise fail("loads_on_rt_cpus", f"must be true or false, got {on_rt!r}")
+        raise fail("loads_on_rt_cpus", f"must be true or false, got {_shown(on_rt)}")
     raw_loads = data.get("load", [])
     if not isinstance(raw_loads, list):
         raise fail("load", "must be an array of tables ([[load]])")
     loads = []
     for i, entry in enumerate(raw_loads):
+        if not isinstance(entry, dict):
+            raise fail(f"load[{i}]", f"must be a table ([[load]] with name = ...), got {_shown(entry)}")
         for key in entry:
             if key not in _LOAD_KEYS:
-                raise fail(f"load[{i}].{key}", "unknown key", f"known keys: {', '.join(sorted(_LOAD_KEYS))}")
+                raise fail(f"load[{i}].{printable(key)[:40]}", "unknown key",
+                           f"known keys: {', '.join(sorted(_LOAD_KEYS))}")
         lname = entry.get("name")
-        if lname not in LOAD_NAMES:
-            raise fail(f"load[{i}].name", f"unknown load {lname!r}", f"known loads: {', '.join(LOAD_NAMES)}")
+        if not isinstance(lname, str) or lname not in LOAD_NAMES:
+            raise fail(f"load[{i}].name", f"unknown load {_shown(lname)}", f"known loads: {', '.join(LOAD_NAMES)}")
         cpus = entry.get("cpus", "housekeeping")
         if not isinstance(cpus, str) or (cpus not in PLACEMENTS and not re.fullmatch(r"[0-9,\- ]+", cpus)):
-            raise fail(f"load[{i}].cpus", f"invalid placement {cpus!r}", "use housekeeping, all, or a CPU list like \"0-2\"")
+            raise fail(f"load[{i}].cpus", f"invalid placement {_shown(cpus)}",
+                       "use housekeeping, all, or a CPU list like \"0-2\"")
+        if cpus not in PLACEMENTS:
+            try:
+                CpuSet.parse(cpus)  # bounded (cpus.MAX_CPUS): "0-99999999999" is refused here
+            except ConfigError as err:
+                raise fail(f"load[{i}].cpus", err.msg, err.hint) from None
         loads.append(LoadSpec(name=lname, cpus=cpus))
-    return Scenario(name=name, description=str(data.get("description", "")), profile=profile, wait=wait,
+    return Scenario(name=name, description=printable(description), profile=profile, wait=wait,
                     device=device, duration_ns=duration_ns, loads=tuple(loads), loads_on_rt_cpus=on_rt,
                     source=source)
+
+
+def _shown(value: object) -> str:
+    """*value* for an error message: printable, at most 40 characters."""
+    text = "a huge number" if isinstance(value, int) and abs(value) > 10**30 else printable(repr(value))
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def _line_of(text: str, key: str, full_key: str) -> int | None:

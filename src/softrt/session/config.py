@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from ..board import check_device_spec
-from ..cpus import CpuSet
-from ..errors import ConfigError, InvalidCpu
+from ..cpus import CpuSet, choose_cpus
+from ..errors import ConfigError
 from ..loop.cyclic import WAITS
+from ..motion.config import MAX_AXES
 from ..units import NS_PER_S, NS_PER_US, format_ns
 
 PROFILES = ("rt", "none")
 MIN_PERIOD_NS = 5 * NS_PER_US  # below this a CPython loop cannot even read the clock twice reliably
 MAX_PERIOD_NS = 1 * NS_PER_S
 DEFAULT_MAX_DURATION_NS = 3600 * NS_PER_S  # raise with --max-duration
-MAX_AXES = 1024
 
 
 @dataclass(frozen=True)
@@ -73,15 +73,8 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
     check_device_spec(config.device)
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
-    usable = online & allowed
-    cpu = config.cpu
-    if cpu is None:
-        cpu = usable.last()
-    elif cpu not in online:
-        raise InvalidCpu(cpu, usable, "does not exist or is offline")
-    elif cpu not in allowed:
-        raise InvalidCpu(cpu, usable, "is not allowed to this process (cgroup cpuset or affinity)")
-    if config.profile == "rt" and not (usable - CpuSet([cpu])):
+    cpu, housekeeping = choose_cpus(online, allowed, config.cpu)
+    if config.profile == "rt" and not housekeeping:
         # A SCHED_FIFO task spinning on every CPU we may use would starve the kernel's work there
         # and the supervisor, which must drain the ring from a housekeeping CPU.
         raise ConfigError(f"CPU {cpu} is the only CPU this process may use; softrt keeps one housekeeping CPU free",

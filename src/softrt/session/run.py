@@ -411,9 +411,10 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
 def _take_check(config: RunConfig) -> dict:
     """Return ``softrt check`` of the run's RT CPU (with a 1 s live sample), as a dict."""
     from ..audit import run_checks
+    from ..cpus import choose_cpus
 
     plat = get_platform()
-    rt_cpu = config.cpu if config.cpu is not None else (plat.online_cpus() & plat.allowed_cpus()).last()
+    rt_cpu, _ = choose_cpus(plat.online_cpus(), plat.allowed_cpus(), config.cpu)
     return run_checks(CpuSet([rt_cpu]), sample_s=1.0).to_dict()
 
 

@@ -170,7 +170,9 @@ def parse_when(value: str | date | datetime | None, *, end: bool = False) -> dat
             if _is_date(text):
                 return parse_when(date.fromisoformat(text), end=end)
             when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
+            # Year 1 or 9999 with an offset leaves datetime's range in UTC (OverflowError).
+            return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+        except (ValueError, OverflowError):
             raise ConfigError(f"cannot read the date {text!r}",
                               hint="use YYYY-MM-DD or an ISO 8601 time such as 2026-11-30T07:15") from None
     return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
@@ -188,7 +190,7 @@ def _epoch(iso: str | None) -> float | None:
         return None
     try:
         return parse_when(iso).timestamp()  # type: ignore[union-attr]
-    except ConfigError:
+    except (ConfigError, OverflowError, ValueError):
         return None
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
-import json
 import os
 import re
 import secrets
@@ -45,14 +44,18 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cpus import MAX_CPUS
 from ..errors import ConfigError
 from ..platform import data_dir
 from .history import HISTOGRAM
 from .rundir import SCHEMA, RunDir
+from .validate import INT64_MAX, check_summary, check_values, parse_json, printable, read_bounded, safe_name
 
 HISTOGRAM_SCHEMA = "softrt.histogram/1"
 SOURCES = ("cyclictest", "oslat")
 _PERCENTILES = (("p50", 50.0), ("p99", 99.0), ("p99_9", 99.9), ("p99_99", 99.99))
+#: The largest latency label or min/max/avg read (1e12 µs is 11 days): scaled to ns it fits 64 bits.
+_MAX_LABEL = 1e12
 _NO_STATS = {k: None for k in ("mean", "min", "max", "std", "p50", "p99", "p99_9", "p99_99")}
 
 
@@ -63,8 +66,8 @@ def default_import_dir() -> Path:
 
 def detect_source(doc: dict) -> str:
     """Return "cyclictest" or "oslat" for a parsed rt-tests JSON result; ConfigError otherwise."""
-    cmd = str(doc.get("cmdline:", doc.get("cmdline", ""))).strip()
-    tool = Path(shlex.split(cmd)[0]).name if cmd else ""
+    cmd = _cmdline(doc)
+    tool = Path(cmd[0]).name if cmd else ""
     if tool in SOURCES:
         return tool
     threads = doc.get("thread")
@@ -86,17 +89,11 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     of the file). Raises ConfigError for an unreadable or foreign file.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror or err}",
-                          hint="give a cyclictest/oslat --json file") from None
-    try:
-        doc = json.loads(raw)
-    except ValueError as err:
-        raise ConfigError(f"{path} is not valid JSON ({err})", hint="give a cyclictest/oslat --json file") from None
+    raw = read_bounded(path, "result", hint="give a cyclictest/oslat --json file")
+    doc = parse_json(raw, path)  # bounded: depth, NaN/Infinity, 64-bit integers (store.validate)
     if not isinstance(doc, dict):
-        raise ConfigError(f"{path} is not a cyclictest/oslat result", hint="give a cyclictest/oslat --json file")
+        raise ConfigError(f"{printable(path)} is not a cyclictest/oslat result",
+                          hint="give a cyclictest/oslat --json file")
     tool = source or detect_source(doc)
     if tool not in SOURCES:
         raise ConfigError(f"unknown source {tool!r}", hint=f"use one of: {', '.join(SOURCES)}")
@@ -104,7 +101,8 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     digest = hashlib.sha256(raw).hexdigest()
     started = _iso(doc.get("start_time"))
     sysinfo = doc.get("sysinfo") if isinstance(doc.get("sysinfo"), dict) else {}
-    host = str(sysinfo.get("nodename") or "unknown").split(".")[0][:20]
+    # The nodename becomes part of a directory name: only [A-Za-z0-9._-] (a "/" would make a path).
+    host = safe_name(_text(sysinfo.get("nodename")).split(".")[0], fallback="unknown", max_len=20)
     stamp = (datetime.fromisoformat(started) if started else datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
     run_id = f"{stamp}-{host}-{tool}-{digest[:4]}"
 
@@ -119,6 +117,9 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
                           hint="choose another directory with --out-dir") from None
     summary = build_summary(doc, tool, threads, run_id=run_id, scenario=scenario or tool,
                             file=str(path.resolve()), sha256=digest)
+    # What is written must read back: the same checks as every reader, before anything is written.
+    check_values(summary, path)
+    summary = check_summary(summary, path)
     # Written under a temporary sibling name and renamed when complete: an interrupted import
     # leaves no half-written run directory behind (which would block importing the file again).
     rundir = RunDir(base, f".{run_id}.partial-{os.getpid()}-{secrets.token_hex(3)}")
@@ -157,10 +158,34 @@ def _iso(text: object) -> str | None:
     return when.astimezone(timezone.utc).isoformat(timespec="seconds")
 
 
-def _num(value: object, what: str, path: Path) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{path}: {what} is {value!r}, not a number", hint="is the file a complete --json result?")
+def _num(value: object, what: str, path: Path, *, lo: float = -_MAX_LABEL, hi: float = _MAX_LABEL) -> float:
+    """*value* as a float if it is a JSON number in [lo, hi]; ConfigError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+        shown = printable(repr(value))[:40]
+        raise ConfigError(f"{printable(path)}: {what} is {shown}, not a number from {lo:g} to {hi:g}",
+                          hint="is the file a complete --json result?")
     return float(value)
+
+
+def _text(value: object) -> str:
+    """A JSON string field as printable text ("" for anything else: a number, a list)."""
+    return printable(value) if isinstance(value, str) else ""
+
+
+def _cpu(value: object, name: str, path: Path) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_CPUS:
+        raise ConfigError(f"{printable(path)}: thread {name}: cpu is {printable(repr(value))[:40]}, not a CPU number",
+                          hint="give an unmodified --json result")
+    return value
+
+
+def _thread_order(item: tuple[str, object]) -> int:
+    try:
+        return int(item[0]) if len(item[0]) < 10 else 0
+    except ValueError:
+        return 0
 
 
 def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
@@ -178,14 +203,24 @@ def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
         unit_ns = 1 if width is not None and int(width) % 1000 else 1000
         hist_units = None
     out = []
-    for name, t in sorted(threads.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0):
+    total = 0
+    for name, t in sorted(threads.items(), key=_thread_order):
+        name = printable(name)[:20]
         if not isinstance(t, dict) or not isinstance(t.get("histogram", {}), dict):
-            raise ConfigError(f"{path}: thread {name} is malformed", hint="give an unmodified --json result")
+            raise ConfigError(f"{printable(path)}: thread {name} is malformed", hint="give an unmodified --json result")
         try:
-            buckets = sorted((float(k), int(v)) for k, v in t.get("histogram", {}).items())
+            buckets = sorted((float(k), v) for k, v in t.get("histogram", {}).items())
         except (TypeError, ValueError):
-            raise ConfigError(f"{path}: thread {name} has a malformed histogram",
-                              hint="give an unmodified --json result") from None
+            buckets = None
+        # A bucket label is a latency in µs or ns, a count a whole number; their total fits 64 bits.
+        if buckets is None or not all(0 <= k <= _MAX_LABEL and not isinstance(v, bool) and isinstance(v, int)
+                                      and v >= 0 for k, v in buckets) or sum(v for _, v in buckets) > INT64_MAX:
+            raise ConfigError(f"{printable(path)}: thread {name} has a malformed histogram",
+                              hint="give an unmodified --json result")
+        total += sum(v for _, v in buckets)
+        if total > INT64_MAX:
+            raise ConfigError(f"{printable(path)}: the histograms hold more samples than 64 bits count",
+                              hint="give an unmodified --json result")
         labels = np.array([b[0] for b in buckets], dtype=np.float64)
         counts = np.array([b[1] for b in buckets], dtype=np.int64)
         lo, hi = _num(t.get("min"), "min", path), _num(t.get("max"), "max", path)
@@ -193,7 +228,7 @@ def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
         if tool == "cyclictest":
             width_ns = unit_ns
             lower_ns = np.rint(labels * unit_ns).astype(np.int64)
-            samples = int(_num(t.get("cycles"), "cycles", path))
+            samples = _samples(t.get("cycles"), name, path)
             overflow = max(samples - int(counts.sum()), 0)
             if hist_units is not None:
                 overflow_from_ns = int(hist_units) * unit_ns
@@ -219,12 +254,24 @@ def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
                 overflow_from_ns = int(lower_ns[-1])
                 lower_ns, counts = lower_ns[:-1], counts[:-1]
         out.append({
-            "thread": str(name), "cpu": t.get("cpu"), "samples": samples, "width_ns": int(width_ns),
+            "thread": name, "cpu": _cpu(t.get("cpu"), name, path), "samples": samples, "width_ns": int(width_ns),
             "lower_ns": lower_ns.tolist(), "counts": counts.tolist(), "overflow": int(overflow),
             "overflow_from_ns": int(overflow_from_ns), "min_ns": min_ns, "max_ns": max_ns, "mean_ns": mean_ns,
-            **({"duration_s": t.get("duration"), "counter_mhz": t.get("freq")} if tool == "oslat" else {}),
+            **({"duration_s": _optional_num(t.get("duration")), "counter_mhz": _optional_num(t.get("freq"))}
+               if tool == "oslat" else {}),
         })
     return out
+
+
+def _samples(value: object, name: str, path: Path) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
+        raise ConfigError(f"{printable(path)}: thread {name}: cycles is {printable(repr(value))[:40]}, "
+                          "not a count", hint="give an unmodified --json result")
+    return value
+
+
+def _optional_num(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _cmdline(doc: dict) -> list[str]:
@@ -260,10 +307,10 @@ def _option(cmd: list[str], names: tuple[str, ...]) -> str | None:
 
 
 def _int(text: str | None) -> int | None:
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
+    """A positive whole number from the command line (-h, -W, -i), else None (absent or not sane)."""
+    if text is None or not text.isdigit() or len(text) > 9:
         return None
+    return int(text) or None
 
 
 def _flag(cmd: list[str], short: str, long: str) -> bool:
@@ -330,7 +377,7 @@ def build_summary(doc: dict, tool: str, threads: list[dict], *, run_id: str, sce
     sysinfo = doc.get("sysinfo") if isinstance(doc.get("sysinfo"), dict) else {}
     interval_us = _int(_option(cmd, ("-i", "--interval")))
     config: dict = {
-        "tool": tool, "cmdline": " ".join(cmd), "version": doc.get("rt_test_version:"),
+        "tool": tool, "cmdline": " ".join(cmd), "version": _text(doc.get("rt_test_version:")) or None,
         "threads": len(threads), "cpus": [t["cpu"] for t in threads],
     }
     if tool == "cyclictest":
@@ -350,13 +397,15 @@ def build_summary(doc: dict, tool: str, threads: list[dict], *, run_id: str, sce
         "started_at": _iso(doc.get("start_time")),
         "finished_at": _iso(doc.get("end_time")),
         "status": "complete" if status_ok else "partial",
-        "partial_reason": None if status_ok else f"{tool} exited with return code {doc.get('return_code')}",
+        "partial_reason": None if status_ok else f"{tool} exited with return code "
+                                                 f"{printable(repr(doc.get('return_code')))[:20]}",
         "mode": None,
         "config": config,
         "host": {
-            "os": str(sysinfo.get("sysname", "")).lower() or None, "hostname": sysinfo.get("nodename"),
-            "kernel": sysinfo.get("release"), "kernel_version": sysinfo.get("version"),
-            "machine": sysinfo.get("machine"), "realtime": sysinfo.get("realtime"),
+            "os": _text(sysinfo.get("sysname")).lower() or None, "hostname": _text(sysinfo.get("nodename")) or None,
+            "kernel": _text(sysinfo.get("release")) or None, "kernel_version": _text(sysinfo.get("version")) or None,
+            "machine": _text(sysinfo.get("machine")) or None,
+            "realtime": sysinfo.get("realtime") if isinstance(sysinfo.get("realtime"), (bool, int)) else None,
         },
         "tuning": {"applied": _tuning(tool, cmd), "not_applied": [], "system_changes": [],
                    "recovered_from_earlier_runs": []},

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
+from .validate import check_summary, load_json, printable, safe_name
 
 SCHEMA = "softrt.summary/1"
 SUMMARY_MAJOR = 1
@@ -137,7 +138,7 @@ def write_json_atomic(target: Path, data: dict) -> Path:
 
 def new_run_id() -> str:
     """Return a sortable, unique run id: ``20261130-071502-host-1a2b``."""
-    host = socket.gethostname().split(".")[0][:20] or "host"
+    host = safe_name(socket.gethostname().split(".")[0], fallback="host", max_len=20)  # part of a path
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{host}-{secrets.token_hex(2)}"
 
 
@@ -282,14 +283,13 @@ def update_summary(run_path: Path, **fields) -> dict:
 def read_summary(run_path: Path) -> dict:
     """Return a run's summary.json, checking its schema."""
     path = Path(run_path) / SUMMARY
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise SoftRTError(f"cannot read {path}: {err}") from None
-    if not str(data.get("schema", "")).startswith("softrt.summary/"):
-        raise SoftRTError(f"{path} is not a softrt summary (schema {data.get('schema')!r})")
+    data = load_json(path, "run summary")  # bounded: size, depth, numbers (store.validate)
+    if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("softrt.summary/"):
+        schema = data.get("schema") if isinstance(data, dict) else None
+        raise ConfigError(f"{printable(path)} is not a softrt summary (schema {printable(repr(schema))[:60]})",
+                          hint="give a run directory written by softrt run, compare or import")
     check_summary_version(data, path)
-    return data
+    return check_summary(data, path)
 
 
 def check_summary_version(summary: dict, where: Path | str) -> None:
@@ -298,9 +298,10 @@ def check_summary_version(summary: dict, where: Path | str) -> None:
     try:
         major = int(schema.split("/", 1)[1].split(".", 1)[0])
     except (IndexError, ValueError):
-        raise ConfigError(f"{where}: unreadable summary schema {schema!r}",
+        raise ConfigError(f"{printable(where)}: unreadable summary schema {printable(repr(schema))[:60]}",
                           hint="expected softrt.summary/<major>") from None
     if major > SUMMARY_MAJOR:
-        raise ConfigError(f"{where} was written by a newer softrt (summary schema {schema}; this softrt reads "
+        raise ConfigError(f"{printable(where)} was written by a newer softrt (summary schema {printable(schema)[:60]}; "
+                          "this softrt reads "
                           f"softrt.summary/{SUMMARY_MAJOR})", hint="upgrade softrt to read it")
 
