@@ -2,9 +2,7 @@
 (header, entries), or one ConfigError line; never another exception, never an entry that names a file
 outside /proc or /sys (issue 12, defects 1 and 9).
 
-Written against the contract only, so it holds for the state module's rewrite (helper H1). The tests
-marked ``xfail(strict=True)`` fail on the state module this branch started from; once the rewrite is
-merged they pass, the strict mark turns that into a failure, and the mark is to be removed.
+Written against the contract only (the state file is a :mod:`softrt.platform.journal`).
 """
 
 from __future__ import annotations
@@ -19,13 +17,13 @@ from hypothesis import strategies as st
 
 from softrt.audit.tune import state
 from softrt.errors import SoftRTError
+from softrt.platform import journal
 
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FIXED_BY_H1 = pytest.mark.xfail(strict=True, reason="fixed by the state module rewrite (H1); drop the mark at merge")
 
 
 def _header(root: str) -> dict:
-    return {"format": state.FORMAT, "version": state.VERSION, "created": 1.0, "host": "pc", "pid": 1, "root": root}
+    return {"format": state.FORMAT, "version": journal.VERSION, "created": 1.0, "host": "pc", "pid": 1, "root": root}
 
 
 def _load(root: Path, lines: list[str]):
@@ -91,13 +89,11 @@ def test_state_with_huge_cpu_list_is_refused(tmp_path):
     assert isinstance(_load(tmp_path, [json.dumps(_header(str(tmp_path))), json.dumps(entry)]), SoftRTError)
 
 
-@FIXED_BY_H1
 def test_state_deeply_nested_is_one_line(tmp_path):
     """Defect 9: a state line nested 100,000 deep was a RecursionError traceback."""
     _load(tmp_path, [json.dumps(_header(str(tmp_path))), "[" * 100_000 + "]" * 100_000])
 
 
-@FIXED_BY_H1
 @pytest.mark.parametrize("target", ["/proc/1/root/etc/passwd", "/proc/self/root/tmp/victim", "/proc/self/cwd/x"])
 def test_state_never_returns_a_file_through_a_process_root(tmp_path, target):
     """Defects 1 and 9: /proc/<pid>/root/<any path> passed the prefix check, and revert wrote there as root."""
@@ -106,7 +102,6 @@ def test_state_never_returns_a_file_through_a_process_root(tmp_path, target):
     assert isinstance(result, SoftRTError) or all(_kernel_file(e["target"]) for e in result[1])
 
 
-@FIXED_BY_H1
 def test_state_header_with_a_nul_root_is_one_line(tmp_path):
     """Found by the fuzz: a header root with a NUL byte made os.path.realpath raise ValueError."""
     header = {**_header(str(tmp_path)), "root": "/\x00"}

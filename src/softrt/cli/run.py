@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..session import interrupts
+from ..motion.config import MAX_AXES
 from ..session.config import RunConfig
 from ..session.run import run
 from .history import remember
@@ -34,7 +35,7 @@ from .render import console, progress_line, render_summary
               help="hybrid: wake this long before the edge, then spin.")
 @click.option("--device", default="virtual", show_default=True,
               help="virtual (an ideal board), or ethercat:IFACE (CiA 402 drives via SOEM; needs softrt[ethercat]).")
-@click.option("--axes", type=int, default=1, show_default=True, help="Number of axes (1-1024).")
+@click.option("--axes", type=int, default=1, show_default=True, help=f"Number of axes (1-{MAX_AXES}).")
 @click.option("--motion", "shape", type=click.Choice(["scurve", "trapezoid"]), default="scurve", show_default=True,
               help="Point-to-point profile shape.")
 @click.option("--distance", type=float, default=None, help="Move distance, counts.")

@@ -220,7 +220,7 @@ def load(path: Path, fmt: str, what: str, root: str | None = None) -> tuple[dict
         raise JournalError(f"{path} has {what} format version {str(header.get('version'))[:20]}, "
                            f"this softrt reads {VERSION}", hint=hint)
     saved_root = header.get("root")
-    if not isinstance(saved_root, str) or not saved_root.startswith("/"):
+    if not isinstance(saved_root, str) or not saved_root.startswith("/") or "\0" in saved_root:
         raise JournalError(f"the {what} {path} is corrupt (no root)", hint=hint)
     if root is not None and os.path.realpath(saved_root) != os.path.realpath(str(root)):
         raise JournalError(f"{path} was saved for root {saved_root[:200]!r}, not {os.path.realpath(str(root))!r}")

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis import summarize
-from ..cpus import CpuSet
+from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..ipc.ring import Ring
@@ -309,7 +309,7 @@ def _apply_system_changes(config: RunConfig, plat, journal, out: _Outcome, clean
     if config.profile != "rt":
         return
     previous = plat.allowed_cpus()
-    housekeeping = (plat.online_cpus() & previous) - CpuSet([config.cpu])
+    _, housekeeping = choose_cpus(plat.online_cpus(), previous, config.cpu)
     cleanup.callback(plat.set_affinity, previous)
     plat.set_affinity(housekeeping)  # validate() made sure there is one
     out.applied.append({"what": "supervisor_affinity", "detail": f"supervisor on CPUs {housekeeping}"})
@@ -411,7 +411,6 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
 def _take_check(config: RunConfig) -> dict:
     """Return ``softrt check`` of the run's RT CPU (with a 1 s live sample), as a dict."""
     from ..audit import run_checks
-    from ..cpus import choose_cpus
 
     plat = get_platform()
     rt_cpu, _ = choose_cpus(plat.online_cpus(), plat.allowed_cpus(), config.cpu)
