@@ -34,6 +34,8 @@ EXACT_BELOW_NS = 1 << SUB_BITS
 RELATIVE_ERROR = 2.0 ** -SUB_BITS
 _CLIP = (1 << 53) - 1  # float64 holds every integer below 2^53 exactly (frexp gives the bit length)
 FORMAT = "softrt.hdr/1"
+#: A chunk of n values is counted value by value in a window of 2 n + this many ns.
+DENSE_SPAN_NS = 1 << 10
 
 
 def bucket_keys(values_ns: np.ndarray) -> np.ndarray:
@@ -80,22 +82,57 @@ class Hdr:
 
     # -- feeding -------------------------------------------------------------------------------
     def add(self, values_ns: np.ndarray) -> None:
-        """Count the int64 values *values_ns*."""
+        """Count the int64 values *values_ns*.
+
+        A chunk is counted value by value in a window of ``2 n + DENSE_SPAN_NS`` ns (one
+        ``bincount``, no float work per sample); only the samples outside it (a stall, an overrun)
+        go through :func:`bucket_keys`. The sums and the buckets then come from those few counts.
+        """
         v = np.asarray(values_ns, dtype=np.int64)
         n = int(v.size)
         if n == 0:
             return
+        width = (n << 1) + DENSE_SPAN_NS
         lo, hi = int(v.min()), int(v.max())
-        total = int(v.sum())
-        mean = total / n
-        d = v.astype(np.float64) - mean
-        self._merge_moments(n, total, mean, float(np.dot(d, d)), lo, hi)
-        if lo == hi:  # the common steady chunk of a coarse series: one bucket
-            self._add_counts(int(bucket_keys(np.array([lo]))[0]), np.array([n], np.int64))
+        if hi - lo < width:
+            exact = np.bincount(v - lo) if hi > lo else np.array([n], np.int64)
+            self._add_exact(exact, lo, n, lo, hi, None)
             return
-        keys = bucket_keys(v)
-        k0 = int(bucket_keys(np.array([lo]))[0])  # keys are monotone in the value: the least is lo's
-        self._add_counts(k0, np.bincount(keys - k0))
+        total = int(v.sum())
+        base = total // n - width // 2  # a window around the mean holds all but the outliers
+        rel = v - (base - 1)
+        np.clip(rel, 0, width + 1, out=rel)  # bin 0: below the window, width + 1: above it
+        exact = np.bincount(rel, minlength=width + 2)
+        outliers = v[(rel == 0) | (rel == width + 1)]
+        self._add_exact(exact[1:width + 1], base, n, lo, hi, (total, outliers))
+
+    def _add_exact(self, exact: np.ndarray, base: int, n: int, lo: int, hi: int,
+                   split: tuple[int, np.ndarray] | None) -> None:
+        # exact[i] samples of value base + i; with *split*, (the chunk's exact sum, its outliers).
+        offset = np.flatnonzero(exact)
+        counts = exact[offset]
+        if split is None:
+            total = n * base + int(np.dot(counts, offset))  # exact: each term is below n * span
+        else:
+            total = split[0]
+        mean = total / n
+        d = (offset + base) - mean
+        m2 = float(np.dot(counts * d, d))
+        if split is not None and split[1].size:
+            od = split[1] - mean
+            m2 += float(np.dot(od, od))
+        self._merge_moments(n, total, mean, m2, lo, hi)
+        if offset.size:
+            keys = bucket_keys(offset + base)
+            k0 = int(keys[0])
+            if keys[-1] == k0:
+                self._add_counts(k0, np.array([int(counts.sum())], np.int64))
+            else:
+                self._add_counts(k0, np.bincount(keys - k0, weights=counts).astype(np.int64))
+        if split is not None and split[1].size:
+            keys = bucket_keys(split[1])
+            k0 = int(keys.min())
+            self._add_counts(k0, np.bincount(keys - k0))
 
     def _merge_moments(self, n: int, total: int, mean: float, m2: float, lo: int, hi: int) -> None:
         # Chan et al.: M2 = M2a + M2b + delta^2 * na * nb / (na + nb).

@@ -81,15 +81,24 @@ class RunStats:
             if self.first_detect_ns is None:
                 self.first_detect_ns = int(detect[0])
             c["records_expected"] += end_seq - first_seq + 1
-            gaps = np.diff(seq)
-            steps = np.diff(detect)
+            steps = detect[1:] - detect[:-1]
+            linked = end_seq - first_seq == n - 1
         else:
             # Continue from the last record of the previous chunk: a period may span the boundary.
             c["records_expected"] += end_seq - self.last_seq
-            gaps = np.diff(seq, prepend=self.last_seq)
-            steps = np.diff(detect, prepend=self.last_detect_ns)
-        consecutive = gaps == 1
-        period = steps if consecutive.all() else steps[consecutive]
+            steps = np.empty(n, np.int64)
+            steps[0] = detect[0] - self.last_detect_ns
+            np.subtract(detect[1:], detect[:-1], out=steps[1:])
+            linked = end_seq - self.last_seq == n
+        if linked:
+            # seq strictly increases (the worker numbers every record; the ring only drops), so
+            # endpoints n - 1 apart mean no gap: every step is a period.
+            consecutive = None
+            period = steps
+        else:
+            gaps = np.diff(seq) if offset else np.diff(seq, prepend=self.last_seq)
+            consecutive = gaps == 1
+            period = steps[consecutive]
         self.last_seq, self.last_detect_ns = end_seq, int(detect[-1])
         c["cycles"] += n
 
@@ -119,10 +128,10 @@ class RunStats:
             h["rtt"].add(rtt[rtt > 0])
         return self
 
-    def _note_worst(self, period: np.ndarray, consecutive: np.ndarray, records: np.ndarray, offset: int) -> None:
+    def _note_worst(self, period: np.ndarray, consecutive: np.ndarray | None, records: np.ndarray, offset: int) -> None:
         # Step j of the chunk ends record j + offset (offset 1 when no record was carried in).
         i = int(np.argmax(period))
-        step = i if period.size == consecutive.size else int(np.flatnonzero(consecutive)[i])
+        step = i if consecutive is None else int(np.flatnonzero(consecutive)[i])
         self.worst_period_ns = int(period[i])
         self.worst_seq = int(records["seq"][step + offset])
         self.worst_detect_ns = int(records["detect_ns"][step + offset])
