@@ -65,12 +65,14 @@ class RunStats:
         self.worst_period_ns: int | None = None
         self.worst_seq: int | None = None
         self.worst_detect_ns: int | None = None
+        self._chunk: tuple = (np.zeros(0, np.int64), None, 0)
 
     # -- feeding ---------------------------------------------------------------------------------
     def add(self, records: np.ndarray) -> RunStats:
         """Consume the next chunk of this run's records (RECORD_DTYPE, in write order); return self."""
         n = int(records.size)
         if n == 0:
+            self._chunk = (np.zeros(0, np.int64), None, 0)
             return self
         seq, detect = records["seq"], records["detect_ns"]
         edge, done = records["edge_ns"], records["done_ns"]
@@ -100,6 +102,7 @@ class RunStats:
             consecutive = gaps == 1
             period = steps[consecutive]
         self.last_seq, self.last_detect_ns = end_seq, int(detect[-1])
+        self._chunk = (period, consecutive, offset)
         c["cycles"] += n
 
         h = self.hist
@@ -135,6 +138,14 @@ class RunStats:
         self.worst_period_ns = int(period[i])
         self.worst_seq = int(records["seq"][step + offset])
         self.worst_detect_ns = int(records["detect_ns"][step + offset])
+
+    def chunk_periods(self) -> tuple[np.ndarray, np.ndarray]:
+        """The periods (ns) of the chunk last added, and the index in that chunk of the record that
+        ends each one (for callers that also draw the series, e.g. the report)."""
+        period, consecutive, offset = self._chunk
+        if consecutive is None:
+            return period, np.arange(offset, offset + period.size)
+        return period, np.flatnonzero(consecutive) + offset
 
     def end_run(self) -> RunStats:
         """Forget the carried record: the next chunk starts a new run (no period spans the two)."""
