@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from softrt.analysis import RunStats, derive, summarize
-from softrt.analysis.hdr import EXACT_BELOW_NS, RELATIVE_ERROR, Hdr, bucket_bounds, bucket_keys
+from softrt.analysis.hdr import EXACT_BELOW_NS, RELATIVE_ERROR, Hdr, bucket_bounds, bucket_keys, key_of
 from softrt.ipc.layout import FLAG_DEVICE_ERROR, RECORD_DTYPE
 
 PERIOD = 250_000
@@ -152,6 +152,7 @@ def test_bucket_holds_its_value_and_is_narrow(x):
     lo, hi = bucket_bounds(k[:1])
     assert lo[0] <= x <= hi[0]
     assert k[1] >= k[0]  # keys are monotone in the value
+    assert key_of(x) == k[0]
     assert hi[0] - lo[0] + 1 <= max(1, 2 * RELATIVE_ERROR * min(abs(lo[0]), abs(hi[0])))
     if abs(x) < EXACT_BELOW_NS:
         assert lo[0] == hi[0] == x
@@ -215,3 +216,16 @@ def test_empty_and_single_record():
     assert s["cycles"] == 0 and s["period_us"]["p99"] is None and s["misses"]["longest_miss_run"] == 0
     one = summarize(records(n=1), PERIOD)
     assert one["cycles"] == 1 and one["period_us"]["max"] is None and one["latency_us"]["max"] is not None
+
+
+def test_many_outliers_and_a_window_across_zero():
+    rng = np.random.default_rng(9)
+    v = np.concatenate([rng.integers(-3_000, 3_000, 5_000), rng.integers(-10**9, 10**9, 500)])
+    rng.shuffle(v)
+    h = Hdr()
+    for part in np.array_split(v, 7):
+        h.add(part)
+    assert h.n == v.size and h.min == v.min() and h.max == v.max() and h.total == int(v.sum())
+    assert h.std == pytest.approx(v.std(), rel=1e-12)
+    keys, counts = h.buckets()
+    assert np.array_equal(keys, np.unique(bucket_keys(v))) and counts.sum() == v.size

@@ -65,6 +65,31 @@ def bucket_mid(keys: np.ndarray) -> np.ndarray:
     return (lo + hi) / 2.0
 
 
+def key_of(value_ns: int) -> int:
+    """Bucket key of one value (pure Python: the same as :func:`bucket_keys`)."""
+    a = min(abs(value_ns), _CLIP)
+    shift = max(a.bit_length() - SUB_BITS, 0)
+    idx = (shift << (SUB_BITS - 1)) + (a >> shift)
+    return idx if value_ns >= 0 else -1 - idx
+
+
+# Lowest value of every bucket key, for keys _KEY_MIN … _KEY_MAX (368 KB, built once).
+_KEY_MAX = key_of(_CLIP)
+_KEY_MIN = -1 - _KEY_MAX
+_START = bucket_bounds(np.arange(_KEY_MIN, _KEY_MAX + 1))[0]
+_RAMP = np.zeros(0, np.int64)
+_RAMP2 = np.zeros(0, np.int64)
+
+
+def _ramps(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """0 … m-1 and their squares (int64), cached."""
+    global _RAMP, _RAMP2
+    if _RAMP.size < m:
+        _RAMP = np.arange(max(m, 2 * _RAMP.size), dtype=np.int64)
+        _RAMP2 = _RAMP * _RAMP
+    return _RAMP[:m], _RAMP2[:m]
+
+
 class Hdr:
     """Exact moments and extremes plus a log-linear histogram of int64 ns values, fed in chunks."""
 
@@ -85,8 +110,9 @@ class Hdr:
         """Count the int64 values *values_ns*.
 
         A chunk is counted value by value in a window of ``2 n + DENSE_SPAN_NS`` ns (one
-        ``bincount``, no float work per sample); only the samples outside it (a stall, an overrun)
-        go through :func:`bucket_keys`. The sums and the buckets then come from those few counts.
+        ``bincount``, no float work per sample); the exact sums and the buckets then come from
+        that window (integer dot products, one ``add.reduceat`` over precomputed bucket edges).
+        Only the samples outside the window (a stall, an overrun) are keyed one by one.
         """
         v = np.asarray(values_ns, dtype=np.int64)
         n = int(v.size)
@@ -96,43 +122,65 @@ class Hdr:
         lo, hi = int(v.min()), int(v.max())
         if hi - lo < width:
             exact = np.bincount(v - lo) if hi > lo else np.array([n], np.int64)
-            self._add_exact(exact, lo, n, lo, hi, None)
+            self._add_window(exact, n, lo, hi)
             return
-        total = int(v.sum())
-        base = total // n - width // 2  # a window around the mean holds all but the outliers
+        base = int(v.sum()) // n - width // 2  # a window around the mean holds all but the outliers
         rel = v - (base - 1)
         np.clip(rel, 0, width + 1, out=rel)  # bin 0: below the window, width + 1: above it
-        exact = np.bincount(rel, minlength=width + 2)
+        window = np.bincount(rel, minlength=width + 2)[1:width + 1]
         outliers = v[(rel == 0) | (rel == width + 1)]
-        self._add_exact(exact[1:width + 1], base, n, lo, hi, (total, outliers))
+        if outliers.size < n:
+            nz = np.flatnonzero(window)
+            a, b = int(nz[0]), int(nz[-1])
+            self._add_window(window[a:b + 1], n - int(outliers.size), base + a, base + b)
+        if outliers.size <= 64:
+            self._add_few(outliers.tolist())
+            return
+        total = int(outliers.sum())
+        mean = total / outliers.size
+        d = outliers - mean
+        self._merge_moments(int(outliers.size), total, mean, float(np.dot(d, d)), int(outliers.min()),
+                            int(outliers.max()))
+        keys = bucket_keys(outliers)
+        k0 = int(keys.min())
+        self._add_counts(k0, np.bincount(keys - k0))
 
-    def _add_exact(self, exact: np.ndarray, base: int, n: int, lo: int, hi: int,
-                   split: tuple[int, np.ndarray] | None) -> None:
-        # exact[i] samples of value base + i; with *split*, (the chunk's exact sum, its outliers).
-        offset = np.flatnonzero(exact)
-        counts = exact[offset]
-        if split is None:
-            total = n * base + int(np.dot(counts, offset))  # exact: each term is below n * span
-        else:
-            total = split[0]
+    def _add_few(self, values: list[int]) -> None:
+        # A handful of outliers: plain Python is cheaper than a dozen numpy calls on tiny arrays.
+        n = len(values)
+        total = sum(values)
         mean = total / n
-        d = (offset + base) - mean
-        m2 = float(np.dot(counts * d, d))
-        if split is not None and split[1].size:
-            od = split[1] - mean
-            m2 += float(np.dot(od, od))
-        self._merge_moments(n, total, mean, m2, lo, hi)
-        if offset.size:
-            keys = bucket_keys(offset + base)
-            k0 = int(keys[0])
-            if keys[-1] == k0:
-                self._add_counts(k0, np.array([int(counts.sum())], np.int64))
-            else:
-                self._add_counts(k0, np.bincount(keys - k0, weights=counts).astype(np.int64))
-        if split is not None and split[1].size:
-            keys = bucket_keys(split[1])
-            k0 = int(keys.min())
-            self._add_counts(k0, np.bincount(keys - k0))
+        m2 = sum((x - mean) ** 2 for x in values)
+        self._merge_moments(n, total, mean, m2, min(values), max(values))
+        keys = [key_of(x) for x in values]
+        k0 = min(keys)
+        self._add_counts(k0, np.bincount(np.array(keys, dtype=np.int64) - k0))
+
+    def _add_window(self, exact: np.ndarray, n: int, lo: int, hi: int) -> None:
+        # exact[i] samples of value lo + i (n in all; exact[-1] is hi's count).
+        m = exact.size
+        ramp, ramp2 = _ramps(m)
+        s1 = int(np.dot(exact, ramp))  # exact in int64: below n * m
+        total = n * lo + s1
+        if n * (m - 1) ** 2 < (1 << 62):
+            m2 = (n * int(np.dot(exact, ramp2)) - s1 * s1) / n  # exact integers, one rounding
+        else:
+            d = ramp - s1 / n
+            m2 = float(np.dot(exact * d, d))
+        self._merge_moments(n, total, total / n, m2, lo, hi)
+        k_lo, k_hi = key_of(lo), key_of(hi)
+        if k_lo == k_hi:
+            self._add_counts(k_lo, np.array([n], np.int64))
+            return
+        # Buckets k_lo + 1 … k_hi start at these offsets in the window (key -1 holds no value: skipped).
+        starts = _START[k_lo + 1 - _KEY_MIN:k_hi + 1 - _KEY_MIN] - lo
+        hole = k_lo < -1 < k_hi
+        if hole:
+            starts = np.delete(starts, -2 - k_lo)
+        counts = np.add.reduceat(exact, np.concatenate(([0], starts)))
+        if hole:
+            counts = np.insert(counts, -1 - k_lo, 0)
+        self._add_counts(k_lo, counts)
 
     def _merge_moments(self, n: int, total: int, mean: float, m2: float, lo: int, hi: int) -> None:
         # Chan et al.: M2 = M2a + M2b + delta^2 * na * nb / (na + nb).
