@@ -1,0 +1,61 @@
+"""The run's collector: every chunk drained from the ring goes through the one streaming pass
+(session layer).
+
+:class:`Collector` holds the run's :class:`softrt.analysis.RunStats` (every summary metric, the
+live progress, ``stats.json``) and, for the motion test, a :class:`softrt.motion.MotionImpactStream`
+(what the misses did to the motor). It keeps no record, so the end of a run never re-reads
+``samples.parquet``: a 24 h run at 250 µs (345 M records) is summarised in a few MB
+(docs/benchmarks.md, "Streaming metrics pass").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis import RunStats, Snapshot
+from ..motion import MotionConfig, MotionImpactStream
+from ..store.rundir import STATS, RunDir
+
+
+class Collector:
+    """Feed it the records as they are drained; ask it for the progress, the summary, stats.json."""
+
+    def __init__(self, period_ns: int, motion: MotionConfig | None = None) -> None:
+        self.stats = RunStats(period_ns)
+        self.motion = MotionImpactStream(motion, period_ns=period_ns) if motion is not None else None
+
+    def add(self, records: np.ndarray) -> None:
+        """Consume the next drained chunk (RECORD_DTYPE, in write order)."""
+        if not records.size:
+            return
+        self.stats.add(records)
+        if self.motion is not None:
+            # Write i carries sample i and lands in board cycle cycle + missed (motion.impact).
+            self.motion.add(records["cycle"] + records["missed"])
+
+    def progress(self) -> Snapshot:
+        """Cycles, missed updates, max and p99 period, the worst cycle and when (cheap)."""
+        return self.stats.snapshot()
+
+    def summary(self, worker_cycles: int | None = None) -> dict:
+        """The numeric part of summary.json, plus ``motion`` for a motion test.
+
+        *worker_cycles* is the worker's own record count: it also covers records dropped at the
+        very end, after the last one the ring delivered.
+        """
+        out = self.stats.summary()
+        if worker_cycles is not None:
+            out["records_expected"] = worker_cycles
+            out["records_missing"] = worker_cycles - out["cycles"]
+        if self.motion is not None and out["cycles"]:
+            missing = out["records_missing"]
+            if missing:
+                out["motion"] = {"not_computed": f"{missing} records were dropped by the ring, so the delivered "
+                                                 "samples are unknown"}
+            else:
+                out["motion"] = self.motion.result().to_dict()
+        return out
+
+    def write(self, rundir: RunDir) -> None:
+        """Store the pass's state with the run (``stats.json``, docs/run-format.md)."""
+        rundir.write_json(STATS, self.stats.to_dict())
