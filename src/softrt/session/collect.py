@@ -17,12 +17,19 @@ from ..motion import MotionConfig, MotionImpactStream
 from ..store.rundir import STATS, RunDir
 
 
+#: Board cycles of this many writes are fed to the motion stream at once: its per-call cost (a few
+#: hundred µs) is then spread over 4 s of records instead of one 50 ms drain.
+MOTION_BATCH = 16_384
+
+
 class Collector:
     """Feed it the records as they are drained; ask it for the progress, the summary, stats.json."""
 
     def __init__(self, period_ns: int, motion: MotionConfig | None = None) -> None:
         self.stats = RunStats(period_ns)
         self.motion = MotionImpactStream(motion, period_ns=period_ns) if motion is not None else None
+        self._windows: list[np.ndarray] = []
+        self._pending = 0
 
     def add(self, records: np.ndarray) -> None:
         """Consume the next drained chunk (RECORD_DTYPE, in write order)."""
@@ -31,7 +38,15 @@ class Collector:
         self.stats.add(records)
         if self.motion is not None:
             # Write i carries sample i and lands in board cycle cycle + missed (motion.impact).
-            self.motion.add(records["cycle"] + records["missed"])
+            self._windows.append(records["cycle"] + records["missed"])
+            self._pending += int(records.size)
+            if self._pending >= MOTION_BATCH:
+                self._feed_motion()
+
+    def _feed_motion(self) -> None:
+        if self._windows:
+            self.motion.add(np.concatenate(self._windows))
+            self._windows, self._pending = [], 0
 
     def progress(self) -> Snapshot:
         """Cycles, missed updates, max and p99 period, the worst cycle and when (cheap)."""
@@ -53,6 +68,7 @@ class Collector:
                 out["motion"] = {"not_computed": f"{missing} records were dropped by the ring, so the delivered "
                                                  "samples are unknown"}
             else:
+                self._feed_motion()
                 out["motion"] = self.motion.result().to_dict()
         return out
 
