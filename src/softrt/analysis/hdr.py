@@ -124,7 +124,10 @@ class Hdr:
             exact = np.bincount(v - lo) if hi > lo else np.array([n], np.int64)
             self._add_window(exact, n, lo, hi)
             return
-        base = int(v.sum()) // n - width // 2  # a window around the mean holds all but the outliers
+        # A window around the median of ~64 samples holds all but the outliers (a stall moves the
+        # mean of a short chunk further than the window reaches; the median stays put).
+        sample = v[::max(n >> 6, 1)]
+        base = int(np.partition(sample, sample.size >> 1)[sample.size >> 1]) - width // 2
         rel = v - (base - 1)
         np.clip(rel, 0, width + 1, out=rel)  # bin 0: below the window, width + 1: above it
         window = np.bincount(rel, minlength=width + 2)[1:width + 1]
