@@ -1,7 +1,8 @@
 """The one streaming metrics pass at scale (issue 10, benchmark parts a and b). Not a test.
 
-(a) collector rate: records per second through ``RunStats.add`` alone, ``RunDir.append`` (Parquet,
-    zstd) alone, and both, at the drainer's chunk (200 records = 50 ms at 250 µs) and at 1 s chunks.
+(a) collector rate: records per second through ``RunStats.add`` alone, with the motion impact
+    (``session.collect.Collector``), ``RunDir.append`` (Parquet) alone, and Collector + Parquet,
+    at the drainer's chunk (200 records = 50 ms at 250 µs) and at 1 s chunks.
 (b) a synthetic 24 h run at 250 µs (345.6 M records) fed to one ``RunStats`` in chunks: wall and CPU
     time, peak memory (``resource.getrusage(RUSAGE_SELF).ru_maxrss``), the size of ``stats.json``,
     and a check of the result (cycles, records missing, missed updates) against what was fed.
@@ -10,7 +11,7 @@ The records are built from a few pre-made 1 s templates (jitter, misses, a ring 
 shifted in place chunk after chunk so seq, cycles and times run on without a break; the cost of
 that shifting is measured on its own and subtracted ("pass only").
 
-    python bench/stream_scale.py                      # (a) and (b), 24 h in 1 s chunks (~1-2 min)
+    python bench/stream_scale.py                      # (b) 24 h in 1 s chunks, then (a) (~3 min idle)
     python bench/stream_scale.py --hours 1 --chunk 40000
     python bench/stream_scale.py --json
 
@@ -31,7 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from softrt.analysis import RunStats
+from softrt.motion import MotionConfig
 from softrt.report.synthetic import synthetic_records
+from softrt.session.collect import Collector
 from softrt.store.rundir import RunDir
 
 PERIOD_NS = 250_000
@@ -88,37 +91,34 @@ def rate(fn, records: int) -> tuple[float, float]:
 
 
 def collector(total: int) -> dict:
-    """(a): records/s of the pass, the Parquet append, and both, at two chunk sizes."""
+    """(a): records/s of the pass, the pass with the motion impact (the run's Collector), the
+    Parquet append (RunDir), and Collector + Parquet, at two chunk sizes."""
     out = {}
     for chunk in (200, 4000):
         n_chunks = total // chunk
         feed = Feed(chunk)
-        chunks = [feed.next(i).copy() for i in range(min(n_chunks, 2000))]
+        chunks = [feed.next(i).copy() for i in range(min(n_chunks, 100))]  # reused in turn (32 MB)
 
-        def pass_only():
-            stats = RunStats(PERIOD_NS)
-            for i in range(n_chunks):
-                stats.add(chunks[i % len(chunks)])
-                if i % len(chunks) == len(chunks) - 1:
-                    stats.end_run()  # the chunks repeat: start over rather than see seq go back
-
-        def parquet_only(with_pass=False):
+        def feed_all(sink, write=False):
             with tempfile.TemporaryDirectory() as tmp:
                 rd = RunDir(Path(tmp), "bench")
-                stats = RunStats(PERIOD_NS)
+                target = sink() if sink else None
                 for i in range(n_chunks):
                     c = chunks[i % len(chunks)]
-                    rd.append(c)
-                    if with_pass:
-                        stats.add(c)
-                        if i % len(chunks) == len(chunks) - 1:
-                            stats.end_run()
+                    if write:
+                        rd.append(c)
+                    if target is not None:
+                        if i and i % len(chunks) == 0:  # the chunks repeat: a new stream, not seq going back
+                            target = sink()
+                        target.add(c)
                 rd.close()
 
+        n = n_chunks * chunk
         out[chunk] = {
-            "pass": rate(pass_only, n_chunks * chunk),
-            "parquet": rate(parquet_only, n_chunks * chunk),
-            "both": rate(lambda: parquet_only(True), n_chunks * chunk),
+            "pass": rate(lambda: feed_all(lambda: RunStats(PERIOD_NS)), n),
+            "pass+motion": rate(lambda: feed_all(lambda: Collector(PERIOD_NS, MotionConfig())), n),
+            "parquet": rate(lambda: feed_all(None, write=True), n),
+            "pass+motion+parquet": rate(lambda: feed_all(lambda: Collector(PERIOD_NS, MotionConfig()), write=True), n),
         }
     return out
 
@@ -164,9 +164,9 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     result = {"load_1min_before": _load()}
+    result["day"] = day(args.hours, args.chunk)  # first: its peak memory is then its own
     if not args.no_collector:
         result["collector"] = collector(args.collector_records)
-    result["day"] = day(args.hours, args.chunk)
     result["load_1min_after"] = _load()
     if args.json:
         print(json.dumps(result, indent=2))
@@ -175,6 +175,7 @@ def main() -> int:
         print(f"(a) chunks of {chunk:>5} records: " + ", ".join(
             f"{k} {wall / 1e6:.2f} M/s wall, {cpu / 1e6:.2f} M/s CPU" for k, (wall, cpu) in r.items()))
     d = result["day"]
+    print(f"    peak RSS above is after (b) alone ({d['peak_rss_mib']:.0f} MiB)")
     print(f"(b) {d['hours']:g} h = {d['records']:,} records in chunks of {d['chunk_records']}: "
           f"{d['wall_s']:.1f} s wall, {d['cpu_s']:.1f} s CPU (of which shifting the templates "
           f"{d['shift_cpu_s']:.1f} s CPU), {d['records_per_s_cpu'] / 1e6:.2f} M records/s CPU; peak RSS "
