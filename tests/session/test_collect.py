@@ -21,6 +21,7 @@ def test_drained_chunks_give_the_summary_and_motion_of_the_whole_run(tmp_path):
     for a in range(0, rec.size, 200):  # 50 ms drains at 250 µs
         collector.add(rec[a:a + 200])
         collector.add(rec[:0])  # an empty drain changes nothing
+    assert collector.progress().cycles == rec.size - rec.size % 4_200  # batches of 21 drains: 4,200 records
     summary = collector.summary(worker_cycles=rec.size)
     motion = summary.pop("motion")
     whole = summarize(rec, PERIOD)
