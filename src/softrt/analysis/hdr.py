@@ -11,7 +11,9 @@ A bucket's width is at most 2^-9 of its lower edge, so its midpoint is within 2^
 of any value in it. **Error bound:** a percentile is the bucket midpoint (clamped to the exact
 min and max) of the order statistic numpy's default ("linear") method would pick, interpolated
 the way numpy interpolates between two neighbours; for values of one sign its error is at most
-2^-10 ≈ 0.098 % of the true value (``np.percentile`` of the same samples), and zero below 1,024 ns.
+2^-10 ≈ 0.098 % of the true value (``np.percentile`` of the same samples), and zero when the
+neighbours are below 1,024 ns in magnitude; when the two neighbours differ in sign it is at most
+2^-10 of the larger magnitude (tests/analysis/test_stream.py checks the bound).
 Count, min, max and the mean are exact; the variance is merged chunk by chunk with Chan, Golub and
 LeVeque's parallel update ("Updating formulae and a pairwise algorithm for computing sample
 variances", 1979), exact up to float64 rounding.
