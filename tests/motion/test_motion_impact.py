@@ -7,10 +7,13 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import softrt.motion.impact as impact_mod
 from softrt.errors import ConfigError
 from softrt.motion import MotionConfig, MotionImpact, Trajectory, motion_impact, motion_trace
+from softrt.motion.impact import MotionImpactStream
 
 PERIOD_NS = 250_000
 DT = PERIOD_NS / 1e9
@@ -245,3 +248,31 @@ def test_block_edges_do_not_change_the_answer(block, monkeypatch):
     whole = motion_impact(w, traj)
     monkeypatch.setattr(impact_mod, "_BLOCK", block)
     assert motion_impact(w, traj) == whole
+
+
+@settings(max_examples=40, deadline=None)
+@given(cuts=st.lists(st.integers(0, 2_500), max_size=10),
+       misses=st.dictionaries(st.integers(1, 2_499), st.integers(0, 12), max_size=12),
+       twice=st.lists(st.integers(1, 2_499), max_size=3))
+def test_streamed_in_chunks_equals_the_whole(cuts, misses, twice):
+    """Fed chunk by chunk (the run's drainer), the impact is the one of the whole record, also when
+    two writes share a cycle right at a chunk edge."""
+    traj = Trajectory(MotionConfig(shape="trapezoid", dwell_s=0.01), PERIOD_NS)
+    w = _window(2_500, misses)
+    for i in twice:  # write i lands in the cycle of write i - 1 (the later one is latched)
+        w[i:] -= w[i] - w[i - 1]
+    edges = sorted({0, w.size, *cuts})
+    stream = MotionImpactStream(traj)
+    for a, b in zip(edges, edges[1:]):
+        stream.add(w[a:b])
+        if b < w.size:
+            stream.result()  # a checkpoint on the way does not disturb the stream
+    assert stream.result() == motion_impact(w, traj)
+
+
+def test_stream_rejects_a_write_before_the_previous_chunk():
+    stream = MotionImpactStream(Trajectory(MotionConfig(), PERIOD_NS)).add(np.array([10, 11, 12]))
+    with pytest.raises(ConfigError, match="write 3"):
+        stream.add(np.array([11]))
+    with pytest.raises(ConfigError, match="empty"):
+        MotionImpactStream(Trajectory(MotionConfig(), PERIOD_NS)).result()

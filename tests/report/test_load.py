@@ -124,3 +124,20 @@ def test_empty_run(synth_run, tmp_path):
     view = load_run(target)
     assert view.period is None and view.series is None and view.latency is None
     assert any("no cycles were recorded" in n for n in view.notes)
+
+
+def test_after_a_ring_overflow_the_report_period_is_the_summary_period(synth_run, monkeypatch):
+    # The ring lost records 20,000-20,499 (and a few at a row-group edge): no period spans a gap.
+    monkeypatch.setattr(load_mod, "BATCH_ROWS", 4_096)
+    run = synth_run(dropped=[(20_000, 20_500), (4_096, 4_100)], misses=[(2_600, 3), (30_000, 2)])
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["records_missing"] == 504
+    view = load_run(run)
+    assert view.period.max_ns == summary["period_us"]["max"] * 1e3
+    assert view.period.max_ns // 250_000 == 4  # the 3-cycle stall, not the 500-record gap
+    assert view.period.total == summary["cycles"] - 3  # one record and two gaps start no period
+    stats = view.stats.summary()
+    assert stats["period_us"] == summary["period_us"] and stats["records_missing"] == 504
+    rec = read_samples(run)
+    assert summary["period_us"]["max"] * 1e3 < np.diff(rec["detect_ns"]).max()  # the gap is not a period
+    assert view.series.hi.max() == view.period.max_ns

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from .config import MAX_AXES, MotionConfig, axis_scales
-from .impact import MotionImpact, MotionTrace, motion_impact, motion_trace
+from .impact import MotionImpact, MotionImpactStream, MotionTrace, motion_impact, motion_trace
 from .profile import SHAPES, MoveProfile, plan_move, plan_scurve, plan_trapezoid
 from .trajectory import Trajectory
 
@@ -19,6 +19,7 @@ __all__ = [
     "SHAPES",
     "MotionConfig",
     "MotionImpact",
+    "MotionImpactStream",
     "MotionTrace",
     "MoveProfile",
     "Trajectory",

@@ -96,59 +96,136 @@ def motion_impact(window: np.ndarray, motion: Trajectory | MotionConfig, *,
     """Reconstruct the delivered motion from the per-write board cycles *window* and summarise it.
 
     *motion* is the run's :class:`Trajectory` (its period is used) or its :class:`MotionConfig`
-    together with *period_ns*.
+    together with *period_ns*. The same as feeding *window* to :class:`MotionImpactStream`.
     """
-    traj = _trajectory(motion, period_ns)
-    w, rel_u, idx_u = _writes(window)
-    w0 = int(w[0])
-    n_cycles = int(w[-1]) - w0 + 1
-    missed = n_cycles - rel_u.size
-    longest = int(np.diff(rel_u).max()) - 1 if rel_u.size > 1 else 0
-    period_s = traj.period_ns / 1e9
+    w = _check_window(window, 0)
+    if w.size == 0:
+        raise ConfigError("the write record is empty or not one-dimensional",
+                          hint="pass one board cycle per write, in write order")
+    stream = MotionImpactStream(motion, period_ns=period_ns)
+    for a in range(0, w.size, _BLOCK):
+        stream.add(w[a:a + _BLOCK])
+    return stream.result()
 
-    best_dev, best_dev_k = -1.0, 0
-    best_step, best_step_k = 0.0, -1
-    best_cmd_step = 0.0
-    carry_idx = -1
-    prev_p_del = prev_p_cmd = prev_v_del = prev_v_cmd = None
-    last_delivered = 0
-    for k0 in range(0, n_cycles, _BLOCK):
-        k1 = min(k0 + _BLOCK, n_cycles)
-        ks = np.arange(k0, k1, dtype=np.int64)
-        delivered = _delivered(rel_u, idx_u, k0, k1, carry_idx)
-        carry_idx = last_delivered = int(delivered[-1])
-        p_cmd = traj.positions(ks)
-        p_del = traj.positions(delivered)
-        dev = np.abs(p_del - p_cmd)
-        i = int(np.argmax(dev))
-        if dev[i] > best_dev:
-            best_dev, best_dev_k = float(dev[i]), k0 + i
-        # Velocities and their cycle-to-cycle steps, continuing across the block edge.
-        v_del, prev_p_del = _diff(p_del, prev_p_del, period_s)
-        v_cmd, prev_p_cmd = _diff(p_cmd, prev_p_cmd, period_s)
-        s_del, prev_v_del = _diff(v_del, prev_v_del, 1.0)
-        s_cmd, prev_v_cmd = _diff(v_cmd, prev_v_cmd, 1.0)
-        if s_del.size:
-            a = np.abs(s_del)
-            j = int(np.argmax(a))
-            if a[j] > best_step or best_step_k < 0:
-                best_step, best_step_k = float(a[j]), k1 - s_del.size + j
-            best_cmd_step = max(best_cmd_step, float(np.abs(s_cmd).max()))
-    run_dev, run_k = _run_deviation(traj, rel_u, idx_u)
-    scales = np.abs(traj.scales)
-    worst_axis = int(np.argmax(scales))
-    return MotionImpact(
-        period_ns=traj.period_ns, axes=traj.axes, writes=int(w.size),
-        first_cycle=w0, last_cycle=int(w[-1]), board_cycles=n_cycles,
-        missed_updates=int(missed), longest_miss_run_cycles=longest,
-        final_lag_cycles=(n_cycles - 1) - last_delivered,
-        lead_axis=0, max_deviation_counts=best_dev, worst_deviation_cycle=w0 + best_dev_k,
-        max_velocity_step_counts_per_s=best_step,
-        worst_velocity_step_cycle=w0 + max(best_step_k, 0),
-        commanded_max_velocity_step_counts_per_s=best_cmd_step,
-        max_run_deviation_counts=run_dev, worst_run_cycle=w0 + run_k,
-        worst_axis=worst_axis, worst_axis_max_deviation_counts=float(scales[worst_axis] * best_dev),
-    )
+
+class MotionImpactStream:
+    """:func:`motion_impact` fed write by write, chunk after chunk (the run's drainer, a reader of
+    the samples): the same result, in memory bounded by the chunk and _BLOCK, not by the run.
+
+    Board cycle k is final once a write landed after it (a later write in the same cycle would
+    be the one latched), so each chunk settles the board cycles before its last write's; the last
+    write (its cycle and index) is carried, with the last position and velocity of both motions.
+    """
+
+    def __init__(self, motion: Trajectory | MotionConfig, *, period_ns: int | None = None) -> None:
+        self.traj = _trajectory(motion, period_ns)
+        self.writes = 0
+        self.w0: int | None = None
+        self.distinct = 0  # board cycles that received a write, settled ones
+        self.longest = 0
+        self.done_k = 0  # board cycles [0, done_k) (relative to w0) are settled
+        self.pending: tuple[int, int] | None = None  # (relative cycle, write index) of the last write
+        self.best_dev, self.best_dev_k = -1.0, 0
+        self.best_step, self.best_step_k = 0.0, -1
+        self.best_cmd_step = 0.0
+        self.run_dev, self.run_k = -1.0, 0
+        self.last_delivered = 0
+        self._prev: list = [None, None, None, None]  # p_del, p_cmd, v_del, v_cmd of the last settled cycle
+
+    def add(self, window: np.ndarray) -> MotionImpactStream:
+        """Feed the board cycles of the next writes (in write order); return self."""
+        w = _check_window(window, self.writes, None if self.pending is None else self.pending[0] + self.w0)
+        n = int(w.size)
+        if n == 0:
+            return self
+        if self.w0 is None:
+            self.w0 = int(w[0])
+        rel = w - self.w0
+        idx = np.arange(self.writes, self.writes + n, dtype=np.int64)
+        if self.pending is not None:
+            rel = np.concatenate(([self.pending[0]], rel))
+            idx = np.concatenate(([self.pending[1]], idx))
+        self.writes += n
+        # Of several writes in one board cycle the later is latched: keep the last of each run.
+        last = np.ones(rel.size, dtype=bool)
+        last[:-1] = rel[1:] != rel[:-1]
+        if not last.all():
+            rel, idx = rel[last], idx[last]
+        self.pending = (int(rel[-1]), int(idx[-1]))
+        if rel.size > 1:
+            gaps = np.diff(rel)
+            self.longest = max(self.longest, int(gaps.max()) - 1)
+            self.distinct += rel.size - 1
+            self._runs(rel, idx, gaps)
+            self._settle(rel[:-1], idx[:-1], int(rel[-1]))
+        return self
+
+    def result(self) -> MotionImpact:
+        """The impact of every write fed so far (settles the last write's board cycle)."""
+        if self.pending is None:
+            raise ConfigError("the write record is empty or not one-dimensional",
+                              hint="pass one board cycle per write, in write order")
+        k_end, i_end = self.pending
+        state = self.__dict__.copy()
+        state["_prev"] = list(self._prev)
+        try:
+            self._settle(np.array([k_end]), np.array([i_end]), k_end + 1)
+            traj, n_cycles = self.traj, k_end + 1
+            scales = np.abs(traj.scales)
+            worst_axis = int(np.argmax(scales))
+            w0 = self.w0
+            return MotionImpact(
+                period_ns=traj.period_ns, axes=traj.axes, writes=self.writes,
+                first_cycle=w0, last_cycle=w0 + k_end, board_cycles=n_cycles,
+                missed_updates=n_cycles - (self.distinct + 1), longest_miss_run_cycles=self.longest,
+                final_lag_cycles=(n_cycles - 1) - self.last_delivered,
+                lead_axis=0, max_deviation_counts=self.best_dev, worst_deviation_cycle=w0 + self.best_dev_k,
+                max_velocity_step_counts_per_s=self.best_step,
+                worst_velocity_step_cycle=w0 + max(self.best_step_k, 0),
+                commanded_max_velocity_step_counts_per_s=self.best_cmd_step,
+                max_run_deviation_counts=max(self.run_dev, 0.0), worst_run_cycle=w0 + self.run_k,
+                worst_axis=worst_axis,
+                worst_axis_max_deviation_counts=float(scales[worst_axis] * self.best_dev),
+            )
+        finally:
+            self.__dict__.update(state)  # result() does not consume the pending write
+
+    def _settle(self, rel_u: np.ndarray, idx_u: np.ndarray, k_end: int) -> None:
+        """Board cycles [done_k, k_end): delivered and commanded positions, their deviations and steps."""
+        traj = self.traj
+        period_s = traj.period_ns / 1e9
+        prev = self._prev
+        carry = self.last_delivered if self.done_k else -1
+        for k0 in range(self.done_k, k_end, _BLOCK):
+            k1 = min(k0 + _BLOCK, k_end)
+            ks = np.arange(k0, k1, dtype=np.int64)
+            delivered = _delivered(rel_u, idx_u, k0, k1, carry)
+            carry = self.last_delivered = int(delivered[-1])
+            p_cmd = traj.positions(ks)
+            p_del = traj.positions(delivered)
+            dev = np.abs(p_del - p_cmd)
+            i = int(np.argmax(dev))
+            if dev[i] > self.best_dev:
+                self.best_dev, self.best_dev_k = float(dev[i]), k0 + i
+            # Velocities and their cycle-to-cycle steps, continuing across the block edge.
+            v_del, prev[0] = _diff(p_del, prev[0], period_s)
+            v_cmd, prev[1] = _diff(p_cmd, prev[1], period_s)
+            s_del, prev[2] = _diff(v_del, prev[2], 1.0)
+            s_cmd, prev[3] = _diff(v_cmd, prev[3], 1.0)
+            if s_del.size:
+                a = np.abs(s_del)
+                j = int(np.argmax(a))
+                if a[j] > self.best_step or self.best_step_k < 0:
+                    self.best_step, self.best_step_k = float(a[j]), k1 - s_del.size + j
+                self.best_cmd_step = max(self.best_cmd_step, float(np.abs(s_cmd).max()))
+        self.done_k = max(self.done_k, k_end)
+
+    def _runs(self, rel_u: np.ndarray, idx_u: np.ndarray, gaps: np.ndarray) -> None:
+        if not (gaps > 1).any():
+            return
+        dev, k = _run_deviation(self.traj, rel_u, idx_u, gaps)
+        if dev > self.run_dev:
+            self.run_dev, self.run_k = dev, k
 
 
 def motion_trace(window: np.ndarray, motion: Trajectory | MotionConfig, *, center_cycle: int | None = None,
@@ -234,6 +311,28 @@ def _writes(window: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | No
     return w, w - w[0], None
 
 
+def _check_window(window: np.ndarray, first_write: int, previous: int | None = None) -> np.ndarray:
+    """Validate the board cycles of writes *first_write* … (after a write in cycle *previous*)."""
+    w = np.asarray(window)
+    if w.ndim != 1:
+        raise ConfigError("the write record is empty or not one-dimensional",
+                          hint="pass one board cycle per write, in write order")
+    if w.size and w.dtype.kind not in "iu":
+        raise ConfigError(f"board cycles must be integers, got dtype {w.dtype}", hint="pass an int64 array")
+    w = w.astype(np.int64, copy=False)
+    if w.size and previous is not None and int(w[0]) < previous:
+        raise ConfigError(f"board cycles go backwards at write {first_write} ({previous} then {int(w[0])})",
+                          hint="writes must be in order: the window of write i+1 is not before that of write i")
+    if w.size > 1:
+        step = np.diff(w)
+        if int(step.min()) < 0:
+            i = int(np.argmin(step))
+            raise ConfigError(f"board cycles go backwards at write {first_write + i + 1} ({int(w[i])} then "
+                              f"{int(w[i + 1])})",
+                              hint="writes must be in order: the window of write i+1 is not before that of write i")
+    return w
+
+
 def _indices(idx_u: np.ndarray | None, a: int, b: int) -> np.ndarray:
     """Write indices latched in distinct-write entries a … b-1."""
     return np.arange(a, b, dtype=np.int64) if idx_u is None else idx_u[a:b]
@@ -250,11 +349,12 @@ def _delivered(rel_u: np.ndarray, idx_u: np.ndarray | None, k0: int, k1: int, ca
     return out
 
 
-def _run_deviation(traj: Trajectory, rel_u: np.ndarray, idx_u: np.ndarray | None) -> tuple[float, int]:
+def _run_deviation(traj: Trajectory, rel_u: np.ndarray, idx_u: np.ndarray | None,
+                   gaps: np.ndarray | None = None) -> tuple[float, int]:
     """Max over runs of missed cycles of |p(d + j) - p(d)|, j = 1 … run length, where d is the
     sample held through the run: what the schedule (delayed by the earlier misses) asked for
     while the board repeated p(d). Returns it and its relative board cycle."""
-    runs = np.flatnonzero(np.diff(rel_u) > 1)
+    runs = np.flatnonzero((np.diff(rel_u) if gaps is None else gaps) > 1)
     if runs.size == 0:
         return 0.0, 0
     held = runs.astype(np.int64) if idx_u is None else idx_u[runs]

@@ -1,9 +1,10 @@
 """Read one run directory into what the report draws (report layer; reads files, no plotting).
 
 A softrt run's ``samples.parquet`` is streamed batch by batch (14.4 M cycles would be 0.9 GB as
-one record array): each batch updates the period, latency and processing-time histograms, the
-min/max-downsampled period series and the worst miss; only the board cycle of each write is kept
-whole, for the motion trace. An imported cyclictest/oslat run has a latency histogram only
+one record array) through the run's one streaming pass (:class:`softrt.analysis.RunStats`, the
+definition the summary uses: no period across records the ring dropped); each batch also updates
+the drawn period, latency and processing-time histograms, the min/max-downsampled period series
+and the worst miss; only the board cycle of each write is kept whole, for the motion trace. An imported cyclictest/oslat run has a latency histogram only
 (``histogram.json``, see :mod:`softrt.store.importers`).
 """
 
@@ -16,13 +17,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..analysis import RunStats
 from ..errors import ConfigError, SoftRTError
 from ..store.history import HISTOGRAM, load_run_summary
-from ..store.rundir import SAMPLES
+from ..store.rundir import SAMPLES, STREAM_COLUMNS, iter_samples
 from ..store.validate import load_json, printable
 from .data import Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
 
-_COLUMNS = ("cycle", "edge_ns", "detect_ns", "done_ns", "missed")
 BATCH_ROWS = 1 << 18  # 2 MB per int64 column: small next to the histograms
 SERIES_BUCKETS = 2000  # about one per pixel column of a 10-inch figure at 200 dpi
 MOTION_HALF_WIDTH_CYCLES = 50  # 12.5 ms either side at 250 µs: a miss run and the recovery around it
@@ -61,6 +62,7 @@ class RunView:
     motion_reference: MotionReference | None = None
     motion_note: str | None = None
     check: dict | None = None
+    stats: RunStats | None = None  # the streaming pass over the samples (the summary's definitions)
     notes: list[str] = field(default_factory=list)
     t0_ns: int | None = None  # the first cycle's detect_ns: time 0 of the period-over-time plot
 
@@ -145,56 +147,54 @@ def _load_samples(view: RunView) -> None:
                           hint="copy the whole run directory, samples.parquet included")
     try:
         pf = pq.ParquetFile(file)
-        names = set(pf.schema_arrow.names)
-        missing = [c for c in _COLUMNS if c not in names]
-        if missing:
-            raise SoftRTError(f"run {view.run_id}: samples file {file} lacks column(s) {', '.join(missing)}")
-        _stream(view, pf)
+        n = pf.metadata.num_rows
+        missing = [c for c in STREAM_COLUMNS if c not in pf.schema_arrow.names]
     except (OSError, pa.ArrowException, ValueError) as err:
         raise SoftRTError(f"run {view.run_id}: cannot read samples {file}: {err}",
                           hint="the file is corrupt or truncated") from None
+    if missing:
+        raise SoftRTError(f"run {view.run_id}: samples file {file} lacks column(s) {', '.join(missing)}")
+    try:
+        _stream(view, n)
+    except SoftRTError as err:
+        raise SoftRTError(f"run {view.run_id}: {err.msg}", hint=err.hint) from None
 
 
-def _stream(view: RunView, pf: pq.ParquetFile) -> None:
-    n = pf.metadata.num_rows
+def _stream(view: RunView, n: int) -> None:
     config = view.summary.get("config") or {}
     want_motion = bool(config.get("motion")) and bool(view.summary.get("motion"))
+    stats = RunStats(int(config.get("period_ns") or 0))
     h_period, h_latency, h_process = StreamHist(), StreamHist(), StreamHist()
     ds = MinMaxDownsampler(max(n - 1, 0), SERIES_BUCKETS)
     windows: list[np.ndarray] = []
-    prev_detect: int | None = None
-    t0 = 0
+    t0: int | None = None
     worst = (0, -1, 0)  # (missed, record index, board cycle the write landed in)
     seen = 0
-    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=list(_COLUMNS)):
-        col = {name: batch.column(name).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-               for name in _COLUMNS}
-        detect, missed = col["detect_ns"], col["missed"]
-        if detect.size == 0:
+    for rec in iter_samples(view.path, BATCH_ROWS):
+        if rec.size == 0:
             continue
-        h_latency.add(detect - col["edge_ns"])
-        h_process.add(col["done_ns"] - detect)
-        marked = missed > 0
-        if prev_detect is None:
+        detect, missed = rec["detect_ns"], rec["missed"]
+        first = t0 is None
+        if first:
             t0 = int(detect[0])
-            period, t_ns = np.diff(detect), detect[1:] - t0
-            # The first record's miss is drawn on the first period (there is none before it).
-            marked = marked[1:].copy()
-            if marked.size and missed[0] > 0:
-                marked[0] = True
-        else:
-            period = np.diff(detect, prepend=prev_detect)
-            t_ns = detect - t0
-        prev_detect = int(detect[-1])
+        stats.add(rec)
+        h_latency.add(detect - rec["edge_ns"])
+        h_process.add(rec["done_ns"] - detect)
+        # The periods the summary counts (none across a seq gap), each drawn at the permit that ends it.
+        period, ends = stats.chunk_periods()
+        marked = missed[ends] > 0
+        if first and marked.size and missed[0] > 0:
+            marked[0] = True  # the first record's miss is drawn on the first period (there is none before it)
         h_period.add(period)
-        ds.add(period, t_ns, marked)
-        window = col["cycle"] + missed
+        ds.add(period, detect[ends] - t0, marked)
+        window = rec["cycle"] + missed
         i = int(np.argmax(missed))
         if missed[i] > worst[0]:
             worst = (int(missed[i]), seen + i, int(window[i]))
         if want_motion:
             windows.append(window)
-        seen += int(detect.size)
+        seen += int(rec.size)
+    view.stats = stats
     cycles = view.summary.get("cycles")
     if cycles is not None and cycles != seen:
         view.notes.append(f"samples.parquet holds {seen:,} cycles, the summary {cycles:,}: the plots show the samples")
@@ -203,10 +203,10 @@ def _stream(view: RunView, pf: pq.ParquetFile) -> None:
         view.motion_note = "no cycles recorded"
         return
     view.t0_ns = t0
-    view.period = h_period.result() if seen > 1 else None
+    view.period = h_period.result() if stats.hist["period"].n else None
     view.latency = h_latency.result()
     view.process = h_process.result()
-    view.series = ds.result() if seen > 1 else None
+    view.series = ds.result() if stats.hist["period"].n else None
     if want_motion:
         _motion(view, np.concatenate(windows), worst)
     else:

@@ -4,7 +4,8 @@ The records follow the virtual board's rules (:mod:`softrt.board.virtual`, docs/
 write i sees the permit of board cycle ``cycle[i]`` and lands in ``cycle[i] + missed[i]``; the
 next write sees the following edge, so ``cycle[i + 1] = cycle[i] + missed[i] + 1``. A miss is made
 by stalling the work past the next edge(s), exactly what a preempted loop does. The summary is
-computed by softrt's own :func:`softrt.analysis.summarize` and :func:`softrt.motion.motion_impact`,
+computed by softrt's own streaming pass (:class:`softrt.analysis.RunStats`, also stored as
+``stats.json``, as a real run stores it) and :func:`softrt.motion.motion_impact`,
 so the report can be checked against the numbers a real run would carry.
 """
 
@@ -16,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis import summarize
+from ..analysis import RunStats
 from ..analysis.attribution import Attributor, unavailable
 from ..analysis.events import StealSample, TraceEvent
 from ..ipc.layout import RECORD_DTYPE
 from ..motion import MotionConfig, motion_impact
-from ..store.rundir import SCHEMA, RunDir
+from ..store.rundir import SCHEMA, STATS, RunDir
 
 T0_NS = 1_000_000_000_000  # an arbitrary CLOCK_MONOTONIC origin
 
@@ -109,14 +110,23 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
                         misses: Iterable[tuple[int, int]] = (), seed: int = 0, run_id: str | None = None,
                         scenario: str = "synthetic", host: str = "synthhost", motion: bool = True,
                         started_at: datetime | None = None, chunk_rows: int = 1 << 20,
-                        why_late: bool | str = False) -> Path:
+                        why_late: bool | str = False, dropped: Iterable[tuple[int, int]] = ()) -> Path:
     """Write a complete run directory under *base*; return its path.
 
     *why_late*: True adds the attribution of :func:`synthetic_why_late`; a string is the reason
-    tracing was off (``why_late.tracing``).
+    tracing was off (``why_late.tracing``). *dropped* lists [start, stop) ranges of records the
+    ring lost (an overflow): they are missing from the samples and counted in the summary's
+    ``records_missing``.
     """
     misses = list(misses)
     rec = synthetic_records(cycles, period_ns, misses, seed)
+    keep = np.ones(rec.size, dtype=bool)
+    for a, b in dropped:
+        keep[a:b] = False
+    rec = rec[keep]
+    stats = RunStats(period_ns)
+    for a in range(0, rec.size, chunk_rows):
+        stats.add(rec[a:a + chunk_rows])
     start = started_at or datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
     run_id = run_id or f"{start:%Y%m%d-%H%M%S}-{host}-{seed % 0x10000:04x}"
     rd = RunDir(Path(base), run_id)
@@ -138,11 +148,11 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
         "tuning": {"applied": [{"what": "sched_fifo", "detail": "SCHED_FIFO priority 80"},
                                {"what": "cpu_affinity", "detail": "worker pinned to CPU 1"}],
                    "not_applied": [], "system_changes": [], "recovered_from_earlier_runs": []},
-        **summarize(rec, period_ns),
+        **stats.summary(),
         "ring": {"capacity": 65536, "overflows": 0},
         "board": {"writes": int(rec.size), "missed_updates": int(rec["missed"].sum())},
     }
-    if motion and rec.size:
+    if motion and rec.size and not summary["records_missing"]:
         window = rec["cycle"] + rec["missed"]
         summary["motion"] = motion_impact(window, cfg_motion, period_ns=period_ns).to_dict()
     if why_late is True:
@@ -151,5 +161,6 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
         summary["why_late"] = unavailable(why_late)
     rd.write_json("config.json", config)
     rd.write_json("host.json", host_facts)
+    rd.write_json(STATS, stats.to_dict())
     rd.write_json("summary.json", summary)
     return rd.path

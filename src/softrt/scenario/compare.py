@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..analysis import summarize
+from ..analysis import RunStats
 from ..cpus import CpuSet
 from ..errors import ConfigError, SoftRTError
 from ..load import LoadFailed, LoadGroup, check_placement, make_load
@@ -22,7 +22,7 @@ from ..platform import get_platform
 from ..session import interrupts
 from ..session.config import RunConfig, validate
 from ..session.run import RunResult, run
-from ..store.rundir import check_space, read_samples, update_summary
+from ..store.rundir import check_space, load_run_stats, update_summary
 from .model import Scenario
 from .require import Requirement
 
@@ -165,13 +165,15 @@ def _run_one(item: Planned, rnd: int, backend: str, settle_s: float) -> Scenario
 
 def _pool(item: Planned, runs: list[ScenarioRun]) -> dict:
     scenario, config = item.scenario, item.config
-    records = []
+    # Each run's stored histograms (stats.json), merged: no samples are re-read, and no period
+    # spans two runs. A run recorded before stats.json existed is streamed from its samples.
+    pooled = RunStats(config.period_ns)
     for r in runs:
         try:
-            records.append(read_samples(r.result.path))
-        except SoftRTError as err:
+            pooled.merge(load_run_stats(r.result.path, config.period_ns))
+        except (SoftRTError, ValueError) as err:
             r.notes.append(str(err))
-    figures = summarize(records, config.period_ns)
+    figures = pooled.summary()
     _authoritative_misses(figures, runs)
     motions = [m for m in (r.result.summary.get("motion") for r in runs) if m and "not_computed" not in m]
     figures.update({

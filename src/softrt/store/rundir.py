@@ -1,4 +1,4 @@
-"""A run directory: ``samples.parquet``, ``summary.json``, ``config.json``, ``host.json``.
+"""A run directory: ``samples.parquet``, ``summary.json``, ``stats.json``, ``config.json``, ``host.json``.
 
 Layout and schema are documented in docs/run-format.md. JSON files are written to a temporary
 name and renamed (rename(2) is atomic), so a reader never sees half a file; the Parquet file is
@@ -21,12 +21,14 @@ import secrets
 import shutil
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..analysis.stream import RunStats
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
 from .validate import check_summary, load_json, printable, safe_name
@@ -35,6 +37,10 @@ SCHEMA = "softrt.summary/1"
 SUMMARY_MAJOR = 1
 SAMPLES = "samples.parquet"
 SUMMARY = "summary.json"
+STATS = "stats.json"  # the streaming pass's state: counters and histograms (analysis.stream.RunStats)
+#: Columns the streaming pass needs; a samples file without the others still summarises (they read as 0).
+STREAM_COLUMNS = ("seq", "cycle", "edge_ns", "detect_ns", "done_ns", "missed")
+BATCH_ROWS = 1 << 18  # 2 MB per int64 column
 _ARROW_SCHEMA = pa.schema([(name, pa.int64()) for name in RECORD_FIELDS])
 RESERVE = ".softrt-reserve"
 ROW_GROUP_ROWS = 16384  # 4 s at 250 µs; bounds the bytes one row group needs from the reserve
@@ -126,6 +132,12 @@ class _Sink:
         if not self.closed:
             self.closed = True
             os.close(self._fd)
+
+# Every column is a slowly changing int64 (counters, monotonic times, mostly-zero flags): delta
+# encoding (Parquet's DELTA_BINARY_PACKED) then zstd stores a record in about 4.4 bytes instead of
+# 31 and writes about 5 times faster than the default dictionary encoding, which gives up on
+# columns of distinct values only after trying (docs/benchmarks.md, "Streaming metrics pass").
+_WRITER_OPTIONS = {"compression": "zstd", "use_dictionary": False, "column_encoding": "DELTA_BINARY_PACKED"}
 
 
 def write_json_atomic(target: Path, data: dict) -> Path:
@@ -223,7 +235,7 @@ class RunDir:
 
     def _open_writer(self) -> pq.ParquetWriter:
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self._sink, _ARROW_SCHEMA, compression="zstd")
+            self._writer = pq.ParquetWriter(self._sink, _ARROW_SCHEMA, **_WRITER_OPTIONS)
         return self._writer
 
     def _fail(self, reason: str) -> None:
@@ -270,6 +282,44 @@ def read_samples(run_path: Path) -> np.ndarray:
     for name in RECORD_FIELDS:
         out[name] = table.column(name).to_numpy()
     return out
+
+
+def iter_samples(run_path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[np.ndarray]:
+    """Yield a run's records in order, batch by batch (RECORD_DTYPE; columns the file lacks are 0).
+
+    Raises SoftRTError when the file is missing, unreadable or lacks a column of STREAM_COLUMNS.
+    """
+    path = Path(run_path) / SAMPLES
+    try:
+        pf = pq.ParquetFile(path)
+        names = set(pf.schema_arrow.names)
+        missing = [c for c in STREAM_COLUMNS if c not in names]
+        if missing:
+            raise SoftRTError(f"samples file {path} lacks column(s) {', '.join(missing)}")
+        columns = [c for c in RECORD_FIELDS if c in names]
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
+            out = np.zeros(batch.num_rows, dtype=RECORD_DTYPE)
+            for name in columns:
+                out[name] = batch.column(name).to_numpy(zero_copy_only=False)
+            yield out
+    except (OSError, pa.ArrowException, ValueError) as err:
+        raise SoftRTError(f"cannot read samples {path}: {err}", hint="the file is corrupt or truncated") from None
+
+
+def load_run_stats(run_path: Path, period_ns: int) -> RunStats:
+    """A run's streaming-pass state: ``stats.json`` when the run stored it, else one pass over its
+    samples, batch by batch (runs recorded before stats.json existed)."""
+    file = Path(run_path) / STATS
+    if file.is_file():
+        try:
+            return RunStats.from_dict(json.loads(file.read_text()))
+        except (OSError, ValueError) as err:
+            raise SoftRTError(f"cannot read {file}: {err}", hint="delete it: softrt then re-reads the samples") \
+                from None
+    stats = RunStats(period_ns)
+    for records in iter_samples(run_path):
+        stats.add(records)
+    return stats
 
 
 def update_summary(run_path: Path, **fields) -> dict:

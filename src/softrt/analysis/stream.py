@@ -1,0 +1,274 @@
+"""One streaming pass over a run's records: every summary metric, chunk by chunk (analysis layer; pure numpy).
+
+:class:`RunStats` consumes RECORD_DTYPE chunks (:mod:`softrt.ipc.layout`) in the order the worker
+wrote them, as the supervisor drains the ring or a reader streams ``samples.parquet`` row group by
+row group. It carries the last ``seq`` and ``detect_ns`` across chunks, so a period spans a chunk
+boundary but never a ``seq`` gap (records the ring dropped), and holds no record: its state is a
+few counters and five log-linear histograms (:mod:`softrt.analysis.hdr`; percentiles within
+2^-10 ≈ 0.098 % of numpy's, exact below 1,024 ns; count, min, max, mean exact; std by Chan et al.).
+
+The metrics, in the seed's terms (docs/run-format.md):
+
+* period  — permit detected to the next permit detected (consecutive ``seq`` only);
+* process — permit detected to next target computed (``done_ns - detect_ns``);
+* latency — permit detected minus the board edge that raised it;
+* slack   — the next board edge minus the end of the cycle's work (negative: an overrun; its tail
+  is its minimum);
+* rtt     — a frame's round trip (EtherCAT), over the records that carry one.
+
+:meth:`RunStats.merge` pools runs (no period spans two runs); :meth:`RunStats.to_dict` /
+:meth:`RunStats.from_dict` store the state with the run (``histograms.json``) so reports and
+pooled comparisons merge it instead of re-reading samples; :meth:`RunStats.snapshot` is the live
+progress (constant cost).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ipc.layout import FLAG_DEVICE_ERROR
+from .hdr import FORMAT as HDR_FORMAT
+from .hdr import RELATIVE_ERROR, SUB_BITS, Hdr
+
+PERCENTILES = (50.0, 99.0, 99.9, 99.99)
+SERIES = ("period", "process", "latency", "slack", "rtt")
+FORMAT = "softrt.runstats/1"
+_COUNTERS = ("cycles", "records_expected", "missed_updates", "cycles_with_miss", "longest_miss_run",
+             "overruns", "device_errors")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The live progress figures (µs; None before there is a period)."""
+
+    cycles: int
+    missed_updates: int
+    max_period_us: float | None
+    p99_period_us: float | None
+    worst_seq: int | None  # the record that ended the longest period
+    worst_at_s: float | None  # its permit, seconds after the run's first permit
+
+
+class RunStats:
+    """Accumulates the summary of one run (or of several, merged) from record chunks."""
+
+    def __init__(self, period_ns: int) -> None:
+        self.period_ns = int(period_ns)
+        self.hist = {name: Hdr() for name in SERIES}
+        self.counters = dict.fromkeys(_COUNTERS, 0)
+        self.rtt_seen = False  # any record with a non-zero round trip (a device with frames)
+        self.last_seq: int | None = None
+        self.last_detect_ns: int | None = None
+        self.first_detect_ns: int | None = None
+        self.worst_period_ns: int | None = None
+        self.worst_seq: int | None = None
+        self.worst_detect_ns: int | None = None
+        self._chunk: tuple = (np.zeros(0, np.int64), None, 0)
+
+    # -- feeding ---------------------------------------------------------------------------------
+    def add(self, records: np.ndarray) -> RunStats:
+        """Consume the next chunk of this run's records (RECORD_DTYPE, in write order); return self."""
+        n = int(records.size)
+        if n == 0:
+            self._chunk = (np.zeros(0, np.int64), None, 0)
+            return self
+        seq, detect = records["seq"], records["detect_ns"]
+        edge, done = records["edge_ns"], records["done_ns"]
+        c = self.counters
+        first_seq, end_seq = int(seq[0]), int(seq[-1])
+        offset = 1 if self.last_seq is None else 0
+        if self.last_seq is None:
+            if self.first_detect_ns is None:
+                self.first_detect_ns = int(detect[0])
+            c["records_expected"] += end_seq - first_seq + 1
+            steps = detect[1:] - detect[:-1]
+            linked = end_seq - first_seq == n - 1
+        else:
+            # Continue from the last record of the previous chunk: a period may span the boundary.
+            c["records_expected"] += end_seq - self.last_seq
+            steps = np.empty(n, np.int64)
+            steps[0] = detect[0] - self.last_detect_ns
+            np.subtract(detect[1:], detect[:-1], out=steps[1:])
+            linked = end_seq - self.last_seq == n
+        if linked:
+            # seq strictly increases (the worker numbers every record; the ring only drops), so
+            # endpoints n - 1 apart mean no gap: every step is a period.
+            consecutive = None
+            period = steps
+        else:
+            gaps = np.diff(seq) if offset else np.diff(seq, prepend=self.last_seq)
+            consecutive = gaps == 1
+            period = steps[consecutive]
+        self.last_seq, self.last_detect_ns = end_seq, int(detect[-1])
+        self._chunk = (period, consecutive, offset)
+        c["cycles"] += n
+
+        h = self.hist
+        h["period"].add(period)
+        h["process"].add(done - detect)
+        h["latency"].add(detect - edge)
+        slack = edge + (self.period_ns - done)
+        h["slack"].add(slack)
+        if period.size and (self.worst_period_ns is None or h["period"].max > self.worst_period_ns):
+            self._note_worst(period, consecutive, records, offset)
+
+        missed = records["missed"]
+        miss_max = int(missed.max())
+        if miss_max > 0:
+            c["missed_updates"] += int(missed.sum())
+            c["cycles_with_miss"] += int(np.count_nonzero(missed > 0))
+            c["longest_miss_run"] = max(c["longest_miss_run"], miss_max)
+        if h["slack"].min is not None and h["slack"].min < 0:
+            c["overruns"] += int(np.count_nonzero(slack < 0))
+        flags = records["flags"]
+        if flags.any():
+            c["device_errors"] += int(np.count_nonzero(flags & FLAG_DEVICE_ERROR))
+        rtt = records["rtt_ns"]
+        if rtt.any():
+            self.rtt_seen = True
+            h["rtt"].add(rtt[rtt > 0])
+        return self
+
+    def _note_worst(self, period: np.ndarray, consecutive: np.ndarray | None, records: np.ndarray, offset: int) -> None:
+        # Step j of the chunk ends record j + offset (offset 1 when no record was carried in).
+        i = int(np.argmax(period))
+        step = i if consecutive is None else int(np.flatnonzero(consecutive)[i])
+        self.worst_period_ns = int(period[i])
+        self.worst_seq = int(records["seq"][step + offset])
+        self.worst_detect_ns = int(records["detect_ns"][step + offset])
+
+    def chunk_periods(self) -> tuple[np.ndarray, np.ndarray]:
+        """The periods (ns) of the chunk last added, and the index in that chunk of the record that
+        ends each one (for callers that also draw the series, e.g. the report)."""
+        period, consecutive, offset = self._chunk
+        if consecutive is None:
+            return period, np.arange(offset, offset + period.size)
+        return period, np.flatnonzero(consecutive) + offset
+
+    def end_run(self) -> RunStats:
+        """Forget the carried record: the next chunk starts a new run (no period spans the two)."""
+        self.last_seq = self.last_detect_ns = None
+        return self
+
+    def merge(self, other: RunStats) -> RunStats:
+        """Pool *other* (another run) into this one, in place; return self. Both must use one period.
+
+        The merged state carries no record: no period spans the two runs.
+        """
+        if other.period_ns != self.period_ns:
+            raise ValueError(f"cannot pool runs of different periods ({self.period_ns} and {other.period_ns} ns)")
+        for name in SERIES:
+            self.hist[name].merge(other.hist[name])
+        for key in _COUNTERS:
+            if key == "longest_miss_run":
+                self.counters[key] = max(self.counters[key], other.counters[key])
+            else:
+                self.counters[key] += other.counters[key]
+        self.rtt_seen = self.rtt_seen or other.rtt_seen
+        if other.worst_period_ns is not None and (self.worst_period_ns is None
+                                                  or other.worst_period_ns > self.worst_period_ns):
+            self.worst_period_ns, self.worst_seq = other.worst_period_ns, other.worst_seq
+            self.worst_detect_ns = other.worst_detect_ns
+            self.first_detect_ns = other.first_detect_ns
+        elif self.first_detect_ns is None:
+            self.first_detect_ns = other.first_detect_ns
+        return self.end_run()
+
+    @classmethod
+    def pooled(cls, runs: list[RunStats], period_ns: int) -> RunStats:
+        """A new accumulator holding every run of *runs*."""
+        out = cls(period_ns)
+        for r in runs:
+            out.merge(r)
+        return out
+
+    # -- results ---------------------------------------------------------------------------------
+    def summary(self) -> dict:
+        """The numeric part of summary.json (the keys and meaning of :func:`softrt.analysis.summarize`)."""
+        c, h = self.counters, self.hist
+        out = {
+            "cycles": c["cycles"],
+            "records_expected": c["records_expected"],
+            "records_missing": c["records_expected"] - c["cycles"],
+            "period_us": h["period"].stats_us(PERCENTILES),
+            "process_us": h["process"].stats_us(PERCENTILES),
+            "latency_us": h["latency"].stats_us(PERCENTILES),
+            "slack_us": h["slack"].stats_us(PERCENTILES),
+            "misses": {
+                "missed_updates": c["missed_updates"],
+                "cycles_with_miss": c["cycles_with_miss"],
+                "longest_miss_run": c["longest_miss_run"],
+                "overruns": c["overruns"],
+                "device_errors": c["device_errors"],
+            },
+        }
+        if self.rtt_seen:
+            out["rtt_us"] = h["rtt"].stats_us(PERCENTILES)
+        return out
+
+    def snapshot(self) -> Snapshot:
+        """Live figures; costs one pass over the period histogram's buckets (a few thousand)."""
+        p = self.hist["period"]
+        at = None
+        if self.worst_detect_ns is not None and self.first_detect_ns is not None:
+            at = (self.worst_detect_ns - self.first_detect_ns) / 1e9
+        return Snapshot(
+            cycles=self.counters["cycles"], missed_updates=self.counters["missed_updates"],
+            max_period_us=p.max / 1e3 if p.n else None,
+            p99_period_us=p.percentiles((99.0,))[0] / 1e3 if p.n else None,
+            worst_seq=self.worst_seq, worst_at_s=at,
+        )
+
+    # -- storage ---------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """JSON form (``histograms.json``, docs/run-format.md): counters, worst period, sparse histograms."""
+        return {
+            "format": FORMAT,
+            "histogram": {"format": HDR_FORMAT, "sub_bucket_bits": SUB_BITS, "relative_error": RELATIVE_ERROR},
+            "period_ns": self.period_ns,
+            "counters": dict(self.counters),
+            "rtt_seen": self.rtt_seen,
+            "worst_period": {"period_ns": self.worst_period_ns, "seq": self.worst_seq,
+                             "detect_ns": self.worst_detect_ns, "first_detect_ns": self.first_detect_ns},
+            "carry": {"seq": self.last_seq, "detect_ns": self.last_detect_ns},
+            "series_ns": {name: self.hist[name].to_dict() for name in SERIES},
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> RunStats:
+        """Rebuild the state written by :meth:`to_dict`; raise ValueError when it cannot be read."""
+        try:
+            if doc.get("format") != FORMAT:
+                raise ValueError(f"not a softrt run statistics document (format {doc.get('format')!r})")
+            if int(doc["histogram"]["sub_bucket_bits"]) != SUB_BITS:
+                raise ValueError(f"histogram with {doc['histogram']['sub_bucket_bits']} sub-bucket bits "
+                                 f"(this softrt reads {SUB_BITS})")
+            out = cls(int(doc["period_ns"]))
+            for key in _COUNTERS:
+                out.counters[key] = int(doc["counters"][key])
+            out.rtt_seen = bool(doc["rtt_seen"])
+            worst = doc["worst_period"]
+            out.worst_period_ns, out.worst_seq = _opt_int(worst["period_ns"]), _opt_int(worst["seq"])
+            out.worst_detect_ns, out.first_detect_ns = _opt_int(worst["detect_ns"]), _opt_int(worst["first_detect_ns"])
+            out.last_seq, out.last_detect_ns = _opt_int(doc["carry"]["seq"]), _opt_int(doc["carry"]["detect_ns"])
+            for name in SERIES:
+                out.hist[name] = Hdr.from_dict(doc["series_ns"][name])
+        except (KeyError, TypeError, AttributeError) as err:
+            raise ValueError(f"run statistics document lacks or mistypes {err}") from None
+        return out
+
+
+def _opt_int(x) -> int | None:
+    return None if x is None else int(x)
+
+
+def summarize(records: np.ndarray | list[np.ndarray], period_ns: int) -> dict:
+    """Return the statistics of a run's records (the numeric part of summary.json).
+
+    A list pools several runs (``softrt compare --repeat``): each run is its own stream, so no
+    period spans two runs.
+    """
+    runs = records if isinstance(records, list) else [records]
+    return RunStats.pooled([RunStats(period_ns).add(r) for r in runs], period_ns).summary()

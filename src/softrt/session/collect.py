@@ -1,0 +1,97 @@
+"""The run's collector: every chunk drained from the ring goes through the one streaming pass
+(session layer).
+
+:class:`Collector` holds the run's :class:`softrt.analysis.RunStats` (every summary metric, the
+live progress, ``stats.json``) and, for the motion test, a :class:`softrt.motion.MotionImpactStream`
+(what the misses did to the motor). It keeps no record, so the end of a run never re-reads
+``samples.parquet``: a 24 h run at 250 µs (345 M records) is summarised in a few MB
+(docs/benchmarks.md, "Streaming metrics pass").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis import RunStats, Snapshot
+from ..motion import MotionConfig, MotionImpactStream
+from ..store.rundir import STATS, RunDir
+
+
+#: Drained records are passed on in batches of at least this many (about 1 s at 250 µs): the pass
+#: costs a few hundred µs per call whatever its size, so 50 ms drains of 200 records would run at
+#: a tenth of its rate (docs/benchmarks.md). The live progress lags by at most one batch.
+RECORDS_BATCH = 4_096
+#: Board cycles of this many writes are fed to the motion stream at once (its per-call cost is higher).
+MOTION_BATCH = 16_384
+
+
+class Collector:
+    """Feed it the records as they are drained; ask it for the progress, the summary, stats.json."""
+
+    def __init__(self, period_ns: int, motion: MotionConfig | None = None) -> None:
+        self.stats = RunStats(period_ns)
+        self.motion = MotionImpactStream(motion, period_ns=period_ns) if motion is not None else None
+        self._records: list[np.ndarray] = []
+        self._queued = 0
+        self._windows: list[np.ndarray] = []
+        self._pending = 0
+
+    def add(self, records: np.ndarray) -> None:
+        """Consume the next drained chunk (RECORD_DTYPE, in write order; kept until its batch is full,
+        so it must not be overwritten: Ring.drain returns a copy)."""
+        if not records.size:
+            return
+        self._records.append(records)
+        self._queued += int(records.size)
+        if self._queued >= RECORDS_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Pass every queued record on (summary() and write() do it themselves)."""
+        if not self._records:
+            return
+        records = self._records[0] if len(self._records) == 1 else np.concatenate(self._records)
+        self._records, self._queued = [], 0
+        self.stats.add(records)
+        if self.motion is not None:
+            # Write i carries sample i and lands in board cycle cycle + missed (motion.impact).
+            self._windows.append(records["cycle"] + records["missed"])
+            self._pending += int(records.size)
+            if self._pending >= MOTION_BATCH:
+                self._feed_motion()
+
+    def _feed_motion(self) -> None:
+        if self._windows:
+            self.motion.add(np.concatenate(self._windows))
+            self._windows, self._pending = [], 0
+
+    def progress(self) -> Snapshot:
+        """Cycles, missed updates, max and p99 period, the worst cycle and when (cheap; up to one
+        batch, about 1 s, behind the ring)."""
+        return self.stats.snapshot()
+
+    def summary(self, worker_cycles: int | None = None) -> dict:
+        """The numeric part of summary.json, plus ``motion`` for a motion test.
+
+        *worker_cycles* is the worker's own record count: it also covers records dropped at the
+        very end, after the last one the ring delivered.
+        """
+        self.flush()
+        out = self.stats.summary()
+        if worker_cycles is not None:
+            out["records_expected"] = worker_cycles
+            out["records_missing"] = worker_cycles - out["cycles"]
+        if self.motion is not None and out["cycles"]:
+            missing = out["records_missing"]
+            if missing:
+                out["motion"] = {"not_computed": f"{missing} records were dropped by the ring, so the delivered "
+                                                 "samples are unknown"}
+            else:
+                self._feed_motion()
+                out["motion"] = self.motion.result().to_dict()
+        return out
+
+    def write(self, rundir: RunDir) -> None:
+        """Store the pass's state with the run (``stats.json``, docs/run-format.md)."""
+        self.flush()
+        rundir.write_json(STATS, self.stats.to_dict())
