@@ -409,11 +409,13 @@ def test_a_disk_that_fills_during_the_run_leaves_a_readable_partial_run(tmp_path
     assert "Traceback" not in err
     s = json.loads(out)
     assert s["status"] == "partial" and "disk full at cycle" in s["partial_reason"]
-    assert s["records_unwritten"] > 0 and s["cycles"] > 0
-    assert s["records_missing"] >= s["records_unwritten"]
-    assert "not_computed" in s["motion"]
+    assert s["records_unwritten"] > 0 and s["cycles"] > s["records_unwritten"]
+    # The figures come from the streaming pass over every drained record, the unwritten ones too.
+    if s["records_missing"] == 0:
+        assert "not_computed" not in s["motion"]
     run_dir = mnt / s["run_id"]
-    assert pq.read_table(run_dir / "samples.parquet").num_rows == s["cycles"]
-    assert sorted(p.name for p in run_dir.iterdir()) == ["config.json", "host.json", "samples.parquet", "summary.json"]
+    assert pq.read_table(run_dir / "samples.parquet").num_rows == s["cycles"] - s["records_unwritten"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["config.json", "host.json", "samples.parquet", "stats.json",
+                                                         "summary.json"]
     assert json.loads((run_dir / "summary.json").read_text())["records_unwritten"] == s["records_unwritten"]
     assert _history_ids() == [s["run_id"]]

@@ -22,9 +22,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..analysis import summarize
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
@@ -32,9 +29,10 @@ from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import get_platform
 from ..platform.linux import RT_RUNTIME
-from ..store.rundir import SCHEMA, RunDir, check_space, check_writable, new_run_id, read_samples
+from ..store.rundir import SCHEMA, RunDir, check_space, check_writable, new_run_id
 from . import changes as _changes
 from . import interrupts
+from .collect import Collector
 from .config import RunConfig, resolve_motion, validate
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
@@ -70,14 +68,14 @@ def _utcnow() -> str:
 
 
 class _Drainer:
-    """Drains the ring into the run directory and keeps the live progress figures."""
+    """Drains the ring into the run directory and the streaming pass; keeps the live progress."""
 
-    def __init__(self, ring: Ring, rundir: RunDir) -> None:
+    def __init__(self, ring: Ring, rundir: RunDir, collector: Collector) -> None:
         self.reader = ring.reader()
         self.rundir = rundir
+        self.collector = collector
         self.progress = Progress()
         self.overflows = 0
-        self._last_detect: int | None = None
 
     def drain(self) -> None:
         if self.reader is None:
@@ -86,14 +84,11 @@ class _Drainer:
         if not recs.size:
             return
         self.rundir.append(recs)
-        detect = recs["detect_ns"]
-        if self._last_detect is not None:
-            detect = np.concatenate(([self._last_detect], detect))
-        if detect.size > 1:
-            self.progress.max_period_us = max(self.progress.max_period_us, float(np.diff(detect).max()) / 1e3)
-        self._last_detect = int(recs["detect_ns"][-1])
-        self.progress.cycles += int(recs.size)
-        self.progress.missed_updates += int(recs["missed"].sum())
+        self.collector.add(recs)
+        snap = self.collector.progress()  # up to one batch (about 1 s) behind
+        self.progress.cycles += int(recs.size)  # exact: _close_rundir relies on it
+        self.progress.max_period_us = snap.max_period_us or 0.0
+        self.progress.missed_updates = snap.missed_updates
 
     def release(self) -> None:
         """Keep the overflow count, drop the reader (its view pins the shared mapping)."""
@@ -157,7 +152,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
             cleanup.callback(os.close, lock_fd)
         rundir = RunDir(out_dir, new_run_id(), expected_rows)
         ring = Ring.create(_ring_capacity())
-        drainer = _Drainer(ring, rundir)
+        collector = Collector(config.period_ns, config.motion if step is None else None)
+        drainer = _Drainer(ring, rundir, collector)
         cleanup.callback(_close_rundir, rundir, drainer, out)
         cleanup.callback(ring.close)
         cleanup.callback(drainer.release)
@@ -217,17 +213,15 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
             "recovered_from_earlier_runs": [c.to_dict() for c in recovered],
         },
     }
-    records = _figures(rundir, config, summary)
+    if not rundir.complete:
+        summary["samples_error"] = f"{rundir.failure}: the samples file has no footer and cannot be read"
+    # Every figure comes from the streaming pass over the drained records (also those the disk
+    # refused): the end of a run never re-reads samples.parquet.
+    summary.update(collector.summary(worker_cycles=out.worker.get("cycles")))
     summary["ring"] = {"capacity": ring.capacity, "overflows": drainer.overflows}
     summary["board"] = out.worker.get("board", {})
     summary["records_unwritten"] = rundir.unwritten
-    cycles = out.worker.get("cycles")
-    if cycles is not None:  # the worker's own count also covers records dropped at the very end
-        summary["records_expected"] = cycles
-        summary["records_missing"] = cycles - summary["cycles"]
     _reconcile_misses(summary)
-    if step is None and records.size:
-        summary["motion"] = _motion(records, config, summary["records_missing"], summary["records_unwritten"])
     if check is not None:
         summary["check"] = {k: check[k] for k in ("ready", "verdict", "counts", "fix_first")}
     try:
@@ -235,6 +229,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
             rundir.write_json("check.json", check)
         rundir.write_json("config.json", config.to_dict())
         rundir.write_json("host.json", summary["host"])
+        collector.write(rundir)
         rundir.write_json("summary.json", summary)
     except SoftRTError as err:  # (the reserve makes this rare) the caller still gets the figures to print
         reason = f"the results could not be stored: {err.msg}"
@@ -243,30 +238,11 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
     return RunResult(summary=summary, path=rundir.path, recovered=recovered)
 
 
-def _figures(rundir: RunDir, config: RunConfig, summary: dict) -> np.ndarray:
-    """Add the run's statistics to *summary*; return the records they were computed from.
-
-    Read back from the finished samples file rather than holding every record in memory during
-    the run (80 bytes a cycle: over a gigabyte an hour at 250 µs). This is the one place the
-    figures are computed (a streaming pass over the drained records can replace it).
-    """
-    records = np.empty(0, dtype=L.RECORD_DTYPE)
-    if rundir.complete:
-        try:
-            records = read_samples(rundir.path)
-        except SoftRTError as err:
-            summary["samples_error"] = str(err)
-    else:
-        summary["samples_error"] = f"{rundir.failure}: the samples file has no footer and cannot be read"
-    summary.update(summarize(records, config.period_ns))
-    return records
-
-
 def _reconcile_misses(summary: dict) -> None:
     """Make ``misses.missed_updates`` the board's own count, and say why the records differ.
 
-    Every write carries the misses before it, so the records and the board agree, unless
-    records were dropped by the ring or refused by the disk: then only the board saw them all.
+    Every write carries the misses before it, so the records and the board agree, unless the
+    ring dropped records: then only the board saw them all.
     """
     board = summary["board"].get("missed_updates")
     misses = summary["misses"]
@@ -275,11 +251,10 @@ def _reconcile_misses(summary: dict) -> None:
     misses["missed_updates_in_records"] = misses["missed_updates"]
     misses["missed_updates"] = board
     misses["source"] = "board"
-    misses["note"] = (f"the board counted {board:,} missed updates; the stored records hold "
-                      f"{misses['missed_updates_in_records']:,}: {summary['records_missing']:,} records are "
-                      f"missing (ring overflows {summary['ring']['overflows']:,}, not written "
-                      f"{summary['records_unwritten']:,}), so the per-cycle figures (cycles with a miss, "
-                      f"longest run) cover the stored records only")
+    misses["note"] = (f"the board counted {board:,} missed updates; the records received hold "
+                      f"{misses['missed_updates_in_records']:,}: {summary['records_missing']:,} records were "
+                      f"dropped by the ring ({summary['ring']['overflows']:,} overflows), so the per-cycle "
+                      f"figures (cycles with a miss, longest run) cover the records received only")
 
 
 def _note_partial(out: _Outcome, reason: str) -> None:
@@ -372,20 +347,6 @@ def _close_rundir(rundir: RunDir, drainer: _Drainer, out: _Outcome) -> None:
     rundir.close()
     if not out.released and not drainer.progress.cycles and not out.interrupted_early:
         rundir.discard()  # the run failed to start: leave nothing half-written (an interrupted one is kept)
-
-
-def _motion(records: np.ndarray, config: RunConfig, missing: int, unwritten: int = 0) -> dict:
-    """What the misses did to the motor; needs every write, since write i carries sample i."""
-    if missing:
-        dropped = missing - unwritten
-        parts = [f"{unwritten:,} could not be written to disk"] if unwritten else []
-        parts += [f"{dropped:,} were dropped by the ring"] if dropped else []
-        why = f"{missing:,} records are missing ({', '.join(parts) or 'not received'})"
-        return {"not_computed": f"{why}, so the delivered samples are unknown"}
-    from ..motion import motion_impact
-
-    window = records["cycle"] + records["missed"]
-    return motion_impact(window, config.motion, period_ns=config.period_ns).to_dict()
 
 
 def _lock_rt_loop(config: RunConfig) -> int | None:
