@@ -39,6 +39,10 @@ def cli(ctx: click.Context) -> None:
 
     for change in recover():
         click.echo(f"softrt: restored {change.path} to {change.before} (left changed by a run that was killed)", err=True)
+    from ..trace import sweep_orphans
+
+    for what in sweep_orphans():
+        click.echo(f"softrt: removed the {what} left by a softrt that was killed", err=True)
 
 
 for _name in _COMMAND_MODULES:

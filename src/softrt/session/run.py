@@ -30,6 +30,7 @@ from ..loop.worker import WorkerSpec, worker_main
 from ..platform import get_platform
 from ..platform.linux import RT_RUNTIME
 from ..store.rundir import SCHEMA, RunDir, check_writable, new_run_id, read_samples
+from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
 from .config import RunConfig, resolve_motion, validate
 
@@ -69,12 +70,15 @@ class _Drainer:
         self.rundir = rundir
         self.progress = Progress()
         self.overflows = 0
+        self.trace: TraceSession | None = None  # fed every chunk (issue 9: why cycles were late)
         self._last_detect: int | None = None
 
     def drain(self) -> None:
         if self.reader is None:
             return
         recs = self.reader.drain()
+        if self.trace is not None:
+            self.trace.feed(recs)
         if not recs.size:
             return
         self.rundir.append(recs)
@@ -119,6 +123,7 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
     """
     plat = get_platform()
     recovered = _changes.recover()
+    sweep_orphans()  # trace instances (and a tracefs mount) left by a softrt that was killed
     config = validate(config, plat.online_cpus(), plat.allowed_cpus())
     if step is None:
         config = resolve_motion(config)
@@ -147,6 +152,8 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
             journal = _changes.ChangeJournal()
             cleanup.callback(journal.restore)
             _apply_system_changes(config, plat, journal, out, cleanup)
+            # Before the worker: on every path its last records are fed before the trace closes.
+            tracer = cleanup.enter_context(TraceSession(config))
 
             ctx = multiprocessing.get_context("spawn")
             parent_conn, child_conn = ctx.Pipe()
@@ -168,6 +175,8 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
             armed = _expect(parent_conn, proc, "armed", ARM_TIMEOUT_S)
             out.applied.extend(armed["applied"])
             out.not_applied.extend(armed["not_applied"])
+            tracer.start(proc.pid)  # the worker's pid filters its page faults and system calls
+            drainer.trace = tracer
             parent_conn.send("go")
             out.released = True
             _measure(config, proc, drainer, out, on_progress)
@@ -192,12 +201,13 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
             "tuning": {
                 "applied": out.applied,
                 "not_applied": out.not_applied,
-                "system_changes": [c.to_dict() for c in journal.changes],
+                "system_changes": [c.to_dict() for c in journal.changes] + tracer.system_changes(),
                 "recovered_from_earlier_runs": [c.to_dict() for c in recovered],
             },
             **summarize(records, config.period_ns),
             "ring": {"capacity": ring.capacity, "overflows": drainer.overflows},
             "board": out.worker.get("board", {}),
+            "why_late": tracer.why_late(),
         }
         cycles = out.worker.get("cycles")
         if cycles is not None:  # the worker's own count also covers records dropped at the very end
