@@ -37,6 +37,11 @@ RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
     (["--profile", "fast"], "--profile"),
     (["--wait", "yield"], "--wait"),
     (["--period", "abc"], "not a time"),
+    (["--late-threshold", "0"], "late threshold"),
+    (["--late-threshold", "2s"], "late threshold"),
+    (["--late-threshold", "abc"], "not a time"),
+    (["--keep-late", "-1"], "--keep-late"),
+    (["--keep-late", "many"], "--keep-late"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, tmp_path, state_dir, args, needle):
     out_dir = tmp_path / "runs"
