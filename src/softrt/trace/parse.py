@@ -40,10 +40,17 @@ def parse_fields(name: str, rest: str) -> dict[str, str]:
         m = special.match(rest)
         if m:
             return {k: v for k, v in m.groupdict().items() if v is not None}
+    if "==>" in rest:  # sched_switch's arrow between prev and next
+        rest = rest.replace(" ==> ", " ")
+    if "[" not in rest:
+        try:  # the common case, every word key=value: one pass in C
+            return dict(word.split("=", 1) for word in rest.split())
+        except ValueError:
+            pass  # a value with a space (a comm, an IRQ name): word by word below
     out: dict[str, str] = {}
     key = None
     for word in rest.split(" "):
-        if word == "==>" or not word:  # sched_switch's arrow; padding
+        if not word:
             continue
         k, eq, v = word.partition("=")
         if eq and k and (k.isidentifier() or k[0] == "["):
