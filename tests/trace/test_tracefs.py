@@ -27,6 +27,12 @@ def test_find_reads_proc_mounts(tmp_path):
     assert tracefs.find(root) == tmp_path / "sys/kernel/tracing"
 
 
+def test_find_prefers_the_standard_mount_point(tmp_path):
+    root = _tree(tmp_path, "nodev /tmp/private tracefs rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n",
+                 ["/tmp/private/instances", "/sys/kernel/tracing/instances"])
+    assert tracefs.find(root) == tmp_path / "sys/kernel/tracing"
+
+
 def test_find_falls_back_to_debugfs_and_needs_instances(tmp_path):
     root = _tree(tmp_path, "debugfs /sys/kernel/debug debugfs rw 0 0\n", ["/sys/kernel/debug/tracing/instances"])
     assert tracefs.find(root) == tmp_path / "sys/kernel/debug/tracing"

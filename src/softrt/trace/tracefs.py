@@ -46,13 +46,21 @@ def _mounts(root: str) -> list[tuple[str, str]]:
 
 
 def find(root: str = "/") -> Path | None:
-    """Return the mounted tracefs directory (from /proc/mounts), or None."""
+    """Return the mounted tracefs directory (from /proc/mounts), or None.
+
+    The standard mount point wins over any other (a tool may mount tracefs privately for a
+    moment, and unmount it under our feet); then debugfs's ``tracing`` (older kernels).
+    """
     rows = _mounts(root)
-    mp = next((m for m, kind in rows if kind == "tracefs"), None)
-    if mp is None and any(m == "/sys/kernel/debug" and kind == "debugfs" for m, kind in rows):
-        mp = "/sys/kernel/debug/tracing"  # older kernels: tracefs automounted under debugfs
-    path = kpath(root, mp) if mp else None
-    return path if path is not None and (path / "instances").is_dir() else None
+    points = [m for m, kind in rows if kind == "tracefs"]
+    if any(m == "/sys/kernel/debug" and kind == "debugfs" for m, kind in rows):
+        points.append("/sys/kernel/debug/tracing")
+    points.sort(key=lambda m: m != MOUNT_POINT)
+    for mp in points:
+        path = kpath(root, mp)
+        if (path / "instances").is_dir():
+            return path
+    return None
 
 
 @dataclass
@@ -86,7 +94,9 @@ def _marker() -> Path:
 def find_or_mount() -> tuple[Path, Mounted | None]:
     """Return tracefs, mounting it (as root) when it is not mounted; raise TracingUnavailable."""
     found = find()
-    if found is not None:
+    # Another tool's private mount elsewhere may go away during the run: as root, use the
+    # standard one (mounting it), as libtracefs does.
+    if found is not None and (str(found) in (MOUNT_POINT, "/sys/kernel/debug/tracing") or os.geteuid() != 0):
         return found, None
     if "tracefs" not in (read_text("/", "/proc/filesystems", fallback="") or ""):
         raise TracingUnavailable("this kernel has no tracefs (CONFIG_TRACING off)")
@@ -140,7 +150,8 @@ class Instance:
             # mono: CLOCK_MONOTONIC, the clock of the loop's records (ftrace.rst, "trace_clock").
             inst.write("trace_clock", "mono")
             # The irq-info column (irqs-off, need-resched, ...) is not used: shorter lines to parse.
-            inst.write("options/irq-info", "0")
+            if (inst.path / "options/irq-info").exists():
+                inst.write("options/irq-info", "0")
             # A new instance gets a full-size buffer on every CPU; big ones on the traced CPUs only.
             inst.write("buffer_size_kb", str(other_kb))
             for cpu in cpus:
