@@ -1,8 +1,9 @@
 """Stream an instance's ``trace_pipe`` on the housekeeping CPU (trace layer).
 
 A thread in the supervisor (which the run has already moved to the housekeeping CPUs; threads
-inherit the affinity) reads the text pipe without blocking (``O_NONBLOCK`` + poll, so stopping
-never waits on a read), parses whole lines into TraceEvents and samples the RT CPU's steal time
+inherit the affinity) reads the text pipe every 20 ms without blocking (``O_NONBLOCK``: stopping
+never waits on a read, and no reader sleeps in the pipe, so the kernel never has to wake one from
+the RT CPU with an irq_work), parses whole lines into TraceEvents and samples the RT CPU's steal time
 from /proc/stat (proc(5): the 8th value of ``cpuN``, in USER_HZ ticks) once a second. Reading
 ``trace_pipe`` consumes the ring buffer, so the buffer only has to hold what arrives between two
 reads; what it could not hold is reported by the pipe (``[LOST N EVENTS]``) and by the per-CPU

@@ -91,6 +91,9 @@ class TraceSession:
         except (TracingUnavailable, OSError, ImportError) as err:
             reason = str(err) if isinstance(err, TracingUnavailable) else _describe(err)
             self.reason = f"unavailable: {reason}"
+            self.attributor = None
+            if self.consumer is not None:
+                self.consumer.stop()  # it holds trace_pipe open, which would keep the rmdir busy
             self._teardown()
 
     def _start(self, worker_pid: int) -> None:
@@ -104,7 +107,10 @@ class TraceSession:
             if event not in available:
                 self.missing.append(event)
                 continue
-            self.instance.enable(event, f"common_pid == {worker_pid}" if scope == "worker" else None)
+            try:
+                self.instance.enable(event, f"common_pid == {worker_pid}" if scope == "worker" else None)
+            except OSError as err:  # one event the kernel refuses does not stop the others
+                self.missing.append(f"{event} ({err.strerror or err})")
         self.enabled = list(self.instance.enabled)
         if "sched:sched_switch" not in self.instance.enabled:
             raise TracingUnavailable("this kernel has no sched:sched_switch event")
