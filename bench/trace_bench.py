@@ -107,7 +107,8 @@ def main() -> int:
             mine = [r for r in rows if r["wait"] == wait and r["trace"] == trace]
             lat = np.concatenate([r["latency_us"] for r in mine])
             fig["traced" if trace else "untraced"] = {
-                "p99_us": round(_pct(lat, 99), 2), "p99_9_us": round(_pct(lat, 99.9), 2), "max_us": round(float(lat.max()), 1),
+                "p99_us": round(_pct(lat, 99), 2), "p99_9_us": round(_pct(lat, 99.9), 2),
+                "max_us": round(float(lat.max()), 1),
                 "p99_per_round_us": [round(_pct(r["latency_us"], 99), 2) for r in mine],
                 "period_max_us": [round(r["period_max_us"], 1) for r in mine],
             }

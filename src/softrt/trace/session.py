@@ -84,7 +84,8 @@ class TraceSession:
         if self.reason is not None:
             return
         if self.config.cpu is None:
-            self.reason = "unavailable: the loop is not pinned to a CPU (--profile none), so there is no RT CPU to trace"
+            self.reason = ("unavailable: the loop is not pinned to a CPU (--profile none), "
+                           "so there is no RT CPU to trace")
             return
         try:
             self._start(worker_pid)
