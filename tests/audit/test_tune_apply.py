@@ -223,10 +223,10 @@ def test_state_root_is_compared_by_real_path(untuned, state_dir, tmp_path):
 
 
 def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
-    from softrt.audit import sample
     from softrt.audit.tune import apply
     from softrt.errors import SoftRTError
     from softrt.platform import _files, writable
+    from softrt.trace import tracefs
 
     f = tmp_path / "proc" / "sys" / "x"
     f.parent.mkdir(parents=True)
@@ -249,7 +249,7 @@ def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
         _files.write_raw(tmp_path / "missing", "1")
     with pytest.raises(SoftRTError, match="cannot write /missing"):
         _files.write_text(tmp_path, "/missing", "1")
-    assert sample.write_raw is _files.write_raw
+    assert tracefs.write_raw is _files.write_raw  # the trace layer writes tracefs
     assert apply.write_kernel_file is writable.write_line  # the journal's restores write the same way
 
 

@@ -37,11 +37,25 @@ def test_user_file(tmp_path):
     ('name = "x" "y"\n', "malformed TOML"),
     ('profile = "rt"\n', "key name"),
     ('name = "x"\nloads_on_rt_cpus = "yes"\n', "line 2, key loads_on_rt_cpus"),
+    ('name = "x"\n\ntrace = "off"\n', "line 3, key trace: must be true or false"),
 ])
 def test_mistakes_name_file_line_and_key(tmp_path, text, needle):
     with pytest.raises(ConfigError) as info:
         parse_scenario(text, source="my.toml")
     assert "scenario my.toml" in str(info.value) and needle in str(info.value)
+
+
+def test_a_scenario_may_set_the_trace_and_compare_passes_it_on():
+    from softrt.scenario.compare import plan
+    from softrt.session.config import RunConfig
+
+    quiet = parse_scenario('name = "quiet"\ntrace = false\n')
+    default = parse_scenario('name = "default"\n')
+    assert quiet.trace is False and default.trace is None
+    base = RunConfig(trace=True, late_threshold_ns=50_000, keep_late=7)
+    configs = {p.scenario.name: p.config for p in plan([quiet, default], base)}
+    assert configs["quiet"].trace is False and configs["default"].trace is True
+    assert configs["default"].late_threshold_ns == 50_000 and configs["default"].keep_late == 7
 
 
 def test_unknown_scenario_name():

@@ -12,15 +12,15 @@ The caller should keep itself off the RT CPUs while sampling (``runner`` does).
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import time
 from pathlib import Path
 
 from ..cpus import CpuSet
-from ..platform._files import kpath, read_text, write_raw
-from . import procs, sysinfo
+from ..platform._files import kpath, read_text
+from ..trace import tracefs
+from . import procs
 
 _SWITCH = re.compile(
     r"^\s*.+?-\d+\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+sched_switch:\s+"
@@ -131,47 +131,27 @@ def idle_share(before: dict[int, list[int]], after: dict[int, list[int]], cpus: 
 # -- tracefs --------------------------------------------------------------------------------------
 def tracefs_dir(root: str) -> Path | None:
     """Return the mounted tracefs directory (from /proc/mounts), or None."""
-    mp = sysinfo.mount_point(root, "tracefs")
-    if mp is None and sysinfo.mount_point(root, "debugfs") == "/sys/kernel/debug":
-        mp = "/sys/kernel/debug/tracing"
-    path = kpath(root, mp) if mp else None
-    return path if path is not None and (path / "instances").is_dir() else None
+    return tracefs.find(root)
 
 
-def trace_switches(tracefs: Path, cpus: CpuSet, seconds: float) -> tuple[str, int, int]:
+def trace_switches(tracefs_path: Path, cpus: CpuSet, seconds: float) -> tuple[str, int, int]:
     """Record sched_switch on *cpus* for *seconds* in a private instance; return (trace, start, end).
 
     Timestamps use the instance's ``mono`` trace clock, the same clock as time.monotonic_ns().
-    The instance is removed again, also when interrupted.
+    The instance is removed again, also when interrupted (and by the next command if killed).
     """
-    inst = tracefs / "instances" / f"softrt-check-{os.getpid()}"
-    inst.mkdir()
+    inst = tracefs.Instance.create(tracefs_path, f"{tracefs.INSTANCE_PREFIX}check-{os.getpid()}", cpus,
+                                   RT_BUFFER_KB, other_kb=SMALL_BUFFER_KB)
     try:
-        write_raw(inst / "tracing_cpumask", cpus.to_mask())
-        write_raw(inst / "trace_clock", "mono")
-        # A new instance gets a full-size buffer on every CPU; keep big ones on the RT CPUs only.
-        write_raw(inst / "buffer_size_kb", str(SMALL_BUFFER_KB))
-        for cpu in cpus:
-            write_raw(inst / f"per_cpu/cpu{cpu}/buffer_size_kb", str(RT_BUFFER_KB))
+        inst.write("tracing_on", "1")
         start = time.monotonic_ns()
-        write_raw(inst / "events/sched/sched_switch/enable", "1")
+        inst.enable("sched:sched_switch")
         time.sleep(seconds)
-        write_raw(inst / "tracing_on", "0")
+        inst.write("tracing_on", "0")
         end = time.monotonic_ns()
-        return (inst / "trace").read_text(errors="replace"), start, end
+        return (inst.path / "trace").read_text(errors="replace"), start, end
     finally:
-        try:
-            write_raw(inst / "events/sched/sched_switch/enable", "0")
-        except OSError:
-            pass
-        for _ in range(50):  # rmdir fails with EBUSY while a reader still has the buffer open
-            try:
-                inst.rmdir()
-                break
-            except OSError as err:
-                if err.errno != errno.EBUSY:
-                    break
-                time.sleep(0.02)
+        inst.remove()
 
 
 # -- the sample -----------------------------------------------------------------------------------

@@ -45,6 +45,10 @@ def cli(ctx: click.Context) -> None:
             click.echo(f"softrt: warning: {change.note}", err=True)
         else:
             click.echo(f"softrt: warning: could not restore {change.path}: {change.note}", err=True)
+    from ..trace import sweep_orphans
+
+    for what in sweep_orphans():
+        click.echo(f"softrt: removed the {what} left by a softrt that was killed", err=True)
 
 
 for _name in _COMMAND_MODULES:

@@ -23,3 +23,14 @@ class TimeNs(click.ParamType):
             return parse_time_ns(value, default_unit=self.default_unit, what=param.opts[0] if param else "time")
         except ConfigError as err:
             self.fail(str(err), param, ctx)
+
+
+def trace_options(f):
+    """``--trace/--no-trace``, ``--late-threshold``, ``--keep-late`` (run and compare; docs/trace.md)."""
+    f = click.option("--keep-late", type=int, default=100, show_default=True,
+                     help="Late cycles kept in the summary with their causes (the worst ones).")(f)
+    f = click.option("--late-threshold", "late_threshold_ns", type=TimeNs("us"), default="20us", show_default=True,
+                     help="A cycle is late when its period exceeds the nominal one by more (bare number: µs).")(f)
+    f = click.option("--trace/--no-trace", default=True, show_default=True,
+                     help="Trace the RT CPU (tracefs) and explain every late cycle.")(f)
+    return f

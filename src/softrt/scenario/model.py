@@ -43,6 +43,7 @@ class Scenario:
     duration_ns: int | None = None
     loads: tuple[LoadSpec, ...] = field(default_factory=tuple)
     loads_on_rt_cpus: bool = False  # the seed's caveat, declared on purpose
+    trace: bool | None = None  # None: the command's --trace/--no-trace
     source: str = "built-in"
 
     @property

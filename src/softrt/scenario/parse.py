@@ -29,7 +29,7 @@ from .model import PLACEMENTS, LoadSpec, Scenario
 #: The largest scenario file read (the built-ins are a few hundred bytes).
 MAX_SCENARIO_BYTES = 256 * 1024
 BUILTIN_NAMES = ("untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus")
-_TOP_KEYS = {"name", "description", "profile", "wait", "device", "duration", "loads_on_rt_cpus", "load"}
+_TOP_KEYS = {"name", "description", "profile", "wait", "device", "duration", "loads_on_rt_cpus", "trace", "load"}
 _LOAD_KEYS = {"name", "cpus"}
 
 
@@ -101,6 +101,9 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     on_rt = data.get("loads_on_rt_cpus", False)
     if not isinstance(on_rt, bool):
         raise fail("loads_on_rt_cpus", f"must be true or false, got {_shown(on_rt)}")
+    trace = data.get("trace")
+    if trace is not None and not isinstance(trace, bool):
+        raise fail("trace", f"must be true or false, got {_shown(trace)}")
     raw_loads = data.get("load", [])
     if not isinstance(raw_loads, list):
         raise fail("load", "must be an array of tables ([[load]])")
@@ -127,7 +130,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
         loads.append(LoadSpec(name=lname, cpus=cpus))
     return Scenario(name=name, description=printable(description), profile=profile, wait=wait,
                     device=device, duration_ns=duration_ns, loads=tuple(loads), loads_on_rt_cpus=on_rt,
-                    source=source)
+                    trace=trace, source=source)
 
 
 def _shown(value: object) -> str:

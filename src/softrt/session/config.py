@@ -18,6 +18,7 @@ PROFILES = ("rt", "none")
 MIN_PERIOD_NS = 5 * NS_PER_US  # below this a CPython loop cannot even read the clock twice reliably
 MAX_PERIOD_NS = 1 * NS_PER_S
 DEFAULT_MAX_DURATION_NS = 3600 * NS_PER_S  # raise with --max-duration
+MAX_KEEP_LATE = 100_000  # late cycles kept with their causes in summary.json
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class RunConfig:
     max_duration_ns: int = DEFAULT_MAX_DURATION_NS
     scenario: str = "run"
     check: bool = False  # take a `softrt check` of the RT CPU before the run (stored with it)
+    trace: bool = True  # trace the RT CPU and explain late cycles (where tracefs is usable)
+    late_threshold_ns: int = 20 * NS_PER_US  # a cycle is late when its period exceeds nominal + this
+    keep_late: int = 100  # the worst late cycles kept with their causes
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (config.json)."""
@@ -70,6 +74,11 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
     if config.wait == "hybrid" and not 0 < config.margin_ns < config.period_ns:
         raise ConfigError(f"hybrid margin {format_ns(config.margin_ns)} must be between 0 and the period",
                           hint="e.g. --margin 50us")
+    if not 0 < config.late_threshold_ns <= MAX_PERIOD_NS:
+        raise ConfigError(f"late threshold {format_ns(config.late_threshold_ns)} is out of range",
+                          hint="use more than 0 and at most 1 s, e.g. --late-threshold 20us")
+    if not 0 <= config.keep_late <= MAX_KEEP_LATE:
+        raise ConfigError(f"--keep-late must be 0 to {MAX_KEEP_LATE:,}, got {config.keep_late}", hint="e.g. --keep-late 100")
     check_device_spec(config.device)
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")

@@ -30,6 +30,7 @@ from ..loop.worker import WorkerSpec, worker_main
 from ..platform import get_platform
 from ..platform.linux import RT_RUNTIME
 from ..store.rundir import SCHEMA, RunDir, check_space, check_writable, new_run_id
+from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
@@ -76,11 +77,14 @@ class _Drainer:
         self.collector = collector
         self.progress = Progress()
         self.overflows = 0
+        self.trace: TraceSession | None = None  # fed every chunk (issue 9: why cycles were late)
 
     def drain(self) -> None:
         if self.reader is None:
             return
         recs = self.reader.drain()
+        if self.trace is not None:
+            self.trace.feed(recs)
         if not recs.size:
             return
         self.rundir.append(recs)
@@ -132,6 +136,7 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
 def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
     plat = get_platform()
     recovered = _changes.recover()
+    sweep_orphans()  # trace instances (and a tracefs mount) left by a softrt that was killed
     config = validate(config, plat.online_cpus(), plat.allowed_cpus())
     if step is None:
         config = resolve_motion(config)
@@ -160,6 +165,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         journal = _changes.ChangeJournal()
         cleanup.callback(journal.restore)
         _apply_system_changes(config, plat, journal, out, cleanup)
+        # Before the worker: on every path its last records are fed before the trace closes.
+        tracer = cleanup.enter_context(TraceSession(config))
 
         ctx = multiprocessing.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe()
@@ -186,6 +193,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
             out.not_applied.extend(armed["not_applied"])
             if interrupts.requested():
                 raise _Interrupted
+            tracer.start(proc.pid)  # the worker's pid filters its page faults and system calls
+            drainer.trace = tracer
             parent_conn.send("go")
             out.released = True
             _measure(config, proc, drainer, out, on_progress)
@@ -209,7 +218,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         "tuning": {
             "applied": out.applied,
             "not_applied": out.not_applied,
-            "system_changes": [c.to_dict() for c in journal.changes],
+            "system_changes": [c.to_dict() for c in journal.changes] + tracer.system_changes(),
             "recovered_from_earlier_runs": [c.to_dict() for c in recovered],
         },
     }
@@ -222,6 +231,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
     summary["board"] = out.worker.get("board", {})
     summary["records_unwritten"] = rundir.unwritten
     _reconcile_misses(summary)
+    summary["why_late"] = tracer.why_late()
     if check is not None:
         summary["check"] = {k: check[k] for k in ("ready", "verdict", "counts", "fix_first")}
     try:

@@ -1,0 +1,220 @@
+"""One run's trace: instance → consumer → attribution → ``summary["why_late"]`` (trace layer).
+
+Used by the run as a context manager registered in its cleanup stack *before* the worker, so that
+on every path (normal end, Ctrl-C, a crashed worker) the worker's last records are fed first and
+then the trace is stopped, drained, attributed and its instance removed::
+
+    tracer = cleanup.enter_context(TraceSession(config))
+    ...                       # worker armed: its pid is known
+    tracer.start(proc.pid)    # before "go"
+    drainer.trace = tracer    # drain() calls tracer.feed(records)
+
+Nothing here can fail the run: a tracefs, instance or event that cannot be used leaves the run
+going on and ``why_late()`` saying ``{"tracing": "unavailable: <reason>"}``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from ..cpus import CpuSet
+from .consumer import Consumer
+from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
+
+RT_BUFFER_KB = 8192  # per traced CPU: ~250 000 events, seconds of a busy loop between two reads
+# Enabling raw_syscalls sends every system call of every task through the kernel's slow syscall
+# path (TIF_SYSCALL_TRACEPOINT; the pid filter applies after): measured ~0.5-1 µs per call on the
+# benchmark VM. A spinning worker makes no calls, so any is a finding; a sleeping one calls
+# clock_nanosleep every cycle and would pay that on every wake-up, so it is not traced there.
+SYSCALLS_FOR_WAITS = ("spin",)
+
+
+def wanted_events(available: set[str], wait: str = "spin") -> list[tuple[str, str | None]]:
+    """The events to enable on this kernel, with the worker-only ones marked ``"worker"``.
+
+    Issue 9's list: scheduling, hard and soft IRQs, the x86 ``irq_vectors`` entry/exit pairs
+    (local timer, reschedule, call function, IRQ work, ...), IPIs, workqueue items, and the
+    worker's own page faults and (spin loops) system calls, ``filter``ed to its pid.
+    """
+    out: list[tuple[str, str | None]] = [
+        (e, None) for e in ("sched:sched_switch", "sched:sched_wakeup", "irq:irq_handler_entry",
+                            "irq:irq_handler_exit", "irq:softirq_entry", "irq:softirq_exit",
+                            "workqueue:workqueue_execute_start", "workqueue:workqueue_execute_end")]
+    for event in sorted(available):
+        system, _, name = event.partition(":")
+        if system == "irq_vectors" and name.endswith(("_entry", "_exit")):
+            out.append((event, None))
+        elif system == "ipi":
+            out.append((event, None))
+    out += [(e, "worker") for e in ("exceptions:page_fault_user", "exceptions:page_fault_kernel")]
+    if wait in SYSCALLS_FOR_WAITS:
+        out += [(e, "worker") for e in ("raw_syscalls:sys_enter", "raw_syscalls:sys_exit")]
+    return out
+
+
+class TraceSession:
+    """Trace the RT CPU during one run and explain its late cycles."""
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.reason: str | None = None if getattr(config, "trace", True) else "off (--no-trace)"
+        self.instance: Instance | None = None
+        self.mounted: Mounted | None = None
+        self.consumer: Consumer | None = None
+        self.attributor = None
+        self.enabled: list[str] = []
+        self.missing: list[str] = []
+        self.result: dict | None = None
+        self.lost_events = 0
+        self.attribution_cpu_s = 0.0
+        self._trace_s = 0.0
+
+    # -- context manager: the cleanup -----------------------------------------------------------
+    def __enter__(self) -> TraceSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- start --------------------------------------------------------------------------------------
+    def start(self, worker_pid: int) -> None:
+        """Create the instance, enable the events, start the consumer; tracing is on on return."""
+        if self.reason is not None:
+            return
+        if self.config.cpu is None:
+            self.reason = ("unavailable: the loop is not pinned to a CPU (--profile none), "
+                           "so there is no RT CPU to trace")
+            return
+        try:
+            self._start(worker_pid)
+        except (TracingUnavailable, OSError, ImportError) as err:
+            reason = str(err) if isinstance(err, TracingUnavailable) else _describe(err)
+            self.reason = f"unavailable: {reason}"
+            self.attributor = None
+            if self.consumer is not None:
+                self.consumer.stop()  # it holds trace_pipe open, which would keep the rmdir busy
+            self._teardown()
+
+    def _start(self, worker_pid: int) -> None:
+        from ..analysis.attribution import Attributor  # the analysis layer (issue 9, item 2)
+
+        tracefs, self.mounted = find_or_mount()
+        cpu = self.config.cpu
+        self.instance = Instance.create(tracefs, f"{INSTANCE_PREFIX}{os.getpid()}", CpuSet([cpu]), RT_BUFFER_KB)
+        available = set(event_dirs(tracefs))
+        for event, scope in wanted_events(available, self.config.wait):
+            if event not in available:
+                self.missing.append(event)
+                continue
+            try:
+                self.instance.enable(event, f"common_pid == {worker_pid}" if scope == "worker" else None)
+            except OSError as err:  # one event the kernel refuses does not stop the others
+                self.missing.append(f"{event} ({err.strerror or err})")
+        self.enabled = list(self.instance.enabled)
+        if "sched:sched_switch" not in self.instance.enabled:
+            raise TracingUnavailable("this kernel has no sched:sched_switch event")
+        self.attributor = Attributor(period_ns=self.config.period_ns, rt_cpu=cpu, worker_pid=worker_pid,
+                                     threshold_ns=self.config.late_threshold_ns, keep_worst=self.config.keep_late)
+        self.consumer = Consumer(self.instance.path / "trace_pipe", cpu)
+        self.consumer.start()
+        self._trace_s = time.monotonic()
+        self.instance.write("tracing_on", "1")
+
+    # -- during the run (main thread) ---------------------------------------------------------------
+    def feed(self, records) -> None:
+        """Hand one drained chunk of records, and the events read so far, to the attribution."""
+        if self.attributor is None or self.result is not None:
+            return
+        t0 = time.thread_time()
+        try:
+            if records.size:
+                self.attributor.add_records(records)
+            self._pump()
+        except Exception as err:  # the attribution must never fail the run
+            self._fail(err)
+        self.attribution_cpu_s += time.thread_time() - t0
+
+    def _pump(self) -> None:
+        events, steal, horizon_ns = self.consumer.take()
+        if events:
+            self.attributor.add_events(events)
+        if steal:
+            self.attributor.add_steal(steal)
+        if horizon_ns > 0:
+            self.attributor.advance(horizon_ns)
+
+    def _fail(self, err: Exception) -> None:
+        self.reason = f"failed: the attribution stopped: {type(err).__name__}: {err}"
+        self.attributor = None
+
+    # -- stop ---------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop tracing, read the rest, finish the attribution, remove the instance (idempotent)."""
+        if self.instance is None:
+            return
+        try:
+            self._stop_and_finish()
+        finally:
+            self._teardown()
+
+    def _stop_and_finish(self) -> None:
+        try:
+            self.instance.write("tracing_on", "0")
+        except OSError:
+            pass
+        self._trace_s = time.monotonic() - self._trace_s
+        if self.consumer is not None:
+            self.consumer.stop()
+            stats = self.instance.stats(self.config.cpu)
+            from_stats = stats.get("overrun", 0) + stats.get("commit overrun", 0) + stats.get("dropped events", 0)
+            self.lost_events = max(self.consumer.parser.lost, from_stats)
+            if self.consumer.error and self.reason is None:
+                self.reason = f"failed: the trace reader stopped: {self.consumer.error}"
+        if self.attributor is not None:
+            t0 = time.thread_time()
+            try:
+                self._pump()
+                self.result = self.attributor.finish(lost_events=self.lost_events)
+            except Exception as err:
+                self._fail(err)
+            self.attribution_cpu_s += time.thread_time() - t0
+
+    def _teardown(self) -> None:
+        if self.instance is not None:
+            self.instance.remove()
+            self.instance = None
+        if self.mounted is not None and not self.mounted.restored:
+            self.mounted.undo()
+
+    # -- results -----------------------------------------------------------------------------------
+    def why_late(self) -> dict:
+        """Return ``summary["why_late"]``: the attribution and how the trace went."""
+        if self.result is None or self.reason is not None:
+            return {"tracing": self.reason or "unavailable: tracing did not start"}
+        consumer = self.consumer
+        return {**self.result, "tracing": {
+            "status": "on",
+            "events": self.enabled,
+            "events_missing": self.missing,
+            "events_read": consumer.events_read,
+            "lost_events": self.lost_events,
+            "unparsed_lines": consumer.parser.unparsed,
+            "consumer_cpu_s": round(consumer.cpu_s, 3),
+            "attribution_cpu_s": round(self.attribution_cpu_s, 3),
+            "traced_s": round(self._trace_s, 3),
+            "buffer_kb": RT_BUFFER_KB,
+        }}
+
+    def system_changes(self) -> list[dict]:
+        """The system changes the trace made (a tracefs mount), in the journal's shape."""
+        return [self.mounted.to_change()] if self.mounted is not None else []
+
+
+def _describe(err: Exception) -> str:
+    if isinstance(err, ImportError):
+        return f"the attribution module is missing ({err})"
+    if isinstance(err, PermissionError):
+        return f"no permission for tracefs ({err.filename}): run as root or grant the tracefs permissions"
+    return f"{err.strerror or err} ({getattr(err, 'filename', '')})"
