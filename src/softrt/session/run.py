@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..analysis import RunStats, Snapshot
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
@@ -47,12 +48,20 @@ INTERRUPTED = "interrupted by Ctrl-C"
 
 @dataclass
 class Progress:
-    """What the live progress line shows."""
+    """What the live progress shows, updated after every drain (in the supervisor's thread).
+
+    ``snapshot`` holds the streaming pass's live figures (p99, worst cycle and when); ``stats`` is
+    the pass itself (its histograms), for a live view or a metrics exporter to read in the same
+    thread, never to change.
+    """
 
     elapsed_s: float = 0.0
+    duration_s: float = 0.0
     cycles: int = 0
     max_period_us: float = 0.0
     missed_updates: int = 0
+    snapshot: Snapshot | None = None
+    stats: RunStats | None = None
 
 
 @dataclass
@@ -75,7 +84,7 @@ class _Drainer:
         self.reader = ring.reader()
         self.rundir = rundir
         self.collector = collector
-        self.progress = Progress()
+        self.progress = Progress(stats=collector.stats)
         self.overflows = 0
         self.trace: TraceSession | None = None  # fed every chunk (issue 9: why cycles were late)
 
@@ -93,6 +102,7 @@ class _Drainer:
         self.progress.cycles += int(recs.size)  # exact: _close_rundir relies on it
         self.progress.max_period_us = snap.max_period_us or 0.0
         self.progress.missed_updates = snap.missed_updates
+        self.progress.snapshot = snap
 
     def release(self) -> None:
         """Keep the overflow count, drop the reader (its view pins the shared mapping)."""
@@ -311,6 +321,7 @@ def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progr
     """Drain the ring until the worker ends (or Ctrl-C, or it overstays the run)."""
     t_start = time.monotonic()
     deadline = t_start + config.duration_ns / 1e9 + STOP_GRACE_S
+    drainer.progress.duration_s = config.duration_ns / 1e9
     try:
         while proc.is_alive():
             if interrupts.requested():
