@@ -97,26 +97,6 @@ def test_bad_input(tmp_path, state_dir, args, needle, softrt_cmd):
     assert no_load_processes_left() == []
 
 
-def _wait_for(condition, timeout_s=60.0):
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError("timed out")
-
-
-def _worker_started(pid: int) -> bool:
-    """True once *pid* has spawned a run's worker (other children, e.g. ldconfig or loads, do not count)."""
-    for child in psutil.Process(pid).children():
-        try:
-            if any("spawn_main" in part for part in child.cmdline()):
-                return True
-        except psutil.Error:
-            pass
-    return False
-
-
 def _fifo_child(pid: int) -> bool:
     import os
 
@@ -130,8 +110,8 @@ def _fifo_child(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("moment", ["first", "second"])
-def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt_settings_restored, moment):
-    import signal
+def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt_settings_restored, interrupts,
+                                                          moment):
     import subprocess
     import sys
 
@@ -142,16 +122,12 @@ def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt
                              "--settle", "0.3s", "--json", "--out-dir", str(out_dir)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if moment == "first":  # the untuned run's worker (no SCHED_FIFO) is up
-        _wait_for(lambda: _worker_started(proc.pid))
+        interrupts.wait_for(lambda: interrupts.worker_started(proc.pid))
     else:  # the first scenario is stored and the second one's loop is running under its loads
-        _wait_for(lambda: list(out_dir.glob("*/summary.json")))
-        _wait_for(lambda: _fifo_child(proc.pid))
+        interrupts.wait_for(lambda: list(out_dir.glob("*/summary.json")))
+        interrupts.wait_for(lambda: _fifo_child(proc.pid))
         time.sleep(0.3)
-    for _ in range(20):
-        if proc.poll() is not None:
-            break
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.05)
+    interrupts.sigint_burst(proc)
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 1, err
     assert "Traceback" not in err and "interrupted" in err

@@ -272,48 +272,18 @@ def _history_ids() -> list[str]:
     return [r.run_id for r in History().list_runs()]
 
 
-def _wait_for_worker(proc, timeout_s=30.0):
-    """Wait until *proc* has started its worker process (it may still be arming)."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if _worker_started(proc.pid):
-            return
-        time.sleep(0.01)
-    raise AssertionError("the worker did not start")
-
-
-def _worker_started(pid: int) -> bool:
-    """True once *pid* has spawned its worker (other children, e.g. ldconfig at import, do not count)."""
-    import psutil
-
-    for child in psutil.Process(pid).children():
-        try:
-            if any("spawn_main" in part for part in child.cmdline()):
-                return True
-        except psutil.Error:
-            pass
-    return False
-
-
-def _sigint_burst(proc, n=20, interval_s=0.05):
-    for _ in range(n):
-        if proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGINT)
-        time.sleep(interval_s)
-
-
 @pytest.mark.parametrize("moment", ["arming", "running", "ending"])
-def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, rt_settings_restored, moment):
+def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, rt_settings_restored, interrupts,
+                                                           moment):
     duration_s = 1.5
     proc = _start(tmp_path, "--duration", f"{duration_s}s")
     if moment == "arming":
-        _wait_for_worker(proc)
+        interrupts.wait_for(lambda: interrupts.worker_started(proc.pid))
     else:
         _wait_for_records(proc)  # armed and cycling for 0.5 s
         if moment == "ending":  # the burst spans the loop's end, the cleanup, the summary and the history write
             time.sleep(duration_s - 0.5 - 0.2)
-    _sigint_burst(proc)
+    interrupts.sigint_burst(proc)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert "Traceback" not in err
