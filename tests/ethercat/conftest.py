@@ -168,6 +168,8 @@ def start_sim(ecat_ns, tmp_path):
                         "--control", str(control), *args),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = proc.stdout.readline()  # "ecat-sim: N slave(s) answering on ecs0" once bound
+        while line.startswith("softrt: "):  # what the start of every softrt command cleaned up first
+            line = proc.stdout.readline()
         if "answering" not in line:
             proc.kill()
             raise RuntimeError(f"ecat-sim did not start: {line}{proc.stdout.read()}")
