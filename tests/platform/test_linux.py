@@ -25,8 +25,17 @@ def test_the_lock_is_taken_and_holds_our_pid(tmp_path):
         assert fd is not None and path.read_text() == str(os.getpid())
         assert oct(path.stat().st_mode & 0o777) == oct(0o600)
         assert plat.try_lock(path) is None  # a second holder (flock is per open file description)
+        assert plat.lock_holder(path) == str(os.getpid())
     finally:
         os.close(fd)
+
+
+def test_the_lock_holder_is_never_read_through_a_link(tmp_path, victim):
+    path = tmp_path / "softrt-rt-loop.lock"
+    path.symlink_to(victim)
+    assert LinuxPlatform().lock_holder(path) == "?"
+    (tmp_path / "garbage.lock").write_text("\x1b[2J not a pid")
+    assert LinuxPlatform().lock_holder(tmp_path / "garbage.lock") == "?"
 
 
 def test_a_planted_lock_symlink_is_refused_and_its_target_untouched(tmp_path, victim):

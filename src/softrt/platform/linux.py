@@ -215,6 +215,20 @@ class LinuxPlatform:
         os.write(fd, str(os.getpid()).encode())
         return fd
 
+    def lock_holder(self, path: Path) -> str:
+        """Return the pid written in the lock file *path* by its holder, or "?" (never follows a link)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            return "?"
+        try:
+            text = os.read(fd, 32).decode("ascii", errors="replace").strip()
+        except OSError:
+            return "?"
+        finally:
+            os.close(fd)
+        return text if text.isdigit() else "?"
+
     # --- shared memory ------------------------------------------------------------------------
     def open_shared_memory(self, name: str, size: int, create: bool) -> mmap.mmap:
         """Map the shared-memory segment /dev/shm/*name* (created with mode 0600 when *create*)."""

@@ -378,14 +378,11 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
     """
     if config.profile != "rt":
         return None
-    path = get_platform().machine_lock_path("rt-loop")
-    fd = get_platform().try_lock(path)
+    plat = get_platform()
+    path = plat.machine_lock_path("rt-loop")
+    fd = plat.try_lock(path)
     if fd is None:
-        try:
-            holder = path.read_text().strip() or "?"
-        except OSError:
-            holder = "?"
-        raise SoftRTError(f"another real-time softrt run (pid {holder}) is in progress",
+        raise SoftRTError(f"another real-time softrt run or tune (pid {plat.lock_holder(path)}) holds this machine",
                           hint="wait for it to end; softrt runs one real-time loop at a time")
     return fd
 

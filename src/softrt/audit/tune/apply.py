@@ -118,9 +118,11 @@ def _no_run_in_progress(root: str, what: str) -> Iterator[None]:
         yield  # a captured tree: no run can be using it
         return
     plat = get_platform()
-    fd = plat.try_lock(plat.machine_lock_path("rt-loop"))
+    path = plat.machine_lock_path("rt-loop")
+    fd = plat.try_lock(path)
     if fd is None:
-        raise ConfigError(f"a real-time softrt run is in progress; softrt tune {what} is refused until it ends",
+        raise ConfigError(f"a real-time softrt run (pid {plat.lock_holder(path)}) is in progress; softrt tune {what} "
+                          "is refused until it ends",
                           hint="the run switches RT throttling off and restores it when it ends, under any tune "
                                f"made meanwhile; run softrt tune {what} after it")
     try:
