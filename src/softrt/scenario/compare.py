@@ -101,6 +101,7 @@ def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> l
         config = validate(dataclasses.replace(base, profile=scenario.profile, wait=scenario.wait, device=scenario.device,
                                               scenario=scenario.name,
                                               trace=base.trace if scenario.trace is None else scenario.trace,
+                                              samples=base.samples if scenario.samples is None else scenario.samples,
                                               duration_ns=scenario.duration_ns or base.duration_ns), online, allowed)
         placed = tuple((spec.name, spec.resolve_cpus(rt_cpu, online & allowed)) for spec in scenario.loads)
         for name, cpus in placed:
