@@ -29,7 +29,7 @@ MODES = ("all", "late")
 AUTO_LATE_AFTER_NS = 3600 * NS_PER_S  # runs longer than this keep late cycles only unless --samples all
 
 AGGREGATE_FIELDS = ("second", "records", "periods", "period_min_ns", "period_max_ns", "period_mean_ns",
-                    "latency_min_ns", "latency_max_ns", "latency_mean_ns", "missed", "late")
+                    "latency_min_ns", "latency_max_ns", "latency_mean_ns", "missed", "missed_cycles", "late")
 _AGG_SCHEMA = pa.schema([(name, pa.float64() if name.endswith("mean_ns") else pa.int64())
                          for name in AGGREGATE_FIELDS])
 AGG_ROW_GROUP = 3600  # one hour of seconds per row group
@@ -96,6 +96,7 @@ class SecondAggregator:
         self.path = Path(path)
         self.period_ns, self.threshold_ns = int(period_ns), int(threshold_ns)
         self.t0_ns: int | None = None
+        self.first: tuple[int, int] | None = None  # the first record's seq and board cycle of its write
         self._prev: tuple[int, int] | None = None
         self._open: dict | None = None  # the last second: more of it may come in the next chunk
         self._rows: list[dict] = []
@@ -108,6 +109,7 @@ class SecondAggregator:
         detect = records["detect_ns"]
         if self.t0_ns is None:
             self.t0_ns = int(detect[0])
+            self.first = (int(records["seq"][0]), int(records["cycle"][0] + records["missed"][0]))
         flags = late_flags(records, *(self._prev or (None, None)), self.period_ns, self.threshold_ns)
         self._prev = (int(records["seq"][-1]), int(detect[-1]))
         sec = (detect - self.t0_ns) // NS_PER_S
@@ -126,6 +128,7 @@ class SecondAggregator:
             "latency_max_ns": np.maximum.reduceat(latency, starts),
             "latency_sum": np.add.reduceat(latency, starts),
             "missed": np.add.reduceat(records["missed"], starts),
+            "missed_cycles": np.add.reduceat((records["missed"] > 0).astype(np.int64), starts),
             "late": np.add.reduceat(flags.any.astype(np.int64), starts),
         }
         for k in range(starts.size):
@@ -158,9 +161,8 @@ class SecondAggregator:
             mask = none if name.startswith("period_") else None  # a second without a period: null
             cols[name] = pa.array(values, mask=mask, type=_AGG_SCHEMA.field(name).type)
         if self._writer is None:
-            meta = {b"t0_ns": str(self.t0_ns).encode(), b"period_ns": str(self.period_ns).encode(),
-                    b"late_threshold_ns": str(self.threshold_ns).encode()}
-            self._writer = pq.ParquetWriter(self.path, _AGG_SCHEMA.with_metadata(meta), **_WRITER_OPTIONS)
+            schema = aggregates_schema(self.t0_ns, self.period_ns, self.threshold_ns, *self.first)
+            self._writer = pq.ParquetWriter(self.path, schema, **_WRITER_OPTIONS)
         self._writer.write_table(pa.table(cols, schema=self._writer.schema), row_group_size=AGG_ROW_GROUP)
         self.seconds += len(rows)
 
@@ -175,9 +177,18 @@ class SecondAggregator:
         self._writer.close()
 
 
+def aggregates_schema(t0_ns: int, period_ns: int, threshold_ns: int, first_seq: int, first_window: int) -> pa.Schema:
+    """The Arrow schema of ``aggregates.parquet`` with its metadata: ``t0_ns`` (second 0: the first
+    record's permit), the run's period and late threshold, and the first record's ``seq`` and
+    board cycle of its write (``first_window``: where the motion schedule's sample 0 landed)."""
+    meta = {"t0_ns": t0_ns, "period_ns": period_ns, "late_threshold_ns": threshold_ns, "first_seq": first_seq,
+            "first_window": first_window}
+    return _AGG_SCHEMA.with_metadata({k.encode(): str(int(v)).encode() for k, v in meta.items()})
+
+
 def _combine(a: dict, b: dict) -> dict:
     out = {"second": a["second"]}
-    for name in ("records", "periods", "period_sum", "latency_sum", "missed", "late"):
+    for name in ("records", "periods", "period_sum", "latency_sum", "missed", "missed_cycles", "late"):
         out[name] = a[name] + b[name]
     for name in ("period_min_ns", "latency_min_ns"):
         out[name] = min(a[name], b[name])
