@@ -11,11 +11,14 @@ import click
 
 from ..session import interrupts
 from ..motion.config import MAX_AXES
-from ..session.config import RunConfig
+from ..session.config import RunConfig, disk_estimate
+from ..units import NS_PER_S
 from ..session.run import run
 from .history import remember
 from .options import TimeNs, samples_option, trace_options
 from .render import console, progress_line, render_summary
+
+LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first
 
 
 @click.command("run")
@@ -65,6 +68,9 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
     # added to the history before the command exits 1.
     with interrupts.deferred(then_ignore=True):
         err = console(stderr=True)
+        if duration_ns >= LONG_RUN_NS:  # before a long run: what it keeps and the disk it takes
+            kept, need = disk_estimate(config)
+            err.print(f"softrt: keeping {kept} samples (--samples); estimated disk use ~{need / 1e6:,.0f} MB")
         show_progress = err.is_terminal
         with err.status("arming…", spinner="dots") if show_progress else nullcontext() as status:
             def on_progress(p):

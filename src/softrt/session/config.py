@@ -14,6 +14,7 @@ from ..loop.cyclic import WAITS
 from ..motion.config import MAX_AXES
 from ..store.late import MODES as SAMPLE_MODES
 from ..store.late import resolve_mode
+from ..store.rundir import space_needed
 from ..units import NS_PER_S, NS_PER_US, format_ns
 
 PROFILES = ("rt", "none")
@@ -95,6 +96,13 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
                           hint="widen the CPU affinity (taskset, cgroup cpuset) or use --profile none")
     return dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None,
                                samples=resolve_mode(config.samples, config.duration_ns))
+
+
+def disk_estimate(config: RunConfig) -> tuple[str, int]:
+    """What a run of *config* keeps (``all``/``late``) and the bytes it is estimated to need on disk
+    (store.rundir.space_needed: the figure the run refuses with when the disk is short)."""
+    mode = resolve_mode(config.samples, config.duration_ns)
+    return mode, space_needed(config.duration_ns // max(config.period_ns, 1), mode, config.period_ns)
 
 
 def resolve_motion(config: RunConfig) -> RunConfig:

@@ -46,12 +46,12 @@ _ARROW_SCHEMA = pa.schema([(name, pa.int64()) for name in RECORD_FIELDS])
 RESERVE = ".softrt-reserve"
 ROW_GROUP_ROWS = 16384  # 4 s at 250 µs; bounds the bytes one row group needs from the reserve
 
-#: Bytes per row of samples.parquet: 25.4 measured (a 3 s, 250 µs run, zstd) plus half again for
-#: runs whose jitter compresses worse. The estimate only decides the refusal up front; a run that
-#: outgrows it is still kept by the reserve.
-BYTES_PER_ROW = 40
-#: aggregates.parquet of a late run: 11 int64/float64 columns a second, zstd (measured in docs/benchmarks.md).
-AGG_BYTES_PER_SECOND = 100
+#: Bytes per row of samples.parquet: 5.7 measured (a 30 s, 250 µs run on the 2-CPU VM, delta +
+#: zstd, docs/benchmarks.md) plus three quarters again for runs whose jitter compresses worse. The
+#: estimate only decides the refusal up front; a run that outgrows it is still kept by the reserve.
+BYTES_PER_ROW = 10
+#: aggregates.parquet of a late run: 12 columns a second, zstd; 27 measured on the synthetic 24 h run.
+AGG_BYTES_PER_SECOND = 50
 #: A late run's estimate allows this share (‰) of the cycles to be late cycles or their context.
 LATE_KEPT_SHARE_PERMILLE = 10
 #: A row group can never need more than its raw int64 columns.
@@ -75,17 +75,26 @@ def space_needed(rows: int, samples: str = "all", period_ns: int = 250_000) -> i
     A ``late`` run (store.late) keeps one aggregate row a second and the late cycles with their
     context; the estimate allows :data:`LATE_KEPT_SHARE_PERMILLE` ‰ of the cycles for those.
     """
+    kept = kept_rows(rows, samples)
     if samples == "late":
         seconds = rows * period_ns // 1_000_000_000 + 1
-        kept = -(-rows * LATE_KEPT_SHARE_PERMILLE // 1000)
         return seconds * AGG_BYTES_PER_SECOND + kept * BYTES_PER_ROW + reserve_bytes(kept)
     return rows * BYTES_PER_ROW + reserve_bytes(rows)
+
+
+def kept_rows(rows: int, samples: str = "all") -> int:
+    """Rows of samples.parquet expected for a run of *rows* records (a late run: the allowance)."""
+    return -(-rows * LATE_KEPT_SHARE_PERMILLE // 1000) if samples == "late" else rows
 
 
 def check_space(base: Path, rows: int, samples: str = "all", period_ns: int = 250_000) -> int:
     """Raise ConfigError with the figures unless *base* has room for a run of *rows* records;
     return the bytes the run is estimated to need."""
-    needed = space_needed(rows, samples, period_ns)
+    return check_free(base, space_needed(rows, samples, period_ns))
+
+
+def check_free(base: Path, needed: int) -> int:
+    """Raise ConfigError with the figures unless *base* has *needed* bytes free; return *needed*."""
     probe = Path(base).absolute()
     while not probe.exists() and probe != probe.parent:  # not made yet: the disk it will be on
         probe = probe.parent
@@ -199,7 +208,7 @@ class RunDir:
         try:
             fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             try:
-                os.posix_fallocate(fd, 0, reserve_bytes(expected_rows))
+                os.posix_fallocate(fd, 0, reserve_bytes(kept_rows(expected_rows, samples)))
             finally:
                 os.close(fd)
             self._sink = _Sink(self.path / SAMPLES, reserve)
