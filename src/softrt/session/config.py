@@ -14,7 +14,7 @@ from ..loop.cyclic import WAITS
 from ..motion.config import MAX_AXES
 from ..store.late import MODES as SAMPLE_MODES
 from ..store.late import resolve_mode
-from ..store.rundir import space_needed
+from ..store.rundir import check_space
 from ..units import NS_PER_S, NS_PER_US, format_ns
 
 PROFILES = ("rt", "none")
@@ -99,10 +99,16 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
 
 
 def disk_estimate(config: RunConfig) -> tuple[str, int]:
-    """What a run of *config* keeps (``all``/``late``) and the bytes it is estimated to need on disk
-    (store.rundir.space_needed: the figure the run refuses with when the disk is short)."""
-    mode = resolve_mode(config.samples, config.duration_ns)
-    return mode, space_needed(config.duration_ns // max(config.period_ns, 1), mode, config.period_ns)
+    """Check *config* and its disk space as the run will (ConfigError when it would be refused);
+    return what it keeps (``all``/``late``) and the bytes it is estimated to need
+    (store.rundir.space_needed), for the command line to say before a long run starts."""
+    from ..platform import get_platform
+
+    plat = get_platform()
+    config = validate(config, plat.online_cpus(), plat.allowed_cpus())
+    needed = check_space(Path(config.out_dir), config.duration_ns // config.period_ns, config.samples,
+                         config.period_ns)
+    return config.samples, needed
 
 
 def resolve_motion(config: RunConfig) -> RunConfig:
