@@ -12,8 +12,8 @@ import click
 from ..session import interrupts
 from ..motion.config import MAX_AXES
 from ..session.config import RunConfig, disk_estimate
-from ..units import NS_PER_S
 from ..session.run import run
+from ..units import NS_PER_S
 from .history import remember
 from .options import TimeNs, samples_option, trace_options
 from .render import console, progress_line, render_summary
