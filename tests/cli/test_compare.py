@@ -84,6 +84,7 @@ def test_table_output(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     (["tuned", "--require", "jitter<3us"], "unknown metric"),
     (["tuned", "tuned"], "listed twice"),
     (["tuned", "--repeat", "0"], "--repeat"),
+    (["tuned", "--samples", "some"], "--samples"),
 ])
 def test_bad_input(tmp_path, state_dir, args, needle, softrt_cmd):
     (tmp_path / "bad.toml").write_text('name = "bad"\nprofile = \n')

@@ -56,3 +56,15 @@ def test_untraced_and_old_runs():
     out = _text(why_late({"why_late": unavailable("unavailable: tracefs not mounted and not root")}))
     assert out.strip() == "Why cycles were late: tracing unavailable: tracefs not mounted and not root"
     assert why_late({}) is None
+
+
+def test_a_late_run_says_which_samples_it_kept(tmp_path):
+    import json
+
+    from softrt.cli.render import render_summary
+    from softrt.report.synthetic import write_synthetic_run
+
+    for samples in ("late", "all"):
+        run = write_synthetic_run(tmp_path / samples, cycles=8_000, misses=[(4_000, 2)], samples=samples)
+        text = _text(render_summary(json.loads((run / "summary.json").read_text())))
+        assert ("Samples kept: late cycles with context" in text) == (samples == "late")

@@ -42,6 +42,8 @@ RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
     (["--late-threshold", "abc"], "not a time"),
     (["--keep-late", "-1"], "--keep-late"),
     (["--keep-late", "many"], "--keep-late"),
+    (["--samples", "some"], "--samples"),
+    (["--samples", ""], "--samples"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, tmp_path, state_dir, args, needle):
     out_dir = tmp_path / "runs"

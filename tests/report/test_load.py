@@ -141,3 +141,37 @@ def test_after_a_ring_overflow_the_report_period_is_the_summary_period(synth_run
     rec = read_samples(run)
     assert summary["period_us"]["max"] * 1e3 < np.diff(rec["detect_ns"]).max()  # the gap is not a period
     assert view.series.hi.max() == view.period.max_ns
+
+
+def test_a_late_run_draws_what_the_same_run_with_every_sample_draws(tmp_path, synth_run):
+    """--samples late: histograms from stats.json, the series from the per-second aggregates, the
+    motion from the kept late cycles; against the same records stored whole."""
+    kw = dict(cycles=40_000, misses=[(2_600, 3), (9_000, 1), (30_000, 12)], seed=5)
+    full = load_run(synth_run(run_id="full", **kw))
+    late = load_run(synth_run(run_id="late", samples="late", **kw))
+    for name in ("period", "latency", "process"):
+        a, b = getattr(full, name), getattr(late, name)
+        assert a.total == b.total and a.max_ns == b.max_ns and a.min_ns == b.min_ns
+    assert late.series.n == full.series.n and late.series.hi.max() == full.series.hi.max()
+    assert late.series.marks.sum() == full.series.marks.sum() == 3
+    assert late.t0_ns == full.t0_ns
+    for field in ("board_cycle", "commanded_sample", "delivered_sample", "commanded_position_counts",
+                  "delivered_position_counts"):
+        assert np.array_equal(getattr(late.motion, field), getattr(full.motion, field)), field
+    for field in ("commanded_velocity_counts_per_s", "delivered_velocity_counts_per_s"):
+        assert np.allclose(getattr(late.motion, field), getattr(full.motion, field), equal_nan=True), field
+    assert np.allclose(late.motion_reference.position_counts, full.motion_reference.position_counts)
+    assert late.motion_reference.lag_cycles == full.motion_reference.lag_cycles
+    assert any("late cycles only" in n for n in late.notes) and not full.notes
+
+
+def test_report_of_a_long_late_run_builds_without_its_cycles(tmp_path):
+    from softrt.report import build_report
+    from softrt.report.synthetic import write_synthetic_long_late_run
+
+    run = write_synthetic_long_late_run(tmp_path / "runs", hours=0.5, events=40)
+    view = load_run(run)
+    assert view.stats.counters["cycles"] == 7_200_000 and view.series.n == 7_200_000
+    assert view.series.t_s.size == 1_800 and view.motion is not None
+    result = build_report([run], tmp_path / "r.html")
+    assert result.runs == [run.name] and "late cycles only" in (tmp_path / "r.html").read_text()

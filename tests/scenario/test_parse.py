@@ -38,6 +38,7 @@ def test_user_file(tmp_path):
     ('profile = "rt"\n', "key name"),
     ('name = "x"\nloads_on_rt_cpus = "yes"\n', "line 2, key loads_on_rt_cpus"),
     ('name = "x"\n\ntrace = "off"\n', "line 3, key trace: must be true or false"),
+    ('name = "x"\nsamples = "some"\n', "line 2, key samples: unknown value 'some'"),
 ])
 def test_mistakes_name_file_line_and_key(tmp_path, text, needle):
     with pytest.raises(ConfigError) as info:
@@ -56,6 +57,16 @@ def test_a_scenario_may_set_the_trace_and_compare_passes_it_on():
     configs = {p.scenario.name: p.config for p in plan([quiet, default], base)}
     assert configs["quiet"].trace is False and configs["default"].trace is True
     assert configs["default"].late_threshold_ns == 50_000 and configs["default"].keep_late == 7
+
+
+def test_a_scenario_may_set_what_samples_are_kept():
+    from softrt.scenario.compare import plan
+    from softrt.session.config import RunConfig
+
+    late = parse_scenario('name = "late"\nsamples = "late"\n')
+    default = parse_scenario('name = "default"\n')
+    configs = {p.scenario.name: p.config for p in plan([late, default], RunConfig(samples="all"))}
+    assert configs["late"].samples == "late" and configs["default"].samples == "all"
 
 
 def test_unknown_scenario_name():

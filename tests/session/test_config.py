@@ -28,6 +28,7 @@ def test_profile_none_does_not_pin():
     ({"wait": "yield"}, "wait strategy"),
     ({"axes": 0}, "axes"),
     ({"wait": "hybrid", "margin_ns": 300_000}, "margin"),
+    ({"samples": "some"}, "--samples"),
 ])
 def test_bad_values_say_what_and_how(kwargs, match):
     with pytest.raises(ConfigError, match=match) as info:
@@ -38,6 +39,14 @@ def test_bad_values_say_what_and_how(kwargs, match):
 def test_long_duration_allowed_when_raised_explicitly():
     cfg = RunConfig(duration_ns=7200 * 10**9, max_duration_ns=8 * 3600 * 10**9)
     assert validate(cfg, TWO, TWO).duration_ns == 7200 * 10**9
+
+
+def test_samples_default_to_late_beyond_one_hour():
+    hour = 3600 * 10**9
+    assert validate(RunConfig(duration_ns=hour), TWO, TWO).samples == "all"
+    long = RunConfig(duration_ns=hour + 10**9, max_duration_ns=2 * hour)
+    assert validate(long, TWO, TWO).samples == "late"
+    assert validate(RunConfig(samples="late"), TWO, TWO).samples == "late"
 
 
 def test_cpu_that_does_not_exist_or_is_not_allowed():

@@ -69,3 +69,20 @@ def test_the_space_check_refuses_with_the_figures(tmpfs):
     _fill(tmpfs)
     with pytest.raises(ConfigError, match=r"needs ~[\d.]+ MB in .*runs, 0\.0 MB free"):
         check_space(tmpfs / "runs", 1000)
+
+
+def test_a_full_disk_in_a_late_run_keeps_both_files_readable_and_counts_the_rest(tmpfs):
+    from softrt.store.late import read_aggregates
+
+    rundir = RunDir(tmpfs, "run", samples="late", period_ns=250_000, late_threshold_ns=20_000)
+    _fill(tmpfs)
+    for k in range(4):
+        chunk = _chunk(k * 16384, 16384)
+        chunk["edge_ns"] = chunk["detect_ns"] - 30_000  # every permit seen late: every record is kept
+        rundir.append(chunk)
+    rundir.close()
+    assert rundir.failure.startswith("disk full at cycle")
+    assert rundir.rows > 0 and rundir.rows + rundir.unwritten == 4 * 16384
+    assert pq.read_table(rundir.path / "samples.parquet").column("seq").to_pylist() == list(range(rundir.rows))
+    cols, _ = read_aggregates(rundir.path)  # its last rows are written at the close, after the reserve went
+    assert int(cols["records"].sum()) >= rundir.rows

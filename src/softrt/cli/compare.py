@@ -16,7 +16,7 @@ from ..scenario.require import parse_requirements
 from ..session import interrupts
 from ..session.config import RunConfig
 from .history import remember
-from .options import TimeNs, trace_options
+from .options import TimeNs, samples_option, trace_options
 from .render import console
 
 
@@ -82,9 +82,10 @@ def loads_text(pooled: dict) -> Text:
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("softrt-runs"),
               show_default=True)
 @trace_options
+@samples_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, load_backend, settle_ns, out_dir,
-            trace, late_threshold_ns, keep_late, as_json):
+            trace, late_threshold_ns, keep_late, samples, as_json):
     """Run scenarios side by side [default: untuned tuned tuned+load tuned+load-on-rt-cpus].
 
     A SCENARIO is a built-in name or the path of a TOML file (see docs/scenarios.md).
@@ -92,7 +93,8 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
     requirements = parse_requirements(require) if require is not None else []
     chosen = [load_scenario(s) for s in (scenarios or BUILTIN_NAMES)]
     base = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, out_dir=out_dir,
-                     trace=trace, late_threshold_ns=late_threshold_ns, keep_late=keep_late)
+                     trace=trace, late_threshold_ns=late_threshold_ns, keep_late=keep_late,
+                     samples=samples)
     planned = plan(chosen, base, load_backend)
     # Ctrl-C (any number of them) stops the running scenario; every scenario that finished is
     # already in the history, and the comparison so far is printed before the command exits 1.

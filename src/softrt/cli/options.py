@@ -34,3 +34,10 @@ def trace_options(f):
     f = click.option("--trace/--no-trace", default=True, show_default=True,
                      help="Trace the RT CPU (tracefs) and explain every late cycle.")(f)
     return f
+
+
+def samples_option(f):
+    """``--samples all|late`` (run and compare; docs/run-format.md, "Files of a late run")."""
+    return click.option("--samples", type=click.Choice(["all", "late"]), default=None,
+                        help="Keep every cycle (all) or the late cycles with their context and per-second "
+                             "aggregates (late) [default: late for runs longer than 1 h, else all].")(f)

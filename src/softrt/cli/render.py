@@ -71,6 +71,8 @@ def misses_text(summary: dict) -> Text:
     lines.append(line)
     if summary.get("samples_error"):
         lines.append(f"Samples: {summary['samples_error']}")
+    elif (summary.get("config") or {}).get("samples") == "late":
+        lines.append("Samples kept: late cycles with context, per-second aggregates (--samples late)")
     return Text("\n".join(lines))
 
 

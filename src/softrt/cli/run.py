@@ -11,11 +11,14 @@ import click
 
 from ..session import interrupts
 from ..motion.config import MAX_AXES
-from ..session.config import RunConfig
+from ..session.config import RunConfig, disk_estimate
 from ..session.run import run
+from ..units import NS_PER_S
 from .history import remember
-from .options import TimeNs, trace_options
+from .options import TimeNs, samples_option, trace_options
 from .render import console, progress_line, render_summary
+
+LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first
 
 
 @click.command("run")
@@ -47,9 +50,10 @@ from .render import console, progress_line, render_summary
 @click.option("--check", "take_check", is_flag=True,
               help="Take a `softrt check` of the RT CPU first and store its verdict with the run.")
 @trace_options
+@samples_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
 def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, axes, shape,
-            distance, velocity, accel, jerk, out_dir, take_check, trace, late_threshold_ns, keep_late, as_json):
+            distance, velocity, accel, jerk, out_dir, take_check, trace, late_threshold_ns, keep_late, samples, as_json):
     """Run the seed's cyclic motion test and measure every cycle."""
     from ..motion import MotionConfig
 
@@ -59,11 +63,14 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
     config = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, profile=profile,
                        wait=wait, margin_ns=margin_ns, device=device, axes=axes, motion=motion, out_dir=out_dir,
                        max_duration_ns=max_duration_ns, check=take_check, trace=trace,
-                       late_threshold_ns=late_threshold_ns, keep_late=keep_late)
+                       late_threshold_ns=late_threshold_ns, keep_late=keep_late, samples=samples)
     # From here on Ctrl-C (any number of them) stops the run, which is then stored, printed and
     # added to the history before the command exits 1.
     with interrupts.deferred(then_ignore=True):
         err = console(stderr=True)
+        if duration_ns >= LONG_RUN_NS:  # before a long run: what it keeps and the disk it takes
+            kept, need = disk_estimate(config)
+            err.print(f"softrt: keeping {kept} samples (--samples); estimated disk use ~{need / 1e6:,.0f} MB")
         show_progress = err.is_terminal
         with err.status("arming…", spinner="dots") if show_progress else nullcontext() as status:
             def on_progress(p):

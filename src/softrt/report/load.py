@@ -19,10 +19,13 @@ import pyarrow.parquet as pq
 
 from ..analysis import RunStats
 from ..errors import ConfigError, SoftRTError
+from ..ipc.layout import RECORD_DTYPE
 from ..store.history import HISTOGRAM, load_run_summary
-from ..store.rundir import SAMPLES, STREAM_COLUMNS, iter_samples
+from ..analysis.hdr import Hdr, bucket_bounds
+from ..store.late import AGGREGATES, read_aggregates
+from ..store.rundir import SAMPLES, STREAM_COLUMNS, iter_samples, load_run_stats
 from ..store.validate import load_json, printable
-from .data import Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
+from .data import MAX_BINS, MIN_WIDTH_NS, Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
 
 BATCH_ROWS = 1 << 18  # 2 MB per int64 column: small next to the histograms
 SERIES_BUCKETS = 2000  # about one per pixel column of a 10-inch figure at 200 dpi
@@ -141,6 +144,9 @@ def _load_histogram(view: RunView) -> None:
 
 
 def _load_samples(view: RunView) -> None:
+    if (view.path / AGGREGATES).is_file():
+        _load_late(view)
+        return
     file = view.path / SAMPLES
     if not file.is_file():
         raise SoftRTError(f"run {view.run_id}: samples file {file} is missing",
@@ -211,6 +217,145 @@ def _stream(view: RunView, n: int) -> None:
         _motion(view, np.concatenate(windows), worst)
     else:
         view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
+
+
+def _load_late(view: RunView) -> None:
+    """A ``--samples late`` run (softrt.store.late): histograms from ``stats.json``, the period over
+    time from ``aggregates.parquet``, the motion around the worst miss from the late cycles kept
+    with their context. Nothing is read per cycle but the late cycles."""
+    config = view.summary.get("config") or {}
+    period_ns = int(config.get("period_ns") or 0)
+    try:
+        view.stats = stats = load_run_stats(view.path, period_ns)
+        cols, meta = read_aggregates(view.path)
+    except (OSError, pa.ArrowException, ValueError, KeyError) as err:
+        raise SoftRTError(f"run {view.run_id}: cannot read {AGGREGATES}: {err}",
+                          hint="the file is corrupt or truncated") from None
+    except SoftRTError as err:
+        raise SoftRTError(f"run {view.run_id}: {err.msg}", hint=err.hint) from None
+    h = stats.hist
+    view.period = hist_from_hdr(h["period"]) if h["period"].n else None
+    view.latency = hist_from_hdr(h["latency"]) if h["latency"].n else None
+    view.process = hist_from_hdr(h["process"]) if h["process"].n else None
+    view.series = series_from_aggregates(cols)
+    view.t0_ns = meta.get("t0_ns")
+    records = [r for r in iter_samples(view.path, BATCH_ROWS) if r.size]
+    kept = np.concatenate(records) if records else np.zeros(0, dtype=RECORD_DTYPE)
+    late = int(cols["late"].sum()) if cols["late"].size else 0
+    view.notes.append(f"samples kept: late cycles only (--samples late): the {late:,} late cycles of "
+                      f"{int(cols['records'].sum()):,} with their context, {kept.size:,} records in all; the "
+                      "histograms come from stats.json and the period over time from per-second aggregates")
+    if not (bool(config.get("motion")) and bool(view.summary.get("motion"))):
+        view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
+        return
+    _late_motion(view, kept, meta)
+
+
+def hist_from_hdr(hdr: Hdr) -> Hist:
+    """The report's equal-width histogram from a stored HDR histogram (stats.json): each bucket's
+    count lands in the class of its lower bound, in power-of-ten classes from 100 ns (as
+    StreamHist), so the error is the HDR bucket's (≤ 0.1 %) or one class."""
+    keys, counts = hdr.buckets()
+    lower, _ = bucket_bounds(keys)
+    neg = lower < 0
+    width = MIN_WIDTH_NS
+    while max(int(hdr.max), 0) // width >= MAX_BINS:
+        width *= 10
+    out = hist_from_buckets(lower[~neg], counts[~neg], width, min_ns=float(hdr.min), max_ns=float(hdr.max))
+    out.under_count = int(counts[neg].sum())
+    return out
+
+
+def series_from_aggregates(cols: dict[str, np.ndarray], buckets: int = SERIES_BUCKETS) -> Series | None:
+    """The period-over-time series of a late run: per slice of seconds (at most *buckets*), the
+    min and max period, the mean, and the cycles with a missed update."""
+    has = cols["periods"] > 0
+    if not has.any():
+        return None
+    sec = cols["second"][has]
+    lo, hi = cols["period_min_ns"][has], cols["period_max_ns"][has]
+    n = cols["periods"][has]
+    total = n * cols["period_mean_ns"][has]
+    marks = cols["missed_cycles"][has]
+    k = min(buckets, sec.size)
+    starts = np.flatnonzero(np.diff(np.arange(sec.size) * k // sec.size, prepend=-1))
+    counts = np.add.reduceat(n, starts)
+    return Series(t_s=sec[starts].astype(np.float64), lo=np.minimum.reduceat(lo, starts),
+                  hi=np.maximum.reduceat(hi, starts), mean=np.add.reduceat(total, starts) / counts,
+                  marks=np.add.reduceat(marks, starts), n=int(n.sum()), downsampled=True)
+
+
+def _late_motion(view: RunView, kept: np.ndarray, meta: dict[str, int]) -> None:
+    """The motion around the worst miss, from the stretch of kept records around it (every miss is
+    a late cycle, kept with its context); sample numbers are made absolute with the first record
+    of the run (aggregates.parquet's metadata)."""
+    from ..motion import MotionConfig, Trajectory, motion_trace
+
+    missed = kept["missed"]
+    if not kept.size or not (missed > 0).any():
+        view.motion_note = "no missed updates: the delivered motion is the commanded motion"
+        return
+    config = view.summary["config"]
+    impact = view.summary.get("motion") or {}
+    window = kept["cycle"] + missed
+    i = int(np.argmax(missed))
+    if impact.get("max_run_deviation_counts", 0) > 0:
+        center = int(impact["worst_run_cycle"])
+        what = (f"around board cycle {center:,}: the largest position error one run of missed updates caused "
+                f"({impact['max_run_deviation_counts']:,.1f} counts)")
+    else:
+        center = int(window[i]) - int(missed[i]) + int(missed[i]) // 2
+        what = (f"around the longest run of missed updates ({int(missed[i])} cycles, write {int(kept['seq'][i]):,}); "
+                "the axis stood still or moved slowly then, so the delivered motion barely differs")
+    # The stretch of consecutive kept records (no seq gap) that holds the centre cycle.
+    breaks = np.flatnonzero(np.diff(kept["seq"]) != 1) + 1
+    starts, ends = np.concatenate([[0], breaks]), np.concatenate([breaks, [kept.size]])
+    first_w, last_w = window[starts], window[ends - 1]
+    inside = np.flatnonzero((first_w <= center) & (center <= last_w))
+    if not inside.size:
+        view.motion_note = f"board cycle {center:,} is outside the late cycles kept (--samples late)"
+        return
+    a, b = int(starts[inside[0]]), int(ends[inside[0]])
+    half = min(max(MOTION_HALF_WIDTH_CYCLES, 3 * int(missed[a:b].max())), 5000)
+    try:
+        cfg = MotionConfig.from_mapping(config["motion"])
+        period_ns = int(config["period_ns"])
+        traj = Trajectory(cfg, period_ns)
+        rel = motion_trace(window[a:b], cfg, center_cycle=center, half_width_cycles=half, period_ns=period_ns)
+        cmd = rel.commanded_sample + int(window[a]) - int(meta["first_window"])
+        dlv = rel.delivered_sample + int(kept["seq"][a]) - int(meta["first_seq"])
+        trace = _absolute(rel, traj, cmd, dlv, period_ns)
+        lag = int(cmd[0] - dlv[0])
+        samples = np.concatenate([cmd[:1] - 1, cmd]) - lag
+        positions = traj.positions(np.maximum(samples, 0))
+    except (ConfigError, KeyError, TypeError, ValueError) as err:
+        view.motion_note = f"cannot rebuild the motion: {err}"
+        return
+    velocity = np.diff(positions) / (period_ns / 1e9)
+    if samples[0] < 0:
+        velocity[0] = np.nan
+    view.motion = trace
+    view.motion_reference = MotionReference(lag, positions[1:], velocity)
+    view.motion_note = what + (f"; {lag:,} cycles had been lost before this window, so the reference is the "
+                               f"schedule delayed by them" if lag else "") + \
+        " (from the late cycles kept with their context: --samples late)"
+
+
+def _absolute(rel, traj, cmd: np.ndarray, dlv: np.ndarray, period_ns: int):
+    """*rel* (a MotionTrace of a stretch of the run) with the run's sample numbers and positions."""
+    import dataclasses
+
+    axis = rel.axis
+    p_cmd = traj.positions(np.maximum(np.concatenate([cmd[:1] - 1, cmd]), 0), axis)
+    p_dlv = traj.positions(np.maximum(np.concatenate([dlv[:1] - 1, dlv]), 0), axis)
+    v_cmd, v_dlv = np.diff(p_cmd) / (period_ns / 1e9), np.diff(p_dlv) / (period_ns / 1e9)
+    if cmd[0] <= 0:
+        v_cmd[0] = np.nan
+    if dlv[0] <= 0:
+        v_dlv[0] = np.nan
+    return dataclasses.replace(rel, commanded_sample=cmd, delivered_sample=dlv,
+                               commanded_position_counts=p_cmd[1:], delivered_position_counts=p_dlv[1:],
+                               commanded_velocity_counts_per_s=v_cmd, delivered_velocity_counts_per_s=v_dlv)
 
 
 def _motion(view: RunView, window: np.ndarray, worst: tuple[int, int, int]) -> None:

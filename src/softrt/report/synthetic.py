@@ -110,13 +110,15 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
                         misses: Iterable[tuple[int, int]] = (), seed: int = 0, run_id: str | None = None,
                         scenario: str = "synthetic", host: str = "synthhost", motion: bool = True,
                         started_at: datetime | None = None, chunk_rows: int = 1 << 20,
-                        why_late: bool | str = False, dropped: Iterable[tuple[int, int]] = ()) -> Path:
+                        why_late: bool | str = False, dropped: Iterable[tuple[int, int]] = (),
+                        samples: str = "all", late_threshold_ns: int = 20_000) -> Path:
     """Write a complete run directory under *base*; return its path.
 
     *why_late*: True adds the attribution of :func:`synthetic_why_late`; a string is the reason
     tracing was off (``why_late.tracing``). *dropped* lists [start, stop) ranges of records the
     ring lost (an overflow): they are missing from the samples and counted in the summary's
-    ``records_missing``.
+    ``records_missing``. *samples* ``late`` stores the run as ``softrt run --samples late`` does
+    (softrt.store.late), through the same RunDir.
     """
     misses = list(misses)
     rec = synthetic_records(cycles, period_ns, misses, seed)
@@ -129,7 +131,7 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
         stats.add(rec[a:a + chunk_rows])
     start = started_at or datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
     run_id = run_id or f"{start:%Y%m%d-%H%M%S}-{host}-{seed % 0x10000:04x}"
-    rd = RunDir(Path(base), run_id)
+    rd = RunDir(Path(base), run_id, samples=samples, period_ns=period_ns, late_threshold_ns=late_threshold_ns)
     for a in range(0, rec.size, chunk_rows):
         rd.append(rec[a:a + chunk_rows], flush_rows=1)
     rd.close()
@@ -137,7 +139,8 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
     config = {"period_ns": period_ns, "duration_ns": cycles * period_ns, "cpu": 1, "priority": 80, "profile": "rt",
               "wait": "spin", "margin_ns": 50_000, "axes": 1 if motion else 0,
               "motion": cfg_motion.to_dict() if cfg_motion else None, "out_dir": str(base),
-              "max_duration_ns": 3_600_000_000_000, "scenario": scenario, "extra": {}}
+              "max_duration_ns": 3_600_000_000_000, "scenario": scenario, "extra": {}, "samples": samples,
+              "late_threshold_ns": late_threshold_ns}
     host_facts = {"os": "linux", "hostname": host, "kernel": "6.1.0-synthetic-rt", "preemption": "PREEMPT_RT",
                   "cpu_model": "Synthetic CPU", "cpu_count": 2, "cmdline": "isolcpus=1", "clocksource": "tsc"}
     summary = {
@@ -159,6 +162,104 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
         summary["why_late"] = synthetic_why_late(rec, period_ns, cpu=config["cpu"])
     elif why_late:
         summary["why_late"] = unavailable(why_late)
+    rd.write_json("config.json", config)
+    rd.write_json("host.json", host_facts)
+    rd.write_json(STATS, stats.to_dict())
+    rd.write_json("summary.json", summary)
+    return rd.path
+
+
+def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, period_ns: int = 250_000,
+                                  events: int = 2_000, seed: int = 0, run_id: str | None = None,
+                                  late_threshold_ns: int = 20_000) -> Path:
+    """A ``--samples late`` run of *hours* (345.6 M cycles for 24 h at 250 µs), written in seconds.
+
+    Its 345 M cycles are never generated one by one: what a late run stores is built directly —
+    the *events* late cycles (misses of 1 to 58 cycles) with their context records, following the
+    virtual board's rules (:func:`synthetic_records`) at their place in the run; one aggregate row a
+    second (4,000 ordinary periods of 249-251 µs, the events' periods where they fall); and
+    ``stats.json``: the streaming pass over 100 s of ordinary records with its counts scaled to the
+    run, pooled with the pass over the kept records. For benchmark (c) (docs/benchmarks.md).
+    """
+    from ..store.late import AGGREGATE_FIELDS, AGGREGATES, CONTEXT_RECORDS, aggregates_schema
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    per_s = 1_000_000_000 // period_ns
+    seconds = int(hours * 3600)
+    cycles = seconds * per_s
+    c = CONTEXT_RECORDS
+    at = np.sort(rng.choice(np.arange(c + 1, cycles - c - 1, 4 * c), size=events, replace=False))
+    lengths = rng.choice([1, 1, 1, 2, 3, 5, 58], size=events)
+    # Records: seq = write index; a write's board cycle is its index plus every cycle missed before it.
+    lost_before = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    segments = []
+    for j, (i, k, lost) in enumerate(zip(at, lengths, lost_before)):
+        seg = synthetic_records(2 * c + 1, period_ns, [(c, int(k))], seed=seed + j)
+        shift_seq, shift_cycle = int(i) - c, int(i) - c + int(lost)
+        seg["seq"] += shift_seq
+        seg["cycle"] += shift_cycle
+        for name in ("edge_ns", "detect_ns", "done_ns", "write_ns"):
+            seg[name] += shift_cycle * period_ns
+        segments.append(seg)
+    kept = np.concatenate(segments)
+    stats = RunStats(period_ns)
+    for seg in segments:
+        stats.merge(RunStats(period_ns).add(seg))
+    ordinary = RunStats(period_ns).add(synthetic_records(100 * per_s, period_ns, seed=seed)).to_dict()
+    scale = (cycles - kept.size) / (100 * per_s)
+    for name, h in ordinary["series_ns"].items():
+        h["counts"] = [max(int(round(x * scale)), 1) for x in h["counts"]]
+        h["n"] = sum(h["counts"])
+        h["sum_ns"] = int(h["sum_ns"] * scale)
+        h["m2_ns2"] = h["m2_ns2"] * scale
+    for key in ("cycles", "records_expected"):
+        ordinary["counters"][key] = int(cycles - kept.size)
+    stats = RunStats.from_dict(ordinary).merge(stats)
+    # One aggregate row a second.
+    sec = np.arange(seconds, dtype=np.int64)
+    cols = {"second": sec, "records": np.full(seconds, per_s, np.int64), "periods": np.full(seconds, per_s, np.int64),
+            "period_min_ns": period_ns - 1_000 + rng.integers(0, 500, seconds),
+            "period_max_ns": period_ns + 1_000 + rng.integers(0, 3_000, seconds),
+            "period_mean_ns": period_ns + rng.normal(0, 5, seconds),
+            "latency_min_ns": 70 + rng.integers(0, 30, seconds),
+            "latency_max_ns": 1_000 + rng.integers(0, 2_000, seconds),
+            "latency_mean_ns": 190 + rng.normal(0, 3, seconds),
+            "missed": np.zeros(seconds, np.int64), "missed_cycles": np.zeros(seconds, np.int64),
+            "late": np.zeros(seconds, np.int64)}
+    ev_sec = (at + lost_before) // per_s
+    np.add.at(cols["missed"], ev_sec, lengths)
+    np.add.at(cols["missed_cycles"], ev_sec, 1)
+    np.add.at(cols["late"], ev_sec, 2)  # the stalled write and the long period after it
+    np.maximum.at(cols["period_max_ns"], ev_sec, (lengths + 1) * period_ns)
+    start = datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
+    run_id = run_id or f"{start:%Y%m%d-%H%M%S}-synthhost-{seed % 0x10000:04x}"
+    rd = RunDir(Path(base), run_id)
+    for a in range(0, kept.size, 1 << 16):
+        rd.append(kept[a:a + (1 << 16)])
+    rd.close()
+    schema = aggregates_schema(T0_NS, period_ns, late_threshold_ns, 0, 0)
+    pq.write_table(pa.table({k: cols[k] for k in AGGREGATE_FIELDS}, schema=schema), rd.path / AGGREGATES,
+                   compression="zstd", row_group_size=3600)
+    config = {"period_ns": period_ns, "duration_ns": cycles * period_ns, "cpu": 1, "priority": 80, "profile": "rt",
+              "wait": "spin", "margin_ns": 50_000, "axes": 1, "motion": MotionConfig().to_dict(),
+              "out_dir": str(base), "max_duration_ns": 72 * 3_600_000_000_000, "scenario": "synthetic-24h",
+              "extra": {}, "samples": "late", "late_threshold_ns": late_threshold_ns}
+    host_facts = {"os": "linux", "hostname": "synthhost", "kernel": "6.1.0-synthetic-rt", "preemption": "PREEMPT_RT",
+                  "cpu_model": "Synthetic CPU", "cpu_count": 2, "cmdline": "isolcpus=1", "clocksource": "tsc"}
+    summary = {
+        "schema": SCHEMA, "run_id": run_id, "scenario": "synthetic-24h",
+        "started_at": start.isoformat(timespec="seconds"),
+        "finished_at": (start + timedelta(seconds=seconds)).isoformat(timespec="seconds"),
+        "status": "complete", "partial_reason": None, "mode": "real-time", "config": config, "host": host_facts,
+        "tuning": {"applied": [], "not_applied": [], "system_changes": [], "recovered_from_earlier_runs": []},
+        **stats.summary(),
+        "ring": {"capacity": 65536, "overflows": 0},
+        "board": {"writes": cycles, "missed_updates": int(lengths.sum())},
+        "motion": {"not_computed": "synthetic run: its 345 M writes are not generated"},
+    }
     rd.write_json("config.json", config)
     rd.write_json("host.json", host_facts)
     rd.write_json(STATS, stats.to_dict())

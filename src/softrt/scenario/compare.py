@@ -22,7 +22,7 @@ from ..platform import get_platform
 from ..session import interrupts
 from ..session.config import RunConfig, validate
 from ..session.run import RunResult, run
-from ..store.rundir import check_space, load_run_stats, update_summary
+from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
 from .model import Scenario
 from .require import Requirement
 
@@ -101,6 +101,7 @@ def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> l
         config = validate(dataclasses.replace(base, profile=scenario.profile, wait=scenario.wait, device=scenario.device,
                                               scenario=scenario.name,
                                               trace=base.trace if scenario.trace is None else scenario.trace,
+                                              samples=base.samples if scenario.samples is None else scenario.samples,
                                               duration_ns=scenario.duration_ns or base.duration_ns), online, allowed)
         placed = tuple((spec.name, spec.resolve_cpus(rt_cpu, online & allowed)) for spec in scenario.loads)
         for name, cpus in placed:
@@ -129,8 +130,9 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
         raise ConfigError(f"--repeat must be at least 1, got {repeat}")
     # Refuse up front a comparison whose runs cannot all fit (each run checks its own too).
     for out_dir in {item.config.out_dir for item in planned}:
-        check_space(out_dir, repeat * sum(item.config.duration_ns // item.config.period_ns for item in planned
-                                          if item.config.out_dir == out_dir))
+        check_free(out_dir, repeat * sum(space_needed(item.config.duration_ns // item.config.period_ns,
+                                                      item.config.samples, item.config.period_ns)
+                                         for item in planned if item.config.out_dir == out_dir))
     say = on_event or (lambda msg: None)
     runs: list[ScenarioRun] = []
     with interrupts.deferred():

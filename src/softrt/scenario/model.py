@@ -44,6 +44,7 @@ class Scenario:
     loads: tuple[LoadSpec, ...] = field(default_factory=tuple)
     loads_on_rt_cpus: bool = False  # the seed's caveat, declared on purpose
     trace: bool | None = None  # None: the command's --trace/--no-trace
+    samples: str | None = None  # "all" or "late"; None: the command's --samples
     source: str = "built-in"
 
     @property

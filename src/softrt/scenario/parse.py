@@ -21,7 +21,7 @@ from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..load import LOAD_NAMES
 from ..loop.cyclic import WAITS
-from ..session.config import PROFILES
+from ..session.config import PROFILES, SAMPLE_MODES
 from ..store.validate import printable, read_bounded
 from ..units import parse_time_ns
 from .model import PLACEMENTS, LoadSpec, Scenario
@@ -29,7 +29,7 @@ from .model import PLACEMENTS, LoadSpec, Scenario
 #: The largest scenario file read (the built-ins are a few hundred bytes).
 MAX_SCENARIO_BYTES = 256 * 1024
 BUILTIN_NAMES = ("untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus")
-_TOP_KEYS = {"name", "description", "profile", "wait", "device", "duration", "loads_on_rt_cpus", "trace", "load"}
+_TOP_KEYS = {"name", "description", "profile", "wait", "device", "duration", "loads_on_rt_cpus", "trace", "samples", "load"}
 _LOAD_KEYS = {"name", "cpus"}
 
 
@@ -104,6 +104,9 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     trace = data.get("trace")
     if trace is not None and not isinstance(trace, bool):
         raise fail("trace", f"must be true or false, got {_shown(trace)}")
+    samples = data.get("samples")
+    if samples is not None and samples not in SAMPLE_MODES:
+        raise fail("samples", f"unknown value {_shown(samples)}", f"use one of {', '.join(SAMPLE_MODES)}")
     raw_loads = data.get("load", [])
     if not isinstance(raw_loads, list):
         raise fail("load", "must be an array of tables ([[load]])")
@@ -130,7 +133,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
         loads.append(LoadSpec(name=lname, cpus=cpus))
     return Scenario(name=name, description=printable(description), profile=profile, wait=wait,
                     device=device, duration_ns=duration_ns, loads=tuple(loads), loads_on_rt_cpus=on_rt,
-                    trace=trace, source=source)
+                    trace=trace, samples=samples, source=source)
 
 
 def _shown(value: object) -> str:

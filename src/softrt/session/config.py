@@ -12,6 +12,9 @@ from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError
 from ..loop.cyclic import WAITS
 from ..motion.config import MAX_AXES
+from ..store.late import MODES as SAMPLE_MODES
+from ..store.late import resolve_mode
+from ..store.rundir import check_space
 from ..units import NS_PER_S, NS_PER_US, format_ns
 
 PROFILES = ("rt", "none")
@@ -42,6 +45,7 @@ class RunConfig:
     trace: bool = True  # trace the RT CPU and explain late cycles (where tracefs is usable)
     late_threshold_ns: int = 20 * NS_PER_US  # a cycle is late when its period exceeds nominal + this
     keep_late: int = 100  # the worst late cycles kept with their causes
+    samples: str | None = None  # "all" or "late" (store.late); None: "late" for runs longer than 1 h
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (config.json)."""
@@ -79,6 +83,8 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
                           hint="use more than 0 and at most 1 s, e.g. --late-threshold 20us")
     if not 0 <= config.keep_late <= MAX_KEEP_LATE:
         raise ConfigError(f"--keep-late must be 0 to {MAX_KEEP_LATE:,}, got {config.keep_late}", hint="e.g. --keep-late 100")
+    if config.samples is not None and config.samples not in SAMPLE_MODES:
+        raise ConfigError(f"unknown --samples value {config.samples!r}", hint=f"use one of {', '.join(SAMPLE_MODES)}")
     check_device_spec(config.device)
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
@@ -88,7 +94,21 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
         # and the supervisor, which must drain the ring from a housekeeping CPU.
         raise ConfigError(f"CPU {cpu} is the only CPU this process may use; softrt keeps one housekeeping CPU free",
                           hint="widen the CPU affinity (taskset, cgroup cpuset) or use --profile none")
-    return dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None)
+    return dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None,
+                               samples=resolve_mode(config.samples, config.duration_ns))
+
+
+def disk_estimate(config: RunConfig) -> tuple[str, int]:
+    """Check *config* and its disk space as the run will (ConfigError when it would be refused);
+    return what it keeps (``all``/``late``) and the bytes it is estimated to need
+    (store.rundir.space_needed), for the command line to say before a long run starts."""
+    from ..platform import get_platform
+
+    plat = get_platform()
+    config = validate(config, plat.online_cpus(), plat.allowed_cpus())
+    needed = check_space(Path(config.out_dir), config.duration_ns // config.period_ns, config.samples,
+                         config.period_ns)
+    return config.samples, needed
 
 
 def resolve_motion(config: RunConfig) -> RunConfig:

@@ -153,7 +153,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
     out_dir = Path(config.out_dir)
     check_writable(out_dir)
     expected_rows = config.duration_ns // config.period_ns
-    check_space(out_dir, expected_rows)
+    check_space(out_dir, expected_rows, config.samples, config.period_ns)
     check = _take_check(config) if config.check else None
 
     out = _Outcome()
@@ -165,7 +165,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         lock_fd = _lock_rt_loop(config)
         if lock_fd is not None:
             cleanup.callback(os.close, lock_fd)
-        rundir = RunDir(out_dir, new_run_id(), expected_rows)
+        rundir = RunDir(out_dir, new_run_id(), expected_rows, samples=config.samples, period_ns=config.period_ns,
+                        late_threshold_ns=config.late_threshold_ns)
         ring = Ring.create(_ring_capacity())
         collector = Collector(config.period_ns, config.motion if step is None else None)
         drainer = _Drainer(ring, rundir, collector)

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from ..analysis.stream import RunStats
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
+from .late import AGGREGATES, LateSelector, SecondAggregator
 from .validate import check_summary, load_json, printable, safe_name
 
 SCHEMA = "softrt.summary/1"
@@ -45,10 +46,14 @@ _ARROW_SCHEMA = pa.schema([(name, pa.int64()) for name in RECORD_FIELDS])
 RESERVE = ".softrt-reserve"
 ROW_GROUP_ROWS = 16384  # 4 s at 250 µs; bounds the bytes one row group needs from the reserve
 
-#: Bytes per row of samples.parquet: 25.4 measured (a 3 s, 250 µs run, zstd) plus half again for
-#: runs whose jitter compresses worse. The estimate only decides the refusal up front; a run that
-#: outgrows it is still kept by the reserve.
-BYTES_PER_ROW = 40
+#: Bytes per row of samples.parquet: 5.7 measured (a 30 s, 250 µs run on the 2-CPU VM, delta +
+#: zstd, docs/benchmarks.md) plus three quarters again for runs whose jitter compresses worse. The
+#: estimate only decides the refusal up front; a run that outgrows it is still kept by the reserve.
+BYTES_PER_ROW = 10
+#: aggregates.parquet of a late run: 12 columns a second, zstd; 27 measured on the synthetic 24 h run.
+AGG_BYTES_PER_SECOND = 50
+#: A late run's estimate allows this share (‰) of the cycles to be late cycles or their context.
+LATE_KEPT_SHARE_PERMILLE = 10
 #: A row group can never need more than its raw int64 columns.
 _RAW_ROW_GROUP_BYTES = ROW_GROUP_ROWS * RECORD_DTYPE.itemsize
 _FOOTER_BYTES_PER_ROW_GROUP = 4096  # 2,195 measured for one row group of ten int64 columns
@@ -64,14 +69,32 @@ def reserve_bytes(rows: int) -> int:
     return _RAW_ROW_GROUP_BYTES + (rows // ROW_GROUP_ROWS + 1) * _FOOTER_BYTES_PER_ROW_GROUP + _JSON_BYTES
 
 
-def space_needed(rows: int) -> int:
-    """Bytes a run of *rows* records needs on disk (samples estimate plus the reserve)."""
+def space_needed(rows: int, samples: str = "all", period_ns: int = 250_000) -> int:
+    """Bytes a run of *rows* records needs on disk (samples estimate plus the reserve).
+
+    A ``late`` run (store.late) keeps one aggregate row a second and the late cycles with their
+    context; the estimate allows :data:`LATE_KEPT_SHARE_PERMILLE` ‰ of the cycles for those.
+    """
+    kept = kept_rows(rows, samples)
+    if samples == "late":
+        seconds = rows * period_ns // 1_000_000_000 + 1
+        return seconds * AGG_BYTES_PER_SECOND + kept * BYTES_PER_ROW + reserve_bytes(kept)
     return rows * BYTES_PER_ROW + reserve_bytes(rows)
 
 
-def check_space(base: Path, rows: int) -> None:
-    """Raise ConfigError with the figures unless *base* has room for a run of *rows* records."""
-    needed = space_needed(rows)
+def kept_rows(rows: int, samples: str = "all") -> int:
+    """Rows of samples.parquet expected for a run of *rows* records (a late run: the allowance)."""
+    return -(-rows * LATE_KEPT_SHARE_PERMILLE // 1000) if samples == "late" else rows
+
+
+def check_space(base: Path, rows: int, samples: str = "all", period_ns: int = 250_000) -> int:
+    """Raise ConfigError with the figures unless *base* has room for a run of *rows* records;
+    return the bytes the run is estimated to need."""
+    return check_free(base, space_needed(rows, samples, period_ns))
+
+
+def check_free(base: Path, needed: int) -> int:
+    """Raise ConfigError with the figures unless *base* has *needed* bytes free; return *needed*."""
     probe = Path(base).absolute()
     while not probe.exists() and probe != probe.parent:  # not made yet: the disk it will be on
         probe = probe.parent
@@ -82,7 +105,9 @@ def check_space(base: Path, rows: int) -> None:
                           hint="choose another directory with --out-dir") from None
     if free < needed:
         raise ConfigError(f"not enough disk space: the run needs ~{_mb(needed)} in {base}, {_mb(free)} free",
-                          hint="free some space, shorten --duration, or choose another directory with --out-dir")
+                          hint="free some space, shorten --duration, keep late cycles only (--samples late), "
+                               "or choose another directory with --out-dir")
+    return needed
 
 
 class _Sink:
@@ -168,8 +193,12 @@ def check_writable(base: Path, what: str = "runs", hint: str = "choose another d
 class RunDir:
     """One run's directory, written while the run goes."""
 
-    def __init__(self, base: Path, run_id: str, expected_rows: int = 0) -> None:
+    def __init__(self, base: Path, run_id: str, expected_rows: int = 0, *, samples: str = "all",
+                 period_ns: int = 0, late_threshold_ns: int = 0) -> None:
+        """*samples* ``late`` keeps the late cycles of *late_threshold_ns* with their context in the
+        samples file and per-second aggregates beside it (store.late); ``all`` keeps every record."""
         self.run_id = run_id
+        self.samples = samples
         self.path = Path(base) / run_id
         try:
             self.path.mkdir(parents=True)
@@ -179,7 +208,7 @@ class RunDir:
         try:
             fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             try:
-                os.posix_fallocate(fd, 0, reserve_bytes(expected_rows))
+                os.posix_fallocate(fd, 0, reserve_bytes(kept_rows(expected_rows, samples)))
             finally:
                 os.close(fd)
             self._sink = _Sink(self.path / SAMPLES, reserve)
@@ -194,6 +223,20 @@ class RunDir:
         self.unwritten = 0  # records the disk refused: counted, never silently lost
         self.failure: str | None = None  # why records stopped being written
         self.complete = True  # False when the samples file could not be finished (no footer)
+        self._select: LateSelector | None = None
+        self._aggregate: SecondAggregator | None = None
+        if samples == "late":
+            self._select = LateSelector(period_ns, late_threshold_ns)
+            self._aggregate = SecondAggregator(self.path / AGGREGATES, period_ns, late_threshold_ns)
+
+    def kept(self) -> dict:
+        """What the run keeps on disk, for summary.json's ``samples`` (docs/run-format.md)."""
+        out = {"mode": self.samples, "rows": self.rows}
+        if self._select is not None:
+            out.update(late_cycles=self._select.late, context_records=self._select.context,
+                       aggregate_seconds=self._aggregate.seconds + len(self._aggregate._rows)
+                       + (self._aggregate._open is not None))
+        return out
 
     def write_json(self, name: str, data: dict) -> Path:
         """Write *data* as ``name`` atomically; raise SoftRTError (with the reason) if it cannot be."""
@@ -204,7 +247,22 @@ class RunDir:
                               hint="free some space; the samples written so far are kept") from None
 
     def append(self, records: np.ndarray, flush_rows: int = ROW_GROUP_ROWS) -> None:
-        """Queue *records*; write a Parquet row group once *flush_rows* are queued."""
+        """Queue *records*; write a Parquet row group once *flush_rows* are queued.
+
+        A ``late`` run queues only the late records and their context, and adds every record to
+        the per-second aggregates; after a write error every record drained is counted unwritten.
+        """
+        if self._select is not None and records.size:
+            if self.failure is not None:
+                self.unwritten += records.size
+                return
+            try:
+                self._aggregate.add(records)
+            except (OSError, pa.ArrowException) as err:
+                self.unwritten += records.size
+                self._fail(f"cannot write {AGGREGATES} at cycle {int(records['seq'][0]):,}: {_why(err)}")
+                return
+            records = self._select.add(records)
         if records.size:
             self._pending.append(records)
             self._pending_rows += records.size
@@ -250,6 +308,12 @@ class RunDir:
         try:
             self.flush()
             self._sink.release_reserve()
+            if self._aggregate is not None:
+                try:
+                    self._aggregate.close()
+                except (OSError, pa.ArrowException) as err:
+                    if self.failure is None:
+                        self._fail(f"cannot finish {AGGREGATES}: {_why(err)}")
             if self.complete:
                 try:
                     self._open_writer().close()
