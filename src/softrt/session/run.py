@@ -241,6 +241,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
     summary["ring"] = {"capacity": ring.capacity, "overflows": drainer.overflows}
     summary["board"] = out.worker.get("board", {})
     summary["records_unwritten"] = rundir.unwritten
+    summary["samples"] = rundir.kept()
     _reconcile_misses(summary)
     summary["why_late"] = tracer.why_late()
     if check is not None:
