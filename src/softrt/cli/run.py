@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -14,8 +13,9 @@ from ..motion.config import MAX_AXES
 from ..session.config import RunConfig
 from ..session.run import run
 from .history import remember
-from .options import TimeNs, trace_options
-from .render import console, progress_line, render_summary
+from .live import Watch
+from .options import TimeNs, trace_options, watch_options
+from .render import console, render_summary
 
 
 @click.command("run")
@@ -47,9 +47,10 @@ from .render import console, progress_line, render_summary
 @click.option("--check", "take_check", is_flag=True,
               help="Take a `softrt check` of the RT CPU first and store its verdict with the run.")
 @trace_options
+@watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
 def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, axes, shape,
-            distance, velocity, accel, jerk, out_dir, take_check, trace, late_threshold_ns, keep_late, as_json):
+            distance, velocity, accel, jerk, out_dir, take_check, trace, late_threshold_ns, keep_late, watch, as_json):
     """Run the seed's cyclic motion test and measure every cycle."""
     from ..motion import MotionConfig
 
@@ -64,13 +65,10 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
     # added to the history before the command exits 1.
     with interrupts.deferred(then_ignore=True):
         err = console(stderr=True)
-        show_progress = err.is_terminal
-        with err.status("arming…", spinner="dots") if show_progress else nullcontext() as status:
-            def on_progress(p):
-                if status is not None:
-                    status.update(progress_line(p))
-            result = run(config, on_progress=on_progress)
-        if not show_progress:
+        with Watch(err, watch) as live:  # binds the metrics port first: taken → exit 2, nothing started
+            result = run(config, on_progress=live.on_progress)
+            live.finished(result.summary)
+        if live.mode == "plain":
             err.print(progress_line_final(result.summary))
         if as_json:
             sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
