@@ -30,7 +30,7 @@ from .render import progress_line
 LIVE_EVERY_S = 0.25  # the live view's redraws (4 per second)
 PLAIN_FIRST_S = 1.0  # the first plain progress line, once there are figures
 PLAIN_EVERY_S = 10.0
-PUBLISH_EVERY_S = 1.0  # a new copy for the metrics endpoint (the streaming pass moves about once a second)
+PUBLISH_EVERY_S = 1.0  # a new copy for the metrics endpoint: when the streaming pass moved, and at least this often
 #: Rows of the live period histogram: bounds as multiples of the nominal period (250 µs: 200, 260,
 #: 275, 300, 500 µs, 1 ms, 5 ms).
 HIST_FACTORS = (0.8, 1.04, 1.1, 1.2, 2.0, 4.0, 20.0)
@@ -117,6 +117,7 @@ class Watch:
         self.live: Live | None = None
         self._latest: dict[str, object] = {}  # run id -> its Progress (the last one seen)
         self._drawn = self._published = -math.inf
+        self._published_cycles = -1
         self._next_line_s = PLAIN_FIRST_S
 
     def __enter__(self) -> Watch:
@@ -145,10 +146,12 @@ class Watch:
         if self._latest.get(p.run_id) is not p:  # a new run (compare): show it at once, line early
             self._latest[p.run_id] = p
             self._drawn = self._published = -math.inf
+            self._published_cycles = -1
             self._next_line_s = PLAIN_FIRST_S
         now = time.monotonic()
-        if self.server is not None and now - self._published >= PUBLISH_EVERY_S:
-            self._published = now
+        fresh = p.stats.counters["cycles"] != self._published_cycles  # a batch came through the pass
+        if self.server is not None and (fresh or now - self._published >= PUBLISH_EVERY_S):
+            self._published, self._published_cycles = now, p.stats.counters["cycles"]
             self.server.publish(view_of(p, self.host))
         if self.live is not None and now - self._drawn >= LIVE_EVERY_S:
             self._drawn = now
