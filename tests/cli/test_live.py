@@ -33,12 +33,14 @@ def _progress(n=20_000, elapsed_s=75.0, duration_s=3600.0):
     rng = np.random.default_rng(2)
     rec = np.zeros(n, RECORD_DTYPE)
     period = rng.normal(PERIOD, 1_000, n).astype(np.int64)
-    period[[500, 9_000, 15_000]] = [280_000, 1_500_000, 600_000]  # three late cycles; 9,000 is the worst
+    for i, late_ns in ((500, 280_000), (9_000, 1_500_000), (15_000, 600_000)):  # late cycles; 9,000 the worst
+        if i < n:
+            period[i] = late_ns
     rec["seq"] = np.arange(n)
     rec["detect_ns"] = 10**12 + np.cumsum(period)
     rec["edge_ns"] = rec["detect_ns"] - 2_000
     rec["done_ns"] = rec["detect_ns"] + 5_000
-    rec["missed"][9_000] = 5
+    rec["missed"][min(9_000, n - 1)] = 5
     stats = RunStats(PERIOD).add(rec)
     return Progress(elapsed_s=elapsed_s, duration_s=duration_s, cycles=n, stats=stats, snapshot=stats.snapshot(),
                     run_id="20261130-120000-vm-abcd", config=RunConfig(cpu=1, scenario="tuned+load"))
@@ -80,8 +82,8 @@ def test_plain_lines_come_early_then_every_ten_seconds():
             watch._latest[p.run_id] = p  # one run throughout (a new Progress object is a new run)
             watch.on_progress(p)
     lines = err.getvalue().splitlines()
-    assert [line.split(":")[1].split(" of")[0].strip() for line in lines] == ["1", "10", "20"]
-    assert all(line.startswith("softrt run: ") and "late cycles 3" in line for line in lines)
+    assert [line.split(":")[2].split(" of")[0].strip() for line in lines] == ["1", "10", "20"]
+    assert all(line.startswith("softrt run: tuned+load: ") and "late cycles 3" in line for line in lines)
     assert PLAIN_EVERY_S == 10.0
 
 
@@ -91,6 +93,24 @@ def test_quiet_shows_nothing():
         watch.on_progress(_progress(elapsed_s=30.0))
         watch.say("softrt compare: round 1/1: tuned")
     assert err.getvalue() == ""
+
+
+def test_the_endpoint_serves_each_run_and_its_final_state():
+    err = io.StringIO()
+    with Watch(Console(file=err, width=200), WatchOptions(metrics_port=0), title="softrt compare") as watch:
+        first = _progress(elapsed_s=3.0)
+        watch.on_progress(first)
+        url = re.search(r"serving metrics at (\S+)", err.getvalue()).group(1)
+        watch.finished({"run_id": first.run_id, "status": "partial", "ring": {"overflows": 3}})
+        second = _progress(n=1_000, elapsed_s=0.5)
+        second.run_id = "20261130-120100-vm-ef01"
+        watch.on_progress(second)
+        got = _scrape(url)
+    state = {(labels["run_id"], labels["state"]): v for labels, v in got["softrt_run_state"] if v}
+    assert state == {(first.run_id, "partial"): 1.0, (second.run_id, "running"): 1.0}
+    overflows = {labels["run_id"]: v for labels, v in got["softrt_ring_overflows_total"]}
+    assert overflows == {first.run_id: 3.0, second.run_id: 0.0}
+    assert err.getvalue().count("serving metrics") == 1
 
 
 def test_progress_line():
@@ -122,6 +142,7 @@ def test_a_taken_port_is_one_line_exit_2_before_anything_starts(run_cli, tmp_pat
     (["--metrics-port", "0", "--metrics-addr", "203.0.113.7"], "cannot serve metrics on 203.0.113.7"),
     (["--metrics-port", "70000"], "--metrics-port"),
     (["--metrics-port", "http"], "--metrics-port"),
+    (["--metrics-port", "0", "--cpu", "99"], "CPU 99"),  # bad input found by the run: still one line
 ])
 def test_a_bad_address_or_port_is_one_line_exit_2(run_cli, tmp_path, state_dir, args, needle):
     out_dir = tmp_path / "runs"

@@ -121,8 +121,6 @@ class Watch:
         self._next_line_s = PLAIN_FIRST_S
 
     def __enter__(self) -> Watch:
-        if self.server is not None:
-            self.err.print(f"softrt: serving metrics at {self.server.url}")
         if self.mode == "live":
             self.live = Live(Text("arming…", style="dim"), console=self.err, auto_refresh=False, transient=True)
             self.live.start()
@@ -143,6 +141,9 @@ class Watch:
         """The run's progress callback (``session.run.run(on_progress=...)``)."""
         if p.config is None or p.stats is None:
             return
+        if self.server is not None and not self._latest:
+            # Said once the loop runs, not when bound: bad input found by run() stays one line.
+            self.err.print(f"softrt: serving metrics at {self.server.url}", soft_wrap=True)
         if self._latest.get(p.run_id) is not p:  # a new run (compare): show it at once, line early
             self._latest[p.run_id] = p
             self._drawn = self._published = -math.inf
@@ -158,7 +159,8 @@ class Watch:
             self.live.update(live_view(p, self.title), refresh=True)
         elif self.mode == "plain" and p.elapsed_s >= self._next_line_s and p.stats.hist["period"].n:
             self._next_line_s = (p.elapsed_s // PLAIN_EVERY_S + 1) * PLAIN_EVERY_S
-            self.err.print(f"{self.title}: {progress_line(p)}", soft_wrap=True)
+            scenario = f"{p.config.scenario}: " if p.config.scenario != "run" else ""
+            self.err.print(f"{self.title}: {scenario}{progress_line(p)}", soft_wrap=True)
 
     def finished(self, summary: dict) -> None:
         """A run ended (stored, *summary* written): serve its final figures and state."""
