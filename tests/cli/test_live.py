@@ -101,7 +101,8 @@ def test_the_endpoint_serves_each_run_and_its_final_state():
         first = _progress(elapsed_s=3.0)
         watch.on_progress(first)
         url = re.search(r"serving metrics at (\S+)", err.getvalue()).group(1)
-        watch.finished({"run_id": first.run_id, "status": "partial", "ring": {"overflows": 3}})
+        watch.finished({"run_id": first.run_id, "status": "partial", "ring": {"overflows": 3},
+                        "misses": {"missed_updates": 9}})  # the board saw more than the records the ring kept
         second = _progress(n=1_000, elapsed_s=0.5)
         second.run_id = "20261130-120100-vm-ef01"
         watch.on_progress(second)
@@ -110,6 +111,8 @@ def test_the_endpoint_serves_each_run_and_its_final_state():
     assert state == {(first.run_id, "partial"): 1.0, (second.run_id, "running"): 1.0}
     overflows = {labels["run_id"]: v for labels, v in got["softrt_ring_overflows_total"]}
     assert overflows == {first.run_id: 3.0, second.run_id: 0.0}
+    missed = {labels["run_id"]: v for labels, v in got["softrt_missed_updates_total"]}
+    assert missed == {first.run_id: 9.0, second.run_id: 5.0}
     assert err.getvalue().count("serving metrics") == 1
 
 

@@ -15,6 +15,7 @@ the cost).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import socket
 import time
@@ -166,7 +167,9 @@ class Watch:
         """A run ended (stored, *summary* written): serve its final figures and state."""
         p = self._latest.get(summary.get("run_id"))
         if self.server is not None and p is not None:
-            self.server.publish(view_of(p, self.host, state=summary["status"],
-                                        ring_overflows=summary.get("ring", {}).get("overflows")))
+            view = view_of(p, self.host, state=summary["status"], ring_overflows=summary.get("ring", {}).get("overflows"))
+            # The board's own count when the ring dropped records (session.run._reconcile_misses): never fewer.
+            board = summary.get("misses", {}).get("missed_updates", 0)
+            self.server.publish(dataclasses.replace(view, missed_updates=max(view.missed_updates, board)))
         if self.live is not None:
             self.live.update(Text("…", style="dim"), refresh=True)
