@@ -11,7 +11,6 @@ exposition format: https://prometheus.io/docs/instrumenting/exposition_formats/.
 
 from __future__ import annotations
 
-import socket
 import threading
 from dataclasses import dataclass
 
@@ -115,8 +114,7 @@ class MetricsServer:
             raise ConfigError(f"cannot serve metrics on {addr} port {port}: {why}",
                               hint="choose a free --metrics-port (0: any free port) and an address of this "
                                    "machine for --metrics-addr") from None
-        host, bound = self._httpd.server_address[:2]
-        self.addr, self.port = addr, int(bound)
+        self.addr, self.port = addr, int(self._httpd.server_address[1])  # the port chosen for port 0
 
     @property
     def url(self) -> str:
