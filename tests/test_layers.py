@@ -16,7 +16,7 @@ RANK = {
     "platform": 1,
     "ipc": 2, "analysis": 2,
     "board": 3, "motion": 3, "load": 3, "audit": 3, "store": 3, "loop": 3, "ethercat": 3, "report": 3,
-    "trace": 3,
+    "trace": 3, "metrics": 3,
     "session": 4, "scenario": 4,
     "cli": 5, "__init__": 5, "__main__": 6,
 }

@@ -16,7 +16,8 @@ from ..scenario.require import parse_requirements
 from ..session import interrupts
 from ..session.config import RunConfig
 from .history import remember
-from .options import TimeNs, samples_option, trace_options
+from .live import Watch
+from .options import TimeNs, samples_option, trace_options, watch_options
 from .render import console
 
 
@@ -83,9 +84,10 @@ def loads_text(pooled: dict) -> Text:
               show_default=True)
 @trace_options
 @samples_option
+@watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, load_backend, settle_ns, out_dir,
-            trace, late_threshold_ns, keep_late, samples, as_json):
+            trace, late_threshold_ns, keep_late, samples, watch, as_json):
     """Run scenarios side by side [default: untuned tuned tuned+load tuned+load-on-rt-cpus].
 
     A SCENARIO is a built-in name or the path of a TOML file (see docs/scenarios.md).
@@ -100,9 +102,11 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
     # already in the history, and the comparison so far is printed before the command exits 1.
     with interrupts.deferred(then_ignore=True):
         err = console(stderr=True)
-        result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
-                         settle_s=settle_ns / 1e9, on_event=lambda msg: err.print(f"softrt compare: {msg}"),
-                         on_run=lambda r: remember([r.result.path]))
+        with Watch(err, watch, title="softrt compare") as live:  # one metrics endpoint, labels per scenario
+            result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
+                             settle_s=settle_ns / 1e9, on_event=lambda msg: live.say(f"softrt compare: {msg}"),
+                             on_run=lambda r: (remember([r.result.path]), live.finished(r.result.summary)),
+                             on_progress=live.on_progress)
         if as_json:
             sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
         else:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 import click
 
 from ..errors import ConfigError
@@ -41,3 +44,28 @@ def samples_option(f):
     return click.option("--samples", type=click.Choice(["all", "late"]), default=None,
                         help="Keep every cycle (all) or the late cycles with their context and per-second "
                              "aggregates (late) [default: late for runs longer than 1 h, else all].")(f)
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """What to show and serve while a run goes (cli/live.py)."""
+
+    quiet: bool = False
+    metrics_port: int | None = None
+    metrics_addr: str = "127.0.0.1"
+
+
+def watch_options(f):
+    """``--quiet``, ``--metrics-port``, ``--metrics-addr`` (run and compare; docs/metrics.md), passed
+    to the command as one ``watch`` argument (a :class:`WatchOptions`)."""
+
+    @functools.wraps(f)
+    def command(*args, quiet, metrics_port, metrics_addr, **kwargs):
+        return f(*args, watch=WatchOptions(quiet, metrics_port, metrics_addr), **kwargs)
+
+    command = click.option("--metrics-addr", default="127.0.0.1", show_default=True,
+                           help="Address the metrics endpoint listens on (0.0.0.0: every interface).")(command)
+    command = click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+                           help="Serve Prometheus metrics on this port while it runs (0: any free port; "
+                                "docs/metrics.md).")(command)
+    return click.option("--quiet", "-q", is_flag=True, help="No live view or progress lines.")(command)

@@ -6,6 +6,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ..metrics import above, snap_ns
 from ..units import format_ns
 
 
@@ -172,9 +173,15 @@ def _steal_note(cause: dict) -> str:
 
 
 def progress_line(p) -> str:
-    """The live progress line: elapsed, cycles, max period so far, misses."""
-    return (f"{p.elapsed_s:6.1f} s  {p.cycles:>10,} cycles  max period {format_ns(p.max_period_us * 1e3)}  "
-            f"missed updates {p.missed_updates}")
+    """The plain progress line (stderr not a terminal): time, cycles, period p99/max, misses, late cycles."""
+    line = f"{p.elapsed_s:,.0f} of {p.duration_s:,.0f} s  {p.cycles:,} cycles"
+    stats, config = p.stats, p.config
+    if stats is None or config is None or not stats.hist["period"].n:
+        return f"{line}  max period {format_ns(p.max_period_us * 1e3)}  missed updates {p.missed_updates:,}"
+    period = stats.hist["period"]
+    late_bound_ns = snap_ns(config.period_ns + config.late_threshold_ns)
+    return (f"{line}  period p99 {format_ns(period.percentiles((99.0,))[0])} max {format_ns(period.max)}  "
+            f"missed updates {stats.counters['missed_updates']:,}  late cycles {above(period, late_bound_ns):,}")
 
 
 def console(stderr: bool = False) -> Console:

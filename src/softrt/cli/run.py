@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -15,8 +14,9 @@ from ..session.config import RunConfig, disk_estimate
 from ..session.run import run
 from ..units import NS_PER_S
 from .history import remember
-from .options import TimeNs, samples_option, trace_options
-from .render import console, progress_line, render_summary
+from .live import Watch
+from .options import TimeNs, samples_option, trace_options, watch_options
+from .render import console, render_summary
 
 LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first
 
@@ -51,9 +51,11 @@ LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and the
               help="Take a `softrt check` of the RT CPU first and store its verdict with the run.")
 @trace_options
 @samples_option
+@watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
 def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, axes, shape,
-            distance, velocity, accel, jerk, out_dir, take_check, trace, late_threshold_ns, keep_late, samples, as_json):
+            distance, velocity, accel, jerk, out_dir, take_check, trace, late_threshold_ns, keep_late, samples, watch,
+            as_json):
     """Run the seed's cyclic motion test and measure every cycle."""
     from ..motion import MotionConfig
 
@@ -71,13 +73,10 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
         if duration_ns >= LONG_RUN_NS:  # before a long run: what it keeps and the disk it takes
             kept, need = disk_estimate(config)
             err.print(f"softrt: keeping {kept} samples (--samples); estimated disk use ~{need / 1e6:,.0f} MB")
-        show_progress = err.is_terminal
-        with err.status("arming…", spinner="dots") if show_progress else nullcontext() as status:
-            def on_progress(p):
-                if status is not None:
-                    status.update(progress_line(p))
-            result = run(config, on_progress=on_progress)
-        if not show_progress:
+        with Watch(err, watch) as live:  # binds the metrics port first: taken → exit 2, nothing started
+            result = run(config, on_progress=live.on_progress)
+            live.finished(result.summary)
+        if live.mode == "plain":
             err.print(progress_line_final(result.summary))
         if as_json:
             sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")

@@ -21,7 +21,7 @@ from ..load import LoadFailed, LoadGroup, check_placement, make_load
 from ..platform import get_platform
 from ..session import interrupts
 from ..session.config import RunConfig, validate
-from ..session.run import RunResult, run
+from ..session.run import Progress, RunResult, run
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
 from .model import Scenario
 from .require import Requirement
@@ -120,11 +120,13 @@ def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> l
 def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
             requirements: list[Requirement] = (), settle_s: float = 1.0,
             on_event: Callable[[str], None] | None = None,
-            on_run: Callable[[ScenarioRun], None] | None = None) -> CompareResult:
+            on_run: Callable[[ScenarioRun], None] | None = None,
+            on_progress: Callable[[Progress], None] | None = None) -> CompareResult:
     """Run every planned scenario *repeat* times, alternating; return the comparison.
 
     *on_run* gets each scenario run as soon as it is stored (the command line adds it to the
-    history then, so an interrupted comparison keeps every finished scenario).
+    history then, so an interrupted comparison keeps every finished scenario); *on_progress* is
+    passed to every run (:func:`softrt.session.run.run`: a live view, a metrics exporter).
     """
     if repeat < 1:
         raise ConfigError(f"--repeat must be at least 1, got {repeat}")
@@ -141,7 +143,7 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
                 if interrupts.requested():
                     break
                 say(f"round {rnd}/{repeat}: {item.scenario.name}")
-                runs.append(_run_one(item, rnd, backend, settle_s))
+                runs.append(_run_one(item, rnd, backend, settle_s, on_progress))
                 if on_run is not None:
                     on_run(runs[-1])
         interrupted = bool(interrupts.requested())
@@ -151,12 +153,12 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
     return CompareResult(runs=runs, pooled=pooled, verdict=verdict(pooled), checks=checks, interrupted=interrupted)
 
 
-def _run_one(item: Planned, rnd: int, backend: str, settle_s: float) -> ScenarioRun:
+def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress=None) -> ScenarioRun:
     timeout_s = item.config.duration_ns / 1e9 + 120.0  # the loads' own safety net, past the measurement
     loads = [make_load(name, cpus, backend, timeout_s=timeout_s) for name, cpus in item.load_cpus]
     notes: list[str] = []
     with LoadGroup(loads, settle_s=settle_s if loads else 0.0) as group:
-        result = run(item.config)
+        result = run(item.config, on_progress=on_progress)
         try:
             group.check_alive()
         except LoadFailed as err:

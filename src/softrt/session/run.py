@@ -62,6 +62,9 @@ class Progress:
     missed_updates: int = 0
     snapshot: Snapshot | None = None
     stats: RunStats | None = None
+    run_id: str = ""  # identity for a metrics exporter (with config: scenario, RT CPU, threshold)
+    config: RunConfig | None = None
+    ring_overflows: int = 0  # records the worker dropped because the ring was full, so far
 
 
 @dataclass
@@ -84,7 +87,7 @@ class _Drainer:
         self.reader = ring.reader()
         self.rundir = rundir
         self.collector = collector
-        self.progress = Progress(stats=collector.stats)
+        self.progress = Progress(stats=collector.stats, run_id=rundir.run_id)
         self.overflows = 0
         self.trace: TraceSession | None = None  # fed every chunk (issue 9: why cycles were late)
 
@@ -92,6 +95,7 @@ class _Drainer:
         if self.reader is None:
             return
         recs = self.reader.drain()
+        self.progress.ring_overflows = int(self.reader.overflows)
         if self.trace is not None:
             self.trace.feed(recs)
         if not recs.size:
@@ -170,6 +174,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         ring = Ring.create(_ring_capacity())
         collector = Collector(config.period_ns, config.motion if step is None else None)
         drainer = _Drainer(ring, rundir, collector)
+        drainer.progress.config = config
         cleanup.callback(_close_rundir, rundir, drainer, out)
         cleanup.callback(ring.close)
         cleanup.callback(drainer.release)

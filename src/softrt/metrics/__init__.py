@@ -1,0 +1,13 @@
+"""Metrics for fleets: a run's live figures served to Prometheus (metrics layer, a part package).
+
+:mod:`.buckets` reads Prometheus buckets exactly from softrt's histograms; :mod:`.exporter` keeps
+a consistent copy of each run's figures (updated from the supervisor's progress callback) and
+serves it over HTTP with the official client library (prometheus_client). docs/metrics.md lists
+the series.
+"""
+
+from .buckets import above, at_or_below, latency_bounds_ns, period_bounds_ns, snap_ns
+from .exporter import MetricsServer, RunView, view_of
+
+__all__ = ["MetricsServer", "RunView", "view_of", "above", "at_or_below", "latency_bounds_ns", "period_bounds_ns",
+           "snap_ns"]
