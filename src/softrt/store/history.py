@@ -202,8 +202,11 @@ def _stat(summary: dict, key: str, field: str) -> float | None:
 class History:
     """The run history database (created on first write)."""
 
-    def __init__(self, path: Path | str | None = None) -> None:
+    def __init__(self, path: Path | str | None = None, timeout_s: float = 30.0) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        # How long a writer waits for another softrt that holds the database (sqlite3's is 5 s);
+        # a running supervisor's checkpoint waits less (session.run.CHECKPOINT_DB_TIMEOUT_S).
+        self.timeout_s = timeout_s
 
     # -- connection ---------------------------------------------------------------------------
     @contextmanager
@@ -219,8 +222,7 @@ class History:
                 raise ConfigError(f"cannot create the history directory {self.path.parent}: {err.strerror or err}",
                                   hint="set SOFTRT_HOME or use --db PATH") from None
         try:
-            # timeout: a concurrent softrt run may be adding its row (sqlite3 default is 5 s).
-            conn = sqlite3.connect(self.path, timeout=30.0)
+            conn = sqlite3.connect(self.path, timeout=self.timeout_s)
         except sqlite3.Error as err:
             raise ConfigError(f"cannot open the history database {self.path}: {err}",
                               hint="set SOFTRT_HOME or use --db PATH") from None
