@@ -12,16 +12,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ..store.history import History, RunRecord
+from ..store.running import run_state
 from ..store.validate import printable
 from .render import console
 
 DB_OPTION = click.option(
     "--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="History database [default: $SOFTRT_HOME/history.sqlite, else ~/.local/share/softrt/history.sqlite].")
-
-
-def _f(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
 
 
 def remember(run_paths) -> None:
@@ -36,37 +33,69 @@ def remember(run_paths) -> None:
         console(stderr=True).print(f"softrt: warning: run not added to the history: {err}")
 
 
-_TEXT_MIN_WIDTH = 8
+_TEXT_MIN_WIDTH = 6
+_MODES = {"real-time": "RT", "not real-time": "not RT"}  # "untuned" stays
 
 
-def history_table(runs: list[RunRecord]) -> Table:
-    """One row per run: identity, then the seed's headline figures (the start time is in --json)."""
+def _num(value: float | None) -> str:
+    """A headline figure in µs: one decimal below 1,000 µs, whole microseconds above (the exact
+    figures are in softrt show)."""
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if abs(round(value, 1)) < 1000 else f"{value:,.0f}"
+
+
+def _state(r: RunRecord) -> str:
+    """The status cell: empty for a complete run, else partial / running 12 min / died at 12 min."""
+    if r.status in (None, "complete"):
+        return ""
+    return run_state(r.summary).label() if r.status == "running" else r.status
+
+
+def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None) -> Table:
+    """One line per run, also at 80 columns: identity, then the seed's headline figures.
+
+    Run ids are abbreviated to *short_ids* (their unique prefixes, which softrt show takes); the
+    host column is left out when every run is from one host (it is in the title then); the full
+    record is ``softrt history --json``.
+    """
+    short_ids = short_ids or {}
+    hosts = {r.host for r in runs}
+    one_host = len(hosts) == 1
     rows = []
     for r in runs:
         scenario = r.scenario or "-"
         if r.source != "softrt" and r.source != scenario:
             scenario += f" [{r.source}]"
-        mode = (r.mode or "-") + ("" if r.status in (None, "complete") else f" ({r.status})")
-        rows.append((r.run_id, r.host or "-", scenario, mode, "-" if r.cycles is None else f"{r.cycles:,}",
-                     _f(r.period_max_us), _f(r.period_p99_99_us), _f(r.latency_max_us),
-                     "-" if r.missed_updates is None else f"{r.missed_updates:,}"))
-    table = Table(title="Runs, oldest first (µs)", title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False, collapse_padding=True)
-    # The numbers are never cut. On a narrow terminal the id (the handle for show/report) wraps
-    # first, whole: host, scenario and mode keep at least _TEXT_MIN_WIDTH characters (then wrap).
-    for k, col in enumerate(("run", "host", "scenario", "mode", "cycles", "period\nmax", "period\np99.99",
-                             "latency\nmax", "missed")):
-        widest = max((len(row[k]) for row in rows), default=1)
-        if k == 0:
-            table.add_column(col, overflow="fold")
-        elif k in (1, 2, 3):
-            table.add_column(col, overflow="fold", min_width=min(max(widest, len(col)), _TEXT_MIN_WIDTH))
+        row = [short_ids.get(r.run_id, r.run_id), r.host or "-", scenario, _MODES.get(r.mode or "-", r.mode or "-"),
+               _state(r), "-" if r.cycles is None else f"{r.cycles:,}", _num(r.period_max_us),
+               _num(r.period_p99_99_us), _num(r.latency_max_us),
+               "-" if r.missed_updates is None else f"{r.missed_updates:,}"]
+        rows.append(row)
+    title = "Runs, oldest first"
+    if one_host and runs and runs[0].host:
+        title += f", on {runs[0].host}"
+    title += " (µs; RT: real-time)"
+    table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True, padding=(0, 1))
+    headers = ("run", "host", "scenario", "mode", "status", "cycles", "period\nmax", "period\np99.99",
+               "latency\nmax", "missed")
+    keep = [k for k in range(len(headers)) if not (k == 1 and one_host)
+            and not (k == 4 and not any(row[4] for row in rows))]
+    # The numbers and the id (the handle for show/report) are never cut or wrapped; host and
+    # scenario give way first (an ellipsis), then wrap.
+    for k in keep:
+        widest = max([len(row[k]) for row in rows] + [len(line) for line in headers[k].split("\n")])
+        if k in (1, 2):
+            table.add_column(headers[k], overflow="ellipsis", no_wrap=True, min_width=min(widest, _TEXT_MIN_WIDTH))
+        elif k in (0, 3, 4):
+            table.add_column(headers[k], no_wrap=True, min_width=widest)
         else:
-            table.add_column(col, no_wrap=True, min_width=widest, justify="right")
+            table.add_column(headers[k], no_wrap=True, min_width=widest, justify="right")
     for row in rows:
         # Text cells: a host or scenario read from a file is shown as it is, never as rich markup
         # (a nodename "[/x]" would be a markup error), and without control characters.
-        table.add_row(*(Text(printable(cell)) for cell in row))
+        table.add_row(*(Text(printable(row[k])) for k in keep))
     return table
 
 
@@ -96,7 +125,7 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
     if as_json:
         sys.stdout.write(json.dumps([r.to_dict() for r in runs], indent=2) + "\n")
     elif runs:
-        console().print(history_table(runs))
+        console().print(history_table(runs, history.short_ids()))
     else:
         console(stderr=True).print(f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
                                    "import, or with softrt history add DIR.", soft_wrap=True)
