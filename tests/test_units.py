@@ -59,3 +59,8 @@ def test_parse_time_fuzz(value):
                                           (72 * 3600, "3 d 00 h"), (-3, "0 s")])
 def test_format_duration(seconds, text):
     assert format_duration_s(seconds) == text
+
+
+@pytest.mark.parametrize("seconds,text", [(45.7, "45s"), (600, "10m"), (3600 * 3 + 5 * 60, "3h05m"), (72 * 3600, "3d00h")])
+def test_format_duration_compact(seconds, text):
+    assert format_duration_s(seconds, compact=True) == text

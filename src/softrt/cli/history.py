@@ -33,7 +33,6 @@ def remember(run_paths) -> None:
         console(stderr=True).print(f"softrt: warning: run not added to the history: {err}")
 
 
-_TEXT_MIN_WIDTH = 6
 _MODES = {"real-time": "RT", "not real-time": "not RT"}  # "untuned" stays
 
 
@@ -45,19 +44,34 @@ def _num(value: float | None) -> str:
     return f"{value:,.1f}" if abs(round(value, 1)) < 1000 else f"{value:,.0f}"
 
 
+def _count(n: int | None) -> str:
+    """Cycles: exact up to 10 million, then in millions ("345.6M", 24 h at 250 µs; exact in --json)."""
+    if n is None:
+        return "-"
+    return f"{n:,}" if n < 10_000_000 else f"{n / 1e6:,.1f}M"
+
+
 def _state(r: RunRecord) -> str:
-    """The status cell: empty for a complete run, else partial / running 12 min / died at 12 min."""
+    """The status cell: empty for a complete run, else partial / running 12m / died 3h05m."""
     if r.status in (None, "complete"):
         return ""
     return run_state(r.summary).label() if r.status == "running" else r.status
 
 
-def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None) -> Table:
-    """One line per run, also at 80 columns: identity, then the seed's headline figures.
+_HEADERS = ("run", "host", "scenario", "mode", "status", "cycles", "period\nmax", "period\np99.99", "latency\nmax",
+            "missed")
+_HOST, _SCENARIO, _STATUS, _LATENCY = 1, 2, 4, 8
+_TEXT_MIN_WIDTH = 4  # host and scenario give way down to this (with an ellipsis)
 
-    Run ids are abbreviated to *short_ids* (their unique prefixes, which softrt show takes); the
-    host column is left out when every run is from one host (it is in the title then); the full
-    record is ``softrt history --json``.
+
+def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None, width: int = 80) -> Table:
+    """One line per run within *width* columns: identity, then the seed's headline figures.
+
+    Run ids are abbreviated to *short_ids* (their unique prefixes, which softrt show takes). The
+    id and the numbers are never cut or wrapped; to fit, the host column is left out when every
+    run is from one host (it is in the title then), the status column when every run is complete,
+    then host and scenario give way (an ellipsis), and last the latency column goes (it is in
+    softrt show and ``softrt history --json``, with everything else).
     """
     short_ids = short_ids or {}
     hosts = {r.host for r in runs}
@@ -67,35 +81,47 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
         scenario = r.scenario or "-"
         if r.source != "softrt" and r.source != scenario:
             scenario += f" [{r.source}]"
-        row = [short_ids.get(r.run_id, r.run_id), r.host or "-", scenario, _MODES.get(r.mode or "-", r.mode or "-"),
-               _state(r), "-" if r.cycles is None else f"{r.cycles:,}", _num(r.period_max_us),
-               _num(r.period_p99_99_us), _num(r.latency_max_us),
-               "-" if r.missed_updates is None else f"{r.missed_updates:,}"]
-        rows.append(row)
+        rows.append([short_ids.get(r.run_id, r.run_id), r.host or "-", scenario,
+                     _MODES.get(r.mode or "-", r.mode or "-"), _state(r), _count(r.cycles), _num(r.period_max_us),
+                     _num(r.period_p99_99_us), _num(r.latency_max_us),
+                     "-" if r.missed_updates is None else f"{r.missed_updates:,}"])
+    rows = [[printable(cell) for cell in row] for row in rows]
+    widths = [max([len(row[k]) for row in rows] + [len(line) for line in _HEADERS[k].split("\n")])
+              for k in range(len(_HEADERS))]
+    keep = [k for k in range(len(_HEADERS)) if not (k == _HOST and one_host)
+            and not (k == _STATUS and not any(row[_STATUS] for row in rows))]
+    text = [k for k in (_HOST, _SCENARIO) if k in keep]
+
+    # Two spaces between columns when everything fits so, else one.
+    gap = 2 if sum(widths[k] for k in keep) + 2 * (len(keep) - 1) <= width else 1
+
+    def room() -> int:  # what the host and scenario columns can have
+        return width - sum(widths[k] for k in keep if k not in text) - gap * (len(keep) - 1)
+
+    if room() < _TEXT_MIN_WIDTH * len(text) and _LATENCY in keep:
+        keep.remove(_LATENCY)
+    limit = {}
+    if sum(widths[k] for k in text) > room():
+        spare = max(room(), _TEXT_MIN_WIDTH * len(text))
+        for i, k in enumerate(sorted(text, key=lambda k: widths[k])):  # the narrower one keeps its width
+            limit[k] = max(_TEXT_MIN_WIDTH, min(widths[k], spare // (len(text) - i)))
+            spare -= limit[k]
     title = "Runs, oldest first"
     if one_host and runs and runs[0].host:
         title += f", on {runs[0].host}"
     title += " (µs; RT: real-time)"
-    table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True, padding=(0, 1))
-    headers = ("run", "host", "scenario", "mode", "status", "cycles", "period\nmax", "period\np99.99",
-               "latency\nmax", "missed")
-    keep = [k for k in range(len(headers)) if not (k == 1 and one_host)
-            and not (k == 4 and not any(row[4] for row in rows))]
-    # The numbers and the id (the handle for show/report) are never cut or wrapped; host and
-    # scenario give way first (an ellipsis), then wrap.
+    table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, padding=(0, gap - 1, 0, 0))  # the box puts one space between columns
     for k in keep:
-        widest = max([len(row[k]) for row in rows] + [len(line) for line in headers[k].split("\n")])
-        if k in (1, 2):
-            table.add_column(headers[k], overflow="ellipsis", no_wrap=True, min_width=min(widest, _TEXT_MIN_WIDTH))
-        elif k in (0, 3, 4):
-            table.add_column(headers[k], no_wrap=True, min_width=widest)
+        if k in text:
+            w = limit.get(k, widths[k])
+            table.add_column(_HEADERS[k], overflow="ellipsis", no_wrap=True, width=w)
         else:
-            table.add_column(headers[k], no_wrap=True, min_width=widest, justify="right")
+            table.add_column(_HEADERS[k], no_wrap=True, min_width=widths[k], justify="left" if k in (0, 3, 4) else "right")
     for row in rows:
         # Text cells: a host or scenario read from a file is shown as it is, never as rich markup
         # (a nodename "[/x]" would be a markup error), and without control characters.
-        table.add_row(*(Text(printable(row[k])) for k in keep))
+        table.add_row(*(Text(row[k]) for k in keep))
     return table
 
 
@@ -125,7 +151,8 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
     if as_json:
         sys.stdout.write(json.dumps([r.to_dict() for r in runs], indent=2) + "\n")
     elif runs:
-        console().print(history_table(runs, history.short_ids()))
+        out = console()
+        out.print(history_table(runs, history.short_ids(), width=out.width))
     else:
         console(stderr=True).print(f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
                                    "import, or with softrt history add DIR.", soft_wrap=True)

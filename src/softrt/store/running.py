@@ -41,12 +41,12 @@ class RunState:
         return self.status == "running" and self.alive is not False
 
     def label(self) -> str:
-        """A few words for a table cell: "running 12 min", "stopped at 12 min"."""
+        """A few characters for a table cell: "running 12m", "died 3h05m"."""
         if self.status != "running":
             return self.status
         if self.alive is False:
-            return f"died at {format_duration_s(self.elapsed_s)}"
-        return f"running {format_duration_s(self.elapsed_s)}"
+            return f"died {format_duration_s(self.elapsed_s, compact=True)}"
+        return f"running {format_duration_s(self.elapsed_s, compact=True)}"
 
     def sentence(self) -> str:
         """One line for ``softrt show``."""
