@@ -64,7 +64,8 @@ def test_a_running_run_then_a_killed_one(tmp_path, state_dir, rt_settings_restor
     assert "Not running any more: the supervisor is gone" in shown.stdout and "Running for" not in shown.stdout
     listed = _softrt("history")  # (any softrt command also restores what the killed run changed)
     assert listed.returncode == 0 and "died " in listed.stdout and "running " not in listed.stdout
-    assert json.loads(_softrt("history", "--json").stdout)[0]["status"] == "running"  # the file's word, as stored
+    listing = json.loads(_softrt("history", "--json").stdout)[0]
+    assert listing["status"] == "running" and listing["running"]["alive"] is False  # the file's word, and the truth
 
 
 def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home):

@@ -58,6 +58,16 @@ def _state(r: RunRecord) -> str:
     return run_state(r.summary).label() if r.status == "running" else r.status
 
 
+def _listing(r: RunRecord) -> dict:
+    """A run for --json; one marked running also says whether it still goes (store.running)."""
+    out = r.to_dict()
+    if r.status == "running":
+        state = run_state(r.summary)
+        out["running"] = {"alive": state.alive, "elapsed_s": state.elapsed_s,
+                          "checkpoint_age_s": state.checkpoint_age_s}
+    return out
+
+
 _HEADERS = ("run", "host", "scenario", "mode", "status", "cycles", "period\nmax", "period\np99.99", "latency\nmax",
             "missed")
 _HOST, _SCENARIO, _STATUS, _LATENCY = 1, 2, 4, 8
@@ -149,7 +159,7 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
     history = History(db)
     runs = history.list_runs(host=host, scenario=scenario, source=source, since=since, until=until, limit=limit)
     if as_json:
-        sys.stdout.write(json.dumps([r.to_dict() for r in runs], indent=2) + "\n")
+        sys.stdout.write(json.dumps([_listing(r) for r in runs], indent=2) + "\n")
     elif runs:
         out = console()
         out.print(history_table(runs, history.short_ids(), width=out.width))
