@@ -1,7 +1,7 @@
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.units import format_ns, parse_time_ns
+from softrt.units import format_duration_s, format_ns, parse_time_ns
 
 
 @pytest.mark.parametrize("text,unit,ns", [
@@ -52,3 +52,15 @@ def test_parse_time_fuzz(value):
         assert "\n" not in str(err)
     else:
         assert isinstance(ns, int) and 0 <= ns <= MAX_TIME_NS
+
+
+@pytest.mark.parametrize("seconds,text", [(None, "-"), (0, "0 s"), (45.7, "45 s"), (119, "119 s"), (120, "2 min"),
+                                          (3599, "59 min"), (3600 * 3 + 5 * 60 + 59, "3 h 05 min"),
+                                          (72 * 3600, "3 d 00 h"), (-3, "0 s")])
+def test_format_duration(seconds, text):
+    assert format_duration_s(seconds) == text
+
+
+@pytest.mark.parametrize("seconds,text", [(45.7, "45s"), (600, "10m"), (3600 * 3 + 5 * 60, "3h05m"), (72 * 3600, "3d00h")])
+def test_format_duration_compact(seconds, text):
+    assert format_duration_s(seconds, compact=True) == text

@@ -59,3 +59,18 @@ def format_ns(ns: float | int | None, unit: str = "us", digits: int = 1) -> str:
         return "-"
     label = "µs" if unit == "us" else unit
     return f"{ns / _SCALE_NS[unit]:,.{digits}f} {label}"
+
+
+def format_duration_s(seconds: float | int | None, compact: bool = False) -> str:
+    """Format a run's length for people, to the minute past an hour: "45 s", "12 min", "3 h 05 min",
+    "2 d 04 h"; *compact* for a table cell: "45s", "12m", "3h05m", "2d04h"."""
+    if seconds is None or seconds != seconds:  # None or NaN
+        return "-"
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s}s" if compact else f"{s} s"
+    if s < 3600:
+        return f"{s // 60}m" if compact else f"{s // 60} min"
+    if s < 2 * 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m" if compact else f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h" if compact else f"{s // 86400} d {s % 86400 // 3600:02d} h"

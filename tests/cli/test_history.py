@@ -34,8 +34,9 @@ def test_add_list_filter_show(run_cli, home, lab, tmp_path):
     assert code == 0 and out.count("stored ") == 3 and "3 run(s)" in err
     ids = [json.loads((p / "summary.json").read_text())["run_id"] for p in lab]
     code, out, _ = run_cli("history")
-    assert code == 0 and all(i in out for i in ids) and "untuned" in out
-    assert out.index(ids[0]) < out.index(ids[1]) < out.index(ids[2])  # oldest first
+    short = [i[:15] for i in ids]  # listed by their unique prefix (here the start time)
+    assert code == 0 and all(s in out for s in short) and "untuned" in out
+    assert out.index(short[0]) < out.index(short[1]) < out.index(short[2])  # oldest first
     code, out, _ = run_cli("history", "--host", "pc-b", "--json")
     assert [r["run_id"] for r in json.loads(out)] == ids[1:]
     code, out, _ = run_cli("history", "--scenario", "tuned", "--since", "2026-11-29", "--json")

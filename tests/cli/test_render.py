@@ -68,3 +68,21 @@ def test_a_late_run_says_which_samples_it_kept(tmp_path):
         run = write_synthetic_run(tmp_path / samples, cycles=8_000, misses=[(4_000, 2)], samples=samples)
         text = _text(render_summary(json.loads((run / "summary.json").read_text())))
         assert ("Samples kept: late cycles with context" in text) == (samples == "late")
+
+
+def test_the_distribution_shows_each_tail_slack_s_is_its_minimum():
+    from softrt.cli.render import percentile_table
+
+    def stats(p50, top, low):
+        return {"mean": p50, "min": low, "max": top, "std": 1.0, "p50": p50, "p99": top * 0.9, "p99_9": top * 0.95,
+                "p99_99": top * 0.99}
+
+    summary = {"period_us": stats(250.0, 3_337.1, 101.9), "latency_us": stats(0.2, 3_087.4, 0.1),
+               "process_us": stats(2.9, 175.0, 0.6), "slack_us": stats(246.9, 249.3, -2_852.2)}
+    text = _text(percentile_table(summary))
+    lines = {line.split()[0]: line for line in text.splitlines() if line.strip()}
+    header = next(line for line in text.splitlines() if "p50" in line)
+    assert header.rstrip().endswith("worst") and "max" not in header
+    assert lines["period"].rstrip().endswith("3,337.1")
+    assert lines["slack"].split()[:2] == ["slack", "(min)"] and lines["slack"].rstrip().endswith("-2,852.2")
+    assert "shortest slack" in text and "overran" in text  # the caption says what "worst" is

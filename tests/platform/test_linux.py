@@ -73,3 +73,17 @@ def test_a_run_with_a_planted_lock_symlink_is_refused_with_one_line(tmp_path, st
     assert proc.returncode != 0 and proc.stdout == ""
     assert proc.stderr.startswith("softrt: error: ") and proc.stderr.count("\n") == 1 and "symlink" in proc.stderr
     assert victim.read_text() == "precious\n"
+
+
+def test_process_identity_from_a_captured_proc_tree(tmp_path):
+    (tmp_path / "proc/sys/kernel/random").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/random/boot_id").write_text("b00t\n")
+    (tmp_path / "proc/4242").mkdir()
+    # comm may hold spaces and parentheses; starttime is field 22
+    fields = ["S"] + [str(n) for n in range(4, 22)] + ["987654"] + ["0"] * 30
+    (tmp_path / "proc/4242/stat").write_text("4242 (a (b) c) " + " ".join(fields) + "\n")
+    from softrt.platform import get_platform
+
+    plat = get_platform()
+    assert plat.process_identity(4242, root=str(tmp_path)) == "b00t/4242/987654"
+    assert plat.process_identity(4243, root=str(tmp_path)) is None

@@ -21,7 +21,7 @@ def test_profile_none_does_not_pin():
     ({"period_ns": 2_000_000_000}, "period"),
     ({"duration_ns": 0}, "duration must be positive"),
     ({"duration_ns": -5}, "duration must be positive"),
-    ({"duration_ns": 7200 * 10**9}, "safety bound"),
+    ({"duration_ns": 8 * 86400 * 10**9}, "safety bound"),
     ({"priority": 0}, "priority"),
     ({"priority": 100}, "priority"),
     ({"profile": "turbo"}, "profile"),
@@ -36,9 +36,17 @@ def test_bad_values_say_what_and_how(kwargs, match):
     assert info.value.hint  # every message says how to fix it
 
 
+def test_a_72_hour_run_is_a_normal_run_and_the_bound_says_how_to_raise_it():
+    assert validate(RunConfig(duration_ns=72 * 3600 * 10**9), TWO, TWO).duration_ns == 72 * 3600 * 10**9
+    with pytest.raises(ConfigError, match=r"864,000 s \(10 d 00 h\) exceeds the safety bound of 604,800 s "
+                                          r"\(7 d 00 h\)") as info:
+        validate(RunConfig(duration_ns=10 * 86400 * 10**9), TWO, TWO)
+    assert "--max-duration 10d" in info.value.hint
+
+
 def test_long_duration_allowed_when_raised_explicitly():
-    cfg = RunConfig(duration_ns=7200 * 10**9, max_duration_ns=8 * 3600 * 10**9)
-    assert validate(cfg, TWO, TWO).duration_ns == 7200 * 10**9
+    cfg = RunConfig(duration_ns=10 * 86400 * 10**9, max_duration_ns=11 * 86400 * 10**9)
+    assert validate(cfg, TWO, TWO).duration_ns == 10 * 86400 * 10**9
 
 
 def test_samples_default_to_late_beyond_one_hour():

@@ -168,3 +168,28 @@ def test_resolve_run_accepts_directories_and_ids(softrt_home, three_runs):
 def test_bad_dates_are_config_errors(text):
     with pytest.raises(ConfigError, match="cannot read the date"):
         parse_when(text)
+
+
+def test_short_ids_are_the_unique_prefixes_get_takes(tmp_path, softrt_home):
+    """Runs of one second on two hosts, two runs of one second on one host, an id that is
+    another's prefix: each short id resolves to its run alone, and none is shorter than the start time."""
+    from datetime import datetime, timezone
+
+    from softrt.report.synthetic import write_synthetic_run
+
+    t = datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
+    runs = [write_synthetic_run(tmp_path / "r", cycles=100, host=h, seed=seed, started_at=t, run_id=run_id)
+            for h, seed, run_id in (("pc-a", 1, None), ("pc-b", 2, None), ("pc-b", 3, None),
+                                    ("pc-b", 4, "20261130-071502-pc-b"), ("pc", 5, "20261129-000000-pc-0001"))]
+    history = History()
+    ids = history.add_runs(runs)
+    short = history.short_ids()
+    assert set(short) == set(ids)
+    assert short["20261129-000000-pc-0001"] == "20261129-000000"
+    assert short["20261130-071502-pc-b"] == "20261130-071502-pc-b"  # whole: an exact id wins over a prefix
+    for run_id, prefix in short.items():
+        assert run_id.startswith(prefix) and len(prefix) >= 15
+        assert history.get(prefix).run_id == run_id
+        if len(prefix) < len(run_id) and len(prefix) > 15:
+            with pytest.raises(ConfigError, match="several runs"):
+                history.get(prefix[:-1])  # one character less is ambiguous

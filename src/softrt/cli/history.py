@@ -12,16 +12,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ..store.history import History, RunRecord
+from ..store.running import run_state
 from ..store.validate import printable
 from .render import console
 
 DB_OPTION = click.option(
     "--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="History database [default: $SOFTRT_HOME/history.sqlite, else ~/.local/share/softrt/history.sqlite].")
-
-
-def _f(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
 
 
 def remember(run_paths) -> None:
@@ -36,37 +33,105 @@ def remember(run_paths) -> None:
         console(stderr=True).print(f"softrt: warning: run not added to the history: {err}")
 
 
-_TEXT_MIN_WIDTH = 8
+_MODES = {"real-time": "RT", "not real-time": "not RT"}  # "untuned" stays
 
 
-def history_table(runs: list[RunRecord]) -> Table:
-    """One row per run: identity, then the seed's headline figures (the start time is in --json)."""
+def _num(value: float | None) -> str:
+    """A headline figure in µs: one decimal below 1,000 µs, whole microseconds above (the exact
+    figures are in softrt show)."""
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if abs(round(value, 1)) < 1000 else f"{value:,.0f}"
+
+
+def _count(n: int | None) -> str:
+    """Cycles: exact up to 10 million, then in millions ("345.6M", 24 h at 250 µs; exact in --json)."""
+    if n is None:
+        return "-"
+    return f"{n:,}" if n < 10_000_000 else f"{n / 1e6:,.1f}M"
+
+
+def _state(r: RunRecord) -> str:
+    """The status cell: empty for a complete run, else partial / running 12m / died 3h05m."""
+    if r.status in (None, "complete"):
+        return ""
+    return run_state(r.summary).label() if r.status == "running" else r.status
+
+
+def _listing(r: RunRecord) -> dict:
+    """A run for --json; one marked running also says whether it still goes (store.running)."""
+    out = r.to_dict()
+    if r.status == "running":
+        state = run_state(r.summary)
+        out["running"] = {"alive": state.alive, "elapsed_s": state.elapsed_s,
+                          "checkpoint_age_s": state.checkpoint_age_s}
+    return out
+
+
+_HEADERS = ("run", "host", "scenario", "mode", "status", "cycles", "period\nmax", "period\np99.99", "latency\nmax",
+            "missed")
+_HOST, _SCENARIO, _STATUS, _LATENCY = 1, 2, 4, 8
+_TEXT_MIN_WIDTH = 4  # host and scenario give way down to this (with an ellipsis)
+
+
+def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None, width: int = 80) -> Table:
+    """One line per run within *width* columns: identity, then the seed's headline figures.
+
+    Run ids are abbreviated to *short_ids* (their unique prefixes, which softrt show takes). The
+    id and the numbers are never cut or wrapped; to fit, the host column is left out when every
+    run is from one host (it is in the title then), the status column when every run is complete,
+    then host and scenario give way (an ellipsis), and last the latency column goes (it is in
+    softrt show and ``softrt history --json``, with everything else).
+    """
+    short_ids = short_ids or {}
+    hosts = {r.host for r in runs}
+    one_host = len(hosts) == 1
     rows = []
     for r in runs:
         scenario = r.scenario or "-"
         if r.source != "softrt" and r.source != scenario:
             scenario += f" [{r.source}]"
-        mode = (r.mode or "-") + ("" if r.status in (None, "complete") else f" ({r.status})")
-        rows.append((r.run_id, r.host or "-", scenario, mode, "-" if r.cycles is None else f"{r.cycles:,}",
-                     _f(r.period_max_us), _f(r.period_p99_99_us), _f(r.latency_max_us),
-                     "-" if r.missed_updates is None else f"{r.missed_updates:,}"))
-    table = Table(title="Runs, oldest first (µs)", title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False, collapse_padding=True)
-    # The numbers are never cut. On a narrow terminal the id (the handle for show/report) wraps
-    # first, whole: host, scenario and mode keep at least _TEXT_MIN_WIDTH characters (then wrap).
-    for k, col in enumerate(("run", "host", "scenario", "mode", "cycles", "period\nmax", "period\np99.99",
-                             "latency\nmax", "missed")):
-        widest = max((len(row[k]) for row in rows), default=1)
-        if k == 0:
-            table.add_column(col, overflow="fold")
-        elif k in (1, 2, 3):
-            table.add_column(col, overflow="fold", min_width=min(max(widest, len(col)), _TEXT_MIN_WIDTH))
+        rows.append([short_ids.get(r.run_id, r.run_id), r.host or "-", scenario,
+                     _MODES.get(r.mode or "-", r.mode or "-"), _state(r), _count(r.cycles), _num(r.period_max_us),
+                     _num(r.period_p99_99_us), _num(r.latency_max_us),
+                     "-" if r.missed_updates is None else f"{r.missed_updates:,}"])
+    rows = [[printable(cell) for cell in row] for row in rows]
+    widths = [max([len(row[k]) for row in rows] + [len(line) for line in _HEADERS[k].split("\n")])
+              for k in range(len(_HEADERS))]
+    keep = [k for k in range(len(_HEADERS)) if not (k == _HOST and one_host)
+            and not (k == _STATUS and not any(row[_STATUS] for row in rows))]
+    text = [k for k in (_HOST, _SCENARIO) if k in keep]
+
+    # Two spaces between columns when everything fits so, else one.
+    gap = 2 if sum(widths[k] for k in keep) + 2 * (len(keep) - 1) <= width else 1
+
+    def room() -> int:  # what the host and scenario columns can have
+        return width - sum(widths[k] for k in keep if k not in text) - gap * (len(keep) - 1)
+
+    if room() < _TEXT_MIN_WIDTH * len(text) and _LATENCY in keep:
+        keep.remove(_LATENCY)
+    limit = {}
+    if sum(widths[k] for k in text) > room():
+        spare = max(room(), _TEXT_MIN_WIDTH * len(text))
+        for i, k in enumerate(sorted(text, key=lambda k: widths[k])):  # the narrower one keeps its width
+            limit[k] = max(_TEXT_MIN_WIDTH, min(widths[k], spare // (len(text) - i)))
+            spare -= limit[k]
+    title = "Runs, oldest first"
+    if one_host and runs and runs[0].host:
+        title += f", on {runs[0].host}"
+    title += " (µs; RT: real-time)"
+    table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, padding=(0, gap - 1, 0, 0))  # the box puts one space between columns
+    for k in keep:
+        if k in text:
+            w = limit.get(k, widths[k])
+            table.add_column(_HEADERS[k], overflow="ellipsis", no_wrap=True, width=w)
         else:
-            table.add_column(col, no_wrap=True, min_width=widest, justify="right")
+            table.add_column(_HEADERS[k], no_wrap=True, min_width=widths[k], justify="left" if k in (0, 3, 4) else "right")
     for row in rows:
         # Text cells: a host or scenario read from a file is shown as it is, never as rich markup
         # (a nodename "[/x]" would be a markup error), and without control characters.
-        table.add_row(*(Text(printable(cell)) for cell in row))
+        table.add_row(*(Text(row[k]) for k in keep))
     return table
 
 
@@ -94,9 +159,10 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
     history = History(db)
     runs = history.list_runs(host=host, scenario=scenario, source=source, since=since, until=until, limit=limit)
     if as_json:
-        sys.stdout.write(json.dumps([r.to_dict() for r in runs], indent=2) + "\n")
+        sys.stdout.write(json.dumps([_listing(r) for r in runs], indent=2) + "\n")
     elif runs:
-        console().print(history_table(runs))
+        out = console()
+        out.print(history_table(runs, history.short_ids(), width=out.width))
     else:
         console(stderr=True).print(f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
                                    "import, or with softrt history add DIR.", soft_wrap=True)

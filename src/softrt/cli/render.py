@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..metrics import above, snap_ns
-from ..units import format_ns
+from ..units import format_duration_s, format_ns
 
 
 def _us(value: float | None, digits: int = 1) -> str:
@@ -26,15 +26,26 @@ def seed_table(summary: dict) -> Table:
 
 
 def percentile_table(summary: dict) -> Table:
-    """Percentiles of period, latency, processing time and slack (µs)."""
-    table = Table(title="Distribution (µs)", title_justify="left", show_edge=False)
-    cols = ("p50", "p99", "p99_9", "p99_99", "max")
+    """Percentiles of period, latency, processing time and slack (µs), and each one's worst cycle.
+
+    A long period, latency or processing time is bad, so their tail is the maximum; slack (the time
+    left between the end of the work and the next edge, the seed's margin) is bad when short, so
+    its tail is its minimum, negative when the work overran the edge. "worst" shows each tail.
+    """
+    table = Table(title="Distribution (µs)", title_justify="left", show_edge=False,
+                  caption="worst: the longest period, latency and process time; the shortest slack "
+                          "(negative: the work overran the next edge)", caption_justify="left")
+    cols = ("p50", "p99", "p99_9", "p99_99")
     table.add_column("")
     for col in cols:
         table.add_column(col.replace("_", "."), justify="right")
-    for label, key in (("period", "period_us"), ("latency", "latency_us"), ("process", "process_us"), ("slack", "slack_us")):
+    table.add_column("worst", justify="right", style="bold")
+    for label, key, worst in (("period", "period_us", "max"), ("latency", "latency_us", "max"),
+                              ("process", "process_us", "max"), ("slack", "slack_us", "min")):
         s = summary[key]
-        table.add_row(label, *(_us(s[c]) for c in cols))
+        tail = s.get(worst)
+        cell = Text(_us(tail), style="red" if worst == "min" and tail is not None and tail < 0 else "")
+        table.add_row(f"{label} ({worst})" if worst == "min" else label, *(_us(s.get(c)) for c in cols), cell)
     return table
 
 
@@ -83,13 +94,18 @@ def mode_text(summary: dict) -> Text:
     style = {"real-time": "bold green", "not real-time": "bold red", "untuned": "bold yellow"}[mode]
     out = Text()
     out.append(f"Mode: {mode}", style=style)
-    if summary["status"] != "complete":
+    running = summary["status"] == "running"  # a checkpoint (docs/run-format.md)
+    if running:
+        out.append(f"  [RUNNING: the figures of the first {format_duration_s(summary.get('elapsed_s'))}]",
+                   style="bold yellow")
+    elif summary["status"] != "complete":
         out.append(f"  [PARTIAL: {summary['partial_reason']}]", style="bold red")
     tuning = summary["tuning"]
     for item in tuning["applied"]:
         out.append(f"\n  applied: {item['what']} ({item['detail']})")
     for change in tuning["system_changes"]:
-        state = "restored" if change["restored"] else f"NOT RESTORED: {change.get('note')}"
+        state = ("in effect while the run goes; restored when it ends, or by the next softrt command" if running
+                 else "restored" if change["restored"] else f"NOT RESTORED: {change.get('note')}")
         out.append(f"\n  system change: {change['path']} {change['before']} -> {change['during']} ({state})")
     for item in tuning["not_applied"]:
         out.append(f"\n  not applied: {item['what']}: {item['why']}", style="red")

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..store.history import load_run_summary, resolve_run
+from ..store.running import run_state
 from .history import DB_OPTION
 from .render import console, render_summary
 
@@ -47,12 +48,18 @@ def render_imported(summary: dict, path: str) -> Group:
 @DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json.")
 def command(run, db, as_json):
-    """Print one run's tables: RUN is a run id (or a unique prefix) from softrt history, or a run directory."""
+    """Print one run's tables: RUN is a run id (or a unique prefix) from softrt history, or a run directory.
+
+    A run in progress shows its last checkpoint (written every minute), and whether it still goes.
+    """
     path = resolve_run(run, db)
     summary = load_run_summary(Path(path))
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     elif (summary.get("source") or "softrt") == "softrt":
+        if summary.get("status") == "running":  # a checkpoint: say whether the run still goes
+            state = run_state(summary)
+            console().print(Text(state.sentence(), style="bold yellow" if state.running else "bold red"))
         console().print(render_summary(summary, str(path)))
     else:
         console().print(render_imported(summary, str(path)))

@@ -172,6 +172,23 @@ class LinuxPlatform:
         return sleep_until
 
     # --- exclusion between softrt processes ----------------------------------------------------
+    def process_identity(self, pid: int = 0, root: str = "/") -> str | None:
+        """Return ``BOOT_ID/PID/START`` naming process *pid* (0: this one) for as long as it lives.
+
+        A pid alone is reused; with the boot id (/proc/sys/kernel/random/boot_id, random(4)) and the
+        process's start time in clock ticks since boot (/proc/PID/stat field 22, proc(5)) it names
+        one process of one boot. None when the process does not exist (or /proc is unreadable).
+        """
+        pid = pid or os.getpid()
+        boot = read_text(root, "/proc/sys/kernel/random/boot_id", fallback=None)
+        stat_line = read_text(root, f"/proc/{pid}/stat", fallback=None)
+        if not boot or not stat_line or ")" not in stat_line:
+            return None
+        fields = stat_line.rsplit(")", 1)[1].split()  # the command name may hold spaces and ")"
+        if len(fields) < 20:
+            return None
+        return f"{boot}/{pid}/{fields[19]}"  # fields[0] is field 3 (state), so field 22 is fields[19]
+
     def machine_lock_path(self, name: str) -> Path:
         """Return a lock file shared by every user of this machine (/run/lock is 1777, FHS 3.0 §3.15.4).
 

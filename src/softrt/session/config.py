@@ -15,12 +15,14 @@ from ..motion.config import MAX_AXES
 from ..store.late import MODES as SAMPLE_MODES
 from ..store.late import resolve_mode
 from ..store.rundir import check_space
-from ..units import NS_PER_S, NS_PER_US, format_ns
+from ..units import NS_PER_S, NS_PER_US, format_duration_s, format_ns
 
 PROFILES = ("rt", "none")
 MIN_PERIOD_NS = 5 * NS_PER_US  # below this a CPython loop cannot even read the clock twice reliably
 MAX_PERIOD_NS = 1 * NS_PER_S
-DEFAULT_MAX_DURATION_NS = 3600 * NS_PER_S  # raise with --max-duration
+#: A safety bound on --duration (a typo such as 72d for 72h), not a limit on long runs: 24-72 h
+#: qualification runs are normal (issue 10); raise it with --max-duration.
+DEFAULT_MAX_DURATION_NS = 7 * 86400 * NS_PER_S
 MAX_KEEP_LATE = 100_000  # late cycles kept with their causes in summary.json
 
 
@@ -65,8 +67,10 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
         raise ConfigError(f"duration must be positive, got {format_ns(config.duration_ns, 's', 3)}",
                           hint="e.g. --duration 10s")
     if config.duration_ns > config.max_duration_ns:
-        raise ConfigError(f"duration {format_ns(config.duration_ns, 's', 0)} exceeds the safety bound of "
-                          f"{format_ns(config.max_duration_ns, 's', 0)}", hint="raise it explicitly with --max-duration")
+        raise ConfigError(f"duration {_long(config.duration_ns)} exceeds the safety bound of "
+                          f"{_long(config.max_duration_ns)} (--max-duration)",
+                          hint=f"check --duration, or raise the bound explicitly, e.g. --max-duration "
+                               f"{-(-config.duration_ns // (86400 * NS_PER_S))}d")
     if config.duration_ns < 2 * config.period_ns:
         raise ConfigError("duration must cover at least two periods", hint="lengthen --duration")
     if not 1 <= config.priority <= 99:
@@ -109,6 +113,12 @@ def disk_estimate(config: RunConfig) -> tuple[str, int]:
     needed = check_space(Path(config.out_dir), config.duration_ns // config.period_ns, config.samples,
                          config.period_ns)
     return config.samples, needed
+
+
+def _long(ns: int) -> str:
+    """A duration for the safety-bound message: "259,200 s (3 d 00 h)"."""
+    text = format_ns(ns, "s", 0)
+    return f"{text} ({format_duration_s(ns / NS_PER_S)})" if ns >= 120 * NS_PER_S else text
 
 
 def resolve_motion(config: RunConfig) -> RunConfig:

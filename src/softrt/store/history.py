@@ -32,6 +32,9 @@ from .rundir import SAMPLES, SUMMARY, read_summary
 DB_SCHEMA_VERSION = 1
 #: The summary major version this softrt reads (docs/run-format.md: "a newer major version is refused").
 DB_NAME = "history.sqlite"
+#: Run ids are listed by their shortest unique prefix, at least this long: "20261130-071502", the
+#: start time of a softrt run id (``YYYYMMDD-HHMMSS-host-xxxx``).
+SHORT_ID_MIN = 15
 HISTOGRAM = "histogram.json"  # imported runs (softrt.store.importers) keep their histogram here
 
 _CREATE = """
@@ -122,7 +125,7 @@ def load_run_summary(run_dir: Path) -> dict:
         raise ConfigError(f"no run directory at {run_dir}", hint="give a run directory or a run id from softrt history")
     if not (run_dir / SUMMARY).is_file():
         raise ConfigError(f"{run_dir} has no {SUMMARY}",
-                          hint="a run that did not finish, or not a softrt run directory")
+                          hint="a run that failed to start, or not a softrt run directory")
     try:
         summary = read_summary(run_dir)
     except ConfigError:
@@ -148,7 +151,7 @@ def find_run_dirs(path: Path) -> list[Path]:
         if runs:
             return runs
         raise ConfigError(f"no run directory in {path} (no {SUMMARY} in it or its sub-directories)",
-                          hint="a run that did not finish has no summary.json")
+                          hint="a run that failed to start has no summary.json")
     raise ConfigError(f"no such run directory: {path}", hint="give a run directory or a run id from softrt history")
 
 
@@ -202,8 +205,11 @@ def _stat(summary: dict, key: str, field: str) -> float | None:
 class History:
     """The run history database (created on first write)."""
 
-    def __init__(self, path: Path | str | None = None) -> None:
+    def __init__(self, path: Path | str | None = None, timeout_s: float = 30.0) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        # How long a writer waits for another softrt that holds the database (sqlite3's is 5 s);
+        # a running supervisor's checkpoint waits less (session.run.CHECKPOINT_DB_TIMEOUT_S).
+        self.timeout_s = timeout_s
 
     # -- connection ---------------------------------------------------------------------------
     @contextmanager
@@ -219,8 +225,7 @@ class History:
                 raise ConfigError(f"cannot create the history directory {self.path.parent}: {err.strerror or err}",
                                   hint="set SOFTRT_HOME or use --db PATH") from None
         try:
-            # timeout: a concurrent softrt run may be adding its row (sqlite3 default is 5 s).
-            conn = sqlite3.connect(self.path, timeout=30.0)
+            conn = sqlite3.connect(self.path, timeout=self.timeout_s)
         except sqlite3.Error as err:
             raise ConfigError(f"cannot open the history database {self.path}: {err}",
                               hint="set SOFTRT_HOME or use --db PATH") from None
@@ -366,6 +371,19 @@ class History:
                               hint="give more of the run id")
         return self._record(rows[0])
 
+    def short_ids(self, min_len: int = SHORT_ID_MIN) -> dict[str, str]:
+        """Every run id's shortest prefix (at least *min_len* characters, the start time of a
+        softrt run id) that :meth:`get` resolves to that run alone, as ``softrt show`` takes it."""
+        with self._connect(write=False) as conn:
+            ids = [] if conn is None else [r[0] for r in conn.execute("SELECT run_id FROM runs ORDER BY run_id")]
+        out = {}
+        for k, run_id in enumerate(ids):
+            # Sorted, only the neighbours can share a longer prefix; one character past the longest
+            # shared one is unique (get() takes an exact id before a prefix, so a whole id always is).
+            shared = max((_common(run_id, ids[j]) for j in (k - 1, k + 1) if 0 <= j < len(ids)), default=0)
+            out[run_id] = run_id[:max(min_len, shared + 1)]
+        return out
+
     def __len__(self) -> int:
         with self._connect(write=False) as conn:
             return 0 if conn is None else int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
@@ -385,6 +403,16 @@ class History:
         )
 
 
+def _common(a: str, b: str) -> int:
+    """Length of the common prefix of *a* and *b*."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def resolve_run(ref: str | Path, db: Path | str | None = None) -> Path:
     """Return the run directory *ref* names: an existing run directory, or a run id (prefix) in the history."""
     path = Path(ref)
@@ -392,5 +420,5 @@ def resolve_run(ref: str | Path, db: Path | str | None = None) -> Path:
         return path
     if path.exists() or os.sep in str(ref):
         raise ConfigError(f"{ref} is not a run directory (no {SUMMARY})",
-                          hint="a run that did not finish, or not a softrt run directory")
+                          hint="a run that failed to start, or not a softrt run directory")
     return History(db).get(str(ref)).path

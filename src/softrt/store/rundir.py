@@ -166,9 +166,17 @@ _WRITER_OPTIONS = {"compression": "zstd", "use_dictionary": False, "column_encod
 
 
 def write_json_atomic(target: Path, data: dict) -> Path:
-    """Write *data* as JSON to *target* via a temporary file and rename(2)."""
+    """Write *data* as JSON to *target* via a temporary file and rename(2).
+
+    The file's data is on the disk (fsync(2)) before the rename, so a power cut leaves the old
+    file or the new one, never an empty one (a checkpoint's whole point; ext4 and xfs may
+    otherwise commit the rename first).
+    """
     tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    with open(tmp, "w") as f:
+        f.write(json.dumps(data, indent=2) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, target)
     return target
 

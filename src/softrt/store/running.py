@@ -1,0 +1,113 @@
+"""Is a run marked ``running`` still going? (store layer).
+
+A run writes its summary-so-far every minute with ``"status": "running"`` (docs/run-format.md,
+"Checkpoints"); the final summary replaces it. A supervisor that was killed (SIGKILL, OOM killer,
+power cut) never writes the final one, so the files keep saying ``running``: readers ask
+:func:`run_state` instead of believing them.
+
+The checkpoint names its supervisor by ``BOOT_ID/PID/START`` (``platform.process_identity``): on
+the machine that ran it, the run is alive exactly when that process still exists (a reused pid
+has another start time, a reboot another boot id). A run directory read on another machine can
+only be judged by the age of its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from ..platform import get_platform
+from ..units import format_duration_s
+
+#: A run whose liveness cannot be checked (read on another machine) is presumed gone when its last
+#: checkpoint is older than this many checkpoint intervals (and at least STALE_MIN_S).
+STALE_INTERVALS = 3
+STALE_MIN_S = 300.0
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What a summary's ``status`` means now."""
+
+    status: str  # the file's: "complete", "partial" or "running"
+    alive: bool | None = None  # running only: the supervisor exists (True), is gone (False), cannot tell (None)
+    elapsed_s: float | None = None  # running: how long it has run (a live run: until now)
+    checkpoint_age_s: float | None = None  # running: since the last checkpoint was written
+
+    @property
+    def running(self) -> bool:
+        """The run is (or, read elsewhere, may still be) in progress."""
+        return self.status == "running" and self.alive is not False
+
+    def label(self) -> str:
+        """A few characters for a table cell: "running 12m", "died 3h05m"."""
+        if self.status != "running":
+            return self.status
+        if self.alive is False:
+            return f"died {format_duration_s(self.elapsed_s, compact=True)}"
+        return f"running {format_duration_s(self.elapsed_s, compact=True)}"
+
+    def sentence(self) -> str:
+        """One line for ``softrt show``."""
+        if self.status != "running":
+            return f"Status: {self.status}"
+        age = format_duration_s(self.checkpoint_age_s)
+        if self.alive:
+            return f"Running for {format_duration_s(self.elapsed_s)} (last checkpoint {age} ago; figures so far)"
+        if self.alive is False:
+            return (f"Not running any more: the supervisor is gone (killed, or the machine stopped) after "
+                    f"{format_duration_s(self.elapsed_s)}; the figures are its last checkpoint, {age} ago")
+        return (f"Marked running, {format_duration_s(self.elapsed_s)} in, on another machine; last checkpoint "
+                f"{age} ago (figures so far)")
+
+
+def run_state(summary: dict, now: datetime | None = None, root: str = "/") -> RunState:
+    """Return what *summary* (a parsed summary.json) means now; never raises on odd fields."""
+    status = str(summary.get("status") or "complete")
+    if status != "running":
+        return RunState(status)
+    now = now or datetime.now(timezone.utc)
+    elapsed = summary.get("elapsed_s")
+    elapsed = float(elapsed) if _number(elapsed) else None
+    age = _age_s(summary.get("checkpoint_at"), now)
+    supervisor = summary.get("supervisor") if isinstance(summary.get("supervisor"), dict) else {}
+    alive = _alive(supervisor, (summary.get("host") or {}).get("hostname") if isinstance(summary.get("host"), dict)
+                   else None, root)
+    interval = supervisor.get("checkpoint_interval_s")
+    if alive is None and age is not None:
+        limit = max(STALE_MIN_S, STALE_INTERVALS * float(interval)) if _number(interval) else STALE_MIN_S
+        if age > limit:
+            alive = False  # no checkpoint for several intervals: the supervisor is gone
+    if alive and elapsed is not None and age is not None:
+        elapsed += age  # a live run has gone on since its checkpoint
+    return RunState(status, alive, elapsed, age)
+
+
+def _alive(supervisor: dict, hostname: object, root: str) -> bool | None:
+    identity, pid = supervisor.get("identity"), supervisor.get("pid")
+    if not isinstance(identity, str) or not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None
+    plat = get_platform()
+    mine = plat.process_identity(0, root) or ""
+    if identity.split("/", 1)[0] == mine.split("/", 1)[0]:  # this boot of this machine
+        return plat.process_identity(pid, root) == identity
+    if hostname == socket.gethostname():
+        return False  # this machine, an earlier boot: a power cut or a reboot ended the run
+    return None
+
+
+def _age_s(iso: object, now: datetime) -> float | None:
+    if not isinstance(iso, str):
+        return None
+    try:
+        when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (now - when).total_seconds())
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value

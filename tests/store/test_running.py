@@ -1,0 +1,68 @@
+"""store.running: is a run marked ``running`` still going? (a live supervisor, a dead one, a
+reboot, a run directory read on another machine)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+
+from softrt.platform import get_platform
+from softrt.store.running import run_state
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+
+
+def _checkpoint(identity: str | None, pid: int, *, age_s: float = 30.0, host: str | None = None,
+                interval_s: float = 60.0) -> dict:
+    return {"status": "running", "elapsed_s": 600.0, "checkpoint_at": (NOW - timedelta(seconds=age_s)).isoformat(),
+            "host": {"hostname": host or socket.gethostname()},
+            "supervisor": {"pid": pid, "identity": identity, "checkpoint_interval_s": interval_s}}
+
+
+def test_a_live_supervisor_is_running_and_its_elapsed_time_goes_on():
+    state = run_state(_checkpoint(get_platform().process_identity(), os.getpid(), age_s=30), now=NOW)
+    assert state.running and state.alive is True
+    assert state.elapsed_s == 630.0 and state.checkpoint_age_s == 30.0
+    assert state.label() == "running 10m" and state.sentence().startswith("Running for 10 min")
+
+
+def test_a_dead_supervisor_is_not_running_any_more():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    identity = get_platform().process_identity(child.pid)
+    child.kill()
+    child.wait()
+    state = run_state(_checkpoint(identity, child.pid), now=NOW)
+    assert not state.running and state.alive is False and state.elapsed_s == 600.0
+    assert state.label() == "died 10m"
+    assert "Not running any more" in state.sentence() and "supervisor is gone" in state.sentence()
+
+
+def test_a_reused_pid_is_not_the_supervisor():
+    mine = get_platform().process_identity()
+    boot, pid, start = mine.split("/")
+    other = f"{boot}/{pid}/{int(start) + 1}"  # this pid, started at another time: another process
+    assert run_state(_checkpoint(other, int(pid)), now=NOW).alive is False
+
+
+def test_an_earlier_boot_of_this_machine_is_a_power_cut():
+    state = run_state(_checkpoint("00000000-0000-0000-0000-000000000000/1/30", 1), now=NOW)
+    assert state.alive is False and not state.running
+
+
+def test_another_machine_is_judged_by_the_age_of_its_last_checkpoint():
+    fresh = run_state(_checkpoint("x-boot/1/30", 1, age_s=90, host="another-pc"), now=NOW)
+    assert fresh.alive is None and fresh.running and fresh.elapsed_s == 600.0
+    assert "on another machine" in fresh.sentence()
+    stale = run_state(_checkpoint("x-boot/1/30", 1, age_s=3 * 60 * 60, host="another-pc"), now=NOW)
+    assert stale.alive is False and stale.label() == "died 10m"
+
+
+def test_finished_runs_and_odd_fields():
+    assert run_state({"status": "complete"}).label() == "complete"
+    assert run_state({"status": "partial"}).running is False
+    odd = run_state({"status": "running", "elapsed_s": "x", "checkpoint_at": 5, "supervisor": [], "host": "h"})
+    assert odd.status == "running" and odd.elapsed_s is None and odd.alive is None and odd.label() == "running -"
+
