@@ -56,3 +56,19 @@ def test_untraced_and_old_runs():
     out = _text(why_late({"why_late": unavailable("unavailable: tracefs not mounted and not root")}))
     assert out.strip() == "Why cycles were late: tracing unavailable: tracefs not mounted and not root"
     assert why_late({}) is None
+
+
+TRACE = {"events": ["sched:sched_switch"], "events_missing": ["raw_syscalls:sys_enter"], "events_read": 51234,
+         "lost_events": 7, "unparsed_lines": 0, "consumer_cpu_s": 0.4, "attribution_cpu_s": 0.1, "traced_s": 5.0,
+         "buffer_kb": 8192}
+
+
+def test_the_trace_figures_in_one_line_never_the_raw_dict():
+    why = {**_why(n_threads=2, lost=7), "tracing": "on", "trace": TRACE}
+    out = _text(why_late({"why_late": why}))
+    assert ("trace: 51,234 events read, 7 lost; reader and attribution used 0.50 s CPU over 5.0 s "
+            "(10 % of a housekeeping CPU); not on this kernel: raw_syscalls:sys_enter") in out
+    assert "{" not in out and "buffer_kb" not in out
+    # a run stored while the figures were under "tracing" reads the same
+    old = {**_why(n_threads=2, lost=7), "tracing": {"status": "on", **TRACE}}
+    assert _text(why_late({"why_late": old})) == out

@@ -190,12 +190,12 @@ class TraceSession:
 
     # -- results -----------------------------------------------------------------------------------
     def why_late(self) -> dict:
-        """Return ``summary["why_late"]``: the attribution and how the trace went."""
+        """Return ``summary["why_late"]``: the attribution, ``tracing: "on"`` and how the trace went
+        under ``trace`` (docs/run-format.md); without a result, ``{"tracing": "<reason>"}``."""
         if self.result is None or self.reason is not None:
             return {"tracing": self.reason or "unavailable: tracing did not start"}
         consumer = self.consumer
-        return {**self.result, "tracing": {
-            "status": "on",
+        return {**self.result, "tracing": "on", "trace": {
             "events": self.enabled,
             "events_missing": self.missing,
             "events_read": consumer.events_read,
