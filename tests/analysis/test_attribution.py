@@ -136,11 +136,42 @@ def test_throttling_switch_to_idle_is_blamed_on_the_kernel_not_on_idle():
     recs = records(20, late={3: 905 * US}, missed={3: 3})
     e = edge(3)
     events = [switch(e + 5 * US, W, IDLE, "R"), switch(e + 905 * US, IDLE, W, "R")]
-    out = run(recs, events)
+    out = run(recs, events, rt_throttling=True)
     got = causes(out, 3)
     assert got == {"kernel RT throttling (worker runnable, parked by sched_rt_runtime_us)": 900.0,
                    "loop the loop's own work": 1.0}  # detect -> write of the missed update
-    assert out["worst"][0]["reasons"] == ["period", "latency", "missed"]
+    assert out["worst"][0]["reasons"] == ["period", "latency", "missed"] and out["rt_throttling"] is True
+
+
+# What a real 2 s spin run with sched_rt_runtime_us = -1 showed (Linux 6.18, preempt=none): at a
+# tick the FIFO worker left runnable ("R") for ksoftirqd, rcu_preempt and a busy SCHED_OTHER python3
+# that kept the CPU ~50 ms, then switched back "R+": the fair server's 50 ms a second.
+FAIR = [("ksoftirqd/1", 22, 120), ("rcu_preempt", 15, 120), ("python3", 4242, 120)]
+
+
+def _parked_by_other_tasks(e: int) -> list:
+    return [ev(e + 2 * US, "local_timer_entry", vector=236), ev(e + 20 * US, "local_timer_exit", vector=236),
+            switch(e + 30 * US, W, FAIR[0], "R"), switch(e + 40 * US, FAIR[0], FAIR[1], "S"),
+            switch(e + 50 * US, FAIR[1], FAIR[2], "I"), switch(e + 50_030 * US, FAIR[2], W, "R+")]
+
+
+@pytest.mark.parametrize("rt_throttling, label", [
+    (False, "kernel fair server: SCHED_OTHER tasks ran while the worker was runnable"),
+    (True, "kernel RT throttling (worker runnable, parked by sched_rt_runtime_us)"),
+    (None, "kernel RT throttling or the fair server (worker runnable, SCHED_OTHER tasks ran)")])
+def test_worker_parked_for_sched_other_tasks_is_named_by_the_throttling_in_force(rt_throttling, label):
+    recs = records(20, late={3: 50_032 * US})
+    got = causes(run(recs, _parked_by_other_tasks(edge(3)), rt_throttling=rt_throttling), 3)
+    assert got[label] == 50_000.0  # from the switch away to the switch back
+    assert got["kernel local timer"] == 18.0
+
+
+def test_worker_switched_out_runnable_to_idle_without_throttling_is_said_plainly():
+    recs = records(20, late={3: 305 * US})
+    e = edge(3)
+    got = causes(run(recs, [switch(e + 5 * US, W, IDLE, "R"), switch(e + 305 * US, IDLE, W, "R")],
+                     rt_throttling=False), 3)
+    assert got == {"kernel worker runnable but switched out to idle": 300.0}
 
 
 def test_worker_that_blocked_is_not_throttled():
@@ -351,5 +382,5 @@ def test_fields_as_the_kernel_prints_them():
     got = causes(run(recs, events), 5)
     assert got == {"softirq TIMER (vec 1)": 7.0, "thread kworker/1:1 [vmstat_update] (pid 77)": 20.0,
                    "kernel system call of the worker": 5.0,
-                   # the FIFO worker left runnable for a SCHED_OTHER kworker: only throttling does that
-                   "kernel RT throttling (worker runnable, parked by sched_rt_runtime_us)": 3.0}
+                   # the FIFO worker left runnable for a SCHED_OTHER kworker, throttling not known
+                   "kernel RT throttling or the fair server (worker runnable, SCHED_OTHER tasks ran)": 3.0}

@@ -128,3 +128,25 @@ def test_a_killed_softrt_leaves_an_instance_the_next_command_removes(tmp_path, s
     assert nxt.returncode == 0 and f"removed the trace instance {name}" in nxt.stderr, nxt.stderr
     assert name not in _instances()
     assert (tracefs.find() is not None) == mounted_before
+
+
+@pytest.mark.parametrize("runtime, release, config, expected", [
+    ("-1", "6.18.44", None, False),
+    ("950000", "6.1.0-28-amd64", None, True),
+    ("950000", "6.18.44", "CONFIG_SMP=y\n# CONFIG_RT_GROUP_SCHED is not set\n", False),  # the fair server instead
+    ("950000", "6.18.44", "CONFIG_SMP=y\nCONFIG_RT_GROUP_SCHED=y\n", True),
+    ("950000", "6.18.44", None, None),  # config not exposed: either
+    (None, "6.18.44", None, None)])
+def test_rt_throttling_in_force_from_the_sysctl_and_the_kernel(tmp_path, runtime, release, config, expected):
+    import gzip
+
+    from softrt.trace.session import rt_throttling
+
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/osrelease").write_text(release + "\n")
+    if runtime is not None:
+        (tmp_path / "proc/sys/kernel/sched_rt_runtime_us").write_text(runtime + "\n")
+    if config is not None:
+        with gzip.open(tmp_path / "proc/config.gz", "wt") as fh:
+            fh.write(config)
+    assert rt_throttling(str(tmp_path)) is expected

@@ -36,9 +36,19 @@ interrupted, so nested time counts once, for the innermost):
     layer 0  the task ``sched_switch`` made current (comm, pid, prio; kernel prio < 100 is
              SCHED_FIFO/RR with priority 99 - prio, -1 is SCHED_DEADLINE)
 
-RT throttling: the worker (a FIFO task) switched out while runnable (``prev_state`` R) for idle
-or a lower-priority task is what ``sched_rt_runtime_us`` does (Documentation/scheduler/
-sched-rt-group.rst); until the worker runs again, layer-0 time is ``kernel: RT throttling``.
+Parked while runnable: the worker (a FIFO task) switched out while runnable (``prev_state`` R)
+for idle or a lower-priority task; until it runs again, layer-0 time is a kernel cause named by
+what the events and the run show. When RT throttling was in force (the Attributor is told:
+``rt_throttling``, from ``sched_rt_runtime_us`` >= 0 and the kernel, see trace.session) it is
+``RT throttling`` (Documentation/scheduler/sched-rt-group.rst). Otherwise a SCHED_OTHER task can
+still take the CPU from a runnable FIFO task: since Linux 6.12 the *fair server*, a
+SCHED_DEADLINE server for normal tasks (50 ms every 1 s by default,
+/sys/kernel/debug/sched/fair_server; Documentation/scheduler/sched-deadline.rst), ranks above
+SCHED_FIFO, and without CONFIG_RT_GROUP_SCHED it replaced RT throttling ("sched/rt: Remove
+default bandwidth control"); seen on the benchmark VM as the worker preempted at a tick for ~50 ms of
+ksoftirqd and a busy python3. So: ``fair server`` for a SCHED_OTHER task, and the plain facts
+(switched out to idle, a lower-priority RT task ran) otherwise; with the value unknown, both
+candidates are named. A task kept current after the worker's *wakeup* is a different case (below).
 
 Waiting is no cause: after the worker blocked (switched out not runnable) and until its
 ``sched_wakeup``, whatever ran could not delay it. From the wakeup to the switch, idle is
@@ -116,7 +126,7 @@ class Segment:
     layer: int
     source: Source
     pid: int = -1
-    throttled: bool = False
+    parked: str = ""  # the worker was runnable but switched out for: "idle", "other" (SCHED_OTHER) or "rt"
     asleep: bool = False  # the worker was blocked (not yet woken): the task ran while it could not
     woken: bool = False  # the worker was woken and this lower-priority task (or idle) was still current
 
@@ -129,7 +139,7 @@ class CpuState:
     task_pid: int = -1
     task_prio: int | None = None
     since_ns: int = 0
-    throttled: bool = False
+    parked: str = ""
     asleep: bool = False
     woken: bool = False
     worker_prio: int | None = None
@@ -137,7 +147,7 @@ class CpuState:
     fault: tuple | None = None  # (source, start_ns, pid): a page fault waiting for the next event
 
     def copy(self) -> CpuState:
-        return CpuState(self.task, self.task_pid, self.task_prio, self.since_ns, self.throttled, self.asleep,
+        return CpuState(self.task, self.task_pid, self.task_prio, self.since_ns, self.parked, self.asleep,
                         self.woken, self.worker_prio, list(self.open), self.fault)
 
 
@@ -200,23 +210,24 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
     if name == "sched_switch":
         prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
         prev_prio, next_prio = _int(f.get("prev_prio"), None), _int(f.get("next_prio"), None)
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, state.asleep,
+        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.parked, state.asleep,
                            state.woken))
         state.woken = False
         if prev_pid == worker_pid and next_pid != worker_pid:
             runnable = (f.get("prev_state") or "").startswith("R")
             lower = next_pid == 0 or (next_prio is not None and prev_prio is not None and next_prio > prev_prio)
-            state.throttled = runnable and lower
+            state.parked = "" if not (runnable and lower) else (
+                "idle" if next_pid == 0 else "rt" if next_prio is not None and next_prio < 100 else "other")
             state.asleep = not runnable
             state.worker_prio = prev_prio
         elif next_pid == worker_pid:
-            state.throttled = state.asleep = False
+            state.parked, state.asleep = "", False
         state.task = _task(f.get("next_comm", "?"), next_pid, next_prio)
         state.task_pid, state.task_prio, state.since_ns = next_pid, next_prio, t
         return
     if name in ("sched_wakeup", "sched_waking") and _int(f.get("pid")) == worker_pid and state.asleep:
         # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, True))
+        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.parked, True))
         state.since_ns, state.asleep = t, False
         state.woken = (state.task_pid == 0 or state.task_prio is None or state.worker_prio is None
                        or state.task_prio > state.worker_prio)
@@ -284,7 +295,7 @@ def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worke
             break
         apply(state, ev, worker_pid, out)
     if state.task is not None:
-        out.append(Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, state.throttled, state.asleep,
+        out.append(Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, state.parked, state.asleep,
                            state.woken))
     for layer, _tag, src, start, pid in state.open:
         out.append(Segment(start, end_ns, layer, src, pid))
@@ -296,12 +307,21 @@ def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worke
 
 def slice_window(segments: list[Segment], start_ns: int, end_ns: int) -> list[Segment]:
     """The segments' parts inside ``[start_ns, end_ns)``."""
-    return [Segment(max(s.start_ns, start_ns), min(s.end_ns, end_ns), s.layer, s.source, s.pid, s.throttled, s.asleep,
+    return [Segment(max(s.start_ns, start_ns), min(s.end_ns, end_ns), s.layer, s.source, s.pid, s.parked, s.asleep,
                     s.woken)
             for s in segments if s.end_ns > start_ns and s.start_ns < end_ns and s.end_ns > s.start_ns]
 
 
 _THROTTLING = Source("kernel", "RT throttling (worker runnable, parked by sched_rt_runtime_us)")
+_FAIR_SERVER = Source("kernel", "fair server: SCHED_OTHER tasks ran while the worker was runnable")
+_PARKED = {  # rt_throttling False: what the events show; None: the value in force is unknown
+    (False, "idle"): Source("kernel", "worker runnable but switched out to idle"),
+    (False, "other"): _FAIR_SERVER,
+    (False, "rt"): Source("kernel", "a lower-priority RT task ran while the worker was runnable"),
+    (None, "idle"): Source("kernel", "RT throttling? (worker runnable, switched out to idle)"),
+    (None, "other"): Source("kernel", "RT throttling or the fair server (worker runnable, SCHED_OTHER tasks ran)"),
+    (None, "rt"): Source("kernel", "a lower-priority RT task ran while the worker was runnable"),
+}
 _LOOP = Source("loop", "the loop's own work")
 _IDLE_EXIT = Source("kernel", "exit from idle to the woken worker")
 _SWITCH = Source("kernel", "switch to the woken worker")
@@ -312,7 +332,7 @@ SWITCH_GRACE_NS = 5_000
 
 
 def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: int, work_ns: list[tuple[int, int]],
-            event_ts: list[int], cpu: int, gap_min_ns: int,
+            event_ts: list[int], cpu: int, gap_min_ns: int, rt_throttling: bool | None = None,
             switch_grace_ns: int = SWITCH_GRACE_NS) -> tuple[dict[Source, int], list[tuple[int, int]], int]:
     """Credit every ns of ``[start_ns, end_ns)`` to the innermost source holding it.
 
@@ -351,8 +371,8 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
         elif task is None:
             unknown += b - a
             continue
-        elif task.throttled:
-            src = _THROTTLING
+        elif task.parked:
+            src = _THROTTLING if rt_throttling else _PARKED[(rt_throttling, task.parked)]
         elif task.woken and task.pid == 0:
             src = _IDLE_EXIT
         elif task.woken and task.end_ns - task.start_ns <= switch_grace_ns:
@@ -456,8 +476,10 @@ class Attributor:
     """
 
     def __init__(self, *, period_ns: int, rt_cpu: int, worker_pid: int, threshold_ns: int = 20_000,
-                 keep_worst: int = 100, gap_min_ns: int = 10_000) -> None:
+                 keep_worst: int = 100, gap_min_ns: int = 10_000, rt_throttling: bool | None = None) -> None:
         self.period_ns, self.rt_cpu, self.worker_pid = period_ns, rt_cpu, worker_pid
+        # RT throttling in force during the run (the caller read sched_rt_runtime_us and the kernel); None: unknown
+        self.rt_throttling = rt_throttling
         self.threshold_ns, self.keep_worst, self.gap_min_ns = threshold_ns, keep_worst, gap_min_ns
         self._prev: tuple | None = None
         self._pending: deque[Late] = deque()
@@ -531,6 +553,7 @@ class Attributor:
             "worker_pid": self.worker_pid,
             "threshold_us": _us(self.threshold_ns),
             "gap_min_us": _us(self.gap_min_ns),
+            "rt_throttling": self.rt_throttling,
             "cycles": self.cycles,
             "late_cycles": self.late,
             "window_us": _us(self._window_ns),
@@ -556,7 +579,7 @@ class Attributor:
         segments = slice_window(segments, start, end)
         totals, gaps, unexplained = account(segments, start, end, worker_pid=self.worker_pid,
                                             work_ns=work, event_ts=times[:j], cpu=self.rt_cpu,
-                                            gap_min_ns=self.gap_min_ns)
+                                            gap_min_ns=self.gap_min_ns, rt_throttling=self.rt_throttling)
         window = max(end - start, 0)
         self.late += 1
         self._window_ns += window

@@ -15,11 +15,14 @@ going on and ``why_late()`` saying ``{"tracing": "unavailable: <reason>"}``.
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
 import time
 from typing import Any
 
 from ..cpus import CpuSet
+from ..platform._files import kpath, read_text
 from .consumer import Consumer
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 
@@ -116,7 +119,8 @@ class TraceSession:
         if "sched:sched_switch" not in self.instance.enabled:
             raise TracingUnavailable("this kernel has no sched:sched_switch event")
         self.attributor = Attributor(period_ns=self.config.period_ns, rt_cpu=cpu, worker_pid=worker_pid,
-                                     threshold_ns=self.config.late_threshold_ns, keep_worst=self.config.keep_late)
+                                     threshold_ns=self.config.late_threshold_ns, keep_worst=self.config.keep_late,
+                                     rt_throttling=rt_throttling())
         self.consumer = Consumer(self.instance.path / "trace_pipe", cpu)
         self.consumer.start()
         self._trace_s = time.monotonic()
@@ -210,6 +214,32 @@ class TraceSession:
     def system_changes(self) -> list[dict]:
         """The system changes the trace made (a tracefs mount), in the journal's shape."""
         return [self.mounted.to_change()] if self.mounted is not None else []
+
+
+def rt_throttling(root: str = "/") -> bool | None:
+    """Whether RT throttling is in force now (the run has applied its settings), None if unknown.
+
+    Off when ``sched_rt_runtime_us`` is -1; since Linux 6.12 also off without CONFIG_RT_GROUP_SCHED,
+    where the fair server replaced it (commit "sched/rt: Remove default bandwidth control"; the
+    sysctl then only bounds admission). The attribution says "RT throttling" only when True.
+    """
+    text = (read_text(root, "/proc/sys/kernel/sched_rt_runtime_us", fallback="") or "").strip()
+    if not text.lstrip("-").isdigit():
+        return None
+    if int(text) < 0:
+        return False
+    release = (read_text(root, "/proc/sys/kernel/osrelease", fallback="") or "").strip()
+    version = tuple(int(x) for x in re.findall(r"\d+", release)[:2])
+    if len(version) < 2:
+        return None
+    if version < (6, 12):
+        return True
+    try:
+        with gzip.open(kpath(root, "/proc/config.gz"), "rt", errors="replace") as fh:
+            config = fh.read()
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None  # a 6.12+ kernel whose config is not exposed: throttling or the fair server
+    return "\nCONFIG_RT_GROUP_SCHED=y" in "\n" + config
 
 
 def _describe(err: Exception) -> str:
