@@ -166,6 +166,38 @@ def test_worker_parked_for_sched_other_tasks_is_named_by_the_throttling_in_force
     assert got["kernel local timer"] == 18.0
 
 
+def test_a_higher_priority_thread_running_while_the_worker_is_parked_is_blamed_itself():
+    """Seen in the known-answer run: a FIFO 90 spike inside a fair-server stretch was credited to
+    the fair server."""
+    recs = records(20, late={3: 8_032 * US})
+    e = edge(3)
+    dist = ("softrt-disturb", 3000, 9)  # FIFO 90
+    py = ("python3", 4242, 120)
+    events = [switch(e + 30 * US, W, py, "R"), switch(e + 2_000 * US, py, dist, "R"),
+              switch(e + 2_500 * US, dist, py, "S"), switch(e + 8_030 * US, py, W, "R+")]
+    got = causes(run(recs, events, rt_throttling=False), 3)
+    assert got == {"kernel fair server: SCHED_OTHER tasks ran while the worker was runnable": 7_500.0,
+                   "thread softrt-disturb (pid 3000, FIFO/RR 90)": 500.0}
+
+
+def test_the_timer_irq_that_wakes_the_worker_does_not_count_against_the_switch_grace():
+    """Seen in the known-answer run (b): a SCHED_OTHER busy task current while the worker's timer
+    IRQ woke it (11 µs) and 3 µs of switch path: the task is not a blocking thread."""
+    recs = records(20, late={3: 160 * US})
+    e = edge(3)
+    busy = ("softrt-disturb", 3000, 120)
+    events = [switch(e - 40 * US, W, busy, "S"), ev(e + 143 * US, "local_timer_entry", task=busy[:2], vector=236),
+              ev(e + 146 * US, "sched_wakeup", task=busy[:2], pid=WORKER, prio=WPRIO),
+              ev(e + 157 * US, "local_timer_exit", task=busy[:2], vector=236), switch(e + 160 * US, busy, W, "R")]
+    got = causes(run(recs, events), 3)
+    assert got == {"outside no guest activity on CPU 1": 143.0, "kernel local timer": 14.0,
+                   "kernel switch to the woken worker": 3.0}
+    # a task that kept the CPU beyond the grace after the IRQ is blamed (rtla's blocking thread)
+    late = [*events[:-1], switch(e + 200 * US, busy, W, "R")]
+    got = causes(run(records(20, late={3: 200 * US}), late), 3)
+    assert got["thread softrt-disturb (pid 3000, OTHER nice 0)"] == 43.0
+
+
 def test_worker_switched_out_runnable_to_idle_without_throttling_is_said_plainly():
     recs = records(20, late={3: 305 * US})
     e = edge(3)

@@ -193,6 +193,15 @@ def _vector(name: str) -> tuple[str, bool] | None:
     return None
 
 
+def _parked(state: CpuState) -> str:
+    """The worker's parked reason for the current task's time: a task above the worker that runs
+    meanwhile (a FIFO thread preempting it while it is parked) is blamed itself, not the parking."""
+    if state.parked and state.task_pid != 0 and state.task_prio is not None and state.worker_prio is not None \
+            and state.task_prio < state.worker_prio:
+        return ""
+    return state.parked
+
+
 def _emit(out: list[Segment] | None, seg: Segment) -> None:
     if out is not None and seg.end_ns > seg.start_ns:
         out.append(seg)
@@ -210,7 +219,7 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
     if name == "sched_switch":
         prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
         prev_prio, next_prio = _int(f.get("prev_prio"), None), _int(f.get("next_prio"), None)
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.parked, state.asleep,
+        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), state.asleep,
                            state.woken))
         state.woken = False
         if prev_pid == worker_pid and next_pid != worker_pid:
@@ -227,7 +236,7 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         return
     if name in ("sched_wakeup", "sched_waking") and _int(f.get("pid")) == worker_pid and state.asleep:
         # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.parked, True))
+        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), True))
         state.since_ns, state.asleep = t, False
         state.woken = (state.task_pid == 0 or state.task_prio is None or state.worker_prio is None
                        or state.task_prio > state.worker_prio)
@@ -295,7 +304,7 @@ def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worke
             break
         apply(state, ev, worker_pid, out)
     if state.task is not None:
-        out.append(Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, state.parked, state.asleep,
+        out.append(Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, _parked(state), state.asleep,
                            state.woken))
     for layer, _tag, src, start, pid in state.open:
         out.append(Segment(start, end_ns, layer, src, pid))
@@ -357,6 +366,8 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     totals: dict[Source, int] = {}
     quiet: list[list[int]] = []  # [start, end, work ns]: runs of work or wait not broken by an event
     unknown = 0  # before the first event: nothing is known about the CPU
+    steps = []
+    own: dict[int, int] = {}  # a task segment's time not covered by an IRQ, softirq or item above it
     for a, b in zip(bounds, bounds[1:]):
         if b <= a:
             continue
@@ -366,6 +377,10 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             if s.start_ns <= a < s.end_ns and (s.layer != 1 or task is None or s.pid == task.pid):
                 if best is None or s.layer > best.layer or (s.layer == best.layer and s.start_ns >= best.start_ns):
                     best = s
+        steps.append((a, b, task, best))
+        if best is None and task is not None:
+            own[id(task)] = own.get(id(task), 0) + (b - a)
+    for a, b, task, best in steps:
         if best is not None:
             src = best.source
         elif task is None:
@@ -375,7 +390,7 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             src = _THROTTLING if rt_throttling else _PARKED[(rt_throttling, task.parked)]
         elif task.woken and task.pid == 0:
             src = _IDLE_EXIT
-        elif task.woken and task.end_ns - task.start_ns <= switch_grace_ns:
+        elif task.woken and own[id(task)] <= switch_grace_ns:  # the IRQ that woke the worker is its own cause
             src = _SWITCH
         elif task.pid in (worker_pid, 0) or task.asleep:
             src = None  # the worker waiting (spinning, or blocked until its timer): no cause yet
