@@ -54,7 +54,8 @@ Waiting is no cause: after the worker blocked (switched out not runnable) and un
 ``sched_wakeup``, whatever ran could not delay it. From the wakeup to the switch, idle is
 ``kernel: exit from idle`` (rtla's "exit from idle"), and a lower-priority task still current is
 ``kernel: switch to the woken worker`` for up to ``SWITCH_GRACE_NS`` (the scheduler's own path),
-beyond it that task is blamed (it ran non-preemptible: rtla's "blocking thread"). So a SCHED_OTHER
+beyond it that task is blamed (it ran non-preemptible: rtla's "blocking thread"), except for
+stretches of ``gap_min_ns`` without any event, which are "no guest activity" like the worker's own. So a SCHED_OTHER
 task that only ran while the loop slept is never blamed.
 
 Outside the kernel: in the window after the worker could have seen the permit, the worker
@@ -372,6 +373,7 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     totals: dict[Source, int] = {}
     quiet: list[list[int]] = []  # [start, end, work ns]: runs of work or wait not broken by an event
     unknown = 0  # before the first event: nothing is known about the CPU
+    blocking: list[list] = []  # [start, end, source]: a lower-priority task current after the wakeup
     steps = []
     own: dict[int, int] = {}  # a task segment's time not covered by an IRQ, softirq or item above it
     for a, b in zip(bounds, bounds[1:]):
@@ -400,6 +402,13 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             src = _SWITCH
         elif task.pid in (worker_pid, 0) or task.asleep:
             src = None  # the worker waiting (spinning, or blocked until its timer): no cause yet
+        elif task.woken:
+            # the blocking thread, unless no event fired for gap_min_ns: then the guest did not run
+            if blocking and blocking[-1][1] == a and a not in event_set and blocking[-1][2] is task.source:
+                blocking[-1][1] = b
+            else:
+                blocking.append([a, b, task.source])
+            continue
         else:
             src = task.source
         if src is not None:
@@ -411,6 +420,12 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             quiet[-1][2] += work
         else:
             quiet.append([a, b, work])
+    for a, b, src in blocking:
+        if b - a >= gap_min_ns:
+            quiet.append([a, b, 0])
+        else:
+            totals[src] = totals.get(src, 0) + (b - a)
+    quiet.sort()
     gaps = [(a, b) for a, b, _w in quiet if b - a >= gap_min_ns]
     short = [(b - a, w) for a, b, w in quiet if b - a < gap_min_ns]
     unexplained = unknown + sum(n - w for n, w in short)
