@@ -97,6 +97,11 @@ _NOT_VECTORS = frozenset({"irq_handler", "softirq", "hrtimer_expire", "timer_exp
 #: state, so nothing needs them: this is only slack.
 MARGIN_NS = 1_000_000
 
+#: The events whose fields the attribution reads (every other event is used by its name, time and
+#: task only): the trace layer need not split the others' text (trace.parse.LineParser).
+FIELDS_READ = frozenset({"sched_switch", "sched_wakeup", "sched_waking", "irq_handler_entry", "irq_handler_exit",
+                         "softirq_entry", "workqueue_execute_start", "sys_enter", "ipi_entry"})
+
 KIND_ORDER = ("thread", "irq", "softirq", "kernel", "outside", "loop")
 
 

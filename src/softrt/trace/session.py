@@ -35,14 +35,16 @@ SYSCALLS_FOR_WAITS = ("spin",)
 
 
 def wanted_events(available: set[str], wait: str = "spin") -> list[tuple[str, str | None]]:
-    """The events to enable on this kernel, with the worker-only ones marked ``"worker"``.
+    """The events to enable on this kernel, with the ones filtered to the worker marked ``"worker"``
+    (its own events) or ``"wakeup"`` (its wakeups).
 
     Issue 9's list: scheduling, hard and soft IRQs, the x86 ``irq_vectors`` entry/exit pairs
     (local timer, reschedule, call function, IRQ work, ...), IPIs, workqueue items, and the
     worker's own page faults and (spin loops) system calls, ``filter``ed to its pid.
     """
-    out: list[tuple[str, str | None]] = [
-        (e, None) for e in ("sched:sched_switch", "sched:sched_wakeup", "irq:irq_handler_entry",
+    # sched_wakeup: only the worker's is read (a sleeping loop's CPU sees several wakeups a cycle).
+    out: list[tuple[str, str | None]] = [("sched:sched_wakeup", "wakeup")] + [
+        (e, None) for e in ("sched:sched_switch", "irq:irq_handler_entry",
                             "irq:irq_handler_exit", "irq:softirq_entry", "irq:softirq_exit",
                             "workqueue:workqueue_execute_start", "workqueue:workqueue_execute_end")]
     for event in sorted(available):
@@ -112,7 +114,8 @@ class TraceSession:
                 self.missing.append(event)
                 continue
             try:
-                self.instance.enable(event, f"common_pid == {worker_pid}" if scope == "worker" else None)
+                self.instance.enable(event, {"worker": f"common_pid == {worker_pid}",
+                                             "wakeup": f"pid == {worker_pid}"}.get(scope or ""))
             except OSError as err:  # one event the kernel refuses does not stop the others
                 self.missing.append(f"{event} ({err.strerror or err})")
         self.enabled = list(self.instance.enabled)
