@@ -72,3 +72,9 @@ def test_the_trace_figures_in_one_line_never_the_raw_dict():
     # a run stored while the figures were under "tracing" reads the same
     old = {**_why(n_threads=2, lost=7), "tracing": {"status": "on", **TRACE}}
     assert _text(why_late({"why_late": old})) == out
+
+
+def test_a_workqueue_item_keeps_its_function_in_the_table():
+    why = _why(n_threads=1, lost=0)
+    why["culprits"][0]["name"] = "kworker/1:0H [blk_mq_run_work_fn]"
+    assert "kworker/1:0H [blk_mq_run_work_fn]" in _text(why_late({"why_late": why}))

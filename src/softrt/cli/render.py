@@ -141,7 +141,8 @@ def why_late(summary: dict, top: int = 8, worst: int = 5) -> Group | None:
             ident = {"thread": "pid", "irq": "IRQ", "softirq": "vec"}.get(c["kind"])
             inner = ", ".join(x for x in (f"{ident} {c['id']}" if ident and c["id"] >= 0 else "", c["detail"]) if x)
             name = c["name"] + (f" ({inner})" if inner else "")
-            table.add_row(c["kind"], name, f"{c['cycles']:,}", f"{c['total_us']:,.1f}", f"{c['worst_us']:,.1f}")
+            # Text, not markup: a workqueue item's name is "kworker/1:1 [function]"
+            table.add_row(c["kind"], Text(name), f"{c['cycles']:,}", f"{c['total_us']:,.1f}", f"{c['worst_us']:,.1f}")
         if len(why["culprits"]) > top:
             table.caption = f"… and {len(why['culprits']) - top} more (softrt show --json)"
         parts.append(table)
