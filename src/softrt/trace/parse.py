@@ -76,22 +76,6 @@ class LineParser:
         self.fields_of = fields_of
 
     def parse(self, line: str) -> TraceEvent | None:
-        # The usual line (no tgid or irq-info column) by splitting, about twice as fast as the
-        # regular expression; anything that does not fit takes the expression below.
-        head, sep, rest = line.partition(": ")
-        if sep:
-            parts = head.rsplit(None, 2)
-            if len(parts) == 3 and parts[1][:1] == "[" and parts[1][-1:] == "]":
-                task, cpu, stamp = parts
-                comm, dash, pid = task.rpartition("-")
-                secs, dot, frac = stamp.partition(".")
-                name, colon, fields_text = rest.partition(":")
-                if dash and dot and colon and pid.isdigit() and secs.isdigit() and frac.isdigit() \
-                        and name.isidentifier() and cpu[1:-1].isdigit():
-                    fields = (parse_fields(name, fields_text.strip())
-                              if self.fields_of is None or name in self.fields_of else {})
-                    return TraceEvent(int(secs) * 1_000_000_000 + int(frac[:9].ljust(9, "0")), int(cpu[1:-1]), name,
-                                      int(pid), comm.strip(), fields)
         m = _LINE.match(line)
         if m is None:
             lm = _LOST.match(line)
