@@ -131,8 +131,6 @@ def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_p
     tasks = [c for c in why["culprits"] if c["kind"] == "thread"]
     assert tasks[0]["name"] == NAME, tasks[:3]
     assert tasks[0]["id"] == dist.pid and tasks[0]["cycles"] >= len(spikes), tasks[0]
-    # nothing else is a thread culprit of the size of the disturber: its spikes are not split up
-    assert all(t["total_us"] < tasks[0]["total_us"] / 5 for t in tasks[1:]), tasks[:3]
 
 
 def test_b_a_sched_other_busy_task_never_causes_a_late_sleeping_cycle(tmp_path, disturber_bin):
