@@ -11,9 +11,7 @@ attribution (in the supervisor's main thread), both on the housekeeping CPU.
     sudo python bench/trace_bench.py --rounds 4 --duration 5 --json     # the same as JSON
 
 Target (issue 9): p99 latency with tracing within 1 µs and within 10 % of without.
-Needs root (tracefs, SCHED_FIFO). Until the attribution (``softrt.analysis.attribution``) is
-installed, the minimal one of tests/trace stands in (its own CPU time is then not representative;
-the consumer's is).
+Needs root (tracefs, SCHED_FIFO).
 """
 
 from __future__ import annotations
@@ -33,18 +31,6 @@ from softrt.session.run import run
 from softrt.store.rundir import read_samples
 
 
-def _attribution_source() -> str:
-    try:
-        import softrt.analysis.attribution  # noqa: F401
-        return "softrt.analysis.attribution"
-    except ImportError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "trace"))
-        import minimal_attributor
-
-        sys.modules["softrt.analysis.attribution"] = minimal_attributor
-        return "tests/trace/minimal_attributor.py (stand-in)"
-
-
 def _one(wait: str, trace: bool, args, out: Path) -> dict:
     config = RunConfig(period_ns=args.period_us * 1000, duration_ns=int(args.duration * 1e9), wait=wait,
                        cpu=args.cpu, priority=args.priority, trace=trace, out_dir=out)
@@ -61,16 +47,17 @@ def _one(wait: str, trace: bool, args, out: Path) -> dict:
     s = result.summary
     recs = read_samples(result.path)
     latency_us = (recs["detect_ns"] - recs["edge_ns"]) / 1e3
-    tracing = s["why_late"]["tracing"]
+    why = s["why_late"]
     row = {"wait": wait, "trace": trace, "cycles": s["cycles"], "latency_us": latency_us,
            "period_max_us": s["period_us"]["max"], "status": s["status"]}
-    if isinstance(tracing, dict):
-        secs = tracing["traced_s"] or args.duration
-        row.update(events_per_s=tracing["events_read"] / secs, lost_events=tracing["lost_events"],
-                   consumer_cpu_pct=100 * tracing["consumer_cpu_s"] / secs,
-                   attribution_cpu_pct=100 * tracing["attribution_cpu_s"] / secs)
+    if why["tracing"] == "on":
+        t = why["trace"]
+        secs = t["traced_s"] or args.duration
+        row.update(events_per_s=t["events_read"] / secs, lost_events=t["lost_events"],
+                   consumer_cpu_pct=100 * t["consumer_cpu_s"] / secs,
+                   attribution_cpu_pct=100 * t["attribution_cpu_s"] / secs)
     elif trace:
-        row["tracing"] = tracing
+        row["tracing"] = why["tracing"]
     return row
 
 
@@ -88,7 +75,6 @@ def main() -> int:
     ap.add_argument("--waits", default="spin,sleep")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    source = _attribution_source()
     rows = []
     with tempfile.TemporaryDirectory(prefix="softrt-trace-bench-") as tmp:
         for rnd in range(1, args.rounds + 1):
@@ -99,7 +85,7 @@ def main() -> int:
                     row = _one(wait, trace, args, Path(tmp))
                     row["round"] = rnd
                     rows.append(row)
-    result = {"attribution": source, "rounds": args.rounds, "duration_s": args.duration,
+    result = {"rounds": args.rounds, "duration_s": args.duration,
               "period_us": args.period_us, "waits": {}}
     for wait in args.waits.split(","):
         fig = {}
@@ -125,7 +111,7 @@ def main() -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(f"trace benchmark: {args.rounds} rounds x {args.duration:g} s per run, period {args.period_us} µs, "
-          f"attribution: {source}")
+          "(traced: a private tracefs instance on the RT CPU)")
     print(f"{'wait':6} {'':9} {'p99 µs':>8} {'p99.9 µs':>9} {'max µs':>9}  {'events/s':>9} {'lost':>5} "
           f"{'consumer %CPU':>13} {'attribution %CPU':>16}  p99 per round")
     for wait, fig in result["waits"].items():

@@ -86,3 +86,25 @@ def test_the_distribution_shows_each_tail_slack_s_is_its_minimum():
     assert lines["period"].rstrip().endswith("3,337.1")
     assert lines["slack"].split()[:2] == ["slack", "(min)"] and lines["slack"].rstrip().endswith("-2,852.2")
     assert "shortest slack" in text and "overran" in text  # the caption says what "worst" is
+
+
+TRACE = {"events": ["sched:sched_switch"], "events_missing": ["raw_syscalls:sys_enter"], "events_read": 51234,
+         "lost_events": 7, "unparsed_lines": 0, "consumer_cpu_s": 0.4, "attribution_cpu_s": 0.1, "traced_s": 5.0,
+         "buffer_kb": 8192}
+
+
+def test_the_trace_figures_in_one_line_never_the_raw_dict():
+    why = {**_why(n_threads=2, lost=7), "tracing": "on", "trace": TRACE}
+    out = _text(why_late({"why_late": why}))
+    assert ("trace: 51,234 events read, 7 lost; reader and attribution used 0.50 s CPU over 5.0 s "
+            "(10 % of a housekeeping CPU); not on this kernel: raw_syscalls:sys_enter") in out
+    assert "{" not in out and "buffer_kb" not in out
+    # a run stored while the figures were under "tracing" reads the same
+    old = {**_why(n_threads=2, lost=7), "tracing": {"status": "on", **TRACE}}
+    assert _text(why_late({"why_late": old})) == out
+
+
+def test_a_workqueue_item_keeps_its_function_in_the_table():
+    why = _why(n_threads=1, lost=0)
+    why["culprits"][0]["name"] = "kworker/1:0H [blk_mq_run_work_fn]"
+    assert "kworker/1:0H [blk_mq_run_work_fn]" in _text(why_late({"why_late": why}))

@@ -77,31 +77,44 @@ def _run(tmp_path, wait: str, keep_late: int = 1000):
     pytest.skip("another real-time softrt run kept the machine busy")
 
 
-def _overlap_us(start: int, end: int, late_cycle: dict) -> float:
-    return max(0, min(end, late_cycle["window_end_ns"]) - max(start, late_cycle["window_start_ns"])) / 1e3
+def _window(cycle: dict) -> tuple[int, int]:
+    return cycle["window"]["start_ns"], cycle["window"]["end_ns"]
+
+
+def _overlap_us(start: int, end: int, cycle: dict) -> float:
+    a, b = _window(cycle)
+    return max(0, min(end, b) - max(start, a)) / 1e3
+
+
+def _traced(why: dict) -> None:
+    assert why["tracing"] == "on", why["tracing"]
+    assert why["trace"]["events_read"] > 0 and why["trace"]["events_missing"] == [], why["trace"]
 
 
 def _causes(late_cycle: dict, name: str) -> list[dict]:
     return [c for c in late_cycle["causes"] if c.get("name") == name]
 
 
-def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_path, disturber_bin, attribution):
+def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_path, disturber_bin):
     with Disturber(disturber_bin, "fifo", SPIN_US, EVERY_US) as dist:
         result = _run(tmp_path, "spin")
     why = result.summary["why_late"]
-    assert isinstance(why["tracing"], dict) and why["tracing"]["status"] == "on", why["tracing"]
+    _traced(why)
     records = read_samples(result.path)
     first, last = int(records["detect_ns"][0]), int(records["detect_ns"][-1])
     spikes = [s for s in dist.spikes if first < s[0] and s[2] < last]
     assert len(spikes) >= 10, f"the disturber spiked {len(spikes)} times during the loop"
-    late = why["late_cycles"]
+    # keep_late 1000 > the run's late cycles: every late cycle is in "worst" with its detail
+    late = why["worst"]
+    assert len(late) == why["late_cycles"], (len(late), why["late_cycles"])
     off = []
     for deadline, start, end in spikes:
-        hit = [lc for lc in late if lc["window_start_ns"] < end and start < lc["window_end_ns"]]
+        hit = [lc for lc in late if _window(lc)[0] < end and start < _window(lc)[1]]
         assert hit, f"the spike at {start} ({(end - start) / 1e3:.0f} µs) made no reported late cycle"
         named = [(lc, c) for lc in hit for c in _causes(lc, NAME)]
         assert named, f"the spike at {start} is not attributed to {NAME}: {[lc['causes'] for lc in hit]}"
         for lc, cause in named:
+            assert cause["kind"] == "thread" and cause["id"] == dist.pid and cause["detail"] == "FIFO/RR 90", cause
             # The part of the spike inside the late cycle's window is what the cycle lost to it.
             least_us = _overlap_us(start, end, lc)
             most_us = _overlap_us(deadline, end, lc)
@@ -112,37 +125,61 @@ def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_p
     # that deschedules the vCPU while the disturber holds it (milliseconds on a busy host) makes
     # the disturber look longer; so on a VM one spike in ten may fall outside the tolerance.
     assert len(off) <= len(spikes) // 10, f"durations off (least µs, most µs, attributed µs): {off}"
-    # It tops the tasks; overall it is among the first three (other tenants of a shared VM also
-    # stall the CPU for milliseconds: that shows as kernel or outside-the-guest time).
+    # It tops the tasks. Not necessarily the whole table: other tenants of a shared VM stall the
+    # CPU for milliseconds (outside-the-guest time), and a SCHED_OTHER task queued on the RT CPU
+    # gets its 50 ms a second from the fair server (kernel time).
     tasks = [c for c in why["culprits"] if c["kind"] == "thread"]
     assert tasks[0]["name"] == NAME, tasks[:3]
-    assert NAME in [c["name"] for c in why["culprits"][:3]], why["culprits"][:3]
-    assert tasks[0]["late_cycles"] >= len(spikes)
+    assert tasks[0]["id"] == dist.pid and tasks[0]["cycles"] >= len(spikes), tasks[0]
 
 
-def test_b_a_sched_other_busy_task_never_causes_a_late_sleeping_cycle(tmp_path, disturber_bin, attribution):
+def test_b_a_sched_other_busy_task_never_causes_a_late_sleeping_cycle(tmp_path, disturber_bin):
     with Disturber(disturber_bin, "other", 0, 0) as dist:
         result = _run(tmp_path, "sleep")
         # the busy task really ran on the RT CPU during the run (its CPU time grew)
         busy_ticks = int(open(f"/proc/{dist.pid}/stat").read().rsplit(")", 1)[1].split()[11])
     assert busy_ticks > 0
     why = result.summary["why_late"]
-    assert isinstance(why["tracing"], dict) and why["tracing"]["status"] == "on", why["tracing"]
-    for lc in why["late_cycles"]:
-        assert not any(c.get("pid") == dist.pid or c.get("name") == NAME for c in lc["causes"]), lc
-    assert not any(c.get("pid") == dist.pid or c.get("name") == NAME for c in why["culprits"])
+    _traced(why)
+    # the busy task was on the RT CPU in the trace (switched to while the loop slept)
+    def blamed(c: dict) -> bool:
+        return (c["kind"] == "thread" and c["id"] == dist.pid) or NAME in c["name"]
+    for lc in why["worst"]:
+        assert not any(blamed(c) for c in lc["causes"]), lc
+    assert not any(blamed(c) for c in why["culprits"]), why["culprits"]
 
 
-def test_c_without_a_disturber_everything_reported_carries_its_evidence(tmp_path, attribution):
+def test_c_without_a_disturber_everything_reported_carries_its_evidence(tmp_path):
     result = _run(tmp_path, "spin")
     why = result.summary["why_late"]
-    assert isinstance(why["tracing"], dict) and why["tracing"]["status"] == "on", why["tracing"]
-    assert why["tracing"]["lost_events"] >= 0 and why["tracing"]["events_read"] > 0
-    for lc in why["late_cycles"]:
-        window_us = (lc["window_end_ns"] - lc["window_start_ns"]) / 1e3
+    _traced(why)
+    assert why["trace"]["lost_events"] == why["lost_events"] >= 0
+    assert why["rt_throttling"] is not True  # a spin run turns it off
+    assert len(why["worst"]) == why["late_cycles"]
+    kinds = {"thread", "irq", "softirq", "kernel", "outside", "loop"}
+    for lc in why["worst"]:
+        a, b = _window(lc)
+        window_us = (b - a) / 1e3
+        assert lc["window"]["duration_us"] == pytest.approx(window_us, abs=0.01)
         explained = sum(c["duration_us"] for c in lc["causes"])
-        # Every cause is a named source with a duration; what is not explained is stated.
-        assert all(c["kind"] and c["name"] and c["duration_us"] >= 0 for c in lc["causes"]), lc
-        assert explained + lc["unexplained_us"] == pytest.approx(window_us, abs=1.0 + 0.01 * window_us), lc
-    for culprit in why["culprits"]:
-        assert culprit["late_cycles"] >= 1 and culprit["total_us"] >= culprit["worst_us"] > 0, culprit
+        # Every cause is a named source with a positive duration and its share; the rest is stated.
+        for c in lc["causes"]:
+            assert c["kind"] in kinds and c["name"] and c["duration_us"] > 0, c
+            assert c["share"] == pytest.approx(c["duration_us"] / window_us, abs=0.001), c
+            if c["kind"] == "thread":  # a pid, and its policy from sched_switch (a workqueue item: its function)
+                assert c["id"] > 0 and (c["detail"] or c["name"].endswith("]")), c
+            if c["kind"] == "outside":  # its evidence: the event-free stretches inside the window
+                assert all(a <= g0 < g1 <= b and g1 - g0 >= why["gap_min_us"] * 1e3 for g0, g1 in c["gaps_ns"]), c
+                assert c["duration_us"] == pytest.approx(sum(g1 - g0 for g0, g1 in c["gaps_ns"]) / 1e3, abs=0.01)
+            # with RT throttling off, nothing is called RT throttling
+            assert "RT throttling" not in c["name"] or why["rt_throttling"] is not False, c
+        assert explained + lc["unexplained_us"] == pytest.approx(window_us, abs=0.01 + 1e-6 * window_us), lc
+        assert lc["main_cause"] == (lc["causes"][0]["label"] if lc["causes"] else "unexplained")
+    per_source = {}
+    for lc in why["worst"]:
+        for c in lc["causes"]:
+            per_source.setdefault((c["kind"], c["name"], c["id"]), []).append(c["duration_us"])
+    for culprit in why["culprits"]:  # the table adds up exactly what the cycles show
+        assert culprit["cycles"] >= 1 and culprit["total_us"] >= culprit["worst_us"] > 0, culprit
+        mine = per_source[(culprit["kind"], culprit["name"], culprit["id"])]
+        assert culprit["cycles"] == len(mine) and culprit["total_us"] == pytest.approx(sum(mine), abs=0.01 * len(mine))

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +18,6 @@ from softrt.session.run import run
 from softrt.trace import tracefs
 
 pytestmark = pytest.mark.rt
-HERE = Path(__file__).parent
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="tracefs needs root")
 
 
@@ -39,7 +37,7 @@ def test_an_untuned_run_has_no_rt_cpu_to_trace(tmp_path, state_dir):
 
 @pytest.mark.root
 @needs_root
-def test_an_instance_that_cannot_be_created_leaves_the_run_going(tmp_path, state_dir, attribution):
+def test_an_instance_that_cannot_be_created_leaves_the_run_going(tmp_path, state_dir):
     path, mounted = tracefs.find_or_mount()
     taken = path / "instances" / f"softrt-{os.getpid()}"
     taken.mkdir()  # the name this run's instance would get
@@ -53,15 +51,9 @@ def test_an_instance_that_cannot_be_created_leaves_the_run_going(tmp_path, state
     assert summary["why_late"]["tracing"].startswith("unavailable: ") and "File exists" in summary["why_late"]["tracing"]
 
 
-# A run in a child process, with the attribution the tests use (see conftest.py).
+# A run in a child process.
 SCRIPT = textwrap.dedent("""
-    import json, sys
-    try:
-        import softrt.analysis.attribution
-    except ImportError:
-        sys.path.insert(0, {here!r})
-        import minimal_attributor
-        sys.modules["softrt.analysis.attribution"] = minimal_attributor
+    import json
     from softrt.session.config import RunConfig
     from softrt.session.run import run
     if __name__ == "__main__":
@@ -77,7 +69,7 @@ def _instances() -> set[str]:
 
 def _start(tmp_path) -> tuple[subprocess.Popen, str]:
     script = tmp_path / "run.py"
-    script.write_text(SCRIPT.format(here=str(HERE), out=str(tmp_path / "runs")))
+    script.write_text(SCRIPT.format(out=str(tmp_path / "runs")))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     name = f"softrt-{proc.pid}"
     for _ in range(300):
@@ -100,7 +92,8 @@ def test_ctrl_c_removes_the_instance_and_keeps_the_attribution(tmp_path, state_d
     out, err = proc.communicate(timeout=60)
     s = json.loads(out)
     assert s["status"] == "partial" and "Ctrl-C" in s["partial_reason"]
-    assert s["why_late"]["tracing"]["status"] == "on" and "culprits" in s["why_late"]
+    assert s["why_late"]["tracing"] == "on" and "culprits" in s["why_late"]
+    assert s["why_late"]["trace"]["events_read"] > 0
     assert name not in _instances()
     assert (tracefs.find() is not None) == mounted_before  # a mount made for the run is undone
     assert all(c["restored"] for c in s["tuning"]["system_changes"])
@@ -116,7 +109,7 @@ def test_a_killed_worker_still_removes_the_instance(tmp_path, state_dir, rt_sett
     out, _ = proc.communicate(timeout=60)
     s = json.loads(out)
     assert s["status"] == "partial" and "died" in s["partial_reason"]
-    assert name not in _instances() and s["why_late"]["tracing"]["status"] == "on"
+    assert name not in _instances() and s["why_late"]["tracing"] == "on"
 
 
 @pytest.mark.root
@@ -135,3 +128,25 @@ def test_a_killed_softrt_leaves_an_instance_the_next_command_removes(tmp_path, s
     assert nxt.returncode == 0 and f"removed the trace instance {name}" in nxt.stderr, nxt.stderr
     assert name not in _instances()
     assert (tracefs.find() is not None) == mounted_before
+
+
+@pytest.mark.parametrize("runtime, release, config, expected", [
+    ("-1", "6.18.44", None, False),
+    ("950000", "6.1.0-28-amd64", None, True),
+    ("950000", "6.18.44", "CONFIG_SMP=y\n# CONFIG_RT_GROUP_SCHED is not set\n", False),  # the fair server instead
+    ("950000", "6.18.44", "CONFIG_SMP=y\nCONFIG_RT_GROUP_SCHED=y\n", True),
+    ("950000", "6.18.44", None, None),  # config not exposed: either
+    (None, "6.18.44", None, None)])
+def test_rt_throttling_in_force_from_the_sysctl_and_the_kernel(tmp_path, runtime, release, config, expected):
+    import gzip
+
+    from softrt.trace.session import rt_throttling
+
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/osrelease").write_text(release + "\n")
+    if runtime is not None:
+        (tmp_path / "proc/sys/kernel/sched_rt_runtime_us").write_text(runtime + "\n")
+    if config is not None:
+        with gzip.open(tmp_path / "proc/config.gz", "wt") as fh:
+            fh.write(config)
+    assert rt_throttling(str(tmp_path)) is expected

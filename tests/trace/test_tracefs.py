@@ -48,6 +48,7 @@ def test_wanted_events_take_what_the_kernel_has():
     assert "irq_vectors:local_timer_entry" in wanted and "irq_vectors:vector_alloc" not in wanted
     assert "ipi:ipi_send_cpu" in wanted and wanted["raw_syscalls:sys_enter"] == "worker"
     assert wanted["exceptions:page_fault_user"] == "worker"  # asked for; the session skips what is missing
+    assert wanted["sched:sched_wakeup"] == "wakeup" and wanted["sched:sched_switch"] is None  # only the worker's wakeups
     # a sleeping loop's own clock_nanosleep would pay the syscall tracepoint on every wake-up
     assert "raw_syscalls:sys_enter" not in dict(wanted_events(available, "sleep"))
 

@@ -36,15 +36,26 @@ interrupted, so nested time counts once, for the innermost):
     layer 0  the task ``sched_switch`` made current (comm, pid, prio; kernel prio < 100 is
              SCHED_FIFO/RR with priority 99 - prio, -1 is SCHED_DEADLINE)
 
-RT throttling: the worker (a FIFO task) switched out while runnable (``prev_state`` R) for idle
-or a lower-priority task is what ``sched_rt_runtime_us`` does (Documentation/scheduler/
-sched-rt-group.rst); until the worker runs again, layer-0 time is ``kernel: RT throttling``.
+Parked while runnable: the worker (a FIFO task) switched out while runnable (``prev_state`` R)
+for idle or a lower-priority task; until it runs again, layer-0 time is a kernel cause named by
+what the events and the run show. When RT throttling was in force (the Attributor is told:
+``rt_throttling``, from ``sched_rt_runtime_us`` >= 0 and the kernel, see trace.session) it is
+``RT throttling`` (Documentation/scheduler/sched-rt-group.rst). Otherwise a SCHED_OTHER task can
+still take the CPU from a runnable FIFO task: since Linux 6.12 the *fair server*, a
+SCHED_DEADLINE server for normal tasks (50 ms every 1 s by default,
+/sys/kernel/debug/sched/fair_server; Documentation/scheduler/sched-deadline.rst), ranks above
+SCHED_FIFO, and without CONFIG_RT_GROUP_SCHED it replaced RT throttling ("sched/rt: Remove
+default bandwidth control"); seen on the benchmark VM as the worker preempted at a tick for ~50 ms of
+ksoftirqd and a busy python3. So: ``fair server`` for a SCHED_OTHER task, and the plain facts
+(switched out to idle, a lower-priority RT task ran) otherwise; with the value unknown, both
+candidates are named. A task kept current after the worker's *wakeup* is a different case (below).
 
 Waiting is no cause: after the worker blocked (switched out not runnable) and until its
 ``sched_wakeup``, whatever ran could not delay it. From the wakeup to the switch, idle is
 ``kernel: exit from idle`` (rtla's "exit from idle"), and a lower-priority task still current is
 ``kernel: switch to the woken worker`` for up to ``SWITCH_GRACE_NS`` (the scheduler's own path),
-beyond it that task is blamed (it ran non-preemptible: rtla's "blocking thread"). So a SCHED_OTHER
+beyond it that task is blamed (it ran non-preemptible: rtla's "blocking thread"), except for
+stretches of ``gap_min_ns`` without any event, which are "no guest activity" like the worker's own. So a SCHED_OTHER
 task that only ran while the loop slept is never blamed.
 
 Outside the kernel: in the window after the worker could have seen the permit, the worker
@@ -87,6 +98,11 @@ _NOT_VECTORS = frozenset({"irq_handler", "softirq", "hrtimer_expire", "timer_exp
 #: state, so nothing needs them: this is only slack.
 MARGIN_NS = 1_000_000
 
+#: The events whose fields the attribution reads (every other event is used by its name, time and
+#: task only): the trace layer need not split the others' text (trace.parse.LineParser).
+FIELDS_READ = frozenset({"sched_switch", "sched_wakeup", "sched_waking", "irq_handler_entry", "irq_handler_exit",
+                         "softirq_entry", "workqueue_execute_start", "sys_enter", "ipi_entry"})
+
 KIND_ORDER = ("thread", "irq", "softirq", "kernel", "outside", "loop")
 
 
@@ -117,7 +133,7 @@ class Segment:
     layer: int
     source: Source
     pid: int = -1
-    throttled: bool = False
+    parked: str = ""  # the worker was runnable but switched out for: "idle", "other" (SCHED_OTHER) or "rt"
     asleep: bool = False  # the worker was blocked (not yet woken): the task ran while it could not
     woken: bool = False  # the worker was woken and this lower-priority task (or idle) was still current
 
@@ -130,7 +146,7 @@ class CpuState:
     task_pid: int = -1
     task_prio: int | None = None
     since_ns: int = 0
-    throttled: bool = False
+    parked: str = ""
     asleep: bool = False
     woken: bool = False
     worker_prio: int | None = None
@@ -138,7 +154,7 @@ class CpuState:
     fault: tuple | None = None  # (source, start_ns, pid): a page fault waiting for the next event
 
     def copy(self) -> CpuState:
-        return CpuState(self.task, self.task_pid, self.task_prio, self.since_ns, self.throttled, self.asleep,
+        return CpuState(self.task, self.task_pid, self.task_prio, self.since_ns, self.parked, self.asleep,
                         self.woken, self.worker_prio, list(self.open), self.fault)
 
 
@@ -184,6 +200,15 @@ def _vector(name: str) -> tuple[str, bool] | None:
     return None
 
 
+def _parked(state: CpuState) -> str:
+    """The worker's parked reason for the current task's time: a task above the worker that runs
+    meanwhile (a FIFO thread preempting it while it is parked) is blamed itself, not the parking."""
+    if state.parked and state.task_pid != 0 and state.task_prio is not None and state.worker_prio is not None \
+            and state.task_prio < state.worker_prio:
+        return ""
+    return state.parked
+
+
 def _emit(out: list[Segment] | None, seg: Segment) -> None:
     if out is not None and seg.end_ns > seg.start_ns:
         out.append(seg)
@@ -201,23 +226,24 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
     if name == "sched_switch":
         prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
         prev_prio, next_prio = _int(f.get("prev_prio"), None), _int(f.get("next_prio"), None)
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, state.asleep,
+        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), state.asleep,
                            state.woken))
         state.woken = False
         if prev_pid == worker_pid and next_pid != worker_pid:
             runnable = (f.get("prev_state") or "").startswith("R")
             lower = next_pid == 0 or (next_prio is not None and prev_prio is not None and next_prio > prev_prio)
-            state.throttled = runnable and lower
+            state.parked = "" if not (runnable and lower) else (
+                "idle" if next_pid == 0 else "rt" if next_prio is not None and next_prio < 100 else "other")
             state.asleep = not runnable
             state.worker_prio = prev_prio
         elif next_pid == worker_pid:
-            state.throttled = state.asleep = False
+            state.parked, state.asleep = "", False
         state.task = _task(f.get("next_comm", "?"), next_pid, next_prio)
         state.task_pid, state.task_prio, state.since_ns = next_pid, next_prio, t
         return
     if name in ("sched_wakeup", "sched_waking") and _int(f.get("pid")) == worker_pid and state.asleep:
         # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, state.throttled, True))
+        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), True))
         state.since_ns, state.asleep = t, False
         state.woken = (state.task_pid == 0 or state.task_prio is None or state.worker_prio is None
                        or state.task_prio > state.worker_prio)
@@ -285,7 +311,7 @@ def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worke
             break
         apply(state, ev, worker_pid, out)
     if state.task is not None:
-        out.append(Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, state.throttled, state.asleep,
+        out.append(Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, _parked(state), state.asleep,
                            state.woken))
     for layer, _tag, src, start, pid in state.open:
         out.append(Segment(start, end_ns, layer, src, pid))
@@ -297,23 +323,38 @@ def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worke
 
 def slice_window(segments: list[Segment], start_ns: int, end_ns: int) -> list[Segment]:
     """The segments' parts inside ``[start_ns, end_ns)``."""
-    return [Segment(max(s.start_ns, start_ns), min(s.end_ns, end_ns), s.layer, s.source, s.pid, s.throttled, s.asleep,
+    return [Segment(max(s.start_ns, start_ns), min(s.end_ns, end_ns), s.layer, s.source, s.pid, s.parked, s.asleep,
                     s.woken)
             for s in segments if s.end_ns > start_ns and s.start_ns < end_ns and s.end_ns > s.start_ns]
 
 
 _THROTTLING = Source("kernel", "RT throttling (worker runnable, parked by sched_rt_runtime_us)")
+_FAIR_SERVER = Source("kernel", "fair server: SCHED_OTHER tasks ran while the worker was runnable")
+_PARKED = {  # rt_throttling False: what the events show; None: the value in force is unknown
+    (False, "idle"): Source("kernel", "worker runnable but switched out to idle"),
+    (False, "other"): _FAIR_SERVER,
+    (False, "rt"): Source("kernel", "a lower-priority RT task ran while the worker was runnable"),
+    (None, "idle"): Source("kernel", "RT throttling? (worker runnable, switched out to idle)"),
+    (None, "other"): Source("kernel", "RT throttling or the fair server (worker runnable, SCHED_OTHER tasks ran)"),
+    (None, "rt"): Source("kernel", "a lower-priority RT task ran while the worker was runnable"),
+}
 _LOOP = Source("loop", "the loop's own work")
 _IDLE_EXIT = Source("kernel", "exit from idle to the woken worker")
 _SWITCH = Source("kernel", "switch to the woken worker")
 
-#: After the worker's wakeup a lower-priority task stays current while the kernel switches (a few
-#: µs); holding the CPU longer means it ran non-preemptible: then it is the blocking thread.
-SWITCH_GRACE_NS = 5_000
+#: After the worker's wakeup a lower-priority task stays current while the kernel returns from the
+#: interrupt that woke it and switches: its own time outside that IRQ (softirqs and other IRQs are
+#: their own causes). A task in user space is switched at the first return to user mode, so only
+#: one that holds the CPU in the kernel (a non-preemptible section, e.g. under preempt=none) stays
+#: longer: beyond the grace it is the blocking thread. Measured on the benchmark VM (6.18,
+#: preempt=none): a SCHED_OTHER task spinning in user space stayed current 3-22 µs of its own
+#: after the worker's timer IRQ (the IRQ exit path alone 9-11 µs; a local timer takes 20-25 µs
+#: there); 30 µs leaves room for that and still names a task that ran on for longer.
+SWITCH_GRACE_NS = 30_000
 
 
 def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: int, work_ns: list[tuple[int, int]],
-            event_ts: list[int], cpu: int, gap_min_ns: int,
+            event_ts: list[int], cpu: int, gap_min_ns: int, rt_throttling: bool | None = None,
             switch_grace_ns: int = SWITCH_GRACE_NS) -> tuple[dict[Source, int], list[tuple[int, int]], int]:
     """Credit every ns of ``[start_ns, end_ns)`` to the innermost source holding it.
 
@@ -338,6 +379,9 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     totals: dict[Source, int] = {}
     quiet: list[list[int]] = []  # [start, end, work ns]: runs of work or wait not broken by an event
     unknown = 0  # before the first event: nothing is known about the CPU
+    blocking: list[list] = []  # [start, end, source]: a lower-priority task current after the wakeup
+    steps = []
+    own: dict[int, int] = {}  # a task segment's time not covered by an IRQ, softirq or item above it
     for a, b in zip(bounds, bounds[1:]):
         if b <= a:
             continue
@@ -347,19 +391,30 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             if s.start_ns <= a < s.end_ns and (s.layer != 1 or task is None or s.pid == task.pid):
                 if best is None or s.layer > best.layer or (s.layer == best.layer and s.start_ns >= best.start_ns):
                     best = s
+        steps.append((a, b, task, best))
+        if best is None and task is not None:
+            own[id(task)] = own.get(id(task), 0) + (b - a)
+    for a, b, task, best in steps:
         if best is not None:
             src = best.source
         elif task is None:
             unknown += b - a
             continue
-        elif task.throttled:
-            src = _THROTTLING
+        elif task.parked:
+            src = _THROTTLING if rt_throttling else _PARKED[(rt_throttling, task.parked)]
         elif task.woken and task.pid == 0:
             src = _IDLE_EXIT
-        elif task.woken and task.end_ns - task.start_ns <= switch_grace_ns:
+        elif task.woken and own[id(task)] <= switch_grace_ns:  # the IRQ that woke the worker is its own cause
             src = _SWITCH
         elif task.pid in (worker_pid, 0) or task.asleep:
             src = None  # the worker waiting (spinning, or blocked until its timer): no cause yet
+        elif task.woken:
+            # the blocking thread, unless no event fired for gap_min_ns: then the guest did not run
+            if blocking and blocking[-1][1] == a and a not in event_set and blocking[-1][2] is task.source:
+                blocking[-1][1] = b
+            else:
+                blocking.append([a, b, task.source])
+            continue
         else:
             src = task.source
         if src is not None:
@@ -371,6 +426,12 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             quiet[-1][2] += work
         else:
             quiet.append([a, b, work])
+    for a, b, src in blocking:
+        if b - a >= gap_min_ns:
+            quiet.append([a, b, 0])
+        else:
+            totals[src] = totals.get(src, 0) + (b - a)
+    quiet.sort()
     gaps = [(a, b) for a, b, _w in quiet if b - a >= gap_min_ns]
     short = [(b - a, w) for a, b, w in quiet if b - a < gap_min_ns]
     unexplained = unknown + sum(n - w for n, w in short)
@@ -490,8 +551,10 @@ class Attributor:
     """
 
     def __init__(self, *, period_ns: int, rt_cpu: int, worker_pid: int, threshold_ns: int = 20_000,
-                 keep_worst: int = 100, gap_min_ns: int = 10_000) -> None:
+                 keep_worst: int = 100, gap_min_ns: int = 10_000, rt_throttling: bool | None = None) -> None:
         self.period_ns, self.rt_cpu, self.worker_pid = period_ns, rt_cpu, worker_pid
+        # RT throttling in force during the run (the caller read sched_rt_runtime_us and the kernel); None: unknown
+        self.rt_throttling = rt_throttling
         self.threshold_ns, self.keep_worst, self.gap_min_ns = threshold_ns, keep_worst, gap_min_ns
         self._prev: tuple | None = None
         self._pending: deque[Late] = deque()
@@ -565,6 +628,7 @@ class Attributor:
             "worker_pid": self.worker_pid,
             "threshold_us": _us(self.threshold_ns),
             "gap_min_us": _us(self.gap_min_ns),
+            "rt_throttling": self.rt_throttling,
             "cycles": self.cycles,
             "late_cycles": self.late,
             "window_us": _us(self._window_ns),
@@ -590,7 +654,7 @@ class Attributor:
         segments = slice_window(segments, start, end)
         totals, gaps, unexplained = account(segments, start, end, worker_pid=self.worker_pid,
                                             work_ns=work, event_ts=times[:j], cpu=self.rt_cpu,
-                                            gap_min_ns=self.gap_min_ns)
+                                            gap_min_ns=self.gap_min_ns, rt_throttling=self.rt_throttling)
         window = max(end - start, 0)
         self.late += 1
         self._window_ns += window

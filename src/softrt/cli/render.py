@@ -138,13 +138,18 @@ def why_late(summary: dict, top: int = 8, worst: int = 5) -> Group | None:
     why = summary.get("why_late")
     if not why:
         return None
-    if why.get("tracing") != "on":
-        return Group(Text(f"Why cycles were late: tracing {why.get('tracing')}", style="yellow"))
+    tracing, trace = why.get("tracing"), why.get("trace") or {}
+    if isinstance(tracing, dict):  # runs stored before "trace" was split out of "tracing"
+        tracing, trace = tracing.get("status"), tracing
+    if tracing != "on":
+        return Group(Text(f"Why cycles were late: tracing {tracing}", style="yellow"))
     head = Text("Why cycles were late", style="bold")
     head.append(f"  (trace of CPU {why['rt_cpu']}: {why['late_cycles']:,} late cycles of {why['cycles']:,}, "
                 f"threshold {why['threshold_us']:g} µs; {why['explained_us']:,.0f} of {why['window_us']:,.0f} µs "
                 "of their windows explained)", style="dim")
     parts: list = [head]
+    if trace:
+        parts.append(Text(_trace_line(trace, why.get("lost_events", 0)), style="dim"))
     if why.get("lost_events"):
         parts.append(Text(f"  {why['lost_events']:,} trace events were lost: some windows may lack a cause", style="red"))
     if why["culprits"]:
@@ -155,7 +160,8 @@ def why_late(summary: dict, top: int = 8, worst: int = 5) -> Group | None:
             ident = {"thread": "pid", "irq": "IRQ", "softirq": "vec"}.get(c["kind"])
             inner = ", ".join(x for x in (f"{ident} {c['id']}" if ident and c["id"] >= 0 else "", c["detail"]) if x)
             name = c["name"] + (f" ({inner})" if inner else "")
-            table.add_row(c["kind"], name, f"{c['cycles']:,}", f"{c['total_us']:,.1f}", f"{c['worst_us']:,.1f}")
+            # Text, not markup: a workqueue item's name is "kworker/1:1 [function]"
+            table.add_row(c["kind"], Text(name), f"{c['cycles']:,}", f"{c['total_us']:,.1f}", f"{c['worst_us']:,.1f}")
         if len(why["culprits"]) > top:
             table.caption = f"… and {len(why['culprits']) - top} more (softrt show --json)"
         parts.append(table)
@@ -179,6 +185,18 @@ def why_late(summary: dict, top: int = 8, worst: int = 5) -> Group | None:
         parts.append(Text(f"Hypervisor steal on CPU {st['cpu']}: {st['total_ms']:,.1f} ms over {st['over_s']:,.0f} s "
                           "(/proc/stat)", style="dim"))
     return Group(*parts)
+
+
+def _trace_line(trace: dict, lost: int) -> str:
+    """One line on how the trace went: events read and lost, the CPU it cost, events not on this kernel."""
+    secs = trace.get("traced_s") or 0
+    cpu_s = (trace.get("consumer_cpu_s") or 0) + (trace.get("attribution_cpu_s") or 0)
+    share = f" ({100 * cpu_s / secs:.0f} % of a housekeeping CPU)" if secs else ""
+    line = (f"  trace: {trace.get('events_read', 0):,} events read, {max(lost, trace.get('lost_events', 0)):,} lost; "
+            f"reader and attribution used {cpu_s:,.2f} s CPU over {secs:,.1f} s{share}")
+    if trace.get("events_missing"):
+        line += f"; not on this kernel: {', '.join(trace['events_missing'])}"
+    return line
 
 
 def _steal_note(cause: dict) -> str:

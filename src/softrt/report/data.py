@@ -313,7 +313,10 @@ def late_marks(why_late: dict | None, t0_ns: int | None, limit: int = 10) -> lis
     Height: the cycle's period or its interference window, whichever is longer (a missed update
     written late can sit in an ordinary period; its window is what was lost).
     """
-    if not why_late or why_late.get("tracing") != "on" or t0_ns is None:
+    tracing = why_late.get("tracing") if why_late else None
+    if isinstance(tracing, dict):  # runs stored before "trace" was split out of "tracing"
+        tracing = tracing.get("status")
+    if tracing != "on" or t0_ns is None:
         return []
     out = []
     for cyc in (why_late.get("worst") or [])[:limit]:

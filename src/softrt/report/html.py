@@ -129,12 +129,17 @@ def _why_late(i: int, r: RunView) -> str:
     why = r.summary.get("why_late")
     if not isinstance(why, dict):
         return head + '<p class="na">No trace was recorded with this run.</p>'
-    if why.get("tracing") != "on":
-        return head + f'<p class="note">Tracing {escape(str(why.get("tracing")))}: the late cycles are not explained.</p>'
+    tracing, trace = why.get("tracing"), why.get("trace") or {}
+    if isinstance(tracing, dict):  # runs stored before "trace" was split out of "tracing"
+        tracing, trace = tracing.get("status"), tracing
+    if tracing != "on":
+        return head + f'<p class="note">Tracing {escape(str(tracing))}: the late cycles are not explained.</p>'
+    cost = (f' The trace reader used {trace["consumer_cpu_s"]:,.2f} s CPU over {trace["traced_s"]:,.1f} s.'
+            if trace.get("consumer_cpu_s") is not None and trace.get("traced_s") else "")
     out = [head, f'<p class="na">Trace of CPU {why["rt_cpu"]}: {why["late_cycles"]:,} late cycles of '
                  f'{why["cycles"]:,} (threshold {why["threshold_us"]:g} µs); {why["explained_us"]:,.1f} of '
                  f'{why["window_us"]:,.1f} µs of their windows explained; {why["events"]:,} events, '
-                 f'{why["lost_events"]:,} lost.</p>']
+                 f'{why["lost_events"]:,} lost.{cost}</p>']
     if why.get("culprits"):
         rows = "".join(f"<tr><td>{escape(c['kind'])}</td><td>{escape(_source(c))}</td><td>{c['cycles']:,}</td>"
                        f"<td>{c['total_us']:,.1f}</td><td>{c['worst_us']:,.1f}</td></tr>" for c in why["culprits"][:15])

@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..analysis.attribution import FIELDS_READ
 from ..analysis.events import StealSample, TraceEvent
 from ..platform._files import read_text
 from .parse import LineParser
@@ -48,7 +49,7 @@ class Consumer(threading.Thread):
         super().__init__(name="softrt-trace", daemon=True)
         self.pipe = pipe
         self.rt_cpu = rt_cpu
-        self.parser = LineParser()
+        self.parser = LineParser(FIELDS_READ)  # only the fields the attribution reads
         self.events_read = 0
         self.cpu_s = 0.0
         self.error: str | None = None

@@ -15,11 +15,14 @@ going on and ``why_late()`` saying ``{"tracing": "unavailable: <reason>"}``.
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
 import time
 from typing import Any
 
 from ..cpus import CpuSet
+from ..platform._files import kpath, read_text
 from .consumer import Consumer
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 
@@ -32,14 +35,16 @@ SYSCALLS_FOR_WAITS = ("spin",)
 
 
 def wanted_events(available: set[str], wait: str = "spin") -> list[tuple[str, str | None]]:
-    """The events to enable on this kernel, with the worker-only ones marked ``"worker"``.
+    """The events to enable on this kernel, with the ones filtered to the worker marked ``"worker"``
+    (its own events) or ``"wakeup"`` (its wakeups).
 
     Issue 9's list: scheduling, hard and soft IRQs, the x86 ``irq_vectors`` entry/exit pairs
     (local timer, reschedule, call function, IRQ work, ...), IPIs, workqueue items, and the
     worker's own page faults and (spin loops) system calls, ``filter``ed to its pid.
     """
-    out: list[tuple[str, str | None]] = [
-        (e, None) for e in ("sched:sched_switch", "sched:sched_wakeup", "irq:irq_handler_entry",
+    # sched_wakeup: only the worker's is read (a sleeping loop's CPU sees several wakeups a cycle).
+    out: list[tuple[str, str | None]] = [("sched:sched_wakeup", "wakeup")] + [
+        (e, None) for e in ("sched:sched_switch", "irq:irq_handler_entry",
                             "irq:irq_handler_exit", "irq:softirq_entry", "irq:softirq_exit",
                             "workqueue:workqueue_execute_start", "workqueue:workqueue_execute_end")]
     for event in sorted(available):
@@ -109,14 +114,16 @@ class TraceSession:
                 self.missing.append(event)
                 continue
             try:
-                self.instance.enable(event, f"common_pid == {worker_pid}" if scope == "worker" else None)
+                self.instance.enable(event, {"worker": f"common_pid == {worker_pid}",
+                                             "wakeup": f"pid == {worker_pid}"}.get(scope or ""))
             except OSError as err:  # one event the kernel refuses does not stop the others
                 self.missing.append(f"{event} ({err.strerror or err})")
         self.enabled = list(self.instance.enabled)
         if "sched:sched_switch" not in self.instance.enabled:
             raise TracingUnavailable("this kernel has no sched:sched_switch event")
         self.attributor = Attributor(period_ns=self.config.period_ns, rt_cpu=cpu, worker_pid=worker_pid,
-                                     threshold_ns=self.config.late_threshold_ns, keep_worst=self.config.keep_late)
+                                     threshold_ns=self.config.late_threshold_ns, keep_worst=self.config.keep_late,
+                                     rt_throttling=rt_throttling())
         self.consumer = Consumer(self.instance.path / "trace_pipe", cpu)
         self.consumer.start()
         self._trace_s = time.monotonic()
@@ -190,12 +197,12 @@ class TraceSession:
 
     # -- results -----------------------------------------------------------------------------------
     def why_late(self) -> dict:
-        """Return ``summary["why_late"]``: the attribution and how the trace went."""
+        """Return ``summary["why_late"]``: the attribution, ``tracing: "on"`` and how the trace went
+        under ``trace`` (docs/run-format.md); without a result, ``{"tracing": "<reason>"}``."""
         if self.result is None or self.reason is not None:
             return {"tracing": self.reason or "unavailable: tracing did not start"}
         consumer = self.consumer
-        return {**self.result, "tracing": {
-            "status": "on",
+        return {**self.result, "tracing": "on", "trace": {
             "events": self.enabled,
             "events_missing": self.missing,
             "events_read": consumer.events_read,
@@ -210,6 +217,32 @@ class TraceSession:
     def system_changes(self) -> list[dict]:
         """The system changes the trace made (a tracefs mount), in the journal's shape."""
         return [self.mounted.to_change()] if self.mounted is not None else []
+
+
+def rt_throttling(root: str = "/") -> bool | None:
+    """Whether RT throttling is in force now (the run has applied its settings), None if unknown.
+
+    Off when ``sched_rt_runtime_us`` is -1; since Linux 6.12 also off without CONFIG_RT_GROUP_SCHED,
+    where the fair server replaced it (commit "sched/rt: Remove default bandwidth control"; the
+    sysctl then only bounds admission). The attribution says "RT throttling" only when True.
+    """
+    text = (read_text(root, "/proc/sys/kernel/sched_rt_runtime_us", fallback="") or "").strip()
+    if not text.lstrip("-").isdigit():
+        return None
+    if int(text) < 0:
+        return False
+    release = (read_text(root, "/proc/sys/kernel/osrelease", fallback="") or "").strip()
+    version = tuple(int(x) for x in re.findall(r"\d+", release)[:2])
+    if len(version) < 2:
+        return None
+    if version < (6, 12):
+        return True
+    try:
+        with gzip.open(kpath(root, "/proc/config.gz"), "rt", errors="replace") as fh:
+            config = fh.read()
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None  # a 6.12+ kernel whose config is not exposed: throttling or the fair server
+    return "\nCONFIG_RT_GROUP_SCHED=y" in "\n" + config
 
 
 def _describe(err: Exception) -> str:
