@@ -63,6 +63,9 @@ def fail(message: str, status: int = EXIT_BAD_INPUT) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the softrt command line; map softrt errors to one line and an exit status."""
+    from .output import install
+
+    install()  # a burst of Ctrl-C must not cut the printed summary short
     try:
         status = cli.main(args=argv, prog_name="softrt", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
