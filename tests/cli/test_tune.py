@@ -123,5 +123,5 @@ def test_apply_and_revert_wait_for_a_real_time_run(run_cli, state_dir, verb):
     finally:
         os.close(fd)
     assert code == 2 and out == ""
-    assert "run is in progress" in err and err.count("\n") == 1
+    assert f"real-time softrt run (pid {os.getpid()}) is in progress" in err and err.count("\n") == 1
     assert (state_dir / "tune-state.jsonl").exists() == (verb == ["--revert"])
