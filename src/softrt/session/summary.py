@@ -1,0 +1,213 @@
+"""What a run's summary.json holds: the checkpoints' summary-so-far and the final one (session layer).
+
+:func:`run_summary` builds both from one :class:`RunParts`, so a checkpoint holds exactly what the
+final summary would hold at that moment. :func:`checkpoint` writes the summary-so-far every
+:data:`CHECKPOINT_INTERVAL_S` and at the stop (docs/run-format.md, "Checkpoints"): built in the
+supervisor's thread, written (fsync, atomic rename) and added to the history by a writer thread,
+so a slow disk never holds up the drain of the ring.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from ..errors import ConfigError, SoftRTError
+from ..ipc.ring import Ring
+from ..platform import get_platform
+from ..store.history import History
+from ..store.rundir import SCHEMA, STATS, SUMMARY, RunDir
+from ..trace import TraceSession
+from . import changes as _changes
+from .collect import Collector
+from .config import RunConfig
+
+if TYPE_CHECKING:  # (annotations only: session.run imports this module)
+    from .run import _Drainer, _Outcome
+
+#: The summary-so-far is written this often (and when the run stops): a killed supervisor or a power
+#: cut loses at most this much of the statistics (docs/run-format.md, "Checkpoints").
+CHECKPOINT_INTERVAL_S = 60.0
+#: Test knob: another checkpoint interval in seconds (a test cannot wait a minute). Not meant for users.
+CHECKPOINT_INTERVAL_ENV = "SOFTRT_CHECKPOINT_INTERVAL"
+#: A checkpoint waits at most this long for the history database (another softrt may be writing
+#: it): the supervisor must get back to draining the ring (16 s of records at 250 µs).
+CHECKPOINT_DB_TIMEOUT_S = 1.0
+
+
+def utcnow() -> str:
+    """Now, in UTC, as ISO 8601 to the second (summary.json's times)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def mode_of(config: RunConfig, not_applied: list[dict]) -> str:
+    """Label the run: "real-time", "not real-time" (controls failed) or "untuned"."""
+    if config.profile == "none":
+        return "untuned"
+    return "not real-time" if not_applied else "real-time"
+
+
+@dataclass
+class RunParts:
+    """Everything a run's summary is assembled from (the checkpoints' and the final one's)."""
+
+    config: RunConfig
+    host: dict
+    started_at: str
+    recovered: list
+    check: dict | None
+    out: _Outcome  # the run's outcome so far (session.run)
+    rundir: RunDir
+    ring: Ring
+    collector: Collector
+    drainer: _Drainer  # the ring's drainer (its overflow count)
+    journal: _changes.ChangeJournal
+    tracer: TraceSession
+    checkpoint_interval_s: float
+    released_at: float | None = None  # time.monotonic() when the loop was released
+    stopped_at: float | None = None  # ... and when the supervisor stopped measuring
+    checkpoints: int = 0  # written, or being written
+    checkpoints_skipped: int = 0  # due while the previous one was still being written
+    writer: threading.Thread | None = None  # writing the last checkpoint
+    checkpoint_error: str | None = None  # the last reason a checkpoint could not be written
+    history_error: str | None = None  # the last reason a checkpoint could not reach the history
+
+    def elapsed_s(self) -> float:
+        if self.released_at is None:
+            return 0.0
+        return round((self.stopped_at or time.monotonic()) - self.released_at, 3)
+
+
+def run_summary(parts: RunParts, *, running: bool) -> dict:
+    """The run's summary.json: the summary-so-far of a checkpoint (*running*) or the final one.
+
+    One function for both, so a checkpoint holds exactly what the final summary would hold at that
+    moment, less what only the end knows: the worker's own count, the board's report, the trace's
+    attribution (computed when the trace is closed) and ``finished_at``.
+    """
+    config, out, rundir, tracer = parts.config, parts.out, parts.rundir, parts.tracer
+    summary = {
+        "schema": SCHEMA,
+        "run_id": rundir.run_id,
+        "scenario": config.scenario,
+        "started_at": parts.started_at,
+        "finished_at": None if running else utcnow(),
+        "status": "running" if running else out.status,
+        "partial_reason": out.reason,
+        "elapsed_s": parts.elapsed_s(),
+        "mode": mode_of(config, out.not_applied),
+        "config": config.to_dict(),
+        "host": parts.host,
+        "tuning": {
+            "applied": out.applied,
+            "not_applied": out.not_applied,
+            "system_changes": [c.to_dict() for c in parts.journal.changes] + tracer.system_changes(),
+            "recovered_from_earlier_runs": [c.to_dict() for c in parts.recovered],
+        },
+    }
+    if running:
+        plat = get_platform()
+        summary["checkpoint_at"] = utcnow()
+        summary["supervisor"] = {"pid": os.getpid(), "identity": plat.process_identity(),
+                                 "checkpoint_interval_s": parts.checkpoint_interval_s}
+    if not running and not rundir.complete:
+        summary["samples_error"] = f"{rundir.failure}: the samples file has no footer and cannot be read"
+    # Every figure comes from the streaming pass over the drained records (also those the disk
+    # refused): the end of a run never re-reads samples.parquet.
+    summary.update(parts.collector.summary(worker_cycles=None if running else out.worker.get("cycles")))
+    overflows = parts.drainer.reader.overflows if running and parts.drainer.reader is not None \
+        else parts.drainer.overflows
+    summary["ring"] = {"capacity": parts.ring.capacity, "overflows": overflows}
+    summary["board"] = {} if running else out.worker.get("board", {})
+    summary["records_unwritten"] = rundir.unwritten
+    summary["samples"] = rundir.kept()
+    if not running:
+        reconcile_misses(summary)
+        summary["why_late"] = tracer.why_late()
+        if parts.check is not None:
+            summary["check"] = {k: parts.check[k] for k in ("ready", "verdict", "counts", "fix_first")}
+    return summary
+
+
+def checkpoint(parts: RunParts, *, wait: bool = False) -> None:
+    """Write the summary-so-far (``summary.json``, ``"status": "running"``) and ``stats.json``
+    atomically, and refresh the run's row in the history.
+
+    The documents are built here, in the supervisor's thread (a few ms: the streaming pass is not
+    shared with another thread); writing them (fsync) and the history (SQLite) are left to a
+    thread, so a slow disk never holds up the drain. A checkpoint still being written when the
+    next is due makes that one skip; with *wait* (at the stop) it is waited for, and this one is
+    written before returning, so no checkpoint can land after the final summary. Never raises:
+    a checkpoint that cannot be written costs the run nothing.
+    """
+    if parts.writer is not None and parts.writer.is_alive():
+        if not wait:
+            parts.checkpoints_skipped += 1
+            return
+        parts.writer.join()
+    try:
+        docs = {SUMMARY: run_summary(parts, running=True)}
+        parts.collector.flush()
+        docs[STATS] = parts.collector.stats.to_dict()
+    except SoftRTError:
+        return
+    if parts.checkpoints == 0:  # a killed run keeps what it ran with
+        docs = {"config.json": parts.config.to_dict(), "host.json": parts.host, **docs}
+    parts.checkpoints += 1
+    if wait:
+        _write_checkpoint(parts, docs)
+    else:
+        parts.writer = threading.Thread(target=_write_checkpoint, args=(parts, docs), name="softrt-checkpoint",
+                                        daemon=True)
+        parts.writer.start()
+
+
+def _write_checkpoint(parts: RunParts, docs: dict) -> None:
+    try:
+        for name, doc in docs.items():  # summary.json last: it points at the rest
+            parts.rundir.write_json(name, doc)
+    except SoftRTError as err:
+        parts.checkpoint_error = err.msg
+        return
+    try:  # a history database held by another softrt must not hold up the checkpoints for long
+        History(timeout_s=CHECKPOINT_DB_TIMEOUT_S).add_run(parts.rundir.path)
+        parts.history_error = None
+    except SoftRTError as err:
+        parts.history_error = str(err)
+
+
+def checkpoint_interval_s() -> float:
+    raw = os.environ.get(CHECKPOINT_INTERVAL_ENV)
+    if not raw:
+        return CHECKPOINT_INTERVAL_S
+    try:
+        interval = float(raw)
+    except ValueError:
+        interval = 0.0
+    if not 0.1 <= interval <= 86400:
+        raise ConfigError(f"{CHECKPOINT_INTERVAL_ENV}={raw!r} is not a number of seconds between 0.1 and 86400",
+                          hint=f"unset {CHECKPOINT_INTERVAL_ENV} (it is a test knob)")
+    return interval
+
+
+def reconcile_misses(summary: dict) -> None:
+    """Make ``misses.missed_updates`` the board's own count, and say why the records differ.
+
+    Every write carries the misses before it, so the records and the board agree, unless the
+    ring dropped records: then only the board saw them all.
+    """
+    board = summary["board"].get("missed_updates")
+    misses = summary["misses"]
+    if not isinstance(board, int) or board == misses["missed_updates"]:
+        return
+    misses["missed_updates_in_records"] = misses["missed_updates"]
+    misses["missed_updates"] = board
+    misses["source"] = "board"
+    misses["note"] = (f"the board counted {board:,} missed updates; the records received hold "
+                      f"{misses['missed_updates_in_records']:,}: {summary['records_missing']:,} records were "
+                      f"dropped by the ring ({summary['ring']['overflows']:,} overflows), so the per-cycle "
+                      f"figures (cycles with a miss, longest run) cover the records received only")

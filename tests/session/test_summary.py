@@ -1,0 +1,69 @@
+"""session.summary: the summary's one builder (checkpoints and the final summary) and the checkpoints."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from softrt.ipc.ring import Ring
+from softrt.report.synthetic import synthetic_records
+from softrt.session import changes
+from softrt.session.collect import Collector
+from softrt.session.config import RunConfig, resolve_motion
+from softrt.session.run import _Drainer, _Outcome
+from softrt.session.summary import RunParts, checkpoint, run_summary
+from softrt.store.history import History
+from softrt.store.rundir import RunDir, read_summary
+from softrt.trace import TraceSession
+
+#: What only the end of a run knows (the trace's attribution) or only a checkpoint says (when, by whom).
+FINAL_ONLY = {"why_late"}
+CHECKPOINT_ONLY = {"checkpoint_at", "supervisor"}
+
+
+@pytest.fixture
+def parts(tmp_path):
+    config = resolve_motion(RunConfig(out_dir=tmp_path / "runs", trace=False))
+    collector = Collector(config.period_ns, config.motion)
+    collector.add(synthetic_records(20_000, misses=[(5_000, 3), (12_000, 1)]))
+    rundir = RunDir(config.out_dir, "20261130-120000-test-0001")
+    ring = Ring.create(1 << 10)
+    p = RunParts(config, {"hostname": "test"}, "2026-11-30T12:00:00+00:00", [], None, _Outcome(), rundir, ring,
+               collector, _Drainer(ring, rundir, collector), changes.ChangeJournal(), TraceSession(config), 60.0,
+               released_at=time.monotonic() - 5.0)
+    yield p
+    p.drainer.release()
+    ring.close()
+    rundir.close()
+
+
+def test_a_checkpoint_is_the_final_summary_so_far(parts):
+    """One builder: a checkpoint holds the final summary's fields and figures, marked running."""
+    ckpt = run_summary(parts, running=True)
+    parts.out.worker = {"cycles": 20_000, "board": {"writes": 20_000, "missed_updates": 4}}
+    parts.stopped_at = time.monotonic()
+    final = run_summary(parts, running=False)
+    assert ckpt["status"] == "running" and final["status"] == "complete"
+    assert ckpt["finished_at"] is None and final["finished_at"]
+    assert set(ckpt) - CHECKPOINT_ONLY == set(final) - FINAL_ONLY
+    for key in ("cycles", "period_us", "latency_us", "process_us", "slack_us", "misses", "motion", "tuning",
+                "config", "mode", "run_id", "started_at"):
+        assert ckpt[key] == final[key], key
+    assert ckpt["cycles"] == 20_000 and ckpt["misses"]["missed_updates"] == 4
+    assert 5.0 <= ckpt["elapsed_s"] and final["elapsed_s"] >= 5.0
+    assert ckpt["supervisor"]["identity"].split("/")[1] == str(ckpt["supervisor"]["pid"])
+
+
+def test_a_checkpoint_is_written_atomically_and_reaches_the_history(parts):
+    checkpoint(parts)  # the drain loop's way: built here, written by a thread
+    parts.writer.join()
+    checkpoint(parts, wait=True)  # the stop's way
+    path = parts.rundir.path
+    summary = read_summary(path)  # a valid summary.json (store.validate accepts "running")
+    assert summary["status"] == "running" and summary["cycles"] == 20_000 and summary["checkpoint_at"]
+    assert json.loads((path / "stats.json").read_text())["counters"]["cycles"] == 20_000
+    assert (path / "config.json").is_file() and not list(path.glob("*.tmp"))
+    assert parts.checkpoints == 2 and parts.checkpoint_error is None and parts.history_error is None
+    assert History().get(summary["run_id"]).status == "running"
