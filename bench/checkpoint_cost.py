@@ -5,7 +5,7 @@ nothing is drained; the ring holds 65,536 records (16 s at 250 µs). This builds
 run of ``--hours`` (default 1 h: 14.4 M records at 250 µs, jitter spread over four decades so
 every histogram has thousands of non-empty buckets, one miss in 10,000 cycles) in a real
 ``session.collect.Collector`` with the motion impact, then times the real
-``session.run._checkpoint``: the summary built by ``run_summary`` (the final summary's builder)
+``session.summary.checkpoint``: the summary built by ``run_summary`` (the final summary's builder)
 and the streaming pass's state in the supervisor's thread (what holds up the drain), then
 ``stats.json`` and ``summary.json`` written atomically (with fsync) and the run's row refreshed in
 a history database by the checkpoint's writer thread.
@@ -55,7 +55,8 @@ def main() -> None:
     from softrt.session import changes
     from softrt.session.collect import Collector
     from softrt.session.config import RunConfig, resolve_motion
-    from softrt.session.run import _checkpoint, _Drainer, _Outcome, _Parts
+    from softrt.session.run import _Drainer, _Outcome
+    from softrt.session.summary import RunParts, checkpoint
     from softrt.store.rundir import RunDir, new_run_id
     from softrt.trace import TraceSession
 
@@ -73,18 +74,18 @@ def main() -> None:
         rundir = RunDir(config.out_dir, new_run_id())
         ring = Ring.create(1 << 10)
         try:
-            parts = _Parts(config, {"hostname": "bench"}, "2026-11-30T00:00:00+00:00", [], None, _Outcome(), rundir,
+            parts = RunParts(config, {"hostname": "bench"}, "2026-11-30T00:00:00+00:00", [], None, _Outcome(), rundir,
                            ring, collector, _Drainer(ring, rundir, collector), changes.ChangeJournal(),
                            TraceSession(config), 60.0, released_at=time.monotonic() - args.hours * 3600)
             held, written, whole = [], [], []
             for _ in range(args.repeats):
                 t = time.perf_counter()
-                _checkpoint(parts)  # what the drain loop does: build here, write in a thread
+                checkpoint(parts)  # what the drain loop does: build here, write in a thread
                 held.append(time.perf_counter() - t)
                 parts.writer.join()
                 written.append(time.perf_counter() - t)
                 t = time.perf_counter()
-                _checkpoint(parts, wait=True)  # at the stop: everything in this thread
+                checkpoint(parts, wait=True)  # at the stop: everything in this thread
                 whole.append(time.perf_counter() - t)
             sizes = {p.name: p.stat().st_size for p in rundir.path.glob("*.json")}
         finally:
