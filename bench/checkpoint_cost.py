@@ -75,8 +75,8 @@ def main() -> None:
         ring = Ring.create(1 << 10)
         try:
             parts = RunParts(config, {"hostname": "bench"}, "2026-11-30T00:00:00+00:00", [], None, _Outcome(), rundir,
-                           ring, collector, _Drainer(ring, rundir, collector), changes.ChangeJournal(),
-                           TraceSession(config), 60.0, released_at=time.monotonic() - args.hours * 3600)
+                             ring, collector, _Drainer(ring, rundir, collector), changes.ChangeJournal(),
+                             TraceSession(config), 60.0, released_at=time.monotonic() - args.hours * 3600)
             held, written, whole = [], [], []
             for _ in range(args.repeats):
                 t = time.perf_counter()
