@@ -15,7 +15,7 @@ RANK = {
     "errors": 0, "cpus": 0, "units": 0,
     "platform": 1,
     "ipc": 2, "analysis": 2,
-    "board": 3, "motion": 3, "load": 3, "audit": 3, "store": 3, "loop": 3, "ethercat": 3, "report": 3,
+    "board": 3, "motion": 3, "load": 3, "audit": 3, "store": 3, "loop": 3, "ethercat": 3, "ecatsim": 3, "report": 3,
     "trace": 3, "metrics": 3,
     "session": 4, "scenario": 4,
     "cli": 5, "__init__": 5, "__main__": 6,
@@ -65,3 +65,10 @@ def test_only_the_platform_layer_branches_on_the_os():
         if _part(path) != "platform":
             text = path.read_text()
             assert "sys.platform" not in text and "os.name ==" not in text, path
+
+
+def test_the_master_never_imports_the_simulator():
+    """Each side of the wire in its own package: they meet only on the wire (and in the tests)."""
+    for path in MODULES:
+        if _part(path) == "ethercat":
+            assert "ecatsim" not in _imported_parts(path), path

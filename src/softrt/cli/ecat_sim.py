@@ -22,7 +22,7 @@ import click
 def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, delay_every, delay_us):
     """Simulate N EtherCAT slaves (CiA 402 CSP drives by default) on IFACE until Ctrl-C."""
     from ..ethercat.description import builtin
-    from ..ethercat.sim import Simulator, serve
+    from ..ecatsim.sim import Simulator, serve
 
     try:
         descs = [builtin(devices[min(i, len(devices) - 1)]) for i in range(slaves)]

@@ -1,13 +1,15 @@
-"""EtherCAT: a pysoem-backed master device and a virtual slave segment to test it without hardware.
+"""EtherCAT, the master side of the wire: a pysoem-backed master device and the protocol it speaks.
+
+The virtual slaves that test it without hardware are the other side of the wire, in
+:mod:`softrt.ecatsim`; they import the protocol modules below, never the master.
 
 Layers (each imports only those above it)::
 
     wire         frames and datagrams on the wire (pure encode/decode)
-    al, sii, description, coe, cia402, faults   pure models: AL state machine, SII image,
-                 device description, CoE SDO server, CiA 402 drive, fault plan
-    esc, slave   one slave controller (registers, SII, SM, FMMU, DC, watchdog) and its application
-    bus          a chain of ESCs: addressing and working counters
-    sim          the simulator process: a raw socket on an interface (``softrt ecat-sim``)
+    al, sii, description   pure protocol models: AL states and codes, SII image, device description
+    mapping      where a drive's objects sit in the process image
+    netif        interface checks
+    bringup      discovery, PDO maps, DC, INIT → OP (pysoem)
     master       the real master (pysoem) as a softrt Device (``--device ethercat:IFACE``)
 
 ``errors.EcatError`` is the one error type. Nothing here imports pysoem except ``master``.

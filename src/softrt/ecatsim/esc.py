@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from .al import AlState, AlStateMachine, AlStatusCode
-from .description import DeviceDescription
-from .sii import build_image
+from ..ethercat.al import AlState, AlStateMachine, AlStatusCode
+from ..ethercat.description import DeviceDescription
+from ..ethercat.sii import build_image
 
 REG_STATION_ADDRESS, REG_ALIAS = 0x0010, 0x0012
 REG_DL_STATUS, REG_AL_CONTROL, REG_AL_STATUS, REG_AL_CODE = 0x0110, 0x0120, 0x0130, 0x0134

@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 import math
 
-from .al import AlState, AlStatusCode
+from ..ethercat.al import AlState, AlStatusCode
 
 
 class DriveState(enum.Enum):

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 
 from .esc import REG_DC_RECV_TIME0, Esc
-from .wire import Cmd, Datagram, parse_frame, read_wkc, write_adp, write_wkc
+from ..ethercat.wire import Cmd, Datagram, parse_frame, read_wkc, write_adp, write_wkc
 
 #: Modelled forward delay per slave (cable plus ESC forwarding), used for DC receive times.
 HOP_DELAY_NS = 600

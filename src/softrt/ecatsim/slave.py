@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import struct
 
-from .al import AlState
+from ..ethercat.al import AlState
 from .cia402 import MODE_CSP, Drive
 from .coe import ABORT_DEVICE_STATE, ABORT_VALUE_RANGE, CoeServer, ObjectDictionary, SdoAbort
-from .description import DeviceDescription
+from ..ethercat.description import DeviceDescription
 from .esc import REG_DC_CYCLE0, REG_DC_SYNC_ACT, Esc
-from .mapping import byte_offsets
+from ..ethercat.mapping import byte_offsets
 
 DEFAULT_CYCLE_NS = 250_000
 #: Device type 0x1000 (CiA 402-2 §7.1): profile 402, "servo drive" type 0x0002.

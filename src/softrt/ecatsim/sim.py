@@ -18,15 +18,15 @@ import socket
 import time
 from dataclasses import dataclass
 
-from .al import AlState, state_name
+from ..ethercat.al import AlState, state_name
 from .bus import Segment
-from .description import DeviceDescription
-from .errors import EcatError
+from ..ethercat.description import DeviceDescription
+from ..ethercat.errors import EcatError
 from .esc import Esc
 from .faults import FaultPlan
-from .netif import interface_flags
+from ..ethercat.netif import interface_flags
 from .slave import DriveApp, make_app
-from .wire import ETH_P_ECAT, LOGICAL, FrameError, parse_frame
+from ..ethercat.wire import ETH_P_ECAT, LOGICAL, FrameError, parse_frame
 
 POLL_MS = 1  #: wake-up period for the watchdog check when no frames arrive
 

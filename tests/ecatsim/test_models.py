@@ -8,15 +8,15 @@ import struct
 import pytest
 
 from softrt.ethercat.al import AlState, AlStateMachine, AlStatusCode
-from softrt.ethercat.bus import Segment
-from softrt.ethercat.cia402 import ERROR_FOLLOWING, Drive, DriveState
-from softrt.ethercat.coe import CoeServer, ObjectDictionary
+from softrt.ecatsim.bus import Segment
+from softrt.ecatsim.cia402 import ERROR_FOLLOWING, Drive, DriveState
+from softrt.ecatsim.coe import CoeServer, ObjectDictionary
 from softrt.ethercat.description import FAKE_VENDOR_ID, csp_drive
-from softrt.ethercat.esc import Esc
-from softrt.ethercat.faults import FaultPlan
+from softrt.ecatsim.esc import Esc
+from softrt.ecatsim.faults import FaultPlan
 from softrt.ethercat.mapping import drive_map
 from softrt.ethercat.sii import build_image, crc8, parse_image
-from softrt.ethercat.slave import make_app
+from softrt.ecatsim.slave import make_app
 from softrt.ethercat.wire import Cmd, FrameError, encode_frame, parse_frame, read_wkc
 
 
