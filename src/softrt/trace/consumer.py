@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..analysis.attribution import FIELDS_READ
+from ..analysis.timeline import FIELDS_READ
 from ..analysis.events import StealSample, TraceEvent
 from ..platform._files import read_text
 from .parse import LineParser
