@@ -6,8 +6,9 @@ and the commands that apply or restore it are built here only, from checked valu
 free text. The reversible subset of Microsoft's Soft Real-Time steps
 (learn.microsoft.com/windows/iot/iot-enterprise/soft-real-time/soft-real-time-device):
 
-* ``win-power``: the processor idle-disable setting of a power scheme, AC index 0 or 1
-  (``powercfg /setacvalueindex <scheme> SUB_PROCESSOR IDLEDISABLE <0|1>``, then ``/setactive``);
+* ``win-power``: the processor idle-disable setting of a power scheme (the target is the scheme's
+  GUID), AC index 0 or 1 (``powercfg /setacvalueindex <scheme> SUB_PROCESSOR IDLEDISABLE <0|1>``,
+  then ``powercfg /setactive <scheme>``);
 * ``win-service``: the start type and state of SysMain, DPS, Audiosrv and wuauserv
   (``sc config <name> start= <type>``, ``sc stop``/``sc start``);
 * ``win-rss``: a network adapter's RSS processor range in group 0
@@ -59,11 +60,11 @@ def rss_range(value: object) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
-def check_value(kind: str, target: object, value: object, scheme: object = None) -> None:
+def check_value(kind: str, target: object, value: object) -> None:
     """Raise ConfigError unless *value* is one softrt sets for *target* of *kind*."""
     if kind == WIN_POWER:
-        if target != " ".join(IDLE_SETTING) or not (isinstance(scheme, str) and _GUID.fullmatch(scheme)):
-            raise ConfigError("a power entry must name the idle-disable setting of a power scheme GUID")
+        if not (isinstance(target, str) and _GUID.fullmatch(target)):
+            raise ConfigError("a power entry must name a power scheme GUID")
         if value not in ("0", "1"):
             raise ConfigError(f"IDLEDISABLE takes 0 or 1, not {str(value)[:20]!r}")
     elif kind == WIN_SERVICE:
@@ -83,12 +84,12 @@ def check_entry(entry: dict) -> None:
     for name in ("target", "before"):
         if name not in entry:
             raise ConfigError(f"a {entry['kind']} entry without {name}")
-    check_value(entry["kind"], entry["target"], entry["before"], entry.get("scheme"))
+    check_value(entry["kind"], entry["target"], entry["before"])
     if "after" in entry:
-        check_value(entry["kind"], entry["target"], entry["after"], entry.get("scheme"))
+        check_value(entry["kind"], entry["target"], entry["after"])
 
 
-def commands(kind: str, target: str, now: str, value: str, scheme: str | None = None) -> list[list[str]]:
+def commands(kind: str, target: str, now: str, value: str) -> list[list[str]]:
     """The commands that take *target* from *now* to *value* (apply and restore alike), checked first.
 
     A service is stopped before it is disabled and started after its start type allows it.
@@ -96,10 +97,10 @@ def commands(kind: str, target: str, now: str, value: str, scheme: str | None = 
     Raises:
         ConfigError: a target or value softrt does not set.
     """
-    check_value(kind, target, value, scheme)
+    check_value(kind, target, value)
     if kind == WIN_POWER:
-        return [["powercfg.exe", "/setacvalueindex", str(scheme), *IDLE_SETTING, value],
-                ["powercfg.exe", "/setactive", str(scheme)]]
+        return [["powercfg.exe", "/setacvalueindex", target, *IDLE_SETTING, value],
+                ["powercfg.exe", "/setactive", target]]
     if kind == WIN_SERVICE:
         start, state = _service_parts(value)
         _, was = _service_parts(now) if "/" in now else ("", "")
@@ -111,11 +112,14 @@ def commands(kind: str, target: str, now: str, value: str, scheme: str | None = 
     return [powershell(f"Set-NetAdapterRss -Name '{target}' -BaseProcessorNumber {base} -MaxProcessorNumber {top}")]
 
 
+def command_line(cmds: list[list[str]]) -> str:
+    """Commands as one line to type (``a & b``), arguments with spaces quoted."""
+    return " & ".join(" ".join(f'"{a}"' if " " in a else a for a in cmd) for cmd in cmds)
+
+
 def manual_fix(entry: dict) -> str:
     """The commands that put a journal entry's previous value back by hand, as one line."""
     try:
-        cmds = commands(entry["kind"], entry["target"], str(entry.get("after", "")), entry["before"],
-                        entry.get("scheme"))
+        return command_line(commands(entry["kind"], entry["target"], str(entry.get("after", "")), entry["before"]))
     except ConfigError:
         return ""
-    return " & ".join(" ".join(f'"{a}"' if " " in a else a for a in cmd) for cmd in cmds)

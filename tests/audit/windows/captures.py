@@ -66,4 +66,4 @@ class Captures:
         """Load the JSON *argv* printed, let *change* edit it, store it."""
         data = json.loads(self.read(argv))
         data = change(data) or data
-        return self.set(argv, json.dumps(data, indent=4))
+        return self.set(argv, json.dumps(data, indent=4) + "\n")
