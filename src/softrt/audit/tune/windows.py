@@ -77,10 +77,17 @@ def plan_tune(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -
     return plan
 
 
-def _require_admin(root: str, what: str) -> None:
-    if not wincmd.is_capture(root) and not wincmd.is_admin():
+def _machine_runner(root: str, runner: wincmd.Runner | None, what: str) -> wincmd.Runner:
+    """The runner that changes settings: this machine, as Administrator (captured outputs cannot be changed)."""
+    if runner is not None:
+        return runner
+    if wincmd.is_capture(root):
+        raise ConfigError(f"{root} holds captured command outputs: softrt tune {what} changes a real machine only",
+                          hint="run softrt tune on the Windows machine itself; without --apply it shows the plan")
+    if not wincmd.is_admin():
         raise ConfigError(f"softrt tune {what} changes Windows settings and needs Administrator",
                           hint="run it from an elevated prompt (Run as administrator)")
+    return wincmd.run
 
 
 def current(w: WinFacts, kind: str, target: str) -> str | None:
@@ -114,8 +121,7 @@ def apply_plan(plan: Plan, state_path: Path | None = None, runner: wincmd.Runner
     Raises:
         ConfigError: not Administrator, or a previous tune is still applied (nothing changed).
     """
-    _require_admin(plan.root, "--apply")
-    runner = runner or wincmd.runner_for(plan.root)
+    runner = _machine_runner(plan.root, runner, "--apply")
     path = state_path or state.default_path()
     journal = state.create(path, plan.root, rt_cpus=str(plan.rt_cpus), housekeeping=str(plan.housekeeping),
                            boot_id=None, os="windows")
@@ -156,8 +162,7 @@ def revert(root: str, state_path: Path | None = None, runner: wincmd.Runner | No
     root = str(root)
     path = state_path or state.default_path()
     header, entries = state.load(path, root)
-    _require_admin(root, "--revert")
-    runner = runner or wincmd.runner_for(root)
+    runner = _machine_runner(root, runner, "--revert")
     rt = CpuSet.parse(header.get("rt_cpus") or "0")
     result = Result(path)
     for entry in reversed(entries):
