@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import winsettings, writable
+from . import writable
 from ._files import read_raw, read_text
 
 VERSION = 1
@@ -146,7 +146,9 @@ def check_entry(entry: object, root: str) -> None:
     """
     if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
         raise ConfigError("not an entry")
-    if entry["kind"] in winsettings.KINDS:  # a Windows setting: its own allow-list
+    from . import winsettings  # the Windows settings' allow-list (imported here: one separate hook)
+
+    if entry["kind"] in winsettings.KINDS:
         return winsettings.check_entry(entry)
     needed = REQUIRED.get(entry["kind"])
     if needed is None:
