@@ -184,3 +184,10 @@ def test_json_report_says_it_is_windows(good):
     data = report(good).to_dict()
     assert data["meta"]["os"] == "windows" and data["meta"]["logical_processors"] == 14
     json.dumps(data)
+
+
+def test_a_csp_error_printed_with_exit_status_0_is_still_read(good):
+    """PowerShell exits 0 after a non-terminating error: the class is missing all the same."""
+    good.set(F.CSP, "", rc=0, err=INVALID_CLASS)
+    f = next(f for f in report(good).findings if f.id == "cores.csp")
+    assert f.status is WARN and "not present" in f.summary

@@ -83,7 +83,8 @@ def check_csp(w: WinFacts) -> Finding:
     title = "WindowsIoT CSP SetRTCores"
     res = w.csp
     said = _first_line(res.err or res.out)
-    if not res.ok:
+    # PowerShell may exit 0 after a non-terminating error: what it said on stderr decides.
+    if not res.ok or res.err.strip():
         low = (res.err + res.out).lower()
         if "invalid class" in low or "invalid namespace" in low or "not found" in low:
             reserved = bool(w.reserved)
@@ -179,7 +180,7 @@ def check_defender(w: WinFacts) -> Finding:
     """Windows Defender real-time protection and its exclusions."""
     title = "Windows Defender real-time protection"
     res = w.defender
-    if not res.ok:
+    if not res.ok or not res.out.strip():
         return not_applicable("services.defender", title,
                               f"Get-MpPreference failed (Defender absent or another antivirus): "
                               f"{_first_line(res.err or res.out) or res.rc}", Severity.MEDIUM)
