@@ -39,7 +39,8 @@ def check_rt_cpus(w: WinFacts) -> Finding:
     missing = w.rt_cpus - w.online
     if missing:
         return Finding("cores.rt_cpus", title, Status.FAIL, Severity.FATAL,
-                       f"{w.describe_cpus(missing)} {'does' if len(missing) == 1 else 'do'} not exist: this machine has CPUs {w.online}", evidence,
+                       f"{w.describe_cpus(missing)} {'does' if len(missing) == 1 else 'do'} not exist: "
+                       f"this machine has CPUs {w.online}", evidence,
                        why="the loop cannot be placed on a processor Windows does not have",
                        fix=f"choose CPUs within {w.online}, e.g. --rt-cpus {w.online.last()}")
     if not w.housekeeping:
@@ -69,7 +70,8 @@ def check_reserved(w: WinFacts) -> Finding:
                        evidence, why=why, fix=csp_fix(w.cpu_count, rt), reboot=True)
     if outside:
         return Finding("cores.reserved", title, Status.FAIL, Severity.HIGH,
-                       f"{w.describe_cpus(outside)} {'is' if len(outside) == 1 else 'are'} not reserved (reserved: {w.reserved})", evidence, why=why,
+                       f"{w.describe_cpus(outside)} {'is' if len(outside) == 1 else 'are'} not reserved "
+                       f"(reserved: {w.reserved})", evidence, why=why,
                        fix=f"run the loop on the reserved CPUs (--rt-cpus {w.reserved}), or {csp_fix(w.cpu_count, rt)}",
                        reboot=True)
     extra = w.reserved - rt
