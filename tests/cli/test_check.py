@@ -105,3 +105,8 @@ def test_a_windows_rt_cpu_that_does_not_exist_is_a_finding(run_cli, state_dir):
     code, out, _ = run_cli("check", "--root", str(WINDOWS / "good"), "--rt-cpus", "20", "--json")
     data = json.loads(out)
     assert code == 1 and next(f for f in data["findings"] if f["id"] == "cores.rt_cpus")["status"] == "fail"
+
+
+def test_no_windows_rt_cpu_is_bad_input(run_cli, state_dir):
+    code, _, err = run_cli("check", "--root", str(WINDOWS / "good"), "--rt-cpus", "")
+    assert code == 2 and "no real-time CPU" in err

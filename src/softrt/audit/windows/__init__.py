@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from ...cpus import CpuSet
+from ...errors import ConfigError
 from ...platform import IS_WINDOWS, wincmd
 from ..model import Finding, Report, Severity, Status
 from . import checks, sample
@@ -41,7 +42,12 @@ def run_checks(rt_cpus: CpuSet, root: str, sample_s: float = 2.0, runner: wincmd
 
     An RT CPU the machine does not have, a missing CSP or an unreadable source is a finding,
     never an exception.
+
+    Raises:
+        ConfigError: no RT CPU at all (bad input, exit status 2).
     """
+    if not rt_cpus:
+        raise ConfigError("no real-time CPU given", hint="name one or more CPUs, e.g. --rt-cpus 3")
     w = gather(rt_cpus, root, runner)
     if sample_s > 0 and w.existing_rt:
         w.sample = sample.sample(w, sample_s)
