@@ -103,7 +103,7 @@ def commands(kind: str, target: str, now: str, value: str) -> list[list[str]]:
                 ["powercfg.exe", "/setactive", target]]
     if kind == WIN_SERVICE:
         start, state = _service_parts(value)
-        _, was = _service_parts(now) if "/" in now else ("", "")
+        was = now.partition("/")[2]  # what it is now may be anything sc printed (start_pending): only compared
         config = ["sc.exe", "config", target, "start=", start]
         if state == "stopped":
             return ([["sc.exe", "stop", target]] if was != "stopped" else []) + [config]

@@ -153,3 +153,16 @@ def test_a_forged_windows_entry_is_refused(bad, state_path, entry):
         revert(str(bad), runner=fake)
     assert fake.changes() == []
 
+
+
+def test_a_service_caught_in_a_pending_state_is_left_alone(bad, state_path):
+    """'auto/stop_pending' could not be put back by revert: it is skipped, never journalled or changed."""
+    from softrt.audit.windows import facts as F
+    plan = plan_tune(RT, str(bad))
+    bad.replace(F.sc_query("DPS"), "4  RUNNING", "3  STOP_PENDING")
+    fake = FakeWindows(bad)
+    result = apply_plan(plan, runner=fake)
+    dps = next(o for o in result.outcomes if o.target == "DPS")
+    assert dps.status == "skipped" and "refused" in dps.detail
+    assert not any(" DPS" in c for c in fake.changes())
+    assert "DPS" not in state_path.read_text()

@@ -136,8 +136,12 @@ def apply_plan(plan: Plan, state_path: Path | None = None, runner: wincmd.Runner
             if now == step.after:
                 result.outcomes.append(Outcome(step.target, "skipped", "already set"))
                 continue
-            journal.append({"kind": step.kind, "target": step.target, "before": now, "after": step.after,
-                            "check": step.check})
+            try:
+                journal.append({"kind": step.kind, "target": step.target, "before": now, "after": step.after,
+                                "check": step.check})
+            except ConfigError as err:  # what it holds now could not be put back (a pending state): leave it
+                result.outcomes.append(Outcome(step.target, "skipped", f"refused: {err.msg}"))
+                continue
             entries += 1
             failed = _run_all(w, winsettings.commands(step.kind, step.target, now, step.after))
             if failed:
