@@ -1,7 +1,8 @@
 """One built-in load process: ``python _worker.py '<json config>'`` (load layer, stdlib only).
 
 Run by softrt.load.builtin through taskset (placement) and setpriv --pdeathsig TERM, as a script
-rather than a module so that it needs nothing from softrt on its path. It works until SIGTERM
+rather than a module so that it needs nothing from softrt on its path. Its placement is checked
+by softrt.load.builtin through the platform layer, not here (no OS calls outside ``platform``). It works until SIGTERM
 or its safety timeout, then prints one JSON line: ``{"counters": {...}, "elapsed_s": …,
 "cpu_s": …}`` and exits 0. Every file it makes it also removes, on SIGTERM too.
 """
@@ -179,10 +180,6 @@ def main(argv: list[str]) -> int:
     cfg = json.loads(argv[1])
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # softrt decides when loads stop, not Ctrl-C
-    want = set(cfg["cpus"])
-    if os.sched_getaffinity(0) != want:  # placement is taskset's job; refuse to run misplaced
-        print(f"worker affinity {sorted(os.sched_getaffinity(0))} != {sorted(want)}", file=sys.stderr)
-        return 3
     cpu0 = _cpu_s()
     t0 = time.monotonic()
     counters = KINDS[cfg["kind"]](cfg, t0 + float(cfg["timeout_s"]))

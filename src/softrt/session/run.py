@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -28,7 +27,6 @@ from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import get_platform
-from ..platform.linux import RT_RUNTIME
 from ..store.history import History
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..trace import TraceSession, sweep_orphans
@@ -191,18 +189,19 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
                           profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
                           step=step, setup=setup)
         proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
+        # Entered before _stop_worker is registered, so it is left after it: the worker's tie to
+        # this process (a job object on Windows, which kills it when closed) outlasts the clean stop.
+        tie = cleanup.enter_context(ExitStack())
         cleanup.callback(_stop_worker, proc, ring, parent_conn, drainer, out)
 
         try:
             if interrupts.requested():
                 raise _Interrupted
-            # SIGINT is blocked while the worker is created: it inherits the blocked mask (and then
-            # ignores SIGINT itself), so Ctrl-C reaches only the supervisor, which stops it cleanly.
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
+            # Ctrl-C is shielded while the worker is created (it then ignores SIGINT itself), so it
+            # reaches only the supervisor, which stops the worker cleanly.
+            with plat.ctrl_c_shield():
                 proc.start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            tie.callback(plat.adopt_worker(proc.pid))  # the worker dies with this process
             child_conn.close()
             armed = _expect(parent_conn, proc, "armed", ARM_TIMEOUT_S)
             out.applied.extend(armed["applied"])
@@ -272,13 +271,14 @@ def _apply_system_changes(config: RunConfig, plat, journal, out: _Outcome, clean
     cleanup.callback(plat.set_affinity, previous)
     plat.set_affinity(housekeeping)  # validate() made sure there is one
     out.applied.append({"what": "supervisor_affinity", "detail": f"supervisor on CPUs {housekeeping}"})
-    if config.wait == "spin":
-        # A spinning SCHED_FIFO task is throttled for 50 ms every second by default
-        # (Documentation/scheduler/sched-rt-group.rst); -1 disables that for the run.
+    if config.wait == "spin" and plat.caps.rt_throttling:
+        # A spinning real-time task is throttled for 50 ms every second by default (Linux,
+        # Documentation/scheduler/sched-rt-group.rst); the platform names the setting that stops it.
+        path, value = plat.rt_throttling_off()
         try:
-            journal.set(RT_RUNTIME, "-1", "RT throttling would stall the spinning loop 50 ms every second")
+            journal.set(path, value, "RT throttling would stall the spinning loop 50 ms every second")
         except PermissionDenied as err:
-            out.not_applied.append({"what": "rt_throttling_off", "detail": RT_RUNTIME, "why": str(err)})
+            out.not_applied.append({"what": "rt_throttling_off", "detail": path, "why": str(err)})
 
 
 def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progress, parts: RunParts) -> None:
