@@ -100,7 +100,10 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
         applied, not_applied = _arm(spec, ring, undo)
         step = _make_step(spec)
         writer = ring.writer()
-        sleep_until = plat.make_sleep_until() if spec.wait in ("sleep", "hybrid") else None
+        sleep_until = None
+        if spec.wait in ("sleep", "hybrid"):
+            sleep_until, close_timer = plat.make_sleep_until()
+            undo.append(close_timer)
         margin_ns = spec.margin_ns if spec.wait == "hybrid" else 0
         conn.send(("armed", {"applied": applied, "not_applied": not_applied, "pid": os.getpid()}))
         if conn.recv() != "go":

@@ -204,8 +204,8 @@ class LinuxPlatform:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
-    def make_sleep_until(self) -> Callable[[int], None]:
-        """Return ``sleep_until(abs_ns)``: clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME).
+    def make_sleep_until(self) -> tuple[Callable[[int], None], Undo]:
+        """Return ``(sleep_until(abs_ns), close)``: clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), nothing to close.
 
         Absolute sleeps do not accumulate drift (cyclictest's default mode). The timespec is
         allocated once here so the hot loop allocates nothing but the call's integers.
@@ -219,7 +219,7 @@ class LinuxPlatform:
             while fn(CLOCK_MONOTONIC, TIMER_ABSTIME, ref, None) == errno.EINTR:
                 pass
 
-        return sleep_until
+        return sleep_until, lambda: None
 
     # --- exclusion between softrt processes ----------------------------------------------------
     def process_identity(self, pid: int = 0, root: str = "/") -> str | None:

@@ -201,7 +201,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
             # reaches only the supervisor, which stops the worker cleanly.
             with plat.ctrl_c_shield():
                 proc.start()
-            tie.callback(plat.adopt_worker(proc.pid))  # the worker dies with this process
+            _tie_worker(plat, proc.pid, tie, out)
             child_conn.close()
             armed = _expect(parent_conn, proc, "armed", ARM_TIMEOUT_S)
             out.applied.extend(armed["applied"])
@@ -279,6 +279,15 @@ def _apply_system_changes(config: RunConfig, plat, journal, out: _Outcome, clean
             journal.set(path, value, "RT throttling would stall the spinning loop 50 ms every second")
         except PermissionDenied as err:
             out.not_applied.append({"what": "rt_throttling_off", "detail": path, "why": str(err)})
+
+
+def _tie_worker(plat, pid: int, tie: ExitStack, out: _Outcome) -> None:
+    """Make the worker die with this process where the supervisor must arrange it (a job object on Windows)."""
+    try:
+        tie.callback(plat.adopt_worker(pid))
+    except SoftRTError as err:
+        out.not_applied.append({"what": "worker_tied", "detail": "the worker dies with the supervisor",
+                                "why": str(err)})
 
 
 def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progress, parts: RunParts) -> None:
