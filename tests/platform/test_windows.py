@@ -354,3 +354,42 @@ def test_without_administrator_the_run_goes_on_not_real_time_with_what_was_not_a
                                     ("SetPriorityClass", PROCESS, W.NORMAL_PRIORITY_CLASS)]
     assert fake.priority_class == W.NORMAL_PRIORITY_CLASS and fake.timer_periods == []
     assert not any(c[0] == "CreateWaitableTimerExW" for c in calls)  # --wait spin needs no timer
+
+
+# --- the supervisor's side ------------------------------------------------------------------------------
+
+def test_the_supervisor_moves_off_the_rt_cpu_and_leaves_rt_throttling_alone(monkeypatch, fake_win32, tmp_path):
+    """Windows has no RT throttling (caps.rt_throttling False): a spin run writes no kernel file."""
+    from contextlib import ExitStack
+
+    from softrt.session import changes
+    from softrt.session import run as session_run
+    from softrt.session.config import RunConfig
+
+    monkeypatch.setenv("SOFTRT_STATE_DIR", str(tmp_path / "state"))
+    fake = fake_win32(cpus=4)
+    plat = W.WindowsPlatform(fake)
+    out = session_run._Outcome()
+    journal = changes.ChangeJournal()
+    with ExitStack() as cleanup:
+        session_run._apply_system_changes(RunConfig(cpu=RT_CPU, wait="spin"), plat, journal, out, cleanup)
+        assert fake.process_mask == 0b0111  # the housekeeping CPUs
+    assert fake.process_mask == 0b1111  # put back
+    assert journal.changes == [] and out.not_applied == []
+    assert [a["what"] for a in out.applied] == ["supervisor_affinity"]
+    assert not (tmp_path / "state").exists()  # no journal was even opened
+
+
+def test_tracing_says_it_is_unavailable_and_touches_nothing(monkeypatch, fake_win32):
+    """caps.kernel_trace is False: no tracefs is looked for, the run's "why late" says why."""
+    from softrt.session.config import RunConfig
+    from softrt.trace import TraceSession, sweep_orphans
+
+    monkeypatch.setattr(P, "_platform", W.WindowsPlatform(fake_win32()))
+    monkeypatch.setattr("softrt.trace.tracefs.find", lambda: pytest.fail("tracefs looked for"))
+    monkeypatch.setattr("softrt.trace.session.find_or_mount", lambda: pytest.fail("tracefs mounted"))
+    with TraceSession(RunConfig(cpu=RT_CPU)) as session:
+        session.start(4242)
+        assert session.why_late() == {"tracing": "unavailable: softrt reads the Linux kernel's trace (tracefs), "
+                                                 "which this OS does not have"}
+    assert sweep_orphans() == []

@@ -19,6 +19,11 @@ IS_WINDOWS = sys.platform == "win32"
 
 _platform: Platform | None = None
 
+#: os.open flags for a file softrt reads or writes byte for byte, never handed to a child: O_CLOEXEC
+#: (open(2)); on Windows O_NOINHERIT, and O_BINARY, without which the C runtime translates newlines
+#: (and stops a read at Ctrl-Z) on the descriptor (Microsoft C runtime, ``_open``).
+O_PRIVATE_BINARY = (os.O_NOINHERIT | os.O_BINARY) if IS_WINDOWS else os.O_CLOEXEC  # type: ignore[attr-defined]
+
 
 def get_platform() -> Platform:
     """Return this OS's platform backend (created once)."""
@@ -75,4 +80,4 @@ def data_dir() -> Path:
     return Path(base) / "softrt"
 
 
-__all__ = ["Capabilities", "Control", "Platform", "data_dir", "get_platform", "state_dir", "IS_LINUX", "IS_WINDOWS"]
+__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "data_dir", "get_platform", "state_dir", "IS_LINUX", "IS_WINDOWS"]

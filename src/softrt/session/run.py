@@ -1,8 +1,10 @@
 """One run: validate → arm (system changes, worker) → release → drain → stop, in ``finally``.
 
 The supervisor (this process) owns every system-wide change and restores it whatever happens:
-normal end, Ctrl-C, a crashed worker. The worker owns its process-scoped controls (affinity,
-SCHED_FIFO, mlockall, the /dev/cpu_dma_latency hold), which die with it.
+normal end, Ctrl-C, a crashed worker. The worker owns its process-scoped controls (the platform's
+``worker_controls``: on Linux affinity, SCHED_FIFO, mlockall, the /dev/cpu_dma_latency hold; on
+Windows affinity masks, REALTIME_PRIORITY_CLASS, a locked working set, timeBeginPeriod), which it
+undoes when the loop ends and which die with it in any case.
 
 A run that started is never lost: Ctrl-C (any number of them) is a request to stop
 (:mod:`.interrupts`), a full disk stops the writing but not the loop (:mod:`..store.rundir`),
