@@ -37,6 +37,7 @@ import psutil
 
 from ..cpus import CpuSet
 from ..errors import InvalidCpu, NoSuchProcess, NotSupported, PermissionDenied, SoftRTError
+from . import O_PRIVATE_BINARY
 from .base import Capabilities, Control, Undo
 
 # --- constants (winbase.h, winnt.h, timeapi.h, winerror.h) -------------------------------------
@@ -593,7 +594,7 @@ class WindowsPlatform:
         Windows releases the lock when the holder's handle closes, also when it is killed.
         """
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOINHERIT", 0), 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | O_PRIVATE_BINARY, 0o600)
         try:
             handle = self.w.get_osfhandle(fd)
             if not self._do(str(path), self.w.LockFileEx, handle, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
