@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..board import open_device
-from ..cpus import CpuSet
 from ..errors import SoftRTError
 from ..ipc.ring import Ring
 from ..platform import get_platform

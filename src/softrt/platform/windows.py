@@ -531,7 +531,7 @@ class WindowsPlatform:
             w.SetWaitableTimer(timer, -max(1, ahead_ns // 100))
             w.WaitForSingleObject(timer, INFINITE)
 
-        return sleep_until, lambda: w.CloseHandle(timer)
+        return sleep_until, lambda: self._do("the waitable timer", w.CloseHandle, timer)
 
     # --- RT throttling: Windows has none ----------------------------------------------------------------
     def rt_runtime_us(self, root: str = "/") -> int | None:
@@ -563,7 +563,7 @@ class WindowsPlatform:
         except SoftRTError:
             self.w.CloseHandle(job)
             raise
-        return lambda: self.w.CloseHandle(job)
+        return lambda: self._do("the worker's job", self.w.CloseHandle, job)
 
     def ctrl_c_shield(self) -> AbstractContextManager[None]:
         """Nothing to block: Windows has no signal mask. The worker ignores SIGINT (CTRL_C_EVENT)
