@@ -86,6 +86,37 @@ def test_the_real_calls_resolve_only_on_windows():
         win32.GetCurrentProcess()
 
 
+@pytest.mark.parametrize(("name", "args", "result", "winerror"), [
+    ("SetPriorityClass", (PROCESS, 0x100), 0, W.ERROR_ACCESS_DENIED),  # BOOL FALSE: GetLastError
+    ("OpenProcess", (0x1000, False, 4242), None, W.ERROR_ACCESS_DENIED),  # NULL handle: GetLastError
+    ("GetThreadPriority", (THREAD,), W.THREAD_PRIORITY_ERROR_RETURN, W.ERROR_ACCESS_DENIED),
+    ("WaitForSingleObject", (0x104, W.INFINITE), W.WAIT_FAILED, W.ERROR_ACCESS_DENIED),
+    ("NtSetInformationThread", (THREAD, 3, 16), -0x3FFFFF9F, W.ERROR_PRIVILEGE_NOT_HELD),  # STATUS_PRIVILEGE_NOT_HELD
+    ("timeBeginPeriod", (1,), 97, W.ERROR_INVALID_PARAMETER),  # TIMERR_NOCANDO
+])
+def test_each_failure_convention_becomes_a_win32_error(monkeypatch, name, args, result, winerror):
+    """The real Win32 class's checks, with its ctypes functions replaced by ones returning *result*."""
+    win32 = W.Win32()
+    win32._fns[name] = lambda *a: result
+    win32._fns["RtlNtStatusToDosError"] = {-0x3FFFFF9F: W.ERROR_PRIVILEGE_NOT_HELD}.get
+    monkeypatch.setattr(W, "_last_error", lambda fn: W.Win32Failed(fn, W.ERROR_ACCESS_DENIED, "Access is denied."))
+    with pytest.raises(W.Win32Failed) as info:
+        getattr(win32, name)(*args)
+    assert (info.value.function, info.value.winerror) == (name, winerror)
+    if name == "NtSetInformationThread":
+        assert "NTSTATUS 0xC0000061" in str(info.value)
+
+
+def test_a_successful_call_returns_its_result(monkeypatch):
+    win32 = W.Win32()
+    win32._fns["GetPriorityClass"] = lambda process: W.HIGH_PRIORITY_CLASS
+    win32._fns["SetThreadAffinityMask"] = lambda thread, mask: 0b1111
+    win32._fns["NtSetInformationThread"] = lambda *a: 0  # STATUS_SUCCESS
+    assert win32.GetPriorityClass(PROCESS) == W.HIGH_PRIORITY_CLASS
+    assert win32.SetThreadAffinityMask(THREAD, RT_MASK) == 0b1111
+    win32.NtSetInformationThread(THREAD, 3, 16)
+
+
 def test_get_platform_returns_the_windows_backend_on_win32(monkeypatch):
     monkeypatch.setattr(P, "IS_LINUX", False)
     monkeypatch.setattr(P, "IS_WINDOWS", True)
