@@ -424,3 +424,12 @@ def test_tracing_says_it_is_unavailable_and_touches_nothing(monkeypatch, fake_wi
         assert session.why_late() == {"tracing": "unavailable: softrt reads the Linux kernel's trace (tracefs), "
                                                  "which this OS does not have"}
     assert sweep_orphans() == []
+
+
+def test_host_facts_have_the_linux_keys_with_none_where_windows_has_none(fake_win32):
+    from softrt.platform.linux import LinuxPlatform
+
+    facts = W.WindowsPlatform(fake_win32(cpus=4)).host_facts()
+    assert set(LinuxPlatform().host_facts()) <= set(facts)
+    assert facts["os"] == "windows" and facts["cpu_count"] == 4 and facts["clocksource"] == "QueryPerformanceCounter"
+    assert facts["preemption"] is None and facts["rt_runtime_us"] is None
