@@ -10,7 +10,7 @@ import os
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError, InvalidCpu, SoftRTError
 from ..platform import get_platform
-from ..platform._files import read_text
+from ..platform.kfiles import read_text
 from . import sample as _sample
 from . import sysinfo, windows
 from .checks import ALL

@@ -1,7 +1,8 @@
 """One built-in load process: ``python _worker.py '<json config>'`` (load layer, stdlib only).
 
 Run by softrt.load.builtin through taskset (placement) and setpriv --pdeathsig TERM, as a script
-rather than a module so that it needs nothing from softrt on its path. It works until SIGTERM
+rather than a module so that it needs nothing from softrt on its path. Its placement is checked
+by softrt.load.builtin through the platform layer, not here (no OS calls outside ``platform``). It works until SIGTERM
 or its safety timeout, then prints one JSON line: ``{"counters": {...}, "elapsed_s": …,
 "cpu_s": …}`` and exits 0. Every file it makes it also removes, on SIGTERM too.
 

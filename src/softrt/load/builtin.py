@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..cpus import CpuSet
-from ..platform import IS_WINDOWS
+from ..errors import SoftRTError
+from ..platform import IS_WINDOWS, get_platform
 from . import _proc
 from .base import DEFAULT_TIMEOUT_S, LoadGenerator
 
@@ -110,6 +111,7 @@ class BuiltinLoad(LoadGenerator):
             running = [w for w in self._workers if w.proc is not None]
             for w in running:  # signal all first, so the workers wind down in parallel
                 if w.proc.poll() is None:
+                    self._check_placement(w)
                     _proc.ask_to_stop(w.proc)
                 else:
                     how = _proc.describe_exit(w.proc.returncode)
@@ -126,6 +128,15 @@ class BuiltinLoad(LoadGenerator):
                     self.problems.append(f"{w.role} worker reported nothing ({how})")
         finally:
             _proc.remove_private_dir(self._dir)
+
+    def _check_placement(self, w: _Worker) -> None:
+        """Record a problem if a running worker is not on its CPUs (taskset placed it; cgroups may move it)."""
+        try:
+            where = get_platform().get_affinity(w.proc.pid)
+        except SoftRTError:
+            return  # it exited meanwhile: its exit is reported below
+        if where != w.cpus:
+            self.problems.append(f"{w.role} worker ran on CPUs {where}, not on its CPUs {w.cpus}")
 
     @staticmethod
     def _log_tail(w: _Worker) -> list[str]:

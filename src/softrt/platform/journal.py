@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from . import writable
-from ._files import read_raw, read_text
+from .kfiles import read_raw, read_text
 
 VERSION = 1
 FILE, AFFINITY, SERVICE = "file", "affinity", "service"
