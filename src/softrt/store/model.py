@@ -10,7 +10,7 @@ document read and written again loses nothing: ``to_dict(from_dict(doc)) == doc`
 Every subclass is made a frozen, keyword-only dataclass. Field options (:func:`opt`,
 :func:`count`, :func:`key`, :func:`flatten`): a field is written as ``null`` when it is None
 unless it is *omitted* when None (:func:`opt`: a key only some documents have; one a file held
-as ``null`` is written back as ``null``); a ``flatten`` field is a :class:`Doc` whose keys sit in
+as ``null`` is written back as ``null``, and the file's key order is kept); a ``flatten`` field is a :class:`Doc` whose keys sit in
 its parent's object (the summary's metrics). Free-form payloads (host facts, a load's figures)
 are typed ``dict`` and kept as they are.
 """
@@ -68,6 +68,8 @@ class Doc:
     extra: dict = field(default_factory=dict, repr=False)
     #: Keys the file held as null that are omitted when None (written back as null).
     nulls: frozenset = field(default=frozenset(), repr=False, compare=False)
+    #: The file's key order, kept when it is written again (a document built in code: its fields' order).
+    order: tuple = field(default=(), repr=False, compare=False)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -82,14 +84,14 @@ class Doc:
         values, known = cls._read(doc, where, path)
         extra = {printable(k): printable_strings(v) for k, v in doc.items() if k not in known}
         nulls = frozenset(k for k in known if k in doc and doc[k] is None)
-        return cls(**values, extra=extra, nulls=nulls)
+        return cls(**values, extra=extra, nulls=nulls, order=tuple(printable(k) for k in doc))
 
     @classmethod
     def _read(cls, doc: dict, where: object, path: str) -> tuple[dict, set]:
         values: dict[str, Any] = {}
         known: set[str] = set()
         for f, hint in _fields(cls):
-            if f.metadata.get("flatten"):
+            if f.metadata.get("flatten"):  # its parent keeps the key order
                 inner, inner_known = hint._read(doc, where, path)
                 values[f.name] = hint(**inner, nulls=frozenset(k for k in inner_known if k in doc and doc[k] is None))
                 known |= inner_known
@@ -112,6 +114,8 @@ class Doc:
                 if value is not None or not f.metadata.get("omit_none") or name in self.nulls:
                     out[name] = _dump(value)
         out.update(self.extra)
+        if self.order:
+            out = {**{k: out[k] for k in self.order if k in out}, **out}
         return out
 
     def replace(self: T, **changes: Any) -> T:
@@ -122,7 +126,7 @@ class Doc:
 @cache
 def _fields(cls: type) -> tuple[tuple[dataclasses.Field, Any], ...]:
     hints = typing.get_type_hints(cls)
-    return tuple((f, hints[f.name]) for f in dataclasses.fields(cls) if f.name not in ("extra", "nulls"))
+    return tuple((f, hints[f.name]) for f in dataclasses.fields(cls) if f.name not in ("extra", "nulls", "order"))
 
 
 def _dump(value: Any) -> Any:
