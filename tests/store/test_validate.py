@@ -3,21 +3,16 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rich.console import Console
 
 from softrt.errors import ConfigError, SoftRTError
-from softrt.report.synthetic import write_synthetic_run
-from softrt.store.history import History
 from softrt.store.rundir import read_summary
 from softrt.store.validate import INT64_MAX, MAX_JSON_DEPTH, is_safe_name, load_json, parse_json, printable, safe_name
 
