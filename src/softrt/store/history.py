@@ -19,7 +19,8 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -97,10 +98,15 @@ class RunRecord:
     latency_max_us: float | None
     process_max_us: float | None
     missed_updates: int | None
-    summary: RunSummary
+    summary_json: str = field(repr=False)  # the stored summary, read when asked for (a listing needs none)
     path: Path
     samples_path: Path | None
     added_at: str
+
+    @cached_property
+    def summary(self) -> RunSummary:
+        """The run's summary as the history stored it (checked like a summary.json)."""
+        return _stored_summary(self.summary_json, self.run_id)
 
     def to_dict(self) -> dict:
         """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``)."""
@@ -387,7 +393,7 @@ class History:
             period_ns=r["period_ns"], cycles=r["cycles"], period_max_us=r["period_max_us"],
             period_p99_99_us=r["period_p99_99_us"], latency_max_us=r["latency_max_us"],
             process_max_us=r["process_max_us"], missed_updates=r["missed_updates"],
-            summary=_stored_summary(r["summary_json"], r["run_id"]), path=Path(r["path"]),
+            summary_json=r["summary_json"], path=Path(r["path"]),
             samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
         )
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
-from .validate import INT64_MAX, printable, printable_strings, show_value
+from .validate import printable, printable_strings, show_value
 
 T = TypeVar("T", bound="Doc")
 _HINT = "the file is corrupt or was not written by softrt"
@@ -83,24 +84,18 @@ class Doc:
             raise _bad(where, path or "the document", f"must be an object, got {_show(doc)}")
         values, known = cls._read(doc, where, path)
         extra = {printable(k): printable_strings(v) for k, v in doc.items() if k not in known}
-        nulls = frozenset(k for k in known if k in doc and doc[k] is None)
-        return cls(**values, extra=extra, nulls=nulls, order=tuple(printable(k) for k in doc))
+        return cls(**values, extra=extra, nulls=_nulls(doc, known), order=tuple(printable(k) for k in doc))
 
     @classmethod
-    def _read(cls, doc: dict, where: object, path: str) -> tuple[dict, set]:
+    def _read(cls, doc: dict, where: object, path: str) -> tuple[dict, frozenset]:
         values: dict[str, Any] = {}
-        known: set[str] = set()
-        for f, hint in _fields(cls):
-            if f.metadata.get("flatten"):  # its parent keeps the key order
-                inner, inner_known = hint._read(doc, where, path)
-                values[f.name] = hint(**inner, nulls=frozenset(k for k in inner_known if k in doc and doc[k] is None))
-                known |= inner_known
-                continue
-            name = f.metadata.get("key", f.name)
-            known.add(name)
-            if name in doc:
-                values[f.name] = _convert(doc[name], hint, where, f"{path}.{name}" if path else name, f.metadata)
-        return values, known
+        for name, key, convert, inner in _plan(cls):
+            if inner is not None:  # flattened: its keys are in *doc*, whose key order its parent keeps
+                inner_values, _ = inner._read(doc, where, path)
+                values[name] = inner(**inner_values, nulls=_nulls(doc, _keys(inner)))
+            elif key in doc:
+                values[name] = convert(doc[key], where, f"{path}.{key}" if path else key)
+        return values, _keys(cls)
 
     def to_dict(self) -> dict:
         """The JSON object: declared fields in order (None written as null unless omitted), then extra."""
@@ -110,9 +105,9 @@ class Doc:
             if f.metadata.get("flatten"):
                 out.update(value.to_dict())
             else:
-                name = f.metadata.get("key", f.name)
-                if value is not None or not f.metadata.get("omit_none") or name in self.nulls:
-                    out[name] = _dump(value)
+                key = f.metadata.get("key", f.name)
+                if value is not None or not f.metadata.get("omit_none") or key in self.nulls:
+                    out[key] = _dump(value)
         out.update(self.extra)
         if self.order:
             out = {**{k: out[k] for k in self.order if k in out}, **out}
@@ -129,6 +124,23 @@ def _fields(cls: type) -> tuple[tuple[dataclasses.Field, Any], ...]:
     return tuple((f, hints[f.name]) for f in dataclasses.fields(cls) if f.name not in ("extra", "nulls", "order"))
 
 
+@cache
+def _plan(cls: type) -> tuple[tuple[str, str, Callable, type | None], ...]:
+    """How *cls* reads a JSON object: (field, key, converter, flattened Doc or None) per field."""
+    return tuple((f.name, f.metadata.get("key", f.name), _converter(hint, f.metadata.get("min")),
+                  hint if f.metadata.get("flatten") else None) for f, hint in _fields(cls))
+
+
+@cache
+def _keys(cls: type) -> frozenset:
+    """The JSON keys *cls* reads (a flattened Doc's included)."""
+    return frozenset().union(*(_keys(inner) if inner is not None else {key} for _, key, _, inner in _plan(cls)))
+
+
+def _nulls(doc: dict, keys: frozenset) -> frozenset:
+    return frozenset(k for k, v in doc.items() if v is None and k in keys)
+
+
 def _dump(value: Any) -> Any:
     if isinstance(value, Doc):
         return value.to_dict()
@@ -137,53 +149,72 @@ def _dump(value: Any) -> Any:
     return value
 
 
-def _convert(value: object, hint: Any, where: object, path: str, meta: typing.Mapping) -> Any:
-    """*value* checked against the type *hint* (``X | None``, ``list[X]``, a Doc, a scalar)."""
+@cache
+def _converter(hint: Any, minimum: int | None = None) -> Callable[[object, object, str], Any]:
+    """A function checking a value against *hint*, made once per type (reading a summary with a
+    hundred late cycles checks tens of thousands of values)."""
     args = typing.get_args(hint)
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        if value is None and type(None) in args:
-            return None
+        nullable = type(None) in args
         kinds = [a for a in args if a is not type(None)]
-        if len(kinds) == 1:
-            return _convert(value, kinds[0], where, path, meta)
-        for kind in kinds:  # e.g. ``str | dict``: the first that fits
+        convs = [_converter(k, minimum) for k in kinds]
+
+        def union(value: object, where: object, path: str) -> Any:
+            if value is None and nullable:
+                return None
+            if len(convs) == 1:
+                return convs[0](value, where, path)
+            for conv in convs:  # e.g. ``str | dict``: the first that fits
+                try:
+                    return conv(value, where, path)
+                except ConfigError:
+                    continue
+            raise _bad(where, path, f"must be {' or '.join(_name(k) for k in kinds)}, got {_show(value)}")
+        return union
+    if typing.get_origin(hint) is list:
+        item = _converter(args[0])
+
+        def many(value: object, where: object, path: str) -> list:
+            if not isinstance(value, list):
+                raise _bad(where, path, f"must be a list, got {_show(value)}")
             try:
-                return _convert(value, kind, where, path, meta)
-            except ConfigError:
-                continue
-        raise _bad(where, path, f"must be {' or '.join(_name(k) for k in kinds)}, got {_show(value)}")
-    origin = typing.get_origin(hint)
-    if origin is list:
-        if not isinstance(value, list):
-            raise _bad(where, path, f"must be a list, got {_show(value)}")
-        return [_convert(v, args[0], where, f"{path}[{i}]", {}) for i, v in enumerate(value)]
+                return [item(v, where, path) for v in value]
+            except ConfigError:  # again, naming the item that is wrong
+                return [item(v, where, f"{path}[{i}]") for i, v in enumerate(value)]
+        return many
     if isinstance(hint, type) and issubclass(hint, Doc):
-        return hint.from_dict(value, where, path)
+        return hint.from_dict
     if hint is bool:
-        if not isinstance(value, bool):
-            raise _bad(where, path, f"must be true or false, got {_show(value)}")
-        return value
+        return _scalar(lambda v: isinstance(v, bool), "must be true or false")
     if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _bad(where, path, f"must be a whole number, got {_show(value)}")
-        if value < meta.get("min", -INT64_MAX - 1):
-            raise _bad(where, path, f"cannot be negative, got {_show(value)}")
-        return value
+        whole = _scalar(lambda v: isinstance(v, int) and not isinstance(v, bool), "must be a whole number")
+        if minimum is None:
+            return whole
+
+        def count(value: object, where: object, path: str) -> int:
+            if whole(value, where, path) < minimum:
+                raise _bad(where, path, f"cannot be negative, got {_show(value)}")
+            return value
+        return count
     if hint is float:  # JSON has one number type: an integral float may be written as 3
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _bad(where, path, f"must be a number, got {_show(value)}")
-        return value
+        return _scalar(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "must be a number")
     if hint is str:
-        if not isinstance(value, str):
-            raise _bad(where, path, f"must be text, got {_show(value)}")
-        return printable(value)
-    if hint is dict or origin is dict:
-        if not isinstance(value, dict):
-            raise _bad(where, path, f"must be an object, got {_show(value)}")
-        return printable_strings(value)
+        text = _scalar(lambda v: isinstance(v, str), "must be text")
+        return lambda value, where, path: printable(text(value, where, path))
+    if hint is dict or typing.get_origin(hint) is dict:
+        obj = _scalar(lambda v: isinstance(v, dict), "must be an object")
+        return lambda value, where, path: printable_strings(obj(value, where, path))
     if hint is Any or hint is object:
-        return printable_strings(value)
-    raise TypeError(f"{path}: unsupported field type {hint!r}")  # a bug in a Doc declaration
+        return lambda value, where, path: printable_strings(value)
+    raise TypeError(f"unsupported field type {hint!r}")  # a bug in a Doc declaration
+
+
+def _scalar(fits: Callable[[object], bool], problem: str) -> Callable[[object, object, str], Any]:
+    def check(value: object, where: object, path: str) -> Any:
+        if not fits(value):
+            raise _bad(where, path, f"{problem}, got {_show(value)}")
+        return value
+    return check
 
 
 def _name(kind: Any) -> str:
