@@ -10,9 +10,12 @@ document read and written again loses nothing: ``to_dict(from_dict(doc)) == doc`
 Every subclass is made a frozen, keyword-only dataclass. Field options (:func:`opt`,
 :func:`count`, :func:`key`, :func:`flatten`): a field is written as ``null`` when it is None
 unless it is *omitted* when None (:func:`opt`: a key only some documents have; one a file held
-as ``null`` is written back as ``null``, and the file's key order is kept); a ``flatten`` field is a :class:`Doc` whose keys sit in
-its parent's object (the summary's metrics). Free-form payloads (host facts, a load's figures)
-are typed ``dict`` and kept as they are.
+as ``null`` is written back as ``null``, and the file's key order is kept); a ``flatten`` field
+is a :class:`Doc` whose keys sit in its parent's object (the summary's metrics). Free-form
+payloads (host facts, a load's figures) are typed ``dict`` and kept as they are.
+
+JSON (RFC 8259) has one number type (section 6): a ``float`` field accepts ``3`` and keeps it as
+written; an ``int`` field accepts only whole numbers (``3.0`` is refused, as ``true`` is).
 """
 
 from __future__ import annotations

@@ -15,11 +15,10 @@ keeps the keys it does not know in ``extra``); a newer major version is refused 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError
 from .model import Doc, count, flatten, key, many, obj, opt
-from .validate import MAX_NAME, is_safe_name, printable
+from .validate import MAX_NAME, is_safe_name, printable, show_value
 from .why_late import WhyLate
 
 SCHEMA = "softrt.summary/1"
@@ -244,7 +243,7 @@ class RunSummary(Doc):
     elapsed_s: float | None = opt()
     mode: str | None = None  # one of MODES; None for imports
     config: Config = Config()
-    host: dict = obj()  # host facts (session.hostinfo): free-form, shown as they are
+    host: dict = obj()  # host facts (platform host_facts): free-form, shown as they are
     tuning: Tuning = Tuning()
     checkpoint_at: str | None = opt()
     supervisor: Supervisor | None = opt()
@@ -278,11 +277,12 @@ class RunSummary(Doc):
     def validate(self, where: object = "summary.json") -> None:
         """Raise ConfigError for a value outside its choices (the types are checked by from_dict)."""
         if not is_safe_name(self.run_id) or len(self.run_id) > 2 * MAX_NAME:
-            raise _bad(where, "run_id", f"must be a name of letters, digits, '.', '_' and '-', got {self.run_id!r}")
+            raise _bad(where, "run_id", f"must be a name of letters, digits, '.', '_' and '-', got "
+                                        f"{show_value(self.run_id)}")
         for name, value, choices in (("status", self.status, STATUSES), ("mode", self.mode, MODES),
                                      ("source", self.source, SOURCES)):
             if value is not None and value not in choices:
-                raise _bad(where, name, f"must be one of {', '.join(choices)}, got {printable(repr(value))[:60]}")
+                raise _bad(where, name, f"must be one of {', '.join(choices)}, got {show_value(value)}")
 
     # -- what readers ask ---------------------------------------------------------------------
     @property
@@ -328,5 +328,5 @@ def check_version(doc: dict, where: Path | str | object) -> None:
                           f"this softrt reads softrt.summary/{SUMMARY_MAJOR})", hint="upgrade softrt to read it")
 
 
-def _bad(where: object, field: str, problem: Any) -> ConfigError:
+def _bad(where: object, field: str, problem: str) -> ConfigError:
     return ConfigError(f"{printable(where)}: {field} {problem}", hint=_HINT)
