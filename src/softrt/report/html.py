@@ -113,7 +113,8 @@ def _misses(s: RunSummary) -> str:
                    f"{motion.commanded_max_velocity_step_counts_per_s or 0:,.0f}; final lag "
                    f"{motion.final_lag_cycles or 0:,} cycles</p>")
     if s.state != "complete":
-        out.append(f'<p class="bad">{s.state.upper()}: {escape(str(s.partial_reason))}</p>')
+        reason = s.partial_reason or ("a checkpoint, the figures so far" if s.running else "no reason recorded")
+        out.append(f'<p class="bad">{s.state.upper()}: {escape(reason)}</p>')
     return "".join(out)
 
 
