@@ -119,7 +119,10 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
         summary["samples_error"] = f"{rundir.failure}: the samples file has no footer and cannot be read"
     # Every figure comes from the streaming pass over the drained records (also those the disk
     # refused): the end of a run never re-reads samples.parquet.
-    summary.update(parts.collector.summary(worker_cycles=None if running else out.worker.get("cycles")))
+    metrics, motion = parts.collector.summary(worker_cycles=None if running else out.worker.get("cycles"))
+    summary.update(metrics.to_dict())
+    if motion is not None:
+        summary["motion"] = motion.to_dict()
     overflows = parts.drainer.reader.overflows if running and parts.drainer.reader is not None \
         else parts.drainer.overflows
     summary["ring"] = {"capacity": parts.ring.capacity, "overflows": overflows}
