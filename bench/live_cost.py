@@ -46,7 +46,7 @@ def measure(mode: str, metrics: bool, duration_s: float, out_dir: str) -> dict:
                      on_progress=on_progress)
         process_s = time.process_time() - t0
     return {"mode": mode + (" + metrics" if metrics else ""), "callback_ms_per_s": spent / duration_s * 1e3,
-            "calls": calls, "supervisor_ms_per_s": process_s / duration_s * 1e3, "cycles": result.summary["cycles"]}
+            "calls": calls, "supervisor_ms_per_s": process_s / duration_s * 1e3, "cycles": result.summary.metrics.cycles}
 
 
 def main() -> None:

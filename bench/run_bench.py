@@ -479,14 +479,15 @@ class Bench:
         finally:
             os.sched_setaffinity(0, saved)
         s = res.summary
-        if s["status"] != "complete" and "Ctrl-C" in str(s.get("partial_reason")):
+        if s.status != "complete" and "Ctrl-C" in str(s.partial_reason):
             raise Interrupted()
         recs = read_samples(res.path)
         if not self.a.keep:
             shutil.rmtree(res.path, ignore_errors=True)
         out = self._from_records(recs, period_ns)
-        out.update(status=s["status"], mode=s["mode"], partial_reason=s.get("partial_reason"),
-                   ring_overflows=s["ring"]["overflows"], not_applied=s["tuning"]["not_applied"])
+        out.update(status=s.status, mode=s.mode, partial_reason=s.partial_reason,
+                   ring_overflows=s.ring.overflows if s.ring is not None else None,
+                   not_applied=[item.to_dict() for item in s.tuning.not_applied])
         return out
 
     def cref_run(self, period_ns: int, duration_s: float) -> dict:

@@ -36,6 +36,7 @@ from softrt.motion import MotionConfig
 from softrt.report.synthetic import synthetic_records
 from softrt.session.collect import Collector
 from softrt.store.rundir import RunDir
+from softrt.store.summary import Metrics
 
 PERIOD_NS = 250_000
 TEMPLATES = 8
@@ -142,16 +143,16 @@ def day(hours: float, chunk: int) -> dict:
     summary = stats.summary()
     doc = json.dumps(stats.to_dict())
     summary_s = time.perf_counter() - t
-    ok = (summary["cycles"] == feed.fed and summary["records_missing"] == feed.missing
-          and summary["misses"]["missed_updates"] == feed.missed)
+    m = Metrics.from_dict(summary)
+    ok = m.cycles == feed.fed and m.records_missing == feed.missing and m.misses.missed_updates == feed.missed
     return {
         "hours": hours, "chunk_records": chunk, "records": feed.fed,
         "wall_s": wall, "cpu_s": cpu, "shift_wall_s": gen_wall, "shift_cpu_s": gen_cpu,
         "pass_cpu_s": cpu - gen_cpu, "records_per_s_cpu": feed.fed / cpu,
         "summary_and_json_s": summary_s, "stats_json_bytes": len(doc),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "checked": ok, "period_us": summary["period_us"], "records_missing": summary["records_missing"],
-        "missed_updates": summary["misses"]["missed_updates"],
+        "checked": ok, "period_us": m.period_us.to_dict(), "records_missing": m.records_missing,
+        "missed_updates": m.misses.missed_updates,
     }
 
 

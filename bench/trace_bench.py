@@ -47,17 +47,17 @@ def _one(wait: str, trace: bool, args, out: Path) -> dict:
     s = result.summary
     recs = read_samples(result.path)
     latency_us = (recs["detect_ns"] - recs["edge_ns"]) / 1e3
-    why = s["why_late"]
-    row = {"wait": wait, "trace": trace, "cycles": s["cycles"], "latency_us": latency_us,
-           "period_max_us": s["period_us"]["max"], "status": s["status"]}
-    if why["tracing"] == "on":
-        t = why["trace"]
-        secs = t["traced_s"] or args.duration
-        row.update(events_per_s=t["events_read"] / secs, lost_events=t["lost_events"],
-                   consumer_cpu_pct=100 * t["consumer_cpu_s"] / secs,
-                   attribution_cpu_pct=100 * t["attribution_cpu_s"] / secs)
+    why = s.why_late
+    row = {"wait": wait, "trace": trace, "cycles": s.metrics.cycles, "latency_us": latency_us,
+           "period_max_us": s.metrics.period_us.max, "status": s.status}
+    if why is not None and why.on and why.trace is not None:
+        t = why.trace
+        secs = t.traced_s or args.duration
+        row.update(events_per_s=(t.events_read or 0) / secs, lost_events=t.lost_events,
+                   consumer_cpu_pct=100 * (t.consumer_cpu_s or 0) / secs,
+                   attribution_cpu_pct=100 * (t.attribution_cpu_s or 0) / secs)
     elif trace:
-        row["tracing"] = why["tracing"]
+        row["tracing"] = why.tracing if why is not None else None
     return row
 
 

@@ -23,8 +23,9 @@ def step(seq: int) -> float:
 
 if __name__ == "__main__":  # required: the worker process imports this file by name
     result = softrt.run_cyclic(step, period_us=250, duration_s=5)
-    s = result.summary
-    print(f"{s['cycles']} cycles ({s['mode']}): period mean {s['period_us']['mean']:.1f} µs, "
-          f"max {s['period_us']['max']:.1f} µs; process p99 {s['process_us']['p99']:.2f} µs; "
-          f"missed updates {s['misses']['missed_updates']}")
+    s = result.summary  # softrt.store.RunSummary; s.to_dict() is summary.json
+    m = s.metrics
+    print(f"{m.cycles} cycles ({s.mode}): period mean {m.period_us.mean:.1f} µs, "
+          f"max {m.period_us.max:.1f} µs; process p99 {m.process_us.p99:.2f} µs; "
+          f"missed updates {m.misses.missed_updates}")
     print(f"stored in {result.path}")

@@ -38,8 +38,10 @@ def good_run(tmp_path):
     ("records_missing", True, "records_missing must be a whole number"),
     ("cycles", float("nan"), "not valid JSON"), ("cycles", float("inf"), "not valid JSON"),
     ("run_id", "../../etc", "run_id"),
+    ("why_late", {"tracing": "on", "culprits": [{"cycles": "many"}]}, "why_late.culprits[0].cycles must be a whole"),
+    ("schema", "softrt.summary/2", "written by a newer softrt"),
 ], ids=["config-list", "host-string", "cycles-10e30", "cycles-negative", "bool-count", "nan", "infinity",
-        "run-id-path"])
+        "run-id-path", "mistyped-culprit", "newer-major"])
 def test_history_add_of_a_hostile_run_directory(run_cli, home, state_dir, good_run, field, value, match):
     summary = json.loads((good_run / "summary.json").read_text())
     summary[field] = value

@@ -24,6 +24,7 @@ from softrt.cli.render import progress_line
 from softrt.ipc.layout import RECORD_DTYPE
 from softrt.session.config import RunConfig
 from softrt.session.run import Progress
+from softrt.store.summary import RunSummary
 
 PERIOD = 250_000
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -101,8 +102,8 @@ def test_the_endpoint_serves_each_run_and_its_final_state():
         first = _progress(elapsed_s=3.0)
         watch.on_progress(first)
         url = re.search(r"serving metrics at (\S+)", err.getvalue()).group(1)
-        watch.finished({"run_id": first.run_id, "status": "partial", "ring": {"overflows": 3},
-                        "misses": {"missed_updates": 9}})  # the board saw more than the records the ring kept
+        watch.finished(RunSummary.from_dict({"run_id": first.run_id, "status": "partial", "ring": {"overflows": 3},
+                                             "misses": {"missed_updates": 9}}))  # the board saw more than the records the ring kept
         second = _progress(n=1_000, elapsed_s=0.5)
         second.run_id = "20261130-120100-vm-ef01"
         watch.on_progress(second)

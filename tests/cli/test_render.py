@@ -8,8 +8,14 @@ from softrt.analysis.attribution import Attributor, unavailable
 from softrt.analysis.events import TraceEvent
 from softrt.cli.render import why_late
 from softrt.report.synthetic import synthetic_records
+from softrt.store.summary import RunSummary
 
 P = 250_000
+
+
+def _summary(why: dict) -> RunSummary:
+    """A summary holding *why* (the attribution's JSON) as its why_late."""
+    return RunSummary.from_dict({"why_late": why})
 
 
 def _text(group) -> str:
@@ -39,7 +45,7 @@ def _why(n_threads: int, lost: int) -> dict:
 
 def test_top_culprits_worst_cycles_and_lost_events():
     why = _why(n_threads=10, lost=42)
-    out = _text(why_late({"why_late": why}, top=8, worst=3))
+    out = _text(why_late(_summary(why), top=8, worst=3))
     assert "Why cycles were late" in out and "42 trace events were lost" in out
     assert len(why["culprits"]) == 11  # 10 threads and the loop's own work
     assert "… and 3 more (softrt show --json)" in out
@@ -48,14 +54,14 @@ def test_top_culprits_worst_cycles_and_lost_events():
 
 
 def test_no_lost_events_line_when_none_were_lost():
-    out = _text(why_late({"why_late": _why(n_threads=2, lost=0)}))
+    out = _text(why_late(_summary(_why(n_threads=2, lost=0))))
     assert "lost" not in out and "hog0 (pid 100, FIFO/RR 99)" in out
 
 
 def test_untraced_and_old_runs():
-    out = _text(why_late({"why_late": unavailable("unavailable: tracefs not mounted and not root")}))
+    out = _text(why_late(_summary(unavailable("unavailable: tracefs not mounted and not root"))))
     assert out.strip() == "Why cycles were late: tracing unavailable: tracefs not mounted and not root"
-    assert why_late({}) is None
+    assert why_late(RunSummary()) is None
 
 
 def test_a_late_run_says_which_samples_it_kept(tmp_path):
@@ -66,7 +72,7 @@ def test_a_late_run_says_which_samples_it_kept(tmp_path):
 
     for samples in ("late", "all"):
         run = write_synthetic_run(tmp_path / samples, cycles=8_000, misses=[(4_000, 2)], samples=samples)
-        text = _text(render_summary(json.loads((run / "summary.json").read_text())))
+        text = _text(render_summary(RunSummary.read(json.loads((run / "summary.json").read_text()))))
         assert ("Samples kept: late cycles with context" in text) == (samples == "late")
 
 
@@ -79,7 +85,7 @@ def test_the_distribution_shows_each_tail_slack_s_is_its_minimum():
 
     summary = {"period_us": stats(250.0, 3_337.1, 101.9), "latency_us": stats(0.2, 3_087.4, 0.1),
                "process_us": stats(2.9, 175.0, 0.6), "slack_us": stats(246.9, 249.3, -2_852.2)}
-    text = _text(percentile_table(summary))
+    text = _text(percentile_table(RunSummary.from_dict(summary)))
     lines = {line.split()[0]: line for line in text.splitlines() if line.strip()}
     header = next(line for line in text.splitlines() if "p50" in line)
     assert header.rstrip().endswith("worst") and "max" not in header
@@ -95,16 +101,16 @@ TRACE = {"events": ["sched:sched_switch"], "events_missing": ["raw_syscalls:sys_
 
 def test_the_trace_figures_in_one_line_never_the_raw_dict():
     why = {**_why(n_threads=2, lost=7), "tracing": "on", "trace": TRACE}
-    out = _text(why_late({"why_late": why}))
+    out = _text(why_late(_summary(why)))
     assert ("trace: 51,234 events read, 7 lost; reader and attribution used 0.50 s CPU over 5.0 s "
             "(10 % of a housekeeping CPU); not on this kernel: raw_syscalls:sys_enter") in out
     assert "{" not in out and "buffer_kb" not in out
     # a run stored while the figures were under "tracing" reads the same
     old = {**_why(n_threads=2, lost=7), "tracing": {"status": "on", **TRACE}}
-    assert _text(why_late({"why_late": old})) == out
+    assert _text(why_late(_summary(old))) == out
 
 
 def test_a_workqueue_item_keeps_its_function_in_the_table():
     why = _why(n_threads=1, lost=0)
     why["culprits"][0]["name"] = "kworker/1:0H [blk_mq_run_work_fn]"
-    assert "kworker/1:0H [blk_mq_run_work_fn]" in _text(why_late({"why_late": why}))
+    assert "kworker/1:0H [blk_mq_run_work_fn]" in _text(why_late(_summary(why)))

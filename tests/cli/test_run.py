@@ -173,7 +173,7 @@ def test_crashing_step_is_a_partial_run_with_the_reason(tmp_path, state_dir, rt_
             return float(seq)
         if __name__ == "__main__":
             r = softrt.run_cyclic(step, duration_s=5, out_dir={str(tmp_path / 'runs')!r})
-            print(json.dumps(r.summary))
+            print(json.dumps(r.summary.to_dict()))
     """))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -3,7 +3,6 @@ the board's miss count, and a run without motion figures."""
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 
@@ -16,7 +15,8 @@ from softrt.scenario.model import Scenario
 from softrt.scenario.require import parse_requirements
 from softrt.session.config import RunConfig
 from softrt.session.run import RunResult
-from softrt.store.rundir import STATS, RunDir, read_samples
+from softrt.store.rundir import STATS, RunDir, read_samples, read_summary
+from softrt.store.summary import RunSummary
 
 
 def _records(seqs: np.ndarray, period_ns: int = 250_000) -> np.ndarray:
@@ -36,21 +36,24 @@ def test_pooled_misses_are_the_boards_and_a_run_without_motion_figures_pools(tmp
     rundir = RunDir(tmp_path, "run-with-overflow")
     rundir.append(_records(np.concatenate([np.arange(0, 1000), np.arange(2000, 3000)])))
     rundir.close()
-    summary = {"run_id": rundir.run_id, "mode": "real-time", "status": "complete",
-               "misses": {"missed_updates": 7, "missed_updates_in_records": 0, "source": "board"},
-               "motion": {"not_computed": "1,000 records were dropped by the ring"}}
+    summary = RunSummary.from_dict({
+        "run_id": rundir.run_id, "mode": "real-time", "status": "complete",
+        "misses": {"missed_updates": 7, "missed_updates_in_records": 0, "source": "board"},
+        "motion": {"not_computed": "1,000 records were dropped by the ring"}})
     run = ScenarioRun(item.scenario, 1, RunResult(summary, rundir.path))
     figures = _pool(item, [run])
-    assert figures["records_missing"] == 1000
-    assert figures["misses"]["missed_updates"] == 7 and figures["misses"]["missed_updates_in_records"] == 0
-    assert figures["motion"]["max_deviation_counts"] is None
+    assert figures.metrics.records_missing == 1000
+    assert figures.metrics.misses.missed_updates == 7 and figures.metrics.misses.missed_updates_in_records == 0
+    assert figures.motion.max_deviation_counts is None
     (req,) = parse_requirements("misses==0")
-    assert req.check(figures) == (False, 7)
+    assert req.check(figures.metrics) == (False, 7)
+    pooled = figures.to_dict()  # compare --json: the metrics at the top, as in a summary
+    assert pooled["misses"]["missed_updates"] == 7 and pooled["motion"] == {
+        "max_deviation_counts": None, "max_velocity_step_counts_per_s": None}
 
 
 def _round(path, scenario, rnd):
-    summary = json.loads((path / "summary.json").read_text())
-    return ScenarioRun(scenario, rnd, RunResult(summary, path))
+    return ScenarioRun(scenario, rnd, RunResult(read_summary(path), path))
 
 
 def test_pool_merges_stored_histograms_and_streams_older_runs(tmp_path):
@@ -64,6 +67,6 @@ def test_pool_merges_stored_histograms_and_streams_older_runs(tmp_path):
     figures = _pool(planned, [_round(a, scenario, 1), _round(b, scenario, 2)])
     rec_a = synthetic_records(30_000, misses=[(100, 2)], seed=1)
     expected = summarize([rec_a, read_samples(b)], 250_000)
-    assert {k: figures[k] for k in expected} == expected
-    assert figures["records_missing"] == 100 and figures["misses"]["longest_miss_run"] == 7
-    assert figures["rounds"] == 2 and figures["run_ids"] == ["a", "b"]
+    assert {k: figures.to_dict()[k] for k in expected} == expected
+    assert figures.metrics.records_missing == 100 and figures.metrics.misses.longest_miss_run == 7
+    assert figures.rounds == 2 and figures.run_ids == ["a", "b"]

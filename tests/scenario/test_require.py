@@ -2,13 +2,18 @@ import pytest
 
 from softrt.errors import ConfigError
 from softrt.scenario.require import parse_requirements
+from softrt.store.summary import Metrics
 
 
-def summary(period_max=280.0, missed=0, p999=260.0):
+def figures(period_max=280.0, missed=0, p999=260.0) -> dict:
     stats = {"mean": 250.0, "min": 240.0, "max": period_max, "std": 1.0, "p50": 250.0, "p99": 255.0,
              "p99_9": p999, "p99_99": 270.0}
     return {"period_us": stats, "latency_us": stats, "process_us": stats, "slack_us": stats,
             "misses": {"missed_updates": missed, "longest_miss_run": missed, "overruns": 0, "cycles_with_miss": missed}}
+
+
+def summary(**kw) -> Metrics:
+    return Metrics.from_dict(figures(**kw))
 
 
 def test_pass_and_fail_on_synthetic_summaries():
@@ -27,9 +32,10 @@ def test_units_and_statistics():
 
 def test_missing_value_fails():
     (req,) = parse_requirements("period.max<=300us")
-    s = summary()
-    s["period_us"]["max"] = None
-    assert req.check(s) == (False, None)
+    s = figures()
+    s["period_us"] = {**s["period_us"], "max": None}
+    assert req.check(Metrics.from_dict(s)) == (False, None)
+    assert parse_requirements("misses==0")[0].check(Metrics()) == (False, None)  # an import: no misses block
 
 
 @pytest.mark.parametrize("text,needle", [

@@ -30,6 +30,6 @@ def test_a_real_run_checkpoints_while_it_runs(tmp_path, state_dir, monkeypatch):
     assert checkpoints[0]["elapsed_s"] < 0.3  # the first at the start: the run is in the history from then
     later = [c for c in checkpoints if c["cycles"]]
     assert later and all(a["cycles"] <= b["cycles"] for a, b in zip(later, later[1:]))
-    assert result.summary["status"] == "complete" and result.summary["elapsed_s"] >= checkpoints[-1]["elapsed_s"]
-    assert read_summary(result.path)["status"] == "complete"  # the final summary replaced the checkpoints
-    assert History().get(result.summary["run_id"]).status == "complete"
+    assert result.summary.status == "complete" and result.summary.elapsed_s >= checkpoints[-1]["elapsed_s"]
+    assert read_summary(result.path) == result.summary  # the final summary replaced the checkpoints
+    assert History().get(result.summary.run_id).status == "complete"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -41,10 +42,12 @@ def parts(tmp_path):
 
 def test_a_checkpoint_is_the_final_summary_so_far(parts):
     """One builder: a checkpoint holds the final summary's fields and figures, marked running."""
-    ckpt = run_summary(parts, running=True)
+    model = run_summary(parts, running=True)
+    ckpt = model.to_dict()  # summary.json's JSON
     parts.out.worker = {"cycles": 20_000, "board": {"writes": 20_000, "missed_updates": 4}}
     parts.stopped_at = time.monotonic()
-    final = run_summary(parts, running=False)
+    final = run_summary(parts, running=False).to_dict()
+    assert model.running and model.supervisor.pid == os.getpid()
     assert ckpt["status"] == "running" and final["status"] == "complete"
     assert ckpt["finished_at"] is None and final["finished_at"]
     assert set(ckpt) - CHECKPOINT_ONLY == set(final) - FINAL_ONLY
@@ -62,8 +65,23 @@ def test_a_checkpoint_is_written_atomically_and_reaches_the_history(parts):
     checkpoint(parts, wait=True)  # the stop's way
     path = parts.rundir.path
     summary = read_summary(path)  # a valid summary.json (store.validate accepts "running")
-    assert summary["status"] == "running" and summary["cycles"] == 20_000 and summary["checkpoint_at"]
+    assert summary.running and summary.metrics.cycles == 20_000 and summary.checkpoint_at
     assert json.loads((path / "stats.json").read_text())["counters"]["cycles"] == 20_000
     assert (path / "config.json").is_file() and not list(path.glob("*.tmp"))
     assert parts.checkpoints == 2 and parts.checkpoint_error is None and parts.history_error is None
-    assert History().get(summary["run_id"]).status == "running"
+    assert History().get(summary.run_id).status == "running"
+
+
+def test_reconcile_misses_takes_the_boards_count_when_the_ring_dropped_records():
+    from softrt.session.summary import reconcile_misses
+    from softrt.store.summary import RunSummary
+
+    doc = {"run_id": "r", "cycles": 900, "records_expected": 1000, "records_missing": 100,
+           "misses": {"missed_updates": 3, "cycles_with_miss": 2, "longest_miss_run": 2, "overruns": 0,
+                      "device_errors": 0},
+           "ring": {"capacity": 64, "overflows": 2}, "board": {"writes": 1000, "missed_updates": 7}}
+    misses = reconcile_misses(RunSummary.from_dict(doc)).metrics.misses
+    assert (misses.missed_updates, misses.missed_updates_in_records, misses.source) == (7, 3, "board")
+    assert "100 records were dropped by the ring (2 overflows)" in misses.note
+    same = RunSummary.from_dict({**doc, "board": {"writes": 1000, "missed_updates": 3}})
+    assert reconcile_misses(same) == same

@@ -40,8 +40,9 @@ def test_round_trip_keeps_identity_metrics_tuning_and_paths(softrt_home, three_r
     assert got.period_p99_99_us == summary["period_us"]["p99_99"]
     assert got.latency_max_us == summary["latency_us"]["max"]
     assert got.missed_updates == summary["misses"]["missed_updates"] == 3
-    assert got.tuning == summary["tuning"] and got.config == summary["config"]
-    assert got.summary == summary
+    assert got.summary.tuning.to_dict() == summary["tuning"] and got.summary.config.to_dict() == summary["config"]
+    assert got.summary.to_dict() == summary
+
     assert got.path == run.resolve() and got.samples_path == run.resolve() / "samples.parquet"
     assert (softrt_home / "history.sqlite").is_file()
 

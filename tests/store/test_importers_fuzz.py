@@ -84,7 +84,7 @@ def test_fuzz_import(doc):
         assert run.parent == out and is_safe_name(run.name)
         assert [p.name for p in out.iterdir()] == [run.name]  # one run directory, nothing else
         summary = load_run_summary(run)  # what was written reads back
-        host = summary["host"]["hostname"]
+        host = summary.hostname
         assert host is None or printable(host) == host
 
 

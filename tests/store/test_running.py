@@ -9,17 +9,21 @@ import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
+from softrt.errors import ConfigError
 from softrt.platform import get_platform
 from softrt.store.running import run_state
+from softrt.store.summary import RunSummary
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
 
 def _checkpoint(identity: str | None, pid: int, *, age_s: float = 30.0, host: str | None = None,
-                interval_s: float = 60.0) -> dict:
-    return {"status": "running", "elapsed_s": 600.0, "checkpoint_at": (NOW - timedelta(seconds=age_s)).isoformat(),
+                interval_s: float = 60.0) -> RunSummary:
+    return RunSummary.from_dict({"status": "running", "elapsed_s": 600.0, "checkpoint_at": (NOW - timedelta(seconds=age_s)).isoformat(),
             "host": {"hostname": host or socket.gethostname()},
-            "supervisor": {"pid": pid, "identity": identity, "checkpoint_interval_s": interval_s}}
+            "supervisor": {"pid": pid, "identity": identity, "checkpoint_interval_s": interval_s}})
 
 
 def test_a_live_supervisor_is_running_and_its_elapsed_time_goes_on():
@@ -60,9 +64,18 @@ def test_another_machine_is_judged_by_the_age_of_its_last_checkpoint():
     assert stale.alive is False and stale.label() == "died 10m"
 
 
-def test_finished_runs_and_odd_fields():
-    assert run_state({"status": "complete"}).label() == "complete"
-    assert run_state({"status": "partial"}).running is False
-    odd = run_state({"status": "running", "elapsed_s": "x", "checkpoint_at": 5, "supervisor": [], "host": "h"})
-    assert odd.status == "running" and odd.elapsed_s is None and odd.alive is None and odd.label() == "running -"
+def test_finished_runs_and_missing_fields():
+    assert run_state(RunSummary(status="complete")).label() == "complete"
+    assert run_state(RunSummary(status="partial")).running is False
+    assert run_state(RunSummary(status="failed")).label() == "failed"
+    assert run_state(RunSummary()).label() == "complete"  # a summary from before the status field
+    bare = run_state(RunSummary(status="running", checkpoint_at="not a time"))
+    assert bare.status == "running" and bare.elapsed_s is None and bare.alive is None and bare.label() == "running -"
+
+
+def test_odd_fields_are_refused_when_read():
+    with pytest.raises(ConfigError, match="elapsed_s must be a number"):
+        RunSummary.from_dict({"status": "running", "elapsed_s": "x"}, "s.json")
+    with pytest.raises(ConfigError, match="supervisor must be an object"):
+        RunSummary.from_dict({"status": "running", "supervisor": []}, "s.json")
 

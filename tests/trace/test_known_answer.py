@@ -98,7 +98,7 @@ def _causes(late_cycle: dict, name: str) -> list[dict]:
 def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_path, disturber_bin):
     with Disturber(disturber_bin, "fifo", SPIN_US, EVERY_US) as dist:
         result = _run(tmp_path, "spin")
-    why = result.summary["why_late"]
+    why = result.summary.to_dict()["why_late"]
     _traced(why)
     records = read_samples(result.path)
     first, last = int(records["detect_ns"][0]), int(records["detect_ns"][-1])
@@ -139,7 +139,7 @@ def test_b_a_sched_other_busy_task_never_makes_a_sleeping_cycle_late(tmp_path, d
         # the busy task really ran on the RT CPU during the run (its CPU time grew)
         busy_ticks = int(open(f"/proc/{dist.pid}/stat").read().rsplit(")", 1)[1].split()[11])
     assert busy_ticks > 0
-    why = result.summary["why_late"]
+    why = result.summary.to_dict()["why_late"]
     _traced(why)
     # the busy task was on the RT CPU in the trace (switched to while the loop slept)
     def blamed(c: dict) -> bool:
@@ -159,7 +159,7 @@ def test_b_a_sched_other_busy_task_never_makes_a_sleeping_cycle_late(tmp_path, d
 
 def test_c_without_a_disturber_everything_reported_carries_its_evidence(tmp_path):
     result = _run(tmp_path, "spin")
-    why = result.summary["why_late"]
+    why = result.summary.to_dict()["why_late"]
     _traced(why)
     assert why["trace"]["lost_events"] == why["lost_events"] >= 0
     assert why["rt_throttling"] is not True  # a spin run turns it off

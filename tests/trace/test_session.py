@@ -22,7 +22,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="tracefs needs root")
 
 
 def _quick(tmp_path, **kw) -> dict:
-    return run(RunConfig(duration_ns=300_000_000, out_dir=tmp_path, **kw)).summary
+    return run(RunConfig(duration_ns=300_000_000, out_dir=tmp_path, **kw)).summary.to_dict()
 
 
 def test_no_trace_says_so(tmp_path, state_dir):
@@ -58,7 +58,7 @@ SCRIPT = textwrap.dedent("""
     from softrt.session.run import run
     if __name__ == "__main__":
         r = run(RunConfig(duration_ns=20_000_000_000, out_dir={out!r}))
-        print(json.dumps(r.summary))
+        print(json.dumps(r.summary.to_dict()))
 """)
 
 

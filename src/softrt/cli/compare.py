@@ -11,10 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ..scenario import BUILTIN_NAMES, load_scenario
-from ..scenario.compare import compare, plan
+from ..scenario.compare import Pooled, compare, plan
 from ..scenario.require import parse_requirements
 from ..session import interrupts
 from ..session.config import RunConfig
+from ..store.summary import Misses
 from .history import remember
 from .live import Watch
 from .options import TimeNs, samples_option, trace_options, watch_options
@@ -25,43 +26,48 @@ def _f(value, digits=1):
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def compare_table(pooled: dict) -> Table:
+def _count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def compare_table(pooled: dict[str, Pooled]) -> Table:
     """Side-by-side figures, one column per scenario, in the seed's terms first."""
     table = Table(title="softrt compare (µs unless noted)", title_justify="left", show_edge=False)
     table.add_column("")
     for name in pooled:
         table.add_column(name, justify="right")
+    no_misses = Misses()
     rows = [
-        ("period mean", lambda f: _f(f["period_us"]["mean"])),
-        ("period max", lambda f: _f(f["period_us"]["max"])),
-        ("period min", lambda f: _f(f["period_us"]["min"])),
-        ("process mean", lambda f: _f(f["process_us"]["mean"], 2)),
-        ("process max", lambda f: _f(f["process_us"]["max"], 2)),
-        ("process min", lambda f: _f(f["process_us"]["min"], 2)),
-        ("period p99.9", lambda f: _f(f["period_us"]["p99_9"])),
-        ("latency p99.9", lambda f: _f(f["latency_us"]["p99_9"])),
-        ("missed updates", lambda f: f"{f['misses']['missed_updates']:,}"),
-        ("longest miss run", lambda f: f"{f['misses']['longest_miss_run']:,}"),
-        ("max deviation (counts)", lambda f: _f(f["motion"]["max_deviation_counts"])),
-        ("max velocity step (counts/s)", lambda f: _f(f["motion"]["max_velocity_step_counts_per_s"], 0)),
-        ("cycles", lambda f: f"{f['cycles']:,}"),
-        ("mode", lambda f: ", ".join(f["modes"]) + (f" (partial rounds {f['partial']})" if f["partial"] else "")),
+        ("period mean", lambda f: _f(f.metrics.period_us.mean)),
+        ("period max", lambda f: _f(f.metrics.period_us.max)),
+        ("period min", lambda f: _f(f.metrics.period_us.min)),
+        ("process mean", lambda f: _f(f.metrics.process_us.mean, 2)),
+        ("process max", lambda f: _f(f.metrics.process_us.max, 2)),
+        ("process min", lambda f: _f(f.metrics.process_us.min, 2)),
+        ("period p99.9", lambda f: _f(f.metrics.period_us.p99_9)),
+        ("latency p99.9", lambda f: _f(f.metrics.latency_us.p99_9)),
+        ("missed updates", lambda f: _count((f.metrics.misses or no_misses).missed_updates)),
+        ("longest miss run", lambda f: _count((f.metrics.misses or no_misses).longest_miss_run)),
+        ("max deviation (counts)", lambda f: _f(f.motion.max_deviation_counts)),
+        ("max velocity step (counts/s)", lambda f: _f(f.motion.max_velocity_step_counts_per_s, 0)),
+        ("cycles", lambda f: _count(f.metrics.cycles)),
+        ("mode", lambda f: ", ".join(f.modes) + (f" (partial rounds {f.partial})" if f.partial else "")),
     ]
     for label, get in rows:
         table.add_row(label, *(get(f) for f in pooled.values()))
     return table
 
 
-def loads_text(pooled: dict) -> Text:
+def loads_text(pooled: dict[str, Pooled]) -> Text:
     """What every load achieved (so a reader sees the load was real), or why it was skipped."""
     out = Text()
     for name, f in pooled.items():
-        for load in f["loads"]:
-            if load["skipped_reason"]:
-                line = f"{name}: {load['name']} skipped: {load['skipped_reason']}"
+        for load in f.loads:
+            if load.skipped_reason:
+                line = f"{name}: {load.name} skipped: {load.skipped_reason}"
             else:
-                achieved = ", ".join(f"{k} {v:,.1f}" for k, v in load["achieved"].items())
-                line = f"{name}: {load['name']} ({load['backend']}): {achieved}"
+                achieved = ", ".join(f"{k} {v:,.1f}" for k, v in load.achieved.items())
+                line = f"{name}: {load.name} ({load.backend}): {achieved}"
             out.append(line + "\n")
     return out
 
@@ -126,9 +132,9 @@ def _print(result, repeat: int, out_dir: Path) -> None:
     for line in result.verdict:
         out.print(line, style="bold")
     for check in result.checks:
-        mark = "[green]pass[/]" if check["passed"] else "[red]FAIL[/]"
-        out.print(f"{mark} {check['scenario']}: {check['requirement']} (measured {_f(check['measured'], 2)})")
-    out.print(Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary["run_id"] for r in result.runs),
+        mark = "[green]pass[/]" if check.passed else "[red]FAIL[/]"
+        out.print(f"{mark} {check.scenario}: {check.requirement} (measured {_f(check.measured, 2)})")
+    out.print(Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary.run_id for r in result.runs),
                    style="dim"))
 
 
@@ -140,6 +146,6 @@ def _rounds_table(result) -> Table:
         table.add_column(name, justify="right")
     rounds = sorted({r.round for r in result.runs})
     for rnd in rounds:
-        cells = {r.scenario.name: _f(r.result.summary["period_us"]["max"]) for r in result.runs if r.round == rnd}
+        cells = {r.scenario.name: _f(r.result.summary.metrics.period_us.max) for r in result.runs if r.round == rnd}
         table.add_row(str(rnd), *(cells.get(n, "-") for n in names))
     return table

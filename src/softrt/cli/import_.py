@@ -41,11 +41,10 @@ def command(files, source, scenario, out_dir, db, as_json):
                            source=None if source == "auto" else source)
         run_id = history.add_run(path)
         summary = load_run_summary(path)
-        summaries.append(summary)
+        summaries.append(summary.to_dict())
         if not as_json:
-            lat = summary["latency_us"]
-            out.print(f"imported {file} ({summary['source']}, {_fmt(summary.get('cycles'), ',')} samples, "
-                      f"latency max {_fmt(lat.get('max'), ',.1f')} µs) as run {run_id} in {path}",
+            out.print(f"imported {file} ({summary.origin}, {_fmt(summary.metrics.cycles, ',')} samples, "
+                      f"latency max {_fmt(summary.metrics.latency_us.max, ',.1f')} µs) as run {run_id} in {path}",
                       markup=False, highlight=False, soft_wrap=True)
     if as_json:
         click.echo(json.dumps(summaries, indent=2))

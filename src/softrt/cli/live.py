@@ -25,6 +25,7 @@ from rich.live import Live
 from rich.text import Text
 
 from ..metrics import MetricsServer, at_or_below, snap_ns, view_of
+from ..store.summary import RunSummary
 from .options import WatchOptions
 from .render import progress_line
 
@@ -163,13 +164,15 @@ class Watch:
             scenario = f"{p.config.scenario}: " if p.config.scenario != "run" else ""
             self.err.print(f"{self.title}: {scenario}{progress_line(p)}", soft_wrap=True)
 
-    def finished(self, summary: dict) -> None:
+    def finished(self, summary: RunSummary) -> None:
         """A run ended (stored, *summary* written): serve its final figures and state."""
-        p = self._latest.get(summary.get("run_id"))
+        p = self._latest.get(summary.run_id)
         if self.server is not None and p is not None:
-            view = view_of(p, self.host, state=summary["status"], ring_overflows=summary.get("ring", {}).get("overflows"))
-            # The board's own count when the ring dropped records (session.run._reconcile_misses): never fewer.
-            board = summary.get("misses", {}).get("missed_updates", 0)
+            view = view_of(p, self.host, state=summary.state,
+                           ring_overflows=summary.ring.overflows if summary.ring is not None else None)
+            # The board's own count when the ring dropped records (session.summary.reconcile_misses): never fewer.
+            misses = summary.metrics.misses
+            board = (misses.missed_updates if misses is not None else None) or 0
             self.server.publish(dataclasses.replace(view, missed_updates=max(view.missed_updates, board)))
         if self.live is not None:
             self.live.update(Text("…", style="dim"), refresh=True)

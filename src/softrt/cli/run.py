@@ -12,6 +12,7 @@ from ..session import interrupts
 from ..motion.config import MAX_AXES
 from ..session.config import RunConfig, disk_estimate
 from ..session.run import run
+from ..store.summary import RunSummary
 from ..units import NS_PER_S
 from .history import remember
 from .live import Watch
@@ -82,17 +83,18 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
         if live.mode == "plain":
             err.print(progress_line_final(result.summary))
         if as_json:
-            sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
+            sys.stdout.write(json.dumps(result.summary.to_dict(), indent=2) + "\n")
         else:
             console().print(render_summary(result.summary, str(result.path)))
         remember([result.path])
-        if result.summary["status"] == "complete" and interrupts.requested():
+        if result.summary.status == "complete" and interrupts.requested():
             err.print("softrt: interrupted after the run had finished; the run is complete and stored")
             return 1
-        return 0 if result.summary["status"] == "complete" else 1
+        return 0 if result.summary.status == "complete" else 1
 
 
-def progress_line_final(summary: dict) -> str:
+def progress_line_final(summary: RunSummary) -> str:
     """One line for a non-terminal stderr (CI logs): what ran and where it is stored."""
-    return (f"softrt run: {summary['cycles']:,} cycles, {summary['mode']}, {summary['status']}, "
-            f"max period {summary['period_us']['max'] if summary['period_us']['max'] is not None else '-'} µs")
+    worst = summary.metrics.period_us.max
+    return (f"softrt run: {summary.metrics.cycles or 0:,} cycles, {summary.mode}, {summary.status}, "
+            f"max period {worst if worst is not None else '-'} µs")

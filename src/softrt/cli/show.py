@@ -13,33 +13,33 @@ from rich.text import Text
 
 from ..store.history import load_run_summary, resolve_run
 from ..store.running import run_state
+from ..store.summary import RunSummary
 from .history import DB_OPTION
 from .render import console, render_summary
 
 
 def _us(value: float | None) -> str:
-    return f"{value:,.1f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+    return "-" if value is None else f"{value:,.1f}"
 
 
-def render_imported(summary: dict, path: str) -> Group:
+def render_imported(summary: RunSummary, path: str) -> Group:
     """An imported cyclictest/oslat result: latency distribution per thread and overall."""
-    cols = ("min", "mean", "p50", "p99", "p99_9", "p99_99", "max")
-    # Everything from the file is a Text (never rich markup); strings are printable (store.validate).
-    table = Table(title=Text(f"{summary['source']} latency (µs)"), title_justify="left", show_edge=False)
+    cols = ("min", "mean", "p50", "p99", "p99.9", "p99.99", "max")
+    # Everything from the file is a Text (never rich markup); strings are printable (store.summary).
+    table = Table(title=Text(f"{summary.origin} latency (µs)"), title_justify="left", show_edge=False)
     table.add_column("")
     for c in cols:
-        table.add_column(c.replace("_", "."), justify="right")
-    for t in summary.get("threads") or []:
-        table.add_row(Text(f"thread {t.get('thread')} (CPU {t.get('cpu')})"), _us(t.get("min_us")),
-                      _us(t.get("mean_us")), "", "", "", "", _us(t.get("max_us")))
-    lat = summary.get("latency_us") or {}
-    table.add_row("all", *(_us(lat.get(c)) for c in cols), style="bold")
-    cfg = summary.get("config") or {}
-    cycles = summary.get("cycles")
-    lines = [f"Samples: {'-' if cycles is None else format(cycles, ',')}; command: {cfg.get('cmdline', '?')}"]
-    lines += [f"Note: {n}" for n in summary.get("notes") or []]
-    lines += [f"  applied: {a.get('what')} ({a.get('detail')})"
-              for a in (summary.get("tuning") or {}).get("applied") or []]
+        table.add_column(c, justify="right")
+    for t in summary.threads or []:
+        table.add_row(Text(f"thread {t.thread} (CPU {t.cpu})"), _us(t.min_us), _us(t.mean_us), "", "", "", "",
+                      _us(t.max_us))
+    lat = summary.metrics.latency_us
+    table.add_row("all", *(_us(x) for x in (lat.min, lat.mean, lat.p50, lat.p99, lat.p99_9, lat.p99_99, lat.max)),
+                  style="bold")
+    cycles = summary.metrics.cycles
+    lines = [f"Samples: {'-' if cycles is None else format(cycles, ',')}; command: {summary.config.cmdline or '?'}"]
+    lines += [f"Note: {n}" for n in summary.notes or []]
+    lines += [f"  applied: {a.what} ({a.detail})" for a in summary.tuning.applied]
     return Group(table, Text(""), Text("\n".join(lines)), Text(f"Run stored in {path}", style="dim"))
 
 
@@ -55,9 +55,9 @@ def command(run, db, as_json):
     path = resolve_run(run, db)
     summary = load_run_summary(Path(path))
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
-    elif (summary.get("source") or "softrt") == "softrt":
-        if summary.get("status") == "running":  # a checkpoint: say whether the run still goes
+        sys.stdout.write(json.dumps(summary.to_dict(), indent=2) + "\n")
+    elif summary.origin == "softrt":
+        if summary.running:  # a checkpoint: say whether the run still goes
             state = run_state(summary)
             console().print(Text(state.sentence(), style="bold yellow" if state.running else "bold red"))
         console().print(render_summary(summary, str(path)))

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..store.why_late import WhyLate
+
 #: Finest bin of a streamed histogram: 0.1 µs resolves the processing time (about 1 µs) well.
 MIN_WIDTH_NS = 100
 #: Most bins a streamed histogram keeps (8 MB of int64); past it the bins become ten times wider.
@@ -307,22 +309,20 @@ class LateMark:
     share: float | None  # of the window that cause explains (None: nothing explained it)
 
 
-def late_marks(why_late: dict | None, t0_ns: int | None, limit: int = 10) -> list[LateMark]:
+def late_marks(why_late: WhyLate | None, t0_ns: int | None, limit: int = 10) -> list[LateMark]:
     """The *limit* worst late cycles of *why_late* (summary.json), worst first.
 
     Height: the cycle's period or its interference window, whichever is longer (a missed update
     written late can sit in an ordinary period; its window is what was lost).
     """
-    tracing = why_late.get("tracing") if why_late else None
-    if isinstance(tracing, dict):  # runs stored before "trace" was split out of "tracing"
-        tracing = tracing.get("status")
-    if tracing != "on" or t0_ns is None:
+    if why_late is None or not why_late.on or t0_ns is None:
         return []
     out = []
-    for cyc in (why_late.get("worst") or [])[:limit]:
-        causes = cyc.get("causes") or []
-        top = causes[0] if causes else None
-        height = max(cyc.get("period_us") or 0.0, cyc["window"]["duration_us"])
-        out.append(LateMark((cyc["detect_ns"] - t0_ns) / 1e9, height,
-                            top["name"] if top else "unexplained", top["share"] if top else None))
+    for cyc in (why_late.worst or [])[:limit]:
+        if cyc.detect_ns is None:
+            continue
+        top = cyc.causes[0] if cyc.causes else None
+        height = max(cyc.period_us or 0.0, cyc.window.duration_us)
+        out.append(LateMark((cyc.detect_ns - t0_ns) / 1e9, height,
+                            (top.name or top.label) if top else "unexplained", top.share if top else None))
     return out

@@ -11,6 +11,8 @@ import base64
 from datetime import datetime, timezone
 from html import escape
 
+from ..store.summary import RunSummary
+from ..store.why_late import TraceInfo
 from .load import TOOL_MEANING, RunView
 from .plots import Plot, color
 
@@ -56,67 +58,69 @@ def _runs_table(runs: list[RunView]) -> str:
     rows = []
     for i, r in enumerate(runs):
         s = r.summary
-        cfg = s.get("config") or {}
-        period = f"{cfg['period_ns'] / 1e3:g} µs" if cfg.get("period_ns") else "–"
+        period = f"{s.period_ns / 1e3:g} µs" if s.period_ns else "–"
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
             _swatch(i) + f'<a href="#run-{escape(r.run_id)}">{escape(r.run_id)}</a>', escape(r.source),
-            escape(str((s.get("host") or {}).get("hostname") or "–")), escape(str(s.get("scenario") or "–")),
-            escape(_when(s.get("started_at"))), escape(str(s.get("mode") or "–")),
-            escape(str(s.get("status") or "–")), f"{s.get('cycles') or 0:,}", period)) + "</tr>")
+            escape(s.hostname or "–"), escape(s.scenario or "–"),
+            escape(_when(s.started_at)), escape(s.mode or "–"),
+            escape(s.status or "–"), f"{s.metrics.cycles or 0:,}", period)) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in ("run", "source", "host", "scenario", "started (UTC)", "mode", "status",
                                             "cycles / samples", "period"))
     return f'<table id="runs-table"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
-def _seed_table(s: dict) -> str:
-    if (s.get("source") or "softrt") != "softrt":
-        tool = escape(str(s.get("source") or "this run"))
-        return f'<p class="na">The seed\'s period/process table does not apply: {tool} measures no control cycle.</p>'
+def _seed_table(s: RunSummary) -> str:
+    if s.origin != "softrt":
+        return (f'<p class="na">The seed\'s period/process table does not apply: {escape(s.origin)} measures no '
+                "control cycle.</p>")
+    m = s.metrics
     rows = "".join(
-        f"<tr><td>{label}</td>" + "".join(f"<td>{_us((s.get(key) or {}).get(c))}</td>" for c in ("mean", "max", "min"))
-        + "</tr>" for label, key in (("Timer int. period", "period_us"), ("Timer int. process", "process_us")))
+        f"<tr><td>{label}</td>" + "".join(f"<td>{_us(x)}</td>" for x in (st.mean, st.max, st.min))
+        + "</tr>" for label, st in (("Timer int. period", m.period_us), ("Timer int. process", m.process_us)))
     return f'<table class="seed"><tr><th>cycle (µs)</th><th>mean</th><th>max</th><th>min</th></tr>{rows}</table>'
 
 
-def _percentile_table(s: dict) -> str:
+def _percentile_table(s: RunSummary) -> str:
     cols = ("p50", "p99", "p99_9", "p99_99", "max")
     rows = []
-    for label, key in (("period", "period_us"), ("latency", "latency_us"), ("process", "process_us"),
-                       ("slack", "slack_us")):
-        stats = s.get(key) or {}
-        if all(stats.get(c) is None for c in cols):
+    m = s.metrics
+    for label, st in (("period", m.period_us), ("latency", m.latency_us), ("process", m.process_us),
+                      ("slack", m.slack_us)):
+        values = (st.p50, st.p99, st.p99_9, st.p99_99, st.max)
+        if all(v is None for v in values):
             continue
-        rows.append(f"<tr><td>{label}</td>" + "".join(f"<td>{_us(stats.get(c))}</td>" for c in cols) + "</tr>")
+        rows.append(f"<tr><td>{label}</td>" + "".join(f"<td>{_us(v)}</td>" for v in values) + "</tr>")
     if not rows:
         return '<p class="na">No distribution recorded.</p>'
     head = "".join(f"<th>{c.replace('_', '.')}</th>" for c in cols)
     return f'<table class="pct"><tr><th>distribution (µs)</th>{head}</tr>{"".join(rows)}</table>'
 
 
-def _misses(s: dict) -> str:
+def _misses(s: RunSummary) -> str:
     out = []
-    m = s.get("misses")
-    if isinstance(m, dict):
-        cls = "bad" if m.get("missed_updates") else "good"
-        out.append(f'<p><span class="{cls}">Missed updates: {m.get("missed_updates", 0):,}</span> '
-                   f'(in {m.get("cycles_with_miss", 0):,} cycles; longest run {m.get("longest_miss_run", 0)}); '
-                   f'overruns: {m.get("overruns", 0):,}; device errors: {m.get("device_errors", 0):,}; '
-                   f'records missing: {s.get("records_missing") or 0:,}</p>')
-    motion = s.get("motion")
-    if isinstance(motion, dict) and motion.get("max_deviation_counts") is not None:
-        out.append(f"<p>Motion impact (axis 0): max deviation {motion['max_deviation_counts']:,.1f} counts "
-                   f"(one miss run alone: {motion.get('max_run_deviation_counts', 0):,.1f}); max velocity step "
-                   f"{motion['max_velocity_step_counts_per_s']:,.0f} counts/s, the profile itself "
-                   f"{motion['commanded_max_velocity_step_counts_per_s']:,.0f}; final lag "
-                   f"{motion.get('final_lag_cycles', 0):,} cycles</p>")
-    if s.get("status") not in (None, "complete"):
-        out.append(f'<p class="bad">PARTIAL: {escape(str(s.get("partial_reason")))}</p>')
+    m = s.metrics.misses
+    if m is not None:
+        cls = "bad" if m.missed_updates else "good"
+        out.append(f'<p><span class="{cls}">Missed updates: {m.missed_updates or 0:,}</span> '
+                   f'(in {m.cycles_with_miss or 0:,} cycles; longest run {m.longest_miss_run or 0}); '
+                   f'overruns: {m.overruns or 0:,}; device errors: {m.device_errors or 0:,}; '
+                   f'records missing: {s.metrics.records_missing or 0:,}</p>')
+    motion = s.motion_impact
+    if motion is not None and motion.max_deviation_counts is not None:
+        out.append(f"<p>Motion impact (axis 0): max deviation {motion.max_deviation_counts:,.1f} counts "
+                   f"(one miss run alone: {motion.max_run_deviation_counts or 0:,.1f}); max velocity step "
+                   f"{motion.max_velocity_step_counts_per_s or 0:,.0f} counts/s, the profile itself "
+                   f"{motion.commanded_max_velocity_step_counts_per_s or 0:,.0f}; final lag "
+                   f"{motion.final_lag_cycles or 0:,} cycles</p>")
+    if s.state != "complete":
+        reason = s.partial_reason or ("a checkpoint, the figures so far" if s.running else "no reason recorded")
+        out.append(f'<p class="bad">{s.state.upper()}: {escape(reason)}</p>')
     return "".join(out)
 
 
 def _result_card(i: int, r: RunView) -> str:
     s = r.summary
-    notes = "".join(f"<li>{escape(n)}</li>" for n in [*(s.get("notes") or []), *r.notes])
+    notes = "".join(f"<li>{escape(n)}</li>" for n in [*(s.notes or []), *r.notes])
     meaning = TOOL_MEANING.get(r.source, "")
     return (f'<div class="card" id="result-{escape(r.run_id)}"><h3>{_swatch(i)}{escape(r.label)}</h3>'
             f"{_seed_table(s)}{_percentile_table(s)}{_misses(s)}"
@@ -126,53 +130,44 @@ def _result_card(i: int, r: RunView) -> str:
 def _why_late(i: int, r: RunView) -> str:
     """"Why cycles were late" of one run: culprits over the run and the worst cycles (issue 9)."""
     head = f'<h3>{_swatch(i)}{escape(r.label)}</h3>'
-    why = r.summary.get("why_late")
-    if not isinstance(why, dict):
+    why = r.summary.why_late
+    if why is None:
         return head + '<p class="na">No trace was recorded with this run.</p>'
-    tracing, trace = why.get("tracing"), why.get("trace") or {}
-    if isinstance(tracing, dict):  # runs stored before "trace" was split out of "tracing"
-        tracing, trace = tracing.get("status"), tracing
-    if tracing != "on":
-        return head + f'<p class="note">Tracing {escape(str(tracing))}: the late cycles are not explained.</p>'
-    cost = (f' The trace reader used {trace["consumer_cpu_s"]:,.2f} s CPU over {trace["traced_s"]:,.1f} s.'
-            if trace.get("consumer_cpu_s") is not None and trace.get("traced_s") else "")
-    out = [head, f'<p class="na">Trace of CPU {why["rt_cpu"]}: {why["late_cycles"]:,} late cycles of '
-                 f'{why["cycles"]:,} (threshold {why["threshold_us"]:g} µs); {why["explained_us"]:,.1f} of '
-                 f'{why["window_us"]:,.1f} µs of their windows explained; {why["events"]:,} events, '
-                 f'{why["lost_events"]:,} lost.{cost}</p>']
-    if why.get("culprits"):
-        rows = "".join(f"<tr><td>{escape(c['kind'])}</td><td>{escape(_source(c))}</td><td>{c['cycles']:,}</td>"
-                       f"<td>{c['total_us']:,.1f}</td><td>{c['worst_us']:,.1f}</td></tr>" for c in why["culprits"][:15])
+    if not why.on:
+        return head + f'<p class="note">Tracing {escape(str(why.tracing))}: the late cycles are not explained.</p>'
+    trace = why.trace or TraceInfo()
+    cost = (f' The trace reader used {trace.consumer_cpu_s:,.2f} s CPU over {trace.traced_s:,.1f} s.'
+            if trace.consumer_cpu_s is not None and trace.traced_s else "")
+    out = [head, f'<p class="na">Trace of CPU {why.rt_cpu}: {why.late_cycles or 0:,} late cycles of '
+                 f'{why.cycles or 0:,} (threshold {why.threshold_us or 0:g} µs); {why.explained_us or 0:,.1f} of '
+                 f'{why.window_us or 0:,.1f} µs of their windows explained; {why.events or 0:,} events, '
+                 f'{why.lost_events or 0:,} lost.{cost}</p>']
+    if why.culprits:
+        rows = "".join(f"<tr><td>{escape(str(c.kind))}</td><td>{escape(c.source)}</td><td>{c.cycles or 0:,}</td>"
+                       f"<td>{c.total_us or 0:,.1f}</td><td>{c.worst_us or 0:,.1f}</td></tr>" for c in why.culprits[:15])
         out.append('<table class="culprits"><tr><th>kind</th><th>source</th><th>late cycles</th><th>total µs</th>'
                    f"<th>worst µs</th></tr>{rows}</table>")
     rows = []
-    for cyc in (why.get("worst") or [])[:10]:
-        causes = "; ".join(f"{escape(c['label'])} {c['duration_us']:,.1f} µs ({c['share'] * 100:.0f} %)"
-                           + (f", steal +{c['steal']['steal_ms']:,.1f} ms" if c.get("steal") else "")
-                           for c in cyc["causes"][:4])
-        period = "–" if cyc["period_us"] is None else f"{cyc['period_us']:,.1f}"
-        rows.append(f"<tr><td>{cyc['seq']:,}</td><td>{period}</td><td>{cyc['latency_us']:,.1f}</td>"
-                    f"<td>{cyc['missed']}</td><td>{cyc['window']['duration_us']:,.1f}</td>"
-                    f'<td style="text-align:left">{causes or "–"}; unexplained {cyc["unexplained_us"]:,.1f} µs</td></tr>')
+    for cyc in (why.worst or [])[:10]:
+        causes = "; ".join(f"{escape(c.label)} {c.duration_us:,.1f} µs ({c.share * 100:.0f} %)"
+                           + (f", steal +{c.steal.steal_ms or 0:,.1f} ms" if c.steal is not None else "")
+                           for c in cyc.causes[:4])
+        period = "–" if cyc.period_us is None else f"{cyc.period_us:,.1f}"
+        latency = "–" if cyc.latency_us is None else f"{cyc.latency_us:,.1f}"
+        rows.append(f"<tr><td>{cyc.seq:,}</td><td>{period}</td><td>{latency}</td>"
+                    f"<td>{cyc.missed}</td><td>{cyc.window.duration_us:,.1f}</td>"
+                    f'<td style="text-align:left">{causes or "–"}; unexplained {cyc.unexplained_us:,.1f} µs</td></tr>')
     if rows:
         out.append('<table class="worst"><tr><th>cycle</th><th>period µs</th><th>latency µs</th><th>missed</th>'
                    f'<th>window µs</th><th style="text-align:left">causes</th></tr>{"".join(rows)}</table>')
     return "".join(out)
 
 
-def _source(c: dict) -> str:
-    ident = {"thread": "pid", "irq": "IRQ", "softirq": "vec"}.get(c["kind"])
-    inner = ", ".join(x for x in (f"{ident} {c['id']}" if ident and c["id"] >= 0 else "", c.get("detail")) if x)
-    return c["name"] + (f" ({inner})" if inner else "")
-
-
 def _facts(i: int, r: RunView) -> str:
     s = r.summary
-    host = s.get("host") or {}
-    rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>" for k, v in host.items())
-    cfg = s.get("config") or {}
+    rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>" for k, v in s.host.items())
     rows += "".join(f"<tr><td>config.{escape(str(k))}</td><td>{escape(str(v))}</td></tr>"
-                    for k, v in cfg.items() if k not in ("motion", "extra") and v not in (None, {}, []))
+                    for k, v in s.config.to_dict().items() if k not in ("motion", "extra") and v not in (None, {}, []))
     check = r.check
     if check:
         verdict = check.get("verdict") or ("ready" if check.get("ready") else "not ready")
@@ -193,27 +188,22 @@ def _facts(i: int, r: RunView) -> str:
             check_html += f"<ul>{''.join(items_check)}</ul>"
     else:
         check_html = '<p class="na">softrt check: no check was taken with this run.</p>'
-    t = s.get("tuning") or {}
-    items = [f"<li>applied: {escape(str(a.get('what')))} — {escape(str(a.get('detail')))}</li>"
-             for a in t.get("applied", [])]
-    items += [f'<li class="bad">not applied: {escape(str(a.get("what")))} — {escape(str(a.get("why")))}</li>'
-              for a in t.get("not_applied", [])]
-    items += [f"<li>system change: {escape(str(c.get('path')))} {escape(str(c.get('before')))} → "
-              f"{escape(str(c.get('during')))} ({'restored' if c.get('restored') else 'NOT RESTORED'})</li>"
-              for c in t.get("system_changes", [])]
-    items += [f"<li>restored after an earlier run: {escape(str(c.get('path')))}</li>"
-              for c in t.get("recovered_from_earlier_runs", [])]
+    t = s.tuning
+    items = [f"<li>applied: {escape(str(a.what))} — {escape(str(a.detail))}</li>" for a in t.applied]
+    items += [f'<li class="bad">not applied: {escape(str(a.what))} — {escape(str(a.why))}</li>' for a in t.not_applied]
+    items += [f"<li>system change: {escape(str(c.path))} {escape(str(c.before))} → "
+              f"{escape(str(c.during))} ({'restored' if c.restored else 'NOT RESTORED'})</li>"
+              for c in t.system_changes]
+    items += [f"<li>restored after an earlier run: {escape(str(c.path))}</li>" for c in t.recovered_from_earlier_runs]
     tuning = f"<ul>{''.join(items)}</ul>" if items else '<p class="na">No tuning was applied.</p>'
     loads = []
-    for load in s.get("loads") or []:  # softrt compare records what each load achieved
-        if not isinstance(load, dict):
-            continue
-        if load.get("skipped_reason"):
-            loads.append(f"<li>{escape(str(load.get('name')))} skipped: {escape(str(load['skipped_reason']))}</li>")
+    for load in s.loads or []:  # softrt compare records what each load achieved
+        if load.skipped_reason:
+            loads.append(f"<li>{escape(load.name)} skipped: {escape(load.skipped_reason)}</li>")
         else:
             got = ", ".join(f"{k} {v:,.1f}" if isinstance(v, (int, float)) else f"{k} {v}"
-                            for k, v in (load.get("achieved") or {}).items())
-            name, backend = escape(str(load.get("name"))), escape(str(load.get("backend")))
+                            for k, v in load.achieved.items())
+            name, backend = escape(load.name), escape(str(load.backend))
             loads.append(f"<li>{name} ({backend}): {escape(got)}</li>")
     if loads:
         tuning += f"<h4>Loads</h4><ul>{''.join(loads)}</ul>"

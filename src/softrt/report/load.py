@@ -24,6 +24,7 @@ from ..store.history import HISTOGRAM, load_run_summary
 from ..analysis.hdr import Hdr, bucket_bounds
 from ..store.late import AGGREGATES, read_aggregates
 from ..store.rundir import SAMPLES, STREAM_COLUMNS, iter_samples, load_run_stats
+from ..store.summary import RunSummary
 from ..store.validate import load_json, printable
 from .data import MAX_BINS, MIN_WIDTH_NS, Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
 
@@ -56,7 +57,7 @@ class RunView:
     """One run, ready to plot: summary plus whichever of the series exist."""
 
     path: Path
-    summary: dict
+    summary: RunSummary
     period: Hist | None = None
     latency: Hist | None = None
     process: Hist | None = None
@@ -71,21 +72,26 @@ class RunView:
 
     @property
     def run_id(self) -> str:
-        return str(self.summary["run_id"])
+        return self.summary.run_id
 
     @property
     def source(self) -> str:
-        return str(self.summary.get("source") or "softrt")
+        return self.summary.origin
 
     @property
     def label(self) -> str:
         """Legend text: the run id, plus the scenario or tool when it says more."""
-        scenario = self.summary.get("scenario")
+        scenario = self.summary.scenario
         return f"{self.run_id} ({scenario})" if scenario and scenario not in self.run_id else self.run_id
 
     @property
     def period_ns(self) -> int | None:
-        return (self.summary.get("config") or {}).get("period_ns")
+        return self.summary.period_ns
+
+    @property
+    def has_motion(self) -> bool:
+        """A motion test whose impact the summary holds (or says why it was not computed)."""
+        return bool(self.summary.config.motion) and self.summary.motion is not None
 
 
 def load_run(path: Path | str) -> RunView:
@@ -100,11 +106,11 @@ def load_run(path: Path | str) -> RunView:
     return view
 
 
-def _check(path: Path, summary: dict) -> dict | None:
+def _check(path: Path, summary: RunSummary) -> dict | None:
     """The ``softrt check`` taken with the run (``softrt run --check``): the summary's
     ``check`` {ready, verdict, counts, fix_first}, plus the findings of the full report in
     ``check.json`` when it is there (docs/run-format.md)."""
-    check = dict(summary["check"]) if isinstance(summary.get("check"), dict) else {}
+    check = summary.check.to_dict() if summary.check is not None else {}
     file = path / "check.json"
     if file.is_file():
         try:
@@ -167,9 +173,8 @@ def _load_samples(view: RunView) -> None:
 
 
 def _stream(view: RunView, n: int) -> None:
-    config = view.summary.get("config") or {}
-    want_motion = bool(config.get("motion")) and bool(view.summary.get("motion"))
-    stats = RunStats(int(config.get("period_ns") or 0))
+    want_motion = view.has_motion
+    stats = RunStats(view.period_ns or 0)
     h_period, h_latency, h_process = StreamHist(), StreamHist(), StreamHist()
     ds = MinMaxDownsampler(max(n - 1, 0), SERIES_BUCKETS)
     windows: list[np.ndarray] = []
@@ -201,7 +206,7 @@ def _stream(view: RunView, n: int) -> None:
             windows.append(window)
         seen += int(rec.size)
     view.stats = stats
-    cycles = view.summary.get("cycles")
+    cycles = view.summary.metrics.cycles
     if cycles is not None and cycles != seen:
         view.notes.append(f"samples.parquet holds {seen:,} cycles, the summary {cycles:,}: the plots show the samples")
     if seen == 0:
@@ -223,8 +228,7 @@ def _load_late(view: RunView) -> None:
     """A ``--samples late`` run (softrt.store.late): histograms from ``stats.json``, the period over
     time from ``aggregates.parquet``, the motion around the worst miss from the late cycles kept
     with their context. Nothing is read per cycle but the late cycles."""
-    config = view.summary.get("config") or {}
-    period_ns = int(config.get("period_ns") or 0)
+    period_ns = view.period_ns or 0
     try:
         view.stats = stats = load_run_stats(view.path, period_ns)
         cols, meta = read_aggregates(view.path)
@@ -245,7 +249,7 @@ def _load_late(view: RunView) -> None:
     view.notes.append(f"samples kept: late cycles only (--samples late): the {late:,} late cycles of "
                       f"{int(cols['records'].sum()):,} with their context, {kept.size:,} records in all; the "
                       "histograms come from stats.json and the period over time from per-second aggregates")
-    if not (bool(config.get("motion")) and bool(view.summary.get("motion"))):
+    if not view.has_motion:
         view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
         return
     _late_motion(view, kept, meta)
@@ -295,14 +299,14 @@ def _late_motion(view: RunView, kept: np.ndarray, meta: dict[str, int]) -> None:
     if not kept.size or not (missed > 0).any():
         view.motion_note = "no missed updates: the delivered motion is the commanded motion"
         return
-    config = view.summary["config"]
-    impact = view.summary.get("motion") or {}
+    config = view.summary.config
+    impact = view.summary.motion_impact
     window = kept["cycle"] + missed
     i = int(np.argmax(missed))
-    if impact.get("max_run_deviation_counts", 0) > 0:
-        center = int(impact["worst_run_cycle"])
+    if impact is not None and (impact.max_run_deviation_counts or 0) > 0 and impact.worst_run_cycle is not None:
+        center = impact.worst_run_cycle
         what = (f"around board cycle {center:,}: the largest position error one run of missed updates caused "
-                f"({impact['max_run_deviation_counts']:,.1f} counts)")
+                f"({impact.max_run_deviation_counts:,.1f} counts)")
     else:
         center = int(window[i]) - int(missed[i]) + int(missed[i]) // 2
         what = (f"around the longest run of missed updates ({int(missed[i])} cycles, write {int(kept['seq'][i]):,}); "
@@ -318,8 +322,8 @@ def _late_motion(view: RunView, kept: np.ndarray, meta: dict[str, int]) -> None:
     a, b = int(starts[inside[0]]), int(ends[inside[0]])
     half = min(max(MOTION_HALF_WIDTH_CYCLES, 3 * int(missed[a:b].max())), 5000)
     try:
-        cfg = MotionConfig.from_mapping(config["motion"])
-        period_ns = int(config["period_ns"])
+        cfg = MotionConfig.from_mapping(config.motion or {})
+        period_ns = int(config.period_ns or 0)
         traj = Trajectory(cfg, period_ns)
         rel = motion_trace(window[a:b], cfg, center_cycle=center, half_width_cycles=half, period_ns=period_ns)
         cmd = rel.commanded_sample + int(window[a]) - int(meta["first_window"])
@@ -362,13 +366,13 @@ def _motion(view: RunView, window: np.ndarray, worst: tuple[int, int, int]) -> N
     """The commanded vs delivered motion around the worst miss (softrt.motion.motion_trace)."""
     from ..motion import MotionConfig, Trajectory, motion_trace
 
-    summary, config = view.summary, view.summary["config"]
-    impact = summary.get("motion") or {}
+    config = view.summary.config
+    impact = view.summary.motion_impact
     missed, index, landed = worst
-    if impact.get("max_run_deviation_counts", 0) > 0:
-        center = int(impact["worst_run_cycle"])
+    if impact is not None and (impact.max_run_deviation_counts or 0) > 0 and impact.worst_run_cycle is not None:
+        center = impact.worst_run_cycle
         what = (f"around board cycle {center:,}: the largest position error one run of missed updates caused "
-                f"({impact['max_run_deviation_counts']:,.1f} counts)")
+                f"({impact.max_run_deviation_counts:,.1f} counts)")
     elif missed > 0:
         center = landed - missed + missed // 2
         what = (f"around the longest run of missed updates ({missed} cycles, write {index:,}); the axis stood "
@@ -380,8 +384,8 @@ def _motion(view: RunView, window: np.ndarray, worst: tuple[int, int, int]) -> N
     # Writes after the plotted window do not change it: pass a prefix (saves diffing 14 M entries).
     end = int(np.searchsorted(window, center + half + 1, side="right")) + 1
     try:
-        cfg = MotionConfig.from_mapping(config["motion"])
-        period_ns = int(config["period_ns"])
+        cfg = MotionConfig.from_mapping(config.motion or {})
+        period_ns = int(config.period_ns or 0)
         trace = motion_trace(window[:end], cfg, center_cycle=center, half_width_cycles=half, period_ns=period_ns)
         lag = int(trace.commanded_sample[0] - trace.delivered_sample[0])  # cycles lost before the window
         samples = np.concatenate([trace.commanded_sample[:1] - 1, trace.commanded_sample]) - lag

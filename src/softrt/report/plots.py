@@ -192,7 +192,9 @@ def period_series(runs: list[tuple[int, RunView]]) -> Plot:
         z = busiest_first.index(k)
         s = r.series
         x, y = envelope(s)
-        misses = (r.summary.get("misses") or {}).get("cycles_with_miss", int(s.marks.sum()))
+        counted = r.summary.metrics.misses
+        misses = counted.cycles_with_miss if counted is not None and counted.cycles_with_miss is not None \
+            else int(s.marks.sum())
         per = s.n / max(s.t_s.size, 1)
         ax.plot(x, y / 1e3, color=color(i), lw=0.6, alpha=0.5 if s.downsampled else 0.9, zorder=2 + 2 * z,
                 label=f"{r.label}: {s.n:,} periods" + (f", min/max per slice of {per:,.0f} cycles (line: mean)"
@@ -205,7 +207,7 @@ def period_series(runs: list[tuple[int, RunView]]) -> Plot:
             ax.scatter(s.t_s[hit], np.full(int(hit.sum()), 0.985 - 0.035 * k), transform=ax.get_xaxis_transform(),
                        marker="v", s=14, color=color(i), edgecolors="none", clip_on=False,
                        label=f"{r.run_id}: missed updates in {misses:,} cycles")
-        marks = late_marks(r.summary.get("why_late"), r.t0_ns)
+        marks = late_marks(r.summary.why_late, r.t0_ns)
         if marks:
             ax.scatter([m.t_s for m in marks], [m.y_us for m in marks], marker="D", s=22, color=color(i),
                        edgecolors="black", linewidths=0.5, zorder=20, label=f"{r.run_id}: worst late cycles (traced)")

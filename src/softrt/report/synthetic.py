@@ -22,7 +22,8 @@ from ..analysis.attribution import Attributor, unavailable
 from ..analysis.events import StealSample, TraceEvent
 from ..ipc.layout import RECORD_DTYPE
 from ..motion import MotionConfig, motion_impact
-from ..store.rundir import SCHEMA, STATS, RunDir
+from ..store.rundir import STATS, RunDir
+from ..store.summary import SCHEMA, RunSummary
 
 T0_NS = 1_000_000_000_000  # an arbitrary CLOCK_MONOTONIC origin
 
@@ -155,17 +156,17 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
         "ring": {"capacity": 65536, "overflows": 0},
         "board": {"writes": int(rec.size), "missed_updates": int(rec["missed"].sum())},
     }
-    if motion and rec.size and not summary["records_missing"]:
+    if motion and rec.size and keep.all():  # with records dropped the delivered samples are unknown
         window = rec["cycle"] + rec["missed"]
         summary["motion"] = motion_impact(window, cfg_motion, period_ns=period_ns).to_dict()
     if why_late is True:
-        summary["why_late"] = synthetic_why_late(rec, period_ns, cpu=config["cpu"])
+        summary["why_late"] = synthetic_why_late(rec, period_ns, cpu=1)
     elif why_late:
         summary["why_late"] = unavailable(why_late)
     rd.write_json("config.json", config)
     rd.write_json("host.json", host_facts)
     rd.write_json(STATS, stats.to_dict())
-    rd.write_json("summary.json", summary)
+    rd.write_json("summary.json", RunSummary.read(summary, rd.path).to_dict())  # what is written reads back
     return rd.path
 
 
@@ -263,5 +264,5 @@ def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, peri
     rd.write_json("config.json", config)
     rd.write_json("host.json", host_facts)
     rd.write_json(STATS, stats.to_dict())
-    rd.write_json("summary.json", summary)
+    rd.write_json("summary.json", RunSummary.read(summary, rd.path).to_dict())
     return rd.path

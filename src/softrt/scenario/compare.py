@@ -22,7 +22,9 @@ from ..platform import get_platform
 from ..session import interrupts
 from ..session.config import RunConfig, validate
 from ..session.run import Progress, RunResult, run
+from ..store.model import Doc, flatten, many
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
+from ..store.summary import LoadRun, Metrics
 from .model import Scenario
 from .require import Requirement
 
@@ -47,8 +49,40 @@ class ScenarioRun:
     scenario: Scenario
     round: int
     result: RunResult
-    loads: list[dict] = field(default_factory=list)
+    loads: list[LoadRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+class PooledMotion(Doc):
+    """The worst motion impact over a scenario's rounds (None: no round computed one)."""
+
+    max_deviation_counts: float | None = None
+    max_velocity_step_counts_per_s: float | None = None
+
+
+class Pooled(Doc):
+    """One scenario's figures over its rounds (``softrt compare --json``'s ``pooled``): the
+    streaming pass's metrics of every round merged, and what the rounds were."""
+
+    metrics: Metrics = flatten(Metrics)
+    scenario: str = ""
+    description: str = ""
+    tuned: bool = True
+    rounds: int = 0
+    modes: list[str] = many()
+    partial: list[int] = many()  # the rounds that did not complete
+    motion: PooledMotion = PooledMotion()
+    loads: list[LoadRun] = many()  # each load's achieved figures averaged over the rounds
+    run_ids: list[str] = many()
+
+
+class RequirementCheck(Doc):
+    """One ``--require`` gate on one tuned scenario."""
+
+    scenario: str
+    requirement: str
+    measured: float | None
+    passed: bool
 
 
 @dataclass
@@ -56,29 +90,29 @@ class CompareResult:
     """Every run, the pooled figures per scenario, the verdict and the requirement checks."""
 
     runs: list[ScenarioRun]
-    pooled: dict[str, dict]
+    pooled: dict[str, Pooled]
     verdict: list[str]
-    checks: list[dict]
+    checks: list[RequirementCheck]
     interrupted: bool = False  # Ctrl-C: the runs so far, not every planned one
 
     @property
     def passed(self) -> bool:
         """True when every requirement held on every tuned scenario (and nothing was cut short)."""
-        return not self.interrupted and all(c["passed"] for c in self.checks)
+        return not self.interrupted and all(c.passed for c in self.checks)
 
     def to_dict(self) -> dict:
         """JSON-ready form (``softrt compare --json``)."""
         return {
             "schema": "softrt.compare/1",
             "scenarios": list(self.pooled),
-            "pooled": self.pooled,
-            "rounds": [{"scenario": r.scenario.name, "round": r.round, "run_id": r.result.summary["run_id"],
-                        "path": str(r.result.path), "status": r.result.summary["status"],
-                        "period_max_us": r.result.summary["period_us"]["max"],
-                        "missed_updates": r.result.summary["misses"]["missed_updates"],
-                        "loads": r.loads, "notes": r.notes} for r in self.runs],
+            "pooled": {name: f.to_dict() for name, f in self.pooled.items()},
+            "rounds": [{"scenario": r.scenario.name, "round": r.round, "run_id": r.result.summary.run_id,
+                        "path": str(r.result.path), "status": r.result.summary.status,
+                        "period_max_us": r.result.summary.metrics.period_us.max,
+                        "missed_updates": _missed(r.result.summary.metrics),
+                        "loads": [load.to_dict() for load in r.loads], "notes": r.notes} for r in self.runs],
             "verdict": self.verdict,
-            "requirements": self.checks,
+            "requirements": [c.to_dict() for c in self.checks],
             "interrupted": self.interrupted,
             "passed": self.passed,
         }
@@ -149,7 +183,7 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
         interrupted = bool(interrupts.requested())
     done = [item for item in planned if any(r.scenario is item.scenario for r in runs)]
     pooled = {item.scenario.name: _pool(item, [r for r in runs if r.scenario is item.scenario]) for item in done}
-    checks = [_check(req, name, figures) for name, figures in pooled.items() if figures["tuned"] for req in requirements]
+    checks = [_check(req, name, figures) for name, figures in pooled.items() if figures.tuned for req in requirements]
     return CompareResult(runs=runs, pooled=pooled, verdict=verdict(pooled), checks=checks, interrupted=interrupted)
 
 
@@ -163,12 +197,12 @@ def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress
             group.check_alive()
         except LoadFailed as err:
             notes.append(str(err))
-    load_results = [r.to_dict() for r in group.results]
+    load_results = [LoadRun.from_dict(r.to_dict(), "a load's result") for r in group.results]
     summary = update_summary(result.path, loads=load_results, notes=notes, compare_round=rnd)
     return ScenarioRun(item.scenario, rnd, RunResult(summary, result.path, result.recovered), load_results, notes)
 
 
-def _pool(item: Planned, runs: list[ScenarioRun]) -> dict:
+def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
     scenario, config = item.scenario, item.config
     # Each run's stored histograms (stats.json), merged: no samples are re-read, and no period
     # spans two runs. A run recorded before stats.json existed is streamed from its samples.
@@ -178,80 +212,88 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> dict:
             pooled.merge(load_run_stats(r.result.path, config.period_ns))
         except (SoftRTError, ValueError) as err:
             r.notes.append(str(err))
-    figures = pooled.summary()
-    _authoritative_misses(figures, runs)
-    motions = [m for m in (r.result.summary.get("motion") for r in runs) if m and "not_computed" not in m]
-    figures.update({
-        "scenario": scenario.name,
-        "description": scenario.description,
-        "tuned": scenario.tuned,
-        "rounds": len(runs),
-        "modes": sorted({r.result.summary["mode"] for r in runs}),
-        "partial": [r.round for r in runs if r.result.summary["status"] != "complete"],
-        "motion": {
-            "max_deviation_counts": max((m["max_deviation_counts"] for m in motions), default=None),
-            "max_velocity_step_counts_per_s": max((m["max_velocity_step_counts_per_s"] for m in motions), default=None),
-        },
-        "loads": _merge_loads([r.loads for r in runs]),
-        "run_ids": [r.result.summary["run_id"] for r in runs],
-    })
-    return figures
+    metrics = _authoritative_misses(Metrics.from_dict(pooled.summary(), "the pooled figures"), runs)
+    motions = [m for m in (r.result.summary.motion_impact for r in runs) if m is not None]
+    return Pooled(
+        metrics=metrics,
+        scenario=scenario.name,
+        description=scenario.description,
+        tuned=scenario.tuned,
+        rounds=len(runs),
+        modes=sorted({r.result.summary.mode for r in runs if r.result.summary.mode}),
+        partial=[r.round for r in runs if r.result.summary.state != "complete"],
+        motion=PooledMotion(
+            max_deviation_counts=max((m.max_deviation_counts for m in motions
+                                      if m.max_deviation_counts is not None), default=None),
+            max_velocity_step_counts_per_s=max((m.max_velocity_step_counts_per_s for m in motions
+                                                if m.max_velocity_step_counts_per_s is not None), default=None)),
+        loads=_merge_loads([r.loads for r in runs]),
+        run_ids=[r.result.summary.run_id for r in runs],
+    )
 
 
-def _authoritative_misses(figures: dict, runs: list[ScenarioRun]) -> None:
+def _missed(metrics: Metrics) -> int | None:
+    return metrics.misses.missed_updates if metrics.misses is not None else None
+
+
+def _authoritative_misses(metrics: Metrics, runs: list[ScenarioRun]) -> Metrics:
     """Pool the runs' own miss counts (the board's, see session.run) when the records hold fewer.
 
     ``--require misses==0`` must judge every missed update, also those in records the ring dropped.
     """
-    counted = sum(int(r.result.summary["misses"]["missed_updates"]) for r in runs)
-    misses = figures["misses"]
-    if counted > misses["missed_updates"]:
-        misses["missed_updates_in_records"] = misses["missed_updates"]
-        misses["missed_updates"] = counted
-        misses["note"] = "; ".join(r.result.summary["misses"].get("note") or "" for r in runs).strip("; ") or None
+    counted = sum(_missed(r.result.summary.metrics) or 0 for r in runs)
+    misses = metrics.misses
+    if misses is None or counted <= (misses.missed_updates or 0):
+        return metrics
+    notes = "; ".join(m.note or "" for m in (r.result.summary.metrics.misses for r in runs) if m is not None)
+    return metrics.replace(misses=misses.replace(missed_updates_in_records=misses.missed_updates,
+                                                 missed_updates=counted, note=notes.strip("; ") or None))
 
 
-def _merge_loads(per_run: list[list[dict]]) -> list[dict]:
+def _merge_loads(per_run: list[list[LoadRun]]) -> list[LoadRun]:
     """Average what each load achieved over the rounds (or keep why it was skipped)."""
-    merged: dict[str, dict] = {}
+    merged: dict[str, list[LoadRun]] = {}
     for loads in per_run:
         for load in loads:
-            entry = merged.setdefault(load["name"], {"name": load["name"], "backend": load.get("backend"),
-                                                     "skipped_reason": load.get("skipped_reason"), "achieved": {}, "n": 0})
-            entry["n"] += 1
-            for k, v in (load.get("achieved") or {}).items():
-                entry["achieved"][k] = entry["achieved"].get(k, 0.0) + float(v)
-    for entry in merged.values():
-        n = entry.pop("n")
-        entry["achieved"] = {k: v / n for k, v in entry["achieved"].items()}
-    return list(merged.values())
+            merged.setdefault(load.name, []).append(load)
+    out = []
+    for name, rounds in merged.items():
+        sums: dict[str, float] = {}
+        for load in rounds:
+            for k, v in load.achieved.items():
+                sums[k] = sums.get(k, 0.0) + float(v)
+        first = rounds[0]
+        out.append(LoadRun(name=name, backend=first.backend, skipped_reason=first.skipped_reason,
+                           achieved={k: v / len(rounds) for k, v in sums.items()}))
+    return out
 
 
-def _check(req: Requirement, name: str, figures: dict) -> dict:
-    passed, value = req.check(figures)
-    return {"scenario": name, "requirement": req.text, "measured": value, "passed": passed}
+def _check(req: Requirement, name: str, figures: Pooled) -> RequirementCheck:
+    passed, value = req.check(figures.metrics)
+    return RequirementCheck(scenario=name, requirement=req.text, measured=value, passed=passed)
 
 
-def verdict(pooled: dict[str, dict]) -> list[str]:
+def verdict(pooled: dict[str, Pooled]) -> list[str]:
     """Plain sentences in the seed's terms: what tuning did, and whether it held under load."""
     lines = []
-    untuned = next((f for f in pooled.values() if not f["tuned"]), None)
-    tuned = next((f for f in pooled.values() if f["tuned"] and not f["loads"]), None)
-    if untuned and tuned and untuned["period_us"]["max"] is not None and tuned["period_us"]["max"] is not None:
-        u, t = untuned["period_us"]["max"], tuned["period_us"]["max"]
+    untuned = next((f for f in pooled.values() if not f.tuned), None)
+    tuned = next((f for f in pooled.values() if f.tuned and not f.loads), None)
+    u = untuned.metrics.period_us.max if untuned else None
+    t = tuned.metrics.period_us.max if tuned else None
+    if u is not None and t is not None:
         if t < u:
             lines.append(f"Tuning cut the worst period from {u:,.1f} µs to {t:,.1f} µs.")
         else:
             lines.append(f"Tuning did not lower the worst period ({u:,.1f} µs untuned, {t:,.1f} µs tuned).")
     for name, f in pooled.items():
-        if not (f["tuned"] and f["loads"]) or f["period_us"]["max"] is None:
+        worst, missed = f.metrics.period_us.max, _missed(f.metrics) or 0
+        if not (f.tuned and f.loads) or worst is None:
             continue
-        worst, missed = f["period_us"]["max"], f["misses"]["missed_updates"]
-        if tuned is None or tuned["period_us"]["max"] is None:
+        if tuned is None or t is None:
             lines.append(f"Under load ({name}): worst period {worst:,.1f} µs, {missed} missed updates.")
             continue
-        held = worst <= HELD_MAX_FACTOR * tuned["period_us"]["max"] and missed <= 2 * tuned["misses"]["missed_updates"]
+        unloaded_missed = _missed(tuned.metrics) or 0
+        held = worst <= HELD_MAX_FACTOR * t and missed <= 2 * unloaded_missed
         lines.append(f"Under load ({name}) it {'held' if held else 'did not hold'}: worst period {worst:,.1f} µs "
-                     f"vs {tuned['period_us']['max']:,.1f} µs unloaded, {missed} vs "
-                     f"{tuned['misses']['missed_updates']} missed updates.")
+                     f"vs {t:,.1f} µs unloaded, {missed} vs {unloaded_missed} missed updates.")
     return lines

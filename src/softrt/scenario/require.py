@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..store.summary import Metrics
 from ..units import parse_time_ns
 
 _OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq}
@@ -30,16 +31,16 @@ class Requirement:
     op: str
     value: float
 
-    def measure(self, summary: dict) -> float | None:
-        """Return the metric's value in *summary* (None when the run has no such value)."""
+    def measure(self, metrics: Metrics) -> float | None:
+        """Return the metric's value in *metrics* (None when the run has no such value)."""
         series, _, stat = self.metric.partition(".")
         if series in _TIME_SERIES:
-            return summary[_TIME_SERIES[series]][stat.replace(".", "_")]
-        return summary["misses"][_COUNTS[series]]
+            return getattr(getattr(metrics, _TIME_SERIES[series]), stat.replace(".", "_"))
+        return getattr(metrics.misses, _COUNTS[series]) if metrics.misses is not None else None
 
-    def check(self, summary: dict) -> tuple[bool, float | None]:
+    def check(self, metrics: Metrics) -> tuple[bool, float | None]:
         """Return (passed, measured value)."""
-        value = self.measure(summary)
+        value = self.measure(metrics)
         return (value is not None and _OPS[self.op](value, self.value)), value
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from ..analysis import RunStats, Snapshot
 from ..motion import MotionConfig, MotionImpactStream
 from ..store.rundir import STATS, RunDir
+from ..store.summary import Metrics, Motion
 
 
 #: Drained records are passed on in batches of at least this many (about 1 s at 250 µs): the pass
@@ -70,26 +71,24 @@ class Collector:
         batch, about 1 s, behind the ring)."""
         return self.stats.snapshot()
 
-    def summary(self, worker_cycles: int | None = None) -> dict:
-        """The numeric part of summary.json, plus ``motion`` for a motion test.
+    def summary(self, worker_cycles: int | None = None) -> tuple[Metrics, Motion | None]:
+        """The numeric part of summary.json, and the motion impact of a motion test (else None).
 
         *worker_cycles* is the worker's own record count: it also covers records dropped at the
         very end, after the last one the ring delivered.
         """
         self.flush()
-        out = self.stats.summary()
+        metrics = Metrics.from_dict(self.stats.summary(), "the streaming pass's figures")
         if worker_cycles is not None:
-            out["records_expected"] = worker_cycles
-            out["records_missing"] = worker_cycles - out["cycles"]
-        if self.motion is not None and out["cycles"]:
-            missing = out["records_missing"]
-            if missing:
-                out["motion"] = {"not_computed": f"{missing} records were dropped by the ring, so the delivered "
-                                                 "samples are unknown"}
-            else:
-                self._feed_motion()
-                out["motion"] = self.motion.result().to_dict()
-        return out
+            metrics = metrics.replace(records_expected=worker_cycles,
+                                      records_missing=worker_cycles - (metrics.cycles or 0))
+        if self.motion is None or not metrics.cycles:
+            return metrics, None
+        if metrics.records_missing:
+            return metrics, Motion(not_computed=f"{metrics.records_missing} records were dropped by the ring, so the "
+                                                "delivered samples are unknown")
+        self._feed_motion()
+        return metrics, Motion.from_dict(self.motion.result().to_dict(), "the motion impact")
 
     def write(self, rundir: RunDir) -> None:
         """Store the pass's state with the run (``stats.json``, docs/run-format.md)."""

@@ -31,6 +31,7 @@ from ..loop.worker import WorkerSpec, worker_main
 from ..platform import get_platform
 from ..store.history import History
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
+from ..store.summary import RunSummary
 from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
 from . import interrupts
@@ -72,7 +73,7 @@ class Progress:
 class RunResult:
     """A finished (or partial) run: its summary and where it was stored."""
 
-    summary: dict
+    summary: RunSummary
     path: Path
     recovered: list = field(default_factory=list)
 
@@ -227,13 +228,13 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         if check is not None:
             rundir.write_json("check.json", check)
         rundir.write_json("config.json", config.to_dict())
-        rundir.write_json("host.json", summary["host"])
+        rundir.write_json("host.json", summary.host)
         collector.write(rundir)
-        rundir.write_json(SUMMARY, summary)
+        rundir.write_json(SUMMARY, summary.to_dict())
     except SoftRTError as err:  # (the reserve makes this rare) the caller still gets the figures to print
         reason = f"the results could not be stored: {err.msg}"
-        summary["status"] = "partial"
-        summary["partial_reason"] = f"{summary['partial_reason']}; {reason}" if summary["partial_reason"] else reason
+        summary = summary.replace(status="partial", partial_reason="; ".join(filter(None, (summary.partial_reason,
+                                                                                           reason))))
     if parts.checkpoints:  # its history row says "running": make it the final one
         try:
             History().add_run(rundir.path)

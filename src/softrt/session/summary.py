@@ -20,7 +20,8 @@ from ..errors import ConfigError, SoftRTError
 from ..ipc.ring import Ring
 from ..platform import get_platform
 from ..store.history import History
-from ..store.rundir import SCHEMA, STATS, SUMMARY, RunDir
+from ..store.rundir import STATS, SUMMARY, RunDir
+from ..store.summary import SCHEMA, RunSummary
 from ..trace import TraceSession
 from . import changes as _changes
 from .collect import Collector
@@ -82,7 +83,7 @@ class RunParts:
         return round((self.stopped_at or time.monotonic()) - self.released_at, 3)
 
 
-def run_summary(parts: RunParts, *, running: bool) -> dict:
+def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     """The run's summary.json: the summary-so-far of a checkpoint (*running*) or the final one.
 
     One function for both, so a checkpoint holds exactly what the final summary would hold at that
@@ -118,7 +119,10 @@ def run_summary(parts: RunParts, *, running: bool) -> dict:
         summary["samples_error"] = f"{rundir.failure}: the samples file has no footer and cannot be read"
     # Every figure comes from the streaming pass over the drained records (also those the disk
     # refused): the end of a run never re-reads samples.parquet.
-    summary.update(parts.collector.summary(worker_cycles=None if running else out.worker.get("cycles")))
+    metrics, motion = parts.collector.summary(worker_cycles=None if running else out.worker.get("cycles"))
+    summary.update(metrics.to_dict())
+    if motion is not None:
+        summary["motion"] = motion.to_dict()
     overflows = parts.drainer.reader.overflows if running and parts.drainer.reader is not None \
         else parts.drainer.overflows
     summary["ring"] = {"capacity": parts.ring.capacity, "overflows": overflows}
@@ -126,11 +130,13 @@ def run_summary(parts: RunParts, *, running: bool) -> dict:
     summary["records_unwritten"] = rundir.unwritten
     summary["samples"] = rundir.kept()
     if not running:
-        reconcile_misses(summary)
         summary["why_late"] = tracer.why_late()
         if parts.check is not None:
             summary["check"] = {k: parts.check[k] for k in ("ready", "verdict", "counts", "fix_first")}
-    return summary
+    # The parts come from the layers below as JSON-ready dicts: read them as the summary's model
+    # (the same checks as every reader, so what is written reads back).
+    model = RunSummary.from_dict(summary, f"the summary of {rundir.run_id}")
+    return model if running else reconcile_misses(model)
 
 
 def checkpoint(parts: RunParts, *, wait: bool = False) -> None:
@@ -150,7 +156,7 @@ def checkpoint(parts: RunParts, *, wait: bool = False) -> None:
             return
         parts.writer.join()
     try:
-        docs = {SUMMARY: run_summary(parts, running=True)}
+        docs = {SUMMARY: run_summary(parts, running=True).to_dict()}
         parts.collector.flush()
         docs[STATS] = parts.collector.stats.to_dict()
     except SoftRTError:
@@ -194,20 +200,21 @@ def checkpoint_interval_s() -> float:
     return interval
 
 
-def reconcile_misses(summary: dict) -> None:
+def reconcile_misses(summary: RunSummary) -> RunSummary:
     """Make ``misses.missed_updates`` the board's own count, and say why the records differ.
 
     Every write carries the misses before it, so the records and the board agree, unless the
     ring dropped records: then only the board saw them all.
     """
-    board = summary["board"].get("missed_updates")
-    misses = summary["misses"]
-    if not isinstance(board, int) or board == misses["missed_updates"]:
-        return
-    misses["missed_updates_in_records"] = misses["missed_updates"]
-    misses["missed_updates"] = board
-    misses["source"] = "board"
-    misses["note"] = (f"the board counted {board:,} missed updates; the records received hold "
-                      f"{misses['missed_updates_in_records']:,}: {summary['records_missing']:,} records were "
-                      f"dropped by the ring ({summary['ring']['overflows']:,} overflows), so the per-cycle "
-                      f"figures (cycles with a miss, longest run) cover the records received only")
+    board = summary.board.missed_updates if summary.board is not None else None
+    metrics = summary.metrics
+    misses = metrics.misses
+    if board is None or misses is None or board == misses.missed_updates:
+        return summary
+    in_records = misses.missed_updates or 0
+    overflows = summary.ring.overflows if summary.ring is not None else 0
+    note = (f"the board counted {board:,} missed updates; the records received hold {in_records:,}: "
+            f"{metrics.records_missing or 0:,} records were dropped by the ring ({overflows or 0:,} overflows), "
+            "so the per-cycle figures (cycles with a miss, longest run) cover the records received only")
+    misses = misses.replace(missed_updates=board, missed_updates_in_records=in_records, source="board", note=note)
+    return summary.replace(metrics=metrics.replace(misses=misses))

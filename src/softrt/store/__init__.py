@@ -1,5 +1,6 @@
-"""Run directories on disk (store layer)."""
+"""Run directories on disk and the run summary's model (store layer)."""
 
-from .rundir import SCHEMA, RunDir, new_run_id, read_samples, read_summary
+from .rundir import RunDir, new_run_id, read_samples, read_summary
+from .summary import SCHEMA, RunSummary
 
-__all__ = ["SCHEMA", "RunDir", "new_run_id", "read_samples", "read_summary"]
+__all__ = ["SCHEMA", "RunDir", "RunSummary", "new_run_id", "read_samples", "read_summary"]

@@ -19,18 +19,19 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..platform import data_dir
 from .rundir import SAMPLES, SUMMARY, read_summary
+from .summary import RunSummary
 
 #: Layout version of the database (PRAGMA user_version). A new version needs a migration step in
 #: History._check_version (which today only creates the version-1 tables).
 DB_SCHEMA_VERSION = 1
-#: The summary major version this softrt reads (docs/run-format.md: "a newer major version is refused").
 DB_NAME = "history.sqlite"
 #: Run ids are listed by their shortest unique prefix, at least this long: "20261130-071502", the
 #: start time of a softrt run id (``YYYYMMDD-HHMMSS-host-xxxx``).
@@ -97,12 +98,15 @@ class RunRecord:
     latency_max_us: float | None
     process_max_us: float | None
     missed_updates: int | None
-    config: dict
-    tuning: dict
-    summary: dict
+    summary_json: str = field(repr=False)  # the stored summary, read when asked for (a listing needs none)
     path: Path
     samples_path: Path | None
     added_at: str
+
+    @cached_property
+    def summary(self) -> RunSummary:
+        """The run's summary as the history stored it (checked like a summary.json)."""
+        return _stored_summary(self.summary_json, self.run_id)
 
     def to_dict(self) -> dict:
         """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``)."""
@@ -112,13 +116,13 @@ class RunRecord:
             "mode": self.mode, "period_ns": self.period_ns, "cycles": self.cycles,
             "period_max_us": self.period_max_us, "period_p99_99_us": self.period_p99_99_us,
             "latency_max_us": self.latency_max_us, "process_max_us": self.process_max_us,
-            "missed_updates": self.missed_updates, "tuning": self.tuning,
+            "missed_updates": self.missed_updates, "tuning": self.summary.tuning.to_dict(),
             "path": str(self.path), "samples_path": None if self.samples_path is None else str(self.samples_path),
             "added_at": self.added_at,
         }
 
 
-def load_run_summary(run_dir: Path) -> dict:
+def load_run_summary(run_dir: Path) -> RunSummary:
     """Return a run directory's summary.json; ConfigError when it is missing, corrupt or too new."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -132,7 +136,7 @@ def load_run_summary(run_dir: Path) -> dict:
         raise
     except Exception as err:  # SoftRTError from read_summary: a corrupt file is bad input here
         raise ConfigError(str(err), hint="the run's summary.json is corrupt") from None
-    if not summary.get("run_id"):
+    if not summary.run_id:
         raise ConfigError(f"{run_dir / SUMMARY} has no run_id", hint="the run's summary.json is corrupt")
     return summary
 
@@ -195,11 +199,6 @@ def _epoch(iso: str | None) -> float | None:
         return parse_when(iso).timestamp()  # type: ignore[union-attr]
     except (ConfigError, OverflowError, ValueError):
         return None
-
-
-def _stat(summary: dict, key: str, field: str) -> float | None:
-    block = summary.get(key)
-    return block.get(field) if isinstance(block, dict) else None
 
 
 class History:
@@ -280,34 +279,31 @@ class History:
         return record.run_id
 
     @staticmethod
-    def _row(run_dir: Path, summary: dict) -> dict:
-        source = summary.get("source") or "softrt"
-        host = summary.get("host") or {}
-        config = summary.get("config") or {}
+    def _row(run_dir: Path, summary: RunSummary) -> dict:
         samples = run_dir / SAMPLES
         if not samples.exists() and (run_dir / HISTOGRAM).exists():
             samples = run_dir / HISTOGRAM  # imported runs have a histogram, not per-cycle samples
-        misses = summary.get("misses")
+        m = summary.metrics
         return {
-            "run_id": str(summary["run_id"]),
-            "started_at": summary.get("started_at"),
-            "started_epoch_s": _epoch(summary.get("started_at")),
-            "finished_at": summary.get("finished_at"),
-            "host": host.get("hostname"),
-            "scenario": summary.get("scenario"),
-            "source": source,
-            "status": summary.get("status"),
-            "mode": summary.get("mode"),
-            "period_ns": config.get("period_ns"),
-            "cycles": summary.get("cycles"),
-            "period_max_us": _stat(summary, "period_us", "max"),
-            "period_p99_99_us": _stat(summary, "period_us", "p99_99"),
-            "latency_max_us": _stat(summary, "latency_us", "max"),
-            "process_max_us": _stat(summary, "process_us", "max"),
-            "missed_updates": misses.get("missed_updates") if isinstance(misses, dict) else None,
-            "config_json": json.dumps(config),
-            "tuning_json": json.dumps(summary.get("tuning") or {}),
-            "summary_json": json.dumps(summary),
+            "run_id": summary.run_id,
+            "started_at": summary.started_at,
+            "started_epoch_s": _epoch(summary.started_at),
+            "finished_at": summary.finished_at,
+            "host": summary.hostname,
+            "scenario": summary.scenario,
+            "source": summary.origin,
+            "status": summary.status,
+            "mode": summary.mode,
+            "period_ns": summary.config.period_ns,
+            "cycles": m.cycles,
+            "period_max_us": m.period_us.max,
+            "period_p99_99_us": m.period_us.p99_99,
+            "latency_max_us": m.latency_us.max,
+            "process_max_us": m.process_us.max,
+            "missed_updates": m.misses.missed_updates if m.misses is not None else None,
+            "config_json": json.dumps(summary.config.to_dict()),
+            "tuning_json": json.dumps(summary.tuning.to_dict()),
+            "summary_json": json.dumps(summary.to_dict()),
             "path": str(run_dir),
             "samples_path": str(samples) if samples.exists() else None,
             "added_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -397,10 +393,19 @@ class History:
             period_ns=r["period_ns"], cycles=r["cycles"], period_max_us=r["period_max_us"],
             period_p99_99_us=r["period_p99_99_us"], latency_max_us=r["latency_max_us"],
             process_max_us=r["process_max_us"], missed_updates=r["missed_updates"],
-            config=json.loads(r["config_json"]), tuning=json.loads(r["tuning_json"]),
-            summary=json.loads(r["summary_json"]), path=Path(r["path"]),
+            summary_json=r["summary_json"], path=Path(r["path"]),
             samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
         )
+
+
+def _stored_summary(text: str, run_id: str) -> RunSummary:
+    """The summary the history holds for a run (a database copied from elsewhere is checked too)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise ConfigError(f"the history's summary of {run_id} is not JSON",
+                          hint=f"refresh it: softrt history add RUN_DIR (or remove {run_id})") from None
+    return RunSummary.from_dict(doc, f"the history's summary of {run_id}")
 
 
 def _common(a: str, b: str) -> int:

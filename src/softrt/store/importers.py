@@ -48,8 +48,9 @@ from ..cpus import MAX_CPUS
 from ..errors import ConfigError
 from ..platform import data_dir
 from .history import HISTOGRAM
-from .rundir import SCHEMA, RunDir
-from .validate import INT64_MAX, check_summary, check_values, parse_json, printable, read_bounded, safe_name
+from .rundir import RunDir
+from .summary import SCHEMA, RunSummary
+from .validate import INT64_MAX, check_values, parse_json, printable, read_bounded, safe_name
 
 HISTOGRAM_SCHEMA = "softrt.histogram/1"
 SOURCES = ("cyclictest", "oslat")
@@ -119,7 +120,7 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
                             file=str(path.resolve()), sha256=digest)
     # What is written must read back: the same checks as every reader, before anything is written.
     check_values(summary, path)
-    summary = check_summary(summary, path)
+    summary = RunSummary.read(summary, path)
     # Written under a temporary sibling name and renamed when complete: an interrupted import
     # leaves no half-written run directory behind (which would block importing the file again).
     rundir = RunDir(base, f".{run_id}.partial-{os.getpid()}-{secrets.token_hex(3)}")
@@ -127,9 +128,9 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
         (rundir.path / "source.json").write_bytes(raw)
         rundir.write_json(HISTOGRAM, {"schema": HISTOGRAM_SCHEMA, "metric": "latency", "source": tool,
                                       "threads": threads})
-        rundir.write_json("config.json", summary["config"])
-        rundir.write_json("host.json", summary["host"])
-        rundir.write_json("summary.json", summary)
+        rundir.write_json("config.json", summary.config.to_dict())
+        rundir.write_json("host.json", summary.host)
+        rundir.write_json("summary.json", summary.to_dict())
         if target.is_dir() and not (target / "summary.json").is_file():
             shutil.rmtree(target)  # left half-written by an interrupted import of an older softrt
         try:

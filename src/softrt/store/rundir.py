@@ -33,10 +33,9 @@ from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
 from ..platform import O_PRIVATE_BINARY
 from .late import AGGREGATES, LateSelector, SecondAggregator
-from .validate import check_summary, load_json, printable, safe_name
+from .summary import RunSummary
+from .validate import load_json, safe_name
 
-SCHEMA = "softrt.summary/1"
-SUMMARY_MAJOR = 1
 SAMPLES = "samples.parquet"
 SUMMARY = "summary.json"
 STATS = "stats.json"  # the streaming pass's state: counters and histograms (analysis.stream.RunStats)
@@ -395,36 +394,15 @@ def load_run_stats(run_path: Path, period_ns: int) -> RunStats:
     return stats
 
 
-def update_summary(run_path: Path, **fields) -> dict:
-    """Add *fields* to a finished run's summary.json (atomically); return the new summary."""
-    summary = read_summary(run_path)
-    summary.update(fields)
-    write_json_atomic(Path(run_path) / SUMMARY, summary)
+def update_summary(run_path: Path, **fields) -> RunSummary:
+    """Set *fields* of a finished run's summary.json (atomically); return the new summary."""
+    summary = read_summary(run_path).replace(**fields)
+    write_json_atomic(Path(run_path) / SUMMARY, summary.to_dict())
     return summary
 
 
-def read_summary(run_path: Path) -> dict:
-    """Return a run's summary.json, checking its schema."""
+def read_summary(run_path: Path) -> RunSummary:
+    """Return a run's summary.json, checking its schema version and every field (store.summary)."""
     path = Path(run_path) / SUMMARY
     data = load_json(path, "run summary")  # bounded: size, depth, numbers (store.validate)
-    if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("softrt.summary/"):
-        schema = data.get("schema") if isinstance(data, dict) else None
-        raise ConfigError(f"{printable(path)} is not a softrt summary (schema {printable(repr(schema))[:60]})",
-                          hint="give a run directory written by softrt run, compare or import")
-    check_summary_version(data, path)
-    return check_summary(data, path)
-
-
-def check_summary_version(summary: dict, where: Path | str) -> None:
-    """Raise ConfigError for a summary of a newer major version than this softrt reads."""
-    schema = str(summary.get("schema", ""))
-    try:
-        major = int(schema.split("/", 1)[1].split(".", 1)[0])
-    except (IndexError, ValueError):
-        raise ConfigError(f"{printable(where)}: unreadable summary schema {printable(repr(schema))[:60]}",
-                          hint="expected softrt.summary/<major>") from None
-    if major > SUMMARY_MAJOR:
-        raise ConfigError(f"{printable(where)} was written by a newer softrt (summary schema {printable(schema)[:60]}; "
-                          "this softrt reads "
-                          f"softrt.summary/{SUMMARY_MAJOR})", hint="upgrade softrt to read it")
-
+    return RunSummary.read(data, path)

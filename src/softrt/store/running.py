@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 
 from ..platform import get_platform
 from ..units import format_duration_s
+from .summary import RunSummary, Supervisor
 
 #: A run whose liveness cannot be checked (read on another machine) is presumed gone when its last
 #: checkpoint is older than this many checkpoint intervals (and at least STALE_MIN_S).
@@ -30,7 +31,7 @@ STALE_MIN_S = 300.0
 class RunState:
     """What a summary's ``status`` means now."""
 
-    status: str  # the file's: "complete", "partial" or "running"
+    status: str  # the file's: "complete", "partial", "failed" or "running"
     alive: bool | None = None  # running only: the supervisor exists (True), is gone (False), cannot tell (None)
     elapsed_s: float | None = None  # running: how long it has run (a live run: until now)
     checkpoint_age_s: float | None = None  # running: since the last checkpoint was written
@@ -62,31 +63,28 @@ class RunState:
                 f"{age} ago (figures so far)")
 
 
-def run_state(summary: dict, now: datetime | None = None, root: str = "/") -> RunState:
-    """Return what *summary* (a parsed summary.json) means now; never raises on odd fields."""
-    status = str(summary.get("status") or "complete")
-    if status != "running":
-        return RunState(status)
+def run_state(summary: RunSummary, now: datetime | None = None, root: str = "/") -> RunState:
+    """Return what *summary* means now; never raises on odd fields."""
+    if not summary.running:
+        return RunState(summary.state)
     now = now or datetime.now(timezone.utc)
-    elapsed = summary.get("elapsed_s")
-    elapsed = float(elapsed) if _number(elapsed) else None
-    age = _age_s(summary.get("checkpoint_at"), now)
-    supervisor = summary.get("supervisor") if isinstance(summary.get("supervisor"), dict) else {}
-    alive = _alive(supervisor, (summary.get("host") or {}).get("hostname") if isinstance(summary.get("host"), dict)
-                   else None, root)
-    interval = supervisor.get("checkpoint_interval_s")
+    elapsed = summary.elapsed_s
+    age = _age_s(summary.checkpoint_at, now)
+    supervisor = summary.supervisor or Supervisor()
+    alive = _alive(supervisor, summary.hostname, root)
+    interval = supervisor.checkpoint_interval_s
     if alive is None and age is not None:
-        limit = max(STALE_MIN_S, STALE_INTERVALS * float(interval)) if _number(interval) else STALE_MIN_S
+        limit = max(STALE_MIN_S, STALE_INTERVALS * interval) if interval is not None else STALE_MIN_S
         if age > limit:
             alive = False  # no checkpoint for several intervals: the supervisor is gone
     if alive and elapsed is not None and age is not None:
         elapsed += age  # a live run has gone on since its checkpoint
-    return RunState(status, alive, elapsed, age)
+    return RunState(summary.state, alive, elapsed, age)
 
 
-def _alive(supervisor: dict, hostname: object, root: str) -> bool | None:
-    identity, pid = supervisor.get("identity"), supervisor.get("pid")
-    if not isinstance(identity, str) or not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+def _alive(supervisor: Supervisor, hostname: str | None, root: str) -> bool | None:
+    identity, pid = supervisor.identity, supervisor.pid
+    if identity is None or not pid:
         return None
     plat = get_platform()
     mine = plat.process_identity(0, root) or ""
@@ -97,8 +95,8 @@ def _alive(supervisor: dict, hostname: object, root: str) -> bool | None:
     return None
 
 
-def _age_s(iso: object, now: datetime) -> float | None:
-    if not isinstance(iso, str):
+def _age_s(iso: str | None, now: datetime) -> float | None:
+    if iso is None:
         return None
     try:
         when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
@@ -107,7 +105,3 @@ def _age_s(iso: object, now: datetime) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return max(0.0, (now - when).total_seconds())
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value

@@ -1,12 +1,12 @@
-"""Reading what softrt did not write itself: bounded JSON, checked summaries, safe names (store layer).
+"""Reading what softrt did not write itself: bounded JSON, printable text, safe names (store layer).
 
 A run directory, an imported cyclictest/oslat result or a copied history can come from anywhere,
 so every file is read the same way: at most :data:`MAX_JSON_BYTES`, nested at most
 :data:`MAX_JSON_DEPTH` deep, no NaN/Infinity (RFC 8259 section 6: "Numeric values that cannot be
 represented ... (such as Infinity and NaN) are not permitted"), every integer inside SQLite's
 signed 64-bit INTEGER (sqlite.org/datatype3.html) and every float finite. A file that breaks one
-of these rules, or whose fields have the wrong type, is one ConfigError naming the file and the
-field (exit status 2), never a traceback.
+of these rules is one ConfigError naming the file and the field (exit status 2), never a
+traceback; the summary's field types are checked by its model (store.model, store.summary).
 
 Two helpers for what is shown or used as a name: :func:`printable` drops control characters
 (terminal escape sequences in a nodename must not reach the terminal), :func:`safe_name` maps a
@@ -141,7 +141,7 @@ def check_values(doc: object, where: object, *, max_depth: int = MAX_JSON_DEPTH)
             continue
         elif isinstance(value, int):
             if not -INT64_MAX - 1 <= value <= INT64_MAX:
-                raise ConfigError(f"{_where(where)}: {_key(key)} is out of range ({_num(value)})", hint=_HINT)
+                raise ConfigError(f"{_where(where)}: {_key(key)} is out of range ({show_value(value)})", hint=_HINT)
         elif isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{_where(where)}: {_key(key)} is not a finite number ({value})", hint=_HINT)
 
@@ -150,98 +150,19 @@ def _key(key: str) -> str:
     return printable(key.lstrip(".") or "the document")[:80]
 
 
-def _num(value: object) -> str:
+def show_value(value: object) -> str:
+    """*value* for an error message: printable, at most 60 characters (a huge number by its digits)."""
     text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
     return printable(text)[:60]
 
 
-# -- summary.json ---------------------------------------------------------------------------------
-_STR_FIELDS = ("scenario", "partial_reason", "started_at", "finished_at", "checkpoint_at")
-_COUNT_FIELDS = ("cycles", "records_expected", "records_missing")
-_DICT_FIELDS = ("config", "host", "tuning", "misses", "ring", "board", "motion", "check", "import", "rtt_us")
-_STAT_FIELDS = ("period_us", "process_us", "latency_us", "slack_us", "rtt_us")
-_LIST_OF_DICT_FIELDS = ("threads", "loads")
-_CHOICES = {"source": ("softrt", "cyclictest", "oslat"), "status": ("complete", "partial", "running"),
-            "mode": ("real-time", "not real-time", "untuned")}
-_COUNT_BLOCKS = {"misses": ("missed_updates", "cycles_with_miss", "longest_miss_run", "overruns", "device_errors"),
-                 "ring": ("capacity", "overflows"), "board": ("writes", "missed_updates"),
-                 "config": ("period_ns", "duration_ns", "axes")}
-_TUNING_LISTS = ("applied", "not_applied", "system_changes", "recovered_from_earlier_runs")
-
-
-def check_summary(summary: object, where: object) -> dict:
-    """Return *summary* (a parsed summary.json) with every string made :func:`printable`.
-
-    Raises ConfigError naming the field when a field softrt reads has the wrong type or range:
-    ``config`` a list, ``host`` a string, ``cycles`` negative, a bool or a float, a run id that
-    is not a safe name, a statistic that is not a number.
-    """
-    if not isinstance(summary, dict):
-        raise ConfigError(f"{_where(where)} is not a softrt summary (a JSON {type(summary).__name__}, "
-                          "not an object)", hint=_HINT)
-
-    def bad(field: str, problem: str) -> ConfigError:
-        return ConfigError(f"{_where(where)}: {printable(field)[:80]} {problem}", hint=_HINT)  # keys come from the file
-
-    run_id = summary.get("run_id")
-    if not is_safe_name(run_id) or len(run_id) > 2 * MAX_NAME:
-        raise bad("run_id", f"must be a name of letters, digits, '.', '_' and '-', got {_num(run_id)}")
-    for field in _STR_FIELDS:
-        if not isinstance(summary.get(field), (str, type(None))):
-            raise bad(field, f"must be text, got {_num(summary[field])}")
-    for field, choices in _CHOICES.items():
-        if summary.get(field) not in (*choices, None):
-            raise bad(field, f"must be one of {', '.join(choices)}, got {_num(summary[field])}")
-    for field in _COUNT_FIELDS:
-        _count(summary.get(field), field, bad)
-    for field in _DICT_FIELDS + _STAT_FIELDS:
-        if not isinstance(summary.get(field), (dict, type(None))):
-            raise bad(field, f"must be an object, got a {_type(summary[field])}")
-    for field in _STAT_FIELDS:
-        for name, value in (summary.get(field) or {}).items():
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise bad(f"{field}.{name}", f"must be a number or null, got {_num(value)}")
-    for block, fields in _COUNT_BLOCKS.items():
-        for name in fields:
-            _count((summary.get(block) or {}).get(name), f"{block}.{name}", bad)
-    hostname = (summary.get("host") or {}).get("hostname")
-    if not isinstance(hostname, (str, type(None))):
-        raise bad("host.hostname", f"must be text, got {_num(hostname)}")
-    for name in _TUNING_LISTS:
-        _list_of_dicts((summary.get("tuning") or {}).get(name), f"tuning.{name}", bad)
-    for field in _LIST_OF_DICT_FIELDS:
-        _list_of_dicts(summary.get(field), field, bad)
-    notes = summary.get("notes")
-    if notes is not None and not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
-        raise bad("notes", "must be a list of text")
-    return _printable_strings(summary)
-
-
-def _type(value: object) -> str:
-    return {dict: "object", list: "list", str: "string", bool: "boolean"}.get(type(value), type(value).__name__)
-
-
-def _count(value: object, field: str, bad) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise bad(field, f"must be a whole number, got {_num(value)}")
-    if value < 0:
-        raise bad(field, f"cannot be negative, got {_num(value)}")
-
-
-def _list_of_dicts(value: object, field: str, bad) -> None:
-    if value is not None and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
-        raise bad(field, "must be a list of objects")
-
-
-def _printable_strings(doc: object) -> object:
+def printable_strings(doc: object) -> object:
     """A copy of *doc* with every string (keys too) passed through :func:`printable` (depth is
     bounded by :func:`check_values`, so recursion is safe)."""
     if isinstance(doc, str):
         return printable(doc)
     if isinstance(doc, dict):
-        return {printable(k): _printable_strings(v) for k, v in doc.items()}
+        return {printable(k): printable_strings(v) for k, v in doc.items()}
     if isinstance(doc, list):
-        return [_printable_strings(v) for v in doc]
+        return [printable_strings(v) for v in doc]
     return doc

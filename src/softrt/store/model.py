@@ -1,0 +1,235 @@
+"""Typed JSON documents: frozen dataclasses read from and written back to JSON objects (store layer).
+
+A :class:`Doc` subclass declares its fields with their types; :meth:`Doc.from_dict` checks every
+value against its declared type (a whole number is not a bool nor a float, a count is not
+negative, text is made :func:`~softrt.store.validate.printable`) and raises one ConfigError naming
+the file and the field; :meth:`Doc.to_dict` gives the same JSON object back. Keys this softrt
+does not know (written by a newer minor version) are kept in ``extra`` and written back, so a
+document read and written again loses nothing: ``to_dict(from_dict(doc)) == doc``.
+
+Every subclass is made a frozen, keyword-only dataclass. Field options (:func:`opt`,
+:func:`count`, :func:`key`, :func:`flatten`): a field is written as ``null`` when it is None
+unless it is *omitted* when None (:func:`opt`: a key only some documents have; one a file held
+as ``null`` is written back as ``null``, and the file's key order is kept); a ``flatten`` field
+is a :class:`Doc` whose keys sit in its parent's object (the summary's metrics). Free-form
+payloads (host facts, a load's figures) are typed ``dict`` and kept as they are.
+
+JSON (RFC 8259) has one number type (section 6): a ``float`` field accepts ``3`` and keeps it as
+written; an ``int`` field accepts only whole numbers (``3.0`` is refused, as ``true`` is).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, TypeVar
+
+from ..errors import ConfigError
+from .validate import printable, printable_strings, show_value
+
+T = TypeVar("T", bound="Doc")
+_HINT = "the file is corrupt or was not written by softrt"
+
+
+def opt(default: Any = None, **meta: Any) -> Any:
+    """A field only some documents have: omitted from the JSON object when None."""
+    return field(default=default, metadata={"omit_none": True, **meta})
+
+
+def count(*, omit_none: bool = False) -> Any:
+    """A whole number that cannot be negative (None when unknown)."""
+    return field(default=None, metadata={"min": 0, "omit_none": omit_none})
+
+
+def many() -> Any:
+    """A list, empty by default."""
+    return field(default_factory=list)
+
+
+def obj() -> Any:
+    """A free-form object, empty by default."""
+    return field(default_factory=dict)
+
+
+def key(name: str, default: Any = None, **meta: Any) -> Any:
+    """A field whose JSON key is not a Python name (``import``, ``from``)."""
+    return field(default=default, metadata={"key": name, **meta})
+
+
+def flatten(cls: type) -> Any:
+    """A :class:`Doc` whose keys are written into its parent's object."""
+    return field(default_factory=cls, metadata={"flatten": True})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Doc:
+    """A JSON object with typed fields; ``extra`` keeps the keys this softrt does not know."""
+
+    extra: dict = field(default_factory=dict, repr=False)
+    #: Keys the file held as null that are omitted when None (written back as null).
+    nulls: frozenset = field(default=frozenset(), repr=False, compare=False)
+    #: The file's key order, kept when it is written again (a document built in code: its fields' order).
+    order: tuple = field(default=(), repr=False, compare=False)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclass(frozen=True, kw_only=True)(cls)
+
+    @classmethod
+    def from_dict(cls: type[T], doc: object, where: object = "document", path: str = "") -> T:
+        """Read *doc* (a parsed JSON object); ConfigError naming *where* and the field when a value
+        has the wrong type or range. Missing fields take their defaults."""
+        if not isinstance(doc, dict):
+            raise _bad(where, path or "the document", f"must be an object, got {_show(doc)}")
+        values, known = cls._read(doc, where, path)
+        extra = {printable(k): printable_strings(v) for k, v in doc.items() if k not in known}
+        return cls(**values, extra=extra, nulls=_nulls(doc, known), order=tuple(printable(k) for k in doc))
+
+    @classmethod
+    def _read(cls, doc: dict, where: object, path: str) -> tuple[dict, frozenset]:
+        values: dict[str, Any] = {}
+        for name, key, convert, inner in _plan(cls):
+            if inner is not None:  # flattened: its keys are in *doc*, whose key order its parent keeps
+                inner_values, _ = inner._read(doc, where, path)
+                values[name] = inner(**inner_values, nulls=_nulls(doc, _keys(inner)))
+            elif key in doc:
+                values[name] = convert(doc[key], where, f"{path}.{key}" if path else key)
+        return values, _keys(cls)
+
+    def to_dict(self) -> dict:
+        """The JSON object: declared fields in order (None written as null unless omitted), then extra."""
+        out: dict[str, Any] = {}
+        for f, _ in _fields(type(self)):
+            value = getattr(self, f.name)
+            if f.metadata.get("flatten"):
+                out.update(value.to_dict())
+            else:
+                key = f.metadata.get("key", f.name)
+                if value is not None or not f.metadata.get("omit_none") or key in self.nulls:
+                    out[key] = _dump(value)
+        out.update(self.extra)
+        if self.order:
+            out = {**{k: out[k] for k in self.order if k in out}, **out}
+        return out
+
+    def replace(self: T, **changes: Any) -> T:
+        """A copy with *changes* (the documents are frozen)."""
+        return dataclasses.replace(self, **changes)
+
+
+@cache
+def _fields(cls: type) -> tuple[tuple[dataclasses.Field, Any], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f, hints[f.name]) for f in dataclasses.fields(cls) if f.name not in ("extra", "nulls", "order"))
+
+
+@cache
+def _plan(cls: type) -> tuple[tuple[str, str, Callable, type | None], ...]:
+    """How *cls* reads a JSON object: (field, key, converter, flattened Doc or None) per field."""
+    return tuple((f.name, f.metadata.get("key", f.name), _converter(hint, f.metadata.get("min")),
+                  hint if f.metadata.get("flatten") else None) for f, hint in _fields(cls))
+
+
+@cache
+def _keys(cls: type) -> frozenset:
+    """The JSON keys *cls* reads (a flattened Doc's included)."""
+    return frozenset().union(*(_keys(inner) if inner is not None else {key} for _, key, _, inner in _plan(cls)))
+
+
+def _nulls(doc: dict, keys: frozenset) -> frozenset:
+    return frozenset(k for k, v in doc.items() if v is None and k in keys)
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, Doc):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_dump(v) for v in value]
+    return value
+
+
+@cache
+def _converter(hint: Any, minimum: int | None = None) -> Callable[[object, object, str], Any]:
+    """A function checking a value against *hint*, made once per type (reading a summary with a
+    hundred late cycles checks tens of thousands of values)."""
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        nullable = type(None) in args
+        kinds = [a for a in args if a is not type(None)]
+        convs = [_converter(k, minimum) for k in kinds]
+
+        def union(value: object, where: object, path: str) -> Any:
+            if value is None and nullable:
+                return None
+            if len(convs) == 1:
+                return convs[0](value, where, path)
+            for conv in convs:  # e.g. ``str | dict``: the first that fits
+                try:
+                    return conv(value, where, path)
+                except ConfigError:
+                    continue
+            raise _bad(where, path, f"must be {' or '.join(_name(k) for k in kinds)}, got {_show(value)}")
+        return union
+    if typing.get_origin(hint) is list:
+        item = _converter(args[0])
+
+        def many(value: object, where: object, path: str) -> list:
+            if not isinstance(value, list):
+                raise _bad(where, path, f"must be a list, got {_show(value)}")
+            try:
+                return [item(v, where, path) for v in value]
+            except ConfigError:  # again, naming the item that is wrong
+                return [item(v, where, f"{path}[{i}]") for i, v in enumerate(value)]
+        return many
+    if isinstance(hint, type) and issubclass(hint, Doc):
+        return hint.from_dict
+    if hint is bool:
+        return _scalar(lambda v: isinstance(v, bool), "must be true or false")
+    if hint is int:
+        whole = _scalar(lambda v: isinstance(v, int) and not isinstance(v, bool), "must be a whole number")
+        if minimum is None:
+            return whole
+
+        def count(value: object, where: object, path: str) -> int:
+            if whole(value, where, path) < minimum:
+                raise _bad(where, path, f"cannot be negative, got {_show(value)}")
+            return value
+        return count
+    if hint is float:  # JSON has one number type: an integral float may be written as 3
+        return _scalar(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "must be a number")
+    if hint is str:
+        text = _scalar(lambda v: isinstance(v, str), "must be text")
+        return lambda value, where, path: printable(text(value, where, path))
+    if hint is dict or typing.get_origin(hint) is dict:
+        obj = _scalar(lambda v: isinstance(v, dict), "must be an object")
+        return lambda value, where, path: printable_strings(obj(value, where, path))
+    if hint is Any or hint is object:
+        return lambda value, where, path: printable_strings(value)
+    raise TypeError(f"unsupported field type {hint!r}")  # a bug in a Doc declaration
+
+
+def _scalar(fits: Callable[[object], bool], problem: str) -> Callable[[object, object, str], Any]:
+    def check(value: object, where: object, path: str) -> Any:
+        if not fits(value):
+            raise _bad(where, path, f"{problem}, got {_show(value)}")
+        return value
+    return check
+
+
+def _name(kind: Any) -> str:
+    return {int: "a whole number", float: "a number", str: "text", bool: "true or false", dict: "an object"}.get(
+        kind, "a list" if typing.get_origin(kind) is list else "an object")
+
+
+def _show(value: object) -> str:
+    if isinstance(value, (dict, list)):
+        return f"a {'object' if isinstance(value, dict) else 'list'}"
+    return show_value(value)
+
+
+def _bad(where: object, path: str, problem: str) -> ConfigError:
+    return ConfigError(f"{printable(where)}: {printable(path)[:80]} {problem}", hint=_HINT)

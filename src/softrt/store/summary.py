@@ -1,0 +1,332 @@
+"""The run summary (``summary.json``) as typed documents (store layer; docs/run-format.md, "summary.json").
+
+:class:`RunSummary` is what ``softrt run``/``compare`` write, what an import writes for a
+cyclictest/oslat result, and what every reader gets from :func:`softrt.store.rundir.read_summary`.
+Its parts: identity, status and times; the configuration; host facts (a free-form dict); tuning
+and system changes; the metrics of the streaming pass (:class:`Metrics`, whose keys sit at the
+top of the file); misses; the motion impact; the ring; the board; what was kept on disk;
+``why_late`` (store.why_late); the check taken before the run; the checkpoint's supervisor.
+
+Schema ``softrt.summary/<major>``: fields are added without changing the major version (a reader
+keeps the keys it does not know in ``extra``); a newer major version is refused by
+:func:`check_version`. Files written by earlier versions lack some fields: they read as None.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigError
+from .model import Doc, count, flatten, key, many, obj, opt
+from .validate import MAX_NAME, is_safe_name, printable, show_value
+from .why_late import WhyLate
+
+SCHEMA = "softrt.summary/1"
+SUMMARY_MAJOR = 1
+#: What a run's ``status`` says: "running" (a checkpoint), "complete", "partial" (stopped early or
+#: lost records; ``partial_reason`` says why) or "failed" (the device was lost; ``partial_reason``).
+STATUSES = ("running", "complete", "partial", "failed")
+MODES = ("real-time", "not real-time", "untuned")
+SOURCES = ("softrt", "cyclictest", "oslat")
+_HINT = "the file is corrupt or was not written by softrt"
+
+
+class Stats(Doc):
+    """One series' statistics in µs (null when the run has none, e.g. an import's period)."""
+
+    mean: float | None = None
+    min: float | None = None
+    max: float | None = None
+    std: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+    p99_9: float | None = None
+    p99_99: float | None = None
+
+
+class Misses(Doc):
+    """Missed updates and overruns; ``missed_updates`` is the board's count when the records hold fewer."""
+
+    missed_updates: int | None = count()
+    cycles_with_miss: int | None = count()
+    longest_miss_run: int | None = count()
+    overruns: int | None = count()
+    device_errors: int | None = count()
+    missed_updates_in_records: int | None = count(omit_none=True)
+    source: str | None = opt()  # "board" when missed_updates is the board's count
+    note: str | None = opt()
+
+
+class Metrics(Doc):
+    """The streaming pass's figures (analysis.stream.RunStats.summary): the top of summary.json,
+    and each scenario's pooled figures in ``softrt compare``."""
+
+    cycles: int | None = count()
+    records_expected: int | None = count()
+    records_missing: int | None = count()
+    period_us: Stats = Stats()
+    process_us: Stats = Stats()
+    latency_us: Stats = Stats()
+    slack_us: Stats = Stats()
+    misses: Misses | None = None
+    rtt_us: Stats | None = opt()  # EtherCAT frames' round trip
+
+
+class Motion(Doc):
+    """What the misses did to the motion (motion.impact.MotionImpact), or why it was not computed."""
+
+    not_computed: str | None = opt()
+    period_ns: int | None = opt()
+    axes: int | None = opt()
+    writes: int | None = opt()
+    first_cycle: int | None = opt()
+    last_cycle: int | None = opt()
+    board_cycles: int | None = opt()
+    missed_updates: int | None = opt()
+    longest_miss_run_cycles: int | None = opt()
+    final_lag_cycles: int | None = opt()
+    lead_axis: int | None = opt()
+    max_deviation_counts: float | None = opt()
+    worst_deviation_cycle: int | None = opt()
+    max_velocity_step_counts_per_s: float | None = opt()
+    worst_velocity_step_cycle: int | None = opt()
+    commanded_max_velocity_step_counts_per_s: float | None = opt()
+    max_run_deviation_counts: float | None = opt()
+    worst_run_cycle: int | None = opt()
+    worst_axis: int | None = opt()
+    worst_axis_max_deviation_counts: float | None = opt()
+
+    @property
+    def computed(self) -> bool:
+        return self.not_computed is None
+
+
+class Config(Doc):
+    """The run's configuration (session.config.RunConfig, or an imported tool's command line)."""
+
+    period_ns: int | None = count(omit_none=True)
+    duration_ns: int | None = count(omit_none=True)
+    cpu: int | None = opt()
+    priority: int | None = opt()
+    profile: str | None = opt()
+    wait: str | None = opt()
+    device: str | None = opt()
+    margin_ns: int | None = opt()
+    axes: int | None = count(omit_none=True)
+    motion: dict | None = opt()  # motion.config.MotionConfig's fields
+    out_dir: str | None = opt()
+    max_duration_ns: int | None = opt()
+    scenario: str | None = opt()
+    check: bool | None = opt()
+    trace: bool | None = opt()
+    late_threshold_ns: int | None = opt()
+    keep_late: int | None = opt()
+    samples: str | None = opt()  # "all", "late" (--samples)
+    tool: str | None = opt()  # imports: "cyclictest" or "oslat", its command line and version
+    cmdline: str | None = opt()
+    version: str | None = opt()
+    threads: int | None = opt()
+    cpus: list[int | None] | None = opt()
+    histogram_range_ns: int | None = opt()
+
+
+class Tuned(Doc):
+    """A control applied (``what``, ``detail``) or not applied (``what``, ``why``)."""
+
+    what: str | None = None
+    detail: str | None = opt()
+    why: str | None = opt()
+
+
+class SystemChange(Doc):
+    """A system setting changed for the run (session.changes.Change) and whether it was restored."""
+
+    path: str | None = None
+    before: str | None = None
+    during: str | None = opt()
+    why: str | None = opt()
+    restored: bool | None = opt()
+    verified: bool | None = opt()
+    note: str | None = opt()  # why it was not restored, and the fix
+
+
+class Tuning(Doc):
+    applied: list[Tuned] = many()
+    not_applied: list[Tuned] = many()
+    system_changes: list[SystemChange] = many()
+    recovered_from_earlier_runs: list[SystemChange] = many()
+
+
+class Ring(Doc):
+    capacity: int | None = count()
+    overflows: int | None = count()
+
+
+class Board(Doc):
+    """The board's own report (empty while the run goes); a device's other figures stay in extra."""
+
+    writes: int | None = count(omit_none=True)
+    missed_updates: int | None = count(omit_none=True)
+
+
+class Kept(Doc):
+    """What the run keeps on disk (``samples``): the mode and its rows; a late run also its late
+    cycles, their context records and the seconds of aggregates."""
+
+    mode: str | None = None
+    rows: int | None = count()
+    late_cycles: int | None = count(omit_none=True)
+    context_records: int | None = count(omit_none=True)
+    aggregate_seconds: int | None = count(omit_none=True)
+
+
+class Check(Doc):
+    """The ``softrt check`` taken before the run (``--check``)."""
+
+    ready: bool | None = None
+    verdict: str | None = None
+    counts: dict = obj()
+    fix_first: list[str] = many()
+
+
+class Supervisor(Doc):
+    """A checkpoint's supervisor: ``BOOT_ID/PID/START`` tells whether it still runs (store.running)."""
+
+    pid: int | None = count()
+    identity: str | None = None
+    checkpoint_interval_s: float | None = None
+
+
+class ThreadResult(Doc):
+    """One thread of an imported cyclictest/oslat result."""
+
+    thread: str | None = None
+    cpu: int | None = None
+    samples: int | None = count()
+    min_us: float | None = None
+    mean_us: float | None = None
+    max_us: float | None = None
+    overflow: int | None = count()
+
+
+class Imported(Doc):
+    file: str | None = None
+    sha256: str | None = None
+    imported_at: str | None = None
+
+
+class LoadRun(Doc):
+    """A load that ran beside the loop in ``softrt compare`` (load.base.LoadResult)."""
+
+    name: str = ""
+    backend: str | None = None
+    cpus: str | None = opt()
+    achieved: dict = obj()  # metric name (its unit in the name) -> value
+    duration_s: float | None = opt()
+    skipped_reason: str | None = None
+    command: str | None = opt()
+    notes: list[str] | None = opt()
+    problems: list[str] | None = opt()
+
+
+class RunSummary(Doc):
+    """A run's summary.json."""
+
+    schema: str = SCHEMA
+    source: str | None = opt()  # an imported result's tool; softrt's own runs have none
+    run_id: str = ""
+    scenario: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    status: str | None = None  # one of STATUSES (None: a file that predates it, read as complete)
+    partial_reason: str | None = None  # why the run is partial or failed
+    elapsed_s: float | None = opt()
+    mode: str | None = None  # one of MODES; None for imports
+    config: Config = Config()
+    host: dict = obj()  # host facts (platform host_facts): free-form, shown as they are
+    tuning: Tuning = Tuning()
+    checkpoint_at: str | None = opt()
+    supervisor: Supervisor | None = opt()
+    samples_error: str | None = opt()
+    metrics: Metrics = flatten(Metrics)
+    motion: Motion | None = opt()
+    ring: Ring | None = None
+    board: Board | None = None
+    records_unwritten: int | None = count(omit_none=True)
+    samples: Kept | None = opt()
+    why_late: WhyLate | None = opt()
+    check: Check | None = opt()
+    threads: list[ThreadResult] | None = opt()
+    notes: list[str] | None = opt()
+    imported: Imported | None = key("import", omit_none=True)
+    loads: list[LoadRun] | None = opt()  # softrt compare: each load's placement and achieved figures
+    compare_round: int | None = opt()
+
+    @classmethod
+    def read(cls, doc: object, where: object = "summary.json") -> RunSummary:
+        """Check *doc* (a parsed summary.json): its schema version, then every field."""
+        if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("softrt.summary/"):
+            schema = doc.get("schema") if isinstance(doc, dict) else None
+            raise ConfigError(f"{printable(where)} is not a softrt summary (schema {printable(repr(schema))[:60]})",
+                              hint="give a run directory written by softrt run, compare or import")
+        check_version(doc, where)
+        summary = cls.from_dict(doc, where)
+        summary.validate(where)
+        return summary
+
+    def validate(self, where: object = "summary.json") -> None:
+        """Raise ConfigError for a value outside its choices (the types are checked by from_dict)."""
+        if not is_safe_name(self.run_id) or len(self.run_id) > 2 * MAX_NAME:
+            raise _bad(where, "run_id", f"must be a name of letters, digits, '.', '_' and '-', got "
+                                        f"{show_value(self.run_id)}")
+        for name, value, choices in (("status", self.status, STATUSES), ("mode", self.mode, MODES),
+                                     ("source", self.source, SOURCES)):
+            if value is not None and value not in choices:
+                raise _bad(where, name, f"must be one of {', '.join(choices)}, got {show_value(value)}")
+
+    # -- what readers ask ---------------------------------------------------------------------
+    @property
+    def origin(self) -> str:
+        """"softrt", or the tool an imported result came from."""
+        return self.source or "softrt"
+
+    @property
+    def state(self) -> str:
+        """The status, "complete" for a file that predates the field."""
+        return self.status or "complete"
+
+    @property
+    def running(self) -> bool:
+        """A checkpoint: the summary-so-far of a run that was going when it was written."""
+        return self.status == "running"
+
+    @property
+    def hostname(self) -> str | None:
+        name = self.host.get("hostname")
+        return name if isinstance(name, str) else None
+
+    @property
+    def period_ns(self) -> int | None:
+        return self.config.period_ns
+
+    @property
+    def motion_impact(self) -> Motion | None:
+        """The motion impact when it was computed."""
+        return self.motion if self.motion is not None and self.motion.computed else None
+
+
+def check_version(doc: dict, where: Path | str | object) -> None:
+    """Raise ConfigError for a summary of a newer major version than this softrt reads."""
+    schema = str(doc.get("schema", ""))
+    try:
+        major = int(schema.split("/", 1)[1].split(".", 1)[0])
+    except (IndexError, ValueError):
+        raise ConfigError(f"{printable(where)}: unreadable summary schema {printable(repr(schema))[:60]}",
+                          hint="expected softrt.summary/<major>") from None
+    if major > SUMMARY_MAJOR:
+        raise ConfigError(f"{printable(where)} was written by a newer softrt (summary schema {printable(schema)[:60]}; "
+                          f"this softrt reads softrt.summary/{SUMMARY_MAJOR})", hint="upgrade softrt to read it")
+
+
+def _bad(where: object, field: str, problem: str) -> ConfigError:
+    return ConfigError(f"{printable(where)}: {field} {problem}", hint=_HINT)
