@@ -223,13 +223,24 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
 
     if rundir.failure is not None:  # the disk: the loop ran on, the records it could not store are counted
         _note_partial(out, f"{rundir.failure}; {rundir.unwritten:,} records could not be written")
-    summary = run_summary(parts, running=False)
-    try:
+    stored_error = None
+    try:  # first what does not depend on the summary, so a summary that cannot be built loses nothing else
         if check is not None:
             rundir.write_json("check.json", check)
         rundir.write_json("config.json", config.to_dict())
-        rundir.write_json("host.json", summary.host)
+        rundir.write_json("host.json", parts.host)
         collector.write(rundir)
+    except SoftRTError as err:
+        stored_error = err
+    try:
+        summary = run_summary(parts, running=False)
+    except ConfigError as err:  # the model refused what the layers below produced: a bug, not bad input
+        raise SoftRTError(f"the run's summary could not be built: {err.msg}",
+                          hint=f"a softrt bug, please report it; the samples, stats.json and the last checkpoint "
+                               f"are kept in {rundir.path}") from err
+    try:
+        if stored_error is not None:
+            raise stored_error
         rundir.write_json(SUMMARY, summary.to_dict())
     except SoftRTError as err:  # (the reserve makes this rare) the caller still gets the figures to print
         reason = f"the results could not be stored: {err.msg}"
