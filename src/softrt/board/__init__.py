@@ -14,8 +14,12 @@ def check_device_spec(spec: str) -> str:
     raise ConfigError(f"unknown device {spec!r}", hint="use virtual or ethercat:IFACE (e.g. ethercat:eth1)")
 
 
-def open_device(spec: str, period_ns: int, axes: int) -> Device:
-    """Open the device *spec*, ready for ``start()`` (an EtherCAT bus is brought to OP)."""
+def open_device(spec: str, period_ns: int, axes: int, bus_timeout_ns: int | None = None) -> Device:
+    """Open the device *spec*, ready for ``start()`` (an EtherCAT bus is brought to OP).
+
+    *bus_timeout_ns*: how long an EtherCAT bus may answer no valid frame before the run fails
+    (None: the master's default, 10 ms).
+    """
     check_device_spec(spec)
     if spec == "virtual":
         return VirtualBoard(period_ns, axes)
@@ -23,4 +27,4 @@ def open_device(spec: str, period_ns: int, axes: int) -> Device:
         from ..ethercat import open_device as open_ethercat
     except ImportError as err:  # pragma: no cover - the extra is not installed
         raise ConfigError(f"{spec} needs pysoem: {err}", hint="pip install 'softrt[ethercat]'") from None
-    return open_ethercat(spec, period_ns, axes)
+    return open_ethercat(spec, period_ns, axes, **({} if bus_timeout_ns is None else {"bus_timeout_ns": bus_timeout_ns}))

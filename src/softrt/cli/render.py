@@ -98,8 +98,8 @@ def mode_text(summary: dict) -> Text:
     if running:
         out.append(f"  [RUNNING: the figures of the first {format_duration_s(summary.get('elapsed_s'))}]",
                    style="bold yellow")
-    elif summary["status"] != "complete":
-        out.append(f"  [PARTIAL: {summary['partial_reason']}]", style="bold red")
+    elif summary["status"] != "complete":  # partial (Ctrl-C, worker crash) or failed (bus, drives)
+        out.append(f"  [{summary['status'].upper()}: {summary['partial_reason']}]", style="bold red")
     tuning = summary["tuning"]
     for item in tuning["applied"]:
         out.append(f"\n  applied: {item['what']} ({item['detail']})")

@@ -39,6 +39,7 @@ class WorkerSpec:
     priority: int = 80
     profile: str = "rt"
     device: str = "virtual"
+    bus_timeout_ns: int | None = None  # EtherCAT: no valid frame for this long fails the run
     axes: int = 1
     motion: Any = None  # softrt.motion.MotionConfig for the seed's motion test
     step: Callable[[int], Any] | None = None  # a user's own per-cycle function
@@ -99,7 +100,7 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     try:
         # The device first: an EtherCAT master keeps the bus alive from a helper thread until
         # start(), and that thread must not inherit the RT CPU and SCHED_FIFO applied next.
-        board = open_device(spec.device, spec.period_ns, spec.axes)
+        board = open_device(spec.device, spec.period_ns, spec.axes, spec.bus_timeout_ns)
         applied, not_applied, dma_fd = _arm(spec)
         step = _make_step(spec)
         writer = ring.writer()
@@ -118,7 +119,8 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
         cycles = run_cycles(board, step, writer, header, t0 + spec.duration_ns, sleep_until, margin_ns)
         gc.enable()
         board.stop()
-        conn.send(("done", {"cycles": cycles, "board": board.counters()}))
+        # A failed device (bus lost, drive fault) ended the loop: the run failed, its records stand.
+        conn.send(("done", {"cycles": cycles, "board": board.counters(), "device_failure": board.failure}))
     except BaseException as err:  # report anything (a user's step may raise anything), then die
         try:
             # softrt errors travel whole (the supervisor re-raises bad input as bad input).

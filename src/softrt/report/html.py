@@ -110,7 +110,7 @@ def _misses(s: dict) -> str:
                    f"{motion['commanded_max_velocity_step_counts_per_s']:,.0f}; final lag "
                    f"{motion.get('final_lag_cycles', 0):,} cycles</p>")
     if s.get("status") not in (None, "complete"):
-        out.append(f'<p class="bad">PARTIAL: {escape(str(s.get("partial_reason")))}</p>')
+        out.append(f'<p class="bad">{escape(str(s.get("status")).upper())}: {escape(str(s.get("partial_reason")))}</p>')
     return "".join(out)
 
 

@@ -30,7 +30,7 @@ STALE_MIN_S = 300.0
 class RunState:
     """What a summary's ``status`` means now."""
 
-    status: str  # the file's: "complete", "partial" or "running"
+    status: str  # the file's: "complete", "partial", "failed" or "running"
     alive: bool | None = None  # running only: the supervisor exists (True), is gone (False), cannot tell (None)
     elapsed_s: float | None = None  # running: how long it has run (a live run: until now)
     checkpoint_age_s: float | None = None  # running: since the last checkpoint was written

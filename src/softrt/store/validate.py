@@ -160,7 +160,7 @@ _COUNT_FIELDS = ("cycles", "records_expected", "records_missing")
 _DICT_FIELDS = ("config", "host", "tuning", "misses", "ring", "board", "motion", "check", "import", "rtt_us")
 _STAT_FIELDS = ("period_us", "process_us", "latency_us", "slack_us", "rtt_us")
 _LIST_OF_DICT_FIELDS = ("threads", "loads")
-_CHOICES = {"source": ("softrt", "cyclictest", "oslat"), "status": ("complete", "partial", "running"),
+_CHOICES = {"source": ("softrt", "cyclictest", "oslat"), "status": ("complete", "partial", "failed", "running"),
             "mode": ("real-time", "not real-time", "untuned")}
 _COUNT_BLOCKS = {"misses": ("missed_updates", "cycles_with_miss", "longest_miss_run", "overruns", "device_errors"),
                  "ring": ("capacity", "overflows"), "board": ("writes", "missed_updates"),
