@@ -130,3 +130,15 @@ def test_al_status_code_ends_the_run_with_that_code(start_sim, ecat_ns, tmp_path
     assert len(records) == s["cycles"] and records["flags"][-1] & FLAG_DEVICE_FAILED
     # On the way out the bus went back to INIT (the error acknowledged).
     assert [x["al_state"] for x in sim.stats()["slaves"]] == ["INIT", "INIT"]
+
+
+def test_a_bus_that_does_not_answer_is_a_runtime_failure_not_bad_input(ecat_ns, tmp_path):
+    env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
+    proc = subprocess.run(
+        ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
+                    "--duration", "1s", "--out-dir", str(tmp_path / "runs")),
+        capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 1  # the bus failed (exit 2 is for bad input: no such interface)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no slaves answered" in lines[0], proc.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
