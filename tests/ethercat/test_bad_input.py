@@ -1,4 +1,7 @@
-"""Bad input (EcatInputError, exit status 2) and bring-up failures (EcatError, exit 1): one clear error with what was seen; the bus left safe."""
+"""Bad input (EcatInputError, exit status 2) and bring-up failures (EcatError, exit 1).
+
+Either way: one clear error with what was seen, and the bus left safe.
+"""
 
 from __future__ import annotations
 
