@@ -75,6 +75,7 @@ def misses_text(summary: dict) -> Text:
         lines.append(f"EtherCAT frames: round trip p50 {_us(rtt['p50'])} µs, p99.9 {_us(rtt['p99_9'])} µs, "
                      f"max {_us(rtt['max'])} µs; cycles with a device error (wrong working counter, lost frame, "
                      f"drive not enabled): {summary['misses']['device_errors']}")
+    lines.extend(drives_lines(summary.get("board") or {}))
     ring = summary.get("ring", {})
     line = (f"Cycles: {summary['cycles']:,} at {period_us:g} µs; records missing: {summary.get('records_missing', 0):,}; "
             f"ring overflows: {ring.get('overflows', 0):,}")
@@ -86,6 +87,19 @@ def misses_text(summary: dict) -> Text:
     elif (summary.get("config") or {}).get("samples") == "late":
         lines.append("Samples kept: late cycles with context, per-second aggregates (--samples late)")
     return Text("\n".join(lines))
+
+
+def drives_lines(board: dict) -> list[str]:
+    """EtherCAT drives as the run's last valid frame confirmed them, and when (issue 11)."""
+    out = []
+    for d in board.get("drives") or []:
+        if "confirmed_cycle" not in d:
+            continue
+        when = (f"cycle {d['confirmed_cycle']:,} ({d['confirmed_at_s']:.3f} s)" if d["confirmed_cycle"] >= 0
+                else "never (no valid frame in the run)")
+        out.append(f"Drive '{d['name']}' (slave {d['slave']}): {d['state']} (statusword 0x{d['statusword']:04X}, "
+                   f"error code 0x{d['error_code']:04X}), last confirmed at {when}")
+    return out
 
 
 def mode_text(summary: dict) -> Text:
