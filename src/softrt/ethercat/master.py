@@ -49,6 +49,8 @@ SW_MASK, SW_SOD, SW_RTSO, SW_SO, SW_OE, SW_FAULT_MASK, SW_FAULT = 0x6F, 0x40, 0x
 _I32 = struct.Struct("<i")
 _U16 = struct.Struct("<H")
 _I8 = struct.Struct("<b")
+REG_AL_STATUS = 0x0130  #: AL status, reserved, AL status code (ETG.1000.4 §6.5)
+_AL_STATUS = struct.Struct("<HHH")
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
@@ -311,17 +313,30 @@ class EtherCATMaster:
         return f"bus lost: {what} for {ms:,.1f} ms since cycle {since:,}"
 
     def _check_al(self, window: int, next_in_cycles: int) -> None:
-        """Read every slave's AL status (one BRD while all are in OP); fail on a slave out of OP."""
+        """Read every slave's AL status (one BRD while all are in OP); fail on a slave out of OP.
+
+        A slave that does not read as OP is read again on its own (FPRD of 0x0130-0x0135, checked
+        working counter) before it fails the run: SOEM's ``ecx_readstate`` leaves whatever was on
+        its stack as the state when its reads time out (seen as "0xf" on an overloaded segment).
+        A slave that does not answer that read gives no verdict; the bus timeout decides then.
+        """
+        import pysoem
+
         self._next_al_read = window + next_in_cycles
         self.al_reads += 1
         m = self._m
         m.read_state()
         for position, s in enumerate(m.slaves):
-            status, code = s.state, s.al_status
-            if status & 0x0F == AlState.OP and not status & 0x10:
+            if s.state == AlState.OP:  # OP, no error indication
                 continue
-            self._fail(f"slave {position} '{s.name}' left OP: {state_name(status)}, AL status {code_text(code)}")
-            return
+            try:
+                status, _reserved, code = _AL_STATUS.unpack(s._fprd(REG_AL_STATUS, _AL_STATUS.size,
+                                                                    self.receive_timeout_us))
+            except pysoem.WkcError:
+                continue
+            if status & 0x1F != AlState.OP:
+                self._fail(f"slave {position} '{s.name}' left OP: {state_name(status)}, AL status {code_text(code)}")
+                return
 
     def _set_target(self, ax: _Axis, value) -> None:
         target = ax.origin + int(round(value))
