@@ -128,7 +128,7 @@ def open_raw_socket(iface: str) -> socket.socket:
     """Open the EtherCAT raw socket on *iface*; raise :class:`EcatError` with the reason."""
     if interface_flags(iface) is None:
         raise EcatInputError("no_interface", iface, "no such network interface",
-                        hint="list interfaces with 'ip link'")
+                             hint="list interfaces with 'ip link'")
     try:
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ECAT))
     except PermissionError as err:

@@ -166,10 +166,10 @@ class EtherCATMaster:
             lacking = "; ".join(f"slave {s.position} '{s.name}' lacks " + ", ".join(f"0x{i:04X}" for i in s.missing)
                                 for s in self.slaves if s.drive is None)
             raise EcatInputError("unsupported_drive", iface,
-                            f"{self.axes} axis(es) asked, {len(drives)} CSP drive(s) found"
-                            + (f" ({lacking})" if lacking else ""),
-                            seen={"slaves": [s.name for s in self.slaves]},
-                            hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)")
+                                 f"{self.axes} axis(es) asked, {len(drives)} CSP drive(s) found"
+                                 + (f" ({lacking})" if lacking else ""),
+                                 seen={"slaves": [s.name for s in self.slaves]},
+                                 hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)")
         bringup.configure_csp(m, iface, drives[: self.axes], self.period_ns)
         if self.watchdog_ms is not None:
             bringup.set_watchdog(m, iface, self.watchdog_ms)
