@@ -72,3 +72,56 @@ def test_the_master_never_imports_the_simulator():
     for path in MODULES:
         if _part(path) == "ethercat":
             assert "ecatsim" not in _imported_parts(path), path
+
+
+def _imported_modules(path: Path, text: str | None = None) -> set[str]:
+    """Every softrt module *path* (or *text*, as if at *path*) imports, as dotted names under softrt."""
+    tree = ast.parse(path.read_text() if text is None else text)
+    package = path.relative_to(SRC).parent.parts
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(package[: len(package) - (node.level - 1)] if node.level > 1 else package)
+            elif (node.module or "").startswith("softrt."):
+                base = []
+            else:
+                continue
+            module = (node.module or "").removeprefix("softrt.") if not node.level else node.module
+            target = base + (module.split(".") if module else [])
+            found.add(".".join(target))
+            found.update(".".join([*target, alias.name]) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name.removeprefix("softrt.") for a in node.names if a.name.startswith("softrt."))
+    return found
+
+
+#: The platform layer's private modules: its backends, and what only they use.
+PLATFORM_PRIVATE = ("platform.linux", "platform.windows", "platform._")
+
+
+def test_the_platform_backends_are_reached_only_through_the_platform_object():
+    """Everything OS-specific goes through ``get_platform()`` or a public platform module (kfiles,
+    journal, writable, mounts): never a backend or a private module from outside the layer."""
+    for path in MODULES:
+        if _part(path) == "platform":
+            continue
+        bad = sorted(m for m in _imported_modules(path) if m.startswith(PLATFORM_PRIVATE))
+        assert not bad, f"{path.relative_to(SRC)} imports {bad}"
+
+
+def test_no_scheduler_calls_outside_the_platform_layer():
+    """Affinity and priorities of any pid go through the platform object (Linux and Windows differ)."""
+    for path in MODULES:
+        if _part(path) != "platform":
+            text = path.read_text()
+            assert "os.sched_" not in text, path
+
+
+def test_the_layer_checks_see_what_they_forbid():
+    """The import scan finds a backend import in each spelling (else the checks above prove nothing)."""
+    probe = SRC / "session" / "run.py"
+    assert "platform" in _imported_modules(probe)
+    text = "from ..platform.linux import RT_RUNTIME\nfrom softrt.platform import windows\nimport softrt.platform._x\n"
+    found = _imported_modules(probe, text)
+    assert {"platform.linux", "platform.windows", "platform._x"} <= found

@@ -143,7 +143,7 @@ class CpuSet:
         return max(self._cpus)
 
     def to_frozenset(self) -> frozenset[int]:
-        """Return the CPUs as a frozenset (for os.sched_setaffinity)."""
+        """Return the CPUs as a frozenset (for sched_setaffinity(2))."""
         return self._cpus
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from softrt.analysis.attribution import Attributor, CpuState, account, apply, build_timeline, late_cycles, policy
+from softrt.analysis.attribution import Attributor, account
+from softrt.analysis.late import late_cycles
+from softrt.analysis.timeline import CpuState, apply, build_timeline, policy
 from softrt.analysis.events import StealSample, TraceEvent
 from softrt.ipc.layout import RECORD_DTYPE
 

@@ -225,7 +225,7 @@ def test_state_root_is_compared_by_real_path(untuned, state_dir, tmp_path):
 def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
     from softrt.audit.tune import apply
     from softrt.errors import SoftRTError
-    from softrt.platform import _files, writable
+    from softrt.platform import kfiles, writable
     from softrt.trace import tracefs
 
     f = tmp_path / "proc" / "sys" / "x"
@@ -239,17 +239,17 @@ def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
         return real_write(fd, data)
 
     monkeypatch.setattr(os, "write", counting)
-    _files.write_raw(f, "1")
+    kfiles.write_raw(f, "1")
     assert f.read_bytes() == b"1" and writes == [b"1"]  # as given, in one write(2)
     apply.write_kernel_file(f, "2")
     assert f.read_bytes() == b"2\n" and writes[-1] == b"2\n"  # echo's newline
-    _files.write_text(tmp_path, "/proc/sys/x", "3")
+    kfiles.write_text(tmp_path, "/proc/sys/x", "3")
     assert f.read_bytes() == b"3" and len(writes) == 3
     with pytest.raises(FileNotFoundError):  # raw: the OSError itself, for the caller's own message
-        _files.write_raw(tmp_path / "missing", "1")
+        kfiles.write_raw(tmp_path / "missing", "1")
     with pytest.raises(SoftRTError, match="cannot write /missing"):
-        _files.write_text(tmp_path, "/missing", "1")
-    assert tracefs.write_raw is _files.write_raw  # the trace layer writes tracefs
+        kfiles.write_text(tmp_path, "/missing", "1")
+    assert tracefs.write_raw is kfiles.write_raw  # the trace layer writes tracefs
     assert apply.write_kernel_file is writable.write_line  # the journal's restores write the same way
 
 

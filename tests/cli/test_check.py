@@ -85,3 +85,28 @@ def test_this_machine_with_a_short_sample(run_cli, state_dir):
     sample = next(f for f in data["findings"] if f["id"] == "cores.sample")
     assert sample["status"] in ("ok", "warn", "n/a")
     assert data["sample"] is None or data["sample"]["seconds"] == 0.2
+
+
+WINDOWS = Path(__file__).parent.parent / "audit" / "windows" / "fixtures"
+
+
+def test_windows_captures_are_checked_with_the_windows_checks(run_cli, state_dir, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run_cli("check", "--root", str(WINDOWS / "bad"))  # default: the highest processor
+    assert code == 1
+    assert "real-time CPU(s) 13, housekeeping CPU(s) 0-12" in out
+    assert "fix: powercfg.exe /setacvalueindex SCHEME_CURRENT SUB_PROCESSOR IdleDisable 1" in out
+    code, out, _ = run_cli("check", "--root", str(WINDOWS / "good"), "--rt-cpus", "10-13", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["ready"] and data["meta"]["os"] == "windows"
+
+
+def test_a_windows_rt_cpu_that_does_not_exist_is_a_finding(run_cli, state_dir):
+    code, out, _ = run_cli("check", "--root", str(WINDOWS / "good"), "--rt-cpus", "20", "--json")
+    data = json.loads(out)
+    assert code == 1 and next(f for f in data["findings"] if f["id"] == "cores.rt_cpus")["status"] == "fail"
+
+
+def test_no_windows_rt_cpu_is_bad_input(run_cli, state_dir):
+    code, _, err = run_cli("check", "--root", str(WINDOWS / "good"), "--rt-cpus", "")
+    assert code == 2 and "no real-time CPU" in err

@@ -125,3 +125,16 @@ def test_apply_and_revert_wait_for_a_real_time_run(run_cli, state_dir, verb):
     assert code == 2 and out == ""
     assert f"real-time softrt run (pid {os.getpid()}) is in progress" in err and err.count("\n") == 1
     assert (state_dir / "tune-state.jsonl").exists() == (verb == ["--revert"])
+
+
+WINDOWS = Path(__file__).parent.parent / "audit" / "windows" / "fixtures"
+
+
+def test_windows_plan_from_captures_and_apply_refused_there(run_cli, state_dir, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run_cli("tune", "--root", str(WINDOWS / "bad"), "--rt-cpus", "10-13")
+    assert code == 0
+    assert "sc.exe stop SysMain & sc.exe config SysMain start= disabled" in out
+    assert "$obj.SetRTCores = 4" in out and "never applied" in out
+    code, _, err = run_cli("tune", "--root", str(WINDOWS / "bad"), "--rt-cpus", "10-13", "--apply")
+    assert code == 2 and "captured command outputs" in err

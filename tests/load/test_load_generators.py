@@ -6,13 +6,16 @@ Each load runs about one second on CPU 0, with stress-ng and with the built-in f
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import psutil
 import pytest
 
+from softrt.cpus import CpuSet
 from softrt.errors import InvalidState
 from softrt.load import LoadResult, LoadState, _worker, make_load
+from softrt.platform import get_platform
 
 from .conftest import LOAD_CPU, assert_nothing_left, descendants, needs_ffmpeg, needs_stress_ng
 
@@ -153,3 +156,20 @@ def test_builtin_disk_worker_writes_syncs_reads_and_cleans_up(tmp_path):
     assert counters["bytes_read"] >= 1 << 20
     assert counters["fsyncs"] >= 2
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_builtin_worker_moved_off_its_cpus_is_reported(load_cpus, tmp_path):
+    """Placement is checked through the platform layer when the load stops (the worker script
+    itself makes no OS calls): a worker that ran elsewhere is a problem of the load's result."""
+    others = CpuSet(os.sched_getaffinity(0)) - load_cpus
+    if not others:
+        pytest.skip("one CPU: nowhere to move the worker to")
+    load = make_load("cpu", load_cpus, "builtin", timeout_s=60, workdir=tmp_path)
+    load.start()
+    try:
+        time.sleep(0.3)  # taskset and setpriv have exec'd the worker
+        get_platform().set_affinity(CpuSet([min(others)]), load.pids()[0])  # as a cgroup change would
+    finally:
+        load.stop()
+    problems = load.result().problems
+    assert any(f"ran on CPUs {min(others)}, not on its CPUs {load_cpus}" in p for p in problems), problems

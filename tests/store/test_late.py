@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from softrt.analysis.attribution import late_flags
+from softrt.analysis.late import late_flags
 from softrt.ipc.layout import RECORD_DTYPE
 from softrt.report.synthetic import synthetic_records
 from softrt.store.late import AGGREGATES, LateSelector, SecondAggregator, read_aggregates, resolve_mode

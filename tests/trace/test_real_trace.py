@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from softrt.analysis.attribution import FIELDS_READ, Attributor
+from softrt.analysis.attribution import Attributor
+from softrt.analysis.timeline import FIELDS_READ
 from softrt.ipc.layout import RECORD_DTYPE
 from softrt.trace.parse import LineParser
 

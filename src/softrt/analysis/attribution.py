@@ -3,10 +3,8 @@
 For every late cycle the loop recorded, the *interference window* is rebuilt from the RT CPU's
 kernel events and every nanosecond of it is credited to exactly one cause.
 
-Late cycle
-    period (``detect[i] - detect[i-1]``, consecutive ``seq`` only: a period never spans records
-    the ring dropped) over nominal + threshold, latency (``detect - edge``) over the threshold,
-    or ``missed > 0``.
+A late cycle is defined in :mod:`.late`; the timeline of who had the CPU is built in
+:mod:`.timeline`.
 
 Interference window ``[start, detect_i]`` (to ``write_i`` for a missed update written late)
     ``start`` is when the worker should have seen the permit: the edge ``edge_i``. The virtual
@@ -21,20 +19,6 @@ Interference window ``[start, detect_i]`` (to ``write_i`` for a missed update wr
     rtla timerlat's split of a late activation into the IRQ latency and the thread latency
     (Documentation/tools/rtla/rtla-timerlat.rst, "auto-analysis"): here the "thread" may still be
     busy with its previous activation, and that share is shown, not hidden.
-
-Timeline (who had the CPU), layered like the osnoise tracer's accounting
-(kernel/trace/trace_osnoise.c: an IRQ's duration is subtracted from the softirq or thread it
-interrupted, so nested time counts once, for the innermost):
-
-    layer 3  hard IRQs: ``irq_handler_entry/exit`` (number, name) and the x86 ``irq_vectors``
-             ``<vector>_entry/_exit`` (local_timer, reschedule, call_function, irq_work, ...),
-             ``ipi_entry/exit``
-    layer 2  ``softirq_entry/exit`` (vector: TIMER, RCU, NET_RX, SCHED, ...)
-    layer 1  in the context of one task: ``workqueue_execute_start/end`` (function), the
-             worker's ``sys_enter/sys_exit`` and its page faults (``page_fault_user/_kernel`` have
-             no exit event: a fault is credited up to the next event on the CPU, an upper bound)
-    layer 0  the task ``sched_switch`` made current (comm, pid, prio; kernel prio < 100 is
-             SCHED_FIFO/RR with priority 99 - prio, -1 is SCHED_DEADLINE)
 
 Parked while runnable: the worker (a FIFO task) switched out while runnable (``prev_state`` R)
 for idle or a lower-priority task; until it runs again, layer-0 time is a kernel cause named by
@@ -63,15 +47,6 @@ Outside the kernel: in the window after the worker could have seen the permit, t
 any event is reported as "no guest activity on CPU N for X µs", with the RT CPU's steal counter
 (/proc/stat) over the samples that bracket it as evidence. Whether it was the hypervisor, an SMI
 or firmware is not guessed. Shorter stretches are the *unexplained* rest, stated as such.
-
-Expected event fields (the kernel's ``key=value`` text, see events.py): sched_switch
-``prev_comm prev_pid prev_prio prev_state next_comm next_pid next_prio``; sched_wakeup ``pid``;
-irq_handler_entry/exit ``irq`` (and ``name``); softirq_entry ``vec`` (``action`` or ``[action``
-when the parser kept the bracket; else the name comes from the vector number);
-workqueue_execute_start ``function`` (its text is ``work struct %p: function %ps``, not
-key=value: the trace layer must extract it); sys_enter ``id`` or ``NR`` (its text is ``NR %ld
-(...)``). Other ``X_entry``/``X_exit`` pairs (the x86 ``irq_vectors``, ``ipi_entry/exit``) are
-hard-IRQ-level kernel work named after X; every other event only shows that the guest ran.
 """
 
 from __future__ import annotations
@@ -79,253 +54,19 @@ from __future__ import annotations
 import bisect
 import heapq
 from array import array
-from functools import lru_cache
 from collections import deque
-from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
 from .events import StealSample, TraceEvent
-
-#: Softirq vector numbers (include/linux/interrupt.h, ``softirq_to_name``).
-SOFTIRQ_NAMES = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU")
-
-#: Pairs of events that open and close something that is not an ``X_entry``/``X_exit`` vector.
-_NOT_VECTORS = frozenset({"irq_handler", "softirq", "hrtimer_expire", "timer_expire"})
+from .late import Late, late_cycles
+from .timeline import CpuState, Segment, Source, apply, build_timeline, slice_window
 
 #: Events kept before the oldest window still to explain; older ones are folded into the base
 #: state, so nothing needs them: this is only slack.
 MARGIN_NS = 1_000_000
 
-#: The events whose fields the attribution reads (every other event is used by its name, time and
-#: task only): the trace layer need not split the others' text (trace.parse.LineParser).
-FIELDS_READ = frozenset({"sched_switch", "sched_wakeup", "sched_waking", "irq_handler_entry", "irq_handler_exit",
-                         "softirq_entry", "workqueue_execute_start", "sys_enter", "ipi_entry"})
-
 KIND_ORDER = ("thread", "irq", "softirq", "kernel", "outside", "loop")
-
-
-# -- the timeline ---------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Source:
-    """Who took the CPU: ``kind`` (thread, irq, softirq, kernel, outside, loop), a name, an id
-    (pid, IRQ number, softirq vector, CPU; -1 when none) and a detail (e.g. ``FIFO 99``)."""
-
-    kind: str
-    name: str
-    ident: int = -1
-    detail: str = ""
-
-    def label(self) -> str:
-        """``thread stress-ng (pid 812, FIFO 99)``-like text."""
-        what = {"thread": "pid", "irq": "IRQ", "softirq": "vec"}.get(self.kind)
-        inner = ", ".join(x for x in (f"{what} {self.ident}" if what and self.ident >= 0 else "", self.detail) if x)
-        return f"{self.kind} {self.name}" + (f" ({inner})" if inner else "")
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """``[start_ns, end_ns)`` held by *source* at *layer*; layer-1 segments belong to task *pid*."""
-
-    start_ns: int
-    end_ns: int
-    layer: int
-    source: Source
-    pid: int = -1
-    parked: str = ""  # the worker was runnable but switched out for: "idle", "other" (SCHED_OTHER) or "rt"
-    asleep: bool = False  # the worker was blocked (not yet woken): the task ran while it could not
-    woken: bool = False  # the worker was woken and this lower-priority task (or idle) was still current
-
-
-@dataclass
-class CpuState:
-    """The RT CPU's state at one moment: the current task and what is open above it."""
-
-    task: Source | None = None  # layer 0 (kind thread), None until the first event says
-    task_pid: int = -1
-    task_prio: int | None = None
-    since_ns: int = 0
-    parked: str = ""
-    asleep: bool = False
-    woken: bool = False
-    worker_prio: int | None = None
-    open: list = field(default_factory=list)  # [(layer, tag, source, start_ns, pid)], innermost last
-    fault: tuple | None = None  # (source, start_ns, pid): a page fault waiting for the next event
-
-    def copy(self) -> CpuState:
-        return CpuState(self.task, self.task_pid, self.task_prio, self.since_ns, self.parked, self.asleep,
-                        self.woken, self.worker_prio, list(self.open), self.fault)
-
-
-def policy(prio: int | None) -> str:
-    """Policy and priority from the kernel prio a sched_switch prints (include/linux/sched/prio.h)."""
-    if prio is None:
-        return ""
-    if prio < 0:
-        return "DEADLINE"
-    if prio < 100:
-        return f"FIFO/RR {99 - prio}"
-    return f"OTHER nice {prio - 120}"
-
-
-def _int(text: str | None, default: int = -1) -> int:
-    try:
-        return int(str(text).strip().strip("[]"), 0)
-    except (TypeError, ValueError):
-        return default
-
-
-def _task(comm: str, pid: int, prio: int | None) -> Source:
-    return Source("thread", comm, pid, policy(prio))
-
-
-def _softirq(fields: dict[str, str]) -> Source:
-    return _softirq_source(fields.get("vec"), fields.get("action") or fields.get("[action") or "")
-
-
-@lru_cache(maxsize=64)
-def _softirq_source(vec_text: str | None, action: str) -> Source:
-    vec = _int(vec_text)
-    name = action.strip("[]") or (SOFTIRQ_NAMES[vec] if 0 <= vec < len(SOFTIRQ_NAMES) else f"vec {vec}")
-    return Source("softirq", name, vec)
-
-
-@lru_cache(maxsize=256)
-def _vector(name: str) -> tuple[str, bool] | None:
-    """``(vector, is_exit)`` of an ``X_entry``/``X_exit`` event that is hard-IRQ-level work, else None."""
-    for suffix in ("_entry", "_exit"):
-        if name.endswith(suffix) and name[: -len(suffix)] not in _NOT_VECTORS:
-            return name[: -len(suffix)], suffix == "_exit"
-    return None
-
-
-def _parked(state: CpuState) -> str:
-    """The worker's parked reason for the current task's time: a task above the worker that runs
-    meanwhile (a FIFO thread preempting it while it is parked) is blamed itself, not the parking."""
-    if state.parked and state.task_pid != 0 and state.task_prio is not None and state.worker_prio is not None \
-            and state.task_prio < state.worker_prio:
-        return ""
-    return state.parked
-
-
-def _emit(out: list[Segment] | None, seg: Segment) -> None:
-    if out is not None and seg.end_ns > seg.start_ns:
-        out.append(seg)
-
-
-def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] | None) -> None:
-    """Advance *state* by one event; append the segments it closes to *out* (None: discard them)."""
-    t, name, f = ev.ts_ns, ev.name, ev.fields
-    if state.fault is not None:  # a fault has no exit event: it lasted until the next event at most
-        src, start, pid = state.fault
-        _emit(out, Segment(start, t, 1, src, pid))
-        state.fault = None
-    if state.task is None:  # the common header names the task that was current
-        state.task, state.task_pid, state.since_ns = _task(ev.comm, ev.pid, None), ev.pid, t
-    if name == "sched_switch":
-        prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
-        prev_prio, next_prio = _int(f.get("prev_prio"), None), _int(f.get("next_prio"), None)
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), state.asleep,
-                           state.woken))
-        state.woken = False
-        if prev_pid == worker_pid and next_pid != worker_pid:
-            runnable = (f.get("prev_state") or "").startswith("R")
-            lower = next_pid == 0 or (next_prio is not None and prev_prio is not None and next_prio > prev_prio)
-            state.parked = "" if not (runnable and lower) else (
-                "idle" if next_pid == 0 else "rt" if next_prio is not None and next_prio < 100 else "other")
-            state.asleep = not runnable
-            state.worker_prio = prev_prio
-        elif next_pid == worker_pid:
-            state.parked, state.asleep = "", False
-        state.task = _task(f.get("next_comm", "?"), next_pid, next_prio)
-        state.task_pid, state.task_prio, state.since_ns = next_pid, next_prio, t
-        return
-    if name in ("sched_wakeup", "sched_waking") and _int(f.get("pid")) == worker_pid and state.asleep:
-        # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), True))
-        state.since_ns, state.asleep = t, False
-        state.woken = (state.task_pid == 0 or state.task_prio is None or state.worker_prio is None
-                       or state.task_prio > state.worker_prio)
-        return
-    layer, tag, src = _classify(ev, worker_pid)
-    if layer is None:
-        return
-    if src is None:  # an exit: close the innermost open item it matches
-        for k in range(len(state.open) - 1, -1, -1):
-            lay, otag, osrc, start, pid = state.open[k]
-            if lay == layer and (otag == tag or tag == ""):
-                _emit(out, Segment(start, t, lay, osrc, pid))
-                del state.open[k]
-                break
-        return
-    if tag == "fault":
-        state.fault = (src, t, ev.pid)
-        return
-    state.open.append((layer, tag, src, t, ev.pid if layer == 1 else -1))
-
-
-def _classify(ev: TraceEvent, worker_pid: int) -> tuple[int | None, str, Source | None]:
-    """(layer, tag, source) of a non-switch event; source None for an exit (it closes the open item
-    with the same tag; tag "" closes the innermost of its layer); layer None: activity only."""
-    name, f = ev.name, ev.fields
-    if name == "irq_handler_entry":
-        irq = _int(f.get("irq"))
-        return 3, f"irq:{irq}", Source("irq", f.get("name", f"irq {irq}"), irq)
-    if name == "irq_handler_exit":
-        return 3, f"irq:{_int(f.get('irq'))}", None
-    if name == "softirq_entry":
-        return 2, "softirq", _softirq(f)
-    if name == "softirq_exit":
-        return 2, "softirq", None
-    if name == "workqueue_execute_start":
-        return 1, "wq", Source("thread", f"{ev.comm} [{f.get('function', '?')}]", ev.pid)
-    if name == "workqueue_execute_end":
-        return 1, "wq", None
-    if ev.pid == worker_pid and name in ("page_fault_user", "page_fault_kernel"):
-        where = "user" if name.endswith("user") else "kernel"
-        return 1, "fault", Source("kernel", f"page fault ({where}) of the worker: memory not locked?")
-    if ev.pid == worker_pid and name == "sys_enter":
-        nr = _int(f.get("id", f.get("NR")))
-        return 1, "sys", Source("kernel", "system call" + (f" {nr}" if nr >= 0 else "") + " of the worker")
-    if ev.pid == worker_pid and name == "sys_exit":
-        return 1, "sys", None
-    vec = _vector(name)
-    if vec is None:
-        return None, "", None
-    vector, is_exit = vec
-    if is_exit:
-        return 3, "vec:" + vector, None
-    label = f"IPI {f['reason']}" if vector == "ipi" and f.get("reason") else vector.replace("_", " ")
-    return 3, "vec:" + vector, Source("kernel", label)
-
-
-def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worker_pid: int) -> list[Segment]:
-    """Segments from *state* through *events* up to *end_ns*; what is still open ends there.
-
-    *state* is advanced in place (copy it first to replay).
-    """
-    out: list[Segment] = []
-    for ev in events:
-        if ev.ts_ns > end_ns:
-            break
-        apply(state, ev, worker_pid, out)
-    if state.task is not None:
-        out.append(Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, _parked(state), state.asleep,
-                           state.woken))
-    for layer, _tag, src, start, pid in state.open:
-        out.append(Segment(start, end_ns, layer, src, pid))
-    if state.fault is not None:
-        src, start, pid = state.fault
-        out.append(Segment(start, end_ns, 1, src, pid))
-    return out
-
-
-def slice_window(segments: list[Segment], start_ns: int, end_ns: int) -> list[Segment]:
-    """The segments' parts inside ``[start_ns, end_ns)``."""
-    return [Segment(max(s.start_ns, start_ns), min(s.end_ns, end_ns), s.layer, s.source, s.pid, s.parked, s.asleep,
-                    s.woken)
-            for s in segments if s.end_ns > start_ns and s.start_ns < end_ns and s.end_ns > s.start_ns]
 
 
 _THROTTLING = Source("kernel", "RT throttling (worker runnable, parked by sched_rt_runtime_us)")
@@ -453,89 +194,6 @@ def steal_between(times_ns, steal_ns, start_ns: int, end_ns: int) -> dict | None
         return None
     return {"from_ns": times_ns[i], "to_ns": times_ns[j], "steal_ms": round((steal_ns[j] - steal_ns[i]) / 1e6, 3),
             "over_s": round((times_ns[j] - times_ns[i]) / 1e9, 3)}
-
-
-# -- late cycles ------------------------------------------------------------------------------------
-@dataclass(slots=True)
-class Late:
-    """A late cycle waiting for its events."""
-
-    seq: int
-    cycle: int
-    edge_ns: int
-    detect_ns: int
-    start_ns: int
-    work_until_ns: int
-    end_ns: int
-    period_ns: int | None
-    missed: int
-    reasons: tuple[str, ...]
-
-
-class LateFlags(NamedTuple):
-    """Which records of a chunk are late, and why (boolean arrays, one entry per record)."""
-
-    period_ns: np.ndarray  # detect - the previous record's detect (meaningful where ``consecutive``)
-    consecutive: np.ndarray  # the previous record is the one before in seq (no record dropped between)
-    by_period: np.ndarray
-    by_latency: np.ndarray
-    by_missed: np.ndarray
-
-    @property
-    def any(self) -> np.ndarray:
-        return self.by_period | self.by_latency | self.by_missed
-
-
-def late_flags(recs: np.ndarray, prev_seq: int | None, prev_detect_ns: int | None, period_ns: int,
-               threshold_ns: int) -> LateFlags:
-    """softrt's one definition of a late cycle, for one chunk of records: its period (permit to permit,
-    never across a ``seq`` gap) over nominal + *threshold_ns*, its latency (``detect - edge``) over
-    *threshold_ns*, or a missed update. *prev_seq*/*prev_detect_ns* are the last record of the chunk
-    before (None for the first chunk), so a period spans chunk boundaries. Used by the attribution
-    and by the ``--samples late`` store (softrt.store.late)."""
-    seq, detect = recs["seq"], recs["detect_ns"]
-    p_seq = np.empty_like(seq)
-    p_detect = np.empty_like(detect)
-    p_seq[1:], p_detect[1:] = seq[:-1], detect[:-1]
-    if prev_seq is None:
-        p_seq[:1], p_detect[:1] = seq[:1] - 2, 0
-    else:
-        p_seq[:1], p_detect[:1] = prev_seq, prev_detect_ns
-    consecutive = seq - p_seq == 1
-    period = detect - p_detect
-    return LateFlags(period, consecutive, consecutive & (period > period_ns + threshold_ns),
-                     detect - recs["edge_ns"] > threshold_ns, recs["missed"] > 0)
-
-
-def late_cycles(recs: np.ndarray, prev: tuple | None, period_ns: int, threshold_ns: int) -> list[Late]:
-    """The late cycles of one chunk of records; *prev* is the last record of the chunk before
-    (``(seq, detect_ns, done_ns)``) so a period and an overrun can span chunk boundaries."""
-    if recs.size == 0:
-        return []
-    seq, detect, done, edge = recs["seq"], recs["detect_ns"], recs["done_ns"], recs["edge_ns"]
-    flags = late_flags(recs, None if prev is None else prev[0], None if prev is None else prev[1],
-                       period_ns, threshold_ns)
-    p_detect = np.empty_like(detect)
-    p_done = np.empty_like(done)
-    p_detect[1:], p_done[1:] = detect[:-1], done[:-1]
-    if prev is None:
-        p_detect[0], p_done[0] = 0, 0
-    else:
-        _, p_detect[0], p_done[0] = prev
-    consecutive, period = flags.consecutive, flags.period_ns
-    late_period, late_latency, late_missed = flags.by_period, flags.by_latency, flags.by_missed
-    out = []
-    for i in np.flatnonzero(late_period | late_latency | late_missed):
-        overran = bool(consecutive[i]) and int(p_done[i]) > int(edge[i])
-        reasons = tuple(r for r, m in (("period", late_period), ("latency", late_latency), ("missed", late_missed))
-                        if m[i])
-        # A missed update is the write landing late: when it came well after the permit was seen,
-        # the window runs to the write (the worker's own time in between is its work).
-        end = max(int(detect[i]), int(recs["write_ns"][i])) if late_missed[i] else int(detect[i])
-        out.append(Late(int(seq[i]), int(recs["cycle"][i]), int(edge[i]), int(detect[i]),
-                        int(p_detect[i]) if overran else int(edge[i]), int(p_done[i]) if overran else int(edge[i]),
-                        end, int(period[i]) if consecutive[i] else None, int(recs["missed"][i]), reasons))
-    return out
 
 
 def _us(ns: float) -> float:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
-from ..platform._files import kpath, read_text
+from ..platform.kfiles import kpath, read_text
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
-from ..platform._files import kpath, read_text
+from ..platform.kfiles import kpath, read_text
 
 PF_KTHREAD = 0x00200000  # a kernel thread
 PF_NO_SETAFFINITY = 0x04000000  # userland may not change its affinity (per-CPU kthreads)

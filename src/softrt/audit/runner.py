@@ -10,9 +10,9 @@ import os
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError, InvalidCpu, SoftRTError
 from ..platform import get_platform
-from ..platform._files import read_text
+from ..platform.kfiles import read_text
 from . import sample as _sample
-from . import sysinfo
+from . import sysinfo, windows
 from .checks import ALL
 from .context import Context
 from .model import Finding, Report, Severity, Status
@@ -40,6 +40,8 @@ def _allowed(root: str) -> CpuSet | None:
 
 def default_rt_cpu(root: str = "/") -> int:
     """Return the CPU ``softrt run`` uses by default (:func:`softrt.cpus.choose_cpus`)."""
+    if windows.applies(root):
+        return windows.default_rt_cpu(root)
     online = online_cpus(root)
     allowed = _allowed(root)
     rt_cpu, _ = choose_cpus(online, allowed if allowed is not None else online)
@@ -92,6 +94,8 @@ def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Repor
         ConfigError: bad real-time CPUs (see :func:`validate_rt_cpus`).
     """
     root = str(root)
+    if windows.applies(root):
+        return windows.run_checks(rt_cpus, root, sample_s)
     rt_cpus, _ = validate_rt_cpus(rt_cpus, root)
     ctx = Context(root, rt_cpus, online_cpus(root))
     ctx.sample = _live_sample(ctx, sample_s) if sample_s > 0 and ctx.live else None

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ..cpus import CpuSet
-from ..platform._files import kpath, read_text
+from ..platform.kfiles import kpath, read_text
 from ..trace import tracefs
 from . import procs
 

@@ -1,6 +1,6 @@
 """Readers for kernel and CPU facts under a root directory (audit layer, read-only).
 
-Every function takes ``root`` and reads through :mod:`softrt.platform._files`, so tests feed
+Every function takes ``root`` and reads through :mod:`softrt.platform.kfiles`, so tests feed
 captured trees. A missing or unreadable file gives ``None`` (or an empty result); the checks turn
 that into "not applicable" with the reason, never a crash.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
-from ..platform._files import kpath, read_text
+from ..platform.kfiles import kpath, read_text
 
 CPU_DIR = "/sys/devices/system/cpu"
 

@@ -1,5 +1,8 @@
 """Devices the cyclic loop talks to: the virtual board (default) and, later, EtherCAT masters."""
 
+import time
+from collections.abc import Callable
+
 from ..errors import ConfigError
 from .base import Device
 from .virtual import VirtualBoard
@@ -14,15 +17,17 @@ def check_device_spec(spec: str) -> str:
     raise ConfigError(f"unknown device {spec!r}", hint="use virtual or ethercat:IFACE (e.g. ethercat:eth1)")
 
 
-def open_device(spec: str, period_ns: int, axes: int, bus_timeout_ns: int | None = None) -> Device:
+def open_device(spec: str, period_ns: int, axes: int, clock: Callable[[], int] = time.monotonic_ns,
+                bus_timeout_ns: int | None = None) -> Device:
     """Open the device *spec*, ready for ``start()`` (an EtherCAT bus is brought to OP).
 
+    *clock* is the loop's clock (the platform's ``clock_ns``): the virtual board's edges are on it.
     *bus_timeout_ns*: how long an EtherCAT bus may answer no valid frame before the run fails
     (None: the master's default, 10 ms).
     """
     check_device_spec(spec)
     if spec == "virtual":
-        return VirtualBoard(period_ns, axes)
+        return VirtualBoard(period_ns, axes, clock=clock)
     try:
         from ..ethercat import open_device as open_ethercat
     except ImportError as err:  # pragma: no cover - the extra is not installed

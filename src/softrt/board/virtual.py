@@ -1,4 +1,5 @@
-"""The virtual board: an ideal EtherCAT-like board whose clock is CLOCK_MONOTONIC.
+"""The virtual board: an ideal EtherCAT-like board on the loop's clock (the platform's ``clock_ns``:
+CLOCK_MONOTONIC on Linux, QueryPerformanceCounter on Windows).
 
 Edge k is at exactly ``t0 + k * period``; the board adds no jitter of its own, so everything
 measured is the host's. Semantics (the seed's board):
@@ -21,7 +22,7 @@ from ..errors import ConfigError
 
 
 class VirtualBoard:
-    """Virtual board with an ideal CLOCK_MONOTONIC cycle (see the module docstring)."""
+    """Virtual board with an ideal cycle on the loop's clock (see the module docstring)."""
 
     last_rtt_ns = 0  # no frames: the write is a store into the board's memory
     last_wkc = 0

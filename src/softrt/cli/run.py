@@ -29,11 +29,14 @@ LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and the
 @click.option("--max-duration", "max_duration_ns", type=TimeNs("s"), default="7d", show_default=True,
               help="Safety bound on --duration (72 h runs are normal; raise it for longer ones).")
 @click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU].")
-@click.option("--priority", type=int, default=80, show_default=True, help="SCHED_FIFO priority (1-99).")
+@click.option("--priority", type=int, default=80, show_default=True, help="SCHED_FIFO priority (1-99; Linux: Windows always uses 31).")
 @click.option("--profile", type=click.Choice(["rt", "none"]), default="rt", show_default=True,
-              help="rt: pin, SCHED_FIFO, mlockall, cpu_dma_latency; none: the seed's 'not tuned'.")
+              help="rt: pin, real-time priority, memory locked (Linux: SCHED_FIFO, mlockall, cpu_dma_latency; "
+                   "Windows: REALTIME_PRIORITY_CLASS, TIME_CRITICAL, a locked working set, 1 ms timer); "
+                   "none: the seed's 'not tuned'.")
 @click.option("--wait", type=click.Choice(["spin", "sleep", "hybrid"]), default="spin", show_default=True,
-              help="spin: poll the permit bit (the seed); sleep: clock_nanosleep to the edge; hybrid: both.")
+              help="spin: poll the permit bit (the seed); sleep: clock_nanosleep (Windows: a high-resolution "
+                   "waitable timer) to the edge; hybrid: both.")
 @click.option("--margin", "margin_ns", type=TimeNs("us"), default="50us", show_default=True,
               help="hybrid: wake this long before the edge, then spin.")
 @click.option("--device", default="virtual", show_default=True,

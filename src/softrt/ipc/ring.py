@@ -64,6 +64,11 @@ class Ring:
         probe.close()
         return cls(name, plat.open_shared_memory(name, _size_bytes(capacity), create=False), owner=False)
 
+    @property
+    def mapping(self):
+        """The shared mapping itself (the worker locks it in RAM: VirtualLock on Windows)."""
+        return self._mm
+
     def writer(self) -> RingWriter:
         """Return the producer side (the worker)."""
         return RingWriter(self)

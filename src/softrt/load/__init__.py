@@ -9,7 +9,8 @@ churn, GPU rendering and video playback, placed on the housekeeping CPUs.
         print(result.to_dict())
 
 Backends: stress-ng when installed, built-in Python workers otherwise; ffmpeg for video.
-Linux only (taskset, setpriv, process groups).
+On Linux placed with taskset and killed with their process group; on Windows placed through the
+platform after they start (see _proc.WINDOWS_NOT_APPLIED).
 """
 
 from __future__ import annotations

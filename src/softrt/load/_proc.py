@@ -1,4 +1,4 @@
-"""Launching and ending load processes so that none outlives softrt (load layer, Linux).
+"""Launching and ending load processes so that none outlives softrt (load layer).
 
 Every load process starts in a session of its own (setsid(2)), so one signal to its process group
 reaches every worker it forked, and a terminal's Ctrl-C reaches only softrt, which then stops the
@@ -7,12 +7,17 @@ loads in order. External tools are wrapped as ``taskset -c CPUS setpriv --pdeath
 instruction, and PR_SET_PDEATHSIG (prctl(2)) sends SIGTERM to the tool if softrt dies, even by
 SIGKILL. No preexec_fn is used: code between fork and exec is unsafe when softrt has threads
 (subprocess docs).
+
+On Windows there is no taskset, setpriv or process group to signal: a load starts in a new
+process group (CREATE_NEW_PROCESS_GROUP) and is placed on its CPUs through the platform object
+right after it starts (SetProcessAffinityMask: its first instructions may run elsewhere); it is
+asked to stop with CTRL_BREAK_EVENT and then killed (TerminateProcess). What is not applied
+there is said in :data:`WINDOWS_NOT_APPLIED`.
 """
 
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -22,7 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..cpus import CpuSet
-from ..errors import NotSupported
+from ..errors import NotSupported, SoftRTError
+from ..platform import IS_WINDOWS, get_platform
 
 # After SIGTERM a tool gets this long to write its report (stress-ng writes its YAML on SIGTERM)
 # before the whole group gets SIGKILL.
@@ -31,7 +37,11 @@ _KILL_WAIT_S = 5.0
 
 # Disk loads default to /var/tmp: the FHS keeps it on disk, while /tmp may be a tmpfs (Debian 13
 # and others), where an "SSD benchmark" would only exercise memory.
-DISK_WORKDIR = "/var/tmp"
+DISK_WORKDIR = tempfile.gettempdir() if IS_WINDOWS else "/var/tmp"
+
+#: What a load on Windows does without (said in every Windows load's notes).
+WINDOWS_NOT_APPLIED = ("Windows: placed on its CPUs just after it started (not before its first instruction); "
+                       "not killed with softrt if softrt itself is killed (no death signal)")
 
 # The unprivileged account used when a stressor refuses to run as root (stress-ng's exec).
 UNPRIVILEGED_USER = "nobody"
@@ -45,14 +55,38 @@ def which_or_raise(tool: str, package: str) -> str:
     return path
 
 
+def uid_of(user: str) -> int | None:
+    """The uid of *user*, or None when there is no such user (or no POSIX users: Windows)."""
+    if IS_WINDOWS:
+        return None
+    import pwd
+
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return None
+
+
+def is_root() -> bool:
+    """True when running as root (never on Windows, where stress-ng's root check does not apply)."""
+    return not IS_WINDOWS and os.geteuid() == 0
+
+
 def guarded_argv(argv: Sequence[str], cpus: CpuSet, *, drop_root: bool = False) -> list[str]:
-    """Return *argv* wrapped in taskset (placement) and setpriv (death signal, optional user)."""
+    """Return *argv* wrapped in taskset (placement) and setpriv (death signal, optional user).
+
+    On Windows *argv* is returned as it is: :func:`spawn` places the process through the platform.
+    """
+    if IS_WINDOWS:
+        return list(argv)
     taskset = which_or_raise("taskset", "util-linux")
     setpriv = which_or_raise("setpriv", "util-linux")
     wrap = [taskset, "-c", str(cpus), setpriv, "--pdeathsig", "TERM"]
     if drop_root:
         # setpriv applies the death signal after changing user, so it survives the drop (tested;
         # a plain credential change clears it, prctl(2) PR_SET_PDEATHSIG).
+        import pwd  # POSIX only; Windows never drops root here
+
         user = pwd.getpwnam(UNPRIVILEGED_USER)
         wrap += [f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
     return [*wrap, "--", *argv]
@@ -64,23 +98,55 @@ def spawn(
     cwd: str | os.PathLike[str] | None,
     log: Path | None = None,
     stdout: int | None = None,
+    stdin: int | None = None,
     pass_fds: Sequence[int] = (),
+    cpus: CpuSet | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start *argv* in a new session; stderr (and stdout unless given) go to *log*."""
+    """Start *argv* in a new session; stderr (and stdout unless given) go to *log*.
+
+    On Windows, in a new process group, placed on *cpus* through the platform once started
+    (on Linux :func:`guarded_argv`'s taskset already did it); *pass_fds* is POSIX only.
+    """
     logf = open(log, "wb") if log is not None else None  # noqa: SIM115 (closed below, child keeps its copy)
+    where = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if IS_WINDOWS else {
+        "pass_fds": tuple(pass_fds), "start_new_session": True}
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
             stdout=stdout if stdout is not None else (logf or subprocess.DEVNULL),
             stderr=logf or subprocess.DEVNULL,
-            pass_fds=tuple(pass_fds),
-            start_new_session=True,
+            **where,
         )
     finally:
         if logf is not None:
             logf.close()
+    if IS_WINDOWS and cpus is not None:
+        place(proc, cpus)
+    return proc
+
+
+def place(proc: subprocess.Popen[bytes], cpus: CpuSet) -> None:
+    """Put a started process on *cpus* through the platform object; stop it if that fails.
+
+    Raises:
+        SoftRTError: the platform refused (the process is ended first, so nothing runs misplaced).
+    """
+    try:
+        get_platform().set_affinity(cpus, proc.pid)
+    except SoftRTError:
+        proc.kill()
+        proc.wait()
+        raise
+
+
+def ask_to_stop(proc: subprocess.Popen[bytes]) -> None:
+    """Ask a load to end and report: SIGTERM, or CTRL_BREAK_EVENT to its process group on Windows."""
+    try:
+        proc.send_signal(signal.CTRL_BREAK_EVENT if IS_WINDOWS else signal.SIGTERM)
+    except (ProcessLookupError, OSError):
+        pass  # it has just exited
 
 
 def _group_exists(pgid: int) -> bool:
@@ -107,12 +173,11 @@ def terminate(proc: subprocess.Popen[bytes], *, grace_s: float = TERM_GRACE_S) -
     reports), then SIGTERM and finally SIGKILL to the whole group, until no member is left.
     The group id is the leader's pid (start_new_session) and stays valid while any member lives.
     """
+    if IS_WINDOWS:
+        return _terminate_windows(proc, grace_s)
     pgid = proc.pid
     if proc.poll() is None:
-        try:
-            proc.send_signal(signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+        ask_to_stop(proc)
         try:
             proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
@@ -132,6 +197,21 @@ def terminate(proc: subprocess.Popen[bytes], *, grace_s: float = TERM_GRACE_S) -
         _signal_group(pgid, sig)
         sig = signal.SIGKILL
         time.sleep(0.02)
+    return proc.returncode
+
+
+def _terminate_windows(proc: subprocess.Popen[bytes], grace_s: float) -> int | None:
+    """CTRL_BREAK_EVENT, then TerminateProcess after *grace_s* (no process group to sweep)."""
+    if proc.poll() is None:
+        ask_to_stop(proc)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            try:
+                proc.wait(timeout=_KILL_WAIT_S)
+            except subprocess.TimeoutExpired:
+                pass
     return proc.returncode
 
 
@@ -186,6 +266,8 @@ def remove_private_dir(path: Path | None) -> None:
 def filesystem_of(path: str | os.PathLike[str]) -> str:
     """Return "fstype on source" for the mount holding *path* (from /proc/self/mounts, proc(5))."""
     target = os.path.realpath(path)
+    if IS_WINDOWS:  # no mount table to read; the drive is what a user can act on
+        return f"drive {os.path.splitdrive(target)[0] or target}"
     best = ("", "?", "?")
     try:
         with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:

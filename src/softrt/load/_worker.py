@@ -1,9 +1,15 @@
 """One built-in load process: ``python _worker.py '<json config>'`` (load layer, stdlib only).
 
 Run by softrt.load.builtin through taskset (placement) and setpriv --pdeathsig TERM, as a script
-rather than a module so that it needs nothing from softrt on its path. It works until SIGTERM
+rather than a module so that it needs nothing from softrt on its path. Its placement is checked
+by softrt.load.builtin through the platform layer, not here (no OS calls outside ``platform``). It works until SIGTERM
 or its safety timeout, then prints one JSON line: ``{"counters": {...}, "elapsed_s": …,
 "cpu_s": …}`` and exits 0. Every file it makes it also removes, on SIGTERM too.
+
+On Windows softrt asks it to stop with CTRL_BREAK_EVENT (SIGBREAK here). As it cannot import
+softrt's platform layer, it tests for the few POSIX calls it uses (os.fork, os.posix_fadvise,
+resource) and does the same work through portable calls without them (the disk report says
+whether its read-back bypassed the cache). Its placement is checked by softrt, not here.
 """
 
 from __future__ import annotations
@@ -12,11 +18,16 @@ import errno
 import json
 import os
 import random
-import resource
 import signal
 import socket
 import sys
+import subprocess
 import time
+
+try:
+    import resource
+except ImportError:  # Windows: os.times() below
+    resource = None
 
 MIB = 1 << 20
 _stop = False
@@ -46,14 +57,16 @@ def disk(cfg: dict, deadline: float) -> dict:
     """Sequential writes with fsync, random 4 KiB writes with fsync, then a read-back, in a loop.
 
     posix_fadvise(POSIX_FADV_DONTNEED) after each fsync drops the file from the page cache, so
-    the reads reach the device (posix_fadvise(2)).
+    the reads reach the device (posix_fadvise(2)); where there is no posix_fadvise (Windows) the
+    read-back may come from the cache, and the report says ``"uncached_reads": 0``.
     """
+    drop_cache = hasattr(os, "posix_fadvise")
     path = os.path.join(cfg["dir"], f"disk-{os.getpid()}.dat")
     size = int(cfg.get("file_bytes", 16 * MIB))
     block = os.urandom(MIB)  # incompressible, so compressing/deduplicating SSDs still do the work
     small = os.urandom(4096)
     written = read = fsyncs = 0
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
     try:
         while _running(deadline):
             for off in range(0, size, MIB):  # sequential writes, fsync after each MiB
@@ -70,7 +83,8 @@ def disk(cfg: dict, deadline: float) -> dict:
                     os.fsync(fd)
                     fsyncs += 1
             os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            if drop_cache:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             off = 0
             while _running(deadline):  # sequential read-back
                 chunk = os.pread(fd, MIB, off)
@@ -81,7 +95,7 @@ def disk(cfg: dict, deadline: float) -> dict:
     finally:
         os.close(fd)
         os.unlink(path)
-    return {"bytes_written": written, "bytes_read": read, "fsyncs": fsyncs}
+    return {"bytes_written": written, "bytes_read": read, "fsyncs": fsyncs, "uncached_reads": int(drop_cache)}
 
 
 def memcopy(cfg: dict, deadline: float) -> dict:
@@ -98,8 +112,16 @@ def memcopy(cfg: dict, deadline: float) -> dict:
 
 
 def net_server(cfg: dict, deadline: float) -> dict:
-    """Accept connections on the inherited loopback socket and read each one to EOF."""
-    srv = socket.socket(fileno=int(cfg["fd"]))
+    """Accept connections on the inherited loopback socket and read each one to EOF.
+
+    POSIX passes the socket as an inherited descriptor (``fd``); Windows as the bytes of
+    socket.share() on stdin (``shared``: socket.fromshare, the documented way to hand a socket
+    to another process there).
+    """
+    if cfg.get("shared"):
+        srv = socket.fromshare(bytes.fromhex(sys.stdin.readline().strip()))
+    else:
+        srv = socket.socket(fileno=int(cfg["fd"]))
     srv.settimeout(0.2)
     buf = bytearray(256 * 1024)
     conns = received = 0
@@ -141,14 +163,20 @@ def net_client(cfg: dict, deadline: float) -> dict:
 
 
 def churn(cfg: dict, deadline: float) -> dict:
-    """fork + exec of a trivial program + wait, repeatedly (what a parallel build does)."""
-    prog = cfg["program"]
+    """fork + exec of a trivial program + wait, repeatedly (what a parallel build does).
+
+    Without fork (Windows, or ``"spawn": true``) each process is created by subprocess
+    (CreateProcess), which is what a build does there.
+    """
+    prog, args = cfg["program"], list(cfg.get("args", []))
+    if cfg.get("spawn") or not hasattr(os, "fork"):
+        return _churn_spawn([prog, *args], deadline)
     ops = failures = 0
     while _running(deadline):
         pid = os.fork()
         if pid == 0:
             try:
-                os.execv(prog, [prog])
+                os.execv(prog, [prog, *args])
             finally:
                 os._exit(127)
         _, status = os.waitpid(pid, 0)
@@ -156,6 +184,18 @@ def churn(cfg: dict, deadline: float) -> dict:
             ops += 1
         else:
             failures += 1
+    return {"ops": ops, "failures": failures}
+
+
+def _churn_spawn(argv: list[str], deadline: float) -> dict:
+    ops = failures = 0
+    while _running(deadline):
+        try:
+            ok = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, check=False).returncode == 0
+        except OSError:
+            ok = False
+        ops, failures = ops + ok, failures + (not ok)
     return {"ops": ops, "failures": failures}
 
 
@@ -170,19 +210,20 @@ KINDS = {
 
 
 def _cpu_s() -> float:
-    """CPU seconds used by this process and its reaped children (getrusage(2))."""
+    """CPU seconds used by this process and its reaped children (getrusage(2); os.times() on Windows)."""
+    if resource is None:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def main(argv: list[str]) -> int:
+    if hasattr(signal, "SIGBREAK"):  # Windows: CTRL_BREAK_EVENT is how softrt asks it to stop
+        signal.signal(signal.SIGBREAK, _on_term)
     cfg = json.loads(argv[1])
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # softrt decides when loads stop, not Ctrl-C
-    want = set(cfg["cpus"])
-    if os.sched_getaffinity(0) != want:  # placement is taskset's job; refuse to run misplaced
-        print(f"worker affinity {sorted(os.sched_getaffinity(0))} != {sorted(want)}", file=sys.stderr)
-        return 3
     cpu0 = _cpu_s()
     t0 = time.monotonic()
     counters = KINDS[cfg["kind"]](cfg, t0 + float(cfg["timeout_s"]))

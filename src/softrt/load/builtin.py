@@ -1,8 +1,9 @@
-"""Built-in loads, the fallback when stress-ng is missing (load layer, Linux).
+"""Built-in loads, the fallback when stress-ng is missing (load layer).
 
 Each load is one or more worker processes running ``_worker.py`` (stdlib Python), started like
-the stress-ng ones (own session, taskset placement, setpriv --pdeathsig TERM) and reporting their
-counters as one JSON line on stdout when SIGTERM ends them. Rates are averages over each worker's
+the stress-ng ones (own session, taskset placement, setpriv --pdeathsig TERM; on Windows a new
+process group placed through the platform, see ``_proc``) and reporting their counters as one
+JSON line on stdout when SIGTERM (CTRL_BREAK_EVENT) ends them. Rates are averages over each worker's
 whole run (MB = 10**6 bytes), so they show how hard the load pushed, not peak speeds.
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..cpus import CpuSet
+from ..errors import SoftRTError
+from ..platform import IS_WINDOWS, get_platform
 from . import _proc
 from .base import DEFAULT_TIMEOUT_S, LoadGenerator
 
@@ -65,22 +67,33 @@ class BuiltinLoad(LoadGenerator):
         self._dir = _proc.make_private_dir(self.workdir)
         if self._needs_dir:
             self.notes.append(f"files in {self._dir.parent} ({_proc.filesystem_of(self._dir.parent)})")
+        if IS_WINDOWS:
+            self.notes.append(_proc.WINDOWS_NOT_APPLIED)
         for i, w in enumerate(self._workers):
             cfg = {"kind": w.kind, "cpus": list(w.cpus), "timeout_s": self.timeout_s, "dir": str(self._dir)}
             cfg.update(w.config)
             pass_fds: tuple[int, ...] = ()
             if w.kind == "net_server":
-                # The listening socket is made here, bound to 127.0.0.1 only, and inherited by
-                # the server: the client can connect at once, and nothing else can reach it.
+                # The listening socket is made here, bound to 127.0.0.1 only, and handed to the
+                # server (inherited; on Windows shared through its stdin): the client can
+                # connect at once, and nothing else can reach it.
                 self._listener = socket.create_server(("127.0.0.1", 0), backlog=128)
-                cfg["fd"] = self._listener.fileno()
-                pass_fds = (self._listener.fileno(),)
+                if IS_WINDOWS:
+                    cfg["shared"] = True
+                else:
+                    cfg["fd"] = self._listener.fileno()
+                    pass_fds = (self._listener.fileno(),)
                 port = self._listener.getsockname()[1]
                 for other in self._workers:
                     other.config.setdefault("port", port)
             argv = _proc.guarded_argv([sys.executable, str(_WORKER), json.dumps(cfg)], w.cpus)
             w.log = self._dir / f"{w.role}-{i}.log"
-            w.proc = _proc.spawn(argv, cwd=self._dir, log=w.log, stdout=subprocess.PIPE, pass_fds=pass_fds)
+            share = cfg.get("shared", False)
+            w.proc = _proc.spawn(argv, cwd=self._dir, log=w.log, stdout=subprocess.PIPE, pass_fds=pass_fds,
+                                 stdin=subprocess.PIPE if share else None, cpus=w.cpus)
+            if share and w.proc.stdin is not None:
+                w.proc.stdin.write(self._listener.share(w.proc.pid).hex().encode() + b"\n")
+                w.proc.stdin.close()
         if self._listener is not None:
             self._listener.close()  # the server holds its own copy
             self._listener = None
@@ -98,7 +111,8 @@ class BuiltinLoad(LoadGenerator):
             running = [w for w in self._workers if w.proc is not None]
             for w in running:  # signal all first, so the workers wind down in parallel
                 if w.proc.poll() is None:
-                    w.proc.send_signal(signal.SIGTERM)
+                    self._check_placement(w)
+                    _proc.ask_to_stop(w.proc)
                 else:
                     how = _proc.describe_exit(w.proc.returncode)
                     self.problems.append(f"{w.role} worker ended on its own ({how})")
@@ -114,6 +128,15 @@ class BuiltinLoad(LoadGenerator):
                     self.problems.append(f"{w.role} worker reported nothing ({how})")
         finally:
             _proc.remove_private_dir(self._dir)
+
+    def _check_placement(self, w: _Worker) -> None:
+        """Record a problem if a running worker is not on its CPUs (taskset placed it; cgroups may move it)."""
+        try:
+            where = get_platform().get_affinity(w.proc.pid)
+        except SoftRTError:
+            return  # it exited meanwhile: its exit is reported below
+        if where != w.cpus:
+            self.problems.append(f"{w.role} worker ran on CPUs {where}, not on its CPUs {w.cpus}")
 
     @staticmethod
     def _log_tail(w: _Worker) -> list[str]:
@@ -196,6 +219,10 @@ def network(cpus: CpuSet, **kw) -> BuiltinLoad:
 
 
 def churn(cpus: CpuSet, **kw) -> BuiltinLoad:
-    """Process churn: per CPU, a process that forks and execs /bin/true as fast as it can."""
-    program = shutil.which("true") or "/bin/true"
-    return BuiltinLoad("churn", cpus, _one_per_cpu("churn", "churn", cpus, program=program), **kw)
+    """Process churn: per CPU, a process that forks and execs /bin/true as fast as it can
+    (on Windows: creates ``cmd.exe /c rem``, the smallest stock program that exits at once)."""
+    if IS_WINDOWS:
+        config = {"program": os.environ.get("ComSpec", "cmd.exe"), "args": ["/c", "rem"]}
+    else:
+        config = {"program": shutil.which("true") or "/bin/true"}
+    return BuiltinLoad("churn", cpus, _one_per_cpu("churn", "churn", cpus, **config), **kw)

@@ -125,7 +125,7 @@ class VideoLoad(ProcessLoad):
             encode += ["-preset", "ultrafast"]
         # The clip is made on the load's CPUs too, so preparing it never touches the RT CPU.
         argv = _proc.guarded_argv([*encode, str(clip)], self.cpus)
-        enc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "encode.log")
+        enc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "encode.log", cpus=self.cpus)
         try:
             enc.wait(timeout=_ENCODE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -147,7 +147,7 @@ class VideoLoad(ProcessLoad):
                       "-progress", str(self._dir / "progress.txt")]  # fmt: skip
         self._t_play = time.monotonic()
         argv = _proc.guarded_argv(self._argv, self.cpus)
-        self._proc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "ffmpeg.log")
+        self._proc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "ffmpeg.log", cpus=self.cpus)
 
     def _stop(self) -> None:
         try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import pwd
 import shutil
 import socket
 import subprocess
@@ -64,7 +63,7 @@ class StressNgLoad(ProcessLoad):
         exe = stress_ng_path()
         if exe is None:
             raise LoadFailed(self.name, "needs stress-ng, which is not installed", hint="apt install stress-ng")
-        owner = pwd.getpwnam(_proc.UNPRIVILEGED_USER).pw_uid if self._drop_root else None
+        owner = _proc.uid_of(_proc.UNPRIVILEGED_USER) if self._drop_root else None
         self._dir = _proc.make_private_dir(self.workdir, owner_uid=owner)
         if self.workdir is not None and self._dir.parent != self.workdir.resolve():
             self.notes.append(f"files in {self._dir.parent}: {self.workdir} is closed to {_proc.UNPRIVILEGED_USER}")
@@ -76,7 +75,7 @@ class StressNgLoad(ProcessLoad):
             "--temp-path", str(self._dir),
         ]  # fmt: skip
         argv = _proc.guarded_argv(self._argv, self.cpus, drop_root=self._drop_root)
-        self._proc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "stress-ng.log")
+        self._proc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "stress-ng.log", cpus=self.cpus)
         if self._report_fs:
             self.notes.append(f"files in {self._dir.parent} ({_proc.filesystem_of(self._dir.parent)})")
 
@@ -220,12 +219,8 @@ def churn(cpus: CpuSet, **kw) -> StressNgLoad:
     stress-ng runs as the unprivileged user through setpriv(1).
     """
     workers = str(len(cpus))
-    as_root = os.geteuid() == 0
-    try:
-        pwd.getpwnam(_proc.UNPRIVILEGED_USER)
-        can_drop = True
-    except KeyError:
-        can_drop = False
+    as_root = _proc.is_root()
+    can_drop = _proc.uid_of(_proc.UNPRIVILEGED_USER) is not None
     args = ["--fork", workers]
     if not as_root or can_drop:
         # At most 16 children per exec worker and round, about what make -j16 keeps in flight

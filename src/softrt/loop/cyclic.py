@@ -18,15 +18,16 @@ WAITS = ("spin", "sleep", "hybrid")
 
 
 def run_cycles(device, step: Callable[[int], Any], writer: RingWriter, header, end_ns: int,
-               sleep_until: Callable[[int], None] | None = None, margin_ns: int = 0) -> int:
-    """Run cycles until *end_ns* (CLOCK_MONOTONIC), a stop request or a failed device (its
-    ``flags`` carry FLAG_DEVICE_FAILED; ``device.failure`` says why); return the cycle count.
+               sleep_until: Callable[[int], None] | None = None, margin_ns: int = 0,
+               clock_ns: Callable[[], int] = time.monotonic_ns) -> int:
+    """Run cycles until *end_ns* (on *clock_ns*, the platform's clock), a stop request or a failed
+    device (its ``flags`` carry FLAG_DEVICE_FAILED; ``device.failure`` says why); return the cycle count.
 
     Each cycle: (1) wait for the permit — with *sleep_until*, first sleep to ``edge - margin_ns``
     (``sleep``: margin 0; ``hybrid``: a margin, then spin); without it, spin (the seed's polling);
     (2) write the buffered output to the device; (3) compute the next output with ``step(seq)``.
     """
-    mono = time.monotonic_ns
+    mono = clock_ns
     permit = device.permit
     write = device.write
     put = writer.put

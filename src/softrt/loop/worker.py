@@ -3,8 +3,10 @@
 It runs in its own process (multiprocessing "spawn": a fresh interpreter with no other Python
 threads to fight for the GIL). It talks to the supervisor through a pipe before and after the
 loop, and through the shared-memory ring during it; it never blocks on either while cycling.
-The kernel kills it when the supervisor dies (PR_SET_PDEATHSIG), and it stops by itself at the
-run's end time in any case.
+The OS kills it when the supervisor dies (Linux: PR_SET_PDEATHSIG; Windows: a job object with
+JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE held by the supervisor), and it stops by itself at the run's end
+time in any case. Its real-time controls come from the platform (``worker_controls``) and are
+undone, newest first, when the loop ends, also on a failure.
 """
 
 from __future__ import annotations
@@ -12,12 +14,10 @@ from __future__ import annotations
 import gc
 import os
 import signal
-import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..board import open_device
-from ..cpus import CpuSet
 from ..errors import SoftRTError
 from ..ipc.ring import Ring
 from ..platform import get_platform
@@ -47,30 +47,26 @@ class WorkerSpec:
     warmup_cycles: int = 2000
 
 
-def _arm(spec: WorkerSpec) -> tuple[list[dict], list[dict], int | None]:
-    """Apply the real-time controls of ``--profile rt``; return (applied, not_applied, dma_fd)."""
-    plat = get_platform()
+def _arm(spec: WorkerSpec, ring: Ring, undo: list[Callable[[], None]]) -> tuple[list[dict], list[dict]]:
+    """Apply the platform's real-time controls for ``--profile rt``; return (applied, not_applied).
+
+    Each applied control's undo is appended to *undo* (the caller runs them newest first, also
+    when the run fails). A control that cannot be applied is listed with why; the run goes on.
+    """
     applied: list[dict] = []
     not_applied: list[dict] = []
-    dma_fd = None
     if spec.profile != "rt":
-        return applied, not_applied, dma_fd
-
-    def attempt(what: str, detail: str, fn: Callable[[], Any]) -> Any:
+        return applied, not_applied
+    for control in get_platform().worker_controls(spec.cpu, spec.priority, ring.mapping):
         try:
-            result = fn()
+            restore = control.apply()
         except (SoftRTError, OSError) as err:
-            not_applied.append({"what": what, "detail": detail, "why": str(err)})
-            return None
-        applied.append({"what": what, "detail": detail})
-        return result
-
-    attempt("cpu_affinity", f"worker pinned to CPU {spec.cpu}", lambda: plat.set_affinity(CpuSet([spec.cpu])))
-    attempt("mlockall", "MCL_CURRENT|MCL_FUTURE", plat.lock_memory)
-    dma_fd = attempt("cpu_dma_latency", "0 µs held open for the run", lambda: plat.hold_dma_latency(0))
-    attempt("timer_slack", "1 ns", lambda: plat.set_timer_slack_ns(1))
-    attempt("sched_fifo", f"SCHED_FIFO priority {spec.priority}", lambda: plat.set_fifo(spec.priority))
-    return applied, not_applied, dma_fd
+            not_applied.append({"what": control.what, "detail": control.detail, "why": str(err)})
+            continue
+        applied.append({"what": control.what, "detail": control.detail})
+        if restore is not None:
+            undo.append(restore)
+    return applied, not_applied
 
 
 def _make_step(spec: WorkerSpec) -> Callable[[int], Any]:
@@ -95,16 +91,20 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     ring = Ring.attach(ring_name)
     header = ring.header
-    dma_fd = None
+    undo: list[Callable[[], None]] = []
     board = None
     try:
         # The device first: an EtherCAT master keeps the bus alive from a helper thread until
         # start(), and that thread must not inherit the RT CPU and SCHED_FIFO applied next.
-        board = open_device(spec.device, spec.period_ns, spec.axes, spec.bus_timeout_ns)
-        applied, not_applied, dma_fd = _arm(spec)
+        board = open_device(spec.device, spec.period_ns, spec.axes, clock=plat.clock_ns,
+                            bus_timeout_ns=spec.bus_timeout_ns)
+        applied, not_applied = _arm(spec, ring, undo)
         step = _make_step(spec)
         writer = ring.writer()
-        sleep_until = plat.make_sleep_until() if spec.wait in ("sleep", "hybrid") else None
+        sleep_until = None
+        if spec.wait in ("sleep", "hybrid"):
+            sleep_until, close_timer = plat.make_sleep_until()
+            undo.append(close_timer)
         margin_ns = spec.margin_ns if spec.wait == "hybrid" else 0
         conn.send(("armed", {"applied": applied, "not_applied": not_applied, "pid": os.getpid()}))
         if conn.recv() != "go":
@@ -114,9 +114,10 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
         gc.collect()
         gc.freeze()
         gc.disable()
-        t0 = time.monotonic_ns() + START_LEAD_NS
+        t0 = plat.clock_ns() + START_LEAD_NS
         board.start(t0)
-        cycles = run_cycles(board, step, writer, header, t0 + spec.duration_ns, sleep_until, margin_ns)
+        cycles = run_cycles(board, step, writer, header, t0 + spec.duration_ns, sleep_until, margin_ns,
+                            clock_ns=plat.clock_ns)
         gc.enable()
         board.stop()
         # A failed device (bus lost, drive fault) ended the loop: the run failed, its records stand.
@@ -131,7 +132,10 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     finally:
         if board is not None:
             board.stop()  # leaves an EtherCAT bus safe (drives disabled, INIT); idempotent
-        if dma_fd is not None:
-            os.close(dma_fd)
+        for restore in reversed(undo):
+            try:
+                restore()
+            except (SoftRTError, OSError):
+                pass  # process-scoped: it dies with the worker in any case
         del header
         ring.close()

@@ -1,7 +1,8 @@
 """The platform layer: the only place in softrt that branches on the operating system.
 
-``get_platform()`` returns the backend for this OS once; callers branch on its ``caps``
-(a :class:`Capabilities`), never on ``sys.platform``.
+``get_platform()`` returns the backend for this OS once (:mod:`.linux` or :mod:`.windows`, which
+nothing outside this package imports); callers branch on its ``caps`` (a :class:`Capabilities`),
+never on ``sys.platform``. Kernel files are read and written through the public :mod:`.kfiles`.
 """
 
 from __future__ import annotations
@@ -11,12 +12,17 @@ import sys
 from pathlib import Path
 
 from ..errors import NotSupported
-from .base import Capabilities, Platform
+from .base import Capabilities, Control, Platform
 
 IS_LINUX = sys.platform.startswith("linux")
 IS_WINDOWS = sys.platform == "win32"
 
 _platform: Platform | None = None
+
+#: os.open flags for a file softrt reads or writes byte for byte, never handed to a child: O_CLOEXEC
+#: (open(2)); on Windows O_NOINHERIT, and O_BINARY, without which the C runtime translates newlines
+#: (and stops a read at Ctrl-Z) on the descriptor (Microsoft C runtime, ``_open``).
+O_PRIVATE_BINARY = (os.O_NOINHERIT | os.O_BINARY) if IS_WINDOWS else os.O_CLOEXEC  # type: ignore[attr-defined]
 
 
 def get_platform() -> Platform:
@@ -27,10 +33,14 @@ def get_platform() -> Platform:
             from .linux import LinuxPlatform
 
             _platform = LinuxPlatform()
+        elif IS_WINDOWS:
+            from .windows import WindowsPlatform
+
+            _platform = WindowsPlatform()
         else:
             raise NotSupported(
-                f"softrt's real-time controls support Linux; this is {sys.platform}",
-                hint="a Windows backend is planned (see the README)",
+                f"softrt's real-time controls support Linux and Windows; this is {sys.platform}",
+                hint="run softrt on Linux or Windows",
             )
     return _platform
 
@@ -39,11 +49,14 @@ def state_dir() -> Path:
     """Return softrt's state directory (restore journals, tune state).
 
     ``SOFTRT_STATE_DIR`` overrides it; root uses /var/lib/softrt (shared by every root
-    session, so a crashed run is noticed by the next command), others ~/.local/state/softrt.
+    session, so a crashed run is noticed by the next command), others ~/.local/state/softrt;
+    on Windows ``%LOCALAPPDATA%\\softrt\\state``.
     """
     env = os.environ.get("SOFTRT_STATE_DIR")
     if env:
         return Path(env)
+    if IS_WINDOWS and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "softrt" / "state"
     if IS_LINUX and os.geteuid() == 0:
         return Path("/var/lib/softrt")
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
@@ -67,4 +80,4 @@ def data_dir() -> Path:
     return Path(base) / "softrt"
 
 
-__all__ = ["Capabilities", "Platform", "data_dir", "get_platform", "state_dir", "IS_LINUX", "IS_WINDOWS"]
+__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "data_dir", "get_platform", "state_dir", "IS_LINUX", "IS_WINDOWS"]

@@ -1,49 +1,75 @@
 """The platform contract: what every OS backend offers (platform layer).
 
 Backends share method names and return types; callers branch on :class:`Capabilities`, never on
-``hasattr`` or ``sys.platform``.
+``hasattr`` or ``sys.platform``. The real-time controls themselves differ per OS (SCHED_FIFO and
+mlockall on Linux, REALTIME_PRIORITY_CLASS and a locked working set on Windows), so a backend
+hands the worker a list of :class:`Control` to apply and undo instead of one method per OS feature.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..cpus import CpuSet
 
+Undo = Callable[[], None]
+
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """What this OS backend can do at all (not what this user may do)."""
+    """What this OS backend can do at all (not what this user may do); callers branch on these."""
 
-    sched_fifo: bool
-    mlockall: bool
-    dma_latency: bool
+    #: The kernel throttles real-time tasks (Linux sched_rt_runtime_us): a spinning run switches it
+    #: off for its duration (session.run). Windows has no such limit on REALTIME_PRIORITY_CLASS.
     rt_throttling: bool
-    die_with_parent: bool
+    #: The kernel's trace buffer (Linux tracefs) can say why cycles were late (the trace layer).
+    kernel_trace: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """One real-time control of the worker: ``apply()`` returns its undo (or None: dies with the process).
+
+    ``what``/``detail`` name it in the run's "applied" / "not applied" list. ``apply`` raises
+    SoftRTError (with the fix) when it cannot be applied; the run then goes on without it.
+    """
+
+    what: str
+    detail: str
+    apply: Callable[[], Undo | None]
 
 
 class Platform(Protocol):
     """Operations the real-time worker and the supervisor need from the OS."""
 
     caps: Capabilities
+    #: The clock the loop and the board run on (ns); ``make_sleep_until`` sleeps to its values.
+    clock_ns: Callable[[], int]
 
+    # CPUs and scheduling
     def online_cpus(self, root: str = "/") -> CpuSet: ...
     def cpu_limit(self, root: str = "/") -> int: ...
     def allowed_cpus(self) -> CpuSet: ...
     def get_affinity(self, pid: int = 0) -> CpuSet: ...
     def set_affinity(self, cpus: CpuSet, pid: int = 0) -> None: ...
-    def set_fifo(self, priority: int, pid: int = 0) -> None: ...
-    def lock_memory(self) -> None: ...
-    def hold_dma_latency(self, latency_us: int = 0) -> int: ...
-    def set_timer_slack_ns(self, slack_ns: int) -> None: ...
+    def worker_controls(self, cpu: int, priority: int, locked: object | None = None) -> list[Control]: ...
+    def make_sleep_until(self) -> tuple[Callable[[int], None], Undo]: ...
+    # RT throttling (only where caps.rt_throttling)
+    def rt_runtime_us(self, root: str = "/") -> int | None: ...
+    def rt_throttling_off(self) -> tuple[str, str]: ...
+    # the worker's lifetime
     def die_with_parent(self) -> None: ...
-    def make_sleep_until(self) -> Callable[[int], None]: ...
+    def adopt_worker(self, pid: int) -> Undo: ...
+    def ctrl_c_shield(self) -> AbstractContextManager[None]: ...
+    # exclusion between softrt processes, shared memory, host facts
     def host_facts(self, root: str = "/") -> dict: ...
     def machine_lock_path(self, name: str): ...
     def process_identity(self, pid: int = 0, root: str = "/") -> str | None: ...
     def try_lock(self, path) -> int | None: ...
+    def lock_holder(self, path) -> str: ...
     def open_shared_memory(self, name: str, size: int, create: bool): ...
     def list_shared_memory(self, prefix: str) -> list[str]: ...
     def remove_shared_memory(self, name: str) -> None: ...

@@ -25,6 +25,7 @@ import os
 import re
 import socket
 import stat
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from . import writable
-from ._files import read_raw, read_text
+from .kfiles import read_raw, read_text
 
 VERSION = 1
 FILE, AFFINITY, SERVICE = "file", "affinity", "service"
@@ -42,7 +43,11 @@ REQUIRED = {FILE: {"target", "before", "restore"}, AFFINITY: {"target", "tid", "
 MAX_JOURNAL_BYTES = 4 << 20  # a tune of every IRQ, thread and state of a large machine fits many times
 MAX_TEXT_CHARS = 4096
 _UNIT = re.compile(r"[A-Za-z0-9@_.:-]{1,200}\.(service|timer)")
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# Windows has no O_NOFOLLOW or O_CLOEXEC (its handles are not inherited unless asked) and no
+# POSIX owner or mode bits: there the per-user profile directory's ACL keeps the journal private.
+_POSIX = sys.platform != "win32"
+_NOFOLLOW_CLOEXEC = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW_CLOEXEC
 
 Writer = Callable[[Path, str], None]
 
@@ -88,10 +93,10 @@ def secure_dir(path: Path) -> Path:
                           hint=f"remove it (rm {path}); softrt creates its own, mode 0700")
     if not stat.S_ISDIR(info.st_mode):
         raise ConfigError(f"softrt's state directory {path} is not a directory", hint=f"remove it (rm {path})")
-    if info.st_uid != os.geteuid():
+    if _POSIX and info.st_uid != os.geteuid():
         raise ConfigError(f"softrt's state directory {path} belongs to uid {info.st_uid}, not to this user "
                           f"(uid {os.geteuid()})", hint=f"remove it (rm -r {path}) if you do not know why")
-    if info.st_mode & 0o022:
+    if _POSIX and info.st_mode & 0o022:
         raise ConfigError(f"softrt's state directory {path} may be written by other users",
                           hint=f"chmod 700 {path}, or choose a directory only you may write")
     return path
@@ -146,6 +151,10 @@ def check_entry(entry: object, root: str) -> None:
     """
     if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
         raise ConfigError("not an entry")
+    from . import winsettings  # the Windows settings' allow-list (imported here: one separate hook)
+
+    if entry["kind"] in winsettings.KINDS:
+        return winsettings.check_entry(entry)
     needed = REQUIRED.get(entry["kind"])
     if needed is None:
         raise ConfigError(f"unknown entry kind {entry['kind'][:20]!r}")
@@ -175,14 +184,15 @@ def read_own(path: Path, what: str) -> bytes:
         JournalError: a symlink, another user's file, not a regular file, or too large.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW_CLOEXEC)
     except FileNotFoundError:
         raise
     except OSError as err:
         raise JournalError(f"cannot read the {what} {path}: {err.strerror}", hint="delete it if it is a symlink") from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_size > MAX_JOURNAL_BYTES:
+        foreign = _POSIX and info.st_uid != os.geteuid()
+        if not stat.S_ISREG(info.st_mode) or foreign or info.st_size > MAX_JOURNAL_BYTES:
             raise JournalError(f"the {what} {path} is not a regular file of this user's under "
                                f"{MAX_JOURNAL_BYTES >> 20} MiB", hint="delete it if you do not know where it came from")
         return os.read(fd, MAX_JOURNAL_BYTES + 1)
@@ -220,7 +230,7 @@ def load(path: Path, fmt: str, what: str, root: str | None = None) -> tuple[dict
         raise JournalError(f"{path} has {what} format version {str(header.get('version'))[:20]}, "
                            f"this softrt reads {VERSION}", hint=hint)
     saved_root = header.get("root")
-    if not isinstance(saved_root, str) or not saved_root.startswith("/") or "\0" in saved_root:
+    if not isinstance(saved_root, str) or not os.path.isabs(saved_root) or "\0" in saved_root:
         raise JournalError(f"the {what} {path} is corrupt (no root)", hint=hint)
     if root is not None and os.path.realpath(saved_root) != os.path.realpath(str(root)):
         raise JournalError(f"{path} was saved for root {saved_root[:200]!r}, not {os.path.realpath(str(root))!r}")

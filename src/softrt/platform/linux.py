@@ -17,13 +17,15 @@ import platform as _pyplatform
 import signal
 import stat
 import struct
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..cpus import MAX_CPUS, CpuSet
 from ..errors import ConfigError, InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
-from ._files import read_int, read_text
-from .base import Capabilities
+from .kfiles import read_int, read_text
+from .base import Capabilities, Control, Undo
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -52,7 +54,8 @@ def _oserror(op: str, target: str, err: OSError) -> SoftRTError:
 class LinuxPlatform:
     """Linux implementation of :class:`~softrt.platform.base.Platform`."""
 
-    caps = Capabilities(sched_fifo=True, mlockall=True, dma_latency=True, rt_throttling=True, die_with_parent=True)
+    caps = Capabilities(rt_throttling=True, kernel_trace=True)
+    clock_ns = staticmethod(time.monotonic_ns)  # CLOCK_MONOTONIC, what clock_nanosleep sleeps on
 
     # --- CPUs ---------------------------------------------------------------------------------
     def online_cpus(self, root: str = "/") -> CpuSet:
@@ -118,6 +121,38 @@ class LinuxPlatform:
         except OSError as err:
             raise _oserror("sched_setscheduler(SCHED_FIFO)", f"pid {pid or os.getpid()}", err) from err
 
+    def worker_controls(self, cpu: int, priority: int, locked: object | None = None) -> list[Control]:
+        """The worker's real-time controls, in the order applied: pinned, locked in RAM, no deep C-states,
+        1 ns timer slack, SCHED_FIFO last (so nothing before it runs at RT priority on a shared CPU).
+
+        *locked* (the ring) needs nothing here: mlockall(MCL_FUTURE) covers it. Every control is
+        thread- or process-scoped and dies with the worker; only the PM QoS fd is closed explicitly.
+        """
+        def hold_dma() -> Undo:
+            fd = self.hold_dma_latency(0)
+            return lambda: os.close(fd)
+
+        return [
+            Control("cpu_affinity", f"worker pinned to CPU {cpu}", lambda: self.set_affinity(CpuSet([cpu]))),
+            Control("mlockall", "MCL_CURRENT|MCL_FUTURE", self.lock_memory),
+            Control("cpu_dma_latency", "0 µs held open for the run", hold_dma),
+            Control("timer_slack", "1 ns", lambda: self.set_timer_slack_ns(1)),
+            Control("sched_fifo", f"SCHED_FIFO priority {priority}", lambda: self.set_fifo(priority)),
+        ]
+
+    # --- RT throttling (Documentation/scheduler/sched-rt-group.rst) ------------------------------
+    def rt_runtime_us(self, root: str = "/") -> int | None:
+        """Return sched_rt_runtime_us (-1: RT throttling off), None if unreadable."""
+        return read_int(root, RT_RUNTIME, fallback=None)
+
+    def rt_throttling_off(self) -> tuple[str, str]:
+        """Return the kernel file and value that switch RT throttling off, for the run's journal to write.
+
+        A spinning SCHED_FIFO task is throttled for 50 ms every second by default; -1 disables that.
+        The write itself goes through the one journal (session.changes), which restores it.
+        """
+        return RT_RUNTIME, "-1"
+
     # --- memory and power ---------------------------------------------------------------------
     def lock_memory(self) -> None:
         """Lock current and future pages in RAM so the loop never takes a page fault (mlockall(2))."""
@@ -154,8 +189,23 @@ class LinuxPlatform:
             err = ctypes.get_errno()
             raise SoftRTError(f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(err)}")
 
-    def make_sleep_until(self) -> Callable[[int], None]:
-        """Return ``sleep_until(abs_ns)``: clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME).
+    def adopt_worker(self, pid: int) -> Undo:
+        """Nothing to do in the supervisor: the worker arranged its own death signal (:meth:`die_with_parent`)."""
+        return lambda: None
+
+    @contextmanager
+    def ctrl_c_shield(self) -> Iterator[None]:
+        """Block SIGINT in this thread for the block: a process started inside inherits the blocked
+        mask (sigprocmask(2): "a child created via fork(2) inherits a copy of its parent's signal
+        mask"), so Ctrl-C reaches only the supervisor, which stops the child cleanly."""
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+    def make_sleep_until(self) -> tuple[Callable[[int], None], Undo]:
+        """Return ``(sleep_until(abs_ns), close)``: clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), nothing to close.
 
         Absolute sleeps do not accumulate drift (cyclictest's default mode). The timespec is
         allocated once here so the hot loop allocates nothing but the call's integers.
@@ -169,7 +219,7 @@ class LinuxPlatform:
             while fn(CLOCK_MONOTONIC, TIMER_ABSTIME, ref, None) == errno.EINTR:
                 pass
 
-        return sleep_until
+        return sleep_until, lambda: None
 
     # --- exclusion between softrt processes ----------------------------------------------------
     def process_identity(self, pid: int = 0, root: str = "/") -> str | None:
@@ -291,7 +341,7 @@ class LinuxPlatform:
             "cmdline": read_text(root, "/proc/cmdline", fallback=None),
             "python": _pyplatform.python_version(),
             "clocksource": read_text(root, "/sys/devices/system/clocksource/clocksource0/current_clocksource", fallback=None),
-            "rt_runtime_us": read_int(root, RT_RUNTIME, fallback=None),
+            "rt_runtime_us": self.rt_runtime_us(root),
         }
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ConfigError
-from ._files import read_int, write_raw
+from .kfiles import read_int, write_raw
 
 MAX_TARGET_CHARS = 256
 MAX_MASK_CHARS = 2400  # 8192 CPUs: 2048 hex digits and a comma every 8

@@ -23,7 +23,7 @@ import psutil
 
 from ..errors import ConfigError
 from ..platform import journal, state_dir, writable
-from ..platform._files import _translate, read_raw
+from ..platform.kfiles import translate_error, read_raw
 
 FORMAT = "softrt-run-journal"
 WHAT = "restore journal"
@@ -70,7 +70,7 @@ class ChangeJournal:
         try:
             raw = read_raw(target)
         except OSError as err:
-            raise _translate(err, "read", path) from err
+            raise translate_error(err, "read", path) from err
         if raw.strip() == value:
             return None
         entry = {"kind": journal.FILE, "target": path, "before": raw, "restore": raw.strip(), "after": value,
@@ -82,7 +82,7 @@ class ChangeJournal:
         try:
             writable.write_line(target, value)
         except OSError as err:
-            raise _translate(err, "write", path) from err
+            raise translate_error(err, "write", path) from err
         change = Change(path=path, before=raw.strip(), during=value, why=why)
         self.changes.append(change)
         self._entries.append(entry)

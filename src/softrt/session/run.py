@@ -1,8 +1,10 @@
 """One run: validate → arm (system changes, worker) → release → drain → stop, in ``finally``.
 
 The supervisor (this process) owns every system-wide change and restores it whatever happens:
-normal end, Ctrl-C, a crashed worker. The worker owns its process-scoped controls (affinity,
-SCHED_FIFO, mlockall, the /dev/cpu_dma_latency hold), which die with it.
+normal end, Ctrl-C, a crashed worker. The worker owns its process-scoped controls (the platform's
+``worker_controls``: on Linux affinity, SCHED_FIFO, mlockall, the /dev/cpu_dma_latency hold; on
+Windows affinity masks, REALTIME_PRIORITY_CLASS, a locked working set, timeBeginPeriod), which it
+undoes when the loop ends and which die with it in any case.
 
 A run that started is never lost: Ctrl-C (any number of them) is a request to stop
 (:mod:`.interrupts`), a full disk stops the writing but not the loop (:mod:`..store.rundir`),
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -28,7 +29,6 @@ from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import get_platform
-from ..platform.linux import RT_RUNTIME
 from ..store.history import History
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..trace import TraceSession, sweep_orphans
@@ -197,18 +197,19 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
                           axes=config.axes, motion=config.motion,
                           step=step, setup=setup)
         proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
+        # Entered before _stop_worker is registered, so it is left after it: the worker's tie to
+        # this process (a job object on Windows, which kills it when closed) outlasts the clean stop.
+        tie = cleanup.enter_context(ExitStack())
         cleanup.callback(_stop_worker, proc, ring, parent_conn, drainer, out)
 
         try:
             if interrupts.requested():
                 raise _Interrupted
-            # SIGINT is blocked while the worker is created: it inherits the blocked mask (and then
-            # ignores SIGINT itself), so Ctrl-C reaches only the supervisor, which stops it cleanly.
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
+            # Ctrl-C is shielded while the worker is created (it then ignores SIGINT itself), so it
+            # reaches only the supervisor, which stops the worker cleanly.
+            with plat.ctrl_c_shield():
                 proc.start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            _tie_worker(plat, proc.pid, tie, out)
             child_conn.close()
             armed = _expect(parent_conn, proc, "armed", ARM_TIMEOUT_S)
             out.applied.extend(armed["applied"])
@@ -278,13 +279,23 @@ def _apply_system_changes(config: RunConfig, plat, journal, out: _Outcome, clean
     cleanup.callback(plat.set_affinity, previous)
     plat.set_affinity(housekeeping)  # validate() made sure there is one
     out.applied.append({"what": "supervisor_affinity", "detail": f"supervisor on CPUs {housekeeping}"})
-    if config.wait == "spin":
-        # A spinning SCHED_FIFO task is throttled for 50 ms every second by default
-        # (Documentation/scheduler/sched-rt-group.rst); -1 disables that for the run.
+    if config.wait == "spin" and plat.caps.rt_throttling:
+        # A spinning real-time task is throttled for 50 ms every second by default (Linux,
+        # Documentation/scheduler/sched-rt-group.rst); the platform names the setting that stops it.
+        path, value = plat.rt_throttling_off()
         try:
-            journal.set(RT_RUNTIME, "-1", "RT throttling would stall the spinning loop 50 ms every second")
+            journal.set(path, value, "RT throttling would stall the spinning loop 50 ms every second")
         except PermissionDenied as err:
-            out.not_applied.append({"what": "rt_throttling_off", "detail": RT_RUNTIME, "why": str(err)})
+            out.not_applied.append({"what": "rt_throttling_off", "detail": path, "why": str(err)})
+
+
+def _tie_worker(plat, pid: int, tie: ExitStack, out: _Outcome) -> None:
+    """Make the worker die with this process where the supervisor must arrange it (a job object on Windows)."""
+    try:
+        tie.callback(plat.adopt_worker(pid))
+    except SoftRTError as err:
+        out.not_applied.append({"what": "worker_tied", "detail": "the worker dies with the supervisor",
+                                "why": str(err)})
 
 
 def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progress, parts: RunParts) -> None:

@@ -4,7 +4,7 @@ per-second aggregates for the time series (docs/run-format.md, "Files of a late 
 A 24 h run at 250 µs is 345 M cycles, about 1.5 GB of samples even at 4.4 bytes a record; almost
 all of them say "on time". Such a run keeps instead
 
-* every late cycle — :func:`softrt.analysis.attribution.late_flags`, the attribution's own rule —
+* every late cycle — :func:`softrt.analysis.late.late_flags`, the attribution's own rule —
   with :data:`CONTEXT_RECORDS` records either side (:class:`LateSelector`; windows that overlap are
   merged, and the context is carried across drained chunks), in ``samples.parquet`` as usual;
 * ``aggregates.parquet``: one row per second of the run (:class:`SecondAggregator`): records,
@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..analysis.attribution import late_flags
+from ..analysis.late import late_flags
 from ..units import NS_PER_S
 
 AGGREGATES = "aggregates.parquet"

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from ..analysis.stream import RunStats
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
+from ..platform import O_PRIVATE_BINARY
 from .late import AGGREGATES, LateSelector, SecondAggregator
 from .validate import check_summary, load_json, printable, safe_name
 
@@ -115,7 +116,7 @@ class _Sink:
     same write is retried, so the row group in flight and the footer still fit."""
 
     def __init__(self, path: Path, reserve: Path) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_PRIVATE_BINARY, 0o644)
         self._reserve = reserve
         self._pos = 0
         self.closed = False
@@ -214,7 +215,7 @@ class RunDir:
             raise SoftRTError(f"cannot create run directory {self.path}: {err.strerror or err}") from None
         reserve = self.path / RESERVE
         try:
-            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_PRIVATE_BINARY, 0o600)
             try:
                 os.posix_fallocate(fd, 0, reserve_bytes(kept_rows(expected_rows, samples)))
             finally:

@@ -25,6 +25,7 @@ import unicodedata
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..platform import O_PRIVATE_BINARY
 
 #: The largest JSON file softrt reads (a cyclictest histogram of 64 threads x 10,000 buckets is ~10 MB).
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -98,7 +99,7 @@ def read_bounded(path: Path | str, what: str = "file", *, max_bytes: int = MAX_J
     """
     path = Path(path)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | O_PRIVATE_BINARY)
     except OSError as err:
         raise ConfigError(f"cannot read {what} {_where(path)}: {err.strerror or err}", hint=hint) from None
     try:

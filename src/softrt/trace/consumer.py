@@ -21,9 +21,9 @@ import threading
 import time
 from pathlib import Path
 
-from ..analysis.attribution import FIELDS_READ
+from ..analysis.timeline import FIELDS_READ
 from ..analysis.events import StealSample, TraceEvent
-from ..platform._files import read_text
+from ..platform.kfiles import read_text
 from .parse import LineParser
 
 READ_BYTES = 1 << 16

@@ -22,7 +22,8 @@ import time
 from typing import Any
 
 from ..cpus import CpuSet
-from ..platform._files import kpath, read_text
+from ..platform import get_platform
+from ..platform.kfiles import kpath, read_text
 from .consumer import Consumer
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 
@@ -91,6 +92,9 @@ class TraceSession:
         if self.config.cpu is None:
             self.reason = ("unavailable: the loop is not pinned to a CPU (--profile none), "
                            "so there is no RT CPU to trace")
+            return
+        if not get_platform().caps.kernel_trace:
+            self.reason = "unavailable: softrt reads the Linux kernel's trace (tracefs), which this OS does not have"
             return
         try:
             self._start(worker_pid)
@@ -226,10 +230,10 @@ def rt_throttling(root: str = "/") -> bool | None:
     where the fair server replaced it (commit "sched/rt: Remove default bandwidth control"; the
     sysctl then only bounds admission). The attribution says "RT throttling" only when True.
     """
-    text = (read_text(root, "/proc/sys/kernel/sched_rt_runtime_us", fallback="") or "").strip()
-    if not text.lstrip("-").isdigit():
+    runtime_us = get_platform().rt_runtime_us(root)
+    if runtime_us is None:
         return None
-    if int(text) < 0:
+    if runtime_us < 0:
         return False
     release = (read_text(root, "/proc/sys/kernel/osrelease", fallback="") or "").strip()
     version = tuple(int(x) for x in re.findall(r"\d+", release)[:2])

@@ -24,8 +24,8 @@ from pathlib import Path
 import psutil
 
 from ..cpus import CpuSet
-from ..platform import state_dir
-from ..platform._files import kpath, read_text, write_raw
+from ..platform import get_platform, state_dir
+from ..platform.kfiles import kpath, read_text, write_raw
 
 MOUNT_POINT = "/sys/kernel/tracing"
 INSTANCE_PREFIX = "softrt-"  # softrt-<pid> (a run), softrt-check-<pid> (check's sample)
@@ -213,7 +213,9 @@ def sweep_orphans() -> list[str]:
     Call it where the restore journals are recovered (the start of every softrt command).
     Returns what was removed, for the caller to report.
     """
-    removed = []
+    removed: list[str] = []
+    if not get_platform().caps.kernel_trace:
+        return removed
     tracefs = find()
     if tracefs is not None and os.access(tracefs / "instances", os.W_OK):
         for inst in sorted((tracefs / "instances").iterdir()):

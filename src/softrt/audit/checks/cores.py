@@ -12,7 +12,7 @@ import os
 
 from ...cpus import CpuSet
 from ...errors import ConfigError
-from ...platform._files import kpath
+from ...platform.kfiles import kpath
 from .. import sysinfo
 from ..context import Context
 from ..model import Finding, Severity, Status, not_applicable

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-from ...platform._files import kpath
+from ...platform.kfiles import kpath
 from .. import procs, sysinfo
 from ..context import Context
 from ..model import Finding, Severity, Status, not_applicable

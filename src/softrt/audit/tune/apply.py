@@ -25,7 +25,7 @@ from pathlib import Path
 from ...cpus import CpuSet
 from ...errors import ConfigError, NoSuchProcess, SoftRTError
 from ...platform import get_platform, journal, writable
-from ...platform._files import read_raw
+from ...platform.kfiles import read_raw
 from ...platform.journal import Outcome
 from .. import procs, sysinfo
 from . import state

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...cpus import CpuSet
+from ...platform import winsettings
 from .. import irqs as _irqs
 from .. import sysinfo
 from ..checks.cores import floating
@@ -49,6 +50,8 @@ class Step:
             return f"move {self.comm} ({self.target}) to CPUs {self.after}"
         if self.kind == SERVICE:
             return f"systemctl stop {self.target}"
+        if self.kind in winsettings.KINDS:  # the exact Windows commands
+            return winsettings.command_line(winsettings.commands(self.kind, self.target, self.now, self.after))
         return self.target
 
     def to_dict(self) -> dict:

@@ -1,6 +1,6 @@
-"""Reading and writing kernel files under a root directory (platform layer).
+"""Reading and writing kernel files under a root directory (platform layer, public).
 
-Every /proc and /sys access in softrt goes through these helpers with a ``root`` argument, so tests
+The one home of kernel-file access for every layer above: every /proc and /sys access in softrt goes through these helpers with a ``root`` argument, so tests
 feed captured trees (``tests/fixtures/sysfs/<machine>/``) instead of patching ``open`` (psutil's
 ``cat(fname, fallback=…)``, with the procfs root passed in rather than held in a global).
 """
@@ -31,7 +31,7 @@ def read_text(root: str | os.PathLike[str], rel: str, fallback: object = _MISSIN
     except OSError as err:
         if fallback is not _MISSING:
             return fallback  # type: ignore[return-value]
-        raise _translate(err, "read", rel) from err
+        raise translate_error(err, "read", rel) from err
 
 
 def read_int(root: str | os.PathLike[str], rel: str, fallback: object = _MISSING) -> int:
@@ -75,10 +75,11 @@ def write_text(root: str | os.PathLike[str], rel: str, value: str) -> None:
     try:
         write_raw(kpath(root, rel), value)
     except OSError as err:
-        raise _translate(err, "write", rel) from err
+        raise translate_error(err, "write", rel) from err
 
 
-def _translate(err: OSError, op: str, rel: str) -> SoftRTError:
+def translate_error(err: OSError, op: str, rel: str) -> SoftRTError:
+    """Return the softrt error for an OSError of *op* ("read"/"write") on the kernel file *rel*, with its fix."""
     if err.errno in (errno.EACCES, errno.EPERM):
         return PermissionDenied(f"{op} {rel}", hint="run as root")
     return SoftRTError(f"cannot {op} {rel}: {err.strerror or err}")

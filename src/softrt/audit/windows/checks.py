@@ -1,0 +1,303 @@
+"""The Windows checks: Microsoft's Soft Real-Time steps, one finding each (audit layer).
+
+Grouped as the seed did it (model.GROUPS): reserved cores (the WindowsIoT CSP's SetRTCores and
+the ReservedCpuSets value it writes), (1) idle states, (2) the services the guide stops and
+Windows Defender, (3) Windows Update, (4) NIC RSS and threaded DPCs. Every fix is the command of
+learn.microsoft.com/windows/iot/iot-enterprise/soft-real-time/soft-real-time-device (steps 1-6),
+or of the cmdlet's own reference where the guide gives none (Set-NetAdapterRss, Add-MpPreference).
+"""
+
+from __future__ import annotations
+
+from ...cpus import CpuSet
+from ..model import LOOP_PERIOD_US, Finding, Severity, Status, not_applicable
+from . import parse
+from .facts import CSP_CLASS, CSP_NAMESPACE, KERNEL_KEY, WU_POLICY_KEY, WinFacts, top_cores
+
+GUIDE = "Microsoft's Soft Real-Time guide"
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def csp_fix(count: int | None, rt: CpuSet) -> str:
+    """The guide's MDM-bridge script for SetRTCores, as one line (run as SYSTEM, then restart)."""
+    n = count - min(rt) if count and rt else "<number of RT cores>"
+    return (f"as SYSTEM (psexec.exe -s -i powershell.exe): $obj = Get-CimInstance -Namespace {CSP_NAMESPACE} "
+            f"-ClassName {CSP_CLASS}; $obj.SetRTCores = {n}; Set-CimInstance -CimInstance $obj; then restart "
+            "(cannot be undone without reimaging: do the other steps first)")
+
+
+def check_rt_cpus(w: WinFacts) -> Finding:
+    """The real-time CPUs exist on this machine."""
+    title = "Real-time CPUs exist"
+    if w.cpu_count is None:
+        return not_applicable("cores.rt_cpus", title, "the number of logical processors could not be read",
+                              Severity.FATAL)
+    evidence = (f"Win32_ComputerSystem.NumberOfLogicalProcessors: {w.cpu_count}",)
+    missing = w.rt_cpus - w.online
+    if missing:
+        return Finding("cores.rt_cpus", title, Status.FAIL, Severity.FATAL,
+                       f"{w.describe_cpus(missing)} {'does' if len(missing) == 1 else 'do'} not exist: "
+                       f"this machine has CPUs {w.online}", evidence,
+                       why="the loop cannot be placed on a processor Windows does not have",
+                       fix=f"choose CPUs within {w.online}, e.g. --rt-cpus {w.online.last()}")
+    if not w.housekeeping:
+        return Finding("cores.rt_cpus", title, Status.FAIL, Severity.FATAL,
+                       f"every CPU ({w.online}) is a real-time CPU", evidence,
+                       why="Windows needs at least core 0 for itself (SetRTCores takes fewer than all cores)",
+                       fix=f"leave CPU 0 to Windows, e.g. --rt-cpus {w.online - CpuSet([0])}")
+    return Finding("cores.rt_cpus", title, Status.OK, Severity.FATAL,
+                   f"{w.describe_cpus(w.rt_cpus)} of {w.online}", evidence)
+
+
+def check_reserved(w: WinFacts) -> Finding:
+    """The RT CPUs are reserved (ReservedCpuSets, written by SetRTCores)."""
+    title = "Reserved CPU sets"
+    if w.reserved is None:
+        return not_applicable("cores.reserved", title, f"reg query {KERNEL_KEY} failed or its ReservedCpuSets "
+                              "is not a CPU mask", Severity.HIGH)
+    kind, data = (w.kernel_values or {}).get("ReservedCpuSets", ("", ""))
+    evidence = (f"{KERNEL_KEY}\\ReservedCpuSets: {f'{kind} {data}' if kind else 'absent'}",
+                f"reserved CPUs: {w.reserved or 'none'}")
+    rt = w.existing_rt
+    outside = rt - w.reserved
+    why = ("Windows schedules every thread and routes every interrupt over all cores that are not reserved: "
+           f"anything may take the loop's CPU for longer than {LOOP_PERIOD_US} µs")
+    if not w.reserved:
+        return Finding("cores.reserved", title, Status.FAIL, Severity.HIGH, "no CPU is reserved for real-time work",
+                       evidence, why=why, fix=csp_fix(w.cpu_count, rt), reboot=True)
+    if outside:
+        return Finding("cores.reserved", title, Status.FAIL, Severity.HIGH,
+                       f"{w.describe_cpus(outside)} {'is' if len(outside) == 1 else 'are'} not reserved "
+                       f"(reserved: {w.reserved})", evidence, why=why,
+                       fix=f"run the loop on the reserved CPUs (--rt-cpus {w.reserved}), or {csp_fix(w.cpu_count, rt)}",
+                       reboot=True)
+    extra = w.reserved - rt
+    tail = f"; {w.describe_cpus(extra)} reserved too (unused by this loop)" if extra else ""
+    return Finding("cores.reserved", title, Status.OK, Severity.HIGH,
+                   f"{w.describe_cpus(rt)} reserved{tail}", evidence)
+
+
+def check_csp(w: WinFacts) -> Finding:
+    """The WindowsIoT CSP's SetRTCores (MDM bridge WMI)."""
+    title = "WindowsIoT CSP SetRTCores"
+    res = w.csp
+    said = _first_line(res.err or res.out)
+    # PowerShell may exit 0 after a non-terminating error: what it said on stderr decides.
+    if not res.ok or res.err.strip():
+        low = (res.err + res.out).lower()
+        if "invalid class" in low or "invalid namespace" in low or "not found" in low:
+            reserved = bool(w.reserved)
+            return Finding("cores.csp", title, Status.WARN if reserved else Status.FAIL, Severity.MEDIUM,
+                           f"{CSP_CLASS} is not present: this is not Windows 10/11 IoT Enterprise (21H2 or later)"
+                           + ("; the cores are reserved through ReservedCpuSets instead (undocumented)" if reserved else ""),
+                           (f"Get-CimInstance {CSP_CLASS}: {said}",),
+                           why="Soft Real-Time (reserved cores, 16 RT priority levels) is an IoT Enterprise feature",
+                           fix="use Windows 10 IoT Enterprise LTSC 2021 (21H2) or later, then set SetRTCores")
+        if "access denied" in low or "access is denied" in low:
+            return not_applicable("cores.csp", title, "the MDM bridge answers only to SYSTEM: run softrt check from "
+                                  "psexec.exe -s -i powershell.exe to read SetRTCores", Severity.MEDIUM, said)
+        return not_applicable("cores.csp", title, f"could not be read: {said or f'exit status {res.rc}'}",
+                              Severity.MEDIUM)
+    try:
+        rows = parse.json_list(res.out)
+    except ValueError:
+        return not_applicable("cores.csp", title, "Get-CimInstance did not print JSON", Severity.MEDIUM)
+    value = rows[0].get("SetRTCores") if rows else None
+    evidence = (f"{CSP_CLASS}.SetRTCores: {value if value is not None else 'not set'}",)
+    if not isinstance(value, int) or value <= 0:
+        return Finding("cores.csp", title, Status.FAIL, Severity.MEDIUM, "SetRTCores is not set: no core is real-time",
+                       evidence, why="without it Windows schedules everything on every core",
+                       fix=csp_fix(w.cpu_count, w.existing_rt), reboot=True)
+    cores = top_cores(w.cpu_count or 0, value)
+    evidence += (f"cores it reserves (the {value} highest): {cores or 'none'}",)
+    if not w.existing_rt <= cores:
+        return Finding("cores.csp", title, Status.FAIL, Severity.MEDIUM,
+                       f"SetRTCores={value} reserves {cores or 'no core'}, not {w.describe_cpus(w.existing_rt - cores)}",
+                       evidence, why="the loop would run on a core Windows still schedules everything on",
+                       fix=f"run the loop on CPUs {cores}" if cores else csp_fix(w.cpu_count, w.existing_rt))
+    return Finding("cores.csp", title, Status.OK, Severity.MEDIUM, f"SetRTCores={value}: CPUs {cores} are real-time",
+                   evidence)
+
+
+def check_idle(w: WinFacts) -> Finding:
+    """Processor idle states on the active power scheme (IDLEDISABLE)."""
+    title = "Processor idle disable"
+    res, setting = w.power
+    if setting is None:
+        return not_applicable("idle.idle_disable", title,
+                              f"powercfg /qh did not show IDLEDISABLE: {_first_line(res.err or res.out) or res.rc}",
+                              Severity.HIGH)
+    evidence = (f"power scheme: {setting['scheme']} ({setting['scheme_name']})",
+                f"IDLEDISABLE AC index: {setting['ac']}, DC index: {setting.get('dc', '?')}")
+    if setting["ac"] != 1:
+        return Finding("idle.idle_disable", title, Status.FAIL, Severity.HIGH, "processor idle states are enabled",
+                       evidence,
+                       why="a core woken from a deep C-state needs tens to hundreds of µs before the loop runs, "
+                           f"on every cycle of {LOOP_PERIOD_US} µs ({GUIDE}, step 1)",
+                       fix="powercfg.exe /setacvalueindex SCHEME_CURRENT SUB_PROCESSOR IdleDisable 1 & "
+                           "powercfg.exe /setactive SCHEME_CURRENT", tunable=True)
+    return Finding("idle.idle_disable", title, Status.OK, Severity.HIGH,
+                   "idle states are disabled (the cores spin: 100 % busy in Task Manager)", evidence)
+
+
+def _service_check(name: str, label: str, group: str, severity: Severity, why: str):
+    def check(w: WinFacts) -> Finding:
+        cid, title = f"{group}.{name.lower()}", f"{label} ({name})"
+        svc = w.services[name]
+        if not svc.installed:
+            return Finding(cid, title, Status.OK, severity, "not installed", (f"sc qc {name}: FAILED 1060",))
+        if not svc.readable:
+            return not_applicable(cid, title, f"sc qc/query {name} could not be read"
+                                  + (f" (error {svc.error})" if svc.error else ""), severity)
+        evidence = (f"sc qc {name}: start type {svc.start}", f"sc query {name}: {svc.state}")
+        fix = f"sc stop {name} & sc config {name} start= disabled"
+        if svc.state != "stopped":
+            return Finding(cid, title, Status.FAIL, severity, f"{name} is {svc.state} (start type {svc.start})",
+                           evidence, why=why, fix=fix, tunable=True)
+        if svc.start != "disabled":
+            return Finding(cid, title, Status.WARN, Severity.LOW,
+                           f"{name} is stopped but starts again ({svc.start})", evidence,
+                           why="it comes back at the next boot or when something triggers it",
+                           fix=f"sc config {name} start= disabled", tunable=True)
+        return Finding(cid, title, Status.OK, severity, f"{name} is stopped and disabled", evidence)
+    check.__name__ = f"check_{name.lower()}"
+    check.__doc__ = f"{label} ({name}): stopped and disabled."
+    return check
+
+
+check_sysmain = _service_check("SysMain", "Superfetch", "services", Severity.MEDIUM,
+                               f"it prefetches and compresses memory in the background ({GUIDE}, step 2)")
+check_dps = _service_check("DPS", "Diagnostic Policy Service", "services", Severity.MEDIUM,
+                           f"it runs diagnostics and troubleshooters whenever it sees fit ({GUIDE}, step 2)")
+check_audiosrv = _service_check("Audiosrv", "Windows Audio", "services", Severity.MEDIUM,
+                                f"its audio engine runs periodic high-priority work ({GUIDE}, step 2)")
+check_wuauserv = _service_check("wuauserv", "Windows Update", "updates", Severity.HIGH,
+                                f"the Windows Update agent does not respect CPU core isolation ({GUIDE}, step 3)")
+
+
+def check_defender(w: WinFacts) -> Finding:
+    """Windows Defender real-time protection and its exclusions."""
+    title = "Windows Defender real-time protection"
+    res = w.defender
+    if not res.ok or not res.out.strip():
+        return not_applicable("services.defender", title,
+                              f"Get-MpPreference failed (Defender absent or another antivirus): "
+                              f"{_first_line(res.err or res.out) or res.rc}", Severity.MEDIUM)
+    try:
+        prefs = (parse.json_list(res.out) or [{}])[0]
+    except ValueError:
+        return not_applicable("services.defender", title, "Get-MpPreference did not print JSON", Severity.MEDIUM)
+    off = prefs.get("DisableRealtimeMonitoring") is True
+    procs = [p for p in (prefs.get("ExclusionProcess") or []) if isinstance(p, str)]
+    paths = [p for p in (prefs.get("ExclusionPath") or []) if isinstance(p, str)]
+    evidence = (f"DisableRealtimeMonitoring: {prefs.get('DisableRealtimeMonitoring')}",
+                f"ExclusionProcess: {', '.join(procs) or 'none'}", f"ExclusionPath: {', '.join(paths) or 'none'}")
+    if off:
+        return Finding("services.defender", title, Status.OK, Severity.MEDIUM,
+                       "real-time protection is off (the machine relies on other protection)", evidence)
+    if not procs and not paths:
+        return Finding("services.defender", title, Status.WARN, Severity.MEDIUM,
+                       "real-time protection scans everything the loop's process opens; no exclusion", evidence,
+                       why="MsMpEng.exe scans on access and was seen on the real-time cores in the seed's WPA trace",
+                       fix='Add-MpPreference -ExclusionProcess "<full path of the loop program, e.g. python.exe>"')
+    return Finding("services.defender", title, Status.OK, Severity.MEDIUM,
+                   f"real-time protection on, with {len(procs)} process and {len(paths)} path exclusion(s)", evidence,
+                   why="MsMpEng.exe itself may still run on the RT cores (see the live sample)")
+
+
+def check_update_policy(w: WinFacts) -> Finding:
+    """Windows Update automatic-update policy (NoAutoUpdate)."""
+    title = "Windows Update policy"
+    res = w.wu_policy
+    values = parse.reg_values(res.out) if res.ok else {}
+    no_auto = parse.reg_dword(values, "NoAutoUpdate")
+    options = parse.reg_dword(values, "AUOptions")
+    evidence = (f"{WU_POLICY_KEY}: {'present' if res.ok else 'absent'}",
+                f"NoAutoUpdate: {no_auto if no_auto is not None else 'not set'}",
+                f"AUOptions: {options if options is not None else 'not set'}")
+    if no_auto == 1:
+        return Finding("updates.policy", title, Status.OK, Severity.MEDIUM, "automatic updates are off by policy",
+                       evidence, why="plan maintenance windows for security updates")
+    return Finding("updates.policy", title, Status.WARN, Severity.MEDIUM, "automatic updates are allowed by policy",
+                   evidence, why=f"updates download and install while the loop runs ({GUIDE}, step 3)",
+                   fix=f'reg add "{WU_POLICY_KEY}" /v NoAutoUpdate /t REG_DWORD /d 1 /f')
+
+
+def rss_range_off(w: WinFacts) -> tuple[int, int] | None:
+    """The processor range RSS should use: from the lowest housekeeping CPU up to the first RT CPU."""
+    if not w.housekeeping:
+        return None
+    base = min(w.housekeeping)
+    top = base
+    while top + 1 in w.housekeeping:
+        top += 1
+    return base, top
+
+
+def rss_adapters(w: WinFacts) -> list[dict] | None:
+    """Get-NetAdapterRss rows, None when unreadable."""
+    if not w.rss.ok:
+        return None
+    try:
+        return parse.json_list(w.rss.out)
+    except ValueError:
+        return None
+
+
+def rss_cpus(adapter: dict) -> CpuSet | None:
+    """The group-0 processors an adapter's RSS may use (base..max), None when not in group 0 or unknown."""
+    base, top = adapter.get("BaseProcessorNumber"), adapter.get("MaxProcessorNumber")
+    if adapter.get("BaseProcessorGroup", 0) != 0 or not isinstance(base, int) or not isinstance(top, int):
+        return None
+    return CpuSet(range(base, top + 1))
+
+
+def check_rss(w: WinFacts) -> Finding:
+    """NIC receive-side scaling kept off the RT CPUs."""
+    title = "NIC RSS processors"
+    adapters = rss_adapters(w)
+    if adapters is None:
+        return not_applicable("irq.rss", title, f"Get-NetAdapterRss failed: {_first_line(w.rss.err or w.rss.out)}",
+                              Severity.HIGH)
+    if not adapters:
+        return not_applicable("irq.rss", title, "no adapter supports RSS (the guide's step 5 does not apply)",
+                              Severity.HIGH)
+    evidence, bad = [], []
+    for a in adapters:
+        cpus = rss_cpus(a)
+        span = f"processors {a.get('BaseProcessorNumber')}-{a.get('MaxProcessorNumber')}"
+        evidence.append(f"{a.get('Name')}: RSS {'on' if a.get('Enabled') else 'off'}, {span}"
+                        f" (group {a.get('BaseProcessorGroup', 0)})")
+        if a.get("Enabled") and (cpus is None or not cpus.isdisjoint(w.existing_rt)):
+            bad.append(a)
+    if bad:
+        wanted = rss_range_off(w)
+        fix = " ; ".join(f"Set-NetAdapterRss -Name '{a.get('Name')}' -BaseProcessorNumber {wanted[0]} "
+                         f"-MaxProcessorNumber {wanted[1]}" for a in bad) if wanted else None
+        names = ", ".join(str(a.get("Name")) for a in bad)
+        return Finding("irq.rss", title, Status.FAIL, Severity.HIGH,
+                       f"RSS of {names} may run receive DPCs on {w.describe_cpus(w.existing_rt)}", tuple(evidence),
+                       why="each received packet's ISR/DPC then preempts the loop, for tens of µs per burst "
+                           f"({GUIDE}, step 5: \"important\" in the seed)", fix=fix, tunable=fix is not None)
+    return Finding("irq.rss", title, Status.OK, Severity.HIGH, "no adapter's RSS reaches the RT CPUs", tuple(evidence))
+
+
+def check_threaded_dpc(w: WinFacts) -> Finding:
+    """Threaded DPCs (ThreadDpcEnable)."""
+    title = "Threaded DPCs"
+    if w.kernel_values is None:
+        return not_applicable("irq.threaded_dpc", title, f"reg query {KERNEL_KEY} failed")
+    value = parse.reg_dword(w.kernel_values, "ThreadDpcEnable")
+    evidence = (f"{KERNEL_KEY}\\ThreadDpcEnable: {value if value is not None else 'not set (enabled)'}",)
+    if value == 0:
+        return Finding("irq.threaded_dpc", title, Status.OK, Severity.LOW, "threaded DPCs are off", evidence)
+    return Finding("irq.threaded_dpc", title, Status.WARN, Severity.LOW, "threaded DPCs are on (the default)",
+                   evidence, why=f"the guide's optional step 6: run every DPC at DISPATCH_LEVEL (for debugging latency)",
+                   fix=f'reg add "{KERNEL_KEY}" /v ThreadDpcEnable /t REG_DWORD /f /d 0 (then restart)', reboot=True)
+
+
+CHECKS = (check_rt_cpus, check_reserved, check_csp, check_idle, check_sysmain, check_dps, check_audiosrv,
+          check_defender, check_wuauserv, check_update_policy, check_rss, check_threaded_dpc)

@@ -1,0 +1,155 @@
+"""The facts every Windows check shares, each asked of the system once (audit layer).
+
+Every fact comes from one command run through the platform's runner
+(:mod:`softrt.platform.wincmd`): this machine, or a directory of captured outputs. The commands
+are the ones Microsoft's Soft Real-Time guide names or implies
+(learn.microsoft.com/windows/iot/iot-enterprise/soft-real-time/soft-real-time-device), so what
+softrt reads is what an engineer can type to see the same thing.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from ...cpus import CpuSet
+from ...platform.wincmd import CmdResult, Runner, powershell
+from ...platform.winsettings import SERVICES
+from . import parse
+
+KERNEL_KEY = r"HKLM\SYSTEM\CurrentControlSet\Control\Session Manager\kernel"
+WU_POLICY_KEY = r"HKLM\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU"
+CSP_NAMESPACE = r"root\cimv2\mdm\dmmap"
+CSP_CLASS = "MDM_WindowsIoT_SoftRealTimeProperties01"
+
+CPU_COUNT = powershell("(Get-CimInstance -ClassName Win32_ComputerSystem).NumberOfLogicalProcessors")
+POWER = ["powercfg.exe", "/qh", "SCHEME_CURRENT", "SUB_PROCESSOR", "IDLEDISABLE"]
+KERNEL = ["reg.exe", "query", KERNEL_KEY]
+WU_POLICY = ["reg.exe", "query", WU_POLICY_KEY]
+CSP = powershell(f"Get-CimInstance -Namespace {CSP_NAMESPACE} -ClassName {CSP_CLASS} "
+                 "| Select-Object -Property SetRTCores | ConvertTo-Json")
+RSS = powershell("Get-NetAdapterRss | Select-Object -Property Name,InterfaceDescription,Enabled,BaseProcessorGroup,"
+                 "BaseProcessorNumber,MaxProcessorGroup,MaxProcessorNumber,MaxProcessors | ConvertTo-Json")
+DEFENDER = powershell("Get-MpPreference | Select-Object -Property DisableRealtimeMonitoring,ExclusionProcess,"
+                      "ExclusionPath | ConvertTo-Json")
+
+
+def sc_qc(name: str) -> list[str]:
+    """``sc.exe qc <name>``: a service's configuration (its start type)."""
+    return ["sc.exe", "qc", name]
+
+
+def sc_query(name: str) -> list[str]:
+    """``sc.exe query <name>``: a service's state."""
+    return ["sc.exe", "query", name]
+
+
+class Service:
+    """A service's start type and state (None when not installed)."""
+
+    def __init__(self, name: str, qc: CmdResult, query: CmdResult) -> None:
+        self.name = name
+        self.error = parse.sc_error(qc.out + qc.err) if not qc.ok else None
+        self.installed = self.error != parse.SERVICE_NOT_INSTALLED
+        self.start = parse.start_type(qc.out) if qc.ok else None
+        self.state = parse.state(query.out) if query.ok else None
+        self.readable = self.start is not None and self.state is not None
+
+    @property
+    def value(self) -> str:
+        """``auto/running`` (the tune journal's form)."""
+        return f"{self.start}/{self.state}"
+
+
+class WinFacts:
+    """One Windows audit: the runner, the real-time CPUs and the facts, read lazily and kept."""
+
+    def __init__(self, runner: Runner, rt_cpus: CpuSet, root: str) -> None:
+        self.runner = runner
+        self.rt_cpus = rt_cpus
+        self.root = root
+        self.sample: dict | None = None
+
+    def run(self, argv: list[str], timeout_s: float = 30.0) -> CmdResult:
+        """Run one command through the runner."""
+        return self.runner(argv, timeout_s)
+
+    @cached_property
+    def cpu_count(self) -> int | None:
+        """Logical processors (Win32_ComputerSystem.NumberOfLogicalProcessors)."""
+        res = self.run(CPU_COUNT)
+        text = res.out.strip()
+        return int(text) if res.ok and text.isdigit() and int(text) > 0 else None
+
+    @cached_property
+    def online(self) -> CpuSet:
+        """Every logical processor (0 … count-1); just the RT CPUs when the count is unreadable."""
+        return CpuSet(range(self.cpu_count)) if self.cpu_count else self.rt_cpus
+
+    @property
+    def existing_rt(self) -> CpuSet:
+        """The RT CPUs this machine has."""
+        return self.rt_cpus & self.online
+
+    @property
+    def housekeeping(self) -> CpuSet:
+        """Every other logical processor."""
+        return self.online - self.rt_cpus
+
+    @cached_property
+    def power(self) -> tuple[CmdResult, dict | None]:
+        """``powercfg /qh`` of IDLEDISABLE on the active scheme, and its parse."""
+        res = self.run(POWER)
+        return res, parse.powercfg_setting(res.out) if res.ok else None
+
+    @cached_property
+    def services(self) -> dict[str, Service]:
+        """SysMain, DPS, Audiosrv and wuauserv."""
+        return {name: Service(name, self.run(sc_qc(name)), self.run(sc_query(name))) for name in SERVICES}
+
+    @cached_property
+    def kernel_values(self) -> dict[str, tuple[str, str]] | None:
+        """Values under Session Manager\\kernel (ReservedCpuSets, ThreadDpcEnable), None if unreadable."""
+        res = self.run(KERNEL)
+        return parse.reg_values(res.out) if res.ok else None
+
+    @cached_property
+    def reserved(self) -> CpuSet | None:
+        """The CPUs ReservedCpuSets reserves (empty when the value is absent), None if unreadable."""
+        if self.kernel_values is None:
+            return None
+        kind, data = self.kernel_values.get("ReservedCpuSets", ("", ""))
+        if kind != "REG_BINARY" or not data:
+            return CpuSet()
+        try:
+            return parse.reserved_cpus(data)
+        except ValueError:
+            return None
+
+    @cached_property
+    def csp(self) -> CmdResult:
+        """The WindowsIoT CSP's SoftRealTimeProperties through the MDM bridge WMI provider."""
+        return self.run(CSP)
+
+    @cached_property
+    def wu_policy(self) -> CmdResult:
+        """``reg query`` of the Windows Update automatic-update policy key."""
+        return self.run(WU_POLICY)
+
+    @cached_property
+    def rss(self) -> CmdResult:
+        """``Get-NetAdapterRss`` as JSON."""
+        return self.run(RSS)
+
+    @cached_property
+    def defender(self) -> CmdResult:
+        """``Get-MpPreference`` (real-time monitoring and exclusions) as JSON."""
+        return self.run(DEFENDER)
+
+    def describe_cpus(self, cpus: CpuSet) -> str:
+        """``CPU 1`` or ``CPUs 2-3``."""
+        return f"CPU {cpus}" if len(cpus) == 1 else f"CPUs {cpus}"
+
+
+def top_cores(count: int, rt_cores: int) -> CpuSet:
+    """The cores SetRTCores=N reserves: the N highest-numbered ones (core 0 stays with the system)."""
+    return CpuSet(range(count - rt_cores, count)) if 0 < rt_cores < count else CpuSet()

@@ -1,0 +1,117 @@
+"""Run a Windows command, or read what it printed on a captured machine (platform layer).
+
+Every Windows check and tune step of ``softrt check``/``softrt tune`` asks the system through
+the stock tools Microsoft documents for the Soft Real-Time set-up (powercfg, sc, reg,
+PowerShell's Get-NetAdapterRss/Get-CimInstance/Get-MpPreference, typeperf): one runner runs
+them with a timeout. :class:`CapturedRunner` answers from a directory of outputs captured on a
+real machine (or written from the commands' documented output formats), so the same checks run
+on Linux in tests and with ``softrt check --root DIR``.
+
+A capture directory holds ``commands.json``, ``{"<command line>": {"out": "file", "rc": 0}}``,
+and the output files it names.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+IS_WINDOWS = sys.platform == "win32"
+INDEX = "commands.json"
+DEFAULT_TIMEOUT_S = 30.0
+NOT_FOUND_RC = 127  # as a POSIX shell reports a command it cannot find
+TIMEOUT_RC = 124  # as timeout(1) reports one that ran out of time
+
+
+@dataclass(frozen=True)
+class CmdResult:
+    """What one command did: its exit status and what it printed."""
+
+    argv: tuple[str, ...]
+    rc: int
+    out: str
+    err: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited 0."""
+        return self.rc == 0
+
+
+Runner = Callable[[Sequence[str], float], CmdResult]
+
+
+def key(argv: Sequence[str]) -> str:
+    """The command line as one string: the key of a captured output."""
+    return " ".join(argv)
+
+
+def powershell(script: str) -> list[str]:
+    """The argv that runs *script* in Windows PowerShell without a profile or prompts."""
+    return ["powershell.exe", "-NoProfile", "-NonInteractive", "-Command", script]
+
+
+def run(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> CmdResult:
+    """Run *argv* (no shell); return its exit status and output, never raise.
+
+    A missing program gives exit status 127 and one that runs out of time 124, with the reason
+    in ``err``, so a check can say what it could not read.
+    """
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, check=False,
+                              errors="replace")
+    except FileNotFoundError as err:
+        return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"{argv[0]}: not found ({err.strerror})")
+    except subprocess.TimeoutExpired:
+        return CmdResult(tuple(argv), TIMEOUT_RC, "", f"{argv[0]}: no answer within {timeout_s:g} s")
+    except OSError as err:
+        return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"{argv[0]}: {err.strerror or err}")
+    return CmdResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+
+def is_capture(directory: str | Path) -> bool:
+    """True when *directory* holds captured Windows command outputs (a ``commands.json``)."""
+    return (Path(directory) / INDEX).is_file()
+
+
+class CapturedRunner:
+    """A runner that answers from a capture directory and records every command asked of it.
+
+    A command not in the index gets exit status 127 ("not captured"), as a missing tool would.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.index: dict = json.loads((self.directory / INDEX).read_text(encoding="utf-8"))
+        self.calls: list[str] = []
+
+    def __call__(self, argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> CmdResult:
+        line = key(argv)
+        self.calls.append(line)
+        entry = self.index.get(line)
+        if entry is None:
+            return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"not captured: {line}")
+        out = (self.directory / entry["out"]).read_text(encoding="utf-8") if entry.get("out") else ""
+        return CmdResult(tuple(argv), int(entry.get("rc", 0)), out, entry.get("err", ""))
+
+
+def runner_for(root: str | Path) -> Runner:
+    """The runner for *root*: captured outputs when it is a capture directory, else this machine."""
+    return CapturedRunner(root) if is_capture(root) else run
+
+
+def is_admin() -> bool:
+    """True when this process runs elevated (Administrator) on Windows (shell32 IsUserAnAdmin)."""
+    if not IS_WINDOWS:
+        return False
+    import ctypes
+
+    shell32 = ctypes.WinDLL("shell32")  # type: ignore[attr-defined]
+    shell32.IsUserAnAdmin.argtypes = []
+    shell32.IsUserAnAdmin.restype = ctypes.c_int
+    return bool(shell32.IsUserAnAdmin())
+

@@ -1,0 +1,664 @@
+"""Windows backend of the platform layer: the Soft Real-Time application calls, through ctypes (platform layer).
+
+What the worker does is Microsoft's "Develop a soft real-time application"
+(learn.microsoft.com/windows/iot/iot-enterprise/soft-real-time/soft-real-time-application): the
+process to REALTIME_PRIORITY_CLASS and the real-time cores (SetPriorityClass,
+SetProcessAffinityMask), the thread to the real-time core and a base priority in 16-31
+(SetThreadAffinityMask, NtSetInformationThread ThreadBasePriority; SetThreadPriority
+THREAD_PRIORITY_TIME_CRITICAL as the documented Win32 equivalent). Beyond the doc: the working set
+is locked (SetProcessWorkingSetSizeEx with a hard minimum, VirtualLock of the ring), the system
+timer runs at 1 ms (timeBeginPeriod), ``--wait sleep`` sleeps on a high-resolution waitable timer
+(CreateWaitableTimerExW, CREATE_WAITABLE_TIMER_HIGH_RESOLUTION, Windows 10 1803+), the clock is
+QueryPerformanceCounter (``time.perf_counter_ns``, PEP 418), and the worker is killed with the
+supervisor by a job object with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE.
+
+Every Win32 call goes through :class:`Win32`, one method a call, each declared with its
+``argtypes``/``restype`` in :data:`SIGNATURES` and raising :class:`Win32Failed` with GetLastError
+(an NTSTATUS through RtlNtStatusToDosError, an MMRESULT as ERROR_INVALID_PARAMETER).
+:class:`WindowsPlatform` maps those to softrt errors with their fix (:func:`to_softrt_error`, as
+psutil's ``wrap_exceptions``). The DLLs are resolved on the first call only, so this module
+imports (and its call sequence is tested, against a recording fake of :class:`Win32`) on Linux.
+
+Limits: CPU masks cover processor group 0 (64 logical CPUs), as SetProcessAffinityMask does.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import platform as _pyplatform
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
+import psutil
+
+from ..cpus import CpuSet
+from ..errors import InvalidCpu, NoSuchProcess, NotSupported, PermissionDenied, SoftRTError
+from . import O_PRIVATE_BINARY
+from .base import Capabilities, Control, Undo
+
+# --- constants (winbase.h, winnt.h, timeapi.h, winerror.h) -------------------------------------
+MAX_GROUP_CPUS = 64  # one processor group: the width of an affinity mask (DWORD_PTR)
+NORMAL_PRIORITY_CLASS, HIGH_PRIORITY_CLASS, REALTIME_PRIORITY_CLASS = 0x20, 0x80, 0x100
+THREAD_PRIORITY_TIME_CRITICAL = 15
+THREAD_PRIORITY_ERROR_RETURN = 0x7FFFFFFF
+#: THREADINFOCLASS ThreadBasePriority (ntddk.h): a LONG added to the process's base priority. 16
+#: is the low end of the doc's "16 to 31" and the kernel's saturation increment ((HIGH_PRIORITY + 1)
+#: / 2, KeSetBasePriorityThread): the top of the class, 31 in REALTIME_PRIORITY_CLASS.
+THREAD_BASE_PRIORITY_CLASS, THREAD_BASE_PRIORITY_RT = 3, 16
+REALTIME_BASE_PRIORITY = 31
+QUOTA_LIMITS_HARDWS_MIN_ENABLE, QUOTA_LIMITS_HARDWS_MIN_DISABLE = 0x1, 0x2
+QUOTA_LIMITS_HARDWS_MAX_ENABLE, QUOTA_LIMITS_HARDWS_MAX_DISABLE = 0x4, 0x8
+#: Working-set room above what the worker uses now and the ring it locks (VirtualLock can lock
+#: "the minimum working set size minus a small overhead", VirtualLock remarks).
+WORKING_SET_MARGIN_BYTES = 64 << 20
+CREATE_WAITABLE_TIMER_HIGH_RESOLUTION = 0x2
+TIMER_ALL_ACCESS = 0x1F0003
+INFINITE = 0xFFFFFFFF
+WAIT_FAILED = 0xFFFFFFFF
+TIMER_RESOLUTION_MS = 1
+JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS = 9
+JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000
+PROCESS_TERMINATE, PROCESS_SET_QUOTA, PROCESS_SET_INFORMATION = 0x1, 0x100, 0x200
+PROCESS_QUERY_LIMITED_INFORMATION = 0x1000
+FILE_MAP_READ = 0x4
+LOCKFILE_FAIL_IMMEDIATELY, LOCKFILE_EXCLUSIVE_LOCK = 0x1, 0x2
+#: The machine lock holds one byte past the pid it writes: Windows byte-range locks are mandatory,
+#: so the pid stays readable by the process that is refused (for its message).
+LOCK_OFFSET = 4096
+ERROR_FILE_NOT_FOUND, ERROR_ACCESS_DENIED, ERROR_INVALID_PARAMETER = 2, 5, 87
+ERROR_LOCK_VIOLATION, ERROR_PRIVILEGE_NOT_HELD, ERROR_WORKING_SET_QUOTA = 33, 1314, 1453
+TIMERR_NOERROR = 0
+ADMIN_HINT = "run softrt from an elevated prompt (Run as Administrator)"
+
+# --- C types with the sizes of 64-bit Windows, whatever this host is (LLP64) ------------------------
+DWORD, BOOL, LONG, UINT = ctypes.c_uint32, ctypes.c_int32, ctypes.c_int32, ctypes.c_uint32
+HANDLE, LPVOID = ctypes.c_void_p, ctypes.c_void_p
+SIZE_T = DWORD_PTR = ctypes.c_size_t
+LARGE_INTEGER = ctypes.c_int64
+
+
+class IO_COUNTERS(ctypes.Structure):  # noqa: N801 (the Win32 name)
+    _fields_ = [(name, ctypes.c_uint64) for name in ("ReadOperationCount", "WriteOperationCount", "OtherOperationCount",
+                                                     "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")]
+
+
+class JOBOBJECT_BASIC_LIMIT_INFORMATION(ctypes.Structure):  # noqa: N801
+    _fields_ = [("PerProcessUserTimeLimit", LARGE_INTEGER), ("PerJobUserTimeLimit", LARGE_INTEGER),
+                ("LimitFlags", DWORD), ("MinimumWorkingSetSize", SIZE_T), ("MaximumWorkingSetSize", SIZE_T),
+                ("ActiveProcessLimit", DWORD), ("Affinity", DWORD_PTR), ("PriorityClass", DWORD),
+                ("SchedulingClass", DWORD)]
+
+
+class JOBOBJECT_EXTENDED_LIMIT_INFORMATION(ctypes.Structure):  # noqa: N801
+    _fields_ = [("BasicLimitInformation", JOBOBJECT_BASIC_LIMIT_INFORMATION), ("IoInfo", IO_COUNTERS),
+                ("ProcessMemoryLimit", SIZE_T), ("JobMemoryLimit", SIZE_T), ("PeakProcessMemoryUsed", SIZE_T),
+                ("PeakJobMemoryUsed", SIZE_T)]
+
+
+class OVERLAPPED(ctypes.Structure):
+    _fields_ = [("Internal", DWORD_PTR), ("InternalHigh", DWORD_PTR), ("Offset", DWORD), ("OffsetHigh", DWORD),
+                ("hEvent", HANDLE)]
+
+
+_P = ctypes.POINTER
+#: Every call: (DLL, restype, argtypes, how failure shows). "zero": a 0/NULL result, GetLastError
+#: says why; "ntstatus": a non-zero NTSTATUS; "mmresult": a non-zero MMRESULT; "wait": WAIT_FAILED;
+#: "thread_priority": THREAD_PRIORITY_ERROR_RETURN; None: cannot fail.
+SIGNATURES: dict[str, tuple[str, type, list, str | None]] = {
+    "GetCurrentProcess": ("kernel32", HANDLE, [], None),
+    "GetCurrentThread": ("kernel32", HANDLE, [], None),
+    "OpenProcess": ("kernel32", HANDLE, [DWORD, BOOL, DWORD], "zero"),
+    "CloseHandle": ("kernel32", BOOL, [HANDLE], "zero"),
+    "GetPriorityClass": ("kernel32", DWORD, [HANDLE], "zero"),
+    "SetPriorityClass": ("kernel32", BOOL, [HANDLE, DWORD], "zero"),
+    "GetProcessAffinityMask": ("kernel32", BOOL, [HANDLE, _P(DWORD_PTR), _P(DWORD_PTR)], "zero"),
+    "SetProcessAffinityMask": ("kernel32", BOOL, [HANDLE, DWORD_PTR], "zero"),
+    "SetThreadAffinityMask": ("kernel32", DWORD_PTR, [HANDLE, DWORD_PTR], "zero"),
+    "GetThreadPriority": ("kernel32", ctypes.c_int, [HANDLE], "thread_priority"),
+    "SetThreadPriority": ("kernel32", BOOL, [HANDLE, ctypes.c_int], "zero"),
+    "NtSetInformationThread": ("ntdll", LONG, [HANDLE, ctypes.c_int, LPVOID, ctypes.c_uint32], "ntstatus"),
+    "RtlNtStatusToDosError": ("ntdll", ctypes.c_uint32, [LONG], None),
+    "GetProcessWorkingSetSizeEx": ("kernel32", BOOL, [HANDLE, _P(SIZE_T), _P(SIZE_T), _P(DWORD)], "zero"),
+    "SetProcessWorkingSetSizeEx": ("kernel32", BOOL, [HANDLE, SIZE_T, SIZE_T, DWORD], "zero"),
+    "VirtualLock": ("kernel32", BOOL, [LPVOID, SIZE_T], "zero"),
+    "VirtualUnlock": ("kernel32", BOOL, [LPVOID, SIZE_T], "zero"),
+    "timeBeginPeriod": ("winmm", UINT, [UINT], "mmresult"),
+    "timeEndPeriod": ("winmm", UINT, [UINT], "mmresult"),
+    "CreateWaitableTimerExW": ("kernel32", HANDLE, [LPVOID, ctypes.c_wchar_p, DWORD, DWORD], "zero"),
+    "SetWaitableTimer": ("kernel32", BOOL, [HANDLE, _P(LARGE_INTEGER), LONG, LPVOID, LPVOID, BOOL], "zero"),
+    "WaitForSingleObject": ("kernel32", DWORD, [HANDLE, DWORD], "wait"),
+    "CreateJobObjectW": ("kernel32", HANDLE, [LPVOID, ctypes.c_wchar_p], "zero"),
+    "SetInformationJobObject": ("kernel32", BOOL, [HANDLE, ctypes.c_int, LPVOID, DWORD], "zero"),
+    "AssignProcessToJobObject": ("kernel32", BOOL, [HANDLE, HANDLE], "zero"),
+    "OpenFileMappingW": ("kernel32", HANDLE, [DWORD, BOOL, ctypes.c_wchar_p], "zero"),
+    "LockFileEx": ("kernel32", BOOL, [HANDLE, DWORD, DWORD, DWORD, DWORD, _P(OVERLAPPED)], "zero"),
+}
+
+
+class Win32Failed(Exception):
+    """A Win32 call failed: its name and the Windows error code (GetLastError, winerror.h)."""
+
+    def __init__(self, function: str, winerror: int, text: str = "") -> None:
+        self.function = function
+        self.winerror = winerror
+        self.text = text or f"Windows error {winerror}"
+        super().__init__(f"{function}: {self.text} (error {winerror})")
+
+
+class Win32:
+    """The Win32 calls softrt makes, one method a call (the real ones, through ctypes).
+
+    Handles are ints; out-parameters come back as return values. Each method raises
+    :class:`Win32Failed` on failure. A recording fake with the same methods stands in for it
+    in the tests (tests/platform/fakewin32.py).
+    """
+
+    def __init__(self) -> None:
+        self._fns: dict[str, Callable] = {}
+
+    def _fn(self, name: str) -> Callable:
+        fn = self._fns.get(name)
+        if fn is None:
+            fn = self._fns[name] = _bind(name)
+        return fn
+
+    def _call(self, name: str, *args):
+        dll, _, _, failure = SIGNATURES[name]
+        result = self._fn(name)(*args)
+        if failure == "zero" and not result:
+            raise _last_error(name)
+        if failure == "wait" and result == WAIT_FAILED:
+            raise _last_error(name)
+        if failure == "thread_priority" and result == THREAD_PRIORITY_ERROR_RETURN:
+            raise _last_error(name)
+        if failure == "ntstatus" and result != 0:
+            code = self._fn("RtlNtStatusToDosError")(result)
+            raise Win32Failed(name, code, f"NTSTATUS 0x{result & 0xFFFFFFFF:08X}: {_format(code)}")
+        if failure == "mmresult" and result != TIMERR_NOERROR:
+            raise Win32Failed(name, ERROR_INVALID_PARAMETER, f"MMRESULT {result} (TIMERR_NOCANDO: period out of range)")
+        return result
+
+    # processes and threads
+    def GetCurrentProcess(self) -> int:  # noqa: N802 (the Win32 names, so a call sequence reads as the doc)
+        return self._call("GetCurrentProcess")
+
+    def GetCurrentThread(self) -> int:  # noqa: N802
+        return self._call("GetCurrentThread")
+
+    def OpenProcess(self, access: int, inherit: bool, pid: int) -> int:  # noqa: N802
+        return self._call("OpenProcess", access, inherit, pid)
+
+    def CloseHandle(self, handle: int) -> None:  # noqa: N802
+        self._call("CloseHandle", handle)
+
+    def GetPriorityClass(self, process: int) -> int:  # noqa: N802
+        return self._call("GetPriorityClass", process)
+
+    def SetPriorityClass(self, process: int, priority_class: int) -> None:  # noqa: N802
+        self._call("SetPriorityClass", process, priority_class)
+
+    def GetProcessAffinityMask(self, process: int) -> tuple[int, int]:  # noqa: N802
+        mine, system = DWORD_PTR(), DWORD_PTR()
+        self._call("GetProcessAffinityMask", process, ctypes.byref(mine), ctypes.byref(system))
+        return mine.value, system.value
+
+    def SetProcessAffinityMask(self, process: int, mask: int) -> None:  # noqa: N802
+        self._call("SetProcessAffinityMask", process, mask)
+
+    def SetThreadAffinityMask(self, thread: int, mask: int) -> int:  # noqa: N802
+        return self._call("SetThreadAffinityMask", thread, mask)
+
+    def GetThreadPriority(self, thread: int) -> int:  # noqa: N802
+        return self._call("GetThreadPriority", thread)
+
+    def SetThreadPriority(self, thread: int, priority: int) -> None:  # noqa: N802
+        self._call("SetThreadPriority", thread, priority)
+
+    def NtSetInformationThread(self, thread: int, info_class: int, value: int) -> None:  # noqa: N802
+        data = LONG(value)
+        self._call("NtSetInformationThread", thread, info_class, ctypes.byref(data), ctypes.sizeof(data))
+
+    # memory
+    def GetProcessWorkingSetSizeEx(self, process: int) -> tuple[int, int, int]:  # noqa: N802
+        low, high, flags = SIZE_T(), SIZE_T(), DWORD()
+        self._call("GetProcessWorkingSetSizeEx", process, ctypes.byref(low), ctypes.byref(high), ctypes.byref(flags))
+        return low.value, high.value, flags.value
+
+    def SetProcessWorkingSetSizeEx(self, process: int, low: int, high: int, flags: int) -> None:  # noqa: N802
+        self._call("SetProcessWorkingSetSizeEx", process, low, high, flags)
+
+    def VirtualLock(self, address: int, size: int) -> None:  # noqa: N802
+        self._call("VirtualLock", address, size)
+
+    def VirtualUnlock(self, address: int, size: int) -> None:  # noqa: N802
+        self._call("VirtualUnlock", address, size)
+
+    # timers
+    def timeBeginPeriod(self, period_ms: int) -> None:  # noqa: N802
+        self._call("timeBeginPeriod", period_ms)
+
+    def timeEndPeriod(self, period_ms: int) -> None:  # noqa: N802
+        self._call("timeEndPeriod", period_ms)
+
+    def CreateWaitableTimerExW(self, flags: int, access: int) -> int:  # noqa: N802
+        return self._call("CreateWaitableTimerExW", None, None, flags, access)
+
+    def SetWaitableTimer(self, timer: int, due_100ns: int) -> None:  # noqa: N802
+        """Arm *timer* once; a negative *due_100ns* is relative (SetWaitableTimer: "negative values indicate relative time")."""
+        self._call("SetWaitableTimer", timer, ctypes.byref(LARGE_INTEGER(due_100ns)), 0, None, None, False)
+
+    def WaitForSingleObject(self, handle: int, timeout_ms: int) -> int:  # noqa: N802
+        return self._call("WaitForSingleObject", handle, timeout_ms)
+
+    # jobs
+    def CreateJobObjectW(self) -> int:  # noqa: N802
+        return self._call("CreateJobObjectW", None, None)
+
+    def SetInformationJobObject(self, job: int, limit_flags: int) -> None:  # noqa: N802
+        """Set the job's JOBOBJECT_EXTENDED_LIMIT_INFORMATION with *limit_flags* (the only limits softrt sets)."""
+        info = JOBOBJECT_EXTENDED_LIMIT_INFORMATION()
+        info.BasicLimitInformation.LimitFlags = limit_flags
+        self._call("SetInformationJobObject", job, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS, ctypes.byref(info),
+                   ctypes.sizeof(info))
+
+    def AssignProcessToJobObject(self, job: int, process: int) -> None:  # noqa: N802
+        self._call("AssignProcessToJobObject", job, process)
+
+    # shared memory and files
+    def OpenFileMappingW(self, access: int, name: str) -> int:  # noqa: N802
+        return self._call("OpenFileMappingW", access, False, name)
+
+    def map_pagefile(self, name: str, size: int) -> mmap.mmap:
+        """Map the pagefile-backed section *name* (Python's mmap: CreateFileMapping + MapViewOfFile)."""
+        return mmap.mmap(-1, size, tagname=name)  # type: ignore[call-arg]  # Windows-only argument
+
+    def get_osfhandle(self, fd: int) -> int:
+        """Return the Win32 handle of C runtime file descriptor *fd* (_get_osfhandle)."""
+        import msvcrt  # Windows only
+
+        return msvcrt.get_osfhandle(fd)
+
+    def LockFileEx(self, handle: int, flags: int, offset: int, length: int) -> bool:  # noqa: N802
+        """Lock *length* bytes at *offset*; False if another process holds them (ERROR_LOCK_VIOLATION)."""
+        overlapped = OVERLAPPED(Offset=offset & 0xFFFFFFFF, OffsetHigh=offset >> 32)
+        try:
+            self._call("LockFileEx", handle, flags, 0, length & 0xFFFFFFFF, length >> 32, ctypes.byref(overlapped))
+        except Win32Failed as err:
+            if err.winerror == ERROR_LOCK_VIOLATION:
+                return False
+            raise
+        return True
+
+
+def _bind(name: str) -> Callable:
+    """Resolve *name* in its DLL and declare its types (Windows only: ctypes.WinDLL exists there)."""
+    dll_name, restype, argtypes, _ = SIGNATURES[name]
+    windll = getattr(ctypes, "WinDLL", None)
+    if windll is None:
+        raise NotSupported(f"{name} is a Windows call and this is not Windows",
+                           hint="the Windows backend runs on Windows only")
+    fn = getattr(windll(dll_name, use_last_error=True), name)
+    fn.restype = restype
+    fn.argtypes = argtypes
+    return fn
+
+
+def _format(code: int) -> str:
+    format_error = getattr(ctypes, "FormatError", None)  # Windows only
+    return format_error(code).strip() if format_error else f"Windows error {code}"
+
+
+def _last_error(name: str) -> Win32Failed:
+    code = ctypes.get_last_error()  # type: ignore[attr-defined]  # Windows only, use_last_error=True
+    return Win32Failed(name, code, _format(code))
+
+
+def to_softrt_error(err: Win32Failed, target: str) -> SoftRTError:
+    """Return the softrt error, with its fix, for a failed Win32 call on *target* (psutil's wrap_exceptions)."""
+    if err.winerror in (ERROR_ACCESS_DENIED, ERROR_PRIVILEGE_NOT_HELD):
+        return PermissionDenied(err.function, target, hint=ADMIN_HINT)
+    if err.winerror == ERROR_INVALID_PARAMETER and err.function == "OpenProcess":
+        return NoSuchProcess(f"{target} does not exist (it exited)")  # OpenProcess's answer for a gone pid
+    if err.winerror == ERROR_WORKING_SET_QUOTA:
+        return SoftRTError(f"{err.function} on {target}: {err.text}",
+                           hint="the working set minimum is too small for the pages to lock; " + ADMIN_HINT)
+    return SoftRTError(f"{err.function} on {target} failed: {err.text} (Windows error {err.winerror})")
+
+
+def mask_of(cpus: CpuSet) -> int:
+    """Return the affinity mask (bit n: CPU n) of *cpus*, which must lie in processor group 0."""
+    mask = 0
+    for cpu in cpus:
+        if cpu >= MAX_GROUP_CPUS:
+            raise InvalidCpu(cpu, CpuSet(range(MAX_GROUP_CPUS)), "is outside processor group 0 (affinity masks hold 64 CPUs)")
+        mask |= 1 << cpu
+    return mask
+
+
+def cpus_of(mask: int) -> CpuSet:
+    """Return the CPUs of affinity *mask*."""
+    return CpuSet(n for n in range(MAX_GROUP_CPUS) if mask >> n & 1)
+
+
+def restore_flags(flags: int) -> int:
+    """Return the SetProcessWorkingSetSizeEx flags that put back the hard limits GetProcessWorkingSetSizeEx reported."""
+    low = QUOTA_LIMITS_HARDWS_MIN_ENABLE if flags & QUOTA_LIMITS_HARDWS_MIN_ENABLE else QUOTA_LIMITS_HARDWS_MIN_DISABLE
+    high = QUOTA_LIMITS_HARDWS_MAX_ENABLE if flags & QUOTA_LIMITS_HARDWS_MAX_ENABLE else QUOTA_LIMITS_HARDWS_MAX_DISABLE
+    return low | high
+
+
+def _address(buffer) -> int:
+    """Return the address of a writable buffer (the ring's mapping) without keeping it exported."""
+    view = ctypes.c_char.from_buffer(buffer)
+    try:
+        return ctypes.addressof(view)
+    finally:
+        del view  # an exported pointer would stop the mapping from being closed
+
+
+class WindowsPlatform:
+    """Windows implementation of :class:`~softrt.platform.base.Platform` (see the module docstring)."""
+
+    caps = Capabilities(rt_throttling=False, kernel_trace=False)
+    # QueryPerformanceCounter: time.perf_counter_ns on Windows (PEP 418); time.monotonic_ns is
+    # GetTickCount64 before Python 3.13, 15.6 ms steps, useless for a 250 µs loop.
+    clock_ns = staticmethod(time.perf_counter_ns)
+
+    def __init__(self, win32: Win32 | None = None) -> None:
+        self.w = win32 if win32 is not None else Win32()
+
+    def _do(self, target: str, call: Callable, *args):
+        """Run one Win32 call; a failure becomes a softrt error naming *target*, with its fix."""
+        try:
+            return call(*args)
+        except Win32Failed as err:
+            raise to_softrt_error(err, target) from None
+
+    # --- CPUs -------------------------------------------------------------------------------------
+    def online_cpus(self, root: str = "/") -> CpuSet:
+        """Return the CPUs this system has (the system affinity mask, processor group 0)."""
+        _, system = self._do("this process", self.w.GetProcessAffinityMask, self.w.GetCurrentProcess())
+        return cpus_of(system)
+
+    def cpu_limit(self, root: str = "/") -> int:
+        """Return one past the highest CPU number an affinity mask can name."""
+        return MAX_GROUP_CPUS
+
+    def allowed_cpus(self) -> CpuSet:
+        """Return the CPUs this process may run on (its process affinity mask)."""
+        return self.get_affinity(0)
+
+    def _open(self, pid: int, access: int) -> int:
+        return self._do(f"process {pid}", self.w.OpenProcess, access, False, pid)
+
+    def get_affinity(self, pid: int = 0) -> CpuSet:
+        """Return the CPUs process *pid* (0: this one) may run on (GetProcessAffinityMask)."""
+        if not pid:
+            mine, _ = self._do("this process", self.w.GetProcessAffinityMask, self.w.GetCurrentProcess())
+            return cpus_of(mine)
+        handle = self._open(pid, PROCESS_QUERY_LIMITED_INFORMATION)
+        try:
+            mine, _ = self._do(f"process {pid}", self.w.GetProcessAffinityMask, handle)
+        finally:
+            self.w.CloseHandle(handle)
+        return cpus_of(mine)
+
+    def set_affinity(self, cpus: CpuSet, pid: int = 0) -> None:
+        """Pin process *pid* (0: this one) to *cpus* (SetProcessAffinityMask).
+
+        Raises:
+            InvalidCpu: a CPU this system does not have (ERROR_INVALID_PARAMETER).
+            NoSuchProcess: the process exited.
+        """
+        mask = mask_of(cpus)
+        target = f"process {pid}" if pid else "this process"
+        if pid:
+            handle = self._open(pid, PROCESS_SET_INFORMATION | PROCESS_QUERY_LIMITED_INFORMATION)
+        else:
+            handle = self.w.GetCurrentProcess()
+        try:
+            self.w.SetProcessAffinityMask(handle, mask)
+        except Win32Failed as err:
+            if err.winerror == ERROR_INVALID_PARAMETER:
+                raise InvalidCpu(str(cpus), self.online_cpus(), f"is not allowed to {target}") from None
+            raise to_softrt_error(err, target) from None
+        finally:
+            if pid:
+                self.w.CloseHandle(handle)
+
+    # --- the worker's real-time controls ------------------------------------------------------------
+    def worker_controls(self, cpu: int, priority: int, locked: object | None = None) -> list[Control]:
+        """The Soft Real-Time application steps, in the order applied; each returns its undo.
+
+        Placement, memory and timer first, priorities last (nothing runs at real-time priority
+        before it is on its core). *priority* is Linux's SCHED_FIFO level: on Windows the thread
+        always gets 31, the top of REALTIME_PRIORITY_CLASS. *locked* is the ring's mapping.
+        """
+        mask = 1 << cpu
+        controls = [
+            Control("process_affinity", f"worker process on CPU {cpu} (SetProcessAffinityMask 0x{mask:x})",
+                    lambda: self._process_affinity(mask)),
+            Control("cpu_affinity", f"worker thread pinned to CPU {cpu} (SetThreadAffinityMask 0x{mask:x})",
+                    lambda: self._thread_affinity(mask)),
+            Control("working_set", "hard minimum working set (SetProcessWorkingSetSizeEx)",
+                    lambda: self._working_set(len(locked) if locked is not None else 0)),
+        ]
+        if locked is not None:
+            controls.append(Control("virtual_lock", f"ring locked in RAM ({len(locked):,} bytes, VirtualLock)",
+                                    lambda: self._virtual_lock(locked)))
+        controls += [
+            Control("timer_resolution", f"{TIMER_RESOLUTION_MS} ms system timer (timeBeginPeriod)", self._timer_period),
+            Control("realtime_priority_class", "REALTIME_PRIORITY_CLASS (SetPriorityClass)", self._realtime_class),
+            Control("thread_priority", "THREAD_PRIORITY_TIME_CRITICAL (SetThreadPriority)", self._time_critical),
+            Control("thread_base_priority", f"base priority {REALTIME_BASE_PRIORITY} (NtSetInformationThread "
+                    f"ThreadBasePriority {THREAD_BASE_PRIORITY_RT})", self._base_priority),
+        ]
+        return controls
+
+    def _process_affinity(self, mask: int) -> Undo:
+        me = self.w.GetCurrentProcess()
+        before, _ = self._do("this process", self.w.GetProcessAffinityMask, me)
+        self._do("this process", self.w.SetProcessAffinityMask, me, mask)
+        return lambda: self._do("this process", self.w.SetProcessAffinityMask, me, before)
+
+    def _thread_affinity(self, mask: int) -> Undo:
+        thread = self.w.GetCurrentThread()
+        before = self._do("the worker thread", self.w.SetThreadAffinityMask, thread, mask)
+        return lambda: self._do("the worker thread", self.w.SetThreadAffinityMask, thread, before)
+
+    def _working_set(self, locked_bytes: int) -> Undo:
+        me = self.w.GetCurrentProcess()
+        low, high, flags = self._do("this process", self.w.GetProcessWorkingSetSizeEx, me)
+        want_low = max(low, psutil.Process().memory_info().rss + locked_bytes + WORKING_SET_MARGIN_BYTES)
+        want_high = max(high, want_low + WORKING_SET_MARGIN_BYTES)
+        self._do("this process", self.w.SetProcessWorkingSetSizeEx, me, want_low, want_high,
+                 QUOTA_LIMITS_HARDWS_MIN_ENABLE | QUOTA_LIMITS_HARDWS_MAX_DISABLE)
+        return lambda: self._do("this process", self.w.SetProcessWorkingSetSizeEx, me, low, high,
+                                restore_flags(flags))
+
+    def _virtual_lock(self, buffer) -> Undo:
+        address, size = _address(buffer), len(buffer)
+        self._do("the ring", self.w.VirtualLock, address, size)
+        return lambda: self._do("the ring", self.w.VirtualUnlock, address, size)
+
+    def _timer_period(self) -> Undo:
+        self._do("the system timer", self.w.timeBeginPeriod, TIMER_RESOLUTION_MS)
+        return lambda: self._do("the system timer", self.w.timeEndPeriod, TIMER_RESOLUTION_MS)
+
+    def _realtime_class(self) -> Undo:
+        me = self.w.GetCurrentProcess()
+        before = self._do("this process", self.w.GetPriorityClass, me)
+        self._do("this process", self.w.SetPriorityClass, me, REALTIME_PRIORITY_CLASS)
+        # Without SeIncreaseBasePriorityPrivilege the call succeeds with HIGH_PRIORITY_CLASS instead
+        # (SetPriorityClass, "Remarks"): read it back, and put the old class back if it was not granted.
+        got = self._do("this process", self.w.GetPriorityClass, me)
+        if got != REALTIME_PRIORITY_CLASS:
+            self._do("this process", self.w.SetPriorityClass, me, before)
+            raise PermissionDenied("SetPriorityClass(REALTIME_PRIORITY_CLASS)", f"this process (got 0x{got:x})",
+                                   hint=ADMIN_HINT)
+        return lambda: self._do("this process", self.w.SetPriorityClass, me, before)
+
+    def _time_critical(self) -> Undo:
+        thread = self.w.GetCurrentThread()
+        before = self._do("the worker thread", self.w.GetThreadPriority, thread)
+        self._do("the worker thread", self.w.SetThreadPriority, thread, THREAD_PRIORITY_TIME_CRITICAL)
+        return lambda: self._do("the worker thread", self.w.SetThreadPriority, thread, before)
+
+    def _base_priority(self) -> None:
+        # Undone with the thread priority (SetThreadPriority sets the same base priority).
+        self._do("the worker thread", self.w.NtSetInformationThread, self.w.GetCurrentThread(),
+                 THREAD_BASE_PRIORITY_CLASS, THREAD_BASE_PRIORITY_RT)
+
+    def make_sleep_until(self) -> tuple[Callable[[int], None], Undo]:
+        """Return ``(sleep_until(abs_ns), close)``: a high-resolution waitable timer, armed relative.
+
+        The due time is relative (negative, 100 ns units): an absolute one is wall-clock FILETIME,
+        not the loop's QueryPerformanceCounter clock. Raises a softrt error on Windows before
+        10 1803, which lacks CREATE_WAITABLE_TIMER_HIGH_RESOLUTION (ERROR_INVALID_PARAMETER).
+        """
+        w, clock = self.w, self.clock_ns
+        timer = self._do("a waitable timer", w.CreateWaitableTimerExW, CREATE_WAITABLE_TIMER_HIGH_RESOLUTION,
+                         TIMER_ALL_ACCESS)
+
+        def sleep_until(abs_ns: int) -> None:
+            ahead_ns = abs_ns - clock()
+            if ahead_ns <= 0:
+                return
+            w.SetWaitableTimer(timer, -max(1, ahead_ns // 100))
+            w.WaitForSingleObject(timer, INFINITE)
+
+        return sleep_until, lambda: self._do("the waitable timer", w.CloseHandle, timer)
+
+    # --- RT throttling: Windows has none ----------------------------------------------------------------
+    def rt_runtime_us(self, root: str = "/") -> int | None:
+        """None: Windows does not throttle REALTIME_PRIORITY_CLASS threads."""
+        return None
+
+    def rt_throttling_off(self) -> tuple[str, str]:
+        raise NotSupported("Windows has no RT throttling to switch off")
+
+    # --- the worker's lifetime --------------------------------------------------------------------------
+    def die_with_parent(self) -> None:
+        """Nothing to do in the worker: the supervisor puts it in a kill-on-close job (:meth:`adopt_worker`)."""
+
+    def adopt_worker(self, pid: int) -> Undo:
+        """Put process *pid* in a job that kills it when the job's last handle closes (this process's).
+
+        JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE: "Causes all processes associated with the job to terminate
+        when the last handle to the job is closed" (JOBOBJECT_BASIC_LIMIT_INFORMATION), also when
+        the supervisor is killed. The returned undo closes the job: call it after the worker stopped.
+        """
+        job = self._do("a job object", self.w.CreateJobObjectW)
+        try:
+            self._do("the worker's job", self.w.SetInformationJobObject, job, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE)
+            process = self._open(pid, PROCESS_SET_QUOTA | PROCESS_TERMINATE)
+            try:
+                self._do(f"process {pid}", self.w.AssignProcessToJobObject, job, process)
+            finally:
+                self.w.CloseHandle(process)
+        except SoftRTError:
+            self.w.CloseHandle(job)
+            raise
+        return lambda: self._do("the worker's job", self.w.CloseHandle, job)
+
+    def ctrl_c_shield(self) -> AbstractContextManager[None]:
+        """Nothing to block: Windows has no signal mask. The worker ignores SIGINT (CTRL_C_EVENT)
+        from its first line; a Ctrl-C during its interpreter's start-up ends it, and the run
+        reports that it did not arm."""
+        return nullcontext()
+
+    # --- exclusion between softrt processes ------------------------------------------------------------
+    def process_identity(self, pid: int = 0, root: str = "/") -> str | None:
+        """Return ``BOOT/PID/CREATED`` naming process *pid* (0: this one) while it lives (psutil)."""
+        pid = pid or os.getpid()
+        try:
+            created = psutil.Process(pid).create_time()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return None
+        return f"{int(psutil.boot_time())}/{pid}/{created:.3f}"
+
+    def machine_lock_path(self, name: str) -> Path:
+        """Return a lock file shared by every user of this machine (%ProgramData%\\softrt; SOFTRT_STATE_DIR moves it)."""
+        if os.environ.get("SOFTRT_STATE_DIR"):
+            return Path(os.environ["SOFTRT_STATE_DIR"]) / f"{name}.lock"
+        base = os.environ.get("PROGRAMDATA") or os.environ.get("ALLUSERSPROFILE") or r"C:\ProgramData"
+        return Path(base) / "softrt" / f"softrt-{name}.lock"
+
+    def try_lock(self, path: Path) -> int | None:
+        """Lock *path* (LockFileEx, one byte past the pid); return its fd, or None if another holds it.
+
+        Windows releases the lock when the holder's handle closes, also when it is killed.
+        """
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | O_PRIVATE_BINARY, 0o600)
+        try:
+            handle = self.w.get_osfhandle(fd)
+            if not self._do(str(path), self.w.LockFileEx, handle, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
+                            LOCK_OFFSET, 1):
+                os.close(fd)
+                return None
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def lock_holder(self, path: Path) -> str:
+        """Return the pid written in the lock file *path* by its holder, or "?"."""
+        try:
+            text = path.read_text(encoding="ascii", errors="replace")[:32].strip()
+        except OSError:
+            return "?"
+        return text if text.isdigit() else "?"
+
+    # --- shared memory: pagefile-backed sections --------------------------------------------------------
+    def open_shared_memory(self, name: str, size: int, create: bool) -> mmap.mmap:
+        """Map the named section *name*: created (it must not exist) or opened (it must).
+
+        A pagefile-backed section lives while a handle or view is open, so a killed supervisor
+        leaves nothing behind (nothing to list or remove).
+        """
+        try:
+            probe = self.w.OpenFileMappingW(FILE_MAP_READ, name)
+        except Win32Failed as err:
+            if err.winerror != ERROR_FILE_NOT_FOUND:
+                raise to_softrt_error(err, f"shared memory {name}") from None
+            if not create:
+                raise SoftRTError(f"shared memory {name} does not exist (its supervisor is gone)") from None
+        else:
+            self.w.CloseHandle(probe)
+            if create:
+                raise SoftRTError(f"shared memory {name} exists already", hint="run again (the name is random)")
+        return self.w.map_pagefile(name, size)
+
+    def list_shared_memory(self, prefix: str) -> list[str]:
+        """Nothing to list: a section dies with its last handle."""
+        return []
+
+    def remove_shared_memory(self, name: str) -> None:
+        """Nothing to remove: the section goes with its last handle."""
+
+    # --- host facts -----------------------------------------------------------------------------------
+    def host_facts(self, root: str = "/") -> dict:
+        """Return what a reader of a result needs to know about this machine (Linux's keys; None where none)."""
+        uname = _pyplatform.uname()
+        return {
+            "os": "windows",
+            "hostname": uname.node,
+            "kernel": uname.release,
+            "kernel_version": uname.version,
+            "edition": _pyplatform.win32_edition() or None,  # "IoTEnterprise", "IoTEnterpriseS" (LTSC)...
+            "machine": uname.machine,
+            "preemption": None,
+            "cpu_model": uname.processor or None,
+            "cpu_count": len(self.online_cpus()),
+            "cmdline": None,
+            "python": _pyplatform.python_version(),
+            "clocksource": "QueryPerformanceCounter",
+            "rt_runtime_us": None,
+        }

@@ -1,0 +1,68 @@
+"""The load paths Windows takes, run here on Linux where they are portable (placement through the
+platform object, spawn-based churn, os.times CPU time, the stop request)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from softrt.cpus import CpuSet
+from softrt.load import _proc, _worker
+
+
+def test_churn_without_fork_creates_real_processes():
+    """Windows has no fork: the worker creates each process with subprocess (CreateProcess there)."""
+    counters = _worker.churn({"program": sys.executable, "args": ["-c", "pass"], "spawn": True},
+                             time.monotonic() + 0.5)
+    assert counters["ops"] >= 1 and counters["failures"] == 0
+
+
+def test_churn_without_fork_counts_a_program_that_fails():
+    counters = _worker.churn({"program": "/nonexistent/softrt-no-such-program", "spawn": True},
+                             time.monotonic() + 0.2)
+    assert counters["ops"] == 0 and counters["failures"] >= 1
+
+
+def test_cpu_time_without_getrusage_comes_from_os_times(monkeypatch):
+    """Windows has no resource module: os.times() gives the same user + system seconds."""
+    with_rusage = _worker._cpu_s()
+    monkeypatch.setattr(_worker, "resource", None)
+    x = 0.0
+    t0 = time.process_time()
+    while time.process_time() - t0 < 0.2:  # burn CPU, so the two readings must differ
+        x += 1.0
+    assert _worker._cpu_s() >= with_rusage + 0.15
+
+
+def test_place_puts_a_started_process_on_its_cpus_through_the_platform():
+    """What spawn does on Windows after the process starts (SetProcessAffinityMask there)."""
+    cpu = max(os.sched_getaffinity(0))
+    proc = subprocess.Popen(["sleep", "5"])
+    try:
+        _proc.place(proc, CpuSet([cpu]))
+        assert os.sched_getaffinity(proc.pid) == {cpu}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_refused_placement_ends_the_process_before_it_runs_misplaced():
+    from softrt.errors import SoftRTError
+    proc = subprocess.Popen(["sleep", "5"])
+    with pytest.raises(SoftRTError):
+        _proc.place(proc, CpuSet([4095]))  # no such CPU: the platform refuses
+    assert proc.poll() is not None
+
+
+def test_ask_to_stop_makes_a_worker_report():
+    cfg = {"kind": "spin", "cpus": sorted(os.sched_getaffinity(0)), "timeout_s": 30}
+    proc = subprocess.Popen([sys.executable, _worker.__file__, __import__("json").dumps(cfg)],
+                            stdout=subprocess.PIPE, start_new_session=True)
+    time.sleep(0.5)
+    _proc.ask_to_stop(proc)
+    out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0 and b'"counters"' in out

@@ -1,0 +1,189 @@
+"""The Windows backend's tests run on Linux against ``FakeWin32``, a recording stand-in for
+softrt.platform.windows.Win32 (fixture ``fake_win32``).
+
+It keeps the little state the calls read back (priority class, masks, working set, sections,
+locks), records every call as ``(name, *args)`` and fails a call on request with a Windows error
+code, the way Windows reports it (GetLastError). Nothing here decides what the backend does.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+import pytest
+
+from softrt.platform import windows as W
+
+TEXTS = {W.ERROR_ACCESS_DENIED: "Access is denied.", W.ERROR_PRIVILEGE_NOT_HELD: "A required privilege is not held "
+         "by the client.", W.ERROR_INVALID_PARAMETER: "The parameter is incorrect.",
+         W.ERROR_FILE_NOT_FOUND: "The system cannot find the file specified.",
+         W.ERROR_WORKING_SET_QUOTA: "Insufficient quota to complete the requested service."}
+PSEUDO_PROCESS, PSEUDO_THREAD = -1, -2  # (HANDLE)-1 and (HANDLE)-2, as Windows returns them
+
+
+class FakeWin32:
+    """Same public methods as :class:`softrt.platform.windows.Win32`; ``calls`` is what was asked."""
+
+    def __init__(self, section_dir: Path, cpus: int = 4, admin: bool = True, fail: dict[str, int] | None = None) -> None:
+        self.calls: list[tuple] = []
+        self.fail = dict(fail or {})
+        self.admin = admin
+        self.section_dir = section_dir
+        self.system_mask = (1 << cpus) - 1
+        self.process_mask = self.system_mask
+        self.thread_mask = self.system_mask
+        self.priority_class = W.NORMAL_PRIORITY_CLASS
+        self.thread_priority = 0
+        self.working_set = (200 << 10, 1380 << 10, 0)  # Windows' defaults: 200 KiB, 1380 KiB, no hard limits
+        self.timer_periods: list[int] = []
+        self.open_handles: set[int] = set()
+        self.sections: set[str] = set()
+        self.locked: set[tuple[int, int]] = set()
+        self._next_handle = 0x100
+
+    def _call(self, name: str, *args) -> None:
+        self.calls.append((name, *args))
+        code = self.fail.get(name)
+        if code:
+            raise W.Win32Failed(name, code, TEXTS.get(code, ""))
+
+    def _handle(self) -> int:
+        self._next_handle += 4
+        self.open_handles.add(self._next_handle)
+        return self._next_handle
+
+    def GetCurrentProcess(self) -> int:  # noqa: N802
+        self._call("GetCurrentProcess")
+        return PSEUDO_PROCESS
+
+    def GetCurrentThread(self) -> int:  # noqa: N802
+        self._call("GetCurrentThread")
+        return PSEUDO_THREAD
+
+    def OpenProcess(self, access, inherit, pid):  # noqa: N802
+        self._call("OpenProcess", access, inherit, pid)
+        return self._handle()
+
+    def CloseHandle(self, handle):  # noqa: N802
+        self._call("CloseHandle", handle)
+        self.open_handles.discard(handle)
+
+    def GetPriorityClass(self, process):  # noqa: N802
+        self._call("GetPriorityClass", process)
+        return self.priority_class
+
+    def SetPriorityClass(self, process, priority_class):  # noqa: N802
+        self._call("SetPriorityClass", process, priority_class)
+        # Without SeIncreaseBasePriorityPrivilege Windows grants HIGH instead of REALTIME, silently.
+        granted_high = priority_class == W.REALTIME_PRIORITY_CLASS and not self.admin
+        self.priority_class = W.HIGH_PRIORITY_CLASS if granted_high else priority_class
+
+    def GetProcessAffinityMask(self, process):  # noqa: N802
+        self._call("GetProcessAffinityMask", process)
+        return self.process_mask, self.system_mask
+
+    def SetProcessAffinityMask(self, process, mask):  # noqa: N802
+        self._call("SetProcessAffinityMask", process, mask)
+        if not mask or mask & ~self.system_mask:
+            raise W.Win32Failed("SetProcessAffinityMask", W.ERROR_INVALID_PARAMETER, TEXTS[W.ERROR_INVALID_PARAMETER])
+        self.process_mask = mask
+
+    def SetThreadAffinityMask(self, thread, mask):  # noqa: N802
+        self._call("SetThreadAffinityMask", thread, mask)
+        before, self.thread_mask = self.thread_mask, mask
+        return before
+
+    def GetThreadPriority(self, thread):  # noqa: N802
+        self._call("GetThreadPriority", thread)
+        return self.thread_priority
+
+    def SetThreadPriority(self, thread, priority):  # noqa: N802
+        self._call("SetThreadPriority", thread, priority)
+        self.thread_priority = priority
+
+    def NtSetInformationThread(self, thread, info_class, value):  # noqa: N802
+        self._call("NtSetInformationThread", thread, info_class, value)
+
+    def GetProcessWorkingSetSizeEx(self, process):  # noqa: N802
+        self._call("GetProcessWorkingSetSizeEx", process)
+        return self.working_set
+
+    def SetProcessWorkingSetSizeEx(self, process, low, high, flags):  # noqa: N802
+        self._call("SetProcessWorkingSetSizeEx", process, low, high, flags)
+        self.working_set = (low, high, flags & (W.QUOTA_LIMITS_HARDWS_MIN_ENABLE | W.QUOTA_LIMITS_HARDWS_MAX_ENABLE))
+
+    def VirtualLock(self, address, size):  # noqa: N802
+        self._call("VirtualLock", address, size)
+
+    def VirtualUnlock(self, address, size):  # noqa: N802
+        self._call("VirtualUnlock", address, size)
+
+    def timeBeginPeriod(self, period_ms):  # noqa: N802
+        self._call("timeBeginPeriod", period_ms)
+        self.timer_periods.append(period_ms)
+
+    def timeEndPeriod(self, period_ms):  # noqa: N802
+        self._call("timeEndPeriod", period_ms)
+        self.timer_periods.remove(period_ms)
+
+    def CreateWaitableTimerExW(self, flags, access):  # noqa: N802
+        self._call("CreateWaitableTimerExW", flags, access)
+        return self._handle()
+
+    def SetWaitableTimer(self, timer, due_100ns):  # noqa: N802
+        self._call("SetWaitableTimer", timer, due_100ns)
+
+    def WaitForSingleObject(self, handle, timeout_ms):  # noqa: N802
+        self._call("WaitForSingleObject", handle, timeout_ms)
+        return 0  # WAIT_OBJECT_0 at once: the loop then spins to the edge (the fake keeps no time)
+
+    def CreateJobObjectW(self):  # noqa: N802
+        self._call("CreateJobObjectW")
+        return self._handle()
+
+    def SetInformationJobObject(self, job, limit_flags):  # noqa: N802
+        self._call("SetInformationJobObject", job, limit_flags)
+
+    def AssignProcessToJobObject(self, job, process):  # noqa: N802
+        self._call("AssignProcessToJobObject", job, process)
+
+    def OpenFileMappingW(self, access, name):  # noqa: N802
+        self._call("OpenFileMappingW", access, name)
+        if name not in self.sections:
+            raise W.Win32Failed("OpenFileMappingW", W.ERROR_FILE_NOT_FOUND, TEXTS[W.ERROR_FILE_NOT_FOUND])
+        return self._handle()
+
+    def map_pagefile(self, name, size):
+        """A file per section name, so every mapping of one name shares its bytes (as a section does)."""
+        self.calls.append(("map_pagefile", name, size))
+        path = self.section_dir / name
+        self.sections.add(name)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_size < size:
+                os.ftruncate(fd, size)
+            return mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+
+    def get_osfhandle(self, fd):
+        self.calls.append(("get_osfhandle", fd))
+        return fd
+
+    def LockFileEx(self, handle, flags, offset, length):  # noqa: N802
+        self._call("LockFileEx", handle, flags, offset, length)
+        key = (os.fstat(handle).st_ino, offset)
+        if key in self.locked:
+            return False
+        self.locked.add(key)
+        return True
+
+
+@pytest.fixture
+def fake_win32(tmp_path):
+    """Return a factory of FakeWin32 (keyword arguments as its constructor), sections under tmp_path."""
+    def make(**kwargs) -> FakeWin32:
+        return FakeWin32(tmp_path, **kwargs)
+    return make
