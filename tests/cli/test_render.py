@@ -114,3 +114,25 @@ def test_a_workqueue_item_keeps_its_function_in_the_table():
     why = _why(n_threads=1, lost=0)
     why["culprits"][0]["name"] = "kworker/1:0H [blk_mq_run_work_fn]"
     assert "kworker/1:0H [blk_mq_run_work_fn]" in _text(why_late(_summary(why)))
+
+
+def test_a_failed_ethercat_run_says_why_and_shows_the_drives_as_last_confirmed(tmp_path):
+    import json
+
+    from softrt.cli.render import render_summary
+    from softrt.report.synthetic import write_synthetic_run
+
+    run = write_synthetic_run(tmp_path, cycles=3_000, misses=[])
+    summary = json.loads((run / "summary.json").read_text())
+    reason = "bus lost: no frame answered for 10.0 ms since cycle 2,871"
+    summary.update(status="failed", partial_reason=reason)
+    summary["board"] = {"writes": 2_880, "missed_updates": 10, "drives": [
+        {"name": "AX5101", "slave": 0, "statusword": 0x0237, "state": "operation enabled", "error_code": 0,
+         "position_counts": 1, "origin_counts": 0, "confirmed_cycle": 2_870, "confirmed_at_s": 0.7175},
+        {"name": "EL7211", "slave": 1, "statusword": 0x0040, "state": "switch on disabled", "error_code": 0,
+         "position_counts": 1, "origin_counts": 0, "confirmed_cycle": -1, "confirmed_at_s": None}]}
+    text = _text(render_summary(RunSummary.from_dict(summary)))
+    assert f"[FAILED: {reason}]" in text
+    assert ("Drive 'AX5101' (slave 0): operation enabled (statusword 0x0237, error code 0x0000), "
+            "last confirmed at cycle 2,870 (0.718 s)") in text
+    assert "Drive 'EL7211' (slave 1): switch on disabled" in text and "never (no valid frame in the run)" in text

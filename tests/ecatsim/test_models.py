@@ -100,18 +100,28 @@ def test_wkc_and_addressing_rules():
     assert read_wkc(frame, d) == 0  # nobody has that address
 
 
-def test_lrw_counts_per_esc_and_exchanges_data():
+def _mapped_segment():
+    """Two drives with SM2/SM3 and FMMUs set up (outputs at 0 and 8, inputs at 16 and 30), in INIT."""
     seg, escs = _segment(2)
     for i, esc in enumerate(escs):
         esc.write(0x0810, struct.pack("<HHBBBB", 0x1100, 8, 0x64, 0, 1, 0))
         esc.write(0x0818, struct.pack("<HHBBBB", 0x1400, 14, 0x20, 0, 1, 0))
         esc.write(0x0600, struct.pack("<IHBBHBBB3x", 8 * i, 8, 0, 7, 0x1100, 0, 2, 1))
         esc.write(0x0610, struct.pack("<IHBBHBBB3x", 16 + 14 * i, 14, 0, 7, 0x1400, 0, 1, 1))
-    frame, (d,) = _send(seg, (Cmd.LRW, 0, 0, 0, bytes(44)))
-    assert read_wkc(frame, d) == 0  # process-data SMs are closed below SAFEOP
-    for state in (AlState.PREOP, AlState.SAFEOP, AlState.OP):
+    return seg, escs
+
+
+def _request(escs, *states):
+    for state in states:
         for esc in escs:
             esc.write(0x0120, struct.pack("<H", state))
+
+
+def test_lrw_counts_per_esc_and_exchanges_data():
+    seg, escs = _mapped_segment()
+    frame, (d,) = _send(seg, (Cmd.LRW, 0, 0, 0, bytes(44)))
+    assert read_wkc(frame, d) == 0  # process-data SMs are closed below SAFEOP
+    _request(escs, AlState.PREOP, AlState.SAFEOP, AlState.OP)
     assert all(e.al.state is AlState.OP for e in escs)
     out = struct.pack("<HibB", 0x0006, 1000, 8, 0) + struct.pack("<HibB", 0x0006, 2000, 8, 0)
     frame, (d,) = _send(seg, (Cmd.LRW, 0, 0, 0, out + bytes(28)))
@@ -120,6 +130,18 @@ def test_lrw_counts_per_esc_and_exchanges_data():
     assert statuswords == [0x0240, 0x0240]  # read before the outputs were consumed (one-cycle lag)
     frame, (d,) = _send(seg, (Cmd.LRW, 0, 0, 0, out + bytes(28)))
     assert [struct.unpack_from("<H", frame, d.data_offset + 16 + 14 * i)[0] & 0x6F for i in range(2)] == [0x21, 0x21]
+
+
+def test_a_slave_leaving_op_on_its_own_error_stops_taking_outputs():
+    seg, escs = _mapped_segment()
+    _request(escs, AlState.PREOP, AlState.SAFEOP, AlState.OP)
+    escs[1].local_error(AlState.SAFEOP, 0x001A)
+    assert (escs[1].al.status, escs[1].al.code) == (0x14, 0x001A)
+    frame, (d,) = _send(seg, (Cmd.LRW, 0, 0, 0, bytes(44)))
+    assert read_wkc(frame, d) == 3 + 1  # slave 1: inputs still read, its outputs SyncManager off
+    _request(escs[1:], AlState.OP | 0x10)  # acknowledged, back to OP: outputs taken again
+    frame, (d,) = _send(seg, (Cmd.LRW, 0, 0, 0, bytes(44)))
+    assert escs[1].al.state is AlState.OP and read_wkc(frame, d) == 6
 
 
 def test_drive_enable_sequence_and_faults():

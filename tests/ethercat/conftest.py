@@ -158,14 +158,19 @@ class SimProcess:
 
 @pytest.fixture
 def start_sim(ecat_ns, tmp_path):
-    """Return ``start(*args)``: run ``softrt ecat-sim --iface ecs0 ARGS`` in the namespace."""
+    """Return ``start(*args, fifo=False)``: run ``softrt ecat-sim --iface ecs0 ARGS`` in the namespace.
+
+    With *fifo*, the simulator runs SCHED_FIFO (priority 10): it stands for hardware that answers
+    in microseconds, and a busy housekeeping CPU must not hold its replies past the master's
+    receive deadline (tests that count lost frames exactly).
+    """
     started: list[SimProcess] = []
 
-    def start(*args: str) -> SimProcess:
+    def start(*args: str, fifo: bool = False) -> SimProcess:
         control = tmp_path / f"sim{len(started)}.sock"
         proc = subprocess.Popen(
-            ecat_ns.cmd(sys.executable, "-m", "softrt", "ecat-sim", "--iface", ecat_ns.slave_iface,
-                        "--control", str(control), *args),
+            ecat_ns.cmd(*(["chrt", "-f", "10"] if fifo else []), sys.executable, "-m", "softrt", "ecat-sim",
+                        "--iface", ecat_ns.slave_iface, "--control", str(control), *args),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = proc.stdout.readline()  # "ecat-sim: N slave(s) answering on ecs0" once bound
         while line.startswith("softrt: "):  # what the start of every softrt command cleaned up first

@@ -1,4 +1,7 @@
-"""Bad input: one clear error (EcatError, exit status 2) with what was seen; the bus left safe."""
+"""Bad input (EcatInputError, exit status 2) and bring-up failures (EcatError, exit 1).
+
+Either way: one clear error with what was seen, and the bus left safe.
+"""
 
 from __future__ import annotations
 
@@ -48,6 +51,7 @@ def test_no_slaves_answering(ecat_ns):
     with pytest.raises(EcatError) as info:
         open_in(ecat_ns)
     assert info.value.reason == "no_slaves"
+    assert not isinstance(info.value, ConfigError)  # a bus that does not answer is not bad input: exit 1
     assert info.value.seen["config_init"] <= 0
 
 

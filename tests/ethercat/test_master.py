@@ -11,7 +11,7 @@ import time
 import pytest
 
 from softrt.ethercat.master import SW_MASK, SW_OE, EtherCATMaster, MasterState
-from softrt.ipc.layout import FLAG_DEVICE_ERROR
+from softrt.ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
 from softrt.motion import MotionConfig, Trajectory
 
 PERIOD_NS = 250_000
@@ -82,7 +82,9 @@ def test_csp_10000_cycles_with_counted_faults(start_sim, ecat_ns):
         before = sim.stats()
         sim.control(cmd="drop", every=2500)
         sim.control(cmd="bad_wkc", every=3001)
-        sim.control(cmd="delay", every=4001, delay_us=2 * TIMEOUT_US)
+        # Late by half a timeout more than the deadline: lost; the next frame, queued behind it,
+        # still comes back within its own deadline (which is exact now, not rounded up to a tick).
+        sim.control(cmd="delay", every=4001, delay_us=3 * TIMEOUT_US // 2)
         flags = run_cycles(dev, 10_000, values, start=False)
         sim.control(cmd="drop", every=0)
         sim.control(cmd="bad_wkc", every=0)
@@ -122,8 +124,12 @@ def test_watchdog_faults_the_drive(start_sim, ecat_ns):
         while not dev.permit():
             pass
         dev.write(0.0)
-        assert dev.flags & FLAG_DEVICE_ERROR
-        assert dev.drive_status()[0]["error_code"] == 0x8100
+        # Out of OP, the slave no longer takes outputs: the working counter drops, AL status is
+        # read in that (lost) cycle and names the cause; the device has failed.
+        assert dev.flags & FLAG_DEVICE_ERROR and dev.flags & FLAG_DEVICE_FAILED
+        assert dev.failure == "slave 0 'softrt virtual CSP drive' left OP: SAFEOP+ERR, AL status 0x001B sync manager watchdog"
+        assert dev.counters()["wkc_errors"] == 1 and dev.al_reads == 1
+        assert dev.drive_status()[0]["confirmed_cycle"] == -1  # no valid frame in the run
     finally:
         dev.stop()
     assert sim.stats()["slaves"][0]["al_state"] == "INIT"  # acknowledged on the way out
@@ -140,6 +146,9 @@ def test_injected_drive_fault_is_reported(start_sim, ecat_ns):
         assert all(f & FLAG_DEVICE_ERROR for f in flags[1:])
         status = dev.drive_status()[0]
         assert status["statusword"] & 0x4F == 0x08 and status["error_code"] == 0x2310
+        assert status["state"] == "fault" and all(f & FLAG_DEVICE_FAILED for f in flags[1:])
+        assert dev.failure.startswith("drive 'softrt virtual CSP drive' (slave 0) faulted: statusword 0x")
+        assert dev.failure.endswith("error code 0x2310")
     finally:
         dev.stop()
 

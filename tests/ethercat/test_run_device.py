@@ -13,14 +13,14 @@ pytestmark = pytest.mark.rt
 
 
 def test_softrt_run_drives_the_simulated_bus(start_sim, ecat_ns, tmp_path):
-    sim = start_sim("--slaves", "2", "--bad-wkc-every", "500")
+    sim = start_sim("--slaves", "2", "--bad-wkc-every", "500", fifo=True)
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
     proc = subprocess.run(
         ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
                     "--axes", "2", "--period", "1ms", "--duration", "2s", "--json", "--out-dir", str(tmp_path)),
         capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
+    assert proc.returncode == 0, (s["status"], s["partial_reason"], proc.stderr)
     assert s["status"] == "complete" and s["config"]["device"] == f"ethercat:{ecat_ns.master_iface}"
     board = s["board"]
     assert board["writes"] == s["cycles"] > 1000

@@ -77,7 +77,7 @@ def test_a_scrape_serves_the_runs_figures_with_exact_buckets():
     q = {labels["quantile"]: v for labels, v in got["softrt_period_quantile_seconds"]}
     assert q["0.99"] == pytest.approx(np.percentile(periods, 99) / 1e9, rel=2**-10)
     state = {labels["state"]: v for labels, v in got["softrt_run_state"]}
-    assert state == {"running": 1.0, "complete": 0.0, "partial": 0.0}
+    assert state == {"running": 1.0, "complete": 0.0, "partial": 0.0, "failed": 0.0}
     assert "process_cpu_seconds_total" in got  # the supervisor's own cost, for long runs
 
 

@@ -26,6 +26,7 @@ class VirtualBoard:
 
     last_rtt_ns = 0  # no frames: the write is a store into the board's memory
     last_wkc = 0
+    failure = None  # an ideal board never fails
 
     def __init__(self, period_ns: int, axes: int = 1, clock=time.monotonic_ns) -> None:
         if period_ns <= 0:

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..metrics import above, snap_ns
-from ..store.summary import Misses, RunSummary
+from ..store.summary import Board, Misses, RunSummary
 from ..store.why_late import Cause, TraceInfo
 from ..units import format_duration_s, format_ns
 
@@ -77,6 +77,7 @@ def misses_text(summary: RunSummary) -> Text:
         lines.append(f"EtherCAT frames: round trip p50 {_us(rtt.p50)} µs, p99.9 {_us(rtt.p99_9)} µs, "
                      f"max {_us(rtt.max)} µs; cycles with a device error (wrong working counter, lost frame, "
                      f"drive not enabled): {m.device_errors}")
+    lines.extend(drives_lines(summary.board))
     overflows = summary.ring.overflows if summary.ring is not None else None
     line = (f"Cycles: {_n(metrics.cycles)} at {period_us:g} µs; records missing: {_n(metrics.records_missing or 0)}; "
             f"ring overflows: {_n(overflows or 0)}")
@@ -94,6 +95,19 @@ def _n(count: int | None) -> str:
     return "-" if count is None else f"{count:,}"
 
 
+def drives_lines(board: Board | None) -> list[str]:
+    """EtherCAT drives as the run's last valid frame confirmed them, and when (issue 11)."""
+    out = []
+    for d in (board.drives if board is not None else None) or []:
+        if d.confirmed_cycle is None:
+            continue
+        when = (f"cycle {d.confirmed_cycle:,} ({d.confirmed_at_s:.3f} s)" if d.confirmed_cycle >= 0
+                and d.confirmed_at_s is not None else "never (no valid frame in the run)")
+        out.append(f"Drive '{d.name}' (slave {d.slave}): {d.state} (statusword 0x{d.statusword or 0:04X}, "
+                   f"error code 0x{d.error_code or 0:04X}), last confirmed at {when}")
+    return out
+
+
 def mode_text(summary: RunSummary) -> Text:
     """The run's label and what was (not) applied."""
     mode = summary.mode or "untuned"
@@ -104,7 +118,7 @@ def mode_text(summary: RunSummary) -> Text:
     if running:
         out.append(f"  [RUNNING: the figures of the first {format_duration_s(summary.elapsed_s)}]",
                    style="bold yellow")
-    elif summary.state != "complete":
+    elif summary.state != "complete":  # partial (Ctrl-C, worker crash) or failed (bus, drives)
         out.append(f"  [{summary.state.upper()}: {summary.partial_reason}]", style="bold red")
     tuning = summary.tuning
     for item in tuning.applied:

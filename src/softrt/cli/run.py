@@ -42,6 +42,8 @@ LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and the
               help="hybrid: wake this long before the edge, then spin.")
 @click.option("--device", default="virtual", show_default=True,
               help="virtual (an ideal board), or ethercat:IFACE (CiA 402 drives via SOEM; needs softrt[ethercat]).")
+@click.option("--bus-timeout", "bus_timeout_ns", type=TimeNs("ms"), default="10ms", show_default=True,
+              help="EtherCAT: fail the run when no valid frame came back for this long (bus lost).")
 @click.option("--axes", type=int, default=1, show_default=True, help=f"Number of axes (1-{MAX_AXES}).")
 @click.option("--motion", "shape", type=click.Choice(["scurve", "trapezoid"]), default="scurve", show_default=True,
               help="Point-to-point profile shape.")
@@ -57,7 +59,7 @@ LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and the
 @samples_option
 @watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
-def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, axes, shape,
+def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, bus_timeout_ns, axes, shape,
             distance, velocity, accel, jerk, out_dir, take_check, trace, late_threshold_ns, keep_late, samples, watch,
             as_json):
     """Run the seed's cyclic motion test and measure every cycle."""
@@ -67,7 +69,7 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
                                 ("accel_counts_per_s2", accel), ("jerk_counts_per_s3", jerk)) if v is not None}
     motion = MotionConfig(axes=axes, shape=shape, **limits) if axes >= 1 else None
     config = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, profile=profile,
-                       wait=wait, margin_ns=margin_ns, device=device, axes=axes, motion=motion, out_dir=out_dir,
+                       wait=wait, margin_ns=margin_ns, device=device, bus_timeout_ns=bus_timeout_ns, axes=axes, motion=motion, out_dir=out_dir,
                        max_duration_ns=max_duration_ns, check=take_check, trace=trace,
                        late_threshold_ns=late_threshold_ns, keep_late=keep_late, samples=samples)
     # From here on Ctrl-C (any number of them) stops the run, which is then stored, printed and

@@ -92,6 +92,10 @@ class Esc:
         self._pd_written = self._pd_read = False
         self._wd_kick_ns = 0
         self.watchdog_expiries = 0
+        #: The application disabled the output SyncManager (PDI side) after leaving OP on a local
+        #: error, as slave stacks do (Beckhoff SSC ecatslv.c V4.01 "ECAT 1"): the master's writes
+        #: then miss this slave and the working counter drops. Cleared when OP is entered again.
+        self.outputs_disabled = False
         self._mbx_queue: list[bytes] = []
         self._mbx_last = b""
         #: Fault injection: states this slave refuses to enter, with the AL status code it reports.
@@ -172,6 +176,7 @@ class Esc:
         now = self._clock()
         if new is AlState.OP:
             self._wd_kick_ns = now
+            self.outputs_disabled = False
         if new < AlState.PREOP and old >= AlState.PREOP:
             self._mbx_queue.clear()
         if self.app is not None:
@@ -208,6 +213,7 @@ class Esc:
         """Drop to *state* with the error indication and *code* (the slave's own decision)."""
         old = self.al.state
         self.al.local_error(state, code)
+        self.outputs_disabled = old is AlState.OP and state is not AlState.OP
         self._sync_al()
         if old != state:
             self._entered(old, state, code)
@@ -264,6 +270,8 @@ class Esc:
         start, length, _ctrl, on = self._sms_now()[sm_index]
         if phys >= start + length or end <= start:
             return True  # not behind this SyncManager: plain memory
+        if sm_index == 2 and self.outputs_disabled:
+            return False
         return on and self.al.state in (AlState.SAFEOP, AlState.OP)
 
     def logical_read(self, laddr: int, frame: bytearray, data_offset: int, length: int) -> bool:

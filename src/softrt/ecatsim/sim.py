@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..ethercat.al import AlState, state_name
 from .bus import Segment
 from ..ethercat.description import DeviceDescription
-from ..ethercat.errors import EcatError
+from ..ethercat.errors import EcatError, EcatInputError
 from .esc import Esc
 from .faults import FaultPlan
 from ..ethercat.netif import interface_flags
@@ -88,6 +88,12 @@ class Simulator:
                 return {"ok": False, "error": "that slave is not a drive"}
             app.drive.fault(int(request.get("code", 0x5400)))  # 0x5400: power section (CiA 402)
             self.escs[int(request.get("slave", 0))].refresh_inputs()
+        elif cmd == "al_error":
+            # A slave's own error (ETG.1000.6 §6.4.1): it drops to a lower state with the error
+            # indication and an AL status code (e.g. SAFEOP, 0x001B sync manager watchdog).
+            state = AlState[str(request.get("state", "SAFEOP")).upper()]
+            for esc in self._targets(request):
+                esc.local_error(state, int(request.get("code", 0x0001)))
         elif cmd == "refuse_state":
             # Make slave(s) refuse a state with an AL status code (e.g. OP with 0x001A sync error).
             state = AlState[str(request["state"]).upper()]
@@ -121,8 +127,8 @@ class Simulator:
 def open_raw_socket(iface: str) -> socket.socket:
     """Open the EtherCAT raw socket on *iface*; raise :class:`EcatError` with the reason."""
     if interface_flags(iface) is None:
-        raise EcatError("no_interface", iface, "no such network interface",
-                        hint="list interfaces with 'ip link'")
+        raise EcatInputError("no_interface", iface, "no such network interface",
+                             hint="list interfaces with 'ip link'")
     try:
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ECAT))
     except PermissionError as err:
@@ -132,7 +138,7 @@ def open_raw_socket(iface: str) -> socket.socket:
         sock.bind((iface, ETH_P_ECAT))
     except OSError as err:
         sock.close()
-        raise EcatError("no_interface", iface, f"cannot bind a raw socket ({err.strerror})") from err
+        raise EcatInputError("no_interface", iface, f"cannot bind a raw socket ({err.strerror})") from err
     return sock
 
 
@@ -143,7 +149,9 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
     Control requests (one JSON object per datagram on *control_path*), answered with the stats:
     ``{"cmd": "stats"}``; ``{"cmd": "drop"|"delay"|"bad_wkc", "frames": n}`` or ``"every": k``
     (options ``"delay_us"``, ``"slave"``); ``{"cmd": "drive_fault", "slave": i, "code": c}``;
-    ``{"cmd": "refuse_state", "state": "OP", "code": c}`` (optional ``"slave"``).
+    ``{"cmd": "refuse_state", "state": "OP", "code": c}`` (optional ``"slave"``);
+    ``{"cmd": "al_error", "state": "SAFEOP", "code": c}`` (optional ``"slave"``): the slave leaves
+    its state on its own error, with that AL status code.
     """
     sock = open_raw_socket(iface)
     sock.setblocking(False)

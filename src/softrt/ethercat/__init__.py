@@ -12,14 +12,14 @@ Layers (each imports only those above it)::
     bringup      discovery, PDO maps, DC, INIT → OP (pysoem)
     master       the real master (pysoem) as a softrt Device (``--device ethercat:IFACE``)
 
-``errors.EcatError`` is the one error type. Nothing here imports pysoem except ``master``.
+``errors.EcatError`` is the error type (``EcatInputError`` for bad input). Nothing here imports pysoem except ``master``.
 """
 
 from __future__ import annotations
 
-from .errors import EcatError
+from .errors import EcatError, EcatInputError
 
-__all__ = ["EcatError", "open_device"]
+__all__ = ["EcatError", "EcatInputError", "open_device"]
 
 
 def open_device(spec: str, period_ns: int, axes: int = 1, **options):

@@ -4,10 +4,19 @@ The seed's three steps map onto a cyclic synchronous position (CSP) exchange::
 
     permit()      the cycle tick: True once the host clock reaches the next edge
     write(value)  targets → outputs (0x607A = origin + value), send the frame (LRW, plus FRMW
-                  for the DC reference time), receive it; statusword 0x6041 and position actual
-                  0x6064 come back in the same frame. Returns the missed updates: late windows,
-                  plus one if the frame was lost or its working counter was wrong
+                  for the DC reference time), receive it by its deadline (:mod:`.receive`);
+                  statusword 0x6041 and position actual 0x6064 come back in the same frame.
+                  Returns the missed updates: late windows, plus one if the frame was lost or
+                  its working counter was wrong
     step(seq)     the application computes the next target (not the device's business)
+
+Bus health (checked in ``write``, at no cost to a good cycle): no valid frame for
+``bus_timeout_ns``, a slave out of OP or with an AL status code, or a drive in FAULT makes the
+device *failed*: ``failure`` says why, ``flags`` carries FLAG_DEVICE_FAILED and the loop stops.
+AL status is read (one BRD, ``ecx_readstate``) when a frame comes back with a wrong working
+counter (a slave that leaves OP disables its output SyncManager, so the counter drops; that
+cycle is lost anyway), and every ``al_check_ns`` in a cycle's slack (only when more than two
+round trips remain before the next edge).
 
 Lifecycle (explicit, one state at a time)::
 
@@ -29,9 +38,10 @@ import time
 import numpy as np
 
 from ..errors import ConfigError, InvalidState
-from ..ipc.layout import FLAG_DEVICE_ERROR
-from . import bringup
-from .errors import EcatError
+from ..ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
+from . import bringup, receive
+from .al import AlState, code_text, state_name
+from .errors import EcatError, EcatInputError
 from .mapping import DriveMap
 
 CW_SHUTDOWN, CW_SWITCH_ON, CW_ENABLE, CW_DISABLE_VOLTAGE, CW_FAULT_RESET = 0x0006, 0x0007, 0x000F, 0x0000, 0x0080
@@ -39,6 +49,8 @@ SW_MASK, SW_SOD, SW_RTSO, SW_SO, SW_OE, SW_FAULT_MASK, SW_FAULT = 0x6F, 0x40, 0x
 _I32 = struct.Struct("<i")
 _U16 = struct.Struct("<H")
 _I8 = struct.Struct("<b")
+REG_AL_STATUS = 0x0130  #: AL status, reserved, AL status code (ETG.1000.4 §6.5)
+_AL_STATUS = struct.Struct("<HHH")
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
@@ -53,10 +65,11 @@ class MasterState(enum.Enum):
 class _Axis:
     """One drive: its slave, byte offsets, output buffer and last inputs."""
 
-    __slots__ = ("slave", "name", "map", "out", "origin", "statusword", "position", "error_code")
+    __slots__ = ("slave", "name", "map", "out", "origin", "statusword", "position", "error_code", "slave_pos")
 
-    def __init__(self, slave, name: str, drive_map: DriveMap, output_bytes: int) -> None:
+    def __init__(self, slave, name: str, drive_map: DriveMap, output_bytes: int, slave_pos: int = 0) -> None:
         self.slave, self.name, self.map = slave, name, drive_map
+        self.slave_pos = slave_pos  #: the slave's position on the bus (0 = first)
         self.out = bytearray(output_bytes)
         self.origin = 0
         self.statusword = 0
@@ -70,14 +83,24 @@ class EtherCATMaster:
     def __init__(self, iface: str, period_ns: int, axes: int = 1, *, dc: bool = True,
                  receive_timeout_us: int | None = None, state_timeout_s: float = 3.0,
                  enable_timeout_s: float = 1.0, watchdog_ms: float | None = None,
+                 bus_timeout_ns: int = 10_000_000, al_check_ns: int = 100_000_000,
                  log_cycles: int = 1 << 20) -> None:
         if period_ns <= 0:
             raise ConfigError(f"EtherCAT cycle must be positive, got {period_ns} ns")
         if axes < 1:
             raise ConfigError(f"EtherCAT needs at least one axis, got {axes}")
+        if bus_timeout_ns <= 0:
+            raise ConfigError(f"EtherCAT bus timeout must be positive, got {bus_timeout_ns} ns")
         self.iface, self.period_ns, self.axes, self.dc = iface, int(period_ns), axes, dc
-        #: Receive timeout per cycle: 80 % of the period by default (a later frame is a lost one).
+        #: Receive deadline per cycle, from the send: 80 % of the period by default (a later
+        #: frame is a lost one); honoured to µs in the cycle (:mod:`.receive`).
         self.receive_timeout_us = receive_timeout_us or max(50, self.period_ns * 8 // 10_000)
+        #: Board cycles without a valid frame after which the bus counts as lost (at least 1).
+        self.bus_timeout_cycles = max(1, -(-bus_timeout_ns // self.period_ns))
+        self.al_check_cycles = max(1, al_check_ns // self.period_ns)
+        #: Why the device can no longer run (bus lost, slave out of OP, drive fault); None while healthy.
+        self.failure: str | None = None
+        self._polling: receive.PollingReceive | None = None
         self.state_timeout_s, self.enable_timeout_s = state_timeout_s, enable_timeout_s
         #: Process-data (SM) watchdog to program into every slave (None: keep the slave's default).
         self.watchdog_ms = watchdog_ms
@@ -97,6 +120,15 @@ class EtherCATMaster:
         self.rtt_ns = np.zeros(log_cycles, dtype=np.int64)
         self.wkc = np.zeros(log_cycles, dtype=np.int16)
         self.writes = self.missed_total = self.lost_frames = self.wkc_errors = self.not_enabled = 0
+        self.al_reads = 0
+        # Health: the board cycle of the last valid frame (-1: none yet), whether a frame came back
+        # (with a wrong WKC) since, the cycle from which AL status may be read again, and the drives
+        # as last confirmed by a valid frame of the run (kept when stop() disables them).
+        self.confirmed_cycle = -1
+        self.confirmed_ns = 0
+        self._answered_since_valid = False
+        self._next_al_read = 0
+        self._final_drives: list[dict] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
     def open(self) -> EtherCATMaster:
@@ -105,6 +137,7 @@ class EtherCATMaster:
             raise InvalidState(MasterState.CLOSED.value, self.state.value, "EtherCAT master")
         bringup.check_interface(self.iface)
         self._axes = []  # none from an earlier open(): only these can need disabling on failure
+        self._final_drives = None
         self._m = bringup.open_master(self.iface)
         try:
             self._bring_up()
@@ -132,17 +165,17 @@ class EtherCATMaster:
         if len(drives) < self.axes:
             lacking = "; ".join(f"slave {s.position} '{s.name}' lacks " + ", ".join(f"0x{i:04X}" for i in s.missing)
                                 for s in self.slaves if s.drive is None)
-            raise EcatError("unsupported_drive", iface,
-                            f"{self.axes} axis(es) asked, {len(drives)} CSP drive(s) found"
-                            + (f" ({lacking})" if lacking else ""),
-                            seen={"slaves": [s.name for s in self.slaves]},
-                            hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)")
+            raise EcatInputError("unsupported_drive", iface,
+                                 f"{self.axes} axis(es) asked, {len(drives)} CSP drive(s) found"
+                                 + (f" ({lacking})" if lacking else ""),
+                                 seen={"slaves": [s.name for s in self.slaves]},
+                                 hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)")
         bringup.configure_csp(m, iface, drives[: self.axes], self.period_ns)
         if self.watchdog_ms is not None:
             bringup.set_watchdog(m, iface, self.watchdog_ms)
         bringup.map_and_safeop(m, iface, self.state_timeout_s)
         self.expected_wkc = m.expected_wkc
-        self._axes = [_Axis(m.slaves[s.position], s.name, s.drive, len(m.slaves[s.position].output))
+        self._axes = [_Axis(m.slaves[s.position], s.name, s.drive, len(m.slaves[s.position].output), s.position)
                       for s in drives[: self.axes]]
         self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
         # Outputs before OP: no command, target = where the drive is (inputs are valid in SAFEOP).
@@ -162,8 +195,14 @@ class EtherCATMaster:
         if self.state is not MasterState.READY:
             raise InvalidState(MasterState.READY.value, self.state.value, "EtherCAT master")
         self._stop_keeper()
+        self._polling = receive.PollingReceive(self.iface).__enter__()
         self.t0_ns = self.edge_ns = t0_ns
         self.cycle = 0
+        self.confirmed_cycle, self.confirmed_ns, self._answered_since_valid = -1, 0, False
+        self._next_al_read = self.al_check_cycles
+        self._final_drives = None
+        # A keep-alive that failed before the run: the first cycle reports it and the loop stops.
+        self.failure = None if self.keepalive_error is None else f"bus lost before the run: {self.keepalive_error}"
         self.state = MasterState.RUNNING
 
     def stop(self) -> None:
@@ -176,6 +215,11 @@ class EtherCATMaster:
             return
         try:
             self._stop_keeper()
+            if self.state is MasterState.RUNNING:  # what the run confirmed, before the disable
+                self._final_drives = self.drive_status()
+            if self._polling is not None:
+                self._polling.__exit__()
+                self._polling = None
             try:
                 self._disable()
             except Exception:  # noqa: BLE001 - the bus may already be gone; INIT still follows
@@ -226,17 +270,73 @@ class EtherCATMaster:
                 self.lost_frames += 1
             else:
                 self.wkc_errors += 1
+                self._answered_since_valid = True
+                if window >= self._next_al_read:  # the bus answers, a slave did not: is it out of OP?
+                    self._check_al(window, max(1, self.bus_timeout_cycles // 4))
+            if window - self.confirmed_cycle >= self.bus_timeout_cycles:
+                self._fail(self._lost_reason(window, wkc))
         else:
+            self.confirmed_cycle, self.confirmed_ns = window, now
+            self._answered_since_valid = False
             for ax in self._axes:
                 if ax.statusword & SW_MASK != SW_OE:
                     flags = FLAG_DEVICE_ERROR
+                    if ax.statusword & SW_FAULT_MASK == SW_FAULT:
+                        self._fail(f"drive '{ax.name}' (slave {ax.slave_pos}) faulted: statusword "
+                                   f"0x{ax.statusword:04X}, error code 0x{ax.error_code:04X}")
             if flags:
                 self.not_enabled += 1
+            elif window >= self._next_al_read and \
+                    self.t0_ns + (window + 1) * self.period_ns - time.monotonic_ns() > 2 * rtt:
+                self._check_al(window, self.al_check_cycles)  # in the slack: two round trips are left
+        if self.failure is not None:
+            flags |= FLAG_DEVICE_ERROR | FLAG_DEVICE_FAILED
         self.flags = flags
         self.missed_total += missed
         self.cycle = window + 1
         self.edge_ns = self.t0_ns + self.cycle * self.period_ns
         return missed
+
+    # --- bus health -------------------------------------------------------------------------------
+    def _fail(self, reason: str) -> None:
+        if self.failure is None:  # the first reason is the cause; what follows is its consequence
+            self.failure = reason
+
+    def _lost_reason(self, window: int, wkc: int) -> str:
+        since = self.confirmed_cycle + 1
+        ms = (window + 1 - since) * self.period_ns / 1e6
+        if self._answered_since_valid:
+            what = f"no valid frame (working counter {wkc} of {self.expected_wkc})" if wkc >= 0 else \
+                "no valid frame (frames lost or with a wrong working counter)"
+        else:
+            what = "no frame answered"
+        return f"bus lost: {what} for {ms:,.1f} ms since cycle {since:,}"
+
+    def _check_al(self, window: int, next_in_cycles: int) -> None:
+        """Read every slave's AL status (one BRD while all are in OP); fail on a slave out of OP.
+
+        A slave that does not read as OP is read again on its own (FPRD of 0x0130-0x0135, checked
+        working counter) before it fails the run: SOEM's ``ecx_readstate`` leaves whatever was on
+        its stack as the state when its reads time out (seen as "0xf" on an overloaded segment).
+        A slave that does not answer that read gives no verdict; the bus timeout decides then.
+        """
+        import pysoem
+
+        self._next_al_read = window + next_in_cycles
+        self.al_reads += 1
+        m = self._m
+        m.read_state()
+        for position, s in enumerate(m.slaves):
+            if s.state == AlState.OP:  # OP, no error indication
+                continue
+            try:
+                status, _reserved, code = _AL_STATUS.unpack(s._fprd(REG_AL_STATUS, _AL_STATUS.size,
+                                                                    self.receive_timeout_us))
+            except pysoem.WkcError:
+                continue
+            if status & 0x1F != AlState.OP:
+                self._fail(f"slave {position} '{s.name}' left OP: {state_name(status)}, AL status {code_text(code)}")
+                return
 
     def _set_target(self, ax: _Axis, value) -> None:
         target = ax.origin + int(round(value))
@@ -244,11 +344,7 @@ class EtherCATMaster:
         ax.slave.output = bytes(ax.out)
 
     def _exchange_timed(self) -> tuple[int, int]:
-        m = self._m
-        t = time.monotonic_ns()
-        m.send_processdata(release_gil=True)
-        wkc = m.receive_processdata(self.receive_timeout_us, release_gil=True)
-        rtt = time.monotonic_ns() - t
+        wkc, rtt = receive.exchange(self._m, self.receive_timeout_us)
         if wkc == self.expected_wkc:
             self._read_inputs()
         return wkc, rtt
@@ -337,9 +433,20 @@ class EtherCATMaster:
 
     # --- reporting --------------------------------------------------------------------------------
     def drive_status(self) -> list[dict]:
-        """Return each drive's last statusword, position actual (absolute counts) and error code."""
-        return [{"name": ax.name, "statusword": ax.statusword, "position_counts": ax.position,
-                 "origin_counts": ax.origin, "error_code": ax.error_code} for ax in self._axes]
+        """Return each drive's last statusword, position actual (absolute counts) and error code.
+
+        After a run, what its last valid frame confirmed (``confirmed_cycle``: that board cycle,
+        -1 for none; ``confirmed_at_s``: its time from the run's start), not the disable sequence.
+        """
+        if self._final_drives is not None:
+            return self._final_drives
+        running = self.state is MasterState.RUNNING
+        at_s = round((self.confirmed_ns - self.t0_ns) / 1e9, 6) if running and self.confirmed_cycle >= 0 else None
+        return [{"name": ax.name, "slave": ax.slave_pos, "statusword": ax.statusword,
+                 "state": cia402_state(ax.statusword), "position_counts": ax.position,
+                 "origin_counts": ax.origin, "error_code": ax.error_code,
+                 **({"confirmed_cycle": self.confirmed_cycle, "confirmed_at_s": at_s} if running else {})}
+                for ax in self._axes]
 
     def counters(self) -> dict:
         """Return the device's counters (writes, missed updates, lost frames, WKC errors, RTT)."""
@@ -347,10 +454,23 @@ class EtherCATMaster:
         rtt = self.rtt_ns[:n]
         return {"writes": self.writes, "missed_updates": self.missed_total, "lost_frames": self.lost_frames,
                 "wkc_errors": self.wkc_errors, "drive_not_enabled_cycles": self.not_enabled,
-                "expected_wkc": self.expected_wkc, "dc": self.dc_active,
+                "expected_wkc": self.expected_wkc, "dc": self.dc_active, "al_reads": self.al_reads,
+                "receive_timeout_us": self.receive_timeout_us,
+                "bus_timeout_ms": self.bus_timeout_cycles * self.period_ns / 1e6, "failure": self.failure,
                 "rtt_us": ({"min": float(rtt.min()) / 1e3, "median": float(np.median(rtt)) / 1e3,
                             "max": float(rtt.max()) / 1e3} if n else None),
                 "drives": self.drive_status()}
+
+
+def cia402_state(statusword: int) -> str:
+    """Name the CiA 402 state a statusword shows (CiA 402-2 §6.2, Table 30)."""
+    for mask, value, name in ((0x4F, 0x00, "not ready to switch on"), (0x4F, 0x40, "switch on disabled"),
+                              (0x6F, 0x21, "ready to switch on"), (0x6F, 0x23, "switched on"),
+                              (0x6F, 0x27, "operation enabled"), (0x6F, 0x07, "quick stop active"),
+                              (0x4F, 0x0F, "fault reaction active"), (0x4F, 0x08, "fault")):
+        if statusword & mask == value:
+            return name
+    return "unknown"
 
 
 def parse_spec(spec: str) -> str:

@@ -6,7 +6,7 @@ import fcntl
 import socket
 import struct
 
-from .errors import EcatError
+from .errors import EcatError, EcatInputError
 from .wire import ETH_P_ECAT
 
 IFF_UP = 0x1
@@ -33,9 +33,9 @@ def check_interface(iface: str) -> None:
     """Fail early, with the reason, if *iface* is missing, down, or raw sockets are not allowed."""
     flags = interface_flags(iface)
     if flags is None:
-        raise EcatError("no_interface", iface, "no such network interface", hint="list interfaces with 'ip link'")
+        raise EcatInputError("no_interface", iface, "no such network interface", hint="list interfaces with 'ip link'")
     if not flags & IFF_UP:
-        raise EcatError("interface_down", iface, "interface is down", hint=f"bring it up: ip link set {iface} up")
+        raise EcatInputError("interface_down", iface, "interface is down", hint=f"bring it up: ip link set {iface} up")
     try:
         socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ECAT)).close()
     except PermissionError as err:

@@ -16,6 +16,7 @@ RECORD_DTYPE = np.dtype([(name, "<i8") for name in RECORD_FIELDS])
 
 # Record flags (bit values), set by the device; a missed update is ``missed > 0``, not a flag.
 FLAG_DEVICE_ERROR = 2  # the device reported an error for this cycle (e.g. EtherCAT working counter)
+FLAG_DEVICE_FAILED = 4  # the device can no longer run (bus lost, drive fault): the loop stops after this cycle
 
 # Header slots (int64). The worker writes WRITE_IDX after the record; the supervisor READ_IDX
 # and STOP (a request to end the loop).

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..ipc.layout import H_STOP
+from ..ipc.layout import FLAG_DEVICE_FAILED, H_STOP
 from ..ipc.ring import RingWriter
 
 WAITS = ("spin", "sleep", "hybrid")
@@ -20,7 +20,8 @@ WAITS = ("spin", "sleep", "hybrid")
 def run_cycles(device, step: Callable[[int], Any], writer: RingWriter, header, end_ns: int,
                sleep_until: Callable[[int], None] | None = None, margin_ns: int = 0,
                clock_ns: Callable[[], int] = time.monotonic_ns) -> int:
-    """Run cycles until *end_ns* (on *clock_ns*, the platform's clock) or a stop request; return the cycle count.
+    """Run cycles until *end_ns* (on *clock_ns*, the platform's clock), a stop request or a failed
+    device (its ``flags`` carry FLAG_DEVICE_FAILED; ``device.failure`` says why); return the cycle count.
 
     Each cycle: (1) wait for the permit — with *sleep_until*, first sleep to ``edge - margin_ns``
     (``sleep``: margin 0; ``hybrid``: a margin, then spin); without it, spin (the seed's polling);
@@ -31,6 +32,7 @@ def run_cycles(device, step: Callable[[int], Any], writer: RingWriter, header, e
     write = device.write
     put = writer.put
     stop_slot = H_STOP
+    failed = FLAG_DEVICE_FAILED
     seq = 0
     out = step(0)
     while True:
@@ -48,6 +50,7 @@ def run_cycles(device, step: Callable[[int], Any], writer: RingWriter, header, e
         seq += 1
         out = step(seq)
         done = mono()
-        put(seq - 1, cycle, edge, detect, written, done, missed, device.flags, device.last_rtt_ns, device.last_wkc)
-        if done >= end_ns or header[stop_slot]:
+        flags = device.flags
+        put(seq - 1, cycle, edge, detect, written, done, missed, flags, device.last_rtt_ns, device.last_wkc)
+        if done >= end_ns or header[stop_slot] or flags & failed:
             return seq

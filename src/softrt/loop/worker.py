@@ -39,6 +39,7 @@ class WorkerSpec:
     priority: int = 80
     profile: str = "rt"
     device: str = "virtual"
+    bus_timeout_ns: int | None = None  # EtherCAT: no valid frame for this long fails the run
     axes: int = 1
     motion: Any = None  # softrt.motion.MotionConfig for the seed's motion test
     step: Callable[[int], Any] | None = None  # a user's own per-cycle function
@@ -95,7 +96,8 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     try:
         # The device first: an EtherCAT master keeps the bus alive from a helper thread until
         # start(), and that thread must not inherit the RT CPU and SCHED_FIFO applied next.
-        board = open_device(spec.device, spec.period_ns, spec.axes, clock=plat.clock_ns)
+        board = open_device(spec.device, spec.period_ns, spec.axes, clock=plat.clock_ns,
+                            bus_timeout_ns=spec.bus_timeout_ns)
         applied, not_applied = _arm(spec, ring, undo)
         step = _make_step(spec)
         writer = ring.writer()
@@ -118,7 +120,8 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
                             clock_ns=plat.clock_ns)
         gc.enable()
         board.stop()
-        conn.send(("done", {"cycles": cycles, "board": board.counters()}))
+        # A failed device (bus lost, drive fault) ended the loop: the run failed, its records stand.
+        conn.send(("done", {"cycles": cycles, "board": board.counters(), "device_failure": board.failure}))
     except BaseException as err:  # report anything (a user's step may raise anything), then die
         try:
             # softrt errors travel whole (the supervisor re-raises bad input as bad input).

@@ -22,7 +22,7 @@ from ..errors import ConfigError
 from .buckets import above, at_or_below, latency_bounds_ns, period_bounds_ns, snap_ns
 
 LABELS = ("host", "scenario", "run_id", "rt_cpu")
-STATES = ("running", "complete", "partial")
+STATES = ("running", "complete", "partial", "failed")
 #: Counters: series name (without ``_total``), RunView field, help.
 COUNTERS = (
     ("softrt_cycles", "cycles", "Cycles measured (records received from the real-time loop)."),
@@ -183,7 +183,7 @@ class _Collector:
             for q, value in v.period_quantiles_s:
                 fam.add_metric((*v.labels, q), value)
         yield fam
-        fam = GaugeMetricFamily("softrt_run_state", "1 for the run's state (running, complete, partial), 0 otherwise.",
+        fam = GaugeMetricFamily("softrt_run_state", "1 for the run's state (running, complete, partial, failed), 0 otherwise.",
                                 labels=(*LABELS, "state"))
         for v in views:
             for state in STATES:

@@ -37,6 +37,7 @@ class RunConfig:
     profile: str = "rt"
     wait: str = "spin"
     device: str = "virtual"  # or "ethercat:IFACE"
+    bus_timeout_ns: int = 10_000_000  # EtherCAT: no valid frame for this long fails the run (bus lost)
     margin_ns: int = 50 * NS_PER_US  # hybrid: sleep until this long before the edge, then spin
     axes: int = 1
     motion: Any = None  # softrt.motion.MotionConfig; None: its defaults with ``axes``
@@ -90,6 +91,9 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
     if config.samples is not None and config.samples not in SAMPLE_MODES:
         raise ConfigError(f"unknown --samples value {config.samples!r}", hint=f"use one of {', '.join(SAMPLE_MODES)}")
     check_device_spec(config.device)
+    if not 0 < config.bus_timeout_ns <= MAX_PERIOD_NS * 10:
+        raise ConfigError(f"bus timeout {format_ns(config.bus_timeout_ns)} is out of range",
+                          hint="use more than 0 and at most 10 s, e.g. --bus-timeout 10ms")
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
     cpu, housekeeping = choose_cpus(online, allowed, config.cpu)

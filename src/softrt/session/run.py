@@ -129,6 +129,11 @@ class _Outcome:
         if self.reason is None:
             self.status, self.reason = "partial", reason
 
+    def failed(self, reason: str) -> None:
+        """The device failed (bus lost, drive fault): the run is failed, whatever else happened."""
+        if self.status != "failed":
+            self.status, self.reason = "failed", reason if self.reason is None else f"{reason}; {self.reason}"
+
 
 class _Interrupted(Exception):
     """Ctrl-C before the loop was released: stop arming, keep the (empty) run."""
@@ -189,7 +194,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         parent_conn, child_conn = ctx.Pipe()
         spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
                           margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
-                          profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
+                          profile=config.profile, device=config.device, bus_timeout_ns=config.bus_timeout_ns,
+                          axes=config.axes, motion=config.motion,
                           step=step, setup=setup)
         proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
         # Entered before _stop_worker is registered, so it is left after it: the worker's tie to
@@ -354,6 +360,8 @@ def _stop_worker(proc, ring: Ring, conn, drainer: _Drainer, out: _Outcome) -> No
             out.partial("the worker did not stop when asked; it was killed")
     else:
         conn.close()
+    if out.worker.get("device_failure"):
+        out.failed(out.worker["device_failure"])
     if out.worker.get("failed"):
         out.partial(f"the worker failed: {out.worker['failed']}")
     elif proc.exitcode not in (0, None):
