@@ -88,6 +88,42 @@ def misses_text(summary: dict) -> Text:
     return Text("\n".join(lines))
 
 
+def dc_text(summary: dict) -> Text | None:
+    """"Distributed clocks": the host's phase against SYNC0, the lock, each slave's 0x092C (EtherCAT runs)."""
+    dc = (summary.get("board") or {}).get("distributed_clocks")
+    if not isinstance(dc, dict):
+        return None
+    if "absent" in dc:
+        return Text(f"Distributed clocks: none ({dc['absent']})" if dc["absent"] else "Distributed clocks: none")
+    ref = dc["reference"]
+    lines = [f"Distributed clocks (reference clock: slave {ref['slave']} '{ref['name']}'; SYNC0 every "
+             f"{dc['sync0']['cycle_ns'] / 1e3:,g} µs" + ("" if dc["sync0"]["active"] else ", not active") + ")"]
+    ph = dc.get("phase")
+    target = "SYNC0" if not dc["target_shift_us"] else f"SYNC0 {dc['target_shift_us']:+,.1f} µs"
+    if ph:
+        line = (f"  frame at the reference vs {target}: mean {ph['mean_us']:+,.1f} µs, p1 {ph['p1_us']:+,.1f}, "
+                f"p99 {ph['p99_us']:+,.1f}; |error| mean {ph['abs_mean_us']:,.1f}, p99 {ph['abs_p99_us']:,.1f}, "
+                f"max {ph['abs_max_us']:,.1f} µs")
+        lines.append(line)
+    else:
+        lines.append("  phase: no frame came back with the DC time")
+    if dc.get("dc_vs_host_ppm") is not None:
+        lines.append(f"  DC time runs {dc['dc_vs_host_ppm']:+,.1f} ppm against the host clock"
+                     + (" (unlocked, the frame walks through the drives' cycle at this rate)" if not dc["lock"] else ""))
+    lock = dc.get("lock")
+    if lock:
+        lines.append(f"  phase lock (--dc-lock): host cycle corrected {lock['correction_ppm']:+,.1f} ppm, at most "
+                     f"{lock['max_step_us']:,g} µs a cycle; |error| first tenth of the run "
+                     f"{_us(lock['first_tenth_abs_mean_us'])} µs, last tenth {_us(lock['last_tenth_abs_mean_us'])} µs")
+    for s in dc.get("slaves", []):
+        d = s.get("abs_diff_ns")
+        what = (f"|0x092C| mean {d['mean'] / 1e3:,.3f} µs, p99 {d['p99'] / 1e3:,.3f}, max {d['max'] / 1e3:,.3f}"
+                if d else "0x092C never answered")
+        lines.append(f"  slave {s['slave']} '{s['name']}': {what} ({s['samples']:,} samples, every "
+                     f"{dc['sample_every']} cycles; {s['unanswered']:,} unanswered)")
+    return Text("\n".join(lines))
+
+
 def mode_text(summary: dict) -> Text:
     """The run's label and what was (not) applied."""
     mode = summary["mode"]
@@ -123,6 +159,8 @@ def mode_text(summary: dict) -> Text:
 def render_summary(summary: dict, path: str | None = None) -> Group:
     """Everything ``softrt run`` prints after a run."""
     parts = [seed_table(summary), Text(""), percentile_table(summary), Text(""), misses_text(summary), mode_text(summary)]
+    if (dc := dc_text(summary)) is not None:
+        parts[5:5] = [dc]
     if (why := why_late(summary)) is not None:
         parts[1:1] = [Text(""), why]
     if path:
