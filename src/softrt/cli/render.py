@@ -112,7 +112,8 @@ def dc_text(summary: dict) -> Text | None:
                      + (" (unlocked, the frame walks through the drives' cycle at this rate)" if not dc["lock"] else ""))
     lock = dc.get("lock")
     if lock:
-        lines.append(f"  phase lock (--dc-lock): host cycle corrected {lock['correction_ppm']:+,.1f} ppm, at most "
+        ppm = "-" if lock["correction_ppm"] is None else f"{lock['correction_ppm']:+,.1f}"
+        lines.append(f"  phase lock (--dc-lock): host cycle corrected {ppm} ppm (later half), at most "
                      f"{lock['max_step_us']:,g} µs a cycle; |error| first tenth of the run "
                      f"{_us(lock['first_tenth_abs_mean_us'])} µs, last tenth {_us(lock['last_tenth_abs_mean_us'])} µs")
     for s in dc.get("slaves", []):

@@ -152,35 +152,44 @@ class DiffProbe:
 
 
 class _Series:
-    """The phase over the run in at most SERIES_POINTS windows (signed and absolute sums, counts)."""
+    """The phase over the run in at most SERIES_POINTS windows of ``every`` cycles: per window the
+    sum of the errors, of their magnitudes, the measured cycles and the lock's edge moves."""
 
     def __init__(self, every_cycles: int) -> None:
         self.every = every_cycles
         self.points: list[list[int]] = []
-        self._cur = [0, 0, 0]
+        self._cur = [0, 0, 0, 0]
         self._cycles = 0
 
-    def add(self, error_ns: int | None) -> None:
+    def add(self, error_ns: int | None, move_ns: int) -> None:
         cur = self._cur
         if error_ns is not None:
             cur[0] += error_ns
             cur[1] += -error_ns if error_ns < 0 else error_ns
             cur[2] += 1
+        cur[3] += move_ns
         self._cycles += 1
         if self._cycles == self.every:
             self.points.append(cur)
-            self._cur = [0, 0, 0]
+            self._cur = [0, 0, 0, 0]
             self._cycles = 0
             if len(self.points) >= SERIES_POINTS:
                 p = self.points
-                self.points = [[a[0] + b[0], a[1] + b[1], a[2] + b[2]] for a, b in zip(p[0::2], p[1::2])]
+                self.points = [[x + y for x, y in zip(a, b)] for a, b in zip(p[0::2], p[1::2])]
                 self.every *= 2
 
     def means_us(self) -> tuple[list, list]:
-        pts = self.points + ([self._cur] if self._cur[2] else [])
-        mean = [round(s / n / 1e3, 2) if n else None for s, _a, n in pts]
-        abs_mean = [round(a / n / 1e3, 2) if n else None for _s, a, n in pts]
+        """Per window: the mean error and the mean |error| (µs; None for a window without a frame)."""
+        mean = [round(s / n / 1e3, 2) if n else None for s, _a, n, _m in self.points]
+        abs_mean = [round(a / n / 1e3, 2) if n else None for _s, a, n, _m in self.points]
         return mean, abs_mean
+
+    def late_correction_ppm(self, period_ns: int) -> float | None:
+        """The lock's edge moves over the later half of the run, in ppm of the period (the drift it follows)."""
+        late = self.points[len(self.points) // 2:]
+        if not late:
+            return None
+        return round(sum(p[3] for p in late) / (len(late) * self.every * period_ns) * 1e6, 1)
 
 
 class DcMonitor:
@@ -228,13 +237,13 @@ class DcMonitor:
             w = self._window
             if w is None or dc - now_ns < w[0]:
                 self._window = (dc - now_ns, now_ns)
-            self.series.add(e)
             if self.lock is not None:
                 move = self.lock.update(e)
+            self.series.add(e, move)
         else:
-            self.series.add(None)
             if self.lock is not None:
                 move = self.lock.hold()
+            self.series.add(None, move)
         self.moved_ns += move
         if self.cycles % self.sample_every == 0:
             if self._window is not None:
@@ -306,7 +315,8 @@ class DcMonitor:
             known = [a for a in abs_mean if a is not None]
             tenth = max(1, len(known) // 10)
             out["lock"] = {"kp": self.lock.kp, "ki": self.lock.ki, "max_step_us": us(self.lock.max_step_ns),
-                           "correction_ppm": round(self.lock.rate_ppm, 1), "moved_us": us(self.moved_ns),
+                           "correction_ppm": self.series.late_correction_ppm(self.period_ns),
+                           "moved_us": us(self.moved_ns),
                            "first_tenth_abs_mean_us": round(sum(known[:tenth]) / tenth, 2) if known else None,
                            "last_tenth_abs_mean_us": round(sum(known[-tenth:]) / tenth, 2) if known else None}
         if self.probe is not None:
