@@ -295,8 +295,7 @@ class DcMonitor:
         us = lambda ns: round(ns / 1e3, 2)  # noqa: E731
         phase = None
         if n:
-            lo = max(self.min, -self._half)
-            clamp = lambda v: min(max(v, lo), self.max)  # noqa: E731 - a bin centre never beyond the extremes
+            clamp = lambda v: min(max(v, self.min), self.max)  # noqa: E731 - a bin centre never beyond the extremes
             phase = {"n": n, "mean_us": us(self.total / n), "min_us": us(self.min), "max_us": us(self.max),
                      "p1_us": us(clamp(self._percentile(1, False))), "p50_us": us(clamp(self._percentile(50, False))),
                      "p99_us": us(clamp(self._percentile(99, False))), "abs_mean_us": us(self.total_abs / n),
