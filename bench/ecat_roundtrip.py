@@ -55,7 +55,9 @@ def one_run(slaves: int, period_us: int, duration_s: float, sim_cpu: int, lock: 
                                  "--axes", str(slaves), "--period", f"{period_us}us", "--duration", f"{duration_s}s",
                                  "--no-trace", "--quiet", "--json", "--out-dir", str(out_dir),
                                  *(["--dc-lock"] if lock else [])),
-                             capture_output=True, text=True, timeout=120 + 3 * duration_s)
+                             capture_output=True, text=True, timeout=120 + 3 * duration_s,
+                             # The runs are thrown away with the temporary directory: not into the user's history.
+                             env={**os.environ, "SOFTRT_HOME": str(out_dir / "home")})
         if run.returncode not in (0, 1):
             return {"slaves": slaves, "period_us": period_us, "lock": lock, "error": run.stderr.strip()[-300:]}
         s = json.loads(run.stdout)
