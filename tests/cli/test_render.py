@@ -136,3 +136,29 @@ def test_a_failed_ethercat_run_says_why_and_shows_the_drives_as_last_confirmed(t
     assert ("Drive 'AX5101' (slave 0): operation enabled (statusword 0x0237, error code 0x0000), "
             "last confirmed at cycle 2,870 (0.718 s)") in text
     assert "Drive 'EL7211' (slave 1): switch on disabled" in text and "never (no valid frame in the run)" in text
+
+
+def test_the_dc_block_with_a_lock_and_without_dc():
+    from softrt.cli.render import dc_text
+    from softrt.store.board import Board
+
+    dc = {"reference": {"slave": 0, "name": "drive"}, "sync0": {"active": True, "cycle_ns": 1_000_000, "start_ns": 0},
+          "target_shift_us": -200.0, "cycles": 3000,
+          "phase": {"n": 2990, "mean_us": 1.5, "min_us": -40.0, "max_us": 60.0, "p1_us": -20.0, "p50_us": 1.0,
+                    "p99_us": 30.0, "abs_mean_us": 8.0, "abs_p99_us": 35.0, "abs_max_us": 60.0, "resolution_us": 0.98},
+          "phase_series": {"every_cycles": 100, "mean_us": [], "abs_mean_us": []}, "dc_vs_host_ppm": 300.2,
+          "lock": {"kp": 0.05, "ki": 0.000625, "max_step_us": 10.0, "correction_ppm": -299.0, "moved_us": -900.0,
+                   "first_tenth_abs_mean_us": 120.0, "last_tenth_abs_mean_us": 8.0},
+          "sample_every": 100,
+          "slaves": [{"slave": 1, "name": "drive", "samples": 29, "unanswered": 1,
+                      "abs_diff_ns": {"min": 10, "max": 30_000, "mean": 12_000.0, "p50": 11_000.0, "p99": 29_000.0}},
+                     {"slave": 2, "name": "other", "samples": 0, "unanswered": 29, "abs_diff_ns": None}]}
+    text = " ".join(dc_text(Board.from_dict({"distributed_clocks": dc})).plain.split())
+    assert "frame at the reference vs SYNC0 -200.0 µs: mean +1.5 µs" in text
+    assert "DC time runs +300.2 ppm against the host clock" in text and "walks" not in text
+    assert "host cycle corrected -299.0 ppm" in text and "first tenth of the run 120.0 µs, last tenth 8.0 µs" in text
+    assert "slave 1 'drive': |0x092C| mean 12.000 µs, p99 29.000, max 30.000 (29 samples" in text
+    assert "slave 2 'other': 0x092C never answered" in text
+    absent = dc_text(Board.from_dict({"distributed_clocks": {"absent": "no slave has distributed clocks"}})).plain
+    assert absent == "Distributed clocks: none (no slave has distributed clocks)"
+    assert dc_text(Board.from_dict({})) is None

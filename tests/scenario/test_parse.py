@@ -39,6 +39,9 @@ def test_user_file(tmp_path):
     ('name = "x"\nloads_on_rt_cpus = "yes"\n', "line 2, key loads_on_rt_cpus"),
     ('name = "x"\n\ntrace = "off"\n', "line 3, key trace: must be true or false"),
     ('name = "x"\nsamples = "some"\n', "line 2, key samples: unknown value 'some'"),
+    ('name = "x"\ndc_lock = true\n', "line 2, key dc_lock: needs an EtherCAT device"),
+    ('name = "x"\ndevice = "ethercat:eth1"\ndc_lock = 1\n', "line 3, key dc_lock: must be true or false"),
+    ('name = "x"\ndevice = "ethercat:eth1"\ndc_shift = "-soon"\n', "line 3, key dc_shift"),
 ])
 def test_mistakes_name_file_line_and_key(tmp_path, text, needle):
     with pytest.raises(ConfigError) as info:
@@ -72,3 +75,15 @@ def test_a_scenario_may_set_what_samples_are_kept():
 def test_unknown_scenario_name():
     with pytest.raises(ConfigError, match="unknown scenario 'tunned'"):
         load_scenario("tunned")
+
+
+def test_a_scenario_may_phase_lock_an_ethercat_bus():
+    from softrt.scenario.compare import plan
+    from softrt.session.config import RunConfig
+
+    locked = parse_scenario('name = "locked"\ndevice = "ethercat:eth1"\ndc_lock = true\ndc_shift = "-200us"\n')
+    free = parse_scenario('name = "free"\ndevice = "ethercat:eth1"\ndc_shift = "50"\n')
+    assert (locked.dc_lock, locked.dc_shift_ns, free.dc_lock, free.dc_shift_ns) == (True, -200_000, False, 50_000)
+    configs = {p.scenario.name: p.config for p in plan([locked, free], RunConfig(period_ns=1_000_000))}
+    assert configs["locked"].dc_lock and configs["locked"].dc_shift_ns == -200_000
+    assert not configs["free"].dc_lock

@@ -28,6 +28,8 @@ def test_profile_none_does_not_pin():
     ({"wait": "yield"}, "wait strategy"),
     ({"axes": 0}, "axes"),
     ({"wait": "hybrid", "margin_ns": 300_000}, "margin"),
+    ({"dc_lock": True}, "--dc-lock needs an EtherCAT device"),
+    ({"device": "ethercat:eth1", "dc_shift_ns": -250_000}, "--dc-shift"),
     ({"samples": "some"}, "--samples"),
 ])
 def test_bad_values_say_what_and_how(kwargs, match):
@@ -70,3 +72,11 @@ def test_refuses_to_spin_on_every_online_cpu():
     with pytest.raises(ConfigError, match="housekeeping"):  # online 0-1, but we may use only CPU 1
         validate(RunConfig(), TWO, CpuSet([1]))
     assert validate(RunConfig(profile="none"), CpuSet([0]), CpuSet([0])).cpu is None
+
+
+def test_dc_lock_goes_to_the_ethercat_device_only():
+    from softrt.session.config import device_options
+
+    config = validate(RunConfig(device="ethercat:eth1", dc_lock=True, dc_shift_ns=-50_000), TWO, TWO)
+    assert device_options(config) == {"dc_lock": True, "dc_shift_ns": -50_000}
+    assert device_options(validate(RunConfig(), TWO, TWO)) == {}

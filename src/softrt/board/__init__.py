@@ -18,12 +18,12 @@ def check_device_spec(spec: str) -> str:
 
 
 def open_device(spec: str, period_ns: int, axes: int, clock: Callable[[], int] = time.monotonic_ns,
-                bus_timeout_ns: int | None = None) -> Device:
+                **options) -> Device:
     """Open the device *spec*, ready for ``start()`` (an EtherCAT bus is brought to OP).
 
     *clock* is the loop's clock (the platform's ``clock_ns``): the virtual board's edges are on it.
-    *bus_timeout_ns*: how long an EtherCAT bus may answer no valid frame before the run fails
-    (None: the master's default, 10 ms).
+    *options* go to an EtherCAT master (session.config.device_options: the bus timeout, the DC
+    phase lock).
     """
     check_device_spec(spec)
     if spec == "virtual":
@@ -32,4 +32,4 @@ def open_device(spec: str, period_ns: int, axes: int, clock: Callable[[], int] =
         from ..ethercat import open_device as open_ethercat
     except ImportError as err:  # pragma: no cover - the extra is not installed
         raise ConfigError(f"{spec} needs pysoem: {err}", hint="pip install 'softrt[ethercat]'") from None
-    return open_ethercat(spec, period_ns, axes, **({} if bus_timeout_ns is None else {"bus_timeout_ns": bus_timeout_ns}))
+    return open_ethercat(spec, period_ns, axes, **options)

@@ -19,7 +19,9 @@ import click
 @click.option("--bad-wkc-every", type=int, default=0, help="Make one slave miss every N-th process-data frame.")
 @click.option("--delay-every", type=int, default=0, help="Delay every N-th process-data reply.")
 @click.option("--delay", "delay_us", type=int, default=2000, show_default=True, help="Delay of a delayed reply, µs.")
-def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, delay_every, delay_us):
+@click.option("--dc-drift-ppm", "drift_ppm", type=click.FloatRange(-1000, 1000), multiple=True,
+              help="DC quartz error of slave 0, 1, … in ppm (repeat per slave; unlisted slaves run true).")
+def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, delay_every, delay_us, drift_ppm):
     """Simulate N EtherCAT slaves (CiA 402 CSP drives by default) on IFACE until Ctrl-C."""
     from ..ethercat.description import builtin
     from ..ecatsim.sim import Simulator, serve
@@ -28,7 +30,9 @@ def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, del
         descs = [builtin(devices[min(i, len(devices) - 1)]) for i in range(slaves)]
     except KeyError as err:
         raise click.BadParameter(str(err.args[0]), param_hint="--device") from None
-    sim = Simulator(descs)
+    if len(drift_ppm) > slaves:
+        raise click.BadParameter(f"{len(drift_ppm)} values for {slaves} slave(s)", param_hint="--dc-drift-ppm")
+    sim = Simulator(descs, drift_ppm=drift_ppm)
     for kind, every in (("drop", drop_every), ("bad_wkc", bad_wkc_every), ("delay", delay_every)):
         if every:
             sim.faults.set_every(kind, every, delay_us=delay_us)

@@ -28,6 +28,25 @@ class TimeNs(click.ParamType):
             self.fail(str(err), param, ctx)
 
 
+class SignedTimeNs(TimeNs):
+    """A time that may be negative (``-50us``), in integer nanoseconds."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().startswith("-"):
+            return -super().convert(value.strip()[1:], param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def dc_options(f):
+    """``--dc-lock``, ``--dc-shift`` (EtherCAT with distributed clocks; docs/ethercat.md)."""
+    f = click.option("--dc-shift", "dc_shift_ns", type=SignedTimeNs("us"), default="0us", show_default=True,
+                     help="With --dc-lock: where the frame meets the drives' cycle, after SYNC0 (negative: "
+                          "before; bare number: µs).")(f)
+    f = click.option("--dc-lock", is_flag=True,
+                     help="EtherCAT: phase-lock the host's cycle to the drives' SYNC0 (distributed clocks).")(f)
+    return f
+
+
 def trace_options(f):
     """``--trace/--no-trace``, ``--late-threshold``, ``--keep-late`` (run and compare; docs/trace.md)."""
     f = click.option("--keep-late", type=int, default=100, show_default=True,

@@ -108,6 +108,42 @@ def drives_lines(board: Board | None) -> list[str]:
     return out
 
 
+def dc_text(board: Board | None) -> Text | None:
+    """"Distributed clocks": the host's phase against SYNC0, the lock, each slave's 0x092C (EtherCAT runs)."""
+    dc = board.distributed_clocks if board is not None else None
+    if dc is None:
+        return None
+    if dc.absent is not None or dc.reference is None or dc.sync0 is None:
+        return Text(f"Distributed clocks: none ({dc.absent})" if dc.absent else "Distributed clocks: none")
+    ref, sync0 = dc.reference, dc.sync0
+    lines = [f"Distributed clocks (reference clock: slave {ref.slave} '{ref.name}'; SYNC0 every "
+             f"{(sync0.cycle_ns or 0) / 1e3:,g} µs" + ("" if sync0.active else ", not active") + ")"]
+    ph = dc.phase
+    target = "SYNC0" if not dc.target_shift_us else f"SYNC0 {dc.target_shift_us:+,.1f} µs"
+    if ph is not None:
+        lines.append(f"  frame at the reference vs {target}: mean {ph.mean_us:+,.1f} µs, p1 {ph.p1_us:+,.1f}, "
+                     f"p99 {ph.p99_us:+,.1f}; |error| mean {ph.abs_mean_us:,.1f}, p99 {ph.abs_p99_us:,.1f}, "
+                     f"max {ph.abs_max_us:,.1f} µs")
+    else:
+        lines.append("  phase: no frame came back with the DC time")
+    if dc.dc_vs_host_ppm is not None:
+        lines.append(f"  DC time runs {dc.dc_vs_host_ppm:+,.1f} ppm against the host clock"
+                     + (" (unlocked, the frame walks through the drives' cycle at this rate)" if dc.lock is None else ""))
+    lock = dc.lock
+    if lock is not None:
+        ppm = "-" if lock.correction_ppm is None else f"{lock.correction_ppm:+,.1f}"
+        lines.append(f"  phase lock (--dc-lock): host cycle corrected {ppm} ppm (later half), at most "
+                     f"{lock.max_step_us or 0:,g} µs a cycle; |error| first tenth of the run "
+                     f"{_us(lock.first_tenth_abs_mean_us)} µs, last tenth {_us(lock.last_tenth_abs_mean_us)} µs")
+    for sl in dc.slaves or []:
+        d = sl.abs_diff_ns
+        what = (f"|0x092C| mean {d.mean / 1e3:,.3f} µs, p99 {d.p99 / 1e3:,.3f}, max {d.max / 1e3:,.3f}"
+                if d is not None and None not in (d.mean, d.p99, d.max) else "0x092C never answered")
+        lines.append(f"  slave {sl.slave} '{sl.name}': {what} ({sl.samples or 0:,} samples, every "
+                     f"{dc.sample_every} cycles; {sl.unanswered or 0:,} unanswered)")
+    return Text("\n".join(lines))
+
+
 def mode_text(summary: RunSummary) -> Text:
     """The run's label and what was (not) applied."""
     mode = summary.mode or "untuned"
@@ -143,6 +179,8 @@ def mode_text(summary: RunSummary) -> Text:
 def render_summary(summary: RunSummary, path: str | None = None) -> Group:
     """Everything ``softrt run`` prints after a run."""
     parts = [seed_table(summary), Text(""), percentile_table(summary), Text(""), misses_text(summary), mode_text(summary)]
+    if (dc := dc_text(summary.board)) is not None:
+        parts[5:5] = [dc]
     if (why := why_late(summary)) is not None:
         parts[1:1] = [Text(""), why]
     if path:

@@ -16,7 +16,7 @@ from ..store.summary import RunSummary
 from ..units import NS_PER_S
 from .history import remember
 from .live import Watch
-from .options import TimeNs, samples_option, trace_options, watch_options
+from .options import TimeNs, dc_options, samples_option, trace_options, watch_options
 from .render import console, render_summary
 
 LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first
@@ -55,13 +55,14 @@ LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and the
               show_default=True, help="Where run directories are written.")
 @click.option("--check", "take_check", is_flag=True,
               help="Take a `softrt check` of the RT CPU first and store its verdict with the run.")
+@dc_options
 @trace_options
 @samples_option
 @watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
-def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, bus_timeout_ns, axes, shape,
-            distance, velocity, accel, jerk, out_dir, take_check, trace, late_threshold_ns, keep_late, samples, watch,
-            as_json):
+def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, bus_timeout_ns, axes,
+            shape, distance, velocity, accel, jerk, out_dir, take_check, dc_lock, dc_shift_ns, trace, late_threshold_ns,
+            keep_late, samples, watch, as_json):
     """Run the seed's cyclic motion test and measure every cycle."""
     from ..motion import MotionConfig
 
@@ -71,7 +72,8 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
     config = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, profile=profile,
                        wait=wait, margin_ns=margin_ns, device=device, bus_timeout_ns=bus_timeout_ns, axes=axes, motion=motion, out_dir=out_dir,
                        max_duration_ns=max_duration_ns, check=take_check, trace=trace,
-                       late_threshold_ns=late_threshold_ns, keep_late=keep_late, samples=samples)
+                       late_threshold_ns=late_threshold_ns, keep_late=keep_late, samples=samples,
+                       dc_lock=dc_lock, dc_shift_ns=dc_shift_ns)
     # From here on Ctrl-C (any number of them) stops the run, which is then stored, printed and
     # added to the history before the command exits 1.
     with interrupts.deferred(then_ignore=True):

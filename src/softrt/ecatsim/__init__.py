@@ -2,13 +2,13 @@
 
 softrt's master (:mod:`softrt.ethercat`) and this simulator meet only on the wire: the simulator
 imports the protocol modules it shares with the master (frames, AL states, SII, device
-descriptions) from :mod:`softrt.ethercat`, and the master never imports the simulator
+descriptions, DC registers) from :mod:`softrt.ethercat`, and the master never imports the simulator
 (``tests/test_layers.py``). Tests also drive it with pysoem directly, so it is checked against a
 master we did not write.
 
 Layers (each imports only those above it)::
 
-    cia402, coe, faults   pure models: CiA 402 drive, CoE SDO server, fault plan
+    cia402, coe, faults, dc   pure models: CiA 402 drive, CoE SDO server, fault plan, DC clock and SYNC0
     esc, slave   one slave controller (registers, SII, SM, FMMU, DC, watchdog) and its application
     bus          a chain of ESCs: addressing and working counters
     sim          the simulator process: a raw socket on an interface (``softrt ecat-sim``)

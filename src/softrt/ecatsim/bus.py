@@ -41,10 +41,16 @@ class Segment:
         """Process every datagram of *frame* in place; return them (raises wire.FrameError)."""
         datagrams = parse_frame(frame)
         now = self._clock()
-        for dg in datagrams:
-            self._datagram(frame, dg, now, skip_pd)
-        for esc in self.escs:
-            esc.end_frame()
+        for esc in self.escs:  # the frame passes slave p at one instant, p hops after the first
+            esc.pass_ns = now + esc.position * HOP_DELAY_NS
+        try:
+            for dg in datagrams:
+                self._datagram(frame, dg, now, skip_pd)
+            for esc in self.escs:
+                esc.end_frame()
+        finally:
+            for esc in self.escs:
+                esc.pass_ns = None
         return datagrams
 
     def poll(self, now_ns: int) -> None:

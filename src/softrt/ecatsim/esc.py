@@ -15,7 +15,9 @@ Addressing and working counters are the bus's business (:mod:`.bus`). Register m
 
 Simplifications (documented, not hidden): one buffer per process-data SyncManager (each frame is
 handled atomically, so the 3-buffer mode is not observable); byte-granular FMMUs only (SOEM maps
-slaves of 8 bits or more byte-wise); no SYNC0 output; no clock drift.
+slaves of 8 bits or more byte-wise); no SYNC0 output pin (SYNC0 is counted, :mod:`.dc`). The DC
+unit (drifting clock, time control loop, SYNC0) is :mod:`.dc`; each frame passes a slave at one
+instant (``pass_ns``, set by the bus), so clock comparisons are exact.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Protocol
 from ..ethercat.al import AlState, AlStateMachine, AlStatusCode
 from ..ethercat.description import DeviceDescription
 from ..ethercat.sii import build_image
+from .dc import EscDc
 
 REG_STATION_ADDRESS, REG_ALIAS = 0x0010, 0x0012
 REG_DL_STATUS, REG_AL_CONTROL, REG_AL_STATUS, REG_AL_CODE = 0x0110, 0x0120, 0x0130, 0x0134
@@ -36,7 +39,7 @@ REG_WD_DIVIDER, REG_WD_TIME_PD, REG_WD_STATUS_PD, REG_WD_COUNTER_PD = 0x0400, 0x
 REG_EEP_CONFIG, REG_EEP_CONTROL, REG_EEP_ADDRESS, REG_EEP_DATA = 0x0500, 0x0502, 0x0504, 0x0508
 REG_FMMU0, REG_SM0 = 0x0600, 0x0800
 REG_DC_RECV_TIME0, REG_DC_SYSTEM_TIME, REG_DC_RECV_TIME_EPU = 0x0900, 0x0910, 0x0918
-REG_DC_OFFSET, REG_DC_DELAY, REG_DC_DIFF = 0x0920, 0x0928, 0x092C
+REG_DC_FIRST, REG_DC_END = 0x0900, 0x0A00
 REG_DC_SYNC_ACT, REG_DC_CYCLE0 = 0x0981, 0x09A0
 PROCESS_RAM = 0x1000
 
@@ -52,7 +55,7 @@ _READ_ONLY = [(0x0000, 0x0010), (0x0110, 0x0112), (0x0130, 0x0136), (0x0140, 0x0
 _READ_ONLY += [(REG_SM0 + 8 * n + 5, REG_SM0 + 8 * n + 6) for n in range(16)]
 _READ_ONLY += [(REG_SM0 + 8 * n + 7, REG_SM0 + 8 * n + 8) for n in range(16)]
 
-_U16, _U32, _U64, _I64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q"), struct.Struct("<q")
+_U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
 _FMMU = struct.Struct("<IHBBHBBB3x")
 _SM = struct.Struct("<HHBBBB")
 
@@ -74,7 +77,7 @@ class Esc:
     """Register-level model of one ESC (see the module docstring)."""
 
     def __init__(self, desc: DeviceDescription, position: int, app: SlaveApp | None = None,
-                 clock: Callable[[], int] = time.monotonic_ns, last: bool = True) -> None:
+                 clock: Callable[[], int] = time.monotonic_ns, last: bool = True, drift_ppm: float = 0.0) -> None:
         self.desc = desc
         self.position = position
         self.app = app
@@ -83,7 +86,10 @@ class Esc:
         self.al = AlStateMachine(self._check_transition)
         self._clock = clock
         #: Each ESC's local clock starts somewhere else (as after power-up); DC offsets fix that.
-        self.local_offset_ns = 1_000_003_019 * (position + 1)
+        now = clock()
+        self.dc = EscDc(self.mem, now + 1_000_003_019 * (position + 1), now, drift_ppm)
+        #: The instant the frame being processed passes this slave (None between frames).
+        self.pass_ns: int | None = None
         self._writable = bytearray(b"\x01" * PROCESS_RAM)
         for lo, hi in _READ_ONLY:
             self._writable[lo:hi] = bytes(hi - lo)
@@ -121,16 +127,18 @@ class Esc:
         _U16.pack_into(m, REG_EEP_CONTROL, EEP_READ_8_BYTES | EEP_TWO_ADDRESS_BYTES)
         self._sync_al()
 
+    def _now(self) -> int:
+        return self._clock() if self.pass_ns is None else self.pass_ns
+
     def local_time_ns(self, now_ns: int | None = None) -> int:
         """Return the ESC's local clock (64-bit DC time before the offset)."""
-        return (self._clock() if now_ns is None else now_ns) + self.local_offset_ns
+        return self.dc.clock.local(self._now() if now_ns is None else now_ns)
 
     def read(self, ado: int, length: int) -> bytes:
         """Return *length* bytes at physical address *ado* (an ECAT read)."""
         end = ado + length
-        if ado < REG_DC_SYSTEM_TIME + 8 and end > REG_DC_SYSTEM_TIME:
-            offset = _I64.unpack_from(self.mem, REG_DC_OFFSET)[0]
-            _U64.pack_into(self.mem, REG_DC_SYSTEM_TIME, (self.local_time_ns() + offset) & 0xFFFF_FFFF_FFFF_FFFF)
+        if ado < REG_DC_END and end > REG_DC_FIRST:
+            self.dc.before_read(ado, end, self._now())
         data = bytes(self.mem[ado:end])
         if end > PROCESS_RAM:
             self._after_ram_read(ado, end)
@@ -158,8 +166,8 @@ class Esc:
             self._load_fmmus()
         if ado < REG_SM0 + 0x80 and end > REG_SM0:
             self._load_sms(ado, end)
-        if ado <= REG_DC_SYSTEM_TIME and end >= REG_DC_SYSTEM_TIME + 8:
-            self.system_time_write(_U64.unpack_from(m, REG_DC_SYSTEM_TIME)[0])
+        if ado < REG_DC_END and end > REG_DC_FIRST:
+            self.dc.after_write(ado, end, self._now())
 
     # --- AL state machine ----------------------------------------------------------------------
     def _sync_al(self) -> None:
@@ -367,6 +375,7 @@ class Esc:
             if self._pd_written and self.al.state is AlState.OP:
                 start, length, _c, _on = self._sms[2]
                 outputs = bytes(self.mem[start:start + length])
+                self.dc.outputs_arrived(self._now())
             self._pd_written = self._pd_read = False
             self._exchange(outputs)
 
@@ -403,10 +412,3 @@ class Esc:
         _U32.pack_into(self.mem, REG_DC_RECV_TIME0, local0 & 0xFFFF_FFFF)
         _U32.pack_into(self.mem, REG_DC_RECV_TIME0 + 4, self.local_time_ns(port1_ns) & 0xFFFF_FFFF if port1_ns else 0)
         _U64.pack_into(self.mem, REG_DC_RECV_TIME_EPU, local0)
-
-    def system_time_write(self, value: int) -> None:
-        """A FRMW/write to 0x0910 by the reference clock: record the difference (0x092C)."""
-        offset = _I64.unpack_from(self.mem, REG_DC_OFFSET)[0]
-        diff = value - (self.local_time_ns() + offset)
-        sign = 0x8000_0000 if diff < 0 else 0
-        _U32.pack_into(self.mem, REG_DC_DIFF, sign | min(abs(diff), 0x7FFF_FFFF))

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from ..ethercat.al import AlState, state_name
 from .bus import Segment
 from ..ethercat.description import DeviceDescription
-from ..ethercat.errors import EcatError, EcatInputError
 from .esc import Esc
 from .faults import FaultPlan
-from ..ethercat.netif import interface_flags
+from ..ethercat.rawsock import open_raw_socket
 from .slave import DriveApp, make_app
-from ..ethercat.wire import ETH_P_ECAT, LOGICAL, FrameError, parse_frame
+from ..ethercat.wire import LOGICAL, FrameError, parse_frame
 
 POLL_MS = 1  #: wake-up period for the watchdog check when no frames arrive
 
@@ -43,10 +42,14 @@ class SimCounters:
 class Simulator:
     """N slaves on one segment plus the fault plan (no I/O: :func:`serve` adds the socket)."""
 
-    def __init__(self, descriptions: list[DeviceDescription], clock=time.monotonic_ns) -> None:
+    def __init__(self, descriptions: list[DeviceDescription], clock=time.monotonic_ns,
+                 drift_ppm: list[float] | tuple[float, ...] = ()) -> None:
         n = len(descriptions)
+        self._clock = clock
         self.apps = [make_app(d, start_counts=1000 * (i + 1)) for i, d in enumerate(descriptions)]
-        self.escs = [Esc(d, i, app, clock=clock, last=i == n - 1)
+        # DC quartz error per slave (the i-th applies to slave i; the rest run true).
+        drifts = list(drift_ppm) + [0.0] * (n - len(drift_ppm))
+        self.escs = [Esc(d, i, app, clock=clock, last=i == n - 1, drift_ppm=drifts[i])
                      for i, (d, app) in enumerate(zip(descriptions, self.apps))]
         for esc, app in zip(self.escs, self.apps):
             if isinstance(app, DriveApp):
@@ -99,6 +102,9 @@ class Simulator:
             state = AlState[str(request["state"]).upper()]
             for esc in self._targets(request):
                 esc.refuse[state] = int(request.get("code", 0x0001))
+        elif cmd == "dc_drift":  # a quartz warming up: {"cmd": "dc_drift", "slave": i, "ppm": x}
+            for esc in self._targets(request):
+                esc.dc.clock.set_drift(float(request["ppm"]), self._clock())
         elif cmd != "stats":
             return {"ok": False, "error": f"unknown command {cmd!r}"}
         return {"ok": True, **self.stats()}
@@ -113,6 +119,11 @@ class Simulator:
             s = {"position": esc.position, "name": esc.desc.name, "al_status": esc.al.status,
                  "al_state": state_name(esc.al.status), "al_code": int(esc.al.code),
                  "watchdog_expiries": esc.watchdog_expiries}
+            if esc.desc.dc:
+                clock = esc.dc.clock
+                s["dc"] = {"drift_ppm": clock.drift_ppb / 1000, "correction_ppm": clock.correction_ppb / 1000,
+                           "diff_ns": round(clock.diff_mean_ns, 1), "compares": clock.compares,
+                           "sync0": esc.dc.sync0.to_dict()}
             if isinstance(app, DriveApp):
                 d = app.drive
                 s.update(drive_state=d.state.name, statusword=d.statusword, position_counts=d.position_counts,
@@ -122,24 +133,6 @@ class Simulator:
             slaves.append(s)
         return {"frames": self.counters.frames, "replies": self.counters.replies,
                 "pd_frames": self.faults.pd_frames, "injected": dict(self.faults.injected), "slaves": slaves}
-
-
-def open_raw_socket(iface: str) -> socket.socket:
-    """Open the EtherCAT raw socket on *iface*; raise :class:`EcatError` with the reason."""
-    if interface_flags(iface) is None:
-        raise EcatInputError("no_interface", iface, "no such network interface",
-                             hint="list interfaces with 'ip link'")
-    try:
-        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ECAT))
-    except PermissionError as err:
-        raise EcatError("permission", iface, "raw sockets are not permitted",
-                        hint="run as root, or grant CAP_NET_RAW (setcap cap_net_raw+ep)") from err
-    try:
-        sock.bind((iface, ETH_P_ECAT))
-    except OSError as err:
-        sock.close()
-        raise EcatInputError("no_interface", iface, f"cannot bind a raw socket ({err.strerror})") from err
-    return sock
 
 
 def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lambda: False,
@@ -152,6 +145,7 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
     ``{"cmd": "refuse_state", "state": "OP", "code": c}`` (optional ``"slave"``);
     ``{"cmd": "al_error", "state": "SAFEOP", "code": c}`` (optional ``"slave"``): the slave leaves
     its state on its own error, with that AL status code.
+    ``{"cmd": "dc_drift", "ppm": x}`` (optional ``"slave"``): a slave's DC quartz error.
     """
     sock = open_raw_socket(iface)
     sock.setblocking(False)

@@ -6,10 +6,12 @@ The virtual slaves that test it without hardware are the other side of the wire,
 Layers (each imports only those above it)::
 
     wire         frames and datagrams on the wire (pure encode/decode)
-    al, sii, description   pure protocol models: AL states and codes, SII image, device description
+    al, sii, description, dc   pure protocol models: AL states and codes, SII image, device description,
+                 DC registers, the host's phase and its PI lock
     mapping      where a drive's objects sit in the process image
-    netif        interface checks
+    netif, rawsock   interface checks; a raw socket of our own (BPF-filtered by datagram index)
     bringup      discovery, PDO maps, DC, INIT → OP (pysoem)
+    dcmonitor    DC during a run: phase against SYNC0, 0x092C probe, the phase lock
     master       the real master (pysoem) as a softrt Device (``--device ethercat:IFACE``)
 
 ``errors.EcatError`` is the error type (``EcatInputError`` for bad input). Nothing here imports pysoem except ``master``.

@@ -10,6 +10,7 @@ The vendor ID is deliberately fake (ETG assigns real ones); tools show it as ``0
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 #: Not an ETG-assigned vendor ID: marks the virtual slave as such in every master's bus scan.
@@ -119,7 +120,9 @@ def io_block() -> DeviceDescription:
 
 
 #: Descriptions the simulator knows by name (``softrt ecat-sim --device NAME``).
-BUILTIN = {"csp-drive": lambda: csp_drive(False), "csp-drive-coe": lambda: csp_drive(True), "io-16di": io_block}
+BUILTIN = {"csp-drive": lambda: csp_drive(False), "csp-drive-coe": lambda: csp_drive(True), "io-16di": io_block,
+           # A drive whose ESC has no distributed clocks (free-running, SM-synchronous).
+           "csp-drive-nodc": lambda: dataclasses.replace(csp_drive(False), dc=False)}
 
 
 def builtin(name: str) -> DeviceDescription:

@@ -23,6 +23,10 @@ Lifecycle (explicit, one state at a time)::
     CLOSED ─open()▶ READY (bus in OP, drives enabled, a keep-alive thread cycles)
            ─start(t0)▶ RUNNING (the caller's loop cycles) ─stop()▶ CLOSED (drives disabled, bus INIT)
 
+With distributed clocks, every write also hands the frame's DC time to :mod:`.dcmonitor` (the
+host's phase against SYNC0, each slave's 0x092C every 100th cycle); with ``dc_lock`` the answer
+moves the next edge, so the phase lock goes through ``edge_ns`` like any board's cycle.
+
 Positions are relative: ``origin`` is each drive's position actual when it was enabled (the
 target is set to it before enabling, CiA 402-2 §13: a drive jumps or faults otherwise).
 """
@@ -39,7 +43,7 @@ import numpy as np
 
 from ..errors import ConfigError, InvalidState
 from ..ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
-from . import bringup, receive
+from . import bringup, dcmonitor, receive
 from .al import AlState, code_text, state_name
 from .errors import EcatError, EcatInputError
 from .mapping import DriveMap
@@ -84,7 +88,8 @@ class EtherCATMaster:
                  receive_timeout_us: int | None = None, state_timeout_s: float = 3.0,
                  enable_timeout_s: float = 1.0, watchdog_ms: float | None = None,
                  bus_timeout_ns: int = 10_000_000, al_check_ns: int = 100_000_000,
-                 log_cycles: int = 1 << 20) -> None:
+                 log_cycles: int = 1 << 20, dc_lock: bool = False, dc_shift_ns: int = 0,
+                 dc_sample_every: int = 100) -> None:
         if period_ns <= 0:
             raise ConfigError(f"EtherCAT cycle must be positive, got {period_ns} ns")
         if axes < 1:
@@ -109,6 +114,11 @@ class EtherCATMaster:
         self.last_rtt_ns = self.last_wkc = 0
         self.expected_wkc = 0
         self.dc_active = False
+        # Distributed clocks during the run (ethercat.dcmonitor): figures, and the phase lock that
+        # moves the cycle's origin t0_ns a bounded step per cycle (--dc-lock, --dc-shift).
+        self.dc_lock, self.dc_shift_ns, self.dc_sample_every = dc_lock, int(dc_shift_ns), dc_sample_every
+        self._dc: dcmonitor.DcMonitor | None = None
+        self.dc_absent: str | None = None
         #: Why the keep-alive thread stopped cycling (None while it runs or has not failed).
         self.keepalive_error: str | None = None
         self.slaves: list[bringup.SlaveInfo] = []
@@ -138,6 +148,7 @@ class EtherCATMaster:
         bringup.check_interface(self.iface)
         self._axes = []  # none from an earlier open(): only these can need disabling on failure
         self._final_drives = None
+        self._dc = None
         self._m = bringup.open_master(self.iface)
         try:
             self._bring_up()
@@ -147,6 +158,8 @@ class EtherCATMaster:
                     self._disable()
                 except BaseException:  # noqa: BLE001 - the original error is the one to raise
                     pass
+            if self._dc is not None:
+                self._dc.close()
             bringup.shutdown(self._m)
             self._m = None
             raise
@@ -178,6 +191,9 @@ class EtherCATMaster:
         self._axes = [_Axis(m.slaves[s.position], s.name, s.drive, len(m.slaves[s.position].output), s.position)
                       for s in drives[: self.axes]]
         self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
+        self._dc, self.dc_absent = dcmonitor.attach(
+            m, iface, self.slaves, [s.position for s in drives[: self.axes]], self.period_ns,
+            dc_active=self.dc_active, lock=self.dc_lock, shift_ns=self.dc_shift_ns, sample_every=self.dc_sample_every)
         # Outputs before OP: no command, target = where the drive is (inputs are valid in SAFEOP).
         for _ in range(max(1, int(0.1e9 // self.period_ns))):
             if self._exchange() > 0:
@@ -229,6 +245,8 @@ class EtherCATMaster:
                 self._keeper_stop.set()
                 self._keeper.join(1.0)
                 self._keeper = None
+            if self._dc is not None:
+                self._dc.close()
             bringup.shutdown(self._m)
             self._m = None
             self.state = MasterState.CLOSED
@@ -293,6 +311,8 @@ class EtherCATMaster:
             flags |= FLAG_DEVICE_ERROR | FLAG_DEVICE_FAILED
         self.flags = flags
         self.missed_total += missed
+        if self._dc is not None:  # the phase lock moves the cycle's origin (0 without --dc-lock)
+            self.t0_ns += self._dc.cycle(now, wkc == self.expected_wkc)
         self.cycle = window + 1
         self.edge_ns = self.t0_ns + self.cycle * self.period_ns
         return missed
@@ -457,6 +477,7 @@ class EtherCATMaster:
                 "expected_wkc": self.expected_wkc, "dc": self.dc_active, "al_reads": self.al_reads,
                 "receive_timeout_us": self.receive_timeout_us,
                 "bus_timeout_ms": self.bus_timeout_cycles * self.period_ns / 1e6, "failure": self.failure,
+                "distributed_clocks": self._dc.report() if self._dc is not None else {"absent": self.dc_absent},
                 "rtt_us": ({"min": float(rtt.min()) / 1e3, "median": float(np.median(rtt)) / 1e3,
                             "max": float(rtt.max()) / 1e3} if n else None),
                 "drives": self.drive_status()}

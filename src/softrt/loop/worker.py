@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..board import open_device
@@ -39,12 +39,12 @@ class WorkerSpec:
     priority: int = 80
     profile: str = "rt"
     device: str = "virtual"
-    bus_timeout_ns: int | None = None  # EtherCAT: no valid frame for this long fails the run
     axes: int = 1
     motion: Any = None  # softrt.motion.MotionConfig for the seed's motion test
     step: Callable[[int], Any] | None = None  # a user's own per-cycle function
     setup: Callable[[], None] | None = None
     warmup_cycles: int = 2000
+    device_options: dict = field(default_factory=dict)  # EtherCAT: bus timeout, DC lock (session.config)
 
 
 def _arm(spec: WorkerSpec, ring: Ring, undo: list[Callable[[], None]]) -> tuple[list[dict], list[dict]]:
@@ -96,8 +96,7 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     try:
         # The device first: an EtherCAT master keeps the bus alive from a helper thread until
         # start(), and that thread must not inherit the RT CPU and SCHED_FIFO applied next.
-        board = open_device(spec.device, spec.period_ns, spec.axes, clock=plat.clock_ns,
-                            bus_timeout_ns=spec.bus_timeout_ns)
+        board = open_device(spec.device, spec.period_ns, spec.axes, clock=plat.clock_ns, **spec.device_options)
         applied, not_applied = _arm(spec, ring, undo)
         step = _make_step(spec)
         writer = ring.writer()

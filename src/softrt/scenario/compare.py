@@ -136,7 +136,8 @@ def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> l
                                               scenario=scenario.name,
                                               trace=base.trace if scenario.trace is None else scenario.trace,
                                               samples=base.samples if scenario.samples is None else scenario.samples,
-                                              duration_ns=scenario.duration_ns or base.duration_ns), online, allowed)
+                                              duration_ns=scenario.duration_ns or base.duration_ns,
+                                              dc_lock=scenario.dc_lock, dc_shift_ns=scenario.dc_shift_ns), online, allowed)
         placed = tuple((spec.name, spec.resolve_cpus(rt_cpu, online & allowed)) for spec in scenario.loads)
         for name, cpus in placed:
             if not len(cpus):

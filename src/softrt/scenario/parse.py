@@ -29,7 +29,8 @@ from .model import PLACEMENTS, LoadSpec, Scenario
 #: The largest scenario file read (the built-ins are a few hundred bytes).
 MAX_SCENARIO_BYTES = 256 * 1024
 BUILTIN_NAMES = ("untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus")
-_TOP_KEYS = {"name", "description", "profile", "wait", "device", "duration", "loads_on_rt_cpus", "trace", "samples", "load"}
+_TOP_KEYS = {"name", "description", "profile", "wait", "device", "duration", "loads_on_rt_cpus", "trace", "samples", "load",
+             "dc_lock", "dc_shift"}
 _LOAD_KEYS = {"name", "cpus"}
 
 
@@ -107,6 +108,21 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     samples = data.get("samples")
     if samples is not None and samples not in SAMPLE_MODES:
         raise fail("samples", f"unknown value {_shown(samples)}", f"use one of {', '.join(SAMPLE_MODES)}")
+    dc_lock = data.get("dc_lock", False)
+    if not isinstance(dc_lock, bool):
+        raise fail("dc_lock", f"must be true or false, got {_shown(dc_lock)}")
+    if dc_lock and not device.startswith("ethercat:"):
+        raise fail("dc_lock", "needs an EtherCAT device (distributed clocks)", "set device = \"ethercat:IFACE\"")
+    dc_shift_ns = 0
+    if "dc_shift" in data:
+        raw = data["dc_shift"]
+        shift = raw.strip() if isinstance(raw, str) else raw
+        negative = isinstance(shift, str) and shift.startswith("-")
+        try:
+            dc_shift_ns = parse_time_ns(shift[1:] if negative else shift, default_unit="us", what="dc_shift")
+        except ConfigError as err:
+            raise fail("dc_shift", err.msg, "e.g. dc_shift = \"-200us\" (the frame 200 µs before SYNC0)") from None
+        dc_shift_ns = -dc_shift_ns if negative else dc_shift_ns
     raw_loads = data.get("load", [])
     if not isinstance(raw_loads, list):
         raise fail("load", "must be an array of tables ([[load]])")
@@ -133,7 +149,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
         loads.append(LoadSpec(name=lname, cpus=cpus))
     return Scenario(name=name, description=printable(description), profile=profile, wait=wait,
                     device=device, duration_ns=duration_ns, loads=tuple(loads), loads_on_rt_cpus=on_rt,
-                    trace=trace, samples=samples, source=source)
+                    trace=trace, samples=samples, source=source, dc_lock=dc_lock, dc_shift_ns=dc_shift_ns)
 
 
 def _shown(value: object) -> str:

@@ -49,6 +49,8 @@ class RunConfig:
     late_threshold_ns: int = 20 * NS_PER_US  # a cycle is late when its period exceeds nominal + this
     keep_late: int = 100  # the worst late cycles kept with their causes
     samples: str | None = None  # "all" or "late" (store.late); None: "late" for runs longer than 1 h
+    dc_lock: bool = False  # EtherCAT: phase-lock the host cycle to the drives' SYNC0
+    dc_shift_ns: int = 0  # with dc_lock: the frame this long after SYNC0 (negative: before)
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (config.json)."""
@@ -94,6 +96,12 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
     if not 0 < config.bus_timeout_ns <= MAX_PERIOD_NS * 10:
         raise ConfigError(f"bus timeout {format_ns(config.bus_timeout_ns)} is out of range",
                           hint="use more than 0 and at most 10 s, e.g. --bus-timeout 10ms")
+    if config.dc_lock and not config.device.startswith("ethercat:"):
+        raise ConfigError("--dc-lock needs an EtherCAT device (distributed clocks)",
+                          hint="use --device ethercat:IFACE, or drop --dc-lock")
+    if not abs(config.dc_shift_ns) < config.period_ns:
+        raise ConfigError(f"--dc-shift {format_ns(config.dc_shift_ns)} must be shorter than the period",
+                          hint="e.g. --dc-shift -50us (the frame 50 µs before SYNC0)")
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
     cpu, housekeeping = choose_cpus(online, allowed, config.cpu)
@@ -104,6 +112,13 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
                           hint="widen the CPU affinity (taskset, cgroup cpuset) or use --profile none")
     return dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None,
                                samples=resolve_mode(config.samples, config.duration_ns))
+
+
+def device_options(config: RunConfig) -> dict:
+    """Options the device is opened with (EtherCAT: the bus timeout, the DC phase lock), as keyword arguments."""
+    if not config.device.startswith("ethercat:"):
+        return {}
+    return {"bus_timeout_ns": config.bus_timeout_ns, "dc_lock": config.dc_lock, "dc_shift_ns": config.dc_shift_ns}
 
 
 def disk_estimate(config: RunConfig) -> tuple[str, int]:

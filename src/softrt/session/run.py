@@ -36,7 +36,7 @@ from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
-from .config import RunConfig, resolve_motion, validate
+from .config import RunConfig, device_options, resolve_motion, validate
 from .summary import RunParts, checkpoint, checkpoint_interval_s, run_summary, utcnow
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
@@ -194,9 +194,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         parent_conn, child_conn = ctx.Pipe()
         spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
                           margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
-                          profile=config.profile, device=config.device, bus_timeout_ns=config.bus_timeout_ns,
-                          axes=config.axes, motion=config.motion,
-                          step=step, setup=setup)
+                          profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
+                          step=step, setup=setup, device_options=device_options(config))
         proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
         # Entered before _stop_worker is registered, so it is left after it: the worker's tie to
         # this process (a job object on Windows, which kills it when closed) outlasts the clean stop.

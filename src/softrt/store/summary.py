@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
+from .board import Board
 from .model import Doc, count, flatten, key, many, obj, opt
 from .validate import MAX_NAME, is_safe_name, printable, show_value
 from .why_late import WhyLate
@@ -160,48 +161,6 @@ class Tuning(Doc):
 class Ring(Doc):
     capacity: int | None = count()
     overflows: int | None = count()
-
-
-class Drive(Doc):
-    """One EtherCAT drive as the run's last valid frame confirmed it (``confirmed_cycle`` -1: none),
-    not what the disable sequence read after it (ethercat.master)."""
-
-    name: str | None = None
-    slave: int | None = count()
-    statusword: int | None = count()
-    state: str | None = None
-    position_counts: int | None = None
-    origin_counts: int | None = None
-    error_code: int | None = count()
-    confirmed_cycle: int | None = opt()
-    confirmed_at_s: float | None = opt()
-
-
-class RoundTrip(Doc):
-    """The EtherCAT frames' round trip in µs."""
-
-    min: float | None = None
-    median: float | None = None
-    max: float | None = None
-
-
-class Board(Doc):
-    """The board's own report (empty while the run goes). The virtual board has the two counts;
-    the EtherCAT master adds its frames, bus health and drives (docs/run-format.md, ``board``)."""
-
-    writes: int | None = count(omit_none=True)
-    missed_updates: int | None = count(omit_none=True)
-    lost_frames: int | None = count(omit_none=True)
-    wkc_errors: int | None = count(omit_none=True)
-    drive_not_enabled_cycles: int | None = count(omit_none=True)
-    expected_wkc: int | None = count(omit_none=True)
-    dc: bool | None = opt()
-    al_reads: int | None = count(omit_none=True)
-    receive_timeout_us: float | None = opt()
-    bus_timeout_ms: float | None = opt()
-    failure: str | None = opt()  # why the device failed the run (bus lost, a slave out of OP, a drive fault)
-    rtt_us: RoundTrip | None = opt()
-    drives: list[Drive] | None = opt()
 
 
 class Kept(Doc):

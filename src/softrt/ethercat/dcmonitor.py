@@ -1,0 +1,366 @@
+"""Distributed clocks during a run, the master side: the host's phase against SYNC0, each slave's
+0x092C, and the phase lock (``--dc-lock``).
+
+Per cycle (in :meth:`DcMonitor.cycle`, called by the master after its frame came back; a few
+integer operations, no allocation beyond ints):
+
+* the **phase**: SOEM's cyclic frame carries an FRMW of 0x0910 that the reference clock (the first
+  DC slave) fills with its system time as the frame passes (``ecx_send_processdata``; pysoem's
+  ``Master.dc_time``). :func:`.dc.phase_error` places it in the SYNC0 cycle the drives run
+  (SYNC0 fires at ``start + k * cycle``, read back from 0x0990 after ``dc_sync``); with the lock,
+  :class:`.dc.PhaseLock` turns the error into a move of the next host edge.
+* the **system time differences**: every ``sample_every``-th cycle one extra frame of FPRDs of
+  0x092C (one per DC slave behind the reference) goes out on a socket of our own, right after the
+  cyclic frame came back; its answer is picked up, without waiting, when the next one is due. The
+  hot cycle pays one ``send`` and one non-blocking ``recv`` per sample, never a round trip.
+
+The DC time and the host clock are compared over the run as well (``dc_vs_host_ppm``): it is the
+rate at which an unlocked host's phase walks through the drives' cycle. A late frame only ever
+adds delay, so each window of ``sample_every`` cycles keeps its smallest DC-minus-host offset
+(the minimum-delay filter NTP uses, RFC 5905 §10) and the rate is the slope between the first
+and the last window's.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from ..analysis.hdr import Hdr, key_of
+from .dc import (REG_SYNC0_CYCLE, REG_SYNC0_START, REG_SYNC_ACTIVATION, REG_SYSTEM_DIFF, SYNC0_ACTIVE, PhaseLock,
+                 decode_diff)
+from .errors import EcatError, EcatInputError
+from .rawsock import open_raw_socket
+from .wire import Cmd, FrameError, encode_frame, parse_frame, read_wkc
+
+#: First-datagram index of the probe frame (SOEM's own indices stay below EC_MAXBUF, 16 or 32:
+#: it drops a frame with this index as not its own, ``ecx_inframe``).
+PROBE_INDEX = 0xDC
+#: Bins of the phase histogram over one cycle.
+PHASE_BINS = 1024
+#: Points kept of the phase over the run (pairs are merged when full).
+SERIES_POINTS = 512
+_U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
+REG_STATION_ADDRESS = 0x0010
+
+
+class _AbsStat:
+    """Count, min, max, exact sum and a log-linear histogram (analysis.hdr keys) of |values| in ns."""
+
+    __slots__ = ("n", "total", "sq", "min", "max", "keys")
+
+    def __init__(self) -> None:
+        self.n = self.total = self.sq = 0
+        self.min = self.max = 0
+        self.keys: dict[int, int] = {}
+
+    def add(self, value_ns: int) -> None:
+        a = -value_ns if value_ns < 0 else value_ns
+        if not self.n or a < self.min:
+            self.min = a
+        if a > self.max:
+            self.max = a
+        self.n += 1
+        self.total += a
+        self.sq += a * a
+        k = key_of(a)
+        self.keys[k] = self.keys.get(k, 0) + 1
+
+    def summary(self) -> dict | None:
+        """min/max/mean/p50/p99 in ns (None without samples)."""
+        if not self.n:
+            return None
+        keys = sorted(self.keys)
+        hdr = Hdr.from_dict({"n": self.n, "sum_ns": self.total, "m2_ns2": max(self.sq - self.total ** 2 / self.n, 0.0),
+                             "min_ns": self.min, "max_ns": self.max, "keys": keys,
+                             "counts": [self.keys[k] for k in keys]})
+        p50, p99 = hdr.percentiles((50, 99))
+        return {"min": self.min, "max": self.max, "mean": round(self.total / self.n, 1), "p50": round(p50, 1),
+                "p99": round(p99, 1)}
+
+
+class _SlaveDiff:
+    __slots__ = ("position", "name", "address", "stat", "unanswered")
+
+    def __init__(self, position: int, name: str, address: int) -> None:
+        self.position, self.name, self.address = position, name, address
+        self.stat = _AbsStat()
+        self.unanswered = 0
+
+
+class DiffProbe:
+    """The 0x092C probe: one frame of FPRDs (and a NOP carrying a sequence number) on a socket of its own."""
+
+    def __init__(self, sock: socket.socket, slaves: list[_SlaveDiff]) -> None:
+        self.sock = sock
+        self.slaves = slaves
+        self.seq = 0
+        self.outstanding = False
+        self.sent = self.unanswered_frames = self.send_errors = 0
+        datagrams = [(Cmd.FPRD, PROBE_INDEX, s.address, REG_SYSTEM_DIFF, bytes(4)) for s in slaves]
+        datagrams.append((Cmd.NOP, PROBE_INDEX, 0, 0, bytes(2)))
+        frame = encode_frame(datagrams)
+        self.frame = frame + bytes(max(0, 60 - len(frame)))  # the Ethernet minimum, as a NIC pads
+        self._seq_offset = parse_frame(self.frame)[-1].data_offset
+        self._buf = bytearray(2048)
+
+    def send(self) -> None:
+        """Collect the previous probe's answer (if any), then send the next one."""
+        if self.outstanding:
+            self.collect()
+        self.seq = (self.seq + 1) & 0xFFFF
+        _U16.pack_into(self.frame, self._seq_offset, self.seq)
+        try:
+            self.sock.send(self.frame)
+        except OSError:
+            self.send_errors += 1
+            return
+        self.sent += 1
+        self.outstanding = True
+
+    def collect(self) -> None:
+        """Read the answer to the outstanding probe if it is there; otherwise count it unanswered."""
+        buf = self._buf
+        while True:
+            try:
+                n = self.sock.recv_into(buf)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break
+            if self._take(memoryview(buf)[:n]):
+                self.outstanding = False
+                return
+        self.outstanding = False
+        self.unanswered_frames += 1
+        for s in self.slaves:
+            s.unanswered += 1
+
+    def _take(self, frame) -> bool:
+        try:
+            datagrams = parse_frame(frame)
+        except FrameError:
+            return False
+        if len(datagrams) != len(self.slaves) + 1 or _U16.unpack_from(frame, datagrams[-1].data_offset)[0] != self.seq:
+            return False  # an older probe's late answer
+        for s, dg in zip(self.slaves, datagrams):
+            if read_wkc(frame, dg) == 1:
+                s.stat.add(decode_diff(_U32.unpack_from(frame, dg.data_offset)[0]))
+            else:
+                s.unanswered += 1
+        return True
+
+
+class _Series:
+    """The phase over the run in at most SERIES_POINTS windows of ``every`` cycles: per window the
+    sum of the errors, of their magnitudes, the measured cycles and the lock's edge moves."""
+
+    def __init__(self, every_cycles: int) -> None:
+        self.every = every_cycles
+        self.points: list[list[int]] = []
+        self._cur = [0, 0, 0, 0]
+        self._cycles = 0
+
+    def add(self, error_ns: int | None, move_ns: int) -> None:
+        cur = self._cur
+        if error_ns is not None:
+            cur[0] += error_ns
+            cur[1] += -error_ns if error_ns < 0 else error_ns
+            cur[2] += 1
+        cur[3] += move_ns
+        self._cycles += 1
+        if self._cycles == self.every:
+            self.points.append(cur)
+            self._cur = [0, 0, 0, 0]
+            self._cycles = 0
+            if len(self.points) >= SERIES_POINTS:
+                p = self.points
+                self.points = [[x + y for x, y in zip(a, b)] for a, b in zip(p[0::2], p[1::2])]
+                self.every *= 2
+
+    def means_us(self) -> tuple[list, list]:
+        """Per window: the mean error and the mean |error| (µs; None for a window without a frame)."""
+        mean = [round(s / n / 1e3, 2) if n else None for s, _a, n, _m in self.points]
+        abs_mean = [round(a / n / 1e3, 2) if n else None for _s, a, n, _m in self.points]
+        return mean, abs_mean
+
+    def late_correction_ppm(self, period_ns: int) -> float | None:
+        """The lock's edge moves over the later half of the run, in ppm of the period (the drift it follows)."""
+        late = self.points[len(self.points) // 2:]
+        if not late:
+            return None
+        return round(sum(p[3] for p in late) / (len(late) * self.every * period_ns) * 1e6, 1)
+
+
+class DcMonitor:
+    """Per-run DC figures and the optional phase lock (see the module docstring)."""
+
+    def __init__(self, master, period_ns: int, sync0_ns: int, reference: tuple[int, str], probe: DiffProbe | None,
+                 *, lock: bool, shift_ns: int, sample_every: int, sync0_active: bool) -> None:
+        self._m = master
+        self.period_ns = period_ns
+        self.sync0_ns = sync0_ns
+        self.sync0_active = sync0_active
+        self.reference = reference
+        self.probe = probe
+        self.shift_ns = shift_ns
+        self.sample_every = sample_every
+        self.lock = PhaseLock(period_ns) if lock else None
+        self.moved_ns = 0
+        self.cycles = self.measured = 0
+        self._half = period_ns // 2
+        self.bins = [0] * PHASE_BINS
+        self.total = self.total_abs = 0
+        self.min = self.max = 0
+        self.series = _Series(sample_every)
+        # (smallest DC time - host time, host time) of the first, the last and the current window.
+        self.first: tuple[int, int] | None = None
+        self.last: tuple[int, int] | None = None
+        self._window: tuple[int, int] | None = None
+
+    def cycle(self, now_ns: int, frame_ok: bool) -> int:
+        """Account one cycle whose frame was sent at *now_ns*; return the move of the next edge (ns)."""
+        self.cycles += 1
+        move = 0
+        if frame_ok:
+            dc = self._m.dc_time
+            half, period = self._half, self.period_ns
+            e = (dc - self.sync0_ns - self.shift_ns + half) % period - half
+            self.bins[(e + half) * PHASE_BINS // period] += 1
+            if not self.measured or e < self.min:
+                self.min = e
+            if not self.measured or e > self.max:
+                self.max = e
+            self.measured += 1
+            self.total += e
+            self.total_abs += -e if e < 0 else e
+            w = self._window
+            if w is None or dc - now_ns < w[0]:
+                self._window = (dc - now_ns, now_ns)
+            if self.lock is not None:
+                move = self.lock.update(e)
+            self.series.add(e, move)
+        else:
+            if self.lock is not None:
+                move = self.lock.hold()
+            self.series.add(None, move)
+        self.moved_ns += move
+        if self.cycles % self.sample_every == 0:
+            if self._window is not None:
+                if self.first is None:
+                    self.first = self._window
+                else:
+                    self.last = self._window
+                self._window = None
+            if self.probe is not None:
+                self.probe.send()
+        return move
+
+    def close(self) -> None:
+        """Collect the last probe answer and close the probe's socket (idempotent)."""
+        if self.probe is not None and self.probe.sock.fileno() >= 0:
+            if self.probe.outstanding:
+                self.probe.sock.settimeout(0.01)  # one round trip's grace, off the hot path
+                try:
+                    self.probe.collect()
+                finally:
+                    self.probe.sock.close()
+            else:
+                self.probe.sock.close()
+
+    # --- the report --------------------------------------------------------------------------
+    def _percentile(self, q: float, absolute: bool) -> float:
+        period, half, n = self.period_ns, self._half, self.measured
+        width = period / PHASE_BINS
+        if absolute:  # fold the bins onto |error|
+            folded: dict[float, int] = {}
+            for i, c in enumerate(self.bins):
+                if c:
+                    centre = abs(-half + (i + 0.5) * width)
+                    folded[centre] = folded.get(centre, 0) + c
+            items = sorted(folded.items())
+        else:
+            items = [(-half + (i + 0.5) * width, c) for i, c in enumerate(self.bins) if c]
+        rank = q / 100 * (n - 1)
+        seen = 0
+        for value, count in items:
+            seen += count
+            if seen > rank:
+                return value
+        return items[-1][0]
+
+    def report(self) -> dict:
+        """The ``distributed_clocks`` block of the board's counters (docs/ethercat.md)."""
+        n = self.measured
+        us = lambda ns: round(ns / 1e3, 2)  # noqa: E731
+        phase = None
+        if n:
+            clamp = lambda v: min(max(v, self.min), self.max)  # noqa: E731 - a bin centre never beyond the extremes
+            phase = {"n": n, "mean_us": us(self.total / n), "min_us": us(self.min), "max_us": us(self.max),
+                     "p1_us": us(clamp(self._percentile(1, False))), "p50_us": us(clamp(self._percentile(50, False))),
+                     "p99_us": us(clamp(self._percentile(99, False))), "abs_mean_us": us(self.total_abs / n),
+                     "abs_p99_us": us(min(self._percentile(99, True), max(-self.min, self.max))),
+                     "abs_max_us": us(max(-self.min, self.max)), "resolution_us": us(self.period_ns / PHASE_BINS)}
+        rate = None
+        if self.first and self.last and self.last[1] - self.first[1] >= 100 * self.period_ns:
+            rate = round((self.last[0] - self.first[0]) / (self.last[1] - self.first[1]) * 1e6, 1)
+        mean, abs_mean = self.series.means_us()
+        out = {"reference": {"slave": self.reference[0], "name": self.reference[1]},
+               "sync0": {"active": self.sync0_active, "cycle_ns": self.period_ns, "start_ns": self.sync0_ns},
+               "target_shift_us": us(self.shift_ns), "cycles": self.cycles, "phase": phase,
+               "phase_series": {"every_cycles": self.series.every, "mean_us": mean, "abs_mean_us": abs_mean},
+               "dc_vs_host_ppm": rate, "lock": None, "sample_every": self.sample_every, "slaves": []}
+        if self.lock is not None:
+            known = [a for a in abs_mean if a is not None]
+            tenth = max(1, len(known) // 10)
+            out["lock"] = {"kp": self.lock.kp, "ki": self.lock.ki, "max_step_us": us(self.lock.max_step_ns),
+                           "correction_ppm": self.series.late_correction_ppm(self.period_ns),
+                           "moved_us": us(self.moved_ns),
+                           "first_tenth_abs_mean_us": round(sum(known[:tenth]) / tenth, 2) if known else None,
+                           "last_tenth_abs_mean_us": round(sum(known[-tenth:]) / tenth, 2) if known else None}
+        if self.probe is not None:
+            out["probe"] = {"sent": self.probe.sent, "unanswered": self.probe.unanswered_frames,
+                            "send_errors": self.probe.send_errors}
+            for s in self.probe.slaves:
+                out["slaves"].append({"slave": s.position, "name": s.name, "samples": s.stat.n,
+                                      "unanswered": s.unanswered, "abs_diff_ns": s.stat.summary()})
+        return out
+
+
+def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *, dc_active: bool, lock: bool,
+           shift_ns: int, sample_every: int = 100) -> tuple[DcMonitor | None, str | None]:
+    """Set up the run's DC figures after ``setup_dc``; return ``(monitor, None)`` or ``(None, why absent)``.
+
+    *slaves* are :class:`.bringup.SlaveInfo`; the lock needs DC, so asking for it without is an
+    :class:`EcatError`. Reads (station addresses, SYNC0 start and cycle) go through pysoem's FPRD.
+    """
+    dc_slaves = [s for s in slaves if s.has_dc]
+    why = None
+    if not dc_slaves:
+        why = "no slave has distributed clocks (ESC feature register 0x0008, bit 2)"
+    elif not dc_active:
+        why = "distributed clocks were not configured (SOEM's config_dc found no DC slave)"
+    if why:
+        if lock:
+            raise EcatInputError("config", iface, f"--dc-lock needs distributed clocks: {why}",
+                            hint="run without --dc-lock, or put a DC-capable drive on the bus")
+        return None, why
+    ref = dc_slaves[0]
+    # SYNC0 of the first DC drive (the cycle the frame must meet); the reference's if no drive has DC.
+    timing = next((s for s in dc_slaves if s.position in drive_positions), ref)
+    sl = m.slaves[timing.position]
+    active = sl._fprd(REG_SYNC_ACTIVATION, 1)[0] & SYNC0_ACTIVE == SYNC0_ACTIVE
+    sync0 = _U64.unpack(sl._fprd(REG_SYNC0_START, 8))[0]
+    cycle = _U32.unpack(sl._fprd(REG_SYNC0_CYCLE, 4))[0]
+    if active and cycle and cycle != period_ns:
+        raise EcatError("config", iface, f"slave {timing.position} runs SYNC0 every {cycle} ns, the cycle is {period_ns} ns")
+    probe = None
+    behind = [s for s in dc_slaves if s is not ref]
+    if behind:
+        diffs = [_SlaveDiff(s.position, s.name, _U16.unpack(m.slaves[s.position]._fprd(REG_STATION_ADDRESS, 2))[0])
+                 for s in behind]
+        sock = open_raw_socket(iface, PROBE_INDEX)
+        sock.setblocking(False)
+        probe = DiffProbe(sock, diffs)
+    return DcMonitor(m, period_ns, sync0, (ref.position, ref.name), probe, lock=lock, shift_ns=shift_ns,
+                     sample_every=sample_every, sync0_active=active), None

@@ -1,0 +1,134 @@
+"""The ``board`` block of a run's summary: the device's own report, typed (store layer).
+
+The virtual board reports its writes and missed updates. The EtherCAT master
+(:mod:`softrt.ethercat.master`) adds its frames, the bus's health, each drive as the run's last
+valid frame confirmed it, and the distributed clocks (:mod:`softrt.ethercat.dcmonitor`); the
+fields are described in docs/run-format.md (``board``) and docs/ethercat.md.
+"""
+
+from __future__ import annotations
+
+from .model import Doc, count, opt
+
+
+class Drive(Doc):
+    """One EtherCAT drive as the run's last valid frame confirmed it (``confirmed_cycle`` -1: none),
+    not what the disable sequence read after it."""
+
+    name: str | None = None
+    slave: int | None = count()
+    statusword: int | None = count()
+    state: str | None = None
+    position_counts: int | None = None
+    origin_counts: int | None = None
+    error_code: int | None = count()
+    confirmed_cycle: int | None = opt()
+    confirmed_at_s: float | None = opt()
+
+
+class RoundTrip(Doc):
+    """The EtherCAT frames' round trip in µs."""
+
+    min: float | None = None
+    median: float | None = None
+    max: float | None = None
+
+
+class DcReference(Doc):
+    """The reference clock: the first DC slave."""
+
+    slave: int | None = count()
+    name: str | None = None
+
+
+class Sync0(Doc):
+    """SYNC0 of the drive the frame must meet (0x0981 activation, 0x09A0 cycle, 0x0990 start)."""
+
+    active: bool | None = None
+    cycle_ns: int | None = count()
+    start_ns: int | None = None
+
+
+class Phase(Doc):
+    """Where each cycle's frame passed the reference clock, against SYNC0 + the shift (µs)."""
+
+    n: int | None = count()
+    mean_us: float | None = None
+    min_us: float | None = None
+    max_us: float | None = None
+    p1_us: float | None = None
+    p50_us: float | None = None
+    p99_us: float | None = None
+    abs_mean_us: float | None = None
+    abs_p99_us: float | None = None
+    abs_max_us: float | None = None
+    resolution_us: float | None = None
+
+
+class PhaseLock(Doc):
+    """The host cycle's phase lock to SYNC0 (``--dc-lock``): a PI controller's gains and what it did."""
+
+    kp: float | None = None
+    ki: float | None = None
+    max_step_us: float | None = None
+    correction_ppm: float | None = None
+    moved_us: float | None = None
+    first_tenth_abs_mean_us: float | None = None
+    last_tenth_abs_mean_us: float | None = None
+
+
+class DiffStats(Doc):
+    """|system time difference| (0x092C) of one slave, in ns."""
+
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+
+
+class DcSlave(Doc):
+    """One slave behind the reference clock: its 0x092C, read every ``sample_every`` cycles."""
+
+    slave: int | None = count()
+    name: str | None = None
+    samples: int | None = count()
+    unanswered: int | None = count()
+    abs_diff_ns: DiffStats | None = None
+
+
+class DistributedClocks(Doc):
+    """The run's distributed clocks, or only ``absent`` (why there are none)."""
+
+    absent: str | None = opt()
+    reference: DcReference | None = opt()
+    sync0: Sync0 | None = opt()
+    target_shift_us: float | None = opt()
+    cycles: int | None = count(omit_none=True)
+    phase: Phase | None = opt()
+    phase_series: dict | None = opt()  # {every_cycles, mean_us: [...], abs_mean_us: [...]}
+    dc_vs_host_ppm: float | None = opt()
+    lock: PhaseLock | None = opt()
+    sample_every: int | None = count(omit_none=True)
+    probe: dict | None = opt()
+    slaves: list[DcSlave] | None = opt()
+
+
+class Board(Doc):
+    """The board's own report (empty while the run goes). The virtual board has the two counts;
+    the EtherCAT master adds its frames, bus health, drives and distributed clocks."""
+
+    writes: int | None = count(omit_none=True)
+    missed_updates: int | None = count(omit_none=True)
+    lost_frames: int | None = count(omit_none=True)
+    wkc_errors: int | None = count(omit_none=True)
+    drive_not_enabled_cycles: int | None = count(omit_none=True)
+    expected_wkc: int | None = count(omit_none=True)
+    dc: bool | None = opt()
+    al_reads: int | None = count(omit_none=True)
+    receive_timeout_us: float | None = opt()
+    bus_timeout_ms: float | None = opt()
+    failure: str | None = opt()  # why the device failed the run (bus lost, a slave out of OP, a drive fault)
+    distributed_clocks: DistributedClocks | None = opt()
+    rtt_us: RoundTrip | None = opt()
+    drives: list[Drive] | None = opt()
