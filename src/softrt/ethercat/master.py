@@ -211,7 +211,8 @@ class EtherCATMaster:
         if self.state is not MasterState.READY:
             raise InvalidState(MasterState.READY.value, self.state.value, "EtherCAT master")
         self._stop_keeper()
-        self._polling = receive.PollingReceive(self.iface).__enter__()
+        own = frozenset() if self._dc is None or self._dc.probe is None else frozenset({self._dc.probe.sock.fileno()})
+        self._polling = receive.PollingReceive(self.iface, own).__enter__()
         self.t0_ns = self.edge_ns = t0_ns
         self.cycle = 0
         self.confirmed_cycle, self.confirmed_ns, self._answered_since_valid = -1, 0, False

@@ -34,10 +34,13 @@ from .wire import ETH_P_ECAT
 _FD_DIR = "/proc/self/fd"
 
 
-def ethercat_sockets(iface: str, fd_dir: str = _FD_DIR) -> list[int]:
-    """Return the file descriptors of this process's EtherCAT raw sockets bound to *iface*."""
+def ethercat_sockets(iface: str, fd_dir: str = _FD_DIR, exclude: frozenset[int] = frozenset()) -> list[int]:
+    """Return the file descriptors of this process's EtherCAT raw sockets bound to *iface*, but
+    those in *exclude* (softrt's own, e.g. the DC probe's)."""
     found = []
     for name in os.listdir(fd_dir):
+        if name.isdigit() and int(name) in exclude:
+            continue
         try:
             if not os.readlink(os.path.join(fd_dir, name)).startswith("socket:"):
                 continue
@@ -57,14 +60,18 @@ def ethercat_sockets(iface: str, fd_dir: str = _FD_DIR) -> list[int]:
 
 
 class PollingReceive:
-    """SOEM's socket on *iface* in non-blocking mode while entered; blocking again on exit."""
+    """SOEM's socket on *iface* in non-blocking mode while entered; blocking again on exit.
 
-    def __init__(self, iface: str) -> None:
+    *own_fds*: softrt's own sockets on the interface (the DC probe of :mod:`.dcmonitor`), not SOEM's.
+    """
+
+    def __init__(self, iface: str, own_fds: frozenset[int] = frozenset()) -> None:
         self.iface = iface
+        self.own_fds = own_fds
         self.fds: list[int] = []
 
     def __enter__(self) -> PollingReceive:
-        fds = ethercat_sockets(self.iface)
+        fds = ethercat_sockets(self.iface, exclude=self.own_fds)
         if len(fds) != 1:
             raise EcatError("config", self.iface,
                             f"expected SOEM's one raw socket on the interface, found {len(fds)}",
