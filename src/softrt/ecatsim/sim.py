@@ -11,6 +11,7 @@ and sent back with the same length; the source MAC gets the locally-administered
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -43,9 +44,10 @@ class SimCounters:
 class Simulator:
     """N slaves on one segment plus the fault plan (no I/O: :func:`serve` adds the socket)."""
 
-    def __init__(self, descriptions: list[DeviceDescription], clock=time.monotonic_ns) -> None:
+    def __init__(self, descriptions: list[DeviceDescription], clock=time.monotonic_ns, ca_abort: bool = False) -> None:
         n = len(descriptions)
-        self.apps = [make_app(d, start_counts=1000 * (i + 1)) for i, d in enumerate(descriptions)]
+        # ca_abort: CoE slaves answer complete access with an abort (coe.CoeServer).
+        self.apps = [make_app(d, start_counts=1000 * (i + 1), ca_abort=ca_abort) for i, d in enumerate(descriptions)]
         self.escs = [Esc(d, i, app, clock=clock, last=i == n - 1)
                      for i, (d, app) in enumerate(zip(descriptions, self.apps))]
         for esc, app in zip(self.escs, self.apps):
@@ -86,7 +88,7 @@ class Simulator:
             app = self.apps[int(request.get("slave", 0))]
             if not isinstance(app, DriveApp):
                 return {"ok": False, "error": "that slave is not a drive"}
-            app.drive.fault(int(request.get("code", 0x5400)))  # 0x5400: power section (CiA 402)
+            app.drives[int(request.get("axis", 0))].fault(int(request.get("code", 0x5400)))  # 0x5400: power section
             self.escs[int(request.get("slave", 0))].refresh_inputs()
         elif cmd == "refuse_state":
             # Make slave(s) refuse a state with an AL status code (e.g. OP with 0x001A sync error).
@@ -112,7 +114,13 @@ class Simulator:
                 s.update(drive_state=d.state.name, statusword=d.statusword, position_counts=d.position_counts,
                          target_counts=d.target, error_code=d.error_code, drive_faults=d.faults,
                          following_error_counts=d.following_error, cycles=app.cycles, cycle_ns=app.cycle_ns(),
-                         sdo_requests=app.coe.requests if app.coe else 0)
+                         sdo_requests=app.coe.requests if app.coe else 0,
+                         # every axis (axis 0 is also the fields above), the PDOs the master left
+                         # assigned and mapped, and what the CoE server was asked
+                         axes=[{"drive_state": a.state.name, "position_counts": a.position_counts,
+                                "target_counts": a.target, "error_code": a.error_code, "drive_faults": a.faults}
+                               for a in app.drives],
+                         pdo=app.pdo.report(), coe=dataclasses.asdict(app.coe.counters) if app.coe else None)
             slaves.append(s)
         return {"frames": self.counters.frames, "replies": self.counters.replies,
                 "pd_frames": self.faults.pd_frames, "injected": dict(self.faults.injected), "slaves": slaves}
@@ -142,7 +150,8 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
 
     Control requests (one JSON object per datagram on *control_path*), answered with the stats:
     ``{"cmd": "stats"}``; ``{"cmd": "drop"|"delay"|"bad_wkc", "frames": n}`` or ``"every": k``
-    (options ``"delay_us"``, ``"slave"``); ``{"cmd": "drive_fault", "slave": i, "code": c}``;
+    (options ``"delay_us"``, ``"slave"``); ``{"cmd": "drive_fault", "slave": i, "code": c}``
+    (option ``"axis"``);
     ``{"cmd": "refuse_state", "state": "OP", "code": c}`` (optional ``"slave"``).
     """
     sock = open_raw_socket(iface)
