@@ -14,8 +14,11 @@ def check_device_spec(spec: str) -> str:
     raise ConfigError(f"unknown device {spec!r}", hint="use virtual or ethercat:IFACE (e.g. ethercat:eth1)")
 
 
-def open_device(spec: str, period_ns: int, axes: int) -> Device:
-    """Open the device *spec*, ready for ``start()`` (an EtherCAT bus is brought to OP)."""
+def open_device(spec: str, period_ns: int, axes: int, **options) -> Device:
+    """Open the device *spec*, ready for ``start()`` (an EtherCAT bus is brought to OP).
+
+    *options* go to the device (EtherCAT: ``drives``, a parsed drive description); the virtual
+    board takes none."""
     check_device_spec(spec)
     if spec == "virtual":
         return VirtualBoard(period_ns, axes)
@@ -23,4 +26,4 @@ def open_device(spec: str, period_ns: int, axes: int) -> Device:
         from ..ethercat import open_device as open_ethercat
     except ImportError as err:  # pragma: no cover - the extra is not installed
         raise ConfigError(f"{spec} needs pysoem: {err}", hint="pip install 'softrt[ethercat]'") from None
-    return open_ethercat(spec, period_ns, axes)
+    return open_ethercat(spec, period_ns, axes, **options)

@@ -88,6 +88,36 @@ def misses_text(summary: dict) -> Text:
     return Text("\n".join(lines))
 
 
+def ethercat_text(summary: dict) -> Text | None:
+    """The EtherCAT slaves of the run: identity, PDOs, axes and errors; what bring-up recovered
+    from and the drives' emergencies (None: not an EtherCAT run, or one stored before these)."""
+    board = summary.get("board") or {}
+    if not board.get("slaves"):
+        return None
+    axes = {(d.get("slave"), d.get("axis")): d for d in board.get("drives", [])}
+    out = Text("EtherCAT slaves")
+    for s in board["slaves"]:
+        named = f" ({s['device_name']})" if s.get("device_name") and s["device_name"] != s["name"] else ""
+        out.append(f"\n  slave {s['position']} '{s['name']}'{named}: vendor 0x{s['vendor_id']:08X}, product "
+                   f"0x{s['product_code']:08X}, revision 0x{s['revision']:08X}, serial {s['serial']}; PDOs {s['pdo']}")
+        if s.get("error_register") is not None:
+            out.append(f"; error register 0x{s['error_register']:02X}", style="red" if s["error_register"] else "")
+        codes = s.get("error_codes") or []
+        for (slave, axis), d in sorted(axes.items()):
+            if slave != s["position"]:
+                continue
+            code = d["error_code"] or (codes[axis] if axis < len(codes) and codes[axis] else 0)
+            fault = d["statusword"] & 0x4F == 0x08  # CiA 402-2 Table 30: fault
+            out.append(f"\n    axis {axis}: statusword 0x{d['statusword']:04X}{' (fault)' if fault else ''}, "
+                       f"error code 0x{code:04X}", style="red" if fault or code else "")
+    for warning in board.get("warnings", []):
+        out.append(f"\n  warning: {warning}", style="yellow")
+    for e in board.get("emergencies", []):
+        out.append(f"\n  emergency from slave {e['slave']}: error code 0x{e['error_code']:04X}, error register "
+                   f"0x{e['error_register']:02X} (data {e['data']})", style="red")
+    return out
+
+
 def mode_text(summary: dict) -> Text:
     """The run's label and what was (not) applied."""
     mode = summary["mode"]
@@ -123,6 +153,8 @@ def mode_text(summary: dict) -> Text:
 def render_summary(summary: dict, path: str | None = None) -> Group:
     """Everything ``softrt run`` prints after a run."""
     parts = [seed_table(summary), Text(""), percentile_table(summary), Text(""), misses_text(summary), mode_text(summary)]
+    if (slaves := ethercat_text(summary)) is not None:
+        parts[-1:-1] = [slaves]
     if (why := why_late(summary)) is not None:
         parts[1:1] = [Text(""), why]
     if path:

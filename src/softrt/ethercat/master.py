@@ -30,7 +30,8 @@ import numpy as np
 
 from ..errors import ConfigError, InvalidState
 from ..ipc.layout import FLAG_DEVICE_ERROR
-from . import bringup
+from . import bringup, preop
+from .drives import DriveConfig
 from .errors import EcatError
 from .mapping import DriveMap
 
@@ -40,6 +41,7 @@ _I32 = struct.Struct("<i")
 _U16 = struct.Struct("<H")
 _I8 = struct.Struct("<b")
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+MAX_EMERGENCIES = 64  #: emergencies kept for the report (a faulting drive may repeat them)
 
 
 class MasterState(enum.Enum):
@@ -51,13 +53,16 @@ class MasterState(enum.Enum):
 
 
 class _Axis:
-    """One drive: its slave, byte offsets, output buffer and last inputs."""
+    """One CiA 402 axis: its slave, byte offsets, output buffer (shared by the axes of one
+    slave) and last inputs."""
 
-    __slots__ = ("slave", "name", "map", "out", "origin", "statusword", "position", "error_code")
+    __slots__ = ("slave", "name", "map", "out", "origin", "statusword", "position", "error_code", "info", "axis")
 
-    def __init__(self, slave, name: str, drive_map: DriveMap, output_bytes: int) -> None:
+    def __init__(self, slave, name: str, drive_map: DriveMap, out: bytearray, info: bringup.SlaveInfo,
+                 axis: int) -> None:
         self.slave, self.name, self.map = slave, name, drive_map
-        self.out = bytearray(output_bytes)
+        self.info, self.axis = info, axis
+        self.out = out
         self.origin = 0
         self.statusword = 0
         self.position = 0
@@ -70,7 +75,7 @@ class EtherCATMaster:
     def __init__(self, iface: str, period_ns: int, axes: int = 1, *, dc: bool = True,
                  receive_timeout_us: int | None = None, state_timeout_s: float = 3.0,
                  enable_timeout_s: float = 1.0, watchdog_ms: float | None = None,
-                 log_cycles: int = 1 << 20) -> None:
+                 log_cycles: int = 1 << 20, drives: DriveConfig | None = None) -> None:
         if period_ns <= 0:
             raise ConfigError(f"EtherCAT cycle must be positive, got {period_ns} ns")
         if axes < 1:
@@ -88,6 +93,11 @@ class EtherCATMaster:
         self.dc_active = False
         #: Why the keep-alive thread stopped cycling (None while it runs or has not failed).
         self.keepalive_error: str | None = None
+        #: Which PDOs to assign in PRE-OP (None: the CiA 402 CSP defaults; see .drives).
+        self.drive_config = drives
+        #: What bring-up recovered from (e.g. SOEM's mapping errors) and the drives' emergencies.
+        self.warnings: list[str] = []
+        self.emergencies: list[dict] = []
         self.slaves: list[bringup.SlaveInfo] = []
         self._m = None
         self._axes: list[_Axis] = []
@@ -127,23 +137,26 @@ class EtherCATMaster:
 
     def _bring_up(self) -> None:
         m, iface = self._m, self.iface
-        self.slaves = bringup.discover(m, iface, self.dc)
-        drives = [s for s in self.slaves if s.drive is not None]
-        if len(drives) < self.axes:
+        self.warnings, self.emergencies = [], []
+        self.slaves = bringup.discover(m, iface, self.dc, self.drive_config, self._on_emergency)
+        # Every axis of every drive, in bus order (--axes counts axes, not slaves).
+        found = [(s, n) for s in self.slaves for n in range(len(s.drives))]
+        if len(found) < self.axes:
             lacking = "; ".join(f"slave {s.position} '{s.name}' lacks " + ", ".join(f"0x{i:04X}" for i in s.missing)
                                 for s in self.slaves if s.drive is None)
             raise EcatError("unsupported_drive", iface,
-                            f"{self.axes} axis(es) asked, {len(drives)} CSP drive(s) found"
+                            f"{self.axes} axis(es) asked, {len(found)} CSP drive axis(es) found"
                             + (f" ({lacking})" if lacking else ""),
                             seen={"slaves": [s.name for s in self.slaves]},
                             hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)")
-        bringup.configure_csp(m, iface, drives[: self.axes], self.period_ns)
+        used = found[: self.axes]
+        bringup.configure_csp(m, iface, used, self.period_ns)
         if self.watchdog_ms is not None:
             bringup.set_watchdog(m, iface, self.watchdog_ms)
-        bringup.map_and_safeop(m, iface, self.state_timeout_s)
+        self.warnings += bringup.map_and_safeop(m, iface, self.state_timeout_s, self.slaves)
         self.expected_wkc = m.expected_wkc
-        self._axes = [_Axis(m.slaves[s.position], s.name, s.drive, len(m.slaves[s.position].output))
-                      for s in drives[: self.axes]]
+        outputs = {s.position: bytearray(len(m.slaves[s.position].output)) for s, _n in used}
+        self._axes = [_Axis(m.slaves[s.position], s.name, s.drives[n], outputs[s.position], s, n) for s, n in used]
         self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
         # Outputs before OP: no command, target = where the drive is (inputs are valid in SAFEOP).
         for _ in range(max(1, int(0.1e9 // self.period_ns))):
@@ -178,6 +191,7 @@ class EtherCATMaster:
             self._stop_keeper()
             try:
                 self._disable()
+                self._read_errors()
             except Exception:  # noqa: BLE001 - the bus may already be gone; INIT still follows
                 pass
         finally:
@@ -335,11 +349,32 @@ class EtherCATMaster:
                 self._exchange()
                 time.sleep(self.period_ns / 1e9)
 
+    def _on_emergency(self, emcy) -> None:
+        """A pysoem emergency callback (it runs inside whichever SDO transfer received it)."""
+        if len(self.emergencies) < MAX_EMERGENCIES:
+            self.emergencies.append({"slave": emcy.slave_pos - 1, "error_code": emcy.error_code,
+                                     "error_register": emcy.error_reg,
+                                     "data": bytes([emcy.b1]).hex() + emcy.w1.to_bytes(2, "little").hex()
+                                     + emcy.w2.to_bytes(2, "little").hex()})
+
+    def _read_errors(self) -> None:
+        # After the run, a drive that faulted says why by SDO: error register and error code
+        # (the error code is also in the PDO when mapped). Only on a bus that still answers.
+        if self.last_wkc != self.expected_wkc:
+            return
+        faulted = {ax.info.position: ax.info for ax in self._axes if ax.statusword & SW_FAULT_MASK == SW_FAULT}
+        for info in faulted.values():
+            if info.has_coe and info.identity is not None:
+                register, codes = preop.read_errors(self._m.slaves[info.position], len(info.drives))
+                info.identity.error_register, info.identity.error_codes = register, codes
+
     # --- reporting --------------------------------------------------------------------------------
     def drive_status(self) -> list[dict]:
-        """Return each drive's last statusword, position actual (absolute counts) and error code."""
-        return [{"name": ax.name, "statusword": ax.statusword, "position_counts": ax.position,
-                 "origin_counts": ax.origin, "error_code": ax.error_code} for ax in self._axes]
+        """Return each axis's slave and axis number, last statusword, position actual (absolute
+        counts) and error code."""
+        return [{"name": ax.name, "slave": ax.info.position, "axis": ax.axis, "statusword": ax.statusword,
+                 "position_counts": ax.position, "origin_counts": ax.origin, "error_code": ax.error_code}
+                for ax in self._axes]
 
     def counters(self) -> dict:
         """Return the device's counters (writes, missed updates, lost frames, WKC errors, RTT)."""
@@ -350,7 +385,8 @@ class EtherCATMaster:
                 "expected_wkc": self.expected_wkc, "dc": self.dc_active,
                 "rtt_us": ({"min": float(rtt.min()) / 1e3, "median": float(np.median(rtt)) / 1e3,
                             "max": float(rtt.max()) / 1e3} if n else None),
-                "drives": self.drive_status()}
+                "drives": self.drive_status(), "slaves": [s.report() for s in self.slaves],
+                "warnings": list(self.warnings), "emergencies": list(self.emergencies)}
 
 
 def parse_spec(spec: str) -> str:

@@ -13,7 +13,7 @@ import gc
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..board import open_device
@@ -40,6 +40,7 @@ class WorkerSpec:
     profile: str = "rt"
     device: str = "virtual"
     axes: int = 1
+    device_options: dict = field(default_factory=dict)  # passed to open_device (board.open_device)
     motion: Any = None  # softrt.motion.MotionConfig for the seed's motion test
     step: Callable[[int], Any] | None = None  # a user's own per-cycle function
     setup: Callable[[], None] | None = None
@@ -99,7 +100,7 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     try:
         # The device first: an EtherCAT master keeps the bus alive from a helper thread until
         # start(), and that thread must not inherit the RT CPU and SCHED_FIFO applied next.
-        board = open_device(spec.device, spec.period_ns, spec.axes)
+        board = open_device(spec.device, spec.period_ns, spec.axes, **spec.device_options)
         applied, not_applied, dma_fd = _arm(spec)
         step = _make_step(spec)
         writer = ring.writer()

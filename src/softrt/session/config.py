@@ -48,6 +48,7 @@ class RunConfig:
     late_threshold_ns: int = 20 * NS_PER_US  # a cycle is late when its period exceeds nominal + this
     keep_late: int = 100  # the worst late cycles kept with their causes
     samples: str | None = None  # "all" or "late" (store.late); None: "late" for runs longer than 1 h
+    ecat_drives: str | None = None  # a drive description (TOML, ethercat.drives) for --device ethercat:IFACE
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (config.json)."""
@@ -90,6 +91,7 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
     if config.samples is not None and config.samples not in SAMPLE_MODES:
         raise ConfigError(f"unknown --samples value {config.samples!r}", hint=f"use one of {', '.join(SAMPLE_MODES)}")
     check_device_spec(config.device)
+    device_options(config)  # a bad drive description is bad input before anything starts
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
     cpu, housekeeping = choose_cpus(online, allowed, config.cpu)
@@ -100,6 +102,18 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
                           hint="widen the CPU affinity (taskset, cgroup cpuset) or use --profile none")
     return dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None,
                                samples=resolve_mode(config.samples, config.duration_ns))
+
+
+def device_options(config: RunConfig) -> dict:
+    """Return the options the device is opened with (``board.open_device``); raise ConfigError."""
+    if config.ecat_drives is None:
+        return {}
+    if not config.device.startswith("ethercat:"):
+        raise ConfigError("--ecat-drives describes EtherCAT drives, but the device is " + repr(config.device),
+                          hint="add --device ethercat:IFACE, or leave out --ecat-drives")
+    from ..ethercat.drives import load_drives
+
+    return {"drives": load_drives(config.ecat_drives)}
 
 
 def disk_estimate(config: RunConfig) -> tuple[str, int]:

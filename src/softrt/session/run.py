@@ -35,7 +35,7 @@ from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
-from .config import RunConfig, resolve_motion, validate
+from .config import RunConfig, device_options, resolve_motion, validate
 from .summary import RunParts, checkpoint, checkpoint_interval_s, run_summary, utcnow
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
@@ -188,7 +188,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         parent_conn, child_conn = ctx.Pipe()
         spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
                           margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
-                          profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
+                          profile=config.profile, device=config.device, axes=config.axes,
+                          device_options=device_options(config), motion=config.motion,
                           step=step, setup=setup)
         proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
         cleanup.callback(_stop_worker, proc, ring, parent_conn, drainer, out)
