@@ -153,14 +153,18 @@ def assign_pdos(slave, where: str, iface: str, plan: DrivePlan, axes: int) -> st
     return "assigned by SDO"
 
 
-class _Refused(Exception):
+class _WriteError(Exception):
     def __init__(self, what: str, text: str) -> None:
         super().__init__(what)
         self.what, self.text = what, text
 
 
-class _Failed(_Refused):
-    pass
+class _Refused(_WriteError):
+    """The drive does not allow PDO assignment (its first write was refused)."""
+
+
+class _Failed(_WriteError):
+    """A write failed part-way: the description asks for something this drive cannot do."""
 
 
 def _current(slave, index: int, known: dict[int, list[int]]) -> list[int] | None:
