@@ -47,7 +47,8 @@ class Simulator:
     def __init__(self, descriptions: list[DeviceDescription], clock=time.monotonic_ns, ca_abort: bool = False) -> None:
         n = len(descriptions)
         # ca_abort: CoE slaves answer complete access with an abort (coe.CoeServer).
-        self.apps = [make_app(d, start_counts=1000 * (i + 1), ca_abort=ca_abort) for i, d in enumerate(descriptions)]
+        self.apps = [make_app(d, start_counts=1000 * (i + 1), ca_abort=ca_abort, serial=i + 1)
+                     for i, d in enumerate(descriptions)]
         self.escs = [Esc(d, i, app, clock=clock, last=i == n - 1)
                      for i, (d, app) in enumerate(zip(descriptions, self.apps))]
         for esc, app in zip(self.escs, self.apps):

@@ -58,8 +58,10 @@ class PlainApp:
 class DriveApp:
     """A CiA 402 drive (one or more axes) behind an ESC (see the module docstring)."""
 
-    def __init__(self, desc: DeviceDescription, start_counts: int = 0, ca_abort: bool = False) -> None:
+    def __init__(self, desc: DeviceDescription, start_counts: int = 0, ca_abort: bool = False,
+                 serial: int = 0) -> None:
         self.desc = desc
+        self.serial = serial  #: 0x1018:4, as in the SII
         self.drives = [Drive(start_counts=start_counts + AXIS_START_STEP * n) for n in range(desc.axes)]
         for n, d in enumerate(self.drives):
             d.on_fault = functools.partial(self._on_fault, n)
@@ -168,7 +170,7 @@ class DriveApp:
         od.add(0x1008, 0, 0, lambda: name, data_type=VISIBLE_STRING)
         od.add_value(0x1018, 0, "B", 4)
         for sub, (value, what) in enumerate(((desc.vendor_id, "Vendor ID"), (desc.product_code, "Product code"),
-                                             (desc.revision, "Revision"), (0, "Serial number")), start=1):
+                                             (desc.revision, "Revision"), (self.serial, "Serial number")), start=1):
             od.add_value(0x1018, sub, "I", value, name=what)
         # Sync manager communication types (ETG.1000.6 §5.6.7.4.9): mailbox out/in, outputs, inputs.
         od.add_value(0x1C00, 0, "B", 4)
@@ -233,6 +235,7 @@ class DriveApp:
         self.interpolation_period_ns = int(ns)
 
 
-def make_app(desc: DeviceDescription, start_counts: int = 0, ca_abort: bool = False) -> DriveApp | PlainApp:
+def make_app(desc: DeviceDescription, start_counts: int = 0, ca_abort: bool = False,
+             serial: int = 0) -> DriveApp | PlainApp:
     """Return the application a description asks for (``ca_abort``: see :class:`.coe.CoeServer`)."""
-    return DriveApp(desc, start_counts, ca_abort) if desc.profile == "cia402" else PlainApp(desc)
+    return DriveApp(desc, start_counts, ca_abort, serial) if desc.profile == "cia402" else PlainApp(desc)
