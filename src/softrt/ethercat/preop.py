@@ -128,7 +128,13 @@ def assign_pdos(slave, where: str, iface: str, plan: DrivePlan, axes: int) -> st
     first write and the plan's ``assign`` is ``auto``, ``"the drive's own (...)"``. Raises
     EcatError naming *where* (``slave N 'name'``) and the object for any other failure.
     """
-    rx, tx = read_assigned(slave, RX_ASSIGN), read_assigned(slave, TX_ASSIGN)
+    try:
+        rx, tx = read_assigned(slave, RX_ASSIGN), read_assigned(slave, TX_ASSIGN)
+    except sdo_errors() as err:  # it cannot say what it has: nothing to compare with, nothing written
+        if plan.assign == "always":
+            raise EcatError("config", iface, f"{where}: reading its PDO assignment (0x1C12/0x1C13) failed: "
+                            f"{sdo_error_text(err)}", hint="set assign = \"auto\" to use its SII PDOs") from None
+        return f"the SII's (0x1C12/0x1C13 cannot be read: {sdo_error_text(err)})"
     current = {pdo: values for pdo, values in (*rx, *tx)}
     current[RX_ASSIGN], current[TX_ASSIGN] = [p for p, _ in rx], [p for p, _ in tx]
     wanted = wanted_objects(plan, axes)
