@@ -7,12 +7,15 @@ Layers (each imports only those above it)::
 
     wire         frames and datagrams on the wire (pure encode/decode)
     al, sii, description   pure protocol models: AL states and codes, SII image, device description
-    mapping      where a drive's objects sit in the process image
+    mapping      where a drive's objects sit in the process image (per CiA 402 axis)
+    drives       drive descriptions (TOML): which PDOs to assign in PRE-OP
     netif        interface checks
+    preop        drive configuration in PRE-OP by SDO: identity, axes, PDO assignment (pysoem)
     bringup      discovery, PDO maps, DC, INIT → OP (pysoem)
     master       the real master (pysoem) as a softrt Device (``--device ethercat:IFACE``)
 
-``errors.EcatError`` is the one error type. Nothing here imports pysoem except ``master``.
+``errors.EcatError`` is the one error type. Only ``preop``, ``bringup`` and ``master`` use pysoem
+(imported inside their functions, so the pure modules load without it).
 """
 
 from __future__ import annotations
