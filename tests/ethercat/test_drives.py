@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from softrt.errors import ConfigError
+from softrt.session.config import RunConfig, device_options
 from softrt.ethercat.description import CSP_RX_ENTRIES, CSP_TX_ENTRIES
 from softrt.ethercat.drives import DriveConfig, entry_text, load_drives
 from softrt.ethercat.mapping import drive_maps
@@ -28,14 +29,16 @@ tx = ["0x6041/16", "0x6064/32", "pad/16"]
 """
 
 
-def write(tmp_path, text: str | bytes):
-    path = tmp_path / "drives.toml"
-    path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    return path
+def load(text: str | bytes):
+    return load_drives(text if isinstance(text, bytes) else text.encode(), "drives.toml")
+
+
+def device_options_of(path):
+    return device_options(RunConfig(device="ethercat:eth1", ecat_drives=str(path)))
 
 
 def test_a_description_gives_each_drive_its_plan(tmp_path):
-    config = load_drives(write(tmp_path, GOOD))
+    config = load(GOOD)
     plain = config.plan_for(0, 0x1234, 0x1)  # no [[drive]] matches: the defaults
     assert [entry_text(e) for e in plain.rx] == ["0x607A:00/32", "0x6040:00/16"]
     assert plain.assign == "auto" and plain.axes is None
@@ -83,20 +86,27 @@ def test_axis_n_uses_objects_plus_0x800_and_pdos_plus_0x10():
     ("[[drive]]\nposition = 1\n[[drive]]\nposition = 1\n", "position 1 is described twice"),
     ("drive = 3\n", "must be an array of tables"),
     ("[defaults]\nrx = [\"\\u001b[31m\"]\n", "is not of the form"),
+    ("x = " + "[" * 2000 + "]" * 2000 + "\n", "not valid TOML"),
+    ("[[drive]]\nposition = " + "9" * 5000 + "\n", "not valid TOML"),
 ])
-def test_bad_descriptions_are_one_line_with_the_fix(tmp_path, text, says):
+def test_bad_descriptions_are_one_line_with_the_fix(text, says):
     with pytest.raises(ConfigError) as err:
-        load_drives(write(tmp_path, text))
+        load(text)
     message = str(err.value)
     assert says in message and "drives.toml" in message, message
     assert "\n" not in message and "\x1b" not in message
     assert err.value.hint
 
 
-def test_missing_directory_and_huge_files(tmp_path):
-    with pytest.raises(ConfigError, match="cannot be read"):
-        load_drives(tmp_path / "nope.toml")
-    with pytest.raises(ConfigError, match="cannot be read"):
-        load_drives(tmp_path)
-    with pytest.raises(ConfigError, match="larger than 64 KiB"):
-        load_drives(write(tmp_path, "# x\n" * 20_000))
+def test_the_file_is_read_bounded_before_anything_starts(tmp_path):
+    good = tmp_path / "drives.toml"
+    good.write_text(GOOD)
+    assert device_options_of(good)["drives"].plan_for(1, 0, 0).axes == 2
+    huge = tmp_path / "huge.toml"
+    huge.write_text("# x\n" * 20_000)
+    for path, says in ((tmp_path / "nope.toml", "cannot read drive description"), (tmp_path, "not a regular file"),
+                       ("/dev/zero", "not a regular file"), (huge, "larger than 64 KiB")):
+        with pytest.raises(ConfigError, match=says):
+            device_options_of(path)
+    with pytest.raises(ConfigError, match="--ecat-drives describes EtherCAT drives"):
+        device_options(RunConfig(device="virtual", ecat_drives=str(good)))

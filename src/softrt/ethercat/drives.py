@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from ..errors import ConfigError
 from .description import CSP_RX_ENTRIES, CSP_TX_ENTRIES, MAX_AXES_PER_DEVICE, PROFILE_OBJECTS, PdoEntry
@@ -83,23 +82,18 @@ def entry_text(e: PdoEntry) -> str:
     return f"pad/{e.bits}" if e.index == 0 else f"0x{e.index:04X}:{e.subindex:02X}/{e.bits}"
 
 
-def load_drives(path: str | Path) -> DriveConfig:
-    """Read and check a drive description; raise ConfigError (one line, with the fix) otherwise."""
-    name = str(path)
-    try:
-        raw = Path(path).read_bytes()[:MAX_FILE_BYTES + 1]
-    except OSError as err:
-        raise ConfigError(f"drive description {_shown(name)}: cannot be read ({err.strerror})",
-                          hint="give the path of a TOML file (docs/ethercat.md, 'Drive descriptions')") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError(f"drive description {_shown(name)} is larger than {MAX_FILE_BYTES // 1024} KiB",
-                          hint="a drive description is a few lines of TOML")
+def load_drives(raw: bytes, name: str) -> DriveConfig:
+    """Check the bytes of a drive description (read by the caller, bounded to ``MAX_FILE_BYTES``);
+    raise ConfigError (one line, with the fix) otherwise. *name* names it in messages."""
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"drive description {_shown(name)} is not UTF-8 text", hint="save it as UTF-8 TOML") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"drive description {_shown(name)} is not valid TOML: {_shown(str(err))}",
+                          hint="see docs/ethercat.md, 'Drive descriptions'") from None
+    except (RecursionError, ValueError):  # nested too deeply; an integer of thousands of digits
+        raise ConfigError(f"drive description {_shown(name)} is not valid TOML (nested too deeply or a huge number)",
                           hint="see docs/ethercat.md, 'Drive descriptions'") from None
     return parse_drives(data, name)
 

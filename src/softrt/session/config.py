@@ -15,6 +15,7 @@ from ..motion.config import MAX_AXES
 from ..store.late import MODES as SAMPLE_MODES
 from ..store.late import resolve_mode
 from ..store.rundir import check_space
+from ..store.validate import printable, read_bounded
 from ..units import NS_PER_S, NS_PER_US, format_duration_s, format_ns
 
 PROFILES = ("rt", "none")
@@ -111,9 +112,11 @@ def device_options(config: RunConfig) -> dict:
     if not config.device.startswith("ethercat:"):
         raise ConfigError("--ecat-drives describes EtherCAT drives, but the device is " + repr(config.device),
                           hint="add --device ethercat:IFACE, or leave out --ecat-drives")
-    from ..ethercat.drives import load_drives
+    from ..ethercat.drives import MAX_FILE_BYTES, load_drives
 
-    return {"drives": load_drives(config.ecat_drives)}
+    raw = read_bounded(config.ecat_drives, "drive description", max_bytes=MAX_FILE_BYTES,
+                       hint="give a drive description: a few lines of TOML (docs/ethercat.md, 'Drive descriptions')")
+    return {"drives": load_drives(raw, printable(config.ecat_drives))}
 
 
 def disk_estimate(config: RunConfig) -> tuple[str, int]:
