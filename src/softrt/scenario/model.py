@@ -45,6 +45,7 @@ class Scenario:
     loads_on_rt_cpus: bool = False  # the seed's caveat, declared on purpose
     trace: bool | None = None  # None: the command's --trace/--no-trace
     samples: str | None = None  # "all" or "late"; None: the command's --samples
+    ecat_drives: str | None = None  # an EtherCAT drive description (TOML); relative to the scenario file
     source: str = "built-in"
 
     @property
