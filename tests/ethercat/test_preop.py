@@ -86,6 +86,16 @@ def test_a_mapping_the_drive_rejects_is_a_failure_naming_the_object(start_sim, e
     assert sim.stats()["slaves"][0]["al_state"] == "INIT"  # the bus was left safe
 
 
+def test_a_description_for_a_drive_that_is_not_there_is_a_warning(start_sim, ecat_ns):
+    start_sim(*COE)
+    typo = parse_drives({"drive": [{"position": 3, "axes": 2}]}, "drives.toml")
+    dev = open_master(ecat_ns, drives=typo)
+    try:
+        assert dev.warnings == ["drive description drives.toml: [[drive]] 1 matches no slave on the bus"]
+    finally:
+        dev.stop()
+
+
 def test_a_two_axis_drive_moves_both_axes(start_sim, ecat_ns):
     sim = start_sim(*COE, "--axes-per-slave", "2")
     dev = open_master(ecat_ns, axes=2)

@@ -175,6 +175,20 @@ def discover(m, iface: str, want_dc: bool, config: DriveConfig | None = None, on
     return infos
 
 
+def description_warnings(config: DriveConfig | None, infos: list[SlaveInfo]) -> list[str]:
+    """What a drive description asked for that this bus cannot take: a ``[[drive]]`` that
+    matches no slave (a typo in its position or identity), or one that matches a slave
+    without CoE (its PDOs come from the SII and cannot be assigned)."""
+    warnings = []
+    for n, match in enumerate(config.drives if config else (), start=1):
+        hits = [i for i in infos if match.matches(i.position, i.vendor_id, i.product_code)]
+        if not hits:
+            warnings.append(f"drive description {config.source}: [[drive]] {n} matches no slave on the bus")
+        warnings += [f"drive description {config.source}: [[drive]] {n} matches {i.where()}, which has no CoE "
+                     "mailbox: its SII PDOs are used" for i in hits if not i.has_coe]
+    return warnings
+
+
 def configure_csp(m, iface: str, axes: list[tuple[SlaveInfo, int]], period_ns: int) -> None:
     """Set CSP mode (0x6060 = 8) and the interpolation period (0x60C2) by SDO on each CoE axis."""
     exponent, value = -9, period_ns

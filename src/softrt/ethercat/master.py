@@ -139,6 +139,7 @@ class EtherCATMaster:
         m, iface = self._m, self.iface
         self.warnings, self.emergencies = [], []
         self.slaves = bringup.discover(m, iface, self.dc, self.drive_config, self._on_emergency)
+        self.warnings += bringup.description_warnings(self.drive_config, self.slaves)
         # Every axis of every drive, in bus order (--axes counts axes, not slaves).
         found = [(s, n) for s in self.slaves for n in range(len(s.drives))]
         if len(found) < self.axes:
