@@ -179,6 +179,11 @@ def test_coe_server_sdo_protocol():
         if r[8] & 0x01:
             break
     assert got[:300] == b"x" * 300
+    request(0x40, 0x1008, 0)  # a segmented upload under way, which the master aborts: no answer
+    abort = struct.pack("<HBHBI", 2 << 12, 0x80, 0x1008, 0, 0x05040000)
+    assert coe.handle(struct.pack("<HHBB", len(abort), 0, 0, 0x13) + abort) == []
+    r = request(0x60, 0x1008, 0)  # its segments are gone
+    assert r[8] == 0x80 and struct.unpack_from("<I", r, 12)[0] == 0x05040001
 
 
 def test_coe_sdo_information_fragments_a_long_object_list():

@@ -232,6 +232,9 @@ class CoeServer:
             return []
         self.counters.requests += 1
         cmd, index, sub = _SDO.unpack_from(body, 0)
+        if cmd == 0x80:  # the master aborts the transfer under way: no answer (CiA 301 §7.2.4.3.17)
+            self._upload = self._download = None
+            return []
         if cmd >> 5 == 0 and self._download is not None:  # a download segment: index/sub are data
             index, sub = self._download[0], self._download[1]
         try:
