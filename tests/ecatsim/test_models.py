@@ -3,6 +3,7 @@ CiA 402 drive, CoE SDO server, fault plan."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import pytest
@@ -45,6 +46,10 @@ def test_sii_image_round_trip():
     assert (m.statusword, m.position_actual, m.following_error, m.error_code) == (0, 2, 8, 12)
     assert not parse_image(build_image(csp_drive(coe=False))).has_coe
     assert parse_image(build_image(csp_drive(coe=True))).has_coe
+    # CoE details: SDO, SDO info, PDO assign and configuration, complete access (ETG.2010 Table 8).
+    assert parse_image(build_image(csp_drive(coe=True))).coe_details == 0x2F
+    fixed = dataclasses.replace(csp_drive(coe=True), pdo_assignable=False, complete_access=False)
+    assert parse_image(build_image(fixed)).coe_details == 0x03
 
 
 def test_al_state_machine():
@@ -196,6 +201,26 @@ def test_coe_server_sdo_protocol():
         if r[8] & 0x01:
             break
     assert got[:300] == b"x" * 300
+    request(0x40, 0x1008, 0)  # a segmented upload under way, which the master aborts: no answer
+    abort = struct.pack("<HBHBI", 2 << 12, 0x80, 0x1008, 0, 0x05040000)
+    assert coe.handle(struct.pack("<HHBB", len(abort), 0, 0, 0x13) + abort) == []
+    r = request(0x60, 0x1008, 0)  # its segments are gone
+    assert r[8] == 0x80 and struct.unpack_from("<I", r, 12)[0] == 0x05040001
+
+
+def test_coe_sdo_information_fragments_a_long_object_list():
+    od = ObjectDictionary()
+    for index in range(0x2000, 0x2040):  # 64 objects: 130 bytes of list, more than a 64-byte mailbox holds
+        od.add_value(index, 0, "H", 0, name="x")
+    coe = CoeServer(od, 64)
+    payload = struct.pack("<HBBHH", 8 << 12, 1, 0, 0, 1)  # get OD list, all objects
+    replies = coe.handle(struct.pack("<HHBB", len(payload), 0, 0, 0x13) + payload)
+    assert len(replies) == 3
+    lefts = [struct.unpack_from("<H", r, 10)[0] for r in replies]
+    assert lefts == [2, 1, 0] and [r[8] & 0x80 for r in replies] == [0x80, 0x80, 0]  # "incomplete" until the last
+    data = b"".join(r[12:6 + struct.unpack_from("<H", r, 0)[0]] for r in replies)
+    assert struct.unpack_from("<H", data)[0] == 1
+    assert list(struct.unpack_from("<64H", data, 2)) == list(range(0x2000, 0x2040))
 
 
 def test_fault_plan_counts():

@@ -5,6 +5,7 @@ Either way: one clear error with what was seen, and the bus left safe.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -101,3 +102,22 @@ def test_device_state_errors():
     dev.stop()  # harmless when closed
     with pytest.raises(ConfigError):
         EtherCATMaster("x", 0)
+
+
+@pytest.mark.parametrize("content, device, says", [
+    ("[defaults]\nrx = [\"0x6040/16\"]\n", "ethercat:nosuch0", "rx: lacks 0x607A/32"),
+    ("[defaults\n", "ethercat:nosuch0", "is not valid TOML"),
+    (b"\x00\xff" * 100, "ethercat:nosuch0", "is not UTF-8 text"),
+    ("", "virtual", "--ecat-drives describes EtherCAT drives"),
+])
+def test_a_bad_drive_description_is_one_line_and_exit_2(tmp_path, content, device, says):
+    drives = tmp_path / "drives.toml"
+    drives.write_bytes(content if isinstance(content, bytes) else content.encode())
+    proc = subprocess.run([sys.executable, "-m", "softrt", "run", "--device", device, "--ecat-drives", str(drives),
+                           "--duration", "1s", "--out-dir", str(tmp_path / "runs")],
+                          capture_output=True, text=True, env={**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "s")},
+                          timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], proc.stderr
+    assert not (tmp_path / "runs").exists()

@@ -43,3 +43,57 @@ def test_missing_interface_is_bad_input(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "nosuch0" in lines[0], proc.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+DRIVES_TOML = """
+# target before controlword, no mode object; the error code after the statusword
+[defaults]
+rx = ["0x607A/32", "0x6040/16"]
+tx = ["0x6064/32", "0x6041/16", "0x603F/16"]
+
+[[drive]]
+position = 0
+axes = 2
+assign = "always"
+"""
+
+
+def test_run_configures_a_two_axis_drive_that_aborts_complete_access(start_sim, ecat_ns, tmp_path):
+    sim = start_sim("--device", "csp-drive-coe", "--axes-per-slave", "2", "--ca-abort")
+    drives = tmp_path / "drives.toml"
+    drives.write_text(DRIVES_TOML)
+    env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
+    proc = subprocess.run(
+        ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
+                    "--axes", "2", "--ecat-drives", str(drives), "--period", "1ms", "--duration", "1.5s", "--json",
+                    "--out-dir", str(tmp_path / "runs")),
+        capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    assert s["status"] == "complete" and s["config"]["ecat_drives"] == str(drives)
+    board = s["board"]
+    # The complete-access abort SOEM recovered from is a warning, not a failure.
+    assert board["warnings"] == ["PDO mapping: slave 0: 0x1C00:00 SDO abort 0x06010000 (Unsupported access to an "
+                                 "object); SOEM recovered (the mapping is complete)"]
+    (slave,) = board["slaves"]
+    assert (slave["vendor_id"], slave["product_code"]) == (0x0EC0FFEE, 0x0011_0402)
+    assert slave["device_name"] == "softrt virtual CSP drive (2 axes) (CoE)"
+    assert (slave["axes"], slave["pdo"], slave["error_register"], slave["error_codes"]) == (2, "assigned by SDO", 0, [0, 0])
+    # The simulator reports the mapping it was given, for both axes.
+    pdo = sim.stats()["slaves"][0]["pdo"]
+    assert pdo["0x1C12"] == ["0x1600", "0x1610"] and pdo["0x1C13"] == ["0x1A00", "0x1A10"]
+    assert pdo["0x1610"] == ["0x687A:00/32", "0x6840:00/16"]
+    assert pdo["0x1A10"] == ["0x6864:00/32", "0x6841:00/16", "0x683F:00/16"]
+    # Both axes moved (at 1.5 s the return move of the profile is under way).
+    assert [(d["slave"], d["axis"]) for d in board["drives"]] == [(0, 0), (0, 1)]
+    moved = [d["position_counts"] - d["origin_counts"] for d in board["drives"]]
+    assert moved[0] > 10_000 and abs(moved[1] / moved[0] - 0.75) < 0.05, moved  # the profile's axis 1: 3/4 of axis 0
+    assert [a["position_counts"] for a in sim.stats()["slaves"][0]["axes"]] == [d["position_counts"] for d in board["drives"]]
+    # What `softrt show` prints about them.
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    shown = subprocess.run([sys.executable, "-m", "softrt", "show", str(run_dir)], capture_output=True, text=True,
+                           env={**env, "COLUMNS": "200"}, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert ("slave 0 'softrt virtual CSP drive (2 axes) (CoE)': vendor 0x0EC0FFEE, product 0x00110402, revision "
+            "0x00010000, serial 1; PDOs assigned by SDO; error register 0x00") in shown.stdout
+    assert "axis 1: statusword 0x" in shown.stdout and "warning: PDO mapping: slave 0: 0x1C00:00" in shown.stdout

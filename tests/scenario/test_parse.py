@@ -42,6 +42,8 @@ def test_user_file(tmp_path):
     ('name = "x"\ndc_lock = true\n', "line 2, key dc_lock: needs an EtherCAT device"),
     ('name = "x"\ndevice = "ethercat:eth1"\ndc_lock = 1\n', "line 3, key dc_lock: must be true or false"),
     ('name = "x"\ndevice = "ethercat:eth1"\ndc_shift = "-soon"\n', "line 3, key dc_shift"),
+    ('name = "x"\necat_drives = "d.toml"\n', "line 2, key ecat_drives: describes EtherCAT drives"),
+    ('name = "x"\ndevice = "ethercat:eth1"\necat_drives = 3\n', "line 3, key ecat_drives: must be the path"),
 ])
 def test_mistakes_name_file_line_and_key(tmp_path, text, needle):
     with pytest.raises(ConfigError) as info:
@@ -70,6 +72,22 @@ def test_a_scenario_may_set_what_samples_are_kept():
     default = parse_scenario('name = "default"\n')
     configs = {p.scenario.name: p.config for p in plan([late, default], RunConfig(samples="all"))}
     assert configs["late"].samples == "late" and configs["default"].samples == "all"
+
+
+def test_a_scenario_names_its_drive_description_beside_it(tmp_path):
+    from softrt.scenario.compare import plan
+    from softrt.session.config import RunConfig
+
+    (tmp_path / "drives.toml").write_text('[defaults]\nassign = "never"\n')
+    f = tmp_path / "bus.toml"
+    f.write_text('name = "bus"\ndevice = "ethercat:eth1"\necat_drives = "drives.toml"\n')
+    scenario = load_scenario(str(f))
+    assert scenario.ecat_drives == str(tmp_path / "drives.toml")
+    (planned,) = plan([scenario], RunConfig())
+    assert planned.config.ecat_drives == str(tmp_path / "drives.toml")
+    (tmp_path / "drives.toml").write_text('[defaults]\nassign = "sometimes"\n')
+    with pytest.raises(ConfigError, match="assign: must be one of auto, always, never"):
+        plan([scenario], RunConfig())
 
 
 def test_unknown_scenario_name():

@@ -23,7 +23,7 @@ def open_device(spec: str, period_ns: int, axes: int, clock: Callable[[], int] =
 
     *clock* is the loop's clock (the platform's ``clock_ns``): the virtual board's edges are on it.
     *options* go to an EtherCAT master (session.config.device_options: the bus timeout, the DC
-    phase lock).
+    phase lock, the drive description); the virtual board takes none.
     """
     check_device_spec(spec)
     if spec == "virtual":

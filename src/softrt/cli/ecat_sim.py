@@ -21,18 +21,28 @@ import click
 @click.option("--delay", "delay_us", type=int, default=2000, show_default=True, help="Delay of a delayed reply, µs.")
 @click.option("--dc-drift-ppm", "drift_ppm", type=click.FloatRange(-1000, 1000), multiple=True,
               help="DC quartz error of slave 0, 1, … in ppm (repeat per slave; unlisted slaves run true).")
-def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, delay_every, delay_us, drift_ppm):
+@click.option("--axes-per-slave", type=click.IntRange(1, 8), default=1, show_default=True,
+              help="CiA 402 axes per drive (axis n's objects at +n*0x800, its PDOs at +n*0x10).")
+@click.option("--fixed-pdos", is_flag=True, help="CoE drives refuse PDO assignment by SDO (read-only 0x1C12/0x1C13).")
+@click.option("--ca-abort", is_flag=True,
+              help="CoE drives announce SDO complete access but answer it with an abort (as some real ones do).")
+def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, delay_every, delay_us, drift_ppm,
+            axes_per_slave, fixed_pdos, ca_abort):
     """Simulate N EtherCAT slaves (CiA 402 CSP drives by default) on IFACE until Ctrl-C."""
+    import dataclasses
+
     from ..ethercat.description import builtin
     from ..ecatsim.sim import Simulator, serve
 
     try:
-        descs = [builtin(devices[min(i, len(devices) - 1)]) for i in range(slaves)]
+        descs = [builtin(devices[min(i, len(devices) - 1)], axes_per_slave) for i in range(slaves)]
     except KeyError as err:
         raise click.BadParameter(str(err.args[0]), param_hint="--device") from None
     if len(drift_ppm) > slaves:
         raise click.BadParameter(f"{len(drift_ppm)} values for {slaves} slave(s)", param_hint="--dc-drift-ppm")
-    sim = Simulator(descs, drift_ppm=drift_ppm)
+    if fixed_pdos:
+        descs = [dataclasses.replace(d, pdo_assignable=False) for d in descs]
+    sim = Simulator(descs, drift_ppm=drift_ppm, ca_abort=ca_abort)
     for kind, every in (("drop", drop_every), ("bad_wkc", bad_wkc_every), ("delay", delay_every)):
         if every:
             sim.faults.set_every(kind, every, delay_us=delay_us)

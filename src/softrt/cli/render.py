@@ -108,6 +108,35 @@ def drives_lines(board: Board | None) -> list[str]:
     return out
 
 
+def ethercat_text(board: Board | None) -> Text | None:
+    """The EtherCAT slaves of the run: identity, PDOs, axes and errors; what bring-up recovered
+    from and the drives' emergencies (None: not an EtherCAT run, or one stored before these)."""
+    if board is None or not board.slaves:
+        return None
+    axes = {(d.slave, d.axis or 0): d for d in board.drives or []}
+    out = Text("EtherCAT slaves")
+    for s in board.slaves:
+        named = f" ({s.device_name})" if s.device_name and s.device_name != s.name else ""
+        out.append(f"\n  slave {s.position} '{s.name}'{named}: vendor 0x{s.vendor_id or 0:08X}, product "
+                   f"0x{s.product_code or 0:08X}, revision 0x{s.revision or 0:08X}, serial {s.serial}; PDOs {s.pdo}")
+        if s.error_register is not None:
+            out.append(f"; error register 0x{s.error_register:02X}", style="red" if s.error_register else "")
+        codes = s.error_codes
+        for (slave, axis), d in sorted(axes.items()):
+            if slave != s.position:
+                continue
+            code = d.error_code or (codes[axis] if axis < len(codes) and codes[axis] else 0)
+            fault = (d.statusword or 0) & 0x4F == 0x08  # CiA 402-2 Table 30: fault
+            out.append(f"\n    axis {axis}: statusword 0x{d.statusword or 0:04X}{' (fault)' if fault else ''}, "
+                       f"error code 0x{code:04X}", style="red" if fault or code else "")
+    for warning in board.warnings or []:
+        out.append(f"\n  warning: {warning}", style="yellow")
+    for e in board.emergencies or []:
+        out.append(f"\n  emergency from slave {e.slave}: error code 0x{e.error_code or 0:04X}, error register "
+                   f"0x{e.error_register or 0:02X} (data {e.data})", style="red")
+    return out
+
+
 def dc_text(board: Board | None) -> Text | None:
     """"Distributed clocks": the host's phase against SYNC0, the lock, each slave's 0x092C (EtherCAT runs)."""
     dc = board.distributed_clocks if board is not None else None
@@ -181,6 +210,8 @@ def render_summary(summary: RunSummary, path: str | None = None) -> Group:
     parts = [seed_table(summary), Text(""), percentile_table(summary), Text(""), misses_text(summary), mode_text(summary)]
     if (dc := dc_text(summary.board)) is not None:
         parts[5:5] = [dc]
+    if (slaves := ethercat_text(summary.board)) is not None:
+        parts[-1:-1] = [slaves]
     if (why := why_late(summary)) is not None:
         parts[1:1] = [Text(""), why]
     if path:

@@ -44,7 +44,11 @@ LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and the
               help="virtual (an ideal board), or ethercat:IFACE (CiA 402 drives via SOEM; needs softrt[ethercat]).")
 @click.option("--bus-timeout", "bus_timeout_ns", type=TimeNs("ms"), default="10ms", show_default=True,
               help="EtherCAT: fail the run when no valid frame came back for this long (bus lost).")
-@click.option("--axes", type=int, default=1, show_default=True, help=f"Number of axes (1-{MAX_AXES}).")
+@click.option("--axes", type=int, default=1, show_default=True,
+              help=f"Number of axes (1-{MAX_AXES}; EtherCAT: axes of all drives together, in bus order).")
+@click.option("--ecat-drives", "ecat_drives", default=None, metavar="FILE.toml",
+              help="EtherCAT: a drive description (TOML) saying which PDOs to assign by SDO in PRE-OP "
+                   "[default: the CiA 402 CSP PDOs].")
 @click.option("--motion", "shape", type=click.Choice(["scurve", "trapezoid"]), default="scurve", show_default=True,
               help="Point-to-point profile shape.")
 @click.option("--distance", type=float, default=None, help="Move distance, counts.")
@@ -61,8 +65,8 @@ LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and the
 @watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
 def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, bus_timeout_ns, axes,
-            shape, distance, velocity, accel, jerk, out_dir, take_check, dc_lock, dc_shift_ns, trace, late_threshold_ns,
-            keep_late, samples, watch, as_json):
+            ecat_drives, shape, distance, velocity, accel, jerk, out_dir, take_check, dc_lock, dc_shift_ns, trace,
+            late_threshold_ns, keep_late, samples, watch, as_json):
     """Run the seed's cyclic motion test and measure every cycle."""
     from ..motion import MotionConfig
 
@@ -73,7 +77,7 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
                        wait=wait, margin_ns=margin_ns, device=device, bus_timeout_ns=bus_timeout_ns, axes=axes, motion=motion, out_dir=out_dir,
                        max_duration_ns=max_duration_ns, check=take_check, trace=trace,
                        late_threshold_ns=late_threshold_ns, keep_late=keep_late, samples=samples,
-                       dc_lock=dc_lock, dc_shift_ns=dc_shift_ns)
+                       dc_lock=dc_lock, dc_shift_ns=dc_shift_ns, ecat_drives=ecat_drives)
     # From here on Ctrl-C (any number of them) stops the run, which is then stored, printed and
     # added to the history before the command exits 1.
     with interrupts.deferred(then_ignore=True):

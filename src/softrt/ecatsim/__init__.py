@@ -8,7 +8,9 @@ master we did not write.
 
 Layers (each imports only those above it)::
 
-    cia402, coe, faults, dc   pure models: CiA 402 drive, CoE SDO server, fault plan, DC clock and SYNC0
+    cia402, coe, faults, dc   pure models: CiA 402 drive, CoE server (SDO, SDO info, emergencies),
+                 fault plan, DC clock and SYNC0
+    pdomap       a slave's PDO assignment/mapping objects, rewritable by SDO in PRE-OP
     esc, slave   one slave controller (registers, SII, SM, FMMU, DC, watchdog) and its application
     bus          a chain of ESCs: addressing and working counters
     sim          the simulator process: a raw socket on an interface (``softrt ecat-sim``)

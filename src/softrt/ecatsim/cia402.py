@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Callable
 
 from ..ethercat.al import AlState, AlStatusCode
 
@@ -100,6 +101,8 @@ class Drive:
         self._prev_target: int | None = None
         self._prev_v_ff = 0.0
         self.faults = 0
+        #: Called with the error code when the drive faults (a CoE drive sends an emergency).
+        self.on_fault: Callable[[int], None] | None = None
 
     @property
     def statusword(self) -> int:
@@ -123,6 +126,8 @@ class Drive:
         self.state = DriveState.FAULT
         self.velocity = 0.0
         self._prev_target = None
+        if self.on_fault is not None:
+            self.on_fault(code)
 
     def control(self, cw: int) -> None:
         """Apply a controlword (edge-triggered fault reset, level-triggered commands)."""

@@ -204,9 +204,10 @@ class Esc:
                 if (s_start, s_len) != (start, length) or ctrl & 0x03 != 0x02 or ctrl & 0x0C != direction or not on:
                     return AlStatusCode.INVALID_MAILBOX_CONFIG
         if new >= AlState.SAFEOP > old:
+            out_bytes, in_bytes = self.pd_bytes()
             for n, start, length, direction, code in (
-                    (2, d.outputs_start, d.output_bytes, 0x04, AlStatusCode.INVALID_OUTPUT_CONFIG),
-                    (3, d.inputs_start, d.input_bytes, 0x00, AlStatusCode.INVALID_INPUT_CONFIG)):
+                    (2, d.outputs_start, out_bytes, 0x04, AlStatusCode.INVALID_OUTPUT_CONFIG),
+                    (3, d.inputs_start, in_bytes, 0x00, AlStatusCode.INVALID_INPUT_CONFIG)):
                 if not length:
                     continue
                 s_start, s_len, ctrl, on = sms[n]
@@ -216,6 +217,11 @@ class Esc:
             if self.mem[REG_DC_SYNC_ACT] & 0x03 == 0x03 and not _U32.unpack_from(self.mem, REG_DC_CYCLE0)[0]:
                 return AlStatusCode.INVALID_DC_SYNC_CONFIG
         return 0
+
+    def pd_bytes(self) -> tuple[int, int]:
+        """Output and input bytes of the current PDO layout (the application's, if it can remap)."""
+        sizes = getattr(self.app, "pd_bytes", None)
+        return sizes() if sizes is not None else (self.desc.output_bytes, self.desc.input_bytes)
 
     def local_error(self, state: AlState, code: int) -> None:
         """Drop to *state* with the error indication and *code* (the slave's own decision)."""
@@ -347,6 +353,12 @@ class Esc:
         self._mbx_queue.extend(self.app.mailbox(request))
         self._post_mailbox()
 
+    def send_mailbox(self, message: bytes) -> None:
+        """Queue an unsolicited mailbox message (e.g. an emergency) for the master, from PRE-OP on."""
+        if self.desc.coe and self.al.state >= AlState.PREOP:
+            self._mbx_queue.append(message)
+            self._post_mailbox()
+
     def _post_mailbox(self) -> None:
         start, length, _c, on = self._sms_now()[1]
         if not self._mbx_queue or not on or self.mem[REG_SM0 + 8 + 5] & 0x08:
@@ -388,7 +400,7 @@ class Esc:
         if self.app is not None:
             start, length, _c, _on = self._sms_now()[3]
             if not length:
-                start, length = self.desc.inputs_start, self.desc.input_bytes
+                start, length = self.desc.inputs_start, self.pd_bytes()[1]
             self.app.exchange(outputs, memoryview(self.mem)[start:start + length])
 
     def poll(self, now_ns: int) -> None:

@@ -11,6 +11,7 @@ and sent back with the same length; the source MAC gets the locally-administered
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -43,10 +44,12 @@ class Simulator:
     """N slaves on one segment plus the fault plan (no I/O: :func:`serve` adds the socket)."""
 
     def __init__(self, descriptions: list[DeviceDescription], clock=time.monotonic_ns,
-                 drift_ppm: list[float] | tuple[float, ...] = ()) -> None:
+                 drift_ppm: list[float] | tuple[float, ...] = (), ca_abort: bool = False) -> None:
         n = len(descriptions)
         self._clock = clock
-        self.apps = [make_app(d, start_counts=1000 * (i + 1)) for i, d in enumerate(descriptions)]
+        # ca_abort: CoE slaves answer complete access with an abort (coe.CoeServer).
+        self.apps = [make_app(d, start_counts=1000 * (i + 1), ca_abort=ca_abort, serial=i + 1)
+                     for i, d in enumerate(descriptions)]
         # DC quartz error per slave (the i-th applies to slave i; the rest run true).
         drifts = list(drift_ppm) + [0.0] * (n - len(drift_ppm))
         self.escs = [Esc(d, i, app, clock=clock, last=i == n - 1, drift_ppm=drifts[i])
@@ -89,7 +92,7 @@ class Simulator:
             app = self.apps[int(request.get("slave", 0))]
             if not isinstance(app, DriveApp):
                 return {"ok": False, "error": "that slave is not a drive"}
-            app.drive.fault(int(request.get("code", 0x5400)))  # 0x5400: power section (CiA 402)
+            app.drives[int(request.get("axis", 0))].fault(int(request.get("code", 0x5400)))  # 0x5400: power section
             self.escs[int(request.get("slave", 0))].refresh_inputs()
         elif cmd == "al_error":
             # A slave's own error (ETG.1000.6 §6.4.1): it drops to a lower state with the error
@@ -129,7 +132,13 @@ class Simulator:
                 s.update(drive_state=d.state.name, statusword=d.statusword, position_counts=d.position_counts,
                          target_counts=d.target, error_code=d.error_code, drive_faults=d.faults,
                          following_error_counts=d.following_error, cycles=app.cycles, cycle_ns=app.cycle_ns(),
-                         sdo_requests=app.coe.requests if app.coe else 0)
+                         sdo_requests=app.coe.requests if app.coe else 0,
+                         # every axis (axis 0 is also the fields above), the PDOs the master left
+                         # assigned and mapped, and what the CoE server was asked
+                         axes=[{"drive_state": a.state.name, "position_counts": a.position_counts,
+                                "target_counts": a.target, "error_code": a.error_code, "drive_faults": a.faults}
+                               for a in app.drives],
+                         pdo=app.pdo.report(), coe=dataclasses.asdict(app.coe.counters) if app.coe else None)
             slaves.append(s)
         return {"frames": self.counters.frames, "replies": self.counters.replies,
                 "pd_frames": self.faults.pd_frames, "injected": dict(self.faults.injected), "slaves": slaves}
@@ -141,7 +150,8 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
 
     Control requests (one JSON object per datagram on *control_path*), answered with the stats:
     ``{"cmd": "stats"}``; ``{"cmd": "drop"|"delay"|"bad_wkc", "frames": n}`` or ``"every": k``
-    (options ``"delay_us"``, ``"slave"``); ``{"cmd": "drive_fault", "slave": i, "code": c}``;
+    (options ``"delay_us"``, ``"slave"``); ``{"cmd": "drive_fault", "slave": i, "code": c}``
+    (option ``"axis"``);
     ``{"cmd": "refuse_state", "state": "OP", "code": c}`` (optional ``"slave"``);
     ``{"cmd": "al_error", "state": "SAFEOP", "code": c}`` (optional ``"slave"``): the slave leaves
     its state on its own error, with that AL status code.

@@ -1,5 +1,7 @@
 """Bus bring-up with pysoem: interface checks, discovery, PDO maps, DC, INIT → OP, and back.
 
+Drive configuration in PRE-OP (identity, axes, PDO assignment by SDO) is :mod:`.preop`.
+
 Each step raises :class:`.errors.EcatError` with what was seen (states, AL status codes); the
 caller then calls :func:`shutdown`, which requests INIT (with the error acknowledge) and closes
 the socket, so a failed bring-up leaves the bus safe. The AL state sequence is ETG.1000.6 §6.4.1;
@@ -12,11 +14,14 @@ import struct
 import time
 from dataclasses import dataclass
 
+from . import preop
 from .al import AlStatusCode, state_name
+from .description import MAX_AXES_PER_DEVICE, axis_index
+from .drives import DriveConfig
 from .errors import EcatError
-from .mapping import DriveMap, drive_map, missing_objects, pdos_from_mapping
-from .sii import MBX_PROTO_COE, parse_image
+from .mapping import DriveMap, drive_maps, missing_objects
 from .netif import check_interface
+from .sii import parse_image
 
 _INIT, _PREOP, _SAFEOP, _OP, _ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
@@ -31,8 +36,34 @@ class SlaveInfo:
     product_code: int
     has_coe: bool
     has_dc: bool
-    drive: DriveMap | None
-    missing: list[int]
+    #: One map per usable CiA 402 axis (axis n's objects at + n·0x800); empty: not a CSP drive.
+    drives: list[DriveMap]
+    missing: list[int]  #: axis 0's missing CSP objects when ``drives`` is empty
+    revision: int = 0
+    serial: int = 0
+    output_bytes: int = 0  #: what its PDOs take in the process image (SOEM must map as much)
+    input_bytes: int = 0
+    pdo_source: str = "SII"  #: where its PDOs came from (see :func:`discover`)
+    identity: preop.Identity | None = None
+
+    @property
+    def drive(self) -> DriveMap | None:
+        """Axis 0's map (None: not a CSP drive)."""
+        return self.drives[0] if self.drives else None
+
+    def where(self) -> str:
+        return f"slave {self.position} '{self.name}'"
+
+    def report(self) -> dict:
+        """Identity, PDO source and errors, for the run summary's board section."""
+        ident = self.identity or preop.Identity()
+        return {"position": self.position, "name": self.name,
+                "vendor_id": ident.vendor_id if ident.vendor_id is not None else self.vendor_id,
+                "product_code": ident.product_code if ident.product_code is not None else self.product_code,
+                "revision": ident.revision if ident.revision is not None else self.revision,
+                "serial": ident.serial if ident.serial is not None else self.serial,
+                "device_name": ident.device_name, "axes": len(self.drives), "pdo": self.pdo_source,
+                "error_register": ident.error_register, "error_codes": list(ident.error_codes)}
 
 
 def open_master(iface: str):
@@ -95,21 +126,16 @@ def read_sii(slave) -> bytes:
         pos += 4 + 2 * words
 
 
-def _coe_pdos(slave, assign_index: int):
-    n = slave.sdo_read(assign_index, 0)[0]
-    assigned = []
-    for sub in range(1, n + 1):
-        pdo = struct.unpack("<H", slave.sdo_read(assign_index, sub)[:2])[0]
-        count = slave.sdo_read(pdo, 0)[0]
-        values = [struct.unpack("<I", slave.sdo_read(pdo, k)[:4])[0] for k in range(1, count + 1)]
-        assigned.append((pdo, values))
-    return pdos_from_mapping(assigned)
+def discover(m, iface: str, want_dc: bool, config: DriveConfig | None = None, on_emergency=None) -> list[SlaveInfo]:
+    """Run ``config_init`` and learn every slave's identity, protocols, axes and CSP maps.
 
-
-def discover(m, iface: str, want_dc: bool) -> list[SlaveInfo]:
-    """Run ``config_init`` and learn every slave's identity, protocols and CSP map."""
-    import pysoem
-
+    A CoE drive (one whose statusword 0x6041 answers) gets the PDOs of its plan in *config*
+    (:mod:`.drives`; the CSP defaults without one) assigned by SDO in PRE-OP
+    (:func:`.preop.assign_pdos`); its identity and errors are read. Other slaves keep their
+    PDOs: from 0x1C12/0x1C13 with CoE, else from the SII (as SOEM does, ``ecx_map_sii``).
+    *on_emergency* (a pysoem emergency callback) is registered on every CoE slave.
+    """
+    config = config or DriveConfig()
     count = m.config_init(release_gil=True)
     if count <= 0:
         raise EcatError("no_slaves", iface, f"no slaves answered (config_init returned {count})",
@@ -122,39 +148,67 @@ def discover(m, iface: str, want_dc: bool) -> list[SlaveInfo]:
     for i, s in enumerate(m.slaves):
         image = read_sii(s)
         sii = parse_image(image if len(image) >= 0x3A else image + bytes(0x3A))
-        has_coe = bool(sii.mailbox_bytes and sii.protocols & MBX_PROTO_COE)
-        rx, tx = sii.rx_pdos, sii.tx_pdos
-        if has_coe:
+        info = SlaveInfo(i, s.name, s.man, s.id, sii.has_coe, False, [], [], sii.revision, sii.serial)
+        rx, tx, axes = sii.rx_pdos, sii.tx_pdos, MAX_AXES_PER_DEVICE
+        if info.has_coe:
+            if on_emergency is not None:
+                s.add_emergency_callback(on_emergency)
+            if preop.read_uint(s, 0x6041, 0, 2) is not None:  # a CiA 402 drive
+                plan = config.plan_for(i, s.man, s.id)
+                axes = plan.axes or preop.count_axes(s)
+                if plan.assign != "never":
+                    info.pdo_source = preop.assign_pdos(s, info.where(), iface, plan, axes)
+                info.identity = preop.read_identity(s, axes)
             try:
-                rx, tx = _coe_pdos(s, 0x1C12), _coe_pdos(s, 0x1C13)
-            except (pysoem.SdoError, pysoem.MailboxError, pysoem.WkcError):
+                rx, tx = preop.read_pdos(s)
+                if info.pdo_source == "SII":
+                    info.pdo_source = "the drive's own"
+            except preop.sdo_errors():
                 pass  # fall back to the SII PDOs, as SOEM does (ecx_map_sii)
         features = struct.unpack("<H", s._fprd(0x0008, 2))[0] if want_dc else 0
-        infos.append(SlaveInfo(i, s.name, s.man, s.id, has_coe, bool(features & 0x0004),
-                               drive_map(rx, tx), missing_objects(rx, tx)))
+        info.has_dc = bool(features & 0x0004)
+        info.drives = drive_maps(rx, tx, axes)
+        info.missing = [] if info.drives else missing_objects(rx, tx)
+        info.output_bytes = (sum(p.bits for p in rx) + 7) // 8
+        info.input_bytes = (sum(p.bits for p in tx) + 7) // 8
+        infos.append(info)
     return infos
 
 
-def configure_csp(m, iface: str, infos: list[SlaveInfo], period_ns: int) -> None:
-    """Set CSP mode (0x6060 = 8) and the interpolation period (0x60C2) by SDO on CoE drives."""
-    import pysoem
+def description_warnings(config: DriveConfig | None, infos: list[SlaveInfo]) -> list[str]:
+    """What a drive description asked for that this bus cannot take: a ``[[drive]]`` that
+    matches no slave (a typo in its position or identity), or one that matches a slave
+    without CoE (its PDOs come from the SII and cannot be assigned)."""
+    warnings = []
+    for n, match in enumerate(config.drives if config else (), start=1):
+        hits = [i for i in infos if match.matches(i.position, i.vendor_id, i.product_code)]
+        if not hits:
+            warnings.append(f"drive description {config.source}: [[drive]] {n} matches no slave on the bus")
+        warnings += [f"drive description {config.source}: [[drive]] {n} matches {i.where()}, which has no CoE "
+                     "mailbox: its SII PDOs are used" for i in hits if not i.has_coe]
+    return warnings
 
-    for info in infos:
-        if info.drive is None or not info.has_coe:
+
+def configure_csp(m, iface: str, axes: list[tuple[SlaveInfo, int]], period_ns: int) -> None:
+    """Set CSP mode (0x6060 = 8) and the interpolation period (0x60C2) by SDO on each CoE axis."""
+    exponent, value = -9, period_ns
+    while value > 255 and value % 10 == 0:
+        value, exponent = value // 10, exponent + 1
+    for info, axis in axes:
+        if not info.has_coe:
             continue
         s = m.slaves[info.position]
+        mode = axis_index(0x6060, axis)
         try:
-            s.sdo_write(0x6060, 0, struct.pack("<b", 8))
-        except (pysoem.SdoError, pysoem.MailboxError, pysoem.WkcError) as err:
-            raise EcatError("unsupported_drive", iface,
-                            f"slave {info.position} '{info.name}' refuses CSP mode (0x6060 = 8): {err}") from err
-        exponent, value = -9, period_ns
-        while value > 255 and value % 10 == 0:
-            value, exponent = value // 10, exponent + 1
-        try:  # optional on many drives: a refusal is not fatal
-            s.sdo_write(0x60C2, 1, bytes([value & 0xFF]))
-            s.sdo_write(0x60C2, 2, struct.pack("<b", exponent))
-        except (pysoem.SdoError, pysoem.MailboxError, pysoem.WkcError):
+            s.sdo_write(mode, 0, struct.pack("<b", 8))
+        except preop.sdo_errors() as err:
+            raise EcatError("unsupported_drive", iface, f"{info.where()} refuses CSP mode (0x{mode:04X} = 8): "
+                            f"{preop.sdo_error_text(err)}") from err
+        period = axis_index(0x60C2, axis)
+        try:  # optional on many drives (and one for all axes on some): a refusal is not fatal
+            s.sdo_write(period, 1, bytes([value & 0xFF]))
+            s.sdo_write(period, 2, struct.pack("<b", exponent))
+        except preop.sdo_errors():
             pass
 
 
@@ -173,18 +227,43 @@ def set_watchdog(m, iface: str, watchdog_ms: float) -> None:
             raise EcatError("config", iface, f"slave {i} '{s.name}': cannot set the watchdog to {watchdog_ms} ms ({err})") from err
 
 
-def map_and_safeop(m, iface: str, timeout_s: float) -> int:
-    """Map the PDOs (``config_map`` requests SAFEOP) and wait for SAFEOP; return the IO map size."""
+def map_and_safeop(m, iface: str, timeout_s: float, infos: list[SlaveInfo]) -> list[str]:
+    """Map the PDOs (``config_map`` requests SAFEOP) and wait for SAFEOP; return warnings.
+
+    pysoem raises ``ConfigMapError`` when SOEM's error list is not empty after
+    ``ecx_config_map_group``, even when SOEM recovered: a slave that answers the complete-access
+    read of its mapping with an abort is read again without complete access
+    (``ecx_map_coe_soe``), and the mapping completes. The mapping is then checked: when every
+    slave got the process data its PDOs need, those errors are warnings; otherwise the mapping
+    failed, and the message names the slave.
+    """
     import pysoem
 
+    warnings = []
     try:
-        size = m.config_map()
+        m.config_map()
     except pysoem.ConfigMapError as err:
-        raise EcatError("config", iface, f"PDO mapping failed: {err.error_list}") from err
+        errors = [_map_error_text(e) for e in err.error_list]
+        for info in infos:
+            s = m.slaves[info.position]
+            got = (len(s.output), len(s.input))
+            if info.output_bytes + info.input_bytes and got != (info.output_bytes, info.input_bytes):
+                raise EcatError("config", iface, f"PDO mapping failed on {info.where()}: SOEM mapped {got[0]} "
+                                f"output and {got[1]} input bytes, its PDOs take {info.output_bytes} and "
+                                f"{info.input_bytes} ({'; '.join(errors)})") from err
+        warnings += [f"PDO mapping: {e}; SOEM recovered (the mapping is complete)" for e in errors]
     if m.state_check(_SAFEOP, int(timeout_s * 1e6)) != _SAFEOP:
         seen = describe_states(m)
         raise EcatError("state_timeout", iface, f"not all slaves reached SAFEOP: {_states_line(seen)}", seen=seen)
-    return size
+    return warnings
+
+
+def _map_error_text(err: Exception) -> str:
+    """``slave 0: 0x1C00:00 SDO abort 0x06010000 (...)`` for an entry of SOEM's error list."""
+    where = f"slave {err.slave_pos - 1}" if isinstance(getattr(err, "slave_pos", None), int) else "a slave"
+    if hasattr(err, "index"):
+        where += f": 0x{err.index:04X}:{err.subindex:02X}"
+    return f"{where} {preop.sdo_error_text(err)}"
 
 
 def setup_dc(m, infos: list[SlaveInfo], period_ns: int) -> bool:

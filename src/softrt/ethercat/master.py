@@ -43,8 +43,9 @@ import numpy as np
 
 from ..errors import ConfigError, InvalidState
 from ..ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
-from . import bringup, dcmonitor, receive
+from . import bringup, dcmonitor, preop, receive
 from .al import AlState, code_text, state_name
+from .drives import DriveConfig
 from .errors import EcatError, EcatInputError
 from .mapping import DriveMap
 
@@ -56,6 +57,7 @@ _I8 = struct.Struct("<b")
 REG_AL_STATUS = 0x0130  #: AL status, reserved, AL status code (ETG.1000.4 §6.5)
 _AL_STATUS = struct.Struct("<HHH")
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+MAX_EMERGENCIES = 64  #: emergencies kept for the report (a faulting drive may repeat them)
 
 
 class MasterState(enum.Enum):
@@ -67,14 +69,16 @@ class MasterState(enum.Enum):
 
 
 class _Axis:
-    """One drive: its slave, byte offsets, output buffer and last inputs."""
+    """One CiA 402 axis: its slave, byte offsets, output buffer (shared by the axes of one
+    slave) and last inputs."""
 
-    __slots__ = ("slave", "name", "map", "out", "origin", "statusword", "position", "error_code", "slave_pos")
+    __slots__ = ("slave", "name", "map", "out", "origin", "statusword", "position", "error_code", "info", "axis")
 
-    def __init__(self, slave, name: str, drive_map: DriveMap, output_bytes: int, slave_pos: int = 0) -> None:
+    def __init__(self, slave, name: str, drive_map: DriveMap, out: bytearray, info: bringup.SlaveInfo,
+                 axis: int) -> None:
         self.slave, self.name, self.map = slave, name, drive_map
-        self.slave_pos = slave_pos  #: the slave's position on the bus (0 = first)
-        self.out = bytearray(output_bytes)
+        self.info, self.axis = info, axis
+        self.out = out
         self.origin = 0
         self.statusword = 0
         self.position = 0
@@ -89,7 +93,7 @@ class EtherCATMaster:
                  enable_timeout_s: float = 1.0, watchdog_ms: float | None = None,
                  bus_timeout_ns: int = 10_000_000, al_check_ns: int = 100_000_000,
                  log_cycles: int = 1 << 20, dc_lock: bool = False, dc_shift_ns: int = 0,
-                 dc_sample_every: int = 100) -> None:
+                 dc_sample_every: int = 100, drives: DriveConfig | None = None) -> None:
         if period_ns <= 0:
             raise ConfigError(f"EtherCAT cycle must be positive, got {period_ns} ns")
         if axes < 1:
@@ -121,6 +125,11 @@ class EtherCATMaster:
         self.dc_absent: str | None = None
         #: Why the keep-alive thread stopped cycling (None while it runs or has not failed).
         self.keepalive_error: str | None = None
+        #: Which PDOs to assign in PRE-OP (None: the CiA 402 CSP defaults; see .drives).
+        self.drive_config = drives
+        #: What bring-up recovered from (e.g. SOEM's mapping errors) and the drives' emergencies.
+        self.warnings: list[str] = []
+        self.emergencies: list[dict] = []
         self.slaves: list[bringup.SlaveInfo] = []
         self._m = None
         self._axes: list[_Axis] = []
@@ -173,26 +182,30 @@ class EtherCATMaster:
 
     def _bring_up(self) -> None:
         m, iface = self._m, self.iface
-        self.slaves = bringup.discover(m, iface, self.dc)
-        drives = [s for s in self.slaves if s.drive is not None]
-        if len(drives) < self.axes:
+        self.warnings, self.emergencies = [], []
+        self.slaves = bringup.discover(m, iface, self.dc, self.drive_config, self._on_emergency)
+        self.warnings += bringup.description_warnings(self.drive_config, self.slaves)
+        # Every axis of every drive, in bus order (--axes counts axes, not slaves).
+        found = [(s, n) for s in self.slaves for n in range(len(s.drives))]
+        if len(found) < self.axes:
             lacking = "; ".join(f"slave {s.position} '{s.name}' lacks " + ", ".join(f"0x{i:04X}" for i in s.missing)
                                 for s in self.slaves if s.drive is None)
             raise EcatInputError("unsupported_drive", iface,
-                                 f"{self.axes} axis(es) asked, {len(drives)} CSP drive(s) found"
+                                 f"{self.axes} axis(es) asked, {len(found)} CSP drive axis(es) found"
                                  + (f" ({lacking})" if lacking else ""),
                                  seen={"slaves": [s.name for s in self.slaves]},
                                  hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)")
-        bringup.configure_csp(m, iface, drives[: self.axes], self.period_ns)
+        used = found[: self.axes]
+        bringup.configure_csp(m, iface, used, self.period_ns)
         if self.watchdog_ms is not None:
             bringup.set_watchdog(m, iface, self.watchdog_ms)
-        bringup.map_and_safeop(m, iface, self.state_timeout_s)
+        self.warnings += bringup.map_and_safeop(m, iface, self.state_timeout_s, self.slaves)
         self.expected_wkc = m.expected_wkc
-        self._axes = [_Axis(m.slaves[s.position], s.name, s.drive, len(m.slaves[s.position].output), s.position)
-                      for s in drives[: self.axes]]
+        outputs = {s.position: bytearray(len(m.slaves[s.position].output)) for s, _n in used}
+        self._axes = [_Axis(m.slaves[s.position], s.name, s.drives[n], outputs[s.position], s, n) for s, n in used]
         self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
         self._dc, self.dc_absent = dcmonitor.attach(
-            m, iface, self.slaves, [s.position for s in drives[: self.axes]], self.period_ns,
+            m, iface, self.slaves, sorted({s.position for s, _n in used}), self.period_ns,
             dc_active=self.dc_active, lock=self.dc_lock, shift_ns=self.dc_shift_ns, sample_every=self.dc_sample_every)
         # Outputs before OP: no command, target = where the drive is (inputs are valid in SAFEOP).
         for _ in range(max(1, int(0.1e9 // self.period_ns))):
@@ -239,6 +252,7 @@ class EtherCATMaster:
                 self._polling = None
             try:
                 self._disable()
+                self._read_errors()
             except Exception:  # noqa: BLE001 - the bus may already be gone; INIT still follows
                 pass
         finally:
@@ -301,7 +315,7 @@ class EtherCATMaster:
                 if ax.statusword & SW_MASK != SW_OE:
                     flags = FLAG_DEVICE_ERROR
                     if ax.statusword & SW_FAULT_MASK == SW_FAULT:
-                        self._fail(f"drive '{ax.name}' (slave {ax.slave_pos}) faulted: statusword "
+                        self._fail(f"drive '{ax.name}' (slave {ax.info.position}) faulted: statusword "
                                    f"0x{ax.statusword:04X}, error code 0x{ax.error_code:04X}")
             if flags:
                 self.not_enabled += 1
@@ -452,9 +466,29 @@ class EtherCATMaster:
                 self._exchange()
                 time.sleep(self.period_ns / 1e9)
 
+    def _on_emergency(self, emcy) -> None:
+        """A pysoem emergency callback (it runs inside whichever SDO transfer received it)."""
+        if len(self.emergencies) < MAX_EMERGENCIES:
+            self.emergencies.append({"slave": emcy.slave_pos - 1, "error_code": emcy.error_code,
+                                     "error_register": emcy.error_reg,
+                                     "data": bytes([emcy.b1]).hex() + emcy.w1.to_bytes(2, "little").hex()
+                                     + emcy.w2.to_bytes(2, "little").hex()})
+
+    def _read_errors(self) -> None:
+        # After the run, a drive that faulted says why by SDO: error register and error code
+        # (the error code is also in the PDO when mapped). Only on a bus that still answers.
+        if self.last_wkc != self.expected_wkc:
+            return
+        faulted = {ax.info.position: ax.info for ax in self._axes if ax.statusword & SW_FAULT_MASK == SW_FAULT}
+        for info in faulted.values():
+            if info.has_coe and info.identity is not None:
+                register, codes = preop.read_errors(self._m.slaves[info.position], len(info.drives))
+                info.identity.error_register, info.identity.error_codes = register, codes
+
     # --- reporting --------------------------------------------------------------------------------
     def drive_status(self) -> list[dict]:
-        """Return each drive's last statusword, position actual (absolute counts) and error code.
+        """Return each axis's slave and axis number, last statusword, position actual (absolute
+        counts) and error code.
 
         After a run, what its last valid frame confirmed (``confirmed_cycle``: that board cycle,
         -1 for none; ``confirmed_at_s``: its time from the run's start), not the disable sequence.
@@ -463,7 +497,7 @@ class EtherCATMaster:
             return self._final_drives
         running = self.state is MasterState.RUNNING
         at_s = round((self.confirmed_ns - self.t0_ns) / 1e9, 6) if running and self.confirmed_cycle >= 0 else None
-        return [{"name": ax.name, "slave": ax.slave_pos, "statusword": ax.statusword,
+        return [{"name": ax.name, "slave": ax.info.position, "axis": ax.axis, "statusword": ax.statusword,
                  "state": cia402_state(ax.statusword), "position_counts": ax.position,
                  "origin_counts": ax.origin, "error_code": ax.error_code,
                  **({"confirmed_cycle": self.confirmed_cycle, "confirmed_at_s": at_s} if running else {})}
@@ -481,7 +515,8 @@ class EtherCATMaster:
                 "distributed_clocks": self._dc.report() if self._dc is not None else {"absent": self.dc_absent},
                 "rtt_us": ({"min": float(rtt.min()) / 1e3, "median": float(np.median(rtt)) / 1e3,
                             "max": float(rtt.max()) / 1e3} if n else None),
-                "drives": self.drive_status()}
+                "drives": self.drive_status(), "slaves": [s.report() for s in self.slaves],
+                "warnings": list(self.warnings), "emergencies": list(self.emergencies)}
 
 
 def cia402_state(statusword: int) -> str:

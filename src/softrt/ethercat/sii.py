@@ -77,10 +77,10 @@ def build_image(desc: DeviceDescription, serial: int = 0, alias: int = 0) -> byt
     strings = [desc.name, desc.group, desc.name, *desc.extra_strings]
     body = b""
     # General (ETG.2010 Table 8): 0 group, 1 image, 2 order, 3 name idx, 5 CoE details
-    # (bit 0 SDO, bit 3 PDO assign, bit 4 PDO configuration; no complete access), 11 flags.
+    # (description.COE_*: SDO, SDO info, PDO assign/configuration, complete access), 11 flags.
     general = bytearray(32)
     general[0], general[2], general[3] = 2, 3, 1
-    general[5] = 0x01 if desc.coe else 0
+    general[5] = desc.coe_details
     general[14] = 2
     body += _category(CAT_GENERAL, bytes(general))
     body += _category(CAT_FMMU, bytes([1, 2, 3 if desc.coe else 0, 0]))
@@ -120,6 +120,7 @@ class SiiInfo:
     name: str
     rx_pdos: tuple[Pdo, ...]
     tx_pdos: tuple[Pdo, ...]
+    coe_details: int = 0  #: General category byte 5 (description.COE_*)
 
     @property
     def has_coe(self) -> bool:
@@ -171,7 +172,8 @@ def parse_image(image: bytes) -> SiiInfo:
                 pos += 1 + n
     rx = tuple(p for cat, d in cats if cat == CAT_RXPDO for p in _parse_pdos(d, strings))
     tx = tuple(p for cat, d in cats if cat == CAT_TXPDO for p in _parse_pdos(d, strings))
-    return SiiInfo(vendor, product, rev, serial, mbx, protocols, strings[0] if strings else "", rx, tx)
+    details = next((d[5] for cat, d in cats if cat == CAT_GENERAL and len(d) > 5), 0)
+    return SiiInfo(vendor, product, rev, serial, mbx, protocols, strings[0] if strings else "", rx, tx, details)
 
 
 def image_length_bytes(image_head: bytes) -> int | None:

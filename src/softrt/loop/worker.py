@@ -40,6 +40,7 @@ class WorkerSpec:
     profile: str = "rt"
     device: str = "virtual"
     axes: int = 1
+    device_options: dict = field(default_factory=dict)  # passed to open_device (board.open_device)
     motion: Any = None  # softrt.motion.MotionConfig for the seed's motion test
     step: Callable[[int], Any] | None = None  # a user's own per-cycle function
     setup: Callable[[], None] | None = None

@@ -136,6 +136,7 @@ def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> l
                                               scenario=scenario.name,
                                               trace=base.trace if scenario.trace is None else scenario.trace,
                                               samples=base.samples if scenario.samples is None else scenario.samples,
+                                              ecat_drives=scenario.ecat_drives or base.ecat_drives,
                                               duration_ns=scenario.duration_ns or base.duration_ns,
                                               dc_lock=scenario.dc_lock, dc_shift_ns=scenario.dc_shift_ns), online, allowed)
         placed = tuple((spec.name, spec.resolve_cpus(rt_cpu, online & allowed)) for spec in scenario.loads)

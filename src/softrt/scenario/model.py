@@ -47,6 +47,7 @@ class Scenario:
     samples: str | None = None  # "all" or "late"; None: the command's --samples
     dc_lock: bool = False  # EtherCAT: phase-lock the host cycle to the drives' SYNC0
     dc_shift_ns: int = 0  # with dc_lock: the frame this long after SYNC0 (negative: before)
+    ecat_drives: str | None = None  # an EtherCAT drive description (TOML); relative to the scenario file
     source: str = "built-in"
 
     @property

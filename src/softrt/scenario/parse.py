@@ -6,6 +6,7 @@ Every mistake is reported as one line naming the file, the line and the key, e.g
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from importlib import resources
@@ -29,8 +30,8 @@ from .model import PLACEMENTS, LoadSpec, Scenario
 #: The largest scenario file read (the built-ins are a few hundred bytes).
 MAX_SCENARIO_BYTES = 256 * 1024
 BUILTIN_NAMES = ("untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus")
-_TOP_KEYS = {"name", "description", "profile", "wait", "device", "duration", "loads_on_rt_cpus", "trace", "samples", "load",
-             "dc_lock", "dc_shift"}
+_TOP_KEYS = {"name", "description", "profile", "wait", "device", "ecat_drives", "duration", "loads_on_rt_cpus", "trace",
+             "samples", "load", "dc_lock", "dc_shift"}
 _LOAD_KEYS = {"name", "cpus"}
 
 
@@ -50,7 +51,10 @@ def load_scenario(name_or_path: str) -> Scenario:
     except UnicodeDecodeError as err:
         raise ConfigError(f"scenario {printable(path)} is not UTF-8 text (byte {err.start})",
                           hint="a scenario file is TOML text (see docs/scenarios.md)") from None
-    return parse_scenario(text, source=printable(path))
+    scenario = parse_scenario(text, source=printable(path))
+    if scenario.ecat_drives is not None:  # a drive description beside the scenario file
+        scenario = dataclasses.replace(scenario, ecat_drives=str(path.parent / scenario.ecat_drives))
+    return scenario
 
 
 def parse_scenario(text: str, source: str = "<string>") -> Scenario:
@@ -88,6 +92,12 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
         check_device_spec(device)
     except ConfigError as err:
         raise fail("device", printable(err.msg), err.hint) from None
+    ecat_drives = data.get("ecat_drives")
+    if ecat_drives is not None and (not isinstance(ecat_drives, str) or not ecat_drives):
+        raise fail("ecat_drives", f"must be the path of a drive description (TOML), got {_shown(ecat_drives)}")
+    if ecat_drives is not None and not device.startswith("ethercat:"):
+        raise fail("ecat_drives", "describes EtherCAT drives, but the device is " + _shown(device),
+                   "set device = \"ethercat:IFACE\", or leave out ecat_drives")
     description = data.get("description", "")
     if not isinstance(description, str):
         raise fail("description", f"must be text, got {_shown(description)}")
@@ -149,7 +159,8 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
         loads.append(LoadSpec(name=lname, cpus=cpus))
     return Scenario(name=name, description=printable(description), profile=profile, wait=wait,
                     device=device, duration_ns=duration_ns, loads=tuple(loads), loads_on_rt_cpus=on_rt,
-                    trace=trace, samples=samples, source=source, dc_lock=dc_lock, dc_shift_ns=dc_shift_ns)
+                    trace=trace, samples=samples, ecat_drives=ecat_drives, source=source, dc_lock=dc_lock,
+                    dc_shift_ns=dc_shift_ns)
 
 
 def _shown(value: object) -> str:

@@ -15,6 +15,7 @@ from ..motion.config import MAX_AXES
 from ..store.late import MODES as SAMPLE_MODES
 from ..store.late import resolve_mode
 from ..store.rundir import check_space
+from ..store.validate import printable, read_bounded
 from ..units import NS_PER_S, NS_PER_US, format_duration_s, format_ns
 
 PROFILES = ("rt", "none")
@@ -51,6 +52,7 @@ class RunConfig:
     samples: str | None = None  # "all" or "late" (store.late); None: "late" for runs longer than 1 h
     dc_lock: bool = False  # EtherCAT: phase-lock the host cycle to the drives' SYNC0
     dc_shift_ns: int = 0  # with dc_lock: the frame this long after SYNC0 (negative: before)
+    ecat_drives: str | None = None  # a drive description (TOML, ethercat.drives) for --device ethercat:IFACE
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (config.json)."""
@@ -102,6 +104,7 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
     if not abs(config.dc_shift_ns) < config.period_ns:
         raise ConfigError(f"--dc-shift {format_ns(config.dc_shift_ns)} must be shorter than the period",
                           hint="e.g. --dc-shift -50us (the frame 50 µs before SYNC0)")
+    device_options(config)  # a bad drive description is bad input before anything starts
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
     cpu, housekeeping = choose_cpus(online, allowed, config.cpu)
@@ -115,10 +118,21 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
 
 
 def device_options(config: RunConfig) -> dict:
-    """Options the device is opened with (EtherCAT: the bus timeout, the DC phase lock), as keyword arguments."""
+    """Return the options the device is opened with (``board.open_device``; EtherCAT: the bus
+    timeout, the DC phase lock, the drive description); raise ConfigError."""
+    if config.ecat_drives is not None and not config.device.startswith("ethercat:"):
+        raise ConfigError("--ecat-drives describes EtherCAT drives, but the device is " + repr(config.device),
+                          hint="add --device ethercat:IFACE, or leave out --ecat-drives")
     if not config.device.startswith("ethercat:"):
         return {}
-    return {"bus_timeout_ns": config.bus_timeout_ns, "dc_lock": config.dc_lock, "dc_shift_ns": config.dc_shift_ns}
+    options = {"bus_timeout_ns": config.bus_timeout_ns, "dc_lock": config.dc_lock, "dc_shift_ns": config.dc_shift_ns}
+    if config.ecat_drives is not None:
+        from ..ethercat.drives import MAX_FILE_BYTES, load_drives
+
+        raw = read_bounded(config.ecat_drives, "drive description", max_bytes=MAX_FILE_BYTES,
+                           hint="give a drive description: a few lines of TOML (docs/ethercat.md, 'Drive descriptions')")
+        options["drives"] = load_drives(raw, printable(config.ecat_drives))
+    return options
 
 
 def disk_estimate(config: RunConfig) -> tuple[str, int]:

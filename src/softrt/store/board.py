@@ -8,15 +8,16 @@ fields are described in docs/run-format.md (``board``) and docs/ethercat.md.
 
 from __future__ import annotations
 
-from .model import Doc, count, opt
+from .model import Doc, count, many, opt
 
 
 class Drive(Doc):
-    """One EtherCAT drive as the run's last valid frame confirmed it (``confirmed_cycle`` -1: none),
-    not what the disable sequence read after it."""
+    """One EtherCAT drive axis as the run's last valid frame confirmed it (``confirmed_cycle`` -1:
+    none), not what the disable sequence read after it."""
 
     name: str | None = None
     slave: int | None = count()
+    axis: int | None = count(omit_none=True)  # the CiA 402 axis of a multi-axis drive (objects at +axis*0x800)
     statusword: int | None = count()
     state: str | None = None
     position_counts: int | None = None
@@ -24,6 +25,32 @@ class Drive(Doc):
     error_code: int | None = count()
     confirmed_cycle: int | None = opt()
     confirmed_at_s: float | None = opt()
+
+
+class Slave(Doc):
+    """One EtherCAT slave's identity (0x1018, 0x1008), where its PDOs came from and its errors
+    (0x1001 error register; 0x603F per axis), as bring-up read them (ethercat.bringup, ethercat.preop)."""
+
+    position: int | None = count()
+    name: str | None = None
+    vendor_id: int | None = count()
+    product_code: int | None = count()
+    revision: int | None = count()
+    serial: int | None = count()
+    device_name: str | None = None
+    axes: int | None = count()
+    pdo: str | None = None  # e.g. "assigned by SDO", "the drive's own (SII)"
+    error_register: int | None = count()
+    error_codes: list[int] = many()
+
+
+class Emergency(Doc):
+    """A CoE emergency message a slave sent (CiA 301 §7.2.7: error code, error register, 5 data bytes)."""
+
+    slave: int | None = count()
+    error_code: int | None = count()
+    error_register: int | None = count()
+    data: str | None = None  # the manufacturer-specific bytes, hex
 
 
 class RoundTrip(Doc):
@@ -132,3 +159,6 @@ class Board(Doc):
     distributed_clocks: DistributedClocks | None = opt()
     rtt_us: RoundTrip | None = opt()
     drives: list[Drive] | None = opt()
+    slaves: list[Slave] | None = opt()
+    warnings: list[str] | None = opt()  # what bring-up recovered from (e.g. a complete-access abort)
+    emergencies: list[Emergency] | None = opt()
