@@ -59,7 +59,7 @@ assign = "always"
 
 
 def test_run_configures_a_two_axis_drive_that_aborts_complete_access(start_sim, ecat_ns, tmp_path):
-    sim = start_sim("--device", "csp-drive-coe", "--axes-per-slave", "2", "--ca-abort")
+    sim = start_sim("--device", "csp-drive-coe", "--axes-per-slave", "2", "--ca-abort", fifo=True)
     drives = tmp_path / "drives.toml"
     drives.write_text(DRIVES_TOML)
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
@@ -88,7 +88,12 @@ def test_run_configures_a_two_axis_drive_that_aborts_complete_access(start_sim, 
     assert [(d["slave"], d["axis"]) for d in board["drives"]] == [(0, 0), (0, 1)]
     moved = [d["position_counts"] - d["origin_counts"] for d in board["drives"]]
     assert moved[0] > 10_000 and abs(moved[1] / moved[0] - 0.75) < 0.05, moved  # the profile's axis 1: 3/4 of axis 0
-    assert [a["position_counts"] for a in sim.stats()["slaves"][0]["axes"]] == [d["position_counts"] for d in board["drives"]]
+    # The simulator's own axes agree (they went on a few cycles after the run's last confirmed frame,
+    # through the disable sequence: the board shows what the run confirmed, docs/run-format.md).
+    sim_moved = [a["position_counts"] - d["origin_counts"]
+                 for a, d in zip(sim.stats()["slaves"][0]["axes"], board["drives"])]
+    assert all(abs(s - m) < 0.1 * m for s, m in zip(sim_moved, moved)), (sim_moved, moved)
+    assert abs(sim_moved[1] / sim_moved[0] - 0.75) < 0.05, sim_moved
     # What `softrt show` prints about them.
     (run_dir,) = (tmp_path / "runs").iterdir()
     shown = subprocess.run([sys.executable, "-m", "softrt", "show", str(run_dir)], capture_output=True, text=True,

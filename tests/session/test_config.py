@@ -78,5 +78,5 @@ def test_dc_lock_goes_to_the_ethercat_device_only():
     from softrt.session.config import device_options
 
     config = validate(RunConfig(device="ethercat:eth1", dc_lock=True, dc_shift_ns=-50_000), TWO, TWO)
-    assert device_options(config) == {"dc_lock": True, "dc_shift_ns": -50_000}
+    assert device_options(config) == {"bus_timeout_ns": 10_000_000, "dc_lock": True, "dc_shift_ns": -50_000}
     assert device_options(validate(RunConfig(), TWO, TWO)) == {}
