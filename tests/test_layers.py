@@ -125,3 +125,11 @@ def test_the_layer_checks_see_what_they_forbid():
     text = "from ..platform.linux import RT_RUNTIME\nfrom softrt.platform import windows\nimport softrt.platform._x\n"
     found = _imported_modules(probe, text)
     assert {"platform.linux", "platform.windows", "platform._x"} <= found
+
+
+def test_only_the_platform_layer_asks_which_os_this_is():
+    """``IS_WINDOWS``/``IS_LINUX`` are the platform's own: others branch on ``get_platform().caps``."""
+    for path in MODULES:
+        if _part(path) != "platform":
+            text = path.read_text()
+            assert "IS_WINDOWS" not in text and "IS_LINUX" not in text, path

@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from softrt.cpus import CpuSet
-from softrt.load import _proc
+from softrt.platform import procs
 
 LOAD_CPU = 0
 
@@ -27,14 +27,14 @@ def no_private_dir_leaks(monkeypatch):
     programs on this machine at the same time do not disturb the check.
     """
     made: list[Path] = []
-    real = _proc.make_private_dir
+    real = procs.make_private_dir
 
     def recording(*args, **kwargs):
         path = real(*args, **kwargs)
         made.append(path)
         return path
 
-    monkeypatch.setattr(_proc, "make_private_dir", recording)
+    monkeypatch.setattr(procs, "make_private_dir", recording)
     yield made
     assert [p for p in made if p.exists()] == []
 

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from softrt.cpus import CpuSet
-from softrt.load import _proc, _worker
+from softrt.load import _worker
+from softrt.platform import procs
 
 
 def test_churn_without_fork_creates_real_processes():
@@ -43,7 +44,7 @@ def test_place_puts_a_started_process_on_its_cpus_through_the_platform():
     cpu = max(os.sched_getaffinity(0))
     proc = subprocess.Popen(["sleep", "5"])
     try:
-        _proc.place(proc, CpuSet([cpu]))
+        procs.place(proc, CpuSet([cpu]))
         assert os.sched_getaffinity(proc.pid) == {cpu}
     finally:
         proc.kill()
@@ -54,7 +55,7 @@ def test_a_refused_placement_ends_the_process_before_it_runs_misplaced():
     from softrt.errors import SoftRTError
     proc = subprocess.Popen(["sleep", "5"])
     with pytest.raises(SoftRTError):
-        _proc.place(proc, CpuSet([4095]))  # no such CPU: the platform refuses
+        procs.place(proc, CpuSet([4095]))  # no such CPU: the platform refuses
     assert proc.poll() is not None
 
 
@@ -63,6 +64,6 @@ def test_ask_to_stop_makes_a_worker_report():
     proc = subprocess.Popen([sys.executable, _worker.__file__, __import__("json").dumps(cfg)],
                             stdout=subprocess.PIPE, start_new_session=True)
     time.sleep(0.5)
-    _proc.ask_to_stop(proc)
+    procs.ask_to_stop(proc)
     out, _ = proc.communicate(timeout=10)
     assert proc.returncode == 0 and b'"counters"' in out

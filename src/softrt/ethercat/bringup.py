@@ -20,7 +20,6 @@ from .description import MAX_AXES_PER_DEVICE, axis_index
 from .drives import DriveConfig
 from .errors import EcatError
 from .mapping import DriveMap, drive_maps, missing_objects
-from .netif import check_interface
 from .sii import parse_image
 
 _INIT, _PREOP, _SAFEOP, _OP, _ACK = 0x01, 0x02, 0x04, 0x08, 0x10

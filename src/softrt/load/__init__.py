@@ -10,7 +10,7 @@ churn, GPU rendering and video playback, placed on the housekeeping CPUs.
 
 Backends: stress-ng when installed, built-in Python workers otherwise; ffmpeg for video.
 On Linux placed with taskset and killed with their process group; on Windows placed through the
-platform after they start (see _proc.WINDOWS_NOT_APPLIED).
+platform after they start (see softrt.platform.procs.WINDOWS_NOT_APPLIED).
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,8 +20,7 @@ from typing import Any
 
 from ..cpus import CpuSet
 from ..errors import SoftRTError
-from ..platform import IS_WINDOWS, get_platform
-from . import _proc
+from ..platform import get_platform, procs
 from .base import DEFAULT_TIMEOUT_S, LoadGenerator
 
 _WORKER = Path(__file__).with_name("_worker.py")
@@ -64,11 +62,11 @@ class BuiltinLoad(LoadGenerator):
         return "; ".join(f"{w.role}: {_WORKER.name} {w.kind} on CPU {w.cpus}" for w in self._workers)
 
     def _start(self) -> None:
-        self._dir = _proc.make_private_dir(self.workdir)
+        self._dir = procs.make_private_dir(self.workdir)
         if self._needs_dir:
-            self.notes.append(f"files in {self._dir.parent} ({_proc.filesystem_of(self._dir.parent)})")
-        if IS_WINDOWS:
-            self.notes.append(_proc.WINDOWS_NOT_APPLIED)
+            self.notes.append(f"files in {self._dir.parent} ({procs.filesystem_of(self._dir.parent)})")
+        if (note := procs.placement_note()) is not None:
+            self.notes.append(note)
         for i, w in enumerate(self._workers):
             cfg = {"kind": w.kind, "cpus": list(w.cpus), "timeout_s": self.timeout_s, "dir": str(self._dir)}
             cfg.update(w.config)
@@ -78,18 +76,18 @@ class BuiltinLoad(LoadGenerator):
                 # server (inherited; on Windows shared through its stdin): the client can
                 # connect at once, and nothing else can reach it.
                 self._listener = socket.create_server(("127.0.0.1", 0), backlog=128)
-                if IS_WINDOWS:
-                    cfg["shared"] = True
-                else:
+                if procs.inherits_fds():
                     cfg["fd"] = self._listener.fileno()
                     pass_fds = (self._listener.fileno(),)
+                else:
+                    cfg["shared"] = True
                 port = self._listener.getsockname()[1]
                 for other in self._workers:
                     other.config.setdefault("port", port)
-            argv = _proc.guarded_argv([sys.executable, str(_WORKER), json.dumps(cfg)], w.cpus)
+            argv = procs.guarded_argv([sys.executable, str(_WORKER), json.dumps(cfg)], w.cpus)
             w.log = self._dir / f"{w.role}-{i}.log"
             share = cfg.get("shared", False)
-            w.proc = _proc.spawn(argv, cwd=self._dir, log=w.log, stdout=subprocess.PIPE, pass_fds=pass_fds,
+            w.proc = procs.spawn(argv, cwd=self._dir, log=w.log, stdout=subprocess.PIPE, pass_fds=pass_fds,
                                  stdin=subprocess.PIPE if share else None, cpus=w.cpus)
             if share and w.proc.stdin is not None:
                 w.proc.stdin.write(self._listener.share(w.proc.pid).hex().encode() + b"\n")
@@ -112,22 +110,22 @@ class BuiltinLoad(LoadGenerator):
             for w in running:  # signal all first, so the workers wind down in parallel
                 if w.proc.poll() is None:
                     self._check_placement(w)
-                    _proc.ask_to_stop(w.proc)
+                    procs.ask_to_stop(w.proc)
                 else:
-                    how = _proc.describe_exit(w.proc.returncode)
+                    how = procs.describe_exit(w.proc.returncode)
                     self.problems.append(f"{w.role} worker ended on its own ({how})")
                     self.problems.extend(self._log_tail(w))
             for w in running:
-                _proc.terminate(w.proc)
+                procs.terminate(w.proc)
                 out = w.proc.stdout.read().decode(errors="replace") if w.proc.stdout else ""
                 if w.proc.stdout:
                     w.proc.stdout.close()
                 w.report = _last_json(out)
                 if w.report is None:
-                    how = _proc.describe_exit(w.proc.returncode)
+                    how = procs.describe_exit(w.proc.returncode)
                     self.problems.append(f"{w.role} worker reported nothing ({how})")
         finally:
-            _proc.remove_private_dir(self._dir)
+            procs.remove_private_dir(self._dir)
 
     def _check_placement(self, w: _Worker) -> None:
         """Record a problem if a running worker is not on its CPUs (taskset placed it; cgroups may move it)."""
@@ -198,7 +196,7 @@ def _one_per_cpu(role: str, kind: str, cpus: CpuSet, **config: Any) -> list[_Wor
 def disk(cpus: CpuSet, **kw) -> BuiltinLoad:
     """Disk: one writer/reader of a 16 MiB file (sequential and random writes with fsync, uncached
     read-back), as in _worker.disk."""
-    kw["workdir"] = kw.get("workdir") or _proc.DISK_WORKDIR
+    kw["workdir"] = kw.get("workdir") or procs.DISK_WORKDIR
     return BuiltinLoad("disk", cpus, [_Worker("io", "disk", cpus)], needs_dir=True, **kw)
 
 
@@ -221,8 +219,6 @@ def network(cpus: CpuSet, **kw) -> BuiltinLoad:
 def churn(cpus: CpuSet, **kw) -> BuiltinLoad:
     """Process churn: per CPU, a process that forks and execs /bin/true as fast as it can
     (on Windows: creates ``cmd.exe /c rem``, the smallest stock program that exits at once)."""
-    if IS_WINDOWS:
-        config = {"program": os.environ.get("ComSpec", "cmd.exe"), "args": ["/c", "rem"]}
-    else:
-        config = {"program": shutil.which("true") or "/bin/true"}
+    program, *args = procs.smallest_program()
+    config = {"program": program, **({"args": args} if args else {})}
     return BuiltinLoad("churn", cpus, _one_per_cpu("churn", "churn", cpus, **config), **kw)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ..cpus import CpuSet
-from . import _proc
+from ..platform import procs
 from ._metrics_yaml import Metrics
 from .base import DEFAULT_TIMEOUT_S, LoadFailed, ProcessLoad
 from .stressng import StressNgLoad
@@ -115,8 +115,8 @@ class VideoLoad(ProcessLoad):
         return "libx264" if " libx264 " in listing.stdout else "mpeg4"
 
     def _prepare(self) -> None:
-        ffmpeg = _proc.which_or_raise("ffmpeg", "ffmpeg")
-        self._dir = _proc.make_private_dir(self.workdir)
+        ffmpeg = procs.which_or_raise("ffmpeg", "ffmpeg")
+        self._dir = procs.make_private_dir(self.workdir)
         clip = self._dir / "clip.mp4"
         codec = self._encoder(ffmpeg)
         encode = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
@@ -124,21 +124,21 @@ class VideoLoad(ProcessLoad):
         if codec == "libx264":
             encode += ["-preset", "ultrafast"]
         # The clip is made on the load's CPUs too, so preparing it never touches the RT CPU.
-        argv = _proc.guarded_argv([*encode, str(clip)], self.cpus)
-        enc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "encode.log", cpus=self.cpus)
+        argv = procs.guarded_argv([*encode, str(clip)], self.cpus)
+        enc = procs.spawn(argv, cwd=self._dir, log=self._dir / "encode.log", cpus=self.cpus)
         try:
             enc.wait(timeout=_ENCODE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise LoadFailed(self.name, f"could not make its test clip within {_ENCODE_TIMEOUT_S:.0f} s") from None
         finally:
-            _proc.terminate(enc)
+            procs.terminate(enc)
         if enc.returncode != 0 or not clip.exists():
             why = (self._dir / "encode.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no message"]
             raise LoadFailed(self.name, f"could not make its test clip with ffmpeg: {why[0]}")
         self.notes.append(f"software decoding of a 1080p30 {codec} clip at playback speed")
 
     def _start(self) -> None:
-        ffmpeg = _proc.which_or_raise("ffmpeg", "ffmpeg")
+        ffmpeg = procs.which_or_raise("ffmpeg", "ffmpeg")
         clip = self._dir / "clip.mp4"
         # -t ends playback after timeout_s seconds of output, which -re makes wall-clock seconds.
         self._argv = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error",
@@ -146,21 +146,21 @@ class VideoLoad(ProcessLoad):
                       "-t", str(math.ceil(self.timeout_s)), "-f", "null", "-",
                       "-progress", str(self._dir / "progress.txt")]  # fmt: skip
         self._t_play = time.monotonic()
-        argv = _proc.guarded_argv(self._argv, self.cpus)
-        self._proc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "ffmpeg.log", cpus=self.cpus)
+        argv = procs.guarded_argv(self._argv, self.cpus)
+        self._proc = procs.spawn(argv, cwd=self._dir, log=self._dir / "ffmpeg.log", cpus=self.cpus)
 
     def _stop(self) -> None:
         try:
             if self._proc is not None:
                 if self._proc.poll() is not None:
-                    how = _proc.describe_exit(self._proc.returncode)
+                    how = procs.describe_exit(self._proc.returncode)
                     self.problems.append(f"ffmpeg ended on its own before stop ({how})")
-                _proc.terminate(self._proc)
+                procs.terminate(self._proc)
                 self._play_s = time.monotonic() - self._t_play
                 if self._dir is not None:
                     self._progress = _read_progress(self._dir / "progress.txt")
         finally:
-            _proc.remove_private_dir(self._dir)
+            procs.remove_private_dir(self._dir)
 
     def _achieved(self, duration_s: float) -> dict[str, float]:
         frames = float(self._progress.get("frame", "0") or 0)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..cpus import CpuSet
-from . import _proc
+from ..platform import procs
 from ._metrics_yaml import MIB_TO_MB, Metrics, parse_metrics_yaml
 from .base import DEFAULT_TIMEOUT_S, LoadFailed, ProcessLoad
 
@@ -63,10 +63,10 @@ class StressNgLoad(ProcessLoad):
         exe = stress_ng_path()
         if exe is None:
             raise LoadFailed(self.name, "needs stress-ng, which is not installed", hint="apt install stress-ng")
-        owner = _proc.uid_of(_proc.UNPRIVILEGED_USER) if self._drop_root else None
-        self._dir = _proc.make_private_dir(self.workdir, owner_uid=owner)
+        owner = procs.uid_of(procs.UNPRIVILEGED_USER) if self._drop_root else None
+        self._dir = procs.make_private_dir(self.workdir, owner_uid=owner)
         if self.workdir is not None and self._dir.parent != self.workdir.resolve():
-            self.notes.append(f"files in {self._dir.parent}: {self.workdir} is closed to {_proc.UNPRIVILEGED_USER}")
+            self.notes.append(f"files in {self._dir.parent}: {self.workdir} is closed to {procs.UNPRIVILEGED_USER}")
         # stress-ng's own --timeout is the safety net if stop() is never called.
         self._argv = [
             exe, *(self._stressor_args() if callable(self._stressor_args) else self._stressor_args),
@@ -74,21 +74,21 @@ class StressNgLoad(ProcessLoad):
             "--metrics-brief", "--yaml", str(self._dir / "metrics.yaml"),
             "--temp-path", str(self._dir),
         ]  # fmt: skip
-        argv = _proc.guarded_argv(self._argv, self.cpus, drop_root=self._drop_root)
-        self._proc = _proc.spawn(argv, cwd=self._dir, log=self._dir / "stress-ng.log", cpus=self.cpus)
+        argv = procs.guarded_argv(self._argv, self.cpus, drop_root=self._drop_root)
+        self._proc = procs.spawn(argv, cwd=self._dir, log=self._dir / "stress-ng.log", cpus=self.cpus)
         if self._report_fs:
-            self.notes.append(f"files in {self._dir.parent} ({_proc.filesystem_of(self._dir.parent)})")
+            self.notes.append(f"files in {self._dir.parent} ({procs.filesystem_of(self._dir.parent)})")
 
     def _stop(self) -> None:
         try:
             if self._proc is not None:
                 ended_early = self._proc.poll() is not None
-                status = _proc.terminate(self._proc)
+                status = procs.terminate(self._proc)
                 if ended_early:
-                    self.problems.append(f"stress-ng ended on its own before stop ({_proc.describe_exit(status)})")
+                    self.problems.append(f"stress-ng ended on its own before stop ({procs.describe_exit(status)})")
                     self.problems.extend(self._log_problems())
                 elif status != 0:  # stress-ng(1) EXIT STATUS: 2 a stressor failed, 3 no resources, …
-                    self.problems.append(f"stress-ng stopped with {_proc.describe_exit(status)}")
+                    self.problems.append(f"stress-ng stopped with {procs.describe_exit(status)}")
                     self.problems.extend(self._log_problems())
             if self._dir is not None:
                 yaml = self._dir / "metrics.yaml"
@@ -97,7 +97,7 @@ class StressNgLoad(ProcessLoad):
                 else:
                     self.problems.append("stress-ng wrote no metrics file")
         finally:
-            _proc.remove_private_dir(self._dir)
+            procs.remove_private_dir(self._dir)
 
     def _log_problems(self) -> list[str]:
         """Return stress-ng's error, warning and skip lines (while the load's files exist)."""
@@ -148,7 +148,7 @@ def disk(cpus: CpuSet, **kw) -> StressNgLoad:
             "iomix_bogo_ops_per_s": _rate(m, "iomix"),
         }
 
-    kw["workdir"] = kw.get("workdir") or _proc.DISK_WORKDIR
+    kw["workdir"] = kw.get("workdir") or procs.DISK_WORKDIR
     args = ["--hdd", "1", "--hdd-opts", "wr-seq,rd-seq,fsync,fadv-dontneed", "--hdd-bytes", "16M",
             "--hdd-write-size", str(HDD_WRITE_BYTES), "--iomix", "1", "--iomix-bytes", "64M"]  # fmt: skip
     return StressNgLoad("disk", cpus, args, metrics, report_fs=True, **kw)
@@ -219,8 +219,8 @@ def churn(cpus: CpuSet, **kw) -> StressNgLoad:
     stress-ng runs as the unprivileged user through setpriv(1).
     """
     workers = str(len(cpus))
-    as_root = _proc.is_root()
-    can_drop = _proc.uid_of(_proc.UNPRIVILEGED_USER) is not None
+    as_root = procs.is_root()
+    can_drop = procs.uid_of(procs.UNPRIVILEGED_USER) is not None
     args = ["--fork", workers]
     if not as_root or can_drop:
         # At most 16 children per exec worker and round, about what make -j16 keeps in flight
@@ -233,7 +233,7 @@ def churn(cpus: CpuSet, **kw) -> StressNgLoad:
 
     load = StressNgLoad("churn", cpus, args, metrics, drop_root=as_root and can_drop, **kw)
     if as_root and can_drop:
-        load.notes.append(f"run as user {_proc.UNPRIVILEGED_USER}: stress-ng's exec stressor refuses root")
+        load.notes.append(f"run as user {procs.UNPRIVILEGED_USER}: stress-ng's exec stressor refuses root")
     elif as_root:
-        load.notes.append(f"fork only: no user {_proc.UNPRIVILEGED_USER} to run stress-ng's exec stressor as")
+        load.notes.append(f"fork only: no user {procs.UNPRIVILEGED_USER} to run stress-ng's exec stressor as")
     return load

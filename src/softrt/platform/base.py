@@ -27,6 +27,9 @@ class Capabilities:
     rt_throttling: bool
     #: The kernel's trace buffer (Linux tracefs) can say why cycles were late (the trace layer).
     kernel_trace: bool
+    #: Microsoft's Soft Real-Time steps are what ``softrt check``/``tune`` read and apply here
+    #: (audit.windows); otherwise the Linux checks (audit.checks).
+    soft_rt_steps: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-IS_WINDOWS = sys.platform == "win32"
+from . import IS_WINDOWS
+
 INDEX = "commands.json"
 DEFAULT_TIMEOUT_S = 30.0
 NOT_FOUND_RC = 127  # as a POSIX shell reports a command it cannot find

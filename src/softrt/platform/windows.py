@@ -363,7 +363,7 @@ def _address(buffer) -> int:
 class WindowsPlatform:
     """Windows implementation of :class:`~softrt.platform.base.Platform` (see the module docstring)."""
 
-    caps = Capabilities(rt_throttling=False, kernel_trace=False)
+    caps = Capabilities(rt_throttling=False, kernel_trace=False, soft_rt_steps=True)
     # QueryPerformanceCounter: time.perf_counter_ns on Windows (PEP 418); time.monotonic_ns is
     # GetTickCount64 before Python 3.13, 15.6 ms steps, useless for a 250 µs loop.
     clock_ns = staticmethod(time.perf_counter_ns)

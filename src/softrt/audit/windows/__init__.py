@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 from ...cpus import CpuSet
-from ...errors import ConfigError
-from ...platform import IS_WINDOWS, wincmd
+from ...errors import ConfigError, NotSupported
+from ...platform import get_platform, wincmd
 from ..model import Finding, Report, Severity, Status
 from . import checks, sample
 from .facts import WinFacts
@@ -23,7 +23,13 @@ CHECKS = (*checks.CHECKS[:3], sample.check_sample, *checks.CHECKS[3:])
 
 def applies(root: str) -> bool:
     """True when *root* is this Windows machine or a capture of one."""
-    return (IS_WINDOWS and os.path.realpath(str(root)) == os.path.realpath(os.sep)) or wincmd.is_capture(root)
+    if wincmd.is_capture(root):
+        return True
+    try:
+        this_os = get_platform().caps.soft_rt_steps
+    except NotSupported:
+        return False
+    return this_os and os.path.realpath(str(root)) == os.path.realpath(os.sep)
 
 
 def gather(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -> WinFacts:

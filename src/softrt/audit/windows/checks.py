@@ -295,7 +295,7 @@ def check_threaded_dpc(w: WinFacts) -> Finding:
     if value == 0:
         return Finding("irq.threaded_dpc", title, Status.OK, Severity.LOW, "threaded DPCs are off", evidence)
     return Finding("irq.threaded_dpc", title, Status.WARN, Severity.LOW, "threaded DPCs are on (the default)",
-                   evidence, why=f"the guide's optional step 6: run every DPC at DISPATCH_LEVEL (for debugging latency)",
+                   evidence, why="the guide's optional step 6: run every DPC at DISPATCH_LEVEL (for debugging latency)",
                    fix=f'reg add "{KERNEL_KEY}" /v ThreadDpcEnable /t REG_DWORD /f /d 0 (then restart)', reboot=True)
 
 

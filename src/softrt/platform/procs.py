@@ -1,4 +1,4 @@
-"""Launching and ending load processes so that none outlives softrt (load layer).
+"""Launching and ending load processes so that none outlives softrt (platform layer: used by ``load``).
 
 Every load process starts in a session of its own (setsid(2)), so one signal to its process group
 reaches every worker it forked, and a terminal's Ctrl-C reaches only softrt, which then stops the
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..cpus import CpuSet
 from ..errors import NotSupported, SoftRTError
-from ..platform import IS_WINDOWS, get_platform
+from . import IS_WINDOWS, get_platform
 
 # After SIGTERM a tool gets this long to write its report (stress-ng writes its YAML on SIGTERM)
 # before the whole group gets SIGKILL.
@@ -42,6 +42,24 @@ DISK_WORKDIR = tempfile.gettempdir() if IS_WINDOWS else "/var/tmp"
 #: What a load on Windows does without (said in every Windows load's notes).
 WINDOWS_NOT_APPLIED = ("Windows: placed on its CPUs just after it started (not before its first instruction); "
                        "not killed with softrt if softrt itself is killed (no death signal)")
+
+
+def placement_note() -> str | None:
+    """What a load on this OS does without, to say in its notes (None: nothing)."""
+    return WINDOWS_NOT_APPLIED if IS_WINDOWS else None
+
+
+def inherits_fds() -> bool:
+    """True when a child can inherit a descriptor (POSIX ``pass_fds``); on Windows a socket is
+    handed over with ``socket.share`` through the child's stdin instead."""
+    return not IS_WINDOWS
+
+
+def smallest_program() -> list[str]:
+    """The smallest stock program that exits at once (process churn): ``true``, or ``cmd /c rem``."""
+    if IS_WINDOWS:
+        return [os.environ.get("ComSpec", "cmd.exe"), "/c", "rem"]
+    return [shutil.which("true") or "/bin/true"]
 
 # The unprivileged account used when a stressor refuses to run as root (stress-ng's exec).
 UNPRIVILEGED_USER = "nobody"

@@ -1,4 +1,4 @@
-"""_proc helpers on their failure paths: a chown that fails, a leader that never reaps."""
+"""platform.procs helpers on their failure paths: a chown that fails, a leader that never reaps."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from softrt.load import _proc
+from softrt.platform import procs
 
 
 def test_private_dir_is_removed_when_chown_fails(monkeypatch, tmp_path):
     made: list[Path] = []
-    real_mkdtemp = _proc.tempfile.mkdtemp
+    real_mkdtemp = procs.tempfile.mkdtemp
 
     def recording_mkdtemp(*args, **kwargs):
         made.append(Path(real_mkdtemp(*args, **kwargs)))
@@ -24,10 +24,10 @@ def test_private_dir_is_removed_when_chown_fails(monkeypatch, tmp_path):
     def refused(path, uid, gid):
         raise PermissionError(1, "Operation not permitted", str(path))
 
-    monkeypatch.setattr(_proc.tempfile, "mkdtemp", recording_mkdtemp)
-    monkeypatch.setattr(_proc.os, "chown", refused)
+    monkeypatch.setattr(procs.tempfile, "mkdtemp", recording_mkdtemp)
+    monkeypatch.setattr(procs.os, "chown", refused)
     with pytest.raises(PermissionError):
-        _proc.make_private_dir(None, owner_uid=65534)
+        procs.make_private_dir(None, owner_uid=65534)
     assert len(made) == 1 and made[0].name.startswith("softrt-load-")
     assert not made[0].exists()
 
@@ -54,10 +54,10 @@ def test_terminate_cleans_the_group_even_if_wait_times_out_after_sigkill():
     reaper = threading.Thread(target=member.wait, daemon=True)  # reaped at once: no zombie in the group
     reaper.start()
     try:
-        assert _proc.terminate(_NeverReaps(member.pid), grace_s=0.01) is None
+        assert procs.terminate(_NeverReaps(member.pid), grace_s=0.01) is None
         reaper.join(5)
         assert member.returncode in (-signal.SIGTERM, -signal.SIGKILL)
-        assert not _proc._group_exists(member.pid)
+        assert not procs._group_exists(member.pid)
     finally:
         if member.poll() is None:
             os.killpg(member.pid, signal.SIGKILL)
