@@ -175,3 +175,24 @@ def test_report_of_a_long_late_run_builds_without_its_cycles(tmp_path):
     assert view.series.t_s.size == 1_800 and view.motion is not None
     result = build_report([run], tmp_path / "r.html")
     assert result.runs == [run.name] and "late cycles only" in (tmp_path / "r.html").read_text()
+
+
+def test_a_killed_run_is_reported_from_its_last_checkpoint(synth_run, tmp_path):
+    """A supervisor killed mid-run leaves a summary that is a checkpoint and a samples file without
+    its footer: the report shows the checkpoint's figures and says why there is no time series."""
+    run = synth_run(cycles=3_000)
+    file = run / "samples.parquet"
+    data = file.read_bytes()
+    file.write_bytes(data[: len(data) // 2])  # what a SIGKILL leaves: row groups, no footer
+    summary = json.loads((run / "summary.json").read_text())
+    complete = dict(summary)
+    with pytest.raises(SoftRTError, match="samples"):  # a complete run with that file is corrupt
+        load_run(run)
+    summary.update(status="running", finished_at=None)
+    (run / "summary.json").write_text(json.dumps(summary))
+    view = load_run(run)
+    assert view.series is None and view.period is not None and view.period.total == complete["cycles"] - 1
+    assert any("stopped before it closed its files" in n and "3,000 cycles" in n for n in view.notes)
+    (run / "stats.json").unlink()  # killed before the first checkpoint: nothing to show, one clear error
+    with pytest.raises(SoftRTError, match="last checkpoint"):
+        load_run(run)

@@ -151,7 +151,12 @@ def _load_histogram(view: RunView) -> None:
 
 def _load_samples(view: RunView) -> None:
     if (view.path / AGGREGATES).is_file():
-        _load_late(view)
+        try:
+            _load_late(view)
+        except SoftRTError as err:
+            if not _never_closed(view):
+                raise
+            _load_checkpoint(view, err.msg)
         return
     file = view.path / SAMPLES
     if not file.is_file():
@@ -162,6 +167,9 @@ def _load_samples(view: RunView) -> None:
         n = pf.metadata.num_rows
         missing = [c for c in STREAM_COLUMNS if c not in pf.schema_arrow.names]
     except (OSError, pa.ArrowException, ValueError) as err:
+        if _never_closed(view):
+            _load_checkpoint(view, f"cannot read samples {file}: {err}")
+            return
         raise SoftRTError(f"run {view.run_id}: cannot read samples {file}: {err}",
                           hint="the file is corrupt or truncated") from None
     if missing:
@@ -170,6 +178,31 @@ def _load_samples(view: RunView) -> None:
         _stream(view, n)
     except SoftRTError as err:
         raise SoftRTError(f"run {view.run_id}: {err.msg}", hint=err.hint) from None
+
+
+def _never_closed(view: RunView) -> bool:
+    """The run's files were never closed: its supervisor was killed (the summary is a checkpoint,
+    docs/run-format.md "Checkpoints") or it said so itself (``samples_error``); a Parquet file is
+    readable only once its footer is written."""
+    return view.summary.running or view.summary.samples_error is not None
+
+
+def _load_checkpoint(view: RunView, why: str) -> None:
+    """A run whose samples were never closed: the figures and histograms of its last checkpoint
+    (``stats.json``), no time series and no motion plot."""
+    try:
+        view.stats = stats = load_run_stats(view.path, view.period_ns or 0)
+    except SoftRTError as err:
+        raise SoftRTError(f"run {view.run_id}: {why}; and its last checkpoint: {err.msg}",
+                          hint="the run was killed before its first checkpoint: nothing of it can be read") from None
+    h = stats.hist
+    view.period = hist_from_hdr(h["period"]) if h["period"].n else None
+    view.latency = hist_from_hdr(h["latency"]) if h["latency"].n else None
+    view.process = hist_from_hdr(h["process"]) if h["process"].n else None
+    view.notes.append(f"{why}: the run was stopped before it closed its files, so the figures and histograms "
+                      f"are those of its last checkpoint ({stats.counters['cycles']:,} cycles, stats.json); the time series "
+                      "and the motion plot are not available")
+    view.motion_note = "not available: the samples were never closed"
 
 
 def _stream(view: RunView, n: int) -> None:
