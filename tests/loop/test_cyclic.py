@@ -68,7 +68,11 @@ def test_sleep_based_waits_reach_every_edge(ring, wait):
     _, n = loop(ring, lambda seq: 0.0, 100, sleep_until=sleep_until, margin_ns=margin)
     recs = ring.reader().drain()
     assert (recs["detect_ns"] >= recs["edge_ns"]).all()
-    assert n + int(recs["missed"].sum()) == pytest.approx(100, abs=2)
+    # Every edge up to the last write's is a cycle or a missed update; a hypervisor stall past the
+    # deadline only moves the last write later (no timing bound: the VM is noisy).
+    last_window = int(recs["cycle"][-1]) + int(recs["missed"][-1])
+    assert n + int(recs["missed"].sum()) == last_window + 1
+    assert last_window >= 99  # the loop ran to its deadline, the 100th edge
 
 
 def test_steady_state_allocates_nothing_that_lives(ring):
