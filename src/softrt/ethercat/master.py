@@ -48,6 +48,7 @@ from .al import AlState, code_text, state_name
 from .drives import DriveConfig
 from .errors import EcatError, EcatInputError
 from .mapping import DriveMap
+from .netif import check_interface
 
 CW_SHUTDOWN, CW_SWITCH_ON, CW_ENABLE, CW_DISABLE_VOLTAGE, CW_FAULT_RESET = 0x0006, 0x0007, 0x000F, 0x0000, 0x0080
 SW_MASK, SW_SOD, SW_RTSO, SW_SO, SW_OE, SW_FAULT_MASK, SW_FAULT = 0x6F, 0x40, 0x21, 0x23, 0x27, 0x4F, 0x08
@@ -154,7 +155,7 @@ class EtherCATMaster:
         """Bring the bus to OP and enable the drives; on failure leave it in INIT and raise EcatError."""
         if self.state is not MasterState.CLOSED:
             raise InvalidState(MasterState.CLOSED.value, self.state.value, "EtherCAT master")
-        bringup.check_interface(self.iface)
+        check_interface(self.iface)
         self._axes = []  # none from an earlier open(): only these can need disabling on failure
         self._final_drives = None
         self._dc = None
