@@ -138,6 +138,20 @@ def test_a_failed_ethercat_run_says_why_and_shows_the_drives_as_last_confirmed(t
     assert "Drive 'EL7211' (slave 1): switch on disabled" in text and "never (no valid frame in the run)" in text
 
 
+def test_the_axes_of_a_two_axis_drive_are_told_apart():
+    from softrt.cli.render import drives_lines
+    from softrt.store.board import Board
+
+    axis = {"name": "2-axis drive", "slave": 0, "statusword": 0x0237, "state": "operation enabled", "error_code": 0,
+            "position_counts": 1, "origin_counts": 0, "confirmed_cycle": 10, "confirmed_at_s": 0.01}
+    board = Board.from_dict({"drives": [{**axis, "axis": 0}, {**axis, "axis": 1, "statusword": 0x0218, "state": "fault"},
+                                        {**axis, "name": "1-axis drive", "slave": 1, "axis": 0}]})
+    lines = drives_lines(board)
+    assert lines[0].startswith("Drive '2-axis drive' (slave 0, axis 0): operation enabled")
+    assert lines[1].startswith("Drive '2-axis drive' (slave 0, axis 1): fault (statusword 0x0218")
+    assert lines[2].startswith("Drive '1-axis drive' (slave 1): operation enabled")
+
+
 def test_the_dc_block_with_a_lock_and_without_dc():
     from softrt.cli.render import dc_text
     from softrt.store.board import Board

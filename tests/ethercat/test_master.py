@@ -187,6 +187,7 @@ def test_coe_drive_configured_by_sdo(start_sim, ecat_ns):
         assert s["cycle_ns"] == 500_000  # 0x60C2 written by SDO (no DC here)
         assert s["sdo_requests"] > 0 and s["drive_state"] == "OPERATION_ENABLED"
         assert not dev.dc_active
+        assert dev.counters()["distributed_clocks"] == {"absent": "distributed clocks were turned off (dc=False)"}
         run_cycles(dev, 50, lambda k: 10.0 * k)
     finally:
         dev.stop()
@@ -286,3 +287,67 @@ def test_read_sii_stops_at_8_kib_before_reading():
     image = read_sii(slave)
     assert len(image) <= SII_MAX_BYTES
     assert slave.reads <= SII_MAX_BYTES // 4
+
+
+def test_a_fault_on_the_second_axis_of_a_drive_names_that_axis(start_sim, ecat_ns):
+    sim = start_sim("--device", "csp-drive-coe", "--axes-per-slave", "2")
+    dev = open_master(ecat_ns, axes=2)
+    try:
+        run_cycles(dev, 20, lambda k: [0.0, 0.0])
+        sim.control(cmd="drive_fault", slave=0, axis=1, code=0x2310)
+        run_cycles(dev, 5, lambda k: [0.0, 0.0], start=False)
+        assert dev.failure.startswith("drive 'softrt virtual CSP drive (2 axes) (CoE)' (slave 0, axis 1) faulted: ")
+        assert dev.failure.endswith("error code 0x2310")
+    finally:
+        dev.stop()
+
+
+def test_an_enable_step_not_reached_names_every_drive(start_sim, ecat_ns, monkeypatch):
+    """Two identical drives share a name: the message and ``seen`` keep one entry per axis."""
+    from softrt.ethercat import EcatError
+    from softrt.ethercat.master import CW_ENABLE
+
+    start_sim("--slaves", "2")
+    real_enable = EtherCATMaster._enable
+
+    def enable_then_wait_for_the_impossible(self):
+        real_enable(self)
+        self._command(CW_ENABLE, SW_MASK, 0x7F, "a state no drive reaches")
+
+    monkeypatch.setattr(EtherCATMaster, "_enable", enable_then_wait_for_the_impossible)
+    with pytest.raises(EcatError, match="a state no drive reaches") as info:
+        open_master(ecat_ns, axes=2, enable_timeout_s=0.05)
+    assert sorted(info.value.seen) == ["drive 'softrt virtual CSP drive' (slave 0)",
+                                       "drive 'softrt virtual CSP drive' (slave 1)"]
+    assert "(slave 0) statusword 0x" in str(info.value) and "(slave 1) statusword 0x" in str(info.value)
+
+
+def test_a_slave_leaving_op_early_in_the_run_is_named_not_a_lost_bus(start_sim, ecat_ns):
+    """AL status is read on a wrong working counter from the first cycle on (the periodic read
+    every al_check_ns is not due yet)."""
+    sim = start_sim("--slaves", "1")
+    dev = open_master(ecat_ns)
+    try:
+        dev.start(time.monotonic_ns() + 1_000_000)
+        sim.control(cmd="al_error", slave=0, state="SAFEOP", code=0x001A)
+        flags = run_cycles(dev, dev.bus_timeout_cycles + 5, lambda k: 0.0, start=False)
+        assert flags[-1] & FLAG_DEVICE_FAILED
+        assert dev.failure == ("slave 0 'softrt virtual CSP drive' left OP: SAFEOP+ERR, "
+                               "AL status 0x001A synchronization error")
+    finally:
+        dev.stop()
+
+
+def test_confirmed_at_is_from_the_run_start_when_the_phase_lock_moves_the_cycle(start_sim, ecat_ns):
+    start_sim("--slaves", "2")
+    dev = open_master(ecat_ns, axes=2, dc_lock=True, dc_shift_ns=PERIOD_NS // 3)
+    try:
+        t0 = time.monotonic_ns() + 1_000_000
+        dev.start(t0)
+        run_cycles(dev, 200, lambda k: [0.0, 0.0], start=False)
+        assert abs(dev.t0_ns - t0) >= 1_000  # the lock moved the cycle's origin (µs resolution below)
+        status = dev.drive_status()[0]
+        assert status["confirmed_cycle"] == dev.confirmed_cycle >= 0
+        assert status["confirmed_at_s"] == round((dev.confirmed_ns - t0) / 1e9, 6)
+    finally:
+        dev.stop()

@@ -246,3 +246,17 @@ def test_fuzz_summary_reader(good_summary, mutations):
         assert "\x1b" not in out.getvalue()
         assert "\x1b" not in _render(summary)
         assert _tree(tmp) - before <= {"db", "db/history.sqlite"}
+
+
+def test_a_drive_without_an_error_code_object_is_a_valid_board():
+    """bring-up reports None for an axis whose drive lacks 0x603F (ethercat.preop.read_identity);
+    the summary model must take the slave's report as the master writes it."""
+    from softrt.ethercat.bringup import SlaveInfo
+    from softrt.ethercat.preop import Identity
+    from softrt.store.board import Board
+
+    info = SlaveInfo(0, "drive", 0x0EC0FFEE, 0x402, True, True, [], [], identity=Identity(
+        vendor_id=0x0EC0FFEE, error_register=0, error_codes=(None, 0x2310)))
+    board = Board.from_dict({"slaves": [info.report()]}, "summary.json", "board")
+    assert board.slaves[0].error_codes == [None, 0x2310]
+    assert Board.from_dict(board.to_dict()) == board

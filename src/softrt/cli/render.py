@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
@@ -98,12 +100,15 @@ def _n(count: int | None) -> str:
 def drives_lines(board: Board | None) -> list[str]:
     """EtherCAT drives as the run's last valid frame confirmed them, and when (issue 11)."""
     out = []
-    for d in (board.drives if board is not None else None) or []:
+    drives = (board.drives if board is not None else None) or []
+    per_slave = Counter(d.slave for d in drives)  # the axes of a multi-axis drive share its name
+    for d in drives:
         if d.confirmed_cycle is None:
             continue
         when = (f"cycle {d.confirmed_cycle:,} ({d.confirmed_at_s:.3f} s)" if d.confirmed_cycle >= 0
                 and d.confirmed_at_s is not None else "never (no valid frame in the run)")
-        out.append(f"Drive '{d.name}' (slave {d.slave}): {d.state} (statusword 0x{d.statusword or 0:04X}, "
+        axis = f", axis {d.axis or 0}" if per_slave[d.slave] > 1 else ""
+        out.append(f"Drive '{d.name}' (slave {d.slave}{axis}): {d.state} (statusword 0x{d.statusword or 0:04X}, "
                    f"error code 0x{d.error_code or 0:04X}), last confirmed at {when}")
     return out
 

@@ -328,15 +328,18 @@ class DcMonitor:
 
 
 def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *, dc_active: bool, lock: bool,
-           shift_ns: int, sample_every: int = 100) -> tuple[DcMonitor | None, str | None]:
+           shift_ns: int, sample_every: int = 100, wanted: bool = True) -> tuple[DcMonitor | None, str | None]:
     """Set up the run's DC figures after ``setup_dc``; return ``(monitor, None)`` or ``(None, why absent)``.
 
     *slaves* are :class:`.bringup.SlaveInfo`; the lock needs DC, so asking for it without is an
     :class:`EcatError`. Reads (station addresses, SYNC0 start and cycle) go through pysoem's FPRD.
+    *wanted* False: the master was asked not to use DC (its slaves' DC features are not read).
     """
     dc_slaves = [s for s in slaves if s.has_dc]
     why = None
-    if not dc_slaves:
+    if not wanted:
+        why = "distributed clocks were turned off (dc=False)"
+    elif not dc_slaves:
         why = "no slave has distributed clocks (ESC feature register 0x0008, bit 2)"
     elif not dc_active:
         why = "distributed clocks were not configured (SOEM's config_dc found no DC slave)"

@@ -48,6 +48,7 @@ from .al import AlState, code_text, state_name
 from .drives import DriveConfig
 from .errors import EcatError, EcatInputError
 from .mapping import DriveMap
+from .netif import check_interface
 
 CW_SHUTDOWN, CW_SWITCH_ON, CW_ENABLE, CW_DISABLE_VOLTAGE, CW_FAULT_RESET = 0x0006, 0x0007, 0x000F, 0x0000, 0x0080
 SW_MASK, SW_SOD, SW_RTSO, SW_SO, SW_OE, SW_FAULT_MASK, SW_FAULT = 0x6F, 0x40, 0x21, 0x23, 0x27, 0x4F, 0x08
@@ -84,6 +85,12 @@ class _Axis:
         self.position = 0
         self.error_code = 0
 
+    def where(self) -> str:
+        """``drive 'NAME' (slave 1)``, with the axis when the drive has several (the axes of one
+        drive share its name)."""
+        axis = f", axis {self.axis}" if len(self.info.drives) > 1 else ""
+        return f"drive '{self.name}' (slave {self.info.position}{axis})"
+
 
 class EtherCATMaster:
     """CiA 402 CSP drives on one EtherCAT segment, driven through pysoem (a softrt Device)."""
@@ -114,7 +121,7 @@ class EtherCATMaster:
         #: Process-data (SM) watchdog to program into every slave (None: keep the slave's default).
         self.watchdog_ms = watchdog_ms
         self.state = MasterState.CLOSED
-        self.edge_ns = self.cycle = self.flags = self.t0_ns = 0
+        self.edge_ns = self.cycle = self.flags = self.t0_ns = self.start_ns = 0
         self.last_rtt_ns = self.last_wkc = 0
         self.expected_wkc = 0
         self.dc_active = False
@@ -154,7 +161,7 @@ class EtherCATMaster:
         """Bring the bus to OP and enable the drives; on failure leave it in INIT and raise EcatError."""
         if self.state is not MasterState.CLOSED:
             raise InvalidState(MasterState.CLOSED.value, self.state.value, "EtherCAT master")
-        bringup.check_interface(self.iface)
+        check_interface(self.iface)
         self._axes = []  # none from an earlier open(): only these can need disabling on failure
         self._final_drives = None
         self._dc = None
@@ -206,7 +213,8 @@ class EtherCATMaster:
         self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
         self._dc, self.dc_absent = dcmonitor.attach(
             m, iface, self.slaves, sorted({s.position for s, _n in used}), self.period_ns,
-            dc_active=self.dc_active, lock=self.dc_lock, shift_ns=self.dc_shift_ns, sample_every=self.dc_sample_every)
+            dc_active=self.dc_active, lock=self.dc_lock, shift_ns=self.dc_shift_ns, sample_every=self.dc_sample_every,
+            wanted=self.dc)
         # Outputs before OP: no command, target = where the drive is (inputs are valid in SAFEOP).
         for _ in range(max(1, int(0.1e9 // self.period_ns))):
             if self._exchange() > 0:
@@ -226,10 +234,13 @@ class EtherCATMaster:
         self._stop_keeper()
         own = frozenset() if self._dc is None or self._dc.probe is None else frozenset({self._dc.probe.sock.fileno()})
         self._polling = receive.PollingReceive(self.iface, own).__enter__()
-        self.t0_ns = self.edge_ns = t0_ns
+        # t0_ns moves with the phase lock; the run's start stays where it was (confirmed_at_s).
+        self.t0_ns = self.edge_ns = self.start_ns = t0_ns
         self.cycle = 0
         self.confirmed_cycle, self.confirmed_ns, self._answered_since_valid = -1, 0, False
-        self._next_al_read = self.al_check_cycles
+        # AL status may be read from the first cycle: a slave that leaves OP early in the run is
+        # named as the cause, not reported as a lost bus once the bus timeout runs out.
+        self._next_al_read = 0
         self._final_drives = None
         # A keep-alive that failed before the run: the first cycle reports it and the loop stops.
         self.failure = None if self.keepalive_error is None else f"bus lost before the run: {self.keepalive_error}"
@@ -315,8 +326,8 @@ class EtherCATMaster:
                 if ax.statusword & SW_MASK != SW_OE:
                     flags = FLAG_DEVICE_ERROR
                     if ax.statusword & SW_FAULT_MASK == SW_FAULT:
-                        self._fail(f"drive '{ax.name}' (slave {ax.info.position}) faulted: statusword "
-                                   f"0x{ax.statusword:04X}, error code 0x{ax.error_code:04X}")
+                        self._fail(f"{ax.where()} faulted: statusword 0x{ax.statusword:04X}, "
+                                   f"error code 0x{ax.error_code:04X}")
             if flags:
                 self.not_enabled += 1
             elif window >= self._next_al_read and \
@@ -446,9 +457,10 @@ class EtherCATMaster:
             if wkc == self.expected_wkc and all(ax.statusword & mask == want for ax in self._axes):
                 return
             if time.monotonic() > deadline:
-                seen = {ax.name: {"statusword": f"0x{ax.statusword:04X}", "error_code": f"0x{ax.error_code:04X}"}
+                # One entry per axis, named by slave and axis: identical drives share a name.
+                seen = {ax.where(): {"statusword": f"0x{ax.statusword:04X}", "error_code": f"0x{ax.error_code:04X}"}
                         for ax in self._axes}
-                text = "; ".join(f"'{k}' statusword {v['statusword']}, error code {v['error_code']}"
+                text = "; ".join(f"{k} statusword {v['statusword']}, error code {v['error_code']}"
                                  for k, v in seen.items())
                 raise EcatError("drive_fault", self.iface,
                                 f"CiA 402 '{what}' (controlword 0x{controlword:04X}) not reached: {text}"
@@ -496,7 +508,7 @@ class EtherCATMaster:
         if self._final_drives is not None:
             return self._final_drives
         running = self.state is MasterState.RUNNING
-        at_s = round((self.confirmed_ns - self.t0_ns) / 1e9, 6) if running and self.confirmed_cycle >= 0 else None
+        at_s = round((self.confirmed_ns - self.start_ns) / 1e9, 6) if running and self.confirmed_cycle >= 0 else None
         return [{"name": ax.name, "slave": ax.info.position, "axis": ax.axis, "statusword": ax.statusword,
                  "state": cia402_state(ax.statusword), "position_counts": ax.position,
                  "origin_counts": ax.origin, "error_code": ax.error_code,

@@ -41,7 +41,7 @@ class Slave(Doc):
     axes: int | None = count()
     pdo: str | None = None  # e.g. "assigned by SDO", "the drive's own (SII)"
     error_register: int | None = count()
-    error_codes: list[int] = many()
+    error_codes: list[int | None] = many()  # per axis; None: the axis has no 0x603F
 
 
 class Emergency(Doc):
