@@ -176,3 +176,14 @@ def test_the_dc_block_with_a_lock_and_without_dc():
     absent = dc_text(Board.from_dict({"distributed_clocks": {"absent": "no slave has distributed clocks"}})).plain
     assert absent == "Distributed clocks: none (no slave has distributed clocks)"
     assert dc_text(Board.from_dict({})) is None
+
+
+def test_a_dc_phase_lacking_figures_shows_dashes_not_a_traceback():
+    """Every Phase figure is optional in the model (a hand-edited or partial summary may lack one)."""
+    from softrt.cli.render import dc_text
+    from softrt.store.board import Board
+
+    dc = {"reference": {"slave": 0, "name": "drive"}, "sync0": {"active": True, "cycle_ns": 1_000_000},
+          "phase": {"n": 10, "mean_us": 1.5, "p99_us": None}}
+    text = " ".join(dc_text(Board.from_dict({"distributed_clocks": dc})).plain.split())
+    assert "mean +1.5 µs, p1 -, p99 -; |error| mean -" in text

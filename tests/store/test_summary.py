@@ -260,3 +260,17 @@ def test_a_drive_without_an_error_code_object_is_a_valid_board():
     board = Board.from_dict({"slaves": [info.report()]}, "summary.json", "board")
     assert board.slaves[0].error_codes == [None, 0x2310]
     assert Board.from_dict(board.to_dict()) == board
+
+
+@pytest.mark.parametrize("drop", [("status",), ("partial_reason",), ("ring",), ("board",), ("records_expected",),
+                                  ("period_us",), ("tuning", "recovered_from_earlier_runs"), ("misses", "overruns")])
+def test_a_file_lacking_a_field_is_written_back_without_it(drop):
+    """An older writer's file (a key it did not have yet) reads and writes back unchanged: nothing is added."""
+    doc = _doc("run")
+    parent = doc
+    for name in drop[:-1]:
+        parent = parent[name]
+    del parent[drop[-1]]
+    summary = RunSummary.read(doc, "older")
+    assert summary.to_dict() == doc
+    assert summary.replace(status="partial").to_dict()["status"] == "partial"  # a value set later is written

@@ -18,6 +18,10 @@ def _us(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+,.1f}"
+
+
 def seed_table(summary: RunSummary) -> Table:
     """The seed's table: period and processing time, mean/max/min (µs)."""
     table = Table(title="Cycle (µs)", title_justify="left", show_edge=False)
@@ -155,9 +159,9 @@ def dc_text(board: Board | None) -> Text | None:
     ph = dc.phase
     target = "SYNC0" if not dc.target_shift_us else f"SYNC0 {dc.target_shift_us:+,.1f} µs"
     if ph is not None:
-        lines.append(f"  frame at the reference vs {target}: mean {ph.mean_us:+,.1f} µs, p1 {ph.p1_us:+,.1f}, "
-                     f"p99 {ph.p99_us:+,.1f}; |error| mean {ph.abs_mean_us:,.1f}, p99 {ph.abs_p99_us:,.1f}, "
-                     f"max {ph.abs_max_us:,.1f} µs")
+        lines.append(f"  frame at the reference vs {target}: mean {_signed(ph.mean_us)} µs, p1 {_signed(ph.p1_us)}, "
+                     f"p99 {_signed(ph.p99_us)}; |error| mean {_us(ph.abs_mean_us)}, p99 {_us(ph.abs_p99_us)}, "
+                     f"max {_us(ph.abs_max_us)} µs")
     else:
         lines.append("  phase: no frame came back with the DC time")
     if dc.dc_vs_host_ppm is not None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import ConfigError
 from . import IS_WINDOWS
 
 INDEX = "commands.json"
@@ -86,7 +87,15 @@ class CapturedRunner:
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
-        self.index: dict = json.loads((self.directory / INDEX).read_text(encoding="utf-8"))
+        index = self.directory / INDEX
+        try:
+            self.index: dict = json.loads(index.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:  # ValueError: not JSON, or not UTF-8
+            raise ConfigError(f"cannot read the capture index {index}: {err}",
+                              hint=f"{INDEX} maps each command line to {{\"out\": FILE, \"rc\": N}}") from None
+        if not isinstance(self.index, dict):
+            raise ConfigError(f"{index} must be a JSON object (command line -> captured output)",
+                              hint=f"{INDEX} maps each command line to {{\"out\": FILE, \"rc\": N}}")
         self.calls: list[str] = []
 
     def __call__(self, argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> CmdResult:
@@ -95,8 +104,20 @@ class CapturedRunner:
         entry = self.index.get(line)
         if entry is None:
             return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"not captured: {line}")
-        out = (self.directory / entry["out"]).read_text(encoding="utf-8") if entry.get("out") else ""
-        return CmdResult(tuple(argv), int(entry.get("rc", 0)), out, entry.get("err", ""))
+        # A capture is bad input, not a bug: an entry or output file it lacks reads as a command
+        # that could not run (a finding that says why), never as a traceback.
+        rc = entry.get("rc", 0) if isinstance(entry, dict) else None
+        name = entry.get("out") if isinstance(entry, dict) else None
+        if not isinstance(rc, int) or isinstance(rc, bool) or not isinstance(name, (str, type(None))):
+            return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"bad capture entry in {INDEX} for: {line}")
+        if name and Path(name).name != name:  # a file of the capture directory, nothing outside it
+            return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"captured output {name!r} is not a file name")
+        try:
+            out = (self.directory / name).read_text(encoding="utf-8", errors="replace") if name else ""
+        except OSError as err:
+            return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"captured output {name} unreadable: {err.strerror or err}")
+        err_text = entry.get("err", "")
+        return CmdResult(tuple(argv), rc, out, err_text if isinstance(err_text, str) else "")
 
 
 def runner_for(root: str | Path) -> Runner:

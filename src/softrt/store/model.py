@@ -5,7 +5,9 @@ value against its declared type (a whole number is not a bool nor a float, a cou
 negative, text is made :func:`~softrt.store.validate.printable`) and raises one ConfigError naming
 the file and the field; :meth:`Doc.to_dict` gives the same JSON object back. Keys this softrt
 does not know (written by a newer minor version) are kept in ``extra`` and written back, so a
-document read and written again loses nothing: ``to_dict(from_dict(doc)) == doc``.
+document read and written again loses nothing and gains nothing: ``to_dict(from_dict(doc)) ==
+doc``, also for a file written by an older version (a key it lacks is not added while its field
+keeps its default).
 
 Every subclass is made a frozen, keyword-only dataclass. Field options (:func:`opt`,
 :func:`count`, :func:`key`, :func:`flatten`): a field is written as ``null`` when it is None
@@ -95,7 +97,8 @@ class Doc:
         for name, key, convert, inner in _plan(cls):
             if inner is not None:  # flattened: its keys are in *doc*, whose key order its parent keeps
                 inner_values, _ = inner._read(doc, where, path)
-                values[name] = inner(**inner_values, nulls=_nulls(doc, _keys(inner)))
+                values[name] = inner(**inner_values, nulls=_nulls(doc, _keys(inner)),
+                                     order=tuple(k for k in doc if k in _keys(inner)))
             elif key in doc:
                 values[name] = convert(doc[key], where, f"{path}.{key}" if path else key)
         return values, _keys(cls)
@@ -103,12 +106,15 @@ class Doc:
     def to_dict(self) -> dict:
         """The JSON object: declared fields in order (None written as null unless omitted), then extra."""
         out: dict[str, Any] = {}
+        read = frozenset(self.order)
         for f, _ in _fields(type(self)):
             value = getattr(self, f.name)
             if f.metadata.get("flatten"):
                 out.update(value.to_dict())
             else:
                 key = f.metadata.get("key", f.name)
+                if read and key not in read and _is_default(f, value):
+                    continue  # a key the file lacked (an older writer) and nothing set since: still absent
                 if value is not None or not f.metadata.get("omit_none") or key in self.nulls:
                     out[key] = _dump(value)
         out.update(self.extra)
@@ -138,6 +144,12 @@ def _plan(cls: type) -> tuple[tuple[str, str, Callable, type | None], ...]:
 def _keys(cls: type) -> frozenset:
     """The JSON keys *cls* reads (a flattened Doc's included)."""
     return frozenset().union(*(_keys(inner) if inner is not None else {key} for _, key, _, inner in _plan(cls)))
+
+
+def _is_default(f: dataclasses.Field, value: Any) -> bool:
+    if f.default is not dataclasses.MISSING:
+        return value == f.default
+    return f.default_factory is not dataclasses.MISSING and value == f.default_factory()
 
 
 def _nulls(doc: dict, keys: frozenset) -> frozenset:

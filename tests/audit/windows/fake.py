@@ -22,10 +22,14 @@ START_LINES = {"auto": "2   AUTO_START", "delayed-auto": "2   AUTO_START  (DELAY
 class FakeWindows:
     """A runner over a Captures copy that applies sc, powercfg and Set-NetAdapterRss changes to it."""
 
-    def __init__(self, caps: Captures, refuse: str | None = None) -> None:
+    def __init__(self, caps: Captures, refuse: str | None = None, pending: bool = False) -> None:
         self.caps = caps
         self.calls: list[str] = []
         self.refuse = refuse  # a command line prefix that fails (access denied)
+        # As sc.exe does: start/stop return at START_PENDING/STOP_PENDING; the first query after
+        # still says so, the next one the final state.
+        self.pending = pending
+        self._settling: dict[str, str] = {}
 
     def changes(self) -> list[str]:
         """Every command that changed something, in order."""
@@ -43,9 +47,15 @@ class FakeWindows:
             return CmdResult(tuple(argv), 0, "[SC] ChangeServiceConfig SUCCESS\n")
         if a[:2] in (["sc.exe", "stop"], ["sc.exe", "start"]):
             state = "1  STOPPED" if a[1] == "stop" else "4  RUNNING"
-            text = self.caps.read(F.sc_query(a[2]))
-            self.caps.set(F.sc_query(a[2]), re.sub(r"(STATE\s+: ).*", lambda m: m[1] + state, text))
+            if self.pending:
+                self._settling[a[2]] = state
+                state = "3  STOP_PENDING" if a[1] == "stop" else "2  START_PENDING"
+            self._set_state(a[2], state)
             return CmdResult(tuple(argv), 0, "")
+        if a[:2] == ["sc.exe", "query"] and a[2] in self._settling:
+            res = CapturedRunner(self.caps.root)(argv, timeout_s)  # still pending this once
+            self._set_state(a[2], self._settling.pop(a[2]))
+            return res
         if a[:2] == ["powercfg.exe", "/setacvalueindex"]:
             text = self.caps.read(F.POWER)
             self.caps.set(F.POWER, re.sub(r"(Current AC Power Setting Index: )0x[0-9a-f]+",
@@ -62,3 +72,7 @@ class FakeWindows:
             self.caps.edit_json(F.RSS, change)
             return CmdResult(tuple(argv), 0, "")
         return CapturedRunner(self.caps.root)(argv, timeout_s)
+
+    def _set_state(self, service: str, state: str) -> None:
+        text = self.caps.read(F.sc_query(service))
+        self.caps.set(F.sc_query(service), re.sub(r"(STATE\s+: ).*", lambda m: m[1] + state, text))

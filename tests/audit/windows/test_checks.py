@@ -191,3 +191,10 @@ def test_a_csp_error_printed_with_exit_status_0_is_still_read(good):
     good.set(F.CSP, "", rc=0, err=INVALID_CLASS)
     f = next(f for f in report(good).findings if f.id == "cores.csp")
     assert f.status is WARN and "not present" in f.summary
+
+
+def test_a_capture_missing_an_output_file_is_a_finding_not_a_crash(good):
+    """The index names cpu_count.txt but the directory lacks it (a partial copy)."""
+    (good.root / "cpu_count.txt").unlink()
+    found = {f.id: f for f in report(good).findings}
+    assert found["cores.rt_cpus"].status is NA

@@ -8,6 +8,7 @@ import pytest
 
 from softrt.audit import Status, run_checks
 from softrt.audit.tune import apply_plan, plan_tune, revert
+from softrt.audit.tune import windows as tune_windows
 from softrt.audit.tune.windows import NEVER_APPLIED
 from softrt.cpus import CpuSet
 from softrt.errors import ConfigError
@@ -166,3 +167,12 @@ def test_a_service_caught_in_a_pending_state_is_left_alone(bad, state_path):
     assert dps.status == "skipped" and "refused" in dps.detail
     assert not any(" DPS" in c for c in fake.changes())
     assert "DPS" not in state_path.read_text()
+
+
+def test_revert_waits_for_a_service_that_is_still_starting(bad, state_path, monkeypatch):
+    """sc start returns at START_PENDING: the read-back waits for RUNNING instead of reporting a mismatch."""
+    monkeypatch.setattr(tune_windows, "SERVICE_POLL_S", 0.01, raising=False)
+    apply_plan(plan_tune(RT, str(bad)), runner=FakeWindows(bad, pending=True))
+    undone = revert(str(bad), runner=FakeWindows(bad, pending=True))
+    assert undone.complete and undone.count("restored") == 7, undone.outcomes
+    assert not state_path.exists()

@@ -13,6 +13,7 @@ change; revert restores newest first and reads every value back.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from ...cpus import CpuSet
@@ -27,6 +28,11 @@ from ..windows.facts import WinFacts
 from . import state
 from .apply import Result
 from .plan import Plan, Step
+
+#: ``sc start``/``sc stop`` return once the service reports START_PENDING/STOP_PENDING (sc.exe
+#: start, "Remarks"): revert reads a service back until it leaves the pending state, this long at most.
+SERVICE_SETTLE_S = 30.0
+SERVICE_POLL_S = 0.5
 
 NEVER_APPLIED = ("the WindowsIoT CSP (SetRTCores) and the registry values take effect only after a restart and are "
                  "printed, never applied: the CSP cannot be undone without reimaging")
@@ -105,6 +111,16 @@ def current(w: WinFacts, kind: str, target: str) -> str | None:
     return None
 
 
+def _read_back(rt: CpuSet, root: str, runner: wincmd.Runner, kind: str, target: str) -> str | None:
+    """What a setting holds after its restore; a service read again while it is still starting or stopping."""
+    deadline = time.monotonic() + SERVICE_SETTLE_S
+    while True:
+        value = current(windows.gather(rt, root, runner), kind, target)
+        if kind != WIN_SERVICE or not (value or "").endswith("_pending") or time.monotonic() >= deadline:
+            return value
+        time.sleep(SERVICE_POLL_S)
+
+
 def _run_all(w: WinFacts, cmds: list[list[str]]) -> str | None:
     """Run *cmds* in order; the first failure's message, or None."""
     for argv in cmds:
@@ -181,7 +197,7 @@ def revert(root: str, state_path: Path | None = None, runner: wincmd.Runner | No
             result.outcomes.append(Outcome(target, "restored", before))
             continue
         failed = _run_all(w, winsettings.commands(kind, target, now or entry.get("after", ""), before))
-        readback = current(windows.gather(rt, root, runner), kind, target)
+        readback = _read_back(rt, root, runner, kind, target)
         fix = winsettings.manual_fix(entry)
         if failed:
             result.outcomes.append(Outcome(target, "failed", failed, fix=fix))
