@@ -69,7 +69,11 @@ def test_real_cyclictest_result(tmp_path, cyclictest_json):
     assert (lat["std"] is None) == (overflow > 0)
     # The report sees the same samples.
     view = load_run(run)
-    assert view.latency.total == summary["cycles"] and view.period is None and view.series is None
+    assert view.period is None and view.series is None
+    if sum(sum(t["counts"]) for t in hist["threads"]):
+        assert view.latency.total == summary["cycles"]
+    else:  # a loaded machine: every sample beyond cyclictest's 25 µs histogram range
+        assert view.latency is None and any("no latency histogram" in n for n in view.notes)
     assert (run / "source.json").read_bytes() == file.read_bytes()
 
 
