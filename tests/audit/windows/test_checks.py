@@ -198,3 +198,17 @@ def test_a_capture_missing_an_output_file_is_a_finding_not_a_crash(good):
     (good.root / "cpu_count.txt").unlink()
     found = {f.id: f for f in report(good).findings}
     assert found["cores.rt_cpus"].status is NA
+
+
+@pytest.mark.parametrize("number", [64, 10**9])
+def test_an_rss_processor_number_beyond_its_group_is_unknown_not_a_huge_range(good, number):
+    """A processor number is 0-63 within its group; 10**9 once built a range of a billion CPUs (MemoryError)."""
+    good.edit_json(F.RSS, lambda data: data[0].update(MaxProcessorNumber=number))
+    f = next(f for f in report(good).findings if f.id == "irq.rss")
+    assert f.status is FAIL and "may run receive DPCs" in f.summary
+
+
+def test_a_processor_count_beyond_any_windows_is_unreadable(good):
+    good.set(F.CPU_COUNT, "99999999999999999999\r\n")
+    found = {f.id: f for f in report(good).findings}
+    assert found["cores.rt_cpus"].status is NA

@@ -15,6 +15,7 @@ from . import parse
 from .facts import CSP_CLASS, CSP_NAMESPACE, KERNEL_KEY, WU_POLICY_KEY, WinFacts, top_cores
 
 GUIDE = "Microsoft's Soft Real-Time guide"
+GROUP_CPUS = 64  # logical processors in one processor group (PROCESSOR_NUMBER.Number: 0-63)
 
 
 def _first_line(text: str) -> str:
@@ -248,9 +249,15 @@ def rss_adapters(w: WinFacts) -> list[dict] | None:
 
 
 def rss_cpus(adapter: dict) -> CpuSet | None:
-    """The group-0 processors an adapter's RSS may use (base..max), None when not in group 0 or unknown."""
+    """The group-0 processors an adapter's RSS may use (base..max), None when not in group 0 or unknown.
+
+    A processor number is within its group (0-63, PROCESSOR_NUMBER.Number): one beyond is not a
+    range of processors (and would not fit in memory as one).
+    """
     base, top = adapter.get("BaseProcessorNumber"), adapter.get("MaxProcessorNumber")
     if adapter.get("BaseProcessorGroup", 0) != 0 or not isinstance(base, int) or not isinstance(top, int):
+        return None
+    if not 0 <= base <= top < GROUP_CPUS:
         return None
     return CpuSet(range(base, top + 1))
 
