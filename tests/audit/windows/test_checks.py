@@ -212,3 +212,14 @@ def test_a_processor_count_beyond_any_windows_is_unreadable(good):
     good.set(F.CPU_COUNT, "99999999999999999999\r\n")
     found = {f.id: f for f in report(good).findings}
     assert found["cores.rt_cpus"].status is NA
+
+
+@pytest.mark.parametrize("procs,paths,words", [
+    ("C:\\softrt\\python.exe", None, "with 1 process and 0 path exclusion(s)"),  # a lone string, not 20 letters
+    (["C:\\softrt\\python.exe"], 5, "with 1 process and 0 path exclusion(s)"),  # a number is no exclusion (no crash)
+])
+def test_defender_exclusions_in_any_json_shape(good, procs, paths, words):
+    good.set(F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": procs,
+                                     "ExclusionPath": paths}))
+    f = next(f for f in report(good).findings if f.id == "services.defender")
+    assert f.status is OK and words in f.summary

@@ -179,6 +179,13 @@ check_wuauserv = _service_check("wuauserv", "Windows Update", "updates", Severit
                                 f"the Windows Update agent does not respect CPU core isolation ({GUIDE}, step 3)")
 
 
+def _texts(value: object) -> list[str]:
+    """A JSON list of strings; ConvertTo-Json may print a lone one bare (not one exclusion per letter)."""
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 def check_defender(w: WinFacts) -> Finding:
     """Windows Defender real-time protection and its exclusions."""
     title = "Windows Defender real-time protection"
@@ -192,8 +199,7 @@ def check_defender(w: WinFacts) -> Finding:
     except ValueError:
         return not_applicable("services.defender", title, "Get-MpPreference did not print JSON", Severity.MEDIUM)
     off = prefs.get("DisableRealtimeMonitoring") is True
-    procs = [p for p in (prefs.get("ExclusionProcess") or []) if isinstance(p, str)]
-    paths = [p for p in (prefs.get("ExclusionPath") or []) if isinstance(p, str)]
+    procs, paths = _texts(prefs.get("ExclusionProcess")), _texts(prefs.get("ExclusionPath"))
     evidence = (f"DisableRealtimeMonitoring: {prefs.get('DisableRealtimeMonitoring')}",
                 f"ExclusionProcess: {', '.join(procs) or 'none'}", f"ExclusionPath: {', '.join(paths) or 'none'}")
     if off:
