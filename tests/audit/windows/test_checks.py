@@ -198,3 +198,28 @@ def test_a_capture_missing_an_output_file_is_a_finding_not_a_crash(good):
     (good.root / "cpu_count.txt").unlink()
     found = {f.id: f for f in report(good).findings}
     assert found["cores.rt_cpus"].status is NA
+
+
+@pytest.mark.parametrize("number", [64, 10**9])
+def test_an_rss_processor_number_beyond_its_group_is_unknown_not_a_huge_range(good, number):
+    """A processor number is 0-63 within its group; 10**9 once built a range of a billion CPUs (MemoryError)."""
+    good.edit_json(F.RSS, lambda data: data[0].update(MaxProcessorNumber=number))
+    f = next(f for f in report(good).findings if f.id == "irq.rss")
+    assert f.status is FAIL and "may run receive DPCs" in f.summary
+
+
+def test_a_processor_count_beyond_any_windows_is_unreadable(good):
+    good.set(F.CPU_COUNT, "99999999999999999999\r\n")
+    found = {f.id: f for f in report(good).findings}
+    assert found["cores.rt_cpus"].status is NA
+
+
+@pytest.mark.parametrize("procs,paths,words", [
+    ("C:\\softrt\\python.exe", None, "with 1 process and 0 path exclusion(s)"),  # a lone string, not 20 letters
+    (["C:\\softrt\\python.exe"], 5, "with 1 process and 0 path exclusion(s)"),  # a number is no exclusion (no crash)
+])
+def test_defender_exclusions_in_any_json_shape(good, procs, paths, words):
+    good.set(F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": procs,
+                                     "ExclusionPath": paths}))
+    f = next(f for f in report(good).findings if f.id == "services.defender")
+    assert f.status is OK and words in f.summary

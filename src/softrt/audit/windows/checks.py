@@ -15,6 +15,7 @@ from . import parse
 from .facts import CSP_CLASS, CSP_NAMESPACE, KERNEL_KEY, WU_POLICY_KEY, WinFacts, top_cores
 
 GUIDE = "Microsoft's Soft Real-Time guide"
+GROUP_CPUS = 64  # logical processors in one processor group (PROCESSOR_NUMBER.Number: 0-63)
 
 
 def _first_line(text: str) -> str:
@@ -178,6 +179,13 @@ check_wuauserv = _service_check("wuauserv", "Windows Update", "updates", Severit
                                 f"the Windows Update agent does not respect CPU core isolation ({GUIDE}, step 3)")
 
 
+def _texts(value: object) -> list[str]:
+    """A JSON list of strings; ConvertTo-Json may print a lone one bare (not one exclusion per letter)."""
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 def check_defender(w: WinFacts) -> Finding:
     """Windows Defender real-time protection and its exclusions."""
     title = "Windows Defender real-time protection"
@@ -191,8 +199,7 @@ def check_defender(w: WinFacts) -> Finding:
     except ValueError:
         return not_applicable("services.defender", title, "Get-MpPreference did not print JSON", Severity.MEDIUM)
     off = prefs.get("DisableRealtimeMonitoring") is True
-    procs = [p for p in (prefs.get("ExclusionProcess") or []) if isinstance(p, str)]
-    paths = [p for p in (prefs.get("ExclusionPath") or []) if isinstance(p, str)]
+    procs, paths = _texts(prefs.get("ExclusionProcess")), _texts(prefs.get("ExclusionPath"))
     evidence = (f"DisableRealtimeMonitoring: {prefs.get('DisableRealtimeMonitoring')}",
                 f"ExclusionProcess: {', '.join(procs) or 'none'}", f"ExclusionPath: {', '.join(paths) or 'none'}")
     if off:
@@ -248,9 +255,15 @@ def rss_adapters(w: WinFacts) -> list[dict] | None:
 
 
 def rss_cpus(adapter: dict) -> CpuSet | None:
-    """The group-0 processors an adapter's RSS may use (base..max), None when not in group 0 or unknown."""
+    """The group-0 processors an adapter's RSS may use (base..max), None when not in group 0 or unknown.
+
+    A processor number is within its group (0-63, PROCESSOR_NUMBER.Number): one beyond is not a
+    range of processors (and would not fit in memory as one).
+    """
     base, top = adapter.get("BaseProcessorNumber"), adapter.get("MaxProcessorNumber")
     if adapter.get("BaseProcessorGroup", 0) != 0 or not isinstance(base, int) or not isinstance(top, int):
+        return None
+    if not 0 <= base <= top < GROUP_CPUS:
         return None
     return CpuSet(range(base, top + 1))
 

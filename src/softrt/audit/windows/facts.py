@@ -21,6 +21,8 @@ WU_POLICY_KEY = r"HKLM\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU"
 CSP_NAMESPACE = r"root\cimv2\mdm\dmmap"
 CSP_CLASS = "MDM_WindowsIoT_SoftRealTimeProperties01"
 
+#: More logical processors than any Windows supports (Windows Server 2022: 2,048) is not a count.
+MAX_LOGICAL_PROCESSORS = 2048
 CPU_COUNT = powershell("(Get-CimInstance -ClassName Win32_ComputerSystem).NumberOfLogicalProcessors")
 POWER = ["powercfg.exe", "/qh", "SCHEME_CURRENT", "SUB_PROCESSOR", "IDLEDISABLE"]
 KERNEL = ["reg.exe", "query", KERNEL_KEY]
@@ -78,7 +80,7 @@ class WinFacts:
         """Logical processors (Win32_ComputerSystem.NumberOfLogicalProcessors)."""
         res = self.run(CPU_COUNT)
         text = res.out.strip()
-        return int(text) if res.ok and text.isdigit() and int(text) > 0 else None
+        return int(text) if res.ok and text.isdigit() and 0 < int(text) <= MAX_LOGICAL_PROCESSORS else None
 
     @cached_property
     def online(self) -> CpuSet:
