@@ -122,7 +122,7 @@ def ethercat_text(board: Board | None) -> Text | None:
     from and the drives' emergencies (None: not an EtherCAT run, or one stored before these)."""
     if board is None or not board.slaves:
         return None
-    axes = {(d.slave, d.axis or 0): d for d in board.drives or []}
+    axes = {(d.slave, d.axis or 0): d for d in board.drives or [] if d.slave is not None}
     out = Text("EtherCAT slaves")
     for s in board.slaves:
         named = f" ({s.device_name})" if s.device_name and s.device_name != s.name else ""
