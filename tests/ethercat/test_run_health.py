@@ -105,9 +105,13 @@ def test_a_dropped_frame_costs_its_own_cycle(start_sim, ecat_ns, tmp_path):
     # The simulator dropped every 100th process-data frame it saw, so the dropped ones are the lost
     # records 100 apart; any other lost record is a reply that really came back late (a stall of
     # this VM), counted too but not injected. Exact accounting: as many as the simulator says.
+    # A late reply may share the drops' residue (seen: 4,308 after drops up to 4,108): the drops are
+    # the longest run of lost records exactly 100 apart.
     residues, counts = np.unique(lost % 100, return_counts=True)
-    injected = lost[lost % 100 == residues[np.argmax(counts)]]
-    assert len(injected) == dropped and (np.diff(injected) == 100).all()
+    same = lost[lost % 100 == residues[np.argmax(counts)]]
+    runs = np.split(same, np.flatnonzero(np.diff(same) != 100) + 1)
+    injected = max(runs, key=len)
+    assert len(injected) == dropped, (len(injected), dropped, same)
     # Each costs its own cycle and no more: the loop goes on at the next edge (the next write lands
     # in its own window: no missed update). Most, not all: this VM may delay any one cycle; with
     # SOEM's blocking receive (4-13 ms for a lost frame) none of them did.
