@@ -3,6 +3,8 @@ worker, a killed softrt: then the next command removes it). Real runs on the las
 
 from __future__ import annotations
 
+import glob
+
 import json
 import os
 import signal
@@ -124,8 +126,11 @@ def test_a_killed_softrt_leaves_an_instance_the_next_command_removes(tmp_path, s
     proc.communicate()
     worker.wait(timeout=10)
     assert name in _instances()
+    rings = glob.glob(f"/dev/shm/softrt-{proc.pid}-*")  # the killed supervisor's ring, left behind
     nxt = softrt_cmd("history")
     assert nxt.returncode == 0 and f"removed the trace instance {name}" in nxt.stderr, nxt.stderr
+    assert rings and not any(os.path.exists(r) for r in rings)  # ... and removed by the next command
+    assert f"removed the shared-memory ring {os.path.basename(rings[0])}" in nxt.stderr, nxt.stderr
     assert name not in _instances()
     assert (tracefs.find() is not None) == mounted_before
 

@@ -49,6 +49,10 @@ def cli(ctx: click.Context) -> None:
 
     for what in sweep_orphans():
         click.echo(f"softrt: removed the {what} left by a softrt that was killed", err=True)
+    from ..ipc.ring import remove_stale
+
+    for name in remove_stale():  # (run and compare do it when they create their ring)
+        click.echo(f"softrt: removed the shared-memory ring {name} left by a softrt that was killed", err=True)
 
 
 for _name in _COMMAND_MODULES:
