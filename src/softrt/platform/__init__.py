@@ -45,6 +45,21 @@ def get_platform() -> Platform:
     return _platform
 
 
+def preallocate(fd: int, nbytes: int) -> None:
+    """Give the open file *fd* at least *nbytes* of real disk space now, so a later write cannot
+    fail for space (store.rundir's reserve file).
+
+    Linux: posix_fallocate(3) allocates the blocks (a sparse ``ftruncate`` would reserve nothing).
+    Windows has no posix_fallocate (Python's ``os`` lacks it there); ``os.ftruncate`` is
+    SetEndOfFile, and NTFS allocates the clusters up to a new end of file of a file that is not
+    marked sparse (Microsoft, "SetEndOfFile function", "Sparse Files"). Raises OSError.
+    """
+    if IS_WINDOWS:
+        os.ftruncate(fd, nbytes)
+    else:
+        os.posix_fallocate(fd, 0, nbytes)
+
+
 def state_dir() -> Path:
     """Return softrt's state directory (restore journals, tune state).
 

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from ..analysis.stream import RunStats
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
-from ..platform import O_PRIVATE_BINARY
+from ..platform import O_PRIVATE_BINARY, preallocate
 from .late import AGGREGATES, LateSelector, SecondAggregator
 from .summary import RunSummary
 from .validate import load_json, safe_name
@@ -216,7 +216,7 @@ class RunDir:
         try:
             fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_PRIVATE_BINARY, 0o600)
             try:
-                os.posix_fallocate(fd, 0, reserve_bytes(kept_rows(expected_rows, samples)))
+                preallocate(fd, reserve_bytes(kept_rows(expected_rows, samples)))
             finally:
                 os.close(fd)
             self._sink = _Sink(self.path / SAMPLES, reserve)
@@ -224,6 +224,9 @@ class RunDir:
             self.discard()
             raise ConfigError(f"cannot reserve space for the run in {base}: {err.strerror or err}",
                               hint="free some space or choose another directory with --out-dir") from None
+        except BaseException:  # not a disk error (a bug, Ctrl-C): still no empty run directory left
+            self.discard()
+            raise
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[np.ndarray] = []
         self._pending_rows = 0

@@ -58,7 +58,12 @@ def find(root: str = "/") -> Path | None:
     points.sort(key=lambda m: m != MOUNT_POINT)
     for mp in points:
         path = kpath(root, mp)
-        if (path / "instances").is_dir():
+        try:
+            if (path / "instances").is_dir():
+                return path
+        except PermissionError:
+            # tracefs is mode 0700 (root only): it is mounted, but not ours to use. Return it, so
+            # that the caller says "no permission for tracefs" rather than "not mounted".
             return path
     return None
 
