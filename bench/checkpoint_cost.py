@@ -54,7 +54,8 @@ def main() -> None:
     from softrt.ipc.ring import Ring
     from softrt.session import changes
     from softrt.session.collect import Collector
-    from softrt.session.config import RunConfig, resolve_motion
+    from softrt.schema.config import RunConfig
+    from softrt.session.config import resolve_motion
     from softrt.session.run import _Drainer, _Outcome
     from softrt.session.summary import RunParts, checkpoint
     from softrt.store.rundir import RunDir, new_run_id

@@ -24,7 +24,7 @@ from rich.console import Console
 
 from softrt.cli.live import Watch
 from softrt.cli.options import WatchOptions
-from softrt.session.config import RunConfig
+from softrt.schema.config import RunConfig
 from softrt.session.run import run
 
 MODES = (("quiet", False), ("plain", False), ("live", False), ("live", True))

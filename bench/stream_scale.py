@@ -36,7 +36,7 @@ from softrt.motion import MotionConfig
 from softrt.report.synthetic import synthetic_records
 from softrt.session.collect import Collector
 from softrt.store.rundir import RunDir
-from softrt.store.summary import Metrics
+from softrt.schema.summary import Metrics
 
 PERIOD_NS = 250_000
 TEMPLATES = 8

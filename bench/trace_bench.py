@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from softrt.errors import SoftRTError
-from softrt.session.config import RunConfig
+from softrt.schema.config import RunConfig
 from softrt.session.run import run
 from softrt.store.rundir import read_samples
 

@@ -13,12 +13,13 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "softrt"
 # Rank of each top-level module or package; a module may import only from its rank or below.
 RANK = {
     "errors": 0, "cpus": 0, "units": 0,
-    "platform": 1,
-    "ipc": 2, "analysis": 2,
-    "board": 3, "motion": 3, "load": 3, "audit": 3, "store": 3, "loop": 3, "ethercat": 3, "ecatsim": 3, "report": 3,
-    "trace": 3, "metrics": 3,
-    "session": 4, "scenario": 4,
-    "cli": 5, "__init__": 5, "__main__": 6,
+    "schema": 1,  # typed documents (the summary, RunConfig): below every producer and reader
+    "platform": 2,
+    "ipc": 3, "analysis": 3,
+    "board": 4, "motion": 4, "load": 4, "audit": 4, "store": 4, "loop": 4, "ethercat": 4, "ecatsim": 4, "report": 4,
+    "trace": 4, "metrics": 4,
+    "session": 5, "scenario": 5,
+    "cli": 6, "__init__": 6, "__main__": 7,
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from .cpus import CpuSet
 from .errors import ConfigError, InvalidCpu, NotSupported, PermissionDenied, SoftRTError, WorkerFailed
-from .session.config import RunConfig
+from .schema.config import RunConfig
 from .session.run import RunResult, run
 
 __version__ = "0.1.0"

@@ -22,9 +22,9 @@ from softrt.cli.live import PLAIN_EVERY_S, Watch, live_view
 from softrt.cli.options import WatchOptions
 from softrt.cli.render import progress_line
 from softrt.ipc.layout import RECORD_DTYPE
-from softrt.session.config import RunConfig
+from softrt.schema.config import RunConfig
 from softrt.session.run import Progress
-from softrt.store.summary import RunSummary
+from softrt.schema.summary import RunSummary
 
 PERIOD = 250_000
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"

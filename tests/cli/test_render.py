@@ -8,7 +8,7 @@ from softrt.analysis.attribution import Attributor, unavailable
 from softrt.analysis.events import TraceEvent
 from softrt.cli.render import why_late
 from softrt.report.synthetic import synthetic_records
-from softrt.store.summary import RunSummary
+from softrt.schema.summary import RunSummary
 
 P = 250_000
 
@@ -140,7 +140,7 @@ def test_a_failed_ethercat_run_says_why_and_shows_the_drives_as_last_confirmed(t
 
 def test_the_axes_of_a_two_axis_drive_are_told_apart():
     from softrt.cli.render import drives_lines
-    from softrt.store.board import Board
+    from softrt.schema.device import Board
 
     axis = {"name": "2-axis drive", "slave": 0, "statusword": 0x0237, "state": "operation enabled", "error_code": 0,
             "position_counts": 1, "origin_counts": 0, "confirmed_cycle": 10, "confirmed_at_s": 0.01}
@@ -154,7 +154,7 @@ def test_the_axes_of_a_two_axis_drive_are_told_apart():
 
 def test_the_dc_block_with_a_lock_and_without_dc():
     from softrt.cli.render import dc_text
-    from softrt.store.board import Board
+    from softrt.schema.device import Board
 
     dc = {"reference": {"slave": 0, "name": "drive"}, "sync0": {"active": True, "cycle_ns": 1_000_000, "start_ns": 0},
           "target_shift_us": -200.0, "cycles": 3000,
@@ -181,7 +181,7 @@ def test_the_dc_block_with_a_lock_and_without_dc():
 def test_a_dc_phase_lacking_figures_shows_dashes_not_a_traceback():
     """Every Phase figure is optional in the model (a hand-edited or partial summary may lack one)."""
     from softrt.cli.render import dc_text
-    from softrt.store.board import Board
+    from softrt.schema.device import Board
 
     dc = {"reference": {"slave": 0, "name": "drive"}, "sync0": {"active": True, "cycle_ns": 1_000_000},
           "phase": {"n": 10, "mean_us": 1.5, "p99_us": None}}

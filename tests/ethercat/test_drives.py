@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.session.config import RunConfig, device_options
+from softrt.schema.config import RunConfig
+from softrt.session.config import device_options
 from softrt.ethercat.description import CSP_RX_ENTRIES, CSP_TX_ENTRIES
 from softrt.ethercat.drives import DriveConfig, entry_text, load_drives
 from softrt.ethercat.mapping import drive_maps

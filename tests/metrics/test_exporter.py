@@ -14,7 +14,7 @@ from softrt.analysis import RunStats
 from softrt.errors import ConfigError
 from softrt.ipc.layout import RECORD_DTYPE
 from softrt.metrics import MetricsServer, period_bounds_ns, view_of
-from softrt.session.config import RunConfig
+from softrt.schema.config import RunConfig
 from softrt.session.run import Progress
 
 PERIOD = 250_000

@@ -395,7 +395,7 @@ def test_the_supervisor_moves_off_the_rt_cpu_and_leaves_rt_throttling_alone(monk
 
     from softrt.session import changes
     from softrt.session import run as session_run
-    from softrt.session.config import RunConfig
+    from softrt.schema.config import RunConfig
 
     monkeypatch.setenv("SOFTRT_STATE_DIR", str(tmp_path / "state"))
     fake = fake_win32(cpus=4)
@@ -413,7 +413,7 @@ def test_the_supervisor_moves_off_the_rt_cpu_and_leaves_rt_throttling_alone(monk
 
 def test_tracing_says_it_is_unavailable_and_touches_nothing(monkeypatch, fake_win32):
     """caps.kernel_trace is False: no tracefs is looked for, the run's "why late" says why."""
-    from softrt.session.config import RunConfig
+    from softrt.schema.config import RunConfig
     from softrt.trace import TraceSession, sweep_orphans
 
     monkeypatch.setattr(P, "_platform", W.WindowsPlatform(fake_win32()))

@@ -13,10 +13,10 @@ from softrt.scenario import load_scenario
 from softrt.scenario.compare import Planned, ScenarioRun, _pool, plan
 from softrt.scenario.model import Scenario
 from softrt.scenario.require import parse_requirements
-from softrt.session.config import RunConfig
+from softrt.schema.config import RunConfig
 from softrt.session.run import RunResult
 from softrt.store.rundir import STATS, RunDir, read_samples, read_summary
-from softrt.store.summary import RunSummary
+from softrt.schema.summary import RunSummary
 
 
 def _records(seqs: np.ndarray, period_ns: int = 250_000) -> np.ndarray:

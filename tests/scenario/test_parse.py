@@ -53,7 +53,7 @@ def test_mistakes_name_file_line_and_key(tmp_path, text, needle):
 
 def test_a_scenario_may_set_the_trace_and_compare_passes_it_on():
     from softrt.scenario.compare import plan
-    from softrt.session.config import RunConfig
+    from softrt.schema.config import RunConfig
 
     quiet = parse_scenario('name = "quiet"\ntrace = false\n')
     default = parse_scenario('name = "default"\n')
@@ -66,7 +66,7 @@ def test_a_scenario_may_set_the_trace_and_compare_passes_it_on():
 
 def test_a_scenario_may_set_what_samples_are_kept():
     from softrt.scenario.compare import plan
-    from softrt.session.config import RunConfig
+    from softrt.schema.config import RunConfig
 
     late = parse_scenario('name = "late"\nsamples = "late"\n')
     default = parse_scenario('name = "default"\n')
@@ -76,7 +76,7 @@ def test_a_scenario_may_set_what_samples_are_kept():
 
 def test_a_scenario_names_its_drive_description_beside_it(tmp_path):
     from softrt.scenario.compare import plan
-    from softrt.session.config import RunConfig
+    from softrt.schema.config import RunConfig
 
     (tmp_path / "drives.toml").write_text('[defaults]\nassign = "never"\n')
     f = tmp_path / "bus.toml"
@@ -97,7 +97,7 @@ def test_unknown_scenario_name():
 
 def test_a_scenario_may_phase_lock_an_ethercat_bus():
     from softrt.scenario.compare import plan
-    from softrt.session.config import RunConfig
+    from softrt.schema.config import RunConfig
 
     locked = parse_scenario('name = "locked"\ndevice = "ethercat:eth1"\ndc_lock = true\ndc_shift = "-200us"\n')
     free = parse_scenario('name = "free"\ndevice = "ethercat:eth1"\ndc_shift = "50"\n')

@@ -2,7 +2,7 @@ import pytest
 
 from softrt.errors import ConfigError
 from softrt.scenario.require import parse_requirements
-from softrt.store.summary import Metrics
+from softrt.schema.summary import Metrics
 
 
 def figures(period_max=280.0, missed=0, p999=260.0) -> dict:

@@ -2,7 +2,8 @@ import pytest
 
 from softrt.cpus import CpuSet
 from softrt.errors import ConfigError, InvalidCpu
-from softrt.session.config import RunConfig, validate
+from softrt.schema.config import RunConfig
+from softrt.session.config import validate
 
 TWO = CpuSet([0, 1])
 

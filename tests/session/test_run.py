@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from softrt.session.config import RunConfig
+from softrt.schema.config import RunConfig
 from softrt.session.run import run
 from softrt.store.history import History
 from softrt.store.rundir import read_summary

@@ -12,7 +12,8 @@ from softrt.ipc.ring import Ring
 from softrt.report.synthetic import synthetic_records
 from softrt.session import changes
 from softrt.session.collect import Collector
-from softrt.session.config import RunConfig, resolve_motion
+from softrt.schema.config import RunConfig
+from softrt.session.config import resolve_motion
 from softrt.session.run import _Drainer, _Outcome
 from softrt.session.summary import RunParts, checkpoint, run_summary
 from softrt.store.history import History
@@ -74,7 +75,7 @@ def test_a_checkpoint_is_written_atomically_and_reaches_the_history(parts):
 
 def test_reconcile_misses_takes_the_boards_count_when_the_ring_dropped_records():
     from softrt.session.summary import reconcile_misses
-    from softrt.store.summary import RunSummary
+    from softrt.schema.summary import RunSummary
 
     doc = {"run_id": "r", "cycles": 900, "records_expected": 1000, "records_missing": 100,
            "misses": {"missed_updates": 3, "cycles_with_miss": 2, "longest_miss_run": 2, "overruns": 0,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from softrt.errors import SoftRTError
 from softrt.store.history import load_run_summary
 from softrt.store.importers import import_file
-from softrt.store.validate import is_safe_name, printable
+from softrt.schema.text import is_safe_name, printable
 
 from .conftest import cyclictest_doc
 

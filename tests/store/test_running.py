@@ -14,7 +14,7 @@ import pytest
 from softrt.errors import ConfigError
 from softrt.platform import get_platform
 from softrt.store.running import run_state
-from softrt.store.summary import RunSummary
+from softrt.schema.summary import RunSummary
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 

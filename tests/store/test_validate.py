@@ -1,5 +1,5 @@
 """store.validate: bounded JSON, printable() and safe_name(); Hypothesis fuzz of read_summary with any bytes.
-(The summary's fields, and the fuzz of hostile summary.json files, are tests/store/test_summary.py.)"""
+(The summary's fields, and the fuzz of hostile summary.json files, are tests/schema/test_summary.py.)"""
 
 from __future__ import annotations
 
@@ -9,29 +9,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from softrt.errors import ConfigError, SoftRTError
+from softrt.errors import ConfigError
 from softrt.store.rundir import read_summary
-from softrt.store.validate import INT64_MAX, MAX_JSON_DEPTH, is_safe_name, load_json, parse_json, printable, safe_name
+from softrt.store.validate import INT64_MAX, MAX_JSON_DEPTH, load_json, parse_json
+from softrt.schema.text import is_safe_name, printable, safe_name
 
-FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                         HealthCheck.too_slow])
-
-#: Any JSON value, including what json.dumps writes but RFC 8259 forbids (NaN, Infinity) and integers
-#: far beyond 64 bits.
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(10**40), max_value=10**40) | st.floats()
-    | st.text(max_size=12) | st.sampled_from(["\x1b[2J\x1b[31m", "[/x]", "../../etc", "a/b", "\u202eevil"]),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=12)
-
-
-def _one_line(err: BaseException) -> None:
-    assert isinstance(err, SoftRTError), repr(err)
-    assert "\n" not in str(err) and "\x1b" not in str(err)
-
+from ..fuzz import FUZZ, JSON_VALUES, one_line as _one_line
 
 # -- helpers ------------------------------------------------------------------------------------------
 def test_printable_drops_control_characters():

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from softrt.session.config import RunConfig
+from softrt.schema.config import RunConfig
 from softrt.session.run import run
 from softrt.store.rundir import read_samples
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from softrt.session.config import RunConfig
+from softrt.schema.config import RunConfig
 from softrt.session.run import run
 from softrt.trace import tracefs
 
@@ -56,7 +56,7 @@ def test_an_instance_that_cannot_be_created_leaves_the_run_going(tmp_path, state
 # A run in a child process.
 SCRIPT = textwrap.dedent("""
     import json
-    from softrt.session.config import RunConfig
+    from softrt.schema.config import RunConfig
     from softrt.session.run import run
     if __name__ == "__main__":
         r = run(RunConfig(duration_ns=20_000_000_000, out_dir={out!r}))

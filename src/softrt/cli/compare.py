@@ -14,8 +14,8 @@ from ..scenario import BUILTIN_NAMES, load_scenario
 from ..scenario.compare import Pooled, compare, plan
 from ..scenario.require import parse_requirements
 from ..session import interrupts
-from ..session.config import RunConfig
-from ..store.summary import Misses
+from ..schema.config import RunConfig
+from ..schema.summary import Misses
 from .history import remember
 from .live import Watch
 from .options import TimeNs, samples_option, trace_options, watch_options

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from ..store.history import History, RunRecord
 from ..store.running import run_state
-from ..store.validate import printable
+from ..schema.text import printable
 from .render import console
 
 DB_OPTION = click.option(

@@ -25,7 +25,7 @@ from rich.live import Live
 from rich.text import Text
 
 from ..metrics import MetricsServer, at_or_below, snap_ns, view_of
-from ..store.summary import RunSummary
+from ..schema.summary import RunSummary
 from .options import WatchOptions
 from .render import progress_line
 

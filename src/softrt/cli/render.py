@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..metrics import above, snap_ns
-from ..store.summary import Board, Misses, RunSummary
-from ..store.why_late import Cause, TraceInfo
+from ..schema.summary import Board, Misses, RunSummary
+from ..schema.why_late import Cause, TraceInfo
 from ..units import format_duration_s, format_ns
 
 

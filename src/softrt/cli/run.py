@@ -10,9 +10,10 @@ import click
 
 from ..session import interrupts
 from ..motion.config import MAX_AXES
-from ..session.config import RunConfig, disk_estimate
+from ..schema.config import RunConfig
+from ..session.config import disk_estimate
 from ..session.run import run
-from ..store.summary import RunSummary
+from ..schema.summary import RunSummary
 from ..units import NS_PER_S
 from .history import remember
 from .live import Watch

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from ..store.history import load_run_summary, resolve_run
 from ..store.running import run_state
-from ..store.summary import RunSummary
+from ..schema.summary import RunSummary
 from .history import DB_OPTION
 from .render import console, render_summary
 
@@ -25,7 +25,7 @@ def _us(value: float | None) -> str:
 def render_imported(summary: RunSummary, path: str) -> Group:
     """An imported cyclictest/oslat result: latency distribution per thread and overall."""
     cols = ("min", "mean", "p50", "p99", "p99.9", "p99.99", "max")
-    # Everything from the file is a Text (never rich markup); strings are printable (store.summary).
+    # Everything from the file is a Text (never rich markup); strings are printable (schema.summary).
     table = Table(title=Text(f"{summary.origin} latency (µs)"), title_justify="left", show_edge=False)
     table.add_column("")
     for c in cols:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..store.why_late import WhyLate
+from ..schema.why_late import WhyLate
 
 #: Finest bin of a streamed histogram: 0.1 µs resolves the processing time (about 1 µs) well.
 MIN_WIDTH_NS = 100

@@ -11,8 +11,8 @@ import base64
 from datetime import datetime, timezone
 from html import escape
 
-from ..store.summary import RunSummary
-from ..store.why_late import TraceInfo
+from ..schema.summary import RunSummary
+from ..schema.why_late import TraceInfo
 from .load import TOOL_MEANING, RunView
 from .plots import Plot, color
 

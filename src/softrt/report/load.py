@@ -24,8 +24,9 @@ from ..store.history import HISTOGRAM, load_run_summary
 from ..analysis.hdr import Hdr, bucket_bounds
 from ..store.late import AGGREGATES, read_aggregates
 from ..store.rundir import SAMPLES, STREAM_COLUMNS, iter_samples, load_run_stats
-from ..store.summary import RunSummary
-from ..store.validate import load_json, printable
+from ..schema.summary import RunSummary
+from ..store.validate import load_json
+from ..schema.text import printable
 from .data import MAX_BINS, MIN_WIDTH_NS, Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
 
 BATCH_ROWS = 1 << 18  # 2 MB per int64 column: small next to the histograms

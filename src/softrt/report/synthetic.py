@@ -23,7 +23,7 @@ from ..analysis.events import StealSample, TraceEvent
 from ..ipc.layout import RECORD_DTYPE
 from ..motion import MotionConfig, motion_impact
 from ..store.rundir import STATS, RunDir
-from ..store.summary import SCHEMA, RunSummary
+from ..schema.summary import SCHEMA, RunSummary
 
 T0_NS = 1_000_000_000_000  # an arbitrary CLOCK_MONOTONIC origin
 

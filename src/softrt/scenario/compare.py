@@ -20,11 +20,12 @@ from ..errors import ConfigError, SoftRTError
 from ..load import LoadFailed, LoadGroup, check_placement, make_load
 from ..platform import get_platform
 from ..session import interrupts
-from ..session.config import RunConfig, validate
+from ..schema.config import RunConfig
+from ..session.config import validate
 from ..session.run import Progress, RunResult, run
-from ..store.model import Doc, flatten, many
+from ..schema.doc import Doc, flatten, many
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
-from ..store.summary import LoadRun, Metrics
+from ..schema.summary import LoadRun, Metrics
 from .model import Scenario
 from .require import Requirement
 

@@ -23,7 +23,8 @@ from ..errors import ConfigError
 from ..load import LOAD_NAMES
 from ..loop.cyclic import WAITS
 from ..session.config import PROFILES, SAMPLE_MODES
-from ..store.validate import printable, read_bounded
+from ..store.validate import read_bounded
+from ..schema.text import printable
 from ..units import parse_time_ns
 from .model import PLACEMENTS, LoadSpec, Scenario
 

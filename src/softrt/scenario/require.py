@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..store.summary import Metrics
+from ..schema.summary import Metrics
 from ..units import parse_time_ns
 
 _OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq}

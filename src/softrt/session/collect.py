@@ -15,7 +15,7 @@ import numpy as np
 from ..analysis import RunStats, Snapshot
 from ..motion import MotionConfig, MotionImpactStream
 from ..store.rundir import STATS, RunDir
-from ..store.summary import Metrics, Motion
+from ..schema.summary import Metrics, Motion
 
 
 #: Drained records are passed on in batches of at least this many (about 1 s at 250 µs): the pass

@@ -31,12 +31,13 @@ from ..loop.worker import WorkerSpec, worker_main
 from ..platform import get_platform
 from ..store.history import History
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
-from ..store.summary import RunSummary
+from ..schema.summary import RunSummary
 from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
-from .config import RunConfig, device_options, resolve_motion, validate
+from ..schema.config import RunConfig
+from .config import device_options, resolve_motion, validate
 from .summary import RunParts, checkpoint, checkpoint_interval_s, run_summary, utcnow
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin

@@ -21,11 +21,11 @@ from ..ipc.ring import Ring
 from ..platform import get_platform
 from ..store.history import History
 from ..store.rundir import STATS, SUMMARY, RunDir
-from ..store.summary import SCHEMA, RunSummary
+from ..schema.summary import SCHEMA, RunSummary
 from ..trace import TraceSession
 from . import changes as _changes
 from .collect import Collector
-from .config import RunConfig
+from ..schema.config import RunConfig
 
 if TYPE_CHECKING:  # (annotations only: session.run imports this module)
     from .run import _Drainer, _Outcome

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..platform import data_dir
 from .rundir import SAMPLES, SUMMARY, read_summary
-from .summary import RunSummary
+from ..schema.summary import RunSummary
 
 #: Layout version of the database (PRAGMA user_version). A new version needs a migration step in
 #: History._check_version (which today only creates the version-1 tables).

@@ -49,8 +49,9 @@ from ..errors import ConfigError
 from ..platform import data_dir
 from .history import HISTOGRAM
 from .rundir import RunDir
-from .summary import SCHEMA, RunSummary
-from .validate import INT64_MAX, check_values, parse_json, printable, read_bounded, safe_name
+from ..schema.summary import SCHEMA, RunSummary
+from .validate import INT64_MAX, check_values, parse_json, read_bounded
+from ..schema.text import printable, safe_name
 
 HISTOGRAM_SCHEMA = "softrt.histogram/1"
 SOURCES = ("cyclictest", "oslat")

@@ -33,8 +33,9 @@ from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
 from ..platform import O_PRIVATE_BINARY, preallocate
 from .late import AGGREGATES, LateSelector, SecondAggregator
-from .summary import RunSummary
-from .validate import load_json, safe_name
+from ..schema.summary import RunSummary
+from .validate import load_json
+from ..schema.text import safe_name
 
 SAMPLES = "samples.parquet"
 SUMMARY = "summary.json"
@@ -405,7 +406,7 @@ def update_summary(run_path: Path, **fields) -> RunSummary:
 
 
 def read_summary(run_path: Path) -> RunSummary:
-    """Return a run's summary.json, checking its schema version and every field (store.summary)."""
+    """Return a run's summary.json, checking its schema version and every field (schema.summary)."""
     path = Path(run_path) / SUMMARY
     data = load_json(path, "run summary")  # bounded: size, depth, numbers (store.validate)
     return RunSummary.read(data, path)

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 
 from ..platform import get_platform
 from ..units import format_duration_s
-from .summary import RunSummary, Supervisor
+from ..schema.summary import RunSummary, Supervisor
 
 #: A run whose liveness cannot be checked (read on another machine) is presumed gone when its last
 #: checkpoint is older than this many checkpoint intervals (and at least STALE_MIN_S).

@@ -6,7 +6,7 @@ so every file is read the same way: at most :data:`MAX_JSON_BYTES`, nested at mo
 represented ... (such as Infinity and NaN) are not permitted"), every integer inside SQLite's
 signed 64-bit INTEGER (sqlite.org/datatype3.html) and every float finite. A file that breaks one
 of these rules is one ConfigError naming the file and the field (exit status 2), never a
-traceback; the summary's field types are checked by its model (store.model, store.summary).
+traceback; the summary's field types are checked by its model (schema.doc, schema.summary).
 
 Two helpers for what is shown or used as a name: :func:`printable` drops control characters
 (terminal escape sequences in a nodename must not reach the terminal), :func:`safe_name` maps a
@@ -19,13 +19,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import stat
-import unicodedata
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..platform import O_PRIVATE_BINARY
+from ..schema.text import printable, show_value
 
 #: The largest JSON file softrt reads (a cyclictest histogram of 64 threads x 10,000 buckets is ~10 MB).
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -33,42 +32,10 @@ MAX_JSON_BYTES = 64 * 1024 * 1024
 MAX_JSON_DEPTH = 32
 #: SQLite INTEGER is a signed 64-bit number (and so is every numpy count softrt computes).
 INT64_MAX = 2**63 - 1
-#: The longest name softrt accepts in a run id or a directory name (NAME_MAX is 255).
-MAX_NAME = 64
 
-_SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 _HINT = "the file is corrupt or was not written by softrt"
 
 
-# -- names and text ---------------------------------------------------------------------------------
-def printable(text: object) -> str:
-    """Return ``str(text)`` without control characters: tab, CR and LF become spaces, the rest ``?``.
-
-    Unicode category C* (Cc controls incl. ESC and the C1 CSI, Cf format characters such as the
-    bidirectional overrides of CVE-2021-42574, Cs/Co/Cn) are what a terminal may act on.
-    """
-    text = str(text)
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else " " if c in "\t\r\n" else "?" for c in text)
-
-
-def safe_name(text: object, fallback: str = "unknown", max_len: int = MAX_NAME) -> str:
-    """Return *text* reduced to ``[A-Za-z0-9._-]`` (runs of others become ``_``), safe in a path.
-
-    No leading dot (no hidden file, no ``..``), at most *max_len* characters, *fallback* when
-    nothing is left. ``safe_name("evil/../x") == "evil_.._x"``.
-    """
-    name = _SAFE_RE.sub("_", unicodedata.normalize("NFKC", str(text)))[:max_len].lstrip(".")
-    return name or fallback
-
-
-def is_safe_name(text: object) -> bool:
-    """True when *text* is a string that :func:`safe_name` leaves as it is."""
-    return isinstance(text, str) and bool(text) and safe_name(text, fallback="") == text
-
-
-# -- JSON ---------------------------------------------------------------------------------------------
 def _where(path: object) -> str:
     return printable(path)
 
@@ -148,21 +115,3 @@ def check_values(doc: object, where: object, *, max_depth: int = MAX_JSON_DEPTH)
 
 def _key(key: str) -> str:
     return printable(key.lstrip(".") or "the document")[:80]
-
-
-def show_value(value: object) -> str:
-    """*value* for an error message: printable, at most 60 characters (a huge number by its digits)."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
-    return printable(text)[:60]
-
-
-def printable_strings(doc: object) -> object:
-    """A copy of *doc* with every string (keys too) passed through :func:`printable` (depth is
-    bounded by :func:`check_values`, so recursion is safe)."""
-    if isinstance(doc, str):
-        return printable(doc)
-    if isinstance(doc, dict):
-        return {printable(k): printable_strings(v) for k, v in doc.items()}
-    if isinstance(doc, list):
-        return [printable_strings(v) for v in doc]
-    return doc

@@ -5,7 +5,7 @@ cyclictest/oslat result, and what every reader gets from :func:`softrt.store.run
 Its parts: identity, status and times; the configuration; host facts (a free-form dict); tuning
 and system changes; the metrics of the streaming pass (:class:`Metrics`, whose keys sit at the
 top of the file); misses; the motion impact; the ring; the board; what was kept on disk;
-``why_late`` (store.why_late); the check taken before the run; the checkpoint's supervisor.
+``why_late`` (schema.why_late); the check taken before the run; the checkpoint's supervisor.
 
 Schema ``softrt.summary/<major>``: fields are added without changing the major version (a reader
 keeps the keys it does not know in ``extra``); a newer major version is refused by
@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
-from .board import Board
-from .model import Doc, count, flatten, key, many, obj, opt
-from .validate import MAX_NAME, is_safe_name, printable, show_value
+from .device import Board
+from .doc import Doc, count, flatten, key, many, obj, opt
+from .text import MAX_NAME, is_safe_name, printable, show_value
 from .why_late import WhyLate
 
 SCHEMA = "softrt.summary/1"

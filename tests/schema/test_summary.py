@@ -1,4 +1,4 @@
-"""store.summary / store.model: the typed run summary.
+"""schema.summary / schema.doc: the typed run summary.
 
 Fixtures (tests/fixtures/summaries): summary.json files written by softrt itself. ``run``,
 ``checkpoint``, ``compare-round`` (with a load), ``import-*`` by today's softrt; ``older-<commit>``
@@ -25,10 +25,10 @@ from softrt.errors import ConfigError
 from softrt.report.synthetic import write_synthetic_run
 from softrt.store.history import History
 from softrt.store.rundir import read_summary, update_summary
-from softrt.store.summary import SCHEMA, STATUSES, Metrics, RunSummary
-from softrt.store.validate import printable
+from softrt.schema.summary import SCHEMA, STATUSES, Metrics, RunSummary
+from softrt.schema.text import printable
 
-from .test_validate import FUZZ, JSON_VALUES, _one_line
+from ..fuzz import FUZZ, JSON_VALUES, one_line as _one_line
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "summaries"
 CURRENT = ["run", "checkpoint", "compare-round", "import-cyclictest", "import-oslat"]
@@ -253,7 +253,7 @@ def test_a_drive_without_an_error_code_object_is_a_valid_board():
     the summary model must take the slave's report as the master writes it."""
     from softrt.ethercat.bringup import SlaveInfo
     from softrt.ethercat.preop import Identity
-    from softrt.store.board import Board
+    from softrt.schema.device import Board
 
     info = SlaveInfo(0, "drive", 0x0EC0FFEE, 0x402, True, True, [], [], identity=Identity(
         vendor_id=0x0EC0FFEE, error_register=0, error_codes=(None, 0x2310)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import Doc, count, key, many, opt
+from .doc import Doc, count, key, many, opt
 
 
 class Culprit(Doc):

@@ -31,7 +31,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
-from .validate import printable, printable_strings, show_value
+from .text import printable, printable_strings, show_value
 
 T = TypeVar("T", bound="Doc")
 _HINT = "the file is corrupt or was not written by softrt"

@@ -8,7 +8,7 @@ fields are described in docs/run-format.md (``board``) and docs/ethercat.md.
 
 from __future__ import annotations
 
-from .model import Doc, count, many, opt
+from .doc import Doc, count, many, opt
 
 
 class Drive(Doc):
