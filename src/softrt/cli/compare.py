@@ -120,6 +120,7 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
         if result.interrupted:
             err.print(f"softrt compare: interrupted by Ctrl-C after {len(result.runs)} of "
                       f"{repeat * len(planned)} scenario runs; the runs so far are stored")
+        live.linger()  # --metrics-linger: the final states stay served
         return 0 if result.passed else 1
 
 
