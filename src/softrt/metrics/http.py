@@ -63,7 +63,7 @@ class BoundedHttp:
                  max_connections: int = MAX_CONNECTIONS) -> None:
         self._sock, self._render = sock, render
         self.read_timeout_s, self.max_connections = float(read_timeout_s), int(max_connections)
-        self.open = 0  # connections open now (read by tests and the benchmark)
+        self._open: set[asyncio.StreamWriter] = set()  # connections open (an evicted one leaves at once)
         self.refused = 0  # connections closed at once: max_connections open, all being answered
         self.evicted = 0  # connections still waiting for their head, pushed out by a newer one
         self.timed_out = 0  # connections closed because the head or the answer took too long
@@ -73,6 +73,11 @@ class BoundedHttp:
         self._thread = threading.Thread(target=self._main, name="softrt-metrics", daemon=True)
         self._thread.start()
         self._ready.wait()
+
+    @property
+    def open(self) -> int:
+        """Connections open now (read by tests and the benchmark)."""
+        return len(self._open)
 
     @property
     def port(self) -> int:
@@ -100,9 +105,10 @@ class BoundedHttp:
                 return
             oldest = next(iter(self._waiting))
             del self._waiting[oldest]
+            self._open.discard(oldest)
             self.evicted += 1
             oldest.transport.abort()  # its readuntil() ends with an error; its task cleans up
-        self.open += 1
+        self._open.add(writer)
         self._waiting[writer] = None
         try:
             await asyncio.wait_for(self._answer(reader, writer), self.read_timeout_s)
@@ -111,7 +117,7 @@ class BoundedHttp:
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             pass  # the client went away, was pushed out, or sent something that is not a request head
         finally:
-            self.open -= 1
+            self._open.discard(writer)
             self._waiting.pop(writer, None)
             writer.transport.abort()  # no lingering close: the answer was flushed by drain()
 
