@@ -63,6 +63,11 @@ def resolve_runs(refs: Iterable[str | os.PathLike], db: Path | str | None = None
     return unique
 
 
+def check_output(path: str | os.PathLike) -> None:
+    """Raise ConfigError unless a report can be written at *path* (before runs are made or read)."""
+    _writable_file(Path(path))
+
+
 def _writable_file(path: Path) -> None:
     if path.is_dir():
         raise ConfigError(f"cannot write the report to {path}: it is a directory", hint="give a file name with -o")
