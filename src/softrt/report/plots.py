@@ -19,7 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
-from .data import Hist, common_width_ns, envelope, exceedance, late_marks, rebin
+from .data import Hist, common_width_ns, envelope, exceedance, late_marks, nice_width_ns, rebin
 from .load import TOOL_MEANING, RunView
 
 #: rcParams for every figure: browser-rendered text in SVG (smaller, selectable), fixed SVG ids
@@ -121,6 +121,8 @@ def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]
     if not have:
         return Plot(key, title, caption, None, na)
     width = common_width_ns([h for _, _, h in have], floor_ns=floor_ns, max_bins=HIST_MAX_BINS)
+    zoom_width = width if zoom_us is None else nice_width_ns(
+        (zoom_us[1] - zoom_us[0]) * 1e3, HIST_MAX_BINS, max(floor_ns, *(h.width_ns for _, _, h in have)))
     if zoom_us is not None:
         fig, axes = _fig(1, 2, width_ratios=(2, 3))
         zoom, whole = axes[0]
@@ -133,11 +135,13 @@ def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]
         if b.counts.size:
             edges = b.edges_ns() / 1e3
             whole.stairs(b.counts, edges, color=color(i), lw=1.0, label=f"{run.label}: {h.total:,} samples")
-            if zoom is not None:  # only the classes it shows: half the drawing time of the whole range
-                a, z = np.searchsorted(edges, zoom_us[0], "right") - 1, np.searchsorted(edges, zoom_us[1], "left")
-                a, z = max(a, 0), min(max(z, a + 1), b.counts.size)
+            if zoom is not None:  # its own finer classes, and only those it shows (half the drawing time)
+                zb = rebin(h, zoom_width)
+                ze = zb.edges_ns() / 1e3
+                a = max(int(np.searchsorted(ze, zoom_us[0], "right")) - 1, 0)
+                z = min(int(np.searchsorted(ze, zoom_us[1], "left")), zb.counts.size)
                 if z > a:
-                    zoom.stairs(b.counts[a:z], edges[a:z + 1], color=color(i), lw=1.0)
+                    zoom.stairs(zb.counts[a:z], ze[a:z + 1], color=color(i), lw=1.0)
             positive = edges[edges > 0]
             smallest = min(smallest, positive[0] if positive.size else np.inf)
         if zoom is not None and b.counts.size:
@@ -164,12 +168,11 @@ def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]
     if np.isfinite(smallest):
         whole.set_xlim(left=smallest / 2)
     whole.set_title("whole range (log x)", fontsize=9)
+    whole.set_ylabel(f"count per {_label_classes(width)} class (log)")
     if zoom is not None:
         zoom.set_xlim(*zoom_us)
         zoom.set_title(f"{zoom_us[0]:g} to {zoom_us[1]:g} µs", fontsize=9)
-        zoom.set_ylabel(f"count per {_label_classes(width)} class (log)")
-    else:
-        whole.set_ylabel(f"count per {_label_classes(width)} class (log)")
+        zoom.set_ylabel(f"count per {_label_classes(zoom_width)} class (log)")
     fig.suptitle(title, fontsize=10)
     _legend(fig)
     return Plot(key, title, caption.format(width=_label_classes(width)), fig, na)
@@ -193,8 +196,9 @@ def period_histogram(runs: list[tuple[int, RunView]]) -> Plot:
         "period_hist", "Timer int. period (permit to permit)", "period (µs)", runs, lambda r: r.period,
         lambda r: "no per-cycle period (imported latency histogram)" if r.source != "softrt" else "fewer than 2 cycles",
         floor_ns=1000, marks_us=_nominal(runs), zoom_us=_around_nominal(runs),
-        caption="Histogram of the cycle period in {width} classes, count on a log axis (as OSADL latency plots): "
-                "left the nominal period ±100 µs on a linear axis, right the whole range on a log axis, so the "
+        caption="Histogram of the cycle period, count on a log axis (as OSADL latency plots): left the nominal "
+                "period ±100 µs on a linear axis in finer classes, right the whole range on a log axis in {width} "
+                "classes, so the "
                 "ordinary cycles and the longest stall are both readable. The dotted line is the nominal period; "
                 "everything right of it is a late cycle.")
 
@@ -206,8 +210,8 @@ def latency_histogram(runs: list[tuple[int, RunView]]) -> Plot:
         lambda r: "no latency histogram (run without -h, or every sample beyond its range)"
         if r.source != "softrt" else "no cycles",
         floor_ns=1000, zoom_us=(0.0, 100.0),
-        caption="Histogram in {width} classes, count on a log axis: left 0 to 100 µs on a linear axis, right the "
-                "whole range on a log axis. " + meanings + ".")
+        caption="Histogram, count on a log axis: left 0 to 100 µs on a linear axis in finer classes, right the "
+                "whole range on a log axis in {width} classes. " + meanings + ".")
 
 
 def process_histogram(runs: list[tuple[int, RunView]]) -> Plot:
