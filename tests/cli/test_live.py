@@ -269,7 +269,10 @@ def test_the_metrics_endpoint_during_a_real_run_serves_the_documented_series(tmp
     assert proc.returncode == 0, rest
     assert len(scrapes) >= 3, rest
     got = scrapes[-1]
-    for name in documented:  # every documented series, by its samples' names
+    # The culprits come from the trace: without it (--no-trace) the series is absent, as documented;
+    # with it, tests/metrics/test_prometheus.py sees them arrive.
+    assert "softrt_late_seconds_total" in documented and "softrt_late_seconds_total" not in got
+    for name in set(documented) - {"softrt_late_seconds_total"}:  # every other series, by its samples' names
         names = [name] if not name.endswith("_seconds") or f"{name}_count" not in got else [f"{name}_count"]
         assert any(n in got for n in names), f"{name} missing from the scrape"
     positive = [c for c in cycles if c > 0]  # (the first copy may come before the first batch of figures)
