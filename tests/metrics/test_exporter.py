@@ -171,3 +171,23 @@ def test_culprits_are_the_largest_sources_and_their_number_is_bounded():
     assert got[("thread", "kworker/1:3")] == pytest.approx(2.3e-3)
     assert min(got.values()) == pytest.approx(0.8e-3)  # kworker/1:15 … 8 (and 3) are kept, 7 … 1 are not
     assert [(labels["kind"], labels["source"], v) for labels, v in ended] == [("irq", "eth0", 1.5e-3)]
+
+
+def test_the_live_culprits_are_the_attributions_own_sums():
+    from softrt.analysis.attribution import Attributor
+    from softrt.metrics.exporter import top_culprits
+    from softrt.report.synthetic import WORKER_PID, synthetic_records, synthetic_trace
+
+    rec = synthetic_records(6_000, misses=[(1_000, 2), (3_000, 1), (5_000, 3)])
+    events, steal = synthetic_trace(rec)
+    att = Attributor(period_ns=PERIOD, rt_cpu=1, worker_pid=WORKER_PID)
+    att.add_steal(steal)
+    att.add_events(events)
+    seen = []
+    for a in range(0, rec.size, 2_000):  # as the supervisor drains: the table grows
+        att.add_records(rec[a:a + 2_000])
+        att.advance(int(rec["done_ns"][min(a + 1_999, rec.size - 1)]))
+        seen.append(top_culprits(att.culprit_totals()))
+    final = att.finish()
+    assert seen[-1] == top_culprits(final["culprits"]) and seen[-1]
+    assert len(seen[0]) < len(seen[-1]) or seen[0] != seen[-1]  # live: it moved during the run
