@@ -178,15 +178,15 @@ def test_the_live_culprits_are_the_attributions_own_sums():
     from softrt.metrics.exporter import top_culprits
     from softrt.report.synthetic import WORKER_PID, synthetic_records, synthetic_trace
 
-    rec = synthetic_records(6_000, misses=[(1_000, 2), (3_000, 1), (5_000, 3)])
+    rec = synthetic_records(3_000, misses=[(500, 2), (1_500, 1), (2_500, 3)])
     events, steal = synthetic_trace(rec)
     att = Attributor(period_ns=PERIOD, rt_cpu=1, worker_pid=WORKER_PID)
     att.add_steal(steal)
     att.add_events(events)
     seen = []
-    for a in range(0, rec.size, 2_000):  # as the supervisor drains: the table grows
-        att.add_records(rec[a:a + 2_000])
-        att.advance(int(rec["done_ns"][min(a + 1_999, rec.size - 1)]))
+    for a in range(0, rec.size, 1_000):  # as the supervisor drains: the table grows
+        att.add_records(rec[a:a + 1_000])
+        att.advance(int(rec["done_ns"][min(a + 999, rec.size - 1)]))
         seen.append(top_culprits(att.culprit_totals()))
     final = att.finish()
     assert seen[-1] == top_culprits(final["culprits"]) and seen[-1]
