@@ -1,7 +1,6 @@
 """Side by side: the report's runs as columns of one table, with their verdicts (report layer).
 
-The runs of one ``softrt compare`` (every run carries ``compare_round``; no scenario appears twice
-in a round) become one column per scenario, its rounds pooled by merging their streaming passes
+The runs of one ``softrt compare`` (:func:`is_one_compare`) become one column per scenario, its rounds pooled by merging their streaming passes
 (:meth:`softrt.analysis.RunStats.pooled`, as ``softrt compare`` pools them). Any other set of runs
 becomes one column per run. A column's verdict is the summary's ``verdict`` block when the runs
 have one (the worst round's, when several); older runs have none, and the cell then states the
@@ -34,11 +33,13 @@ class Column:
 
 
 def is_one_compare(runs: list[RunView]) -> bool:
-    """True for the runs of one ``softrt compare``: every run has a compare round, two or more
-    scenarios, and no (scenario, round) twice."""
+    """True for the runs of one ``softrt compare``: two or more scenarios, no (scenario, round)
+    twice, and one comparison's id on every run (``compare_id``; runs stored before it existed:
+    a compare round on every run)."""
     rounds = [(r.summary.scenario, r.summary.compare_round) for r in runs]
-    return (all(rnd is not None for _, rnd in rounds) and len({s for s, _ in rounds}) >= 2
-            and len(set(rounds)) == len(rounds))
+    ids = {getattr(r.summary, "compare_id", None) for r in runs}
+    same = len(ids) == 1 and None not in ids if ids != {None} else all(rnd is not None for _, rnd in rounds)
+    return same and len({s for s, _ in rounds}) >= 2 and len(set(rounds)) == len(rounds)
 
 
 def columns(runs: list[RunView]) -> list[Column]:
