@@ -119,7 +119,7 @@ def view_of(progress, host: str, state: str = "running", ring_overflows: int | N
     period, latency, c = stats.hist["period"], stats.hist["latency"], stats.counters
     process, slack = stats.hist["process"], stats.hist["slack"]
     late_bound_ns = snap_ns(config.period_ns + config.late_threshold_ns)
-    live = getattr(progress, "culprits", None)
+    live = progress.culprits
     return RunView(
         labels=(host, config.scenario, progress.run_id, "none" if config.cpu is None else str(config.cpu)),
         state=state, elapsed_s=progress.elapsed_s, duration_s=progress.duration_s,
