@@ -169,13 +169,16 @@ def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]
     _log(whole, "x")  # a 250 µs cycle and a 50 ms stall in one view
     if np.isfinite(smallest):
         whole.set_xlim(left=smallest / 2)
-    whole.set_title("whole range (log x)", fontsize=9)
+    if zoom is None:
+        whole.set_title(title)
+    else:
+        whole.set_title("whole range (log x)", fontsize=9)
+        fig.suptitle(title, fontsize=10)
     whole.set_ylabel(f"count per {_label_classes(width)} class (log)")
     if zoom is not None:
         zoom.set_xlim(*zoom_us)
         zoom.set_title(f"{zoom_us[0]:g} to {zoom_us[1]:g} µs", fontsize=9)
         zoom.set_ylabel(f"count per {_label_classes(zoom_width)} class (log)")
-    fig.suptitle(title, fontsize=10)
     _legend(fig)
     return Plot(key, title, caption.format(width=_label_classes(width)), fig, na)
 
