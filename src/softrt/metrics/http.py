@@ -46,7 +46,10 @@ def bind(addr: str, port: int) -> socket.socket:
     family, kind, proto, _, where = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart right after a run
+        if hasattr(socket, "SO_EXCLUSIVEADDRUSE"):  # Windows, where SO_REUSEADDR would let others take the port
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)
+        else:  # a restart right after a run finds the port free (its old connections in TIME_WAIT)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(where)
         sock.listen(BACKLOG)
     except OSError:
