@@ -145,14 +145,17 @@ def test_the_final_state_stays_served_for_the_linger_time_then_the_endpoint_clos
 def test_ctrl_c_ends_the_linger_at_once():
     err = io.StringIO()
     with interrupts.deferred():
-        with Watch(Console(file=err, width=200), WatchOptions(metrics_port=0)) as watch:  # the default: 30 s
+        with Watch(Console(file=err, width=200), WatchOptions(metrics_port=0, metrics_linger_ns=30 * 10**9)) as watch:
             p = _progress()
             watch.on_progress(p)
             _final(watch, p)
-        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        assert watch.server is not None
+        ctrl_c = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        ctrl_c.start()
         t0 = time.monotonic()
         watch.linger()
-        assert time.monotonic() - t0 < 5.0
+        ctrl_c.join()
+        assert 0.25 < time.monotonic() - t0 < 5.0  # ended by the Ctrl-C, not by the 30 s
     assert watch.server is None
 
 

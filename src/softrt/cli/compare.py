@@ -129,7 +129,6 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
                       f"{repeat * len(planned)} scenario runs; the runs so far are stored")
         if report_html is not None and result.runs:
             _write_report(result, report_html, err)
-        live.linger()  # --metrics-linger: the final states stay served
         return 0 if result.passed else 1
 
 

@@ -20,6 +20,7 @@ import math
 import socket
 import time
 
+import click
 from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
@@ -134,8 +135,17 @@ class Watch:
     def __exit__(self, exc_type, *exc) -> None:
         if self.live is not None:
             self.live.stop()
-        if self.server is not None and (exc_type is not None or not self.linger_s):
-            self.close()  # otherwise the command calls linger() once it has printed its result
+        if self.server is None:
+            return
+        if exc_type is not None or not self.linger_s:
+            self.close()
+            return
+        # --metrics-linger: once the command has printed its result and returned its status (click
+        # closes its context then), serve the final state a while longer; outside a command the
+        # caller calls linger() itself.
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:
+            ctx.call_on_close(self.linger)
 
     def close(self) -> None:
         if self.server is not None:
@@ -151,9 +161,11 @@ class Watch:
             if self.linger_s > 0:
                 self.err.print(f"softrt: serving the final metrics at {self.server.url} for {self.linger_s:g} s "
                                "(--metrics-linger; Ctrl-C stops)", soft_wrap=True)
-                seen, end = interrupts.requested(), time.monotonic() + self.linger_s
-                while time.monotonic() < end and interrupts.requested() == seen:
-                    time.sleep(min(LINGER_POLL_S, max(end - time.monotonic(), 0.0)))
+                end = time.monotonic() + self.linger_s
+                with interrupts.deferred(then_ignore=True):  # a Ctrl-C ends the wait, never the exit status
+                    seen = interrupts.requested()
+                    while time.monotonic() < end and interrupts.requested() == seen:
+                        time.sleep(min(LINGER_POLL_S, max(end - time.monotonic(), 0.0)))
         finally:
             self.close()
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import click
 
 from ..errors import ConfigError
-from ..units import NS_PER_S, parse_time_ns
+from ..units import parse_time_ns
 
 
 class TimeNs(click.ParamType):
@@ -72,7 +72,7 @@ class WatchOptions:
     quiet: bool = False
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
-    metrics_linger_ns: int = 30 * NS_PER_S
+    metrics_linger_ns: int = 0  # the command line's default is 30 s (watch_options)
 
 
 def watch_options(f):

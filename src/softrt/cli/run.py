@@ -96,12 +96,10 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
         else:
             console().print(render_summary(result.summary, str(result.path)))
         remember([result.path])
-        code = 0 if result.summary.status == "complete" else 1
-        if code == 0 and interrupts.requested():
+        if result.summary.status == "complete" and interrupts.requested():
             err.print("softrt: interrupted after the run had finished; the run is complete and stored")
-            code = 1
-        live.linger()  # --metrics-linger: the final state stays served; a Ctrl-C here changes nothing
-        return code
+            return 1
+        return 0 if result.summary.status == "complete" else 1
 
 
 def progress_line_final(summary: RunSummary) -> str:
