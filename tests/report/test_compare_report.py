@@ -121,3 +121,17 @@ def test_the_configuration_is_in_human_units(views):
     facts = _facts(0, views[0])
     assert "<td>config.max_duration</td><td>1 h</td>" in facts
     assert "max_duration_ns" not in facts and "3600000000000" not in facts
+
+
+def test_a_stored_verdict_is_the_columns_verdict_the_worst_round_first(views):
+    def judged(view, meets):
+        doc = {**view.summary.to_dict(), "verdict": {"meets": meets, "requirement": "misses==0,period.max<=270us"}}
+        return dataclasses.replace(view, summary=type(view.summary).from_dict(doc))
+
+    cols = columns([judged(views[0], True), judged(views[1], True), judged(views[2], False), judged(views[3], True)])
+    assert [(c.name, c.verdict_ok, c.verdict) for c in cols] == [
+        ("untuned", False, "fails misses==0,period.max<=270us (1 of 2 rounds failed)"),
+        ("tuned+load", True, "meets misses==0,period.max<=270us")]
+    html = _side_by_side([judged(v, True) for v in views], None)
+    assert '<td class="text good">meets misses==0,period.max&lt;=270us</td>' in html
+    assert "carry no verdict" not in html
