@@ -12,9 +12,9 @@ import pytest
 
 from matplotlib.text import Text
 
-from softrt.report.compare import columns, is_one_compare
+from softrt.report.compare import columns, is_one_compare, side_by_side
 from softrt.report.data import late_marks
-from softrt.report.html import CULPRIT_ROWS, WORST_ROWS, _facts, _side_by_side, _why_late, config_rows
+from softrt.report.html import CULPRIT_ROWS, WORST_ROWS, _facts, _why_late, config_rows
 from softrt.report.load import load_run
 from softrt.report.plots import (exceedance_curves, latency_histogram, motion_impact, period_histogram,
                                  period_series)
@@ -50,7 +50,7 @@ def _side_table(html: str) -> list[list[str]]:
 
 
 def test_the_scenarios_of_one_compare_are_columns_with_their_rounds_pooled(compare_runs, views):
-    html = _side_by_side(views, ["Tuning cut the worst period from 1,000.0 µs to 750.0 µs."])
+    html = side_by_side(views, ["Tuning cut the worst period from 1,000.0 µs to 750.0 µs."])
     rows = {r[0]: r[1:] for r in _side_table(html)}
     assert rows[""] == list(SCENARIOS)
     assert rows["rounds"] == ["2", "2"]
@@ -71,9 +71,9 @@ def test_runs_that_are_not_one_compare_are_a_column_each(views):
     cols = columns([views[0], plain])  # a compare's run beside a plain run: not one compare
     assert not is_one_compare([views[0], plain]) and [c.name for c in cols] == [views[0].label, plain.label]
     assert not is_one_compare(views[:1] + views[:1])  # a scenario twice in one round: two compares
-    html = _side_by_side([views[0], plain], None)
+    html = side_by_side([views[0], plain], None)
     assert "One column per run" in html and "<td>rounds</td>" not in html
-    assert _side_by_side(views[:1], None) == ""  # one run: nothing to put side by side
+    assert side_by_side(views[:1], None) == ""  # one run: nothing to put side by side
 
 
 def _texts(fig) -> list[str]:
@@ -132,6 +132,6 @@ def test_a_stored_verdict_is_the_columns_verdict_the_worst_round_first(views):
     assert [(c.name, c.verdict_ok, c.verdict) for c in cols] == [
         ("untuned", False, "fails misses==0,period.max<=270us (1 of 2 rounds failed)"),
         ("tuned+load", True, "meets misses==0,period.max<=270us")]
-    html = _side_by_side([judged(v, True) for v in views], None)
+    html = side_by_side([judged(v, True) for v in views], None)
     assert '<td class="text good">meets misses==0,period.max&lt;=270us</td>' in html
     assert "carry no verdict" not in html

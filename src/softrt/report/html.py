@@ -14,9 +14,9 @@ from html import escape
 from ..schema.summary import RunSummary
 from ..schema.why_late import TraceInfo
 from ..units import format_time_ns
-from .compare import Column, columns, is_one_compare
+from .compare import fmt_us as _us, side_by_side, swatch as _swatch
 from .load import TOOL_MEANING, RunView
-from .plots import Plot, color
+from .plots import Plot
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 #: Rows shown of the long tables (the rest: "… and N more", with where to find them).
@@ -50,18 +50,10 @@ figcaption { color: #444; font-size: 13px; margin-top: 4px; } code { font-size: 
 """
 
 
-def _us(v: float | None, digits: int = 1) -> str:
-    return "–" if v is None else f"{v:,.{digits}f}"
-
-
 def _when(iso: object) -> str:
     """ISO 8601 UTC as 'YYYY-MM-DD HH:MM:SS' (the table says UTC once)."""
     text = str(iso or "–")
     return text.replace("T", " ").removesuffix("+00:00")
-
-
-def _swatch(i: int) -> str:
-    return f'<span class="swatch" style="background:{color(i)}"></span>'
 
 
 def _runs_table(runs: list[RunView]) -> str:
@@ -77,98 +69,6 @@ def _runs_table(runs: list[RunView]) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("run", "source", "host", "scenario", "started (UTC)", "mode", "status",
                                             "cycles / samples", "period"))
     return f'<table id="runs-table"><tr>{head}</tr>{"".join(rows)}</table>'
-
-
-def _count(v: int | None) -> str:
-    return "–" if v is None else f"{v:,}"
-
-
-def _late(c: Column) -> str:
-    whys = [v.summary.why_late for v in c.views]
-    if not any(w is not None and w.on for w in whys):
-        return "not traced"
-    return f"{sum((w.late_cycles or 0) for w in whys if w is not None and w.on):,}"
-
-
-def _main_culprit(c: Column) -> str:
-    totals: dict[tuple[str, str], float] = {}
-    for v in c.views:
-        why = v.summary.why_late
-        for cul in (why.culprits or []) if why is not None and why.on else []:
-            key = (str(cul.kind), cul.name)
-            totals[key] = totals.get(key, 0.0) + (cul.total_us or 0.0)
-    if not totals:
-        return "–"
-    (kind, name), us = max(totals.items(), key=lambda kv: kv[1])
-    return f"{escape(kind)}: {escape(name)} ({us / 1e3:,.1f} ms)"
-
-
-def _loads(c: Column) -> str:
-    names = {}
-    for v in c.views:
-        for load in v.summary.loads or []:
-            names.setdefault(load.name, "skipped" if load.skipped_reason else (load.backend or ""))
-    return ", ".join(f"{escape(n)}" + (f" ({escape(b)})" if b == "skipped" else "") for n, b in names.items()) or "none"
-
-
-def _deviation(c: Column) -> str:
-    values = [v.summary.motion_impact.max_deviation_counts for v in c.views
-              if v.summary.motion_impact is not None and v.summary.motion_impact.max_deviation_counts is not None]
-    return _us(max(values)) if values else "–"
-
-
-#: Rows of the side-by-side table: label, cell of a column (HTML). Times in µs.
-SIDE_ROWS = (
-    ("period mean", lambda c: _us(c.metrics.period_us.mean)),
-    ("period max", lambda c: _us(c.metrics.period_us.max)),
-    ("period min", lambda c: _us(c.metrics.period_us.min)),
-    ("process mean", lambda c: _us(c.metrics.process_us.mean, 2)),
-    ("process max", lambda c: _us(c.metrics.process_us.max, 2)),
-    ("process min", lambda c: _us(c.metrics.process_us.min, 2)),
-    ("period p99.9", lambda c: _us(c.metrics.period_us.p99_9)),
-    ("period p99.99", lambda c: _us(c.metrics.period_us.p99_99)),
-    ("latency p99.9", lambda c: _us(c.metrics.latency_us.p99_9)),
-    ("latency max", lambda c: _us(c.metrics.latency_us.max)),
-    ("slack min (negative: overrun)", lambda c: _us(c.metrics.slack_us.min)),
-    ("missed updates", lambda c: _count(c.metrics.misses.missed_updates if c.metrics.misses else None)),
-    ("longest miss run", lambda c: _count(c.metrics.misses.longest_miss_run if c.metrics.misses else None)),
-    ("overruns", lambda c: _count(c.metrics.misses.overruns if c.metrics.misses else None)),
-    ("late cycles (trace)", _late),
-    ("main culprit", _main_culprit),
-    ("max deviation (counts)", _deviation),
-    ("loads", _loads),
-    ("mode", lambda c: escape(", ".join(sorted({v.summary.mode or "–" for v in c.views})))),
-    ("rounds", lambda c: f"{len(c.views)}"),
-    ("cycles", lambda c: _count(c.metrics.cycles)),
-)
-
-
-TEXT_ROWS = ("main culprit", "loads", "mode")
-
-
-def _side_by_side(runs: list[RunView], comparison: list[str] | None) -> str:
-    """The runs (or a compare's scenarios) as columns, the verdict first (report.compare)."""
-    if len(runs) < 2:
-        return ""
-    cols = columns(runs)
-    head = "".join(f'<th>{"".join(_swatch(i) for i in c.runs)}{escape(c.name)}</th>' for c in cols)
-    verdicts = "".join(
-        f'<td class="text { {True: "good", False: "bad"}.get(c.verdict_ok, "") }">{escape(c.verdict)}</td>'
-        for c in cols)
-    rows = [f"<tr><td>verdict</td>{verdicts}</tr>"]
-    for label, cell in SIDE_ROWS:
-        if label == "rounds" and all(len(c.views) == 1 for c in cols):
-            continue
-        cls = ' class="text"' if label in TEXT_ROWS else ""
-        rows.append(f"<tr><td>{label}</td>" + "".join(f"<td{cls}>{cell(c)}</td>" for c in cols) + "</tr>")
-    what = "scenario (its rounds pooled)" if is_one_compare(runs) else "run"
-    unjudged = "" if any(c.verdict_ok is not None for c in cols) else (
-        " These runs carry no verdict (recorded before softrt stored one): the verdict row states the worst "
-        "period and the missed updates.")
-    lines = "".join(f"<li>{escape(line)}</li>" for line in comparison or [])
-    return (f'<h2 id="side-by-side">Side by side</h2><p class="na">One column per {what}; times in µs.{unjudged}</p>'
-            f'<table id="side-table"><tr><th></th>{head}</tr>{"".join(rows)}</table>'
-            + (f'<ul class="verdict-lines">{lines}</ul>' if lines else ""))
 
 
 def _seed_table(s: RunSummary) -> str:
@@ -372,7 +272,7 @@ def page(runs: list[RunView], plots: list[Plot], svgs: dict[str, bytes], broken:
 (the seed: a 250 µs EtherCAT cycle), and if not, why not?</p>
 {_runs_table(runs)}
 {broken_html}
-{_side_by_side(runs, comparison)}
+{side_by_side(runs, comparison)}
 <h2 id="results">Results</h2>
 <div class="cards">{"".join(_result_card(i, r) for i, r in enumerate(runs))}</div>
 <h2 id="why-late">Why cycles were late</h2>
