@@ -12,7 +12,7 @@ from softrt.report.synthetic import synthetic_records, write_synthetic_run
 from softrt.scenario import load_scenario
 from softrt.scenario.compare import Planned, ScenarioRun, _pool, plan
 from softrt.scenario.model import Scenario
-from softrt.scenario.require import parse_requirements
+from softrt.analysis.require import parse_requirements
 from softrt.schema.config import RunConfig
 from softrt.session.run import RunResult
 from softrt.store.rundir import STATS, RunDir, read_samples, read_summary

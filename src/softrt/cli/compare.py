@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..scenario import BUILTIN_NAMES, load_scenario
 from ..scenario.compare import Pooled, compare, plan
-from ..scenario.require import parse_requirements
+from ..analysis.require import parse_requirements
 from ..session import interrupts
 from ..schema.config import RunConfig
 from ..schema.summary import Misses

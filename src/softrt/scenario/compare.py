@@ -27,7 +27,7 @@ from ..schema.doc import Doc, flatten, many
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
 from ..schema.summary import LoadRun, Metrics
 from .model import Scenario
-from .require import Requirement
+from ..analysis.require import Requirement
 
 #: Verdict rule: a loaded scenario "held" when its worst period stays within this factor of the
 #: unloaded tuned run's and it missed no more than twice as many updates.
