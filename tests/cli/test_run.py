@@ -44,6 +44,10 @@ RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
     (["--keep-late", "many"], "--keep-late"),
     (["--samples", "some"], "--samples"),
     (["--samples", ""], "--samples"),
+    (["--require", "jitter<3us"], "unknown metric 'jitter'"),
+    (["--require", "slack.p99>=3us"], "unknown statistic 'p99'"),
+    (["--require", "misses<0"], "can never be met"),
+    (["--require", ""], "--require is empty"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, tmp_path, state_dir, args, needle):
     out_dir = tmp_path / "runs"
