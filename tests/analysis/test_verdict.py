@@ -82,3 +82,10 @@ def test_nothing_measured_is_no_verdict():
     v = judge(Metrics(), period_ns=P, threshold_ns=T)
     assert v.meets is None and verdict_lines(v) == [
         "NO VERDICT on the 250 µs cycle (0 missed updates, every period ≤ 270.0 µs): no cycle was measured"]
+
+
+def test_a_checkpoint_meets_so_far_and_a_partial_run_says_so():
+    v = judge(metrics(), period_ns=P, threshold_ns=T)
+    assert verdict_lines(v, state="running")[0].startswith("MEETS the 250 µs cycle so far (0 missed updates")
+    assert verdict_lines(v, state="partial")[1] == ("  19,950 cycles observed (a partial run), so events rarer than "
+                                                    "about 1 in 20,000 cycles are unseen")

@@ -87,9 +87,10 @@ def main_culprit(why_late: Iterable[WhyLate | None]) -> tuple[VerdictCulprit | N
                           checks=list(remedy.checks) if remedy is not None else []), None
 
 
-def verdict_lines(v: Verdict, *, so_far: bool = False) -> list[str]:
+def verdict_lines(v: Verdict, *, state: str = "complete") -> list[str]:
     """The verdict in words: the answer with the worst figures, on failure the main culprit and its
-    fix, then how much the run proves. *so_far*: a run still going (a checkpoint)."""
+    fix, then how much the run proves. *state*: the run's (a "running" checkpoint meets it "so far";
+    a partial or failed run says so where it says what it observed)."""
     cycle = f"the {v.period_us:g} µs cycle" if v.period_us else "the cycle"
     bound = (v.period_us or 0) + (v.threshold_us or 0)
     required = f" (0 missed updates, every period ≤ {bound:,.1f} µs)" if v.default else \
@@ -98,8 +99,8 @@ def verdict_lines(v: Verdict, *, so_far: bool = False) -> list[str]:
         return [f"NO VERDICT on {cycle}{required}: no cycle was measured"]
     worst = _worst(v)
     if v.meets:
-        head = f"MEETS {cycle}{' so far' if so_far else ''}{required}: {worst}"
-        return [head, "  " + _proves(v.cycles or 0)]
+        head = f"MEETS {cycle}{' so far' if state == 'running' else ''}{required}: {worst}"
+        return [head, "  " + _proves(v.cycles or 0, state)]
     failed = [c for c in v.checks if not c.passed and not _shown_in_worst(c.requirement)]
     extra = "".join(f"; {c.requirement} not met ({_fmt(c.measured)})" for c in failed)
     lines = [f"FAILS {cycle}{required}: {worst}{extra}"]
@@ -111,7 +112,7 @@ def verdict_lines(v: Verdict, *, so_far: bool = False) -> list[str]:
         lines.append(f"  main culprit ({c.kind}): {c.source}{share}{fix}{checks}")
     elif v.why_unknown:
         lines.append(f"  main culprit: not named ({v.why_unknown}); a traced run names it")
-    lines.append("  " + _proves(v.cycles or 0))
+    lines.append("  " + _proves(v.cycles or 0, state))
     return lines
 
 
@@ -135,8 +136,9 @@ def _shown_in_worst(requirement: str) -> bool:
     return requirement.replace(" ", "").startswith(("period.max", "misses", "missed_updates", "late_cycles"))
 
 
-def _proves(cycles: int) -> str:
-    return (f"{cycles:,} cycles observed, so events rarer than about 1 in {_round2(cycles):,} cycles are unseen")
+def _proves(cycles: int, state: str) -> str:
+    of = f" (a {state} run)" if state in ("partial", "failed") else ""
+    return f"{cycles:,} cycles observed{of}, so events rarer than about 1 in {_round2(cycles):,} cycles are unseen"
 
 
 def _round2(n: int) -> int:

@@ -23,11 +23,11 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+,.1f}"
 
 
-def verdict_text(verdict: Verdict | None, *, so_far: bool = False, prefix: str = "") -> Text | None:
+def verdict_text(verdict: Verdict | None, *, state: str = "complete", prefix: str = "") -> Text | None:
     """The verdict (softrt.analysis.verdict) in words: MEETS in green, FAILS in red; None without one."""
     if verdict is None:
         return None
-    lines = verdict_lines(verdict, so_far=so_far)
+    lines = verdict_lines(verdict, state=state)
     style = {True: "bold green", False: "bold red"}.get(verdict.meets, "bold yellow")
     out = Text(prefix + lines[0], style=style)
     for line in lines[1:]:
@@ -242,7 +242,7 @@ def render_summary(summary: RunSummary, path: str | None = None, notice: Text | 
         parts[1:1] = [Text(""), why]
     if path:
         parts.append(Text(f"Run stored in {path}", style="dim"))
-    head = [t for t in (verdict_text(verdict_of(summary), so_far=summary.running), notice) if t is not None]
+    head = [t for t in (verdict_text(verdict_of(summary), state=summary.state), notice) if t is not None]
     parts[0:0] = [*head, Text("")] if head else []
     return Group(*parts)
 

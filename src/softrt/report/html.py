@@ -114,7 +114,7 @@ def _banner(runs: list[RunView]) -> str:
         v = verdict_of(r.summary)
         if v is None:
             continue
-        head, *rest = verdict_lines(v, so_far=r.summary.running)
+        head, *rest = verdict_lines(v, state=r.summary.state)
         cls = {True: "good", False: "bad"}.get(v.meets, "na")
         more = "".join(f"<br>{escape(line.strip())}" for line in rest)
         out.append(f'<p class="verdict" data-meets="{str(v.meets).lower()}">{_swatch(i)}{escape(r.label)}: '
