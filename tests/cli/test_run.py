@@ -67,6 +67,17 @@ def test_unwritable_output_directory(run_cli, tmp_path, state_dir):
     assert code == 2 and "cannot write runs" in err and len(err.strip().splitlines()) == 1
 
 
+def test_with_require_the_exit_status_follows_the_verdict(tmp_path, state_dir, rt_settings_restored, run_cli):
+    args = ("run", "--duration", "0.3s", "--no-trace", "--quiet", "--out-dir", str(tmp_path))
+    code, out, err = run_cli(*args, "--require", "period.max<=1us")  # a ~250 µs period never meets it
+    assert code == 1, err
+    assert out.startswith("FAILS the 250 µs cycle (required: period.max<=1us): worst period ")
+    code, out, err = run_cli(*args, "--require", "period.max>=1us,late_cycles>=0", "--json")
+    assert code == 0, err
+    verdict = json.loads(out)["verdict"]
+    assert verdict["meets"] is True and not verdict["default"] and [c["passed"] for c in verdict["checks"]] == [True] * 2
+
+
 def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     period_ns, duration_s = 250_000, 2
     proc = softrt_cmd("run", "--duration", f"{duration_s}s", "--json", "--out-dir", str(tmp_path))
