@@ -154,7 +154,7 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
 
 def _print(result, repeat: int, out_dir: Path) -> None:
     out = console()
-    out.print(verdicts_text(result.pooled))
+    out.print(verdicts_text(result.pooled), end="\n\n")
     out.print(compare_table(result.pooled))
     if (dropped := dropped_text(result.pooled)) is not None:
         out.print(dropped)
