@@ -89,3 +89,18 @@ def test_a_checkpoint_meets_so_far_and_a_partial_run_says_so():
     assert verdict_lines(v, state="running")[0].startswith("MEETS the 250 µs cycle so far (0 missed updates")
     assert verdict_lines(v, state="partial")[1] == ("  19,950 cycles observed (a partial run), so events rarer than "
                                                     "about 1 in 20,000 cycles are unseen")
+
+
+def test_culprits_that_share_a_fix_add_up_the_biggest_names_them():
+    """Many SCHED_OTHER tasks through the fair server, each smaller than the tick: the fix that
+    addresses most of the late time is the fair server's (named by its biggest task), not nohz_full."""
+    fair = [culprit("thread", name, us, pid, "OTHER nice 0, through the fair server")
+            for name, us, pid in (("jemalloc_bg_thd", 4_944.4, 27_382), ("bash", 1_569.9, 27_390), ("bash", 1_564.4, 27_388))]
+    v = judge(metrics([(1_000, 3)]), period_ns=P, threshold_ns=T,
+              why_late=[why([culprit("kernel", "local timer", 5_000.0), *fair], window_us=20_000.0)])
+    c = v.culprit
+    assert (c.source, c.more, c.total_us, c.share) == ("jemalloc_bg_thd (pid 27382, OTHER nice 0, through the fair "
+                                                       "server)", 2, 8_078.7, 0.4039)
+    assert c.checks == ["kernel.fair_server", "cores.tasks"]
+    assert verdict_lines(v)[1].startswith("  main culprit (thread): jemalloc_bg_thd (pid 27382, OTHER nice 0, through "
+                                          "the fair server) and 2 more with the same fix, 40 % of the late time; fix: ")

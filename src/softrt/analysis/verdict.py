@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from ..schema.summary import Metrics, RunSummary, Verdict, VerdictCheck, VerdictCulprit
 from ..schema.why_late import WhyLate
 from .cycles import DEFAULT_THRESHOLD_NS
-from .remedy import remedy_for
+from .remedy import Remedy, remedy_for
 from .require import parse_requirements
 
 
@@ -58,8 +58,11 @@ def verdict_of(summary: RunSummary) -> Verdict | None:
 
 
 def main_culprit(why_late: Iterable[WhyLate | None]) -> tuple[VerdictCulprit | None, str | None]:
-    """The culprit that took the most time in the late cycles' windows, over every block given,
-    with its share of that time and its fix; else None and why none is named."""
+    """What to fix first, over every block given: the culprits that share one fix (analysis.remedy:
+    e.g. every task that ran through the fair server, every thread to move) are added up, and the
+    fix whose culprits took the most of the late cycles' windows wins; it is named by its biggest
+    culprit (by task where the attribution names tasks), with the share of that time its fix
+    addresses. Else None and why no culprit is named."""
     totals: dict[tuple, list] = {}
     window_us = steal_ms = 0.0
     reasons = []
@@ -77,14 +80,20 @@ def main_culprit(why_late: Iterable[WhyLate | None]) -> tuple[VerdictCulprit | N
             entry[1] += c.total_us or 0.0
     if not totals:
         return None, reasons[0] if reasons else "no late cycle was explained"
-    top, total_us = max(totals.values(), key=lambda e: e[1])
-    remedy = remedy_for(top.kind, top.name, top.detail)
+    groups: dict[object, list] = {}  # a remedy (or a culprit with none) -> its culprits with their totals
+    for c, total in totals.values():
+        remedy = remedy_for(c.kind, c.name, c.detail)
+        groups.setdefault(remedy if remedy is not None else (c.kind, c.name, c.id), []).append((total, c))
+    key, members = max(groups.items(), key=lambda g: sum(t for t, _ in g[1]))
+    total_us = sum(t for t, _ in members)
+    _, top = max(members, key=lambda m: m[0])
+    remedy = key if isinstance(key, Remedy) else None
     fix = None
     if remedy is not None:
         fix = remedy.fix.format(steal=f" (steal {steal_ms:,.1f} ms)" if steal_ms else "")
-    return VerdictCulprit(kind=top.kind, source=top.source, share=round(total_us / window_us, 4) if window_us else None,
-                          total_us=round(total_us, 3), fix=fix,
-                          checks=list(remedy.checks) if remedy is not None else []), None
+    return VerdictCulprit(kind=top.kind, source=top.source, more=len(members) - 1,
+                          share=round(total_us / window_us, 4) if window_us else None, total_us=round(total_us, 3),
+                          fix=fix, checks=list(remedy.checks) if remedy is not None else []), None
 
 
 def verdict_lines(v: Verdict, *, state: str = "complete") -> list[str]:
@@ -109,7 +118,8 @@ def verdict_lines(v: Verdict, *, state: str = "complete") -> list[str]:
         share = f", {c.share * 100:.0f} % of the late time" if c.share is not None else ""
         fix = f"; fix: {c.fix}" if c.fix else ""
         checks = f" [softrt check: {', '.join(c.checks)}]" if c.checks else ""
-        lines.append(f"  main culprit ({c.kind}): {c.source}{share}{fix}{checks}")
+        more = f" and {c.more} more with the same fix" if c.more else ""
+        lines.append(f"  main culprit ({c.kind}): {c.source}{more}{share}{fix}{checks}")
     elif v.why_unknown:
         lines.append(f"  main culprit: not named ({v.why_unknown}); a traced run names it")
     lines.append("  " + _proves(v.cycles or 0, state))

@@ -125,11 +125,13 @@ class VerdictCheck(Doc):
 
 
 class VerdictCulprit(Doc):
-    """The main culprit of the late cycles (the top of ``why_late.culprits``) and its fix."""
+    """What to fix first: the culprits of the late cycles that share one fix, named by the biggest,
+    with their share of the late time (analysis.verdict.main_culprit)."""
 
     kind: str | None = None
     source: str = ""  # the culprit as the culprits table names it, e.g. "servo-poller (pid 812, FIFO/RR 90)"
-    share: float | None = None  # of the late cycles' windows (0-1)
+    more: int | None = count(omit_none=True)  # other culprits with the same fix, counted in share and total
+    share: float | None = None  # of the late cycles' windows (0-1) that the fix addresses
     total_us: float | None = None
     fix: str | None = None  # what to do (analysis.remedy)
     checks: list[str] = many()  # the softrt check ids that find and fix it
