@@ -254,3 +254,10 @@ def test_many_outliers_and_a_window_across_zero():
     assert h.std == pytest.approx(v.std(), rel=1e-12)
     keys, counts = h.buckets()
     assert np.array_equal(keys, np.unique(bucket_keys(v))) and counts.sum() == v.size
+
+
+def test_runs_pool_by_their_own_late_rule():
+    a, b = (RunStats(PERIOD, 50_000).add(records(n=2_000, seed=s)) for s in (1, 2))
+    pooled = RunStats.pooled([a, b], PERIOD)
+    assert pooled.rule.threshold_ns == 50_000
+    assert pooled.counters["late_cycles"] == a.counters["late_cycles"] + b.counters["late_cycles"]

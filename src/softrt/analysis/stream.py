@@ -174,8 +174,10 @@ class RunStats:
         return self.end_run()
 
     @classmethod
-    def pooled(cls, runs: list[RunStats], period_ns: int, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> RunStats:
-        """A new accumulator holding every run of *runs*."""
+    def pooled(cls, runs: list[RunStats], period_ns: int, threshold_ns: int | None = None) -> RunStats:
+        """A new accumulator holding every run of *runs* (by their own late rule unless *threshold_ns*)."""
+        if threshold_ns is None:
+            threshold_ns = runs[0].rule.threshold_ns if runs else DEFAULT_THRESHOLD_NS
         out = cls(period_ns, threshold_ns)
         for r in runs:
             out.merge(r)
