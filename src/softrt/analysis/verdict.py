@@ -3,8 +3,9 @@
 :func:`judge` holds a run's figures (the summary's metrics, after the board's own miss count) to a
 requirement (softrt.analysis.require): ``--require``, or by default the seed's, every board cycle
 got its update and no period exceeded the late bound (``misses==0,period.max<=<nominal +
-threshold>``). On failure it names the main culprit of the late cycles (the top of the
-attribution's culprits table, by the time it took) with its fix (softrt.analysis.remedy).
+threshold>``). On failure it names what to fix first: the attribution's culprits that share one
+fix (softrt.analysis.remedy) added up, the fix whose culprits took most of the late time, named
+by its biggest culprit.
 :func:`verdict_lines` says it in one or two lines, and how much the run proves: N cycles
 observed, so an event rarer than about 1 in N cycles is likely unseen (with none seen in N
 independent cycles, a rate of 1/N still leaves e^-1 ≈ 37 % chance of seeing none).
