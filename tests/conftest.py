@@ -12,6 +12,19 @@ import pytest
 RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The real-time and system-changing tests (markers ``rt``, ``root``) form one pytest-xdist group.
+
+    They run one at a time on the last CPU, so with ``-n`` (``--dist loadgroup``) they all go to one
+    worker, in order, while the other workers share the rest of the suite. The group is the largest
+    scope, so xdist hands it out first (``--loadscope-reorder``, its default): the longest chain of
+    the suite starts at once.
+    """
+    for item in items:
+        if item.get_closest_marker("rt") is not None or item.get_closest_marker("root") is not None:
+            item.add_marker(pytest.mark.xdist_group("rt"))
+
+
 @pytest.fixture(autouse=True)
 def softrt_home(tmp_path, monkeypatch):
     """Every test gets its own softrt data directory (SOFTRT_HOME: history, imports), never the user's."""

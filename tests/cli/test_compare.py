@@ -3,27 +3,39 @@
 from __future__ import annotations
 
 import json
+import os
 import time
+import uuid
 
 import psutil
 import pytest
 
 
 pytestmark = pytest.mark.rt
-STARTED = 0.0
+TEST_ID = "SOFTRT_TEST_ID"
 
 
 @pytest.fixture(autouse=True)
-def _started():
-    global STARTED
-    STARTED = time.time() - 1
+def _test_id(monkeypatch):
+    """Mark the environment of every process this test starts (inherited by the loads' processes)."""
+    monkeypatch.setenv(TEST_ID, uuid.uuid4().hex)
 
 
 def no_load_processes_left():
-    """Load processes (stress-ng, ffmpeg) started during this test that are still there."""
-    names = {"stress-ng", "ffmpeg"}
-    return [p.info for p in psutil.process_iter(["pid", "name", "create_time"])
-            if p.info["name"] in names and p.info["create_time"] >= STARTED]
+    """Load processes (stress-ng, ffmpeg) this test started that are still there.
+
+    Known by the test's mark in their environment, also once orphaned; loads that another test
+    starts at the same time (a parallel pytest-xdist worker) are not this test's.
+    """
+    mine = []
+    for p in psutil.process_iter(["pid", "name"]):
+        if p.info["name"].startswith("stress-ng") or p.info["name"] == "ffmpeg":  # (stress-ng-disk: a worker)
+            try:
+                if p.environ().get(TEST_ID) == os.environ[TEST_ID]:
+                    mine.append(p.info)
+            except psutil.Error:  # gone, or a zombie
+                pass
+    return mine
 
 
 def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
@@ -110,8 +122,6 @@ def test_bad_input(tmp_path, state_dir, args, needle, softrt_cmd):
 
 
 def _fifo_child(pid: int) -> bool:
-    import os
-
     for child in psutil.Process(pid).children():
         try:
             if os.sched_getscheduler(child.pid) == os.SCHED_FIFO:
