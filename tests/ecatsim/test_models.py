@@ -230,6 +230,6 @@ def test_fault_plan_counts():
     decisions = [plan.decide(3) for _ in range(10)]
     assert [x.drop for x in decisions] == [True, True] + [False] * 8
     assert [x.skip_slave for x in decisions if x.skip_slave is not None] == [2, 2]
-    assert plan.injected == {"drop": 2, "delay": 0, "bad_wkc": 2}
+    assert plan.injected == {"drop": 2, "delay": 0, "bad_wkc": 2, "bad_frame": 0}
     with pytest.raises(ValueError):
         plan.arm("melt")

@@ -330,7 +330,7 @@ def test_a_slave_leaving_op_early_in_the_run_is_named_not_a_lost_bus(start_sim, 
     try:
         dev.start(time.monotonic_ns() + 1_000_000)
         sim.control(cmd="al_error", slave=0, state="SAFEOP", code=0x001A)
-        flags = run_cycles(dev, dev.bus_timeout_cycles + 5, lambda k: 0.0, start=False)
+        flags = run_cycles(dev, dev.bus_timeout_frames + 5, lambda k: 0.0, start=False)
         assert flags[-1] & FLAG_DEVICE_FAILED
         assert dev.failure == ("slave 0 'softrt virtual CSP drive' left OP: SAFEOP+ERR, "
                                "AL status 0x001A synchronization error")

@@ -7,6 +7,9 @@ import sys
 
 import click
 
+from ..ecatsim.control import MUTE_EVENTS
+from ..ecatsim.faults import CORRUPTIONS
+
 
 @click.command("ecat-sim")
 @click.option("--iface", required=True, help="Interface to answer on (e.g. one end of a veth pair).")
@@ -15,10 +18,19 @@ import click
               help="Built-in description per slave (csp-drive, csp-drive-coe, io-16di); the last repeats.")
 @click.option("--control", "control_path", default=None,
               help="UNIX datagram socket for fault injection and state queries (JSON).")
-@click.option("--drop-every", type=int, default=0, help="Drop every N-th process-data frame.")
-@click.option("--bad-wkc-every", type=int, default=0, help="Make one slave miss every N-th process-data frame.")
-@click.option("--delay-every", type=int, default=0, help="Delay every N-th process-data reply.")
-@click.option("--delay", "delay_us", type=int, default=2000, show_default=True, help="Delay of a delayed reply, µs.")
+@click.option("--drop-every", type=click.IntRange(0), default=0, help="Drop every N-th process-data frame.")
+@click.option("--bad-wkc-every", type=click.IntRange(0), default=0,
+              help="Make one slave miss every N-th process-data frame.")
+@click.option("--delay-every", type=click.IntRange(0), default=0, help="Delay every N-th process-data reply.")
+@click.option("--delay", "delay_us", type=click.IntRange(0, 10_000_000), default=2000, show_default=True,
+              help="Delay of a delayed reply, µs.")
+@click.option("--bad-frame-every", type=click.IntRange(0), default=0,
+              help="Answer every N-th process-data frame changed (see --bad-frame).")
+@click.option("--bad-frame", "bad_frame", type=click.Choice(CORRUPTIONS), default="command", show_default=True,
+              help="How a bad frame is changed: its process-data command, its length field, or cut short.")
+@click.option("--mute-at", type=click.Choice(MUTE_EVENTS), default="off", show_default=True,
+              help="Fall silent (a bus that dies) at this point of the master's bring-up: its first EEPROM read, "
+                   "PRE-OP, its SII read in PRE-OP, the PDO mapping, SAFE-OP, OP; or now.")
 @click.option("--dc-drift-ppm", "drift_ppm", type=click.FloatRange(-1000, 1000), multiple=True,
               help="DC quartz error of slave 0, 1, … in ppm (repeat per slave; unlisted slaves run true).")
 @click.option("--axes-per-slave", type=click.IntRange(1, 8), default=1, show_default=True,
@@ -26,8 +38,8 @@ import click
 @click.option("--fixed-pdos", is_flag=True, help="CoE drives refuse PDO assignment by SDO (read-only 0x1C12/0x1C13).")
 @click.option("--ca-abort", is_flag=True,
               help="CoE drives announce SDO complete access but answer it with an abort (as some real ones do).")
-def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, delay_every, delay_us, drift_ppm,
-            axes_per_slave, fixed_pdos, ca_abort):
+def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, delay_every, delay_us, bad_frame_every,
+            bad_frame, mute_at, drift_ppm, axes_per_slave, fixed_pdos, ca_abort):
     """Simulate N EtherCAT slaves (CiA 402 CSP drives by default) on IFACE until Ctrl-C."""
     import dataclasses
 
@@ -43,9 +55,11 @@ def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, del
     if fixed_pdos:
         descs = [dataclasses.replace(d, pdo_assignable=False) for d in descs]
     sim = Simulator(descs, drift_ppm=drift_ppm, ca_abort=ca_abort)
-    for kind, every in (("drop", drop_every), ("bad_wkc", bad_wkc_every), ("delay", delay_every)):
+    for kind, every in (("drop", drop_every), ("bad_wkc", bad_wkc_every), ("delay", delay_every),
+                        ("bad_frame", bad_frame_every)):
         if every:
-            sim.faults.set_every(kind, every, delay_us=delay_us)
+            sim.faults.set_every(kind, every, delay_us=delay_us, corrupt=bad_frame)
+    sim.mute_at = mute_at
     stopping = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.append(True))

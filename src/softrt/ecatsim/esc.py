@@ -98,6 +98,9 @@ class Esc:
         self._pd_written = self._pd_read = False
         self._wd_kick_ns = 0
         self.watchdog_expiries = 0
+        #: EEPROM read commands, and those while in PRE-OP or above (the master's own SII reading
+        #: after the scan): where a dying bus may be made to fall silent (``--mute-at``).
+        self.eeprom_reads = self.eeprom_reads_preop = 0
         #: The application disabled the output SyncManager (PDI side) after leaving OP on a local
         #: error, as slave stacks do (Beckhoff SSC ecatslv.c V4.01 "ECAT 1"): the master's writes
         #: then miss this slave and the working counter drops. Cleared when OP is entered again.
@@ -241,6 +244,9 @@ class Esc:
         word = _U32.unpack_from(m, REG_EEP_ADDRESS)[0]
         byte = 2 * word
         if cmd == EEP_CMD_READ:
+            self.eeprom_reads += 1
+            if self.al.state >= AlState.PREOP:
+                self.eeprom_reads_preop += 1
             chunk = bytes(self.sii[byte:byte + 8])
             m[REG_EEP_DATA:REG_EEP_DATA + 8] = chunk + b"\xff" * (8 - len(chunk))
         elif cmd == EEP_CMD_WRITE:
@@ -321,6 +327,11 @@ class Esc:
             self._after_ram_write(p, p + hi - lo)
             hit = True
         return hit
+
+    @property
+    def mapped(self) -> bool:
+        """Has the master configured an FMMU (the process-data mapping)?"""
+        return bool(self._fmmus)
 
     def has_fmmu(self, laddr: int, length: int, write: bool) -> bool:
         """Return True if an active FMMU of that direction overlaps [laddr, laddr+length)."""

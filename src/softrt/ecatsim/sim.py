@@ -12,21 +12,25 @@ and sent back with the same length; the source MAC gets the locally-administered
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import select
 import socket
+import stat
 import time
 from dataclasses import dataclass
 
+from ..errors import ConfigError
 from ..ethercat.al import AlState, state_name
 from .bus import Segment
+from .control import RequestError, parse_request
 from ..ethercat.description import DeviceDescription
 from .esc import Esc
-from .faults import FaultPlan
+from .faults import KINDS, FaultPlan
 from ..ethercat.rawsock import open_raw_socket
 from .slave import DriveApp, make_app
-from ..ethercat.wire import LOGICAL, FrameError, parse_frame
+from ..ethercat.wire import ETH_HEADER_BYTES, LOGICAL, FrameError, parse_frame
 
 POLL_MS = 1  #: wake-up period for the watchdog check when no frames arrive
 
@@ -38,6 +42,7 @@ class SimCounters:
     frames: int = 0
     replies: int = 0
     malformed: int = 0
+    muted: int = 0  #: frames not answered because the segment fell silent (``mute``)
 
 
 class Simulator:
@@ -60,56 +65,95 @@ class Simulator:
         self.segment = Segment(self.escs, clock=clock)
         self.faults = FaultPlan()
         self.counters = SimCounters()
+        #: When the whole segment falls silent (one of control.MUTE_EVENTS; "off": never).
+        self.mute_at = "off"
+        self.muted = False
 
-    def handle(self, frame: bytearray) -> tuple[bool, int]:
-        """Process one received frame in place; return ``(reply?, delay_us)``."""
+    def _mute_due(self) -> bool:
+        at, escs = self.mute_at, self.escs
+        if at == "off":
+            return False
+        if at == "now":
+            return True
+        if at == "eeprom":
+            return any(e.eeprom_reads for e in escs)
+        if at == "sii":
+            return any(e.eeprom_reads_preop for e in escs)
+        if at == "mapping":
+            return any(e.mapped for e in escs)
+        want = {"preop": AlState.PREOP, "safeop": AlState.SAFEOP, "op": AlState.OP}[at]
+        return any(e.al.state >= want and e.al.state != AlState.BOOT for e in escs)
+
+    def handle(self, frame: bytearray) -> tuple[int, int]:
+        """Process one received frame in place; return ``(reply bytes, delay_us)`` (0 bytes: no reply)."""
         self.counters.frames += 1
+        if self.muted:
+            self.counters.muted += 1
+            return 0, 0
         try:
             datagrams = parse_frame(frame)
         except FrameError:
             self.counters.malformed += 1
-            return False, 0
+            return 0, 0
         decision = None
-        if any(dg.cmd in LOGICAL for dg in datagrams):
+        pd = next((dg for dg in datagrams if dg.cmd in LOGICAL), None)
+        if pd is not None:
             decision = self.faults.decide(len(self.escs))
             if decision.drop:
-                return False, 0
+                return 0, 0
         skip = decision.skip_slave if decision is not None else None
         self.segment.process(frame, None if skip is None else (lambda pos: pos == skip))
+        if self._mute_due():  # the bus dies with this frame: it never comes back
+            self.muted = True
+            self.counters.muted += 1
+            return 0, 0
         frame[6] |= 0x02  # locally administered source MAC: the frame passed an ESC
-        return True, decision.delay_us if decision is not None else 0
+        size = len(frame)
+        if decision is not None and decision.corrupt is not None:
+            size = _corrupt(frame, pd, decision.corrupt)
+        return size, decision.delay_us if decision is not None else 0
 
-    def control(self, request: dict) -> dict:
-        """Apply one control request (see :func:`serve`); return the JSON-able answer."""
-        cmd = request.get("cmd")
-        if cmd in ("drop", "delay", "bad_wkc"):
-            opts = {k: int(request[k]) for k in ("delay_us", "slave") if k in request}
+    def control(self, raw: bytes) -> dict:
+        """Apply one control request (a JSON object, checked by :mod:`.control`; see :func:`serve`);
+        return the JSON-able answer."""
+        try:
+            request = parse_request(raw, len(self.escs))
+        except RequestError as err:
+            return {"ok": False, "error": str(err)}
+        cmd = request["cmd"]
+        if cmd in KINDS:
+            opts = {k: request[k] for k in ("delay_us", "slave") if k in request}
+            if "kind" in request:
+                opts["corrupt"] = request["kind"]
             if "every" in request:
-                self.faults.set_every(cmd, int(request["every"]), **opts)
+                self.faults.set_every(cmd, request["every"], **opts)
             else:
-                self.faults.arm(cmd, int(request.get("frames", 1)), **opts)
+                self.faults.arm(cmd, request.get("frames", 1), **opts)
         elif cmd == "drive_fault":
-            app = self.apps[int(request.get("slave", 0))]
+            slave = request.get("slave", 0)
+            app = self.apps[slave]
             if not isinstance(app, DriveApp):
                 return {"ok": False, "error": "that slave is not a drive"}
-            app.drives[int(request.get("axis", 0))].fault(int(request.get("code", 0x5400)))  # 0x5400: power section
-            self.escs[int(request.get("slave", 0))].refresh_inputs()
+            axis = request.get("axis", 0)
+            if axis >= len(app.drives):
+                return {"ok": False, "error": f"that drive has {len(app.drives)} axis(es)"}
+            app.drives[axis].fault(request.get("code", 0x5400))  # 0x5400: power section
+            self.escs[slave].refresh_inputs()
         elif cmd == "al_error":
             # A slave's own error (ETG.1000.6 §6.4.1): it drops to a lower state with the error
             # indication and an AL status code (e.g. SAFEOP, 0x001B sync manager watchdog).
-            state = AlState[str(request.get("state", "SAFEOP")).upper()]
             for esc in self._targets(request):
-                esc.local_error(state, int(request.get("code", 0x0001)))
+                esc.local_error(request.get("state", AlState.SAFEOP), request.get("code", 0x0001))
         elif cmd == "refuse_state":
             # Make slave(s) refuse a state with an AL status code (e.g. OP with 0x001A sync error).
-            state = AlState[str(request["state"]).upper()]
             for esc in self._targets(request):
-                esc.refuse[state] = int(request.get("code", 0x0001))
+                esc.refuse[request["state"]] = request.get("code", 0x0001)
         elif cmd == "dc_drift":  # a quartz warming up: {"cmd": "dc_drift", "slave": i, "ppm": x}
             for esc in self._targets(request):
-                esc.dc.clock.set_drift(float(request["ppm"]), self._clock())
-        elif cmd != "stats":
-            return {"ok": False, "error": f"unknown command {cmd!r}"}
+                esc.dc.clock.set_drift(request["ppm"], self._clock())
+        elif cmd == "mute":
+            self.mute_at = request["at"]
+            self.muted = self._mute_due()
         return {"ok": True, **self.stats()}
 
     def _targets(self, request: dict) -> list[Esc]:
@@ -141,21 +185,59 @@ class Simulator:
                          pdo=app.pdo.report(), coe=dataclasses.asdict(app.coe.counters) if app.coe else None)
             slaves.append(s)
         return {"frames": self.counters.frames, "replies": self.counters.replies,
-                "pd_frames": self.faults.pd_frames, "injected": dict(self.faults.injected), "slaves": slaves}
+                "pd_frames": self.faults.pd_frames, "injected": dict(self.faults.injected),
+                "mute_at": self.mute_at, "muted": self.counters.muted, "slaves": slaves}
+
+
+def bind_control(path: str) -> tuple[socket.socket, int]:
+    """Bind the control socket at *path*; return it and its inode (to remove only our own file).
+
+    A socket left at *path* by an earlier simulator is replaced; anything else there (a regular
+    file, a directory) is never removed: :class:`ConfigError`.
+    """
+    ctrl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        try:
+            ctrl.bind(path)
+        except OSError as err:
+            if err.errno != errno.EADDRINUSE:
+                raise ConfigError(f"--control {path}: cannot bind a socket there ({err.strerror})",
+                                  hint="give a path in a directory you may write") from None
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISSOCK(mode):
+                raise ConfigError(f"--control {path} exists and is not a socket; it was left alone",
+                                  hint="give a path that does not exist (e.g. /tmp/ecat-sim.sock)") from None
+            os.unlink(path)  # a socket left by an earlier simulator
+            ctrl.bind(path)
+        return ctrl, os.lstat(path).st_ino
+    except BaseException:
+        ctrl.close()
+        raise
+
+
+def _remove_control(path: str, inode: int) -> None:
+    try:
+        st = os.lstat(path)
+        if stat.S_ISSOCK(st.st_mode) and st.st_ino == inode:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lambda: False,
           on_ready=lambda: None) -> None:
     """Answer frames on *iface* until ``stop()`` is true.
 
-    Control requests (one JSON object per datagram on *control_path*), answered with the stats:
-    ``{"cmd": "stats"}``; ``{"cmd": "drop"|"delay"|"bad_wkc", "frames": n}`` or ``"every": k``
-    (options ``"delay_us"``, ``"slave"``); ``{"cmd": "drive_fault", "slave": i, "code": c}``
-    (option ``"axis"``);
+    Control requests (one JSON object per datagram on *control_path*, checked by :mod:`.control`),
+    answered with the stats:
+    ``{"cmd": "stats"}``; ``{"cmd": "drop"|"delay"|"bad_wkc"|"bad_frame", "frames": n}`` or
+    ``"every": k`` (options ``"delay_us"``, ``"slave"``, ``"kind"``: how a bad frame is changed);
+    ``{"cmd": "drive_fault", "slave": i, "code": c}`` (option ``"axis"``);
     ``{"cmd": "refuse_state", "state": "OP", "code": c}`` (optional ``"slave"``);
     ``{"cmd": "al_error", "state": "SAFEOP", "code": c}`` (optional ``"slave"``): the slave leaves
     its state on its own error, with that AL status code.
     ``{"cmd": "dc_drift", "ppm": x}`` (optional ``"slave"``): a slave's DC quartz error.
+    ``{"cmd": "mute", "at": event}``: the segment falls silent at that point (control.MUTE_EVENTS).
     """
     sock = open_raw_socket(iface)
     sock.setblocking(False)
@@ -163,10 +245,11 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLIN)
     if control_path:
-        if os.path.exists(control_path):
-            os.unlink(control_path)
-        ctrl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        ctrl.bind(control_path)
+        try:
+            ctrl, inode = bind_control(control_path)
+        except BaseException:
+            sock.close()
+            raise
         ctrl.setblocking(False)
         poller.register(ctrl.fileno(), select.POLLIN)
     buf = bytearray(2048)
@@ -189,10 +272,7 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
         sock.close()
         if ctrl is not None:
             ctrl.close()
-            try:
-                os.unlink(control_path)
-            except OSError:
-                pass
+            _remove_control(control_path, inode)
 
 
 def _drain(sim: Simulator, sock: socket.socket, buf: bytearray, view: memoryview) -> None:
@@ -204,27 +284,41 @@ def _drain(sim: Simulator, sock: socket.socket, buf: bytearray, view: memoryview
         if addr[2] == socket.PACKET_OUTGOING:
             continue  # our own reply, seen by a tap
         frame = bytearray(view[:n])
-        reply, delay_us = sim.handle(frame)
-        if not reply:
+        size, delay_us = sim.handle(frame)
+        if not size:
             continue
         if delay_us:
             time.sleep(delay_us / 1e6)
-        sock.send(frame)
+        sock.send(memoryview(frame)[:size])
         sim.counters.replies += 1
 
 
 def _control(sim: Simulator, ctrl: socket.socket) -> None:
     while True:
         try:
-            data, addr = ctrl.recvfrom(65536)
+            data, addr = ctrl.recvfrom(MAX_DATAGRAM)
         except BlockingIOError:
             return
-        try:
-            answer = sim.control(json.loads(data))
-        except (ValueError, KeyError, IndexError, TypeError) as err:
-            answer = {"ok": False, "error": str(err)}
+        answer = sim.control(data)
         if addr:
             try:
                 ctrl.sendto(json.dumps(answer).encode(), addr)
             except OSError:
                 pass
+
+
+#: A datagram is read whole (a longer one is cut and then refused as too long, not misread).
+MAX_DATAGRAM = 65536
+
+
+def _corrupt(frame: bytearray, dg, how: str) -> int:
+    """Change the reply as a broken relay or slave would (faults.CORRUPTIONS); return its new length."""
+    if how == "command":
+        frame[dg.header_offset] = 0x0A if frame[dg.header_offset] != 0x0A else 0x0B  # LRW → LRD (or LWR)
+    elif how == "length":
+        lenw = frame[dg.header_offset + 6] | frame[dg.header_offset + 7] << 8
+        lenw = (lenw & ~0x07FF) | ((lenw & 0x07FF) - 2 & 0x07FF)
+        frame[dg.header_offset + 6:dg.header_offset + 8] = lenw.to_bytes(2, "little")
+    else:  # "short": cut inside the process data
+        return min(len(frame), max(ETH_HEADER_BYTES + 16, dg.data_offset + dg.length // 2))
+    return len(frame)
