@@ -193,3 +193,20 @@ def test_a_bus_that_does_not_answer_is_a_runtime_failure_not_bad_input(ecat_ns, 
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "no slaves answered" in lines[0], proc.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_bus_that_dies_in_bring_up_fails_in_seconds_naming_the_step(start_sim, ecat_ns, tmp_path):
+    """The slaves fall silent when softrt reads their SII in PRE-OP (each read of zeros went on
+    for 8 KiB: 242 s, then a bare ``WkcError: ``): one line, exit status 1, the step and the slave."""
+    start_sim("--slaves", "2", "--mute-at", "sii", fifo=True)
+    t = time.monotonic()
+    proc = start_run(ecat_ns, tmp_path, "--axes", "2", "--duration", "5s")
+    out, err = proc.communicate(timeout=120)
+    took_s = time.monotonic() - t
+    assert proc.returncode == 1, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("softrt: error: EtherCAT on ecm0: bring-up, step SII (slave 0 'softrt virtual CSP "
+                               "drive'): the bus went silent (no slave answers) while expecting its SII EEPROM"), err
+    assert took_s < 20  # seconds (the worker's 60 s arming timeout never comes into it)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

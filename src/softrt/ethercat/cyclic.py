@@ -79,17 +79,16 @@ class ImageLayout:
     inputs: dict[int, int]  #: slave position → offset of its inputs
 
 
-def read_layout(m, iface: str) -> ImageLayout:
+def read_layout(m, iface: str, read=lambda slave, reg, size: slave._fprd(reg, size)) -> ImageLayout:
     """Read the process image's layout back from every slave's FMMUs (after SOEM's ``config_map``).
 
     An FMMU (ETG.1000.4 §6.6, 16 bytes: logical start u32, length u16, start/stop bit, physical
     start u16, physical bit, type (1 read, 2 write), activate) maps a logical range onto the
     slave's process RAM; SOEM gives each slave one for its outputs and one for its inputs, sized
     as pysoem's ``slave.output``/``slave.input``. Reading them back makes the frame describe what
-    the slaves were told, not a copy of SOEM's arithmetic.
+    the slaves were told, not a copy of SOEM's arithmetic. *read* is ``read(slave, register,
+    size)`` (pysoem's FPRD; bring-up's retries it, :func:`.steps.read_register`).
     """
-    import pysoem
-
     outputs: dict[int, int] = {}
     inputs: dict[int, int] = {}
     spans: list[tuple[int, int]] = []
@@ -97,12 +96,8 @@ def read_layout(m, iface: str) -> ImageLayout:
         want = {2: len(s.output), 1: len(s.input)}
         if not any(want.values()):
             continue
-        try:
-            count = min(s._fprd(REG_FMMU_COUNT, 1)[0], 16) or 8
-            raw = s._fprd(REG_FMMU0, FMMU_BYTES * count)
-        except pysoem.WkcError:
-            raise EcatError("config", iface, f"slave {pos} '{s.name}': its FMMUs (0x0600) did not answer after "
-                            "the mapping", hint="check the cable/link; the slave may have lost power") from None
+        count = min(read(s, REG_FMMU_COUNT, 1)[0], 16) or 8
+        raw = read(s, REG_FMMU0, FMMU_BYTES * count)
         found: dict[int, int] = {}
         for n in range(count):
             lstart, length, _sb, _eb, _phys, _pb, ftype, active = _FMMU.unpack_from(raw, FMMU_BYTES * n)

@@ -295,11 +295,13 @@ class DcMonitor:
 
 
 def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *, dc_active: bool, lock: bool,
-           shift_ns: int, sample_every: int = 100, wanted: bool = True) -> tuple[DcMonitor | None, str | None]:
+           shift_ns: int, sample_every: int = 100, wanted: bool = True,
+           read=lambda slave, reg, size: slave._fprd(reg, size)) -> tuple[DcMonitor | None, str | None]:
     """Set up the run's DC figures after ``setup_dc``; return ``(monitor, None)`` or ``(None, why absent)``.
 
     *slaves* are :class:`.bringup.SlaveInfo`; the lock needs DC, so asking for it without is an
-    :class:`EcatError`. Reads (station addresses, SYNC0 start and cycle) go through pysoem's FPRD.
+    :class:`EcatError`. Reads (station addresses, SYNC0 start and cycle) go through *read*
+    (``read(slave, register, size)``: pysoem's FPRD; bring-up's retries it, :func:`.steps.read_register`).
     *wanted* False: the master was asked not to use DC (its slaves' DC features are not read).
     """
     dc_slaves = [s for s in slaves if s.has_dc]
@@ -319,14 +321,14 @@ def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *,
     # SYNC0 of the first DC drive (the cycle the frame must meet); the reference's if no drive has DC.
     timing = next((s for s in dc_slaves if s.position in drive_positions), ref)
     sl = m.slaves[timing.position]
-    active = sl._fprd(REG_SYNC_ACTIVATION, 1)[0] & SYNC0_ACTIVE == SYNC0_ACTIVE
-    sync0 = _U64.unpack(sl._fprd(REG_SYNC0_START, 8))[0]
-    cycle = _U32.unpack(sl._fprd(REG_SYNC0_CYCLE, 4))[0]
+    active = read(sl, REG_SYNC_ACTIVATION, 1)[0] & SYNC0_ACTIVE == SYNC0_ACTIVE
+    sync0 = _U64.unpack(read(sl, REG_SYNC0_START, 8))[0]
+    cycle = _U32.unpack(read(sl, REG_SYNC0_CYCLE, 4))[0]
     if active and cycle and cycle != period_ns:
         raise EcatError("config", iface, f"slave {timing.position} runs SYNC0 every {cycle} ns, the cycle is {period_ns} ns")
     probe = None
     behind = [s for s in dc_slaves if s is not ref]
-    address = {s.position: _U16.unpack(m.slaves[s.position]._fprd(REG_STATION_ADDRESS, 2))[0] for s in dc_slaves}
+    address = {s.position: _U16.unpack(read(m.slaves[s.position], REG_STATION_ADDRESS, 2))[0] for s in dc_slaves}
     if behind:
         diffs = [_SlaveDiff(s.position, s.name, address[s.position]) for s in behind]
         sock = open_raw_socket(iface, PROBE_INDEX)

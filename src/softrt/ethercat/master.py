@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import atexit
 import enum
+import functools
 import os
 import socket
 import struct
@@ -54,6 +55,7 @@ from .drives import DriveConfig
 from .errors import EcatError, EcatInputError
 from .mapping import DriveMap
 from .netif import check_interface, link_problem
+from .steps import Steps, read_register
 
 CW_SHUTDOWN, CW_SWITCH_ON, CW_ENABLE, CW_DISABLE_VOLTAGE, CW_FAULT_RESET = 0x0006, 0x0007, 0x000F, 0x0000, 0x0080
 SW_MASK, SW_SOD, SW_RTSO, SW_SO, SW_OE, SW_FAULT_MASK, SW_FAULT = 0x6F, 0x40, 0x21, 0x23, 0x27, 0x4F, 0x08
@@ -188,6 +190,9 @@ class EtherCATMaster:
         self._m = bringup.open_master(self.iface)
         try:
             self._sock = socket.socket(fileno=os.dup(receive.soem_socket(self.iface)))
+            # Non-blocking from here on, SOEM's too (one file description): its waits then hold
+            # their µs timeouts instead of whole kernel ticks (.receive), in bring-up and in the run.
+            self._sock.setblocking(False)
             self._bring_up()
         except BaseException:
             if self._axes:  # a drive may already be enabled: the CiA 402 disable sequence first
@@ -212,7 +217,10 @@ class EtherCATMaster:
     def _bring_up(self) -> None:
         m, iface = self._m, self.iface
         self.warnings, self.emergencies = [], []
-        self.slaves = bringup.discover(m, iface, self.dc, self.drive_config, self._on_emergency)
+        steps = Steps(m, iface, self.bus_timeout_frames * self.period_ns)
+        read = functools.partial(read_register, steps)
+        self.slaves = bringup.discover(m, iface, self.dc, self.drive_config, self._on_emergency, steps,
+                                       self.state_timeout_s)
         self.warnings += bringup.description_warnings(self.drive_config, self.slaves)
         # Every axis of every drive, in bus order (--axes counts axes, not slaves).
         found = [(s, n) for s in self.slaves for n in range(len(s.drives))]
@@ -225,17 +233,21 @@ class EtherCATMaster:
                                  seen={"slaves": [s.name for s in self.slaves]},
                                  hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)")
         used = found[: self.axes]
-        bringup.configure_csp(m, iface, used, self.period_ns)
-        if self.watchdog_ms is not None:
-            bringup.set_watchdog(m, iface, self.watchdog_ms)
-        self.warnings += bringup.map_and_safeop(m, iface, self.state_timeout_s, self.slaves)
+        n = len(self.slaves)
+        with steps.step("CSP configuration", "CSP mode and the cycle by SDO, the watchdog", bringup.PREOP_CONFIG_S * n):
+            bringup.configure_csp(m, iface, used, self.period_ns)
+            if self.watchdog_ms is not None:
+                bringup.set_watchdog(m, iface, self.watchdog_ms, steps)
+        self.warnings += bringup.map_and_safeop(m, iface, self.state_timeout_s, self.slaves, steps)
         self.expected_wkc = m.expected_wkc
-        layout = cyclic.read_layout(m, iface)
-        self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
-        self._dc, self.dc_absent = dcmonitor.attach(
-            m, iface, self.slaves, sorted({s.position for s, _n in used}), self.period_ns,
-            dc_active=self.dc_active, lock=self.dc_lock, shift_ns=self.dc_shift_ns, sample_every=self.dc_sample_every,
-            wanted=self.dc)
+        with steps.step("process image", "each slave's FMMUs as the mapping set them", bringup.MAPPING_S * n):
+            layout = cyclic.read_layout(m, iface, read)
+        with steps.step("DC", "distributed clocks: delays, offsets, SYNC0", bringup.MAPPING_S * n):
+            self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
+            self._dc, self.dc_absent = dcmonitor.attach(
+                m, iface, self.slaves, sorted({s.position for s, _n in used}), self.period_ns,
+                dc_active=self.dc_active, lock=self.dc_lock, shift_ns=self.dc_shift_ns,
+                sample_every=self.dc_sample_every, wanted=self.dc, read=read)
         frame = self._frame = cyclic.CyclicFrame(self._sock, layout,
                                                  None if self._dc is None else self._dc.reference_address)
         self._axes = [_Axis(m.slaves[s.position], s.name, s.drives[n], frame.data_at + layout.outputs[s.position],
@@ -249,15 +261,15 @@ class EtherCATMaster:
         for ax in self._axes:
             ax.origin = ax.position
             self._put_outputs(ax, CW_DISABLE_VOLTAGE, ax.position)
-        bringup.request_op(m, iface, self._exchange, self.period_ns / 1e9, self.state_timeout_s)
-        self._enable()
+        bringup.request_op(m, iface, self._exchange, self.period_ns / 1e9, self.state_timeout_s, steps)
+        with steps.step("drive enable", "each drive through the CiA 402 enable sequence", 5 * self.enable_timeout_s):
+            self._enable()
 
     def start(self, t0_ns: int) -> None:
         """Hand the cycle to the caller: edge k is due at ``t0_ns + k * period_ns``."""
         if self.state is not MasterState.READY:
             raise InvalidState(MasterState.READY.value, self.state.value, "EtherCAT master")
         self._stop_keeper()
-        self._sock.setblocking(False)  # SOEM's socket too: its own reads poll their µs timers (.receive)
         # t0_ns moves with the phase lock; the run's start stays where it was (confirmed_at_s).
         self.t0_ns = self.edge_ns = self.start_ns = t0_ns
         self.cycle = 0
@@ -283,7 +295,6 @@ class EtherCATMaster:
             self._stop_keeper()
             if self.state is MasterState.RUNNING:  # what the run confirmed, before the disable
                 self._final_drives = self.drive_status()
-                self._sock.setblocking(True)  # SOEM's own reads block again, as before the run
             try:
                 self._disable()
                 self._read_errors()

@@ -11,7 +11,7 @@ lost, the first ``recv()`` already outlives any timeout below a tick: measured h
 an 800 µs timeout, so one lost frame costs 4-13 cycles at 1 ms.
 
 The fix changes one thing: SOEM's socket is switched to non-blocking (``O_NONBLOCK`` on the open
-file description, fcntl(2), shared by every duplicate of the descriptor) for the cyclic phase. ``recv()`` then returns EAGAIN at once and SOEM's
+file description, fcntl(2), shared by every duplicate of the descriptor) as soon as it is open. ``recv()`` then returns EAGAIN at once and SOEM's
 loop becomes a busy-poll of its own µs timer: a lost frame returns at the timeout (measured
 810-818 µs median for 800 µs). pysoem does not expose the socket, so it is found by what it is:
 the ``AF_PACKET`` socket in this process bound to the interface and EtherType 0x88A4
@@ -19,8 +19,9 @@ the ``AF_PACKET`` socket in this process bound to the interface and EtherType 0x
 
 The cyclic frame itself is softrt's own (:mod:`.cyclic`, on a duplicate of the same socket, read
 with ``MSG_DONTWAIT``); what still goes through SOEM's receive during a run is its own transactions
-(the AL status reads of the bus health check), and those get the same µs deadline this way. The
-master keeps that duplicate from ``open`` on, so SOEM's socket is found once, while it is alone.
+(bring-up, the AL status reads of the bus health check), and those get their µs deadlines this
+way. The master keeps that duplicate from ``open`` on, so SOEM's socket is found once, while it is
+alone.
 """
 
 from __future__ import annotations
