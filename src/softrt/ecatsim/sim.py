@@ -30,6 +30,7 @@ from .esc import Esc
 from .faults import KINDS, FaultPlan
 from ..ethercat.rawsock import open_raw_socket
 from .slave import DriveApp, make_app
+from ..ethercat.nsstat import NsStat
 from ..ethercat.wire import ETH_HEADER_BYTES, LOGICAL, FrameError, parse_frame
 
 POLL_MS = 1  #: wake-up period for the watchdog check when no frames arrive
@@ -43,6 +44,8 @@ class SimCounters:
     replies: int = 0
     malformed: int = 0
     muted: int = 0  #: frames not answered because the segment fell silent (``mute``)
+    #: From a process-data frame read to its reply sent, ns (the simulator's own share of a round trip).
+    answer: NsStat = dataclasses.field(default_factory=NsStat)
 
 
 class Simulator:
@@ -84,9 +87,14 @@ class Simulator:
         want = {"preop": AlState.PREOP, "safeop": AlState.SAFEOP, "op": AlState.OP}[at]
         return any(e.al.state >= want and e.al.state != AlState.BOOT for e in escs)
 
+    #: Was the last frame handled process data (a logical datagram)?
+    last_was_pd = False
+
     def handle(self, frame: bytearray) -> tuple[int, int]:
-        """Process one received frame in place; return ``(reply bytes, delay_us)`` (0 bytes: no reply)."""
+        """Process one received frame in place; return ``(reply bytes, delay_us)`` (0 bytes: no
+        reply). The slave applications of a processed frame run at :meth:`after_reply`."""
         self.counters.frames += 1
+        self.last_was_pd = False
         if self.muted:
             self.counters.muted += 1
             return 0, 0
@@ -97,12 +105,14 @@ class Simulator:
             return 0, 0
         decision = None
         pd = next((dg for dg in datagrams if dg.cmd in LOGICAL), None)
+        self.last_was_pd = pd is not None
         if pd is not None:
             decision = self.faults.decide(len(self.escs))
             if decision.drop:
                 return 0, 0
         skip = decision.skip_slave if decision is not None else None
-        self.segment.process(frame, None if skip is None else (lambda pos: pos == skip))
+        self.segment.process(frame, None if skip is None else (lambda pos: pos == skip), defer_apps=True,
+                             datagrams=datagrams)
         if self._mute_due():  # the bus dies with this frame: it never comes back
             self.muted = True
             self.counters.muted += 1
@@ -156,6 +166,10 @@ class Simulator:
             self.muted = self._mute_due()
         return {"ok": True, **self.stats()}
 
+    def after_reply(self) -> None:
+        """Run the slave applications (the drives) of the frame just answered (``Segment.finish``)."""
+        self.segment.finish()
+
     def _targets(self, request: dict) -> list[Esc]:
         return self.escs if "slave" not in request else [self.escs[int(request["slave"])]]
 
@@ -186,7 +200,9 @@ class Simulator:
             slaves.append(s)
         return {"frames": self.counters.frames, "replies": self.counters.replies,
                 "pd_frames": self.faults.pd_frames, "injected": dict(self.faults.injected),
-                "mute_at": self.mute_at, "muted": self.counters.muted, "slaves": slaves}
+                "mute_at": self.mute_at, "muted": self.counters.muted,
+                "answer_us": {k: round(v / 1e3, 1) for k, v in (self.counters.answer.summary() or {}).items()},
+                "slaves": slaves}
 
 
 def bind_control(path: str) -> tuple[socket.socket, int]:
@@ -224,9 +240,51 @@ def _remove_control(path: str, inode: int) -> None:
         pass
 
 
+class Pacer:
+    """When the master's next process-data frame is due, learned from the last ones.
+
+    A sleeping process wakes tens of µs after its frame arrives on a virtual machine (the
+    wake-up IPI, the vCPU's exit from halt): more than a real slave's whole answer. So the
+    simulator sleeps until *early_ns* before the frame is due and busy-polls until it came
+    (or *early_ns* after it was due). The period is a smoothed inter-arrival time; gaps far from
+    it (a lost frame, a stalled master) are ignored, and after 8 of them in a row it is learned
+    again.
+    """
+
+    def __init__(self, early_ns: int) -> None:
+        self.early_ns = early_ns
+        self.period_ns = 0
+        self.last_ns = 0
+        self._outliers = 0
+
+    def frame(self, now_ns: int) -> None:
+        """A process-data frame arrived at *now_ns*."""
+        if self.last_ns:
+            gap = now_ns - self.last_ns
+            period = self.period_ns
+            if period and period // 2 < gap < period * 3 // 2:
+                self.period_ns = period + (gap - period) // 8
+                self._outliers = 0
+            else:
+                self._outliers += 1
+                if not period or self._outliers >= 8:
+                    self.period_ns, self._outliers = gap, 0
+        self.last_ns = now_ns
+
+    def window(self) -> tuple[int, int] | None:
+        """``(spin from, spin until)`` around the next frame (None: no period learned, or off)."""
+        if not self.early_ns or not self.period_ns:
+            return None
+        due = self.last_ns + self.period_ns
+        return due - self.early_ns, due + self.early_ns
+
+
 def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lambda: False,
-          on_ready=lambda: None) -> None:
+          on_ready=lambda: None, busy_poll_ns: int = 0) -> None:
     """Answer frames on *iface* until ``stop()`` is true.
+
+    With *busy_poll_ns*, busy-poll that long either side of the moment the next process-data
+    frame is due (:class:`Pacer`); sleep otherwise.
 
     Control requests (one JSON object per datagram on *control_path*, checked by :mod:`.control`),
     answered with the stats:
@@ -242,8 +300,6 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
     sock = open_raw_socket(iface)
     sock.setblocking(False)
     ctrl = None
-    poller = select.poll()
-    poller.register(sock.fileno(), select.POLLIN)
     if control_path:
         try:
             ctrl, inode = bind_control(control_path)
@@ -251,20 +307,31 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
             sock.close()
             raise
         ctrl.setblocking(False)
-        poller.register(ctrl.fileno(), select.POLLIN)
+    watched = [sock] if ctrl is None else [sock, ctrl]
     buf = bytearray(2048)
     view = memoryview(buf)
+    pacer = Pacer(busy_poll_ns)
+    clock = time.monotonic_ns
     try:
         on_ready()
-        last_poll = time.monotonic_ns()
+        last_poll = clock()
         while not stop():
-            events = poller.poll(POLL_MS)
-            for fd, _ev in events:
-                if fd == sock.fileno():
-                    _drain(sim, sock, buf, view)
-                elif ctrl is not None:
-                    _control(sim, ctrl)
-            now = time.monotonic_ns()
+            timeout_s = POLL_MS / 1000
+            window = pacer.window()
+            now = clock()
+            if window is not None and now < window[1]:
+                if now >= window[0]:  # the frame is due: poll without sleeping until it came
+                    while clock() < window[1]:
+                        if _drain(sim, sock, buf, view, pacer):
+                            break
+                    continue
+                timeout_s = min(timeout_s, (window[0] - now) / 1e9)
+            ready, _, _ = select.select(watched, [], [], timeout_s)  # µs resolution (an hrtimer)
+            if sock in ready:
+                _drain(sim, sock, buf, view, pacer)
+            if ctrl is not None and ctrl in ready:
+                _control(sim, ctrl)
+            now = clock()
             if now - last_poll >= POLL_MS * 1_000_000:
                 sim.segment.poll(now)
                 last_poll = now
@@ -275,22 +342,30 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
             _remove_control(control_path, inode)
 
 
-def _drain(sim: Simulator, sock: socket.socket, buf: bytearray, view: memoryview) -> None:
+def _drain(sim: Simulator, sock: socket.socket, buf: bytearray, view: memoryview, pacer: Pacer) -> bool:
+    """Answer every frame waiting; return True if one was process data."""
+    pd = False
     while True:
         try:
             n, addr = sock.recvfrom_into(buf)
         except BlockingIOError:
-            return
+            return pd
         if addr[2] == socket.PACKET_OUTGOING:
             continue  # our own reply, seen by a tap
+        arrived_ns = time.monotonic_ns()
         frame = bytearray(view[:n])
         size, delay_us = sim.handle(frame)
-        if not size:
-            continue
-        if delay_us:
-            time.sleep(delay_us / 1e6)
-        sock.send(memoryview(frame)[:size])
-        sim.counters.replies += 1
+        if size:
+            if delay_us:
+                time.sleep(delay_us / 1e6)
+            sock.send(memoryview(frame)[:size])
+            sim.counters.replies += 1
+        if sim.last_was_pd:
+            if size and not delay_us:
+                sim.counters.answer.add(time.monotonic_ns() - arrived_ns)
+            pacer.frame(arrived_ns)
+            pd = True
+        sim.after_reply()
 
 
 def _control(sim: Simulator, ctrl: socket.socket) -> None:
