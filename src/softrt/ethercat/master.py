@@ -81,12 +81,12 @@ class _Axis:
     ``tx``, inputs in its ``rx``: the slave's share of the image plus the object's offset) and
     its last inputs."""
 
-    __slots__ = ("slave", "name", "map", "origin", "statusword", "position", "error_code", "info", "axis",
+    __slots__ = ("slave", "name", "origin", "statusword", "position", "error_code", "info", "axis",
                  "controlword_at", "target_at", "mode_at", "statusword_at", "position_at", "error_code_at")
 
     def __init__(self, slave, name: str, drive_map: DriveMap, out_at: int, in_at: int, info: bringup.SlaveInfo,
                  axis: int) -> None:
-        self.slave, self.name, self.map = slave, name, drive_map
+        self.slave, self.name = slave, name
         self.info, self.axis = info, axis
         self.controlword_at = out_at + drive_map.controlword
         self.target_at = out_at + drive_map.target_position
@@ -392,7 +392,9 @@ class EtherCATMaster:
             self.failure = reason
 
     def _lost_reason(self, wkc: int) -> str:
-        """Why the bus counts as lost: the link, or what came back for the frames sent since."""
+        """Why the run cannot go on: the link, a bus gone silent, or what came back instead of valid
+        frames. Only silence is a lost bus: replies that came late or short-counted show a bus
+        that answers (and a host that stalled sent nothing in the windows it missed)."""
         n, since = self._unanswered, self._unanswered_since
         run = f"{n:,} frames sent in a row ({n * self.period_ns / 1e6:,.1f} ms of cycles) since cycle {since:,}"
         link = link_problem(self.iface, self._sock)
@@ -400,13 +402,13 @@ class EtherCATMaster:
             return f"link down on {self.iface} ({link}): {run} unanswered"
         late = self._frame.late.n - self._late_before
         if self._answered_since_valid:
-            what = f"no valid frame (working counter {wkc} of {self.expected_wkc})" if wkc >= 0 else \
-                "no valid frame (frames lost or with a wrong working counter)"
-        elif late:
-            what = f"no frame answered in time ({late:,} answered late, up to {self._frame.late.max / 1e6:,.1f} ms)"
-        else:
-            what = "no frame answered"
-        return f"bus lost: {what}: {run}"
+            what = f"working counter {wkc} of {self.expected_wkc}" if wkc >= 0 else \
+                "frames lost or with a wrong working counter"
+            return f"no valid frame ({what}): {run}"
+        if late:
+            return (f"no valid frame: {run}, {late:,} of them answered late "
+                    f"(up to {self._frame.late.max / 1e6:,.1f} ms)")
+        return f"bus lost: no frame answered: {run}"
 
     def _check_al(self, window: int, next_in_cycles: int) -> None:
         """Read every slave's AL status (one BRD while all are in OP); fail on a slave out of OP.

@@ -1,4 +1,4 @@
-"""Bring-up steps with deadlines: a dead bus ends bring-up in seconds, naming the step (OS layer).
+"""Bring-up steps with deadlines: a dead bus ends bring-up in seconds, naming the step (ethercat layer).
 
 Each step of :mod:`.bringup` (scan, PRE-OP, SII, PRE-OP configuration, mapping, SAFE-OP, process
 image, DC, OP, drive enable) runs inside :meth:`Steps.step` with a deadline tied to the bus timeout
