@@ -55,7 +55,28 @@ def test_apply_then_revert_on_a_tree(run_cli, state_dir, vm):
     code, out, err = run_cli("tune", "--revert", "--root", str(vm))
     assert code == 0, err
     assert "Reverted:" in out and "restored" in out
+    # What each kind of change was restored to.
+    assert "IRQ affinity: restored 19 to 3" in out and "default IRQ affinity: restored 1 to 3" in out
+    assert "sched_rt_runtime_us 950000" in out and "idle states: restored 1 to enabled" in out
     assert trees.files_under(vm) == before  # byte for byte
+
+
+def test_the_rt_cpu_defaults_as_check_and_run_choose_it(run_cli, state_dir, vm, monkeypatch):
+    """On the 2-CPU VM: CPU 1, and the command it prints names it."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_cli("tune", "--root", str(vm))
+    assert code == 0, err
+    assert "real-time CPU(s) 1 " in out and "softrt tune --rt-cpus 1 --apply" in out
+
+
+def test_an_irq_the_kernel_keeps_is_listed_as_reboot_only(run_cli, state_dir, vm, monkeypatch):
+    """IRQ 36 (virtio-blk's managed queue): its smp_affinity is read-only, as this kernel shows it."""
+    monkeypatch.setenv("COLUMNS", "200")
+    (vm / "proc/irq/36/smp_affinity").chmod(0o444)
+    code, out, err = run_cli("tune", "--root", str(vm), "--rt-cpus", "1")
+    assert code == 0, err
+    assert "/proc/irq/36/smp_affinity" not in out and "/proc/irq/38/smp_affinity" in out
+    assert "only at boot (managed or per-CPU): IRQ 36 virtio1-req.0" in out
     assert not (state_dir / "tune-state.jsonl").exists()
 
 
@@ -63,7 +84,6 @@ def test_apply_then_revert_on_a_tree(run_cli, state_dir, vm):
     (["--rt-cpus", "7"], "CPU 7 does not exist"),
     (["--rt-cpus", "0-1"], "one housekeeping CPU must stay"),
     (["--rt-cpus", ""], "no real-time CPU"),
-    ([], "needs --rt-cpus"),
     (["--rt-cpus", "1", "--apply", "--revert"], "cannot be combined"),
     (["--revert", "--rt-cpus", "1"], "drop --rt-cpus"),
     (["--revert"], "nothing to revert"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -11,8 +12,11 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..audit.tune import Plan, Result, apply_plan, plan_tune, revert
+from ..audit.tune import Outcome, Plan, Result, apply_plan, plan_tune, revert
+from ..audit.tune.apply import KINDS, change_kind, short_target
 from ..audit.tune.plan import AFFINITY
+from ..audit import default_rt_cpu
+from ..cpus import CpuSet
 from ..errors import ConfigError
 from .check import CpuList
 
@@ -49,6 +53,8 @@ def render_plan(plan: Plan) -> Group:
                   Text(f"  {plan.kernel_cmdline}", style="cyan"),
                   Text("  (Debian/Ubuntu: GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub; "
                        "Fedora/RHEL: grubby --update-kernel=ALL --args=\"…\")", style="dim")]
+    if plan.fixed_irqs:
+        parts.append(Text(f"  The kernel moves these IRQs only at boot (managed or per-CPU): {', '.join(plan.fixed_irqs)}"))
     if plan.manual:
         parts += [Text(""), Text("Not done by softrt tune (by hand):", style="bold")]
         parts += [Text(f"  {check}: {fix}") for check, fix in plan.manual]
@@ -57,8 +63,30 @@ def render_plan(plan: Plan) -> Group:
     return Group(*parts)
 
 
+def _values(outcomes: list[Outcome], kind: str) -> str:
+    """``19 to 3`` (IRQs, threads, idle states), or each file's own value (kernel settings)."""
+    if kind == "kernel settings":
+        return ", ".join(f"{short_target(o.target)} {o.detail}" for o in outcomes)
+    if kind in ("services", "settings"):
+        return ", ".join(f"{o.target} ({o.detail})" for o in outcomes)
+    idle = {"0": "enabled", "1": "disabled"} if kind == "idle states" else {}  # cpuidle's "disable" file
+    by_value = Counter(idle.get(o.detail, o.detail) for o in outcomes)
+    return "; ".join(f"{n} to {value}" for value, n in by_value.most_common())
+
+
+def by_kind(result: Result, status: str) -> list[Text]:
+    """One line per kind of change with *status*: what the revert put back, or how many the apply made."""
+    groups: dict[str, list[Outcome]] = {}
+    for o in result.outcomes:
+        if o.status == status:
+            groups.setdefault(change_kind(o.target), []).append(o)
+    if status == "restored":
+        return [Text(f"  {kind}: restored {_values(groups[kind], kind)}") for kind in KINDS if kind in groups]
+    return [Text("  " + ", ".join(f"{kind} {len(groups[kind])}" for kind in KINDS if kind in groups))] if groups else []
+
+
 def render_result(result: Result, verb: str) -> Group:
-    """What apply or revert did, one line per change that did not simply succeed."""
+    """What apply or revert did: each change that did not simply succeed, then the rest by kind."""
     parts = []
     for o in result.outcomes:
         if o.status not in ("applied", "restored"):
@@ -66,11 +94,13 @@ def render_result(result: Result, verb: str) -> Group:
             parts.append(Text(f"  {o.status}: {o.target}: {o.detail}{fix}", style=STYLE.get(o.status, "")))
     counts = ", ".join(f"{result.count(s)} {s}" for s in STYLE if result.count(s))
     parts.append(Text(f"{verb}: {counts or 'nothing to do'}", style="bold green" if result.complete else "bold red"))
+    parts += by_kind(result, "restored" if verb == "Reverted" else "applied")
     return Group(*parts)
 
 
 @click.command("tune")
-@click.option("--rt-cpus", type=CpuList(), default=None, help="Real-time CPU(s), e.g. 3 or 2-3.")
+@click.option("--rt-cpus", type=CpuList(), default=None,
+              help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one].")
 @click.option("--apply", "do_apply", is_flag=True, help="Apply the plan (root); every previous value is saved first.")
 @click.option("--revert", "do_revert", is_flag=True, help="Restore exactly what --apply changed, and verify it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan (and the result) as JSON.")
@@ -100,7 +130,7 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
                                "softrt tune --revert again.", style="red"))
         return 0 if result.complete else 1
     if rt_cpus is None:
-        raise ConfigError("softrt tune needs --rt-cpus", hint="e.g. softrt tune --rt-cpus 3 (see softrt check)")
+        rt_cpus = CpuSet([default_rt_cpu(root)])  # as softrt check and softrt run choose it
     plan = plan_tune(rt_cpus, root)
     result = apply_plan(plan, state_file) if do_apply else None
     if as_json:
