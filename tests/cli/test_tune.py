@@ -158,3 +158,23 @@ def test_windows_plan_from_captures_and_apply_refused_there(run_cli, state_dir, 
     assert "$obj.SetRTCores = 4" in out and "never applied" in out
     code, _, err = run_cli("tune", "--root", str(WINDOWS / "bad"), "--rt-cpus", "10-13", "--apply")
     assert code == 2 and "captured command outputs" in err
+
+
+def test_threads_that_exited_are_counted_not_listed():
+    """A revert after a busy hour: one line per kind, never one per exited thread."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from softrt.audit.tune import Outcome, Result
+    from softrt.cli.tune import render_result
+
+    result = Result(Path("state"), [Outcome(f"python3 (30492/{tid})", "gone", "the thread exited") for tid in range(51)]
+                    + [Outcome(f"bash ({pid}/{pid})", "restored", "CPUs 0-1") for pid in range(64)]
+                    + [Outcome("/proc/sys/kernel/sched_rt_runtime_us", "restored", "950000")])
+    console = Console(width=200, record=True)
+    console.print(render_result(result, "Reverted"))
+    lines = console.export_text().splitlines()
+    assert lines == ["Reverted: 65 restored, 51 gone",
+                     "  kernel settings: restored sched_rt_runtime_us 950000",
+                     "  threads: restored 64 to CPUs 0-1; 51 left alone (exited, gone or already set)"]

@@ -74,22 +74,31 @@ def _values(outcomes: list[Outcome], kind: str) -> str:
     return "; ".join(f"{n} to {value}" for value, n in by_value.most_common())
 
 
+def _routine(o: Outcome) -> bool:
+    """Not worth a line of its own: a thread that exited, an IRQ that went away, a value already set."""
+    return o.status == "gone" or (o.status == "skipped" and o.detail in ("the thread exited", "already set"))
+
+
 def by_kind(result: Result, status: str) -> list[Text]:
-    """One line per kind of change with *status*: what the revert put back, or how many the apply made."""
-    groups: dict[str, list[Outcome]] = {}
-    for o in result.outcomes:
-        if o.status == status:
-            groups.setdefault(change_kind(o.target), []).append(o)
-    if status == "restored":
-        return [Text(f"  {kind}: restored {_values(groups[kind], kind)}") for kind in KINDS if kind in groups]
-    return [Text("  " + ", ".join(f"{kind} {len(groups[kind])}" for kind in KINDS if kind in groups))] if groups else []
+    """One line per kind of change: what the revert put back (or how many the apply made), and
+    how many were left alone because there was nothing to do."""
+    lines = []
+    for kind in KINDS:
+        mine = [o for o in result.outcomes if change_kind(o.target) == kind]
+        done, routine = [o for o in mine if o.status == status], [o for o in mine if _routine(o)]
+        words = ([f"restored {_values(done, kind)}" if status == "restored" else f"{len(done)} applied"] if done else [])
+        if routine:
+            words.append(f"{len(routine)} left alone (exited, gone or already set)")
+        if words:
+            lines.append(Text(f"  {kind}: {'; '.join(words)}"))
+    return lines
 
 
 def render_result(result: Result, verb: str) -> Group:
-    """What apply or revert did: each change that did not simply succeed, then the rest by kind."""
+    """What apply or revert did: each change that did not simply succeed, then every kind of change."""
     parts = []
     for o in result.outcomes:
-        if o.status not in ("applied", "restored"):
+        if o.status not in ("applied", "restored") and not _routine(o):
             fix = f" (by hand: {o.fix})" if o.fix else ""
             parts.append(Text(f"  {o.status}: {o.target}: {o.detail}{fix}", style=STYLE.get(o.status, "")))
     counts = ", ".join(f"{result.count(s)} {s}" for s in STYLE if result.count(s))
