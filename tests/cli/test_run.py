@@ -63,7 +63,8 @@ def test_unwritable_output_directory(run_cli, tmp_path, state_dir):
     assert code == 2 and "cannot write runs" in err and len(err.strip().splitlines()) == 1
 
 
-def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_throttling_on, rt_settings_restored,
+                                               softrt_cmd):
     period_ns, duration_s = 250_000, 2
     proc = softrt_cmd("run", "--duration", f"{duration_s}s", "--json", "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
@@ -197,7 +198,8 @@ def test_killed_worker_is_a_partial_run(tmp_path, state_dir, rt_settings_restore
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
-def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path, state_dir, rt_throttling_on,
+                                                                       rt_settings_restored, softrt_cmd):
     import psutil
 
     before = RT_RUNTIME.read_text()
@@ -216,7 +218,8 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
-def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt_throttling_on, rt_settings_restored,
+                                                        softrt_cmd):
     import psutil
 
     proc = _start(tmp_path, "--duration", "20s")
