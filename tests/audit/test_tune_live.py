@@ -92,6 +92,8 @@ def test_apply_then_revert_restores_every_byte(rt, victim, tmp_path):
 def test_revert_after_an_interrupted_apply(rt, victim, tmp_path):
     plan = plan_for_test(rt, victim)
     files = [s for s in plan.steps if s.kind == FILE]
+    if len(files) < 2:  # the same interruption on an untuned tree: test_tune_apply.py
+        pytest.skip(f"this machine is tuned already ({len(files)} kernel file(s) to change): nothing to interrupt")
     rt_runtime = Path("/proc/sys/kernel/sched_rt_runtime_us").read_bytes()
     before = snapshot(plan)
     state = tmp_path / "tune-state.jsonl"
