@@ -135,7 +135,10 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
     return table
 
 
-@click.group("history", invoke_without_command=True)
+@click.group("history", invoke_without_command=True, epilog="""\b
+Examples:
+  softrt history --host rig-7 --since 2026-11-01
+  softrt history --limit 5 --json""")
 @DB_OPTION
 @click.option("--host", default=None, help="Only runs on this host.")
 @click.option("--scenario", default=None, help="Only this scenario (imported results: the tool's name).")
@@ -169,7 +172,9 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
     return 0
 
 
-@command.command("add")
+@command.command("add", epilog="""\b
+Example:
+  softrt history add /mnt/rig-7/softrt-runs   the runs another PC made""")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @DB_OPTION
 @click.pass_context
@@ -184,7 +189,9 @@ def add(ctx, paths, db):
     return 0
 
 
-@command.command("forget")
+@command.command("forget", epilog="""\b
+Example:
+  softrt history forget last                  the newest run leaves the history; its directory stays""")
 @click.argument("run")
 @DB_OPTION
 @click.pass_context

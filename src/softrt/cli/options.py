@@ -12,20 +12,32 @@ from ..units import parse_time_ns
 
 
 class TimeNs(click.ParamType):
-    """A time such as ``250us`` or ``10s``, converted to integer nanoseconds."""
+    """A time such as ``250us`` or ``10s``, converted to integer nanoseconds (at most *max_ns*, if given)."""
 
     name = "time"
 
-    def __init__(self, default_unit: str) -> None:
-        self.default_unit = default_unit
+    def __init__(self, default_unit: str, max_ns: int | None = None) -> None:
+        self.default_unit, self.max_ns = default_unit, max_ns
 
     def convert(self, value, param, ctx):
         if isinstance(value, int):
             return value
+        what = param.opts[0] if param else "time"
         try:
-            return parse_time_ns(value, default_unit=self.default_unit, what=param.opts[0] if param else "time")
+            ns = parse_time_ns(value, default_unit=self.default_unit, what=what)
         except ConfigError as err:
             self.fail(str(err), param, ctx)
+        if self.max_ns is not None and ns > self.max_ns:
+            self.fail(f"{what} {value!r} is out of range (at most {format_time(self.max_ns)})", param, ctx)
+        return ns
+
+
+def format_time(ns: int) -> str:
+    """``60s``, ``2ms``, ``250us``: the shortest exact form, as the options take it."""
+    for unit, scale in (("h", 3600 * 10**9), ("m", 60 * 10**9), ("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+        if ns and ns % scale == 0:
+            return f"{ns // scale}{unit}"
+    return f"{ns}ns"
 
 
 class SignedTimeNs(TimeNs):

@@ -10,7 +10,11 @@ from .history import DB_OPTION
 from .render import console
 
 
-@click.command("report")
+@click.command("report", epilog="""\b
+Examples:
+  softrt report last -o report.html
+  softrt report last~3 last~2 last~1 last     the four runs of a softrt compare, overlaid
+  softrt report softrt-runs/ --png plots/     every run in a directory""")
 @click.argument("runs", nargs=-1, required=True)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("report.html"), show_default=True, help="The HTML file to write.")

@@ -43,7 +43,11 @@ def render_imported(summary: RunSummary, path: str) -> Group:
     return Group(table, Text(""), Text("\n".join(lines)), Text(f"Run stored in {path}", style="dim"))
 
 
-@click.command("show")
+@click.command("show", epilog="""\b
+Examples:
+  softrt show last                            the newest run (last~1: the one before)
+  softrt show 20261130-071502 --json          a run id, or its shortest prefix from softrt history
+  softrt show softrt-runs/20261130-071502-vm-e760""")
 @click.argument("run")
 @DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json.")

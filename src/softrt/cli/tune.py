@@ -107,7 +107,11 @@ def render_result(result: Result, verb: str) -> Group:
     return Group(*parts)
 
 
-@click.command("tune")
+@click.command("tune", epilog="""\b
+Examples:
+  softrt tune                                 print the plan for the CPU softrt run uses
+  softrt tune --apply && softrt run           apply it (root), then measure
+  softrt tune --revert                        put back every value --apply replaced""")
 @click.option("--rt-cpus", type=CpuList(), default=None,
               help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one].")
 @click.option("--apply", "do_apply", is_flag=True, help="Apply the plan (root); every previous value is saved first.")

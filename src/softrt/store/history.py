@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -37,6 +38,8 @@ DB_NAME = "history.sqlite"
 #: start time of a softrt run id (``YYYYMMDD-HHMMSS-host-xxxx``).
 SHORT_ID_MIN = 15
 HISTOGRAM = "histogram.json"  # imported runs (softrt.store.importers) keep their histogram here
+#: ``last`` is the newest run (by start time), ``last~N`` the one N runs before it (as git's HEAD~N).
+LAST = re.compile(r"last(?:~(\d{1,9}))?")
 
 _CREATE = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -344,13 +347,15 @@ class History:
         return [self._record(r) for r in reversed(rows)]
 
     def get(self, run_id_or_prefix: str) -> RunRecord:
-        """Return the run whose id is (or uniquely starts with) *run_id_or_prefix*.
+        """Return the run whose id is (or uniquely starts with) *run_id_or_prefix*, or ``last``/``last~N``.
 
         Raises ConfigError for an unknown id and for a prefix that matches several runs.
         """
         key = str(run_id_or_prefix).strip()
         if not key:
             raise ConfigError("empty run id", hint="see softrt history for the run ids")
+        if (last := LAST.fullmatch(key)) is not None:
+            return self._newest(int(last.group(1) or 0), key)
         with self._connect(write=False) as conn:
             rows = [] if conn is None else conn.execute(
                 f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE run_id = ? OR substr(run_id, 1, ?) = ? "
@@ -366,6 +371,17 @@ class History:
             raise ConfigError(f"run id prefix {key!r} matches several runs ({shown}{', …' if len(rows) > 5 else ''})",
                               hint="give more of the run id")
         return self._record(rows[0])
+
+    def _newest(self, back: int, key: str) -> RunRecord:
+        """The run *back* runs before the newest one (``last~back``)."""
+        runs = self.list_runs(limit=back + 1)
+        if not runs:
+            raise ConfigError(f"{key}: the history {self.path} holds no runs yet",
+                              hint="softrt run stores one; softrt history add DIR adds run directories")
+        if len(runs) <= back:
+            raise ConfigError(f"{key}: the history holds only {len(runs)} run(s)",
+                              hint=f"last~{len(runs) - 1} is the oldest; see softrt history")
+        return runs[0]  # the newest back+1, oldest first
 
     def short_ids(self, min_len: int = SHORT_ID_MIN) -> dict[str, str]:
         """Every run id's shortest prefix (at least *min_len* characters, the start time of a
