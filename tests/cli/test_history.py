@@ -157,3 +157,26 @@ def test_show_prints_why_cycles_were_late(run_cli, home, tmp_path):
     plain = write_synthetic_run(tmp_path / "p", cycles=2_000)  # a run from before tracing existed
     code, out, _ = run_cli("show", str(plain))
     assert code == 0 and "Why cycles were late" not in out
+
+
+def test_the_runs_of_one_compare_are_grouped(run_cli, home, tmp_path, monkeypatch):
+    from softrt.store.rundir import update_summary
+
+    monkeypatch.setenv("COLUMNS", "80")
+    dirs = [write_synthetic_run(tmp_path / "runs", cycles=500, host="pc", seed=i, scenario=name,
+                                started_at=datetime(2026, 11, 30, 8, i, tzinfo=timezone.utc))
+            for i, name in enumerate(["alone", "untuned", "tuned", "tuned+load", "later"])]
+    first = json.loads((dirs[1] / "summary.json").read_text())["run_id"]
+    for d in dirs[1:4]:  # as softrt compare stores its scenario runs
+        update_summary(d, compare_round=1, compare_id=first)
+    assert run_cli("history", "add", str(tmp_path / "runs"))[0] == 0
+    code, out, _ = run_cli("history", "--json")
+    assert [r["compare_id"] for r in json.loads(out)] == [None, first, first, first, None]
+    code, out, _ = run_cli("history")
+    lines = out.splitlines()
+    blank = [i for i, line in enumerate(lines) if not line.strip()]
+    at = {name: next(i for i, line in enumerate(lines) if f" {name} " in line) for name in ("alone", "untuned",
+                                                                                          "tuned+load", "later")}
+    # a blank line before the compare's first run and one after its last, none elsewhere among the runs
+    assert [b for b in blank if at["alone"] < b < at["later"]] == [at["untuned"] - 1, at["tuned+load"] + 1], out
+    assert "blank lines group a compare" in out and all(len(line) <= 80 for line in lines)

@@ -71,6 +71,8 @@ CREATE INDEX IF NOT EXISTS runs_scenario ON runs (scenario);
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started_epoch_s);
 """
 
+#: A column of no table: read from the stored summary, so the database layout stays version 1.
+_COMPARE_ID = "CASE WHEN json_valid(summary_json) THEN json_extract(summary_json, '$.compare_id') END"
 _COLUMNS = ("run_id", "started_at", "started_epoch_s", "finished_at", "host", "scenario", "source", "status",
             "mode", "period_ns", "cycles", "period_max_us", "period_p99_99_us", "latency_max_us",
             "process_max_us", "missed_updates", "config_json", "tuning_json", "summary_json", "path",
@@ -105,6 +107,7 @@ class RunRecord:
     path: Path
     samples_path: Path | None
     added_at: str
+    compare_id: str | None = None  # the runs of one softrt compare share it (schema.summary.RunSummary)
 
     @cached_property
     def summary(self) -> RunSummary:
@@ -121,7 +124,7 @@ class RunRecord:
             "latency_max_us": self.latency_max_us, "process_max_us": self.process_max_us,
             "missed_updates": self.missed_updates, "tuning": self.summary.tuning.to_dict(),
             "path": str(self.path), "samples_path": None if self.samples_path is None else str(self.samples_path),
-            "added_at": self.added_at,
+            "added_at": self.added_at, "compare_id": self.compare_id,
         }
 
 
@@ -333,7 +336,7 @@ class History:
             # A time bound is inclusive; a bare date became the next day's start, which is not.
             where.append("started_epoch_s < ?" if _is_date(until) else "started_epoch_s <= ?")
             args.append(hi.timestamp())
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM runs"
+        sql = f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY started_epoch_s DESC, run_id DESC"
@@ -403,6 +406,7 @@ class History:
     @staticmethod
     def _record(row: tuple) -> RunRecord:
         r = dict(zip(_COLUMNS, row))
+        compare_id = row[len(_COLUMNS)] if len(row) > len(_COLUMNS) else None
         return RunRecord(
             run_id=r["run_id"], started_at=r["started_at"], finished_at=r["finished_at"], host=r["host"],
             scenario=r["scenario"], source=r["source"], status=r["status"], mode=r["mode"],
@@ -411,6 +415,7 @@ class History:
             process_max_us=r["process_max_us"], missed_updates=r["missed_updates"],
             summary_json=r["summary_json"], path=Path(r["path"]),
             samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
+            compare_id=compare_id if isinstance(compare_id, str) else None,
         )
 
 
