@@ -204,15 +204,18 @@ class _Remaining:
     def __init__(self, measure_s: list[float], settle_s: float) -> None:
         self.measure_s, self.total, self.done = measure_s, len(measure_s), 0
         self.overhead_s = settle_s + 3.0  # a first guess, replaced by what the runs took
-        self._started = time.monotonic()
+        self._started = self._run_started = time.monotonic()
 
     def finished(self) -> None:
         self.done += 1
-        spent = time.monotonic() - self._started
+        self._run_started = time.monotonic()
+        spent = self._run_started - self._started
         self.overhead_s = max(0.0, spent - sum(self.measure_s[:self.done])) / self.done
 
     def sentence(self) -> str:
-        eta = sum(self.measure_s[self.done:]) + (self.total - self.done) * self.overhead_s
+        eta = (sum(self.measure_s[self.done:]) + (self.total - self.done) * self.overhead_s
+               - (time.monotonic() - self._run_started))  # what the run in progress has used of it
+        eta = max(eta, 0.0)
         return f"{self.done} of {self.total} done, about {format_duration_s(eta)} left"
 
 
