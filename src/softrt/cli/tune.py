@@ -54,7 +54,8 @@ def render_plan(plan: Plan) -> Group:
                   Text("  (Debian/Ubuntu: GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub; "
                        "Fedora/RHEL: grubby --update-kernel=ALL --args=\"…\")", style="dim")]
     if plan.fixed_irqs:
-        parts.append(Text(f"  The kernel moves these IRQs only at boot (managed or per-CPU): {', '.join(plan.fixed_irqs)}"))
+        parts.append(Text("  The kernel moves these IRQs only at boot (managed or per-CPU): "
+                          + ", ".join(plan.fixed_irqs)))
     if plan.manual:
         parts += [Text(""), Text("Not done by softrt tune (by hand):", style="bold")]
         parts += [Text(f"  {check}: {fix}") for check, fix in plan.manual]
@@ -86,7 +87,7 @@ def by_kind(result: Result, status: str) -> list[Text]:
     for kind in KINDS:
         mine = [o for o in result.outcomes if change_kind(o.target) == kind]
         done, routine = [o for o in mine if o.status == status], [o for o in mine if _routine(o)]
-        words = ([f"restored {_values(done, kind)}" if status == "restored" else f"{len(done)} applied"] if done else [])
+        words = [f"restored {_values(done, kind)}" if status == "restored" else f"{len(done)} applied"] if done else []
         if routine:
             words.append(f"{len(routine)} left alone (exited, gone or already set)")
         if words:

@@ -182,7 +182,8 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
             for item in planned:
                 if interrupts.requested():
                     break
-                step = f"[{left.done + 1}/{left.total}] {item.scenario.name}" + (f", round {rnd}/{repeat}" if repeat > 1 else "")
+                step = f"[{left.done + 1}/{left.total}] {item.scenario.name}"
+                step += f", round {rnd}/{repeat}" if repeat > 1 else ""
                 runs.append(_run_one(item, rnd, backend, settle_s, on_progress,
                                      lambda what, step=step: say(f"{step}: {what}; {left.sentence()}"),
                                      compare_id=runs[0].result.summary.run_id if runs else None))

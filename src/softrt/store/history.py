@@ -361,7 +361,7 @@ class History:
             return self._newest(int(last.group(1) or 0), key)
         with self._connect(write=False) as conn:
             rows = [] if conn is None else conn.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE run_id = ? OR substr(run_id, 1, ?) = ? "
+                f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID} FROM runs WHERE run_id = ? OR substr(run_id, 1, ?) = ? "
                 "ORDER BY run_id LIMIT 6", (key, len(key), key)).fetchall()
         exact = [r for r in rows if r[0] == key]
         if exact:

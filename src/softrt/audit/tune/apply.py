@@ -71,8 +71,8 @@ class Result:
 #: The kinds of change, in the order a summary lists them (:func:`change_kind`).
 KINDS = ("IRQ affinity", "default IRQ affinity", "kernel settings", "idle states", "CPU governor", "threads",
          "services", "settings")
-_SHORT_PREFIXES = ("/proc/sys/kernel/", "/proc/sys/", "/sys/devices/virtual/", "/sys/devices/system/", "/sys/kernel/mm/",
-                   "/sys/kernel/")
+_SHORT_PREFIXES = ("/proc/sys/kernel/", "/proc/sys/", "/sys/devices/virtual/", "/sys/devices/system/",
+                   "/sys/kernel/mm/", "/sys/kernel/")
 
 
 def change_kind(target: str) -> str:
