@@ -50,13 +50,17 @@ def test_a_planted_lock_symlink_is_refused_and_its_target_untouched(tmp_path, vi
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
-def test_a_lock_file_owned_by_another_user_is_refused_and_not_truncated(tmp_path):
+def test_a_lock_file_owned_by_another_user_is_only_locked_never_written(tmp_path):
+    """A user's run made the lock first: root's run shares it (it was refused) and writes nothing through it."""
     path = tmp_path / "softrt-rt-loop.lock"
     path.write_text("someone else's\n")
     os.chown(path, 65534, 65534)
-    with pytest.raises(SoftRTError, match="owned by"):
-        LinuxPlatform().try_lock(path)
-    assert path.read_text() == "someone else's\n"
+    fd = LinuxPlatform().try_lock(path)
+    try:
+        assert fd is not None and LinuxPlatform().try_lock(path) is None
+    finally:
+        os.close(fd)
+    assert path.read_text() == "someone else's\n" and oct(path.stat().st_mode & 0o777) == oct(0o644)
 
 
 def _as_user(uid: int, action) -> int:
