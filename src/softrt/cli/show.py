@@ -52,7 +52,8 @@ Examples:
 @DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json.")
 def command(run, db, as_json):
-    """Print one run's tables: RUN is a run id (or a unique prefix) from softrt history, or a run directory.
+    """Print one run's tables: RUN is a run id (or a unique prefix) from softrt history, last (the
+    newest run), last~N (N runs before it), or a run directory.
 
     A run in progress shows its last checkpoint (written every minute), and whether it still goes.
     """
