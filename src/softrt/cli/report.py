@@ -22,7 +22,8 @@ Examples:
               help="Also write every plot as a PNG into this directory.")
 @DB_OPTION
 def command(runs, output, png_dir, db):
-    """Write an HTML report of RUNS (run ids from softrt history, last, last~N, run directories, or directories of runs).
+    """Write an HTML report of RUNS (run ids from softrt history, last, last~N, run directories, or
+    directories of runs).
 
     Several runs are overlaid in the same plots. The file needs nothing else to open: no network,
     no scripts. A run that cannot be read is left out with a note (exit status 1).
