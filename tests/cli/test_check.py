@@ -61,7 +61,7 @@ def test_json_output(run_cli, state_dir):
     (["--rt-cpus", "one"], "invalid CPU list"),
     (["--rt-cpus", "1-0"], "invalid CPU range"),
     (["--sample", "-1"], "--sample"),
-    (["--sample", "90s"], "at most 1m"),
+    (["--sample", "90s"], "at most 1 min"),
     (["--sample", "2 parsecs"], "unknown unit"),
 ])
 def test_bad_input_is_one_line_and_exit_2(run_cli, state_dir, args, words):

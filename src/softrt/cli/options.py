@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import click
 
 from ..errors import ConfigError
-from ..units import parse_time_ns
+from ..units import format_time_ns, parse_time_ns
 
 
 class TimeNs(click.ParamType):
@@ -28,16 +28,8 @@ class TimeNs(click.ParamType):
         except ConfigError as err:
             self.fail(str(err), param, ctx)
         if self.max_ns is not None and ns > self.max_ns:
-            self.fail(f"{what} {value!r} is out of range (at most {format_time(self.max_ns)})", param, ctx)
+            self.fail(f"{what} {value!r} is out of range (at most {format_time_ns(self.max_ns)})", param, ctx)
         return ns
-
-
-def format_time(ns: int) -> str:
-    """``60s``, ``2ms``, ``250us``: the shortest exact form, as the options take it."""
-    for unit, scale in (("h", 3600 * 10**9), ("m", 60 * 10**9), ("s", 10**9), ("ms", 10**6), ("us", 10**3)):
-        if ns and ns % scale == 0:
-            return f"{ns // scale}{unit}"
-    return f"{ns}ns"
 
 
 class SignedTimeNs(TimeNs):
