@@ -1,4 +1,4 @@
-"""Readers for kernel and CPU facts under a root directory (audit layer, read-only).
+"""Readers for kernel and CPU facts under a root directory (platform layer, read-only).
 
 Every function takes ``root`` and reads through :mod:`softrt.platform.kfiles`, so tests feed
 captured trees. A missing or unreadable file gives ``None`` (or an empty result); the checks turn
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
-from ..platform.kfiles import kpath, read_text
+from .kfiles import kpath, read_text
 
 CPU_DIR = "/sys/devices/system/cpu"
 

@@ -1,4 +1,4 @@
-"""Readers for processes and threads under a root directory (audit layer, read-only).
+"""Readers for processes and threads under a root directory (platform layer, read-only).
 
 Flags come from the 9th field of /proc/PID/stat (proc(5)); the bit values are from
 include/linux/sched.h and are what tuna's ``cannot_set_affinity()`` tests.
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
-from ..platform.kfiles import kpath, read_text
+from .kfiles import kpath, read_text
 
 PF_KTHREAD = 0x00200000  # a kernel thread
 PF_NO_SETAFFINITY = 0x04000000  # userland may not change its affinity (per-CPU kthreads)

@@ -17,10 +17,10 @@ import re
 import time
 from pathlib import Path
 
-from ..cpus import CpuSet
-from ..platform.kfiles import kpath, read_text
-from ..trace import tracefs
-from . import procs
+from ...cpus import CpuSet
+from ...platform import ktasks
+from ...platform.kfiles import kpath, read_text
+from ...trace import tracefs
 
 _SWITCH = re.compile(
     r"^\s*.+?-\d+\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+sched_switch:\s+"
@@ -82,14 +82,14 @@ def proc_snapshot(root: str) -> dict[int, tuple[str, int, int]]:
     """Return ``{tid: (comm, run_ns, last_cpu)}`` for every thread (schedstat, else stat ticks)."""
     tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
     snap = {}
-    for pid in procs.pids(root):
+    for pid in ktasks.pids(root):
         try:
             tids = [int(n) for n in os.listdir(kpath(root, f"/proc/{pid}/task")) if n.isdigit()]
         except OSError:
             continue
         for tid in tids:
             base = f"/proc/{pid}/task/{tid}"
-            stat = procs.parse_stat(read_text(root, f"{base}/stat", fallback=""))
+            stat = ktasks.parse_stat(read_text(root, f"{base}/stat", fallback=""))
             if stat is None:
                 continue
             schedstat = read_text(root, f"{base}/schedstat", fallback="").split()
@@ -164,7 +164,7 @@ def classify(root: str, tid: int, rt_cpus: CpuSet) -> str:
     """
     if tid == 0:
         return "idle"
-    task = procs.read_task(root, tid, tid)
+    task = ktasks.read_task(root, tid, tid)
     if task is None:
         return "exited"
     if task.kthread and not task.movable:
