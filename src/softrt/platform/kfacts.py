@@ -48,6 +48,17 @@ def online_cpus(root: str) -> CpuSet | None:
     return cpulist(root, f"{CPU_DIR}/online")
 
 
+def cpu_times(root: str) -> dict[int, list[int]]:
+    """Return /proc/stat per-CPU counters in USER_HZ ticks (proc(5): user nice system idle iowait irq
+    softirq steal …)."""
+    out = {}
+    for line in (text(root, "/proc/stat") or "").splitlines():
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu") and name[3:].isdigit():
+            out[int(name[3:])] = [int(v) for v in rest.split()]
+    return out
+
+
 # -- kernel command line -----------------------------------------------------------------------
 def cmdline(root: str) -> dict[str, str] | None:
     """Return the kernel parameters from /proc/cmdline as ``{name: value}`` ("" for flags).

@@ -9,7 +9,7 @@ import os
 
 from ...cpus import CpuSet, choose_cpus
 from ...errors import ConfigError, InvalidCpu, SoftRTError
-from ...platform import get_platform, kfacts
+from ...platform import get_platform, kfacts, ktasks
 from ...platform.kfiles import read_text
 from ..model import Finding, Report, Severity, Status
 from . import sample as _sample
@@ -31,10 +31,7 @@ def online_cpus(root: str = "/") -> CpuSet:
 def _allowed(root: str) -> CpuSet | None:
     if os.path.realpath(root) == "/":
         return get_platform().allowed_cpus()
-    for line in read_text(root, "/proc/self/status", fallback="").splitlines():
-        if line.startswith("Cpus_allowed_list:"):
-            return CpuSet.parse(line.split(":", 1)[1])
-    return None
+    return ktasks.allowed_list(read_text(root, "/proc/self/status", fallback=""))
 
 
 def default_rt_cpu(root: str = "/") -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...platform import ktasks
+from ...platform.kfacts import cpu_times
 from ...platform.kfiles import kpath, read_text
 from ...trace import tracefs
 
@@ -105,16 +106,6 @@ def diff_snapshots(before: dict, after: dict, cpus: CpuSet) -> dict[tuple[int, s
         if tid in before and cpu in cpus:
             _add(totals, (tid, comm), run_ns - before[tid][1])
     return totals
-
-
-def cpu_times(root: str) -> dict[int, list[int]]:
-    """Return /proc/stat per-CPU counters (user nice system idle iowait irq softirq steal …)."""
-    out = {}
-    for line in (read_text(root, "/proc/stat", fallback="") or "").splitlines():
-        name, _, rest = line.partition(" ")
-        if name.startswith("cpu") and name[3:].isdigit():
-            out[int(name[3:])] = [int(v) for v in rest.split()]
-    return out
 
 
 def idle_share(before: dict[int, list[int]], after: dict[int, list[int]], cpus: CpuSet) -> float | None:
