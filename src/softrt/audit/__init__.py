@@ -26,8 +26,8 @@ def backend(root: str = "/") -> ModuleType:
     return windows if windows.applies(str(root)) else linux
 
 
-def default_rt_cpu(root: str = "/") -> int:
-    """The CPU ``softrt run`` uses by default on *root*."""
+def default_rt_cpu(root: str = "/") -> int | None:
+    """The CPU ``softrt run`` uses by default on *root* (None: a Windows capture that does not say)."""
     return backend(root).default_rt_cpu(str(root))
 
 

@@ -11,7 +11,7 @@ from ...cpus import CpuSet, choose_cpus
 from ...errors import ConfigError, InvalidCpu, SoftRTError
 from ...platform import get_platform, kfacts, ktasks
 from ...platform.kfiles import read_text
-from ..model import Finding, Report, Severity, Status
+from ..model import Report, crashed
 from . import sample as _sample
 from .checks import ALL
 from .context import Context
@@ -69,10 +69,6 @@ def validate_rt_cpus(rt_cpus: CpuSet, root: str = "/") -> tuple[CpuSet, CpuSet]:
     return rt_cpus, housekeeping
 
 
-def _check_id(check) -> str:
-    return f"{check.__module__.rsplit('.', 1)[-1]}.{check.__name__.removeprefix('check_')}"
-
-
 def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Report:
     """Audit this machine (or a captured tree under *root*) for a 250 µs loop on *rt_cpus*.
 
@@ -96,10 +92,7 @@ def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Repor
         try:
             findings.append(check(ctx))
         except (OSError, ValueError, SoftRTError) as err:
-            # A source that exists but cannot be parsed: say so, never crash the audit.
-            title = (check.__doc__ or _check_id(check)).strip().splitlines()[0]
-            findings.append(Finding(_check_id(check), title, Status.NA, Severity.LOW,
-                                    f"could not be read: {err}"))
+            findings.append(crashed(check, err))  # a source that exists but cannot be parsed: say so
     meta = {"kernel": kfacts.kernel_release(root), "sample_s": sample_s if ctx.sample else 0}
     return Report(rt_cpus, ctx.housekeeping, findings, ctx.sample, root, meta)
 

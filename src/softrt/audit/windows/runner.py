@@ -9,11 +9,12 @@ soft-real-time-device, and the seed's four points (``../shared/seed/brief.md``).
 from __future__ import annotations
 
 import os
+import sys
 
-from ...cpus import CpuSet
-from ...errors import ConfigError, NotSupported
+from ...cpus import CpuSet, choose_cpus
+from ...errors import NotSupported, SoftRTError
 from ...platform import get_platform, wincmd
-from ..model import Finding, Report, Severity, Status
+from ..model import Report, crashed
 from . import checks, sample
 from .facts import WinFacts
 
@@ -33,27 +34,38 @@ def applies(root: str) -> bool:
 
 
 def gather(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -> WinFacts:
-    """The facts of *root* through *runner* (default: this machine, or the captures under *root*)."""
-    return WinFacts(runner or wincmd.runner_for(root), rt_cpus, str(root))
+    """The facts of *root* through *runner* (default: this machine, or the captures under *root*).
+
+    On this machine the processors come from the platform (GetProcessAffinityMask, else
+    os.cpu_count()), never from a command that may print nothing, and the loop's interpreter is this one.
+    """
+    runner = runner or wincmd.runner_for(root)
+    if wincmd.is_capture(root):
+        return WinFacts(runner, rt_cpus, str(root))
+    plat = get_platform()
+    try:
+        online, allowed = plat.online_cpus(), plat.allowed_cpus()
+    except SoftRTError:
+        online = allowed = CpuSet(range(os.cpu_count() or 1))
+    return WinFacts(runner, rt_cpus, str(root), online=online, allowed=allowed, interpreter=sys.executable)
 
 
-def default_rt_cpu(root: str, runner: wincmd.Runner | None = None) -> int:
-    """The highest logical processor (SetRTCores reserves from the top down); 0 when the count is unknown."""
-    count = gather(CpuSet(), root, runner).cpu_count
-    return count - 1 if count else 0
+def default_rt_cpu(root: str, runner: wincmd.Runner | None = None) -> int | None:
+    """The CPU ``softrt run`` uses (:func:`softrt.cpus.choose_cpus`: the highest one this process may
+    use, where SetRTCores reserves from); None when a capture does not say how many there are."""
+    w = gather(CpuSet(), root, runner)
+    if w.cpus[0] is None:
+        return None
+    rt_cpu, _ = choose_cpus(w.cpus[0], w.allowed or w.cpus[0])
+    return rt_cpu
 
 
 def run_checks(rt_cpus: CpuSet, root: str, sample_s: float = 2.0, runner: wincmd.Runner | None = None) -> Report:
     """Audit a Windows machine (or its captured outputs) for a 250 µs loop on *rt_cpus*.
 
     An RT CPU the machine does not have, a missing CSP or an unreadable source is a finding,
-    never an exception.
-
-    Raises:
-        ConfigError: no RT CPU at all (bad input, exit status 2).
+    never an exception; so is no RT CPU at all (:func:`default_rt_cpu` found none to choose).
     """
-    if not rt_cpus:
-        raise ConfigError("no real-time CPU given", hint="name one or more CPUs, e.g. --rt-cpus 3")
     w = gather(rt_cpus, root, runner)
     if sample_s > 0 and w.existing_rt:
         w.sample = sample.sample(w, sample_s)
@@ -62,9 +74,7 @@ def run_checks(rt_cpus: CpuSet, root: str, sample_s: float = 2.0, runner: wincmd
         try:
             findings.append(check(w))
         except (OSError, ValueError, KeyError, TypeError) as err:
-            title = (check.__doc__ or check.__name__).strip().splitlines()[0]
-            findings.append(Finding(f"kernel.{check.__name__.removeprefix('check_')}", title, Status.NA,
-                                    Severity.LOW, f"could not be read: {err}"))
+            findings.append(crashed(check, err))
     meta = {"os": "windows", "logical_processors": w.cpu_count, "sample_s": w.sample["seconds"] if w.sample else 0}
     return Report(rt_cpus, w.housekeeping, findings, w.sample, str(root), meta)
 

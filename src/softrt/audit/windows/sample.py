@@ -15,7 +15,7 @@ import re
 
 from ...cpus import CpuSet
 from ...platform.wincmd import powershell
-from ..model import Finding, Severity, Status, not_applicable
+from ..model import Finding, Severity, Status, declare, not_applicable
 from . import parse
 from .facts import WinFacts
 
@@ -91,6 +91,7 @@ def sample(w: WinFacts, seconds: float) -> dict:
     return {"method": METHOD, "seconds": secs, "cores": cores, "tasks": tasks, "idle_share": None, "error": None}
 
 
+@declare("cores.sample", Severity.MEDIUM)
 def check_sample(w: WinFacts) -> Finding:
     """What ran on the RT cores during the live sample."""
     title = "Live sample of the RT cores"
@@ -98,7 +99,7 @@ def check_sample(w: WinFacts) -> Finding:
     if s is None:
         return not_applicable("cores.sample", title, "no live sample taken (--sample 0)", Severity.MEDIUM)
     if s.get("error"):
-        return not_applicable("cores.sample", title, f"sample failed: {s['error']}", Severity.MEDIUM)
+        return not_applicable("cores.sample", title, f"sample failed: {s['error']}", Severity.MEDIUM, unreadable=True)
     evidence = [f"method: {s['method']}"]
     heavy = []
     for cpu, c in s["cores"].items():
