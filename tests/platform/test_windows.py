@@ -61,9 +61,9 @@ def test_every_win32_method_is_a_declared_call():
     methods |= lowercase
     assert methods <= set(W.SIGNATURES)
     for name, (dll, restype, argtypes, failure) in W.SIGNATURES.items():
-        assert dll in ("kernel32", "ntdll", "winmm"), name
+        assert dll in ("kernel32", "winmm", "pdh"), name
         assert restype is not None and isinstance(argtypes, list), name
-        assert failure in (None, "zero", "mmresult", "wait", "thread_priority"), name
+        assert failure in (None, "zero", "mmresult", "wait", "thread_priority", "pdh"), name
     assert set(W.SIGNATURES) == methods
 
 
@@ -79,6 +79,7 @@ def test_the_fake_has_exactly_the_real_methods(fake_win32):
 
 
 def test_the_structures_have_the_64_bit_windows_layout():
+    assert ctypes.sizeof(W.PDH_FMT_COUNTERVALUE_ITEM_W) == 24 and W.PDH_FMT_COUNTERVALUE.doubleValue.offset == 8
     assert ctypes.sizeof(W.JOBOBJECT_BASIC_LIMIT_INFORMATION) == 64
     assert ctypes.sizeof(W.JOBOBJECT_EXTENDED_LIMIT_INFORMATION) == 144
     assert ctypes.sizeof(W.OVERLAPPED) == 32
@@ -508,3 +509,22 @@ def test_a_lock_folder_nobody_may_create_is_one_clear_error(fake_win32, tmp_path
     with pytest.raises(SoftRTError, match="cannot be opened") as info:
         W.WindowsPlatform(fake_win32()).try_lock(blocker / "softrt" / "rt-loop.lock")
     assert "SOFTRT_STATE_DIR" in info.value.hint
+
+
+def test_counters_are_asked_by_their_english_names_and_each_instance_is_named(fake_win32):
+    """typeperf wants a localized Windows' translated counter names: the live DPC sample failed there."""
+    fake = fake_win32()
+    fake.counter_values = {"\\Processor(3)\\% DPC Time": [("3", 1.5)],
+                           "\\Process(*)\\% Processor Time": [("svchost", 2.0), ("svchost", 3.0), ("MsMpEng", 4.0)]}
+    values = W.WindowsPlatform(fake).sample_counters(list(fake.counter_values), 0.01)
+    assert values == {"\\Processor(3)\\% DPC Time": 1.5, "\\Process(svchost)\\% Processor Time": 2.0,
+                      "\\Process(svchost#1)\\% Processor Time": 3.0, "\\Process(MsMpEng)\\% Processor Time": 4.0}
+    assert [c[0] for c in fake.calls if c[0].startswith("PdhAdd")] == ["PdhAddEnglishCounterW"] * 2
+    assert not fake.open_handles  # the query closed
+
+
+def test_a_counter_the_machine_lacks_is_a_softrt_error_and_the_query_is_closed(fake_win32):
+    fake = fake_win32()
+    with pytest.raises(SoftRTError, match="0xC0000BB9"):
+        W.WindowsPlatform(fake).sample_counters(["\\Processor(3)\\% DPC Time"], 0.01)
+    assert fake.calls[-1][0] == "PdhCloseQuery" and not fake.open_handles

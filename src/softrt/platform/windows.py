@@ -72,6 +72,8 @@ LOCK_OFFSET = 4096
 ERROR_FILE_NOT_FOUND, ERROR_ACCESS_DENIED, ERROR_INVALID_PARAMETER = 2, 5, 87
 ERROR_LOCK_VIOLATION, ERROR_PRIVILEGE_NOT_HELD, ERROR_WORKING_SET_QUOTA = 33, 1314, 1453
 TIMERR_NOERROR = 0
+PDH_FMT_DOUBLE, PDH_MORE_DATA = 0x200, 0x800007D2
+PDH_CSTATUS_VALID_DATA, PDH_CSTATUS_NEW_DATA = 0x0, 0x1
 CURRENT_VERSION_KEY = r"SOFTWARE\Microsoft\Windows NT\CurrentVersion"
 PROCESSOR_KEY = r"HARDWARE\DESCRIPTION\System\CentralProcessor\0"
 ADMIN_HINT = "run softrt from an elevated prompt (Run as Administrator)"
@@ -101,6 +103,14 @@ class JOBOBJECT_EXTENDED_LIMIT_INFORMATION(ctypes.Structure):  # noqa: N801
                 ("PeakJobMemoryUsed", SIZE_T)]
 
 
+class PDH_FMT_COUNTERVALUE(ctypes.Structure):  # noqa: N801 (pdh.h; the union read as its double)
+    _fields_ = [("CStatus", DWORD), ("doubleValue", ctypes.c_double)]
+
+
+class PDH_FMT_COUNTERVALUE_ITEM_W(ctypes.Structure):  # noqa: N801
+    _fields_ = [("szName", ctypes.c_wchar_p), ("FmtValue", PDH_FMT_COUNTERVALUE)]
+
+
 class OVERLAPPED(ctypes.Structure):
     _fields_ = [("Internal", DWORD_PTR), ("InternalHigh", DWORD_PTR), ("Offset", DWORD), ("OffsetHigh", DWORD),
                 ("hEvent", HANDLE)]
@@ -109,7 +119,7 @@ class OVERLAPPED(ctypes.Structure):
 _P = ctypes.POINTER
 #: Every call: (DLL, restype, argtypes, how failure shows). "zero": a 0/NULL result, GetLastError
 #: says why; "mmresult": a non-zero MMRESULT; "wait": WAIT_FAILED; "thread_priority":
-#: THREAD_PRIORITY_ERROR_RETURN; None: cannot fail.
+#: THREAD_PRIORITY_ERROR_RETURN; "pdh": a PDH_STATUS other than ERROR_SUCCESS; None: cannot fail.
 SIGNATURES: dict[str, tuple[str, type, list, str | None]] = {
     "GetCurrentProcess": ("kernel32", HANDLE, [], None),
     "GetCurrentThread": ("kernel32", HANDLE, [], None),
@@ -136,6 +146,11 @@ SIGNATURES: dict[str, tuple[str, type, list, str | None]] = {
     "AssignProcessToJobObject": ("kernel32", BOOL, [HANDLE, HANDLE], "zero"),
     "OpenFileMappingW": ("kernel32", HANDLE, [DWORD, BOOL, ctypes.c_wchar_p], "zero"),
     "LockFileEx": ("kernel32", BOOL, [HANDLE, DWORD, DWORD, DWORD, DWORD, _P(OVERLAPPED)], "zero"),
+    "PdhOpenQueryW": ("pdh", LONG, [ctypes.c_wchar_p, DWORD_PTR, _P(HANDLE)], "pdh"),
+    "PdhAddEnglishCounterW": ("pdh", LONG, [HANDLE, ctypes.c_wchar_p, DWORD_PTR, _P(HANDLE)], "pdh"),
+    "PdhCollectQueryData": ("pdh", LONG, [HANDLE], "pdh"),
+    "PdhGetFormattedCounterArrayW": ("pdh", LONG, [HANDLE, DWORD, _P(DWORD), _P(DWORD), LPVOID], "pdh"),
+    "PdhCloseQuery": ("pdh", LONG, [HANDLE], "pdh"),
 }
 
 
@@ -175,6 +190,8 @@ class Win32:
             raise _last_error(name)
         if failure == "thread_priority" and result == THREAD_PRIORITY_ERROR_RETURN:
             raise _last_error(name)
+        if failure == "pdh" and result != 0:
+            raise Win32Failed(name, result & 0xFFFFFFFF, f"PDH status 0x{result & 0xFFFFFFFF:08X}")
         if failure == "mmresult" and result != TIMERR_NOERROR:
             raise Win32Failed(name, ERROR_INVALID_PARAMETER, f"MMRESULT {result} (TIMERR_NOCANDO: period out of range)")
         return result
@@ -284,6 +301,37 @@ class Win32:
                 return winreg.QueryValueEx(handle, name)[0]
         except OSError:
             return None
+
+    # performance counters (pdh.dll): English counter paths, whatever the display language
+    def PdhOpenQueryW(self) -> int:  # noqa: N802
+        query = HANDLE()
+        self._call("PdhOpenQueryW", None, 0, ctypes.byref(query))
+        return query.value
+
+    def PdhAddEnglishCounterW(self, query: int, path: str) -> int:  # noqa: N802
+        counter = HANDLE()
+        self._call("PdhAddEnglishCounterW", query, path, 0, ctypes.byref(counter))
+        return counter.value
+
+    def PdhCollectQueryData(self, query: int) -> None:  # noqa: N802
+        self._call("PdhCollectQueryData", query)
+
+    def PdhGetFormattedCounterArrayW(self, counter: int) -> list[tuple[str, int, float]]:  # noqa: N802
+        """Every instance of *counter* as (instance name, CStatus, value as a double)."""
+        size, count = DWORD(0), DWORD(0)
+        status = self._fn("PdhGetFormattedCounterArrayW")(counter, PDH_FMT_DOUBLE, ctypes.byref(size),
+                                                          ctypes.byref(count), None)
+        if status & 0xFFFFFFFF != PDH_MORE_DATA:  # the first call only sizes the buffer
+            raise Win32Failed("PdhGetFormattedCounterArrayW", status & 0xFFFFFFFF,
+                              f"PDH status 0x{status & 0xFFFFFFFF:08X}")
+        buffer = ctypes.create_string_buffer(size.value)
+        self._call("PdhGetFormattedCounterArrayW", counter, PDH_FMT_DOUBLE, ctypes.byref(size), ctypes.byref(count),
+                   buffer)
+        items = (PDH_FMT_COUNTERVALUE_ITEM_W * count.value).from_buffer(buffer)
+        return [(i.szName or "", i.FmtValue.CStatus, i.FmtValue.doubleValue) for i in items]
+
+    def PdhCloseQuery(self, query: int) -> None:  # noqa: N802
+        self._call("PdhCloseQuery", query)
 
     def LockFileEx(self, handle: int, flags: int, offset: int, length: int) -> bool:  # noqa: N802
         """Lock *length* bytes at *offset*; False if another process holds them (ERROR_LOCK_VIOLATION)."""
@@ -547,6 +595,36 @@ class WindowsPlatform:
             self._do("the waitable timer", w.WaitForSingleObject, timer, INFINITE)
 
         return sleep_until, lambda: self._do("the waitable timer", w.CloseHandle, timer)
+
+    # --- performance counters ---------------------------------------------------------------------------
+    def sample_counters(self, paths: list[str], seconds: float) -> dict[str, float]:
+        """Average each counter over *seconds*: ``{path: value}``, a ``*`` instance path once per instance
+        (same-named instances numbered ``name#1``, ``name#2`` as typeperf does).
+
+        The paths are English (PdhAddEnglishCounterW), so they are found on a localized Windows too,
+        where typeperf wants the translated names (Microsoft, "PdhAddEnglishCounterW"). Two
+        PdhCollectQueryData calls *seconds* apart make a rate counter's value.
+
+        Raises:
+            SoftRTError: a counter this machine does not have, or pdh.dll refusing (with its PDH status).
+        """
+        query = self._do("a performance-counter query", self.w.PdhOpenQueryW)
+        try:
+            counters = {p: self._do(f"counter {p}", self.w.PdhAddEnglishCounterW, query, p) for p in paths}
+            self._do("the counters", self.w.PdhCollectQueryData, query)
+            time.sleep(seconds)
+            self._do("the counters", self.w.PdhCollectQueryData, query)
+            out: dict[str, float] = {}
+            for path, counter in counters.items():
+                seen: dict[str, int] = {}
+                for name, status, value in self._do(f"counter {path}", self.w.PdhGetFormattedCounterArrayW, counter):
+                    if status not in (PDH_CSTATUS_VALID_DATA, PDH_CSTATUS_NEW_DATA):
+                        continue  # an instance that went away during the sample
+                    n = seen[name] = seen.get(name, -1) + 1
+                    out[path.replace("(*)", f"({name}#{n})" if n else f"({name})") if "(*)" in path else path] = value
+            return out
+        finally:
+            self.w.PdhCloseQuery(query)
 
     # --- RT throttling: Windows has none ----------------------------------------------------------------
     def rt_runtime_us(self, root: str = "/") -> int | None:

@@ -360,6 +360,9 @@ def test_this_windows_machines_cpus_come_from_the_platform_not_powershell(monkey
         def allowed_cpus(self):
             return CpuSet(range(3))  # this process may not use CPU 3
 
+        def sample_counters(self, paths, seconds):  # pdh.dll, English paths
+            return {p.replace("(*)", "(MsMpEng)"): 0.5 if p.startswith("\\Process(") else 0.0 for p in paths}
+
     monkeypatch.setattr(P, "_platform", FourCpuWindows())
     prints_nothing = lambda argv, timeout_s=30.0: CmdResult(tuple(argv), 0, "")  # noqa: E731
     assert runner.default_rt_cpu(os.sep, prints_nothing) == 2
@@ -367,3 +370,7 @@ def test_this_windows_machines_cpus_come_from_the_platform_not_powershell(monkey
     assert w.cpu_count == 4 and w.housekeeping == CpuSet([0, 1, 3]) and w.interpreter == sys.executable
     f = runner.checks.check_rt_cpus(w)
     assert f.status is OK and "GetProcessAffinityMask" in f.evidence[0]
+    report = runner.run_checks(CpuSet([2]), os.sep, sample_s=1, runner=prints_nothing)
+    sample = next(f for f in report.findings if f.id == "cores.sample")
+    assert sample.status is WARN and "MsMpEng" in sample.summary and "(pdh.dll)" in sample.evidence[0]
+    assert not report.ready  # every other source printed nothing

@@ -9,6 +9,7 @@ softrt reads is what an engineer can type to see the same thing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 
 from ...cpus import CpuSet
@@ -91,13 +92,15 @@ class WinFacts:
     """
 
     def __init__(self, runner: Runner, rt_cpus: CpuSet, root: str, online: CpuSet | None = None,
-                 allowed: CpuSet | None = None, interpreter: str | None = None) -> None:
+                 allowed: CpuSet | None = None, interpreter: str | None = None,
+                 counters: Callable[[list[str], float], dict[str, float]] | None = None) -> None:
         self.runner = runner
         self.rt_cpus = rt_cpus
         self.root = root
         self._online = online
         self.allowed = allowed
         self.interpreter = interpreter
+        self.counters = counters  # this machine's performance counters (the platform's), else typeperf
         self.sample: dict | None = None
 
     def run(self, argv: list[str], timeout_s: float = 30.0) -> CmdResult:

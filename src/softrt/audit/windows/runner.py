@@ -47,7 +47,8 @@ def gather(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -> W
         online, allowed = plat.online_cpus(), plat.allowed_cpus()
     except SoftRTError:
         online = allowed = CpuSet(range(os.cpu_count() or 1))
-    return WinFacts(runner, rt_cpus, str(root), online=online, allowed=allowed, interpreter=sys.executable)
+    return WinFacts(runner, rt_cpus, str(root), online=online, allowed=allowed, interpreter=sys.executable,
+                    counters=plat.sample_counters)
 
 
 def default_rt_cpu(root: str, runner: wincmd.Runner | None = None) -> int | None:
