@@ -165,3 +165,16 @@ def test_history_show_and_report_read_the_runs_back(wine):
     assert code == 0 and "Timer int. period" in out, out
     code, out = wine["report"]
     assert code == 0 and wine["report_file"].stat().st_size > 10_000, out
+
+
+def test_a_run_directory_reserves_its_space_where_os_has_no_posix_fallocate(tmp_path):
+    """The crash every Windows run had (issue 19): here os really lacks posix_fallocate."""
+    from softrt.store.rundir import RESERVE, RunDir, reserve_bytes
+
+    assert not hasattr(os, "posix_fallocate")
+    run = RunDir(tmp_path, "r1", expected_rows=1000)
+    try:
+        assert (run.path / RESERVE).stat().st_size == reserve_bytes(1000)
+    finally:
+        run.discard()
+    assert not (tmp_path / "r1").exists()

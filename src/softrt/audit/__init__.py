@@ -51,5 +51,5 @@ def revert(root: str = "/", state_path: Path | None = None, **kwargs) -> Result:
     return backend(root).revert(str(root), state_path, **kwargs)
 
 
-__all__ = ["AFFINITY", "FILE", "GROUPS", "Finding", "Plan", "Report", "Result", "SERVICE", "Severity", "Status", "Step", "apply_plan",
-           "backend", "default_path", "default_rt_cpu", "plan_tune", "revert", "run_checks"]
+__all__ = ["AFFINITY", "FILE", "GROUPS", "Finding", "Plan", "Report", "Result", "SERVICE", "Severity", "Status", "Step",
+           "apply_plan", "backend", "default_path", "default_rt_cpu", "plan_tune", "revert", "run_checks"]

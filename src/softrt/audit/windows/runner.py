@@ -1,4 +1,4 @@
-"""softrt check and tune on Windows: Microsoft's Soft Real-Time steps, read and (partly) applied (audit layer).
+"""The Windows checks run against this machine or a capture of one, and the default RT CPU (audit layer).
 
 Chosen when the platform layer says this is Windows, or when ``--root`` is a directory of captured
 Windows command outputs (:func:`softrt.platform.wincmd.is_capture`), so that the same checks run on
