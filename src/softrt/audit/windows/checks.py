@@ -173,7 +173,8 @@ def _service_check(name: str, label: str, group: str, severity: Severity, why: s
                            (f"sc qc {name}: exit status {parse.SERVICE_NOT_INSTALLED} (ERROR_SERVICE_DOES_NOT_EXIST)",))
         if not svc.readable:
             return _unreadable(cid, title, f"sc qc/query {name} could not be read"
-                               + (f" (exit status {svc.error}: {svc.said})" if svc.error else ""), severity)
+                               + (f" (exit status {svc.error}{f': {svc.said}' if svc.said else ''})" if svc.error else ""),
+                               severity)
         evidence = (f"sc qc {name}: start type {svc.start}", f"sc query {name}: {svc.state}")
         fix = f"sc stop {name} & sc config {name} start= disabled"
         if svc.state != "stopped":
