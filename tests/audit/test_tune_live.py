@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from softrt.audit import AFFINITY, FILE, Status, apply_plan, plan_tune, revert, run_checks
-from softrt.audit.linux import online_cpus, write_kernel_file
+from softrt.audit import AFFINITY, Status, apply_plan, plan_tune, revert, run_checks
+from softrt.audit.linux import FILE, online_cpus, write_kernel_file
 from softrt.platform import ktasks
 from softrt.cpus import CpuSet
 

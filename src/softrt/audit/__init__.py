@@ -16,9 +16,10 @@ from types import ModuleType
 
 from ..cpus import CpuSet
 from . import linux, windows
+from .linux.apply import Result
+from .linux.plan import AFFINITY, Plan, Step
 from .model import GROUPS, Finding, Report, Severity, Status
 from .state import default_path
-from .tuning import AFFINITY, FILE, SERVICE, Plan, Result, Step
 
 
 def backend(root: str = "/") -> ModuleType:
@@ -51,5 +52,5 @@ def revert(root: str = "/", state_path: Path | None = None, **kwargs) -> Result:
     return backend(root).revert(str(root), state_path, **kwargs)
 
 
-__all__ = ["AFFINITY", "FILE", "GROUPS", "Finding", "Plan", "Report", "Result", "SERVICE", "Severity", "Status", "Step",
-           "apply_plan", "backend", "default_path", "default_rt_cpu", "plan_tune", "revert", "run_checks"]
+__all__ = ["AFFINITY", "GROUPS", "Finding", "Plan", "Report", "Result", "Severity", "Status", "Step", "apply_plan",
+           "backend", "default_path", "default_rt_cpu", "plan_tune", "revert", "run_checks"]

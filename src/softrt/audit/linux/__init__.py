@@ -6,9 +6,9 @@ The same five functions as :mod:`..windows` (``default_rt_cpu``, ``run_checks``,
 
 from __future__ import annotations
 
-from .apply import apply_plan, revert, run_command, write_kernel_file
-from .plan import plan_tune
+from .apply import Result, apply_plan, revert, run_command, write_kernel_file
+from .plan import AFFINITY, FILE, SERVICE, Plan, Step, plan_tune
 from .runner import default_rt_cpu, online_cpus, run_checks, validate_rt_cpus
 
-__all__ = ["apply_plan", "default_rt_cpu", "online_cpus", "plan_tune", "revert", "run_checks", "run_command",
-           "validate_rt_cpus", "write_kernel_file"]
+__all__ = ["AFFINITY", "FILE", "Plan", "Result", "SERVICE", "Step", "apply_plan", "default_rt_cpu", "online_cpus",
+           "plan_tune", "revert", "run_checks", "run_command", "validate_rt_cpus", "write_kernel_file"]

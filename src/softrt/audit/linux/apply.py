@@ -19,6 +19,7 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...cpus import CpuSet
@@ -27,7 +28,7 @@ from ...platform import get_platform, journal, kfacts, ktasks, writable
 from ...platform.kfiles import read_raw
 from ...platform.journal import Outcome
 from .. import state
-from ..tuning import AFFINITY, FILE, SERVICE, Plan, Result
+from .plan import AFFINITY, FILE, SERVICE, Plan
 
 Writer = Callable[[Path, str], None]
 Runner = Callable[[list[str]], tuple[int, str]]
@@ -44,6 +45,26 @@ def run_command(argv: list[str]) -> tuple[int, str]:
     except (OSError, subprocess.TimeoutExpired) as err:
         return 127, str(err)
     return done.returncode, (done.stdout + done.stderr).strip()
+
+
+@dataclass
+class Result:
+    """The outcome of an apply or a revert."""
+
+    state_path: Path
+    outcomes: list[Outcome] = field(default_factory=list)
+    complete: bool = True
+    #: False when an apply changed nothing: no state file is kept then (a later --apply may run).
+    saved: bool = True
+
+    def count(self, status: str) -> int:
+        """How many outcomes have *status*."""
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return {"state_path": str(self.state_path) if self.saved else None, "complete": self.complete,
+                "outcomes": [o.to_dict() for o in self.outcomes]}
 
 
 class _CountingJournal:
