@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..analysis.timeline import FIELDS_READ
 from ..analysis.events import StealSample, TraceEvent
-from ..platform.kfacts import cpu_times
+from ..platform.kfiles import read_text
 from .parse import LineParser
 
 READ_BYTES = 1 << 16
@@ -34,8 +34,12 @@ _HORIZON_SLACK_NS = 1_000_000  # an event being committed on the RT CPU while th
 
 def read_steal_ns(cpu: int, root: str = "/") -> int | None:
     """Return the cumulative steal time of *cpu* in ns from /proc/stat, or None if not exposed."""
-    values = cpu_times(root).get(cpu) or []
-    return values[7] * (1_000_000_000 // os.sysconf("SC_CLK_TCK")) if len(values) > 7 else None
+    tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    for line in (read_text(root, "/proc/stat", fallback="") or "").splitlines():
+        if line.startswith(f"cpu{cpu} "):
+            values = line.split()[1:]
+            return int(values[7]) * tick_ns if len(values) > 7 else None
+    return None
 
 
 class Consumer(threading.Thread):
