@@ -264,6 +264,11 @@ class Attributor:
             self._explain(self._pending.popleft())
         self._trim()
 
+    def culprit_totals(self) -> list[dict]:
+        """Every source's late time so far (``kind``, ``name``, ``total_us``; unordered), for a live
+        exporter; the culprits table of :meth:`finish` holds the same sums."""
+        return [{"kind": c["kind"], "name": c["name"], "total_us": _us(c["total_ns"])} for c in self._culprits.values()]
+
     def finish(self, lost_events: int = 0) -> dict:
         """Explain what is still pending with the events there are; return summary.json's ``why_late``."""
         while self._pending:

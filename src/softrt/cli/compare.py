@@ -92,13 +92,20 @@ def loads_text(pooled: dict[str, Pooled]) -> Text:
 @samples_option
 @watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--report", "report_html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE.html", help="Also write the HTML report of the comparison: the scenarios side by side "
+                                        "with their verdicts, every plot (docs/report.md).")
 def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, load_backend, settle_ns, out_dir,
-            trace, late_threshold_ns, keep_late, samples, watch, as_json):
+            trace, late_threshold_ns, keep_late, samples, watch, as_json, report_html):
     """Run scenarios side by side [default: untuned tuned tuned+load tuned+load-on-rt-cpus].
 
     A SCENARIO is a built-in name or the path of a TOML file (see docs/scenarios.md).
     """
     requirements = parse_requirements(require) if require is not None else []
+    if report_html is not None:
+        from ..report.build import check_output  # bad output: refused before anything runs
+
+        check_output(report_html)
     chosen = [load_scenario(s) for s in (scenarios or BUILTIN_NAMES)]
     base = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, out_dir=out_dir,
                      trace=trace, late_threshold_ns=late_threshold_ns, keep_late=keep_late,
@@ -120,6 +127,8 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
         if result.interrupted:
             err.print(f"softrt compare: interrupted by Ctrl-C after {len(result.runs)} of "
                       f"{repeat * len(planned)} scenario runs; the runs so far are stored")
+        if report_html is not None and result.runs:
+            _write_report(result, report_html, err)
         return 0 if result.passed else 1
 
 
@@ -136,6 +145,18 @@ def _print(result, repeat: int, out_dir: Path) -> None:
         out.print(f"{mark} {check.scenario}: {check.requirement} (measured {_f(check.measured, 2)})")
     out.print(Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary.run_id for r in result.runs),
                    style="dim"))
+
+
+def _write_report(result, path: Path, err) -> None:
+    """``--report``: the HTML report of every scenario run, with the comparison's verdict lines."""
+    from ..report import build_report  # matplotlib: imported only when a report is made
+
+    report = build_report([r.result.path for r in result.runs], path, comparison=result.verdict)
+    for ref, message in report.broken:
+        err.print(f"softrt: warning: left out of the report {ref}: {message}", style="yellow", markup=False,
+                  highlight=False, soft_wrap=True)
+    err.print(f"softrt compare: report of {len(report.runs)} run(s) written to {report.path}", markup=False,
+              highlight=False, soft_wrap=True)
 
 
 def _rounds_table(result) -> Table:

@@ -20,18 +20,21 @@ import math
 import socket
 import time
 
+import click
 from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
 from ..metrics import MetricsServer, at_or_below, snap_ns, view_of
 from ..schema.summary import RunSummary
+from ..session import interrupts
 from .options import WatchOptions
 from .render import progress_line
 
 LIVE_EVERY_S = 0.25  # the live view's redraws (4 per second)
 PLAIN_FIRST_S = 1.0  # the first plain progress line, once there are figures
 PLAIN_EVERY_S = 10.0
+LINGER_POLL_S = 0.1  # how soon a Ctrl-C ends --metrics-linger
 PUBLISH_EVERY_S = 1.0  # a new copy for the metrics endpoint: when the streaming pass moved, and at least this often
 #: Rows of the live period histogram: bounds as multiples of the nominal period (250 µs: 200, 260,
 #: 275, 300, 500 µs, 1 ms, 5 ms).
@@ -115,6 +118,7 @@ class Watch:
         self.mode = "quiet" if options.quiet else "live" if err.is_terminal else "plain"
         self.server = MetricsServer(options.metrics_addr, options.metrics_port) \
             if options.metrics_port is not None else None
+        self.linger_s = options.metrics_linger_ns / 1e9
         self.host = socket.gethostname()
         self.live: Live | None = None
         self._latest: dict[str, object] = {}  # run id -> its Progress (the last one seen)
@@ -128,11 +132,42 @@ class Watch:
             self.live.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         if self.live is not None:
             self.live.stop()
+        if self.server is None:
+            return
+        if exc_type is not None or not self.linger_s:
+            self.close()
+            return
+        # --metrics-linger: once the command has printed its result and returned its status (click
+        # closes its context then), serve the final state a while longer; outside a command the
+        # caller calls linger() itself.
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:
+            ctx.call_on_close(self.linger)
+
+    def close(self) -> None:
         if self.server is not None:
             self.server.close()
+            self.server = None
+
+    def linger(self) -> None:
+        """Keep serving the final figures for ``--metrics-linger`` (a scraper's next visits record the
+        run's end state), then close; Ctrl-C (or SIGTERM) ends the wait at once."""
+        if self.server is None:
+            return
+        try:
+            if self.linger_s > 0:
+                self.err.print(f"softrt: serving the final metrics at {self.server.url} for {self.linger_s:g} s "
+                               "(--metrics-linger; Ctrl-C stops)", soft_wrap=True)
+                end = time.monotonic() + self.linger_s
+                with interrupts.deferred(then_ignore=True):  # a Ctrl-C ends the wait, never the exit status
+                    seen = interrupts.requested()
+                    while time.monotonic() < end and interrupts.requested() == seen:
+                        time.sleep(min(LINGER_POLL_S, max(end - time.monotonic(), 0.0)))
+        finally:
+            self.close()
 
     def say(self, message: str) -> None:
         """A line of what is happening (compare's "round 1/2: tuned"), unless quiet."""
@@ -168,8 +203,10 @@ class Watch:
         """A run ended (stored, *summary* written): serve its final figures and state."""
         p = self._latest.get(summary.run_id)
         if self.server is not None and p is not None:
+            why = summary.why_late
             view = view_of(p, self.host, state=summary.state,
-                           ring_overflows=summary.ring.overflows if summary.ring is not None else None)
+                           ring_overflows=summary.ring.overflows if summary.ring is not None else None,
+                           culprits=why.culprits if why is not None and why.on else None)
             # The board's own count when the ring dropped records (session.summary.reconcile_misses): never fewer.
             misses = summary.metrics.misses
             board = (misses.missed_updates if misses is not None else None) or 0

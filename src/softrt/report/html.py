@@ -13,10 +13,17 @@ from html import escape
 
 from ..schema.summary import RunSummary
 from ..schema.why_late import TraceInfo
+from ..units import format_time_ns
+from .compare import fmt_us as _us, side_by_side, swatch as _swatch
 from .load import TOOL_MEANING, RunView
-from .plots import Plot, color
+from .plots import Plot
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+#: Rows shown of the long tables (the rest: "… and N more", with where to find them).
+CULPRIT_ROWS = 15
+WORST_ROWS = 10
+CAUSES_SHOWN = 4
+FINDING_ROWS = 10
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 0 auto;
@@ -37,21 +44,16 @@ table.facts td:last-child { word-break: break-word; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 8px 28px; }
 figure { margin: 18px 0 28px; } figure img { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; font-size: 13px; margin-top: 4px; } code { font-size: 12px; }
+#side-table { table-layout: fixed; width: 100%; } #side-table th:first-child { width: 190px; }
+#side-table th, #side-table td { overflow-wrap: anywhere; vertical-align: top; }
+#side-table td.text { font-size: 12px; } .more { color: #666; font-size: 13px; }
 """
-
-
-def _us(v: float | None, digits: int = 1) -> str:
-    return "–" if v is None else f"{v:,.{digits}f}"
 
 
 def _when(iso: object) -> str:
     """ISO 8601 UTC as 'YYYY-MM-DD HH:MM:SS' (the table says UTC once)."""
     text = str(iso or "–")
     return text.replace("T", " ").removesuffix("+00:00")
-
-
-def _swatch(i: int) -> str:
-    return f'<span class="swatch" style="background:{color(i)}"></span>'
 
 
 def _runs_table(runs: list[RunView]) -> str:
@@ -144,14 +146,18 @@ def _why_late(i: int, r: RunView) -> str:
                  f'{why.lost_events or 0:,} lost.{cost}</p>']
     if why.culprits:
         rows = "".join(f"<tr><td>{escape(str(c.kind))}</td><td>{escape(c.source)}</td><td>{c.cycles or 0:,}</td>"
-                       f"<td>{c.total_us or 0:,.1f}</td><td>{c.worst_us or 0:,.1f}</td></tr>" for c in why.culprits[:15])
+                       f"<td>{c.total_us or 0:,.1f}</td><td>{c.worst_us or 0:,.1f}</td></tr>"
+                       for c in why.culprits[:CULPRIT_ROWS])
         out.append('<table class="culprits"><tr><th>kind</th><th>source</th><th>late cycles</th><th>total µs</th>'
-                   f"<th>worst µs</th></tr>{rows}</table>")
+                   f"<th>worst µs</th></tr>{rows}</table>"
+                   + _more(len(why.culprits), CULPRIT_ROWS, "sources", f"softrt show {r.run_id} --json"))
     rows = []
-    for cyc in (why.worst or [])[:10]:
+    for cyc in (why.worst or [])[:WORST_ROWS]:
         causes = "; ".join(f"{escape(c.label)} {c.duration_us:,.1f} µs ({c.share * 100:.0f} %)"
                            + (f", steal +{c.steal.steal_ms or 0:,.1f} ms" if c.steal is not None else "")
-                           for c in cyc.causes[:4])
+                           for c in cyc.causes[:CAUSES_SHOWN])
+        if len(cyc.causes) > CAUSES_SHOWN:
+            causes += f"; and {len(cyc.causes) - CAUSES_SHOWN} more"
         period = "–" if cyc.period_us is None else f"{cyc.period_us:,.1f}"
         latency = "–" if cyc.latency_us is None else f"{cyc.latency_us:,.1f}"
         rows.append(f"<tr><td>{cyc.seq:,}</td><td>{period}</td><td>{latency}</td>"
@@ -159,15 +165,39 @@ def _why_late(i: int, r: RunView) -> str:
                     f'<td style="text-align:left">{causes or "–"}; unexplained {cyc.unexplained_us:,.1f} µs</td></tr>')
     if rows:
         out.append('<table class="worst"><tr><th>cycle</th><th>period µs</th><th>latency µs</th><th>missed</th>'
-                   f'<th>window µs</th><th style="text-align:left">causes</th></tr>{"".join(rows)}</table>')
+                   f'<th>window µs</th><th style="text-align:left">causes</th></tr>{"".join(rows)}</table>'
+                   + _more(len(why.worst or []), WORST_ROWS, "late cycles kept with their causes",
+                           f"softrt show {r.run_id} --json"))
     return "".join(out)
+
+
+def _more(total: int, shown: int, what: str, where: str) -> str:
+    """"… and N more" under a table cut at *shown* rows (nothing when it was not cut)."""
+    if total <= shown:
+        return ""
+    return f'<p class="more">… and {total - shown:,} more {escape(what)} ({shown:,} of {total:,} shown; all in ' \
+           f"<code>{escape(where)}</code>)</p>"
+
+
+def config_rows(config: dict) -> list[tuple[str, str]]:
+    """The run's configuration for people: times in their unit (``max_duration`` 7 d, not
+    ``max_duration_ns`` 604800000000000), the motion profile and empty values left out."""
+    out = []
+    for k, v in config.items():
+        if k in ("motion", "extra") or v in (None, {}, []):
+            continue
+        if k.endswith("_ns") and isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append((k[:-3], format_time_ns(v)))
+        else:
+            out.append((str(k), str(v)))
+    return out
 
 
 def _facts(i: int, r: RunView) -> str:
     s = r.summary
     rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>" for k, v in s.host.items())
-    rows += "".join(f"<tr><td>config.{escape(str(k))}</td><td>{escape(str(v))}</td></tr>"
-                    for k, v in s.config.to_dict().items() if k not in ("motion", "extra") and v not in (None, {}, []))
+    rows += "".join(f"<tr><td>config.{escape(name)}</td><td>{escape(value)}</td></tr>"
+                    for name, value in config_rows(s.config.to_dict()))
     check = r.check
     if check:
         verdict = check.get("verdict") or ("ready" if check.get("ready") else "not ready")
@@ -183,9 +213,10 @@ def _facts(i: int, r: RunView) -> str:
         items_check = [f"<li><b>{escape(str(f.get('status')))}</b> ({escape(str(f.get('severity')))}) "
                        f"{escape(str(f.get('title')))}: {escape(str(f.get('summary')))}"
                        + (f" — fix: <code>{escape(str(f['fix']))}</code>" if f.get("fix") else "") + "</li>"
-                       for f in found[:10]]
+                       for f in found[:FINDING_ROWS]]
         if items_check:
-            check_html += f"<ul>{''.join(items_check)}</ul>"
+            check_html += f"<ul>{''.join(items_check)}</ul>" + _more(len(found), FINDING_ROWS, "findings",
+                                                                     f"{r.path}/check.json")
     else:
         check_html = '<p class="na">softrt check: no check was taken with this run.</p>'
     t = s.tuning
@@ -223,7 +254,7 @@ def _figure(p: Plot, svg: bytes | None) -> str:
 
 
 def page(runs: list[RunView], plots: list[Plot], svgs: dict[str, bytes], broken: list[tuple[str, str]],
-         version: str) -> str:
+         version: str, comparison: list[str] | None = None) -> str:
     """The whole report page."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     broken_html = "".join(f'<div class="note broken" data-broken="{escape(ref)}">Run <code>{escape(ref)}</code> '
@@ -241,6 +272,7 @@ def page(runs: list[RunView], plots: list[Plot], svgs: dict[str, bytes], broken:
 (the seed: a 250 µs EtherCAT cycle), and if not, why not?</p>
 {_runs_table(runs)}
 {broken_html}
+{side_by_side(runs, comparison)}
 <h2 id="results">Results</h2>
 <div class="cards">{"".join(_result_card(i, r) for i, r in enumerate(runs))}</div>
 <h2 id="why-late">Why cycles were late</h2>

@@ -68,6 +68,7 @@ class Progress:
     run_id: str = ""  # identity for a metrics exporter (with config: scenario, RT CPU, threshold)
     config: RunConfig | None = None
     ring_overflows: int = 0  # records the worker dropped because the ring was full, so far
+    culprits: Callable[[], list] | None = None  # the trace's sources of late time so far (TraceSession.culprits)
 
 
 @dataclass
@@ -219,6 +220,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
                 raise _Interrupted
             tracer.start(proc.pid)  # the worker's pid filters its page faults and system calls
             drainer.trace = tracer
+            drainer.progress.culprits = tracer.culprits
             parent_conn.send("go")
             out.released = True
             parts.released_at = time.monotonic()

@@ -144,6 +144,10 @@ class TraceSession:
             self._fail(err)
         self.attribution_cpu_s += time.thread_time() - t0
 
+    def culprits(self) -> list[dict]:
+        """The sources of late time so far (Attributor.culprit_totals; none while not tracing)."""
+        return self.attributor.culprit_totals() if self.attributor is not None and self.result is None else []
+
     def _pump(self) -> None:
         events, steal, horizon_ns = self.consumer.take()
         if events:
