@@ -44,7 +44,7 @@ class Anything:
 
 
 ADDRESS = Anything(lambda v: isinstance(v, int) and v > 0, "address")
-#: Tests that need a host other than Windows (scripts/wine-test runs this file under Wine too).
+#: Tests that need a host other than Windows (scripts/ci-wine runs this file under Wine too).
 NOT_ON_WINDOWS = pytest.mark.skipif(sys.platform == "win32", reason="assumes a host that is not Windows")
 
 

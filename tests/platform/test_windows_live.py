@@ -1,5 +1,5 @@
 """softrt on Windows for real: the commands a user types, under Wine with Microsoft's Windows CPython
-(``scripts/wine-test`` runs this file; elsewhere it is skipped).
+(``scripts/ci-wine`` runs this file; elsewhere it is skipped).
 
 What this proves is the Win32 calls, their types, the error paths and the process model (the
 machine lock, the worker's kill-on-close job, the checkpoints); Wine's timers are ~1 ms grained and it
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(sys.platform != "win32", reason="runs softrt on Windows (bash scripts/wine-test)")
+pytestmark = pytest.mark.skipif(sys.platform != "win32", reason="runs softrt on Windows (bash scripts/ci-wine)")
 
 START_S = 120.0  # the longest a command may take to get going under Wine
 
