@@ -70,6 +70,15 @@ def test_report_has_every_plot_and_table(tmp_path, synth_run, cyclictest_run):
     sa = json.loads((a / "summary.json").read_text())
     assert f"{sa['period_us']['max']:,.1f}" in html and "Timer int. process" in html
     assert "otherpc" in html and "SCHED_FIFO priority 90 (-p)" in html
+    # The verdict banner first: each softrt run's answer (none for the imported tool's), before the runs table.
+    banner = html[html.index('<div id="verdict">'):html.index('<table id="runs-table">')]
+    verdicts = re.findall(r'<p class="verdict" data-meets="(\w+)">.*?<span class="(\w+)">([^<]*)</span>', banner)
+    assert [(meets, cls) for meets, cls, _ in verdicts] == [("false", "bad"), ("false", "bad")]
+    assert all(text.startswith("FAILS the 250 µs cycle") for _, _, text in verdicts)
+    assert "cycles observed, so events rarer than about 1 in 40,000 cycles are unseen" in banner
+    # Slack shows its low tail: its own header, negative where the work overran (never its max).
+    assert "<th>slack (µs)</th><th>p50</th><th>p1</th><th>p0.1</th><th>p0.01</th><th>min</th>" in html
+    assert f'<td class="bad">{sa["slack_us"]["min"]:,.1f}</td>' in html and sa["slack_us"]["min"] < 0
 
 
 def test_check_verdict_and_findings_are_shown(tmp_path, synth_run):

@@ -67,35 +67,46 @@ def period_rows(stats, period_ns: int) -> list[tuple[str, int, int | None]]:
     return rows
 
 
-def live_view(p, title: str = "softrt run") -> Group:
-    """The live view of progress *p* (``session.run.Progress``)."""
+def live_view(p, title: str = "softrt run", final: RunSummary | None = None) -> Group:
+    """The live view of progress *p* (``session.run.Progress``); with *final*, the run's last frame:
+    the summary's own counts (cycles, missed updates as the board counted them, late cycles)."""
     stats, config, snap = p.stats, p.config, p.snapshot
     period = stats.hist["period"]
     p99, p9999 = period.percentiles((99.0, 99.99)) if period.n else (None, None)
-    late_bound_ns = snap_ns(config.period_ns + config.late_threshold_ns)
-    late = period.n - at_or_below(period, (late_bound_ns,))[0]
+    rule = stats.rule  # softrt's one late rule (analysis.cycles): the summary's and Prometheus' count
+    cycles, missed, late = p.cycles, stats.counters["missed_updates"], stats.counters["late_cycles"]
+    overflows, elapsed_s = p.ring_overflows, p.elapsed_s
+    if final is not None:
+        m = final.metrics
+        cycles, late = m.cycles or 0, m.late_cycles
+        missed = max(missed, (m.misses.missed_updates if m.misses is not None else None) or 0)
+        overflows = final.ring.overflows if final.ring is not None and final.ring.overflows is not None else overflows
+        elapsed_s = final.elapsed_s if final.elapsed_s is not None else elapsed_s
     where = f" · CPU {config.cpu}" if config.cpu is not None else ""
     scenario = f" · {config.scenario}" if config.scenario != "run" else ""
-    head = Text(f"{title}{scenario} · {p.run_id}{where}", style="bold", no_wrap=True)
-    left = max(p.duration_s - p.elapsed_s, 0.0)
+    state = f" · {final.state}" if final is not None else ""
+    head = Text(f"{title}{scenario} · {p.run_id}{where}{state}", style="bold", no_wrap=True)
+    left = max(p.duration_s - elapsed_s, 0.0)
     lines = [
-        f"elapsed {clock(p.elapsed_s)} of {clock(p.duration_s)} ({clock(left)} left)   cycles {p.cycles:,}",
+        f"elapsed {clock(elapsed_s)} of {clock(p.duration_s)} ({clock(left)} left)   cycles {cycles:,}",
         f"period  p99 {_us(p99)}   p99.99 {_us(p9999)}   max {_us(period.max)}",
-        f"missed updates {stats.counters['missed_updates']:,}   late cycles {late:,} (period > "
-        f"{late_bound_ns / 1e3:,.1f} µs)   ring overflows {p.ring_overflows:,}",
+        f"missed updates {missed:,}   late cycles {'-' if late is None else format(late, ',')} (period > "
+        f"{rule.bound_ns / 1e3:,.1f} µs, latency > {rule.threshold_ns / 1e3:,.1f} µs or a miss)   "
+        f"ring overflows {overflows:,}",
     ]
     if snap is not None and snap.worst_seq is not None:
         lines.append(f"worst cycle #{snap.worst_seq:,} at {clock(snap.worst_at_s)} (period {_us(stats.worst_period_ns)})")
     body = Text("\n".join(lines), no_wrap=True)
     if not period.n:  # the streaming pass takes its first batch after about a second
         return Group(head, body)
-    if stats.counters["missed_updates"] or late:
+    if missed or late:
         body.stylize("yellow", body.plain.index("missed"), body.plain.index("   ring"))
     # Plain text, not a rich Table: a table costs ~10 ms to render, this 0.5 ms (4 redraws a second).
     rows = period_rows(stats, config.period_ns)
     top = max(n for _, n, _ in rows)
     label_w = max(len(label) for label, _, _ in rows)
     count_w = max(len(f"{n:,}") for _, n, _ in rows)
+    late_bound_ns = snap_ns(rule.bound_ns)  # a bar is green up to the histogram edge that holds the bound
     hist = Text("period histogram", style="dim", no_wrap=True)
     for label, n, upper in rows:
         # Log-scaled bars: one late cycle among millions still shows.
@@ -211,5 +222,5 @@ class Watch:
             misses = summary.metrics.misses
             board = (misses.missed_updates if misses is not None else None) or 0
             self.server.publish(dataclasses.replace(view, missed_updates=max(view.missed_updates, board)))
-        if self.live is not None:
-            self.live.update(Text("…", style="dim"), refresh=True)
+        if self.live is not None and p is not None:  # the last frame: the final figures, not the last drain's
+            self.live.update(live_view(p, self.title, final=summary), refresh=True)

@@ -24,7 +24,7 @@ from prometheus_client.utils import floatToGoString
 
 from ..errors import ConfigError
 from ..platform import get_platform
-from .buckets import above, at_or_below, latency_bounds_ns, period_bounds_ns, snap_ns
+from .buckets import at_or_below, latency_bounds_ns, period_bounds_ns
 from .http import BoundedHttp, bind
 
 LABELS = ("host", "scenario", "run_id", "rt_cpu")
@@ -37,7 +37,8 @@ COUNTERS = (
     ("softrt_cycles", "cycles", "Cycles measured (records received from the real-time loop)."),
     ("softrt_missed_updates", "missed_updates", "Board cycles that received no new target."),
     ("softrt_late_cycles", "late_cycles",
-     "Cycles whose period exceeded the late bound (softrt_late_bound_seconds: nominal + --late-threshold)."),
+     "Late cycles by softrt's one rule: period over softrt_late_bound_seconds (nominal + --late-threshold), "
+     "latency over --late-threshold, or a missed update (the summary's late_cycles)."),
     ("softrt_ring_overflows", "ring_overflows", "Records the loop dropped because the shared-memory ring was full."),
     ("softrt_overruns", "overruns", "Cycles whose work ended after the next board edge (negative slack)."),
     ("softrt_device_errors", "device_errors", "Cycles with a device error (EtherCAT working counter, lost frame)."),
@@ -118,13 +119,12 @@ def view_of(progress, host: str, state: str = "running", ring_overflows: int | N
     stats, config = progress.stats, progress.config
     period, latency, c = stats.hist["period"], stats.hist["latency"], stats.counters
     process, slack = stats.hist["process"], stats.hist["slack"]
-    late_bound_ns = snap_ns(config.period_ns + config.late_threshold_ns)
     live = progress.culprits
     return RunView(
         labels=(host, config.scenario, progress.run_id, "none" if config.cpu is None else str(config.cpu)),
         state=state, elapsed_s=progress.elapsed_s, duration_s=progress.duration_s,
-        cycles=c["cycles"], missed_updates=c["missed_updates"], late_cycles=above(period, late_bound_ns),
-        late_bound_s=late_bound_ns / 1e9,
+        cycles=c["cycles"], missed_updates=c["missed_updates"], late_cycles=c["late_cycles"] or 0,
+        late_bound_s=stats.rule.bound_ns / 1e9,
         ring_overflows=progress.ring_overflows if ring_overflows is None else ring_overflows,
         overruns=c["overruns"], device_errors=c["device_errors"],
         period=_histogram(period, period_bounds_ns(config.period_ns)),
@@ -238,7 +238,8 @@ class _Collector:
              lambda v: v.process_max_s),
             ("softrt_slack_min_seconds", "Smallest slack so far (next edge - end of work; negative: an overrun).",
              lambda v: v.slack_min_s),
-            ("softrt_late_bound_seconds", "A cycle is late when its period exceeds this.", lambda v: v.late_bound_s),
+            ("softrt_late_bound_seconds", "A cycle is late when its period exceeds this (or its latency "
+             "--late-threshold, or it missed an update).", lambda v: v.late_bound_s),
             ("softrt_run_elapsed_seconds", "Time since the loop started.", lambda v: v.elapsed_s),
             ("softrt_run_duration_seconds", "Planned measurement time.", lambda v: v.duration_s),
         )

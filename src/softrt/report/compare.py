@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from ..analysis import RunStats
+from ..analysis.verdict import main_culprit
 from ..schema.summary import Metrics
 from .load import RunView
 from .plots import color
@@ -120,16 +121,12 @@ def _late(c: Column) -> str:
 
 
 def _main_culprit(c: Column) -> str:
-    totals: dict[tuple[str, str], float] = {}
-    for v in c.views:
-        why = v.summary.why_late
-        for cul in (why.culprits or []) if why is not None and why.on else []:
-            key = (str(cul.kind), cul.name)
-            totals[key] = totals.get(key, 0.0) + (cul.total_us or 0.0)
-    if not totals:
+    """What to fix first over the column's rounds, as the verdict names it (analysis.verdict)."""
+    culprit, _ = main_culprit(v.summary.why_late for v in c.views)
+    if culprit is None:
         return "–"
-    (kind, name), us = max(totals.items(), key=lambda kv: kv[1])
-    return f"{escape(kind)}: {escape(name)} ({us / 1e3:,.1f} ms)"
+    more = f" and {culprit.more} more with the same fix" if culprit.more else ""
+    return f"{escape(str(culprit.kind))}: {escape(culprit.source)}{more} ({(culprit.total_us or 0) / 1e3:,.1f} ms)"
 
 
 def _loads(c: Column) -> str:

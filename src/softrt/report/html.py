@@ -11,6 +11,7 @@ import base64
 from datetime import datetime, timezone
 from html import escape
 
+from ..analysis.verdict import verdict_lines, verdict_of
 from ..schema.summary import RunSummary
 from ..schema.why_late import TraceInfo
 from ..units import format_time_ns
@@ -83,19 +84,44 @@ def _seed_table(s: RunSummary) -> str:
 
 
 def _percentile_table(s: RunSummary) -> str:
-    cols = ("p50", "p99", "p99_9", "p99_99", "max")
+    """Each series' bad tail: the high percentiles and max of period, latency and process; the low
+    percentiles and min of slack (negative: an overrun), under a header of its own."""
     rows = []
     m = s.metrics
-    for label, st in (("period", m.period_us), ("latency", m.latency_us), ("process", m.process_us),
-                      ("slack", m.slack_us)):
+    for label, st in (("period", m.period_us), ("latency", m.latency_us), ("process", m.process_us)):
         values = (st.p50, st.p99, st.p99_9, st.p99_99, st.max)
-        if all(v is None for v in values):
-            continue
-        rows.append(f"<tr><td>{label}</td>" + "".join(f"<td>{_us(v)}</td>" for v in values) + "</tr>")
+        if any(v is not None for v in values):
+            rows.append(f"<tr><td>{label}</td>" + "".join(f"<td>{_us(v)}</td>" for v in values) + "</tr>")
+    st = m.slack_us
+    low = (st.p1, st.p0_1, st.p0_01) if st.low_tail else (None, None, None)  # older summaries: unknown
+    if st.min is not None:
+        rows.append('<tr><th>slack (µs)</th><th>p50</th><th>p1</th><th>p0.1</th><th>p0.01</th><th>min</th></tr>'
+                    "<tr><td>slack</td>" + "".join(f'<td{_neg(v)}>{_us(v)}</td>' for v in (st.p50, *low, st.min))
+                    + "</tr>")
     if not rows:
         return '<p class="na">No distribution recorded.</p>'
-    head = "".join(f"<th>{c.replace('_', '.')}</th>" for c in cols)
+    head = "".join(f"<th>{c}</th>" for c in ("p50", "p99", "p99.9", "p99.99", "max"))
     return f'<table class="pct"><tr><th>distribution (µs)</th>{head}</tr>{"".join(rows)}</table>'
+
+
+def _neg(v: float | None) -> str:
+    return ' class="bad"' if v is not None and v < 0 else ""
+
+
+def _banner(runs: list[RunView]) -> str:
+    """The verdict of each run first (the summary's ``verdict`` block; judged now for a run stored
+    before softrt wrote one): meets or fails the cycle, the main culprit and its fix."""
+    out = []
+    for i, r in enumerate(runs):
+        v = verdict_of(r.summary)
+        if v is None:
+            continue
+        head, *rest = verdict_lines(v, state=r.summary.state)
+        cls = {True: "good", False: "bad"}.get(v.meets, "na")
+        more = "".join(f"<br>{escape(line.strip())}" for line in rest)
+        out.append(f'<p class="verdict" data-meets="{str(v.meets).lower()}">{_swatch(i)}{escape(r.label)}: '
+                   f'<span class="{cls}">{escape(head)}</span>{more}</p>')
+    return f'<div id="verdict">{"".join(out)}</div>' if out else ""
 
 
 def _misses(s: RunSummary) -> str:
@@ -270,6 +296,7 @@ def page(runs: list[RunView], plots: list[Plot], svgs: dict[str, bytes], broken:
 <h1>softrt report</h1>
 <p class="meta">{len(runs)} run(s); generated {now} by softrt {escape(version)}. Can this PC run a cyclic control loop
 (the seed: a 250 µs EtherCAT cycle), and if not, why not?</p>
+{_banner(runs)}
 {_runs_table(runs)}
 {broken_html}
 {side_by_side(runs, comparison)}
@@ -290,7 +317,8 @@ with no guest event at all (time the guest did not run). The unexplained rest is
 a cycle is late when it exceeds the nominal period.</li>
 <li>Process: write to the board plus the next-target computation ("Timer int. process").</li>
 <li>Missed update: a board cycle that repeated the previous target because the host's write came too late.</li>
-<li>Slack: the next board edge minus the end of the cycle's work (negative: an overrun).</li>
+<li>Slack: the next board edge minus the end of the cycle's work (negative: an overrun); short slack hurts,
+so its low percentiles are shown (p1: 1 % of cycles had less).</li>
 <li>{escape(TOOL_MEANING["cyclictest"])}; {escape(TOOL_MEANING["oslat"])}.</li>
 </ul>
 </body></html>

@@ -19,7 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from .data import Hist, common_width_ns, envelope, exceedance, late_marks, nice_width_ns, rebin
+from .data import Hist, common_width_ns, envelope, exceedance, exceedance_of_hdr, late_marks, nice_width_ns, rebin
 from .load import TOOL_MEANING, RunView
 
 #: rcParams for every figure: browser-rendered text in SVG (smaller, selectable), fixed SVG ids
@@ -311,7 +311,8 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
             if h is None or not h.total:
                 na.append(f"{r.run_id}: no {name} data")
                 continue
-            e = exceedance(h)
+            # A softrt run's own histograms (exact to their buckets); an imported tool's its histogram's bins
+            e = exceedance_of_hdr(r.stats.hist[name]) if r.stats is not None else exceedance(h)
             x = e.x_ns.copy()
             if x.size and h.min_ns is not None and h.min_ns > x[0]:
                 x[0] = h.min_ns  # start the curve at the smallest value seen, not at its bin's edge

@@ -127,7 +127,7 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
     for a, b in dropped:
         keep[a:b] = False
     rec = rec[keep]
-    stats = RunStats(period_ns)
+    stats = RunStats(period_ns, late_threshold_ns)
     for a in range(0, rec.size, chunk_rows):
         stats.add(rec[a:a + chunk_rows])
     start = started_at or datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)

@@ -7,7 +7,7 @@ then the trace is stopped, drained, attributed and its instance removed::
     tracer = cleanup.enter_context(TraceSession(config))
     ...                       # worker armed: its pid is known
     tracer.start(proc.pid)    # before "go"
-    drainer.trace = tracer    # drain() calls tracer.feed(records)
+    drainer.trace = tracer    # drain() calls tracer.feed(view): the chunk's cycle view
 
 Nothing here can fail the run: a tracefs, instance or event that cannot be used leaves the run
 going on and ``why_late()`` saying ``{"tracing": "unavailable: <reason>"}``.
@@ -132,7 +132,8 @@ class TraceSession:
 
     # -- during the run (main thread) ---------------------------------------------------------------
     def feed(self, records) -> None:
-        """Hand one drained chunk of records, and the events read so far, to the attribution."""
+        """Hand one drained chunk (records, or the drainer's cycle view of them: softrt.analysis.cycles),
+        and the events read so far, to the attribution."""
         if self.attributor is None or self.result is not None:
             return
         t0 = time.thread_time()
