@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from softrt.audit.tune import plan_tune
+from softrt.audit import plan_tune
 from softrt.cpus import CpuSet
 
 from .trees import CAPTURED

@@ -160,7 +160,8 @@ def test_threads_that_exited_are_counted_not_listed():
 
     from rich.console import Console
 
-    from softrt.audit.tune import Outcome, Result
+    from softrt.audit import Result
+    from softrt.platform.journal import Outcome
     from softrt.cli.tune import render_result
 
     result = Result(Path("state"), [Outcome(f"python3 (30492/{tid})", "gone", "the thread exited") for tid in range(51)]

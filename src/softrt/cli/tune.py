@@ -12,12 +12,11 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..audit.tune import Outcome, Plan, Result, apply_plan, plan_tune, revert
-from ..audit.tune.apply import KINDS, change_kind, short_target
-from ..audit.tune.plan import AFFINITY
-from ..audit import default_rt_cpu
+from ..audit import (AFFINITY, KINDS, Plan, Result, apply_plan, change_kind, default_rt_cpu, plan_tune, revert,
+                     short_target)
 from ..cpus import CpuSet
 from ..errors import ConfigError
+from ..platform.journal import Outcome
 from .check import CpuList
 
 STYLE = {"applied": "green", "restored": "green", "gone": "dim", "skipped": "yellow", "failed": "bold red",
@@ -144,7 +143,8 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
                                "softrt tune --revert again.", style="red"))
         return 0 if result.complete else 1
     if rt_cpus is None:
-        rt_cpus = CpuSet([default_rt_cpu(root)])  # as softrt check and softrt run choose it
+        cpu = default_rt_cpu(root)  # as check and run choose it (None: a Windows capture that does not say)
+        rt_cpus = CpuSet([cpu] if cpu is not None else [])
     plan = plan_tune(rt_cpus, root)
     result = apply_plan(plan, state_file) if do_apply else None
     if as_json:

@@ -17,9 +17,9 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..cpus import CpuSet
-from ..errors import ConfigError
-from ..platform.kfiles import kpath, read_text
+from ...cpus import CpuSet
+from ...errors import ConfigError
+from ...platform.kfiles import kpath, read_text
 
 
 @dataclass(frozen=True)

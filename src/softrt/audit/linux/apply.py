@@ -24,11 +24,10 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...errors import ConfigError, NoSuchProcess, SoftRTError
-from ...platform import get_platform, journal, writable
+from ...platform import get_platform, journal, kfacts, ktasks, writable
 from ...platform.kfiles import read_raw
 from ...platform.journal import Outcome
-from .. import procs, sysinfo
-from . import state
+from .. import state
 from .plan import AFFINITY, FILE, SERVICE, Plan
 
 Writer = Callable[[Path, str], None]
@@ -115,7 +114,7 @@ class _CountingJournal:
 
 def _restore_value(raw: str) -> str:
     """What to write to get *raw* back: ``"[always] madvise never\\n"`` → ``always``."""
-    return sysinfo.selected_word(raw.strip()) or ""
+    return kfacts.selected_word(raw.strip()) or ""
 
 
 def _same(rel: str, readback: str, wanted: str) -> bool:
@@ -128,7 +127,7 @@ def _same(rel: str, readback: str, wanted: str) -> bool:
             return CpuSet.parse(got) == CpuSet.parse(wanted)
     except ConfigError:
         return False
-    return sysinfo.selected_word(got) == wanted
+    return kfacts.selected_word(got) == wanted
 
 
 def _kernel_keeps_irq(rel: str, err: OSError) -> bool:
@@ -136,7 +135,7 @@ def _kernel_keeps_irq(rel: str, err: OSError) -> bool:
 
     write_irq_affinity() in kernel/irq/proc.c fails before parsing the mask when
     irq_can_set_affinity_usr() says no (a managed, per-CPU or no-balancing IRQ): EIO, EPERM on
-    newer kernels. An older kernel's plan cannot see it (:func:`softrt.audit.irqs.movable`), so
+    newer kernels. An older kernel's plan cannot see it (:func:`softrt.audit.linux.irqs.movable`), so
     the refusal is the kernel saying the change is a reboot's, not a failed run-time change.
     """
     return err.errno in (errno.EPERM, errno.EIO) and rel.startswith("/proc/irq/") and rel.endswith("/smp_affinity")
@@ -232,7 +231,7 @@ def _apply_file(root, step, entries, writer, runner) -> Outcome:
 
 
 def _same_thread(root: str, pid: int, tid: int, starttime: int | None) -> bool:
-    task = procs.read_task(root, pid, tid)
+    task = ktasks.read_task(root, pid, tid)
     return task is not None and (starttime is None or task.starttime == starttime)
 
 
