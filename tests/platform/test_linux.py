@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +25,7 @@ def test_the_lock_is_taken_and_holds_our_pid(tmp_path):
     fd = plat.try_lock(path)
     try:
         assert fd is not None and path.read_text() == str(os.getpid())
-        assert oct(path.stat().st_mode & 0o777) == oct(0o600)
+        assert oct(path.stat().st_mode & 0o777) == oct(0o644)  # users take root's read-only
         assert plat.try_lock(path) is None  # a second holder (flock is per open file description)
         assert plat.lock_holder(path) == str(os.getpid())
     finally:
@@ -48,13 +50,56 @@ def test_a_planted_lock_symlink_is_refused_and_its_target_untouched(tmp_path, vi
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
-def test_a_lock_file_owned_by_another_user_is_refused_and_not_truncated(tmp_path):
+def test_a_lock_file_owned_by_another_user_is_only_locked_never_written(tmp_path):
+    """A user's run made the lock first: root's run shares it (it was refused) and writes nothing through it."""
     path = tmp_path / "softrt-rt-loop.lock"
     path.write_text("someone else's\n")
     os.chown(path, 65534, 65534)
-    with pytest.raises(SoftRTError, match="owned by"):
-        LinuxPlatform().try_lock(path)
-    assert path.read_text() == "someone else's\n"
+    fd = LinuxPlatform().try_lock(path)
+    try:
+        assert fd is not None and LinuxPlatform().try_lock(path) is None
+    finally:
+        os.close(fd)
+    assert path.read_text() == "someone else's\n" and oct(path.stat().st_mode & 0o777) == oct(0o644)
+
+
+def _as_user(uid: int, action) -> int:
+    """Run *action* in a child process that has become *uid*; return its exit status."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 99
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            code = action()
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="becoming another user needs root")
+def test_a_user_shares_roots_lock_read_only():
+    """After root's first run a user's run takes the same lock (it used to fail: permission denied)."""
+    with tempfile.TemporaryDirectory() as where:  # pytest's tmp_path is root's alone
+        os.chmod(where, 0o755)
+        _share(Path(where) / "softrt-rt-loop.lock")
+
+
+def _share(path: Path) -> None:
+    plat = LinuxPlatform()
+    os.close(plat.try_lock(path))  # root ran once: the file stays
+
+    def user_takes_it() -> int:
+        fd = plat.try_lock(path)
+        return 0 if fd is not None and path.read_text() == str(os.getppid()) else 1
+
+    assert _as_user(65534, user_takes_it) == 0  # root's pid is left in it, untouched
+    fd = plat.try_lock(path)
+    try:
+        assert _as_user(65534, lambda: 0 if plat.try_lock(path) is None else 1) == 0  # held by root: refused
+    finally:
+        os.close(fd)
 
 
 def test_a_lock_path_that_is_a_hard_link_is_refused(tmp_path, victim):

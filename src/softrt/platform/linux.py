@@ -253,33 +253,42 @@ class LinuxPlatform:
 
         The kernel drops the lock when the holder dies, so a killed run never leaves it taken.
         /run/lock is writable by every user, so the file is opened O_NOFOLLOW (a planted symlink
-        fails with ELOOP) and, once locked, must be a regular file of this user's with one link
-        before it is truncated: softrt never writes through another user's file.
+        fails with ELOOP), and softrt never writes through another user's file: its own (a regular
+        file with one link) gets the holder's pid; one made by another user (root's, mode 0644,
+        or a user's that ran first) is only locked, read-only where it may not be written
+        (flock(2) needs no write access). Every user's run and root's exclude each other.
 
         Raises:
-            SoftRTError: the lock path is a symlink, a hard link or not this user's (with the fix).
+            SoftRTError: the lock path is a symlink, not a regular file or a hard link (with the fix).
         """
         path.parent.mkdir(parents=True, exist_ok=True)
         refused = f"the lock file {path} is not softrt's own"
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            except PermissionError:  # another user's 0644 file
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as err:
             why = "a symlink" if err.errno == errno.ELOOP else err.strerror
-            raise SoftRTError(f"{refused}: {why}", hint=f"remove it: rm {path}") from None
+            fix = (f"an older softrt made it 0600: as root, chmod 644 {path}" if isinstance(err, PermissionError)
+                   else f"remove it: rm {path}")
+            raise SoftRTError(f"{refused}: {why}", hint=fix) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             return None
         info = os.fstat(fd)
+        mine = info.st_uid == os.geteuid()
         why = ("not a regular file" if not stat.S_ISREG(info.st_mode) else
-               f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else
-               f"a hard link ({info.st_nlink} links)" if info.st_nlink != 1 else None)
+               f"a hard link ({info.st_nlink} links)" if mine and info.st_nlink != 1 else None)
         if why:
             os.close(fd)
             raise SoftRTError(f"{refused}: {why}", hint=f"remove it: rm {path}")
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        if mine:
+            os.fchmod(fd, 0o644)  # one an older softrt made 0600 becomes readable by users
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
         return fd
 
     def lock_holder(self, path: Path) -> str:

@@ -15,15 +15,12 @@ going on and ``why_late()`` saying ``{"tracing": "unavailable: <reason>"}``.
 
 from __future__ import annotations
 
-import gzip
 import os
-import re
 import time
 from typing import Any
 
 from ..cpus import CpuSet
-from ..platform import get_platform
-from ..platform.kfiles import kpath, read_text
+from ..platform import get_platform, kfacts
 from .consumer import Consumer
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 
@@ -240,18 +237,15 @@ def rt_throttling(root: str = "/") -> bool | None:
         return None
     if runtime_us < 0:
         return False
-    release = (read_text(root, "/proc/sys/kernel/osrelease", fallback="") or "").strip()
-    version = tuple(int(x) for x in re.findall(r"\d+", release)[:2])
-    if len(version) < 2:
+    version = kfacts.kernel_version_tuple(root)
+    if version is None:
         return None
     if version < (6, 12):
         return True
-    try:
-        with gzip.open(kpath(root, "/proc/config.gz"), "rt", errors="replace") as fh:
-            config = fh.read()
-    except (OSError, EOFError, gzip.BadGzipFile):
+    config = kfacts.kconfig(root)
+    if config is None:
         return None  # a 6.12+ kernel whose config is not exposed: throttling or the fair server
-    return "\nCONFIG_RT_GROUP_SCHED=y" in "\n" + config
+    return config[0].get("CONFIG_RT_GROUP_SCHED") == "y"
 
 
 def _describe(err: Exception) -> str:
