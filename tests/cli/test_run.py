@@ -246,7 +246,7 @@ def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, r
         _wait_for_records(first)
         second = softrt_cmd("run", "--duration", "1s", "--out-dir", str(tmp_path / "second"))
         assert second.returncode == 1
-        assert f"another real-time softrt run or tune (pid {first.pid}) holds this machine" in second.stderr
+        assert f"another real-time softrt run or tune holds this machine: pid {first.pid} (user " in second.stderr
         assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
     finally:
         first.send_signal(signal.SIGINT)

@@ -60,6 +60,15 @@ def preallocate(fd: int, nbytes: int) -> None:
         os.posix_fallocate(fd, 0, nbytes)
 
 
+def lock_stop_hint(holder: str) -> str:
+    """What to do about the machine lock's holder (as :meth:`Platform.lock_holder` names it)."""
+    pid = holder.split()[0] if holder[:1].isdigit() else None
+    if pid is None:
+        return "wait for it to end; softrt runs one real-time loop at a time"
+    return (f"wait for it to end (softrt runs one real-time loop at a time), or stop it: kill {pid} "
+            "(a softrt run stops cleanly on SIGTERM and keeps what it measured)")
+
+
 def state_dir() -> Path:
     """Return softrt's state directory (restore journals, tune state).
 
@@ -95,4 +104,5 @@ def data_dir() -> Path:
     return Path(base) / "softrt"
 
 
-__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "data_dir", "get_platform", "state_dir", "IS_LINUX", "IS_WINDOWS"]
+__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "data_dir", "get_platform", "lock_stop_hint",
+           "state_dir", "IS_LINUX", "IS_WINDOWS"]

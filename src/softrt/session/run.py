@@ -28,7 +28,7 @@ from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
-from ..platform import get_platform
+from ..platform import get_platform, lock_stop_hint
 from ..store.history import History
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..schema.summary import RunSummary
@@ -387,8 +387,9 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
     path = plat.machine_lock_path("rt-loop")
     fd = plat.try_lock(path)
     if fd is None:
-        raise SoftRTError(f"another real-time softrt run or tune (pid {plat.lock_holder(path)}) holds this machine",
-                          hint="wait for it to end; softrt runs one real-time loop at a time")
+        holder = plat.lock_holder(path)
+        raise SoftRTError(f"another real-time softrt run or tune holds this machine: pid {holder}",
+                          hint=lock_stop_hint(holder))
     return fd
 
 

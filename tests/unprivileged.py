@@ -1,0 +1,94 @@
+"""Running softrt as a user without privileges, from a test that runs as root.
+
+Two ways: :func:`call_as` forks and drops to the unprivileged user (setgroups, setgid, setuid) to
+call one function of softrt in that process; :func:`softrt_as` starts ``python -m softrt`` as
+that user, with an interpreter that user can read (the test's own, or softrt's venv for every
+user), and skips the test with the reason when there is none.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import pwd
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import softrt
+
+SRC = str(Path(softrt.__file__).resolve().parent.parent)
+#: Interpreters a user other than root may be able to run softrt with, in order.
+CANDIDATES = (sys.executable, "/opt/softrt/bin/python", "/opt/softrt-try/bin/python")
+_found: dict[int, str | None] = {}
+
+
+def nobody() -> tuple[int, int]:
+    """The uid and gid of the unprivileged user the tests run as ("nobody")."""
+    entry = pwd.getpwnam("nobody")
+    return entry.pw_uid, entry.pw_gid
+
+
+def need_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("dropping to another user needs root")
+
+
+def call_as(uid: int, gid: int, fn, *args, timeout_s: float = 30.0):
+    """Return ``fn(*args)`` computed in a child process running as *uid*/*gid* (an exception is re-raised)."""
+    need_root()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no return from here
+        os.close(r)
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            result = (True, fn(*args))
+        except BaseException as err:  # noqa: BLE001 (handed to the parent)
+            result = (False, err)
+        with os.fdopen(w, "wb") as out:
+            pickle.dump(result, out)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as inp:
+        if not select.select([inp], [], [], timeout_s)[0]:
+            os.kill(pid, 9)
+        data = inp.read()
+    os.waitpid(pid, 0)
+    ok, value = pickle.loads(data)
+    if not ok:
+        raise value
+    return value
+
+
+def _interpreter(uid: int, gid: int) -> str | None:
+    if uid not in _found:
+        _found[uid] = None
+        for python in CANDIDATES:
+            probe = subprocess.run([python, "-c", "import numpy, pyarrow, psutil, rich, click, softrt"],
+                                   user=uid, group=gid, extra_groups=[], capture_output=True,
+                                   env={"PYTHONPATH": SRC, "PATH": os.environ.get("PATH", "")}, cwd="/")
+            if probe.returncode == 0:
+                _found[uid] = python
+                break
+    return _found[uid]
+
+
+def softrt_as(uid: int, gid: int, home: Path, *args: str, env: dict | None = None, **kwargs):
+    """Run ``python -m softrt ARGS`` as *uid* with HOME=*home* (made theirs); skip when that user cannot run it."""
+    need_root()
+    python = _interpreter(uid, gid)
+    if python is None:
+        pytest.skip(f"no Python with softrt's dependencies that uid {uid} may run (tried {', '.join(CANDIDATES)}; "
+                    f"and {SRC} must be readable)")
+    home.mkdir(parents=True, exist_ok=True)
+    os.chown(home, uid, gid)
+    base = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": SRC, "COLUMNS": "120",
+            "LANG": "C.UTF-8"}
+    return subprocess.run([python, "-m", "softrt", *args], user=uid, group=gid, extra_groups=[], cwd=home,
+                          env={**base, **(env or {})}, capture_output=True, text=True, **kwargs)
