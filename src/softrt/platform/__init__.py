@@ -8,6 +8,7 @@ never on ``sys.platform``. Kernel files are read and written through the public 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -18,6 +19,11 @@ IS_LINUX = sys.platform.startswith("linux")
 IS_WINDOWS = sys.platform == "win32"
 
 _platform: Platform | None = None
+
+#: The signals that ask softrt to stop, handled alike (session.interrupts): Ctrl-C, and SIGTERM and
+#: SIGHUP where they exist (``kill``, ``timeout``, systemd, ``docker stop``; a closed terminal or ssh
+#: session). Windows has no SIGHUP (Python docs, ``signal``: "Availability").
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 #: os.open flags for a file softrt reads or writes byte for byte, never handed to a child: O_CLOEXEC
 #: (open(2)); on Windows O_NOINHERIT, and O_BINARY, without which the C runtime translates newlines
@@ -104,5 +110,5 @@ def data_dir() -> Path:
     return Path(base) / "softrt"
 
 
-__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "data_dir", "get_platform", "lock_stop_hint",
-           "state_dir", "IS_LINUX", "IS_WINDOWS"]
+__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "STOP_SIGNALS", "data_dir", "get_platform",
+           "lock_stop_hint", "state_dir", "IS_LINUX", "IS_WINDOWS"]

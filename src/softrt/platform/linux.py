@@ -197,10 +197,20 @@ class LinuxPlatform:
 
     @contextmanager
     def ctrl_c_shield(self) -> Iterator[None]:
-        """Block SIGINT in this thread for the block: a process started inside inherits the blocked
-        mask (sigprocmask(2): "a child created via fork(2) inherits a copy of its parent's signal
-        mask"), so Ctrl-C reaches only the supervisor, which stops the child cleanly."""
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        """Block the stop signals (SIGINT, SIGTERM, SIGHUP) in this thread for the block: a process
+        started inside inherits the blocked mask (sigprocmask(2): "a child created via fork(2)
+        inherits a copy of its parent's signal mask"; execve(2) keeps it), so a signal sent to the
+        whole process group (Ctrl-C, ``timeout``, a closed terminal) reaches only the supervisor,
+        which stops the child cleanly."""
+        from multiprocessing import resource_tracker
+
+        from . import STOP_SIGNALS
+
+        # multiprocessing's resource tracker, started by the first spawn, unblocks SIGINT and SIGTERM
+        # once it has started itself (CPython Lib/multiprocessing/resource_tracker.py, bpo-33613),
+        # which would undo the block for the worker spawned right after: start it first.
+        resource_tracker.ensure_running()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
         try:
             yield
         finally:
