@@ -15,7 +15,6 @@ going on and ``why_late()`` saying ``{"tracing": "unavailable: <reason>"}``.
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import time
@@ -23,7 +22,7 @@ from typing import Any
 
 from ..cpus import CpuSet
 from ..platform import get_platform
-from ..platform.kfiles import kpath, read_text
+from ..platform.kfiles import read_gzip_text, read_text
 from .consumer import Consumer
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 
@@ -242,9 +241,8 @@ def rt_throttling(root: str = "/") -> bool | None:
     if version < (6, 12):
         return True
     try:
-        with gzip.open(kpath(root, "/proc/config.gz"), "rt", errors="replace") as fh:
-            config = fh.read()
-    except (OSError, EOFError, gzip.BadGzipFile):
+        config = read_gzip_text(root, "/proc/config.gz")
+    except OSError:
         return None  # a 6.12+ kernel whose config is not exposed: throttling or the fair server
     return "\nCONFIG_RT_GROUP_SCHED=y" in "\n" + config
 

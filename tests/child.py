@@ -1,9 +1,11 @@
-"""Running softrt as a user without privileges, from a test that runs as root.
+"""Running softrt in a child process: as a user without privileges, or with bounded memory and time.
 
-Two ways: :func:`call_as` forks and drops to the unprivileged user (setgroups, setgid, setuid) to
-call one function of softrt in that process; :func:`softrt_as` starts ``python -m softrt`` as
-that user, with an interpreter that user can read (the test's own, or softrt's venv for every
-user), and skips the test with the reason when there is none.
+:func:`in_child` forks and calls one function of softrt there, after dropping to another user
+(setgroups, setgid, setuid) and/or limiting its address space (setrlimit(2) RLIMIT_AS) and its time
+(alarm(2)), so that a test of a defect that would exhaust memory or block forever fails instead.
+:func:`softrt_as` starts ``python -m softrt`` as another user, with an interpreter that user can
+read (the test's own, or softrt's venv for every user), and skips the test with the reason when
+there is none.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import os
 import pickle
 import pwd
-import select
+import resource
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -37,33 +40,49 @@ def need_root() -> None:
         pytest.skip("dropping to another user needs root")
 
 
-def call_as(uid: int, gid: int, fn, *args, timeout_s: float = 30.0):
-    """Return ``fn(*args)`` computed in a child process running as *uid*/*gid* (an exception is re-raised)."""
-    need_root()
+class ChildFailed(AssertionError):
+    """The child died (a signal: its time ran out, or memory) or raised; the message says which."""
+
+
+def in_child(fn, *args, uid: int | None = None, gid: int | None = None, max_memory: int | None = None,
+             timeout_s: int = 30):
+    """Return ``fn(*args)`` computed in a forked child (as *uid*/*gid*, within *max_memory* bytes of
+    address space and *timeout_s* seconds); raise ChildFailed when it raises or dies."""
+    if uid is not None:
+        need_root()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: no return from here
         os.close(r)
         try:
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
+            signal.alarm(timeout_s)
+            if max_memory is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (max_memory, max_memory))
+            if uid is not None:
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
             result = (True, fn(*args))
         except BaseException as err:  # noqa: BLE001 (handed to the parent)
-            result = (False, err)
+            result = (False, f"{type(err).__name__}: {err}")
         with os.fdopen(w, "wb") as out:
             pickle.dump(result, out)
         os._exit(0)
     os.close(w)
     with os.fdopen(r, "rb") as inp:
-        if not select.select([inp], [], [], timeout_s)[0]:
-            os.kill(pid, 9)
         data = inp.read()
-    os.waitpid(pid, 0)
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        raise ChildFailed(f"the child died: {'signal ' + str(os.WTERMSIG(status)) if os.WIFSIGNALED(status) else status}")
     ok, value = pickle.loads(data)
     if not ok:
-        raise value
+        raise ChildFailed(value)
     return value
+
+
+def call_as(uid: int, gid: int, fn, *args):
+    """Return ``fn(*args)`` computed in a child process running as *uid*/*gid*."""
+    return in_child(fn, *args, uid=uid, gid=gid)
 
 
 def _interpreter(uid: int, gid: int) -> str | None:
