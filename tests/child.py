@@ -46,8 +46,9 @@ class ChildFailed(AssertionError):
 
 def in_child(fn, *args, uid: int | None = None, gid: int | None = None, max_memory: int | None = None,
              timeout_s: int = 30):
-    """Return ``fn(*args)`` computed in a forked child (as *uid*/*gid*, within *max_memory* bytes of
-    address space and *timeout_s* seconds); raise ChildFailed when it raises or dies."""
+    """Return ``fn(*args)`` computed in a forked child (as *uid*/*gid*, with *max_memory* bytes of
+    address space beyond what it has mapped, and *timeout_s* seconds); raise ChildFailed when it
+    raises or dies."""
     if uid is not None:
         need_root()
     r, w = os.pipe()
@@ -56,8 +57,9 @@ def in_child(fn, *args, uid: int | None = None, gid: int | None = None, max_memo
         os.close(r)
         try:
             signal.alarm(timeout_s)
-            if max_memory is not None:
-                resource.setrlimit(resource.RLIMIT_AS, (max_memory, max_memory))
+            if max_memory is not None:  # on top of what is mapped already (pyarrow reserves much address space)
+                limit = _mapped_bytes() + max_memory
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             if uid is not None:
                 os.setgroups([])
                 os.setgid(gid)
@@ -78,6 +80,12 @@ def in_child(fn, *args, uid: int | None = None, gid: int | None = None, max_memo
     if not ok:
         raise ChildFailed(value)
     return value
+
+
+def _mapped_bytes() -> int:
+    """This process's address space now (/proc/self/status VmSize, proc(5))."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
 
 
 def call_as(uid: int, gid: int, fn, *args):

@@ -14,7 +14,7 @@ from softrt.platform.kfiles import MAX_KFILE_BYTES, read_gzip_text, read_text, w
 
 from ..child import ChildFailed, in_child
 
-LIMIT = 512 << 20  # the child's address space: a reader that reads /dev/zero whole runs out long before
+LIMIT = 512 << 20  # more address space for the child: a reader of /dev/zero whole runs out long before
 
 
 @pytest.fixture
