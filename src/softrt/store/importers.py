@@ -47,6 +47,7 @@ import numpy as np
 from ..cpus import MAX_CPUS
 from ..errors import ConfigError
 from ..platform import data_dir
+from ..platform.owned import secure_dir
 from .history import HISTOGRAM
 from .rundir import RunDir
 from ..schema.summary import SCHEMA, RunSummary
@@ -116,6 +117,8 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     stamp = (datetime.fromisoformat(started) if started else datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
     run_id = f"{stamp}-{host}-{tool}-{digest[:4]}"
 
+    if out_dir is None:
+        secure_dir(data_dir(), "softrt's data directory")  # SOFTRT_HOME: the same checks as the state directory
     base = Path(out_dir) if out_dir is not None else default_import_dir()
     target = base / run_id
     if (target / "summary.json").is_file():
