@@ -77,7 +77,8 @@ def boot_id(root: str | os.PathLike[str] = "/") -> str | None:
     return read_text(root, "/proc/sys/kernel/random/boot_id", fallback=None)
 
 
-def _create_file(path: Path, text: str) -> None:
+def create_private(path: Path, text: str) -> None:
+    """Create *path* mode 0600 holding *text*, fsync'd; O_EXCL | O_NOFOLLOW: an existing name or a link is never opened."""
     fd = os.open(path, _CREATE, 0o600)
     try:
         os.write(fd, text.encode())
@@ -209,7 +210,8 @@ def load(path: Path, fmt: str, what: str, root: str | None = None) -> tuple[dict
         raise JournalError(f"the {what} {path} is corrupt (no root)", hint=hint)
     if root is not None and os.path.realpath(saved_root) != os.path.realpath(str(root)):
         raise JournalError(f"{path} was saved for root {saved_root[:200]!r}, not {os.path.realpath(str(root))!r}")
-    if not isinstance(header.get("boot_id"), (str, type(None))) or type(header.get("pid", 0)) is not int:
+    if (not isinstance(header.get("boot_id"), (str, type(None))) or type(header.get("pid", 0)) is not int
+            or not isinstance(header.get("identity"), (str, type(None)))):
         raise JournalError(f"the {what} {path} is corrupt (header)", hint=hint)
     entries = records[1:]
     for i, entry in enumerate(entries, start=2):
@@ -229,7 +231,7 @@ def set_aside(path: Path, reason: str) -> Path:
     while os.path.lexists(dest):
         dest, n = failed / f"{path.name}.{stamp}.{n}", n + 1
     os.rename(path, dest)
-    _create_file(dest.with_name(dest.name + ".reason"), reason + "\n")
+    create_private(dest.with_name(dest.name + ".reason"), reason + "\n")
     return dest
 
 
