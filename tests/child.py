@@ -23,10 +23,10 @@ import pytest
 
 import softrt
 
-SRC = str(Path(softrt.__file__).resolve().parent.parent)
+SRC = str(Path(softrt.__file__).resolve().parent.parent)  # the softrt under test (PYTHONPATH)
 #: Interpreters a user other than root may be able to run softrt with, in order.
 CANDIDATES = (sys.executable, "/opt/softrt/bin/python", "/opt/softrt-try/bin/python")
-_found: dict[int, str | None] = {}
+_found: dict[int, str] = {}  # the interpreter each user ran
 
 
 def nobody() -> tuple[int, int]:
@@ -93,29 +93,27 @@ def call_as(uid: int, gid: int, fn, *args):
     return in_child(fn, *args, uid=uid, gid=gid)
 
 
-def _interpreter(uid: int, gid: int) -> str | None:
-    if uid not in _found:
-        _found[uid] = None
-        for python in CANDIDATES:
-            probe = subprocess.run([python, "-c", "import numpy, pyarrow, psutil, rich, click, softrt"],
-                                   user=uid, group=gid, extra_groups=[], capture_output=True,
-                                   env={"PYTHONPATH": SRC, "PATH": os.environ.get("PATH", "")}, cwd="/")
-            if probe.returncode == 0:
-                _found[uid] = python
-                break
-    return _found[uid]
-
-
-def softrt_as(uid: int, gid: int, home: Path, *args: str, env: dict | None = None, **kwargs):
-    """Run ``python -m softrt ARGS`` as *uid* with HOME=*home* (made theirs); skip when that user cannot run it."""
+def python_as(uid: int, gid: int, home: Path, *args: str, env: dict | None = None, **kwargs):
+    """Run ``python ARGS`` (softrt importable) as *uid* with HOME=*home* (made theirs), with the first
+    interpreter of CANDIDATES that user may run with softrt's dependencies; skip when there is none."""
     need_root()
-    python = _interpreter(uid, gid)
-    if python is None:
-        pytest.skip(f"no Python with softrt's dependencies that uid {uid} may run (tried {', '.join(CANDIDATES)}; "
-                    f"and {SRC} must be readable)")
     home.mkdir(parents=True, exist_ok=True)
     os.chown(home, uid, gid)
     base = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": SRC, "COLUMNS": "120",
             "LANG": "C.UTF-8"}
-    return subprocess.run([python, "-m", "softrt", *args], user=uid, group=gid, extra_groups=[], cwd=home,
-                          env={**base, **(env or {})}, capture_output=True, text=True, **kwargs)
+    for python in [_found[uid]] if _found.get(uid) else CANDIDATES:
+        try:
+            proc = subprocess.run([python, *args], user=uid, group=gid, extra_groups=[], cwd=home,
+                                  env={**base, **(env or {})}, capture_output=True, text=True, **kwargs)
+        except OSError:  # not there, or not theirs to run
+            continue
+        if "ModuleNotFoundError" not in proc.stderr:
+            _found[uid] = python
+            return proc
+    pytest.skip(f"no Python with softrt's dependencies that uid {uid} may run (tried {', '.join(CANDIDATES)}; "
+                f"and {SRC} must be readable)")
+
+
+def softrt_as(uid: int, gid: int, home: Path, *args: str, **kwargs):
+    """Run ``python -m softrt ARGS`` as *uid* (see :func:`python_as`)."""
+    return python_as(uid, gid, home, "-m", "softrt", *args, **kwargs)
