@@ -71,8 +71,8 @@ def lock_stop_hint(holder: str) -> str:
     pid = holder.split()[0] if holder[:1].isdigit() else None
     if pid is None:
         return "wait for it to end; softrt runs one real-time loop at a time"
-    return (f"wait for it to end (softrt runs one real-time loop at a time), or stop it: kill {pid} "
-            "(a softrt run stops cleanly on SIGTERM and keeps what it measured)")
+    return (f"softrt runs one real-time loop at a time: wait for it to end, or stop it with kill {pid}; "
+            "a softrt run stops cleanly on SIGTERM and keeps what it measured")
 
 
 def state_dir() -> Path:
