@@ -41,11 +41,14 @@ def test_a_data_directory_reached_through_another_users_link_is_refused_and_noth
     d, victim = theirs
     (d / "home").symlink_to(victim)
     os.lchown(d / "home", *nobody())
-    monkeypatch.setenv("SOFTRT_HOME", str(d / "home"))
-    with pytest.raises(ConfigError, match="directory .*/theirs/home is a symlink"):
-        History().add_run(run)
-    monkeypatch.setenv("SOFTRT_HOME", str(d / "real"))  # a directory of root's, but theirs to swap for a link
-    with pytest.raises(ConfigError, match=f"lies in {d}, which belongs to uid {nobody()[0]}, not root or this user"):
+    for home in ("home", "real"):  # their link, or a directory root would make there: theirs to swap for a link
+        monkeypatch.setenv("SOFTRT_HOME", str(d / home))
+        with pytest.raises(ConfigError, match=f"lies in {d}, which belongs to uid {nobody()[0]}, not root or this user"):
+            History().add_run(run)
+    assert not (d / "real").exists()  # nothing was made on their way
+    (tmp_path / "link").symlink_to(victim)  # a link of root's own is not followed either
+    monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "link"))
+    with pytest.raises(ConfigError, match="directory .*/link is a symlink"):
         History().add_run(run)
     result = tmp_path / "result.json"
     result.write_text(json.dumps(cyclictest_doc({"0": {"histogram": {"8": 1}, "cycles": 1, "min": 8, "max": 8,

@@ -42,6 +42,7 @@ def secure_dir(path: str | os.PathLike[str], what: str = "softrt's state directo
             on the way that another user may change (with the fix).
     """
     path = Path(os.path.abspath(path))
+    check_way(path, what)  # first: nothing is created on a way another user could redirect
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -63,7 +64,7 @@ def secure_dir(path: str | os.PathLike[str], what: str = "softrt's state directo
     if _POSIX and info.st_mode & 0o022:
         raise ConfigError(f"{what} {path} may be written by other users",
                           hint=f"chmod 700 {path}, or choose a directory only you may write")
-    check_way(path, what)
+    check_way(path, what)  # again, as made
     return path
 
 
@@ -76,6 +77,9 @@ def check_way(path: str | os.PathLike[str], what: str) -> None:
     for way in dict.fromkeys((given, Path(os.path.realpath(given)))):
         child = way
         for parent in way.parents:
+            if not os.path.lexists(parent):  # not made yet
+                child = parent
+                continue
             info = os.lstat(parent)
             if not _ours(info.st_uid):
                 raise ConfigError(f"{what} {given} lies in {parent}, which belongs to {_who(info.st_uid)}",
