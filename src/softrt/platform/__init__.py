@@ -69,8 +69,8 @@ def preallocate(fd: int, nbytes: int) -> None:
 def lock_stop_hint(holder: str) -> str:
     """What to do about the machine lock's holder (as :meth:`Platform.lock_holder` names it)."""
     pid = holder.split()[0] if holder[:1].isdigit() else None
-    if pid is None:
-        return "wait for it to end; softrt runs one real-time loop at a time"
+    if pid is None or IS_WINDOWS:  # (no SIGTERM there: a run stops cleanly on Ctrl-C in its console)
+        return "wait for it to end, or stop it with Ctrl-C where it runs; softrt runs one real-time loop at a time"
     return (f"softrt runs one real-time loop at a time: wait for it to end, or stop it with kill {pid}; "
             "a softrt run stops cleanly on SIGTERM and keeps what it measured")
 
