@@ -26,7 +26,7 @@ from ..fuzz import FUZZ, JSON_VALUES, one_line
 from .conftest import cyclictest_doc
 
 FEW = settings(FUZZ, max_examples=40)  # each example writes and reads a run directory
-HALF = settings(FUZZ, max_examples=50)
+HALF = settings(FUZZ, max_examples=30)
 NUMBERS = (st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.floats(allow_nan=False)
            | st.sampled_from([2_000_000_000, -2_000_000_000, 2**53, 10**12, 0, -1]))
 
