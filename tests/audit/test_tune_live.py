@@ -15,6 +15,7 @@ import pytest
 
 from softrt.audit import AFFINITY, Status, apply_plan, plan_tune, revert, run_checks
 from softrt.audit.linux import FILE, online_cpus, write_kernel_file
+from softrt.audit.linux.irqs import irqs
 from softrt.platform import ktasks
 from softrt.cpus import CpuSet
 
@@ -78,6 +79,9 @@ def test_apply_then_revert_restores_every_byte(rt, victim, tmp_path):
         after = snapshot(plan)
     fixed = {s.check for s in plan.steps if s.kind == FILE}
     refused = {s.check for s, o in zip(plan.steps, applied.outcomes) if o.status == "failed"}
+    # An IRQ the kernel keeps (a managed virtio-blk queue here) has no step: its check stays as it was.
+    refused |= {"irq.nic" if i.nic else "irq.devices" for i in irqs("/")
+                if not i.movable and i.affinity is not None and not i.affinity.isdisjoint(rt)}
     statuses = {f.id: f.status for f in report.findings}
     assert {c: statuses[c] for c in fixed - refused if statuses[c] is not Status.OK} == {}
     tasks = next(f for f in report.findings if f.id == "cores.tasks")
@@ -91,6 +95,8 @@ def test_apply_then_revert_restores_every_byte(rt, victim, tmp_path):
 def test_revert_after_an_interrupted_apply(rt, victim, tmp_path):
     plan = plan_for_test(rt, victim)
     files = [s for s in plan.steps if s.kind == FILE]
+    if len(files) < 2:  # the same interruption on an untuned tree: test_tune_apply.py
+        pytest.skip(f"this machine is tuned already ({len(files)} kernel file(s) to change): nothing to interrupt")
     rt_runtime = Path("/proc/sys/kernel/sched_rt_runtime_us").read_bytes()
     before = snapshot(plan)
     state = tmp_path / "tune-state.jsonl"

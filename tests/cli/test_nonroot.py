@@ -54,10 +54,12 @@ def test_every_command_works_for_a_user_without_privileges_after_root_ran(away):
     plat = get_platform()
     if not plat.caps.kernel_trace:
         pytest.skip("Linux only")
-    lock = plat.machine_lock_path("rt-loop") if "SOFTRT_STATE_DIR" not in os.environ else None
-    held = plat.try_lock(lock) if lock is not None else None  # root's run took the machine lock, and ended
-    if held is not None:
-        os.close(held)
+    # The test holds the machine's lock (conftest): the user's runs take the lock of their own state
+    # directory, which root's run took first, and released.
+    state = away / "state"
+    held = plat.try_lock(state / "rt-loop.lock")
+    assert held is not None
+    os.close(held)
     uid, gid = nobody()
     home = away / "home"
     result = away / "ct.json"
@@ -67,7 +69,7 @@ def test_every_command_works_for_a_user_without_privileges_after_root_ran(away):
     commands = [["run", "--duration", "1s", "--json", "--out-dir", str(home / "runs")], ["history"], ["show"],
                 ["check", "--sample", "0.2"], ["import", str(result)], ["tune", "--rt-cpus", "1"],
                 ["tune", "--rt-cpus", "1", "--apply"], ["tune", "--revert"]]
-    env = {k: v for k, v in os.environ.items() if k in ("SOFTRT_RING_CAPACITY",)}
+    env = {"SOFTRT_STATE_DIR": str(state)}
     proc = python_as(uid, gid, home, "-c", SCRIPT, json.dumps(commands), env=env, timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     said = [(code, out, err) for _, code, out, err in map(json.loads, proc.stdout.splitlines())]

@@ -96,6 +96,11 @@ def test_ecat_sim_cli_bad_interface():
         "softrt: error: EtherCAT on nosuch0: no such network interface (list interfaces with 'ip link')"]
 
 
+def test_ecat_sim_delay_is_a_time(run_cli):
+    code, out, err = run_cli("ecat-sim", "--iface", "nosuch0", "--delay", "2 fortnights")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--delay '2 fortnights' has an unknown unit" in err
+
+
 def test_device_state_errors():
     dev = EtherCATMaster("nosuch0", PERIOD_NS)
     assert dev.state is MasterState.CLOSED

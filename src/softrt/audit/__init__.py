@@ -16,7 +16,7 @@ from types import ModuleType
 
 from ..cpus import CpuSet
 from . import linux, windows
-from .linux.apply import Result
+from .linux.apply import KINDS, Result, change_kind, short_target
 from .linux.plan import AFFINITY, Plan, Step
 from .model import GROUPS, Finding, Report, Severity, Status
 from .state import default_path
@@ -52,5 +52,6 @@ def revert(root: str = "/", state_path: Path | None = None, **kwargs) -> Result:
     return backend(root).revert(str(root), state_path, **kwargs)
 
 
-__all__ = ["AFFINITY", "GROUPS", "Finding", "Plan", "Report", "Result", "Severity", "Status", "Step", "apply_plan",
-           "backend", "default_path", "default_rt_cpu", "plan_tune", "revert", "run_checks"]
+__all__ = ["AFFINITY", "GROUPS", "KINDS", "Finding", "Plan", "Report", "Result", "Severity", "Status", "Step",
+           "apply_plan", "backend", "change_kind", "default_path", "default_rt_cpu", "plan_tune", "revert",
+           "run_checks", "short_target"]

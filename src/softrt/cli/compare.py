@@ -100,7 +100,10 @@ def loads_text(pooled: dict[str, Pooled]) -> Text:
     return out
 
 
-@click.command("compare")
+@click.command("compare", epilog="""\b
+Examples:
+  softrt compare                              untuned, tuned, tuned+load, tuned+load-on-rt-cpus
+  softrt compare tuned tuned+load --duration 30s --repeat 3 --require 'period.max<=300us,misses==0'""")
 @click.argument("scenarios", nargs=-1)
 @click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True,
               help="Measurement time per scenario and round (a scenario file may set its own).")

@@ -7,8 +7,15 @@ import sys
 
 import click
 
+from .options import TimeNs
 
-@click.command("ecat-sim")
+
+@click.command("ecat-sim", epilog="""\b
+Examples (root; a veth pair, the master on one end):
+  ip link add ecat0 type veth peer name ecat1 && ip link set ecat0 up && ip link set ecat1 up
+  softrt ecat-sim --iface ecat1 --slaves 2 &
+  softrt run --device ethercat:ecat0 --axes 2
+  softrt ecat-sim --iface ecat1 --delay-every 1000 --delay 2ms""")
 @click.option("--iface", required=True, help="Interface to answer on (e.g. one end of a veth pair).")
 @click.option("--slaves", type=click.IntRange(1, 64), default=1, show_default=True, help="Slaves in the chain.")
 @click.option("--device", "devices", multiple=True, default=("csp-drive",), show_default=True,
@@ -18,7 +25,8 @@ import click
 @click.option("--drop-every", type=int, default=0, help="Drop every N-th process-data frame.")
 @click.option("--bad-wkc-every", type=int, default=0, help="Make one slave miss every N-th process-data frame.")
 @click.option("--delay-every", type=int, default=0, help="Delay every N-th process-data reply.")
-@click.option("--delay", "delay_us", type=int, default=2000, show_default=True, help="Delay of a delayed reply, µs.")
+@click.option("--delay", "delay_ns", type=TimeNs("us"), default="2ms", show_default=True,
+              help="Delay of a delayed reply (bare number: µs).")
 @click.option("--dc-drift-ppm", "drift_ppm", type=click.FloatRange(-1000, 1000), multiple=True,
               help="DC quartz error of slave 0, 1, … in ppm (repeat per slave; unlisted slaves run true).")
 @click.option("--axes-per-slave", type=click.IntRange(1, 8), default=1, show_default=True,
@@ -26,7 +34,7 @@ import click
 @click.option("--fixed-pdos", is_flag=True, help="CoE drives refuse PDO assignment by SDO (read-only 0x1C12/0x1C13).")
 @click.option("--ca-abort", is_flag=True,
               help="CoE drives announce SDO complete access but answer it with an abort (as some real ones do).")
-def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, delay_every, delay_us, drift_ppm,
+def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, delay_every, delay_ns, drift_ppm,
             axes_per_slave, fixed_pdos, ca_abort):
     """Simulate N EtherCAT slaves (CiA 402 CSP drives by default) on IFACE until Ctrl-C."""
     import dataclasses
@@ -45,7 +53,7 @@ def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, del
     sim = Simulator(descs, drift_ppm=drift_ppm, ca_abort=ca_abort)
     for kind, every in (("drop", drop_every), ("bad_wkc", bad_wkc_every), ("delay", delay_every)):
         if every:
-            sim.faults.set_every(kind, every, delay_us=delay_us)
+            sim.faults.set_every(kind, every, delay_us=round(delay_ns / 1000))
     stopping = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.append(True))

@@ -24,7 +24,12 @@ from .render import console, render_summary
 LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first
 
 
-@click.command("run")
+@click.command("run", epilog="""\b
+Examples:
+  softrt run                                  10 s of the seed's 250 µs loop on the last CPU
+  softrt run --duration 72h --max-duration 72h --samples late
+  softrt run --wait sleep --period 1ms --json > summary.json
+  softrt run --device ethercat:eth1 --axes 2  CiA 402 drives through SOEM""")
 @click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True,
               help="Board cycle (a bare number is µs, like cyclictest -i).")
 @click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True,
