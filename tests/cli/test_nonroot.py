@@ -56,12 +56,12 @@ def test_every_command_works_for_a_user_without_privileges_after_root_ran(away):
         pytest.skip("Linux only")
     # The test holds the machine's lock (conftest): the user's runs take the lock of their own state
     # directory, which root's run took first, and released.
-    state = away / "state"
+    home = away / "home"
+    state = home / "state"
     held = plat.try_lock(state / "rt-loop.lock")
     assert held is not None
     os.close(held)
     uid, gid = nobody()
-    home = away / "home"
     result = away / "ct.json"
     result.write_text(json.dumps(cyclictest_doc({"0": {"histogram": {"8": 3}, "cycles": 3, "min": 8, "max": 8,
                                                        "avg": 8.0, "cpu": 1}})))
