@@ -264,7 +264,7 @@ def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, r
         _wait_for_records(first)
         second = softrt_cmd("run", "--duration", "1s", "--out-dir", str(tmp_path / "second"))
         assert second.returncode == 1
-        assert f"another real-time softrt run or tune (pid {first.pid}) holds this machine" in second.stderr
+        assert f"another real-time softrt run or tune holds this machine: pid {first.pid} (user " in second.stderr
         assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
     finally:
         first.send_signal(signal.SIGINT)
@@ -305,9 +305,9 @@ def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, 
             time.sleep(duration_s - 0.5 - 0.2)
     interrupts.sigint_burst(proc)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1, err
     assert "Traceback" not in err
     s = json.loads(out)
+    assert proc.returncode == (130 if s["status"] == "complete" else 1), err  # 128 + SIGINT once it had finished
     if moment != "ending":  # (at the end the loop may have finished its cycles first)
         assert s["status"] == "partial" and "Ctrl-C" in s["partial_reason"]
     if moment == "running":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import pwd
 import shutil
 from pathlib import Path
 
@@ -137,7 +138,8 @@ def test_apply_and_revert_wait_for_a_real_time_run(run_cli, state_dir, verb):
     finally:
         os.close(fd)
     assert code == 2 and out == ""
-    assert f"real-time softrt run (pid {os.getpid()}) is in progress" in err and err.count("\n") == 1
+    assert f"real-time softrt run is in progress (pid {os.getpid()} (user {pwd.getpwuid(os.geteuid()).pw_name}" in err and err.count("\n") == 1
+    assert f"kill {os.getpid()}" in err
     assert (state_dir / "tune-state.jsonl").exists() == (verb == ["--revert"])
 
 

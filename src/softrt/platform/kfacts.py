@@ -7,14 +7,13 @@ that into "not applicable" with the reason, never a crash.
 
 from __future__ import annotations
 
-import gzip
 import os
 import shlex
 from dataclasses import dataclass
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
-from .kfiles import kpath, read_text
+from .kfiles import kpath, read_bytes, read_gzip_text, read_text
 
 CPU_DIR = "/sys/devices/system/cpu"
 
@@ -134,14 +133,9 @@ def kconfig(root: str) -> tuple[dict[str, str], str] | None:
     if release:
         candidates.append(f"/boot/config-{release}")
     for rel in candidates:
-        path = kpath(root, rel)
-        try:
-            if rel.endswith(".gz"):
-                with gzip.open(path, "rt", errors="replace") as fh:
-                    body = fh.read()
-            else:
-                body = path.read_text(errors="replace")
-        except (OSError, EOFError, gzip.BadGzipFile):
+        try:  # bounded, also decompressed (platform.kfiles)
+            body = read_gzip_text(root, rel) if rel.endswith(".gz") else read_bytes(root, rel).decode(errors="replace")
+        except OSError:
             continue
         config = {}
         for line in body.splitlines():

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from . import IS_WINDOWS
+from .kfiles import read_bytes
 
 INDEX = "commands.json"
 DEFAULT_TIMEOUT_S = 30.0
@@ -120,9 +121,9 @@ class CapturedRunner:
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         index = self.directory / INDEX
-        try:
-            self.index: dict = json.loads(index.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:  # ValueError: not JSON, or not UTF-8
+        try:  # bounded, regular files only, never waited on (kfiles): a capture is not trusted
+            self.index: dict = json.loads(read_bytes(self.directory, INDEX).decode("utf-8"))
+        except (OSError, ValueError, RecursionError) as err:  # ValueError: not JSON, or not UTF-8
             raise ConfigError(f"cannot read the capture index {index}: {err}",
                               hint=f"{INDEX} maps each command line to {{\"out\": FILE, \"rc\": N}}") from None
         if not isinstance(self.index, dict):
@@ -145,7 +146,7 @@ class CapturedRunner:
         if name and Path(name).name != name:  # a file of the capture directory, nothing outside it
             return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"captured output {name!r} is not a file name")
         try:
-            out = (self.directory / name).read_text(encoding="utf-8", errors="replace") if name else ""
+            out = read_bytes(self.directory, name).decode("utf-8", errors="replace") if name else ""
         except OSError as err:
             return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"captured output {name} unreadable: {err.strerror or err}")
         err_text = entry.get("err", "")

@@ -4,7 +4,7 @@ For each round, for each scenario (A B C D A B C D …, so slow drift hits every
 start the scenario's loads on their CPUs → let them settle → run the measurement → stop the
 loads in ``finally`` → store the run with what the loads achieved (rteval's arm-then-release).
 
-Ctrl-C (any number of them) stops the scenario that is running; it is stored like every
+Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the scenario that is running; it is stored like every
 finished one, and the comparison ends with what it has, marked interrupted.
 """
 
@@ -99,7 +99,7 @@ class CompareResult:
     pooled: dict[str, Pooled]
     verdict: list[str]
     checks: list[RequirementCheck]
-    interrupted: bool = False  # Ctrl-C: the runs so far, not every planned one
+    interrupted: bool = False  # a stop signal: the runs so far, not every planned one
 
     @property
     def passed(self) -> bool:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..platform import data_dir
+from ..platform.owned import check_own_file, secure_dir
 from .rundir import SAMPLES, SUMMARY, read_summary
 from ..schema.summary import RunSummary
 
@@ -219,16 +220,17 @@ class History:
     # -- connection ---------------------------------------------------------------------------
     @contextmanager
     def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection | None]:
-        """Yield a connection (None when reading a database that does not exist yet)."""
-        if not self.path.exists():
-            if not write:
-                yield None
-                return
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as err:
-                raise ConfigError(f"cannot create the history directory {self.path.parent}: {err.strerror or err}",
-                                  hint="set SOFTRT_HOME or use --db PATH") from None
+        """Yield a connection (None when reading a database that does not exist yet).
+
+        The database's directory and the way to it must be this user's (platform.owned, as the
+        state directory), and the database a regular file of this user's: SQLite opens it and its
+        journal by name, so nothing on the way may be another user's to swap for a link.
+        """
+        if not os.path.lexists(self.path) and not write:
+            yield None
+            return
+        secure_dir(self.path.parent, "the history database's directory")
+        check_own_file(self.path, "the history database")
         try:
             conn = sqlite3.connect(self.path, timeout=self.timeout_s)
         except sqlite3.Error as err:

@@ -64,6 +64,7 @@ class TraceSession:
         self.config = config
         self.reason: str | None = None if getattr(config, "trace", True) else "off (--no-trace)"
         self.instance: Instance | None = None
+        self.left: Instance | None = None  # an instance that could not be removed
         self.mounted: Mounted | None = None
         self.consumer: Consumer | None = None
         self.attributor = None
@@ -196,7 +197,8 @@ class TraceSession:
 
     def _teardown(self) -> None:
         if self.instance is not None:
-            self.instance.remove()
+            if not self.instance.remove():
+                self.left = self.instance  # said in the run's system changes, never silently left tracing
             self.instance = None
         if self.mounted is not None and not self.mounted.restored:
             self.mounted.undo()
@@ -221,8 +223,13 @@ class TraceSession:
         }}
 
     def system_changes(self) -> list[dict]:
-        """The system changes the trace made (a tracefs mount), in the journal's shape."""
-        return [self.mounted.to_change()] if self.mounted is not None else []
+        """The system changes the trace made (a tracefs mount; an instance it could not remove), in
+        the journal's shape."""
+        out = [self.mounted.to_change()] if self.mounted is not None else []
+        if self.left is not None:
+            out.append({"path": str(self.left.path), "before": "no trace instance", "during": "softrt's trace instance",
+                        "why": "the run's trace", "restored": False, "verified": False, "note": self.left.left})
+        return out
 
 
 def rt_throttling(root: str = "/") -> bool | None:

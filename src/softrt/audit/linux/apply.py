@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...errors import ConfigError, NoSuchProcess, SoftRTError
-from ...platform import get_platform, journal, kfacts, ktasks, writable
+from ...platform import get_platform, journal, kfacts, ktasks, lock_stop_hint, writable
 from ...platform.kfiles import read_raw
 from ...platform.journal import Outcome
 from .. import state
@@ -161,10 +161,11 @@ def _no_run_in_progress(root: str, what: str) -> Iterator[None]:
     path = plat.machine_lock_path("rt-loop")
     fd = plat.try_lock(path)
     if fd is None:
-        raise ConfigError(f"a real-time softrt run (pid {plat.lock_holder(path)}) is in progress; softrt tune {what} "
-                          "is refused until it ends",
+        holder = plat.lock_holder(path)
+        raise ConfigError(f"a real-time softrt run is in progress (pid {holder}); softrt tune {what} is refused "
+                          "until it ends",
                           hint="the run switches RT throttling off and restores it when it ends, under any tune "
-                               f"made meanwhile; run softrt tune {what} after it")
+                               f"made meanwhile; run softrt tune {what} after it. {lock_stop_hint(holder)}")
     try:
         yield
     finally:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...errors import ConfigError
-from ...platform.kfiles import kpath, read_text
+from ...platform.kfiles import kpath, read_bytes, read_text
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def _irqs_of_device(node: Path) -> list[int]:
     except OSError:
         pass
     try:
-        irq = int((node / "irq").read_text().strip())
+        irq = int(read_bytes("/", str(node / "irq")).strip())
         return [irq] if irq > 0 else []
     except (OSError, ValueError):
         return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-from ....platform.kfiles import kpath
+from ....platform.kfiles import read_bytes
 from ....platform import kfacts, ktasks
 from ..context import Context
 from ...model import Finding, Severity, Status, not_applicable
@@ -28,8 +28,7 @@ def pm_qos_limit_us(root: str) -> int | None:
     (kernel/power/qos.c, cpu_latency_qos_open/release), so reading it changes nothing.
     """
     try:
-        with open(kpath(root, DMA_LATENCY), "rb") as fh:
-            data = fh.read(4)
+        data = read_bytes(root, DMA_LATENCY, 4, special_ok=True)  # a device; in a --root tree never waited on
     except OSError:
         return None
     return struct.unpack("=i", data)[0] if len(data) == 4 else None
