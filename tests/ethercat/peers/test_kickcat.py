@@ -2,8 +2,8 @@
 
 Two CiA 402 drives built from KickCAT's own ESI (``ecat402-drive.json``), on one end of a veth
 pair, SCHED_FIFO on the housekeeping CPU (it stands for hardware); ``softrt run`` at the seed's
-250 µs for 10 s on the other end. Slow: run by ``scripts/ci-kickcat`` (which builds the simulator
-and sets ``SOFTRT_KICKCAT_SIMULATOR``), after the main suite; skipped without it.
+250 µs for 10 s on the other end. Slow: run by ``scripts/ci-kickcat`` after the main suite, with a
+build of the simulator already on the machine (``SOFTRT_KICKCAT_SIMULATOR``); skipped without it.
 """
 
 from __future__ import annotations
