@@ -7,9 +7,9 @@ import struct
 import pytest
 
 from softrt.audit import Status, run_checks
-from softrt.audit.checks import ALL
-from softrt.audit.checks.cores import check_sample, check_tasks
-from softrt.audit.context import Context
+from softrt.audit.linux.checks import ALL
+from softrt.audit.linux.checks.cores import check_sample, check_tasks
+from softrt.audit.linux.context import Context
 from softrt.cpus import CpuSet
 
 RT = CpuSet([3])
@@ -229,7 +229,7 @@ def test_sample_error_is_not_applicable(good):
 
 def test_classify_takes_only_a_real_time_task_for_the_application(good):
     """A task pinned to the RT CPUs only is the real-time application only with FIFO/RR/DEADLINE."""
-    from softrt.audit.sample import classify
+    from softrt.audit.linux.sample import classify
     good.task(600, "indexer", "3", policy=0, processor=3)  # SCHED_OTHER, pinned to CPU 3 only
     good.task(601, "dl-app", "3", policy=6, processor=3)  # SCHED_DEADLINE
     good.task(602, "batch", "2-3", policy=3, processor=3)  # allowed elsewhere too
@@ -247,3 +247,14 @@ def test_tasks_check_separates_pinned_real_time_from_pinned_other(good):
     evidence = "\n".join(check_tasks(ctx).evidence)
     assert "real-time application): rtapp (500) SCHED_FIFO" in evidence
     assert "not real-time (reported by the live sample if they run there): indexer (600) SCHED_OTHER" in evidence
+
+
+def test_an_irq_the_kernel_keeps_is_a_reboot_fix_not_a_tune_one(good):
+    """A managed queue routed to the RT CPU: softrt tune cannot move it, so check must not send the user there."""
+    good.set("/proc/irq/121/smp_affinity", "8").set("/proc/irq/121/effective_affinity", "8")
+    f = finding(good, "irq.devices")
+    assert f.status is Status.FAIL and f.tunable
+    good.path("/proc/irq/121/smp_affinity").chmod(0o444)  # read-only: the kernel keeps it (kernel/irq/proc.c)
+    f = finding(good, "irq.devices")
+    assert f.status is Status.FAIL and not f.tunable and f.reboot
+    assert "the kernel moves it only at boot" in f.evidence[0] and "isolcpus=managed_irq" in f.fix

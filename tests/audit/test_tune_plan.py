@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from softrt.audit.tune import plan_tune
+import pytest
+
+from softrt.audit import plan_tune
 from softrt.cpus import CpuSet
 
 from .trees import CAPTURED
@@ -84,3 +86,29 @@ def test_plan_for_the_captured_vm():
                                               "/proc/sys/kernel/watchdog_cpumask", "/proc/irq/default_smp_affinity"}
     assert "preempt=full" in plan.kernel_cmdline and "isolcpus=managed_irq,domain,1" in plan.kernel_cmdline
     assert "cpu1/cpuidle/state0" not in " ".join(s.target for s in plan.steps)  # POLL is never disabled
+
+
+def _managed(tree, irq: int, how: str):
+    """Make *irq* one the kernel keeps: read-only smp_affinity (kernel/irq/proc.c) or its debugfs states."""
+    if how == "mode":
+        tree.path(f"/proc/irq/{irq}/smp_affinity").chmod(0o444)
+    else:
+        tree.set(f"/sys/kernel/debug/irq/irqs/{irq}", "handler:  handle_edge_irq\ndstate:   0x33600200\n"
+                                                     "            IRQD_ACTIVATED\n            IRQD_AFFINITY_MANAGED\n")
+    return tree
+
+
+@pytest.mark.parametrize("how", ["mode", "debugfs"])
+def test_an_irq_the_kernel_keeps_is_reboot_only(good, how):
+    good.set("/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz ro isolcpus=domain,3 nohz_full=3 rcu_nocbs=3 irqaffinity=0-2 "
+             "processor.max_cstate=1 intel_idle.max_cstate=1 nosmt")
+    good.set("/proc/irq/121/smp_affinity", "c")  # nvme0q1 on CPUs 2-3, a managed queue
+    plan = plan_tune(RT, str(_managed(good, 121, how)))
+    assert plan.steps == []  # no write the kernel would refuse
+    assert plan.fixed_irqs == ["IRQ 121 nvme0q1"] and plan.to_dict()["reboot_only_irqs"] == ["IRQ 121 nvme0q1"]
+    assert ("isolcpus=managed_irq,domain,3", "irq.devices") in plan.kernel_params
+
+
+def test_a_kept_irq_off_the_rt_cpus_or_under_managed_irq_needs_nothing(good):
+    plan = plan_tune(RT, str(_managed(good, 121, "mode")))  # isolcpus=managed_irq already, IRQ on CPU 2
+    assert plan.steps == [] and plan.fixed_irqs == [] and plan.kernel_params == []

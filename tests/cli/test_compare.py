@@ -58,9 +58,14 @@ def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_res
             assert load["name"] in ("gpu", "video")
     assert any("Tuning" in line or "Under load" in line for line in result["verdict"])
     assert len(result["rounds"]) == 4
-    for rnd in result["rounds"]:  # each scenario's run is stored like any softrt run
+    first = result["rounds"][0]["run_id"]
+    for rnd in result["rounds"]:  # each scenario's run is stored like any softrt run, with the comparison's id
         summary = json.loads((tmp_path / rnd["run_id"] / "summary.json").read_text())
-        assert summary["scenario"] == rnd["scenario"] and "loads" in summary
+        assert summary["scenario"] == rnd["scenario"] and "loads" in summary and summary["compare_id"] == first
+    # Progress while loads start, settle and stop, with what remains (it was silent between runs).
+    assert "[1/4] untuned: no loads; 0 of 4 done, about " in proc.stderr
+    assert "[3/4] tuned+load: starting " in proc.stderr and "[3/4] tuned+load: stopping the loads" in proc.stderr
+    assert "[4/4] tuned+load-on-rt-cpus: measuring 1 s; 3 of 4 done, about " in proc.stderr
     assert no_load_processes_left() == []
 
 

@@ -133,7 +133,7 @@ def test_a_failed_ethercat_run_says_why_and_shows_the_drives_as_last_confirmed(t
 
     run = write_synthetic_run(tmp_path, cycles=3_000, misses=[])
     summary = json.loads((run / "summary.json").read_text())
-    reason = "bus lost: no frame answered for 10.0 ms since cycle 2,871"
+    reason = "bus lost: no frame answered: 40 frames sent in a row (10.0 ms of cycles) since cycle 2,871"
     summary.update(status="failed", partial_reason=reason)
     summary["board"] = {"writes": 2_880, "missed_updates": 10, "drives": [
         {"name": "AX5101", "slave": 0, "statusword": 0x0237, "state": "operation enabled", "error_code": 0,
@@ -145,6 +145,24 @@ def test_a_failed_ethercat_run_says_why_and_shows_the_drives_as_last_confirmed(t
     assert ("Drive 'AX5101' (slave 0): operation enabled (statusword 0x0237, error code 0x0000), "
             "last confirmed at cycle 2,870 (0.718 s)") in text
     assert "Drive 'EL7211' (slave 1): switch on disabled" in text and "never (no valid frame in the run)" in text
+
+
+def test_ethercat_replies_that_were_not_taken_are_said(tmp_path):
+    import json
+
+    from softrt.cli.render import render_summary
+    from softrt.report.synthetic import write_synthetic_run
+
+    run = write_synthetic_run(tmp_path, cycles=3_000, misses=[])
+    summary = json.loads((run / "summary.json").read_text())
+    summary["rtt_us"] = {"mean": 40.0, "min": 30.0, "max": 90.0, "p50": 40.0, "p99": 60.0, "p99_9": 80.0}
+    summary["board"] = {"frames": {"sent": 3_000, "answered": 2_990, "unanswered": 10, "late": 7,
+                                   "late_rtt_us": {"min": 900.0, "max": 8_700.0, "mean": 2_000.0, "p50": 1_000.0,
+                                                   "p99": 8_000.0},
+                                   "duplicates": 1, "bad": {"command": 2, "short": 1}, "foreign": 0, "send_errors": 0}}
+    text = _text(render_summary(RunSummary.from_dict(summary)))
+    assert ("; 7 replies late (up to 8.7 ms), not taken; 3 changed (command 2, short 1), not taken; 1 duplicates"
+            in " ".join(text.split())), text
 
 
 def test_the_axes_of_a_two_axis_drive_are_told_apart():

@@ -243,9 +243,9 @@ class RunStats:
         """Rebuild the state written by :meth:`to_dict`; raise ValueError when it cannot be read."""
         try:
             if doc.get("format") != FORMAT:
-                raise ValueError(f"not a softrt run statistics document (format {doc.get('format')!r})")
+                raise ValueError(f"not a softrt run statistics document (format {str(doc.get('format'))[:40]!r})")
             if int(doc["histogram"]["sub_bucket_bits"]) != SUB_BITS:
-                raise ValueError(f"histogram with {doc['histogram']['sub_bucket_bits']} sub-bucket bits "
+                raise ValueError(f"histogram with {str(doc['histogram']['sub_bucket_bits'])[:20]} sub-bucket bits "
                                  f"(this softrt reads {SUB_BITS})")
             out = cls(int(doc["period_ns"]), int(doc.get("late_threshold_ns", DEFAULT_THRESHOLD_NS)))
             for key in _COUNTERS:

@@ -18,6 +18,7 @@ from ..schema.config import RunConfig
 from ..schema.summary import Misses
 from .history import remember
 from .live import Watch
+from .output import unless_gone
 from .options import TimeNs, samples_option, trace_options, watch_options
 from .render import console, verdict_text
 
@@ -99,7 +100,10 @@ def loads_text(pooled: dict[str, Pooled]) -> Text:
     return out
 
 
-@click.command("compare")
+@click.command("compare", epilog="""\b
+Examples:
+  softrt compare                              untuned, tuned, tuned+load, tuned+load-on-rt-cpus
+  softrt compare tuned tuned+load --duration 30s --repeat 3 --require 'period.max<=300us,misses==0'""")
 @click.argument("scenarios", nargs=-1)
 @click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True,
               help="Measurement time per scenario and round (a scenario file may set its own).")
@@ -140,25 +144,31 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
                      trace=trace, late_threshold_ns=late_threshold_ns, require=require, keep_late=keep_late,
                      samples=samples)
     planned = plan(chosen, base, load_backend)
-    # Ctrl-C (any number of them) stops the running scenario; every scenario that finished is
-    # already in the history, and the comparison so far is printed before the command exits 1.
+    # Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the running scenario; every scenario that
+    # finished is already in the history, and the comparison so far is printed before the command exits 1.
+    status = 1  # a terminal gone (SIGHUP) before the comparison ended: its runs so far are stored
     with interrupts.deferred(then_ignore=True):
         err = console(stderr=True)
-        with Watch(err, watch, title="softrt compare") as live:  # one metrics endpoint, labels per scenario
-            result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
-                             settle_s=settle_ns / 1e9, on_event=lambda msg: live.say(f"softrt compare: {msg}"),
-                             on_run=lambda r: (remember([r.result.path]), live.finished(r.result.summary)),
-                             on_progress=live.on_progress)
-        if as_json:
-            sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
-        else:
-            _print(result, repeat, out_dir)
-        if result.interrupted:
-            err.print(f"softrt compare: interrupted by Ctrl-C after {len(result.runs)} of "
-                      f"{repeat * len(planned)} scenario runs; the runs so far are stored")
-        if report_html is not None and result.runs:
-            _write_report(result, report_html, err)
-        return 0 if result.passed else 1
+        with unless_gone():  # a closed terminal stops the printing, never the storing
+            with Watch(err, watch, title="softrt compare") as live:  # one metrics endpoint, labels per scenario
+                result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
+                                 settle_s=settle_ns / 1e9, on_event=lambda msg: live.say(f"softrt compare: {msg}"),
+                                 on_run=lambda r: (remember([r.result.path]), live.finished(r.result.summary)),
+                                 on_progress=live.on_progress)
+            late = not result.interrupted and interrupts.requested()  # a signal after every scenario had run
+            status = interrupts.exit_status() if late else 0 if result.passed else 1
+            if as_json:
+                sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+            else:
+                _print(result, repeat, out_dir)
+            if result.interrupted:
+                err.print(f"softrt compare: {interrupts.reason()} after {len(result.runs)} of "
+                          f"{repeat * len(planned)} scenario runs; the runs so far are stored")
+            elif late:
+                err.print(f"softrt compare: {interrupts.reason()} after every scenario had run; they are stored")
+            if report_html is not None and result.runs:
+                _write_report(result, report_html, err)
+    return status
 
 
 def _print(result, repeat: int, out_dir: Path) -> None:

@@ -8,24 +8,28 @@ from dataclasses import dataclass
 import click
 
 from ..errors import ConfigError
-from ..units import parse_time_ns
+from ..units import format_time_ns, parse_time_ns
 
 
 class TimeNs(click.ParamType):
-    """A time such as ``250us`` or ``10s``, converted to integer nanoseconds."""
+    """A time such as ``250us`` or ``10s``, converted to integer nanoseconds (at most *max_ns*, if given)."""
 
     name = "time"
 
-    def __init__(self, default_unit: str) -> None:
-        self.default_unit = default_unit
+    def __init__(self, default_unit: str, max_ns: int | None = None) -> None:
+        self.default_unit, self.max_ns = default_unit, max_ns
 
     def convert(self, value, param, ctx):
         if isinstance(value, int):
             return value
+        what = param.opts[0] if param else "time"
         try:
-            return parse_time_ns(value, default_unit=self.default_unit, what=param.opts[0] if param else "time")
+            ns = parse_time_ns(value, default_unit=self.default_unit, what=what)
         except ConfigError as err:
             self.fail(str(err), param, ctx)
+        if self.max_ns is not None and ns > self.max_ns:
+            self.fail(f"{what} {value!r} is out of range (at most {format_time_ns(self.max_ns)})", param, ctx)
+        return ns
 
 
 class SignedTimeNs(TimeNs):

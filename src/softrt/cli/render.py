@@ -98,7 +98,7 @@ def misses_text(summary: RunSummary) -> Text:
         rtt = metrics.rtt_us
         lines.append(f"EtherCAT frames: round trip p50 {_us(rtt.p50)} µs, p99.9 {_us(rtt.p99_9)} µs, "
                      f"max {_us(rtt.max)} µs; cycles with a device error (wrong working counter, lost frame, "
-                     f"drive not enabled): {m.device_errors}")
+                     f"drive not enabled): {m.device_errors}" + _frame_fates(summary.board))
     lines.extend(drives_lines(summary.board))
     overflows = summary.ring.overflows if summary.ring is not None else None
     line = (f"Cycles: {_n(metrics.cycles)} at {period_us:g} µs; records missing: {_n(metrics.records_missing or 0)}; "
@@ -115,6 +115,25 @@ def misses_text(summary: RunSummary) -> Text:
 
 def _n(count: int | None) -> str:
     return "-" if count is None else f"{count:,}"
+
+
+def _frame_fates(board: Board | None) -> str:
+    """What came back that was not a cycle's own reply in time (ethercat.cyclic), if anything."""
+    frames = board.frames if board is not None else None
+    if frames is None:
+        return ""
+    parts = []
+    if frames.late:
+        worst = frames.late_rtt_us.max if frames.late_rtt_us is not None else None
+        parts.append(f"{frames.late:,} replies late" + (f" (up to {_us(worst / 1e3)} ms)" if worst else "")
+                     + ", not taken")
+    bad = frames.bad or {}
+    if bad:
+        parts.append(f"{sum(bad.values()):,} changed (" + ", ".join(f"{k} {v:,}" for k, v in sorted(bad.items()))
+                     + "), not taken")
+    if frames.duplicates:
+        parts.append(f"{frames.duplicates:,} duplicates")
+    return "; " + "; ".join(parts) if parts else ""
 
 
 def drives_lines(board: Board | None) -> list[str]:

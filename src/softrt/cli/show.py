@@ -43,12 +43,17 @@ def render_imported(summary: RunSummary, path: str) -> Group:
     return Group(table, Text(""), Text("\n".join(lines)), Text(f"Run stored in {path}", style="dim"))
 
 
-@click.command("show")
+@click.command("show", epilog="""\b
+Examples:
+  softrt show last                            the newest run (last~1: the one before)
+  softrt show 20261130-071502 --json          a run id, or its shortest prefix from softrt history
+  softrt show softrt-runs/20261130-071502-vm-e760""")
 @click.argument("run")
 @DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json.")
 def command(run, db, as_json):
-    """Print one run's tables: RUN is a run id (or a unique prefix) from softrt history, or a run directory.
+    """Print one run's tables: RUN is a run id (or a unique prefix) from softrt history, last (the
+    newest run), last~N (N runs before it), or a run directory.
 
     A run in progress shows its last checkpoint (written every minute), and whether it still goes.
     """

@@ -4,13 +4,14 @@ For each round, for each scenario (A B C D A B C D …, so slow drift hits every
 start the scenario's loads on their CPUs → let them settle → run the measurement → stop the
 loads in ``finally`` → store the run with what the loads achieved (rteval's arm-then-release).
 
-Ctrl-C (any number of them) stops the scenario that is running; it is stored like every
+Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the scenario that is running; it is stored like every
 finished one, and the comparison ends with what it has, marked interrupted.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from ..session.config import validate
 from ..session.run import Progress, RunResult, run
 from ..schema.doc import Doc, flatten, many
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
+from ..units import format_duration_s
 from ..analysis.verdict import judge
 from ..schema.summary import LoadRun, Metrics, Verdict
 from .model import Scenario
@@ -97,7 +99,7 @@ class CompareResult:
     pooled: dict[str, Pooled]
     verdict: list[str]
     checks: list[RequirementCheck]
-    interrupted: bool = False  # Ctrl-C: the runs so far, not every planned one
+    interrupted: bool = False  # a stop signal: the runs so far, not every planned one
 
     @property
     def passed(self) -> bool:
@@ -178,13 +180,18 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
                                          for item in planned if item.config.out_dir == out_dir))
     say = on_event or (lambda msg: None)
     runs: list[ScenarioRun] = []
+    left = _Remaining([item.config.duration_ns / 1e9 for item in planned] * repeat, settle_s)
     with interrupts.deferred():
         for rnd in range(1, repeat + 1):
             for item in planned:
                 if interrupts.requested():
                     break
-                say(f"round {rnd}/{repeat}: {item.scenario.name}")
-                runs.append(_run_one(item, rnd, backend, settle_s, on_progress))
+                step = f"[{left.done + 1}/{left.total}] {item.scenario.name}"
+                step += f", round {rnd}/{repeat}" if repeat > 1 else ""
+                runs.append(_run_one(item, rnd, backend, settle_s, on_progress,
+                                     lambda what, step=step: say(f"{step}: {what}; {left.sentence()}"),
+                                     compare_id=runs[0].result.summary.run_id if runs else None))
+                left.finished()
                 if on_run is not None:
                     on_run(runs[-1])
         interrupted = bool(interrupts.requested())
@@ -194,18 +201,49 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
     return CompareResult(runs=runs, pooled=pooled, verdict=verdict(pooled), checks=checks, interrupted=interrupted)
 
 
-def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress=None) -> ScenarioRun:
+class _Remaining:
+    """What is left of a comparison, for its progress lines: scenario runs, and an estimate of the
+    time (the measurements still to come, plus each run's own cost so far: loads starting,
+    settling and stopping, arming, storing; seen to be several seconds a run)."""
+
+    def __init__(self, measure_s: list[float], settle_s: float) -> None:
+        self.measure_s, self.total, self.done = measure_s, len(measure_s), 0
+        self.overhead_s = settle_s + 3.0  # a first guess, replaced by what the runs took
+        self._started = self._run_started = time.monotonic()
+
+    def finished(self) -> None:
+        self.done += 1
+        self._run_started = time.monotonic()
+        spent = self._run_started - self._started
+        self.overhead_s = max(0.0, spent - sum(self.measure_s[:self.done])) / self.done
+
+    def sentence(self) -> str:
+        eta = (sum(self.measure_s[self.done:]) + (self.total - self.done) * self.overhead_s
+               - (time.monotonic() - self._run_started))  # what the run in progress has used of it
+        eta = max(eta, 0.0)
+        return f"{self.done} of {self.total} done, about {format_duration_s(eta)} left"
+
+
+def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress=None,
+             say: Callable[[str], None] = lambda what: None, compare_id: str | None = None) -> ScenarioRun:
+    """One scenario run under its loads; *compare_id* names the comparison (None: this run is its first)."""
     timeout_s = item.config.duration_ns / 1e9 + 120.0  # the loads' own safety net, past the measurement
     loads = [make_load(name, cpus, backend, timeout_s=timeout_s) for name, cpus in item.load_cpus]
     notes: list[str] = []
+    names = ", ".join(load.name for load in loads)
+    say(f"starting {len(loads)} load(s) ({names}) and letting them settle {settle_s:g} s" if loads else "no loads")
     with LoadGroup(loads, settle_s=settle_s if loads else 0.0) as group:
+        say(f"measuring {item.config.duration_ns / 1e9:g} s")
         result = run(item.config, on_progress=on_progress)
         try:
             group.check_alive()
         except LoadFailed as err:
             notes.append(str(err))
+        if loads:
+            say(f"stopping the loads ({names})")
     load_results = [LoadRun.from_dict(r.to_dict(), "a load's result") for r in group.results]
-    summary = update_summary(result.path, loads=load_results, notes=notes, compare_round=rnd)
+    summary = update_summary(result.path, loads=load_results, notes=notes, compare_round=rnd,
+                             compare_id=compare_id or result.summary.run_id)
     return ScenarioRun(item.scenario, rnd, RunResult(summary, result.path, result.recovered), load_results, notes)
 
 

@@ -312,6 +312,7 @@ class RunSummary(Doc):
     imported: Imported | None = key("import", omit_none=True)
     loads: list[LoadRun] | None = opt()  # softrt compare: each load's placement and achieved figures
     compare_round: int | None = opt()
+    compare_id: str | None = opt()  # softrt compare: the run id of the comparison's first run, on each of its runs
 
     @classmethod
     def read(cls, doc: object, where: object = "summary.json") -> RunSummary:

@@ -6,8 +6,8 @@ normal end, Ctrl-C, a crashed worker. The worker owns its process-scoped control
 Windows affinity masks, REALTIME_PRIORITY_CLASS, a locked working set, timeBeginPeriod), which it
 undoes when the loop ends and which die with it in any case.
 
-A run that started is never lost: Ctrl-C (any number of them) is a request to stop
-(:mod:`.interrupts`), a full disk stops the writing but not the loop (:mod:`..store.rundir`),
+A run that started is never lost: Ctrl-C, SIGTERM or SIGHUP (any number of them) is a request to
+stop (:mod:`.interrupts`), a full disk stops the writing but not the loop (:mod:`..store.rundir`),
 and either way the run ends partial, with its summary, from what was collected.
 """
 
@@ -29,7 +29,7 @@ from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
-from ..platform import get_platform
+from ..platform import get_platform, lock_stop_hint
 from ..store.history import History
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..schema.summary import RunSummary
@@ -47,7 +47,6 @@ STOP_GRACE_S = 10.0  # an EtherCAT master disables its drives and walks the bus 
 #: Test knob: a smaller shared-memory ring (a power of two, records), so that a test can make the
 #: ring overflow by stopping the supervisor for a moment. Not meant for users.
 RING_CAPACITY_ENV = "SOFTRT_RING_CAPACITY"
-INTERRUPTED = "interrupted by Ctrl-C"
 
 
 @dataclass
@@ -215,8 +214,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         try:
             if interrupts.requested():
                 raise _Interrupted
-            # Ctrl-C is shielded while the worker is created (it then ignores SIGINT itself), so it
-            # reaches only the supervisor, which stops the worker cleanly.
+            # The stop signals are shielded while the worker is created (it then ignores them itself),
+            # so they reach only the supervisor, which stops the worker cleanly.
             with plat.ctrl_c_shield():
                 proc.start()
             _tie_worker(plat, proc.pid, tie, out)
@@ -235,7 +234,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
             _measure(config, proc, drainer, out, on_progress, parts)
         except _Interrupted:
             out.interrupted_early = True
-            out.partial(f"{INTERRUPTED} before the loop started")
+            out.partial(f"{interrupts.reason()} before the loop started")
 
     if rundir.failure is not None:  # the disk: the loop ran on, the records it could not store are counted
         _note_partial(out, f"{rundir.failure}; {rundir.unwritten:,} records could not be written")
@@ -331,13 +330,16 @@ def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progr
     try:
         while proc.is_alive():
             if interrupts.requested():
-                out.partial(INTERRUPTED)
+                out.partial(interrupts.reason())
                 return
             time.sleep(DRAIN_INTERVAL_S)
             drainer.drain()
             drainer.progress.elapsed_s = time.monotonic() - t_start
             if on_progress is not None:
-                on_progress(drainer.progress)
+                try:
+                    on_progress(drainer.progress)
+                except OSError:  # its terminal hung up (EIO after SIGHUP, pty(7)): the run goes on unseen
+                    on_progress = None
             if time.monotonic() > deadline:
                 out.partial("the worker did not stop at the end of the run; it was stopped")
                 return
@@ -345,7 +347,7 @@ def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progr
                 checkpoint(parts)  # between drains: milliseconds (docs/benchmarks.md, "Checkpoints")
                 next_checkpoint = time.monotonic() + parts.checkpoint_interval_s
     except KeyboardInterrupt:  # off the main thread SIGINT cannot be deferred
-        out.partial(INTERRUPTED)
+        out.partial("interrupted by Ctrl-C")
     finally:
         parts.stopped_at = time.monotonic()
         drainer.drain()  # the records up to the stop, before the cleanup's grace time
@@ -397,8 +399,9 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
     path = plat.machine_lock_path("rt-loop")
     fd = plat.try_lock(path)
     if fd is None:
-        raise SoftRTError(f"another real-time softrt run or tune (pid {plat.lock_holder(path)}) holds this machine",
-                          hint="wait for it to end; softrt runs one real-time loop at a time")
+        holder = plat.lock_holder(path)
+        raise SoftRTError(f"another real-time softrt run or tune holds this machine: pid {holder}",
+                          hint=lock_stop_hint(holder))
     return fd
 
 

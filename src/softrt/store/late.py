@@ -22,12 +22,15 @@ import pyarrow.parquet as pq
 
 from ..analysis.cycles import CycleStream, CycleView, LateRule
 from ..units import NS_PER_S
+from .validate import open_parquet
 
 AGGREGATES = "aggregates.parquet"
 CONTEXT_RECORDS = 50  # 12.5 ms either side at 250 µs: a miss run, what led to it and the recovery
 MODES = ("all", "late")
 AUTO_LATE_AFTER_NS = 3600 * NS_PER_S  # runs longer than this keep late cycles only unless --samples all
 
+#: The most per-second rows read back (a year of seconds; 24 h is 86,400).
+MAX_AGGREGATE_ROWS = 1 << 25
 AGGREGATE_FIELDS = ("second", "records", "periods", "period_min_ns", "period_max_ns", "period_mean_ns",
                     "latency_min_ns", "latency_max_ns", "latency_mean_ns", "missed", "missed_cycles", "late")
 _AGG_SCHEMA = pa.schema([(name, pa.float64() if name.endswith("mean_ns") else pa.int64())
@@ -201,7 +204,9 @@ def _combine(a: dict, b: dict) -> dict:
 def read_aggregates(run_path: Path) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """A late run's per-second aggregates (column name → array; period columns NaN where a second
     had no period) and the file's metadata (``t0_ns``, ``period_ns``, ``late_threshold_ns``)."""
-    pf = pq.ParquetFile(Path(run_path) / AGGREGATES)
+    # One row a second: a year fits; bounded and checked before anything is decoded (store.validate).
+    pf = open_parquet(Path(run_path) / AGGREGATES, "per-second aggregates", MAX_AGGREGATE_ROWS, AGGREGATE_FIELDS,
+                      floats=True)
     table = pf.read()
     meta = {k.decode(): int(v) for k, v in (pf.schema_arrow.metadata or {}).items()}
     cols = {}

@@ -15,15 +15,12 @@ going on and ``why_late()`` saying ``{"tracing": "unavailable: <reason>"}``.
 
 from __future__ import annotations
 
-import gzip
 import os
-import re
 import time
 from typing import Any
 
 from ..cpus import CpuSet
-from ..platform import get_platform
-from ..platform.kfiles import kpath, read_text
+from ..platform import get_platform, kfacts
 from .consumer import Consumer
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 
@@ -67,6 +64,7 @@ class TraceSession:
         self.config = config
         self.reason: str | None = None if getattr(config, "trace", True) else "off (--no-trace)"
         self.instance: Instance | None = None
+        self.left: Instance | None = None  # an instance that could not be removed
         self.mounted: Mounted | None = None
         self.consumer: Consumer | None = None
         self.attributor = None
@@ -199,7 +197,8 @@ class TraceSession:
 
     def _teardown(self) -> None:
         if self.instance is not None:
-            self.instance.remove()
+            if not self.instance.remove():
+                self.left = self.instance  # said in the run's system changes, never silently left tracing
             self.instance = None
         if self.mounted is not None and not self.mounted.restored:
             self.mounted.undo()
@@ -224,8 +223,13 @@ class TraceSession:
         }}
 
     def system_changes(self) -> list[dict]:
-        """The system changes the trace made (a tracefs mount), in the journal's shape."""
-        return [self.mounted.to_change()] if self.mounted is not None else []
+        """The system changes the trace made (a tracefs mount; an instance it could not remove), in
+        the journal's shape."""
+        out = [self.mounted.to_change()] if self.mounted is not None else []
+        if self.left is not None:
+            out.append({"path": str(self.left.path), "before": "no trace instance", "during": "softrt's trace instance",
+                        "why": "the run's trace", "restored": False, "verified": False, "note": self.left.left})
+        return out
 
 
 def rt_throttling(root: str = "/") -> bool | None:
@@ -240,18 +244,15 @@ def rt_throttling(root: str = "/") -> bool | None:
         return None
     if runtime_us < 0:
         return False
-    release = (read_text(root, "/proc/sys/kernel/osrelease", fallback="") or "").strip()
-    version = tuple(int(x) for x in re.findall(r"\d+", release)[:2])
-    if len(version) < 2:
+    version = kfacts.kernel_version_tuple(root)
+    if version is None:
         return None
     if version < (6, 12):
         return True
-    try:
-        with gzip.open(kpath(root, "/proc/config.gz"), "rt", errors="replace") as fh:
-            config = fh.read()
-    except (OSError, EOFError, gzip.BadGzipFile):
+    config = kfacts.kconfig(root)
+    if config is None:
         return None  # a 6.12+ kernel whose config is not exposed: throttling or the fair server
-    return "\nCONFIG_RT_GROUP_SCHED=y" in "\n" + config
+    return config[0].get("CONFIG_RT_GROUP_SCHED") == "y"
 
 
 def _describe(err: Exception) -> str:

@@ -6,10 +6,10 @@ Severities follow Documentation/core-api/real-time/kernel-configuration.rst wher
 
 from __future__ import annotations
 
-from ...cpus import CpuSet
-from .. import sysinfo
+from ....cpus import CpuSet
+from ....platform import kfacts
 from ..context import Context
-from ..model import Finding, Severity, Status, not_applicable
+from ...model import Finding, Severity, Status, not_applicable
 
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 FAIR_SERVER = "/sys/kernel/debug/sched/fair_server/cpu{cpu}/runtime"
@@ -23,10 +23,10 @@ def check_rt_throttling(ctx: Context) -> Finding:
     if runtime is None:
         return not_applicable("kernel.rt_throttling", title, f"{RT_RUNTIME} is unreadable")
     period = ctx.text("/proc/sys/kernel/sched_rt_period_us")
-    version = sysinfo.kernel_version_tuple(ctx.root)
+    version = kfacts.kernel_version_tuple(ctx.root)
     group = ctx.config("CONFIG_RT_GROUP_SCHED")
     evidence = [f"{RT_RUNTIME}: {runtime}", f"/proc/sys/kernel/sched_rt_period_us: {period}",
-                f"kernel {sysinfo.kernel_release(ctx.root)}; CONFIG_RT_GROUP_SCHED: "
+                f"kernel {kfacts.kernel_release(ctx.root)}; CONFIG_RT_GROUP_SCHED: "
                 f"{group or ('not set' if ctx.kconfig else 'unknown')}"]
     fair = {cpu: ctx.text(FAIR_SERVER.format(cpu=cpu)) for cpu in ctx.rt_cpus}
     if version and version >= (6, 12):
@@ -118,7 +118,7 @@ def check_smt(ctx: Context) -> Finding:
     """SMT (Hyper-Threading) siblings of the RT CPUs that run other work."""
     title = "SMT siblings (Hyper-Threading)"
     control = ctx.text("/sys/devices/system/cpu/smt/control")
-    siblings = {cpu: sysinfo.thread_siblings(ctx.root, cpu) for cpu in ctx.rt_cpus}
+    siblings = {cpu: kfacts.thread_siblings(ctx.root, cpu) for cpu in ctx.rt_cpus}
     evidence = [f"/sys/devices/system/cpu/smt/control: {control or 'absent'}"]
     evidence += [f"cpu{c} core siblings: {s if s is not None else 'unknown'}" for c, s in siblings.items()]
     if control in ("notsupported", "notimplemented", "off", "forceoff"):
@@ -146,7 +146,7 @@ def check_smt(ctx: Context) -> Finding:
 def check_governor(ctx: Context) -> Finding:
     """cpufreq governor of the RT CPUs (kernel-configuration.rst: performance, high)."""
     title = "CPU frequency governor"
-    freqs = {cpu: sysinfo.cpufreq(ctx.root, cpu) for cpu in ctx.rt_cpus}
+    freqs = {cpu: kfacts.cpufreq(ctx.root, cpu) for cpu in ctx.rt_cpus}
     if all(f is None for f in freqs.values()):
         return not_applicable("kernel.governor", title, "no cpufreq driver: the frequency is not under OS control "
                               "(a VM, or firmware-controlled)", Severity.HIGH)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..context import Context
 from ..irqs import Irq, default_affinity
-from ..model import Finding, Severity, Status, not_applicable
+from ...model import Finding, Severity, Status, not_applicable
 
 _SHOW = 12
 
@@ -18,7 +18,15 @@ _SHOW = 12
 def _where(irq: Irq, ctx: Context) -> str:
     eff = f", effective {irq.effective}" if irq.effective is not None else ""
     hits = sum(irq.counts.get(c, 0) for c in ctx.rt_cpus)
-    return f"{irq.label()}: affinity {irq.affinity}{eff}, {hits} interrupts so far on {ctx.describe_cpus(ctx.rt_cpus)}"
+    kept = "" if irq.movable else "; the kernel moves it only at boot (managed or per-CPU)"
+    return (f"{irq.label()}: affinity {irq.affinity}{eff}, {hits} interrupts so far on "
+            f"{ctx.describe_cpus(ctx.rt_cpus)}{kept}")
+
+
+def _how(irqs: list[Irq]) -> dict[str, bool]:
+    """softrt tune fixes what it can move; IRQs the kernel keeps need the boot parameter."""
+    tunable = any(i.movable for i in irqs)
+    return {"tunable": tunable, "reboot": not tunable}
 
 
 def _classify(irqs: list[Irq], ctx: Context) -> tuple[list[Irq], list[Irq]]:
@@ -63,13 +71,14 @@ def check_nic(ctx: Context) -> Finding:
                        f"{len(routed)} network IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)} ({', '.join(names)})",
                        _evidence(routed, allowed, ctx),
                        why="every received packet interrupts the loop and runs the driver's NAPI softirq on its CPU; "
-                           "the seed called moving RSS off the real-time cores important", fix=_fix(ctx), tunable=True)
+                           "the seed called moving RSS off the real-time cores important", fix=_fix(ctx),
+                       **_how(routed + allowed))
     if allowed:
         return Finding("irq.nic", title, Status.WARN, Severity.MEDIUM,
                        f"{len(allowed)} network IRQ(s) allowed on the RT CPUs, routed elsewhere for now",
                        _evidence(routed, allowed, ctx),
                        why="the kernel may reroute them to any allowed CPU (CPU hot-plug, vector pressure, irqbalance)",
-                       fix=_fix(ctx), tunable=True)
+                       fix=_fix(ctx), **_how(allowed))
     return Finding("irq.nic", title, Status.OK, Severity.HIGH,
                    f"all {len(nic)} network IRQs ({', '.join(names)}) stay off the RT CPUs",
                    tuple(f"{i.label()}: affinity {i.affinity}" for i in nic[:_SHOW]))
@@ -88,11 +97,11 @@ def check_devices(ctx: Context) -> Finding:
                        f"{len(routed)} IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)}, "
                        f"{len(allowed)} more allowed there", evidence,
                        why="each interrupt runs its handler (and often a softirq) ahead of the loop, whatever its priority "
-                           "on a non-RT kernel", fix=_fix(ctx), tunable=True)
+                           "on a non-RT kernel", fix=_fix(ctx), **_how(routed + allowed))
     if allowed:
         return Finding("irq.devices", title, Status.WARN, Severity.LOW,
                        f"{len(allowed)} IRQ(s) allowed on the RT CPUs, routed elsewhere for now", evidence,
-                       why="the kernel may reroute them to any allowed CPU", fix=_fix(ctx), tunable=True)
+                       why="the kernel may reroute them to any allowed CPU", fix=_fix(ctx), **_how(allowed))
     return Finding("irq.devices", title, Status.OK, Severity.MEDIUM,
                    f"none of {len(others)} device IRQs may fire on the RT CPUs", evidence)
 

@@ -24,11 +24,10 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...errors import ConfigError, NoSuchProcess, SoftRTError
-from ...platform import get_platform, journal, writable
+from ...platform import get_platform, journal, kfacts, ktasks, lock_stop_hint, writable
 from ...platform.kfiles import read_raw
 from ...platform.journal import Outcome
-from .. import procs, sysinfo
-from . import state
+from .. import state
 from .plan import AFFINITY, FILE, SERVICE, Plan
 
 Writer = Callable[[Path, str], None]
@@ -68,6 +67,40 @@ class Result:
                 "outcomes": [o.to_dict() for o in self.outcomes]}
 
 
+#: The kinds of change, in the order a summary lists them (:func:`change_kind`).
+KINDS = ("IRQ affinity", "default IRQ affinity", "kernel settings", "idle states", "CPU governor", "threads",
+         "services", "settings")
+_SHORT_PREFIXES = ("/proc/sys/kernel/", "/proc/sys/", "/sys/devices/virtual/", "/sys/devices/system/",
+                   "/sys/kernel/mm/", "/sys/kernel/")
+
+
+def change_kind(target: str) -> str:
+    """The kind of change an outcome's *target* names (a kernel file, ``comm (pid/tid)``, a unit)."""
+    if target == "/proc/irq/default_smp_affinity":
+        return "default IRQ affinity"
+    if target.startswith("/proc/irq/"):
+        return "IRQ affinity"
+    if "/cpuidle/" in target:
+        return "idle states"
+    if "/cpufreq/" in target:
+        return "CPU governor"
+    if target.startswith("/"):
+        return "kernel settings"
+    if target.endswith((".service", ".timer")):
+        return "services"
+    if target.endswith(")") and "/" in target.rpartition("(")[2]:
+        return "threads"
+    return "settings"  # Windows: registry values, services by name (audit/tune/windows.py)
+
+
+def short_target(target: str) -> str:
+    """``sched_rt_runtime_us`` for ``/proc/sys/kernel/sched_rt_runtime_us`` (kernel settings in a summary)."""
+    for prefix in _SHORT_PREFIXES:
+        if target.startswith(prefix):
+            return target[len(prefix):]
+    return target
+
+
 class _CountingJournal:
     """The state file, counting the entries appended (none: nothing was changed)."""
 
@@ -81,7 +114,7 @@ class _CountingJournal:
 
 def _restore_value(raw: str) -> str:
     """What to write to get *raw* back: ``"[always] madvise never\\n"`` → ``always``."""
-    return sysinfo.selected_word(raw.strip()) or ""
+    return kfacts.selected_word(raw.strip()) or ""
 
 
 def _same(rel: str, readback: str, wanted: str) -> bool:
@@ -94,16 +127,23 @@ def _same(rel: str, readback: str, wanted: str) -> bool:
             return CpuSet.parse(got) == CpuSet.parse(wanted)
     except ConfigError:
         return False
-    return sysinfo.selected_word(got) == wanted
+    return kfacts.selected_word(got) == wanted
 
 
-def _why_failed(rel: str, err: OSError) -> str:
-    # EPERM: a managed interrupt, placed by its driver (irq_can_set_affinity_usr() in
-    # kernel/irq/proc.c); EIO: the interrupt chip refused the new mask.
-    if err.errno in (errno.EPERM, errno.EIO) and rel.startswith("/proc/irq/"):
-        return (f"the kernel refused ({err.strerror}): a managed or per-CPU interrupt; "
-                "isolcpus=managed_irq,domain,<rt> keeps managed ones off at boot")
-    return f"{err.strerror or err}"
+def _kernel_keeps_irq(rel: str, err: OSError) -> bool:
+    """Did the kernel refuse an IRQ mask because user space may not move that IRQ at all?
+
+    write_irq_affinity() in kernel/irq/proc.c fails before parsing the mask when
+    irq_can_set_affinity_usr() says no (a managed, per-CPU or no-balancing IRQ): EIO, EPERM on
+    newer kernels. An older kernel's plan cannot see it (:func:`softrt.audit.linux.irqs.movable`), so
+    the refusal is the kernel saying the change is a reboot's, not a failed run-time change.
+    """
+    return err.errno in (errno.EPERM, errno.EIO) and rel.startswith("/proc/irq/") and rel.endswith("/smp_affinity")
+
+
+#: What to add to the kernel command line for an IRQ the kernel keeps (kernel-parameters.txt).
+KEEPS_IRQ = ("the kernel does not move this IRQ at run time (managed or per-CPU); "
+             "isolcpus=managed_irq,domain,<RT CPUs> keeps managed ones off them from the next boot")
 
 
 def _require_root(root: str, what: str) -> None:
@@ -121,10 +161,11 @@ def _no_run_in_progress(root: str, what: str) -> Iterator[None]:
     path = plat.machine_lock_path("rt-loop")
     fd = plat.try_lock(path)
     if fd is None:
-        raise ConfigError(f"a real-time softrt run (pid {plat.lock_holder(path)}) is in progress; softrt tune {what} "
-                          "is refused until it ends",
+        holder = plat.lock_holder(path)
+        raise ConfigError(f"a real-time softrt run is in progress (pid {holder}); softrt tune {what} is refused "
+                          "until it ends",
                           hint="the run switches RT throttling off and restores it when it ends, under any tune "
-                               f"made meanwhile; run softrt tune {what} after it")
+                               f"made meanwhile; run softrt tune {what} after it. {lock_stop_hint(holder)}")
     try:
         yield
     finally:
@@ -182,14 +223,16 @@ def _apply_file(root, step, entries, writer, runner) -> Outcome:
         writer(path, step.after)
         readback = read_raw(path)
     except OSError as err:
-        return Outcome(step.target, "failed", _why_failed(step.target, err))
+        if _kernel_keeps_irq(step.target, err):
+            return Outcome(step.target, "skipped", KEEPS_IRQ)
+        return Outcome(step.target, "failed", err.strerror or str(err))
     if not _same(step.target, readback, step.after):
         return Outcome(step.target, "failed", f"reads back {readback.strip()!r}, not {step.after!r}")
     return Outcome(step.target, "applied", f"{raw.strip()} -> {step.after}")
 
 
 def _same_thread(root: str, pid: int, tid: int, starttime: int | None) -> bool:
-    task = procs.read_task(root, pid, tid)
+    task = ktasks.read_task(root, pid, tid)
     return task is not None and (starttime is None or task.starttime == starttime)
 
 

@@ -2,7 +2,11 @@
 
 A plan is a list of :class:`Step` (write a kernel file, move a thread, stop a unit), each naming
 the check it fixes, plus the kernel command line for what only a reboot can change (isolcpus,
-nohz_full, rcu_nocbs, preempt=, processor.max_cstate, nosmt).
+nohz_full, rcu_nocbs, preempt=, processor.max_cstate, nosmt). IRQs the kernel does not let user
+space move (managed or per-CPU, :func:`softrt.audit.linux.irqs.movable`) are reboot-only too: no step,
+but ``isolcpus=managed_irq`` ("Isolate from being targeted by managed interrupts",
+Documentation/admin-guide/kernel-parameters.txt), so that ``--apply`` never tries what the kernel
+refuses.
 """
 
 from __future__ import annotations
@@ -10,16 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...cpus import CpuSet
-from ...platform import winsettings
-from .. import irqs as _irqs
-from .. import sysinfo
-from ..checks.cores import floating
-from ..checks.kernel import preemption
-from ..checks.services import check_irqbalance
-from ..checks.updates import stoppable_timers
-from ..context import Context
+from ...platform import kfacts, winsettings
 from ..model import Report, Status
-from ..runner import online_cpus, run_checks, validate_rt_cpus
+from . import irqs as _irqs
+from .checks.cores import floating
+from .checks.kernel import preemption
+from .checks.services import check_irqbalance
+from .checks.updates import stoppable_timers
+from .context import Context
+from .runner import online_cpus, run_checks, validate_rt_cpus
 
 FILE, AFFINITY, SERVICE = "file", "affinity", "service"
 CPUIDLE_DISABLE = "{state}/disable"
@@ -70,6 +73,7 @@ class Plan:
     kernel_params: list[tuple[str, str]] = field(default_factory=list)  # (parameter, check id)
     manual: list[tuple[str, str]] = field(default_factory=list)  # (check id, fix) applied by nobody
     skipped: list[str] = field(default_factory=list)  # what this plan leaves out, and why
+    fixed_irqs: list[str] = field(default_factory=list)  # IRQs on the RT CPUs that only a reboot moves
     report: Report | None = None
 
     @property
@@ -82,7 +86,8 @@ class Plan:
         return {"rt_cpus": str(self.rt_cpus), "housekeeping_cpus": str(self.housekeeping), "root": self.root,
                 "steps": [s.to_dict() for s in self.steps], "kernel_cmdline": self.kernel_cmdline,
                 "kernel_params": [{"param": p, "check": c} for p, c in self.kernel_params],
-                "manual": [{"check": c, "fix": f} for c, f in self.manual], "skipped": self.skipped}
+                "manual": [{"check": c, "fix": f} for c, f in self.manual], "skipped": self.skipped,
+                "reboot_only_irqs": self.fixed_irqs}
 
 
 def _file(ctx: Context, rel: str, after: str, check: str, why: str) -> Step | None:
@@ -110,11 +115,17 @@ def _service_steps(ctx: Context) -> list[Step]:
     return steps
 
 
+def _fixed_irqs(ctx: Context) -> list[str]:
+    """The IRQs allowed on the RT CPUs that the kernel will not move at run time."""
+    return [irq.label() for irq in ctx.irqs
+            if not irq.movable and irq.affinity is not None and not irq.affinity.isdisjoint(ctx.rt_cpus)]
+
+
 def _irq_steps(ctx: Context) -> list[Step]:
     steps = []
     width = max(ctx.online, default=0) + 1
     for irq in ctx.irqs:
-        if irq.affinity is None or irq.affinity.isdisjoint(ctx.rt_cpus):
+        if irq.affinity is None or irq.affinity.isdisjoint(ctx.rt_cpus) or not irq.movable:
             continue
         step = _file(ctx, f"/proc/irq/{irq.number}/smp_affinity", _mask_away(ctx, irq.affinity).to_mask(width),
                      "irq.nic" if irq.nic else "irq.devices", f"{irq.label()} off the RT CPUs")
@@ -137,27 +148,27 @@ def _sysctl_steps(ctx: Context) -> list[Step]:
             steps.append(_file(ctx, "/sys/devices/virtual/workqueue/cpumask",
                                _mask_away(ctx, cpus).to_mask(max(ctx.online) + 1), "cores.workqueue",
                                "unbound kworkers stay on the housekeeping CPUs"))
-    wd = sysinfo.cpulist(ctx.root, "/proc/sys/kernel/watchdog_cpumask")
+    wd = kfacts.cpulist(ctx.root, "/proc/sys/kernel/watchdog_cpumask")
     if wd is not None and not wd.isdisjoint(ctx.rt_cpus):
         steps.append(_file(ctx, "/proc/sys/kernel/watchdog_cpumask", str(_mask_away(ctx, wd)), "services.watchdog",
                            "no lockup-detector timer on the RT CPUs"))
     steps.append(_file(ctx, "/proc/sys/kernel/sched_rt_runtime_us", "-1", "kernel.rt_throttling",
                        "a real-time loop is never throttled"))
     for cpu in ctx.rt_cpus:
-        for state in sysinfo.idle_states(ctx.root, cpu) or []:
+        for state in kfacts.idle_states(ctx.root, cpu) or []:
             if not state.disabled and not state.is_poll:
                 steps.append(_file(ctx, CPUIDLE_DISABLE.format(state=state.path), "1", "idle.states",
                                    f"cpu{cpu} never enters {state.name} (exit {state.exit_latency_us} µs)"))
-        freq = sysinfo.cpufreq(ctx.root, cpu)
+        freq = kfacts.cpufreq(ctx.root, cpu)
         if freq and freq.governor != "performance" and "performance" in freq.available:
             steps.append(_file(ctx, freq.path, "performance", "kernel.governor", f"cpu{cpu} at a fixed, high frequency"))
     if ctx.text("/sys/kernel/mm/ksm/run") == "1":
         steps.append(_file(ctx, "/sys/kernel/mm/ksm/run", "0", "services.ksm", "ksmd stops (merged pages stay merged)"))
     for name in ("enabled", "defrag"):
         rel = f"/sys/kernel/mm/transparent_hugepage/{name}"
-        if sysinfo.selected_word(ctx.text(rel)) == "always":
+        if kfacts.selected_word(ctx.text(rel)) == "always":
             steps.append(_file(ctx, rel, "madvise", "services.thp", f"THP {name} only where a program asks for it"))
-    nodes = sysinfo.cpulist(ctx.root, "/sys/devices/system/node/online")
+    nodes = kfacts.cpulist(ctx.root, "/sys/devices/system/node/online")
     if ctx.text("/proc/sys/kernel/numa_balancing") not in (None, "0") and (nodes is None or len(nodes) > 1):
         steps.append(_file(ctx, "/proc/sys/kernel/numa_balancing", "0", "services.numa_balancing", "no NUMA hinting faults"))
     steps.append(_file(ctx, "/proc/sys/kernel/timer_migration", "0", "kernel.timer_migration",
@@ -190,6 +201,9 @@ def _kernel_params(ctx: Context, report: Report) -> list[tuple[str, str]]:
         params.append((f"rcu_nocbs={rt}", "cores.rcu_nocbs"))
     if {"irq.nic", "irq.devices", "irq.default_affinity"} & bad:
         params.append((f"irqaffinity={ctx.housekeeping}", "irq.default_affinity"))
+    _, flags = kfacts.parse_isolcpus((ctx.cmdline or {}).get("isolcpus", ""))
+    if _fixed_irqs(ctx) and "managed_irq" not in flags and not any(p.startswith("isolcpus=") for p, _ in params):
+        params.append((f"isolcpus=managed_irq,domain,{rt}", "irq.devices"))
     model, _ = preemption(ctx)
     if "kernel.preemption" in bad and model in ("none", "voluntary") and ctx.config("CONFIG_PREEMPT_DYNAMIC") == "y":
         params.append(("preempt=full", "kernel.preemption"))
@@ -224,6 +238,7 @@ def plan_tune(rt_cpus: CpuSet, root: str = "/") -> Plan:
         if ctx.own_lineage:
             plan.skipped.append(f"softrt and the processes that started it (pids {', '.join(map(str, ctx.own_lineage))}) "
                                 "keep their CPUs, so that softrt run from this shell can use the RT CPUs")
+    plan.fixed_irqs = _fixed_irqs(ctx)
     plan.kernel_params = _kernel_params(ctx, report)
     fixed = {s.check for s in plan.steps} | {c for _, c in plan.kernel_params}
     if "cores.tasks" in fixed:

@@ -2,19 +2,24 @@
 
 /proc/irq/N/smp_affinity is where an IRQ may go, effective_affinity where the interrupt
 controller actually sends it (Documentation/core-api/irq/irq-affinity.rst); /proc/interrupts
-gives names and per-CPU counts. Network-card queues are found from the device behind each
-/sys/class/net interface (its PCI function's msi_irqs/ directory, or its legacy ``irq`` file).
+gives names and per-CPU counts. Some IRQs cannot be moved from user space at all: managed ones
+(spread over the CPUs by their driver, e.g. NVMe and virtio-blk queues), per-CPU ones and those
+marked no-balancing (irq_can_set_affinity_usr() in kernel/irq/manage.c); a write to their
+smp_affinity fails with EIO (EPERM on newer kernels), and :func:`movable` tells them apart.
+Network-card queues are found from the device behind each /sys/class/net interface (its PCI
+function's msi_irqs/ directory, or its legacy ``irq`` file).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..cpus import CpuSet
-from ..errors import ConfigError
-from ..platform.kfiles import kpath, read_text
+from ...cpus import CpuSet
+from ...errors import ConfigError
+from ...platform.kfiles import kpath, read_bytes, read_text
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class Irq:
     effective: CpuSet | None
     counts: dict[int, int] = field(default_factory=dict)  # CPU -> interrupts so far
     nic: str | None = None  # the network interface this IRQ serves, if any
+    movable: bool = True  # False: the kernel keeps it where it is until a reboot (managed or per-CPU)
 
     def label(self) -> str:
         """``IRQ 38 virtio2-input.0 (eth0)``."""
@@ -41,6 +47,30 @@ def _mask(text: str | None) -> CpuSet | None:
         return CpuSet.from_mask(text)
     except ConfigError:
         return None
+
+
+#: The irq_data states (kernel/irq/debugfs.c, /sys/kernel/debug/irq/irqs/N "dstate") under which
+#: irq_can_set_affinity_usr() refuses a user's mask.
+_FIXED_STATES = ("IRQD_AFFINITY_MANAGED", "IRQD_PER_CPU", "IRQD_NO_BALANCING")
+
+
+def movable(root: str, number: int) -> bool:
+    """Can user space move IRQ *number* (write its smp_affinity)?
+
+    The kernel exposes it in two places: its debugfs entry lists the IRQ's states (only with
+    CONFIG_GENERIC_IRQ_DEBUGFS and a debugfs that is not locked down), and register_irq_proc()
+    in kernel/irq/proc.c gives smp_affinity its owner-write bit only when
+    irq_can_set_affinity_usr() allows a change (newer kernels; older ones make every
+    smp_affinity 0644, and then only the write's EIO tells). Unknown is movable.
+    """
+    states = read_text(root, f"/sys/kernel/debug/irq/irqs/{number}", fallback="") or ""
+    if any(word in _FIXED_STATES for word in states.split()):
+        return False
+    try:
+        mode = os.stat(kpath(root, f"/proc/irq/{number}/smp_affinity")).st_mode
+    except OSError:
+        return True
+    return bool(mode & stat.S_IWUSR)
 
 
 def interrupts_table(root: str) -> dict[str, tuple[dict[int, int], str]]:
@@ -103,7 +133,7 @@ def _irqs_of_device(node: Path) -> list[int]:
     except OSError:
         pass
     try:
-        irq = int((node / "irq").read_text().strip())
+        irq = int(read_bytes("/", str(node / "irq")).strip())
         return [irq] if irq > 0 else []
     except (OSError, ValueError):
         return []
@@ -128,7 +158,8 @@ def irqs(root: str) -> list[Irq]:
         name = ",".join(actions) or (description.split()[-1] if description else "?")
         nic = nics.get(n) or next((nic for nic in set(nics.values()) if nic in name), None)
         out.append(Irq(n, name, _mask(read_text(root, f"{base}/smp_affinity", fallback=None)),
-                       _mask(read_text(root, f"{base}/effective_affinity", fallback=None)), counts, nic))
+                       _mask(read_text(root, f"{base}/effective_affinity", fallback=None)), counts, nic,
+                       movable(root, n)))
     return out
 
 
