@@ -1,4 +1,6 @@
-"""``softrt compare`` end to end: real loads, real runs (structure only, never latency bounds)."""
+"""``softrt compare`` end to end: real loads, real runs (structure only, never latency bounds).
+
+Bad input is refused before anything runs, so those tests are not ``rt`` (they run beside the rest)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ import psutil
 import pytest
 
 
-pytestmark = pytest.mark.rt
 TEST_ID = "SOFTRT_TEST_ID"
 
 
@@ -38,8 +39,9 @@ def no_load_processes_left():
     return mine
 
 
+@pytest.mark.rt
 def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
-    proc = softrt_cmd("compare", "--duration", "1s", "--settle", "0.5s", "--json", "--out-dir", str(tmp_path))
+    proc = softrt_cmd("compare", "--duration", "1s", "--settle", "0.2s", "--json", "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["scenarios"] == ["untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus"]
@@ -69,9 +71,10 @@ def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_res
     assert no_load_processes_left() == []
 
 
+@pytest.mark.rt
 def test_repeat_alternates_and_require_gates(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     report = tmp_path / "compare.html"
-    proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.5s", "--repeat", "2", "--json",
+    proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.3s", "--repeat", "2", "--json",
                       "--require", "period.max<=1us", "--out-dir", str(tmp_path), "--report", str(report))
     assert proc.returncode == 1, proc.stderr  # a ~250 µs period never meets max <= 1 µs
     result = json.loads(proc.stdout)
@@ -88,14 +91,15 @@ def test_repeat_alternates_and_require_gates(tmp_path, state_dir, rt_settings_re
     assert [c["scenario"] for c in result["requirements"]] == ["tuned"]  # only tuned scenarios are judged
     assert result["passed"] is False
 
-    proc = softrt_cmd("compare", "tuned", "--duration", "0.5s", "--json", "--require", "period.min>=1us,period.max>=1us",
+    proc = softrt_cmd("compare", "tuned", "--duration", "0.3s", "--json", "--require", "period.min>=1us,period.max>=1us",
                       "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["passed"] is True
 
 
+@pytest.mark.rt
 def test_table_output(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
-    proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.5s", "--out-dir", str(tmp_path))
+    proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.3s", "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     for needle in ("period max", "process mean", "missed updates", "max deviation", "untuned", "tuned",
                    "Tuning"):
@@ -113,15 +117,15 @@ def test_table_output(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     (["tuned", "--report", "{runs}/no/such/dir/r.html"], "cannot write the report"),
     (["tuned", "--report", "{runs}"], "--report"),  # a directory (made below)
 ])
-def test_bad_input(tmp_path, state_dir, args, needle, softrt_cmd):
+def test_bad_input(tmp_path, state_dir, args, needle, run_cli):
     (tmp_path / "bad.toml").write_text('name = "bad"\nprofile = \n')
     (tmp_path / "on_rt.toml").write_text('name = "on_rt"\n[[load]]\nname = "cpu"\ncpus = "all"\n')
     args = [a.format(bad=tmp_path / "bad.toml", on_rt=tmp_path / "on_rt.toml", runs=tmp_path / "out") for a in args]
     (tmp_path / "out").mkdir()
-    proc = softrt_cmd("compare", *args, "--duration", "0.5s", "--out-dir", str(tmp_path / "runs"))
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    code, _, err = run_cli("compare", *args, "--duration", "0.5s", "--out-dir", str(tmp_path / "runs"))
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], err
     assert not (tmp_path / "runs").exists()
     assert no_load_processes_left() == []
 
@@ -136,6 +140,7 @@ def _fifo_child(pid: int) -> bool:
     return False
 
 
+@pytest.mark.rt
 @pytest.mark.parametrize("moment", ["first", "second"])
 def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt_settings_restored, interrupts,
                                                           moment):
@@ -145,7 +150,7 @@ def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt
     from softrt.store.history import History
 
     out_dir = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "compare", "untuned", "tuned+load", "--duration", "1.5s",
+    proc = subprocess.Popen([sys.executable, "-m", "softrt", "compare", "untuned", "tuned+load", "--duration", "1s",
                              "--settle", "0.3s", "--json", "--out-dir", str(out_dir)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if moment == "first":  # the untuned run's worker (no SCHED_FIFO) is up
