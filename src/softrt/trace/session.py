@@ -44,7 +44,7 @@ def wanted_events(available: set[str], wait: str = "spin") -> list[tuple[str, st
     worker's own page faults and (spin loops) system calls, ``filter``ed to its pid.
     """
     # sched_wakeup: only the worker's is read (a sleeping loop's CPU sees several wakeups a cycle).
-    out: list[tuple[str, str | None]] = [("sched:sched_wakeup", "wakeup")] + [
+    out: list[tuple[str, str | None]] = [("sched:sched_wakeup", "wakeup"), ("sched:sched_stat_runtime", "others")] + [
         (e, None) for e in ("sched:sched_switch", "irq:irq_handler_entry",
                             "irq:irq_handler_exit", "irq:softirq_entry", "irq:softirq_exit",
                             "workqueue:workqueue_execute_start", "workqueue:workqueue_execute_end")]
@@ -119,7 +119,8 @@ class TraceSession:
                 continue
             try:
                 self.instance.enable(event, {"worker": f"common_pid == {worker_pid}",
-                                             "wakeup": f"pid == {worker_pid}"}.get(scope or ""))
+                                             "wakeup": f"pid == {worker_pid}",
+                                             "others": f"pid != {worker_pid}"}.get(scope or ""))
             except OSError as err:  # one event the kernel refuses does not stop the others
                 self.missing.append(f"{event} ({err.strerror or err})")
         self.enabled = list(self.instance.enabled)
