@@ -192,6 +192,8 @@ def test_d_a_sched_other_task_on_the_rt_cpu_is_named_through_the_fair_server(tmp
     why = result.summary.to_dict()["why_late"]
     _traced(why)
     assert why["rt_throttling"] is False
+    fair = result.summary.tuning.fair_server  # the Mode block's line
+    assert fair is not None and fair.cpu == _last_cpu() and fair.in_force, fair
     rows = [c for c in why["culprits"] if c["kind"] == "thread" and c["id"] == busy.pid]
     assert rows, f"{NAME} (pid {busy.pid}) is not among the culprits: {why['culprits'][:6]}"
     (row,) = rows  # only through the fair server: it never held a woken worker
