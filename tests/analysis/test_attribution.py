@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import pytest
 
 from softrt.analysis.attribution import Attributor, account
-from softrt.analysis.late import late_cycles
+from softrt.analysis.cycles import LateRule, cycle_view
 from softrt.analysis.timeline import CpuState, apply, build_timeline, policy
 from softrt.analysis.events import StealSample, TraceEvent
 from softrt.ipc.layout import RECORD_DTYPE
@@ -342,11 +342,11 @@ def test_seq_gap_never_makes_a_period():
 
 def test_late_cycles_period_only_and_overrun_window():
     recs = records(6, work_ns=260 * US)  # every cycle's work runs past the next edge
-    lates = late_cycles(recs, None, P, 20 * US)
+    lates = cycle_view(recs, None, LateRule(P, 20 * US)).late_cycles()
     # period is nominal and latency 2 µs: none late by the rule, but the windows would start at the previous permit
     assert lates == []
     recs = records(6, late={3: 30 * US}, work_ns=255 * US)
-    (late,) = late_cycles(recs, None, P, 20 * US)
+    (late,) = cycle_view(recs, None, LateRule(P, 20 * US)).late_cycles()
     assert late.seq == 3 and late.start_ns == int(recs["detect_ns"][2]) and late.work_until_ns == int(recs["done_ns"][2])
     assert late.end_ns == late.detect_ns  # no missed update: the window ends when the permit was seen
 

@@ -7,9 +7,9 @@ import struct
 import pytest
 
 from softrt.audit import Status, run_checks
-from softrt.audit.checks import ALL
-from softrt.audit.checks.cores import check_sample, check_tasks
-from softrt.audit.context import Context
+from softrt.audit.linux.checks import ALL
+from softrt.audit.linux.checks.cores import check_sample, check_tasks
+from softrt.audit.linux.context import Context
 from softrt.cpus import CpuSet
 
 RT = CpuSet([3])
@@ -239,7 +239,7 @@ def test_sample_error_is_not_applicable(good):
 
 def test_classify_takes_only_a_real_time_task_for_the_application(good):
     """A task pinned to the RT CPUs only is the real-time application only with FIFO/RR/DEADLINE."""
-    from softrt.audit.sample import classify
+    from softrt.audit.linux.sample import classify
     good.task(600, "indexer", "3", policy=0, processor=3)  # SCHED_OTHER, pinned to CPU 3 only
     good.task(601, "dl-app", "3", policy=6, processor=3)  # SCHED_DEADLINE
     good.task(602, "batch", "2-3", policy=3, processor=3)  # allowed elsewhere too

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from softrt.audit import run_checks
-from softrt.audit.tune import plan_tune
+from softrt.audit import plan_tune
 from softrt.cpus import CpuSet
 from softrt.platform import fairserver
 

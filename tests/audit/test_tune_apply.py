@@ -8,8 +8,7 @@ import os
 
 import pytest
 
-from softrt.audit import Status, run_checks
-from softrt.audit.tune import Plan, Step, apply_plan, plan_tune, revert
+from softrt.audit import Plan, Status, Step, apply_plan, plan_tune, revert, run_checks
 from softrt.cpus import CpuSet
 from softrt.errors import ConfigError
 
@@ -223,7 +222,7 @@ def test_state_root_is_compared_by_real_path(untuned, state_dir, tmp_path):
 
 
 def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
-    from softrt.audit.tune import apply
+    from softrt.audit.linux import apply
     from softrt.errors import SoftRTError
     from softrt.platform import kfiles, writable
     from softrt.trace import tracefs

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from softrt.audit import Status, online_cpus, run_checks
-from softrt.audit import procs
-from softrt.audit.tune import apply_plan, plan_tune, revert, write_kernel_file
-from softrt.audit.tune.plan import AFFINITY, FILE
+from softrt.audit import AFFINITY, Status, apply_plan, plan_tune, revert, run_checks
+from softrt.audit.linux import FILE, online_cpus, write_kernel_file
+from softrt.platform import ktasks
 from softrt.cpus import CpuSet
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0, reason="needs root")]
@@ -43,7 +42,7 @@ def victim(rt):
 def plan_for_test(rt, victim):
     """The full plan, minus moves of processes this test did not start."""
     plan = plan_tune(rt)
-    kthreads = {t.tid for t in procs.tasks("/") if t.kthread}
+    kthreads = {t.tid for t in ktasks.tasks("/") if t.kthread}
     plan.steps = [s for s in plan.steps if s.kind == FILE or (s.kind == AFFINITY and (
         s.tid in kthreads or int(s.target) == victim.pid))]
     return plan
@@ -141,12 +140,12 @@ def test_tune_apply_then_run_from_the_same_shell(rt, victim, tmp_path, state_dir
     state = tmp_path / "tune-state.jsonl"
     apply_code = (
         "import os, sys\nfrom pathlib import Path\n"
-        "from softrt.audit import procs\n"
-        "from softrt.audit.tune import apply_plan, plan_tune\n"
+        "from softrt.platform import ktasks\n"
+        "from softrt.audit import apply_plan, plan_tune\n"
         "from softrt.cpus import CpuSet\n"
         "plan = plan_tune(CpuSet.parse(sys.argv[1]))\n"
         "mine = {os.getpid(), os.getppid(), int(sys.argv[2])}\n"
-        "kthreads = {t.tid for t in procs.tasks('/') if t.kthread}\n"
+        "kthreads = {t.tid for t in ktasks.tasks('/') if t.kthread}\n"
         "plan.steps = [s for s in plan.steps if s.kind == 'file' or s.kind == 'affinity' and (\n"
         "    s.tid in kthreads or int(s.target) in mine)]\n"
         "apply_plan(plan, state_path=Path(sys.argv[3]))\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softrt.audit.tune import plan_tune
+from softrt.audit import plan_tune
 from softrt.cpus import CpuSet
 
 from .trees import CAPTURED

@@ -44,6 +44,10 @@ RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
     (["--keep-late", "many"], "--keep-late"),
     (["--samples", "some"], "--samples"),
     (["--samples", ""], "--samples"),
+    (["--require", "jitter<3us"], "unknown metric 'jitter'"),
+    (["--require", "slack.p99>=3us"], "unknown statistic 'p99'"),
+    (["--require", "misses<0"], "can never be met"),
+    (["--require", ""], "--require is empty"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, tmp_path, state_dir, args, needle):
     out_dir = tmp_path / "runs"
@@ -61,6 +65,17 @@ def test_unwritable_output_directory(run_cli, tmp_path, state_dir):
     blocker.write_text("")
     code, _, err = run_cli("run", "--out-dir", str(blocker / "runs"))
     assert code == 2 and "cannot write runs" in err and len(err.strip().splitlines()) == 1
+
+
+def test_with_require_the_exit_status_follows_the_verdict(tmp_path, state_dir, rt_settings_restored, run_cli):
+    args = ("run", "--duration", "0.3s", "--no-trace", "--quiet", "--out-dir", str(tmp_path))
+    code, out, err = run_cli(*args, "--require", "period.max<=1us")  # a ~250 µs period never meets it
+    assert code == 1, err
+    assert out.startswith("FAILS the 250 µs cycle (required: period.max<=1us): worst period ")
+    code, out, err = run_cli(*args, "--require", "period.max>=1us,late_cycles>=0", "--json")
+    assert code == 0, err
+    verdict = json.loads(out)["verdict"]
+    assert verdict["meets"] is True and not verdict["default"] and [c["passed"] for c in verdict["checks"]] == [True] * 2
 
 
 def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_settings_restored, softrt_cmd):

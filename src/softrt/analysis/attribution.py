@@ -3,7 +3,8 @@
 For every late cycle the loop recorded, the *interference window* is rebuilt from the RT CPU's
 kernel events and every nanosecond of it is credited to exactly one cause.
 
-A late cycle is defined in :mod:`.late`; the timeline of who had the CPU is built in
+A late cycle is defined in :mod:`.cycles` (the run's one rule; in a run, the drainer's view of each
+chunk is handed here as it is); the timeline of who had the CPU is built in
 :mod:`.timeline`.
 
 Interference window ``[start, detect_i]`` (to ``write_i`` for a missed update written late)
@@ -59,7 +60,7 @@ from collections import deque
 import numpy as np
 
 from .events import StealSample, TraceEvent
-from .late import Late, late_cycles
+from .cycles import CycleStream, CycleView, Late, LateRule
 from .timeline import RUN, CpuState, Segment, Source, apply, build_timeline, slice_window
 
 #: Events kept before the oldest window still to explain; older ones are folded into the base
@@ -251,7 +252,7 @@ class Attributor:
         # RT throttling in force during the run (the caller read sched_rt_runtime_us and the kernel); None: unknown
         self.rt_throttling = rt_throttling
         self.threshold_ns, self.keep_worst, self.gap_min_ns = threshold_ns, keep_worst, gap_min_ns
-        self._prev: tuple | None = None
+        self._cycles = CycleStream(LateRule(period_ns, threshold_ns))
         self._pending: deque[Late] = deque()
         self._events: list[TraceEvent] = []
         self._times: list[int] = []  # their ts_ns, for bisection
@@ -271,14 +272,13 @@ class Attributor:
         self._explained_until_ns = 0  # the end of the last window explained
 
     # -- input ------------------------------------------------------------------------------------
-    def add_records(self, recs: np.ndarray) -> None:
-        """One drained chunk of RECORD_DTYPE records, in order."""
-        if recs.size == 0:
+    def add_records(self, chunk: np.ndarray | CycleView) -> None:
+        """One drained chunk of RECORD_DTYPE records, in order, or its cycle view (the drainer's)."""
+        view = self._cycles.view(chunk)
+        if view.size == 0:
             return
-        self._pending.extend(late_cycles(recs, self._prev, self.period_ns, self.threshold_ns))
-        last = recs[-1]
-        self._prev = (int(last["seq"]), int(last["detect_ns"]), int(last["done_ns"]))
-        self.cycles += int(recs.size)
+        self._pending.extend(view.late_cycles())
+        self.cycles += view.size
 
     def add_events(self, events: list[TraceEvent]) -> None:
         """Events of the RT CPU, in time order (other CPUs' events are ignored)."""
@@ -301,6 +301,11 @@ class Attributor:
         while self._pending and self._pending[0].end_ns <= horizon_ns:
             self._explain(self._pending.popleft())
         self._trim()
+
+    def culprit_totals(self) -> list[dict]:
+        """Every source's late time so far (``kind``, ``name``, ``total_us``; unordered), for a live
+        exporter; the culprits table of :meth:`finish` holds the same sums."""
+        return [{"kind": c["kind"], "name": c["name"], "total_us": _us(c["total_ns"])} for c in self._culprits.values()]
 
     def finish(self, lost_events: int = 0) -> dict:
         """Explain what is still pending with the events there are; return summary.json's ``why_late``."""
@@ -423,8 +428,9 @@ class Attributor:
     def _trim(self) -> None:
         """Fold the events no window can need into the base state."""
         keep_from = self._pending[0].start_ns if self._pending else None
-        if self._prev is not None:
-            keep_from = self._prev[1] if keep_from is None else min(keep_from, self._prev[1])
+        last = self._cycles.prev  # the last record: a window of the next chunk may start at its permit
+        if last is not None:
+            keep_from = last.detect_ns if keep_from is None else min(keep_from, last.detect_ns)
         if keep_from is None:
             return
         cut_ns = keep_from - MARGIN_NS

@@ -87,8 +87,11 @@ def command(rt_cpus, sample_s, as_json, verbose, root):
 
     Exit status: 0 ready, 1 not ready, 2 bad input.
     """
+    if rt_cpus is not None and not rt_cpus:
+        raise ConfigError("no real-time CPU given", hint="name one or more CPUs, e.g. --rt-cpus 3")
     if rt_cpus is None:
-        rt_cpus = CpuSet([default_rt_cpu(root)])
+        cpu = default_rt_cpu(root)  # None: a Windows capture that does not say how many CPUs (the report says so)
+        rt_cpus = CpuSet([cpu] if cpu is not None else [])
     out = Console(highlight=False, stderr=False)
     if sample_s and not as_json and out.is_terminal and root == "/":
         with Console(stderr=True).status(f"sampling CPU(s) {rt_cpus} for {sample_s:g} s…"):

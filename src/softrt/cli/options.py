@@ -72,16 +72,22 @@ class WatchOptions:
     quiet: bool = False
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
+    metrics_linger_ns: int = 0  # the command line's default is 30 s (watch_options)
 
 
 def watch_options(f):
-    """``--quiet``, ``--metrics-port``, ``--metrics-addr`` (run and compare; docs/metrics.md), passed
-    to the command as one ``watch`` argument (a :class:`WatchOptions`)."""
+    """``--quiet``, ``--metrics-port``, ``--metrics-addr``, ``--metrics-linger`` (run and compare;
+    docs/metrics.md), passed to the command as one ``watch`` argument (a :class:`WatchOptions`)."""
 
     @functools.wraps(f)
-    def command(*args, quiet, metrics_port, metrics_addr, **kwargs):
-        return f(*args, watch=WatchOptions(quiet, metrics_port, metrics_addr), **kwargs)
+    def command(*args, quiet, metrics_port, metrics_addr, metrics_linger_ns, **kwargs):
+        return f(*args, watch=WatchOptions(quiet, metrics_port, metrics_addr, metrics_linger_ns), **kwargs)
 
+    command = click.option("--metrics-linger", "metrics_linger_ns", type=TimeNs("s"), default="30s",
+                           show_default=True,
+                           help="With --metrics-port: keep serving the final figures and state this long after "
+                                "the command is done, so a scraper records them (0: close at once; Ctrl-C "
+                                "ends it).")(command)
     command = click.option("--metrics-addr", default="127.0.0.1", show_default=True,
                            help="Address the metrics endpoint listens on (0.0.0.0: every interface).")(command)
     command = click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,

@@ -8,8 +8,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..metrics import above, snap_ns
-from ..schema.summary import Board, Misses, RunSummary
+from ..analysis.remedy import remedy_for
+from ..analysis.verdict import verdict_lines, verdict_of
+from ..schema.summary import Board, Misses, RunSummary, Verdict
 from ..schema.why_late import Cause, TraceInfo
 from ..units import format_duration_s, format_ns
 
@@ -20,6 +21,18 @@ def _us(value: float | None, digits: int = 1) -> str:
 
 def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+,.1f}"
+
+
+def verdict_text(verdict: Verdict | None, *, state: str = "complete", prefix: str = "") -> Text | None:
+    """The verdict (softrt.analysis.verdict) in words: MEETS in green, FAILS in red; None without one."""
+    if verdict is None:
+        return None
+    lines = verdict_lines(verdict, state=state)
+    style = {True: "bold green", False: "bold red"}.get(verdict.meets, "bold yellow")
+    out = Text(prefix + lines[0], style=style)
+    for line in lines[1:]:
+        out.append("\n" + line)
+    return out
 
 
 def seed_table(summary: RunSummary) -> Table:
@@ -35,9 +48,10 @@ def seed_table(summary: RunSummary) -> Table:
 def percentile_table(summary: RunSummary) -> Table:
     """Percentiles of period, latency, processing time and slack (µs), and each one's worst cycle.
 
-    A long period, latency or processing time is bad, so their tail is the maximum; slack (the time
-    left between the end of the work and the next edge, the seed's margin) is bad when short, so
-    its tail is its minimum, negative when the work overran the edge. "worst" shows each tail.
+    A long period, latency or processing time is bad, so their tail is the upper one (p99, p99.9,
+    p99.99, max); slack (the time left between the end of the work and the next edge, the seed's
+    margin) is bad when short, so its tail is the lower one (p1, p0.1, p0.01, min), negative when
+    the work overran the edge. A summary written before softrt kept slack's low tail shows "-".
     """
     table = Table(title="Distribution (µs)", title_justify="left", show_edge=False,
                   caption="worst: the longest period, latency and process time; the shortest slack "
@@ -47,12 +61,14 @@ def percentile_table(summary: RunSummary) -> Table:
         table.add_column(col, justify="right")
     table.add_column("worst", justify="right", style="bold")
     m = summary.metrics
-    for label, s, worst in (("period", m.period_us, "max"), ("latency", m.latency_us, "max"),
-                            ("process", m.process_us, "max"), ("slack", m.slack_us, "min")):
-        tail = s.min if worst == "min" else s.max
-        cell = Text(_us(tail), style="red" if worst == "min" and tail is not None and tail < 0 else "")
-        table.add_row(f"{label} ({worst})" if worst == "min" else label,
-                      *(_us(x) for x in (s.p50, s.p99, s.p99_9, s.p99_99)), cell)
+    for label, s in (("period", m.period_us), ("latency", m.latency_us), ("process", m.process_us)):
+        table.add_row(label, *(_us(x) for x in (s.p50, s.p99, s.p99_9, s.p99_99, s.max)))
+    table.add_section()
+    table.add_row("", "p50", "p1", "p0.1", "p0.01", "min", style="bold")
+    s = m.slack_us
+    low = (s.p1, s.p0_1, s.p0_01) if s.low_tail else (None, None, None)
+    table.add_row("slack", *(Text(_us(x), style="red" if x is not None and x < 0 else "")
+                             for x in (s.p50, *low, s.min)))
     return table
 
 
@@ -228,8 +244,9 @@ def fair_server_line(fair) -> str:
             "softrt check: kernel.fair_server)")
 
 
-def render_summary(summary: RunSummary, path: str | None = None) -> Group:
-    """Everything ``softrt run`` prints after a run."""
+def render_summary(summary: RunSummary, path: str | None = None, notice: Text | None = None) -> Group:
+    """Everything ``softrt run`` prints after a run: the verdict first (then *notice*, e.g. whether a
+    checkpoint's run still goes)."""
     parts = [seed_table(summary), Text(""), percentile_table(summary), Text(""), misses_text(summary), mode_text(summary)]
     if (dc := dc_text(summary.board)) is not None:
         parts[5:5] = [dc]
@@ -239,6 +256,8 @@ def render_summary(summary: RunSummary, path: str | None = None) -> Group:
         parts[1:1] = [Text(""), why]
     if path:
         parts.append(Text(f"Run stored in {path}", style="dim"))
+    head = [t for t in (verdict_text(verdict_of(summary), state=summary.state), notice) if t is not None]
+    parts[0:0] = [*head, Text("")] if head else []
     return Group(*parts)
 
 
@@ -264,11 +283,13 @@ def why_late(summary: RunSummary, top: int = 8, worst: int = 5) -> Group | None:
     culprits = why.culprits or []
     if culprits:
         table = Table(title="Culprits (all late cycles)", title_justify="left", show_edge=False)
-        for col in ("kind", "source", "late cycles", "total µs", "worst µs"):
-            table.add_column(col, justify="left" if col in ("kind", "source") else "right")
+        for col in ("kind", "source", "late cycles", "total µs", "worst µs", "fix (softrt check)"):
+            table.add_column(col, justify="right" if col.endswith(("cycles", "µs")) else "left")
         for c in culprits[:top]:
+            remedy = remedy_for(c.kind, c.name, c.detail)
             # Text, not markup: a workqueue item's name is "kworker/1:1 [function]"
-            table.add_row(c.kind, Text(c.source), _n(c.cycles), _us(c.total_us), _us(c.worst_us))
+            table.add_row(c.kind, Text(c.source), _n(c.cycles), _us(c.total_us), _us(c.worst_us),
+                          remedy.column if remedy is not None else "-")
         if len(culprits) > top:
             table.caption = f"… and {len(culprits) - top} more (softrt show --json)"
         parts.append(table)
@@ -321,9 +342,8 @@ def progress_line(p) -> str:
     if stats is None or config is None or not stats.hist["period"].n:
         return f"{line}  max period {format_ns(p.max_period_us * 1e3)}  missed updates {p.missed_updates:,}"
     period = stats.hist["period"]
-    late_bound_ns = snap_ns(config.period_ns + config.late_threshold_ns)
     return (f"{line}  period p99 {format_ns(period.percentiles((99.0,))[0])} max {format_ns(period.max)}  "
-            f"missed updates {stats.counters['missed_updates']:,}  late cycles {above(period, late_bound_ns):,}")
+            f"missed updates {stats.counters['missed_updates']:,}  late cycles {stats.counters['late_cycles']:,}")
 
 
 def console(stderr: bool = False) -> Console:

@@ -57,10 +57,11 @@ def command(run, db, as_json):
     if as_json:
         sys.stdout.write(json.dumps(summary.to_dict(), indent=2) + "\n")
     elif summary.origin == "softrt":
+        notice = None
         if summary.running:  # a checkpoint: say whether the run still goes
             state = run_state(summary)
-            console().print(Text(state.sentence(), style="bold yellow" if state.running else "bold red"))
-        console().print(render_summary(summary, str(path)))
+            notice = Text(state.sentence(), style="bold yellow" if state.running else "bold red")
+        console().print(render_summary(summary, str(path), notice))
     else:
         console().print(render_imported(summary, str(path)))
     return 0

@@ -11,8 +11,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..audit.tune import Plan, Result, apply_plan, plan_tune, revert
-from ..audit.tune.plan import AFFINITY
+from ..audit import AFFINITY, Plan, Result, apply_plan, plan_tune, revert
 from ..errors import ConfigError
 from .check import CpuList
 

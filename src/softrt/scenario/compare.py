@@ -25,12 +25,13 @@ from ..session.config import validate
 from ..session.run import Progress, RunResult, run
 from ..schema.doc import Doc, flatten, many
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
-from ..schema.summary import LoadRun, Metrics
+from ..analysis.verdict import judge
+from ..schema.summary import LoadRun, Metrics, Verdict
 from .model import Scenario
-from .require import Requirement
+from ..analysis.require import Requirement
 
-#: Verdict rule: a loaded scenario "held" when its worst period stays within this factor of the
-#: unloaded tuned run's and it missed no more than twice as many updates.
+#: Verdict rule: a loaded scenario that meets the requirement "held" when its worst period stays
+#: within this factor of the unloaded tuned run's and it missed no more than twice as many updates.
 HELD_MAX_FACTOR = 1.5
 
 
@@ -75,6 +76,7 @@ class Pooled(Doc):
     motion: PooledMotion = PooledMotion()
     loads: list[LoadRun] = many()  # each load's achieved figures averaged over the rounds
     run_ids: list[str] = many()
+    verdict: Verdict | None = None  # the pooled figures judged (--require, or the seed's requirement)
 
 
 class RequirementCheck(Doc):
@@ -88,7 +90,8 @@ class RequirementCheck(Doc):
 
 @dataclass
 class CompareResult:
-    """Every run, the pooled figures per scenario, the verdict and the requirement checks."""
+    """Every run, the pooled figures per scenario (each with its verdict), what tuning and load did
+    (``verdict``: sentences), and the requirement checks of the tuned scenarios."""
 
     runs: list[ScenarioRun]
     pooled: dict[str, Pooled]
@@ -112,6 +115,7 @@ class CompareResult:
                         "period_max_us": r.result.summary.metrics.period_us.max,
                         "missed_updates": _missed(r.result.summary.metrics),
                         "loads": [load.to_dict() for load in r.loads], "notes": r.notes} for r in self.runs],
+            "overall": overall(self.pooled),
             "verdict": self.verdict,
             "requirements": [c.to_dict() for c in self.checks],
             "interrupted": self.interrupted,
@@ -209,13 +213,15 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
     scenario, config = item.scenario, item.config
     # Each run's stored histograms (stats.json), merged: no samples are re-read, and no period
     # spans two runs. A run recorded before stats.json existed is streamed from its samples.
-    pooled = RunStats(config.period_ns)
+    pooled = RunStats(config.period_ns, config.late_threshold_ns)
     for r in runs:
         try:
-            pooled.merge(load_run_stats(r.result.path, config.period_ns))
+            pooled.merge(load_run_stats(r.result.path, config.period_ns, config.late_threshold_ns))
         except (SoftRTError, ValueError) as err:
             r.notes.append(str(err))
     metrics = _authoritative_misses(Metrics.from_dict(pooled.summary(), "the pooled figures"), runs)
+    judged = judge(metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns, require=config.require,
+                   why_late=[r.result.summary.why_late for r in runs])
     motions = [m for m in (r.result.summary.motion_impact for r in runs) if m is not None]
     return Pooled(
         metrics=metrics,
@@ -232,6 +238,7 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
                                                 if m.max_velocity_step_counts_per_s is not None), default=None)),
         loads=_merge_loads([r.loads for r in runs]),
         run_ids=[r.result.summary.run_id for r in runs],
+        verdict=judged,
     )
 
 
@@ -276,8 +283,23 @@ def _check(req: Requirement, name: str, figures: Pooled) -> RequirementCheck:
     return RequirementCheck(scenario=name, requirement=req.text, measured=value, passed=passed)
 
 
+def overall(pooled: dict[str, Pooled]) -> str | None:
+    """One line after the scenarios' verdicts: where the machine meets the cycle and where not."""
+    judged = {name: f.verdict for name, f in pooled.items() if f.verdict is not None and f.verdict.meets is not None}
+    if not judged:
+        return None
+    cycle = f"the {next(iter(judged.values())).period_us:g} µs cycle"
+    meets = [name for name, v in judged.items() if v.meets]
+    fails = [name for name, v in judged.items() if not v.meets]
+    parts = [f"meets {cycle} in {', '.join(meets)}"] if meets else []
+    if fails:
+        parts.append(f"fails {'it' if meets else cycle} in {', '.join(fails)}")
+    return "Overall: the machine " + "; ".join(parts)
+
+
 def verdict(pooled: dict[str, Pooled]) -> list[str]:
-    """Plain sentences in the seed's terms: what tuning did, and whether it held under load."""
+    """Plain sentences in the seed's terms: what tuning did, and whether it held under load (a loaded
+    scenario is first judged against the requirement; only one that meets it can have held)."""
     lines = []
     untuned = next((f for f in pooled.values() if not f.tuned), None)
     tuned = next((f for f in pooled.values() if f.tuned and not f.loads), None)
@@ -296,7 +318,10 @@ def verdict(pooled: dict[str, Pooled]) -> list[str]:
             lines.append(f"Under load ({name}): worst period {worst:,.1f} µs, {missed} missed updates.")
             continue
         unloaded_missed = _missed(tuned.metrics) or 0
+        versus = f"worst period {worst:,.1f} µs vs {t:,.1f} µs unloaded, {missed} vs {unloaded_missed} missed updates."
+        if f.verdict is not None and f.verdict.meets is False:
+            lines.append(f"Under load ({name}) it failed the requirement ({f.verdict.requirement}): {versus}")
+            continue
         held = worst <= HELD_MAX_FACTOR * t and missed <= 2 * unloaded_missed
-        lines.append(f"Under load ({name}) it {'held' if held else 'did not hold'}: worst period {worst:,.1f} µs "
-                     f"vs {t:,.1f} µs unloaded, {missed} vs {unloaded_missed} missed updates.")
+        lines.append(f"Under load ({name}) it {'held' if held else 'did not hold'}: {versus}")
     return lines

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import RunStats, Snapshot
+from ..analysis.cycles import CycleStream
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
@@ -68,6 +69,7 @@ class Progress:
     run_id: str = ""  # identity for a metrics exporter (with config: scenario, RT CPU, threshold)
     config: RunConfig | None = None
     ring_overflows: int = 0  # records the worker dropped because the ring was full, so far
+    culprits: Callable[[], list] | None = None  # the trace's sources of late time so far (TraceSession.culprits)
 
 
 @dataclass
@@ -80,12 +82,18 @@ class RunResult:
 
 
 class _Drainer:
-    """Drains the ring into the run directory and the streaming pass; keeps the live progress."""
+    """Drains the ring into the run directory, the streaming pass and the trace; keeps the live progress.
+
+    Each drained chunk is seen once by the run's late rule (softrt.analysis.cycles: its periods and
+    late cycles), and that one view goes to every consumer, so the live view, Prometheus, the
+    summary, the attribution and the ``--samples late`` store agree on every cycle.
+    """
 
     def __init__(self, ring: Ring, rundir: RunDir, collector: Collector) -> None:
         self.reader = ring.reader()
         self.rundir = rundir
         self.collector = collector
+        self.cycles = CycleStream(collector.stats.rule)
         self.progress = Progress(stats=collector.stats, run_id=rundir.run_id)
         self.overflows = 0
         self.trace: TraceSession | None = None  # fed every chunk (issue 9: why cycles were late)
@@ -93,16 +101,16 @@ class _Drainer:
     def drain(self) -> None:
         if self.reader is None:
             return
-        recs = self.reader.drain()
+        view = self.cycles.view(self.reader.drain())
         self.progress.ring_overflows = int(self.reader.overflows)
         if self.trace is not None:
-            self.trace.feed(recs)
-        if not recs.size:
+            self.trace.feed(view)
+        if not view.size:
             return
-        self.rundir.append(recs)
-        self.collector.add(recs)
+        self.rundir.append(view)
+        self.collector.add(view)
         snap = self.collector.progress()  # up to one batch (about 1 s) behind
-        self.progress.cycles += int(recs.size)  # exact: _close_rundir relies on it
+        self.progress.cycles += view.size  # exact: _close_rundir relies on it
         self.progress.max_period_us = snap.max_period_us or 0.0
         self.progress.missed_updates = snap.missed_updates
         self.progress.snapshot = snap
@@ -178,7 +186,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         rundir = RunDir(out_dir, new_run_id(), expected_rows, samples=config.samples, period_ns=config.period_ns,
                         late_threshold_ns=config.late_threshold_ns)
         ring = Ring.create(_ring_capacity())
-        collector = Collector(config.period_ns, config.motion if step is None else None)
+        collector = Collector(config.period_ns, config.motion if step is None else None,
+                              threshold_ns=config.late_threshold_ns)
         drainer = _Drainer(ring, rundir, collector)
         drainer.progress.config = config
         cleanup.callback(_close_rundir, rundir, drainer, out)
@@ -220,6 +229,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
                 raise _Interrupted
             tracer.start(proc.pid)  # the worker's pid filters its page faults and system calls
             drainer.trace = tracer
+            drainer.progress.culprits = tracer.culprits
             parent_conn.send("go")
             out.released = True
             parts.released_at = time.monotonic()

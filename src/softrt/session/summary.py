@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from ..analysis.verdict import judge
 from ..errors import ConfigError, SoftRTError
 from ..ipc.ring import Ring
 from ..platform import get_platform
@@ -137,7 +138,14 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     # The parts come from the layers below as JSON-ready dicts: read them as the summary's model
     # (the same checks as every reader, so what is written reads back).
     model = RunSummary.from_dict(summary, f"the summary of {rundir.run_id}")
-    return model if running else reconcile_misses(model)
+    if not running:
+        model = reconcile_misses(model)
+    # Judged on the final figures: the board's own miss count, the attribution's culprits.
+    verdict = judge(model.metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns,
+                    require=config.require, why_late=[] if running else [model.why_late])
+    if running and verdict.meets is False:
+        verdict = verdict.replace(why_unknown="the late cycles are explained when the run ends")
+    return model.replace(verdict=verdict)
 
 
 def checkpoint(parts: RunParts, *, wait: bool = False) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..analysis.cycles import DEFAULT_THRESHOLD_NS, CycleView
 from ..analysis.stream import RunStats
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
@@ -258,23 +259,25 @@ class RunDir:
             raise SoftRTError(f"cannot write {self.path / name}: {err.strerror or err}",
                               hint="free some space; the samples written so far are kept") from None
 
-    def append(self, records: np.ndarray, flush_rows: int = ROW_GROUP_ROWS) -> None:
-        """Queue *records*; write a Parquet row group once *flush_rows* are queued.
+    def append(self, chunk: np.ndarray | CycleView, flush_rows: int = ROW_GROUP_ROWS) -> None:
+        """Queue a chunk of records (or its cycle view, the drainer's: softrt.analysis.cycles); write a
+        Parquet row group once *flush_rows* are queued.
 
         A ``late`` run queues only the late records and their context, and adds every record to
         the per-second aggregates; after a write error every record drained is counted unwritten.
         """
+        records = chunk.records if isinstance(chunk, CycleView) else chunk
         if self._select is not None and records.size:
             if self.failure is not None:
                 self.unwritten += records.size
                 return
             try:
-                self._aggregate.add(records)
+                self._aggregate.add(chunk)
             except (OSError, pa.ArrowException) as err:
                 self.unwritten += records.size
                 self._fail(f"cannot write {AGGREGATES} at cycle {int(records['seq'][0]):,}: {_why(err)}")
                 return
-            records = self._select.add(records)
+            records = self._select.add(chunk)
         if records.size:
             self._pending.append(records)
             self._pending_rows += records.size
@@ -382,9 +385,10 @@ def iter_samples(run_path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[np.nd
         raise SoftRTError(f"cannot read samples {path}: {err}", hint="the file is corrupt or truncated") from None
 
 
-def load_run_stats(run_path: Path, period_ns: int) -> RunStats:
+def load_run_stats(run_path: Path, period_ns: int, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> RunStats:
     """A run's streaming-pass state: ``stats.json`` when the run stored it, else one pass over its
-    samples, batch by batch (runs recorded before stats.json existed)."""
+    samples, batch by batch (runs recorded before stats.json existed), with the late rule of
+    *threshold_ns*."""
     file = Path(run_path) / STATS
     if file.is_file():
         try:
@@ -392,7 +396,7 @@ def load_run_stats(run_path: Path, period_ns: int) -> RunStats:
         except (OSError, ValueError) as err:
             raise SoftRTError(f"cannot read {file}: {err}", hint="delete it: softrt then re-reads the samples") \
                 from None
-    stats = RunStats(period_ns)
+    stats = RunStats(period_ns, threshold_ns)
     for records in iter_samples(run_path):
         stats.add(records)
     return stats

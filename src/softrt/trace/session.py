@@ -7,7 +7,7 @@ then the trace is stopped, drained, attributed and its instance removed::
     tracer = cleanup.enter_context(TraceSession(config))
     ...                       # worker armed: its pid is known
     tracer.start(proc.pid)    # before "go"
-    drainer.trace = tracer    # drain() calls tracer.feed(records)
+    drainer.trace = tracer    # drain() calls tracer.feed(view): the chunk's cycle view
 
 Nothing here can fail the run: a tracefs, instance or event that cannot be used leaves the run
 going on and ``why_late()`` saying ``{"tracing": "unavailable: <reason>"}``.
@@ -15,15 +15,12 @@ going on and ``why_late()`` saying ``{"tracing": "unavailable: <reason>"}``.
 
 from __future__ import annotations
 
-import gzip
 import os
-import re
 import time
 from typing import Any
 
 from ..cpus import CpuSet
-from ..platform import get_platform
-from ..platform.kfiles import kpath, read_text
+from ..platform import get_platform, kfacts
 from .consumer import Consumer
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 
@@ -141,7 +138,8 @@ class TraceSession:
 
     # -- during the run (main thread) ---------------------------------------------------------------
     def feed(self, records) -> None:
-        """Hand one drained chunk of records, and the events read so far, to the attribution."""
+        """Hand one drained chunk (records, or the drainer's cycle view of them: softrt.analysis.cycles),
+        and the events read so far, to the attribution."""
         if self.attributor is None or self.result is not None:
             return
         t0 = time.thread_time()
@@ -152,6 +150,10 @@ class TraceSession:
         except Exception as err:  # the attribution must never fail the run
             self._fail(err)
         self.attribution_cpu_s += time.thread_time() - t0
+
+    def culprits(self) -> list[dict]:
+        """The sources of late time so far (Attributor.culprit_totals; none while not tracing)."""
+        return self.attributor.culprit_totals() if self.attributor is not None and self.result is None else []
 
     def _pump(self) -> None:
         events, steal, horizon_ns = self.consumer.take()
@@ -241,18 +243,15 @@ def rt_throttling(root: str = "/") -> bool | None:
         return None
     if runtime_us < 0:
         return False
-    release = (read_text(root, "/proc/sys/kernel/osrelease", fallback="") or "").strip()
-    version = tuple(int(x) for x in re.findall(r"\d+", release)[:2])
-    if len(version) < 2:
+    version = kfacts.kernel_version_tuple(root)
+    if version is None:
         return None
     if version < (6, 12):
         return True
-    try:
-        with gzip.open(kpath(root, "/proc/config.gz"), "rt", errors="replace") as fh:
-            config = fh.read()
-    except (OSError, EOFError, gzip.BadGzipFile):
+    config = kfacts.kconfig(root)
+    if config is None:
         return None  # a 6.12+ kernel whose config is not exposed: throttling or the fair server
-    return "\nCONFIG_RT_GROUP_SCHED=y" in "\n" + config
+    return config[0].get("CONFIG_RT_GROUP_SCHED") == "y"
 
 
 def _describe(err: Exception) -> str:

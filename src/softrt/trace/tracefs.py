@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 
 from ..cpus import CpuSet
-from ..platform import get_platform, state_dir
+from ..platform import get_platform, kfacts, state_dir
 from ..platform.kfiles import kpath, read_text, write_raw
 
 MOUNT_POINT = "/sys/kernel/tracing"
@@ -36,22 +36,13 @@ class TracingUnavailable(Exception):
     """Tracing cannot be used here; ``str()`` is the reason, said plainly."""
 
 
-def _mounts(root: str) -> list[tuple[str, str]]:
-    rows = []
-    for line in (read_text(root, "/proc/mounts", fallback="") or "").splitlines():
-        parts = line.split()
-        if len(parts) >= 3:
-            rows.append((parts[1].replace("\\040", " "), parts[2]))  # proc(5): spaces as \040
-    return rows
-
-
 def find(root: str = "/") -> Path | None:
     """Return the mounted tracefs directory (from /proc/mounts), or None.
 
     The standard mount point wins over any other (a tool may mount tracefs privately for a
     moment, and unmount it under our feet); then debugfs's ``tracing`` (older kernels).
     """
-    rows = _mounts(root)
+    rows = [(mp, kind) for _, mp, kind in kfacts.mounts(root)]
     points = [m for m, kind in rows if kind == "tracefs"]
     if any(m == "/sys/kernel/debug" and kind == "debugfs" for m, kind in rows):
         points.append("/sys/kernel/debug/tracing")

@@ -10,23 +10,23 @@ from __future__ import annotations
 
 import os
 
-from ...cpus import CpuSet
-from ...errors import ConfigError
-from ...platform.kfiles import kpath
-from .. import sysinfo
+from ....cpus import CpuSet
+from ....errors import ConfigError
+from ....platform.kfiles import kpath
+from ....platform import kfacts
 from ..context import Context
-from ..model import Finding, Severity, Status, not_applicable
+from ...model import Finding, Severity, Status, not_applicable
 
 _TUNE = "softrt tune --rt-cpus {rt} --apply"
 
 
 def _isolated_partitions(ctx: Context) -> tuple[CpuSet, list[str]]:
     """CPUs in cgroup-v2 isolated partitions, and where they were found (depth ≤ 3)."""
-    mp = sysinfo.mount_point(ctx.root, "cgroup2")
+    mp = kfacts.mount_point(ctx.root, "cgroup2")
     if mp is None:
         return CpuSet(), []
     cpus, where = CpuSet(), []
-    root_isolated = sysinfo.cpulist(ctx.root, f"{mp}/cpuset.cpus.isolated")  # Linux 6.7+
+    root_isolated = kfacts.cpulist(ctx.root, f"{mp}/cpuset.cpus.isolated")  # Linux 6.7+
     if root_isolated:
         return root_isolated, [f"{mp}/cpuset.cpus.isolated: {root_isolated}"]
     stack = [(mp, 0)]
@@ -34,7 +34,7 @@ def _isolated_partitions(ctx: Context) -> tuple[CpuSet, list[str]]:
         rel, depth = stack.pop()
         partition = ctx.text(f"{rel}/cpuset.cpus.partition")
         if partition and partition.split()[0] == "isolated":
-            eff = sysinfo.cpulist(ctx.root, f"{rel}/cpuset.cpus.effective") or CpuSet()
+            eff = kfacts.cpulist(ctx.root, f"{rel}/cpuset.cpus.effective") or CpuSet()
             cpus = cpus | eff
             where.append(f"{rel}/cpuset.cpus.partition: isolated ({eff})")
         if depth < 3:
@@ -49,9 +49,9 @@ def _isolated_partitions(ctx: Context) -> tuple[CpuSet, list[str]]:
 def check_isolation(ctx: Context) -> Finding:
     """RT CPUs reserved with isolcpus=domain or an isolated cpuset partition."""
     title = "CPU isolation (isolcpus / cpuset partition)"
-    isolated = sysinfo.cpulist(ctx.root, "/sys/devices/system/cpu/isolated")
+    isolated = kfacts.cpulist(ctx.root, "/sys/devices/system/cpu/isolated")
     params = ctx.cmdline or {}
-    boot_cpus, flags = sysinfo.parse_isolcpus(params["isolcpus"]) if "isolcpus" in params else (CpuSet(), ())
+    boot_cpus, flags = kfacts.parse_isolcpus(params["isolcpus"]) if "isolcpus" in params else (CpuSet(), ())
     part_cpus, part_where = _isolated_partitions(ctx)
     evidence = [f"/sys/devices/system/cpu/isolated: {isolated if isolated is not None else 'unreadable'}",
                 f"/proc/cmdline isolcpus: {params.get('isolcpus', '(not set)')}", *part_where]
@@ -79,8 +79,8 @@ def check_isolation(ctx: Context) -> Finding:
 def check_nohz_full(ctx: Context) -> Finding:
     """Tick stopped on the RT CPUs while one task runs (nohz_full=)."""
     title = "Adaptive tick (nohz_full)"
-    nohz = sysinfo.cpulist(ctx.root, "/sys/devices/system/cpu/nohz_full")
-    from_cmdline = sysinfo.cmdline_cpus(ctx.cmdline, "nohz_full")
+    nohz = kfacts.cpulist(ctx.root, "/sys/devices/system/cpu/nohz_full")
+    from_cmdline = kfacts.cmdline_cpus(ctx.cmdline, "nohz_full")
     cpus = nohz if nohz is not None else from_cmdline
     if ctx.config("CONFIG_NO_HZ_FULL") is None and ctx.kconfig is not None:
         evidence = (f"{ctx.kconfig[1]}: CONFIG_NO_HZ_FULL is not set",)
@@ -109,8 +109,8 @@ def check_rcu_nocbs(ctx: Context) -> Finding:
     title = "RCU callback offload (rcu_nocbs)"
     if ctx.cmdline is None:
         return not_applicable("cores.rcu_nocbs", title, "/proc/cmdline is unreadable")
-    nocbs = sysinfo.cmdline_cpus(ctx.cmdline, "rcu_nocbs") or CpuSet()
-    nohz = sysinfo.cmdline_cpus(ctx.cmdline, "nohz_full") or CpuSet()
+    nocbs = kfacts.cmdline_cpus(ctx.cmdline, "rcu_nocbs") or CpuSet()
+    nohz = kfacts.cmdline_cpus(ctx.cmdline, "nohz_full") or CpuSet()
     evidence = (f"/proc/cmdline rcu_nocbs: {ctx.cmdline.get('rcu_nocbs', '(not set)')}",
                 f"/proc/cmdline nohz_full: {ctx.cmdline.get('nohz_full', '(not set)')}",
                 f"CONFIG_RCU_NOCB_CPU: {ctx.config('CONFIG_RCU_NOCB_CPU') or 'not set or unknown'}")

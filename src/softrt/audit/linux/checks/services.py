@@ -10,11 +10,11 @@ and automatic NUMA balancing (hinting faults; Documentation/admin-guide/sysctl/k
 
 from __future__ import annotations
 
-from ...cpus import CpuSet
-from ...errors import ConfigError
-from .. import sysinfo
+from ....cpus import CpuSet
+from ....errors import ConfigError
+from ....platform import kfacts
 from ..context import Context
-from ..model import Finding, Severity, Status, not_applicable
+from ...model import Finding, Severity, Status, not_applicable
 
 RT_PROFILES = {"realtime", "realtime-virtual-guest", "realtime-virtual-host", "cpu-partitioning",
                "cpu-partitioning-powersave", "latency-performance", "network-latency"}
@@ -38,7 +38,7 @@ def _banned_cpus(ctx: Context) -> tuple[CpuSet, list[str]]:
             except ConfigError:
                 evidence.append(f"{rel}: unparsable {line.strip()!r}")
     for rel in ("/sys/devices/system/cpu/isolated", "/sys/devices/system/cpu/nohz_full"):
-        banned = banned | (sysinfo.cpulist(ctx.root, rel) or CpuSet())
+        banned = banned | (kfacts.cpulist(ctx.root, rel) or CpuSet())
     return banned, evidence
 
 
@@ -136,7 +136,7 @@ def check_thp(ctx: Context) -> Finding:
     if enabled is None:
         return not_applicable("services.thp", title, f"{base} is missing (kernel without TRANSPARENT_HUGEPAGE)")
     evidence = (f"{base}/enabled: {enabled}", f"{base}/defrag: {defrag}")
-    bad = [name for name, value in (("enabled", enabled), ("defrag", defrag)) if sysinfo.selected_word(value) == "always"]
+    bad = [name for name, value in (("enabled", enabled), ("defrag", defrag)) if kfacts.selected_word(value) == "always"]
     if bad:
         return Finding("services.thp", title, Status.WARN, Severity.MEDIUM,
                        f"THP {' and '.join(bad)} set to always", evidence,
@@ -144,7 +144,7 @@ def check_thp(ctx: Context) -> Finding:
                            "behind the application's back (Documentation/admin-guide/mm/transhuge.rst)",
                        fix=" ; ".join(f"echo madvise > {base}/{n}" for n in bad), tunable=True)
     return Finding("services.thp", title, Status.OK, Severity.MEDIUM,
-                   f"THP is {sysinfo.selected_word(enabled)} (defrag {sysinfo.selected_word(defrag)})", evidence)
+                   f"THP is {kfacts.selected_word(enabled)} (defrag {kfacts.selected_word(defrag)})", evidence)
 
 
 def check_numa_balancing(ctx: Context) -> Finding:
@@ -152,7 +152,7 @@ def check_numa_balancing(ctx: Context) -> Finding:
     title = "Automatic NUMA balancing"
     rel = "/proc/sys/kernel/numa_balancing"
     value = ctx.text(rel)
-    nodes = sysinfo.cpulist(ctx.root, "/sys/devices/system/node/online")
+    nodes = kfacts.cpulist(ctx.root, "/sys/devices/system/node/online")
     if value is None:
         return not_applicable("services.numa_balancing", title, f"{rel} is missing (kernel without NUMA_BALANCING)")
     evidence = (f"{rel}: {value}", f"NUMA nodes online: {nodes if nodes is not None else 'unknown'}")

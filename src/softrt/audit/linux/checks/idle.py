@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import struct
 
-from ...platform.kfiles import kpath
-from .. import procs, sysinfo
+from ....platform.kfiles import kpath
+from ....platform import kfacts, ktasks
 from ..context import Context
-from ..model import Finding, Severity, Status, not_applicable
+from ...model import Finding, Severity, Status, not_applicable
 
 #: Exit latencies above this count as "deep" (C1 is 1-2 µs; C1E is about 10, C6 about 100+).
 DEEP_EXIT_LATENCY_US = 5
@@ -39,8 +39,8 @@ def check_states(ctx: Context) -> Finding:
     """Enabled idle states on the RT CPUs and their exit latencies."""
     title = "Idle states on the RT CPUs"
     params = ctx.cmdline or {}
-    per_cpu = {cpu: sysinfo.idle_states(ctx.root, cpu) for cpu in ctx.rt_cpus}
-    driver = sysinfo.cpuidle_driver(ctx.root)
+    per_cpu = {cpu: kfacts.idle_states(ctx.root, cpu) for cpu in ctx.rt_cpus}
+    driver = kfacts.cpuidle_driver(ctx.root)
     if all(states is None for states in per_cpu.values()):
         evidence = (f"cpuidle driver: {driver or 'none'}", f"/proc/cmdline idle: {params.get('idle', '(not set)')}")
         if params.get("idle") == "poll":
@@ -102,7 +102,7 @@ def check_cmdline(ctx: Context) -> Finding:
     evidence = tuple(f"/proc/cmdline {k}: {ctx.cmdline.get(k, '(not set)')}" for k in keys)
     capped = ctx.cmdline.get("idle") == "poll" or any(
         ctx.cmdline.get(k, "").isdigit() and int(ctx.cmdline[k]) <= 1 for k in keys[:2])
-    deepest = max((s.exit_latency_us for cpu in ctx.online for s in (sysinfo.idle_states(ctx.root, cpu) or [])), default=0)
+    deepest = max((s.exit_latency_us for cpu in ctx.online for s in (kfacts.idle_states(ctx.root, cpu) or [])), default=0)
     if capped:
         return Finding("idle.cmdline", title, Status.OK, Severity.LOW, "C-states are capped at boot", evidence)
     if deepest <= DEEP_EXIT_LATENCY_US:
@@ -119,7 +119,7 @@ def check_pm_qos(ctx: Context) -> Finding:
     """Who holds /dev/cpu_dma_latency, and at what value."""
     title = f"PM QoS ({DMA_LATENCY})"
     limit = pm_qos_limit_us(ctx.root)
-    holders = procs.fd_holders(ctx.root, DMA_LATENCY)
+    holders = ktasks.fd_holders(ctx.root, DMA_LATENCY)
     if limit is None and not holders:
         return not_applicable("idle.pm_qos", title, f"{DMA_LATENCY} is unreadable (needs root, or CONFIG_PM)")
     who = ", ".join(f"{comm} ({pid})" for pid, comm in holders) or "nobody"

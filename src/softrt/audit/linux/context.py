@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from functools import cached_property
 
-from ..cpus import CpuSet
+from ...cpus import CpuSet
+from ...platform import kfacts, ktasks
 from . import irqs as _irqs
-from . import procs as _procs
-from . import sysinfo, systemd
+from . import systemd
 
 
 class Context:
@@ -42,35 +42,35 @@ class Context:
         They float on purpose: ``softrt tune`` moving the calling shell off the RT CPUs would make
         the next ``softrt run`` from that shell unable to use them (issue 12).
         """
-        return _procs.lineage(self.root, self.own_pid) if self.own_pid else []
+        return ktasks.lineage(self.root, self.own_pid) if self.own_pid else []
 
     def text(self, rel: str) -> str | None:
         """Return the stripped text of a kernel file, or None."""
-        return sysinfo.text(self.root, rel)
+        return kfacts.text(self.root, rel)
 
     @cached_property
     def cmdline(self) -> dict[str, str] | None:
         """Kernel parameters (/proc/cmdline)."""
-        return sysinfo.cmdline(self.root)
+        return kfacts.cmdline(self.root)
 
     @cached_property
     def kconfig(self) -> tuple[dict[str, str], str] | None:
         """(build configuration, where it was read) or None."""
-        return sysinfo.kconfig(self.root)
+        return kfacts.kconfig(self.root)
 
     def config(self, option: str) -> str | None:
         """Return a CONFIG_ option's value ("y", "250", …); None when unset or unknown."""
         return self.kconfig[0].get(option) if self.kconfig else None
 
     @cached_property
-    def tasks(self) -> list[_procs.Task]:
+    def tasks(self) -> list[ktasks.Task]:
         """Every thread on the machine."""
-        return _procs.tasks(self.root)
+        return ktasks.tasks(self.root)
 
     @cached_property
     def process_names(self) -> dict[str, list[int]]:
         """``{comm: [pid, …]}`` of user processes."""
-        return _procs.process_names(self.root)
+        return ktasks.process_names(self.root)
 
     @cached_property
     def irqs(self) -> list[_irqs.Irq]:

@@ -7,7 +7,7 @@ setting (step 1), the start type and state of SysMain, DPS, Audiosrv (step 2) an
 (step 4; the guide warns it cannot be undone without reimaging), the Windows Update policy,
 threaded DPCs (step 6, a restart) and the Defender exclusions (a security decision).
 
-The contract is Linux's (:mod:`.apply`): every previous value reaches the state file before its
+The contract is Linux's (:mod:`..linux.apply`): every previous value reaches the state file before its
 change; revert restores newest first and reads every value back.
 """
 
@@ -21,13 +21,13 @@ from ...errors import ConfigError
 from ...platform import wincmd, winsettings
 from ...platform.journal import Outcome
 from ...platform.winsettings import WIN_POWER, WIN_RSS, WIN_SERVICE
-from .. import windows
+from .. import state
+from ..linux.apply import Result  # the tune model (Plan, Step, Result) is the Linux backend's, shared
+from ..linux.plan import Plan, Step
 from ..model import Status
-from ..windows import checks
-from ..windows.facts import WinFacts
-from . import state
-from .apply import Result
-from .plan import Plan, Step
+from . import checks
+from . import runner as windows
+from .facts import WinFacts
 
 #: ``sc start``/``sc stop`` return once the service reports START_PENDING/STOP_PENDING (sc.exe
 #: start, "Remarks"): revert reads a service back until it leaves the pending state, this long at most.

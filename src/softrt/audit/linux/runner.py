@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import os
 
-from ..cpus import CpuSet, choose_cpus
-from ..errors import ConfigError, InvalidCpu, SoftRTError
-from ..platform import get_platform
-from ..platform.kfiles import read_text
+from ...cpus import CpuSet, choose_cpus
+from ...errors import ConfigError, InvalidCpu, SoftRTError
+from ...platform import get_platform, kfacts, ktasks
+from ...platform.kfiles import read_text
+from ..model import Report, crashed
 from . import sample as _sample
-from . import sysinfo, windows
 from .checks import ALL
 from .context import Context
-from .model import Finding, Report, Severity, Status
 
 
 def online_cpus(root: str = "/") -> CpuSet:
     """Return the online CPUs under *root* (this machine: falls back to os.cpu_count())."""
-    online = sysinfo.online_cpus(root)
+    online = kfacts.online_cpus(root)
     if online is None:
         if os.path.realpath(root) != "/":
             raise ConfigError(f"{root}/sys/devices/system/cpu/online is unreadable",
@@ -32,16 +31,11 @@ def online_cpus(root: str = "/") -> CpuSet:
 def _allowed(root: str) -> CpuSet | None:
     if os.path.realpath(root) == "/":
         return get_platform().allowed_cpus()
-    for line in read_text(root, "/proc/self/status", fallback="").splitlines():
-        if line.startswith("Cpus_allowed_list:"):
-            return CpuSet.parse(line.split(":", 1)[1])
-    return None
+    return ktasks.allowed_list(read_text(root, "/proc/self/status", fallback=""))
 
 
 def default_rt_cpu(root: str = "/") -> int:
     """Return the CPU ``softrt run`` uses by default (:func:`softrt.cpus.choose_cpus`)."""
-    if windows.applies(root):
-        return windows.default_rt_cpu(root)
     online = online_cpus(root)
     allowed = _allowed(root)
     rt_cpu, _ = choose_cpus(online, allowed if allowed is not None else online)
@@ -57,7 +51,7 @@ def validate_rt_cpus(rt_cpus: CpuSet, root: str = "/") -> tuple[CpuSet, CpuSet]:
     online = online_cpus(root)
     if not rt_cpus:
         raise ConfigError("no real-time CPU given", hint=f"name one or more online CPUs, e.g. --rt-cpus {online.last()}")
-    present = sysinfo.cpulist(root, "/sys/devices/system/cpu/present") or online
+    present = kfacts.cpulist(root, "/sys/devices/system/cpu/present") or online
     for cpu in rt_cpus:
         if cpu not in present:
             raise InvalidCpu(cpu, online, "does not exist")
@@ -75,10 +69,6 @@ def validate_rt_cpus(rt_cpus: CpuSet, root: str = "/") -> tuple[CpuSet, CpuSet]:
     return rt_cpus, housekeeping
 
 
-def _check_id(check) -> str:
-    return f"{check.__module__.rsplit('.', 1)[-1]}.{check.__name__.removeprefix('check_')}"
-
-
 def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Report:
     """Audit this machine (or a captured tree under *root*) for a 250 µs loop on *rt_cpus*.
 
@@ -94,8 +84,6 @@ def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Repor
         ConfigError: bad real-time CPUs (see :func:`validate_rt_cpus`).
     """
     root = str(root)
-    if windows.applies(root):
-        return windows.run_checks(rt_cpus, root, sample_s)
     rt_cpus, _ = validate_rt_cpus(rt_cpus, root)
     ctx = Context(root, rt_cpus, online_cpus(root))
     ctx.sample = _live_sample(ctx, sample_s) if sample_s > 0 and ctx.live else None
@@ -104,11 +92,8 @@ def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Repor
         try:
             findings.append(check(ctx))
         except (OSError, ValueError, SoftRTError) as err:
-            # A source that exists but cannot be parsed: say so, never crash the audit.
-            title = (check.__doc__ or _check_id(check)).strip().splitlines()[0]
-            findings.append(Finding(_check_id(check), title, Status.NA, Severity.LOW,
-                                    f"could not be read: {err}"))
-    meta = {"kernel": sysinfo.kernel_release(root), "sample_s": sample_s if ctx.sample else 0}
+            findings.append(crashed(check, err))  # a source that exists but cannot be parsed: say so
+    meta = {"kernel": kfacts.kernel_release(root), "sample_s": sample_s if ctx.sample else 0}
     return Report(rt_cpus, ctx.housekeeping, findings, ctx.sample, root, meta)
 
 

@@ -1,4 +1,4 @@
-"""Readers for kernel and CPU facts under a root directory (audit layer, read-only).
+"""Readers for kernel and CPU facts under a root directory (platform layer, read-only).
 
 Every function takes ``root`` and reads through :mod:`softrt.platform.kfiles`, so tests feed
 captured trees. A missing or unreadable file gives ``None`` (or an empty result); the checks turn
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
-from ..platform.kfiles import kpath, read_text
+from .kfiles import kpath, read_text
 
 CPU_DIR = "/sys/devices/system/cpu"
 
@@ -46,6 +46,17 @@ def cpulist(root: str, rel: str) -> CpuSet | None:
 def online_cpus(root: str) -> CpuSet | None:
     """Return the online CPUs (Documentation/admin-guide/cputopology.rst)."""
     return cpulist(root, f"{CPU_DIR}/online")
+
+
+def cpu_times(root: str) -> dict[int, list[int]]:
+    """Return /proc/stat per-CPU counters in USER_HZ ticks (proc(5): user nice system idle iowait irq
+    softirq steal …)."""
+    out = {}
+    for line in (text(root, "/proc/stat") or "").splitlines():
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu") and name[3:].isdigit():
+            out[int(name[3:])] = [int(v) for v in rest.split()]
+    return out
 
 
 # -- kernel command line -----------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import systemd
 from ..context import Context
-from ..model import Finding, Severity, Status
+from ...model import Finding, Severity, Status
 
 #: Process names (comm, at most 15 characters) of update agents at work.
 UPDATE_PROCESSES = ("unattended-upgr", "apt", "apt-get", "apt.systemd.dai", "dpkg", "packagekitd", "dnf",

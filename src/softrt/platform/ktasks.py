@@ -1,4 +1,4 @@
-"""Readers for processes and threads under a root directory (audit layer, read-only).
+"""Readers for processes and threads under a root directory (platform layer, read-only).
 
 Flags come from the 9th field of /proc/PID/stat (proc(5)); the bit values are from
 include/linux/sched.h and are what tuna's ``cannot_set_affinity()`` tests.
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
-from ..platform.kfiles import kpath, read_text
+from .kfiles import kpath, read_text
 
 PF_KTHREAD = 0x00200000  # a kernel thread
 PF_NO_SETAFFINITY = 0x04000000  # userland may not change its affinity (per-CPU kthreads)
@@ -86,7 +86,9 @@ def _tgid(status: str, default: int) -> int:
     return default
 
 
-def _allowed(status: str) -> CpuSet | None:
+def allowed_list(status: str) -> CpuSet | None:
+    """The CPUs a task may run on, from the text of its /proc/PID/status (``Cpus_allowed_list:``); None
+    when absent or not a cpulist."""
     for line in status.splitlines():
         if line.startswith("Cpus_allowed_list:"):
             try:
@@ -113,7 +115,7 @@ def read_task(root: str, pid: int, tid: int) -> Task | None:
     base = f"/proc/{pid}/task/{tid}"
     stat = parse_stat(read_text(root, f"{base}/stat", fallback=""))
     status = read_text(root, f"{base}/status", fallback="")
-    allowed = _allowed(status)
+    allowed = allowed_list(status)
     if stat is None or allowed is None:
         return None
     flags = stat["flags"]

@@ -12,9 +12,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..cpus import CpuSet
-from ..errors import ConfigError
-from ..platform.kfiles import kpath, read_text
+from ...cpus import CpuSet
+from ...errors import ConfigError
+from ...platform.kfiles import kpath, read_text
 
 
 @dataclass(frozen=True)

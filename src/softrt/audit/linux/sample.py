@@ -17,10 +17,11 @@ import re
 import time
 from pathlib import Path
 
-from ..cpus import CpuSet
-from ..platform.kfiles import kpath, read_text
-from ..trace import tracefs
-from . import procs
+from ...cpus import CpuSet
+from ...platform import ktasks
+from ...platform.kfacts import cpu_times
+from ...platform.kfiles import kpath, read_text
+from ...trace import tracefs
 
 _SWITCH = re.compile(
     r"^\s*.+?-\d+\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+sched_switch:\s+"
@@ -82,14 +83,14 @@ def proc_snapshot(root: str) -> dict[int, tuple[str, int, int]]:
     """Return ``{tid: (comm, run_ns, last_cpu)}`` for every thread (schedstat, else stat ticks)."""
     tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
     snap = {}
-    for pid in procs.pids(root):
+    for pid in ktasks.pids(root):
         try:
             tids = [int(n) for n in os.listdir(kpath(root, f"/proc/{pid}/task")) if n.isdigit()]
         except OSError:
             continue
         for tid in tids:
             base = f"/proc/{pid}/task/{tid}"
-            stat = procs.parse_stat(read_text(root, f"{base}/stat", fallback=""))
+            stat = ktasks.parse_stat(read_text(root, f"{base}/stat", fallback=""))
             if stat is None:
                 continue
             schedstat = read_text(root, f"{base}/schedstat", fallback="").split()
@@ -105,16 +106,6 @@ def diff_snapshots(before: dict, after: dict, cpus: CpuSet) -> dict[tuple[int, s
         if tid in before and cpu in cpus:
             _add(totals, (tid, comm), run_ns - before[tid][1])
     return totals
-
-
-def cpu_times(root: str) -> dict[int, list[int]]:
-    """Return /proc/stat per-CPU counters (user nice system idle iowait irq softirq steal …)."""
-    out = {}
-    for line in (read_text(root, "/proc/stat", fallback="") or "").splitlines():
-        name, _, rest = line.partition(" ")
-        if name.startswith("cpu") and name[3:].isdigit():
-            out[int(name[3:])] = [int(v) for v in rest.split()]
-    return out
 
 
 def idle_share(before: dict[int, list[int]], after: dict[int, list[int]], cpus: CpuSet) -> float | None:
@@ -164,7 +155,7 @@ def classify(root: str, tid: int, rt_cpus: CpuSet) -> str:
     """
     if tid == 0:
         return "idle"
-    task = procs.read_task(root, tid, tid)
+    task = ktasks.read_task(root, tid, tid)
     if task is None:
         return "exited"
     if task.kthread and not task.movable:

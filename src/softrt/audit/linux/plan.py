@@ -10,16 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...cpus import CpuSet
-from ...platform import fairserver, winsettings
-from .. import irqs as _irqs
-from .. import sysinfo
-from ..checks.cores import floating
-from ..checks.kernel import preemption
-from ..checks.services import check_irqbalance
-from ..checks.updates import stoppable_timers
-from ..context import Context
+from ...platform import fairserver, kfacts, winsettings
 from ..model import Report, Status
-from ..runner import online_cpus, run_checks, validate_rt_cpus
+from . import irqs as _irqs
+from .checks.cores import floating
+from .checks.kernel import preemption
+from .checks.services import check_irqbalance
+from .checks.updates import stoppable_timers
+from .context import Context
+from .runner import online_cpus, run_checks, validate_rt_cpus
 
 FILE, AFFINITY, SERVICE = "file", "affinity", "service"
 CPUIDLE_DISABLE = "{state}/disable"
@@ -139,27 +138,27 @@ def _sysctl_steps(ctx: Context) -> list[Step]:
             steps.append(_file(ctx, "/sys/devices/virtual/workqueue/cpumask",
                                _mask_away(ctx, cpus).to_mask(max(ctx.online) + 1), "cores.workqueue",
                                "unbound kworkers stay on the housekeeping CPUs"))
-    wd = sysinfo.cpulist(ctx.root, "/proc/sys/kernel/watchdog_cpumask")
+    wd = kfacts.cpulist(ctx.root, "/proc/sys/kernel/watchdog_cpumask")
     if wd is not None and not wd.isdisjoint(ctx.rt_cpus):
         steps.append(_file(ctx, "/proc/sys/kernel/watchdog_cpumask", str(_mask_away(ctx, wd)), "services.watchdog",
                            "no lockup-detector timer on the RT CPUs"))
     steps.append(_file(ctx, "/proc/sys/kernel/sched_rt_runtime_us", "-1", "kernel.rt_throttling",
                        "a real-time loop is never throttled"))
     for cpu in ctx.rt_cpus:
-        for state in sysinfo.idle_states(ctx.root, cpu) or []:
+        for state in kfacts.idle_states(ctx.root, cpu) or []:
             if not state.disabled and not state.is_poll:
                 steps.append(_file(ctx, CPUIDLE_DISABLE.format(state=state.path), "1", "idle.states",
                                    f"cpu{cpu} never enters {state.name} (exit {state.exit_latency_us} µs)"))
-        freq = sysinfo.cpufreq(ctx.root, cpu)
+        freq = kfacts.cpufreq(ctx.root, cpu)
         if freq and freq.governor != "performance" and "performance" in freq.available:
             steps.append(_file(ctx, freq.path, "performance", "kernel.governor", f"cpu{cpu} at a fixed, high frequency"))
     if ctx.text("/sys/kernel/mm/ksm/run") == "1":
         steps.append(_file(ctx, "/sys/kernel/mm/ksm/run", "0", "services.ksm", "ksmd stops (merged pages stay merged)"))
     for name in ("enabled", "defrag"):
         rel = f"/sys/kernel/mm/transparent_hugepage/{name}"
-        if sysinfo.selected_word(ctx.text(rel)) == "always":
+        if kfacts.selected_word(ctx.text(rel)) == "always":
             steps.append(_file(ctx, rel, "madvise", "services.thp", f"THP {name} only where a program asks for it"))
-    nodes = sysinfo.cpulist(ctx.root, "/sys/devices/system/node/online")
+    nodes = kfacts.cpulist(ctx.root, "/sys/devices/system/node/online")
     if ctx.text("/proc/sys/kernel/numa_balancing") not in (None, "0") and (nodes is None or len(nodes) > 1):
         steps.append(_file(ctx, "/proc/sys/kernel/numa_balancing", "0", "services.numa_balancing", "no NUMA hinting faults"))
     steps.append(_file(ctx, "/proc/sys/kernel/timer_migration", "0", "kernel.timer_migration",

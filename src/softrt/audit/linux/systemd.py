@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 
-from ..platform.kfiles import kpath
+from ...platform.kfiles import kpath
 
 UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system")
 

@@ -6,11 +6,10 @@ Severities follow Documentation/core-api/real-time/kernel-configuration.rst wher
 
 from __future__ import annotations
 
-from ...cpus import CpuSet
-from ...platform import fairserver
-from .. import sysinfo
+from ....cpus import CpuSet
+from ....platform import fairserver, kfacts
 from ..context import Context
-from ..model import Finding, Severity, Status, not_applicable
+from ...model import Finding, Severity, Status, not_applicable
 
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 RT_KERNEL_FIX = "boot a PREEMPT_RT kernel (Debian: linux-image-rt-amd64; Fedora/RHEL: kernel-rt)"
@@ -23,10 +22,10 @@ def check_rt_throttling(ctx: Context) -> Finding:
     if runtime is None:
         return not_applicable("kernel.rt_throttling", title, f"{RT_RUNTIME} is unreadable")
     period = ctx.text("/proc/sys/kernel/sched_rt_period_us")
-    version = sysinfo.kernel_version_tuple(ctx.root)
+    version = kfacts.kernel_version_tuple(ctx.root)
     group = ctx.config("CONFIG_RT_GROUP_SCHED")
     evidence = [f"{RT_RUNTIME}: {runtime}", f"/proc/sys/kernel/sched_rt_period_us: {period}",
-                f"kernel {sysinfo.kernel_release(ctx.root)}; CONFIG_RT_GROUP_SCHED: "
+                f"kernel {kfacts.kernel_release(ctx.root)}; CONFIG_RT_GROUP_SCHED: "
                 f"{group or ('not set' if ctx.kconfig else 'unknown')}"]
     # Since 6.12 the fair server replaced RT throttling unless RT_GROUP_SCHED is built in
     # (commit "sched/rt: Remove default bandwidth control"); then the sysctl only bounds admission.
@@ -49,7 +48,7 @@ def check_fair_server(ctx: Context) -> Finding:
     fair = fairserver.read(ctx.root, ctx.rt_cpus)
     if not fair.present:
         return not_applicable("kernel.fair_server", title,
-                              f"Linux {sysinfo.kernel_release(ctx.root) or '?'} has no fair server (it came with 6.12)")
+                              f"Linux {kfacts.kernel_release(ctx.root) or '?'} has no fair server (it came with 6.12)")
     evidence = [f"cpu{cpu}: {fair.describe(cpu)}" for cpu in ctx.rt_cpus]
     in_force = CpuSet([cpu for cpu in ctx.rt_cpus if fair.in_force(cpu)])
     own = set(ctx.own_lineage)
@@ -155,7 +154,7 @@ def check_smt(ctx: Context) -> Finding:
     """SMT (Hyper-Threading) siblings of the RT CPUs that run other work."""
     title = "SMT siblings (Hyper-Threading)"
     control = ctx.text("/sys/devices/system/cpu/smt/control")
-    siblings = {cpu: sysinfo.thread_siblings(ctx.root, cpu) for cpu in ctx.rt_cpus}
+    siblings = {cpu: kfacts.thread_siblings(ctx.root, cpu) for cpu in ctx.rt_cpus}
     evidence = [f"/sys/devices/system/cpu/smt/control: {control or 'absent'}"]
     evidence += [f"cpu{c} core siblings: {s if s is not None else 'unknown'}" for c, s in siblings.items()]
     if control in ("notsupported", "notimplemented", "off", "forceoff"):
@@ -183,7 +182,7 @@ def check_smt(ctx: Context) -> Finding:
 def check_governor(ctx: Context) -> Finding:
     """cpufreq governor of the RT CPUs (kernel-configuration.rst: performance, high)."""
     title = "CPU frequency governor"
-    freqs = {cpu: sysinfo.cpufreq(ctx.root, cpu) for cpu in ctx.rt_cpus}
+    freqs = {cpu: kfacts.cpufreq(ctx.root, cpu) for cpu in ctx.rt_cpus}
     if all(f is None for f in freqs.values()):
         return not_applicable("kernel.governor", title, "no cpufreq driver: the frequency is not under OS control "
                               "(a VM, or firmware-controlled)", Severity.HIGH)

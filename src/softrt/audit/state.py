@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...errors import ConfigError
-from ...platform import journal, state_dir
+from ..errors import ConfigError
+from ..platform import journal, state_dir
 
 FORMAT = "softrt-tune-state"
 FILENAME = "tune-state.jsonl"

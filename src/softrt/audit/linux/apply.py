@@ -24,11 +24,10 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...errors import ConfigError, NoSuchProcess, SoftRTError
-from ...platform import get_platform, journal, writable
+from ...platform import get_platform, journal, kfacts, ktasks, writable
 from ...platform.kfiles import read_raw
 from ...platform.journal import Outcome
-from .. import procs, sysinfo
-from . import state
+from .. import state
 from .plan import AFFINITY, FILE, SERVICE, Plan
 
 Writer = Callable[[Path, str], None]
@@ -81,7 +80,7 @@ class _CountingJournal:
 
 def _restore_value(raw: str) -> str:
     """What to write to get *raw* back: ``"[always] madvise never\\n"`` → ``always``."""
-    return sysinfo.selected_word(raw.strip()) or ""
+    return kfacts.selected_word(raw.strip()) or ""
 
 
 def _same(rel: str, readback: str, wanted: str) -> bool:
@@ -94,7 +93,7 @@ def _same(rel: str, readback: str, wanted: str) -> bool:
             return CpuSet.parse(got) == CpuSet.parse(wanted)
     except ConfigError:
         return False
-    return sysinfo.selected_word(got) == wanted
+    return kfacts.selected_word(got) == wanted
 
 
 def _why_failed(rel: str, err: OSError) -> str:
@@ -189,7 +188,7 @@ def _apply_file(root, step, entries, writer, runner) -> Outcome:
 
 
 def _same_thread(root: str, pid: int, tid: int, starttime: int | None) -> bool:
-    task = procs.read_task(root, pid, tid)
+    task = ktasks.read_task(root, pid, tid)
     return task is not None and (starttime is None or task.starttime == starttime)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..context import Context
 from ..irqs import Irq, default_affinity
-from ..model import Finding, Severity, Status, not_applicable
+from ...model import Finding, Severity, Status, not_applicable
 
 _SHOW = 12
 
