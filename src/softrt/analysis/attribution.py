@@ -22,18 +22,24 @@ Interference window ``[start, detect_i]`` (to ``write_i`` for a missed update wr
     busy with its previous activation, and that share is shown, not hidden.
 
 Parked while runnable: the worker (a FIFO task) switched out while runnable (``prev_state`` R)
-for idle or a lower-priority task; until it runs again, layer-0 time is a kernel cause named by
-what the events and the run show. When RT throttling was in force (the Attributor is told:
-``rt_throttling``, from ``sched_rt_runtime_us`` >= 0 and the kernel, see trace.session) it is
-``RT throttling`` (Documentation/scheduler/sched-rt-group.rst). Otherwise a SCHED_OTHER task can
-still take the CPU from a runnable FIFO task: since Linux 6.12 the *fair server*, a
+for idle or a lower-priority task. A SCHED_OTHER task that runs until the worker runs again is
+named itself (the culprit to move), with the mechanism that let it run as its ``via`` and in its
+detail: ``through RT throttling`` when RT throttling was in force (the Attributor is told:
+``rt_throttling``, from ``sched_rt_runtime_us`` >= 0 and the kernel, see trace.session;
+Documentation/scheduler/sched-rt-group.rst), else ``through the fair server``: since Linux 6.12 a
 SCHED_DEADLINE server for normal tasks (50 ms every 1 s by default,
-/sys/kernel/debug/sched/fair_server; Documentation/scheduler/sched-deadline.rst), ranks above
+/sys/kernel/debug/sched/fair_server; Documentation/scheduler/sched-deadline.rst) ranks above
 SCHED_FIFO, and without CONFIG_RT_GROUP_SCHED it replaced RT throttling ("sched/rt: Remove
 default bandwidth control"); seen on the benchmark VM as the worker preempted at a tick for ~50 ms of
-ksoftirqd and a busy python3. So: ``fair server`` for a SCHED_OTHER task, and the plain facts
-(switched out to idle, a lower-priority RT task ran) otherwise; with the value unknown, both
-candidates are named. A task kept current after the worker's *wakeup* is a different case (below).
+ksoftirqd and a busy python3; with the value unknown, both are named. Idle and a lower-priority RT
+task are the kernel's doing: ``RT throttling`` when in force, else the plain fact (switched out to
+idle, a lower-priority RT task ran). A task kept current after the worker's *wakeup* is a different
+case (below).
+
+Never more than it ran: a task's own time in a window is what the scheduler counted as its run
+time (timeline, ``RUN``); the rest of its stretch is ``hypervisor steal while another task held CPU
+N`` (outside the guest). Windows never overlap: a window that would start inside the previous one
+starts where that one ended, so no moment is credited twice.
 
 Waiting is no cause: after the worker blocked (switched out not runnable) and until its
 ``sched_wakeup``, whatever ran could not delay it. From the wakeup to the switch, idle is

@@ -27,8 +27,9 @@ interrupted, so nested time counts once, for the innermost):
 
 Expected event fields (the kernel's ``key=value`` text, see events.py): sched_switch
 ``prev_comm prev_pid prev_prio prev_state next_comm next_pid next_prio``; sched_wakeup ``pid``;
-sched_stat_runtime ``pid runtime``; irq_handler_entry/exit ``irq`` (and ``name``); softirq_entry ``vec`` (``action`` or ``[action``
-when the parser kept the bracket; else the name comes from the vector number);
+sched_stat_runtime ``pid runtime``; irq_handler_entry/exit ``irq`` (and ``name``); softirq_entry
+``vec`` (``action`` or ``[action`` when the parser kept the bracket; else the name comes from the
+vector number);
 workqueue_execute_start ``function`` (its text is ``work struct %p: function %ps``, not
 key=value: the trace layer must extract it); sys_enter ``id`` or ``NR`` (its text is ``NR %ld
 (...)``). Other ``X_entry``/``X_exit`` pairs (the x86 ``irq_vectors``, ``ipi_entry/exit``) are
