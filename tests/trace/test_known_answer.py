@@ -177,17 +177,12 @@ def test_b_a_sched_other_busy_task_never_makes_a_sleeping_cycle_late(tmp_path, d
     assert not mine or why["culprits"][0] not in mine, why["culprits"][:3]
 
 
-def _fair_server_kernel() -> bool:
-    release = os.uname().release.split("-")[0].split(".")
-    return tuple(int(x) for x in release[:2] if x.isdigit()) >= (6, 12)
-
-
-@pytest.mark.skipif(not _fair_server_kernel(), reason="the fair server came with Linux 6.12")
 def test_d_a_sched_other_task_on_the_rt_cpu_is_named_through_the_fair_server(tmp_path, disturber_bin):
     """A spin run switches RT throttling off, but since Linux 6.12 the fair server still runs a
     SCHED_OTHER task queued on the RT CPU up to 50 ms a second: the task is the culprit, by name."""
-    if not fairserver.read("/", [_last_cpu()]).in_force(_last_cpu()):
-        pytest.skip("the fair server is off on the RT CPU (runtime 0): a SCHED_OTHER task there never runs")
+    fair = fairserver.read("/", [_last_cpu()])
+    if not fair.in_force(_last_cpu()):
+        pytest.skip("no fair server on the RT CPU (Linux < 6.12, or runtime 0): a SCHED_OTHER task there never runs")
     with Disturber(disturber_bin, "other", 0, 0) as busy:
         cpu_before = busy.cpu_ns()
         result = _run(tmp_path, "spin")
@@ -195,8 +190,8 @@ def test_d_a_sched_other_task_on_the_rt_cpu_is_named_through_the_fair_server(tmp
     why = result.summary.to_dict()["why_late"]
     _traced(why)
     assert why["rt_throttling"] is False
-    fair = result.summary.tuning.fair_server  # the Mode block's line
-    assert fair is not None and fair.cpu == _last_cpu() and fair.in_force, fair
+    mode = result.summary.tuning.fair_server  # the Mode block's line
+    assert mode is not None and mode.cpu == _last_cpu() and mode.in_force, mode
     rows = [c for c in why["culprits"] if c["kind"] == "thread" and c["id"] == busy.pid]
     assert rows, f"{NAME} (pid {busy.pid}) is not among the culprits: {why['culprits'][:6]}"
     (row,) = rows  # only through the fair server: it never held a woken worker
