@@ -8,6 +8,13 @@ round (traced - untraced, the two runs next to each other) and its median, the e
 second, lost events, and the CPU time of the trace consumer (the pipe reader thread) and of the
 attribution (in the supervisor's main thread), both on the housekeeping CPU.
 
+``--oslat`` measures, instead, what the trace adds to each interruption of a spinning task, the
+only way it can delay a spin loop: ``oslat`` (rt-tests) spins on the RT CPU, SCHED_FIFO, alternately
+alone and traced by a run's own trace (``trace.session.TraceSession``, its filters pointed at
+oslat's measuring thread), and its histogram of the gaps between two reads of the clock gives the
+interruptions' durations (the 250 Hz tick and its softirqs, mostly) and the time they took a second.
+A hypervisor stall lands in either run; the median of the gaps is immune to it.
+
 ``--ethercat PERIODS`` runs, instead, an EtherCAT loop against ``softrt ecat-sim`` (2 slaves, on
 the housekeeping CPU) over a veth pair in a private network namespace, traced and untraced, and
 reports the same trace figures with the frames the simulator lost (issue 20: a polling worker must
@@ -16,6 +23,7 @@ not flood the trace).
     sudo python bench/trace_bench.py --rounds 4 --duration 5 --max-load 1   # a table
     sudo python bench/trace_bench.py --rounds 4 --duration 5 --json         # the same as JSON
     sudo PYTHONPATH=src python bench/trace_bench.py --ethercat 1000,250 --duration 10
+    sudo PYTHONPATH=src python bench/trace_bench.py --oslat --rounds 6 --duration 5
 
 Target (issues 9 and 17): p99 latency with tracing within 1 µs and within 10 % of without, judged on
 the median of the rounds' paired differences (one round's noise, a hypervisor stall in either run,
@@ -141,6 +149,99 @@ def _ethercat_main(args) -> int:
     return 0
 
 
+def _oslat(trace: bool, args, out: Path) -> dict:
+    """oslat spinning on the RT CPU for --duration s, traced or not; its interruptions (gaps >= 2 µs)."""
+    from softrt.ipc.layout import RECORD_DTYPE
+    from softrt.trace import TraceSession
+
+    cpu = args.cpu
+    jf = out / "oslat.json"
+    proc = subprocess.Popen(["oslat", "-c", str(cpu), "-C", str(min(os.sched_getaffinity(0))), "-f",
+                             str(args.priority), "-D", f"{max(1, round(args.duration))}", "-q", f"--json={jf}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    tracer = None
+    if trace:
+        tid = None
+        while tid is None and proc.poll() is None:  # oslat's measuring thread: the one pinned to the RT CPU
+            time.sleep(0.01)
+            for t in Path(f"/proc/{proc.pid}/task").iterdir():
+                status = (t / "status").read_text()
+                if f"Cpus_allowed_list:\t{cpu}\n" in status:
+                    tid = int(t.name)
+        tracer = TraceSession(RunConfig(cpu=cpu, period_ns=args.period_us * 1000, wait="spin"))
+        tracer.start(tid)
+        none = np.zeros(0, dtype=RECORD_DTYPE)
+        while proc.poll() is None:
+            tracer.feed(none)  # the attribution reads the events as in a run (there are no cycles to explain)
+            time.sleep(0.05)
+        tracer.close()
+    if proc.wait() != 0 or not jf.exists():
+        raise SystemExit(f"oslat failed: {proc.stderr.read().strip()}")
+    th = json.loads(jf.read_text())["thread"]
+    hist = {int(k): int(v) for k, v in next(iter(th.values()))["histogram"].items()}
+    gaps = np.repeat(np.array([k for k in hist if k >= 2]), [hist[k] for k in hist if k >= 2])
+    row = {"trace": trace, "gaps_per_s": gaps.size / args.duration, "stolen_us_per_s": float(gaps.sum()) / args.duration,
+           "gap_p50_us": float(np.median(gaps)) if gaps.size else None}
+    if tracer is not None:
+        why = tracer.why_late()
+        row.update(_trace_figures(why, args.duration), tracing=why.get("tracing"))
+    return row
+
+
+def _oslat_main(args) -> int:
+    from softrt.platform import get_platform
+    from softrt.platform.linux import RT_RUNTIME
+    from softrt.session.changes import ChangeJournal
+
+    plat = get_platform()
+    rows = []
+    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    # The trace's reader is a thread of this process: on the housekeeping CPUs, as in a run.
+    os.sched_setaffinity(0, os.sched_getaffinity(0) - {cpu})
+    args.cpu = cpu
+    with tempfile.TemporaryDirectory(prefix="softrt-trace-bench-") as tmp:
+        for rnd in range(1, args.rounds + 1):
+            _wait_for_load(args.max_load)
+            lock = plat.try_lock(plat.machine_lock_path("rt-loop"))  # no softrt run starts meanwhile
+            if lock is None:
+                raise SystemExit("another real-time softrt run holds this machine")
+            journal = ChangeJournal()
+            try:  # RT throttling would stop the spinning oslat 50 ms every second
+                journal.set(RT_RUNTIME, "-1", "bench: oslat spins")
+                for trace in ((False, True) if rnd % 2 else (True, False)):
+                    print(f"round {rnd}: oslat {'traced' if trace else 'untraced'}", file=sys.stderr)
+                    rows.append({"round": rnd, **_oslat(trace, args, Path(tmp))})
+            finally:
+                journal.restore()
+                os.close(lock)
+    figs = {}
+    for label, trace in (("untraced", False), ("traced", True)):
+        mine = [r for r in rows if r["trace"] is trace]
+        figs[label] = {k: [round(r[k], 2) for r in mine] for k in ("gaps_per_s", "stolen_us_per_s", "gap_p50_us")}
+        if trace:
+            figs[label].update({k: round(float(np.mean([r[k] for r in mine])), 2) for k in
+                                ("events_per_s", "consumer_cpu_pct", "attribution_cpu_pct")},
+                               lost_events=sum(r["lost_events"] or 0 for r in mine))
+    paired = {k: [round(t - u, 2) for t, u in zip(figs["traced"][k], figs["untraced"][k])]
+              for k in ("stolen_us_per_s", "gap_p50_us")}
+    result = {"rounds": args.rounds, "duration_s": args.duration, **figs, "paired": paired,
+              "median": {k: round(float(np.median(v)), 2) for k, v in paired.items()}}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"trace benchmark, oslat on the RT CPU: {args.rounds} rounds x {args.duration:g} s, load "
+          f"{os.getloadavg()[0]:.2f}")
+    for label in ("untraced", "traced"):
+        f = figs[label]
+        print(f"{label:9} interruptions/s {f['gaps_per_s']}; their median µs {f['gap_p50_us']}; "
+              f"µs taken a second {f['stolen_us_per_s']}")
+    m = result["median"]
+    print(f"traced - untraced, median of the rounds' pairs: {m['gap_p50_us']:+.2f} µs an interruption, "
+          f"{m['stolen_us_per_s']:+.1f} µs a second; {figs['traced']['events_per_s']:,.0f} events/s, "
+          f"{figs['traced']['lost_events']} lost, reader {figs['traced']['consumer_cpu_pct']:.1f} % of a CPU")
+    return 0
+
+
 def _wait_for_load(max_load: float, timeout_s: float = 900) -> None:
     end = time.monotonic() + timeout_s
     while max_load > 0 and os.getloadavg()[0] >= max_load and time.monotonic() < end:
@@ -165,7 +266,10 @@ def main() -> int:
                     help="before each round, wait (up to 15 minutes) for a 1-minute load below this")
     ap.add_argument("--ethercat", help="EtherCAT periods in µs (e.g. 1000,250): the EtherCAT benchmark instead")
     ap.add_argument("--sim-cpu", type=int, default=0, help="--ethercat: the simulator's CPU (housekeeping)")
+    ap.add_argument("--oslat", action="store_true", help="the interruptions of a spinning oslat, traced or not")
     args = ap.parse_args()
+    if args.oslat:
+        return _oslat_main(args)
     if args.ethercat:
         return _ethercat_main(args)
     rows = []
