@@ -6,7 +6,7 @@ import pytest
 
 from softrt.analysis import remedy
 from softrt.analysis.remedy import remedy_for
-from softrt.audit.checks import ALL
+from softrt.audit.linux.checks import ALL
 
 
 def test_every_check_id_a_remedy_names_is_one_of_audits_checks():

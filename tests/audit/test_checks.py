@@ -15,6 +15,7 @@ from softrt.cpus import CpuSet
 RT = CpuSet([3])
 
 OK, WARN, FAIL, NA = Status.OK, Status.WARN, Status.FAIL, Status.NA
+FAIR3 = "/sys/kernel/debug/sched/fair_server/cpu3/runtime"
 KCONFIG_NO_RT = "CONFIG_PREEMPT_DYNAMIC=y\nCONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_HZ=250\nCONFIG_NO_HZ_IDLE=y\nCONFIG_RT_GROUP_SCHED=y\n"
 
 
@@ -42,6 +43,10 @@ def _deep_idle(t):
 def _deep_idle_under_qos(t):
     t.idle_state(3, 2, "C6", 133, False)
     t.set("/dev/cpu_dma_latency", struct.pack("=i", 20))
+
+
+def _no_debugfs(t):
+    return t.set("/proc/mounts", "proc /proc proc rw 0 0").rm("/sys/kernel/debug")
 
 
 def _irqbalance(t):
@@ -131,6 +136,11 @@ CASES = [
     ("kernel.rt_throttling", lambda t: t.set("/proc/sys/kernel/sched_rt_runtime_us", "950000").set(
         "/proc/sys/kernel/osrelease", "6.1.0-18-amd64"), FAIL, "950000"),
     ("kernel.rt_throttling", lambda t: t.rm("/proc/sys/kernel/sched_rt_runtime_us"), NA, "unreadable"),
+    ("kernel.fair_server", None, OK, "off on the RT CPUs"),
+    ("kernel.fair_server", lambda t: t.set(FAIR3, "50000000").task(700, "python3", "0-3"), FAIL, "python3 (700)"),
+    ("kernel.fair_server", lambda t: t.set(FAIR3, "50000000"), WARN, "only per-CPU kernel threads"),
+    ("kernel.fair_server", lambda t: t.set("/proc/sys/kernel/osrelease", "6.6.0-amd64"), NA, "came with 6.12"),
+    ("kernel.fair_server", lambda t: _no_debugfs(t).task(700, "python3", "0-3"), FAIL, "in force on CPU 3"),
     ("kernel.preemption", None, OK, "PREEMPT_RT"),
     ("kernel.preemption", lambda t: (t.rm("/sys/kernel/realtime"), t.kconfig(KCONFIG_NO_RT),
                                      t.set("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC")), FAIL, "voluntary"),
@@ -258,3 +268,22 @@ def test_an_irq_the_kernel_keeps_is_a_reboot_fix_not_a_tune_one(good):
     f = finding(good, "irq.devices")
     assert f.status is Status.FAIL and not f.tunable and f.reboot
     assert "the kernel moves it only at boot" in f.evidence[0] and "isolcpus=managed_irq" in f.fix
+
+
+def test_fair_server_unreadable_says_why_and_how_to_fix(good):
+    """debugfs not mounted (a tree: nothing can mount it there), or not in the kernel at all."""
+    _no_debugfs(good).task(700, "python3", "0-3")
+    f = finding(good, "kernel.fair_server")
+    assert "debugfs is not mounted at /sys/kernel/debug" in f.evidence[0] and "50 ms" in f.evidence[0]
+    assert f.fix.startswith("mount -t debugfs none /sys/kernel/debug, then softrt tune --rt-cpus 3")
+    good.set("/proc/filesystems", "nodev\tproc")
+    f = finding(good, "kernel.fair_server")
+    assert "CONFIG_DEBUG_FS off" in f.evidence[0] and f.fix.startswith("the runtime cannot be changed here")
+    assert "python3 (700)" in f.evidence[1] and "ksoftirqd/3" in f.evidence[2]
+
+
+def test_fair_server_readable_gives_the_exact_write(good):
+    good.set(FAIR3, "50000000").task(700, "python3", "0-3")
+    f = finding(good, "kernel.fair_server")
+    assert f.evidence[0] == "cpu3: runtime 50 ms of every 1000 ms"
+    assert f.fix.startswith("echo 0 > /sys/kernel/debug/sched/fair_server/cpu3/runtime (softrt tune does it")

@@ -63,7 +63,7 @@ def test_an_empty_root_gives_reasons_not_crashes(tmp_path):
     (tmp_path / "sys/devices/system/cpu").mkdir(parents=True)
     (tmp_path / "sys/devices/system/cpu/online").write_text("0-1\n")
     report = run_checks(CpuSet([1]), str(tmp_path), sample_s=0)
-    assert len(report.findings) == 29
+    assert len(report.findings) == 30
     na = [f for f in report.findings if f.status is Status.NA]
     assert len(na) >= 20
     assert all(f.summary for f in na)
@@ -81,7 +81,7 @@ GARBAGE = ["/proc/cmdline", "/proc/interrupts", "/proc/irq/120/smp_affinity", "/
 def test_garbage_in_any_file_never_crashes(good, rel):
     good.set(rel, "\x00zz (( ]] -1-\n")
     report = run_checks(CpuSet([3]), str(good), sample_s=0)
-    assert len(report.findings) == 29
+    assert len(report.findings) == 30
 
 
 def test_unreadable_file_gives_a_reason(good):

@@ -19,7 +19,7 @@ from .trees import kernel_writer
 RT = CpuSet([3])
 FIXED = {"irq.nic", "irq.devices", "irq.default_affinity", "cores.workqueue", "services.watchdog", "kernel.rt_throttling",
          "idle.states", "kernel.governor", "services.ksm", "services.thp", "services.numa_balancing",
-         "kernel.timer_migration", "kernel.clocksource"}
+         "kernel.timer_migration", "kernel.clocksource", "kernel.fair_server"}
 
 
 def files_under(root):
@@ -43,12 +43,12 @@ def test_apply_fixes_the_checks_and_revert_restores_every_byte(untuned, state_di
     assert all(before[c] in (Status.FAIL, Status.WARN) for c in FIXED)
 
     result = apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
-    assert result.complete and result.count("applied") == 15
+    assert result.complete and result.count("applied") == 16
     after = statuses(untuned)
     assert {c for c in FIXED if after[c] is not Status.OK} == set()
 
     undone = revert(str(untuned), writer=kernel_writer)
-    assert undone.complete and undone.count("restored") == 15
+    assert undone.complete and undone.count("restored") == 16
     assert files_under(untuned.root) == before_files
     assert not result.state_path.exists()
 

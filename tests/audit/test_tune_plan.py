@@ -32,6 +32,7 @@ def break_everything(t):
     t.set("/sys/devices/system/clocksource/clocksource0/current_clocksource", "hpet")
     t.rm("/proc/500/fd")
     t.task(900, "MsMpEng", "0-3")
+    t.set("/sys/kernel/debug/sched/fair_server/cpu3/runtime", "50000000")
     return t
 
 
@@ -60,7 +61,10 @@ def test_plan_for_an_untuned_machine(good):
         "/proc/sys/kernel/numa_balancing": ("1", "0", "services.numa_balancing"),
         "/proc/sys/kernel/timer_migration": ("1", "0", "kernel.timer_migration"),
         "/sys/devices/system/clocksource/clocksource0/current_clocksource": ("hpet", "tsc", "kernel.clocksource"),
+        "/sys/kernel/debug/sched/fair_server/cpu3/runtime": ("50000000", "0", "kernel.fair_server"),
     }
+    assert plan.notes == ["fair server off on CPU 3: its per-CPU kernel threads (ksoftirqd, kworkers) can starve "
+                          "while a loop spins there, as with sched_rt_runtime_us = -1"]
     assert plan.steps[0].target.startswith("/proc/irq/")  # IRQs first: the seed's "important" step
     # No nohz_full=: this kernel is built without CONFIG_NO_HZ_FULL (the check says so instead).
     assert plan.kernel_cmdline == ("isolcpus=managed_irq,domain,3 rcu_nocbs=3 irqaffinity=0-2 preempt=full "
@@ -112,3 +116,16 @@ def test_an_irq_the_kernel_keeps_is_reboot_only(good, how):
 def test_a_kept_irq_off_the_rt_cpus_or_under_managed_irq_needs_nothing(good):
     plan = plan_tune(RT, str(_managed(good, 121, "mode")))  # isolcpus=managed_irq already, IRQ on CPU 2
     assert plan.steps == [] and plan.fixed_irqs == [] and plan.kernel_params == []
+
+
+def test_plan_without_a_usable_debugfs_relies_on_moving_the_tasks(good):
+    """No debugfs in the kernel (as a locked-down one, the runtime cannot be set): no step, and the
+    plan says what it does instead; the check's fix is not repeated as a manual step."""
+    good.set("/sys/kernel/debug/sched/fair_server/cpu3/runtime", "50000000").task(900, "MsMpEng", "0-3")
+    good.set("/proc/mounts", "proc /proc proc rw 0 0").rm("/sys/kernel/debug").set("/proc/filesystems", "nodev\tproc")
+    plan = plan_tune(RT, str(good))
+    assert not [s for s in plan.steps if s.check == "kernel.fair_server"] and plan.notes == []
+    (note,) = [n for n in plan.skipped if "fair server" in n]
+    assert "CONFIG_DEBUG_FS off" in note and "moved off the RT CPUs instead (cores.tasks)" in note
+    # a captured tree moves no task, so the check's fix stays a manual one there
+    assert "kernel.fair_server" in {c for c, _ in plan.manual}

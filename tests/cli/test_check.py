@@ -48,7 +48,7 @@ def test_json_output(run_cli, state_dir):
     assert code == 1
     data = json.loads(out)
     assert data["ready"] is False and data["rt_cpus"] == "1" and data["housekeeping_cpus"] == "0"
-    assert len(data["findings"]) == 29
+    assert len(data["findings"]) == 30
     nic = next(f for f in data["findings"] if f["id"] == "irq.nic")
     assert nic["status"] == "fail" and nic["severity"] == "high" and nic["tunable"] and nic["evidence"]
     assert data["fix_first"][0] == "kernel.preemption"

@@ -214,3 +214,19 @@ def test_a_dc_phase_lacking_figures_shows_dashes_not_a_traceback():
           "phase": {"n": 10, "mean_us": 1.5, "p99_us": None}}
     text = " ".join(dc_text(Board.from_dict({"distributed_clocks": dc})).plain.split())
     assert "mean +1.5 µs, p1 -, p99 -; |error| mean -" in text
+
+
+def test_the_mode_block_says_whether_the_fair_server_was_in_force():
+    from softrt.cli.render import mode_text
+
+    def mode(fair: dict | None) -> str:
+        tuning = {"applied": []} | ({"fair_server": fair} if fair else {})
+        return _text(mode_text(RunSummary.from_dict({"mode": "real-time", "status": "complete", "tuning": tuning})))
+
+    locked = mode({"cpu": 1, "in_force": True, "runtime_ns": None, "period_ns": None,
+                   "unreadable": "debugfs is locked down"})
+    assert "fair server: in force on CPU 1 (runtime unreadable: debugfs is locked down; the default is 50 ms" in locked
+    assert "fair server: in force on CPU 3 (50 ms of every 1000 ms" in mode(
+        {"cpu": 3, "in_force": True, "runtime_ns": 50_000_000, "period_ns": 1_000_000_000})
+    assert "fair server: off on CPU 3 (runtime 0)" in mode({"cpu": 3, "in_force": False, "runtime_ns": 0})
+    assert "fair server" not in mode(None)  # a kernel without one

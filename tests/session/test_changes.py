@@ -37,6 +37,19 @@ def test_set_journals_then_restore_verifies_and_drops_journal(tree):
     assert not journal.path.exists()
 
 
+def test_a_journal_restored_once_can_journal_again(tree):
+    """bench/run_bench.py switches RT throttling off around each reference run with one journal: the
+    second change wrote to the closed journal (OSError: [Errno 9] Bad file descriptor)."""
+    root, f = tree
+    journal = changes.ChangeJournal(str(root))
+    for _ in range(2):
+        journal.set(RT, "-1", "test")
+        assert f.read_text() == "-1\n" and journal.path.exists()
+        journal.restore()
+        assert f.read_text() == "950000\n" and not journal.path.exists()
+    assert [c.verified for c in journal.changes] == [True, True]
+
+
 def test_set_to_the_current_value_changes_nothing(tree):
     root, f = tree
     journal = changes.ChangeJournal(str(root))

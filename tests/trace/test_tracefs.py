@@ -54,6 +54,8 @@ def test_wanted_events_take_what_the_kernel_has():
     assert wanted["sched:sched_wakeup"] == "wakeup" and wanted["sched:sched_switch"] is None  # only the worker's wakeups
     # a sleeping loop's own clock_nanosleep would pay the syscall tracepoint on every wake-up
     assert "raw_syscalls:sys_enter" not in dict(wanted_events(available, "sleep"))
+    # a device worker polls its socket with one call after another: the trace would flood
+    assert "raw_syscalls:sys_enter" not in dict(wanted_events(available, "spin", "ethercat"))
 
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="tracefs needs root")

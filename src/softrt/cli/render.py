@@ -238,6 +238,8 @@ def mode_text(summary: RunSummary) -> Text:
         out.append(f"\n  system change: {change.path} {change.before} -> {change.during} ({state})")
     for item in tuning.not_applied:
         out.append(f"\n  not applied: {item.what}: {item.why}", style="red")
+    if (fair := tuning.fair_server) is not None:
+        out.append(f"\n  {fair_server_line(fair)}", style="yellow" if fair.in_force else "")
     check = summary.check
     if check is not None:
         out.append(f"\nsoftrt check before the run: {check.verdict}", style="green" if check.ready else "yellow")
@@ -247,6 +249,18 @@ def mode_text(summary: RunSummary) -> Text:
         else:
             out.append(f"\n  NOT restored after an earlier run: {change.path}: {change.note}", style="red")
     return out
+
+
+def fair_server_line(fair) -> str:
+    """``fair server: in force on CPU 1 (50 ms of every 1000 ms for SCHED_OTHER tasks there)`` (Linux 6.12+)."""
+    if not fair.in_force:
+        return f"fair server: off on CPU {fair.cpu} (runtime 0)"
+    if fair.runtime_ns is not None:
+        share = f"{fair.runtime_ns / 1e6:g} ms of every {(fair.period_ns or 1e9) / 1e6:g} ms"
+    else:
+        share = f"runtime unreadable: {fair.unreadable}; the default is 50 ms of every 1000 ms"
+    return (f"fair server: in force on CPU {fair.cpu} ({share} for SCHED_OTHER tasks there, ahead of the loop; "
+            "softrt check: kernel.fair_server)")
 
 
 def render_summary(summary: RunSummary, path: str | None = None, notice: Text | None = None) -> Group:

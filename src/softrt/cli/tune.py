@@ -58,6 +58,8 @@ def render_plan(plan: Plan) -> Group:
     if plan.manual:
         parts += [Text(""), Text("Not done by softrt tune (by hand):", style="bold")]
         parts += [Text(f"  {check}: {fix}") for check, fix in plan.manual]
+    for note in plan.notes:
+        parts.append(Text(f"Trade-off: {note}", style="yellow"))
     for note in plan.skipped:
         parts.append(Text(f"Left out: {note}", style="dim"))
     return Group(*parts)

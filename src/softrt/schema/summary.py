@@ -207,11 +207,22 @@ class SystemChange(Doc):
     note: str | None = opt()  # why it was not restored, and the fix
 
 
+class FairServer(Doc):
+    """The fair server (Linux 6.12+) on the RT CPU during the run (platform.fairserver)."""
+
+    cpu: int | None = None
+    in_force: bool | None = None
+    runtime_ns: int | None = count()
+    period_ns: int | None = count()
+    unreadable: str | None = opt()  # why the runtime is not known (then the kernel's default is assumed)
+
+
 class Tuning(Doc):
     applied: list[Tuned] = many()
     not_applied: list[Tuned] = many()
     system_changes: list[SystemChange] = many()
     recovered_from_earlier_runs: list[SystemChange] = many()
+    fair_server: FairServer | None = opt()  # absent on kernels without one
 
 
 class Ring(Doc):

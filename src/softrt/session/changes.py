@@ -105,6 +105,7 @@ class ChangeJournal:
                 failures.append(failure)
         if self._file is not None:
             self._file.close()
+            self._file = None  # a later set() starts a new journal (bench/run_bench.py reuses one)
         if failures:
             if os.path.lexists(self.path):  # not already set aside by an earlier call
                 journal.set_aside(self.path, "; ".join(failures))

@@ -29,7 +29,7 @@ from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
-from ..platform import get_platform, lock_stop_hint
+from ..platform import fairserver, get_platform, lock_stop_hint
 from ..store.history import History
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..schema.summary import RunSummary
@@ -132,6 +132,7 @@ class _Outcome:
     applied: list = field(default_factory=list)
     not_applied: list = field(default_factory=list)
     worker: dict = field(default_factory=dict)
+    fair_server: dict | None = None  # the fair server on the RT CPU (Linux 6.12+), for the Mode block
 
     def partial(self, reason: str) -> None:
         if self.reason is None:
@@ -300,6 +301,8 @@ def _apply_system_changes(config: RunConfig, plat, journal, out: _Outcome, clean
     cleanup.callback(plat.set_affinity, previous)
     plat.set_affinity(housekeeping)  # validate() made sure there is one
     out.applied.append({"what": "supervisor_affinity", "detail": f"supervisor on CPUs {housekeeping}"})
+    fair = fairserver.read("/", [config.cpu])
+    out.fair_server = fair.mode(config.cpu) if fair.present else None
     if config.wait == "spin" and plat.caps.rt_throttling:
         # A spinning real-time task is throttled for 50 ms every second by default (Linux,
         # Documentation/scheduler/sched-rt-group.rst); the platform names the setting that stops it.

@@ -109,6 +109,7 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
             "not_applied": out.not_applied,
             "system_changes": [c.to_dict() for c in parts.journal.changes] + tracer.system_changes(),
             "recovered_from_earlier_runs": [c.to_dict() for c in parts.recovered],
+            **({"fair_server": out.fair_server} if out.fair_server else {}),
         },
     }
     if running:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...cpus import CpuSet
-from ...platform import kfacts, winsettings
+from ...platform import fairserver, kfacts, winsettings
 from ..model import Report, Status
 from . import irqs as _irqs
 from .checks.cores import floating
@@ -74,6 +74,7 @@ class Plan:
     manual: list[tuple[str, str]] = field(default_factory=list)  # (check id, fix) applied by nobody
     skipped: list[str] = field(default_factory=list)  # what this plan leaves out, and why
     fixed_irqs: list[str] = field(default_factory=list)  # IRQs on the RT CPUs that only a reboot moves
+    notes: list[str] = field(default_factory=list)  # the trade-offs of steps it takes
     report: Report | None = None
 
     @property
@@ -87,7 +88,7 @@ class Plan:
                 "steps": [s.to_dict() for s in self.steps], "kernel_cmdline": self.kernel_cmdline,
                 "kernel_params": [{"param": p, "check": c} for p, c in self.kernel_params],
                 "manual": [{"check": c, "fix": f} for c, f in self.manual], "skipped": self.skipped,
-                "reboot_only_irqs": self.fixed_irqs}
+                "reboot_only_irqs": self.fixed_irqs, "notes": self.notes}
 
 
 def _file(ctx: Context, rel: str, after: str, check: str, why: str) -> Step | None:
@@ -180,6 +181,27 @@ def _sysctl_steps(ctx: Context) -> list[Step]:
     return [s for s in steps if s]
 
 
+def _fair_server(ctx: Context, plan: Plan) -> None:
+    """Runtime 0 for the fair server on the RT CPUs where debugfs allows it (kernel.fair_server); where
+    it is locked down or absent, say so: moving every movable task off the RT CPUs is then the fix."""
+    fair = fairserver.read(ctx.root, ctx.rt_cpus)
+    cpus = [cpu for cpu in ctx.rt_cpus if fair.in_force(cpu)]
+    if not cpus:
+        return
+    if fair.debugfs in ("locked", "absent"):
+        plan.skipped.append(f"the fair server's runtime on CPU {CpuSet(cpus)}: {fair.unreadable}; every movable task is "
+                            "moved off the RT CPUs instead (cores.tasks), so no SCHED_OTHER task but the per-CPU "
+                            "kernel threads is there for it to run")
+        return
+    for cpu in cpus:
+        step = _file(ctx, fairserver.RUNTIME.format(cpu=cpu), "0", "kernel.fair_server",
+                     f"cpu{cpu}: SCHED_OTHER tasks no longer run ahead of the loop")
+        plan.steps.extend([step] if step else [])
+    if any(s.check == "kernel.fair_server" for s in plan.steps):
+        plan.notes.append(f"fair server off on CPU {CpuSet(cpus)}: its per-CPU kernel threads (ksoftirqd, kworkers) "
+                          "can starve while a loop spins there, as with sched_rt_runtime_us = -1")
+
+
 def _task_steps(ctx: Context) -> list[Step]:
     steps = []
     for task in floating(ctx):
@@ -233,6 +255,7 @@ def plan_tune(rt_cpus: CpuSet, root: str = "/") -> Plan:
     else:
         plan.skipped.append("threads and services: a captured tree's processes are not this machine's")
     plan.steps += _irq_steps(ctx) + _sysctl_steps(ctx)
+    _fair_server(ctx, plan)
     if ctx.live:
         plan.steps += _task_steps(ctx)
         if ctx.own_lineage:
@@ -243,6 +266,8 @@ def plan_tune(rt_cpus: CpuSet, root: str = "/") -> Plan:
     fixed = {s.check for s in plan.steps} | {c for _, c in plan.kernel_params}
     if "cores.tasks" in fixed:
         fixed.add("cores.sample")  # what the sample saw is what the task moves fix
+        if any("fair server" in note for note in plan.skipped):
+            fixed.add("kernel.fair_server")  # locked down: the task moves are all there is
     plan.manual = [(f.id, f.fix) for f in report.findings
                    if f.status in (Status.FAIL, Status.WARN) and f.fix and f.id not in fixed]
     return plan

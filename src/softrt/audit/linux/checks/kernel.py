@@ -7,12 +7,11 @@ Severities follow Documentation/core-api/real-time/kernel-configuration.rst wher
 from __future__ import annotations
 
 from ....cpus import CpuSet
-from ....platform import kfacts
+from ....platform import fairserver, kfacts
 from ..context import Context
 from ...model import Finding, Severity, Status, not_applicable
 
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
-FAIR_SERVER = "/sys/kernel/debug/sched/fair_server/cpu{cpu}/runtime"
 RT_KERNEL_FIX = "boot a PREEMPT_RT kernel (Debian: linux-image-rt-amd64; Fedora/RHEL: kernel-rt)"
 
 
@@ -28,11 +27,6 @@ def check_rt_throttling(ctx: Context) -> Finding:
     evidence = [f"{RT_RUNTIME}: {runtime}", f"/proc/sys/kernel/sched_rt_period_us: {period}",
                 f"kernel {kfacts.kernel_release(ctx.root)}; CONFIG_RT_GROUP_SCHED: "
                 f"{group or ('not set' if ctx.kconfig else 'unknown')}"]
-    fair = {cpu: ctx.text(FAIR_SERVER.format(cpu=cpu)) for cpu in ctx.rt_cpus}
-    if version and version >= (6, 12):
-        shown = ", ".join(f"cpu{c} {int(v) / 1e6:g} ms" for c, v in fair.items() if v and v.isdigit())
-        evidence.append("fair deadline server (Linux 6.12+): " + (f"runtime {shown} per period" if shown else
-                        "50 ms per 1 s by default (debugfs not mounted)"))
     # Since 6.12 the fair server replaced RT throttling unless RT_GROUP_SCHED is built in
     # (commit "sched/rt: Remove default bandwidth control"); then the sysctl only bounds admission.
     throttles = runtime != "-1" and not (version and version >= (6, 12) and ctx.kconfig is not None and group is None)
@@ -45,7 +39,49 @@ def check_rt_throttling(ctx: Context) -> Finding:
     summary = "RT throttling is off" if runtime == "-1" else "the sysctl only bounds admission on this kernel"
     return Finding("kernel.rt_throttling", title, Status.OK, Severity.HIGH, summary, tuple(evidence),
                    why="since Linux 6.12 the fair server still gives SCHED_OTHER tasks queued on the loop's CPU up to "
-                       "50 ms a second; keep them off the RT CPUs" if version and version >= (6, 12) else "")
+                       "50 ms a second (kernel.fair_server)" if version and version >= (6, 12) else "")
+
+
+def check_fair_server(ctx: Context) -> Finding:
+    """The fair server (Linux 6.12+): SCHED_OTHER tasks it runs on the RT CPUs ahead of the loop."""
+    title = "Fair server (Linux 6.12+)"
+    fair = fairserver.read(ctx.root, ctx.rt_cpus)
+    if not fair.present:
+        return not_applicable("kernel.fair_server", title,
+                              f"Linux {kfacts.kernel_release(ctx.root) or '?'} has no fair server (it came with 6.12)")
+    evidence = [f"cpu{cpu}: {fair.describe(cpu)}" for cpu in ctx.rt_cpus]
+    in_force = CpuSet([cpu for cpu in ctx.rt_cpus if fair.in_force(cpu)])
+    own = set(ctx.own_lineage)
+    others = [t for t in ctx.tasks if not t.realtime and not t.allowed.isdisjoint(in_force)]
+    movable = sorted({f"{t.comm} ({t.pid})" for t in others if t.movable and t.pid not in own})
+    percpu = sorted({t.comm for t in others if not t.movable})
+    evidence += [f"SCHED_OTHER tasks that may run there ({len(movable)}): {', '.join(movable[:8]) or 'none'}"
+                 + (", …" if len(movable) > 8 else ""),
+                 f"per-CPU kernel threads there ({len(percpu)}): {', '.join(percpu[:6]) or 'none'}"
+                 + (", …" if len(percpu) > 6 else "")]
+    if not in_force:
+        return Finding("kernel.fair_server", title, Status.OK, Severity.HIGH, "off on the RT CPUs (runtime 0)",
+                       tuple(evidence), why="per-CPU kernel threads there wait while the loop spins, as with "
+                       "sched_rt_runtime_us = -1: keep the loop's duty cycle below 100 % if they must run")
+    cpus = ctx.describe_cpus(in_force)
+    if fair.debugfs in ("locked", "absent"):
+        fix = (f"the runtime cannot be changed here ({'debugfs is locked down' if fair.debugfs == 'locked' else fair.unreadable}): "
+               f"keep every SCHED_OTHER task off {cpus}; softrt tune --rt-cpus {ctx.rt_cpus} moves the movable ones, "
+               f"isolcpus={ctx.rt_cpus} keeps new ones off at boot")
+    elif fair.debugfs == "not mounted":
+        fix = (f"mount -t debugfs none {fairserver.DEBUGFS}, then softrt tune --rt-cpus {ctx.rt_cpus} (runtime 0 "
+               f"there, and the movable tasks off {cpus})")
+    else:
+        fix = "; ".join(f"echo 0 > {fairserver.RUNTIME.format(cpu=cpu)}" for cpu in in_force) + \
+            f" (softrt tune does it, and moves the movable tasks off {cpus})"
+    status, severity = (Status.FAIL, Severity.HIGH) if movable else (Status.WARN, Severity.MEDIUM)
+    who = (f"{len(movable)} SCHED_OTHER tasks may run there, e.g. {', '.join(movable[:3])}" if movable
+           else "only per-CPU kernel threads may run there")
+    return Finding("kernel.fair_server", title, status, severity, f"in force on {cpus}: {who}", tuple(evidence),
+                   why="the fair server runs SCHED_OTHER tasks queued on the loop's CPU ahead of SCHED_FIFO, up to its "
+                       "runtime every period (50 ms a second by default), even with RT throttling off: stalls of "
+                       "milliseconds (Documentation/scheduler/sched-deadline.rst; commit \"sched/fair: Fair server "
+                       "interface\")", fix=fix, tunable=True)
 
 
 def preemption(ctx: Context) -> tuple[str | None, str]:
@@ -230,5 +266,5 @@ def check_swap(ctx: Context) -> Finding:
                    fix="swapoff -a (and drop swap from /etc/fstab), or keep the loop's memory locked")
 
 
-CHECKS = (check_rt_throttling, check_preemption, check_tick, check_smt, check_governor, check_boost,
+CHECKS = (check_rt_throttling, check_fair_server, check_preemption, check_tick, check_smt, check_governor, check_boost,
           check_clocksource, check_timer_migration, check_swap)
