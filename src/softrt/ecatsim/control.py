@@ -14,6 +14,7 @@ import math
 
 from ..errors import ConfigError
 from ..ethercat.al import AlState
+from ..store.validate import parse_json
 from .faults import CORRUPTIONS, KINDS
 
 #: A request is a few fields: 4 KiB is plenty (and one datagram holds at most 64 KiB anyway).
@@ -38,8 +39,6 @@ def parse_request(raw: bytes, slaves: int) -> dict:
     if len(raw) > MAX_REQUEST_BYTES:
         raise RequestError(f"request of {len(raw)} bytes; at most {MAX_REQUEST_BYTES}")
     try:
-        from ..store.validate import parse_json  # on the first request: the store loads pyarrow, slow to start
-
         doc = parse_json(raw, "control request", max_depth=MAX_DEPTH)
     except ConfigError as err:
         raise RequestError(err.msg) from None
