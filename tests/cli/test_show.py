@@ -68,9 +68,10 @@ def test_a_running_run_then_a_killed_one(tmp_path, state_dir, rt_settings_restor
     assert listing["status"] == "running" and listing["running"]["alive"] is False  # the file's word, and the truth
 
 
-def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home):
+def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home, run_cli, monkeypatch):
     """Long hosts, runs started in the same second, a 24 h cycle count, partial and died runs,
     through the command line at COLUMNS=80; every listed id is one softrt show takes."""
+    monkeypatch.setenv("COLUMNS", "80")  # (each command makes its console: it reads the width then)
     base = tmp_path / "lab"
     t = datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
     runs = [write_synthetic_run(base, cycles=2_000, host=host, seed=seed, started_at=when, scenario=scenario)
@@ -86,8 +87,9 @@ def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home):
         summary = json.loads((run / "summary.json").read_text())
         summary.update(edit)
         (run / "summary.json").write_text(json.dumps(summary))
-    assert _softrt("history", "add", str(base)).returncode == 0
-    out = _softrt("history").stdout
+    assert run_cli("history", "add", str(base))[0] == 0
+    code, out, _ = run_cli("history")
+    assert code == 0
     lines = out.splitlines()
     assert all(len(line) <= 80 for line in lines), out
     ids = [json.loads((r / "summary.json").read_text())["run_id"] for r in runs]
@@ -98,8 +100,8 @@ def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home):
     for run_id, row in zip(sorted(ids, key=lambda i: i[:15]), rows):  # oldest first
         short = row.split()[0]
         assert run_id.startswith(short) and len(short) >= 15
-        shown = _softrt("show", short, "--json")
-        assert shown.returncode == 0 and json.loads(shown.stdout)["run_id"] == run_id, shown.stderr
+        code, shown, err = run_cli("show", short, "--json")
+        assert code == 0 and json.loads(shown)["run_id"] == run_id, err
 
 
 def test_show_of_a_run_with_overruns_says_the_verdict_first_and_the_slack_low_tail(run_cli, tmp_path, home):
