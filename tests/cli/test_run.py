@@ -15,14 +15,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-
-
-pytestmark = pytest.mark.rt
 RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 
 
-
-
+# Bad input is refused before anything runs: these tests are not rt (they run beside the rest); every
+# test that runs a loop is.
 @pytest.mark.parametrize("args,needle", [
     (["--period", "0"], "period"),
     (["--period", "-5us"], "not a time"),
@@ -67,6 +64,7 @@ def test_unwritable_output_directory(run_cli, tmp_path, state_dir):
     assert code == 2 and "cannot write runs" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.rt
 def test_with_require_the_exit_status_follows_the_verdict(tmp_path, state_dir, rt_settings_restored, run_cli):
     args = ("run", "--duration", "0.3s", "--no-trace", "--quiet", "--out-dir", str(tmp_path))
     code, out, err = run_cli(*args, "--require", "period.max<=1us")  # a ~250 µs period never meets it
@@ -78,12 +76,11 @@ def test_with_require_the_exit_status_follows_the_verdict(tmp_path, state_dir, r
     assert verdict["meets"] is True and not verdict["default"] and [c["passed"] for c in verdict["checks"]] == [True] * 2
 
 
-def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_throttling_on, rt_settings_restored,
-                                               softrt_cmd):
+@pytest.mark.rt
+def test_two_second_run_is_structurally_right(real_run):
     period_ns, duration_s = 250_000, 2
-    proc = softrt_cmd("run", "--duration", f"{duration_s}s", "--json", "--out-dir", str(tmp_path))
-    assert proc.returncode == 0, proc.stderr
-    s = json.loads(proc.stdout)
+    assert real_run.proc.returncode == 0, real_run.proc.stderr
+    s = real_run.summary
     assert s["schema"] == "softrt.summary/1" and s["status"] == "complete"
     board_cycles = duration_s * 1e9 / period_ns
     # Every write is one record; a missed board cycle has no write of its own.
@@ -91,7 +88,7 @@ def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_throttling
     assert s["records_missing"] == 0 and s["ring"]["overflows"] == 0
     assert s["board"]["writes"] == s["cycles"]
     assert s["board"]["missed_updates"] == s["misses"]["missed_updates"]
-    run_dir = tmp_path / s["run_id"]
+    run_dir = real_run.runs / s["run_id"]
     table = pq.read_table(run_dir / "samples.parquet")
     assert table.num_rows == s["cycles"]
     # The mean period per board cycle is the board's clock seen through the loop: within 1 % of
@@ -103,15 +100,17 @@ def test_two_second_run_is_structurally_right(tmp_path, state_dir, rt_throttling
     for name in ("config.json", "host.json", "summary.json"):
         assert (run_dir / name).exists()
     assert s["host"]["kernel"] == os.uname().release and s["host"]["cpu_count"] == os.cpu_count()
-    if os.geteuid() == 0:
+    if os.geteuid() == 0:  # (RT throttling was on, as on an untuned machine)
         assert s["mode"] == "real-time"
         change = s["tuning"]["system_changes"][0]
         assert change["path"] == str(RT_RUNTIME) and change["restored"] and change["verified"]
+    assert real_run.rt_runtime_after == real_run.rt_runtime_before
     assert s["motion"]["writes"] == s["cycles"]
     assert s["motion"]["missed_updates"] == s["misses"]["missed_updates"]
-    assert list(state_dir.glob("restore/*.jsonl")) == []
+    assert list(real_run.state_dir.glob("restore/*.jsonl")) == []
 
 
+@pytest.mark.rt
 @pytest.mark.parametrize("wait", ["sleep", "hybrid"])
 def test_sleep_and_hybrid_waits_run(tmp_path, state_dir, rt_settings_restored, wait, softrt_cmd):
     proc = softrt_cmd("run", "--duration", "0.5s", "--wait", wait, "--axes", "8", "--json", "--out-dir", str(tmp_path))
@@ -123,6 +122,7 @@ def test_sleep_and_hybrid_waits_run(tmp_path, state_dir, rt_settings_restored, w
     assert s["cycles"] > 1500 and others == []
 
 
+@pytest.mark.rt
 def test_profile_none_is_the_untuned_run(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     proc = softrt_cmd("run", "--duration", "0.3s", "--profile", "none", "--json", "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
@@ -131,6 +131,7 @@ def test_profile_none_is_the_untuned_run(tmp_path, state_dir, rt_settings_restor
     assert s["config"]["cpu"] is None
 
 
+@pytest.mark.rt
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
 def test_without_capabilities_runs_anyway_labelled_not_real_time(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     drop = ("setpriv", "--bounding-set=-sys_nice,-ipc_lock", "--inh-caps=-all")
@@ -170,6 +171,7 @@ def _wait_for_records(proc, records=400, timeout_s=30.0) -> int:
     raise AssertionError("the run did not start cycling")
 
 
+@pytest.mark.rt
 def test_ctrl_c_keeps_every_record_and_restores(tmp_path, state_dir, rt_settings_restored):
     proc = _start(tmp_path, "--duration", "20s")
     _wait_for_records(proc)
@@ -183,6 +185,7 @@ def test_ctrl_c_keeps_every_record_and_restores(tmp_path, state_dir, rt_settings
     assert all(c["restored"] for c in s["tuning"]["system_changes"])
 
 
+@pytest.mark.rt
 def test_crashing_step_is_a_partial_run_with_the_reason(tmp_path, state_dir, rt_settings_restored):
     script = tmp_path / "crash.py"
     script.write_text(textwrap.dedent(f"""
@@ -203,6 +206,7 @@ def test_crashing_step_is_a_partial_run_with_the_reason(tmp_path, state_dir, rt_
     assert s["cycles"] == 299
 
 
+@pytest.mark.rt
 def test_killed_worker_is_a_partial_run(tmp_path, state_dir, rt_settings_restored):
     import psutil
 
@@ -216,6 +220,7 @@ def test_killed_worker_is_a_partial_run(tmp_path, state_dir, rt_settings_restore
     assert s["cycles"] > 0 and all(c["restored"] for c in s["tuning"]["system_changes"])
 
 
+@pytest.mark.rt
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
 def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path, state_dir, rt_throttling_on,
                                                                        rt_settings_restored, softrt_cmd):
@@ -236,6 +241,7 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
     assert list(state_dir.glob("restore/*.jsonl")) == []
 
 
+@pytest.mark.rt
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
 def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt_throttling_on, rt_settings_restored,
                                                         softrt_cmd):
@@ -253,15 +259,16 @@ def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt
     assert [c["path"] for c in recovered] == [str(RT_RUNTIME)] and recovered[0]["restored"]
 
 
-def test_check_before_the_run_is_stored_with_it(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
-    proc = softrt_cmd("run", "--duration", "0.2s", "--check", "--json", "--out-dir", str(tmp_path))
-    assert proc.returncode == 0, proc.stderr
-    s = json.loads(proc.stdout)
+@pytest.mark.rt
+def test_check_before_the_run_is_stored_with_it(real_run):
+    assert real_run.proc.returncode == 0, real_run.proc.stderr
+    s = real_run.summary
     assert isinstance(s["check"]["ready"], bool) and s["check"]["verdict"]
-    full = json.loads((tmp_path / s["run_id"] / "check.json").read_text())
+    full = json.loads((real_run.runs / s["run_id"] / "check.json").read_text())
     assert full["rt_cpus"] == str(s["config"]["cpu"]) and full["findings"]
 
 
+@pytest.mark.rt
 def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     first = _start(tmp_path, "--duration", "20s")
     try:
@@ -275,6 +282,7 @@ def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, r
         first.communicate(timeout=30)
 
 
+@pytest.mark.rt
 def test_a_second_ctrl_c_cannot_cut_the_cleanup_short(tmp_path, state_dir, rt_settings_restored):
     proc = _start(tmp_path, "--duration", "20s")
     _wait_for_records(proc)
@@ -296,6 +304,7 @@ def _history_ids() -> list[str]:
     return [r.run_id for r in History().list_runs()]
 
 
+@pytest.mark.rt
 @pytest.mark.parametrize("moment", ["arming", "running", "ending"])
 def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, rt_settings_restored, interrupts,
                                                            moment):
@@ -324,6 +333,7 @@ def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, 
     assert list(state_dir.glob("restore/*.jsonl")) == []
 
 
+@pytest.mark.rt
 def test_ring_overflow_is_counted_printed_stored_and_shown(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     # A 512-record ring holds 0.13 s at 250 µs; the supervisor is stopped for 0.6 s.
     env = {**os.environ, "SOFTRT_RING_CAPACITY": "512", "COLUMNS": "200"}
@@ -396,6 +406,7 @@ def test_a_full_disk_is_refused_before_the_run_with_the_figures(tmp_path, state_
     assert not any((mnt / "runs").iterdir())
 
 
+@pytest.mark.rt
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_a_disk_that_fills_during_the_run_leaves_a_readable_partial_run(tmp_path, state_dir, rt_settings_restored,

@@ -31,6 +31,11 @@ def figures(html: str) -> dict[str, str | None]:
 
 @pytest.fixture
 def cyclictest_run(tmp_path):
+    return write_cyclictest_run(tmp_path)
+
+
+def write_cyclictest_run(tmp_path):
+    """An imported cyclictest result (a histogram, no samples) in *tmp_path*/imported."""
     hist = {str(i): int(1000 / (i - 5) ** 2) + 1 for i in range(6, 60)}
     doc = {"file_version": 1, "cmdline:": "cyclictest -m -p 90 -i 250 -h 60 --json=x.json", "rt_test_version:": "2.40",
            "start_time": "Sun, 29 Nov 2026 10:00:00 +0000", "end_time": "Sun, 29 Nov 2026 10:10:00 +0000",
@@ -169,11 +174,12 @@ def test_runs_by_id_prefix_and_directory_of_runs(tmp_path, synth_run, monkeypatc
     assert len(both.runs) == 2
 
 
-def test_png_export(tmp_path, synth_run, cyclictest_run):
-    png_dir = tmp_path / "png"
-    result = build_report([synth_run(), cyclictest_run], tmp_path / "r.html", png_dir=png_dir)
-    assert sorted(p.name for p in result.pngs) == sorted(f"{k}.png" for k in PLOT_KEYS)
-    for p in result.pngs:
+def assert_pngs_drawn(png_dir):
+    """Every plot exported as a PNG of the page's size, drawn (tests/cli/test_report.py exports them
+    through ``softrt report --png``, the one PNG export of the suite)."""
+    pngs = sorted(png_dir.glob("*.png"))
+    assert [p.name for p in pngs] == sorted(f"{k}.png" for k in PLOT_KEYS)
+    for p in pngs:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         img = imread(p)
         height, width = img.shape[:2]
