@@ -147,7 +147,9 @@ def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt
     from softrt.store.history import History
 
     out_dir = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "compare", "untuned", "tuned+load", "--duration", "1s",
+    loaded = tmp_path / "loaded.toml"  # two of tuned+load's loads: those that start at once (no clip to encode)
+    loaded.write_text('name = "loaded"\nprofile = "rt"\nwait = "spin"\n[[load]]\nname = "disk"\n[[load]]\nname = "memory"\n')
+    proc = subprocess.Popen([sys.executable, "-m", "softrt", "compare", "untuned", str(loaded), "--duration", "0.5s",
                              "--settle", "0.3s", "--json", "--out-dir", str(out_dir)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if moment == "first":  # the untuned run's worker (no SCHED_FIFO) is up
@@ -163,7 +165,7 @@ def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt
     result = json.loads(out)
     assert result["interrupted"] is True and result["passed"] is False
     rounds = result["rounds"]
-    assert [r["scenario"] for r in rounds] == (["untuned"] if moment == "first" else ["untuned", "tuned+load"])
+    assert [r["scenario"] for r in rounds] == (["untuned"] if moment == "first" else ["untuned", "loaded"])
     assert rounds[-1]["status"] == "partial"
     assert [r.run_id for r in History().list_runs()] == [r["run_id"] for r in rounds]
     for r in rounds:  # every stored run has its loads block, the interrupted one too
