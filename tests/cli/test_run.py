@@ -112,10 +112,10 @@ def test_two_second_run_is_structurally_right(real_run):
 
 @pytest.mark.rt
 @pytest.mark.parametrize("wait", ["sleep", "hybrid"])
-def test_sleep_and_hybrid_waits_run(tmp_path, state_dir, rt_settings_restored, wait, softrt_cmd):
-    proc = softrt_cmd("run", "--duration", "0.5s", "--wait", wait, "--axes", "8", "--json", "--out-dir", str(tmp_path))
-    assert proc.returncode == 0, proc.stderr
-    s = json.loads(proc.stdout)
+def test_sleep_and_hybrid_waits_run(tmp_path, state_dir, rt_settings_restored, wait, run_cli):
+    code, out, err = run_cli("run", "--duration", "0.5s", "--wait", wait, "--axes", "8", "--json", "--out-dir", str(tmp_path))
+    assert code == 0, err
+    s = json.loads(out)
     assert s["config"]["wait"] == wait and s["config"]["axes"] == 8
     # only spin needs throttling off (a tracefs mounted for the run's trace is the other change)
     others = [c for c in s["tuning"]["system_changes"] if c["path"] != "/sys/kernel/tracing"]
@@ -123,10 +123,10 @@ def test_sleep_and_hybrid_waits_run(tmp_path, state_dir, rt_settings_restored, w
 
 
 @pytest.mark.rt
-def test_profile_none_is_the_untuned_run(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
-    proc = softrt_cmd("run", "--duration", "0.3s", "--profile", "none", "--json", "--out-dir", str(tmp_path))
-    assert proc.returncode == 0, proc.stderr
-    s = json.loads(proc.stdout)
+def test_profile_none_is_the_untuned_run(tmp_path, state_dir, rt_settings_restored, run_cli):
+    code, out, err = run_cli("run", "--duration", "0.3s", "--profile", "none", "--json", "--out-dir", str(tmp_path))
+    assert code == 0, err
+    s = json.loads(out)
     assert s["mode"] == "untuned" and s["tuning"]["applied"] == [] and s["tuning"]["system_changes"] == []
     assert s["config"]["cpu"] is None
 
@@ -223,7 +223,7 @@ def test_killed_worker_is_a_partial_run(tmp_path, state_dir, rt_settings_restore
 @pytest.mark.rt
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
 def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path, state_dir, rt_throttling_on,
-                                                                       rt_settings_restored, softrt_cmd):
+                                                                       rt_settings_restored, run_cli):
     import psutil
 
     before = RT_RUNTIME.read_text()
@@ -235,8 +235,8 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
     proc.communicate()
     worker.wait(timeout=10)  # PR_SET_PDEATHSIG: the worker dies with its parent
     assert list(state_dir.glob("restore/*.jsonl"))
-    nxt = softrt_cmd("history")  # any softrt command restores it, and says so
-    assert nxt.returncode == 0 and "restored /proc/sys/kernel/sched_rt_runtime_us" in nxt.stderr
+    code, _, err = run_cli("history")  # any softrt command restores it, and says so
+    assert code == 0 and "restored /proc/sys/kernel/sched_rt_runtime_us" in err
     assert RT_RUNTIME.read_text() == before
     assert list(state_dir.glob("restore/*.jsonl")) == []
 
@@ -244,7 +244,7 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
 @pytest.mark.rt
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
 def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt_throttling_on, rt_settings_restored,
-                                                        softrt_cmd):
+                                                        run_cli):
     import psutil
 
     proc = _start(tmp_path, "--duration", "20s")
@@ -253,9 +253,9 @@ def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt
     proc.kill()
     proc.communicate()
     worker.wait(timeout=10)
-    nxt = softrt_cmd("run", "--duration", "0.2s", "--json", "--out-dir", str(tmp_path))
-    assert nxt.returncode == 0, nxt.stderr
-    recovered = json.loads(nxt.stdout)["tuning"]["recovered_from_earlier_runs"]
+    code, out, err = run_cli("run", "--duration", "0.2s", "--json", "--out-dir", str(tmp_path))
+    assert code == 0, err
+    recovered = json.loads(out)["tuning"]["recovered_from_earlier_runs"]
     assert [c["path"] for c in recovered] == [str(RT_RUNTIME)] and recovered[0]["restored"]
 
 
@@ -269,13 +269,13 @@ def test_check_before_the_run_is_stored_with_it(real_run):
 
 
 @pytest.mark.rt
-def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, rt_settings_restored, run_cli):
     first = _start(tmp_path, "--duration", "20s")
     try:
         _wait_for_records(first)
-        second = softrt_cmd("run", "--duration", "1s", "--out-dir", str(tmp_path / "second"))
-        assert second.returncode == 1
-        assert f"another real-time softrt run or tune holds this machine: pid {first.pid} (user " in second.stderr
+        code, _, err = run_cli("run", "--duration", "1s", "--out-dir", str(tmp_path / "second"))
+        assert code == 1
+        assert f"another real-time softrt run or tune holds this machine: pid {first.pid} (user " in err
         assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
     finally:
         first.send_signal(signal.SIGINT)
@@ -334,7 +334,8 @@ def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, 
 
 
 @pytest.mark.rt
-def test_ring_overflow_is_counted_printed_stored_and_shown(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+def test_ring_overflow_is_counted_printed_stored_and_shown(tmp_path, state_dir, rt_settings_restored, run_cli,
+                                                          monkeypatch):
     # A 512-record ring holds 0.13 s at 250 µs; the supervisor is stopped for 0.6 s.
     env = {**os.environ, "SOFTRT_RING_CAPACITY": "512", "COLUMNS": "200"}
     proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--duration", "1.2s", "--out-dir",
@@ -354,8 +355,9 @@ def test_ring_overflow_is_counted_printed_stored_and_shown(tmp_path, state_dir, 
     assert s["misses"]["missed_updates"] == s["board"]["missed_updates"]
     assert "not_computed" in s["motion"]
     assert _history_ids() == [s["run_id"]]
-    shown = softrt_cmd("show", str(run_dir))
-    assert shown.returncode == 0 and "Motion impact: not computed" in shown.stdout, shown.stderr
+    monkeypatch.setenv("COLUMNS", "120")
+    code, shown, err = run_cli("show", str(run_dir))
+    assert code == 0 and "Motion impact: not computed" in shown, err
 
 
 @pytest.fixture
