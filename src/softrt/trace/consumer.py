@@ -11,7 +11,8 @@ reads; what it could not hold is reported by the pipe (``[LOST N EVENTS]``) and 
 
 The main thread takes the batches (:meth:`Consumer.take`) and feeds the attribution, so the
 attribution itself needs no lock. ``horizon_ns`` says up to when the events are complete: the
-last moment the pipe was found empty.
+last moment the pipe was found empty, or the last event read (the pipe merges the CPUs' buffers
+in time order), less a millisecond for an event still being committed.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class Consumer(threading.Thread):
                     self._sample_steal(now)
                     next_steal = now + STEAL_EVERY_NS
                 tail, empty_at = self._read_all(tail)
-                self.horizon_ns = empty_at - _HORIZON_SLACK_NS
+                self.horizon_ns = max(self.horizon_ns, empty_at - _HORIZON_SLACK_NS)
                 if stopping:
                     break  # tracing was turned off before stop(): this read emptied the buffer
                 # A fixed pace rather than poll(2), which for the pipe waits for ``buffer_percent``
@@ -115,6 +116,8 @@ class Consumer(threading.Thread):
             self.events_read += len(batch)
             with self._lock:
                 self._events.extend(batch)
+                if batch:  # a pipe that never runs empty (several busy CPUs) still moves the horizon on
+                    self.horizon_ns = max(self.horizon_ns, batch[-1].ts_ns - _HORIZON_SLACK_NS)
 
     def _sample_steal(self, now_ns: int) -> None:
         samples = [StealSample(ts_ns=now_ns, cpu=cpu, steal_ns=ns) for cpu, ns in read_steal_all(self.cpus).items()]
