@@ -144,11 +144,14 @@ def test_timerfd_rearms_before_returning_and_each_expiry_is_its_cycle():
     assert th.timers == {"timerfd_tmrproc": 3}
 
 
-def test_a_realtime_timer_is_converted_to_the_trace_clock():
+@pytest.mark.parametrize("mode, expiry_offset", [("ABS", True), ("REL", False)])
+def test_a_realtime_timer_is_converted_to_the_trace_clock(mode, expiry_offset):
+    """An absolute CLOCK_REALTIME expiry is realtime ns; a relative one (glibc's nanosleep, seen on
+    6.18: hrtimer_setup says CLOCK_REALTIME mode=REL) runs on the monotonic base."""
     tr = Trace()
     offset = 1_700_000_000 * 10**9  # CLOCK_REALTIME - CLOCK_MONOTONIC
-    tr.add(99, 0, "ct", T, "hrtimer_setup", "hrtimer=00000000aa clockid=CLOCK_REALTIME mode=ABS")
-    tr.start(100, 0, offset + 200 * US)
+    tr.add(99, 0, "ct", T, "hrtimer_setup", f"hrtimer=00000000aa clockid=CLOCK_REALTIME mode={mode}")
+    tr.start(100, 0, (offset if expiry_offset else 0) + 200 * US)
     tr.switch(101, 0, "ct", T, 19, "S", "swapper/0", 0, 120)
     tr.wakeup(210, 0)
     tr.switch(211, 0, "swapper/0", 0, 120, "R", "ct", T, 19)

@@ -13,8 +13,9 @@ the kernel logs for the thread:
     setitimer, which signal it). Other hrtimers that fire while the thread is current (the tick)
     are not its sleeps.
 ``timer:hrtimer_setup``
-    the clock of that timer (CLOCK_MONOTONIC, or REALTIME/BOOTTIME/TAI: converted to the trace's
-    mono clock with the offsets the caller measured).
+    the clock of that timer: a BOOTTIME expiry is converted to the trace's mono clock with the
+    offset the caller measured; REALTIME and TAI too when the expiry is one (decades from the mono
+    clock: a relative REALTIME timer runs on the monotonic base).
 ``timer:hrtimer_cancel`` before its expiry
     the sleep was cut short (a signal, I/O): that expiry never comes. (The kernel logs the same
     event when the timer fires, at or after the expiry: that one is kept.)
@@ -50,8 +51,7 @@ SLEEP_TIMERS = frozenset({"hrtimer_wakeup", "timerfd_tmrproc", "posix_timer_fn",
 TRACE_RESOLUTION_NS = 1_000
 #: Expiries kept per thread at most (a thread arms one or two timers at a time).
 MAX_ARMED = 16
-#: A timer whose expiry is this far from the trace's mono clock without a known clock is REALTIME
-#: (ns since 1970 against ns since boot: decades apart).
+#: A REALTIME or TAI expiry is this far from the trace's mono clock (ns since 1970 against ns since boot).
 _FAR_NS = 10 * 365 * 86400 * 10**9
 
 
@@ -109,6 +109,7 @@ class ThreadCycles:
     cpus: set[int] = field(default_factory=set)  # where it ran
     migrations: int = 0
     timers: dict[str, int] = field(default_factory=dict)  # timer function -> cycles
+    timer_slack_ns: int = 0  # the most its timers were allowed to fire late (expires - softexpires)
     exited_ns: int | None = None
     first_ns: int | None = None  # its first event
     last_ns: int | None = None  # its last event
@@ -121,22 +122,28 @@ class ThreadCycles:
     _last_cpu: int | None = None
     _preempt: list | None = None  # [cpu, start_ns, holder (comm, pid, prio), holder_since_ns, pids credited]
 
+    def __post_init__(self) -> None:
+        self._tid_text = str(self.tid)  # the pid as the kernel prints it in the events' fields
+
     # -- input --------------------------------------------------------------------------------------
     def add(self, ev: TraceEvent) -> None:
         """One trace event (of any task, any CPU), in time order."""
         name = ev.name
         if name == "sched_switch":
-            self._switch(ev)
+            f = ev.fields  # most switches are other tasks': compared as the kernel printed them
+            if self._preempt is not None or f.get("prev_pid") == self._tid_text or f.get("next_pid") == self._tid_text:
+                self._switch(ev)
             return
-        tid = self.tid
         if name == "sched_wakeup":
-            if _int(ev.fields.get("pid")) == tid:
+            if ev.fields.get("pid") == self._tid_text:
                 self._seen(ev.ts_ns)
                 self._woken_ns = ev.ts_ns
             return
-        if ev.pid != tid:
-            if name == "sched_process_exit" and _int(ev.fields.get("pid")) == tid:
+        if name == "sched_process_exit":
+            if ev.fields.get("pid") == self._tid_text:
                 self.exited_ns = ev.ts_ns
+            return
+        if ev.pid != self.tid:
             return
         self._seen(ev.ts_ns)
         if name == "sys_exit":
@@ -154,8 +161,6 @@ class ThreadCycles:
             kept = [a for a in self._armed if not (a.ptr == ptr and a.expiry_ns > ev.ts_ns)]
             self._cut_short = self._cut_short or len(kept) < len(self._armed)
             self._armed = kept
-        elif name == "sched_process_exit" and _int(ev.fields.get("pid")) == tid:
-            self.exited_ns = ev.ts_ns
 
     def take(self) -> list[Cycle]:
         """Return (and forget) the cycles finished so far, in order."""
@@ -186,11 +191,14 @@ class ThreadCycles:
         expiry = _int(f.get("softexpires", f.get("expires")))
         if expiry < 0:
             return
+        self.timer_slack_ns = max(self.timer_slack_ns, _int(f.get("expires"), expiry) - expiry)
         ptr = f.get("hrtimer", "")
-        clock = self._clock.get(ptr)
-        if clock is None and abs(expiry - ev.ts_ns) > _FAR_NS:
-            clock = "CLOCK_REALTIME"
-        expiry -= self.clock_offsets_ns.get(clock or "CLOCK_MONOTONIC", 0)
+        clock = self._clock.get(ptr, "CLOCK_REALTIME")
+        if clock in ("CLOCK_REALTIME", "CLOCK_TAI") and abs(expiry - ev.ts_ns) < _FAR_NS:
+            # A relative CLOCK_REALTIME timer runs on the monotonic base (kernel/time/hrtimer.c,
+            # __hrtimer_setup: glibc's nanosleep is one), though hrtimer_setup logs REALTIME.
+            clock = "CLOCK_MONOTONIC"
+        expiry -= self.clock_offsets_ns.get(clock, 0)
         # Rearmed before it fired: the earlier expiry never comes.
         armed = [a for a in self._armed if not (a.ptr == ptr and a.expiry_ns > ev.ts_ns)]
         armed.append(_Armed(ptr, expiry, ev.ts_ns, function))

@@ -29,34 +29,42 @@ RETIRE_NS = 2_000_000_000
 
 def split_by_cpu(events: list[TraceEvent], tids: frozenset[int]) -> dict[int, list[TraceEvent]]:
     """Events by CPU, a watched thread's wake-up on the CPU it wakes it onto."""
+    texts = {str(t) for t in tids}
+    moved = {id(e) for e in events if e.name == "sched_wakeup" and e.fields.get("pid") in texts
+             and e.fields.get("target_cpu", "").isdigit() and int(e.fields["target_cpu"]) != e.cpu}
+    if not moved:
+        cpus = {e.cpu for e in events}
+        return {cpu: [e for e in events if e.cpu == cpu] for cpu in cpus} if len(cpus) > 1 else \
+            {cpu: list(events) for cpu in cpus}
     out: dict[int, list[TraceEvent]] = {}
     for ev in events:
-        cpu = ev.cpu
-        if ev.name == "sched_wakeup":
-            target = ev.fields.get("target_cpu", "")
-            if target.isdigit() and int(target) != cpu and int(ev.fields.get("pid", -1)) in tids:
-                cpu = int(target)
-                ev = TraceEvent(ev.ts_ns, cpu, ev.name, ev.pid, ev.comm, ev.fields)
-        out.setdefault(cpu, []).append(ev)
+        if id(ev) in moved:
+            ev = TraceEvent(ev.ts_ns, int(ev.fields["target_cpu"]), ev.name, ev.pid, ev.comm, ev.fields)
+        out.setdefault(ev.cpu, []).append(ev)
     return out
 
 
 class RecentEvents:
-    """The last :data:`RECENT_NS` of every CPU's events, and every steal sample, for an
+    """The last :data:`RECENT_NS` (at least) of every CPU's events, and every steal sample, for an
     Attributor opened late; one per watch, shared by its threads."""
 
     def __init__(self) -> None:
-        self.by_cpu: dict[int, deque[TraceEvent]] = {}
+        self._batches: dict[int, deque[list[TraceEvent]]] = {}
         self.steal: list[StealSample] = []
 
     def add(self, by_cpu: dict[int, list[TraceEvent]], steal: list[StealSample], horizon_ns: int) -> None:
         for cpu, events in by_cpu.items():
-            self.by_cpu.setdefault(cpu, deque()).extend(events)
+            if events:
+                self._batches.setdefault(cpu, deque()).append(events)
         self.steal.extend(steal)
         cut = horizon_ns - RECENT_NS
-        for q in self.by_cpu.values():
-            while q and q[0].ts_ns < cut:
+        for q in self._batches.values():
+            while q and q[0][-1].ts_ns < cut:  # whole batches, oldest first
                 q.popleft()
+
+    def of(self, cpu: int) -> list[TraceEvent]:
+        """The CPU's recent events, in order."""
+        return [ev for batch in self._batches.get(cpu, ()) for ev in batch]
 
 
 class ThreadAttribution:
@@ -87,7 +95,7 @@ class ThreadAttribution:
                 att = self._open[cpu] = Attributor(period_ns=self.period_ns, rt_cpu=cpu, worker_pid=self.tid,
                                                    threshold_ns=self.threshold_ns, keep_worst=self.keep_worst,
                                                    rt_throttling=self.rt_throttling)
-                att.add_events(list(self.recent.by_cpu.get(cpu, ())))
+                att.add_events(self.recent.of(cpu))
                 att.add_steal(self.recent.steal)
             mine = records[cpus == cpu]
             att.add_records(mine)

@@ -42,6 +42,7 @@ class Watch(Doc):
     thread: WatchedThread = WatchedThread()
     waits: str | None = None  # one of WAITS
     timers: dict = obj()  # timer function -> cycles it ended
+    timer_slack_us: float | None = None  # the most its wake-ups were allowed to come late (its timer slack)
     returns_seen_by: str | None = None  # "sys_exit" (back in user space) or "switch_in"
     sleeps: int | None = count()
     woken_early: int | None = count()  # sleeps that ended before their timer
