@@ -88,6 +88,18 @@ def preemptions(summary: RunSummary, top: int = 8) -> Group:
     return Group(line, table)
 
 
+def cost_line(summary: RunSummary) -> Text | None:
+    """What the watch cost: trace events a second, lost, the reader's and the attribution's CPU."""
+    why = summary.why_late
+    trace = why.trace if why is not None else None
+    if trace is None or not trace.traced_s:
+        return None
+    secs = trace.traced_s
+    return Text(f"Watch cost: {(trace.events_read or 0) / secs:,.0f} trace events/s, {trace.lost_events or 0:,} lost; "
+                f"the reader used {100 * (trace.consumer_cpu_s or 0) / secs:.0f} % and the attribution "
+                f"{100 * (trace.attribution_cpu_s or 0) / secs:.0f} % of a CPU", style="dim")
+
+
 def render_thread(summary: RunSummary, path: str | None = None) -> Group:
     """One watched thread: what ``softrt watch`` (and ``softrt show``) prints for its run."""
     w = summary.watch
@@ -102,6 +114,8 @@ def render_thread(summary: RunSummary, path: str | None = None) -> Group:
                        f"{w.woken_early or 0:,}")]
         if (why := why_late(summary, terms=TERMS)) is not None:
             parts += [Text(""), why]
+    if (cost := cost_line(summary)) is not None:
+        parts.append(cost)
     if w.waits != "timer" or not m.cycles:
         parts += [Text(""), preemptions(summary)]
     status = Text("Watch: ", style="bold")
@@ -170,6 +184,9 @@ def report_of(result: WatchResult) -> WatchReport:
               help="A cycle is late when its latency exceeds this, or its period the nominal one by more.")
 @click.option("--keep-late", type=int, default=100, show_default=True,
               help="Late cycles kept in each summary with their causes (the worst ones).")
+@click.option("--explain/--no-explain", default=True, show_default=True,
+              help="Trace what ran on the threads' CPUs and explain every late cycle; --no-explain traces only "
+                   "the threads' own events (half the cost to them; docs/watch.md).")
 @samples_option
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("softrt-runs"),
               show_default=True, help="Where run directories are written (one per thread).")
@@ -177,8 +194,8 @@ def report_of(result: WatchResult) -> WatchReport:
               help="Also write an HTML report of the threads' runs to this file.")
 @watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print a row per thread as JSON (progress goes to stderr).")
-def command(pid, tid, comm, duration_ns, max_duration_ns, period_ns, late_threshold_ns, keep_late, samples, out_dir,
-            report, watch, as_json):
+def command(pid, tid, comm, duration_ns, max_duration_ns, period_ns, late_threshold_ns, keep_late, explain, samples,
+            out_dir, report, watch, as_json):
     """Measure the cycles of threads softrt did not write, from the kernel's trace, and explain the late ones.
 
     Nothing is changed on the threads. Exit status 0 when the watch ran its time, 1 when it ended
@@ -186,7 +203,7 @@ def command(pid, tid, comm, duration_ns, max_duration_ns, period_ns, late_thresh
     """
     config = WatchConfig(target=Target(pid, tid, comm), duration_ns=duration_ns, max_duration_ns=max_duration_ns,
                          period_ns=period_ns, late_threshold_ns=late_threshold_ns, keep_late=keep_late,
-                         samples=samples, out_dir=out_dir)
+                         samples=samples, out_dir=out_dir, explain=explain)
     if report is not None:
         check_writable(report.parent if str(report.parent) else Path("."), "the report",
                        "choose another file with --report")

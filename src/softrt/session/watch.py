@@ -64,6 +64,7 @@ class WatchConfig:
     keep_late: int = 100
     samples: str | None = None
     out_dir: Path = Path("softrt-runs")
+    explain: bool = True  # trace what ran on the threads' CPUs and explain every late cycle (--no-explain)
 
 
 @dataclass
@@ -158,7 +159,8 @@ class _Watched:
             records, cpus = self.maker.records(new)
             self.rundir.append(records)
             self.collector.add(records)
-            self.attribution.add_records(records, cpus)
+            if self.attribution is not None:
+                self.attribution.add_records(records, cpus)
             self.progress.cycles += int(records.size)
         if self.attribution is not None and horizon_ns > 0:
             self.attribution.advance(horizon_ns)
@@ -174,8 +176,9 @@ class _Watched:
                              samples=samples, period_ns=self.period_ns, late_threshold_ns=c.late_threshold_ns)
         self.collector = Collector(self.period_ns)
         self.maker = RecordMaker(self.period_ns)
-        self.attribution = ThreadAttribution(self.task.tid, self.period_ns, c.late_threshold_ns, c.keep_late,
-                                             self.recent, self.throttling)
+        if c.explain:
+            self.attribution = ThreadAttribution(self.task.tid, self.period_ns, c.late_threshold_ns, c.keep_late,
+                                                 self.recent, self.throttling)
         self.progress.stats, self.progress.config = self.collector.stats, self.run_config
 
     @property
@@ -241,7 +244,7 @@ def _watch(config: WatchConfig, on_progress, root: str) -> WatchResult:
     cpus = CpuSet(sorted(set().union(*(set(t.allowed) for t in threads)) & set(plat.online_cpus())))
     previous = plat.allowed_cpus()
     free = CpuSet(sorted(set(previous) - set(cpus)))
-    with WatchTrace([t.tid for t in threads], cpus) as trace:
+    with WatchTrace([t.tid for t in threads], cpus, explain=config.explain) as trace:
         applied = []
         if free:  # the reader and the attribution off the watched threads' CPUs (softrt's own placement)
             plat.set_affinity(free)
@@ -303,7 +306,7 @@ def _loop(session: _Session, on_progress, root: str) -> None:
 def _pump(session: _Session, final: bool = False) -> None:
     t0 = time.thread_time()
     events, steal, horizon = session.trace.take()
-    by_cpu = split_by_cpu(events, session.tids)
+    by_cpu = split_by_cpu(events, session.tids) if session.config.explain else {}
     session.recent.add(by_cpu, steal, horizon)
     for w in session.threads:
         if not w.done:
@@ -371,9 +374,14 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
                                  "checkpoint_interval_s": CHECKPOINT_INTERVAL_S}
     else:
         summary["records_unwritten"] = w.rundir.unwritten
-        why = w.attribution.finish(trace.lost_events, home_cpu=min(w.task.allowed))
+        if session.failure is not None:
+            why = {"tracing": f"failed: {session.failure}"}
+        elif w.attribution is None:
+            why = {"tracing": "off (--no-explain: only the thread's own events were traced)"}
+        else:
+            why = w.attribution.finish(trace.lost_events, home_cpu=min(w.task.allowed))
         why["trace"] = trace.info(session.attribution_cpu_s)
-        summary["why_late"] = why if session.failure is None else {"tracing": f"failed: {session.failure}"}
+        summary["why_late"] = why
     return RunSummary.from_dict(summary, f"the summary of {w.progress.run_id}")
 
 

@@ -7,7 +7,9 @@ scheduling, hard and soft IRQs, the x86 vectors, IPIs, workqueue items, the thre
 faults), on every CPU of the threads' affinity, plus what measures a thread's cycle without
 touching it (analysis.watch): its timers (``timer:hrtimer_start``/``hrtimer_setup``/``hrtimer_cancel``),
 its returns to user space (``raw_syscalls:sys_exit``) and its exit (``sched:sched_process_exit``),
-``filter``ed to the threads (Documentation/trace/events.rst, section 5).
+``filter``ed to the threads (Documentation/trace/events.rst, section 5). Without the attribution
+(``explain=False``, ``--no-explain``) only the threads' own events are traced, their switches
+included: half the cost on the traced CPUs (docs/benchmarks.md).
 
 Enabling ``raw_syscalls`` sends every system call of every task through the kernel's slower
 syscall path while the watch goes (docs/trace.md): the cost is stated in docs/watch.md.
@@ -42,8 +44,9 @@ def _filter(field: str, tids: list[int]) -> str:
 class WatchTrace:
     """Trace *tids* on *cpus*; ``with`` it: :meth:`close` turns it off and removes the instance."""
 
-    def __init__(self, tids: list[int], cpus: CpuSet) -> None:
+    def __init__(self, tids: list[int], cpus: CpuSet, explain: bool = True) -> None:
         self.tids = sorted(tids)
+        self.explain = explain
         self.cpus = cpus
         self.instance: Instance | None = None
         self.mounted: Mounted | None = None
@@ -82,10 +85,14 @@ class WatchTrace:
         self.instance = Instance.create(tracefs, f"{INSTANCE_PREFIX}{os.getpid()}", self.cpus, self.buffer_kb)
         available = set(event_dirs(tracefs))
         filters = {"wakeup": _filter("pid", self.tids), "pid": _filter("pid", self.tids),
-                   "worker": _filter("common_pid", self.tids), "threads": _filter("common_pid", self.tids)}
+                   "worker": _filter("common_pid", self.tids), "threads": _filter("common_pid", self.tids),
+                   "switch": f"{_filter('prev_pid', self.tids)} || {_filter('next_pid', self.tids)}"}
+        # Without the attribution only the threads' own switches are needed: fewer events on their CPUs.
+        cause = wanted_events(available, wait="sleep") if self.explain else [
+            ("sched:sched_wakeup", "wakeup"), ("sched:sched_switch", "switch")]
         # A timer's clock: hrtimer_setup on newer kernels (it replaced hrtimer_init).
         clock = "timer:hrtimer_setup" if "timer:hrtimer_setup" in available else "timer:hrtimer_init"
-        for event, scope in wanted_events(available, wait="sleep") + [(clock, "threads"), *WATCH_EVENTS]:
+        for event, scope in cause + [(clock, "threads"), *WATCH_EVENTS]:
             if event not in available:
                 self.missing.append(event)
                 continue
