@@ -10,6 +10,7 @@ trace reader and of the attribution (on the other CPUs: the watch moves itself o
 
     sudo python bench/watch_overhead.py --rounds 6 --duration 10         # a table
     sudo python bench/watch_overhead.py --rounds 6 --duration 10 --json  # the same as JSON
+    sudo python bench/watch_overhead.py --rounds 6 --duration 10 --no-explain
 
 The watch starts within a few tenths of a second of cyclictest (in this process: softrt is
 imported once), so a watched round is watched for all but its first ~0.3 s. Needs root and
@@ -58,12 +59,13 @@ def one_round(watched: bool, args, tmp: Path) -> dict:
     if watched:
         tid = _rt_thread(ct, args.priority)
         result = watch(WatchConfig(target=Target(tid=tid), duration_ns=(args.duration + 30) * 1_000_000_000,
-                                   late_threshold_ns=args.late_threshold_us * 1000, out_dir=tmp / "runs"))
+                                   late_threshold_ns=args.late_threshold_us * 1000, out_dir=tmp / "runs",
+                                   explain=not args.no_explain))
         summary = result.runs[0][0]
-        lat, trace = summary.metrics.latency_us, summary.why_late.trace
+        lat, trace, why = summary.metrics.latency_us, summary.why_late.trace, summary.why_late
         secs = trace.traced_s or args.duration
         row.update(watch_cycles=summary.metrics.cycles, watch_p50_us=lat.p50, watch_p99_us=lat.p99,
-                   watch_max_us=lat.max, late_cycles=summary.why_late.late_cycles,
+                   watch_max_us=lat.max, late_cycles=why.late_cycles,
                    events_per_s=round((trace.events_read or 0) / secs), lost_events=trace.lost_events,
                    reader_cpu_pct=round(100 * (trace.consumer_cpu_s or 0) / secs, 1),
                    attribution_cpu_pct=round(100 * (trace.attribution_cpu_s or 0) / secs, 1))
@@ -84,6 +86,7 @@ def main() -> None:
     ap.add_argument("--interval-us", type=int, default=250)
     ap.add_argument("--histogram-us", type=int, default=4000)
     ap.add_argument("--late-threshold-us", type=int, default=20, help="the watch's --late-threshold")
+    ap.add_argument("--no-explain", action="store_true", help="watch with --no-explain (the threads' own events only)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
@@ -106,7 +109,8 @@ def main() -> None:
         print(json.dumps({"rounds": rows, "median": summary}, indent=2))
         return
     print(f"cyclictest -t1 -p{args.priority} -i{args.interval_us} -a{args.cpu} -m, {args.duration} s a run, "
-          f"{args.rounds} rounds; its own figures (µs), median over rounds")
+          f"{args.rounds} rounds, watched {'--no-explain' if args.no_explain else 'explaining'}; its own figures "
+          "(µs), median over rounds")
     print(f"{'':10}" + "".join(f"{k.removesuffix('_us'):>10}" for k in keys))
     for cond in ("alone", "watched"):
         print(f"{cond:10}" + "".join(f"{summary[cond][k]:>10.1f}" for k in keys))
