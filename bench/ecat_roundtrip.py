@@ -34,17 +34,20 @@ def _ns(name: str, *args: str) -> list[str]:
     return ["ip", "netns", "exec", name, *args]
 
 
-def one_run(slaves: int, period_us: int, duration_s: float, sim_cpu: int, lock: bool, out_dir: Path) -> dict:
+def one_run(slaves: int, period_us: int, duration_s: float, sim_cpu: int, lock: bool, out_dir: Path,
+            sim_fifo: int = 10, sim_args: tuple[str, ...] = ()) -> dict:
     """One configuration in its own namespace; return the figures of its summary."""
     name = f"softrt-bench-{os.getpid()}-{slaves}-{period_us}{'-lock' if lock else ''}"
     subprocess.run(["ip", "netns", "add", name], check=True)
     sim = None
+    sim_said = ""
     try:
         for args in (["link", "add", "ecm0", "type", "veth", "peer", "name", "ecs0"], ["link", "set", "lo", "up"],
                      ["link", "set", "ecm0", "up"], ["link", "set", "ecs0", "up"]):
             subprocess.run(["ip", "-n", name, *args], check=True)
-        sim = subprocess.Popen(_ns(name, "taskset", "-c", str(sim_cpu), sys.executable, "-m", "softrt", "ecat-sim",
-                                   "--iface", "ecs0", "--slaves", str(slaves)),
+        fifo = ["chrt", "-f", str(sim_fifo)] if sim_fifo else []
+        sim = subprocess.Popen(_ns(name, "taskset", "-c", str(sim_cpu), *fifo, sys.executable, "-m", "softrt",
+                                   "ecat-sim", "--iface", "ecs0", "--slaves", str(slaves), *sim_args),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = sim.stdout.readline()
         while line.startswith("softrt: "):
@@ -63,9 +66,9 @@ def one_run(slaves: int, period_us: int, duration_s: float, sim_cpu: int, lock: 
         s = json.loads(run.stdout)
     finally:
         if sim is not None:
-            sim.terminate()
+            sim.send_signal(2)  # SIGINT: it prints what it did
             try:
-                sim.wait(5)
+                sim_said = sim.communicate(timeout=5)[0]
             except subprocess.TimeoutExpired:
                 sim.kill()
                 sim.wait()
@@ -74,7 +77,10 @@ def one_run(slaves: int, period_us: int, duration_s: float, sim_cpu: int, lock: 
     rtt = s.get("rtt_us") or {}
     dc = board.get("distributed_clocks") or {}
     phase = dc.get("phase") or {}
+    frames = board.get("frames") or {}
     return {"slaves": slaves, "period_us": period_us, "lock": lock, "status": s["status"], "cycles": s["cycles"],
+            "failure": s.get("partial_reason"), "late_replies": frames.get("late"),
+            "sim_answer": sim_said.strip().rsplit("; ", 1)[-1] if "answered" in sim_said else None,
             "rtt_p50_us": rtt.get("p50"), "rtt_p99_us": rtt.get("p99"), "rtt_max_us": rtt.get("max"),
             "missed_updates": s["misses"]["missed_updates"], "cycles_with_miss": s["misses"]["cycles_with_miss"],
             "lost_frames": board.get("lost_frames"), "wkc_errors": board.get("wkc_errors"),
@@ -105,6 +111,9 @@ def main() -> int:
     p.add_argument("--duration", type=float, default=5.0, help="seconds per run")
     p.add_argument("--sim-cpu", type=int, default=0, help="CPU of the simulator (the housekeeping CPU)")
     p.add_argument("--lock", action="store_true", help="also a --dc-lock run of each configuration")
+    p.add_argument("--sim-fifo", type=int, default=10,
+                   help="SCHED_FIFO priority of the simulator, as docs/ethercat.md runs it (0: normal)")
+    p.add_argument("--sim-args", default="", help="more ecat-sim options, space-separated (e.g. '--busy-poll 0')")
     p.add_argument("--json", action="store_true", help="JSON on stdout instead of the table")
     args = p.parse_args()
     if os.geteuid() != 0:
@@ -116,7 +125,8 @@ def main() -> int:
             for period in [int(x) for x in args.periods.split(",")]:
                 for lock in ((False, True) if args.lock else (False,)):
                     load = os.getloadavg()[0]
-                    r = one_run(slaves, period, args.duration, args.sim_cpu, lock, Path(tmp))
+                    r = one_run(slaves, period, args.duration, args.sim_cpu, lock, Path(tmp), args.sim_fifo,
+                                tuple(args.sim_args.split()))
                     r["load_1min"] = round(load, 2)
                     rows.append(r)
                     print(f"ecat_roundtrip: {slaves} slaves, {period} µs{' locked' if lock else ''}: "

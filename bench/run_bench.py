@@ -5,6 +5,8 @@ One invocation, one CPU, one SCHED_FIFO priority, several rounds alternated A B 
 
 * softrt ``--wait sleep``  vs  ``cyclictest -i <period>``      (wake-up latency of a sleeping loop)
 * softrt ``--wait spin``   vs  ``bench/spin_ref.c``             (the identical spin loop in C)
+  each in two modes (``--modes``): *traced*, softrt's default (``--trace``: what users get), and
+  *untraced* (``--no-trace``: the loop's own cost); the references are never traced
 * ``oslat``                                                   (busy-poll gaps; context only)
 * per-cycle work time (softrt ``process_us``) with 1, 8 and 64 axes
 * the shortest period the spin loop sustains without self-caused misses (criterion below)
@@ -67,13 +69,19 @@ from softrt.store.rundir import read_samples
 
 HERE = Path(__file__).resolve().parent
 SPIN_REF_C = HERE / "spin_ref.c"
-RT_RUNTIME_DEFAULT = "950000"  # the kernel's default (Documentation/scheduler/sched-rt-group.rst)
 PF_KTHREAD = 0x00200000
 QS = (50.0, 99.0, 99.9)
 #: What spin_ref.c writes per cycle (its own layout: the bench maps it onto softrt's by name).
 C_FIELDS = ("seq", "cycle", "edge_ns", "detect_ns", "write_ns", "done_ns", "missed", "flags", "rtt_ns", "wkc")
 C_DTYPE = np.dtype([(name, "<i8") for name in C_FIELDS])
-TOOLS = ("softrt-sleep", "cyclictest", "softrt-spin", "c-ref", "oslat")
+TOOLS = ("softrt-sleep", "softrt-sleep-untraced", "cyclictest", "softrt-spin", "softrt-spin-untraced", "c-ref",
+         "oslat")
+UNTRACED = "-untraced"  # the tool name's suffix for a run with --no-trace
+#: (comparison key, label, softrt tool, reference tool)
+PAIRS = (("sleep_vs_cyclictest", "sleep (traced) / cyclictest", "softrt-sleep", "cyclictest"),
+         ("sleep_untraced_vs_cyclictest", "sleep (untraced) / cyclictest", "softrt-sleep-untraced", "cyclictest"),
+         ("spin_vs_c", "spin (traced) / C ref", "softrt-spin", "c-ref"),
+         ("spin_untraced_vs_c", "spin (untraced) / C ref", "softrt-spin-untraced", "c-ref"))
 
 # Targets of issue 2. "Within X of the reference" is read one-sided: softrt may not be more than X
 # worse (softrt - reference <= X); softrt doing better than the reference is noise, not overhead.
@@ -317,7 +325,7 @@ def wait_for_load(max_load: float, timeout_s: float) -> None:
 
 # --- one real-time loop at a time ------------------------------------------------------------
 class RtLock:
-    """softrt's machine-wide "one real-time run at a time" lock (``<state_dir>/rt-loop.lock``).
+    """softrt's machine-wide "one real-time run at a time" lock (``/run/lock/softrt-rt-loop.lock``).
 
     The bench holds it while cyclictest, the C reference or oslat run, so that a softrt run
     started meanwhile by someone else is refused instead of sharing the CPU; before its own
@@ -325,9 +333,9 @@ class RtLock:
     """
 
     def __init__(self, wait_s: float) -> None:
-        self.path = state_dir() / "rt-loop.lock"
-        self.wait_s = wait_s
         self.plat = get_platform()
+        self.path = self.plat.machine_lock_path("rt-loop")  # the lock softrt run takes (session.run)
+        self.wait_s = wait_s
 
     def _acquire(self) -> int | None:
         try_lock = getattr(self.plat, "try_lock", None)
@@ -387,7 +395,6 @@ class Throttling:
     def restore(self) -> None:
         if any(not c.restored for c in self.journal.changes):
             self.journal.restore()
-        self.journal.changes.clear()
 
     def others_holding(self) -> list[int]:
         """PIDs of live softrt runs whose journal changed sched_rt_runtime_us."""
@@ -404,18 +411,16 @@ class Throttling:
         return pids
 
     def finish(self) -> str | None:
-        """Make sure the value is the kernel default again (unless a live softrt run holds it)."""
+        """Restore what the bench changed; what another process set is theirs and is left alone (on a
+        shared machine, a real-time run of someone else's may hold -1 through a journal this bench
+        cannot see), only noted."""
         self.restore()
         now = read(f"/{RT_RUNTIME}")
-        if now != RT_RUNTIME_DEFAULT:
+        if now != self.initial:
             holders = self.others_holding()
-            if holders:
-                self.notes.append(f"sched_rt_runtime_us is {now}, held by the live softrt run(s) {holders}; left to them")
-            else:
-                Path(f"/{RT_RUNTIME}").write_text(RT_RUNTIME_DEFAULT)
-                self.notes.append(f"sched_rt_runtime_us was {now} (left by another process: it was {self.initial} "
-                                  f"when the bench started); set back to the kernel default {RT_RUNTIME_DEFAULT}")
-        return read(f"/{RT_RUNTIME}")
+            self.notes.append(f"sched_rt_runtime_us is {now}, {self.initial} when the bench started: set by "
+                              + (f"the live softrt run(s) {holders}" if holders else "another process") + "; left alone")
+        return now
 
 
 # --- the measurements ------------------------------------------------------------------------
@@ -467,10 +472,10 @@ class Bench:
             m["contaminated"] = True
         return m
 
-    def softrt_run(self, wait: str, period_ns: int, duration_s: float, axes: int = 1) -> dict:
+    def softrt_run(self, wait: str, period_ns: int, duration_s: float, axes: int = 1, trace: bool = False) -> dict:
         cfg = RunConfig(period_ns=period_ns, duration_ns=int(round(duration_s * 1e9)), cpu=self.a.cpu,
-                        priority=self.a.priority, wait=wait, axes=axes, out_dir=self.tmp / "runs",
-                        scenario=f"bench-{wait}-{axes}ax-{period_ns}ns")
+                        priority=self.a.priority, wait=wait, axes=axes, out_dir=self.tmp / "runs", trace=trace,
+                        scenario=f"bench-{wait}-{axes}ax-{period_ns}ns{'' if trace else UNTRACED}")
         # softrt needs the RT CPU in the caller's affinity; it moves itself off it during the run
         saved = os.sched_getaffinity(0)
         os.sched_setaffinity(0, set(get_platform().online_cpus()))
@@ -706,25 +711,24 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
             "round": i + 1,
             "order": [m["tool"] for m in rd],
             "latency_us": {t: d[t]["stats"] for t in d},
-            "sleep_vs_cyclictest": compare(d.get("softrt-sleep", {}).get("stats"), d.get("cyclictest", {}).get("stats")),
-            "spin_vs_c": compare(d.get("softrt-spin", {}).get("stats"), d.get("c-ref", {}).get("stats")),
+            **{key: compare(d.get(a, {}).get("stats"), d.get(b, {}).get("stats")) for key, _l, a, b in PAIRS},
             "misses": {t: d[t]["misses"] for t in d if "misses" in d[t]},
             "load_1min": {t: d[t]["load_1min"] for t in d},
             "foreign_rt_tasks": {t: d[t]["foreign_rt_tasks"] for t in d if d[t]["foreign_rt_tasks"]},
         })
-    sleep_c = compare(pool.get("softrt-sleep"), pool.get("cyclictest"))
-    spin_c = compare(pool.get("softrt-spin"), pool.get("c-ref"))
+    pooled_pairs = {key: compare(pool.get(a), pool.get(b)) for key, _l, a, b in PAIRS}
 
     def median_of_rounds(key: str) -> dict:
         rows = [r[key] for r in per_round if r[key]]
         if not rows:
             return {}
         return {k: float(np.median([r[k] for r in rows if r[k] is not None])) for k in rows[0]}
-    medians = {"sleep_vs_cyclictest": median_of_rounds("sleep_vs_cyclictest"),
-               "spin_vs_c": median_of_rounds("spin_vs_c")}
+    medians = {key: median_of_rounds(key) for key, *_ in PAIRS}
     work = {}
     for ax in sorted(axes_runs):
         work[str(ax)] = pooled(axes_runs[ax], key="process")
+    if by.get("softrt-spin") and by.get(f"softrt-spin{UNTRACED}"):
+        work["1 (traced)"] = pooled(by["softrt-spin"], key="process")  # what the trace adds to the work
     if by.get("c-ref"):
         work["c-ref"] = pooled(by["c-ref"], key="process")
     oslat_gaps = [m["gaps"] for m in by.get("oslat", [])]
@@ -748,35 +752,29 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
 
     g = lambda d, k: d.get(k) if d else None  # noqa: E731
     w1, w64 = work.get("1", {}), work.get("64", {})
-    targets = [
-        tgt("sleep p50 - cyclictest p50 (µs)", g(sleep_c, "d_p50"), f"<= {T_SLEEP_P50_DIFF_US}",
-            g(sleep_c, "d_p50") is not None and sleep_c["d_p50"] <= T_SLEEP_P50_DIFF_US),
-        tgt("sleep p99 / cyclictest p99", g(sleep_c, "x_p99"), f"<= {T_SLEEP_P99_RATIO}",
-            g(sleep_c, "x_p99") is not None and sleep_c["x_p99"] <= T_SLEEP_P99_RATIO),
-        tgt("spin p50 - C p50 (µs)", g(spin_c, "d_p50"), f"<= {T_SPIN_DIFF_US}",
-            g(spin_c, "d_p50") is not None and spin_c["d_p50"] <= T_SPIN_DIFF_US),
-        tgt("spin p99 - C p99 (µs)", g(spin_c, "d_p99"), f"<= {T_SPIN_DIFF_US}",
-            g(spin_c, "d_p99") is not None and spin_c["d_p99"] <= T_SPIN_DIFF_US),
+    targets = []
+    for key, label, _a, _b in PAIRS:  # the latency targets, for each mode, with their per-round pass counts
+        mode = "untraced" if "untraced" in key else "traced"
+        for stat, name, lim in ((("d_p50", "p50 - cyclictest p50 (µs)", T_SLEEP_P50_DIFF_US),
+                                 ("x_p99", "p99 / cyclictest p99", T_SLEEP_P99_RATIO)) if key.startswith("sleep") else
+                                (("d_p50", "p50 - C p50 (µs)", T_SPIN_DIFF_US), ("d_p99", "p99 - C p99 (µs)", T_SPIN_DIFF_US))):
+            value = g(pooled_pairs[key], stat)
+            t = tgt(f"{key.split('_')[0]} ({mode}) {name}", value, f"<= {lim}", value is not None and value <= lim)
+            ok = [v <= lim for v in (r[key].get(stat) for r in per_round if r[key]) if v is not None]
+            t["rounds_met"] = f"{sum(ok)}/{len(ok)}"
+            # robust to one round's outlier (e.g. a run whose edges fell just after the tick)
+            t["median_of_rounds"] = medians[key].get(stat) if medians[key] else None
+            targets.append(t)
+    work_targets = [
         tgt("work p99, 1 axis (µs)", g(w1, "p99"), f"<= {T_WORK_P99_1AXIS_US}",
             g(w1, "p99") is not None and w1["p99"] <= T_WORK_P99_1AXIS_US),
         tgt("work p99, 64 axes (µs)", g(w64, "p99"), f"<= {T_WORK_P99_64AXES_US}",
-            g(w64, "p99") is not None and w64["p99"] <= T_WORK_P99_64AXES_US),
+            g(w64, "p99") is not None and w64["p99"] <= T_WORK_P99_64AXES_US)]
+    targets += work_targets + [
         tgt("sustained spin period (µs)", shortest, f"<= {T_SUSTAINED_US}",
             shortest is not None and shortest <= T_SUSTAINED_US),
     ]
-    # per-round pass counts of the latency targets (drift check)
-    for t in targets[:4]:
-        key = {0: ("sleep_vs_cyclictest", "d_p50"), 1: ("sleep_vs_cyclictest", "x_p99"),
-               2: ("spin_vs_c", "d_p50"), 3: ("spin_vs_c", "d_p99")}[targets.index(t)]
-        vals = [r[key[0]].get(key[1]) for r in per_round if r[key[0]]]
-        lim = {"d_p50": T_SLEEP_P50_DIFF_US if key[0].startswith("sleep") else T_SPIN_DIFF_US,
-               "d_p99": T_SPIN_DIFF_US, "x_p99": T_SLEEP_P99_RATIO}[key[1]]
-        ok = [v <= lim for v in vals if v is not None]
-        t["rounds_met"] = f"{sum(ok)}/{len(ok)}"
-        # robust to one round's outlier (e.g. a run whose edges fell just after the tick)
-        t["median_of_rounds"] = medians[key[0]].get(key[1]) if medians[key[0]] else None
-
-    for t, ax, lim in ((targets[4], 1, T_WORK_P99_1AXIS_US), (targets[5], 64, T_WORK_P99_64AXES_US)):
+    for t, ax, lim in ((work_targets[0], 1, T_WORK_P99_1AXIS_US), (work_targets[1], 64, T_WORK_P99_64AXES_US)):
         vals = [m["process"]["p99"] for m in axes_runs.get(ax, []) if m["process"]["p99"] is not None]
         if vals:
             t["rounds_met"] = f"{sum(v <= lim for v in vals)}/{len(vals)}"
@@ -793,8 +791,7 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
         "load_before": load_before,
         "load_after": load_after,
         "latency_us": {"pooled": pool, "rounds": per_round},
-        "sleep_vs_cyclictest": sleep_c,
-        "spin_vs_c": spin_c,
+        **pooled_pairs,
         "median_of_rounds": medians,
         "oslat_gaps_per_s": oslat_gaps,
         "work_us": work,
@@ -851,7 +848,7 @@ def render(res: dict, out) -> None:
     rows = [(str(r["round"]), r) for r in res["latency_us"]["rounds"]] + [("median", res["median_of_rounds"]),
                                                                           ("pooled", None)]
     for label, r in rows:
-        for pair, key in (("sleep / cyclictest", "sleep_vs_cyclictest"), ("spin / C ref", "spin_vs_c")):
+        for key, pair, _a, _b in PAIRS:
             c = r.get(key) if r is not None else res[key]
             if c:
                 t.add_row(label, pair, fmt(c["d_p50"]), fmt(c["d_p99"]), fmt(c["d_p99_9"]), fmt(c["x_p50"]),
@@ -866,7 +863,8 @@ def render(res: dict, out) -> None:
                       fmt(gp.get("stolen_pct"), 3))
         con.print(t)
 
-    t = table(f"Per-cycle work (process = done - detect: write + next target), spin at {s['period_us']} µs, pooled",
+    t = table(f"Per-cycle work (process = done - detect: write + next target), spin at {s['period_us']} µs, pooled, "
+              "untraced unless said",
               ["axes", "p50", "p99", "p99.9", "max", "cycles"])
     for ax, st in res["work_us"].items():
         if st:
@@ -940,6 +938,9 @@ def parse_args(argv=None):
     p.add_argument("--search-duration", type=float, default=2.0, help="seconds per sustained-period run (default 2)")
     p.add_argument("--search-attempts", type=int, default=3,
                    help="pairs measured at a period before it counts as not sustained (default 3)")
+    p.add_argument("--modes", default=[True, False], help="softrt's modes: traced (its default: what users get), "
+                   "untraced (--no-trace: the loop's own cost; the work and sustained-period runs use it); default both",
+                   type=lambda v: [{"traced": True, "untraced": False}[m] for m in v.split(",")])
     p.add_argument("--no-search", action="store_true", help="skip the sustained-period search")
     p.add_argument("--no-oslat", action="store_true", help="skip oslat")
     p.add_argument("--no-breakdown", action="store_true", help="skip the hot-path cost breakdown")
@@ -1009,11 +1010,11 @@ def main(argv=None) -> int:
             log("hot-path cost breakdown")
             breakdown = hot_path_breakdown(pn)
         for r in range(args.rounds):
-            pairs = [(("softrt-sleep", bench.softrt_run, "sleep", pn, args.duration),
-                      ("cyclictest", bench.cyclictest_run, args.duration)),
-                     (("softrt-spin", bench.softrt_run, "spin", pn, args.duration),
-                      ("c-ref", bench.cref_run, pn, args.duration))]
-            seq = [x for pair in pairs for x in (pair if r % 2 == 0 else pair[::-1])]  # A B, then B A
+            groups = [[(f"softrt-{wait}{'' if trace else UNTRACED}", bench.softrt_run, wait, pn, args.duration, 1, trace)
+                       for trace in args.modes] + [ref] for wait, ref in
+                      (("sleep", ("cyclictest", bench.cyclictest_run, args.duration)),
+                       ("spin", ("c-ref", bench.cref_run, pn, args.duration)))]
+            seq = [x for group in groups for x in (group if r % 2 == 0 else group[::-1])]  # A B, then B A
             if not args.no_oslat:
                 seq.append(("oslat", bench.oslat_run, args.duration))
             rd: list[dict] = []
@@ -1025,13 +1026,13 @@ def main(argv=None) -> int:
                     continue
                 m["round"] = r + 1
                 rd.append(m)
-                if tool == "softrt-spin" and 1 in args.axes:
-                    axes_runs.setdefault(1, []).append(m)
+                if tool == f"softrt-spin{UNTRACED if False in args.modes else ''}" and 1 in args.axes:
+                    axes_runs.setdefault(1, []).append(m)  # the loop's own work: untraced where measured
             for ax in args.axes:
                 if ax == 1:
                     continue
                 log(f"round {r + 1}/{args.rounds}: softrt spin, {ax} axes")
-                m = bench.measure(f"softrt-spin-{ax}ax", bench.softrt_run, "spin", pn, args.duration, ax)
+                m = bench.measure(f"softrt-spin-{ax}ax{UNTRACED}", bench.softrt_run, "spin", pn, args.duration, ax)
                 if m is not None:
                     axes_runs.setdefault(ax, []).append(m)
         if not args.no_search:
@@ -1049,7 +1050,7 @@ def main(argv=None) -> int:
                 tries: list[dict] = []
                 for attempt in range(args.search_attempts):
                     log(f"sustained period: {p_us:g} µs" + (f" (attempt {attempt + 1})" if attempt else ""))
-                    sr = bench.measure("softrt-spin", bench.softrt_run, "spin", p_ns, args.search_duration)
+                    sr = bench.measure(f"softrt-spin{UNTRACED}", bench.softrt_run, "spin", p_ns, args.search_duration)
                     cr = bench.measure("c-ref", bench.cref_run, p_ns, args.search_duration)
                     if sr is None or cr is None:
                         break

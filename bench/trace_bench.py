@@ -1,23 +1,43 @@
 #!/usr/bin/env python3
-"""Benchmark of issue 9: does tracing the RT CPU make the loop worse, and what does it cost?
+"""Benchmarks of issues 9, 17 and 20: does tracing the RT CPU make the loop worse, and what does it cost?
 
 Alternates runs with and without tracing (``--trace``/``--no-trace``), same CPU, same priority,
 order A B in odd rounds and B A in even rounds, for a spin loop and a sleep loop at 250 µs; reports
-the pooled and per-round p99 (and p99.9, max) latency and period, the events traced per second,
-lost events, and the CPU time of the trace consumer (the pipe reader thread) and of the
+the pooled and per-round p99 (and p99.9, max) latency and period, the paired difference of each
+round (traced - untraced, the two runs next to each other) and its median, the events traced per
+second, lost events, and the CPU time of the trace consumer (the pipe reader thread) and of the
 attribution (in the supervisor's main thread), both on the housekeeping CPU.
 
-    sudo python bench/trace_bench.py --rounds 4 --duration 5            # a table
-    sudo python bench/trace_bench.py --rounds 4 --duration 5 --json     # the same as JSON
+``--oslat`` measures, instead, what the trace adds to each interruption of a spinning task, the
+only way it can delay a spin loop: ``oslat`` (rt-tests) spins on the RT CPU, SCHED_FIFO, alternately
+alone and traced by a run's own trace (``trace.session.TraceSession``, its filters pointed at
+oslat's measuring thread), and its histogram of the gaps between two reads of the clock gives the
+interruptions' durations (the 250 Hz tick and its softirqs, mostly) and the time they took a second.
+A hypervisor stall lands in either run; the median of the gaps is immune to it.
 
-Target (issue 9): p99 latency with tracing within 1 µs and within 10 % of without.
-Needs root (tracefs, SCHED_FIFO).
+``--ethercat PERIODS`` runs, instead, an EtherCAT loop against ``softrt ecat-sim`` (2 slaves, on
+the housekeeping CPU) over a veth pair in a private network namespace, traced and untraced, and
+reports the same trace figures with the frames the simulator lost (issue 20: a polling worker must
+not flood the trace).
+
+    sudo python bench/trace_bench.py --rounds 4 --duration 5 --max-load 1   # a table
+    sudo python bench/trace_bench.py --rounds 4 --duration 5 --json         # the same as JSON
+    sudo PYTHONPATH=src python bench/trace_bench.py --ethercat 1000,250 --duration 10
+    sudo PYTHONPATH=src python bench/trace_bench.py --oslat --rounds 6 --duration 5
+
+Target (issues 9 and 17): p99 latency with tracing within 1 µs and within 10 % of without, judged on
+the median of the rounds' paired differences (one round's noise, a hypervisor stall in either run,
+moves the pooled p99 by tens of µs on a shared VM) and shown pooled too. Issue 20: on an EtherCAT
+run, no event lost and the reader under 10 % of a housekeeping CPU.
+Needs root (tracefs, SCHED_FIFO; network namespaces for --ethercat).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,14 +71,182 @@ def _one(wait: str, trace: bool, args, out: Path) -> dict:
     row = {"wait": wait, "trace": trace, "cycles": s.metrics.cycles, "latency_us": latency_us,
            "period_max_us": s.metrics.period_us.max, "status": s.status}
     if why is not None and why.on and why.trace is not None:
-        t = why.trace
-        secs = t.traced_s or args.duration
-        row.update(events_per_s=(t.events_read or 0) / secs, lost_events=t.lost_events,
-                   consumer_cpu_pct=100 * (t.consumer_cpu_s or 0) / secs,
-                   attribution_cpu_pct=100 * (t.attribution_cpu_s or 0) / secs)
+        row.update(_trace_figures(why.to_dict(), args.duration))
     elif trace:
         row["tracing"] = why.tracing if why is not None else None
     return row
+
+
+def _trace_figures(why: dict | None, secs: float) -> dict:
+    """events/s, lost events and the reader's and the attribution's share of a housekeeping CPU."""
+    t = (why or {}).get("trace") or {}
+    secs = t.get("traced_s") or secs
+    return {"events_per_s": (t.get("events_read") or 0) / secs, "lost_events": t.get("lost_events"),
+            "consumer_cpu_pct": 100 * (t.get("consumer_cpu_s") or 0) / secs,
+            "attribution_cpu_pct": 100 * (t.get("attribution_cpu_s") or 0) / secs}
+
+
+def _ethercat(period_us: int, trace: bool, args, out: Path) -> dict:
+    """One EtherCAT run at *period_us* against ecat-sim over veth in its own network namespace."""
+    name = f"softrt-tracebench-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    sim = None
+    try:
+        for cmd in (["link", "add", "ecm0", "type", "veth", "peer", "name", "ecs0"], ["link", "set", "lo", "up"],
+                    ["link", "set", "ecm0", "up"], ["link", "set", "ecs0", "up"]):
+            subprocess.run(["ip", "-n", name, *cmd], check=True)
+        sim = subprocess.Popen(["ip", "netns", "exec", name, "taskset", "-c", str(args.sim_cpu), sys.executable, "-m",
+                                "softrt", "ecat-sim", "--iface", "ecs0", "--slaves", "2"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = sim.stdout.readline()
+        while line.startswith("softrt: "):
+            line = sim.stdout.readline()
+        if "answering" not in line:
+            raise SystemExit(f"ecat-sim did not start: {line}")
+        run = subprocess.run(["ip", "netns", "exec", name, sys.executable, "-m", "softrt", "run", "--device",
+                              "ethercat:ecm0", "--axes", "2", "--period", f"{period_us}us", "--duration",
+                              f"{args.duration}s", "--bus-timeout", "1s", "--quiet", "--json", "--out-dir", str(out),
+                              "--trace" if trace else "--no-trace"],
+                             capture_output=True, text=True, timeout=180 + 3 * args.duration,
+                             env={**os.environ, "SOFTRT_HOME": str(out / "home")})
+    finally:
+        if sim is not None:
+            sim.terminate()
+            sim.wait(10)
+        subprocess.run(["ip", "netns", "del", name])
+    if run.returncode not in (0, 1):
+        return {"period_us": period_us, "trace": trace, "error": run.stderr.strip()[-300:]}
+    s = json.loads(run.stdout)
+    row = {"period_us": period_us, "trace": trace, "status": s["status"], "cycles": s["cycles"],
+           "device_errors": s["misses"].get("device_errors"), "lost_frames": (s.get("board") or {}).get("lost_frames")}
+    if trace:
+        row.update(_trace_figures(s.get("why_late"), args.duration), tracing=(s.get("why_late") or {}).get("tracing"))
+    return row
+
+
+def _ethercat_main(args) -> int:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="softrt-trace-bench-") as tmp:
+        for period in (int(p) for p in args.ethercat.split(",")):
+            for trace in (True, False):
+                print(f"ethercat {period} µs {'traced' if trace else 'untraced'}", file=sys.stderr)
+                rows.append(_ethercat(period, trace, args, Path(tmp)))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"trace benchmark, EtherCAT: 2 simulated slaves (softrt ecat-sim on CPU {args.sim_cpu}), "
+          f"{args.duration:g} s per run, load {os.getloadavg()[0]:.2f}")
+    print(f"{'cycle':>7} {'':9} {'status':9} {'cycles':>7} {'device errors':>13} {'lost frames':>11}  "
+          f"{'events/s':>9} {'lost':>5} {'reader %CPU':>11} {'attribution %CPU':>16}")
+    for r in rows:
+        head = f"{r['period_us']:>5}µs {'traced' if r['trace'] else 'untraced':9}"
+        if "error" in r:
+            print(f"{head} error: {r['error']}")
+            continue
+        trace = (f"{r['events_per_s']:9,.0f} {r['lost_events']:5} {r['consumer_cpu_pct']:11.1f} "
+                 f"{r['attribution_cpu_pct']:16.1f}") if r["trace"] and "events_per_s" in r else ""
+        print(f"{head} {r['status']:9} {r['cycles']:7,} {r['device_errors'] or 0:13,} {r['lost_frames'] or 0:11,}  {trace}")
+    return 0
+
+
+def _oslat(trace: bool, args, out: Path) -> dict:
+    """oslat spinning on the RT CPU for --duration s, traced or not; its interruptions (gaps >= 2 µs)."""
+    from softrt.ipc.layout import RECORD_DTYPE
+    from softrt.trace import TraceSession
+
+    cpu = args.cpu
+    jf = out / "oslat.json"
+    proc = subprocess.Popen(["oslat", "-c", str(cpu), "-C", str(min(os.sched_getaffinity(0))), "-f",
+                             str(args.priority), "-D", f"{max(1, round(args.duration))}", "-q", f"--json={jf}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    tracer = None
+    if trace:
+        tid = None
+        while tid is None and proc.poll() is None:  # oslat's measuring thread: the one pinned to the RT CPU
+            time.sleep(0.01)
+            for t in Path(f"/proc/{proc.pid}/task").iterdir():
+                status = (t / "status").read_text()
+                if f"Cpus_allowed_list:\t{cpu}\n" in status:
+                    tid = int(t.name)
+        tracer = TraceSession(RunConfig(cpu=cpu, period_ns=args.period_us * 1000, wait="spin"))
+        tracer.start(tid)
+        none = np.zeros(0, dtype=RECORD_DTYPE)
+        while proc.poll() is None:
+            tracer.feed(none)  # the attribution reads the events as in a run (there are no cycles to explain)
+            time.sleep(0.05)
+        tracer.close()
+    if proc.wait() != 0 or not jf.exists():
+        raise SystemExit(f"oslat failed: {proc.stderr.read().strip()}")
+    th = json.loads(jf.read_text())["thread"]
+    hist = {int(k): int(v) for k, v in next(iter(th.values()))["histogram"].items()}
+    gaps = np.repeat(np.array([k for k in hist if k >= 2]), [hist[k] for k in hist if k >= 2])
+    row = {"trace": trace, "gaps_per_s": gaps.size / args.duration, "stolen_us_per_s": float(gaps.sum()) / args.duration,
+           "gap_p50_us": float(np.median(gaps)) if gaps.size else None}
+    if tracer is not None:
+        why = tracer.why_late()
+        row.update(_trace_figures(why, args.duration), tracing=why.get("tracing"))
+    return row
+
+
+def _oslat_main(args) -> int:
+    from softrt.platform import get_platform
+    from softrt.platform.linux import RT_RUNTIME
+    from softrt.session.changes import ChangeJournal
+
+    plat = get_platform()
+    rows = []
+    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    # The trace's reader is a thread of this process: on the housekeeping CPUs, as in a run.
+    os.sched_setaffinity(0, os.sched_getaffinity(0) - {cpu})
+    args.cpu = cpu
+    with tempfile.TemporaryDirectory(prefix="softrt-trace-bench-") as tmp:
+        for rnd in range(1, args.rounds + 1):
+            _wait_for_load(args.max_load)
+            lock = plat.try_lock(plat.machine_lock_path("rt-loop"))  # no softrt run starts meanwhile
+            if lock is None:
+                raise SystemExit("another real-time softrt run holds this machine")
+            journal = ChangeJournal()
+            try:  # RT throttling would stop the spinning oslat 50 ms every second
+                journal.set(RT_RUNTIME, "-1", "bench: oslat spins")
+                for trace in ((False, True) if rnd % 2 else (True, False)):
+                    print(f"round {rnd}: oslat {'traced' if trace else 'untraced'}", file=sys.stderr)
+                    rows.append({"round": rnd, **_oslat(trace, args, Path(tmp))})
+            finally:
+                journal.restore()
+                os.close(lock)
+    figs = {}
+    for label, trace in (("untraced", False), ("traced", True)):
+        mine = [r for r in rows if r["trace"] is trace]
+        figs[label] = {k: [round(r[k], 2) for r in mine] for k in ("gaps_per_s", "stolen_us_per_s", "gap_p50_us")}
+        if trace:
+            figs[label].update({k: round(float(np.mean([r[k] for r in mine])), 2) for k in
+                                ("events_per_s", "consumer_cpu_pct", "attribution_cpu_pct")},
+                               lost_events=sum(r["lost_events"] or 0 for r in mine))
+    paired = {k: [round(t - u, 2) for t, u in zip(figs["traced"][k], figs["untraced"][k])]
+              for k in ("stolen_us_per_s", "gap_p50_us")}
+    result = {"rounds": args.rounds, "duration_s": args.duration, **figs, "paired": paired,
+              "median": {k: round(float(np.median(v)), 2) for k, v in paired.items()}}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"trace benchmark, oslat on the RT CPU: {args.rounds} rounds x {args.duration:g} s, load "
+          f"{os.getloadavg()[0]:.2f}")
+    for label in ("untraced", "traced"):
+        f = figs[label]
+        print(f"{label:9} interruptions/s {f['gaps_per_s']}; their median µs {f['gap_p50_us']}; "
+              f"µs taken a second {f['stolen_us_per_s']}")
+    m = result["median"]
+    print(f"traced - untraced, median of the rounds' pairs: {m['gap_p50_us']:+.2f} µs an interruption, "
+          f"{m['stolen_us_per_s']:+.1f} µs a second; {figs['traced']['events_per_s']:,.0f} events/s, "
+          f"{figs['traced']['lost_events']} lost, reader {figs['traced']['consumer_cpu_pct']:.1f} % of a CPU")
+    return 0
+
+
+def _wait_for_load(max_load: float, timeout_s: float = 900) -> None:
+    end = time.monotonic() + timeout_s
+    while max_load > 0 and os.getloadavg()[0] >= max_load and time.monotonic() < end:
+        print(f"1-min load {os.getloadavg()[0]:.2f} >= {max_load}: waiting", file=sys.stderr)
+        time.sleep(30)
 
 
 def _pct(values: np.ndarray, q: float) -> float:
@@ -74,10 +262,20 @@ def main() -> int:
     ap.add_argument("--priority", type=int, default=80)
     ap.add_argument("--waits", default="spin,sleep")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--max-load", type=float, default=0.0,
+                    help="before each round, wait (up to 15 minutes) for a 1-minute load below this")
+    ap.add_argument("--ethercat", help="EtherCAT periods in µs (e.g. 1000,250): the EtherCAT benchmark instead")
+    ap.add_argument("--sim-cpu", type=int, default=0, help="--ethercat: the simulator's CPU (housekeeping)")
+    ap.add_argument("--oslat", action="store_true", help="the interruptions of a spinning oslat, traced or not")
     args = ap.parse_args()
+    if args.oslat:
+        return _oslat_main(args)
+    if args.ethercat:
+        return _ethercat_main(args)
     rows = []
     with tempfile.TemporaryDirectory(prefix="softrt-trace-bench-") as tmp:
         for rnd in range(1, args.rounds + 1):
+            _wait_for_load(args.max_load)
             for wait in args.waits.split(","):
                 order = (False, True) if rnd % 2 else (True, False)
                 for trace in order:
@@ -105,13 +303,18 @@ def main() -> int:
                 fig["traced"]["unavailable"] = sorted({r["tracing"] for r in mine if "tracing" in r})
         diff = fig["traced"]["p99_us"] - fig["untraced"]["p99_us"]
         fig["p99_difference_us"] = round(diff, 2)
-        fig["target_met"] = bool(diff <= 1.0 and diff <= 0.1 * max(fig["untraced"]["p99_us"], 1e-9) or diff <= 0)
+        paired = [t - u for t, u in zip(fig["traced"]["p99_per_round_us"], fig["untraced"]["p99_per_round_us"])]
+        fig["p99_paired_differences_us"] = [round(d, 2) for d in paired]
+        median = float(np.median(paired))
+        fig["p99_paired_median_us"] = round(median, 2)
+        base = float(np.median(fig["untraced"]["p99_per_round_us"]))
+        fig["target_met"] = bool(median <= 0 or median <= 1.0 and median <= 0.1 * base)
         result["waits"][wait] = fig
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"trace benchmark: {args.rounds} rounds x {args.duration:g} s per run, period {args.period_us} µs, "
-          "(traced: a private tracefs instance on the RT CPU)")
+          f"(traced: a private tracefs instance on the RT CPU); 1-minute load at the end {os.getloadavg()[0]:.2f}")
     print(f"{'wait':6} {'':9} {'p99 µs':>8} {'p99.9 µs':>9} {'max µs':>9}  {'events/s':>9} {'lost':>5} "
           f"{'consumer %CPU':>13} {'attribution %CPU':>16}  p99 per round")
     for wait, fig in result["waits"].items():
@@ -122,8 +325,9 @@ def main() -> int:
                 else f"{'':9} {'':5} {'':13} {'':16}"
             print(f"{wait:6} {label:9} {f['p99_us']:8.2f} {f['p99_9_us']:9.2f} {f['max_us']:9.1f}  {extra}  "
                   f"{f['p99_per_round_us']}")
-        print(f"{wait:6} p99 traced - untraced: {fig['p99_difference_us']:+.2f} µs "
-              f"({'target met' if fig['target_met'] else 'target MISSED'}: within 1 µs and 10 %)")
+        print(f"{wait:6} p99 traced - untraced: pooled {fig['p99_difference_us']:+.2f} µs; paired by round "
+              f"{fig['p99_paired_differences_us']}, median {fig['p99_paired_median_us']:+.2f} µs "
+              f"({'target met' if fig['target_met'] else 'target MISSED'}: median within 1 µs and 10 %)")
     return 0
 
 

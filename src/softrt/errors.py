@@ -59,6 +59,10 @@ class PermissionDenied(SoftRTError):
         super().__init__(f"permission denied: {op}{where}", hint=hint)
 
 
+class MissingTool(ConfigError):
+    """A program softrt was asked to use (stress-ng, cyclictest, …) is not installed: bad input, exit status 2."""
+
+
 class NotSupported(SoftRTError):
     """This platform or kernel lacks a feature."""
 

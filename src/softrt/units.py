@@ -74,3 +74,19 @@ def format_duration_s(seconds: float | int | None, compact: bool = False) -> str
     if s < 2 * 86400:
         return f"{s // 3600}h{s % 3600 // 60:02d}m" if compact else f"{s // 3600} h {s % 3600 // 60:02d} min"
     return f"{s // 86400}d{s % 86400 // 3600:02d}h" if compact else f"{s // 86400} d {s % 86400 // 3600:02d} h"
+
+
+#: Units for :func:`format_time_ns`, largest first.
+_HUMAN = (("d", 86400 * NS_PER_S), ("h", 3600 * NS_PER_S), ("min", 60 * NS_PER_S), ("s", NS_PER_S),
+          ("ms", NS_PER_MS), ("µs", NS_PER_US), ("ns", 1))
+
+
+def format_time_ns(ns: int | float | None) -> str:
+    """A configured time for people, in the largest unit it reaches, to 3 decimals at most:
+    604800000000000 → "7 d", 250000 → "250 µs", 1500000 → "1.5 ms", -20000 → "-20 µs", 0 → "0 s"."""
+    if ns is None:
+        return "-"
+    if ns == 0:
+        return "0 s"
+    unit, scale = next((u, k) for u, k in _HUMAN if abs(ns) >= k or k == 1)
+    return f"{round(ns / scale, 3):,g} {unit}"

@@ -16,6 +16,9 @@ from softrt.ipc.layout import FLAG_DEVICE_ERROR, RECORD_DTYPE
 PERIOD = 250_000
 Q = (50.0, 99.0, 99.9, 99.99)
 PKEYS = ("p50", "p99", "p99_9", "p99_99")
+LOW_Q = (50.0, 1.0, 0.1, 0.01)  # slack: its tail is the low one
+LOW_PKEYS = ("p50", "p1", "p0_1", "p0_01")
+THRESHOLD = 20_000
 
 
 def records(n=20_000, seed=1, drops=(), rtt=False):
@@ -58,6 +61,7 @@ def exact(runs, period_ns=PERIOD):
     out["counts"] = {
         "cycles": sum(r.size for r in runs),
         "records_expected": sum(int(r["seq"][-1] - r["seq"][0] + 1) for r in runs if r.size),
+        "late_cycles": sum(int(_late(r, period_ns).sum()) for r in runs),
         "misses": {"missed_updates": int(missed.sum()), "cycles_with_miss": int((missed > 0).sum()),
                    "longest_miss_run": int(missed.max()), "overruns": int((cat["slack_ns"] < 0).sum()),
                    "device_errors": int(((flags & FLAG_DEVICE_ERROR) != 0).sum())},
@@ -66,12 +70,20 @@ def exact(runs, period_ns=PERIOD):
     return out
 
 
-def assert_stats(got, values_ns):
+def _late(r, period_ns):
+    """Late cycles by the rule's words, from whole arrays: period (consecutive seq only) over nominal +
+    threshold, latency over the threshold, or a miss."""
+    late = (r["detect_ns"] - r["edge_ns"] > THRESHOLD) | (r["missed"] > 0)
+    late[1:] |= (np.diff(r["seq"]) == 1) & (np.diff(r["detect_ns"]) > period_ns + THRESHOLD)
+    return late
+
+
+def assert_stats(got, values_ns, q=Q, keys=PKEYS):
     v = values_ns.astype(np.float64) / 1e3
     assert got["min"] == v.min() and got["max"] == v.max()
     assert got["mean"] == pytest.approx(v.mean(), rel=1e-12)
     assert got["std"] == pytest.approx(v.std(), rel=1e-9, abs=1e-9)
-    for key, true in zip(PKEYS, np.percentile(v, Q)):
+    for key, true in zip(keys, np.percentile(v, q)):
         assert abs(got[key] - true) <= RELATIVE_ERROR * abs(true) + 1e-9, (key, got[key], true)
 
 
@@ -80,9 +92,10 @@ def assert_matches(summary, runs):
     c = ref["counts"]
     assert summary["cycles"] == c["cycles"] and summary["records_expected"] == c["records_expected"]
     assert summary["records_missing"] == c["records_expected"] - c["cycles"]
-    assert summary["misses"] == c["misses"]
-    for name in ("period", "process", "latency", "slack"):
+    assert summary["misses"] == c["misses"] and summary["late_cycles"] == c["late_cycles"] > 0
+    for name in ("period", "process", "latency"):
         assert_stats(summary[f"{name}_us"], ref[f"{name}_ns"])
+    assert_stats(summary["slack_us"], ref["slack_ns"], LOW_Q, LOW_PKEYS)
     if ref["rtt_ns"] is None:
         assert "rtt_us" not in summary
     else:
@@ -99,6 +112,7 @@ def test_summary_matches_numpy_with_gaps_overruns_and_rtt():
     s = summarize(rec, PERIOD)
     assert s["records_missing"] == 3 + 4_000 + 5
     assert s["misses"]["overruns"] > 0 and s["slack_us"]["min"] < 0  # slack's tail is its minimum
+    assert s["slack_us"]["p0_01"] < 0 < s["slack_us"]["p1"]  # … and its low percentiles: the overruns show
     assert_matches(s, [rec])
 
 
@@ -168,6 +182,17 @@ def test_merge_pools_runs_without_a_period_across_them():
     assert_matches(merged.summary(), [a, b])
     with pytest.raises(ValueError, match="different periods"):
         merged.merge(RunStats(1_000_000))
+    with pytest.raises(ValueError, match="different late thresholds"):
+        merged.merge(RunStats(PERIOD, 50_000))
+
+
+def test_a_stats_file_from_before_the_late_count_reads_it_as_unknown():
+    doc = json.loads(json.dumps(RunStats(PERIOD).add(records(n=500)).to_dict()))
+    del doc["counters"]["late_cycles"], doc["late_threshold_ns"]
+    doc["carry"].pop("done_ns")
+    old = RunStats.from_dict(doc)
+    assert old.summary()["late_cycles"] is None and old.rule.threshold_ns == THRESHOLD
+    assert old.merge(RunStats(PERIOD).add(records(n=500))).summary()["late_cycles"] is None
 
 
 def test_round_trip_through_json_and_continue():
@@ -229,3 +254,10 @@ def test_many_outliers_and_a_window_across_zero():
     assert h.std == pytest.approx(v.std(), rel=1e-12)
     keys, counts = h.buckets()
     assert np.array_equal(keys, np.unique(bucket_keys(v))) and counts.sum() == v.size
+
+
+def test_runs_pool_by_their_own_late_rule():
+    a, b = (RunStats(PERIOD, 50_000).add(records(n=2_000, seed=s)) for s in (1, 2))
+    pooled = RunStats.pooled([a, b], PERIOD)
+    assert pooled.rule.threshold_ns == 50_000
+    assert pooled.counters["late_cycles"] == a.counters["late_cycles"] + b.counters["late_cycles"]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from softrt.analysis.attribution import Attributor
+from softrt.analysis.cycles import CycleStream, LateRule, cycle_view
 from softrt.analysis.watch import RecordMaker, ThreadCycles, infer_period_ns
 from softrt.analysis.watch_why import RecentEvents, ThreadAttribution, merge, split_by_cpu
 from softrt.trace.parse import LineParser
@@ -231,7 +232,7 @@ def test_each_late_cycle_is_explained_by_the_cpu_it_ran_on_and_the_cpus_add_up()
     by_cpu = split_by_cpu(events, frozenset({T}))
     recent.add(by_cpu, [], 3_600 * US)
     records, cpus = RecordMaker(1_000_000).records(cycles)
-    att.add_records(records, cpus)
+    att.add_records(cycle_view(records, None, LateRule(1_000_000, 20_000)), cpus)
     att.advance(3_600 * US)
     why = att.finish(lost_events=0, home_cpu=0)
     assert why["cycles"] == 3 and why["late_cycles"] == 2 and why["rt_cpu"] == 1
@@ -242,6 +243,32 @@ def test_each_late_cycle_is_explained_by_the_cpu_it_ran_on_and_the_cpus_add_up()
     # cost of a migration (docs/watch.md)
     assert (threads["hog-a"]["total_us"], threads["hog-b"]["total_us"]) == (98.0, 60.0)
     assert [w["window"]["duration_us"] for w in why["worst"]] == [102.0, 62.0]
+
+
+def test_chunks_on_one_cpu_go_as_the_watch_view_and_agree_with_one_chunk():
+    """The session's view of each chunk is handed on while the thread stays on a CPU (the late
+    rule computed once); chunk by chunk gives what the whole did, late cycles and causes alike."""
+    tr = Trace()
+    tr.start(900, 1, 1000 * US)
+    tr.switch(901, 1, "ct", T, 19, "S", "swapper", 0, 120)
+    for i, hog_us in enumerate((5, 100, 5, 60, 5)):
+        _disturbed_cycle(tr, 1, 1000 * (i + 1), "hog", 41, hog_us)
+    events = tr.events()
+    th = ThreadCycles(T)
+    for ev in events:
+        th.add(ev)
+    records, cpus = RecordMaker(1_000_000).records(th.take())
+    results = []
+    for cuts in ((5,), (1, 2, 4, 5)):
+        recent = RecentEvents()
+        recent.add(split_by_cpu(events, frozenset({T})), [], 6_000 * US)
+        att = ThreadAttribution(T, 1_000_000, 20_000, 10, recent, rt_throttling=False)
+        stream = CycleStream(LateRule(1_000_000, 20_000))
+        for a, b in zip((0, *cuts), cuts):
+            att.add_records(stream.view(records[a:b]), cpus[a:b])
+        att.advance(6_000 * US)
+        results.append(att.finish(lost_events=0, home_cpu=1))
+    assert results[0]["late_cycles"] == 2 and results[0] == results[1]
 
 
 def test_merge_adds_up_per_cpu_results():

@@ -7,14 +7,15 @@ import struct
 import pytest
 
 from softrt.audit import Status, run_checks
-from softrt.audit.checks import ALL
-from softrt.audit.checks.cores import check_sample, check_tasks
-from softrt.audit.context import Context
+from softrt.audit.linux.checks import ALL
+from softrt.audit.linux.checks.cores import check_sample, check_tasks
+from softrt.audit.linux.context import Context
 from softrt.cpus import CpuSet
 
 RT = CpuSet([3])
 
 OK, WARN, FAIL, NA = Status.OK, Status.WARN, Status.FAIL, Status.NA
+FAIR3 = "/sys/kernel/debug/sched/fair_server/cpu3/runtime"
 KCONFIG_NO_RT = "CONFIG_PREEMPT_DYNAMIC=y\nCONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_HZ=250\nCONFIG_NO_HZ_IDLE=y\nCONFIG_RT_GROUP_SCHED=y\n"
 
 
@@ -42,6 +43,10 @@ def _deep_idle(t):
 def _deep_idle_under_qos(t):
     t.idle_state(3, 2, "C6", 133, False)
     t.set("/dev/cpu_dma_latency", struct.pack("=i", 20))
+
+
+def _no_debugfs(t):
+    return t.set("/proc/mounts", "proc /proc proc rw 0 0").rm("/sys/kernel/debug")
 
 
 def _irqbalance(t):
@@ -131,6 +136,11 @@ CASES = [
     ("kernel.rt_throttling", lambda t: t.set("/proc/sys/kernel/sched_rt_runtime_us", "950000").set(
         "/proc/sys/kernel/osrelease", "6.1.0-18-amd64"), FAIL, "950000"),
     ("kernel.rt_throttling", lambda t: t.rm("/proc/sys/kernel/sched_rt_runtime_us"), NA, "unreadable"),
+    ("kernel.fair_server", None, OK, "off on the RT CPUs"),
+    ("kernel.fair_server", lambda t: t.set(FAIR3, "50000000").task(700, "python3", "0-3"), FAIL, "python3 (700)"),
+    ("kernel.fair_server", lambda t: t.set(FAIR3, "50000000"), WARN, "only per-CPU kernel threads"),
+    ("kernel.fair_server", lambda t: t.set("/proc/sys/kernel/osrelease", "6.6.0-amd64"), NA, "came with 6.12"),
+    ("kernel.fair_server", lambda t: _no_debugfs(t).task(700, "python3", "0-3"), FAIL, "in force on CPU 3"),
     ("kernel.preemption", None, OK, "PREEMPT_RT"),
     ("kernel.preemption", lambda t: (t.rm("/sys/kernel/realtime"), t.kconfig(KCONFIG_NO_RT),
                                      t.set("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC")), FAIL, "voluntary"),
@@ -229,7 +239,7 @@ def test_sample_error_is_not_applicable(good):
 
 def test_classify_takes_only_a_real_time_task_for_the_application(good):
     """A task pinned to the RT CPUs only is the real-time application only with FIFO/RR/DEADLINE."""
-    from softrt.audit.sample import classify
+    from softrt.audit.linux.sample import classify
     good.task(600, "indexer", "3", policy=0, processor=3)  # SCHED_OTHER, pinned to CPU 3 only
     good.task(601, "dl-app", "3", policy=6, processor=3)  # SCHED_DEADLINE
     good.task(602, "batch", "2-3", policy=3, processor=3)  # allowed elsewhere too
@@ -247,3 +257,33 @@ def test_tasks_check_separates_pinned_real_time_from_pinned_other(good):
     evidence = "\n".join(check_tasks(ctx).evidence)
     assert "real-time application): rtapp (500) SCHED_FIFO" in evidence
     assert "not real-time (reported by the live sample if they run there): indexer (600) SCHED_OTHER" in evidence
+
+
+def test_an_irq_the_kernel_keeps_is_a_reboot_fix_not_a_tune_one(good):
+    """A managed queue routed to the RT CPU: softrt tune cannot move it, so check must not send the user there."""
+    good.set("/proc/irq/121/smp_affinity", "8").set("/proc/irq/121/effective_affinity", "8")
+    f = finding(good, "irq.devices")
+    assert f.status is Status.FAIL and f.tunable
+    good.path("/proc/irq/121/smp_affinity").chmod(0o444)  # read-only: the kernel keeps it (kernel/irq/proc.c)
+    f = finding(good, "irq.devices")
+    assert f.status is Status.FAIL and not f.tunable and f.reboot
+    assert "the kernel moves it only at boot" in f.evidence[0] and "isolcpus=managed_irq" in f.fix
+
+
+def test_fair_server_unreadable_says_why_and_how_to_fix(good):
+    """debugfs not mounted (a tree: nothing can mount it there), or not in the kernel at all."""
+    _no_debugfs(good).task(700, "python3", "0-3")
+    f = finding(good, "kernel.fair_server")
+    assert "debugfs is not mounted at /sys/kernel/debug" in f.evidence[0] and "50 ms" in f.evidence[0]
+    assert f.fix.startswith("mount -t debugfs none /sys/kernel/debug, then softrt tune --rt-cpus 3")
+    good.set("/proc/filesystems", "nodev\tproc")
+    f = finding(good, "kernel.fair_server")
+    assert "CONFIG_DEBUG_FS off" in f.evidence[0] and f.fix.startswith("the runtime cannot be changed here")
+    assert "python3 (700)" in f.evidence[1] and "ksoftirqd/3" in f.evidence[2]
+
+
+def test_fair_server_readable_gives_the_exact_write(good):
+    good.set(FAIR3, "50000000").task(700, "python3", "0-3")
+    f = finding(good, "kernel.fair_server")
+    assert f.evidence[0] == "cpu3: runtime 50 ms of every 1000 ms"
+    assert f.fix.startswith("echo 0 > /sys/kernel/debug/sched/fair_server/cpu3/runtime (softrt tune does it")

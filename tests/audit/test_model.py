@@ -44,6 +44,6 @@ def test_to_dict_is_json_and_complete():
     assert d["ready"] is False and d["rt_cpus"] == "3" and d["housekeeping_cpus"] == "0-2"
     assert d["findings"][0] == {"id": "irq.nic", "group": "irq", "title": "Irq.Nic", "status": "fail", "severity": "high",
                                 "summary": "irq.nic summary", "evidence": ["a: 1"], "why": "because", "fix": "do it",
-                                "tunable": False, "reboot": False}
+                                "tunable": False, "reboot": False, "unreadable": False}
     assert d["fix_first"] == ["irq.nic"]
     assert d["counts"] == {"ok": 1, "warn": 0, "fail": 1, "n/a": 0}

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from softrt.audit import Status, default_rt_cpu, run_checks, validate_rt_cpus
+from softrt.audit import Status, default_rt_cpu, run_checks
+from softrt.audit.linux import validate_rt_cpus
 from softrt.cpus import CpuSet
 from softrt.errors import ConfigError, InvalidCpu
 

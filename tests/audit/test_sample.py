@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from softrt.audit import sample
+from softrt.audit.linux import sample
 from softrt.cpus import CpuSet
 
 TRACE = """\

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from softrt.audit import Status, run_checks
-from softrt.audit import irqs, procs, sysinfo
+from softrt.audit.linux import irqs
+from softrt.platform import kfacts, ktasks
 from softrt.cpus import CpuSet
 
 from .trees import CAPTURED
@@ -13,7 +14,7 @@ from .trees import CAPTURED
 
 def test_cmdline_keeps_quotes_and_drops_init_arguments(good):
     good.set("/proc/cmdline", 'root=/dev/sda1 isolcpus=2 acpi_osi="Windows 2015" isolcpus=3 quiet -- --init-flag')
-    params = sysinfo.cmdline(str(good))
+    params = kfacts.cmdline(str(good))
     assert params["isolcpus"] == "3"  # the last one wins
     assert params["acpi_osi"] == "Windows 2015"
     assert params["quiet"] == ""
@@ -27,19 +28,19 @@ def test_cmdline_keeps_quotes_and_drops_init_arguments(good):
     ("domain,garbage", "", ("domain",)),
 ])
 def test_parse_isolcpus(value, cpus, flags):
-    got_cpus, got_flags = sysinfo.parse_isolcpus(value)
+    got_cpus, got_flags = kfacts.parse_isolcpus(value)
     assert got_cpus == CpuSet.parse(cpus) and got_flags == flags
 
 
 def test_stat_with_parentheses_and_spaces_in_comm(good):
     good.task(800, "a) (b c", "0-3", policy=1, rt_priority=50, processor=2)
-    task = procs.read_task(str(good), 800, 800)
+    task = ktasks.read_task(str(good), 800, 800)
     assert (task.comm, task.policy_name, task.rt_priority, task.processor) == ("a) (b c", "SCHED_FIFO", 50, 2)
     assert task.allowed == CpuSet.parse("0-3") and not task.kthread and task.movable
 
 
 def test_thread_of_another_process_reports_its_process_id(good):
-    task = procs.read_task(str(good), 501, 501) or procs.read_task(str(good), 500, 501)
+    task = ktasks.read_task(str(good), 501, 501) or ktasks.read_task(str(good), 500, 501)
     assert task.pid == 500 and task.tid == 501
 
 
@@ -53,16 +54,16 @@ def test_interrupts_table_and_nic_detection_on_the_captured_vm():
 
 
 def test_selected_word():
-    assert sysinfo.selected_word("always [madvise] never") == "madvise"
-    assert sysinfo.selected_word("performance") == "performance"
-    assert sysinfo.selected_word(None) is None
+    assert kfacts.selected_word("always [madvise] never") == "madvise"
+    assert kfacts.selected_word("performance") == "performance"
+    assert kfacts.selected_word(None) is None
 
 
 def test_an_empty_root_gives_reasons_not_crashes(tmp_path):
     (tmp_path / "sys/devices/system/cpu").mkdir(parents=True)
     (tmp_path / "sys/devices/system/cpu/online").write_text("0-1\n")
     report = run_checks(CpuSet([1]), str(tmp_path), sample_s=0)
-    assert len(report.findings) == 29
+    assert len(report.findings) == 30
     na = [f for f in report.findings if f.status is Status.NA]
     assert len(na) >= 20
     assert all(f.summary for f in na)
@@ -80,7 +81,7 @@ GARBAGE = ["/proc/cmdline", "/proc/interrupts", "/proc/irq/120/smp_affinity", "/
 def test_garbage_in_any_file_never_crashes(good, rel):
     good.set(rel, "\x00zz (( ]] -1-\n")
     report = run_checks(CpuSet([3]), str(good), sample_s=0)
-    assert len(report.findings) == 29
+    assert len(report.findings) == 30
 
 
 def test_unreadable_file_gives_a_reason(good):
@@ -98,7 +99,7 @@ def test_lineage_follows_the_parents_up_to_init_and_survives_a_loop(good):
 
     parent(800, 700)
     parent(900, 800)
-    assert procs.lineage(str(good), 900) == [900, 800, 700]  # init (pid 1) left out
+    assert ktasks.lineage(str(good), 900) == [900, 800, 700]  # init (pid 1) left out
     parent(700, 900)  # a loop, as only a crafted tree has
-    assert procs.lineage(str(good), 900) == [900, 800, 700]
-    assert procs.lineage(str(good), 4242) == [4242]  # gone: itself only
+    assert ktasks.lineage(str(good), 900) == [900, 800, 700]
+    assert ktasks.lineage(str(good), 4242) == [4242]  # gone: itself only

@@ -1,4 +1,4 @@
-"""Hostile tune state files through the public reader ``audit.tune.state.load(path, root)``: a valid
+"""Hostile tune state files through the public reader ``audit.state.load(path, root)``: a valid
 (header, entries), or one ConfigError line; never another exception, never an entry that names a file
 outside /proc or /sys (issue 12, defects 1 and 9).
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from softrt.audit.tune import state
+from softrt.audit import state
 from softrt.errors import SoftRTError
 from softrt.platform import journal
 

@@ -8,8 +8,7 @@ import os
 
 import pytest
 
-from softrt.audit import Status, run_checks
-from softrt.audit.tune import Plan, Step, apply_plan, plan_tune, revert
+from softrt.audit import Plan, Status, Step, apply_plan, plan_tune, revert, run_checks
 from softrt.cpus import CpuSet
 from softrt.errors import ConfigError
 
@@ -20,7 +19,7 @@ from .trees import kernel_writer
 RT = CpuSet([3])
 FIXED = {"irq.nic", "irq.devices", "irq.default_affinity", "cores.workqueue", "services.watchdog", "kernel.rt_throttling",
          "idle.states", "kernel.governor", "services.ksm", "services.thp", "services.numa_balancing",
-         "kernel.timer_migration", "kernel.clocksource"}
+         "kernel.timer_migration", "kernel.clocksource", "kernel.fair_server"}
 
 
 def files_under(root):
@@ -44,12 +43,12 @@ def test_apply_fixes_the_checks_and_revert_restores_every_byte(untuned, state_di
     assert all(before[c] in (Status.FAIL, Status.WARN) for c in FIXED)
 
     result = apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
-    assert result.complete and result.count("applied") == 15
+    assert result.complete and result.count("applied") == 16
     after = statuses(untuned)
     assert {c for c in FIXED if after[c] is not Status.OK} == set()
 
     undone = revert(str(untuned), writer=kernel_writer)
-    assert undone.complete and undone.count("restored") == 15
+    assert undone.complete and undone.count("restored") == 16
     assert files_under(untuned.root) == before_files
     assert not result.state_path.exists()
 
@@ -82,18 +81,37 @@ def test_a_half_written_last_line_is_ignored(untuned, state_dir):
     assert files_under(untuned.root) == before_files
 
 
-def test_a_refused_write_is_reported_and_still_reverted(untuned, state_dir):
+@pytest.mark.parametrize("code", [errno.EIO, errno.EPERM])
+def test_an_irq_the_kernel_refuses_to_move_is_reboot_only_not_a_failure(untuned, state_dir, code):
+    """An older kernel gives every smp_affinity a write bit, so the plan cannot know a managed IRQ;
+    the kernel's refusal (EIO, EPERM on newer kernels) says the change is a reboot's."""
     before_files = files_under(untuned.root)
 
     def managed_irq(path, value):
         if path.parent.name == "120":
-            raise OSError(errno.EIO, "Input/output error")
+            raise OSError(code, os.strerror(code))
         kernel_writer(path, value)
 
     result = apply_plan(plan_tune(RT, str(untuned)), writer=managed_irq)
+    assert result.complete and result.count("failed") == 0
+    kept = [o for o in result.outcomes if o.target == "/proc/irq/120/smp_affinity"]
+    assert kept[0].status == "skipped" and "isolcpus=managed_irq" in kept[0].detail
+    assert revert(str(untuned), writer=kernel_writer).complete
+    assert files_under(untuned.root) == before_files
+
+
+def test_a_refused_write_is_reported_and_still_reverted(untuned, state_dir):
+    before_files = files_under(untuned.root)
+
+    def refuses(path, value):
+        if path.name == "timer_migration":
+            raise OSError(errno.EINVAL, "Invalid argument")
+        kernel_writer(path, value)
+
+    result = apply_plan(plan_tune(RT, str(untuned)), writer=refuses)
     failed = [o for o in result.outcomes if o.status == "failed"]
-    assert not result.complete and [o.target for o in failed] == ["/proc/irq/120/smp_affinity"]
-    assert "managed" in failed[0].detail
+    assert not result.complete and [o.target for o in failed] == ["/proc/sys/kernel/timer_migration"]
+    assert failed[0].detail == "Invalid argument"
     assert revert(str(untuned), writer=kernel_writer).complete
     assert files_under(untuned.root) == before_files
 
@@ -223,7 +241,7 @@ def test_state_root_is_compared_by_real_path(untuned, state_dir, tmp_path):
 
 
 def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
-    from softrt.audit.tune import apply
+    from softrt.audit.linux import apply
     from softrt.errors import SoftRTError
     from softrt.platform import kfiles, writable
     from softrt.trace import tracefs
@@ -324,8 +342,8 @@ def test_apply_never_writes_through_a_symlink_in_the_tree(untuned, state_dir, tm
     victim.write_text("1\n")  # reads like timer_migration on, so the plan wants to switch it off
     untuned.link("/proc/sys/kernel/timer_migration", str(victim))
     result = apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer)
-    outcome = next(o for o in result.outcomes if o.target == "/proc/sys/kernel/timer_migration")
-    assert outcome.status == "skipped" and "not a kernel file softrt writes" in outcome.detail
+    # A link out of the tree is not even read (platform.kfiles opens beneath the root): no step for it.
+    assert [o for o in result.outcomes if o.target == "/proc/sys/kernel/timer_migration"] == []
     assert victim.read_text() == "1\n"
     assert "timer_migration" not in result.state_path.read_text()  # never journalled either
     assert revert(str(untuned), writer=kernel_writer).complete

@@ -147,7 +147,12 @@ def build_good(root: Path) -> Tree:
         t.set(f"/proc/sys/kernel/{name}", value)
     t.set("/proc/sys/vm/swappiness", "10")
     t.set("/proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority")
-    t.set("/proc/mounts", "proc /proc proc rw 0 0\ncgroup2 /sys/fs/cgroup cgroup2 rw 0 0")
+    t.set("/proc/mounts", "proc /proc proc rw 0 0\ncgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"
+          "debugfs /sys/kernel/debug debugfs rw 0 0")
+    t.set("/proc/filesystems", "nodev\tproc\nnodev\tdebugfs\nnodev\ttracefs")
+    for c in range(4):  # the fair server (Linux 6.12+): off on the RT CPU
+        t.set(f"/sys/kernel/debug/sched/fair_server/cpu{c}/runtime", "0" if c == 3 else "50000000")
+        t.set(f"/sys/kernel/debug/sched/fair_server/cpu{c}/period", "1000000000")
     t.set("/proc/self/status", "Cpus_allowed_list:\t0-3")
     # Interrupts: the NIC's queues and an NVMe queue on the housekeeping CPUs.
     t.set("/proc/irq/default_smp_affinity", "7")

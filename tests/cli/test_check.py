@@ -48,7 +48,7 @@ def test_json_output(run_cli, state_dir):
     assert code == 1
     data = json.loads(out)
     assert data["ready"] is False and data["rt_cpus"] == "1" and data["housekeeping_cpus"] == "0"
-    assert len(data["findings"]) == 29
+    assert len(data["findings"]) == 30
     nic = next(f for f in data["findings"] if f["id"] == "irq.nic")
     assert nic["status"] == "fail" and nic["severity"] == "high" and nic["tunable"] and nic["evidence"]
     assert data["fix_first"][0] == "kernel.preemption"
@@ -61,6 +61,8 @@ def test_json_output(run_cli, state_dir):
     (["--rt-cpus", "one"], "invalid CPU list"),
     (["--rt-cpus", "1-0"], "invalid CPU range"),
     (["--sample", "-1"], "--sample"),
+    (["--sample", "90s"], "at most 1 min"),
+    (["--sample", "2 parsecs"], "unknown unit"),
 ])
 def test_bad_input_is_one_line_and_exit_2(run_cli, state_dir, args, words):
     code, out, err = run_cli("check", "--root", CAPTURED, *args)
@@ -78,7 +80,7 @@ def test_offline_cpu_is_bad_input(run_cli, state_dir, tmp_path):
 
 
 def test_this_machine_with_a_short_sample(run_cli, state_dir):
-    code, out, err = run_cli("check", "--json", "--sample", "0.2")
+    code, out, err = run_cli("check", "--json", "--sample", "200ms")  # a TIME, as every other option takes
     assert code in (0, 1), err
     data = json.loads(out)
     assert data["ready"] is (code == 0)

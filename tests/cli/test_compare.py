@@ -46,17 +46,30 @@ def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_res
             assert load["name"] in ("gpu", "video")
     assert any("Tuning" in line or "Under load" in line for line in result["verdict"])
     assert len(result["rounds"]) == 4
-    for rnd in result["rounds"]:  # each scenario's run is stored like any softrt run
+    first = result["rounds"][0]["run_id"]
+    for rnd in result["rounds"]:  # each scenario's run is stored like any softrt run, with the comparison's id
         summary = json.loads((tmp_path / rnd["run_id"] / "summary.json").read_text())
-        assert summary["scenario"] == rnd["scenario"] and "loads" in summary
+        assert summary["scenario"] == rnd["scenario"] and "loads" in summary and summary["compare_id"] == first
+    # Progress while loads start, settle and stop, with what remains (it was silent between runs).
+    assert "[1/4] untuned: no loads; 0 of 4 done, about " in proc.stderr
+    assert "[3/4] tuned+load: starting " in proc.stderr and "[3/4] tuned+load: stopping the loads" in proc.stderr
+    assert "[4/4] tuned+load-on-rt-cpus: measuring 1 s; 3 of 4 done, about " in proc.stderr
     assert no_load_processes_left() == []
 
 
 def test_repeat_alternates_and_require_gates(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
+    report = tmp_path / "compare.html"
     proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.5s", "--repeat", "2", "--json",
-                      "--require", "period.max<=1us", "--out-dir", str(tmp_path))
+                      "--require", "period.max<=1us", "--out-dir", str(tmp_path), "--report", str(report))
     assert proc.returncode == 1, proc.stderr  # a ~250 µs period never meets max <= 1 µs
     result = json.loads(proc.stdout)
+    # --report: the comparison's report, its scenarios side by side (rounds pooled) with the verdict lines.
+    html = report.read_text()
+    side = html[html.index('<table id="side-table">'):html.index("</table>", html.index('<table id="side-table">'))]
+    assert ">tuned</th>" in side and ">untuned</th>" in side and "<td>rounds</td><td>2</td><td>2</td>" in side
+    assert all(f"<li>{line}</li>" in html for line in result["verdict"])
+    assert all(r["run_id"] in html for r in result["rounds"])
+    assert f"report of 4 run(s) written to {report}" in proc.stderr
     assert [(r["scenario"], r["round"]) for r in result["rounds"]] == [
         ("tuned", 1), ("untuned", 1), ("tuned", 2), ("untuned", 2)]
     assert result["pooled"]["tuned"]["rounds"] == 2
@@ -85,11 +98,14 @@ def test_table_output(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     (["tuned", "tuned"], "listed twice"),
     (["tuned", "--repeat", "0"], "--repeat"),
     (["tuned", "--samples", "some"], "--samples"),
+    (["tuned", "--report", "{runs}/no/such/dir/r.html"], "cannot write the report"),
+    (["tuned", "--report", "{runs}"], "--report"),  # a directory (made below)
 ])
 def test_bad_input(tmp_path, state_dir, args, needle, softrt_cmd):
     (tmp_path / "bad.toml").write_text('name = "bad"\nprofile = \n')
     (tmp_path / "on_rt.toml").write_text('name = "on_rt"\n[[load]]\nname = "cpu"\ncpus = "all"\n')
-    args = [a.format(bad=tmp_path / "bad.toml", on_rt=tmp_path / "on_rt.toml") for a in args]
+    args = [a.format(bad=tmp_path / "bad.toml", on_rt=tmp_path / "on_rt.toml", runs=tmp_path / "out") for a in args]
+    (tmp_path / "out").mkdir()
     proc = softrt_cmd("compare", *args, "--duration", "0.5s", "--out-dir", str(tmp_path / "runs"))
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()

@@ -61,6 +61,31 @@ def test_add_list_filter_show(run_cli, home, lab, tmp_path):
     assert lab[0].is_dir()
 
 
+def test_last_and_last_n_name_the_newest_runs(run_cli, home, lab, tmp_path):
+    code, _, err = run_cli("show", "last")  # an empty history: one line, exit 2
+    assert code == 2 and err.startswith("softrt: error: last: the history") and "no runs yet" in err
+    assert err.count("\n") == 1
+    assert run_cli("history", "add", str(tmp_path / "lab" / "pc-a"), str(tmp_path / "lab" / "pc-b"))[0] == 0
+    ids = [json.loads((p / "summary.json").read_text())["run_id"] for p in lab]  # started on days 28, 29, 30
+    for ref, want in (("last", ids[2]), ("last~0", ids[2]), ("last~1", ids[1]), ("last~2", ids[0])):
+        code, out, _ = run_cli("show", ref, "--json")
+        assert code == 0 and json.loads(out)["run_id"] == want, ref
+    code, _, err = run_cli("show", "last~3")
+    assert code == 2 and "only 3 run(s)" in err and "last~2 is the oldest" in err
+    from softrt.report import resolve_runs  # softrt report takes them the same way
+
+    assert [p.resolve() for p in resolve_runs(["last~1", "last"])] == [lab[1].resolve(), lab[2].resolve()]
+
+
+def test_every_command_has_an_example_in_its_help(run_cli):
+    from softrt.cli import cli
+
+    commands = [[name] for name in cli.commands] + [["history", sub] for sub in cli.commands["history"].commands]
+    for args in commands:
+        code, out, _ = run_cli(*args, "--help")
+        assert code == 0 and "Example" in out, args
+
+
 def test_db_option_overrides_the_default(run_cli, home, lab, tmp_path):
     db = tmp_path / "other.sqlite"
     code, _, _ = run_cli("history", "add", str(lab[0]), "--db", str(db))
@@ -132,3 +157,26 @@ def test_show_prints_why_cycles_were_late(run_cli, home, tmp_path):
     plain = write_synthetic_run(tmp_path / "p", cycles=2_000)  # a run from before tracing existed
     code, out, _ = run_cli("show", str(plain))
     assert code == 0 and "Why cycles were late" not in out
+
+
+def test_the_runs_of_one_compare_are_grouped(run_cli, home, tmp_path, monkeypatch):
+    from softrt.store.rundir import update_summary
+
+    monkeypatch.setenv("COLUMNS", "80")
+    dirs = [write_synthetic_run(tmp_path / "runs", cycles=500, host="pc", seed=i, scenario=name,
+                                started_at=datetime(2026, 11, 30, 8, i, tzinfo=timezone.utc))
+            for i, name in enumerate(["alone", "untuned", "tuned", "tuned+load", "later"])]
+    first = json.loads((dirs[1] / "summary.json").read_text())["run_id"]
+    for d in dirs[1:4]:  # as softrt compare stores its scenario runs
+        update_summary(d, compare_round=1, compare_id=first)
+    assert run_cli("history", "add", str(tmp_path / "runs"))[0] == 0
+    code, out, _ = run_cli("history", "--json")
+    assert [r["compare_id"] for r in json.loads(out)] == [None, first, first, first, None]
+    code, out, _ = run_cli("history")
+    lines = out.splitlines()
+    blank = [i for i, line in enumerate(lines) if not line.strip()]
+    at = {name: next(i for i, line in enumerate(lines) if f" {name} " in line) for name in ("alone", "untuned",
+                                                                                          "tuned+load", "later")}
+    # a blank line before the compare's first run and one after its last, none elsewhere among the runs
+    assert [b for b in blank if at["alone"] < b < at["later"]] == [at["untuned"] - 1, at["tuned+load"] + 1], out
+    assert "blank lines group a compare" in out and all(len(line) <= 80 for line in lines)

@@ -100,3 +100,19 @@ def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home):
         assert run_id.startswith(short) and len(short) >= 15
         shown = _softrt("show", short, "--json")
         assert shown.returncode == 0 and json.loads(shown.stdout)["run_id"] == run_id, shown.stderr
+
+
+def test_show_of_a_run_with_overruns_says_the_verdict_first_and_the_slack_low_tail(run_cli, tmp_path, home):
+    """An overrun is negative slack: its low percentiles show it (the upper ones never would). The
+    synthetic run's summary has no verdict block (as one stored before softrt wrote it): show judges it."""
+    run = write_synthetic_run(tmp_path, cycles=10_000, misses=[(500 * k, 1 + k % 3) for k in range(1, 16)])
+    status, out, _ = run_cli("show", str(run))
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("FAILS the 250 µs cycle (0 missed updates, every period ≤ 270.0 µs): worst period "
+                               "1,000.2 µs (4.0× nominal), 30 missed updates (longest run 3)")
+    assert "10,000 cycles observed, so events rarer than about 1 in 10,000 cycles are unseen" in out
+    slack = next(line for line in lines if line.split()[:1] == ["slack"]).split()[2::2]  # p50, p1, p0.1, p0.01, min
+    p50, p1, p01, p001, low = (float(x.replace(",", "")) for x in slack)
+    assert low <= p001 <= p01 < 0 < p1 <= p50  # 15 overruns in 10,000 cycles: below p0.1, above p1
+    assert low == json.loads((run / "summary.json").read_text())["slack_us"]["min"]

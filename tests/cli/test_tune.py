@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import pwd
 import shutil
 from pathlib import Path
 
@@ -55,15 +56,29 @@ def test_apply_then_revert_on_a_tree(run_cli, state_dir, vm):
     code, out, err = run_cli("tune", "--revert", "--root", str(vm))
     assert code == 0, err
     assert "Reverted:" in out and "restored" in out
+    # What each kind of change was restored to.
+    assert "IRQ affinity: restored 19 to 3" in out and "default IRQ affinity: restored 1 to 3" in out
+    assert "sched_rt_runtime_us 950000" in out and "idle states: restored 1 to enabled" in out
     assert trees.files_under(vm) == before  # byte for byte
-    assert not (state_dir / "tune-state.jsonl").exists()
+
+
+def test_the_rt_cpu_defaults_and_an_irq_the_kernel_keeps_is_reboot_only(run_cli, state_dir, vm, monkeypatch):
+    """On the 2-CPU VM: CPU 1 (as check and run choose it), and the command it prints names it. IRQ 36
+    (virtio-blk's managed queue) has a read-only smp_affinity, as this kernel shows it: no step, listed
+    as reboot-only (tune --apply exited 1 on it)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    (vm / "proc/irq/36/smp_affinity").chmod(0o444)
+    code, out, err = run_cli("tune", "--root", str(vm))
+    assert code == 0, err
+    assert "real-time CPU(s) 1 " in out and "softrt tune --rt-cpus 1 --apply" in out
+    assert "/proc/irq/36/smp_affinity" not in out and "/proc/irq/38/smp_affinity" in out
+    assert "only at boot (managed or per-CPU): IRQ 36 virtio1-req.0" in out
 
 
 @pytest.mark.parametrize("args,words", [
     (["--rt-cpus", "7"], "CPU 7 does not exist"),
     (["--rt-cpus", "0-1"], "one housekeeping CPU must stay"),
     (["--rt-cpus", ""], "no real-time CPU"),
-    ([], "needs --rt-cpus"),
     (["--rt-cpus", "1", "--apply", "--revert"], "cannot be combined"),
     (["--revert", "--rt-cpus", "1"], "drop --rt-cpus"),
     (["--revert"], "nothing to revert"),
@@ -123,7 +138,8 @@ def test_apply_and_revert_wait_for_a_real_time_run(run_cli, state_dir, verb):
     finally:
         os.close(fd)
     assert code == 2 and out == ""
-    assert f"real-time softrt run (pid {os.getpid()}) is in progress" in err and err.count("\n") == 1
+    assert f"real-time softrt run is in progress (pid {os.getpid()} (user {pwd.getpwuid(os.geteuid()).pw_name}" in err and err.count("\n") == 1
+    assert f"kill {os.getpid()}" in err
     assert (state_dir / "tune-state.jsonl").exists() == (verb == ["--revert"])
 
 
@@ -138,3 +154,24 @@ def test_windows_plan_from_captures_and_apply_refused_there(run_cli, state_dir, 
     assert "$obj.SetRTCores = 4" in out and "never applied" in out
     code, _, err = run_cli("tune", "--root", str(WINDOWS / "bad"), "--rt-cpus", "10-13", "--apply")
     assert code == 2 and "captured command outputs" in err
+
+
+def test_threads_that_exited_are_counted_not_listed():
+    """A revert after a busy hour: one line per kind, never one per exited thread."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from softrt.audit import Result
+    from softrt.platform.journal import Outcome
+    from softrt.cli.tune import render_result
+
+    result = Result(Path("state"), [Outcome(f"python3 (30492/{tid})", "gone", "the thread exited") for tid in range(51)]
+                    + [Outcome(f"bash ({pid}/{pid})", "restored", "CPUs 0-1") for pid in range(64)]
+                    + [Outcome("/proc/sys/kernel/sched_rt_runtime_us", "restored", "950000")])
+    console = Console(width=200, record=True)
+    console.print(render_result(result, "Reverted"))
+    lines = console.export_text().splitlines()
+    assert lines == ["Reverted: 65 restored, 51 gone",
+                     "  kernel settings: restored sched_rt_runtime_us 950000",
+                     "  threads: restored 64 to CPUs 0-1; 51 left alone (exited, gone or already set)"]

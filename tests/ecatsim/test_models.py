@@ -230,6 +230,24 @@ def test_fault_plan_counts():
     decisions = [plan.decide(3) for _ in range(10)]
     assert [x.drop for x in decisions] == [True, True] + [False] * 8
     assert [x.skip_slave for x in decisions if x.skip_slave is not None] == [2, 2]
-    assert plan.injected == {"drop": 2, "delay": 0, "bad_wkc": 2}
+    assert plan.injected == {"drop": 2, "delay": 0, "bad_wkc": 2, "bad_frame": 0}
     with pytest.raises(ValueError):
         plan.arm("melt")
+
+
+def test_pacer_learns_the_masters_cycle_and_ignores_a_lost_frame():
+    from softrt.ecatsim.sim import Pacer
+
+    pacer = Pacer(early_ns=60_000)
+    assert pacer.window() is None  # nothing learned yet
+    t = 0
+    for gap in [250_000] * 20 + [500_000] + [250_000] * 3:  # one frame lost on the way
+        t += gap
+        pacer.frame(t)
+    assert pacer.period_ns == 250_000
+    assert pacer.window() == (t + 250_000 - 60_000, t + 250_000 + 60_000)
+    for _ in range(8):  # the master now runs at 1 ms: learned again after 8 gaps that do not fit
+        t += 1_000_000
+        pacer.frame(t)
+    assert pacer.period_ns == 1_000_000
+    assert Pacer(early_ns=0).window() is None  # busy-poll off

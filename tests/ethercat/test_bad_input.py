@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -96,6 +97,11 @@ def test_ecat_sim_cli_bad_interface():
         "softrt: error: EtherCAT on nosuch0: no such network interface (list interfaces with 'ip link')"]
 
 
+def test_ecat_sim_delay_is_a_time(run_cli):
+    code, out, err = run_cli("ecat-sim", "--iface", "nosuch0", "--delay", "2 fortnights")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--delay '2 fortnights' has an unknown unit" in err
+
+
 def test_device_state_errors():
     dev = EtherCATMaster("nosuch0", PERIOD_NS)
     assert dev.state is MasterState.CLOSED
@@ -121,3 +127,19 @@ def test_a_bad_drive_description_is_one_line_and_exit_2(tmp_path, content, devic
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], proc.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_bus_that_dies_in_the_scan_ends_bring_up_in_seconds(start_sim, ecat_ns):
+    """The slaves fall silent at the first EEPROM read, inside SOEM's config_init (one C call, which
+    read SII categories of zeros for 70 s): the scan's deadline cuts SOEM's waits short, and the
+    step says where it was and that the bus is silent."""
+    start_sim("--slaves", "2", "--mute-at", "eeprom", fifo=True)
+    t = time.monotonic()
+    with pytest.raises(EcatError) as info:
+        open_in(ecat_ns)
+    took_s = time.monotonic() - t
+    assert info.value.reason == "bus_lost"
+    assert str(info.value).startswith("EtherCAT on ecm0: bring-up, step scan: the bus went silent (no slave answers)")
+    assert took_s < 20  # seconds, not minutes
+    import pysoem  # SOEM's timeouts are back as they were (the patient ones of this test)
+    assert pysoem.settings.timeouts.eeprom == 200_000

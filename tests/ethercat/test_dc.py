@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from softrt.ethercat.dc import PhaseLock, decode_diff, encode_diff, phase_error
-from softrt.ethercat.dcmonitor import DcMonitor, DiffProbe, _AbsStat, _SlaveDiff
+from softrt.ethercat.dcmonitor import DcMonitor, DiffProbe, _SlaveDiff
+from softrt.ethercat.nsstat import NsStat
 from softrt.ethercat.rawsock import INDEX_OFFSET, index_filter
 from softrt.ethercat.wire import Cmd, encode_frame, parse_frame, write_wkc
 
@@ -90,7 +91,7 @@ def test_phase_lock_clamps_without_winding_up():
 def test_abs_stat_percentiles_within_the_histogram_bound():
     rng = np.random.default_rng(3)
     values = rng.integers(-80_000, 80_000, 5000)
-    stat = _AbsStat()
+    stat = NsStat()
     for v in values.tolist():
         stat.add(v)
     a = np.abs(values)
@@ -98,26 +99,21 @@ def test_abs_stat_percentiles_within_the_histogram_bound():
     assert got["min"] == a.min() and got["max"] == a.max()
     assert got["mean"] == pytest.approx(a.mean(), abs=0.1)
     assert got["p99"] == pytest.approx(np.percentile(a, 99), rel=2e-3)
-    assert _AbsStat().summary() is None
-
-
-class _FakeMaster:
-    dc_time = 0
+    assert NsStat().summary() is None
 
 
 def test_monitor_phase_rate_and_series():
     period = 1_000_000
-    m = _FakeMaster()
     sync0 = 10 * period
-    mon = DcMonitor(m, period, sync0, (0, "ref"), None, lock=False, shift_ns=0, sample_every=100, sync0_active=True)
+    mon = DcMonitor(period, sync0, (0, "ref"), None, lock=False, shift_ns=0, sample_every=100, sync0_active=True)
     drift = 200e-6
     host0 = 1_000_000_000
     rng = random.Random(5)
     for k in range(3000):
         host = host0 + k * period
         delay = 20_000 + (rng.randint(0, 400_000) if k % 7 == 0 else 0)  # some frames late by up to 0.4 ms
-        m.dc_time = sync0 + 40_000 + int((host - host0) * (1 + drift)) + delay
-        assert mon.cycle(host, frame_ok=k % 50 != 3) == 0  # unlocked: the edge never moves
+        dc = sync0 + 40_000 + int((host - host0) * (1 + drift)) + delay
+        assert mon.cycle(host, dc if k % 50 != 3 else None) == 0  # unlocked: the edge never moves
     r = mon.report()
     # The late frames only add delay: the minimum filter recovers the rate.
     assert r["dc_vs_host_ppm"] == pytest.approx(200, abs=5)
@@ -132,14 +128,12 @@ def test_monitor_phase_rate_and_series():
 
 def test_monitor_lock_moves_the_edges():
     period = 500_000
-    m = _FakeMaster()
-    mon = DcMonitor(m, period, 0, (0, "ref"), None, lock=True, shift_ns=-100_000, sample_every=100,
+    mon = DcMonitor(period, 0, (0, "ref"), None, lock=True, shift_ns=-100_000, sample_every=100,
                     sync0_active=True)
     origin = 0  # the host's cycle origin, moved by the lock
     for k in range(4000):
         host = origin + k * period
-        m.dc_time = 7 * period + 123_456 + int(host * (1 - 80e-6))
-        origin += mon.cycle(host, True)
+        origin += mon.cycle(host, 7 * period + 123_456 + int(host * (1 - 80e-6)))
     r = mon.report()
     assert r["lock"]["correction_ppm"] == pytest.approx(80, rel=0.05)  # DC slow: the host's cycle lengthened
     assert r["lock"]["last_tenth_abs_mean_us"] < 1 < r["lock"]["first_tenth_abs_mean_us"]

@@ -330,10 +330,34 @@ def test_a_slave_leaving_op_early_in_the_run_is_named_not_a_lost_bus(start_sim, 
     try:
         dev.start(time.monotonic_ns() + 1_000_000)
         sim.control(cmd="al_error", slave=0, state="SAFEOP", code=0x001A)
-        flags = run_cycles(dev, dev.bus_timeout_cycles + 5, lambda k: 0.0, start=False)
+        flags = run_cycles(dev, dev.bus_timeout_frames + 5, lambda k: 0.0, start=False)
         assert flags[-1] & FLAG_DEVICE_FAILED
         assert dev.failure == ("slave 0 'softrt virtual CSP drive' left OP: SAFEOP+ERR, "
                                "AL status 0x001A synchronization error")
+    finally:
+        dev.stop()
+
+
+def test_a_link_that_goes_down_is_named_not_a_silent_bus(start_sim, ecat_ns):
+    """The slave side goes down (the cable is pulled: no carrier on ours), then our side: the
+    failure names the link, and frames that could not be sent are unanswered ones."""
+    from softrt.ethercat.netif import link_problem
+
+    start_sim("--slaves", "1", fifo=True)
+    dev = open_master(ecat_ns, receive_timeout_us=1000, bus_timeout_ns=20 * PERIOD_NS)
+    try:
+        flags = run_cycles(dev, 20, lambda k: 0.0)
+        assert not any(f & FLAG_DEVICE_FAILED for f in flags) and dev.failure is None
+        ecat_ns.ip("link", "set", ecat_ns.slave_iface, "down")
+        flags = run_cycles(dev, 25, lambda k: 0.0, start=False)
+        assert flags[-1] & FLAG_DEVICE_FAILED
+        assert dev.failure.startswith(f"link down on {ecat_ns.master_iface} (no carrier): 20 frames sent in a row"), \
+            dev.failure
+        assert link_problem(ecat_ns.master_iface, dev._sock) == "no carrier"
+        ecat_ns.ip("link", "set", ecat_ns.master_iface, "down")
+        assert link_problem(ecat_ns.master_iface, dev._sock) == "the interface is down"
+        dev.write(0.0)
+        assert dev.counters()["frames"]["send_errors"] == 1  # ENETDOWN: unanswered, not a crash
     finally:
         dev.stop()
 

@@ -1,14 +1,13 @@
-"""Finding SOEM's raw socket and switching it to non-blocking for the cyclic phase (softrt.ethercat.receive)."""
+"""Finding SOEM's raw socket (softrt.ethercat.receive)."""
 
 from __future__ import annotations
 
-import os
 import socket
 
 import pytest
 
 from softrt.ethercat.errors import EcatError
-from softrt.ethercat.receive import PollingReceive, ethercat_sockets
+from softrt.ethercat.receive import ethercat_sockets, soem_socket
 from softrt.ethercat.wire import ETH_P_ECAT
 
 ETH_P_IP = 0x0800
@@ -31,19 +30,11 @@ def test_finds_only_the_ethercat_socket_on_that_interface():
         assert ethercat_sockets("nosuch0") == []
 
 
-def test_polling_receive_is_non_blocking_while_entered():
-    with raw_socket("lo", ETH_P_ECAT) as ecat:
-        assert os.get_blocking(ecat.fileno())
-        with PollingReceive("lo"):
-            assert not os.get_blocking(ecat.fileno())
-            with pytest.raises(BlockingIOError):  # recv() returns at once: SOEM's loop polls its own timer
-                ecat.recv(2048)
-        assert os.get_blocking(ecat.fileno())
-
-
-def test_polling_receive_needs_exactly_one_socket():
+def test_soem_socket_is_the_one_ethercat_socket_on_the_interface():
     with pytest.raises(EcatError, match="found 0"):
-        PollingReceive("lo").__enter__()
-    with raw_socket("lo", ETH_P_ECAT), raw_socket("lo", ETH_P_ECAT):
-        with pytest.raises(EcatError, match="found 2"):
-            PollingReceive("lo").__enter__()
+        soem_socket("lo")
+    with raw_socket("lo", ETH_P_ECAT) as ecat:
+        assert soem_socket("lo") == ecat.fileno()
+        with raw_socket("lo", ETH_P_ECAT):
+            with pytest.raises(EcatError, match="found 2"):
+                soem_socket("lo")

@@ -11,6 +11,10 @@ import pytest
 
 pytestmark = pytest.mark.rt
 
+#: This VM stalls the simulator for ~10 ms now and then (issue 20): these runs test the master's
+#: path, not bus health, so they tolerate it.
+BUS_TIMEOUT = "200ms"
+
 
 def test_softrt_run_drives_the_simulated_bus(start_sim, ecat_ns, tmp_path):
     sim = start_sim("--slaves", "2", "--bad-wkc-every", "500", fifo=True)
@@ -18,6 +22,7 @@ def test_softrt_run_drives_the_simulated_bus(start_sim, ecat_ns, tmp_path):
     proc = subprocess.run(
         ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
                     "--axes", "2", "--period", "1ms", "--duration", "2s", "--json", "--out-dir", str(tmp_path),
+                    "--bus-timeout", BUS_TIMEOUT,
                     "--bus-timeout", "1s"),  # (not a bus-health test: a hypervisor stall of 10 ms is no lost bus here)
         capture_output=True, text=True, env=env, timeout=120)
     s = json.loads(proc.stdout)
@@ -70,6 +75,7 @@ def test_run_configures_a_two_axis_drive_that_aborts_complete_access(start_sim, 
     proc = subprocess.run(
         ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
                     "--axes", "2", "--ecat-drives", str(drives), "--period", "1ms", "--duration", "1.5s", "--json",
+                    "--bus-timeout", BUS_TIMEOUT,
                     "--out-dir", str(tmp_path / "runs")),
         capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr

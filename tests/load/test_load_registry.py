@@ -87,3 +87,12 @@ def test_parse_stress_ng_yaml():
 
 def test_stress_ng_mib_is_converted_to_mb():
     assert MIB_TO_MB == pytest.approx(1.048576)
+
+
+def test_a_missing_stress_ng_is_bad_input_exit_2(run_cli, tmp_path, monkeypatch, state_dir):
+    """compare --load-backend stress-ng without stress-ng: one line, exit 2 (it was 1), nothing run."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    code, out, err = run_cli("compare", "tuned+load", "--load-backend", "stress-ng", "--duration", "1s",
+                             "--out-dir", str(tmp_path / "runs"))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "stress-ng is not installed" in err
+    assert not (tmp_path / "runs").exists()

@@ -67,3 +67,36 @@ def test_ask_to_stop_makes_a_worker_report():
     procs.ask_to_stop(proc)
     out, _ = proc.communicate(timeout=10)
     assert proc.returncode == 0 and b'"counters"' in out
+
+
+def test_a_worker_without_a_console_stops_when_its_stdin_closes():
+    """Windows' CTRL_BREAK_EVENT needs a console the supervisor may not have: under Wine every built-in
+    load was killed before it reported (the network load "moved 0 bytes"). Closing its stdin asks it
+    there; here no signal is sent at all."""
+    import json
+
+    cfg = {"kind": "net_server", "cpus": sorted(os.sched_getaffinity(0)), "timeout_s": 30, "stop_on_eof": True}
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        cfg["fd"] = srv.fileno()
+        proc = subprocess.Popen([sys.executable, _worker.__file__, json.dumps(cfg)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, pass_fds=(srv.fileno(),))
+        with socket.create_connection(srv.getsockname()) as c:
+            c.sendall(b"x" * 1000)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.stdin.close()  # no signal
+        proc.wait(timeout=10)
+        out = proc.stdout.read()
+        proc.stdout.close()
+    assert proc.returncode == 0 and time.monotonic() - t0 < 5
+    assert json.loads(out)["counters"] == {"connections": 1, "bytes_received": 1000}
+
+
+def test_the_gpu_load_on_windows_says_it_is_not_there_not_that_dev_dri_is_missing(monkeypatch):
+    from softrt.load import media
+
+    monkeypatch.setattr(procs, "IS_WINDOWS", True)
+    reason = media.gpu_skip_reason("builtin")
+    assert reason.startswith("not on Windows") and "/dev/dri" not in reason

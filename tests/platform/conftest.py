@@ -42,6 +42,11 @@ class FakeWin32:
         self.sections: set[str] = set()
         self.locked: set[tuple[int, int]] = set()
         self._next_handle = 0x100
+        self.counter_values: dict[str, list[tuple[str, float]]] = {}
+        self._counters: dict[int, str] = {}
+        self.registry = {(W.CURRENT_VERSION_KEY, "CurrentBuildNumber"): "22631", (W.CURRENT_VERSION_KEY, "UBR"): 4460,
+                         (W.CURRENT_VERSION_KEY, "DisplayVersion"): "23H2",
+                         (W.PROCESSOR_KEY, "ProcessorNameString"): "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz   "}
 
     def _call(self, name: str, *args) -> None:
         self.calls.append((name, *args))
@@ -101,10 +106,14 @@ class FakeWin32:
 
     def SetThreadPriority(self, thread, priority):  # noqa: N802
         self._call("SetThreadPriority", thread, priority)
+        if priority not in (-15, -2, -1, 0, 1, 2, 15) and self.priority_class != W.REALTIME_PRIORITY_CLASS:
+            raise W.Win32Failed("SetThreadPriority", W.ERROR_INVALID_PARAMETER, TEXTS[W.ERROR_INVALID_PARAMETER])
         self.thread_priority = priority
 
-    def NtSetInformationThread(self, thread, info_class, value):  # noqa: N802
-        self._call("NtSetInformationThread", thread, info_class, value)
+    def read_registry(self, key, name):
+        """HKLM values as a Windows 11 23H2 machine has them (REG_SZ as str, REG_DWORD as int)."""
+        self.calls.append(("read_registry", key, name))
+        return self.registry.get((key, name))
 
     def GetProcessWorkingSetSizeEx(self, process):  # noqa: N802
         self._call("GetProcessWorkingSetSizeEx", process)
@@ -171,6 +180,31 @@ class FakeWin32:
     def get_osfhandle(self, fd):
         self.calls.append(("get_osfhandle", fd))
         return fd
+
+    # performance counters: ``self.counter_values`` maps an English path to its instances' (name, value)
+    def PdhOpenQueryW(self):  # noqa: N802
+        self._call("PdhOpenQueryW")
+        return self._handle()
+
+    def PdhAddEnglishCounterW(self, query, path):  # noqa: N802
+        self._call("PdhAddEnglishCounterW", query, path)
+        if path not in self.counter_values:
+            raise W.Win32Failed("PdhAddEnglishCounterW", 0xC0000BB9, "PDH status 0xC0000BB9")  # PDH_CSTATUS_NO_COUNTER
+        handle = self._handle()
+        self._counters[handle] = path
+        return handle
+
+    def PdhCollectQueryData(self, query):  # noqa: N802
+        self._call("PdhCollectQueryData", query)
+
+    def PdhGetFormattedCounterArrayW(self, counter):  # noqa: N802
+        self._call("PdhGetFormattedCounterArrayW", counter)
+        return [(name, W.PDH_CSTATUS_VALID_DATA, value) for name, value in self.counter_values[self._counters[counter]]]
+
+    def PdhCloseQuery(self, query):  # noqa: N802
+        self._call("PdhCloseQuery", query)
+        self.open_handles.discard(query)
+        self.open_handles -= set(self._counters)
 
     def LockFileEx(self, handle, flags, offset, length):  # noqa: N802
         self._call("LockFileEx", handle, flags, offset, length)

@@ -1,13 +1,16 @@
-"""The Linux backend's machine lock: never follows a planted link, never truncates another's file."""
+"""The Linux backend's machine lock: shared by every user, held only by a living process, named by the kernel."""
 
 from __future__ import annotations
 
 import os
+import pwd
+from pathlib import Path
 
 import pytest
 
-from softrt.errors import SoftRTError
 from softrt.platform.linux import LinuxPlatform
+
+from ..child import call_as, need_root, nobody
 
 
 @pytest.fixture
@@ -17,62 +20,95 @@ def victim(tmp_path):
     return f
 
 
-def test_the_lock_is_taken_and_holds_our_pid(tmp_path):
+def test_the_lock_is_held_until_closed_and_its_holder_named_by_the_kernel(tmp_path):
+    plat = LinuxPlatform()
+    path = tmp_path / "softrt-rt-loop.lock"
+    fd = plat.try_lock(path)
+    assert fd is not None
+    try:
+        assert plat.try_lock(path) is None  # a second holder, even in the same process
+        assert plat.try_lock(tmp_path / "other.lock") is not None  # another name is another lock
+        holder = plat.lock_holder(path)
+        assert holder.startswith(f"{os.getpid()} (user {pwd.getpwuid(os.geteuid()).pw_name}: ")
+        assert "pytest" in holder and "since " in holder
+    finally:
+        os.close(fd)
+    assert plat.lock_holder(path) == "?"
+    again = plat.try_lock(path)  # released with its fd: nothing is left behind
+    assert again is not None
+    os.close(again)
+
+
+@pytest.mark.parametrize("planted", ["symlink", "root_0600", "fifo", "foreign"])
+def test_nothing_planted_at_the_lock_path_blocks_the_lock_or_is_touched(tmp_path, victim, planted):
+    path = tmp_path / "softrt-rt-loop.lock"
+    if planted == "symlink":
+        path.symlink_to(victim)
+    elif planted == "fifo":
+        os.mkfifo(path)
+    else:  # a run of an older softrt left a 0600 file, or another user made one first
+        path.write_text("4242")
+        path.chmod(0o600)
+        if planted == "foreign" and os.geteuid() == 0:
+            os.chown(path, *nobody())
+    fd = LinuxPlatform().try_lock(path)
+    assert fd is not None
+    os.close(fd)
+    assert victim.read_text() == "precious\n" and os.path.lexists(path)
+
+
+def _hold_lock_as_user(path: str, ready: int, release: int) -> str:
+    """In the unprivileged child: take the lock, say so, hold it until told, then release it."""
+    plat = LinuxPlatform()
+    fd = plat.try_lock(Path(path))
+    os.write(ready, b"1" if fd is not None else b"0")
+    os.read(release, 1)
+    os.close(fd)
+    return "released"
+
+
+def _try_as_user(path: str) -> tuple[bool, str]:
+    plat = LinuxPlatform()
+    fd = plat.try_lock(Path(path))
+    if fd is not None:
+        os.close(fd)
+    return fd is not None, plat.lock_holder(Path(path))
+
+
+def test_root_and_other_users_exclude_each_other_and_neither_blocks_the_other_after(tmp_path):
+    """Issue 22.5: after a root run a user may run; what a user holds blocks root only while it lives."""
+    need_root()
+    uid, gid = nobody()
     plat = LinuxPlatform()
     path = tmp_path / "softrt-rt-loop.lock"
     fd = plat.try_lock(path)
     try:
-        assert fd is not None and path.read_text() == str(os.getpid())
-        assert oct(path.stat().st_mode & 0o777) == oct(0o600)
-        assert plat.try_lock(path) is None  # a second holder (flock is per open file description)
-        assert plat.lock_holder(path) == str(os.getpid())
+        took, holder = call_as(uid, gid, _try_as_user, str(path))
+        assert not took and holder.startswith(f"{os.getpid()} (user root")
     finally:
         os.close(fd)
+    took, _ = call_as(uid, gid, _try_as_user, str(path))  # root's run ended: nothing of it stops the user
+    assert took
 
+    ready_r, ready_w = os.pipe()
+    release_r, release_w = os.pipe()
+    import threading
 
-def test_the_lock_holder_is_never_read_through_a_link(tmp_path, victim):
-    path = tmp_path / "softrt-rt-loop.lock"
-    path.symlink_to(victim)
-    assert LinuxPlatform().lock_holder(path) == "?"
-    (tmp_path / "garbage.lock").write_text("\x1b[2J not a pid")
-    assert LinuxPlatform().lock_holder(tmp_path / "garbage.lock") == "?"
-
-
-def test_a_planted_lock_symlink_is_refused_and_its_target_untouched(tmp_path, victim):
-    path = tmp_path / "softrt-rt-loop.lock"
-    path.symlink_to(victim)
-    with pytest.raises(SoftRTError, match="symlink") as info:
-        LinuxPlatform().try_lock(path)
-    assert victim.read_text() == "precious\n"
-    assert f"rm {path}" in str(info.value)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
-def test_a_lock_file_owned_by_another_user_is_refused_and_not_truncated(tmp_path):
-    path = tmp_path / "softrt-rt-loop.lock"
-    path.write_text("someone else's\n")
-    os.chown(path, 65534, 65534)
-    with pytest.raises(SoftRTError, match="owned by"):
-        LinuxPlatform().try_lock(path)
-    assert path.read_text() == "someone else's\n"
-
-
-def test_a_lock_path_that_is_a_hard_link_is_refused(tmp_path, victim):
-    path = tmp_path / "softrt-rt-loop.lock"
-    os.link(victim, path)
-    with pytest.raises(SoftRTError, match="link"):
-        LinuxPlatform().try_lock(path)
-    assert victim.read_text() == "precious\n"
-
-
-@pytest.mark.rt
-def test_a_run_with_a_planted_lock_symlink_is_refused_with_one_line(tmp_path, state_dir, victim, softrt_cmd):
-    state_dir.mkdir(parents=True)
-    (state_dir / "rt-loop.lock").symlink_to(victim)
-    proc = softrt_cmd("run", "--duration", "0.3s", "--out-dir", str(tmp_path / "runs"))
-    assert proc.returncode != 0 and proc.stdout == ""
-    assert proc.stderr.startswith("softrt: error: ") and proc.stderr.count("\n") == 1 and "symlink" in proc.stderr
-    assert victim.read_text() == "precious\n"
+    result = {}
+    child = threading.Thread(target=lambda: result.update(
+        out=call_as(uid, gid, _hold_lock_as_user, str(path), ready_w, release_r)))
+    child.start()
+    try:
+        assert os.read(ready_r, 1) == b"1"
+        assert plat.try_lock(path) is None
+        assert "(user nobody: " in plat.lock_holder(path)
+    finally:
+        os.write(release_w, b"x")
+        child.join(30)
+    assert result["out"] == "released"
+    fd = plat.try_lock(path)
+    assert fd is not None
+    os.close(fd)
 
 
 def test_process_identity_from_a_captured_proc_tree(tmp_path):

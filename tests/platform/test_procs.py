@@ -38,6 +38,7 @@ class _NeverReaps:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.returncode = None
+        self.stdin = None  # as a Popen without stdin=PIPE
 
     def poll(self):
         return None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
 
@@ -46,3 +48,46 @@ def test_an_output_that_is_not_utf8_is_read(tmp_path):
     (tmp_path / "qc.txt").write_bytes(b"START_TYPE : 4 DISABLED \xe9\n")  # a code-page byte
     res = _capture(tmp_path, {"sc.exe qc SysMain": {"out": "qc.txt"}})(ARGV)
     assert res.ok and "DISABLED" in res.out
+
+
+# --- running the tools: exit status, encodings ------------------------------------------------------------
+
+def _tool(tmp_path, monkeypatch, name: str, body: str) -> None:
+    """A program *name* on PATH (a shell script standing in for a Windows tool's output bytes)."""
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="stands in for the tools with shell scripts")
+def test_console_tools_are_decoded_from_the_oem_code_page(tmp_path, monkeypatch):
+    """reg, sc and powercfg write the OEM code page to a pipe: cp850's 0x84 is "ä", not cp1252's "„"."""
+    from softrt.platform import wincmd
+
+    _tool(tmp_path, monkeypatch, "sc.exe", "printf 'Dienst l\\204uft\\n'; exit 5\n")
+    monkeypatch.setattr(wincmd, "oem_codec", lambda: "cp850")
+    res = wincmd.run(["sc.exe", "qc", "SysMain"])
+    assert res.rc == 5 and res.out == "Dienst läuft\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="stands in for PowerShell with a shell script")
+def test_powershell_is_asked_for_utf8_and_read_as_utf8(tmp_path, monkeypatch):
+    from softrt.platform import wincmd
+
+    _tool(tmp_path, monkeypatch, "powershell.exe", 'printf "%s" "$4" > "$0.args"; printf \'\\357\\273\\277[{"Name":"Ethernet \\303\\244"}]\'\n')
+    res = wincmd.run(wincmd.powershell("Get-NetAdapterRss | ConvertTo-Json"))
+    assert res.ok and res.out == '[{"Name":"Ethernet ä"}]'  # UTF-8, byte-order mark dropped
+    script = (tmp_path / "powershell.exe.args").read_text()
+    assert script == wincmd.UTF8_OUTPUT + "Get-NetAdapterRss | ConvertTo-Json"
+    assert res.argv == tuple(wincmd.powershell("Get-NetAdapterRss | ConvertTo-Json"))  # the capture key stays
+
+
+def test_a_missing_tool_and_a_silent_one_are_told_apart(tmp_path, monkeypatch):
+    from softrt.audit.windows.facts import said
+    from softrt.platform import wincmd
+
+    missing = wincmd.run(["no-such-tool.exe", "/qh"])
+    assert missing.rc == NOT_FOUND_RC and said(missing).startswith("no-such-tool.exe: not found")
+    assert said(wincmd.CmdResult(("powershell.exe",), 0, "")) == "powershell.exe printed nothing"
+    assert said(wincmd.CmdResult(("reg.exe",), 1, "", "ERROR: no key\n")) == "exit status 1: ERROR: no key"

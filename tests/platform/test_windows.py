@@ -12,7 +12,9 @@ import inspect
 import multiprocessing
 import os
 import signal
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +44,8 @@ class Anything:
 
 
 ADDRESS = Anything(lambda v: isinstance(v, int) and v > 0, "address")
+#: Tests that need a host other than Windows (scripts/ci-wine runs this file under Wine too).
+NOT_ON_WINDOWS = pytest.mark.skipif(sys.platform == "win32", reason="assumes a host that is not Windows")
 
 
 def calls_without_pseudo_handles(fake) -> list[tuple]:
@@ -55,12 +59,12 @@ def test_every_win32_method_is_a_declared_call():
     methods = {name for name, _ in inspect.getmembers(W.Win32, inspect.isfunction) if name[0].isupper()}
     lowercase = {"timeBeginPeriod", "timeEndPeriod"}
     methods |= lowercase
-    assert methods - {"RtlNtStatusToDosError"} <= set(W.SIGNATURES)
+    assert methods <= set(W.SIGNATURES)
     for name, (dll, restype, argtypes, failure) in W.SIGNATURES.items():
-        assert dll in ("kernel32", "ntdll", "winmm"), name
+        assert dll in ("kernel32", "winmm", "pdh"), name
         assert restype is not None and isinstance(argtypes, list), name
-        assert failure in (None, "zero", "ntstatus", "mmresult", "wait", "thread_priority"), name
-    assert set(W.SIGNATURES) - methods == {"RtlNtStatusToDosError"}  # used by the NTSTATUS mapping
+        assert failure in (None, "zero", "mmresult", "wait", "thread_priority", "pdh"), name
+    assert set(W.SIGNATURES) == methods
 
 
 def test_the_fake_has_exactly_the_real_methods(fake_win32):
@@ -75,11 +79,13 @@ def test_the_fake_has_exactly_the_real_methods(fake_win32):
 
 
 def test_the_structures_have_the_64_bit_windows_layout():
+    assert ctypes.sizeof(W.PDH_FMT_COUNTERVALUE_ITEM_W) == 24 and W.PDH_FMT_COUNTERVALUE.doubleValue.offset == 8
     assert ctypes.sizeof(W.JOBOBJECT_BASIC_LIMIT_INFORMATION) == 64
     assert ctypes.sizeof(W.JOBOBJECT_EXTENDED_LIMIT_INFORMATION) == 144
     assert ctypes.sizeof(W.OVERLAPPED) == 32
 
 
+@NOT_ON_WINDOWS
 def test_the_real_calls_resolve_only_on_windows():
     win32 = W.Win32()  # constructing it loads nothing
     with pytest.raises(NotSupported, match="GetCurrentProcess is a Windows call"):
@@ -91,30 +97,24 @@ def test_the_real_calls_resolve_only_on_windows():
     ("OpenProcess", (0x1000, False, 4242), None, W.ERROR_ACCESS_DENIED),  # NULL handle: GetLastError
     ("GetThreadPriority", (THREAD,), W.THREAD_PRIORITY_ERROR_RETURN, W.ERROR_ACCESS_DENIED),
     ("WaitForSingleObject", (0x104, W.INFINITE), W.WAIT_FAILED, W.ERROR_ACCESS_DENIED),
-    ("NtSetInformationThread", (THREAD, 3, 16), -0x3FFFFF9F, W.ERROR_PRIVILEGE_NOT_HELD),  # STATUS_PRIVILEGE_NOT_HELD
     ("timeBeginPeriod", (1,), 97, W.ERROR_INVALID_PARAMETER),  # TIMERR_NOCANDO
 ])
 def test_each_failure_convention_becomes_a_win32_error(monkeypatch, name, args, result, winerror):
     """The real Win32 class's checks, with its ctypes functions replaced by ones returning *result*."""
     win32 = W.Win32()
     win32._fns[name] = lambda *a: result
-    win32._fns["RtlNtStatusToDosError"] = {-0x3FFFFF9F: W.ERROR_PRIVILEGE_NOT_HELD}.get
     monkeypatch.setattr(W, "_last_error", lambda fn: W.Win32Failed(fn, W.ERROR_ACCESS_DENIED, "Access is denied."))
     with pytest.raises(W.Win32Failed) as info:
         getattr(win32, name)(*args)
     assert (info.value.function, info.value.winerror) == (name, winerror)
-    if name == "NtSetInformationThread":
-        assert "NTSTATUS 0xC0000061" in str(info.value)
 
 
 def test_a_successful_call_returns_its_result(monkeypatch):
     win32 = W.Win32()
     win32._fns["GetPriorityClass"] = lambda process: W.HIGH_PRIORITY_CLASS
     win32._fns["SetThreadAffinityMask"] = lambda thread, mask: 0b1111
-    win32._fns["NtSetInformationThread"] = lambda *a: 0  # STATUS_SUCCESS
     assert win32.GetPriorityClass(PROCESS) == W.HIGH_PRIORITY_CLASS
     assert win32.SetThreadAffinityMask(THREAD, RT_MASK) == 0b1111
-    win32.NtSetInformationThread(THREAD, 3, 16)
 
 
 def test_get_platform_returns_the_windows_backend_on_win32(monkeypatch):
@@ -315,8 +315,8 @@ ARMED_AS_ADMINISTRATOR = [
     ("SetPriorityClass", PROCESS, 0x100),  # REALTIME_PRIORITY_CLASS
     ("GetPriorityClass", PROCESS),
     ("GetThreadPriority", THREAD),
-    ("SetThreadPriority", THREAD, 15),  # THREAD_PRIORITY_TIME_CRITICAL
-    ("NtSetInformationThread", THREAD, 3, 16),  # ThreadBasePriority, saturated: 31 in the REALTIME class
+    ("GetPriorityClass", PROCESS),  # level 4 exists only in REALTIME_PRIORITY_CLASS: was it granted?
+    ("SetThreadPriority", THREAD, 4),  # --priority 80: base priority 28 in REALTIME_PRIORITY_CLASS (24 + 4)
     ("CreateWaitableTimerExW", 0x2, 0x1F0003),  # CREATE_WAITABLE_TIMER_HIGH_RESOLUTION, TIMER_ALL_ACCESS
 ]
 
@@ -346,7 +346,8 @@ def test_a_run_arms_loops_and_restores_every_control(monkeypatch, fake_win32):
     assert kind == "armed" and not payload["not_applied"] and done == "done"
     assert [a["what"] for a in payload["applied"]] == [
         "process_affinity", "cpu_affinity", "working_set", "virtual_lock", "timer_resolution",
-        "realtime_priority_class", "thread_priority", "thread_base_priority"]
+        "realtime_priority_class", "thread_priority"]
+    assert "base priority 28 (SetThreadPriority 4 in REALTIME_PRIORITY_CLASS" in payload["applied"][-1]["detail"]
     assert report["cycles"] == len(records) > 0
     assert fake.priority_class == W.NORMAL_PRIORITY_CLASS and fake.timer_periods == []
     assert fake.process_mask == fake.thread_mask == 0b1111
@@ -370,12 +371,13 @@ def test_a_failing_run_still_restores_every_control(monkeypatch, fake_win32):
 
 
 def test_without_administrator_the_run_goes_on_not_real_time_with_what_was_not_applied(monkeypatch, fake_win32):
-    fake = fake_win32(cpus=4, admin=False, fail={"NtSetInformationThread": W.ERROR_PRIVILEGE_NOT_HELD})
+    fake = fake_win32(cpus=4, admin=False)
     messages, records = _run_worker(monkeypatch, fake, _step, wait="spin")
     (_, armed), (done, _) = messages
     assert done == "done" and len(records) > 0
     missing = {n["what"]: n["why"] for n in armed["not_applied"]}
-    assert set(missing) == {"realtime_priority_class", "thread_base_priority"}
+    assert set(missing) == {"realtime_priority_class"}
+    assert ("SetThreadPriority", THREAD, 2) in fake.calls  # THREAD_PRIORITY_HIGHEST: 4 exists in REALTIME only
     assert all("Run as Administrator" in why for why in missing.values())
     assert "got 0x80" in missing["realtime_priority_class"]  # Windows granted HIGH_PRIORITY_CLASS instead
     # HIGH was handed back at once; the rest was applied and restored.
@@ -426,6 +428,7 @@ def test_tracing_says_it_is_unavailable_and_touches_nothing(monkeypatch, fake_wi
     assert sweep_orphans() == []
 
 
+@NOT_ON_WINDOWS
 def test_host_facts_have_the_linux_keys_with_none_where_windows_has_none(fake_win32):
     from softrt.platform.linux import LinuxPlatform
 
@@ -433,3 +436,95 @@ def test_host_facts_have_the_linux_keys_with_none_where_windows_has_none(fake_wi
     assert set(LinuxPlatform().host_facts()) <= set(facts)
     assert facts["os"] == "windows" and facts["cpu_count"] == 4 and facts["clocksource"] == "QueryPerformanceCounter"
     assert facts["preemption"] is None and facts["rt_runtime_us"] is None
+
+
+# --- what running under Wine showed (issue 19) --------------------------------------------------------------
+
+@pytest.mark.parametrize("priority,level,base", [(1, -15, 16), (50, 0, 24), (80, 4, 28), (95, 6, 30), (99, 15, 31)])
+def test_priority_is_spread_over_the_realtime_class(priority, level, base):
+    """--priority had no effect on Windows (always 31), and ThreadBasePriority 16 failed under Wine."""
+    assert W.realtime_level(priority) == level and W.base_priority(level) == base
+
+
+def test_every_priority_gives_a_level_the_realtime_class_accepts():
+    levels = {W.realtime_level(p) for p in range(1, 100)}
+    assert levels == {-15, *range(-7, 7), 15} and len({W.base_priority(v) for v in levels}) == 16
+
+
+def test_a_failing_timer_wait_is_a_softrt_error_not_a_raw_win32_one(fake_win32):
+    fake = fake_win32(fail={"WaitForSingleObject": W.ERROR_ACCESS_DENIED})
+    sleep_until, close = W.WindowsPlatform(fake).make_sleep_until()
+    with pytest.raises(PermissionDenied, match="the waitable timer"):
+        sleep_until(W.WindowsPlatform.clock_ns() + 1_000_000)
+    close()
+
+
+def test_host_facts_name_the_build_and_the_cpu_brand(fake_win32):
+    """platform.release() says "10" on Windows 11; PROCESSOR_IDENTIFIER is family/model/stepping."""
+    facts = W.WindowsPlatform(fake_win32()).host_facts()
+    assert facts["kernel"] == "Windows 11 23H2 (build 22631.4460)" and facts["windows_build"] == 22631
+    assert facts["cpu_model"] == "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz"
+
+
+def test_host_facts_without_the_registry_values_fall_back(fake_win32):
+    fake = fake_win32()
+    fake.registry.clear()
+    facts = W.WindowsPlatform(fake).host_facts()
+    assert facts["windows_build"] is None and facts["kernel"]  # platform.release()
+
+
+@pytest.mark.skipif(not hasattr(os, "setuid") or os.geteuid() != 0, reason="needs root to become another user")
+def test_another_user_takes_the_lock_through_a_read_handle(fake_win32):
+    """A lock file another user created is read-only to this one: it is locked through a read handle,
+    not a PermissionError traceback. (Here: a root-owned 0644 file, and a child that became nobody.)"""
+    import codecs
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="softrt-lock-")  # under /tmp: a path nobody can walk
+    os.chmod(folder, 0o755)
+    path = Path(folder) / "softrt-rt-loop.lock"
+    path.write_text("999999999")  # the pid of a run of the user who created it, long gone
+    path.chmod(0o644)
+    codecs.lookup("ascii")  # cached before the fork: this interpreter's files may be unreadable to nobody
+    pid = os.fork()
+    if pid == 0:  # the child: another user
+        code = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            plat = W.WindowsPlatform(fake_win32())
+            fd = plat.try_lock(path)
+            code = 0 if fd is not None and path.read_text() == "999999999" and plat.lock_holder(path) == "?" else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    shutil.rmtree(folder)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_lock_folder_nobody_may_create_is_one_clear_error(fake_win32, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(SoftRTError, match="cannot be opened") as info:
+        W.WindowsPlatform(fake_win32()).try_lock(blocker / "softrt" / "rt-loop.lock")
+    assert "SOFTRT_STATE_DIR" in info.value.hint
+
+
+def test_counters_are_asked_by_their_english_names_and_each_instance_is_named(fake_win32):
+    """typeperf wants a localized Windows' translated counter names: the live DPC sample failed there."""
+    fake = fake_win32()
+    fake.counter_values = {"\\Processor(3)\\% DPC Time": [("3", 1.5)],
+                           "\\Process(*)\\% Processor Time": [("svchost", 2.0), ("svchost", 3.0), ("MsMpEng", 4.0)]}
+    values = W.WindowsPlatform(fake).sample_counters(list(fake.counter_values), 0.01)
+    assert values == {"\\Processor(3)\\% DPC Time": 1.5, "\\Process(svchost)\\% Processor Time": 2.0,
+                      "\\Process(svchost#1)\\% Processor Time": 3.0, "\\Process(MsMpEng)\\% Processor Time": 4.0}
+    assert [c[0] for c in fake.calls if c[0].startswith("PdhAdd")] == ["PdhAddEnglishCounterW"] * 2
+    assert not fake.open_handles  # the query closed
+
+
+def test_a_counter_the_machine_lacks_is_a_softrt_error_and_the_query_is_closed(fake_win32):
+    fake = fake_win32()
+    with pytest.raises(SoftRTError, match="0xC0000BB9"):
+        W.WindowsPlatform(fake).sample_counters(["\\Processor(3)\\% DPC Time"], 0.01)
+    assert fake.calls[-1][0] == "PdhCloseQuery" and not fake.open_handles

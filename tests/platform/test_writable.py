@@ -8,6 +8,7 @@ from softrt.errors import ConfigError
 from softrt.platform import writable
 
 RT = "/proc/sys/kernel/sched_rt_runtime_us"
+FAIR = "/sys/kernel/debug/sched/fair_server/cpu1/runtime"
 
 
 @pytest.fixture
@@ -18,7 +19,8 @@ def root(tmp_path):
                       ("/proc/irq/38/smp_affinity", "3"), ("/proc/sys/kernel/watchdog_cpumask", "0-1"),
                       ("/sys/devices/system/cpu/cpu1/cpuidle/state2/disable", "0"),
                       ("/sys/devices/system/cpu/cpufreq/policy1/scaling_governor", "schedutil"),
-                      ("/sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never")):
+                      ("/sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never"),
+                      (FAIR, "50000000"), ("/sys/kernel/debug/sched/fair_server/cpu1/period", "1000000000")):
         f = r / rel.lstrip("/")
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(text + "\n")
@@ -27,7 +29,7 @@ def root(tmp_path):
 
 
 @pytest.mark.parametrize("rel,value", [
-    (RT, "-1"), (RT, "950000"), (RT, "1000000"), (RT, "0\n"),
+    (RT, "-1"), (RT, "950000"), (RT, "1000000"), (RT, "0\n"), (FAIR, "0"), (FAIR, "50000000"), (FAIR, "1000000000"),
     ("/proc/irq/38/smp_affinity", "00000001"), ("/proc/irq/38/smp_affinity", "ffffffff,ffffffff"),
     ("/proc/sys/kernel/watchdog_cpumask", "0,2-3"),
     ("/sys/devices/system/cpu/cpu1/cpuidle/state2/disable", "1"),
@@ -42,6 +44,7 @@ def test_what_softrt_writes_is_accepted(root, rel, value):
 @pytest.mark.parametrize("rel,value,words", [
     (RT, "-2", "takes an integer"), (RT, "1000001", "takes an integer"), (RT, "1e6", "takes an integer"),
     (RT, "-1\n-1", "takes an integer"), (RT, 5, "takes an integer"),
+    (FAIR, "-1", "fair server's period"), (FAIR, "1000000001", "fair server's period"), (FAIR, "5e7", "period"),
     ("/proc/irq/38/smp_affinity", "0x3", "hex CPU mask"), ("/proc/irq/38/smp_affinity", "", "hex CPU mask"),
     ("/proc/irq/38/smp_affinity", "f" * 3000, "hex CPU mask"),
     ("/proc/sys/kernel/watchdog_cpumask", "0-", "CPU list"),

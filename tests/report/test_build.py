@@ -70,6 +70,15 @@ def test_report_has_every_plot_and_table(tmp_path, synth_run, cyclictest_run):
     sa = json.loads((a / "summary.json").read_text())
     assert f"{sa['period_us']['max']:,.1f}" in html and "Timer int. process" in html
     assert "otherpc" in html and "SCHED_FIFO priority 90 (-p)" in html
+    # The verdict banner first: each softrt run's answer (none for the imported tool's), before the runs table.
+    banner = html[html.index('<div id="verdict">'):html.index('<table id="runs-table">')]
+    verdicts = re.findall(r'<p class="verdict" data-meets="(\w+)">.*?<span class="(\w+)">([^<]*)</span>', banner)
+    assert [(meets, cls) for meets, cls, _ in verdicts] == [("false", "bad"), ("false", "bad")]
+    assert all(text.startswith("FAILS the 250 µs cycle") for _, _, text in verdicts)
+    assert "cycles observed, so events rarer than about 1 in 40,000 cycles are unseen" in banner
+    # Slack shows its low tail: its own header, negative where the work overran (never its max).
+    assert "<th>slack (µs)</th><th>p50</th><th>p1</th><th>p0.1</th><th>p0.01</th><th>min</th>" in html
+    assert f'<td class="bad">{sa["slack_us"]["min"]:,.1f}</td>' in html and sa["slack_us"]["min"] < 0
 
 
 def test_check_verdict_and_findings_are_shown(tmp_path, synth_run):
@@ -212,11 +221,11 @@ def test_why_cycles_were_late_section_and_marks(tmp_path, synth_run):
     assert "stress-ng-cpu (pid 5151, FIFO/RR 99)" in section and "eth0 (IRQ 24)" in section
     assert f"<td>{why['worst'][0]['seq']:,}</td>" in section and "steal +" in section
     assert "Tracing unavailable: tracefs not mounted and not root" in section
-    # The period-over-time plot marks the worst cycles with their main cause.
+    # The period-over-time plot marks the worst cycles with a number, listed under it with the cause.
     svg = figures(html)["period_series"]
-    assert "worst late cycles (traced)" in svg
+    assert "worst late cycle (traced), numbered by its main cause" in svg
     main = why["worst"][0]["causes"][0]
-    assert f"{main['name']} {main['share'] * 100:.0f} %" in svg
+    assert f">{main['name']}<" in svg.replace("</tspan>", "<")
 
 
 def test_late_marks_place_the_worst_cycles():

@@ -164,3 +164,44 @@ def test_downsampler_refuses_more_samples_than_announced():
     ds = MinMaxDownsampler(3, 10)
     with pytest.raises(ValueError):
         ds.add(np.arange(4), np.arange(4))
+
+
+def test_exceedance_of_the_runs_hdr_histogram_is_exact_at_every_point():
+    from softrt.analysis.hdr import Hdr
+    from softrt.report.data import exceedance_of_hdr
+
+    rng = np.random.default_rng(7)
+    v = np.concatenate([rng.integers(100, 1_000, 9_800), rng.integers(1_000, 40_000, 180),
+                        rng.integers(1_000_000, 20_000_000, 20)])
+    h = Hdr()
+    for c in _chunks(v, rng):
+        h.add(c)
+    e = exceedance_of_hdr(h)
+    assert e.total == v.size and e.x_ns[0] == v.min() and e.x_ns[-1] == v.max() and e.fraction[0] == 1.0
+    assert np.all(np.diff(e.x_ns) >= 0) and np.all(np.diff(e.fraction) <= 0)
+    for x, f in zip(e.x_ns, e.fraction):  # every point is the true fraction at or above it
+        assert f == np.count_nonzero(v >= x) / v.size
+    assert len(e.x_ns) < 3 * len(np.unique(v))
+
+
+def test_the_reports_latency_exceedance_comes_from_the_hdr_histogram():
+    """The plotted curve at 1 µs is the true share (1.8 % here), not the first coarse bin's 100 % (issue 17)."""
+    from softrt.analysis import RunStats
+    from softrt.report.load import RunView
+    from softrt.report.plots import exceedance_curves
+    from softrt.report.synthetic import synthetic_records
+    from softrt.schema.summary import RunSummary
+
+    rng = np.random.default_rng(3)
+    rec = synthetic_records(20_000, 250_000, [(5_000, 40)], seed=3)
+    latency = rng.integers(100, 1_000, rec.size)
+    slow = rng.choice(rec.size, 360, replace=False)
+    latency[slow] = rng.integers(1_000, 20_000_000, slow.size)  # up to a 20 ms stall: a wide, coarse histogram
+    rec["edge_ns"] = rec["detect_ns"] - latency
+    stream = StreamHist()
+    stream.add(latency)
+    view = RunView(path=None, summary=RunSummary(run_id="r"), latency=stream.result(), stats=RunStats(250_000).add(rec))
+    plot = exceedance_curves([(0, view)])
+    x_us, frac = plot.figure.axes[1].lines[0].get_data()
+    at_1us = frac[np.searchsorted(x_us, 1.0, side="right") - 1]  # a "post" step: the value from its x on
+    assert at_1us == np.count_nonzero(latency >= 1_000) / rec.size == 0.018

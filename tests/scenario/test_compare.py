@@ -12,11 +12,11 @@ from softrt.report.synthetic import synthetic_records, write_synthetic_run
 from softrt.scenario import load_scenario
 from softrt.scenario.compare import Planned, ScenarioRun, _pool, plan
 from softrt.scenario.model import Scenario
-from softrt.scenario.require import parse_requirements
+from softrt.analysis.require import parse_requirements
 from softrt.schema.config import RunConfig
 from softrt.session.run import RunResult
 from softrt.store.rundir import STATS, RunDir, read_samples, read_summary
-from softrt.schema.summary import RunSummary
+from softrt.schema.summary import Metrics, RunSummary
 
 
 def _records(seqs: np.ndarray, period_ns: int = 250_000) -> np.ndarray:
@@ -70,3 +70,54 @@ def test_pool_merges_stored_histograms_and_streams_older_runs(tmp_path):
     assert {k: figures.to_dict()[k] for k in expected} == expected
     assert figures.metrics.records_missing == 100 and figures.metrics.misses.longest_miss_run == 7
     assert figures.rounds == 2 and figures.run_ids == ["a", "b"]
+
+
+def _pooled(name, worst_us, missed, loads=(), period_ns=250_000):
+    """A scenario's pooled figures with *worst_us* and *missed*, judged by the seed's requirement."""
+    from softrt.analysis.verdict import judge
+    from softrt.scenario.compare import Pooled
+    from softrt.schema.summary import LoadRun
+
+    metrics = Metrics.from_dict({"cycles": 8_000, "records_expected": 8_000, "records_missing": 0,
+                                 "period_us": {"max": worst_us, "mean": 250.0, "min": 200.0},
+                                 "misses": {"missed_updates": missed, "longest_miss_run": min(missed, 5)}})
+    return Pooled(metrics=metrics, scenario=name, tuned=name != "untuned", loads=[LoadRun(name=n) for n in loads],
+                  verdict=judge(metrics, period_ns=period_ns, threshold_ns=20_000))
+
+
+def test_compare_judges_the_requirement_before_the_change_against_the_baseline():
+    from softrt.scenario.compare import overall, verdict
+
+    # An unloaded run that was already bad makes a loaded one "within 1.5x": it still fails the requirement.
+    pooled = {"untuned": _pooled("untuned", 14_608.6, 900), "tuned": _pooled("tuned", 30_000.0, 300),
+              "tuned+load": _pooled("tuned+load", 36_083.0, 444, loads=["disk"])}
+    lines = verdict(pooled)
+    assert lines[0] == "Tuning did not lower the worst period (14,608.6 µs untuned, 30,000.0 µs tuned)."
+    assert lines[1] == ("Under load (tuned+load) it failed the requirement (misses==0,period.max<=270us): worst "
+                        "period 36,083.0 µs vs 30,000.0 µs unloaded, 444 vs 300 missed updates.")
+    assert not any("held" in line for line in lines)
+    assert overall(pooled) == "Overall: the machine fails the 250 µs cycle in untuned, tuned, tuned+load"
+    good = {"tuned": _pooled("tuned", 262.0, 0), "tuned+load": _pooled("tuned+load", 268.0, 0, loads=["disk"])}
+    assert verdict(good) == ["Under load (tuned+load) it held: worst period 268.0 µs vs 262.0 µs unloaded, "
+                             "0 vs 0 missed updates."]
+    assert overall({**good, "untuned": pooled["untuned"]}) == \
+        "Overall: the machine meets the 250 µs cycle in tuned, tuned+load; fails it in untuned"
+
+
+def test_compare_prints_the_verdicts_first_and_notes_dropped_records():
+    from rich.console import Console
+
+    from softrt.cli.compare import compare_table, dropped_text, verdicts_text
+
+    pooled = {"tuned": _pooled("tuned", 262.0, 0), "tuned+load": _pooled("tuned+load", 36_083.0, 444, ["disk"])}
+    loaded = pooled["tuned+load"]
+    pooled["tuned+load"] = loaded.replace(metrics=loaded.metrics.replace(cycles=2_560, records_missing=5_440))
+    console = Console(record=True, width=200)
+    for part in (verdicts_text(pooled), compare_table(pooled), dropped_text(pooled)):
+        console.print(part)
+    lines = console.export_text().splitlines()
+    assert lines[0].startswith("tuned: MEETS the 250 µs cycle") and lines[2].startswith("tuned+load: FAILS the 250 µs")
+    assert "Overall: the machine meets the 250 µs cycle in tuned; fails it in tuned+load" in lines
+    assert any(line.split()[:1] == ["cycles"] and line.rstrip().endswith("2,560 of 8,000") for line in lines)
+    assert ("tuned+load: 2,560 of 8,000 cycles shown: 5,440 records were dropped by the ring (its misses are the "
+            "board's count)") in lines

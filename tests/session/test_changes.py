@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from softrt.errors import SoftRTError
+from softrt.platform import get_platform
 from softrt.session import changes
 
 RT = "/proc/sys/kernel/sched_rt_runtime_us"
@@ -34,6 +35,19 @@ def test_set_journals_then_restore_verifies_and_drops_journal(tree):
     assert f.read_text() == "950000\n"  # byte for byte
     assert change.restored and change.verified
     assert not journal.path.exists()
+
+
+def test_a_journal_restored_once_can_journal_again(tree):
+    """bench/run_bench.py switches RT throttling off around each reference run with one journal: the
+    second change wrote to the closed journal (OSError: [Errno 9] Bad file descriptor)."""
+    root, f = tree
+    journal = changes.ChangeJournal(str(root))
+    for _ in range(2):
+        journal.set(RT, "-1", "test")
+        assert f.read_text() == "-1\n" and journal.path.exists()
+        journal.restore()
+        assert f.read_text() == "950000\n" and not journal.path.exists()
+    assert [c.verified for c in journal.changes] == [True, True]
 
 
 def test_set_to_the_current_value_changes_nothing(tree):
@@ -64,13 +78,32 @@ def test_recover_leaves_a_live_run_alone(tree):
     journal.set(RT, "-1", "test")  # owned by this (live) process ...
     lines = journal.path.read_text().splitlines()
     header = json.loads(lines[0])
-    header["pid"] = 1  # ... and by pid 1, which is alive
+    header["pid"], header["identity"] = 1, get_platform().process_identity(1)  # ... and by pid 1, which is alive
     owned = journal.path.with_name("1.jsonl")
     owned.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     journal.path.unlink()
     assert changes.recover() == []
     assert f.read_text() == "-1\n"
     assert owned.exists()
+
+
+def test_a_journal_whose_pid_another_process_reuses_is_restored_and_reported(tree):
+    """Issue 22.4: the pid alone said "a run in progress owns it", so it was never restored."""
+    root, f = tree
+    journal = changes.ChangeJournal(str(root))
+    journal.set(RT, "-1", "test")
+    lines = journal.path.read_text().splitlines()
+    header = json.loads(lines[0])
+    boot, _, start = header["identity"].split("/")
+    assert header["identity"] == get_platform().process_identity()  # boot id, pid and start time
+    # Its process died, and pid 1 (alive, started at another time) now has its number.
+    header["pid"], header["identity"] = 1, f"{boot}/1/{int(start) + 12345}"
+    reused = journal.path.with_name("1.jsonl")
+    reused.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    journal.path.unlink()
+    restored = changes.recover()
+    assert [(c.path, c.restored) for c in restored] == [(RT, True)]
+    assert f.read_text() == "950000\n" and not reused.exists()
 
 
 def test_a_corrupt_journal_is_set_aside_once_with_the_reason(tree, tmp_path):

@@ -125,7 +125,7 @@ def test_corrupt_database_is_one_clear_error(tmp_path, three_runs):
 def test_unwritable_database_location(tmp_path, three_runs):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(ConfigError, match="cannot create the history directory"):
+    with pytest.raises(ConfigError, match="cannot create the history database.s directory"):
         History(blocker / "sub" / "h.sqlite").add_run(three_runs[0])
 
 

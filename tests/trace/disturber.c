@@ -10,9 +10,11 @@
  *                  SPIN_US and records the spike's timer deadline, the start and the end of its
  *                  spin in CLOCK_MONOTONIC ns: it held the CPU at least from start to end and at
  *                  most from the deadline (timer IRQ, switch and steal before it ran) to the end;
+ *                  and the CPU time it ran from its wake-up to its next sleep (CLOCK_THREAD_CPUTIME_ID,
+ *                  clock_gettime(2): the scheduler's count, which leaves out hypervisor steal);
  *     SPIN_US = 0: it spins in user space without a system call until stopped (a busy task).
  *   It prints "ready" on stderr once set up; on SIGTERM/SIGINT it prints one line per recorded
- *   spike, "DEADLINE_NS START_NS END_NS", to stdout and exits 0.
+ *   spike, "DEADLINE_NS START_NS END_NS CPU_NS", to stdout and exits 0.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -27,16 +29,18 @@
 #define MAX_SPIKES 100000
 
 static volatile sig_atomic_t stop;
-static long long spikes[MAX_SPIKES][3];
+static long long spikes[MAX_SPIKES][4];
 
 static void on_signal(int sig) { (void)sig; stop = 1; }
 
-static long long now_ns(void)
+static long long clock_ns(clockid_t clock)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
+
+static long long now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
 int main(int argc, char **argv)
 {
@@ -74,17 +78,19 @@ int main(int argc, char **argv)
 			struct timespec ts = { .tv_sec = next / 1000000000LL, .tv_nsec = next % 1000000000LL };
 			if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
 				continue; /* a signal: the loop condition sees stop */
+			long long cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 			long long start = now_ns(), end = start;
 			while (end - start < spin_ns)
 				end = now_ns();
 			spikes[n][0] = next;
 			spikes[n][1] = start;
 			spikes[n][2] = end;
+			spikes[n][3] = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
 			n++;
 			next += every_ns;
 		}
 	}
 	for (int i = 0; i < n; i++)
-		printf("%lld %lld %lld\n", spikes[i][0], spikes[i][1], spikes[i][2]);
+		printf("%lld %lld %lld %lld\n", spikes[i][0], spikes[i][1], spikes[i][2], spikes[i][3]);
 	return 0;
 }

@@ -1,10 +1,12 @@
-"""Known-answer tests of the late-cycle attribution (issue 9): real runs with injected disturbers.
+"""Known-answer tests of the late-cycle attribution (issues 9 and 17): real runs with injected disturbers.
 
 A C disturber (``disturber.c``, compiled here) runs on the RT CPU with a known interference: a
 SCHED_FIFO thread above the loop that spins a known time at a known pace must be named as the
-cause of every late cycle it made, with its duration, and top the culprits; a SCHED_OTHER busy
-task under a sleeping loop must never be what made a cycle late; and a run without a disturber must report only
-what it can show. They assert attribution and accounting, never a latency bound.
+cause of every late cycle it made, with its duration, and top the culprits, never credited with
+more than the CPU time it ran; a SCHED_OTHER busy task under a sleeping loop must never be what made
+a cycle late; the same busy task under a spinning loop, on a kernel with the fair server, must be
+named by comm and pid with its stalls; and a run without a disturber must report only what it can
+show. They assert attribution and accounting, never a latency bound.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 
 import pytest
 
+from softrt.platform import fairserver
 from softrt.schema.config import RunConfig
 from softrt.session.run import run
 from softrt.store.rundir import read_samples
@@ -50,13 +53,17 @@ class Disturber:
 
     def __init__(self, binary: str, policy: str, spin_us: int, every_us: int) -> None:
         self.args = [binary, NAME, str(_last_cpu()), policy, str(DISTURBER_PRIORITY), str(spin_us), str(every_us)]
-        self.spikes: list[tuple[int, int, int]] = []  # (deadline, start, end) ns
+        self.spikes: list[tuple[int, int, int, int]] = []  # (deadline, start, end, CPU time) ns
 
     def __enter__(self):
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stderr.readline().strip() == "ready", self.proc.stderr.read()
         self.pid = self.proc.pid
         return self
+
+    def cpu_ns(self) -> int:
+        """The CPU time the kernel counted for it so far (proc(5), /proc/PID/schedstat: sum_exec_runtime)."""
+        return int(open(f"/proc/{self.pid}/schedstat").read().split()[0])
 
     def __exit__(self, *exc):
         self.proc.terminate()
@@ -107,8 +114,8 @@ def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_p
     # keep_late 1000 > the run's late cycles: every late cycle is in "worst" with its detail
     late = why["worst"]
     assert len(late) == why["late_cycles"], (len(late), why["late_cycles"])
-    off = []
-    for deadline, start, end in spikes:
+    off, over = [], []
+    for deadline, start, end, cpu_ns in spikes:
         hit = [lc for lc in late if _window(lc)[0] < end and start < _window(lc)[1]]
         assert hit, f"the spike at {start} ({(end - start) / 1e3:.0f} µs) made no reported late cycle"
         named = [(lc, c) for lc in hit for c in _causes(lc, NAME)]
@@ -121,14 +128,27 @@ def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_p
             low, high = least_us - max(10.0, 0.1 * least_us), most_us + max(10.0, 0.1 * most_us)
             if not low <= cause["duration_us"] <= high:
                 off.append((round(least_us, 1), round(most_us, 1), cause["duration_us"]))
+        # No more than it ran: the CPU time it counted for the spike, plus the kernel's wake-up and
+        # sleep paths around it (~10-20 µs here: the scheduler's own count of such a stretch is
+        # 10-16 µs above its spin). Before the fix a 300 µs spin was credited 524 and 726 µs: the
+        # hypervisor had stopped the vCPU while it was current.
+        credited_us = sum(c["duration_us"] for _lc, c in named)
+        if credited_us > cpu_ns / 1e3 + max(30.0, 0.1 * cpu_ns / 1e3):
+            over.append((round(cpu_ns / 1e3, 1), credited_us))
     # Every spike is named. Its duration may be stretched by what a guest cannot see: a hypervisor
     # that deschedules the vCPU while the disturber holds it (milliseconds on a busy host) makes
     # the disturber look longer; so on a VM one spike in ten may fall outside the tolerance.
     assert len(off) <= len(spikes) // 10, f"durations off (least µs, most µs, attributed µs): {off}"
-    # It tops the tasks. Not necessarily the whole table: other tenants of a shared VM stall the
-    # CPU for milliseconds (outside-the-guest time), and a SCHED_OTHER task queued on the RT CPU
-    # gets its 50 ms a second from the fair server (kernel time).
-    tasks = [c for c in why["culprits"] if c["kind"] == "thread"]
+    # Time the scheduler counted as the disturber's but that it did not spend in its spin (a host
+    # exit the guest sees as neither steal nor an event) is possible; more than one spike in ten is not.
+    assert len(over) <= len(spikes) // 10, f"credited more than it ran (CPU µs, credited µs): {over}"
+    credited = sum(c["duration_us"] for lc in late for c in _causes(lc, NAME))
+    ran = sum(s[3] for s in dist.spikes) / 1e3
+    assert credited <= ran + 30.0 * len(dist.spikes), (credited, ran, len(dist.spikes))
+    # It tops the tasks that took the CPU from the loop themselves. Not necessarily the whole table:
+    # other tenants of a shared VM stall the CPU for milliseconds (outside-the-guest time), and a
+    # SCHED_OTHER task queued on the RT CPU gets its 50 ms a second through the fair server.
+    tasks = [c for c in why["culprits"] if c["kind"] == "thread" and not c.get("via")]
     assert tasks[0]["name"] == NAME, tasks[:3]
     assert tasks[0]["id"] == dist.pid and tasks[0]["cycles"] >= len(spikes), tasks[0]
 
@@ -157,6 +177,35 @@ def test_b_a_sched_other_busy_task_never_makes_a_sleeping_cycle_late(tmp_path, d
     assert not mine or why["culprits"][0] not in mine, why["culprits"][:3]
 
 
+def test_d_a_sched_other_task_on_the_rt_cpu_is_named_through_the_fair_server(tmp_path, disturber_bin):
+    """A spin run switches RT throttling off, but since Linux 6.12 the fair server still runs a
+    SCHED_OTHER task queued on the RT CPU up to 50 ms a second: the task is the culprit, by name."""
+    fair = fairserver.read("/", [_last_cpu()])
+    if not fair.in_force(_last_cpu()):
+        pytest.skip("no fair server on the RT CPU (Linux < 6.12, or runtime 0): a SCHED_OTHER task there never runs")
+    with Disturber(disturber_bin, "other", 0, 0) as busy:
+        cpu_before = busy.cpu_ns()
+        result = _run(tmp_path, "spin")
+        ran_us = (busy.cpu_ns() - cpu_before) / 1e3
+    why = result.summary.to_dict()["why_late"]
+    _traced(why)
+    assert why["rt_throttling"] is False
+    mode = result.summary.tuning.fair_server  # the Mode block's line
+    assert mode is not None and mode.cpu == _last_cpu() and mode.in_force, mode
+    rows = [c for c in why["culprits"] if c["kind"] == "thread" and c["id"] == busy.pid]
+    assert rows, f"{NAME} (pid {busy.pid}) is not among the culprits: {why['culprits'][:6]}"
+    (row,) = rows  # only through the fair server: it never held a woken worker
+    assert row["name"] == NAME and row["via"] == "fair_server", row
+    assert row["detail"] == "OTHER nice 0, through the fair server", row
+    # its stalls: the fair server's runtime comes in slices of milliseconds (50 ms a second by default)
+    assert row["cycles"] >= 1 and row["worst_us"] >= 1_000, row
+    # never credited with more than the CPU time the kernel counted for it over the run
+    assert row["total_us"] <= ran_us, (row, ran_us)
+    stalls = [c for lc in why["worst"] for c in lc["causes"] if c["kind"] == "thread" and c["id"] == busy.pid]
+    assert stalls and all(c["label"] == f"thread {NAME} (pid {busy.pid}, OTHER nice 0, through the fair server)"
+                          for c in stalls), stalls[:3]
+
+
 def test_c_without_a_disturber_everything_reported_carries_its_evidence(tmp_path):
     result = _run(tmp_path, "spin")
     why = result.summary.to_dict()["why_late"]
@@ -176,7 +225,9 @@ def test_c_without_a_disturber_everything_reported_carries_its_evidence(tmp_path
             assert c["share"] == pytest.approx(c["duration_us"] / window_us, abs=0.001), c
             if c["kind"] == "thread":  # a pid, and its policy from sched_switch (a workqueue item: its function)
                 assert c["id"] > 0 and (c["detail"] or c["name"].endswith("]")), c
-            if c["kind"] == "outside":  # its evidence: the event-free stretches inside the window
+            if c["kind"] == "outside" and c["name"].startswith("hypervisor steal"):
+                assert "gaps_ns" not in c  # its evidence is the scheduler's clock, not a stretch
+            elif c["kind"] == "outside":  # its evidence: the event-free stretches inside the window
                 assert all(a <= g0 < g1 <= b and g1 - g0 >= why["gap_min_us"] * 1e3 for g0, g1 in c["gaps_ns"]), c
                 assert c["duration_us"] == pytest.approx(sum(g1 - g0 for g0, g1 in c["gaps_ns"]) / 1e3, abs=0.01)
             # with RT throttling off, nothing is called RT throttling

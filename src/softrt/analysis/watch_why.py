@@ -21,6 +21,7 @@ from collections import deque
 import numpy as np
 
 from .attribution import Attributor
+from .cycles import CycleView
 from .events import StealSample, TraceEvent
 
 RECENT_NS = 2_000_000_000
@@ -78,6 +79,7 @@ class ThreadAttribution:
         self._open: dict[int, Attributor] = {}
         self._last_ns: dict[int, int] = {}  # the latest cycle on each open CPU
         self._done: list[dict] = []
+        self._last_cpu: int | None = None  # the CPU of the latest cycle
 
     def add_events(self, by_cpu: dict[int, list[TraceEvent]], steal: list[StealSample]) -> None:
         """This batch's events (already in :class:`RecentEvents`) for the CPUs open now."""
@@ -87,9 +89,20 @@ class ThreadAttribution:
             if steal:
                 att.add_steal(steal)
 
-    def add_records(self, records: np.ndarray, cpus: np.ndarray) -> None:
-        """Cycles as records (RECORD_DTYPE) and the CPU of each, in order."""
-        for cpu in np.unique(cpus).tolist():
+    def add_records(self, view: CycleView, cpus: np.ndarray) -> None:
+        """Cycles as the watch's view of them (the session's: analysis.cycles) and the CPU of each, in
+        order. A chunk that stays on the CPU of the cycle before goes to its Attributor as that view
+        (the late rule is not computed again); the cycles of a CPU the thread moved to are seen from
+        the last cycle it had there."""
+        records = view.records
+        unique = np.unique(cpus).tolist()
+        if len(unique) == 1 and unique[0] == self._last_cpu and unique[0] in self._open:
+            att = self._open[unique[0]]
+            att.add_records(view)
+            self._last_ns[unique[0]] = int(records["detect_ns"][-1])
+            return
+        self._last_cpu = int(cpus[-1]) if cpus.size else self._last_cpu
+        for cpu in unique:
             att = self._open.get(cpu)
             if att is None:
                 att = self._open[cpu] = Attributor(period_ns=self.period_ns, rt_cpu=cpu, worker_pid=self.tid,
@@ -135,7 +148,7 @@ def merge(results: list[dict], keep_worst: int, lost_events: int) -> dict:
     culprits: dict[tuple, dict] = {}
     for r in results:
         for c in r["culprits"]:
-            k = (c["kind"], c["name"], c["id"])
+            k = (c["kind"], c["name"], c["id"], c.get("via"))
             have = culprits.get(k)
             if have is None:
                 culprits[k] = dict(c)

@@ -67,6 +67,8 @@ class Finding:
         fix: the exact fix (command, sysctl or kernel parameter); None when nothing to fix.
         tunable: ``softrt tune`` applies the fix at run time.
         reboot: the fix is a kernel command-line parameter (needs a reboot).
+        unreadable: (n/a only) its source exists on such a machine but could not be read here (a
+            tool missing or refused, a file unreadable), as opposed to "does not apply here".
     """
 
     id: str
@@ -79,6 +81,7 @@ class Finding:
     fix: str | None = None
     tunable: bool = False
     reboot: bool = False
+    unreadable: bool = False
 
     @property
     def group(self) -> str:
@@ -89,6 +92,13 @@ class Finding:
     def blocking(self) -> bool:
         """True when this finding alone makes a 250 µs loop not expected to hold."""
         return self.status is Status.FAIL and self.severity.rank <= Severity.HIGH.rank
+
+    @property
+    def unknown(self) -> bool:
+        """True when this finding keeps the verdict from READY without failing: a fatal check that is
+        n/a, or a high one that could not be read (what it would have said is not known)."""
+        return self.status is Status.NA and (self.severity is Severity.FATAL
+                                             or (self.unreadable and self.severity is Severity.HIGH))
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict."""
@@ -104,12 +114,37 @@ class Finding:
             "fix": self.fix,
             "tunable": self.tunable,
             "reboot": self.reboot,
+            "unreadable": self.unreadable,
         }
 
 
-def not_applicable(id: str, title: str, reason: str, severity: Severity = Severity.LOW, *evidence: str) -> Finding:
-    """Return an n/a finding that says why (a missing file, no such hardware, …)."""
-    return Finding(id, title, Status.NA, severity, reason, tuple(evidence))
+def not_applicable(id: str, title: str, reason: str, severity: Severity = Severity.LOW, *evidence: str,
+                   unreadable: bool = False) -> Finding:
+    """Return an n/a finding that says why (a missing file, no such hardware, …); *unreadable* when
+    the source exists on such a machine but could not be read here."""
+    return Finding(id, title, Status.NA, severity, reason, tuple(evidence), unreadable=unreadable)
+
+
+def declare(id: str, severity: Severity):
+    """Bind a check function to its finding id and severity, for what it is reported under if it raises
+    (a Windows check's id is not its module's name)."""
+    def bind(check):
+        check.finding_id, check.severity = id, severity
+        return check
+    return bind
+
+
+def check_id(check) -> str:
+    """A check function's id: the one it declared, else ``<module>.<name>`` (``kernel.rt_throttling``
+    for checks/kernel.py's ``check_rt_throttling``)."""
+    return getattr(check, "finding_id", None) or f"{check.__module__.rsplit('.', 1)[-1]}.{check.__name__.removeprefix('check_')}"
+
+
+def crashed(check, err: Exception) -> Finding:
+    """The finding of a check whose source exists but could not be parsed: n/a, unreadable, saying why."""
+    title = (check.__doc__ or check_id(check)).strip().splitlines()[0]
+    return not_applicable(check_id(check), title, f"could not be read: {err}", getattr(check, "severity", Severity.LOW),
+                          unreadable=True)
 
 
 @dataclass
@@ -136,9 +171,14 @@ class Report:
         return sorted((f for f in self.findings if f.blocking), key=lambda f: f.severity.rank)
 
     @property
+    def unknown(self) -> list[Finding]:
+        """Fatal checks that are n/a and high ones that could not be read, most severe first."""
+        return sorted((f for f in self.findings if f.unknown), key=lambda f: f.severity.rank)
+
+    @property
     def ready(self) -> bool:
-        """True when no fatal or high-severity check fails."""
-        return not self.blocking
+        """True when no fatal or high-severity check fails and none of them is unknown."""
+        return not self.blocking and not self.unknown
 
     def priorities(self, limit: int = 3) -> list[Finding]:
         """The findings to fix first: failures then warnings, by severity."""
@@ -150,16 +190,22 @@ class Report:
     @property
     def verdict(self) -> str:
         """One line: can a 250 µs loop be expected to hold here, and what matters most to fix."""
-        cpus = f"CPU {self.rt_cpus}" if len(self.rt_cpus) == 1 else f"CPUs {self.rt_cpus}"
+        cpus = (f"CPU {self.rt_cpus}" if len(self.rt_cpus) == 1 else f"CPUs {self.rt_cpus}" if self.rt_cpus
+                else "the RT CPU (unknown)")
         if self.ready:
             lesser = [f for f in self.findings if f.status in (Status.WARN, Status.FAIL)]
             first = self.priorities(1)
             tail = f"; {len(lesser)} lesser issue(s) remain, first: {first[0].title}" if first else ""
             return (f"READY: a {LOOP_PERIOD_US} µs loop can be expected to hold on {cpus}{tail}. "
                     f"Confirm with a measurement (softrt run).")
+        if not self.blocking:
+            first = self.unknown[0]
+            return (f"UNKNOWN: whether a {LOOP_PERIOD_US} µs loop can hold on {cpus} cannot be told: "
+                    f"{len(self.unknown)} fatal/high check(s) could not be read. First: {first.title} ({first.summary}).")
         first = self.blocking[0]
+        unknown = f" {len(self.unknown)} more could not be read." if self.unknown else ""
         return (f"NOT READY: a {LOOP_PERIOD_US} µs loop cannot be expected to hold on {cpus}: "
-                f"{len(self.blocking)} fatal/high problem(s). Fix first: {first.title} ({first.summary}).")
+                f"{len(self.blocking)} fatal/high problem(s). Fix first: {first.title} ({first.summary}).{unknown}")
 
     def counts(self) -> dict[str, int]:
         """Number of findings per status."""
@@ -174,6 +220,7 @@ class Report:
             "rt_cpus": str(self.rt_cpus),
             "housekeeping_cpus": str(self.housekeeping),
             "ready": self.ready,
+            "unknown": [f.id for f in self.unknown],
             "verdict": self.verdict,
             "counts": self.counts(),
             "fix_first": [f.id for f in self.priorities()],

@@ -26,7 +26,8 @@ class Device(Protocol):
     #: Error bits for the last write (FLAG_DEVICE_ERROR and friends); 0 when all is well.
     #: FLAG_DEVICE_FAILED: the device can no longer run; the loop stops and the run is failed.
     flags: int
-    #: Why the device failed (e.g. "bus lost: no frame answered for 10.0 ms since cycle 2,871"); None while healthy.
+    #: Why the device failed (e.g. "bus lost: no frame answered: 40 frames sent in a row (10.0 ms of cycles)
+    #: since cycle 2,871"); None while healthy.
     failure: str | None
     #: The last write's frame round trip and working counter (0 for a device without frames).
     last_rtt_ns: int

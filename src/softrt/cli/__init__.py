@@ -82,4 +82,6 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(err), EXIT_BAD_INPUT)
     except SoftRTError as err:
         fail(str(err), EXIT_FAIL)
+    except MemoryError:  # every reader is bounded (store.validate, platform.kfiles): a last resort, never a traceback
+        fail("out of memory (the machine, or a limit such as ulimit -v, left softrt too little)", EXIT_FAIL)
     sys.exit(status if isinstance(status, int) else EXIT_OK)

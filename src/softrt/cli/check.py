@@ -13,6 +13,8 @@ from rich.text import Text
 from ..audit import GROUPS, Report, Status, default_rt_cpu, run_checks
 from ..cpus import CpuSet
 from ..errors import ConfigError
+from ..units import NS_PER_S
+from .options import TimeNs
 
 STATUS_STYLE = {Status.OK: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.NA: "dim"}
 EVIDENCE_LINES = 4
@@ -73,22 +75,30 @@ def render_report(report: Report, verbose: bool = False) -> Group:
     return Group(*parts)
 
 
-@click.command("check")
+@click.command("check", epilog="""\b
+Examples:
+  softrt check                                the CPU softrt run would use
+  softrt check --rt-cpus 2-3 --sample 10s -v
+  softrt check --root capture/ --json         a tree captured by scripts/capture_sysfs.py""")
 @click.option("--rt-cpus", type=CpuList(), default=None,
               help="Real-time CPU(s), e.g. 3 or 2-3 [default: the CPU softrt run uses, the highest online one].")
-@click.option("--sample", "sample_s", type=click.FloatRange(0, 60), default=2.0, show_default=True,
-              help="Seconds of live sampling of what runs on the RT CPUs (0: none).")
+@click.option("--sample", "sample_ns", type=TimeNs("s", max_ns=60 * NS_PER_S), default="2s", show_default=True,
+              help="How long to sample what runs on the RT CPUs (0: no sample; bare number: s; at most 60s).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every check's evidence.")
 @click.option("--root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False),
               help="Read /proc and /sys under this directory (a tree captured by scripts/capture_sysfs.py).")
-def command(rt_cpus, sample_s, as_json, verbose, root):
+def command(rt_cpus, sample_ns, as_json, verbose, root):
     """Check whether this machine can hold a 250 µs loop; say what is wrong, why, and the fix.
 
     Exit status: 0 ready, 1 not ready, 2 bad input.
     """
+    sample_s = sample_ns / NS_PER_S
+    if rt_cpus is not None and not rt_cpus:
+        raise ConfigError("no real-time CPU given", hint="name one or more CPUs, e.g. --rt-cpus 3")
     if rt_cpus is None:
-        rt_cpus = CpuSet([default_rt_cpu(root)])
+        cpu = default_rt_cpu(root)  # None: a Windows capture that does not say how many CPUs (the report says so)
+        rt_cpus = CpuSet([cpu] if cpu is not None else [])
     out = Console(highlight=False, stderr=False)
     if sample_s and not as_json and out.is_terminal and root == "/":
         with Console(stderr=True).status(f"sampling CPU(s) {rt_cpus} for {sample_s:g} s…"):

@@ -11,15 +11,16 @@ from rich.table import Table
 from rich.text import Text
 
 from ..scenario import BUILTIN_NAMES, load_scenario
-from ..scenario.compare import Pooled, compare, plan
-from ..scenario.require import parse_requirements
+from ..scenario.compare import Pooled, compare, overall, plan
+from ..analysis.require import parse_requirements
 from ..session import interrupts
 from ..schema.config import RunConfig
 from ..schema.summary import Misses
 from .history import remember
 from .live import Watch
+from .output import unless_gone
 from .options import TimeNs, samples_option, trace_options, watch_options
-from .render import console
+from .render import console, verdict_text
 
 
 def _f(value, digits=1):
@@ -50,12 +51,39 @@ def compare_table(pooled: dict[str, Pooled]) -> Table:
         ("longest miss run", lambda f: _count((f.metrics.misses or no_misses).longest_miss_run)),
         ("max deviation (counts)", lambda f: _f(f.motion.max_deviation_counts)),
         ("max velocity step (counts/s)", lambda f: _f(f.motion.max_velocity_step_counts_per_s, 0)),
-        ("cycles", lambda f: _count(f.metrics.cycles)),
+        ("cycles", lambda f: _cycles(f.metrics)),
         ("mode", lambda f: ", ".join(f.modes) + (f" (partial rounds {f.partial})" if f.partial else "")),
     ]
     for label, get in rows:
         table.add_row(label, *(get(f) for f in pooled.values()))
     return table
+
+
+def _cycles(m) -> str:
+    """The cycles the figures come from; "2,560 of 8,000" when the ring dropped records."""
+    if m.records_missing and m.records_expected:
+        return f"{_count(m.cycles)} of {m.records_expected:,}"
+    return _count(m.cycles)
+
+
+def dropped_text(pooled: dict[str, Pooled]) -> Text | None:
+    """A note for each scenario whose figures lack records the ring dropped."""
+    lines = [f"{name}: {f.metrics.cycles or 0:,} of {f.metrics.records_expected:,} cycles shown: "
+             f"{f.metrics.records_missing:,} records were dropped by the ring (its misses are the board's count)"
+             for name, f in pooled.items() if f.metrics.records_missing and f.metrics.records_expected]
+    return Text("\n".join(lines), style="yellow") if lines else None
+
+
+def verdicts_text(pooled: dict[str, Pooled]) -> Text:
+    """The verdict of each scenario (its pooled rounds), then the overall one: what compare prints first."""
+    out = Text()
+    for name, f in pooled.items():
+        if (text := verdict_text(f.verdict, prefix=f"{name}: ")) is not None:
+            out.append_text(text)
+            out.append("\n")
+    if (line := overall(pooled)) is not None:
+        out.append(line, style="bold")
+    return out
 
 
 def loads_text(pooled: dict[str, Pooled]) -> Text:
@@ -72,14 +100,19 @@ def loads_text(pooled: dict[str, Pooled]) -> Text:
     return out
 
 
-@click.command("compare")
+@click.command("compare", epilog="""\b
+Examples:
+  softrt compare                              untuned, tuned, tuned+load, tuned+load-on-rt-cpus
+  softrt compare tuned tuned+load --duration 30s --repeat 3 --require 'period.max<=300us,misses==0'""")
 @click.argument("scenarios", nargs=-1)
 @click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True,
               help="Measurement time per scenario and round (a scenario file may set its own).")
 @click.option("--repeat", type=int, default=1, show_default=True,
               help="Rounds; scenarios alternate A B C D A B C D … to cancel drift.")
 @click.option("--require", "require", default=None,
-              help="Gate for tuned scenarios, e.g. 'period.max<=300us,misses==0' (exit 1 when missed).")
+              help="What every scenario's verdict judges, e.g. 'period.max<=300us,misses==0'; a gate for tuned "
+                   "scenarios (exit 1 when one misses it) [default verdict: 0 missed updates and no period over "
+                   "nominal + --late-threshold].")
 @click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True)
 @click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU].")
 @click.option("--priority", type=int, default=80, show_default=True)
@@ -92,40 +125,58 @@ def loads_text(pooled: dict[str, Pooled]) -> Text:
 @samples_option
 @watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--report", "report_html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE.html", help="Also write the HTML report of the comparison: the scenarios side by side "
+                                        "with their verdicts, every plot (docs/report.md).")
 def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, load_backend, settle_ns, out_dir,
-            trace, late_threshold_ns, keep_late, samples, watch, as_json):
+            trace, late_threshold_ns, keep_late, samples, watch, as_json, report_html):
     """Run scenarios side by side [default: untuned tuned tuned+load tuned+load-on-rt-cpus].
 
     A SCENARIO is a built-in name or the path of a TOML file (see docs/scenarios.md).
     """
     requirements = parse_requirements(require) if require is not None else []
+    if report_html is not None:
+        from ..report.build import check_output  # bad output: refused before anything runs
+
+        check_output(report_html)
     chosen = [load_scenario(s) for s in (scenarios or BUILTIN_NAMES)]
     base = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, out_dir=out_dir,
-                     trace=trace, late_threshold_ns=late_threshold_ns, keep_late=keep_late,
+                     trace=trace, late_threshold_ns=late_threshold_ns, require=require, keep_late=keep_late,
                      samples=samples)
     planned = plan(chosen, base, load_backend)
-    # Ctrl-C (any number of them) stops the running scenario; every scenario that finished is
-    # already in the history, and the comparison so far is printed before the command exits 1.
+    # Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the running scenario; every scenario that
+    # finished is already in the history, and the comparison so far is printed before the command exits 1.
+    status = 1  # a terminal gone (SIGHUP) before the comparison ended: its runs so far are stored
     with interrupts.deferred(then_ignore=True):
         err = console(stderr=True)
-        with Watch(err, watch, title="softrt compare") as live:  # one metrics endpoint, labels per scenario
-            result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
-                             settle_s=settle_ns / 1e9, on_event=lambda msg: live.say(f"softrt compare: {msg}"),
-                             on_run=lambda r: (remember([r.result.path]), live.finished(r.result.summary)),
-                             on_progress=live.on_progress)
-        if as_json:
-            sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
-        else:
-            _print(result, repeat, out_dir)
-        if result.interrupted:
-            err.print(f"softrt compare: interrupted by Ctrl-C after {len(result.runs)} of "
-                      f"{repeat * len(planned)} scenario runs; the runs so far are stored")
-        return 0 if result.passed else 1
+        with unless_gone():  # a closed terminal stops the printing, never the storing
+            with Watch(err, watch, title="softrt compare") as live:  # one metrics endpoint, labels per scenario
+                result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
+                                 settle_s=settle_ns / 1e9, on_event=lambda msg: live.say(f"softrt compare: {msg}"),
+                                 on_run=lambda r: (remember([r.result.path]), live.finished(r.result.summary)),
+                                 on_progress=live.on_progress)
+            late = not result.interrupted and interrupts.requested()  # a signal after every scenario had run
+            status = interrupts.exit_status() if late else 0 if result.passed else 1
+            if as_json:
+                sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+            else:
+                _print(result, repeat, out_dir)
+            if result.interrupted:
+                err.print(f"softrt compare: {interrupts.reason()} after {len(result.runs)} of "
+                          f"{repeat * len(planned)} scenario runs; the runs so far are stored")
+            elif late:
+                err.print(f"softrt compare: {interrupts.reason()} after every scenario had run; they are stored")
+            if report_html is not None and result.runs:
+                _write_report(result, report_html, err)
+    return status
 
 
 def _print(result, repeat: int, out_dir: Path) -> None:
     out = console()
+    out.print(verdicts_text(result.pooled), end="\n\n")
     out.print(compare_table(result.pooled))
+    if (dropped := dropped_text(result.pooled)) is not None:
+        out.print(dropped)
     if repeat > 1:
         out.print(_rounds_table(result))
     out.print(loads_text(result.pooled))
@@ -136,6 +187,18 @@ def _print(result, repeat: int, out_dir: Path) -> None:
         out.print(f"{mark} {check.scenario}: {check.requirement} (measured {_f(check.measured, 2)})")
     out.print(Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary.run_id for r in result.runs),
                    style="dim"))
+
+
+def _write_report(result, path: Path, err) -> None:
+    """``--report``: the HTML report of every scenario run, with the comparison's verdict lines."""
+    from ..report import build_report  # matplotlib: imported only when a report is made
+
+    report = build_report([r.result.path for r in result.runs], path, comparison=result.verdict)
+    for ref, message in report.broken:
+        err.print(f"softrt: warning: left out of the report {ref}: {message}", style="yellow", markup=False,
+                  highlight=False, soft_wrap=True)
+    err.print(f"softrt compare: report of {len(report.runs)} run(s) written to {report.path}", markup=False,
+              highlight=False, soft_wrap=True)
 
 
 def _rounds_table(result) -> Table:

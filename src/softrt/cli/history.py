@@ -120,6 +120,8 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
     if one_host and runs and runs[0].host:
         title += f", on {runs[0].host}"
     title += " (µs; RT: real-time)"
+    if any(r.compare_id for r in runs):
+        title += "; blank lines group a compare"
     table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
                   pad_edge=False, padding=(0, gap - 1, 0, 0))  # the box puts one space between columns
     for k in keep:
@@ -128,14 +130,20 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
             table.add_column(_HEADERS[k], overflow="ellipsis", no_wrap=True, width=w)
         else:
             table.add_column(_HEADERS[k], no_wrap=True, min_width=widths[k], justify="left" if k in (0, 3, 4) else "right")
-    for row in rows:
+    groups = [r.compare_id for r in runs]
+    for i, row in enumerate(rows):
         # Text cells: a host or scenario read from a file is shown as it is, never as rich markup
         # (a nodename "[/x]" would be a markup error), and without control characters.
-        table.add_row(*(Text(row[k]) for k in keep))
+        # The runs of one softrt compare are set apart by a blank line (the box's section) before and after.
+        nxt = groups[i + 1] if i + 1 < len(groups) else None
+        table.add_row(*(Text(row[k]) for k in keep), end_section=nxt != groups[i] and (nxt or groups[i]) is not None)
     return table
 
 
-@click.group("history", invoke_without_command=True)
+@click.group("history", invoke_without_command=True, epilog="""\b
+Examples:
+  softrt history --host rig-7 --since 2026-11-01
+  softrt history --limit 5 --json""")
 @DB_OPTION
 @click.option("--host", default=None, help="Only runs on this host.")
 @click.option("--scenario", default=None, help="Only this scenario (imported results: the tool's name).")
@@ -169,7 +177,9 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
     return 0
 
 
-@command.command("add")
+@command.command("add", epilog="""\b
+Example:
+  softrt history add /mnt/rig-7/softrt-runs   the runs another PC made""")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @DB_OPTION
 @click.pass_context
@@ -184,7 +194,9 @@ def add(ctx, paths, db):
     return 0
 
 
-@command.command("forget")
+@command.command("forget", epilog="""\b
+Example:
+  softrt history forget last                  the newest run leaves the history; its directory stays""")
 @click.argument("run")
 @DB_OPTION
 @click.pass_context

@@ -31,7 +31,8 @@ def command(files, source, scenario, out_dir, db, as_json):
     """Store cyclictest/oslat --json results as runs, to report them next to softrt's own.
 
     \b
-    cyclictest -m -p 90 -i 250 -h 400 -D 10m --json=ct.json && softrt import ct.json
+    Example:
+      cyclictest -m -p 90 -i 250 -h 400 -D 10m --json=ct.json && softrt import ct.json
     """
     history = History(db)
     out = console()

@@ -20,18 +20,21 @@ import math
 import socket
 import time
 
+import click
 from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
 from ..metrics import MetricsServer, at_or_below, snap_ns, view_of
 from ..schema.summary import RunSummary
+from ..session import interrupts
 from .options import WatchOptions
 from .render import progress_line
 
 LIVE_EVERY_S = 0.25  # the live view's redraws (4 per second)
 PLAIN_FIRST_S = 1.0  # the first plain progress line, once there are figures
 PLAIN_EVERY_S = 10.0
+LINGER_POLL_S = 0.1  # how soon a Ctrl-C ends --metrics-linger
 PUBLISH_EVERY_S = 1.0  # a new copy for the metrics endpoint: when the streaming pass moved, and at least this often
 #: Rows of the live period histogram: bounds as multiples of the nominal period (250 µs: 200, 260,
 #: 275, 300, 500 µs, 1 ms, 5 ms).
@@ -64,35 +67,46 @@ def period_rows(stats, period_ns: int) -> list[tuple[str, int, int | None]]:
     return rows
 
 
-def live_view(p, title: str = "softrt run") -> Group:
-    """The live view of progress *p* (``session.run.Progress``)."""
+def live_view(p, title: str = "softrt run", final: RunSummary | None = None) -> Group:
+    """The live view of progress *p* (``session.run.Progress``); with *final*, the run's last frame:
+    the summary's own counts (cycles, missed updates as the board counted them, late cycles)."""
     stats, config, snap = p.stats, p.config, p.snapshot
     period = stats.hist["period"]
     p99, p9999 = period.percentiles((99.0, 99.99)) if period.n else (None, None)
-    late_bound_ns = snap_ns(config.period_ns + config.late_threshold_ns)
-    late = period.n - at_or_below(period, (late_bound_ns,))[0]
+    rule = stats.rule  # softrt's one late rule (analysis.cycles): the summary's and Prometheus' count
+    cycles, missed, late = p.cycles, stats.counters["missed_updates"], stats.counters["late_cycles"]
+    overflows, elapsed_s = p.ring_overflows, p.elapsed_s
+    if final is not None:
+        m = final.metrics
+        cycles, late = m.cycles or 0, m.late_cycles
+        missed = max(missed, (m.misses.missed_updates if m.misses is not None else None) or 0)
+        overflows = final.ring.overflows if final.ring is not None and final.ring.overflows is not None else overflows
+        elapsed_s = final.elapsed_s if final.elapsed_s is not None else elapsed_s
     where = f" · CPU {config.cpu}" if config.cpu is not None else ""
     scenario = f" · {config.scenario}" if config.scenario != "run" else ""
-    head = Text(f"{title}{scenario} · {p.run_id}{where}", style="bold", no_wrap=True)
-    left = max(p.duration_s - p.elapsed_s, 0.0)
+    state = f" · {final.state}" if final is not None else ""
+    head = Text(f"{title}{scenario} · {p.run_id}{where}{state}", style="bold", no_wrap=True)
+    left = max(p.duration_s - elapsed_s, 0.0)
     lines = [
-        f"elapsed {clock(p.elapsed_s)} of {clock(p.duration_s)} ({clock(left)} left)   cycles {p.cycles:,}",
+        f"elapsed {clock(elapsed_s)} of {clock(p.duration_s)} ({clock(left)} left)   cycles {cycles:,}",
         f"period  p99 {_us(p99)}   p99.99 {_us(p9999)}   max {_us(period.max)}",
-        f"missed updates {stats.counters['missed_updates']:,}   late cycles {late:,} (period > "
-        f"{late_bound_ns / 1e3:,.1f} µs)   ring overflows {p.ring_overflows:,}",
+        f"missed updates {missed:,}   late cycles {'-' if late is None else format(late, ',')} (period > "
+        f"{rule.bound_ns / 1e3:,.1f} µs, latency > {rule.threshold_ns / 1e3:,.1f} µs or a miss)   "
+        f"ring overflows {overflows:,}",
     ]
     if snap is not None and snap.worst_seq is not None:
         lines.append(f"worst cycle #{snap.worst_seq:,} at {clock(snap.worst_at_s)} (period {_us(stats.worst_period_ns)})")
     body = Text("\n".join(lines), no_wrap=True)
     if not period.n:  # the streaming pass takes its first batch after about a second
         return Group(head, body)
-    if stats.counters["missed_updates"] or late:
+    if missed or late:
         body.stylize("yellow", body.plain.index("missed"), body.plain.index("   ring"))
     # Plain text, not a rich Table: a table costs ~10 ms to render, this 0.5 ms (4 redraws a second).
     rows = period_rows(stats, config.period_ns)
     top = max(n for _, n, _ in rows)
     label_w = max(len(label) for label, _, _ in rows)
     count_w = max(len(f"{n:,}") for _, n, _ in rows)
+    late_bound_ns = snap_ns(rule.bound_ns)  # a bar is green up to the histogram edge that holds the bound
     hist = Text("period histogram", style="dim", no_wrap=True)
     for label, n, upper in rows:
         # Log-scaled bars: one late cycle among millions still shows.
@@ -115,6 +129,7 @@ class Watch:
         self.mode = "quiet" if options.quiet else "live" if err.is_terminal else "plain"
         self.server = MetricsServer(options.metrics_addr, options.metrics_port) \
             if options.metrics_port is not None else None
+        self.linger_s = options.metrics_linger_ns / 1e9
         self.host = socket.gethostname()
         self.live: Live | None = None
         self._latest: dict[str, object] = {}  # run id -> its Progress (the last one seen)
@@ -128,11 +143,42 @@ class Watch:
             self.live.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         if self.live is not None:
             self.live.stop()
+        if self.server is None:
+            return
+        if exc_type is not None or not self.linger_s:
+            self.close()
+            return
+        # --metrics-linger: once the command has printed its result and returned its status (click
+        # closes its context then), serve the final state a while longer; outside a command the
+        # caller calls linger() itself.
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:
+            ctx.call_on_close(self.linger)
+
+    def close(self) -> None:
         if self.server is not None:
             self.server.close()
+            self.server = None
+
+    def linger(self) -> None:
+        """Keep serving the final figures for ``--metrics-linger`` (a scraper's next visits record the
+        run's end state), then close; Ctrl-C (or SIGTERM) ends the wait at once."""
+        if self.server is None:
+            return
+        try:
+            if self.linger_s > 0:
+                self.err.print(f"softrt: serving the final metrics at {self.server.url} for {self.linger_s:g} s "
+                               "(--metrics-linger; Ctrl-C stops)", soft_wrap=True)
+                end = time.monotonic() + self.linger_s
+                with interrupts.deferred(then_ignore=True):  # a Ctrl-C ends the wait, never the exit status
+                    seen = interrupts.requested()
+                    while time.monotonic() < end and interrupts.requested() == seen:
+                        time.sleep(min(LINGER_POLL_S, max(end - time.monotonic(), 0.0)))
+        finally:
+            self.close()
 
     def say(self, message: str) -> None:
         """A line of what is happening (compare's "round 1/2: tuned"), unless quiet."""
@@ -168,11 +214,13 @@ class Watch:
         """A run ended (stored, *summary* written): serve its final figures and state."""
         p = self._latest.get(summary.run_id)
         if self.server is not None and p is not None:
+            why = summary.why_late
             view = view_of(p, self.host, state=summary.state,
-                           ring_overflows=summary.ring.overflows if summary.ring is not None else None)
+                           ring_overflows=summary.ring.overflows if summary.ring is not None else None,
+                           culprits=why.culprits if why is not None and why.on else None)
             # The board's own count when the ring dropped records (session.summary.reconcile_misses): never fewer.
             misses = summary.metrics.misses
             board = (misses.missed_updates if misses is not None else None) or 0
             self.server.publish(dataclasses.replace(view, missed_updates=max(view.missed_updates, board)))
-        if self.live is not None:
-            self.live.update(Text("…", style="dim"), refresh=True)
+        if self.live is not None and p is not None:  # the last frame: the final figures, not the last drain's
+            self.live.update(live_view(p, self.title, final=summary), refresh=True)

@@ -8,24 +8,28 @@ from dataclasses import dataclass
 import click
 
 from ..errors import ConfigError
-from ..units import parse_time_ns
+from ..units import format_time_ns, parse_time_ns
 
 
 class TimeNs(click.ParamType):
-    """A time such as ``250us`` or ``10s``, converted to integer nanoseconds."""
+    """A time such as ``250us`` or ``10s``, converted to integer nanoseconds (at most *max_ns*, if given)."""
 
     name = "time"
 
-    def __init__(self, default_unit: str) -> None:
-        self.default_unit = default_unit
+    def __init__(self, default_unit: str, max_ns: int | None = None) -> None:
+        self.default_unit, self.max_ns = default_unit, max_ns
 
     def convert(self, value, param, ctx):
         if isinstance(value, int):
             return value
+        what = param.opts[0] if param else "time"
         try:
-            return parse_time_ns(value, default_unit=self.default_unit, what=param.opts[0] if param else "time")
+            ns = parse_time_ns(value, default_unit=self.default_unit, what=what)
         except ConfigError as err:
             self.fail(str(err), param, ctx)
+        if self.max_ns is not None and ns > self.max_ns:
+            self.fail(f"{what} {value!r} is out of range (at most {format_time_ns(self.max_ns)})", param, ctx)
+        return ns
 
 
 class SignedTimeNs(TimeNs):
@@ -72,16 +76,22 @@ class WatchOptions:
     quiet: bool = False
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
+    metrics_linger_ns: int = 0  # the command line's default is 30 s (watch_options)
 
 
 def watch_options(f):
-    """``--quiet``, ``--metrics-port``, ``--metrics-addr`` (run and compare; docs/metrics.md), passed
-    to the command as one ``watch`` argument (a :class:`WatchOptions`)."""
+    """``--quiet``, ``--metrics-port``, ``--metrics-addr``, ``--metrics-linger`` (run and compare;
+    docs/metrics.md), passed to the command as one ``watch`` argument (a :class:`WatchOptions`)."""
 
     @functools.wraps(f)
-    def command(*args, quiet, metrics_port, metrics_addr, **kwargs):
-        return f(*args, watch=WatchOptions(quiet, metrics_port, metrics_addr), **kwargs)
+    def command(*args, quiet, metrics_port, metrics_addr, metrics_linger_ns, **kwargs):
+        return f(*args, watch=WatchOptions(quiet, metrics_port, metrics_addr, metrics_linger_ns), **kwargs)
 
+    command = click.option("--metrics-linger", "metrics_linger_ns", type=TimeNs("s"), default="30s",
+                           show_default=True,
+                           help="With --metrics-port: keep serving the final figures and state this long after "
+                                "the command is done, so a scraper records them (0: close at once; Ctrl-C "
+                                "ends it).")(command)
     command = click.option("--metrics-addr", default="127.0.0.1", show_default=True,
                            help="Address the metrics endpoint listens on (0.0.0.0: every interface).")(command)
     command = click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,

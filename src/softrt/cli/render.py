@@ -8,8 +8,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..metrics import above, snap_ns
-from ..schema.summary import Board, Misses, RunSummary
+from ..analysis.remedy import remedy_for
+from ..analysis.verdict import verdict_lines, verdict_of
+from ..schema.summary import Board, Misses, RunSummary, Verdict
 from ..schema.why_late import Cause, TraceInfo
 from ..units import format_duration_s, format_ns
 
@@ -20,6 +21,18 @@ def _us(value: float | None, digits: int = 1) -> str:
 
 def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+,.1f}"
+
+
+def verdict_text(verdict: Verdict | None, *, state: str = "complete", prefix: str = "") -> Text | None:
+    """The verdict (softrt.analysis.verdict) in words: MEETS in green, FAILS in red; None without one."""
+    if verdict is None:
+        return None
+    lines = verdict_lines(verdict, state=state)
+    style = {True: "bold green", False: "bold red"}.get(verdict.meets, "bold yellow")
+    out = Text(prefix + lines[0], style=style)
+    for line in lines[1:]:
+        out.append("\n" + line)
+    return out
 
 
 def seed_table(summary: RunSummary) -> Table:
@@ -37,9 +50,10 @@ def percentile_table(summary: RunSummary, process: str = "process",
                                     "(negative: the work overran the next edge)") -> Table:
     """Percentiles of period, latency, processing time and slack (µs), and each one's worst cycle.
 
-    A long period, latency or processing time is bad, so their tail is the maximum; slack (the time
-    left between the end of the work and the next edge, the seed's margin) is bad when short, so
-    its tail is its minimum, negative when the work overran the edge. "worst" shows each tail.
+    A long period, latency or processing time is bad, so their tail is the upper one (p99, p99.9,
+    p99.99, max); slack (the time left between the end of the work and the next edge, the seed's
+    margin) is bad when short, so its tail is the lower one (p1, p0.1, p0.01, min), negative when
+    the work overran the edge. A summary written before softrt kept slack's low tail shows "-".
     *process* and *caption* name the work time otherwise (``softrt watch``: a thread's run time).
     """
     table = Table(title="Distribution (µs)", title_justify="left", show_edge=False, caption=caption,
@@ -49,12 +63,14 @@ def percentile_table(summary: RunSummary, process: str = "process",
         table.add_column(col, justify="right")
     table.add_column("worst", justify="right", style="bold")
     m = summary.metrics
-    for label, s, worst in (("period", m.period_us, "max"), ("latency", m.latency_us, "max"),
-                            (process, m.process_us, "max"), ("slack", m.slack_us, "min")):
-        tail = s.min if worst == "min" else s.max
-        cell = Text(_us(tail), style="red" if worst == "min" and tail is not None and tail < 0 else "")
-        table.add_row(f"{label} ({worst})" if worst == "min" else label,
-                      *(_us(x) for x in (s.p50, s.p99, s.p99_9, s.p99_99)), cell)
+    for label, s in (("period", m.period_us), ("latency", m.latency_us), (process, m.process_us)):
+        table.add_row(label, *(_us(x) for x in (s.p50, s.p99, s.p99_9, s.p99_99, s.max)))
+    table.add_section()
+    table.add_row("", "p50", "p1", "p0.1", "p0.01", "min", style="bold")
+    s = m.slack_us
+    low = (s.p1, s.p0_1, s.p0_01) if s.low_tail else (None, None, None)
+    table.add_row("slack", *(Text(_us(x), style="red" if x is not None and x < 0 else "")
+                             for x in (s.p50, *low, s.min)))
     return table
 
 
@@ -84,7 +100,7 @@ def misses_text(summary: RunSummary) -> Text:
         rtt = metrics.rtt_us
         lines.append(f"EtherCAT frames: round trip p50 {_us(rtt.p50)} µs, p99.9 {_us(rtt.p99_9)} µs, "
                      f"max {_us(rtt.max)} µs; cycles with a device error (wrong working counter, lost frame, "
-                     f"drive not enabled): {m.device_errors}")
+                     f"drive not enabled): {m.device_errors}" + _frame_fates(summary.board))
     lines.extend(drives_lines(summary.board))
     overflows = summary.ring.overflows if summary.ring is not None else None
     line = (f"Cycles: {_n(metrics.cycles)} at {period_us:g} µs; records missing: {_n(metrics.records_missing or 0)}; "
@@ -101,6 +117,25 @@ def misses_text(summary: RunSummary) -> Text:
 
 def _n(count: int | None) -> str:
     return "-" if count is None else f"{count:,}"
+
+
+def _frame_fates(board: Board | None) -> str:
+    """What came back that was not a cycle's own reply in time (ethercat.cyclic), if anything."""
+    frames = board.frames if board is not None else None
+    if frames is None:
+        return ""
+    parts = []
+    if frames.late:
+        worst = frames.late_rtt_us.max if frames.late_rtt_us is not None else None
+        parts.append(f"{frames.late:,} replies late" + (f" (up to {_us(worst / 1e3)} ms)" if worst else "")
+                     + ", not taken")
+    bad = frames.bad or {}
+    if bad:
+        parts.append(f"{sum(bad.values()):,} changed (" + ", ".join(f"{k} {v:,}" for k, v in sorted(bad.items()))
+                     + "), not taken")
+    if frames.duplicates:
+        parts.append(f"{frames.duplicates:,} duplicates")
+    return "; " + "; ".join(parts) if parts else ""
 
 
 def drives_lines(board: Board | None) -> list[str]:
@@ -205,6 +240,8 @@ def mode_text(summary: RunSummary) -> Text:
         out.append(f"\n  system change: {change.path} {change.before} -> {change.during} ({state})")
     for item in tuning.not_applied:
         out.append(f"\n  not applied: {item.what}: {item.why}", style="red")
+    if (fair := tuning.fair_server) is not None:
+        out.append(f"\n  {fair_server_line(fair)}", style="yellow" if fair.in_force else "")
     check = summary.check
     if check is not None:
         out.append(f"\nsoftrt check before the run: {check.verdict}", style="green" if check.ready else "yellow")
@@ -216,8 +253,21 @@ def mode_text(summary: RunSummary) -> Text:
     return out
 
 
-def render_summary(summary: RunSummary, path: str | None = None) -> Group:
-    """Everything ``softrt run`` prints after a run."""
+def fair_server_line(fair) -> str:
+    """``fair server: in force on CPU 1 (50 ms of every 1000 ms for SCHED_OTHER tasks there)`` (Linux 6.12+)."""
+    if not fair.in_force:
+        return f"fair server: off on CPU {fair.cpu} (runtime 0)"
+    if fair.runtime_ns is not None:
+        share = f"{fair.runtime_ns / 1e6:g} ms of every {(fair.period_ns or 1e9) / 1e6:g} ms"
+    else:
+        share = f"runtime unreadable: {fair.unreadable}; the default is 50 ms of every 1000 ms"
+    return (f"fair server: in force on CPU {fair.cpu} ({share} for SCHED_OTHER tasks there, ahead of the loop; "
+            "softrt check: kernel.fair_server)")
+
+
+def render_summary(summary: RunSummary, path: str | None = None, notice: Text | None = None) -> Group:
+    """Everything ``softrt run`` prints after a run: the verdict first (then *notice*, e.g. whether a
+    checkpoint's run still goes)."""
     parts = [seed_table(summary), Text(""), percentile_table(summary), Text(""), misses_text(summary), mode_text(summary)]
     if (dc := dc_text(summary.board)) is not None:
         parts[5:5] = [dc]
@@ -227,7 +277,13 @@ def render_summary(summary: RunSummary, path: str | None = None) -> Group:
         parts[1:1] = [Text(""), why]
     if path:
         parts.append(Text(f"Run stored in {path}", style="dim"))
-    return Group(*parts)
+    return Group(*verdict_head(summary, notice), *parts)
+
+
+def verdict_head(summary: RunSummary, notice: Text | None = None) -> list:
+    """What a run's tables open with: its verdict, then *notice*, then a blank line (none without either)."""
+    head = [t for t in (verdict_text(verdict_of(summary), state=summary.state), notice) if t is not None]
+    return [*head, Text("")] if head else []
 
 
 def why_late(summary: RunSummary, top: int = 8, worst: int = 5, terms: dict[str, str] | None = None) -> Group | None:
@@ -258,11 +314,13 @@ def why_late(summary: RunSummary, top: int = 8, worst: int = 5, terms: dict[str,
     culprits = why.culprits or []
     if culprits:
         table = Table(title="Culprits (all late cycles)", title_justify="left", show_edge=False)
-        for col in ("kind", "source", "late cycles", "total µs", "worst µs"):
-            table.add_column(col, justify="left" if col in ("kind", "source") else "right")
+        for col in ("kind", "source", "late cycles", "total µs", "worst µs", "fix (softrt check)"):
+            table.add_column(col, justify="right" if col.endswith(("cycles", "µs")) else "left")
         for c in culprits[:top]:
+            remedy = remedy_for(c.kind, c.name, c.detail)
             # Text, not markup: a workqueue item's name is "kworker/1:1 [function]"
-            table.add_row(c.kind, Text(say(c.source, c.kind)), _n(c.cycles), _us(c.total_us), _us(c.worst_us))
+            table.add_row(c.kind, Text(say(c.source, c.kind)), _n(c.cycles), _us(c.total_us), _us(c.worst_us),
+                          remedy.column if remedy is not None else "-")
         if len(culprits) > top:
             table.caption = f"… and {len(culprits) - top} more (softrt show --json)"
         parts.append(table)
@@ -315,9 +373,8 @@ def progress_line(p) -> str:
     if stats is None or config is None or not stats.hist["period"].n:
         return f"{line}  max period {format_ns(p.max_period_us * 1e3)}  missed updates {p.missed_updates:,}"
     period = stats.hist["period"]
-    late_bound_ns = snap_ns(config.period_ns + config.late_threshold_ns)
     return (f"{line}  period p99 {format_ns(period.percentiles((99.0,))[0])} max {format_ns(period.max)}  "
-            f"missed updates {stats.counters['missed_updates']:,}  late cycles {above(period, late_bound_ns):,}")
+            f"missed updates {stats.counters['missed_updates']:,}  late cycles {stats.counters['late_cycles']:,}")
 
 
 def console(stderr: bool = False) -> Console:

@@ -10,7 +10,11 @@ from .history import DB_OPTION
 from .render import console
 
 
-@click.command("report")
+@click.command("report", epilog="""\b
+Examples:
+  softrt report last -o report.html
+  softrt report last~3 last~2 last~1 last     the four runs of a softrt compare, overlaid
+  softrt report softrt-runs/ --png plots/     every run in a directory""")
 @click.argument("runs", nargs=-1, required=True)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("report.html"), show_default=True, help="The HTML file to write.")
@@ -18,7 +22,8 @@ from .render import console
               help="Also write every plot as a PNG into this directory.")
 @DB_OPTION
 def command(runs, output, png_dir, db):
-    """Write an HTML report of RUNS (run ids from softrt history, run directories, or directories of runs).
+    """Write an HTML report of RUNS (run ids from softrt history, last, last~N, run directories, or
+    directories of runs).
 
     Several runs are overlaid in the same plots. The file needs nothing else to open: no network,
     no scripts. A run that cannot be read is left out with a note (exit status 1).

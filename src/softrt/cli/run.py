@@ -17,13 +17,19 @@ from ..schema.summary import RunSummary
 from ..units import NS_PER_S
 from .history import remember
 from .live import Watch
+from .output import unless_gone
 from .options import TimeNs, dc_options, samples_option, trace_options, watch_options
 from .render import console, render_summary
 
 LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first
 
 
-@click.command("run")
+@click.command("run", epilog="""\b
+Examples:
+  softrt run                                  10 s of the seed's 250 µs loop on the last CPU
+  softrt run --duration 72h --max-duration 72h --samples late
+  softrt run --wait sleep --period 1ms --json > summary.json
+  softrt run --device ethercat:eth1 --axes 2  CiA 402 drives through SOEM""")
 @click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True,
               help="Board cycle (a bare number is µs, like cyclictest -i).")
 @click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True,
@@ -60,14 +66,17 @@ LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and the
               show_default=True, help="Where run directories are written.")
 @click.option("--check", "take_check", is_flag=True,
               help="Take a `softrt check` of the RT CPU first and store its verdict with the run.")
+@click.option("--require", "require", default=None,
+              help="What the verdict judges, e.g. 'period.max<=300us,misses==0'; exit 1 when the run misses it "
+                   "[default: 0 missed updates and no period over nominal + --late-threshold].")
 @dc_options
 @trace_options
 @samples_option
 @watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
 def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, bus_timeout_ns, axes,
-            ecat_drives, shape, distance, velocity, accel, jerk, out_dir, take_check, dc_lock, dc_shift_ns, trace,
-            late_threshold_ns, keep_late, samples, watch, as_json):
+            ecat_drives, shape, distance, velocity, accel, jerk, out_dir, take_check, require, dc_lock, dc_shift_ns,
+            trace, late_threshold_ns, keep_late, samples, watch, as_json):
     """Run the seed's cyclic motion test and measure every cycle."""
     from ..motion import MotionConfig
 
@@ -77,33 +86,41 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
     config = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, profile=profile,
                        wait=wait, margin_ns=margin_ns, device=device, bus_timeout_ns=bus_timeout_ns, axes=axes, motion=motion, out_dir=out_dir,
                        max_duration_ns=max_duration_ns, check=take_check, trace=trace,
-                       late_threshold_ns=late_threshold_ns, keep_late=keep_late, samples=samples,
+                       late_threshold_ns=late_threshold_ns, require=require, keep_late=keep_late, samples=samples,
                        dc_lock=dc_lock, dc_shift_ns=dc_shift_ns, ecat_drives=ecat_drives)
-    # From here on Ctrl-C (any number of them) stops the run, which is then stored, printed and
-    # added to the history before the command exits 1.
+    # From here on Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the run, which is then
+    # stored, printed and added to the history before the command exits 1.
     with interrupts.deferred(then_ignore=True):
         err = console(stderr=True)
         if duration_ns >= LONG_RUN_NS:  # before a long run: what it keeps and the disk it takes
             kept, need = disk_estimate(config)
             err.print(f"softrt: keeping {kept} samples (--samples); estimated disk use ~{need / 1e6:,.0f} MB")
-        with Watch(err, watch) as live:  # binds the metrics port first: taken → exit 2, nothing started
-            result = run(config, on_progress=live.on_progress)
-            live.finished(result.summary)
-        if live.mode == "plain":
-            err.print(progress_line_final(result.summary))
-        if as_json:
-            sys.stdout.write(json.dumps(result.summary.to_dict(), indent=2) + "\n")
-        else:
-            console().print(render_summary(result.summary, str(result.path)))
-        remember([result.path])
+        with unless_gone():  # a closed terminal (SIGHUP) stops the printing, never the storing
+            with Watch(err, watch) as live:  # binds the metrics port first: taken → exit 2, nothing started
+                result = run(config, on_progress=live.on_progress)
+                live.finished(result.summary)
+            remember([result.path])
+            if live.mode == "plain":
+                err.print(progress_line_final(result.summary))
+            if as_json:
+                sys.stdout.write(json.dumps(result.summary.to_dict(), indent=2) + "\n")
+            else:
+                console().print(render_summary(result.summary, str(result.path)))
+            if result.summary.status == "complete" and interrupts.requested():
+                err.print(f"softrt: {interrupts.reason()} after the run had finished; the run is complete and stored")
         if result.summary.status == "complete" and interrupts.requested():
-            err.print("softrt: interrupted after the run had finished; the run is complete and stored")
+            return interrupts.exit_status()
+        if result.summary.status != "complete":
             return 1
-        return 0 if result.summary.status == "complete" else 1
+        # With --require the exit status follows the verdict (as softrt compare's gate does).
+        verdict = result.summary.verdict
+        return 1 if require is not None and (verdict is None or not verdict.meets) else 0
 
 
 def progress_line_final(summary: RunSummary) -> str:
     """One line for a non-terminal stderr (CI logs): what ran and where it is stored."""
     worst = summary.metrics.period_us.max
-    return (f"softrt run: {summary.metrics.cycles or 0:,} cycles, {summary.mode}, {summary.status}, "
+    meets = summary.verdict.meets if summary.verdict is not None else None
+    answer = {True: "meets the cycle", False: "FAILS the cycle"}.get(meets, "no verdict")
+    return (f"softrt run: {answer}, {summary.metrics.cycles or 0:,} cycles, {summary.mode}, {summary.status}, "
             f"max period {worst if worst is not None else '-'} µs")

@@ -44,12 +44,17 @@ def render_imported(summary: RunSummary, path: str) -> Group:
     return Group(table, Text(""), Text("\n".join(lines)), Text(f"Run stored in {path}", style="dim"))
 
 
-@click.command("show")
+@click.command("show", epilog="""\b
+Examples:
+  softrt show last                            the newest run (last~1: the one before)
+  softrt show 20261130-071502 --json          a run id, or its shortest prefix from softrt history
+  softrt show softrt-runs/20261130-071502-vm-e760""")
 @click.argument("run")
 @DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json.")
 def command(run, db, as_json):
-    """Print one run's tables: RUN is a run id (or a unique prefix) from softrt history, or a run directory.
+    """Print one run's tables: RUN is a run id (or a unique prefix) from softrt history, last (the
+    newest run), last~N (N runs before it), or a run directory.
 
     A run in progress shows its last checkpoint (written every minute), and whether it still goes.
     """
@@ -58,13 +63,14 @@ def command(run, db, as_json):
     if as_json:
         sys.stdout.write(json.dumps(summary.to_dict(), indent=2) + "\n")
     elif summary.origin == "softrt":
+        notice = None
         if summary.running:  # a checkpoint: say whether the run still goes
             state = run_state(summary)
-            console().print(Text(state.sentence(), style="bold yellow" if state.running else "bold red"))
+            notice = Text(state.sentence(), style="bold yellow" if state.running else "bold red")
         if summary.watch is not None:  # a thread softrt watch followed
-            console().print(render_thread(summary, str(path)))
+            console().print(render_thread(summary, str(path), notice))
         else:
-            console().print(render_summary(summary, str(path)))
+            console().print(render_summary(summary, str(path), notice))
     else:
         console().print(render_imported(summary, str(path)))
     return 0

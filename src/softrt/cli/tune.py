@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -11,9 +12,11 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..audit.tune import Plan, Result, apply_plan, plan_tune, revert
-from ..audit.tune.plan import AFFINITY
+from ..audit import (AFFINITY, KINDS, Plan, Result, apply_plan, change_kind, default_rt_cpu, plan_tune, revert,
+                     short_target)
+from ..cpus import CpuSet
 from ..errors import ConfigError
+from ..platform.journal import Outcome
 from .check import CpuList
 
 STYLE = {"applied": "green", "restored": "green", "gone": "dim", "skipped": "yellow", "failed": "bold red",
@@ -49,28 +52,70 @@ def render_plan(plan: Plan) -> Group:
                   Text(f"  {plan.kernel_cmdline}", style="cyan"),
                   Text("  (Debian/Ubuntu: GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub; "
                        "Fedora/RHEL: grubby --update-kernel=ALL --args=\"…\")", style="dim")]
+    if plan.fixed_irqs:
+        parts.append(Text("  The kernel moves these IRQs only at boot (managed or per-CPU): "
+                          + ", ".join(plan.fixed_irqs)))
     if plan.manual:
         parts += [Text(""), Text("Not done by softrt tune (by hand):", style="bold")]
         parts += [Text(f"  {check}: {fix}") for check, fix in plan.manual]
+    for note in plan.notes:
+        parts.append(Text(f"Trade-off: {note}", style="yellow"))
     for note in plan.skipped:
         parts.append(Text(f"Left out: {note}", style="dim"))
     return Group(*parts)
 
 
+def _values(outcomes: list[Outcome], kind: str) -> str:
+    """``19 to 3`` (IRQs, threads, idle states), or each file's own value (kernel settings)."""
+    if kind == "kernel settings":
+        return ", ".join(f"{short_target(o.target)} {o.detail}" for o in outcomes)
+    if kind in ("services", "settings"):
+        return ", ".join(f"{o.target} ({o.detail})" for o in outcomes)
+    idle = {"0": "enabled", "1": "disabled"} if kind == "idle states" else {}  # cpuidle's "disable" file
+    by_value = Counter(idle.get(o.detail, o.detail) for o in outcomes)
+    return "; ".join(f"{n} to {value}" for value, n in by_value.most_common())
+
+
+def _routine(o: Outcome) -> bool:
+    """Not worth a line of its own: a thread that exited, an IRQ that went away, a value already set."""
+    return o.status == "gone" or (o.status == "skipped" and o.detail in ("the thread exited", "already set"))
+
+
+def by_kind(result: Result, status: str) -> list[Text]:
+    """One line per kind of change: what the revert put back (or how many the apply made), and
+    how many were left alone because there was nothing to do."""
+    lines = []
+    for kind in KINDS:
+        mine = [o for o in result.outcomes if change_kind(o.target) == kind]
+        done, routine = [o for o in mine if o.status == status], [o for o in mine if _routine(o)]
+        words = [f"restored {_values(done, kind)}" if status == "restored" else f"{len(done)} applied"] if done else []
+        if routine:
+            words.append(f"{len(routine)} left alone (exited, gone or already set)")
+        if words:
+            lines.append(Text(f"  {kind}: {'; '.join(words)}"))
+    return lines
+
+
 def render_result(result: Result, verb: str) -> Group:
-    """What apply or revert did, one line per change that did not simply succeed."""
+    """What apply or revert did: each change that did not simply succeed, then every kind of change."""
     parts = []
     for o in result.outcomes:
-        if o.status not in ("applied", "restored"):
+        if o.status not in ("applied", "restored") and not _routine(o):
             fix = f" (by hand: {o.fix})" if o.fix else ""
             parts.append(Text(f"  {o.status}: {o.target}: {o.detail}{fix}", style=STYLE.get(o.status, "")))
     counts = ", ".join(f"{result.count(s)} {s}" for s in STYLE if result.count(s))
     parts.append(Text(f"{verb}: {counts or 'nothing to do'}", style="bold green" if result.complete else "bold red"))
+    parts += by_kind(result, "restored" if verb == "Reverted" else "applied")
     return Group(*parts)
 
 
-@click.command("tune")
-@click.option("--rt-cpus", type=CpuList(), default=None, help="Real-time CPU(s), e.g. 3 or 2-3.")
+@click.command("tune", epilog="""\b
+Examples:
+  softrt tune                                 print the plan for the CPU softrt run uses
+  softrt tune --apply && softrt run           apply it (root), then measure
+  softrt tune --revert                        put back every value --apply replaced""")
+@click.option("--rt-cpus", type=CpuList(), default=None,
+              help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one].")
 @click.option("--apply", "do_apply", is_flag=True, help="Apply the plan (root); every previous value is saved first.")
 @click.option("--revert", "do_revert", is_flag=True, help="Restore exactly what --apply changed, and verify it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan (and the result) as JSON.")
@@ -100,7 +145,8 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
                                "softrt tune --revert again.", style="red"))
         return 0 if result.complete else 1
     if rt_cpus is None:
-        raise ConfigError("softrt tune needs --rt-cpus", hint="e.g. softrt tune --rt-cpus 3 (see softrt check)")
+        cpu = default_rt_cpu(root)  # as check and run choose it (None: a Windows capture that does not say)
+        rt_cpus = CpuSet([cpu] if cpu is not None else [])
     plan = plan_tune(rt_cpus, root)
     result = apply_plan(plan, state_file) if do_apply else None
     if as_json:

@@ -22,7 +22,7 @@ from ..store.rundir import check_writable
 from .history import remember
 from .live import Watch
 from .options import TimeNs, samples_option, watch_options
-from .render import console, percentile_table, why_late
+from .render import console, percentile_table, verdict_head, why_late
 
 #: How a thread waits (schema.watch.WAITS), said plainly.
 WAITS = {
@@ -100,11 +100,12 @@ def cost_line(summary: RunSummary) -> Text | None:
                 f"{100 * (trace.attribution_cpu_s or 0) / secs:.0f} % of a CPU", style="dim")
 
 
-def render_thread(summary: RunSummary, path: str | None = None) -> Group:
-    """One watched thread: what ``softrt watch`` (and ``softrt show``) prints for its run."""
+def render_thread(summary: RunSummary, path: str | None = None, notice: Text | None = None) -> Group:
+    """One watched thread: what ``softrt watch`` (and ``softrt show``) prints for its run, its verdict
+    first as a run's (then *notice*, e.g. whether a checkpoint's watch still goes)."""
     w = summary.watch
     m = summary.metrics
-    parts: list = [thread_head(summary)]
+    parts: list = [*verdict_head(summary, notice), thread_head(summary)]
     if m.cycles:
         misses = m.misses
         parts += [Text(""), percentile_table(summary, process="run time", caption=CAPTION),
@@ -169,7 +170,12 @@ def report_of(result: WatchResult) -> WatchReport:
                                  "softrt watch's report")
 
 
-@click.command("watch")
+@click.command("watch", epilog="""\b
+Examples:
+  softrt watch --comm cyclictest              10 s of every thread named cyclictest
+  softrt watch --pid 4242 --period 1ms        every thread of process 4242, checked against a 1 ms cycle
+  softrt watch --tid 4243 --duration 1h --report watch.html
+  softrt watch --comm servo --no-explain --json   cycles only (half the cost to the thread)""")
 @click.option("--pid", type=int, default=None, help="Watch every thread of this process.")
 @click.option("--tid", type=int, default=None, help="Watch this thread.")
 @click.option("--comm", default=None, help="Watch every thread of this name (as ps -L shows it).")

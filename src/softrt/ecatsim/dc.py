@@ -159,6 +159,7 @@ class EscDc:
         self.clock = DcClock(start_local_ns, now_ns, drift_ppm)
         self.sync0 = Sync0Watch()
         self._start_ns = 0  # SYNC0 start time as written (a read of 0x0990 shows the next pulse)
+        self._pending: tuple[int, int, int, int] | None = None  # a comparison waiting for settle()
         _U16.pack_into(mem, REG_SPEED_START, SPEED_COUNTER_START)
         mem[REG_DIFF_FILTER_DEPTH] = DIFF_FILTER_DEPTH
 
@@ -186,12 +187,16 @@ class EscDc:
                 k = max(0, -(-(now - start) // cycle))
                 _U64.pack_into(m, REG_SYNC0_START, start + k * cycle)
 
-    def after_write(self, ado: int, end: int, now_ns: int) -> None:
-        """React to a write of [ado, end) (already stored in the memory)."""
+    def after_write(self, ado: int, end: int, now_ns: int, defer: bool = False) -> None:
+        """React to a write of [ado, end) (already stored in the memory). With *defer* the time
+        control loop takes a distributed time at :meth:`settle` (after the frame's reply: it
+        changes nothing in that frame)."""
         m = self.mem
         if ado <= REG_SYSTEM_TIME and end >= REG_SYSTEM_TIME + 4:  # distribution: lower 32 bits compared
-            self.clock.compare(_U32.unpack_from(m, REG_SYSTEM_TIME)[0], now_ns,
-                               _I64.unpack_from(m, REG_SYSTEM_OFFSET)[0], _U32.unpack_from(m, REG_SYSTEM_DELAY)[0])
+            self._pending = (_U32.unpack_from(m, REG_SYSTEM_TIME)[0], now_ns,
+                             _I64.unpack_from(m, REG_SYSTEM_OFFSET)[0], _U32.unpack_from(m, REG_SYSTEM_DELAY)[0])
+            if not defer:
+                self.settle()
         if _touches(ado, end, REG_SPEED_START, 2):
             self.clock.reset_filters(_U16.unpack_from(m, REG_SPEED_START)[0], now_ns)
         if _touches(ado, end, REG_DIFF_FILTER_DEPTH, 1):
@@ -199,6 +204,12 @@ class EscDc:
         if _touches(ado, end, REG_SYNC0_START, 8):
             self._start_ns = _U64.unpack_from(m, REG_SYNC0_START)[0]
             self.sync0.reset()
+
+    def settle(self) -> None:
+        """Let the time control loop take the time distributed last (see :meth:`after_write`)."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self.clock.compare(*pending)
 
     def outputs_arrived(self, now_ns: int) -> None:
         """A frame wrote the process data: note where in the SYNC0 cycle."""

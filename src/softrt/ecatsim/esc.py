@@ -1,7 +1,7 @@
 """One EtherCAT slave controller (ESC): registers, SII interface, SyncManagers, FMMUs, DC, watchdog.
 
 The ESC sees the bus only through :meth:`Esc.read`, :meth:`Esc.write` (physical addresses, as
-the APxx/FPxx/Bxx commands use them), :meth:`Esc.logical_read`/:meth:`Esc.logical_write` (the
+the APxx/FPxx/Bxx commands use them), :meth:`Esc.spans`/:meth:`Esc.store_outputs` (the
 FMMUs, for LRD/LWR/LRW) and :meth:`Esc.end_frame` (once per frame: the slave application runs).
 Addressing and working counters are the bus's business (:mod:`.bus`). Register map: ETG.1000.4
 §6 (and the ET1100 datasheet section II for the bit layouts)::
@@ -95,9 +95,15 @@ class Esc:
             self._writable[lo:hi] = bytes(hi - lo)
         self._fmmus: list[tuple[int, int, int, int]] = []
         self._sms: list[tuple[int, int, int, bool]] = []
-        self._pd_written = self._pd_read = False
+        self._pd_written = self.pd_read = False
+        #: Grows with every change of FMMUs, SyncManagers, AL state or output enable: what a
+        #: logical datagram reaches (:meth:`spans`) holds while it stands (the bus caches it).
+        self.epoch = 0
         self._wd_kick_ns = 0
         self.watchdog_expiries = 0
+        #: EEPROM read commands, and those while in PRE-OP or above (the master's own SII reading
+        #: after the scan): where a dying bus may be made to fall silent (``--mute-at``).
+        self.eeprom_reads = self.eeprom_reads_preop = 0
         #: The application disabled the output SyncManager (PDI side) after leaving OP on a local
         #: error, as slave stacks do (Beckhoff SSC ecatslv.c V4.01 "ECAT 1"): the master's writes
         #: then miss this slave and the working counter drops. Cleared when OP is entered again.
@@ -152,10 +158,13 @@ class Esc:
             self._after_ram_write(ado, end)
             return
         m, w = self.mem, self._writable
-        for i, b in enumerate(data):
-            a = ado + i
-            if a >= PROCESS_RAM or w[a]:
-                m[a] = b
+        if end <= PROCESS_RAM and w.find(0, ado, end) < 0:  # all writable (find: no copy)
+            m[ado:end] = data
+        else:
+            for i, b in enumerate(data):
+                a = ado + i
+                if a >= PROCESS_RAM or w[a]:
+                    m[a] = b
         if end > PROCESS_RAM:
             self._after_ram_write(PROCESS_RAM, end)
         if ado < REG_AL_CONTROL + 2 and end > REG_AL_CONTROL:
@@ -167,10 +176,11 @@ class Esc:
         if ado < REG_SM0 + 0x80 and end > REG_SM0:
             self._load_sms(ado, end)
         if ado < REG_DC_END and end > REG_DC_FIRST:
-            self.dc.after_write(ado, end, self._now())
+            self.dc.after_write(ado, end, self._now(), defer=self.pass_ns is not None)
 
     # --- AL state machine ----------------------------------------------------------------------
     def _sync_al(self) -> None:
+        self.epoch += 1
         _U16.pack_into(self.mem, REG_AL_STATUS, self.al.status)
         _U16.pack_into(self.mem, REG_AL_CODE, int(self.al.code))
 
@@ -185,6 +195,7 @@ class Esc:
         if new is AlState.OP:
             self._wd_kick_ns = now
             self.outputs_disabled = False
+            self.epoch += 1
         if new < AlState.PREOP and old >= AlState.PREOP:
             self._mbx_queue.clear()
         if self.app is not None:
@@ -241,6 +252,9 @@ class Esc:
         word = _U32.unpack_from(m, REG_EEP_ADDRESS)[0]
         byte = 2 * word
         if cmd == EEP_CMD_READ:
+            self.eeprom_reads += 1
+            if self.al.state >= AlState.PREOP:
+                self.eeprom_reads_preop += 1
             chunk = bytes(self.sii[byte:byte + 8])
             m[REG_EEP_DATA:REG_EEP_DATA + 8] = chunk + b"\xff" * (8 - len(chunk))
         elif cmd == EEP_CMD_WRITE:
@@ -256,6 +270,7 @@ class Esc:
 
     # --- SyncManagers and FMMUs ----------------------------------------------------------------
     def _load_sms(self, lo: int, hi: int) -> None:
+        self.epoch += 1
         self._sms = []
         for n in range(8):
             start, length, ctrl, _status, activate, _pdi = _SM.unpack_from(self.mem, REG_SM0 + 8 * n)
@@ -273,6 +288,7 @@ class Esc:
         return self._sms
 
     def _load_fmmus(self) -> None:
+        self.epoch += 1
         self._fmmus = []
         for n in range(8):
             lstart, length, _sb, _eb, phys, _pb, ftype, act = _FMMU.unpack_from(self.mem, REG_FMMU0 + 16 * n)
@@ -288,44 +304,33 @@ class Esc:
             return False
         return on and self.al.state in (AlState.SAFEOP, AlState.OP)
 
-    def logical_read(self, laddr: int, frame: bytearray, data_offset: int, length: int) -> bool:
-        """Copy mapped inputs into ``frame[data_offset:+length]`` (logical *laddr*); return True on a hit."""
-        hit = False
+    def spans(self, laddr: int, length: int, write: bool) -> list[tuple[int, int, int]]:
+        """What a logical datagram at *laddr* of *length* bytes reaches through this slave's active
+        FMMUs of one direction (*write*: outputs, master to slave), as far as its SyncManagers let
+        it now: ``(lo, hi, physical)`` spans, lo/hi relative to the datagram's data. Valid while
+        :attr:`epoch` is unchanged."""
+        bit, sm = (2, 2) if write else (1, 3)
+        out = []
         for lstart, flen, phys, ftype in self._fmmus:
-            if not ftype & 1:
+            if not ftype & bit:
                 continue
             lo, hi = max(laddr, lstart), min(laddr + length, lstart + flen)
             if lo >= hi:
                 continue
             p = phys + (lo - lstart)
-            if not self._pd_allowed(p, p + hi - lo, 3):
-                continue
-            frame[data_offset + lo - laddr: data_offset + hi - laddr] = self.mem[p:p + hi - lo]
-            hit = True
-        self._pd_read |= hit
-        return hit
+            if self._pd_allowed(p, p + hi - lo, sm):
+                out.append((lo - laddr, hi - laddr, p))
+        return out
 
-    def logical_write(self, laddr: int, data: bytes) -> bool:
-        """Store mapped outputs from *data* (logical *laddr*); return True on a hit."""
-        hit = False
-        for lstart, flen, phys, ftype in self._fmmus:
-            if not ftype & 2:
-                continue
-            lo, hi = max(laddr, lstart), min(laddr + len(data), lstart + flen)
-            if lo >= hi:
-                continue
-            p = phys + (lo - lstart)
-            if not self._pd_allowed(p, p + hi - lo, 2):
-                continue
-            self.mem[p:p + hi - lo] = data[lo - laddr: hi - laddr]
-            self._after_ram_write(p, p + hi - lo)
-            hit = True
-        return hit
+    def store_outputs(self, phys: int, data) -> None:
+        """A logical write through an FMMU: *data* into process RAM at *phys*."""
+        self.mem[phys:phys + len(data)] = data
+        self._after_ram_write(phys, phys + len(data))
 
-    def has_fmmu(self, laddr: int, length: int, write: bool) -> bool:
-        """Return True if an active FMMU of that direction overlaps [laddr, laddr+length)."""
-        bit = 2 if write else 1
-        return any(f[3] & bit and f[0] < laddr + length and laddr < f[0] + f[1] for f in self._fmmus)
+    @property
+    def mapped(self) -> bool:
+        """Has the master configured an FMMU (the process-data mapping)?"""
+        return bool(self._fmmus)
 
     def _after_ram_write(self, lo: int, hi: int) -> None:
         sms = self._sms_now()
@@ -381,14 +386,15 @@ class Esc:
 
     # --- once per frame, and between frames ----------------------------------------------------
     def end_frame(self) -> None:
-        """Run the application if this frame touched the process data."""
-        if self._pd_written or self._pd_read:
+        """Run the DC time control loop and, if this frame touched the process data, the application."""
+        self.dc.settle()
+        if self._pd_written or self.pd_read:
             outputs = None
             if self._pd_written and self.al.state is AlState.OP:
                 start, length, _c, _on = self._sms[2]
                 outputs = bytes(self.mem[start:start + length])
                 self.dc.outputs_arrived(self._now())
-            self._pd_written = self._pd_read = False
+            self._pd_written = self.pd_read = False
             self._exchange(outputs)
 
     def refresh_inputs(self) -> None:

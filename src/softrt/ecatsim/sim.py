@@ -12,21 +12,26 @@ and sent back with the same length; the source MAC gets the locally-administered
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import select
 import socket
+import stat
 import time
 from dataclasses import dataclass
 
+from ..errors import ConfigError
 from ..ethercat.al import AlState, state_name
 from .bus import Segment
+from .control import RequestError, parse_request
 from ..ethercat.description import DeviceDescription
 from .esc import Esc
-from .faults import FaultPlan
+from .faults import KINDS, FaultPlan
 from ..ethercat.rawsock import open_raw_socket
 from .slave import DriveApp, make_app
-from ..ethercat.wire import LOGICAL, FrameError, parse_frame
+from ..ethercat.nsstat import NsStat
+from ..ethercat.wire import ETH_HEADER_BYTES, LOGICAL, FrameError, parse_frame
 
 POLL_MS = 1  #: wake-up period for the watchdog check when no frames arrive
 
@@ -38,6 +43,9 @@ class SimCounters:
     frames: int = 0
     replies: int = 0
     malformed: int = 0
+    muted: int = 0  #: frames not answered because the segment fell silent (``mute``)
+    #: From a process-data frame read to its reply sent, ns (the simulator's own share of a round trip).
+    answer: NsStat = dataclasses.field(default_factory=NsStat)
 
 
 class Simulator:
@@ -60,57 +68,107 @@ class Simulator:
         self.segment = Segment(self.escs, clock=clock)
         self.faults = FaultPlan()
         self.counters = SimCounters()
+        #: When the whole segment falls silent (one of control.MUTE_EVENTS; "off": never).
+        self.mute_at = "off"
+        self.muted = False
 
-    def handle(self, frame: bytearray) -> tuple[bool, int]:
-        """Process one received frame in place; return ``(reply?, delay_us)``."""
+    def _mute_due(self) -> bool:
+        at, escs = self.mute_at, self.escs
+        if at == "off":
+            return False
+        if at == "now":
+            return True
+        if at == "eeprom":
+            return any(e.eeprom_reads for e in escs)
+        if at == "sii":
+            return any(e.eeprom_reads_preop for e in escs)
+        if at == "mapping":
+            return any(e.mapped for e in escs)
+        want = {"preop": AlState.PREOP, "safeop": AlState.SAFEOP, "op": AlState.OP}[at]
+        return any(e.al.state >= want and e.al.state != AlState.BOOT for e in escs)
+
+    #: Was the last frame handled process data (a logical datagram)?
+    last_was_pd = False
+
+    def handle(self, frame: bytearray) -> tuple[int, int]:
+        """Process one received frame in place; return ``(reply bytes, delay_us)`` (0 bytes: no
+        reply). The slave applications of a processed frame run at :meth:`after_reply`."""
         self.counters.frames += 1
+        self.last_was_pd = False
+        if self.muted:
+            self.counters.muted += 1
+            return 0, 0
         try:
             datagrams = parse_frame(frame)
         except FrameError:
             self.counters.malformed += 1
-            return False, 0
+            return 0, 0
         decision = None
-        if any(dg.cmd in LOGICAL for dg in datagrams):
+        pd = next((dg for dg in datagrams if dg.cmd in LOGICAL), None)
+        self.last_was_pd = pd is not None
+        if pd is not None:
             decision = self.faults.decide(len(self.escs))
             if decision.drop:
-                return False, 0
+                return 0, 0
         skip = decision.skip_slave if decision is not None else None
-        self.segment.process(frame, None if skip is None else (lambda pos: pos == skip))
+        self.segment.process(frame, None if skip is None else (lambda pos: pos == skip), defer_apps=True,
+                             datagrams=datagrams)
+        if self._mute_due():  # the bus dies with this frame: it never comes back
+            self.muted = True
+            self.counters.muted += 1
+            return 0, 0
         frame[6] |= 0x02  # locally administered source MAC: the frame passed an ESC
-        return True, decision.delay_us if decision is not None else 0
+        size = len(frame)
+        if decision is not None and decision.corrupt is not None:
+            size = _corrupt(frame, pd, decision.corrupt)
+        return size, decision.delay_us if decision is not None else 0
 
-    def control(self, request: dict) -> dict:
-        """Apply one control request (see :func:`serve`); return the JSON-able answer."""
-        cmd = request.get("cmd")
-        if cmd in ("drop", "delay", "bad_wkc"):
-            opts = {k: int(request[k]) for k in ("delay_us", "slave") if k in request}
+    def control(self, raw: bytes) -> dict:
+        """Apply one control request (a JSON object, checked by :mod:`.control`; see :func:`serve`);
+        return the JSON-able answer."""
+        try:
+            request = parse_request(raw, len(self.escs))
+        except RequestError as err:
+            return {"ok": False, "error": str(err)}
+        cmd = request["cmd"]
+        if cmd in KINDS:
+            opts = {k: request[k] for k in ("delay_us", "slave") if k in request}
+            if "kind" in request:
+                opts["corrupt"] = request["kind"]
             if "every" in request:
-                self.faults.set_every(cmd, int(request["every"]), **opts)
+                self.faults.set_every(cmd, request["every"], **opts)
             else:
-                self.faults.arm(cmd, int(request.get("frames", 1)), **opts)
+                self.faults.arm(cmd, request.get("frames", 1), **opts)
         elif cmd == "drive_fault":
-            app = self.apps[int(request.get("slave", 0))]
+            slave = request.get("slave", 0)
+            app = self.apps[slave]
             if not isinstance(app, DriveApp):
                 return {"ok": False, "error": "that slave is not a drive"}
-            app.drives[int(request.get("axis", 0))].fault(int(request.get("code", 0x5400)))  # 0x5400: power section
-            self.escs[int(request.get("slave", 0))].refresh_inputs()
+            axis = request.get("axis", 0)
+            if axis >= len(app.drives):
+                return {"ok": False, "error": f"that drive has {len(app.drives)} axis(es)"}
+            app.drives[axis].fault(request.get("code", 0x5400))  # 0x5400: power section
+            self.escs[slave].refresh_inputs()
         elif cmd == "al_error":
             # A slave's own error (ETG.1000.6 §6.4.1): it drops to a lower state with the error
             # indication and an AL status code (e.g. SAFEOP, 0x001B sync manager watchdog).
-            state = AlState[str(request.get("state", "SAFEOP")).upper()]
             for esc in self._targets(request):
-                esc.local_error(state, int(request.get("code", 0x0001)))
+                esc.local_error(request.get("state", AlState.SAFEOP), request.get("code", 0x0001))
         elif cmd == "refuse_state":
             # Make slave(s) refuse a state with an AL status code (e.g. OP with 0x001A sync error).
-            state = AlState[str(request["state"]).upper()]
             for esc in self._targets(request):
-                esc.refuse[state] = int(request.get("code", 0x0001))
+                esc.refuse[request["state"]] = request.get("code", 0x0001)
         elif cmd == "dc_drift":  # a quartz warming up: {"cmd": "dc_drift", "slave": i, "ppm": x}
             for esc in self._targets(request):
-                esc.dc.clock.set_drift(float(request["ppm"]), self._clock())
-        elif cmd != "stats":
-            return {"ok": False, "error": f"unknown command {cmd!r}"}
+                esc.dc.clock.set_drift(request["ppm"], self._clock())
+        elif cmd == "mute":
+            self.mute_at = request["at"]
+            self.muted = self._mute_due()
         return {"ok": True, **self.stats()}
+
+    def after_reply(self) -> None:
+        """Run the slave applications (the drives) of the frame just answered (``Segment.finish``)."""
+        self.segment.finish()
 
     def _targets(self, request: dict) -> list[Esc]:
         return self.escs if "slave" not in request else [self.escs[int(request["slave"])]]
@@ -141,47 +199,139 @@ class Simulator:
                          pdo=app.pdo.report(), coe=dataclasses.asdict(app.coe.counters) if app.coe else None)
             slaves.append(s)
         return {"frames": self.counters.frames, "replies": self.counters.replies,
-                "pd_frames": self.faults.pd_frames, "injected": dict(self.faults.injected), "slaves": slaves}
+                "pd_frames": self.faults.pd_frames, "injected": dict(self.faults.injected),
+                "mute_at": self.mute_at, "muted": self.counters.muted,
+                "answer_us": {k: round(v / 1e3, 1) for k, v in (self.counters.answer.summary() or {}).items()},
+                "slaves": slaves}
+
+
+def bind_control(path: str) -> tuple[socket.socket, int]:
+    """Bind the control socket at *path*; return it and its inode (to remove only our own file).
+
+    A socket left at *path* by an earlier simulator is replaced; anything else there (a regular
+    file, a directory) is never removed: :class:`ConfigError`.
+    """
+    ctrl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        try:
+            ctrl.bind(path)
+        except OSError as err:
+            if err.errno != errno.EADDRINUSE:
+                raise ConfigError(f"--control {path}: cannot bind a socket there ({err.strerror})",
+                                  hint="give a path in a directory you may write") from None
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISSOCK(mode):
+                raise ConfigError(f"--control {path} exists and is not a socket; it was left alone",
+                                  hint="give a path that does not exist (e.g. /tmp/ecat-sim.sock)") from None
+            os.unlink(path)  # a socket left by an earlier simulator
+            ctrl.bind(path)
+        return ctrl, os.lstat(path).st_ino
+    except BaseException:
+        ctrl.close()
+        raise
+
+
+def _remove_control(path: str, inode: int) -> None:
+    try:
+        st = os.lstat(path)
+        if stat.S_ISSOCK(st.st_mode) and st.st_ino == inode:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+class Pacer:
+    """When the master's next process-data frame is due, learned from the last ones.
+
+    A sleeping process wakes tens of µs after its frame arrives on a virtual machine (the
+    wake-up IPI, the vCPU's exit from halt): more than a real slave's whole answer. So the
+    simulator sleeps until *early_ns* before the frame is due and busy-polls until it came
+    (or *early_ns* after it was due). The period is a smoothed inter-arrival time; gaps far from
+    it (a lost frame, a stalled master) are ignored, and after 8 of them in a row it is learned
+    again.
+    """
+
+    def __init__(self, early_ns: int) -> None:
+        self.early_ns = early_ns
+        self.period_ns = 0
+        self.last_ns = 0
+        self._outliers = 0
+
+    def frame(self, now_ns: int) -> None:
+        """A process-data frame arrived at *now_ns*."""
+        if self.last_ns:
+            gap = now_ns - self.last_ns
+            period = self.period_ns
+            if period and period // 2 < gap < period * 3 // 2:
+                self.period_ns = period + (gap - period) // 8
+                self._outliers = 0
+            else:
+                self._outliers += 1
+                if not period or self._outliers >= 8:
+                    self.period_ns, self._outliers = gap, 0
+        self.last_ns = now_ns
+
+    def window(self) -> tuple[int, int] | None:
+        """``(spin from, spin until)`` around the next frame (None: no period learned, or off)."""
+        if not self.early_ns or not self.period_ns:
+            return None
+        due = self.last_ns + self.period_ns
+        return due - self.early_ns, due + self.early_ns
 
 
 def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lambda: False,
-          on_ready=lambda: None) -> None:
+          on_ready=lambda: None, busy_poll_ns: int = 0) -> None:
     """Answer frames on *iface* until ``stop()`` is true.
 
-    Control requests (one JSON object per datagram on *control_path*), answered with the stats:
-    ``{"cmd": "stats"}``; ``{"cmd": "drop"|"delay"|"bad_wkc", "frames": n}`` or ``"every": k``
-    (options ``"delay_us"``, ``"slave"``); ``{"cmd": "drive_fault", "slave": i, "code": c}``
-    (option ``"axis"``);
+    With *busy_poll_ns*, busy-poll that long either side of the moment the next process-data
+    frame is due (:class:`Pacer`); sleep otherwise.
+
+    Control requests (one JSON object per datagram on *control_path*, checked by :mod:`.control`),
+    answered with the stats:
+    ``{"cmd": "stats"}``; ``{"cmd": "drop"|"delay"|"bad_wkc"|"bad_frame", "frames": n}`` or
+    ``"every": k`` (options ``"delay_us"``, ``"slave"``, ``"kind"``: how a bad frame is changed);
+    ``{"cmd": "drive_fault", "slave": i, "code": c}`` (option ``"axis"``);
     ``{"cmd": "refuse_state", "state": "OP", "code": c}`` (optional ``"slave"``);
     ``{"cmd": "al_error", "state": "SAFEOP", "code": c}`` (optional ``"slave"``): the slave leaves
     its state on its own error, with that AL status code.
     ``{"cmd": "dc_drift", "ppm": x}`` (optional ``"slave"``): a slave's DC quartz error.
+    ``{"cmd": "mute", "at": event}``: the segment falls silent at that point (control.MUTE_EVENTS).
     """
     sock = open_raw_socket(iface)
     sock.setblocking(False)
     ctrl = None
-    poller = select.poll()
-    poller.register(sock.fileno(), select.POLLIN)
     if control_path:
-        if os.path.exists(control_path):
-            os.unlink(control_path)
-        ctrl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        ctrl.bind(control_path)
+        try:
+            ctrl, inode = bind_control(control_path)
+        except BaseException:
+            sock.close()
+            raise
         ctrl.setblocking(False)
-        poller.register(ctrl.fileno(), select.POLLIN)
+    watched = [sock] if ctrl is None else [sock, ctrl]
     buf = bytearray(2048)
     view = memoryview(buf)
+    pacer = Pacer(busy_poll_ns)
+    clock = time.monotonic_ns
     try:
         on_ready()
-        last_poll = time.monotonic_ns()
+        last_poll = clock()
         while not stop():
-            events = poller.poll(POLL_MS)
-            for fd, _ev in events:
-                if fd == sock.fileno():
-                    _drain(sim, sock, buf, view)
-                elif ctrl is not None:
-                    _control(sim, ctrl)
-            now = time.monotonic_ns()
+            timeout_s = POLL_MS / 1000
+            window = pacer.window()
+            now = clock()
+            if window is not None and now < window[1]:
+                if now >= window[0]:  # the frame is due: poll without sleeping until it came
+                    while clock() < window[1]:
+                        if _drain(sim, sock, buf, view, pacer):
+                            break
+                    continue
+                timeout_s = min(timeout_s, (window[0] - now) / 1e9)
+            ready, _, _ = select.select(watched, [], [], timeout_s)  # µs resolution (an hrtimer)
+            if sock in ready:
+                _drain(sim, sock, buf, view, pacer)
+            if ctrl is not None and ctrl in ready:
+                _control(sim, ctrl)
+            now = clock()
             if now - last_poll >= POLL_MS * 1_000_000:
                 sim.segment.poll(now)
                 last_poll = now
@@ -189,42 +339,61 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
         sock.close()
         if ctrl is not None:
             ctrl.close()
-            try:
-                os.unlink(control_path)
-            except OSError:
-                pass
+            _remove_control(control_path, inode)
 
 
-def _drain(sim: Simulator, sock: socket.socket, buf: bytearray, view: memoryview) -> None:
+def _drain(sim: Simulator, sock: socket.socket, buf: bytearray, view: memoryview, pacer: Pacer) -> bool:
+    """Answer every frame waiting; return True if one was process data."""
+    pd = False
     while True:
         try:
             n, addr = sock.recvfrom_into(buf)
         except BlockingIOError:
-            return
+            return pd
         if addr[2] == socket.PACKET_OUTGOING:
             continue  # our own reply, seen by a tap
+        arrived_ns = time.monotonic_ns()
         frame = bytearray(view[:n])
-        reply, delay_us = sim.handle(frame)
-        if not reply:
-            continue
-        if delay_us:
-            time.sleep(delay_us / 1e6)
-        sock.send(frame)
-        sim.counters.replies += 1
+        size, delay_us = sim.handle(frame)
+        if size:
+            if delay_us:
+                time.sleep(delay_us / 1e6)
+            sock.send(memoryview(frame)[:size])
+            sim.counters.replies += 1
+        if sim.last_was_pd:
+            if size and not delay_us:
+                sim.counters.answer.add(time.monotonic_ns() - arrived_ns)
+            pacer.frame(arrived_ns)
+            pd = True
+        sim.after_reply()
 
 
 def _control(sim: Simulator, ctrl: socket.socket) -> None:
     while True:
         try:
-            data, addr = ctrl.recvfrom(65536)
+            data, addr = ctrl.recvfrom(MAX_DATAGRAM)
         except BlockingIOError:
             return
-        try:
-            answer = sim.control(json.loads(data))
-        except (ValueError, KeyError, IndexError, TypeError) as err:
-            answer = {"ok": False, "error": str(err)}
+        answer = sim.control(data)
         if addr:
             try:
                 ctrl.sendto(json.dumps(answer).encode(), addr)
             except OSError:
                 pass
+
+
+#: A datagram is read whole (a longer one is cut and then refused as too long, not misread).
+MAX_DATAGRAM = 65536
+
+
+def _corrupt(frame: bytearray, dg, how: str) -> int:
+    """Change the reply as a broken relay or slave would (faults.CORRUPTIONS); return its new length."""
+    if how == "command":
+        frame[dg.header_offset] = 0x0A if frame[dg.header_offset] != 0x0A else 0x0B  # LRW → LRD (or LWR)
+    elif how == "length":
+        lenw = frame[dg.header_offset + 6] | frame[dg.header_offset + 7] << 8
+        lenw = (lenw & ~0x07FF) | ((lenw & 0x07FF) - 2 & 0x07FF)
+        frame[dg.header_offset + 6:dg.header_offset + 8] = lenw.to_bytes(2, "little")
+    else:  # "short": cut inside the process data
+        return min(len(frame), max(ETH_HEADER_BYTES + 16, dg.data_offset + dg.length // 2))
+    return len(frame)

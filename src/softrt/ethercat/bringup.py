@@ -2,10 +2,12 @@
 
 Drive configuration in PRE-OP (identity, axes, PDO assignment by SDO) is :mod:`.preop`.
 
-Each step raises :class:`.errors.EcatError` with what was seen (states, AL status codes); the
-caller then calls :func:`shutdown`, which requests INIT (with the error acknowledge) and closes
-the socket, so a failed bring-up leaves the bus safe. The AL state sequence is ETG.1000.6 §6.4.1;
-SOEM's own steps per phase are in the feasibility study §1.
+Each step runs under :class:`.steps.Steps` (a deadline tied to the bus timeout and the slave count;
+a bus gone silent ends it at once) and raises :class:`.errors.EcatError` with the step, the slave,
+what was expected and what was seen (states, AL status codes); the caller then calls
+:func:`shutdown`, which requests INIT (with the error acknowledge) and closes the socket, so a
+failed bring-up leaves the bus safe. The AL state sequence is ETG.1000.6 §6.4.1; SOEM's own steps
+per phase are in the feasibility study §1.
 """
 
 from __future__ import annotations
@@ -21,8 +23,13 @@ from .drives import DriveConfig
 from .errors import EcatError
 from .mapping import DriveMap, drive_maps, missing_objects
 from .sii import parse_image
+from .steps import Steps, read_register
 
 _INIT, _PREOP, _SAFEOP, _OP, _ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+_STATE_NAMES = {_PREOP: "PRE-OP", _SAFEOP: "SAFE-OP", _OP: "OP"}
+#: Step deadlines (s): the scan (SOEM's config_init: identities and SII categories of every
+#: slave), per slave its SII image and its PRE-OP configuration by SDO, the mapping per slave.
+SCAN_S, SII_S, PREOP_CONFIG_S, MAPPING_S = 3.0, 3.0, 3.0, 1.0
 
 
 @dataclass
@@ -66,7 +73,8 @@ class SlaveInfo:
 
 
 def open_master(iface: str):
-    """Return an opened ``pysoem.Master`` on *iface*."""
+    """Return an opened ``pysoem.Master`` on *iface*; its calls release the GIL where pysoem can
+    (so a step's deadline timer runs while SOEM waits, :mod:`.steps`)."""
     import pysoem
 
     m = pysoem.Master()
@@ -74,6 +82,7 @@ def open_master(iface: str):
         m.open(iface)
     except ConnectionError as err:
         raise EcatError("config", iface, f"pysoem could not open the interface ({err})") from err
+    m.always_release_gil = True
     return m
 
 
@@ -105,13 +114,24 @@ def _states_line(seen: dict) -> str:
 SII_MAX_BYTES = 8192
 
 
-def read_sii(slave) -> bytes:
-    """Read a slave's SII image (header words 0x00-0x3F, then the categories) via pysoem."""
+def read_sii(slave, steps: Steps | None = None) -> bytes:
+    """Read a slave's SII image (header words 0x00-0x3F, then the categories) via pysoem.
+
+    SOEM's EEPROM read returns zeros when the slave does not answer: a read of zeros asks
+    *steps* whether the bus went silent (and every read, whether the step is past its deadline).
+    """
     image = bytearray()
 
     def fill(word_end: int) -> None:
         while len(image) < 2 * word_end:
-            image.extend(slave.eeprom_read(len(image) // 2))
+            word = len(image) // 2
+            data = slave.eeprom_read(word)
+            if steps is not None:
+                if not any(data):
+                    steps.failure(f"its SII EEPROM read as zeros at word 0x{word:04X}")
+                else:
+                    steps.check()
+            image.extend(data)
 
     fill(0x40)
     pos = 0x40 * 2
@@ -125,7 +145,8 @@ def read_sii(slave) -> bytes:
         pos += 4 + 2 * words
 
 
-def discover(m, iface: str, want_dc: bool, config: DriveConfig | None = None, on_emergency=None) -> list[SlaveInfo]:
+def discover(m, iface: str, want_dc: bool, config: DriveConfig | None = None, on_emergency=None,
+             steps: Steps | None = None, state_timeout_s: float = 3.0) -> list[SlaveInfo]:
     """Run ``config_init`` and learn every slave's identity, protocols, axes and CSP maps.
 
     A CoE drive (one whose statusword 0x6041 answers) gets the PDOs of its plan in *config*
@@ -135,43 +156,68 @@ def discover(m, iface: str, want_dc: bool, config: DriveConfig | None = None, on
     *on_emergency* (a pysoem emergency callback) is registered on every CoE slave.
     """
     config = config or DriveConfig()
-    count = m.config_init(release_gil=True)
-    if count <= 0:
-        raise EcatError("no_slaves", iface, f"no slaves answered (config_init returned {count})",
-                        seen={"config_init": count},
-                        hint="check the cable/link and that the first slave is powered")
-    if m.state_check(_PREOP, 2_000_000) != _PREOP:
-        seen = describe_states(m)
-        raise EcatError("state_timeout", iface, f"not all slaves reached PREOP: {_states_line(seen)}", seen=seen)
+    steps = steps or Steps(m, iface, 10_000_000)
+    with steps.step("scan", "every slave to answer the scan and its identity", SCAN_S):
+        count = m.config_init(release_gil=True)
+        if count <= 0:
+            raise EcatError("no_slaves", iface, f"no slaves answered (config_init returned {count})",
+                            seen={"config_init": count},
+                            hint="check the cable/link and that the first slave is powered")
+    wait_state(m, steps, _PREOP, state_timeout_s)
     infos = []
     for i, s in enumerate(m.slaves):
-        image = read_sii(s)
-        sii = parse_image(image if len(image) >= 0x3A else image + bytes(0x3A))
-        info = SlaveInfo(i, s.name, s.man, s.id, sii.has_coe, False, [], [], sii.revision, sii.serial)
-        rx, tx, axes = sii.rx_pdos, sii.tx_pdos, MAX_AXES_PER_DEVICE
-        if info.has_coe:
-            if on_emergency is not None:
-                s.add_emergency_callback(on_emergency)
-            if preop.read_uint(s, 0x6041, 0, 2) is not None:  # a CiA 402 drive
-                plan = config.plan_for(i, s.man, s.id)
-                axes = plan.axes or preop.count_axes(s)
-                if plan.assign != "never":
-                    info.pdo_source = preop.assign_pdos(s, info.where(), iface, plan, axes)
-                info.identity = preop.read_identity(s, axes)
-            try:
-                rx, tx = preop.read_pdos(s)
-                if info.pdo_source == "SII":
-                    info.pdo_source = "the drive's own"
-            except preop.sdo_errors():
-                pass  # fall back to the SII PDOs, as SOEM does (ecx_map_sii)
-        features = struct.unpack("<H", s._fprd(0x0008, 2))[0] if want_dc else 0
-        info.has_dc = bool(features & 0x0004)
-        info.drives = drive_maps(rx, tx, axes)
-        info.missing = [] if info.drives else missing_objects(rx, tx)
-        info.output_bytes = (sum(p.bits for p in rx) + 7) // 8
-        info.input_bytes = (sum(p.bits for p in tx) + 7) // 8
-        infos.append(info)
+        where = f"slave {i} '{s.name}'"
+        with steps.step("SII", "its SII EEPROM image", SII_S):
+            steps.at(where)
+            image = read_sii(s, steps)
+        with steps.step("PRE-OP configuration", "its identity and PDOs (SDO, registers)", PREOP_CONFIG_S):
+            steps.at(where)
+            infos.append(_configure(s, i, image, iface, want_dc, config, on_emergency, steps))
     return infos
+
+
+def _configure(s, i: int, image: bytes, iface: str, want_dc: bool, config: DriveConfig, on_emergency,
+               steps: Steps) -> SlaveInfo:
+    """What :func:`discover` learns about slave *i* in PRE-OP (see there)."""
+    sii = parse_image(image if len(image) >= 0x3A else image + bytes(0x3A))
+    info = SlaveInfo(i, s.name, s.man, s.id, sii.has_coe, False, [], [], sii.revision, sii.serial)
+    rx, tx, axes = sii.rx_pdos, sii.tx_pdos, MAX_AXES_PER_DEVICE
+    if info.has_coe:
+        if on_emergency is not None:
+            s.add_emergency_callback(on_emergency)
+        if preop.read_uint(s, 0x6041, 0, 2) is not None:  # a CiA 402 drive
+            plan = config.plan_for(i, s.man, s.id)
+            axes = plan.axes or preop.count_axes(s)
+            if plan.assign != "never":
+                info.pdo_source = preop.assign_pdos(s, info.where(), iface, plan, axes)
+            info.identity = preop.read_identity(s, axes)
+        try:
+            rx, tx = preop.read_pdos(s)
+            if info.pdo_source == "SII":
+                info.pdo_source = "the drive's own"
+        except preop.sdo_errors():
+            pass  # fall back to the SII PDOs, as SOEM does (ecx_map_sii)
+        steps.confirm("its CoE mailbox did not answer")  # SDO reads that failed may mean a dead bus
+    features = struct.unpack("<H", read_register(steps, s, 0x0008, 2))[0] if want_dc else 0
+    info.has_dc = bool(features & 0x0004)
+    info.drives = drive_maps(rx, tx, axes)
+    info.missing = [] if info.drives else missing_objects(rx, tx)
+    info.output_bytes = (sum(p.bits for p in rx) + 7) // 8
+    info.input_bytes = (sum(p.bits for p in tx) + 7) // 8
+    return info
+
+
+def wait_state(m, steps: Steps, state: int, timeout_s: float) -> None:
+    """Wait (as step PRE-OP, SAFE-OP or OP) until every slave is in *state*; fail as soon as the
+    bus is silent, or at the deadline with every slave's state and AL status code."""
+    name = _STATE_NAMES[state]
+    with steps.step(name, f"every slave in {name}", timeout_s):
+        steps.until(lambda: m.read_state() == state, lambda: _not_reached(m, steps, name))
+
+
+def _not_reached(m, steps: Steps, name: str) -> str:
+    steps.seen = describe_states(m)
+    return f"not all slaves reached {name}: {_states_line(steps.seen)}"
 
 
 def description_warnings(config: DriveConfig | None, infos: list[SlaveInfo]) -> list[str]:
@@ -211,22 +257,30 @@ def configure_csp(m, iface: str, axes: list[tuple[SlaveInfo, int]], period_ns: i
             pass
 
 
-def set_watchdog(m, iface: str, watchdog_ms: float) -> None:
-    """Program the process-data watchdog (0x0420, in units of 0x0400; ETG.1000.4 §6.6) of every slave."""
+def set_watchdog(m, iface: str, watchdog_ms: float, steps: Steps | None = None) -> None:
+    """Program the process-data watchdog (0x0420, in units of 0x0400; ETG.1000.4 §6.6) of every slave
+    (again while the bus answers others, until the step's deadline: one lost frame is not a refusal)."""
     import warnings
 
     import pysoem
 
+    steps = steps or Steps(m, iface, 10_000_000)
     for i, s in enumerate(m.slaves):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # rounding to the 100 µs unit
-                s.set_watchdog("processdata", watchdog_ms)
-        except (AttributeError, pysoem.WkcError) as err:
-            raise EcatError("config", iface, f"slave {i} '{s.name}': cannot set the watchdog to {watchdog_ms} ms ({err})") from err
+        while True:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)  # rounding to the 100 µs unit
+                    s.set_watchdog("processdata", watchdog_ms)
+                break
+            except AttributeError as err:
+                raise EcatError("config", iface, f"slave {i} '{s.name}': cannot set the watchdog to "
+                                f"{watchdog_ms} ms ({err})") from err
+            except pysoem.WkcError:
+                steps.at(f"slave {i} '{s.name}'")
+                steps.failure(f"its watchdog registers (0x0400, 0x0420) did not take {watchdog_ms} ms")
 
 
-def map_and_safeop(m, iface: str, timeout_s: float, infos: list[SlaveInfo]) -> list[str]:
+def map_and_safeop(m, iface: str, timeout_s: float, infos: list[SlaveInfo], steps: Steps | None = None) -> list[str]:
     """Map the PDOs (``config_map`` requests SAFEOP) and wait for SAFEOP; return warnings.
 
     pysoem raises ``ConfigMapError`` when SOEM's error list is not empty after
@@ -238,22 +292,24 @@ def map_and_safeop(m, iface: str, timeout_s: float, infos: list[SlaveInfo]) -> l
     """
     import pysoem
 
+    steps = steps or Steps(m, iface, 10_000_000)
     warnings = []
-    try:
-        m.config_map()
-    except pysoem.ConfigMapError as err:
-        errors = [_map_error_text(e) for e in err.error_list]
-        for info in infos:
-            s = m.slaves[info.position]
-            got = (len(s.output), len(s.input))
-            if info.output_bytes + info.input_bytes and got != (info.output_bytes, info.input_bytes):
-                raise EcatError("config", iface, f"PDO mapping failed on {info.where()}: SOEM mapped {got[0]} "
-                                f"output and {got[1]} input bytes, its PDOs take {info.output_bytes} and "
-                                f"{info.input_bytes} ({'; '.join(errors)})") from err
-        warnings += [f"PDO mapping: {e}; SOEM recovered (the mapping is complete)" for e in errors]
-    if m.state_check(_SAFEOP, int(timeout_s * 1e6)) != _SAFEOP:
-        seen = describe_states(m)
-        raise EcatError("state_timeout", iface, f"not all slaves reached SAFEOP: {_states_line(seen)}", seen=seen)
+    with steps.step("mapping", "the PDO mapping (SyncManagers, FMMUs) of every slave", MAPPING_S * len(infos)):
+        try:
+            m.config_map()
+        except pysoem.ConfigMapError as err:
+            errors = [_map_error_text(e) for e in err.error_list]
+            for info in infos:
+                s = m.slaves[info.position]
+                got = (len(s.output), len(s.input))
+                if info.output_bytes + info.input_bytes and got != (info.output_bytes, info.input_bytes):
+                    steps.confirm(f"PDO mapping failed on {info.where()}")
+                    raise EcatError("config", iface, f"PDO mapping failed on {info.where()}: SOEM mapped {got[0]} "
+                                    f"output and {got[1]} input bytes, its PDOs take {info.output_bytes} and "
+                                    f"{info.input_bytes} ({'; '.join(errors)})") from err
+            warnings += [f"PDO mapping: {e}; SOEM recovered (the mapping is complete)" for e in errors]
+        steps.confirm("the slaves stopped answering during the mapping")  # SOEM does not check its writes
+    wait_state(m, steps, _SAFEOP, timeout_s)
     return warnings
 
 
@@ -275,25 +331,21 @@ def setup_dc(m, infos: list[SlaveInfo], period_ns: int) -> bool:
     return True
 
 
-def request_op(m, iface: str, exchange, period_s: float, timeout_s: float) -> None:
+def request_op(m, iface: str, exchange, period_s: float, timeout_s: float, steps: Steps | None = None) -> None:
     """Request OP while exchanging process data (drives want valid outputs first); wait for it."""
-    for _ in range(10):
-        exchange()
-        time.sleep(period_s)
-    m.state = _OP
-    m.write_state()
-    deadline = time.monotonic() + timeout_s
-    checked = time.monotonic()
-    while time.monotonic() < deadline:
-        exchange()
-        if time.monotonic() - checked > 0.005:
-            checked = time.monotonic()
-            if m.read_state() == _OP:
-                return
-        time.sleep(period_s)
-    seen = describe_states(m)
-    raise EcatError("state_timeout", iface, f"not all slaves reached OP in {timeout_s:g} s: {_states_line(seen)}",
-                    seen=seen)
+    steps = steps or Steps(m, iface, 10_000_000)
+    with steps.step("OP", "every slave in OP", timeout_s):
+        for _ in range(10):
+            exchange()
+            time.sleep(period_s)
+        m.state = _OP
+        m.write_state()
+
+        def in_op() -> bool:
+            exchange()
+            return m.read_state() == _OP
+
+        steps.until(in_op, lambda: _not_reached(m, steps, "OP"), poll_s=period_s)
 
 
 def shutdown(m) -> None:

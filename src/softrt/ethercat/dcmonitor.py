@@ -4,9 +4,9 @@
 Per cycle (in :meth:`DcMonitor.cycle`, called by the master after its frame came back; a few
 integer operations, no allocation beyond ints):
 
-* the **phase**: SOEM's cyclic frame carries an FRMW of 0x0910 that the reference clock (the first
-  DC slave) fills with its system time as the frame passes (``ecx_send_processdata``; pysoem's
-  ``Master.dc_time``). :func:`.dc.phase_error` places it in the SYNC0 cycle the drives run
+* the **phase**: the cyclic frame carries an FRMW of 0x0910 that the reference clock (the first
+  DC slave) fills with its system time as the frame passes (:mod:`.cyclic`, as SOEM's
+  ``ecx_send_processdata`` does). :func:`.dc.phase_error` places it in the SYNC0 cycle the drives run
   (SYNC0 fires at ``start + k * cycle``, read back from 0x0990 after ``dc_sync``); with the lock,
   :class:`.dc.PhaseLock` turns the error into a move of the next host edge.
 * the **system time differences**: every ``sample_every``-th cycle one extra frame of FPRDs of
@@ -26,10 +26,10 @@ from __future__ import annotations
 import socket
 import struct
 
-from ..analysis.hdr import Hdr, key_of
 from .dc import (REG_SYNC0_CYCLE, REG_SYNC0_START, REG_SYNC_ACTIVATION, REG_SYSTEM_DIFF, SYNC0_ACTIVE, PhaseLock,
                  decode_diff)
 from .errors import EcatError, EcatInputError
+from .nsstat import NsStat
 from .rawsock import open_raw_socket
 from .wire import Cmd, FrameError, encode_frame, parse_frame, read_wkc
 
@@ -44,47 +44,12 @@ _U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
 REG_STATION_ADDRESS = 0x0010
 
 
-class _AbsStat:
-    """Count, min, max, exact sum and a log-linear histogram (analysis.hdr keys) of |values| in ns."""
-
-    __slots__ = ("n", "total", "sq", "min", "max", "keys")
-
-    def __init__(self) -> None:
-        self.n = self.total = self.sq = 0
-        self.min = self.max = 0
-        self.keys: dict[int, int] = {}
-
-    def add(self, value_ns: int) -> None:
-        a = -value_ns if value_ns < 0 else value_ns
-        if not self.n or a < self.min:
-            self.min = a
-        if a > self.max:
-            self.max = a
-        self.n += 1
-        self.total += a
-        self.sq += a * a
-        k = key_of(a)
-        self.keys[k] = self.keys.get(k, 0) + 1
-
-    def summary(self) -> dict | None:
-        """min/max/mean/p50/p99 in ns (None without samples)."""
-        if not self.n:
-            return None
-        keys = sorted(self.keys)
-        hdr = Hdr.from_dict({"n": self.n, "sum_ns": self.total, "m2_ns2": max(self.sq - self.total ** 2 / self.n, 0.0),
-                             "min_ns": self.min, "max_ns": self.max, "keys": keys,
-                             "counts": [self.keys[k] for k in keys]})
-        p50, p99 = hdr.percentiles((50, 99))
-        return {"min": self.min, "max": self.max, "mean": round(self.total / self.n, 1), "p50": round(p50, 1),
-                "p99": round(p99, 1)}
-
-
 class _SlaveDiff:
     __slots__ = ("position", "name", "address", "stat", "unanswered")
 
     def __init__(self, position: int, name: str, address: int) -> None:
         self.position, self.name, self.address = position, name, address
-        self.stat = _AbsStat()
+        self.stat = NsStat()
         self.unanswered = 0
 
 
@@ -195,13 +160,15 @@ class _Series:
 class DcMonitor:
     """Per-run DC figures and the optional phase lock (see the module docstring)."""
 
-    def __init__(self, master, period_ns: int, sync0_ns: int, reference: tuple[int, str], probe: DiffProbe | None,
-                 *, lock: bool, shift_ns: int, sample_every: int, sync0_active: bool) -> None:
-        self._m = master
+    def __init__(self, period_ns: int, sync0_ns: int, reference: tuple[int, str], probe: DiffProbe | None,
+                 *, lock: bool, shift_ns: int, sample_every: int, sync0_active: bool,
+                 reference_address: int = 0) -> None:
         self.period_ns = period_ns
         self.sync0_ns = sync0_ns
         self.sync0_active = sync0_active
         self.reference = reference
+        #: The reference clock's station address (0x0010): the cyclic frame's FRMW goes to it.
+        self.reference_address = reference_address
         self.probe = probe
         self.shift_ns = shift_ns
         self.sample_every = sample_every
@@ -218,12 +185,12 @@ class DcMonitor:
         self.last: tuple[int, int] | None = None
         self._window: tuple[int, int] | None = None
 
-    def cycle(self, now_ns: int, frame_ok: bool) -> int:
-        """Account one cycle whose frame was sent at *now_ns*; return the move of the next edge (ns)."""
+    def cycle(self, now_ns: int, dc: int | None) -> int:
+        """Account one cycle whose frame was sent at *now_ns* and brought the reference clock's
+        time *dc* (None: no valid reply); return the move of the next edge (ns)."""
         self.cycles += 1
         move = 0
-        if frame_ok:
-            dc = self._m.dc_time
+        if dc is not None:
             half, period = self._half, self.period_ns
             e = (dc - self.sync0_ns - self.shift_ns + half) % period - half
             self.bins[(e + half) * PHASE_BINS // period] += 1
@@ -328,11 +295,13 @@ class DcMonitor:
 
 
 def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *, dc_active: bool, lock: bool,
-           shift_ns: int, sample_every: int = 100, wanted: bool = True) -> tuple[DcMonitor | None, str | None]:
+           shift_ns: int, sample_every: int = 100, wanted: bool = True,
+           read=lambda slave, reg, size: slave._fprd(reg, size)) -> tuple[DcMonitor | None, str | None]:
     """Set up the run's DC figures after ``setup_dc``; return ``(monitor, None)`` or ``(None, why absent)``.
 
     *slaves* are :class:`.bringup.SlaveInfo`; the lock needs DC, so asking for it without is an
-    :class:`EcatError`. Reads (station addresses, SYNC0 start and cycle) go through pysoem's FPRD.
+    :class:`EcatError`. Reads (station addresses, SYNC0 start and cycle) go through *read*
+    (``read(slave, register, size)``: pysoem's FPRD; bring-up's retries it, :func:`.steps.read_register`).
     *wanted* False: the master was asked not to use DC (its slaves' DC features are not read).
     """
     dc_slaves = [s for s in slaves if s.has_dc]
@@ -352,18 +321,18 @@ def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *,
     # SYNC0 of the first DC drive (the cycle the frame must meet); the reference's if no drive has DC.
     timing = next((s for s in dc_slaves if s.position in drive_positions), ref)
     sl = m.slaves[timing.position]
-    active = sl._fprd(REG_SYNC_ACTIVATION, 1)[0] & SYNC0_ACTIVE == SYNC0_ACTIVE
-    sync0 = _U64.unpack(sl._fprd(REG_SYNC0_START, 8))[0]
-    cycle = _U32.unpack(sl._fprd(REG_SYNC0_CYCLE, 4))[0]
+    active = read(sl, REG_SYNC_ACTIVATION, 1)[0] & SYNC0_ACTIVE == SYNC0_ACTIVE
+    sync0 = _U64.unpack(read(sl, REG_SYNC0_START, 8))[0]
+    cycle = _U32.unpack(read(sl, REG_SYNC0_CYCLE, 4))[0]
     if active and cycle and cycle != period_ns:
         raise EcatError("config", iface, f"slave {timing.position} runs SYNC0 every {cycle} ns, the cycle is {period_ns} ns")
     probe = None
     behind = [s for s in dc_slaves if s is not ref]
+    address = {s.position: _U16.unpack(read(m.slaves[s.position], REG_STATION_ADDRESS, 2))[0] for s in dc_slaves}
     if behind:
-        diffs = [_SlaveDiff(s.position, s.name, _U16.unpack(m.slaves[s.position]._fprd(REG_STATION_ADDRESS, 2))[0])
-                 for s in behind]
+        diffs = [_SlaveDiff(s.position, s.name, address[s.position]) for s in behind]
         sock = open_raw_socket(iface, PROBE_INDEX)
         sock.setblocking(False)
         probe = DiffProbe(sock, diffs)
-    return DcMonitor(m, period_ns, sync0, (ref.position, ref.name), probe, lock=lock, shift_ns=shift_ns,
-                     sample_every=sample_every, sync0_active=active), None
+    return DcMonitor(period_ns, sync0, (ref.position, ref.name), probe, lock=lock, shift_ns=shift_ns,
+                     sample_every=sample_every, sync0_active=active, reference_address=address[ref.position]), None

@@ -3,16 +3,19 @@
 The seed's three steps map onto a cyclic synchronous position (CSP) exchange::
 
     permit()      the cycle tick: True once the host clock reaches the next edge
-    write(value)  targets → outputs (0x607A = origin + value), send the frame (LRW, plus FRMW
-                  for the DC reference time), receive it by its deadline (:mod:`.receive`);
-                  statusword 0x6041 and position actual 0x6064 come back in the same frame.
-                  Returns the missed updates: late windows, plus one if the frame was lost or
-                  its working counter was wrong
+    write(value)  targets → outputs (0x607A = origin + value), send the cycle's own frame (a
+                  NOP carrying its number, the LRW, an FRMW for the DC reference time) and take
+                  only its own reply, by its deadline (:mod:`.cyclic`); statusword 0x6041 and
+                  position actual 0x6064 come back in the same frame. Returns the missed
+                  updates: late windows, plus one if no valid reply came
     step(seq)     the application computes the next target (not the device's business)
 
-Bus health (checked in ``write``, at no cost to a good cycle): no valid frame for
-``bus_timeout_ns``, a slave out of OP or with an AL status code, or a drive in FAULT makes the
-device *failed*: ``failure`` says why, ``flags`` carries FLAG_DEVICE_FAILED and the loop stops.
+Bus health (checked in ``write``, at no cost to a good cycle): frames *sent* and not validly
+answered, ``bus_timeout_ns`` worth of cycles of them in a row (a count of frames, not host time:
+windows the host itself missed sent no frame and are the host's late cycles, ``host_gaps``), a
+slave out of OP or with an AL status code, or a drive in FAULT makes the device *failed*:
+``failure`` says why (a link that went down is named as such), ``flags`` carries
+FLAG_DEVICE_FAILED and the loop stops.
 AL status is read (one BRD, ``ecx_readstate``) when a frame comes back with a wrong working
 counter (a slave that leaves OP disables its output SyncManager, so the counter drops; that
 cycle is lost anyway), and every ``al_check_ns`` in a cycle's slack (only when more than two
@@ -35,6 +38,9 @@ from __future__ import annotations
 
 import atexit
 import enum
+import functools
+import os
+import socket
 import struct
 import threading
 import time
@@ -43,12 +49,13 @@ import numpy as np
 
 from ..errors import ConfigError, InvalidState
 from ..ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
-from . import bringup, dcmonitor, preop, receive
+from . import bringup, cyclic, dcmonitor, preop, receive
 from .al import AlState, code_text, state_name
 from .drives import DriveConfig
 from .errors import EcatError, EcatInputError
 from .mapping import DriveMap
-from .netif import check_interface
+from .netif import check_interface, link_problem
+from .steps import Steps, read_register
 
 CW_SHUTDOWN, CW_SWITCH_ON, CW_ENABLE, CW_DISABLE_VOLTAGE, CW_FAULT_RESET = 0x0006, 0x0007, 0x000F, 0x0000, 0x0080
 SW_MASK, SW_SOD, SW_RTSO, SW_SO, SW_OE, SW_FAULT_MASK, SW_FAULT = 0x6F, 0x40, 0x21, 0x23, 0x27, 0x4F, 0x08
@@ -70,16 +77,23 @@ class MasterState(enum.Enum):
 
 
 class _Axis:
-    """One CiA 402 axis: its slave, byte offsets, output buffer (shared by the axes of one
-    slave) and last inputs."""
+    """One CiA 402 axis: its slave, where its objects sit in the cyclic frame (outputs in its
+    ``tx``, inputs in its ``rx``: the slave's share of the image plus the object's offset) and
+    its last inputs."""
 
-    __slots__ = ("slave", "name", "map", "out", "origin", "statusword", "position", "error_code", "info", "axis")
+    __slots__ = ("slave", "name", "origin", "statusword", "position", "error_code", "info", "axis",
+                 "controlword_at", "target_at", "mode_at", "statusword_at", "position_at", "error_code_at")
 
-    def __init__(self, slave, name: str, drive_map: DriveMap, out: bytearray, info: bringup.SlaveInfo,
+    def __init__(self, slave, name: str, drive_map: DriveMap, out_at: int, in_at: int, info: bringup.SlaveInfo,
                  axis: int) -> None:
-        self.slave, self.name, self.map = slave, name, drive_map
+        self.slave, self.name = slave, name
         self.info, self.axis = info, axis
-        self.out = out
+        self.controlword_at = out_at + drive_map.controlword
+        self.target_at = out_at + drive_map.target_position
+        self.mode_at = None if drive_map.modes_of_operation is None else out_at + drive_map.modes_of_operation
+        self.statusword_at = in_at + drive_map.statusword
+        self.position_at = in_at + drive_map.position_actual
+        self.error_code_at = None if drive_map.error_code is None else in_at + drive_map.error_code
         self.origin = 0
         self.statusword = 0
         self.position = 0
@@ -111,12 +125,13 @@ class EtherCATMaster:
         #: Receive deadline per cycle, from the send: 80 % of the period by default (a later
         #: frame is a lost one); honoured to µs in the cycle (:mod:`.receive`).
         self.receive_timeout_us = receive_timeout_us or max(50, self.period_ns * 8 // 10_000)
-        #: Board cycles without a valid frame after which the bus counts as lost (at least 1).
-        self.bus_timeout_cycles = max(1, -(-bus_timeout_ns // self.period_ns))
+        #: Frames sent in a row without a valid answer after which the bus counts as lost (at
+        #: least 1): as many as cycles fit in the bus timeout.
+        self.bus_timeout_frames = max(1, -(-bus_timeout_ns // self.period_ns))
+        self._timeout_ns = self.receive_timeout_us * 1000
         self.al_check_cycles = max(1, al_check_ns // self.period_ns)
         #: Why the device can no longer run (bus lost, slave out of OP, drive fault); None while healthy.
         self.failure: str | None = None
-        self._polling: receive.PollingReceive | None = None
         self.state_timeout_s, self.enable_timeout_s = state_timeout_s, enable_timeout_s
         #: Process-data (SM) watchdog to program into every slave (None: keep the slave's default).
         self.watchdog_ms = watchdog_ms
@@ -139,6 +154,8 @@ class EtherCATMaster:
         self.emergencies: list[dict] = []
         self.slaves: list[bringup.SlaveInfo] = []
         self._m = None
+        self._sock = None  # a duplicate of SOEM's socket: the cyclic frame's (.cyclic)
+        self._frame: cyclic.CyclicFrame | None = None
         self._axes: list[_Axis] = []
         self._keeper: threading.Thread | None = None
         self._keeper_stop = threading.Event()
@@ -147,11 +164,16 @@ class EtherCATMaster:
         self.wkc = np.zeros(log_cycles, dtype=np.int16)
         self.writes = self.missed_total = self.lost_frames = self.wkc_errors = self.not_enabled = 0
         self.al_reads = 0
-        # Health: the board cycle of the last valid frame (-1: none yet), whether a frame came back
-        # (with a wrong WKC) since, the cycle from which AL status may be read again, and the drives
-        # as last confirmed by a valid frame of the run (kept when stop() disables them).
+        #: Gaps in the loop's own timeline (a write that came windows after the last one: the host
+        #: stalled, no frame was sent in those windows) and the windows they cost.
+        self.host_gaps = self.host_gap_cycles = 0
+        # Health: the board cycle of the last valid frame (-1: none yet), the frames sent since
+        # without a valid answer (from which cycle, how many of them answered late, whether any
+        # came back with a wrong WKC), the cycle from which AL status may be read again, and the
+        # drives as last confirmed by a valid frame of the run (kept when stop() disables them).
         self.confirmed_cycle = -1
         self.confirmed_ns = 0
+        self._unanswered = self._unanswered_since = self._late_before = 0
         self._answered_since_valid = False
         self._next_al_read = 0
         self._final_drives: list[dict] | None = None
@@ -167,6 +189,10 @@ class EtherCATMaster:
         self._dc = None
         self._m = bringup.open_master(self.iface)
         try:
+            self._sock = socket.socket(fileno=os.dup(receive.soem_socket(self.iface)))
+            # Non-blocking from here on, SOEM's too (one file description): its waits then hold
+            # their µs timeouts instead of whole kernel ticks (.receive), in bring-up and in the run.
+            self._sock.setblocking(False)
             self._bring_up()
         except BaseException:
             if self._axes:  # a drive may already be enabled: the CiA 402 disable sequence first
@@ -176,6 +202,7 @@ class EtherCATMaster:
                     pass
             if self._dc is not None:
                 self._dc.close()
+            self._close_frame()
             bringup.shutdown(self._m)
             self._m = None
             raise
@@ -190,7 +217,10 @@ class EtherCATMaster:
     def _bring_up(self) -> None:
         m, iface = self._m, self.iface
         self.warnings, self.emergencies = [], []
-        self.slaves = bringup.discover(m, iface, self.dc, self.drive_config, self._on_emergency)
+        steps = Steps(m, iface, self.bus_timeout_frames * self.period_ns)
+        read = functools.partial(read_register, steps)
+        self.slaves = bringup.discover(m, iface, self.dc, self.drive_config, self._on_emergency, steps,
+                                       self.state_timeout_s)
         self.warnings += bringup.description_warnings(self.drive_config, self.slaves)
         # Every axis of every drive, in bus order (--axes counts axes, not slaves).
         found = [(s, n) for s in self.slaves for n in range(len(s.drives))]
@@ -203,18 +233,25 @@ class EtherCATMaster:
                                  seen={"slaves": [s.name for s in self.slaves]},
                                  hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)")
         used = found[: self.axes]
-        bringup.configure_csp(m, iface, used, self.period_ns)
-        if self.watchdog_ms is not None:
-            bringup.set_watchdog(m, iface, self.watchdog_ms)
-        self.warnings += bringup.map_and_safeop(m, iface, self.state_timeout_s, self.slaves)
+        n = len(self.slaves)
+        with steps.step("CSP configuration", "CSP mode and the cycle by SDO, the watchdog", bringup.PREOP_CONFIG_S * n):
+            bringup.configure_csp(m, iface, used, self.period_ns)
+            if self.watchdog_ms is not None:
+                bringup.set_watchdog(m, iface, self.watchdog_ms, steps)
+        self.warnings += bringup.map_and_safeop(m, iface, self.state_timeout_s, self.slaves, steps)
         self.expected_wkc = m.expected_wkc
-        outputs = {s.position: bytearray(len(m.slaves[s.position].output)) for s, _n in used}
-        self._axes = [_Axis(m.slaves[s.position], s.name, s.drives[n], outputs[s.position], s, n) for s, n in used]
-        self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
-        self._dc, self.dc_absent = dcmonitor.attach(
-            m, iface, self.slaves, sorted({s.position for s, _n in used}), self.period_ns,
-            dc_active=self.dc_active, lock=self.dc_lock, shift_ns=self.dc_shift_ns, sample_every=self.dc_sample_every,
-            wanted=self.dc)
+        with steps.step("process image", "each slave's FMMUs as the mapping set them", bringup.MAPPING_S * n):
+            layout = cyclic.read_layout(m, iface, read)
+        with steps.step("DC", "distributed clocks: delays, offsets, SYNC0", bringup.MAPPING_S * n):
+            self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
+            self._dc, self.dc_absent = dcmonitor.attach(
+                m, iface, self.slaves, sorted({s.position for s, _n in used}), self.period_ns,
+                dc_active=self.dc_active, lock=self.dc_lock, shift_ns=self.dc_shift_ns,
+                sample_every=self.dc_sample_every, wanted=self.dc, read=read)
+        frame = self._frame = cyclic.CyclicFrame(self._sock, layout,
+                                                 None if self._dc is None else self._dc.reference_address)
+        self._axes = [_Axis(m.slaves[s.position], s.name, s.drives[n], frame.data_at + layout.outputs[s.position],
+                            frame.data_at + layout.inputs[s.position], s, n) for s, n in used]
         # Outputs before OP: no command, target = where the drive is (inputs are valid in SAFEOP).
         for _ in range(max(1, int(0.1e9 // self.period_ns))):
             if self._exchange() > 0:
@@ -224,20 +261,20 @@ class EtherCATMaster:
         for ax in self._axes:
             ax.origin = ax.position
             self._put_outputs(ax, CW_DISABLE_VOLTAGE, ax.position)
-        bringup.request_op(m, iface, self._exchange, self.period_ns / 1e9, self.state_timeout_s)
-        self._enable()
+        bringup.request_op(m, iface, self._exchange, self.period_ns / 1e9, self.state_timeout_s, steps)
+        with steps.step("drive enable", "each drive through the CiA 402 enable sequence", 5 * self.enable_timeout_s):
+            self._enable()
 
     def start(self, t0_ns: int) -> None:
         """Hand the cycle to the caller: edge k is due at ``t0_ns + k * period_ns``."""
         if self.state is not MasterState.READY:
             raise InvalidState(MasterState.READY.value, self.state.value, "EtherCAT master")
         self._stop_keeper()
-        own = frozenset() if self._dc is None or self._dc.probe is None else frozenset({self._dc.probe.sock.fileno()})
-        self._polling = receive.PollingReceive(self.iface, own).__enter__()
         # t0_ns moves with the phase lock; the run's start stays where it was (confirmed_at_s).
         self.t0_ns = self.edge_ns = self.start_ns = t0_ns
         self.cycle = 0
         self.confirmed_cycle, self.confirmed_ns, self._answered_since_valid = -1, 0, False
+        self._unanswered = 0
         # AL status may be read from the first cycle: a slave that leaves OP early in the run is
         # named as the cause, not reported as a lost bus once the bus timeout runs out.
         self._next_al_read = 0
@@ -258,9 +295,6 @@ class EtherCATMaster:
             self._stop_keeper()
             if self.state is MasterState.RUNNING:  # what the run confirmed, before the disable
                 self._final_drives = self.drive_status()
-            if self._polling is not None:
-                self._polling.__exit__()
-                self._polling = None
             try:
                 self._disable()
                 self._read_errors()
@@ -273,6 +307,7 @@ class EtherCATMaster:
                 self._keeper = None
             if self._dc is not None:
                 self._dc.close()
+            self._close_frame()
             bringup.shutdown(self._m)
             self._m = None
             self.state = MasterState.CLOSED
@@ -290,16 +325,20 @@ class EtherCATMaster:
         return time.monotonic_ns() >= self.edge_ns
 
     def write(self, value) -> int:
-        """Write the targets, exchange one frame, read the inputs; return the missed updates."""
+        """Write the targets, exchange the cycle's frame, read the inputs; return the missed updates."""
         now = time.monotonic_ns()
         window = (now - self.t0_ns) // self.period_ns
         missed = window - self.cycle
+        if missed:  # the host came late by whole windows: no frame went out in them
+            self.host_gaps += 1
+            self.host_gap_cycles += missed
         if self.axes == 1:
             self._set_target(self._axes[0], value)
         else:
             for ax, v in zip(self._axes, value):
                 self._set_target(ax, v)
-        wkc, rtt = self._exchange_timed()
+        wkc = self._exchange()
+        rtt = self._frame.rtt_ns  # 0 unless this frame's own reply came by the deadline
         i = self.writes % len(self.rtt_ns)
         self.rtt_ns[i] = rtt
         self.wkc[i] = wkc
@@ -316,12 +355,16 @@ class EtherCATMaster:
                 self.wkc_errors += 1
                 self._answered_since_valid = True
                 if window >= self._next_al_read:  # the bus answers, a slave did not: is it out of OP?
-                    self._check_al(window, max(1, self.bus_timeout_cycles // 4))
-            if window - self.confirmed_cycle >= self.bus_timeout_cycles:
-                self._fail(self._lost_reason(window, wkc))
+                    self._check_al(window, max(1, self.bus_timeout_frames // 4))
+            if not self._unanswered:
+                self._unanswered_since, self._late_before = window, self._frame.late.n
+            self._unanswered += 1
+            if self._unanswered >= self.bus_timeout_frames:
+                self._fail(self._lost_reason(wkc))
         else:
             self.confirmed_cycle, self.confirmed_ns = window, now
             self._answered_since_valid = False
+            self._unanswered = 0
             for ax in self._axes:
                 if ax.statusword & SW_MASK != SW_OE:
                     flags = FLAG_DEVICE_ERROR
@@ -338,7 +381,7 @@ class EtherCATMaster:
         self.flags = flags
         self.missed_total += missed
         if self._dc is not None:  # the phase lock moves the cycle's origin (0 without --dc-lock)
-            self.t0_ns += self._dc.cycle(now, wkc == self.expected_wkc)
+            self.t0_ns += self._dc.cycle(now, self._frame.dc_time if wkc == self.expected_wkc else None)
         self.cycle = window + 1
         self.edge_ns = self.t0_ns + self.cycle * self.period_ns
         return missed
@@ -348,15 +391,24 @@ class EtherCATMaster:
         if self.failure is None:  # the first reason is the cause; what follows is its consequence
             self.failure = reason
 
-    def _lost_reason(self, window: int, wkc: int) -> str:
-        since = self.confirmed_cycle + 1
-        ms = (window + 1 - since) * self.period_ns / 1e6
+    def _lost_reason(self, wkc: int) -> str:
+        """Why the run cannot go on: the link, a bus gone silent, or what came back instead of valid
+        frames. Only silence is a lost bus: replies that came late or short-counted show a bus
+        that answers (and a host that stalled sent nothing in the windows it missed)."""
+        n, since = self._unanswered, self._unanswered_since
+        run = f"{n:,} frames sent in a row ({n * self.period_ns / 1e6:,.1f} ms of cycles) since cycle {since:,}"
+        link = link_problem(self.iface, self._sock)
+        if link is not None:
+            return f"link down on {self.iface} ({link}): {run} unanswered"
+        late = self._frame.late.n - self._late_before
         if self._answered_since_valid:
-            what = f"no valid frame (working counter {wkc} of {self.expected_wkc})" if wkc >= 0 else \
-                "no valid frame (frames lost or with a wrong working counter)"
-        else:
-            what = "no frame answered"
-        return f"bus lost: {what} for {ms:,.1f} ms since cycle {since:,}"
+            what = f"working counter {wkc} of {self.expected_wkc}" if wkc >= 0 else \
+                "frames lost or with a wrong working counter"
+            return f"no valid frame ({what}): {run}"
+        if late:
+            return (f"no valid frame: {run}, {late:,} of them answered late "
+                    f"(up to {self._frame.late.max / 1e6:,.1f} ms)")
+        return f"bus lost: no frame answered: {run}"
 
     def _check_al(self, window: int, next_in_cycles: int) -> None:
         """Read every slave's AL status (one BRD while all are in OP); fail on a slave out of OP.
@@ -386,34 +438,34 @@ class EtherCATMaster:
 
     def _set_target(self, ax: _Axis, value) -> None:
         target = ax.origin + int(round(value))
-        _I32.pack_into(ax.out, ax.map.target_position, min(max(target, INT32_MIN), INT32_MAX))
-        ax.slave.output = bytes(ax.out)
-
-    def _exchange_timed(self) -> tuple[int, int]:
-        wkc, rtt = receive.exchange(self._m, self.receive_timeout_us)
-        if wkc == self.expected_wkc:
-            self._read_inputs()
-        return wkc, rtt
+        _I32.pack_into(self._frame.tx, ax.target_at, min(max(target, INT32_MIN), INT32_MAX))
 
     def _exchange(self) -> int:
-        for ax in self._axes:
-            ax.slave.output = bytes(ax.out)
-        return self._exchange_timed()[0]
+        """Exchange the cycle's frame (outputs as they stand); read the inputs of a valid reply."""
+        wkc = self._frame.exchange(self._timeout_ns)
+        if wkc == self.expected_wkc:
+            self._read_inputs()
+        return wkc
 
     def _read_inputs(self) -> None:
+        rx = self._frame.rx
         for ax in self._axes:
-            data = ax.slave.input
-            mp = ax.map
-            ax.statusword = _U16.unpack_from(data, mp.statusword)[0]
-            ax.position = _I32.unpack_from(data, mp.position_actual)[0]
-            if mp.error_code is not None:
-                ax.error_code = _U16.unpack_from(data, mp.error_code)[0]
+            ax.statusword = _U16.unpack_from(rx, ax.statusword_at)[0]
+            ax.position = _I32.unpack_from(rx, ax.position_at)[0]
+            if ax.error_code_at is not None:
+                ax.error_code = _U16.unpack_from(rx, ax.error_code_at)[0]
 
     def _put_outputs(self, ax: _Axis, controlword: int, target: int) -> None:
-        _U16.pack_into(ax.out, ax.map.controlword, controlword)
-        _I32.pack_into(ax.out, ax.map.target_position, target)
-        if ax.map.modes_of_operation is not None:
-            _I8.pack_into(ax.out, ax.map.modes_of_operation, 8)  # CSP (CiA 402-2 §6.3.2)
+        tx = self._frame.tx
+        _U16.pack_into(tx, ax.controlword_at, controlword)
+        _I32.pack_into(tx, ax.target_at, target)
+        if ax.mode_at is not None:
+            _I8.pack_into(tx, ax.mode_at, 8)  # CSP (CiA 402-2 §6.3.2)
+
+    def _close_frame(self) -> None:
+        if self._sock is not None:
+            self._sock.close()  # our duplicate only: SOEM's descriptor closes with the master
+            self._sock = None
 
     def _keep_alive(self) -> None:
         # Between open() and start() the drives still need a frame every cycle (their SM
@@ -473,7 +525,7 @@ class EtherCATMaster:
         # stops at the current target (CiA 402-2 transitions 5, 6, 7).
         for controlword in (CW_SWITCH_ON, CW_SHUTDOWN, CW_DISABLE_VOLTAGE):
             for ax in self._axes:
-                _U16.pack_into(ax.out, ax.map.controlword, controlword)
+                _U16.pack_into(self._frame.tx, ax.controlword_at, controlword)
             for _ in range(8):
                 self._exchange()
                 time.sleep(self.period_ns / 1e9)
@@ -516,14 +568,20 @@ class EtherCATMaster:
                 for ax in self._axes]
 
     def counters(self) -> dict:
-        """Return the device's counters (writes, missed updates, lost frames, WKC errors, RTT)."""
+        """Return the device's counters (writes, missed updates, lost frames, WKC errors, the
+        frames' fates, host gaps, the round trip of the frames answered in time)."""
         n = min(self.writes, len(self.rtt_ns))
         rtt = self.rtt_ns[:n]
+        rtt = rtt[rtt > 0]  # only this cycle's own replies, by their deadline
+        n = len(rtt)
         return {"writes": self.writes, "missed_updates": self.missed_total, "lost_frames": self.lost_frames,
                 "wkc_errors": self.wkc_errors, "drive_not_enabled_cycles": self.not_enabled,
                 "expected_wkc": self.expected_wkc, "dc": self.dc_active, "al_reads": self.al_reads,
                 "receive_timeout_us": self.receive_timeout_us,
-                "bus_timeout_ms": self.bus_timeout_cycles * self.period_ns / 1e6, "failure": self.failure,
+                "bus_timeout_ms": self.bus_timeout_frames * self.period_ns / 1e6,
+                "bus_timeout_frames": self.bus_timeout_frames, "failure": self.failure,
+                "frames": self._frame.report() if self._frame is not None else None,
+                "host_gaps": {"count": self.host_gaps, "cycles": self.host_gap_cycles},
                 "distributed_clocks": self._dc.report() if self._dc is not None else {"absent": self.dc_absent},
                 "rtt_us": ({"min": float(rtt.min()) / 1e3, "median": float(np.median(rtt)) / 1e3,
                             "max": float(rtt.max()) / 1e3} if n else None),

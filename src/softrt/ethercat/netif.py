@@ -10,22 +10,27 @@ from .errors import EcatError, EcatInputError
 from .wire import ETH_P_ECAT
 
 IFF_UP = 0x1
+IFF_RUNNING = 0x40  #: the link is up: carrier, RFC 2863 "operational" (netdevice(7))
 SIOCGIFFLAGS = 0x8913
 
 
-def interface_flags(iface: str) -> int | None:
+def interface_flags(iface: str, sock: socket.socket | None = None) -> int | None:
     """Return the interface flags (SIOCGIFFLAGS, netdevice(7)), or None if there is no such interface.
 
-    An ioctl asks the calling thread's network namespace; /sys/class/net would show the namespace
-    that mounted sysfs instead.
+    An ioctl asks the network namespace of the socket it goes through (*sock*'s, else a new one's:
+    the calling thread's); /sys/class/net would show the namespace that mounted sysfs instead.
     """
     if not iface or len(iface) >= 16:
         return None
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            res = fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sH22x", iface.encode(), 0))
-        except OSError:  # ENODEV
-            return None
+    request = struct.pack("16sH22x", iface.encode(), 0)
+    try:
+        if sock is not None:
+            res = fcntl.ioctl(sock, SIOCGIFFLAGS, request)
+        else:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                res = fcntl.ioctl(s, SIOCGIFFLAGS, request)
+    except OSError:  # ENODEV
+        return None
     return struct.unpack_from("16sH", res)[1]
 
 
@@ -41,3 +46,16 @@ def check_interface(iface: str) -> None:
     except PermissionError as err:
         raise EcatError("permission", iface, "raw sockets are not permitted (needs CAP_NET_RAW)",
                         hint="run as root, or: setcap cap_net_raw,cap_net_admin+ep $(readlink -f $(which python3))") from err
+
+
+def link_problem(iface: str, sock: socket.socket | None = None) -> str | None:
+    """Say what is wrong with *iface*'s link ("no such interface", "the interface is down", "no
+    carrier"), or None when it is up and running; asked in *sock*'s network namespace if given."""
+    flags = interface_flags(iface, sock)
+    if flags is None:
+        return "no such interface"
+    if not flags & IFF_UP:
+        return "the interface is down"
+    if not flags & IFF_RUNNING:
+        return "no carrier"
+    return None

@@ -6,7 +6,10 @@ by softrt.load.builtin through the platform layer, not here (no OS calls outside
 or its safety timeout, then prints one JSON line: ``{"counters": {...}, "elapsed_s": …,
 "cpu_s": …}`` and exits 0. Every file it makes it also removes, on SIGTERM too.
 
-On Windows softrt asks it to stop with CTRL_BREAK_EVENT (SIGBREAK here). As it cannot import
+On Windows softrt asks it to stop by closing its stdin (``stop_on_eof``: a console control event
+reaches only processes on the caller's console, which a softrt without one, a service or Wine with
+redirected streams, does not have; measured under Wine, every built-in load was killed before it
+could report), and with CTRL_BREAK_EVENT (SIGBREAK here) where a console carries it. As it cannot import
 softrt's platform layer, it tests for the few POSIX calls it uses (os.fork, os.posix_fadvise,
 resource) and does the same work through portable calls without them (the disk report says
 whether its read-back bypassed the cache). Its placement is checked by softrt, not here.
@@ -22,6 +25,7 @@ import signal
 import socket
 import sys
 import subprocess
+import threading
 import time
 
 try:
@@ -119,7 +123,7 @@ def net_server(cfg: dict, deadline: float) -> dict:
     to another process there).
     """
     if cfg.get("shared"):
-        srv = socket.fromshare(bytes.fromhex(sys.stdin.readline().strip()))
+        srv = socket.fromshare(bytes.fromhex(cfg["share"]))
     else:
         srv = socket.socket(fileno=int(cfg["fd"]))
     srv.settimeout(0.2)
@@ -218,10 +222,23 @@ def _cpu_s() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _stop_at_eof() -> None:
+    """Stop when softrt closes this process's stdin (its end of the pipe)."""
+    try:
+        sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        pass
+    _on_term(None, None)
+
+
 def main(argv: list[str]) -> int:
-    if hasattr(signal, "SIGBREAK"):  # Windows: CTRL_BREAK_EVENT is how softrt asks it to stop
+    if hasattr(signal, "SIGBREAK"):  # Windows, where a console carries CTRL_BREAK_EVENT
         signal.signal(signal.SIGBREAK, _on_term)
     cfg = json.loads(argv[1])
+    if cfg.get("shared"):  # the first line on stdin: the listening socket (socket.share)
+        cfg["share"] = sys.stdin.readline().strip()
+    if cfg.get("stop_on_eof"):
+        threading.Thread(target=_stop_at_eof, name="stop-at-eof", daemon=True).start()
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # softrt decides when loads stop, not Ctrl-C
     cpu0 = _cpu_s()

@@ -84,13 +84,16 @@ class BuiltinLoad(LoadGenerator):
                 port = self._listener.getsockname()[1]
                 for other in self._workers:
                     other.config.setdefault("port", port)
+            cfg["stop_on_eof"] = procs.asks_through_stdin()
             argv = procs.guarded_argv([sys.executable, str(_WORKER), json.dumps(cfg)], w.cpus)
             w.log = self._dir / f"{w.role}-{i}.log"
             share = cfg.get("shared", False)
             w.proc = procs.spawn(argv, cwd=self._dir, log=w.log, stdout=subprocess.PIPE, pass_fds=pass_fds,
-                                 stdin=subprocess.PIPE if share else None, cpus=w.cpus)
+                                 stdin=subprocess.PIPE if share or cfg["stop_on_eof"] else None, cpus=w.cpus)
             if share and w.proc.stdin is not None:
                 w.proc.stdin.write(self._listener.share(w.proc.pid).hex().encode() + b"\n")
+                w.proc.stdin.flush()
+            if w.proc.stdin is not None and not cfg["stop_on_eof"]:
                 w.proc.stdin.close()
         if self._listener is not None:
             self._listener.close()  # the server holds its own copy

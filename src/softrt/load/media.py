@@ -36,6 +36,9 @@ def render_nodes(dri_dir: str = DRI_DIR) -> list[str]:
 
 def gpu_skip_reason(backend: str, dri_dir: str = DRI_DIR) -> str | None:
     """Return why the GPU load cannot run here, or None when it can."""
+    absent = procs.gpu_load_absent()
+    if absent:
+        return absent
     if not render_nodes(dri_dir):
         return (
             f"no GPU render node: {dri_dir}/renderD* does not exist "

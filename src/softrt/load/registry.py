@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 
 from ..cpus import CpuSet
-from ..errors import ConfigError, NotSupported
+from ..errors import ConfigError, MissingTool
 from . import builtin, media, stressng
 from .base import DEFAULT_TIMEOUT_S, LoadGenerator, SkippedLoad
 
@@ -44,7 +44,7 @@ def resolve_backend(backend: str = "auto") -> str:
     if backend == "auto":
         return "stress-ng" if stressng.stress_ng_path() else "builtin"
     if backend == "stress-ng" and not stressng.stress_ng_path():
-        raise NotSupported("the stress-ng load backend was asked for, but stress-ng is not installed",
+        raise MissingTool("the stress-ng load backend was asked for, but stress-ng is not installed",
                            hint="apt install stress-ng, or use the builtin backend")  # fmt: skip
     return backend
 
@@ -69,7 +69,7 @@ def make_load(
 
     Raises:
         ConfigError: unknown load or backend, or CPUs this process may not use.
-        NotSupported: backend "stress-ng" without stress-ng installed.
+        MissingTool: backend "stress-ng" without stress-ng installed (bad input, exit status 2).
     """
     if name not in LOAD_NAMES:
         raise ConfigError(f"unknown load {name!r}", hint=f"known loads: {', '.join(LOAD_NAMES)}")

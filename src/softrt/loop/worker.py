@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ..board import open_device
 from ..errors import SoftRTError
 from ..ipc.ring import Ring
-from ..platform import get_platform
+from ..platform import STOP_SIGNALS, get_platform
 from .cyclic import run_cycles
 
 #: The first edge is this far after "go", so arming work is over before the first cycle.
@@ -89,7 +89,8 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     """Entry point of the worker process (the target of the spawned Process)."""
     plat = get_platform()
     plat.die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+    for sig in STOP_SIGNALS:  # Ctrl-C, SIGTERM, SIGHUP sent to the process group are the supervisor's
+        signal.signal(sig, signal.SIG_IGN)
     ring = Ring.attach(ring_name)
     header = ring.header
     undo: list[Callable[[], None]] = []

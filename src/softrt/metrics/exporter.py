@@ -1,12 +1,13 @@
 """A run's live figures served to Prometheus during the run (metrics layer).
 
 The supervisor's main thread builds an immutable :class:`RunView` of a run from its progress
-(:func:`view_of`, plain Python numbers read from the streaming pass's histograms) and hands it to
-:meth:`MetricsServer.publish`; the HTTP thread of the official client library
-(prometheus_client, https://prometheus.github.io/client_python/collector/custom/ "custom
-collectors") only reads the views published last, under a lock, so a scrape never touches the
-live numpy state and always sees one consistent run. Series, types and labels: docs/metrics.md;
-exposition format: https://prometheus.io/docs/instrumenting/exposition_formats/.
+(:func:`view_of`, plain Python numbers read from the streaming pass's histograms and the trace's
+culprits) and hands it to :meth:`MetricsServer.publish`; the endpoint's thread (:mod:`.http`)
+renders the views published last with the official client library (prometheus_client,
+https://prometheus.github.io/client_python/collector/custom/ "custom collectors"), reading them
+under a lock, so a scrape never touches the live numpy state and always sees one consistent run.
+Series, types and labels: docs/metrics.md; exposition format:
+https://prometheus.io/docs/instrumenting/exposition_formats/.
 """
 
 from __future__ import annotations
@@ -14,21 +15,30 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+from importlib.metadata import PackageNotFoundError, version
+
+from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 
 from ..errors import ConfigError
-from .buckets import above, at_or_below, latency_bounds_ns, period_bounds_ns, snap_ns
+from ..platform import get_platform
+from .buckets import at_or_below, latency_bounds_ns, period_bounds_ns
+from .http import BoundedHttp, bind
 
 LABELS = ("host", "scenario", "run_id", "rt_cpu")
+INFO_LABELS = ("version", "kernel", "preemption")
+#: Culprit sources with series of their own per run (the largest by late time): bounded cardinality.
+TOP_CULPRITS = 10
 STATES = ("running", "complete", "partial", "failed")
 #: Counters: series name (without ``_total``), RunView field, help.
 COUNTERS = (
     ("softrt_cycles", "cycles", "Cycles measured (records received from the real-time loop)."),
     ("softrt_missed_updates", "missed_updates", "Board cycles that received no new target."),
     ("softrt_late_cycles", "late_cycles",
-     "Cycles whose period exceeded the late bound (softrt_late_bound_seconds: nominal + --late-threshold)."),
+     "Late cycles by softrt's one rule: period over softrt_late_bound_seconds (nominal + --late-threshold), "
+     "latency over --late-threshold, or a missed update (the summary's late_cycles)."),
     ("softrt_ring_overflows", "ring_overflows", "Records the loop dropped because the shared-memory ring was full."),
     ("softrt_overruns", "overruns", "Cycles whose work ended after the next board edge (negative slack)."),
     ("softrt_device_errors", "device_errors", "Cycles with a device error (EtherCAT working counter, lost frame)."),
@@ -64,6 +74,12 @@ class RunView:
     latency: Histogram
     period_max_s: float | None
     period_quantiles_s: tuple[tuple[str, float], ...]  # ("0.99", seconds), ...
+    latency_max_s: float | None = None
+    latency_quantiles_s: tuple[tuple[str, float], ...] = ()
+    process_max_s: float | None = None
+    process_quantiles_s: tuple[tuple[str, float], ...] = ()
+    slack_min_s: float | None = None  # negative: the deepest overrun
+    culprits: tuple[tuple[str, str, float], ...] = ()  # (kind, source, late seconds), largest first, ≤ TOP_CULPRITS
 
     @property
     def run_id(self) -> str:
@@ -77,44 +93,95 @@ def _histogram(hdr, bounds_ns: tuple[int, ...]) -> Histogram:
     return Histogram(tuple(b / 1e9 for b in bounds_ns), tuple(at_or_below(hdr, bounds_ns)), hdr.n, hdr.total / 1e9)
 
 
-def view_of(progress, host: str, state: str = "running", ring_overflows: int | None = None) -> RunView:
+def _quantiles(hdr) -> tuple[tuple[str, float], ...]:
+    values = hdr.percentiles(tuple(q * 100 for q in QUANTILES)) if hdr.n else []
+    return tuple((f"{q:g}", v / 1e9) for q, v in zip(QUANTILES, values))
+
+
+def top_culprits(table, n: int = TOP_CULPRITS) -> tuple[tuple[str, str, float], ...]:
+    """The *n* largest sources of late time as (kind, source, seconds), from culprit rows (dicts or
+    ``schema.why_late`` culprits: ``kind``, ``name``, ``total_us``); sources of one name (the same
+    kernel thread name under several pids) are added up, so a label names what a fleet compares."""
+    totals: dict[tuple[str, str], float] = {}
+    for row in table or ():
+        get = row.get if isinstance(row, dict) else lambda k, r=row: getattr(r, k, None)
+        key = (str(get("kind")), str(get("name")))
+        totals[key] = totals.get(key, 0.0) + float(get("total_us") or 0.0) / 1e6
+    ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+    return tuple((kind, name, seconds) for (kind, name), seconds in ranked)
+
+
+def view_of(progress, host: str, state: str = "running", ring_overflows: int | None = None,
+            culprits=None) -> RunView:
     """The figures of a run from its progress (``session.run.Progress``: its ``stats``, ``config``,
-    ``run_id``); call it in the thread that feeds the stats (the supervisor's), never elsewhere."""
+    ``run_id``, ``culprits``); call it in the thread that feeds the stats (the supervisor's), never
+    elsewhere. *culprits* (the summary's, at the end) replaces the live table."""
     stats, config = progress.stats, progress.config
     period, latency, c = stats.hist["period"], stats.hist["latency"], stats.counters
-    late_bound_ns = snap_ns(config.period_ns + config.late_threshold_ns)
-    quantiles = period.percentiles(tuple(q * 100 for q in QUANTILES)) if period.n else []
+    process, slack = stats.hist["process"], stats.hist["slack"]
+    live = progress.culprits
     return RunView(
         labels=(host, config.scenario, progress.run_id, "none" if config.cpu is None else str(config.cpu)),
         state=state, elapsed_s=progress.elapsed_s, duration_s=progress.duration_s,
-        cycles=c["cycles"], missed_updates=c["missed_updates"], late_cycles=above(period, late_bound_ns),
-        late_bound_s=late_bound_ns / 1e9,
+        cycles=c["cycles"], missed_updates=c["missed_updates"], late_cycles=c["late_cycles"] or 0,
+        late_bound_s=stats.rule.bound_ns / 1e9,
         ring_overflows=progress.ring_overflows if ring_overflows is None else ring_overflows,
         overruns=c["overruns"], device_errors=c["device_errors"],
         period=_histogram(period, period_bounds_ns(config.period_ns)),
         latency=_histogram(latency, latency_bounds_ns()),
         period_max_s=period.max / 1e9 if period.n else None,
-        period_quantiles_s=tuple((f"{q:g}", v / 1e9) for q, v in zip(QUANTILES, quantiles)),
+        period_quantiles_s=_quantiles(period),
+        latency_max_s=latency.max / 1e9 if latency.n else None,
+        latency_quantiles_s=_quantiles(latency),
+        process_max_s=process.max / 1e9 if process.n else None,
+        process_quantiles_s=_quantiles(process),
+        slack_min_s=slack.min / 1e9 if slack.n else None,
+        culprits=top_culprits(culprits if culprits is not None else live() if callable(live) else ()),
     )
 
 
-class MetricsServer:
-    """An HTTP endpoint (``/metrics``) serving the runs' views published last; one per command."""
+def softrt_version() -> str:
+    """This softrt's version (``unknown`` when it runs from a source tree that was not installed)."""
+    try:
+        return version("softrt")
+    except PackageNotFoundError:
+        return "unknown"
 
-    def __init__(self, addr: str = "127.0.0.1", port: int = 0) -> None:
+
+def host_info() -> tuple[str, str, str]:
+    """``softrt_info``'s (version, kernel, preemption) of this machine (platform host facts)."""
+    facts = get_platform().host_facts()
+    return softrt_version(), str(facts.get("kernel") or "unknown"), str(facts.get("preemption") or "unknown")
+
+
+class MetricsServer:
+    """An HTTP endpoint (``/metrics``) serving the runs' views published last; one per command.
+
+    *info* is ``softrt_info``'s (version, kernel, preemption), this machine's by default; the
+    endpoint's bounds (:mod:`.http`) are its keyword arguments.
+    """
+
+    def __init__(self, addr: str = "127.0.0.1", port: int = 0, *, info: tuple[str, str, str] | None = None,
+                 **bounds) -> None:
         self._lock = threading.Lock()
         self._views: dict[str, RunView] = {}
+        self.info = info if info is not None else host_info()
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(_Collector(self))
         ProcessCollector(registry=self.registry)  # the supervisor's CPU time and memory over a long run
         try:
-            self._httpd, self._thread = start_http_server(port, addr=addr, registry=self.registry)
+            sock = bind(addr, port)
         except OSError as err:  # also socket.gaierror (an address that does not resolve)
             why = err.strerror or str(err)
             raise ConfigError(f"cannot serve metrics on {addr} port {port}: {why}",
                               hint="choose a free --metrics-port (0: any free port) and an address of this "
                                    "machine for --metrics-addr") from None
-        self.addr, self.port = addr, int(self._httpd.server_address[1])  # the port chosen for port 0
+        self.http = BoundedHttp(sock, self._render, **bounds)
+        self.addr, self.port = addr, self.http.port  # the port chosen for port 0
+
+    def _render(self, accept: str) -> tuple[bytes, str]:
+        encode, content_type = choose_encoder(accept)  # OpenMetrics when the scraper asks for it
+        return encode(self.registry), content_type
 
     @property
     def url(self) -> str:
@@ -132,9 +199,7 @@ class MetricsServer:
 
     def close(self) -> None:
         """Stop serving (the command ends)."""
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5.0)
+        self.http.close()
 
     def __enter__(self) -> MetricsServer:
         return self
@@ -167,7 +232,14 @@ class _Collector:
             yield fam
         gauges = (
             ("softrt_period_max_seconds", "Longest period so far.", lambda v: v.period_max_s),
-            ("softrt_late_bound_seconds", "A cycle is late when its period exceeds this.", lambda v: v.late_bound_s),
+            ("softrt_latency_max_seconds", "Longest latency (permit detected after the edge) so far.",
+             lambda v: v.latency_max_s),
+            ("softrt_process_max_seconds", "Longest processing time (write + next target) so far.",
+             lambda v: v.process_max_s),
+            ("softrt_slack_min_seconds", "Smallest slack so far (next edge - end of work; negative: an overrun).",
+             lambda v: v.slack_min_s),
+            ("softrt_late_bound_seconds", "A cycle is late when its period exceeds this (or its latency "
+             "--late-threshold, or it missed an update).", lambda v: v.late_bound_s),
             ("softrt_run_elapsed_seconds", "Time since the loop started.", lambda v: v.elapsed_s),
             ("softrt_run_duration_seconds", "Planned measurement time.", lambda v: v.duration_s),
         )
@@ -177,11 +249,25 @@ class _Collector:
                 if get(v) is not None:
                     fam.add_metric(v.labels, get(v))
             yield fam
-        fam = GaugeMetricFamily("softrt_period_quantile_seconds",
-                                "Period percentiles from softrt's histogram (within 0.1 %).", labels=(*LABELS, "quantile"))
+        for name in ("period", "latency", "process"):
+            fam = GaugeMetricFamily(f"softrt_{name}_quantile_seconds",
+                                    f"{name.capitalize()} percentiles from softrt's histogram (within 0.1 %).",
+                                    labels=(*LABELS, "quantile"))
+            for v in views:
+                for q, value in getattr(v, f"{name}_quantiles_s"):
+                    fam.add_metric((*v.labels, q), value)
+            yield fam
+        fam = CounterMetricFamily("softrt_late_seconds", "Late-cycle time the trace charged to a source, for the "
+                                  f"{TOP_CULPRITS} largest sources of the run (docs/metrics.md).",
+                                  labels=(*LABELS, "kind", "source"))
         for v in views:
-            for q, value in v.period_quantiles_s:
-                fam.add_metric((*v.labels, q), value)
+            for kind, source, seconds in v.culprits:
+                fam.add_metric((*v.labels, kind, source), seconds)
+        yield fam
+        fam = GaugeMetricFamily("softrt_info", "1, with softrt's version and the machine's kernel and preemption "
+                                "model as labels.", labels=(*LABELS, *INFO_LABELS))
+        for v in views:
+            fam.add_metric((*v.labels, *self._server.info), 1.0)
         yield fam
         fam = GaugeMetricFamily("softrt_run_state", "1 for the run's state (running, complete, partial, failed), 0 otherwise.",
                                 labels=(*LABELS, "state"))

@@ -8,6 +8,7 @@ never on ``sys.platform``. Kernel files are read and written through the public 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -18,6 +19,11 @@ IS_LINUX = sys.platform.startswith("linux")
 IS_WINDOWS = sys.platform == "win32"
 
 _platform: Platform | None = None
+
+#: The signals that ask softrt to stop, handled alike (session.interrupts): Ctrl-C, and SIGTERM and
+#: SIGHUP where they exist (``kill``, ``timeout``, systemd, ``docker stop``; a closed terminal or ssh
+#: session). Windows has no SIGHUP (Python docs, ``signal``: "Availability").
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 #: os.open flags for a file softrt reads or writes byte for byte, never handed to a child: O_CLOEXEC
 #: (open(2)); on Windows O_NOINHERIT, and O_BINARY, without which the C runtime translates newlines
@@ -60,6 +66,15 @@ def preallocate(fd: int, nbytes: int) -> None:
         os.posix_fallocate(fd, 0, nbytes)
 
 
+def lock_stop_hint(holder: str) -> str:
+    """What to do about the machine lock's holder (as :meth:`Platform.lock_holder` names it)."""
+    pid = holder.split()[0] if holder[:1].isdigit() else None
+    if pid is None or IS_WINDOWS:  # (no SIGTERM there: a run stops cleanly on Ctrl-C in its console)
+        return "wait for it to end, or stop it with Ctrl-C where it runs; softrt runs one real-time loop at a time"
+    return (f"softrt runs one real-time loop at a time: wait for it to end, or stop it with kill {pid}; "
+            "a softrt run stops cleanly on SIGTERM and keeps what it measured")
+
+
 def state_dir() -> Path:
     """Return softrt's state directory (restore journals, tune state).
 
@@ -95,4 +110,5 @@ def data_dir() -> Path:
     return Path(base) / "softrt"
 
 
-__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "data_dir", "get_platform", "state_dir", "IS_LINUX", "IS_WINDOWS"]
+__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "STOP_SIGNALS", "data_dir", "get_platform",
+           "lock_stop_hint", "state_dir", "IS_LINUX", "IS_WINDOWS"]

@@ -9,7 +9,8 @@ change was never made. ``session/changes.py`` keeps one per run (``<state_dir>/r
 A journal is read back as root, so it is treated as untrusted input:
 
 * every file softrt creates here is opened ``O_NOFOLLOW | O_EXCL | O_CLOEXEC``, mode 0600, in a
-  directory :func:`secure_dir` accepts (not a symlink, owned by this user, 0700 when created);
+  directory :func:`.owned.secure_dir` accepts (not a symlink, owned by this user, 0700 when created,
+  on a way no other user can change);
 * every entry passes :func:`check_entry` when it is written *and* when it is read; its kernel
   file target and value are :mod:`.writable`'s allow-list, so a journal naming anything else
   was not written by softrt and nothing in it is acted on;
@@ -34,6 +35,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from . import writable
 from .kfiles import read_raw, read_text
+from .owned import secure_dir  # (re-exported: journals live in such a directory)
 
 VERSION = 1
 FILE, AFFINITY, SERVICE = "file", "affinity", "service"
@@ -75,34 +77,8 @@ def boot_id(root: str | os.PathLike[str] = "/") -> str | None:
     return read_text(root, "/proc/sys/kernel/random/boot_id", fallback=None)
 
 
-def secure_dir(path: Path) -> Path:
-    """Create *path* mode 0700 if missing; refuse it unless it is a directory owned by this user that no one else may write.
-
-    Raises:
-        ConfigError: a symlink, not a directory, another user's, or group/world-writable (with the fix).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode):
-        raise ConfigError(f"softrt's state directory {path} is a symlink",
-                          hint=f"remove it (rm {path}); softrt creates its own, mode 0700")
-    if not stat.S_ISDIR(info.st_mode):
-        raise ConfigError(f"softrt's state directory {path} is not a directory", hint=f"remove it (rm {path})")
-    if _POSIX and info.st_uid != os.geteuid():
-        raise ConfigError(f"softrt's state directory {path} belongs to uid {info.st_uid}, not to this user "
-                          f"(uid {os.geteuid()})", hint=f"remove it (rm -r {path}) if you do not know why")
-    if _POSIX and info.st_mode & 0o022:
-        raise ConfigError(f"softrt's state directory {path} may be written by other users",
-                          hint=f"chmod 700 {path}, or choose a directory only you may write")
-    return path
-
-
-def _create_file(path: Path, text: str) -> None:
+def create_private(path: Path, text: str) -> None:
+    """Create *path* mode 0600 holding *text*, fsync'd; O_EXCL | O_NOFOLLOW: an existing name or a link is never opened."""
     fd = os.open(path, _CREATE, 0o600)
     try:
         os.write(fd, text.encode())
@@ -234,7 +210,8 @@ def load(path: Path, fmt: str, what: str, root: str | None = None) -> tuple[dict
         raise JournalError(f"the {what} {path} is corrupt (no root)", hint=hint)
     if root is not None and os.path.realpath(saved_root) != os.path.realpath(str(root)):
         raise JournalError(f"{path} was saved for root {saved_root[:200]!r}, not {os.path.realpath(str(root))!r}")
-    if not isinstance(header.get("boot_id"), (str, type(None))) or type(header.get("pid", 0)) is not int:
+    if (not isinstance(header.get("boot_id"), (str, type(None))) or type(header.get("pid", 0)) is not int
+            or not isinstance(header.get("identity"), (str, type(None)))):
         raise JournalError(f"the {what} {path} is corrupt (header)", hint=hint)
     entries = records[1:]
     for i, entry in enumerate(entries, start=2):
@@ -254,7 +231,7 @@ def set_aside(path: Path, reason: str) -> Path:
     while os.path.lexists(dest):
         dest, n = failed / f"{path.name}.{stamp}.{n}", n + 1
     os.rename(path, dest)
-    _create_file(dest.with_name(dest.name + ".reason"), reason + "\n")
+    create_private(dest.with_name(dest.name + ".reason"), reason + "\n")
     return dest
 
 

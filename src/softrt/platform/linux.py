@@ -10,12 +10,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
-import fcntl
+import hashlib
 import mmap
 import os
 import platform as _pyplatform
+import pwd
 import signal
-import stat
+import socket
 import struct
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +35,7 @@ PR_SET_PDEATHSIG, PR_SET_TIMERSLACK = 1, 29  # <linux/prctl.h>
 CLOCK_MONOTONIC, TIMER_ABSTIME = 1, 1  # <time.h>
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 SHM_DIR = Path("/dev/shm")
+LOCK_BACKLOG = 64  # refused runs that may ask for the holder before it ends (their connections wait here)
 
 
 class _Timespec(ctypes.Structure):
@@ -195,10 +197,20 @@ class LinuxPlatform:
 
     @contextmanager
     def ctrl_c_shield(self) -> Iterator[None]:
-        """Block SIGINT in this thread for the block: a process started inside inherits the blocked
-        mask (sigprocmask(2): "a child created via fork(2) inherits a copy of its parent's signal
-        mask"), so Ctrl-C reaches only the supervisor, which stops the child cleanly."""
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        """Block the stop signals (SIGINT, SIGTERM, SIGHUP) in this thread for the block: a process
+        started inside inherits the blocked mask (sigprocmask(2): "a child created via fork(2)
+        inherits a copy of its parent's signal mask"; execve(2) keeps it), so a signal sent to the
+        whole process group (Ctrl-C, ``timeout``, a closed terminal) reaches only the supervisor,
+        which stops the child cleanly."""
+        from multiprocessing import resource_tracker
+
+        from . import STOP_SIGNALS
+
+        # multiprocessing's resource tracker, started by the first spawn, unblocks SIGINT and SIGTERM
+        # once it has started itself (CPython Lib/multiprocessing/resource_tracker.py, bpo-33613),
+        # which would undo the block for the worker spawned right after: start it first.
+        resource_tracker.ensure_running()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
         try:
             yield
         finally:
@@ -240,7 +252,7 @@ class LinuxPlatform:
         return f"{boot}/{pid}/{fields[19]}"  # fields[0] is field 3 (state), so field 22 is fields[19]
 
     def machine_lock_path(self, name: str) -> Path:
-        """Return a lock file shared by every user of this machine (/run/lock is 1777, FHS 3.0 §3.15.4).
+        """Return the name of a lock shared by every user of this machine (its key, not a file).
 
         ``SOFTRT_STATE_DIR`` moves it too, so tests get their own.
         """
@@ -249,52 +261,44 @@ class LinuxPlatform:
         return Path("/run/lock") / f"softrt-{name}.lock"
 
     def try_lock(self, path: Path) -> int | None:
-        """Take an exclusive flock(2) on *path*; return its fd, or None if another process holds it.
+        """Take the machine lock named *path*; return its fd (close it to release), or None when held.
 
-        The kernel drops the lock when the holder dies, so a killed run never leaves it taken.
-        /run/lock is writable by every user, so the file is opened O_NOFOLLOW (a planted symlink
-        fails with ELOOP) and, once locked, must be a regular file of this user's with one link
-        before it is truncated: softrt never writes through another user's file.
-
-        Raises:
-            SoftRTError: the lock path is a symlink, a hard link or not this user's (with the fix).
+        The lock is a listening socket bound to an address in the abstract namespace of AF_UNIX
+        (unix(7): "an abstract socket address ... has no connection with filesystem pathnames";
+        bind(2) fails with EADDRINUSE while another socket holds it). Nothing is created on disk,
+        so no file left behind or planted by any user (a root-owned 0600 file, a symlink, a FIFO)
+        can block anyone, and no permission stands between root and other users: every user can
+        take it, and none can keep it without a living process, since the kernel releases it when
+        its holder's last fd closes (the fd is close-on-exec, PEP 446, so no child keeps it).
         """
-        path.parent.mkdir(parents=True, exist_ok=True)
-        refused = f"the lock file {path} is not softrt's own"
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            sock.bind(_lock_address(path))
+            sock.listen(LOCK_BACKLOG)  # so that a refused process can ask who holds it (lock_holder)
         except OSError as err:
-            why = "a symlink" if err.errno == errno.ELOOP else err.strerror
-            raise SoftRTError(f"{refused}: {why}", hint=f"remove it: rm {path}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        info = os.fstat(fd)
-        why = ("not a regular file" if not stat.S_ISREG(info.st_mode) else
-               f"owned by uid {info.st_uid}" if info.st_uid != os.geteuid() else
-               f"a hard link ({info.st_nlink} links)" if info.st_nlink != 1 else None)
-        if why:
-            os.close(fd)
-            raise SoftRTError(f"{refused}: {why}", hint=f"remove it: rm {path}")
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        return fd
+            sock.close()
+            if err.errno == errno.EADDRINUSE:
+                return None
+            raise SoftRTError(f"cannot take softrt's machine lock: {err.strerror or err}") from None
+        return sock.detach()
 
     def lock_holder(self, path: Path) -> str:
-        """Return the pid written in the lock file *path* by its holder, or "?" (never follows a link)."""
+        """Return who holds the machine lock *path*: ``"PID (user NAME: COMMAND, since HH:MM:SS)"``, or "?".
+
+        The pid and user come from the kernel, not from anything the holder wrote: a connection to
+        the holder's socket carries its credentials (SO_PEERCRED, unix(7)), which no user can forge.
+        """
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)  # a backlog that is full (many refused runs) must not block this one
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-        except OSError:
-            return "?"
-        try:
-            text = os.read(fd, 32).decode("ascii", errors="replace").strip()
+            sock.connect(_lock_address(path))
+            pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                                 struct.calcsize("3i")))
         except OSError:
             return "?"
         finally:
-            os.close(fd)
-        return text if text.isdigit() else "?"
+            sock.close()
+        return f"{pid} ({describe_process(pid, uid)})"
 
     # --- shared memory ------------------------------------------------------------------------
     def open_shared_memory(self, name: str, size: int, create: bool) -> mmap.mmap:
@@ -361,3 +365,36 @@ def preemption_model(root: str = "/", version: str | None = None) -> str:
         if tag in version.split():
             return tag
     return "unknown"
+
+
+def _lock_address(path: Path) -> bytes:
+    """The abstract AF_UNIX address of the machine lock named *path* (a leading NUL byte, unix(7))."""
+    digest = hashlib.sha256(os.fsencode(os.path.abspath(path))).hexdigest()[:32]
+    return b"\0softrt-lock-" + digest.encode()
+
+
+def describe_process(pid: int, uid: int | None = None) -> str:
+    """``user NAME: COMMAND, since HH:MM:SS`` for process *pid* (whatever of it can be read), for messages."""
+    import psutil
+
+    from ..schema.text import printable
+
+    parts = []
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            uid = proc.uids().real if uid is None else uid
+            command = " ".join(proc.cmdline()) or proc.name()
+            since = time.strftime("%H:%M:%S", time.localtime(proc.create_time()))
+    except psutil.Error:
+        command = since = None
+    if uid is not None:
+        try:
+            parts.append(f"user {pwd.getpwuid(uid).pw_name}")
+        except KeyError:
+            parts.append(f"uid {uid}")
+    if command:
+        shown = printable(command)
+        parts.append(shown if len(shown) <= 80 else shown[:79] + "…")
+    text = ": ".join(parts)
+    return f"{text}, since {since}" if since else text or "gone"

@@ -159,8 +159,30 @@ def place(proc: subprocess.Popen[bytes], cpus: CpuSet) -> None:
         raise
 
 
+def gpu_load_absent() -> str | None:
+    """Why this OS has no GPU load, or None: softrt renders through stress-ng's gpu stressor on a Linux
+    DRM render node; on Windows (where the seed's test played video on the GPU) nothing is automated."""
+    if IS_WINDOWS:
+        return ("not on Windows: softrt's GPU load is stress-ng's gpu stressor on a Linux DRM render node; "
+                "play a video with hardware decoding meanwhile (ffmpeg -hwaccel d3d11va) to load the GPU")
+    return None
+
+
+def asks_through_stdin() -> bool:
+    """True where a load is asked to stop by closing its stdin (Windows): CTRL_BREAK_EVENT reaches only
+    processes attached to the caller's console (GenerateConsoleCtrlEvent), and softrt may have none
+    (a service, pythonw, Wine with redirected streams: there every built-in load was killed unreported)."""
+    return IS_WINDOWS
+
+
 def ask_to_stop(proc: subprocess.Popen[bytes]) -> None:
-    """Ask a load to end and report: SIGTERM, or CTRL_BREAK_EVENT to its process group on Windows."""
+    """Ask a load to end and report: SIGTERM; on Windows, close its stdin and send CTRL_BREAK_EVENT to
+    its process group."""
+    if proc.stdin is not None and not proc.stdin.closed:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass  # it has just exited (a broken pipe)
     try:
         proc.send_signal(signal.CTRL_BREAK_EVENT if IS_WINDOWS else signal.SIGTERM)
     except (ProcessLookupError, OSError):

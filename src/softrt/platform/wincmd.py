@@ -9,6 +9,11 @@ on Linux in tests and with ``softrt check --root DIR``.
 
 A capture directory holds ``commands.json``, ``{"<command line>": {"out": "file", "rc": 0}}``,
 and the output files it names.
+
+Encodings: console tools (reg, sc, powercfg, typeperf) write the OEM code page when their output
+is a pipe (cp437, cp850, …: GetOEMCP), not the ANSI one Python would assume; Windows PowerShell
+5.1 writes ``[Console]::OutputEncoding``, which :func:`run` sets to UTF-8 before the script runs.
+Parsers read shapes and exit statuses, never translated words.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from . import IS_WINDOWS
+from .kfiles import read_bytes
 
 INDEX = "commands.json"
 DEFAULT_TIMEOUT_S = 30.0
@@ -51,9 +57,33 @@ def key(argv: Sequence[str]) -> str:
     return " ".join(argv)
 
 
+POWERSHELL = "powershell.exe"
+#: Makes Windows PowerShell print UTF-8 (its default for a pipe is the console's OEM code page).
+UTF8_OUTPUT = "[Console]::OutputEncoding = [System.Text.Encoding]::UTF8; "
+
+
 def powershell(script: str) -> list[str]:
-    """The argv that runs *script* in Windows PowerShell without a profile or prompts."""
-    return ["powershell.exe", "-NoProfile", "-NonInteractive", "-Command", script]
+    """The argv that runs *script* in Windows PowerShell without a profile or prompts (the command line
+    captures are keyed by; :func:`run` adds the UTF-8 output setting)."""
+    return [POWERSHELL, "-NoProfile", "-NonInteractive", "-Command", script]
+
+
+def oem_codec() -> str:
+    """The OEM code page console tools write to a pipe (kernel32 GetOEMCP), as a Python codec name."""
+    if not IS_WINDOWS:
+        return "utf-8"
+    import ctypes
+
+    return f"cp{ctypes.WinDLL('kernel32').GetOEMCP()}"  # type: ignore[attr-defined]
+
+
+def decode(argv: Sequence[str], raw: bytes, oem: str) -> str:
+    """What a command printed, as text: UTF-8 for PowerShell (asked for by :func:`run`), else *oem*."""
+    codec = "utf-8-sig" if argv and argv[0] == POWERSHELL else oem
+    try:
+        return raw.decode(codec, errors="replace")
+    except LookupError:  # a code page Python has no codec for
+        return raw.decode("latin-1")
 
 
 def run(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> CmdResult:
@@ -62,16 +92,19 @@ def run(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> CmdResult:
     A missing program gives exit status 127 and one that runs out of time 124, with the reason
     in ``err``, so a check can say what it could not read.
     """
+    real = list(argv)
+    if real[:1] == [POWERSHELL] and real[-2:-1] == ["-Command"]:
+        real[-1] = UTF8_OUTPUT + real[-1]
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, check=False,
-                              errors="replace")
+        done = subprocess.run(real, capture_output=True, timeout=timeout_s, check=False)
     except FileNotFoundError as err:
         return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"{argv[0]}: not found ({err.strerror})")
     except subprocess.TimeoutExpired:
         return CmdResult(tuple(argv), TIMEOUT_RC, "", f"{argv[0]}: no answer within {timeout_s:g} s")
     except OSError as err:
         return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"{argv[0]}: {err.strerror or err}")
-    return CmdResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+    oem = oem_codec()
+    return CmdResult(tuple(argv), done.returncode, decode(argv, done.stdout, oem), decode(argv, done.stderr, oem))
 
 
 def is_capture(directory: str | Path) -> bool:
@@ -88,9 +121,9 @@ class CapturedRunner:
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         index = self.directory / INDEX
-        try:
-            self.index: dict = json.loads(index.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:  # ValueError: not JSON, or not UTF-8
+        try:  # bounded, regular files only, never waited on (kfiles): a capture is not trusted
+            self.index: dict = json.loads(read_bytes(self.directory, INDEX).decode("utf-8"))
+        except (OSError, ValueError, RecursionError) as err:  # ValueError: not JSON, or not UTF-8
             raise ConfigError(f"cannot read the capture index {index}: {err}",
                               hint=f"{INDEX} maps each command line to {{\"out\": FILE, \"rc\": N}}") from None
         if not isinstance(self.index, dict):
@@ -113,7 +146,7 @@ class CapturedRunner:
         if name and Path(name).name != name:  # a file of the capture directory, nothing outside it
             return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"captured output {name!r} is not a file name")
         try:
-            out = (self.directory / name).read_text(encoding="utf-8", errors="replace") if name else ""
+            out = read_bytes(self.directory, name).decode("utf-8", errors="replace") if name else ""
         except OSError as err:
             return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"captured output {name} unreadable: {err.strerror or err}")
         err_text = entry.get("err", "")

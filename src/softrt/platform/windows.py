@@ -4,8 +4,8 @@ What the worker does is Microsoft's "Develop a soft real-time application"
 (learn.microsoft.com/windows/iot/iot-enterprise/soft-real-time/soft-real-time-application): the
 process to REALTIME_PRIORITY_CLASS and the real-time cores (SetPriorityClass,
 SetProcessAffinityMask), the thread to the real-time core and a base priority in 16-31
-(SetThreadAffinityMask, NtSetInformationThread ThreadBasePriority; SetThreadPriority
-THREAD_PRIORITY_TIME_CRITICAL as the documented Win32 equivalent). Beyond the doc: the working set
+(SetThreadAffinityMask, SetThreadPriority: in REALTIME_PRIORITY_CLASS its levels -15, -7…6 and 15
+give 16-31, and ``--priority`` 1-99 is spread over them). Beyond the doc: the working set
 is locked (SetProcessWorkingSetSizeEx with a hard minimum, VirtualLock of the ring), the system
 timer runs at 1 ms (timeBeginPeriod), ``--wait sleep`` sleeps on a high-resolution waitable timer
 (CreateWaitableTimerExW, CREATE_WAITABLE_TIMER_HIGH_RESOLUTION, Windows 10 1803+), the clock is
@@ -14,7 +14,7 @@ supervisor by a job object with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE.
 
 Every Win32 call goes through :class:`Win32`, one method a call, each declared with its
 ``argtypes``/``restype`` in :data:`SIGNATURES` and raising :class:`Win32Failed` with GetLastError
-(an NTSTATUS through RtlNtStatusToDosError, an MMRESULT as ERROR_INVALID_PARAMETER).
+(an MMRESULT as ERROR_INVALID_PARAMETER).
 :class:`WindowsPlatform` maps those to softrt errors with their fix (:func:`to_softrt_error`, as
 psutil's ``wrap_exceptions``). The DLLs are resolved on the first call only, so this module
 imports (and its call sequence is tested, against a recording fake of :class:`Win32`) on Linux.
@@ -43,13 +43,13 @@ from .base import Capabilities, Control, Undo
 # --- constants (winbase.h, winnt.h, timeapi.h, winerror.h) -------------------------------------
 MAX_GROUP_CPUS = 64  # one processor group: the width of an affinity mask (DWORD_PTR)
 NORMAL_PRIORITY_CLASS, HIGH_PRIORITY_CLASS, REALTIME_PRIORITY_CLASS = 0x20, 0x80, 0x100
-THREAD_PRIORITY_TIME_CRITICAL = 15
+THREAD_PRIORITY_IDLE, THREAD_PRIORITY_TIME_CRITICAL = -15, 15
 THREAD_PRIORITY_ERROR_RETURN = 0x7FFFFFFF
-#: THREADINFOCLASS ThreadBasePriority (ntddk.h): a LONG added to the process's base priority. 16
-#: is the low end of the doc's "16 to 31" and the kernel's saturation increment ((HIGH_PRIORITY + 1)
-#: / 2, KeSetBasePriorityThread): the top of the class, 31 in REALTIME_PRIORITY_CLASS.
-THREAD_BASE_PRIORITY_CLASS, THREAD_BASE_PRIORITY_RT = 3, 16
-REALTIME_BASE_PRIORITY = 31
+#: REALTIME_PRIORITY_CLASS's base priority: SetThreadPriority's level is added to it, saturating at
+#: 16 (THREAD_PRIORITY_IDLE) and 31 (THREAD_PRIORITY_TIME_CRITICAL); in this class the levels -7…6
+#: are also accepted (SetThreadPriority, "nPriority"; "Scheduling Priorities").
+REALTIME_CLASS_BASE, REALTIME_LOWEST, REALTIME_HIGHEST = 24, 16, 31
+ANY_CLASS_LEVELS = (-15, -2, -1, 0, 1, 2, 15)  # the levels every priority class accepts
 QUOTA_LIMITS_HARDWS_MIN_ENABLE, QUOTA_LIMITS_HARDWS_MIN_DISABLE = 0x1, 0x2
 QUOTA_LIMITS_HARDWS_MAX_ENABLE, QUOTA_LIMITS_HARDWS_MAX_DISABLE = 0x4, 0x8
 #: Working-set room above what the worker uses now and the ring it locks (VirtualLock can lock
@@ -72,6 +72,10 @@ LOCK_OFFSET = 4096
 ERROR_FILE_NOT_FOUND, ERROR_ACCESS_DENIED, ERROR_INVALID_PARAMETER = 2, 5, 87
 ERROR_LOCK_VIOLATION, ERROR_PRIVILEGE_NOT_HELD, ERROR_WORKING_SET_QUOTA = 33, 1314, 1453
 TIMERR_NOERROR = 0
+PDH_FMT_DOUBLE, PDH_MORE_DATA = 0x200, 0x800007D2
+PDH_CSTATUS_VALID_DATA, PDH_CSTATUS_NEW_DATA = 0x0, 0x1
+CURRENT_VERSION_KEY = r"SOFTWARE\Microsoft\Windows NT\CurrentVersion"
+PROCESSOR_KEY = r"HARDWARE\DESCRIPTION\System\CentralProcessor\0"
 ADMIN_HINT = "run softrt from an elevated prompt (Run as Administrator)"
 
 # --- C types with the sizes of 64-bit Windows, whatever this host is (LLP64) ------------------------
@@ -99,6 +103,14 @@ class JOBOBJECT_EXTENDED_LIMIT_INFORMATION(ctypes.Structure):  # noqa: N801
                 ("PeakJobMemoryUsed", SIZE_T)]
 
 
+class PDH_FMT_COUNTERVALUE(ctypes.Structure):  # noqa: N801 (pdh.h; the union read as its double)
+    _fields_ = [("CStatus", DWORD), ("doubleValue", ctypes.c_double)]
+
+
+class PDH_FMT_COUNTERVALUE_ITEM_W(ctypes.Structure):  # noqa: N801
+    _fields_ = [("szName", ctypes.c_wchar_p), ("FmtValue", PDH_FMT_COUNTERVALUE)]
+
+
 class OVERLAPPED(ctypes.Structure):
     _fields_ = [("Internal", DWORD_PTR), ("InternalHigh", DWORD_PTR), ("Offset", DWORD), ("OffsetHigh", DWORD),
                 ("hEvent", HANDLE)]
@@ -106,8 +118,8 @@ class OVERLAPPED(ctypes.Structure):
 
 _P = ctypes.POINTER
 #: Every call: (DLL, restype, argtypes, how failure shows). "zero": a 0/NULL result, GetLastError
-#: says why; "ntstatus": a non-zero NTSTATUS; "mmresult": a non-zero MMRESULT; "wait": WAIT_FAILED;
-#: "thread_priority": THREAD_PRIORITY_ERROR_RETURN; None: cannot fail.
+#: says why; "mmresult": a non-zero MMRESULT; "wait": WAIT_FAILED; "thread_priority":
+#: THREAD_PRIORITY_ERROR_RETURN; "pdh": a PDH_STATUS other than ERROR_SUCCESS; None: cannot fail.
 SIGNATURES: dict[str, tuple[str, type, list, str | None]] = {
     "GetCurrentProcess": ("kernel32", HANDLE, [], None),
     "GetCurrentThread": ("kernel32", HANDLE, [], None),
@@ -120,8 +132,6 @@ SIGNATURES: dict[str, tuple[str, type, list, str | None]] = {
     "SetThreadAffinityMask": ("kernel32", DWORD_PTR, [HANDLE, DWORD_PTR], "zero"),
     "GetThreadPriority": ("kernel32", ctypes.c_int, [HANDLE], "thread_priority"),
     "SetThreadPriority": ("kernel32", BOOL, [HANDLE, ctypes.c_int], "zero"),
-    "NtSetInformationThread": ("ntdll", LONG, [HANDLE, ctypes.c_int, LPVOID, ctypes.c_uint32], "ntstatus"),
-    "RtlNtStatusToDosError": ("ntdll", ctypes.c_uint32, [LONG], None),
     "GetProcessWorkingSetSizeEx": ("kernel32", BOOL, [HANDLE, _P(SIZE_T), _P(SIZE_T), _P(DWORD)], "zero"),
     "SetProcessWorkingSetSizeEx": ("kernel32", BOOL, [HANDLE, SIZE_T, SIZE_T, DWORD], "zero"),
     "VirtualLock": ("kernel32", BOOL, [LPVOID, SIZE_T], "zero"),
@@ -136,6 +146,11 @@ SIGNATURES: dict[str, tuple[str, type, list, str | None]] = {
     "AssignProcessToJobObject": ("kernel32", BOOL, [HANDLE, HANDLE], "zero"),
     "OpenFileMappingW": ("kernel32", HANDLE, [DWORD, BOOL, ctypes.c_wchar_p], "zero"),
     "LockFileEx": ("kernel32", BOOL, [HANDLE, DWORD, DWORD, DWORD, DWORD, _P(OVERLAPPED)], "zero"),
+    "PdhOpenQueryW": ("pdh", LONG, [ctypes.c_wchar_p, DWORD_PTR, _P(HANDLE)], "pdh"),
+    "PdhAddEnglishCounterW": ("pdh", LONG, [HANDLE, ctypes.c_wchar_p, DWORD_PTR, _P(HANDLE)], "pdh"),
+    "PdhCollectQueryData": ("pdh", LONG, [HANDLE], "pdh"),
+    "PdhGetFormattedCounterArrayW": ("pdh", LONG, [HANDLE, DWORD, _P(DWORD), _P(DWORD), LPVOID], "pdh"),
+    "PdhCloseQuery": ("pdh", LONG, [HANDLE], "pdh"),
 }
 
 
@@ -175,9 +190,8 @@ class Win32:
             raise _last_error(name)
         if failure == "thread_priority" and result == THREAD_PRIORITY_ERROR_RETURN:
             raise _last_error(name)
-        if failure == "ntstatus" and result != 0:
-            code = self._fn("RtlNtStatusToDosError")(result)
-            raise Win32Failed(name, code, f"NTSTATUS 0x{result & 0xFFFFFFFF:08X}: {_format(code)}")
+        if failure == "pdh" and result != 0:
+            raise Win32Failed(name, result & 0xFFFFFFFF, f"PDH status 0x{result & 0xFFFFFFFF:08X}")
         if failure == "mmresult" and result != TIMERR_NOERROR:
             raise Win32Failed(name, ERROR_INVALID_PARAMETER, f"MMRESULT {result} (TIMERR_NOCANDO: period out of range)")
         return result
@@ -217,10 +231,6 @@ class Win32:
 
     def SetThreadPriority(self, thread: int, priority: int) -> None:  # noqa: N802
         self._call("SetThreadPriority", thread, priority)
-
-    def NtSetInformationThread(self, thread: int, info_class: int, value: int) -> None:  # noqa: N802
-        data = LONG(value)
-        self._call("NtSetInformationThread", thread, info_class, ctypes.byref(data), ctypes.sizeof(data))
 
     # memory
     def GetProcessWorkingSetSizeEx(self, process: int) -> tuple[int, int, int]:  # noqa: N802
@@ -282,6 +292,47 @@ class Win32:
 
         return msvcrt.get_osfhandle(fd)
 
+    def read_registry(self, key: str, name: str) -> str | int | None:
+        """Return value *name* under HKEY_LOCAL_MACHINE\\*key* (RegQueryValueEx, through winreg), None if absent."""
+        import winreg  # Windows only
+
+        try:
+            with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, key) as handle:
+                return winreg.QueryValueEx(handle, name)[0]
+        except OSError:
+            return None
+
+    # performance counters (pdh.dll): English counter paths, whatever the display language
+    def PdhOpenQueryW(self) -> int:  # noqa: N802
+        query = HANDLE()
+        self._call("PdhOpenQueryW", None, 0, ctypes.byref(query))
+        return query.value
+
+    def PdhAddEnglishCounterW(self, query: int, path: str) -> int:  # noqa: N802
+        counter = HANDLE()
+        self._call("PdhAddEnglishCounterW", query, path, 0, ctypes.byref(counter))
+        return counter.value
+
+    def PdhCollectQueryData(self, query: int) -> None:  # noqa: N802
+        self._call("PdhCollectQueryData", query)
+
+    def PdhGetFormattedCounterArrayW(self, counter: int) -> list[tuple[str, int, float]]:  # noqa: N802
+        """Every instance of *counter* as (instance name, CStatus, value as a double)."""
+        size, count = DWORD(0), DWORD(0)
+        status = self._fn("PdhGetFormattedCounterArrayW")(counter, PDH_FMT_DOUBLE, ctypes.byref(size),
+                                                          ctypes.byref(count), None)
+        if status & 0xFFFFFFFF != PDH_MORE_DATA:  # the first call only sizes the buffer
+            raise Win32Failed("PdhGetFormattedCounterArrayW", status & 0xFFFFFFFF,
+                              f"PDH status 0x{status & 0xFFFFFFFF:08X}")
+        buffer = ctypes.create_string_buffer(size.value)
+        self._call("PdhGetFormattedCounterArrayW", counter, PDH_FMT_DOUBLE, ctypes.byref(size), ctypes.byref(count),
+                   buffer)
+        items = (PDH_FMT_COUNTERVALUE_ITEM_W * count.value).from_buffer(buffer)
+        return [(i.szName or "", i.FmtValue.CStatus, i.FmtValue.doubleValue) for i in items]
+
+    def PdhCloseQuery(self, query: int) -> None:  # noqa: N802
+        self._call("PdhCloseQuery", query)
+
     def LockFileEx(self, handle: int, flags: int, offset: int, length: int) -> bool:  # noqa: N802
         """Lock *length* bytes at *offset*; False if another process holds them (ERROR_LOCK_VIOLATION)."""
         overlapped = OVERLAPPED(Offset=offset & 0xFFFFFFFF, OffsetHigh=offset >> 32)
@@ -327,6 +378,19 @@ def to_softrt_error(err: Win32Failed, target: str) -> SoftRTError:
         return SoftRTError(f"{err.function} on {target}: {err.text}",
                            hint="the working set minimum is too small for the pages to lock; " + ADMIN_HINT)
     return SoftRTError(f"{err.function} on {target} failed: {err.text} (Windows error {err.winerror})")
+
+
+def realtime_level(priority: int) -> int:
+    """The SetThreadPriority level in REALTIME_PRIORITY_CLASS for SCHED_FIFO *priority* 1-99: spread
+    evenly over the class's base priorities 16-31 (1 → 16, 80 → 28, 99 → 31)."""
+    base = REALTIME_LOWEST + ((min(max(priority, 1), 99) - 1) * (REALTIME_HIGHEST - REALTIME_LOWEST) + 49) // 98
+    return {REALTIME_LOWEST: THREAD_PRIORITY_IDLE, REALTIME_HIGHEST: THREAD_PRIORITY_TIME_CRITICAL}.get(
+        base, base - REALTIME_CLASS_BASE)
+
+
+def base_priority(level: int) -> int:
+    """The base priority a SetThreadPriority *level* gives in REALTIME_PRIORITY_CLASS (saturating at 16 and 31)."""
+    return min(max(REALTIME_CLASS_BASE + level, REALTIME_LOWEST), REALTIME_HIGHEST)
 
 
 def mask_of(cpus: CpuSet) -> int:
@@ -435,10 +499,12 @@ class WindowsPlatform:
         """The Soft Real-Time application steps, in the order applied; each returns its undo.
 
         Placement, memory and timer first, priorities last (nothing runs at real-time priority
-        before it is on its core). *priority* is Linux's SCHED_FIFO level: on Windows the thread
-        always gets 31, the top of REALTIME_PRIORITY_CLASS. *locked* is the ring's mapping.
+        before it is on its core). *priority* is Linux's SCHED_FIFO level 1-99, spread over the
+        base priorities 16-31 of REALTIME_PRIORITY_CLASS (:func:`realtime_level`: 80 gives 28, 99
+        gives 31). *locked* is the ring's mapping.
         """
         mask = 1 << cpu
+        level = realtime_level(priority)
         controls = [
             Control("process_affinity", f"worker process on CPU {cpu} (SetProcessAffinityMask 0x{mask:x})",
                     lambda: self._process_affinity(mask)),
@@ -453,9 +519,8 @@ class WindowsPlatform:
         controls += [
             Control("timer_resolution", f"{TIMER_RESOLUTION_MS} ms system timer (timeBeginPeriod)", self._timer_period),
             Control("realtime_priority_class", "REALTIME_PRIORITY_CLASS (SetPriorityClass)", self._realtime_class),
-            Control("thread_priority", "THREAD_PRIORITY_TIME_CRITICAL (SetThreadPriority)", self._time_critical),
-            Control("thread_base_priority", f"base priority {REALTIME_BASE_PRIORITY} (NtSetInformationThread "
-                    f"ThreadBasePriority {THREAD_BASE_PRIORITY_RT})", self._base_priority),
+            Control("thread_priority", f"base priority {base_priority(level)} (SetThreadPriority {level} in "
+                    f"REALTIME_PRIORITY_CLASS, for --priority {priority})", lambda: self._thread_priority(level)),
         ]
         return controls
 
@@ -502,16 +567,14 @@ class WindowsPlatform:
                                    hint=ADMIN_HINT)
         return lambda: self._do("this process", self.w.SetPriorityClass, me, before)
 
-    def _time_critical(self) -> Undo:
+    def _thread_priority(self, level: int) -> Undo:
         thread = self.w.GetCurrentThread()
         before = self._do("the worker thread", self.w.GetThreadPriority, thread)
-        self._do("the worker thread", self.w.SetThreadPriority, thread, THREAD_PRIORITY_TIME_CRITICAL)
+        if level not in ANY_CLASS_LEVELS and self._do("this process", self.w.GetPriorityClass,
+                                                      self.w.GetCurrentProcess()) != REALTIME_PRIORITY_CLASS:
+            level = 2 if level > 0 else -2  # REALTIME was not granted: -7…-3 and 3…6 exist only there
+        self._do("the worker thread", self.w.SetThreadPriority, thread, level)
         return lambda: self._do("the worker thread", self.w.SetThreadPriority, thread, before)
-
-    def _base_priority(self) -> None:
-        # Undone with the thread priority (SetThreadPriority sets the same base priority).
-        self._do("the worker thread", self.w.NtSetInformationThread, self.w.GetCurrentThread(),
-                 THREAD_BASE_PRIORITY_CLASS, THREAD_BASE_PRIORITY_RT)
 
     def make_sleep_until(self) -> tuple[Callable[[int], None], Undo]:
         """Return ``(sleep_until(abs_ns), close)``: a high-resolution waitable timer, armed relative.
@@ -528,10 +591,40 @@ class WindowsPlatform:
             ahead_ns = abs_ns - clock()
             if ahead_ns <= 0:
                 return
-            w.SetWaitableTimer(timer, -max(1, ahead_ns // 100))
-            w.WaitForSingleObject(timer, INFINITE)
+            self._do("the waitable timer", w.SetWaitableTimer, timer, -max(1, ahead_ns // 100))
+            self._do("the waitable timer", w.WaitForSingleObject, timer, INFINITE)
 
         return sleep_until, lambda: self._do("the waitable timer", w.CloseHandle, timer)
+
+    # --- performance counters ---------------------------------------------------------------------------
+    def sample_counters(self, paths: list[str], seconds: float) -> dict[str, float]:
+        """Average each counter over *seconds*: ``{path: value}``, a ``*`` instance path once per instance
+        (same-named instances numbered ``name#1``, ``name#2`` as typeperf does).
+
+        The paths are English (PdhAddEnglishCounterW), so they are found on a localized Windows too,
+        where typeperf wants the translated names (Microsoft, "PdhAddEnglishCounterW"). Two
+        PdhCollectQueryData calls *seconds* apart make a rate counter's value.
+
+        Raises:
+            SoftRTError: a counter this machine does not have, or pdh.dll refusing (with its PDH status).
+        """
+        query = self._do("a performance-counter query", self.w.PdhOpenQueryW)
+        try:
+            counters = {p: self._do(f"counter {p}", self.w.PdhAddEnglishCounterW, query, p) for p in paths}
+            self._do("the counters", self.w.PdhCollectQueryData, query)
+            time.sleep(seconds)
+            self._do("the counters", self.w.PdhCollectQueryData, query)
+            out: dict[str, float] = {}
+            for path, counter in counters.items():
+                seen: dict[str, int] = {}
+                for name, status, value in self._do(f"counter {path}", self.w.PdhGetFormattedCounterArrayW, counter):
+                    if status not in (PDH_CSTATUS_VALID_DATA, PDH_CSTATUS_NEW_DATA):
+                        continue  # an instance that went away during the sample
+                    n = seen[name] = seen.get(name, -1) + 1
+                    out[path.replace("(*)", f"({name}#{n})" if n else f"({name})") if "(*)" in path else path] = value
+            return out
+        finally:
+            self.w.PdhCloseQuery(query)
 
     # --- RT throttling: Windows has none ----------------------------------------------------------------
     def rt_runtime_us(self, root: str = "/") -> int | None:
@@ -551,6 +644,12 @@ class WindowsPlatform:
         JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE: "Causes all processes associated with the job to terminate
         when the last handle to the job is closed" (JOBOBJECT_BASIC_LIMIT_INFORMATION), also when
         the supervisor is killed. The returned undo closes the job: call it after the worker stopped.
+
+        The window: multiprocessing starts the worker running (it cannot create it suspended), and this
+        is called right after CreateProcess returns, while the new interpreter is still loading. Nothing
+        real-time happens in that window: the worker applies its controls (all undone when it exits)
+        and then waits on its pipe for "go", so a supervisor killed before this call leaves a worker
+        that reads end-of-file there and exits, never one that spins.
         """
         job = self._do("a job object", self.w.CreateJobObjectW)
         try:
@@ -591,30 +690,47 @@ class WindowsPlatform:
     def try_lock(self, path: Path) -> int | None:
         """Lock *path* (LockFileEx, one byte past the pid); return its fd, or None if another holds it.
 
-        Windows releases the lock when the holder's handle closes, also when it is killed.
+        Windows releases the lock when the holder's handle closes, also when it is killed. Every user
+        can take it: in %ProgramData% a file is writable by the user who created it only, so another
+        user locks it through a read handle, which LockFileEx accepts ("the handle must have been
+        created with either the GENERIC_READ or GENERIC_WRITE access right"); that holder's pid is then
+        not written (:meth:`lock_holder` says "?" rather than a stale one).
+
+        Raises:
+            SoftRTError: the lock's folder or file cannot be opened at all (with where it is and how to move it).
         """
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | O_PRIVATE_BINARY, 0o600)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd, writable = os.open(path, os.O_RDWR | os.O_CREAT | O_PRIVATE_BINARY, 0o666), True
+            except PermissionError:
+                fd, writable = os.open(path, os.O_RDONLY | O_PRIVATE_BINARY), False
+        except OSError as err:
+            raise SoftRTError(f"the machine lock {path} cannot be opened: {err.strerror or err}",
+                              hint="an Administrator can let every user modify that folder (icacls), or set "
+                                   "SOFTRT_STATE_DIR to a folder every softrt user can write") from None
         try:
             handle = self.w.get_osfhandle(fd)
             if not self._do(str(path), self.w.LockFileEx, handle, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
                             LOCK_OFFSET, 1):
                 os.close(fd)
                 return None
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
+            if writable:
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
         except BaseException:
             os.close(fd)
             raise
         return fd
 
     def lock_holder(self, path: Path) -> str:
-        """Return the pid written in the lock file *path* by its holder, or "?"."""
+        """Return the pid written in the lock file *path* by its holder, or "?" (none, or not running:
+        a holder that could only read the file wrote nothing)."""
         try:
             text = path.read_text(encoding="ascii", errors="replace")[:32].strip()
         except OSError:
             return "?"
-        return text if text.isdigit() else "?"
+        return text if text.isdigit() and psutil.pid_exists(int(text)) else "?"
 
     # --- shared memory: pagefile-backed sections --------------------------------------------------------
     def open_shared_memory(self, name: str, size: int, create: bool) -> mmap.mmap:
@@ -645,17 +761,30 @@ class WindowsPlatform:
 
     # --- host facts -----------------------------------------------------------------------------------
     def host_facts(self, root: str = "/") -> dict:
-        """Return what a reader of a result needs to know about this machine (Linux's keys; None where none)."""
+        """Return what a reader of a result needs to know about this machine (Linux's keys; None where none).
+
+        The release is named from the build number (CurrentBuildNumber; Windows 11 is build 22000 and
+        later, which ``platform.release()`` still calls "10"), the CPU by its brand string
+        (CentralProcessor\\0 ProcessorNameString; PROCESSOR_IDENTIFIER is only family, model, stepping).
+        """
         uname = _pyplatform.uname()
+        build = self.w.read_registry(CURRENT_VERSION_KEY, "CurrentBuildNumber")
+        build = int(build) if isinstance(build, str) and build.isdigit() else None
+        ubr = self.w.read_registry(CURRENT_VERSION_KEY, "UBR")  # the update revision, a DWORD
+        display = self.w.read_registry(CURRENT_VERSION_KEY, "DisplayVersion") or ""  # "23H2"
+        brand = self.w.read_registry(PROCESSOR_KEY, "ProcessorNameString")
+        kernel = (f"Windows {11 if build >= 22000 else 10} {display} (build {build}"
+                  + (f".{ubr})" if isinstance(ubr, int) else ")")).replace("  ", " ") if build else uname.release
         return {
             "os": "windows",
             "hostname": uname.node,
-            "kernel": uname.release,
+            "kernel": kernel,
             "kernel_version": uname.version,
+            "windows_build": build,
             "edition": _pyplatform.win32_edition() or None,  # "IoTEnterprise", "IoTEnterpriseS" (LTSC)...
             "machine": uname.machine,
             "preemption": None,
-            "cpu_model": uname.processor or None,
+            "cpu_model": (brand.strip() if isinstance(brand, str) and brand.strip() else uname.processor) or None,
             "cpu_count": len(self.online_cpus()),
             "cmdline": None,
             "python": _pyplatform.python_version(),

@@ -9,6 +9,8 @@ takes:
 
 * ``sched_rt_runtime_us``: an integer from -1 to ``sched_rt_period_us``
   (Documentation/scheduler/sched-rt-group.rst);
+* the fair server's ``runtime`` (debugfs ``sched/fair_server/cpuN``, Linux 6.12+): ns from 0 to its
+  ``period`` (kernel/sched/debug.c ``sched_fair_server_write``);
 * IRQ and workqueue masks: a hex CPU mask, IRQ lists and ``watchdog_cpumask``: a CPU list
   (Documentation/core-api/irq/irq-affinity.rst, Documentation/admin-guide/sysctl/kernel.rst);
 * cpuidle ``disable`` and on/off sysctls: 0 or 1 (Documentation/admin-guide/pm/cpuidle.rst);
@@ -29,6 +31,7 @@ from .kfiles import read_int, write_raw
 MAX_TARGET_CHARS = 256
 MAX_MASK_CHARS = 2400  # 8192 CPUs: 2048 hex digits and a comma every 8
 DEFAULT_RT_PERIOD_US = 1_000_000  # the kernel's default, when a tree has no sched_rt_period_us
+DEFAULT_FAIR_PERIOD_NS = 1_000_000_000  # the fair server's default period (Linux 6.12+)
 
 _MASK = re.compile(r"[0-9a-fA-F]{1,8}(,[0-9a-fA-F]{1,8})*")
 _CPULIST = re.compile(r"[0-9]{1,5}(-[0-9]{1,5})?(,[0-9]{1,5}(-[0-9]{1,5})?)*")
@@ -55,6 +58,21 @@ def _between(low: int, high: int) -> Callable[[str, str], bool]:
     return accepts
 
 
+def _fair_runtime(value: str, root: str) -> bool:
+    # The kernel refuses a runtime above the period (sched_fair_server_write(), kernel/sched/debug.c);
+    # the period of every CPU is the same unless someone changed one: the largest bounds it.
+    periods = [read_int(root, f"/sys/kernel/debug/sched/fair_server/{d.name}/period", fallback=0)
+               for d in _dirs(root, "/sys/kernel/debug/sched/fair_server")]
+    return _INT.fullmatch(value) is not None and 0 <= int(value) <= max(periods, default=DEFAULT_FAIR_PERIOD_NS)
+
+
+def _dirs(root: str, rel: str) -> list[os.DirEntry]:
+    try:
+        return [d for d in os.scandir(os.path.join(root, rel.lstrip("/"))) if d.name.startswith("cpu")]
+    except OSError:
+        return []
+
+
 def _rt_runtime(value: str, root: str) -> bool:
     # The kernel refuses a runtime above the period (sched_rt_handler(), kernel/sched/rt.c).
     period = read_int(root, "/proc/sys/kernel/sched_rt_period_us", fallback=DEFAULT_RT_PERIOD_US)
@@ -66,6 +84,8 @@ _CPU = "/sys/devices/system/cpu"
 WRITABLE: tuple[tuple[re.Pattern, Callable[[str, str], bool], str], ...] = tuple(
     (re.compile(pattern), accepts, takes) for pattern, accepts, takes in (
         (r"/proc/sys/kernel/sched_rt_runtime_us", _rt_runtime, "an integer from -1 to sched_rt_period_us"),
+        (r"/sys/kernel/debug/sched/fair_server/cpu[0-9]{1,5}/runtime", _fair_runtime,
+         "ns from 0 to the fair server's period"),
         (r"/proc/irq/[0-9]{1,6}/smp_affinity", _mask, "a hex CPU mask"),
         (r"/proc/irq/[0-9]{1,6}/smp_affinity_list", is_cpulist, "a CPU list"),
         (r"/proc/irq/default_smp_affinity", _mask, "a hex CPU mask"),

@@ -63,6 +63,11 @@ def resolve_runs(refs: Iterable[str | os.PathLike], db: Path | str | None = None
     return unique
 
 
+def check_output(path: str | os.PathLike) -> None:
+    """Raise ConfigError unless a report can be written at *path* (before runs are made or read)."""
+    _writable_file(Path(path))
+
+
 def _writable_file(path: Path) -> None:
     if path.is_dir():
         raise ConfigError(f"cannot write the report to {path}: it is a directory", hint="give a file name with -o")
@@ -80,8 +85,12 @@ def _png_dir(path: Path) -> None:
 
 
 def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | os.PathLike,
-                 png_dir: str | os.PathLike | None = None, *, db: Path | str | None = None) -> ReportResult:
+                 png_dir: str | os.PathLike | None = None, *, db: Path | str | None = None,
+                 comparison: list[str] | None = None) -> ReportResult:
     """Write the report of the runs *run_dirs_or_ids* to *out_html* (and every plot to *png_dir*).
+
+    *comparison*: the verdict lines of the ``softrt compare`` that made the runs, shown under the
+    side-by-side table.
 
     Raises ConfigError for an unknown run, an unwritable output, or when no run can be read.
     """
@@ -117,7 +126,7 @@ def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | o
                                   hint="choose another --png directory") from None
             pngs.append(target)
         p.figure = None  # free the figure's artists before the next one is drawn
-    text = page(runs, plots, svgs, broken, _version())
+    text = page(runs, plots, svgs, broken, _version(), comparison)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")

@@ -12,7 +12,8 @@ row group by row group, and never held as a whole (report layer; no plotting, no
   mean (and the time of the first sample): drawing min and max per pixel column shows every
   spike a plot of the raw series would show, at a fixed cost (the "min/max" or M4 reduction,
   Jugel et al., "M4: A Visualization-Oriented Time Series Data Aggregation", VLDB 2014).
-* :func:`exceedance` — P(value ≥ x) from a Hist.
+* :func:`exceedance_of_hdr` — P(value ≥ x) from a run's HDR histogram (stats.json), exact at every
+  bucket edge; :func:`exceedance` — the same from a Hist (an imported tool's histogram).
 * :func:`late_marks` — where the worst late cycles of summary.json's ``why_late`` go on the
   period-over-time plot, with their main cause.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..analysis.hdr import Hdr, bucket_bounds
 from ..schema.why_late import WhyLate
 
 #: Finest bin of a streamed histogram: 0.1 µs resolves the processing time (about 1 µs) well.
@@ -218,6 +220,28 @@ def exceedance(h: Hist, max_points: int = 5000) -> Exceedance:
     x = np.concatenate([[h.origin_ns], upper[keep]]).astype(np.float64)
     frac = np.concatenate([[(total - h.under_count) / total], remaining[keep] / total])
     return Exceedance(x, frac, total, _tail(h, total))
+
+
+def exceedance_of_hdr(hdr: Hdr) -> Exceedance:
+    """The exceedance curve of a run's HDR histogram (softrt.analysis.hdr, the streaming pass's).
+
+    At each non-empty bucket's lower edge the fraction of samples at or above it, and after a bucket
+    followed by empty ones the fraction above it: both exact (the counts are exact per bucket), so
+    the curve is wrong only inside a bucket, whose width is 1 ns below 1,024 ns and at most 2^-9 of
+    its value above. It starts at the exact minimum (fraction 1) and ends at the exact maximum.
+    """
+    if not hdr.n:
+        return Exceedance(np.zeros(0), np.zeros(0), 0)
+    keys, counts = hdr.buckets()
+    lower, upper = bucket_bounds(keys)
+    lower = np.maximum(lower, hdr.min)
+    at_or_above = hdr.n - np.concatenate([[0], np.cumsum(counts)[:-1]])
+    after = upper[:-1] + 1
+    gap = after < lower[1:]  # empty buckets between: the fraction drops right after this bucket
+    x = np.concatenate([lower, after[gap], [hdr.max]]).astype(np.float64)
+    frac = np.concatenate([at_or_above, at_or_above[1:][gap], at_or_above[-1:]]) / hdr.n
+    order = np.argsort(x, kind="stable")
+    return Exceedance(x[order], frac[order], hdr.n)
 
 
 def _tail(h: Hist, total: int) -> tuple[float, float, float] | None:

@@ -11,12 +11,20 @@ import base64
 from datetime import datetime, timezone
 from html import escape
 
+from ..analysis.verdict import verdict_lines, verdict_of
 from ..schema.summary import RunSummary
 from ..schema.why_late import TraceInfo
+from ..units import format_time_ns
+from .compare import fmt_us as _us, side_by_side, swatch as _swatch
 from .load import TOOL_MEANING, RunView
-from .plots import Plot, color
+from .plots import Plot
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+#: Rows shown of the long tables (the rest: "… and N more", with where to find them).
+CULPRIT_ROWS = 15
+WORST_ROWS = 10
+CAUSES_SHOWN = 4
+FINDING_ROWS = 10
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 0 auto;
@@ -37,21 +45,16 @@ table.facts td:last-child { word-break: break-word; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 8px 28px; }
 figure { margin: 18px 0 28px; } figure img { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; font-size: 13px; margin-top: 4px; } code { font-size: 12px; }
+#side-table { table-layout: fixed; width: 100%; } #side-table th:first-child { width: 190px; }
+#side-table th, #side-table td { overflow-wrap: anywhere; vertical-align: top; }
+#side-table td.text { font-size: 12px; } .more { color: #666; font-size: 13px; }
 """
-
-
-def _us(v: float | None, digits: int = 1) -> str:
-    return "–" if v is None else f"{v:,.{digits}f}"
 
 
 def _when(iso: object) -> str:
     """ISO 8601 UTC as 'YYYY-MM-DD HH:MM:SS' (the table says UTC once)."""
     text = str(iso or "–")
     return text.replace("T", " ").removesuffix("+00:00")
-
-
-def _swatch(i: int) -> str:
-    return f'<span class="swatch" style="background:{color(i)}"></span>'
 
 
 def _runs_table(runs: list[RunView]) -> str:
@@ -81,19 +84,44 @@ def _seed_table(s: RunSummary) -> str:
 
 
 def _percentile_table(s: RunSummary) -> str:
-    cols = ("p50", "p99", "p99_9", "p99_99", "max")
+    """Each series' bad tail: the high percentiles and max of period, latency and process; the low
+    percentiles and min of slack (negative: an overrun), under a header of its own."""
     rows = []
     m = s.metrics
-    for label, st in (("period", m.period_us), ("latency", m.latency_us), ("process", m.process_us),
-                      ("slack", m.slack_us)):
+    for label, st in (("period", m.period_us), ("latency", m.latency_us), ("process", m.process_us)):
         values = (st.p50, st.p99, st.p99_9, st.p99_99, st.max)
-        if all(v is None for v in values):
-            continue
-        rows.append(f"<tr><td>{label}</td>" + "".join(f"<td>{_us(v)}</td>" for v in values) + "</tr>")
+        if any(v is not None for v in values):
+            rows.append(f"<tr><td>{label}</td>" + "".join(f"<td>{_us(v)}</td>" for v in values) + "</tr>")
+    st = m.slack_us
+    low = (st.p1, st.p0_1, st.p0_01) if st.low_tail else (None, None, None)  # older summaries: unknown
+    if st.min is not None:
+        rows.append('<tr><th>slack (µs)</th><th>p50</th><th>p1</th><th>p0.1</th><th>p0.01</th><th>min</th></tr>'
+                    "<tr><td>slack</td>" + "".join(f'<td{_neg(v)}>{_us(v)}</td>' for v in (st.p50, *low, st.min))
+                    + "</tr>")
     if not rows:
         return '<p class="na">No distribution recorded.</p>'
-    head = "".join(f"<th>{c.replace('_', '.')}</th>" for c in cols)
+    head = "".join(f"<th>{c}</th>" for c in ("p50", "p99", "p99.9", "p99.99", "max"))
     return f'<table class="pct"><tr><th>distribution (µs)</th>{head}</tr>{"".join(rows)}</table>'
+
+
+def _neg(v: float | None) -> str:
+    return ' class="bad"' if v is not None and v < 0 else ""
+
+
+def _banner(runs: list[RunView]) -> str:
+    """The verdict of each run first (the summary's ``verdict`` block; judged now for a run stored
+    before softrt wrote one): meets or fails the cycle, the main culprit and its fix."""
+    out = []
+    for i, r in enumerate(runs):
+        v = verdict_of(r.summary)
+        if v is None:
+            continue
+        head, *rest = verdict_lines(v, state=r.summary.state)
+        cls = {True: "good", False: "bad"}.get(v.meets, "na")
+        more = "".join(f"<br>{escape(line.strip())}" for line in rest)
+        out.append(f'<p class="verdict" data-meets="{str(v.meets).lower()}">{_swatch(i)}{escape(r.label)}: '
+                   f'<span class="{cls}">{escape(head)}</span>{more}</p>')
+    return f'<div id="verdict">{"".join(out)}</div>' if out else ""
 
 
 def _misses(s: RunSummary) -> str:
@@ -144,14 +172,18 @@ def _why_late(i: int, r: RunView) -> str:
                  f'{why.lost_events or 0:,} lost.{cost}</p>']
     if why.culprits:
         rows = "".join(f"<tr><td>{escape(str(c.kind))}</td><td>{escape(c.source)}</td><td>{c.cycles or 0:,}</td>"
-                       f"<td>{c.total_us or 0:,.1f}</td><td>{c.worst_us or 0:,.1f}</td></tr>" for c in why.culprits[:15])
+                       f"<td>{c.total_us or 0:,.1f}</td><td>{c.worst_us or 0:,.1f}</td></tr>"
+                       for c in why.culprits[:CULPRIT_ROWS])
         out.append('<table class="culprits"><tr><th>kind</th><th>source</th><th>late cycles</th><th>total µs</th>'
-                   f"<th>worst µs</th></tr>{rows}</table>")
+                   f"<th>worst µs</th></tr>{rows}</table>"
+                   + _more(len(why.culprits), CULPRIT_ROWS, "sources", f"softrt show {r.run_id} --json"))
     rows = []
-    for cyc in (why.worst or [])[:10]:
+    for cyc in (why.worst or [])[:WORST_ROWS]:
         causes = "; ".join(f"{escape(c.label)} {c.duration_us:,.1f} µs ({c.share * 100:.0f} %)"
                            + (f", steal +{c.steal.steal_ms or 0:,.1f} ms" if c.steal is not None else "")
-                           for c in cyc.causes[:4])
+                           for c in cyc.causes[:CAUSES_SHOWN])
+        if len(cyc.causes) > CAUSES_SHOWN:
+            causes += f"; and {len(cyc.causes) - CAUSES_SHOWN} more"
         period = "–" if cyc.period_us is None else f"{cyc.period_us:,.1f}"
         latency = "–" if cyc.latency_us is None else f"{cyc.latency_us:,.1f}"
         rows.append(f"<tr><td>{cyc.seq:,}</td><td>{period}</td><td>{latency}</td>"
@@ -159,15 +191,39 @@ def _why_late(i: int, r: RunView) -> str:
                     f'<td style="text-align:left">{causes or "–"}; unexplained {cyc.unexplained_us:,.1f} µs</td></tr>')
     if rows:
         out.append('<table class="worst"><tr><th>cycle</th><th>period µs</th><th>latency µs</th><th>missed</th>'
-                   f'<th>window µs</th><th style="text-align:left">causes</th></tr>{"".join(rows)}</table>')
+                   f'<th>window µs</th><th style="text-align:left">causes</th></tr>{"".join(rows)}</table>'
+                   + _more(len(why.worst or []), WORST_ROWS, "late cycles kept with their causes",
+                           f"softrt show {r.run_id} --json"))
     return "".join(out)
+
+
+def _more(total: int, shown: int, what: str, where: str) -> str:
+    """"… and N more" under a table cut at *shown* rows (nothing when it was not cut)."""
+    if total <= shown:
+        return ""
+    return f'<p class="more">… and {total - shown:,} more {escape(what)} ({shown:,} of {total:,} shown; all in ' \
+           f"<code>{escape(where)}</code>)</p>"
+
+
+def config_rows(config: dict) -> list[tuple[str, str]]:
+    """The run's configuration for people: times in their unit (``max_duration`` 7 d, not
+    ``max_duration_ns`` 604800000000000), the motion profile and empty values left out."""
+    out = []
+    for k, v in config.items():
+        if k in ("motion", "extra") or v in (None, {}, []):
+            continue
+        if k.endswith("_ns") and isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append((k[:-3], format_time_ns(v)))
+        else:
+            out.append((str(k), str(v)))
+    return out
 
 
 def _facts(i: int, r: RunView) -> str:
     s = r.summary
     rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>" for k, v in s.host.items())
-    rows += "".join(f"<tr><td>config.{escape(str(k))}</td><td>{escape(str(v))}</td></tr>"
-                    for k, v in s.config.to_dict().items() if k not in ("motion", "extra") and v not in (None, {}, []))
+    rows += "".join(f"<tr><td>config.{escape(name)}</td><td>{escape(value)}</td></tr>"
+                    for name, value in config_rows(s.config.to_dict()))
     check = r.check
     if check:
         verdict = check.get("verdict") or ("ready" if check.get("ready") else "not ready")
@@ -183,9 +239,10 @@ def _facts(i: int, r: RunView) -> str:
         items_check = [f"<li><b>{escape(str(f.get('status')))}</b> ({escape(str(f.get('severity')))}) "
                        f"{escape(str(f.get('title')))}: {escape(str(f.get('summary')))}"
                        + (f" — fix: <code>{escape(str(f['fix']))}</code>" if f.get("fix") else "") + "</li>"
-                       for f in found[:10]]
+                       for f in found[:FINDING_ROWS]]
         if items_check:
-            check_html += f"<ul>{''.join(items_check)}</ul>"
+            check_html += f"<ul>{''.join(items_check)}</ul>" + _more(len(found), FINDING_ROWS, "findings",
+                                                                     f"{r.path}/check.json")
     else:
         check_html = '<p class="na">softrt check: no check was taken with this run.</p>'
     t = s.tuning
@@ -223,7 +280,7 @@ def _figure(p: Plot, svg: bytes | None) -> str:
 
 
 def page(runs: list[RunView], plots: list[Plot], svgs: dict[str, bytes], broken: list[tuple[str, str]],
-         version: str) -> str:
+         version: str, comparison: list[str] | None = None) -> str:
     """The whole report page."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     broken_html = "".join(f'<div class="note broken" data-broken="{escape(ref)}">Run <code>{escape(ref)}</code> '
@@ -239,8 +296,10 @@ def page(runs: list[RunView], plots: list[Plot], svgs: dict[str, bytes], broken:
 <h1>softrt report</h1>
 <p class="meta">{len(runs)} run(s); generated {now} by softrt {escape(version)}. Can this PC run a cyclic control loop
 (the seed: a 250 µs EtherCAT cycle), and if not, why not?</p>
+{_banner(runs)}
 {_runs_table(runs)}
 {broken_html}
+{side_by_side(runs, comparison)}
 <h2 id="results">Results</h2>
 <div class="cards">{"".join(_result_card(i, r) for i, r in enumerate(runs))}</div>
 <h2 id="why-late">Why cycles were late</h2>
@@ -258,7 +317,8 @@ with no guest event at all (time the guest did not run). The unexplained rest is
 a cycle is late when it exceeds the nominal period.</li>
 <li>Process: write to the board plus the next-target computation ("Timer int. process").</li>
 <li>Missed update: a board cycle that repeated the previous target because the host's write came too late.</li>
-<li>Slack: the next board edge minus the end of the cycle's work (negative: an overrun).</li>
+<li>Slack: the next board edge minus the end of the cycle's work (negative: an overrun); short slack hurts,
+so its low percentiles are shown (p1: 1 % of cycles had less).</li>
 <li>{escape(TOOL_MEANING["cyclictest"])}; {escape(TOOL_MEANING["oslat"])}.</li>
 </ul>
 </body></html>

@@ -15,21 +15,27 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..analysis import RunStats
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE
 from ..store.history import HISTOGRAM, load_run_summary
+from ..store.importers import check_histograms
 from ..analysis.hdr import Hdr, bucket_bounds
 from ..store.late import AGGREGATES, read_aggregates
-from ..store.rundir import SAMPLES, STREAM_COLUMNS, iter_samples, load_run_stats
+from ..store.rundir import SAMPLES, iter_samples, load_run_stats, open_samples
 from ..schema.summary import RunSummary
 from ..store.validate import load_json
 from ..schema.text import printable
 from .data import MAX_BINS, MIN_WIDTH_NS, Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
 
 BATCH_ROWS = 1 << 18  # 2 MB per int64 column: small next to the histograms
+#: The most cycles the report streams from samples.parquet: an hour at 250 µs (14.4 M, the longest
+#: run that keeps every cycle by default) and a little more. It keeps the board cycle of every
+#: write for the motion plot, about BYTES_PER_ROW in all at the peak (measured: 195 MB for 4 M
+#: cycles); beyond it the report reads stats.json (a 24 h run would need 17 GB, and minutes).
+ROW_BUDGET = 1 << 24
+BYTES_PER_ROW = 50
 SERIES_BUCKETS = 2000  # about one per pixel column of a 10-inch figure at 200 dpi
 MOTION_HALF_WIDTH_CYCLES = 50  # 12.5 ms either side at 250 µs: a miss run and the recovery around it
 
@@ -135,6 +141,7 @@ def _load_histogram(view: RunView) -> None:
     try:
         doc = load_json(file, "histogram")  # bounded (store.validate)
         threads = doc["threads"]
+        check_histograms(threads, file)  # a span the tools never write is refused before it is allocated
         hists = [hist_from_buckets(np.asarray(t["lower_ns"], np.int64), np.asarray(t["counts"], np.int64),
                                    int(t["width_ns"]), over_count=int(t["overflow"]),
                                    over_from_ns=int(t["overflow_from_ns"]), min_ns=float(t["min_ns"]),
@@ -171,17 +178,22 @@ def _load_samples(view: RunView) -> None:
         raise SoftRTError(f"run {view.run_id}: samples file {file} is missing",
                           hint="copy the whole run directory, samples.parquet included")
     try:
-        pf = pq.ParquetFile(file)
-        n = pf.metadata.num_rows
-        missing = [c for c in STREAM_COLUMNS if c not in pf.schema_arrow.names]
-    except (OSError, pa.ArrowException, ValueError) as err:
+        n = open_samples(view.path).metadata.num_rows  # the footer checked first (store.validate)
+    except ConfigError as err:
         if _never_closed(view):
-            _load_checkpoint(view, f"cannot read samples {file}: {err}")
+            _load_checkpoint(view, err.msg)
             return
-        raise SoftRTError(f"run {view.run_id}: cannot read samples {file}: {err}",
-                          hint="the file is corrupt or truncated") from None
-    if missing:
-        raise SoftRTError(f"run {view.run_id}: samples file {file} lacks column(s) {', '.join(missing)}")
+        if "rows, more than softrt reads" in err.msg:
+            n = ROW_BUDGET + 1
+        else:
+            raise SoftRTError(f"run {view.run_id}: {err.msg}", hint=err.hint) from None
+    if n > ROW_BUDGET:
+        _load_stats_only(view, f"samples.parquet holds {n:,} cycles, more than the report reads one by one "
+                               f"({ROW_BUDGET:,}, about {ROW_BUDGET * BYTES_PER_ROW >> 20:,} MB of memory), so the "
+                               "figures and histograms are those of the run's stats.json",
+                         f"samples.parquet holds {n:,} cycles, more than the report reads ({ROW_BUDGET:,})",
+                         "a run this long is reported from its stats.json; record long runs with --samples late")
+        return
     try:
         _stream(view, n)
     except SoftRTError as err:
@@ -198,19 +210,25 @@ def _never_closed(view: RunView) -> bool:
 def _load_checkpoint(view: RunView, why: str) -> None:
     """A run whose samples were never closed: the figures and histograms of its last checkpoint
     (``stats.json``), no time series and no motion plot."""
+    _load_stats_only(view, f"{why}: the run was stopped before it closed its files, so the figures and histograms "
+                           "are those of its last checkpoint", f"{why}; and its last checkpoint",
+                     "the run was killed before its first checkpoint: nothing of it can be read")
+    view.motion_note = "not available: the samples were never closed"
+
+
+def _load_stats_only(view: RunView, note: str, failed: str, hint: str) -> None:
+    """The figures and histograms of ``stats.json`` alone, with *note* (why) first among the notes."""
     try:
-        view.stats = stats = load_run_stats(view.path, view.period_ns or 0)
+        view.stats = stats = load_run_stats(view.path, view.period_ns or 0, samples_pass=False)
     except SoftRTError as err:
-        raise SoftRTError(f"run {view.run_id}: {why}; and its last checkpoint: {err.msg}",
-                          hint="the run was killed before its first checkpoint: nothing of it can be read") from None
+        raise SoftRTError(f"run {view.run_id}: {failed}: {err.msg}", hint=hint) from None
     h = stats.hist
     view.period = hist_from_hdr(h["period"]) if h["period"].n else None
     view.latency = hist_from_hdr(h["latency"]) if h["latency"].n else None
     view.process = hist_from_hdr(h["process"]) if h["process"].n else None
-    view.notes.append(f"{why}: the run was stopped before it closed its files, so the figures and histograms "
-                      f"are those of its last checkpoint ({stats.counters['cycles']:,} cycles, stats.json); the time series "
-                      "and the motion plot are not available")
-    view.motion_note = "not available: the samples were never closed"
+    view.notes.insert(0, f"{note} ({stats.counters['cycles']:,} cycles, stats.json); the time series and the "
+                         "motion plot are not available")
+    view.motion_note = "not available: the report read stats.json only"
 
 
 def _stream(view: RunView, n: int) -> None:

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator
 
-from .data import Hist, common_width_ns, envelope, exceedance, late_marks, rebin
+from .data import Hist, common_width_ns, envelope, exceedance, exceedance_of_hdr, late_marks, nice_width_ns, rebin
 from .load import RunView
 
 #: rcParams for every figure: browser-rendered text in SVG (smaller, selectable), fixed SVG ids
@@ -88,6 +90,9 @@ def _log(ax, which: str = "y") -> None:
         return f"{value:g}" if round(mantissa) in (2, 5) and np.isclose(mantissa, round(mantissa)) else ""
 
     axis.set_minor_formatter(FuncFormatter(minor))
+    # Minor ticks at 2× and 5× only (the ones labelled): a quarter of the default 2…9×, and ticks are
+    # most of the drawing time of a log axis.
+    axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
 
 
 def _legend(fig: Figure) -> None:
@@ -110,30 +115,73 @@ def _label_classes(width_ns: int) -> str:
 
 def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]],
                get: Callable[[RunView], Hist | None], why_missing: Callable[[RunView], str], *, floor_ns: int,
-               marks_us: tuple[float, ...] = (), caption: str) -> Plot:
+               marks_us: tuple[float, ...] = (), zoom_us: tuple[float, float] | None = None, caption: str) -> Plot:
+    """OSADL-style histograms of every run: counts on a log axis, x on a log axis (µs to the longest
+    stall in one view); with *zoom_us*, a linear panel of that range beside it, where the ordinary
+    cycles are (the classes are the same in both panels)."""
     have = [(i, r, get(r)) for i, r in runs if get(r) is not None and get(r).total]
     na = [f"{r.run_id}: {why_missing(r)}" for i, r in runs if get(r) is None or not get(r).total]
     if not have:
         return Plot(key, title, caption, None, na)
-    width = common_width_ns([h for _, _, h in have], floor_ns=floor_ns, max_bins=HIST_MAX_BINS)
-    fig, axes = _fig()
-    ax = axes[0, 0]
-    for i, run, h in have:
+    # With a zoom beside it the whole range needs no fine classes (a quarter of the drawing).
+    width = common_width_ns([h for _, _, h in have], floor_ns=floor_ns,
+                            max_bins=HIST_MAX_BINS if zoom_us is None else HIST_MAX_BINS // 4)
+    zoom_width = width if zoom_us is None else nice_width_ns(
+        (zoom_us[1] - zoom_us[0]) * 1e3, HIST_MAX_BINS, max(floor_ns, *(h.width_ns for _, _, h in have)))
+    if zoom_us is not None:
+        fig, axes = _fig(1, 2, width_ratios=(2, 3))
+        zoom, whole = axes[0]
+    else:
+        fig, axes = _fig()
+        zoom, whole = None, axes[0, 0]
+    smallest = np.inf
+    for k, (i, run, h) in enumerate(have):
         b = rebin(h, width)
         if b.counts.size:
-            ax.stairs(b.counts, b.edges_ns() / 1e3, color=color(i), lw=1.0, label=f"{run.label}: {h.total:,} samples")
+            edges = b.edges_ns() / 1e3
+            whole.stairs(b.counts, edges, color=color(i), lw=1.0, label=f"{run.label}: {h.total:,} samples")
+            if zoom is not None:  # its own finer classes, and only those it shows (half the drawing time)
+                zb = rebin(h, zoom_width)
+                ze = zb.edges_ns() / 1e3
+                a = max(int(np.searchsorted(ze, zoom_us[0], "right")) - 1, 0)
+                z = min(int(np.searchsorted(ze, zoom_us[1], "left")), zb.counts.size)
+                if z > a:
+                    zoom.stairs(zb.counts[a:z], ze[a:z + 1], color=color(i), lw=1.0)
+            positive = edges[edges > 0]
+            smallest = min(smallest, positive[0] if positive.size else np.inf)
+        if zoom is not None and b.counts.size:
+            lo, hi = zoom_us  # µs, as the edges
+            left = int(b.counts[edges[1:] <= lo].sum()) + h.under_count
+            right = int(b.counts[edges[:-1] >= hi].sum()) + h.over_count
+            if left or right:  # what the zoom leaves out, so the eye does not take it for all
+                zoom.text(0.98, 0.97 - 0.07 * (k % 10), f"{left:,} below, {right:,} above", color=color(i),
+                          transform=zoom.transAxes, ha="right", va="top", fontsize=7)
         if h.over_count:
             x = (h.over_from_ns or 0) / 1e3
-            ax.annotate(f"{h.over_count:,} beyond {x:g} µs (max {(h.max_ns or 0) / 1e3:,.0f} µs)",
-                        xy=(x, h.over_count), xytext=(4, 4), textcoords="offset points", color=color(i), fontsize=8)
-            ax.plot([x], [h.over_count], marker=">", color=color(i), ls="none")
-    for m in marks_us:
-        ax.axvline(m, color="0.4", lw=0.8, ls=":")
-    _log(ax)
-    ax.set_ylim(bottom=0.5)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"count per {_label_classes(width)} class (log)")
-    ax.set_title(title)
+            whole.annotate(f"{h.over_count:,} beyond {x:g} µs (max {(h.max_ns or 0) / 1e3:,.0f} µs)",
+                           xy=(x, h.over_count), xytext=(4, 4), textcoords="offset points", color=color(i), fontsize=8)
+            whole.plot([x], [h.over_count], marker=">", color=color(i), ls="none")
+    for ax in (zoom, whole):
+        if ax is None:
+            continue
+        for m in marks_us:
+            ax.axvline(m, color="0.4", lw=0.8, ls=":")
+        _log(ax)
+        ax.set_ylim(bottom=0.5)
+        ax.set_xlabel(xlabel)
+    _log(whole, "x")  # a 250 µs cycle and a 50 ms stall in one view
+    if np.isfinite(smallest):
+        whole.set_xlim(left=smallest / 2)
+    if zoom is None:
+        whole.set_title(title)
+    else:
+        whole.set_title("whole range (log x)", fontsize=9)
+        fig.suptitle(title, fontsize=10)
+    whole.set_ylabel(f"count per {_label_classes(width)} class (log)")
+    if zoom is not None:
+        zoom.set_xlim(*zoom_us)
+        zoom.set_title(f"{zoom_us[0]:g} to {zoom_us[1]:g} µs", fontsize=9)
+        zoom.set_ylabel(f"count per {_label_classes(zoom_width)} class (log)")
     _legend(fig)
     return Plot(key, title, caption.format(width=_label_classes(width)), fig, na)
 
@@ -142,13 +190,25 @@ def _nominal(runs: list[tuple[int, RunView]]) -> tuple[float, ...]:
     return tuple(sorted({r.period_ns / 1e3 for _, r in runs if r.period_ns and r.source == "softrt"}))
 
 
+#: The zoom of the period histogram: the nominal period ± this (µs).
+ZOOM_US = 100.0
+
+
+def _around_nominal(runs: list[tuple[int, RunView]]) -> tuple[float, float] | None:
+    nominal = _nominal(runs)
+    return (max(nominal[0] - ZOOM_US, 0.0), nominal[-1] + ZOOM_US) if nominal else None
+
+
 def period_histogram(runs: list[tuple[int, RunView]]) -> Plot:
     return _hist_plot(
         "period_hist", "Timer int. period (permit to permit)", "period (µs)", runs, lambda r: r.period,
         lambda r: "no per-cycle period (imported latency histogram)" if r.source != "softrt" else "fewer than 2 cycles",
-        floor_ns=1000, marks_us=_nominal(runs),
-        caption="Histogram of the cycle period in {width} classes, count on a log axis (as OSADL latency plots). "
-                "The dotted line is the nominal period; everything right of it is a late cycle.")
+        floor_ns=1000, marks_us=_nominal(runs), zoom_us=_around_nominal(runs),
+        caption="Histogram of the cycle period, count on a log axis (as OSADL latency plots): left the nominal "
+                "period ±100 µs on a linear axis in finer classes, right the whole range on a log axis in {width} "
+                "classes, so the "
+                "ordinary cycles and the longest stall are both readable. The dotted line is the nominal period; "
+                "everything right of it is a late cycle.")
 
 
 def latency_histogram(runs: list[tuple[int, RunView]]) -> Plot:
@@ -157,8 +217,9 @@ def latency_histogram(runs: list[tuple[int, RunView]]) -> Plot:
         "latency_hist", "Latency", "latency (µs)", runs, lambda r: r.latency,
         lambda r: "no latency histogram (run without -h, or every sample beyond its range)"
         if r.source != "softrt" else "no cycles",
-        floor_ns=1000,
-        caption="Histogram in {width} classes, count on a log axis. " + meanings + ".")
+        floor_ns=1000, zoom_us=(0.0, 100.0),
+        caption="Histogram, count on a log axis: left 0 to 100 µs on a linear axis in finer classes, right the "
+                "whole range on a log axis in {width} classes. " + meanings + ".")
 
 
 def process_histogram(runs: list[tuple[int, RunView]]) -> Plot:
@@ -166,71 +227,78 @@ def process_histogram(runs: list[tuple[int, RunView]]) -> Plot:
         "process_hist", "Timer int. process (write + next-target computation)", "processing time (µs)", runs,
         lambda r: r.process, lambda r: "does not apply (no per-cycle work measured by " + r.source + ")"
         if r.source != "softrt" else "no cycles", floor_ns=100,
-        caption="Histogram of the processing time in {width} classes, count on a log axis: "
+        caption="Histogram of the processing time in {width} classes, counts and time on log axes: "
                 "its spread is the work's own jitter, separate from the wait for the permit.")
 
 
 def period_series(runs: list[tuple[int, RunView]]) -> Plot:
+    """The period over time, one panel per run (same axes), the worst late cycles numbered by cause."""
     key, title = "period_series", "Period over time"
     have = [(i, r) for i, r in runs if r.series is not None and r.series.t_s.size]
     na = [f"{r.run_id}: " + ("no per-cycle samples (imported)" if r.source != "softrt" else "fewer than 2 cycles")
           for i, r in runs if r.series is None or not r.series.t_s.size]
-    caption = ("The light band joins the minimum and maximum period of every slice of the run "
-               "(about 2,000 slices), so every spike of the raw series is drawn however long the run; the "
-               "solid line is each slice's mean; triangles on top mark slices with missed updates; diamonds mark "
-               "the worst late cycles of a traced run, labelled with the main cause found in the trace "
-               "(see Why cycles were late).")
+    caption = ("One panel per run, on the same axes. The light band joins the minimum and maximum period of every "
+               "slice of the run (about 2,000 slices), so every spike of the raw series is drawn however long the "
+               "run; the solid line is each slice's mean; triangles on top mark slices with missed updates; "
+               "diamonds mark the worst late cycles of a traced run, numbered by their main cause in the trace "
+               "(the numbers are listed under the plot; see Why cycles were late).")
     if not have:
         return Plot(key, title, caption, None, na)
-    fig, axes = _fig(height_in=3.8)
-    ax = axes[0, 0]
+    fig, axes = _fig(len(have), 1, height_in=3.8 if len(have) == 1 else 0.9 + 1.75 * len(have),
+                     sharex=True, sharey=True)
     top = 0.0
-    # The busiest run is drawn lowest (zorder), so its envelope does not hide a quieter run's spikes;
-    # the legend keeps the run order.
-    busiest_first = sorted(range(len(have)), key=lambda k: -float(np.mean(have[k][1].series.hi)))
+    causes: dict[str, int] = {}  # main cause -> its number, the worst cycle's cause first
     for k, (i, r) in enumerate(have):
-        z = busiest_first.index(k)
-        s = r.series
+        ax, s = axes[k, 0], r.series
         x, y = envelope(s)
+        ax.plot(x, y / 1e3, color=color(i), lw=0.6, alpha=0.5 if s.downsampled else 0.9)
+        if s.downsampled:
+            ax.plot(s.t_s, s.mean / 1e3, color=color(i), lw=1.0, drawstyle="steps-post")
+        top = max(top, float(s.hi.max()) / 1e3)
+        hit = s.marks > 0
+        if hit.any():
+            ax.scatter(s.t_s[hit], np.full(int(hit.sum()), 0.96), transform=ax.get_xaxis_transform(),
+                       marker="v", s=14, color=color(i), edgecolors="none", clip_on=False)
+        marks = late_marks(r.summary.why_late, r.t0_ns)
+        if marks:
+            ax.scatter([m.t_s for m in marks], [m.y_us for m in marks], marker="D", s=22, color=color(i),
+                       edgecolors="black", linewidths=0.5, zorder=20)
+            top = max(top, max(m.y_us for m in marks))
+            for m in marks:
+                number = causes.setdefault(m.cause, len(causes) + 1)
+                ax.annotate(str(number), (m.t_s, m.y_us), xytext=(0, 5), textcoords="offset points", ha="center",
+                            va="bottom", fontsize=7, fontweight="bold", zorder=21)
+        for m in _nominal(runs):
+            ax.axhline(m, color="0.4", lw=0.8, ls=":")
         counted = r.summary.metrics.misses
         misses = counted.cycles_with_miss if counted is not None and counted.cycles_with_miss is not None \
             else int(s.marks.sum())
         per = s.n / max(s.t_s.size, 1)
-        ax.plot(x, y / 1e3, color=color(i), lw=0.6, alpha=0.5 if s.downsampled else 0.9, zorder=2 + 2 * z,
-                label=f"{r.label}: {s.n:,} periods" + (f", min/max per slice of {per:,.0f} cycles (line: mean)"
-                                                        if s.downsampled else ""))
-        if s.downsampled:
-            ax.plot(s.t_s, s.mean / 1e3, color=color(i), lw=1.0, zorder=3 + 2 * z, drawstyle="steps-post")
-        top = max(top, float(s.hi.max()) / 1e3)
-        hit = s.marks > 0
-        if hit.any():
-            ax.scatter(s.t_s[hit], np.full(int(hit.sum()), 0.985 - 0.035 * k), transform=ax.get_xaxis_transform(),
-                       marker="v", s=14, color=color(i), edgecolors="none", clip_on=False,
-                       label=f"{r.run_id}: missed updates in {misses:,} cycles")
-        marks = late_marks(r.summary.why_late, r.t0_ns)
-        if marks:
-            ax.scatter([m.t_s for m in marks], [m.y_us for m in marks], marker="D", s=22, color=color(i),
-                       edgecolors="black", linewidths=0.5, zorder=20, label=f"{r.run_id}: worst late cycles (traced)")
-            top = max(top, max(m.y_us for m in marks))
-            for n, m in enumerate(marks[:5]):  # the five worst get a label; more would overlap
-                share = f" {m.share * 100:.0f} %" if m.share is not None else ""
-                ax.annotate(f"{m.cause}{share}", (m.t_s, m.y_us), xytext=(5, 3 + 8 * (n % 3)),
-                            textcoords="offset points", fontsize=7, color=color(i), zorder=21)
-    for m in _nominal(runs):
-        ax.axhline(m, color="0.4", lw=0.8, ls=":")
-    ax.set_ylim(top=top * (1.06 + 0.04 * len(have)))  # headroom for the miss marks
-    ax.set_xlabel("time since the first cycle (s)")
-    ax.set_ylabel("period (µs)")
-    ax.set_title(title)
-    _legend(fig)
+        slices = f"; min/max per slice of {per:,.0f} cycles" if s.downsampled else ""
+        ax.set_title(f"{r.label}: {s.n:,} periods{slices}; missed updates in {misses:,} cycles", loc="left",
+                     fontsize=8, color=color(i))
+        ax.set_ylabel("period (µs)")
+    axes[0, 0].set_ylim(top=top * 1.18)  # headroom for the miss marks and the numbers (shared by every panel)
+    axes[-1, 0].set_xlabel("time since the first cycle (s)")
+    if len(have) == 1:
+        axes[0, 0].set_title(title, fontsize=10)
+    gray = "0.35"
+    handles = [Line2D([], [], color=gray, lw=0.6, label="period: min/max band (line: mean per slice)"),
+               Line2D([], [], color=gray, ls="none", marker="v", markersize=5, label="slice with missed updates"),
+               Line2D([], [], color=gray, ls="none", marker="D", markersize=5, markeredgecolor="black",
+                      label="worst late cycle (traced), numbered by its main cause:")]
+    handles += [Line2D([], [], ls="none", marker=f"${n}$", color="black", markersize=6, label=cause)
+                for cause, n in causes.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncols=1 if len(handles) > 6 else 2, frameon=False,
+               fontsize=7.5)
+    fig.set_figheight(fig.get_figheight() + 0.16 * (len(handles) if len(handles) > 6 else -(-len(handles) // 2)))
     return Plot(key, title, caption, fig, na)
 
 
 def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
     key, title = "exceedance", "Exceedance: how often is the value above x?"
-    caption = ("Fraction of cycles (samples) whose period (left) or latency (right) is at least x, on a "
-               "logarithmic scale (the latency's x too): the curve's end is the longest value seen, its height "
-               "there is 1 / samples. "
+    caption = ("Fraction of cycles (samples) whose period (left) or latency (right) is at least x, both axes "
+               "logarithmic: the curve's end is the longest value seen, its height there is 1 / samples. "
                "A dotted tail: samples beyond an imported histogram's range, known only to lie below the maximum.")
     panels = (("period", lambda r: r.period), ("latency", lambda r: r.latency))
     if not any(get(r) is not None and get(r).total for _, get in panels for _, r in runs):
@@ -243,11 +311,12 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
             if h is None or not h.total:
                 na.append(f"{r.run_id}: no {name} data")
                 continue
-            e = exceedance(h)
+            # A softrt run's own histograms (exact to their buckets); an imported tool's its histogram's bins
+            e = exceedance_of_hdr(r.stats.hist[name]) if r.stats is not None else exceedance(h)
             x = e.x_ns.copy()
             if x.size and h.min_ns is not None and h.min_ns > x[0]:
                 x[0] = h.min_ns  # start the curve at the smallest value seen, not at its bin's edge
-            ok = x > 0 if name == "latency" else np.ones(x.size, bool)  # a log axis cannot show 0
+            ok = x > 0  # a log axis cannot show 0
             if ok.any():
                 ax.step(x[ok] / 1e3, e.fraction[ok], where="post", color=color(i), lw=1.0, label=r.label)
             if e.tail:
@@ -257,8 +326,7 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
             for m in _nominal(runs):
                 ax.axvline(m, color="0.4", lw=0.8, ls=":")
                 ax.axvline(2 * m, color="0.6", lw=0.8, ls="--")
-        if name == "latency":
-            _log(ax, "x")  # latencies span decades (0.1 µs polls to ms stalls); periods sit near nominal
+        _log(ax, "x")  # decades: 0.1 µs polls and a 250 µs cycle beside 10 ms stalls
         _log(ax)
         ax.set_xlabel(f"{name} x (µs)")
         ax.set_ylabel(f"fraction with {name} ≥ x")
@@ -267,10 +335,17 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
     return Plot(key, title, caption, fig, sorted(set(na)))
 
 
+#: Small multiples of the motion plot: runs side by side, this many to a row.
+MOTION_COLUMNS = 4
+
+
 def motion_impact(runs: list[tuple[int, RunView]]) -> Plot:
+    """Small multiples: a column per run (position, velocity, their difference), velocity and
+    difference on the same scale in every column."""
     key, title = "motion", "Motion impact around the worst miss"
-    caption = ("Commanded (dashed) and delivered (solid) position and velocity of axis 0 around the worst miss, "
-               "and their difference; x is board cycles relative to that miss, shaded cycles are missed updates. "
+    caption = ("One column per run: commanded (dashed) and delivered (solid) position and velocity of axis 0 "
+               "around the run's worst miss, and their difference; x is board cycles relative to that miss, shaded "
+               "cycles are missed updates. Velocity and difference share their scale across the runs. "
                "A missed update repeats the previous target: the delivered position stalls, its velocity drops "
                "and jumps back. The commanded motion is the schedule as already delayed by earlier misses, so "
                "the difference is what this miss did.")
@@ -279,33 +354,50 @@ def motion_impact(runs: list[tuple[int, RunView]]) -> Plot:
     if not have:
         return Plot(key, title, caption, None, na)
     caption += " Centred " + "; ".join(f"for {r.run_id} {r.motion_note}" for _, r in have) + "."
-    fig, axes = _fig(3, 1, height_in=6.4, sharex=True)
-    ax_p, ax_v, ax_d = axes[:, 0]
-    for i, r in have:
+    cols = min(len(have), MOTION_COLUMNS)
+    blocks = -(-len(have) // cols)
+    fig, axes = _fig(3 * blocks, cols, height_in=0.8 + 5.6 * blocks if cols > 1 else 6.4, sharex="col")
+    for k, (i, r) in enumerate(have):
+        b, c = divmod(k, cols)
+        ax_p, ax_v, ax_d = axes[3 * b:3 * b + 3, c]
+        if k:  # the same velocity and difference scale in every column
+            ax_v.sharey(axes[1, 0])
+            ax_d.sharey(axes[2, 0])
         m, ref = r.motion, r.motion_reference
         x = m.board_cycle - m.center_cycle
         ref_p = ref.position_counts if ref is not None else m.commanded_position_counts
         ref_v = ref.velocity_counts_per_s if ref is not None else m.commanded_velocity_counts_per_s
         ax_p.plot(x, ref_p, color=color(i), ls="--", lw=0.9)
-        ax_p.plot(x, m.delivered_position_counts, color=color(i), lw=1.2, label=r.label)
+        ax_p.plot(x, m.delivered_position_counts, color=color(i), lw=1.2)
         ax_v.plot(x, ref_v, color=color(i), ls="--", lw=0.9)
         ax_v.plot(x, m.delivered_velocity_counts_per_s, color=color(i), lw=1.2, drawstyle="steps-mid")
         dev = m.delivered_position_counts - ref_p
         ax_d.plot(x, dev, color=color(i), lw=1.2, drawstyle="steps-mid")
         # A missed cycle repeats the previous delivered sample: shade those cycles.
         held = np.flatnonzero(np.diff(m.delivered_sample) == 0) + 1
-        for ax in (ax_p, ax_v, ax_d):
-            for k in held:
-                ax.axvspan(x[k] - 0.5, x[k] + 0.5, color=color(i), alpha=0.15, lw=0)
+        spans = [(float(x[h]) - 0.5, 1.0) for h in held]
+        for ax in (ax_p, ax_v, ax_d):  # one collection per axes, not a patch per cycle
+            ax.broken_barh(spans, (0, 1), transform=ax.get_xaxis_transform(), color=color(i), alpha=0.15, lw=0)
         if not np.any(np.abs(dev) > 0):
-            ax_d.text(0.01, 0.9, f"{r.run_id}: no deviation, the axis stood still during these missed cycles",
-                      transform=ax_d.transAxes, color=color(i), fontsize=8, va="top")
-    ax_p.set_ylabel("position (counts)")
-    ax_v.set_ylabel("velocity (counts/s)")
-    ax_d.set_ylabel("delivered − commanded\n(counts)")
-    ax_d.set_xlabel("board cycle relative to the worst miss")
-    ax_p.set_title(title)
-    _legend(fig)
+            ax_d.text(0.02, 0.9, "no deviation: the axis stood still during these missed cycles",
+                      transform=ax_d.transAxes, color=color(i), fontsize=7, va="top", wrap=True)
+        ax_p.set_title(r.label if cols == 1 else r.label.replace(" (", "\n("), fontsize=8, color=color(i))
+        ax_d.set_xlabel("board cycles from the worst miss" if cols == 1 else "cycles from the worst miss")
+        if c == 0:
+            ax_p.set_ylabel("position (counts)")
+            ax_v.set_ylabel("velocity (counts/s)")
+            ax_d.set_ylabel("delivered − commanded\n(counts)")
+    for k in range(len(have), blocks * cols):  # empty places of the last row of runs
+        b, c = divmod(k, cols)
+        for ax in axes[3 * b:3 * b + 3, c]:
+            ax.set_visible(False)
+    fig.suptitle(title, fontsize=10)
+    gray = "0.35"
+    fig.legend(handles=[Line2D([], [], color=gray, ls="--", lw=0.9, label="commanded"),
+                        Line2D([], [], color=gray, lw=1.2, label="delivered"),
+                        Patch(color=gray, alpha=0.3, label="missed update (the target repeated)")],
+               loc="outside lower center", ncols=3, frameon=False)
+    fig.set_figheight(fig.get_figheight() + 0.2)
     return Plot(key, title, caption, fig, na)
 
 

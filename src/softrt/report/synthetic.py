@@ -112,7 +112,7 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
                         scenario: str = "synthetic", host: str = "synthhost", motion: bool = True,
                         started_at: datetime | None = None, chunk_rows: int = 1 << 20,
                         why_late: bool | str = False, dropped: Iterable[tuple[int, int]] = (),
-                        samples: str = "all", late_threshold_ns: int = 20_000) -> Path:
+                        samples: str = "all", late_threshold_ns: int = 20_000, compare_round: int | None = None) -> Path:
     """Write a complete run directory under *base*; return its path.
 
     *why_late*: True adds the attribution of :func:`synthetic_why_late`; a string is the reason
@@ -127,7 +127,7 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
     for a, b in dropped:
         keep[a:b] = False
     rec = rec[keep]
-    stats = RunStats(period_ns)
+    stats = RunStats(period_ns, late_threshold_ns)
     for a in range(0, rec.size, chunk_rows):
         stats.add(rec[a:a + chunk_rows])
     start = started_at or datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
@@ -159,6 +159,8 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
     if motion and rec.size and keep.all():  # with records dropped the delivered samples are unknown
         window = rec["cycle"] + rec["missed"]
         summary["motion"] = motion_impact(window, cfg_motion, period_ns=period_ns).to_dict()
+    if compare_round is not None:  # a scenario run of softrt compare
+        summary["compare_round"] = compare_round
     if why_late is True:
         summary["why_late"] = synthetic_why_late(rec, period_ns, cpu=1)
     elif why_late:

@@ -4,13 +4,14 @@ For each round, for each scenario (A B C D A B C D …, so slow drift hits every
 start the scenario's loads on their CPUs → let them settle → run the measurement → stop the
 loads in ``finally`` → store the run with what the loads achieved (rteval's arm-then-release).
 
-Ctrl-C (any number of them) stops the scenario that is running; it is stored like every
+Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the scenario that is running; it is stored like every
 finished one, and the comparison ends with what it has, marked interrupted.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -25,12 +26,14 @@ from ..session.config import validate
 from ..session.run import Progress, RunResult, run
 from ..schema.doc import Doc, flatten, many
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
-from ..schema.summary import LoadRun, Metrics
+from ..units import format_duration_s
+from ..analysis.verdict import judge
+from ..schema.summary import LoadRun, Metrics, Verdict
 from .model import Scenario
-from .require import Requirement
+from ..analysis.require import Requirement
 
-#: Verdict rule: a loaded scenario "held" when its worst period stays within this factor of the
-#: unloaded tuned run's and it missed no more than twice as many updates.
+#: Verdict rule: a loaded scenario that meets the requirement "held" when its worst period stays
+#: within this factor of the unloaded tuned run's and it missed no more than twice as many updates.
 HELD_MAX_FACTOR = 1.5
 
 
@@ -75,6 +78,7 @@ class Pooled(Doc):
     motion: PooledMotion = PooledMotion()
     loads: list[LoadRun] = many()  # each load's achieved figures averaged over the rounds
     run_ids: list[str] = many()
+    verdict: Verdict | None = None  # the pooled figures judged (--require, or the seed's requirement)
 
 
 class RequirementCheck(Doc):
@@ -88,13 +92,14 @@ class RequirementCheck(Doc):
 
 @dataclass
 class CompareResult:
-    """Every run, the pooled figures per scenario, the verdict and the requirement checks."""
+    """Every run, the pooled figures per scenario (each with its verdict), what tuning and load did
+    (``verdict``: sentences), and the requirement checks of the tuned scenarios."""
 
     runs: list[ScenarioRun]
     pooled: dict[str, Pooled]
     verdict: list[str]
     checks: list[RequirementCheck]
-    interrupted: bool = False  # Ctrl-C: the runs so far, not every planned one
+    interrupted: bool = False  # a stop signal: the runs so far, not every planned one
 
     @property
     def passed(self) -> bool:
@@ -112,6 +117,7 @@ class CompareResult:
                         "period_max_us": r.result.summary.metrics.period_us.max,
                         "missed_updates": _missed(r.result.summary.metrics),
                         "loads": [load.to_dict() for load in r.loads], "notes": r.notes} for r in self.runs],
+            "overall": overall(self.pooled),
             "verdict": self.verdict,
             "requirements": [c.to_dict() for c in self.checks],
             "interrupted": self.interrupted,
@@ -174,13 +180,18 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
                                          for item in planned if item.config.out_dir == out_dir))
     say = on_event or (lambda msg: None)
     runs: list[ScenarioRun] = []
+    left = _Remaining([item.config.duration_ns / 1e9 for item in planned] * repeat, settle_s)
     with interrupts.deferred():
         for rnd in range(1, repeat + 1):
             for item in planned:
                 if interrupts.requested():
                     break
-                say(f"round {rnd}/{repeat}: {item.scenario.name}")
-                runs.append(_run_one(item, rnd, backend, settle_s, on_progress))
+                step = f"[{left.done + 1}/{left.total}] {item.scenario.name}"
+                step += f", round {rnd}/{repeat}" if repeat > 1 else ""
+                runs.append(_run_one(item, rnd, backend, settle_s, on_progress,
+                                     lambda what, step=step: say(f"{step}: {what}; {left.sentence()}"),
+                                     compare_id=runs[0].result.summary.run_id if runs else None))
+                left.finished()
                 if on_run is not None:
                     on_run(runs[-1])
         interrupted = bool(interrupts.requested())
@@ -190,18 +201,49 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
     return CompareResult(runs=runs, pooled=pooled, verdict=verdict(pooled), checks=checks, interrupted=interrupted)
 
 
-def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress=None) -> ScenarioRun:
+class _Remaining:
+    """What is left of a comparison, for its progress lines: scenario runs, and an estimate of the
+    time (the measurements still to come, plus each run's own cost so far: loads starting,
+    settling and stopping, arming, storing; seen to be several seconds a run)."""
+
+    def __init__(self, measure_s: list[float], settle_s: float) -> None:
+        self.measure_s, self.total, self.done = measure_s, len(measure_s), 0
+        self.overhead_s = settle_s + 3.0  # a first guess, replaced by what the runs took
+        self._started = self._run_started = time.monotonic()
+
+    def finished(self) -> None:
+        self.done += 1
+        self._run_started = time.monotonic()
+        spent = self._run_started - self._started
+        self.overhead_s = max(0.0, spent - sum(self.measure_s[:self.done])) / self.done
+
+    def sentence(self) -> str:
+        eta = (sum(self.measure_s[self.done:]) + (self.total - self.done) * self.overhead_s
+               - (time.monotonic() - self._run_started))  # what the run in progress has used of it
+        eta = max(eta, 0.0)
+        return f"{self.done} of {self.total} done, about {format_duration_s(eta)} left"
+
+
+def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress=None,
+             say: Callable[[str], None] = lambda what: None, compare_id: str | None = None) -> ScenarioRun:
+    """One scenario run under its loads; *compare_id* names the comparison (None: this run is its first)."""
     timeout_s = item.config.duration_ns / 1e9 + 120.0  # the loads' own safety net, past the measurement
     loads = [make_load(name, cpus, backend, timeout_s=timeout_s) for name, cpus in item.load_cpus]
     notes: list[str] = []
+    names = ", ".join(load.name for load in loads)
+    say(f"starting {len(loads)} load(s) ({names}) and letting them settle {settle_s:g} s" if loads else "no loads")
     with LoadGroup(loads, settle_s=settle_s if loads else 0.0) as group:
+        say(f"measuring {item.config.duration_ns / 1e9:g} s")
         result = run(item.config, on_progress=on_progress)
         try:
             group.check_alive()
         except LoadFailed as err:
             notes.append(str(err))
+        if loads:
+            say(f"stopping the loads ({names})")
     load_results = [LoadRun.from_dict(r.to_dict(), "a load's result") for r in group.results]
-    summary = update_summary(result.path, loads=load_results, notes=notes, compare_round=rnd)
+    summary = update_summary(result.path, loads=load_results, notes=notes, compare_round=rnd,
+                             compare_id=compare_id or result.summary.run_id)
     return ScenarioRun(item.scenario, rnd, RunResult(summary, result.path, result.recovered), load_results, notes)
 
 
@@ -209,13 +251,15 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
     scenario, config = item.scenario, item.config
     # Each run's stored histograms (stats.json), merged: no samples are re-read, and no period
     # spans two runs. A run recorded before stats.json existed is streamed from its samples.
-    pooled = RunStats(config.period_ns)
+    pooled = RunStats(config.period_ns, config.late_threshold_ns)
     for r in runs:
         try:
-            pooled.merge(load_run_stats(r.result.path, config.period_ns))
+            pooled.merge(load_run_stats(r.result.path, config.period_ns, config.late_threshold_ns))
         except (SoftRTError, ValueError) as err:
             r.notes.append(str(err))
     metrics = _authoritative_misses(Metrics.from_dict(pooled.summary(), "the pooled figures"), runs)
+    judged = judge(metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns, require=config.require,
+                   why_late=[r.result.summary.why_late for r in runs])
     motions = [m for m in (r.result.summary.motion_impact for r in runs) if m is not None]
     return Pooled(
         metrics=metrics,
@@ -232,6 +276,7 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
                                                 if m.max_velocity_step_counts_per_s is not None), default=None)),
         loads=_merge_loads([r.loads for r in runs]),
         run_ids=[r.result.summary.run_id for r in runs],
+        verdict=judged,
     )
 
 
@@ -276,8 +321,23 @@ def _check(req: Requirement, name: str, figures: Pooled) -> RequirementCheck:
     return RequirementCheck(scenario=name, requirement=req.text, measured=value, passed=passed)
 
 
+def overall(pooled: dict[str, Pooled]) -> str | None:
+    """One line after the scenarios' verdicts: where the machine meets the cycle and where not."""
+    judged = {name: f.verdict for name, f in pooled.items() if f.verdict is not None and f.verdict.meets is not None}
+    if not judged:
+        return None
+    cycle = f"the {next(iter(judged.values())).period_us:g} µs cycle"
+    meets = [name for name, v in judged.items() if v.meets]
+    fails = [name for name, v in judged.items() if not v.meets]
+    parts = [f"meets {cycle} in {', '.join(meets)}"] if meets else []
+    if fails:
+        parts.append(f"fails {'it' if meets else cycle} in {', '.join(fails)}")
+    return "Overall: the machine " + "; ".join(parts)
+
+
 def verdict(pooled: dict[str, Pooled]) -> list[str]:
-    """Plain sentences in the seed's terms: what tuning did, and whether it held under load."""
+    """Plain sentences in the seed's terms: what tuning did, and whether it held under load (a loaded
+    scenario is first judged against the requirement; only one that meets it can have held)."""
     lines = []
     untuned = next((f for f in pooled.values() if not f.tuned), None)
     tuned = next((f for f in pooled.values() if f.tuned and not f.loads), None)
@@ -296,7 +356,10 @@ def verdict(pooled: dict[str, Pooled]) -> list[str]:
             lines.append(f"Under load ({name}): worst period {worst:,.1f} µs, {missed} missed updates.")
             continue
         unloaded_missed = _missed(tuned.metrics) or 0
+        versus = f"worst period {worst:,.1f} µs vs {t:,.1f} µs unloaded, {missed} vs {unloaded_missed} missed updates."
+        if f.verdict is not None and f.verdict.meets is False:
+            lines.append(f"Under load ({name}) it failed the requirement ({f.verdict.requirement}): {versus}")
+            continue
         held = worst <= HELD_MAX_FACTOR * t and missed <= 2 * unloaded_missed
-        lines.append(f"Under load ({name}) it {'held' if held else 'did not hold'}: worst period {worst:,.1f} µs "
-                     f"vs {t:,.1f} µs unloaded, {missed} vs {unloaded_missed} missed updates.")
+        lines.append(f"Under load ({name}) it {'held' if held else 'did not hold'}: {versus}")
     return lines

@@ -43,6 +43,7 @@ class RunConfig:
     check: bool = False  # take a `softrt check` of the RT CPU before the run (stored with it)
     trace: bool = True  # trace the RT CPU and explain late cycles (where tracefs is usable)
     late_threshold_ns: int = 20 * NS_PER_US  # a cycle is late when its period exceeds nominal + this
+    require: str | None = None  # --require: what the verdict judges (None: the seed's, analysis.verdict)
     keep_late: int = 100  # the worst late cycles kept with their causes
     samples: str | None = None  # "all" or "late" (store.late); None: "late" for runs longer than 1 h
     dc_lock: bool = False  # EtherCAT: phase-lock the host cycle to the drives' SYNC0

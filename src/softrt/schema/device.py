@@ -8,7 +8,7 @@ fields are described in docs/run-format.md (``board``) and docs/ethercat.md.
 
 from __future__ import annotations
 
-from .doc import Doc, count, many, opt
+from .doc import Doc, count, key, many, opt
 
 
 class Drive(Doc):
@@ -53,8 +53,40 @@ class Emergency(Doc):
     data: str | None = None  # the manufacturer-specific bytes, hex
 
 
+class LateRoundTrip(Doc):
+    """Round trips of the replies that came after their deadline, in µs (send to kernel receive)."""
+
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+
+
+class Frames(Doc):
+    """What became of each cyclic frame (ethercat.cyclic): answered by its own reply in time, or
+    not; the replies that came late, twice, changed (by kind) or from elsewhere."""
+
+    sent: int | None = count()
+    answered: int | None = count()
+    unanswered: int | None = count()
+    late: int | None = count()
+    late_rtt_us: LateRoundTrip | None = None
+    duplicates: int | None = count()
+    bad: dict | None = None  # {"command": n, "length": n, "short": n, "address": n, "index": n, "tag": n}
+    foreign: int | None = count()
+    send_errors: int | None = count()
+
+
+class HostGaps(Doc):
+    """Writes that came whole windows late (the host stalled; no frame went out in those windows)."""
+
+    gaps: int | None = key("count", min=0)
+    cycles: int | None = count()
+
+
 class RoundTrip(Doc):
-    """The EtherCAT frames' round trip in µs."""
+    """The EtherCAT frames' round trip in µs (frames answered in time by their own reply)."""
 
     min: float | None = None
     median: float | None = None
@@ -155,8 +187,11 @@ class Board(Doc):
     al_reads: int | None = count(omit_none=True)
     receive_timeout_us: float | None = opt()
     bus_timeout_ms: float | None = opt()
+    bus_timeout_frames: int | None = count(omit_none=True)  # frames sent in a row unanswered that lose the bus
     failure: str | None = opt()  # why the device failed the run (bus lost, a slave out of OP, a drive fault)
     distributed_clocks: DistributedClocks | None = opt()
+    frames: Frames | None = opt()
+    host_gaps: HostGaps | None = opt()
     rtt_us: RoundTrip | None = opt()
     drives: list[Drive] | None = opt()
     slaves: list[Slave] | None = opt()

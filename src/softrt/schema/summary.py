@@ -34,7 +34,12 @@ _HINT = "the file is corrupt or was not written by softrt"
 
 
 class Stats(Doc):
-    """One series' statistics in µs (null when the run has none, e.g. an import's period)."""
+    """One series' statistics in µs (null when the run has none, e.g. an import's period).
+
+    A long period, latency or processing time hurts, so they give their high percentiles (p99,
+    p99.9, p99.99); a short slack hurts, so slack gives its low ones (p1, p0.1, p0.01; summaries
+    written before that have p99… for slack too: its upper tail).
+    """
 
     mean: float | None = None
     min: float | None = None
@@ -44,6 +49,14 @@ class Stats(Doc):
     p99: float | None = None
     p99_9: float | None = None
     p99_99: float | None = None
+    p1: float | None = opt()
+    p0_1: float | None = opt()
+    p0_01: float | None = opt()
+
+    @property
+    def low_tail(self) -> bool:
+        """It holds the low percentiles (slack since softrt counted its tail)."""
+        return "p1" in self.order or self.p1 is not None
 
 
 class Misses(Doc):
@@ -66,6 +79,7 @@ class Metrics(Doc):
     cycles: int | None = count()
     records_expected: int | None = count()
     records_missing: int | None = count()
+    late_cycles: int | None = count(omit_none=True)  # softrt's one rule (analysis.cycles); None: not counted
     period_us: Stats = Stats()
     process_us: Stats = Stats()
     latency_us: Stats = Stats()
@@ -103,6 +117,47 @@ class Motion(Doc):
         return self.not_computed is None
 
 
+class VerdictCheck(Doc):
+    """One part of the requirement and what the run measured (µs for times, a count otherwise)."""
+
+    requirement: str = ""
+    measured: float | None = None
+    passed: bool = False
+
+
+class VerdictCulprit(Doc):
+    """What to fix first: the culprits of the late cycles that share one fix, named by the biggest,
+    with their share of the late time (analysis.verdict.main_culprit)."""
+
+    kind: str | None = None
+    source: str = ""  # the culprit as the culprits table names it, e.g. "servo-poller (pid 812, FIFO/RR 90)"
+    more: int | None = count(omit_none=True)  # other culprits with the same fix, counted in share and total
+    share: float | None = None  # of the late cycles' windows (0-1) that the fix addresses
+    total_us: float | None = None
+    fix: str | None = None  # what to do (analysis.remedy)
+    checks: list[str] = many()  # the softrt check ids that find and fix it
+
+
+class Verdict(Doc):
+    """Does the machine meet the cycle? The requirement (``--require``, or the seed's: no missed
+    update and no period over nominal + the late threshold), each part measured, and on failure
+    the main culprit with its fix (analysis.verdict; docs/run-format.md, "verdict")."""
+
+    meets: bool | None = None  # None: nothing was measured
+    requirement: str = ""
+    default: bool = True  # the seed's requirement, not --require
+    checks: list[VerdictCheck] = many()
+    period_us: float | None = None  # nominal
+    threshold_us: float | None = None  # the late threshold (--late-threshold)
+    worst_period_us: float | None = None
+    missed_updates: int | None = count()
+    longest_miss_run: int | None = count()
+    late_cycles: int | None = count(omit_none=True)
+    cycles: int | None = count()  # observed: events rarer than about 1 in this many cycles are unseen
+    culprit: VerdictCulprit | None = opt()
+    why_unknown: str | None = opt()  # why no culprit is named (no trace, no late cycle explained)
+
+
 class Config(Doc):
     """The run's configuration (session.config.RunConfig, or an imported tool's command line)."""
 
@@ -122,6 +177,7 @@ class Config(Doc):
     check: bool | None = opt()
     trace: bool | None = opt()
     late_threshold_ns: int | None = opt()
+    require: str | None = opt()  # --require (None: the seed's requirement)
     keep_late: int | None = opt()
     samples: str | None = opt()  # "all", "late" (--samples)
     tool: str | None = opt()  # imports: "cyclictest" or "oslat", its command line and version
@@ -152,11 +208,22 @@ class SystemChange(Doc):
     note: str | None = opt()  # why it was not restored, and the fix
 
 
+class FairServer(Doc):
+    """The fair server (Linux 6.12+) on the RT CPU during the run (platform.fairserver)."""
+
+    cpu: int | None = None
+    in_force: bool | None = None
+    runtime_ns: int | None = count()
+    period_ns: int | None = count()
+    unreadable: str | None = opt()  # why the runtime is not known (then the kernel's default is assumed)
+
+
 class Tuning(Doc):
     applied: list[Tuned] = many()
     not_applied: list[Tuned] = many()
     system_changes: list[SystemChange] = many()
     recovered_from_earlier_runs: list[SystemChange] = many()
+    fair_server: FairServer | None = opt()  # absent on kernels without one
 
 
 class Ring(Doc):
@@ -250,12 +317,14 @@ class RunSummary(Doc):
     records_unwritten: int | None = count(omit_none=True)
     samples: Kept | None = opt()
     why_late: WhyLate | None = opt()
+    verdict: Verdict | None = opt()
     check: Check | None = opt()
     threads: list[ThreadResult] | None = opt()
     notes: list[str] | None = opt()
     imported: Imported | None = key("import", omit_none=True)
     loads: list[LoadRun] | None = opt()  # softrt compare: each load's placement and achieved figures
     compare_round: int | None = opt()
+    compare_id: str | None = opt()  # softrt compare: the run id of the comparison's first run, on each of its runs
     watch: Watch | None = opt()  # softrt watch: the thread behind the cycles (schema.watch)
 
     @classmethod

@@ -15,12 +15,14 @@ from .doc import Doc, count, key, many, opt
 
 
 class Culprit(Doc):
-    """What held up late cycles: a thread (``id`` its pid), an IRQ, a softirq vector, or time outside the guest."""
+    """What held up late cycles: a thread (``id`` its pid; ``via`` the mechanism that let it run while the
+    loop was runnable), an IRQ, a softirq vector, or time outside the guest."""
 
     kind: str | None = None
     name: str = ""
     id: int | None = None
     detail: str | None = opt()
+    via: str | None = opt()  # a task that ran while the loop was parked: "fair_server", "rt_throttling", ...
     cycles: int | None = count()
     total_us: float | None = None
     worst_us: float | None = None
@@ -50,6 +52,7 @@ class Cause(Doc):
     name: str | None = None
     id: int | None = None
     detail: str | None = opt()
+    via: str | None = opt()
     duration_us: float = 0.0
     share: float = 0.0
     label: str = ""

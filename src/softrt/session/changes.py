@@ -3,7 +3,8 @@
 Before each change the previous value goes to the run's journal (a :mod:`softrt.platform.journal`,
 ``<state_dir>/restore/<pid>.jsonl``); ``restore()`` puts every value back, reads it back to verify,
 and deletes the journal. If the supervisor dies, the journal stays behind and the next softrt
-command calls :func:`recover`, which restores the changes of every journal whose process is gone.
+command calls :func:`recover`, which restores the changes of every journal whose process is gone
+(named by boot id, pid and start time, so a reused pid is no process of ours).
 
 A value is put back only while the file still holds what the run wrote: one that someone else
 set during the run is theirs and is kept. A journal that cannot be restored (the kernel refuses
@@ -22,7 +23,7 @@ from pathlib import Path
 import psutil
 
 from ..errors import ConfigError
-from ..platform import journal, state_dir, writable
+from ..platform import get_platform, journal, state_dir, writable
 from ..platform.kfiles import translate_error, read_raw
 
 FORMAT = "softrt-run-journal"
@@ -77,7 +78,8 @@ class ChangeJournal:
                  "why": why}
         if self._file is None:
             journal.secure_dir(state_dir())
-            self._file = journal.Journal(self.path, FORMAT, self.root, boot_id=journal.boot_id())
+            self._file = journal.Journal(self.path, FORMAT, self.root, boot_id=journal.boot_id(),
+                                         identity=get_platform().process_identity())
         self._file.append(entry)  # journal first: a crash between here and the write restores a no-op
         try:
             writable.write_line(target, value)
@@ -103,6 +105,7 @@ class ChangeJournal:
                 failures.append(failure)
         if self._file is not None:
             self._file.close()
+            self._file = None  # a later set() starts a new journal (bench/run_bench.py reuses one)
         if failures:
             if os.path.lexists(self.path):  # not already set aside by an earlier call
                 journal.set_aside(self.path, "; ".join(failures))
@@ -148,6 +151,19 @@ def _recover_legacy(path: Path, this_boot: str | None) -> list[Change]:
                    note=f"an older softrt's restore journal {path}: nothing in it was written; set aside as {dest}; {fix}")]
 
 
+def _alive(header: dict) -> bool:
+    """True while the process that wrote the journal *header* runs: the same pid, boot and start time
+    (platform ``process_identity``), so a pid reused by another process does not keep a journal
+    from being restored. A journal of an older softrt has no identity: its pid alone is asked."""
+    pid = header.get("pid", 0)
+    if pid == os.getpid():
+        return False
+    identity = header.get("identity")
+    if identity is None:
+        return psutil.pid_exists(pid)
+    return get_platform().process_identity(pid) == identity
+
+
 def recover() -> list[Change]:
     """Restore the changes left by softrt runs whose process is gone; return what was done.
 
@@ -181,8 +197,7 @@ def recover() -> list[Change]:
         if header.get("boot_id") != this_boot:
             path.unlink(missing_ok=True)  # from before a reboot, which reset every value already
             continue
-        pid = header.get("pid", 0)
-        if pid != os.getpid() and psutil.pid_exists(pid):
+        if _alive(header):
             continue  # a run in progress owns it
         failures, failed = [], []
         for entry in reversed(entries):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import RunStats, Snapshot
+from ..analysis.cycles import CycleView, concat
 from ..motion import MotionConfig, MotionImpactStream
 from ..store.rundir import STATS, RunDir
 from ..schema.summary import Metrics, Motion
@@ -29,31 +30,34 @@ MOTION_BATCH = 16_384
 class Collector:
     """Feed it the records as they are drained; ask it for the progress, the summary, stats.json."""
 
-    def __init__(self, period_ns: int, motion: MotionConfig | None = None) -> None:
-        self.stats = RunStats(period_ns)
+    def __init__(self, period_ns: int, motion: MotionConfig | None = None, threshold_ns: int | None = None) -> None:
+        self.stats = RunStats(period_ns) if threshold_ns is None else RunStats(period_ns, threshold_ns)
         self.motion = MotionImpactStream(motion, period_ns=period_ns) if motion is not None else None
-        self._records: list[np.ndarray] = []
+        self._views: list[CycleView] = []
         self._queued = 0
         self._windows: list[np.ndarray] = []
         self._pending = 0
 
-    def add(self, records: np.ndarray) -> None:
-        """Consume the next drained chunk (RECORD_DTYPE, in write order; kept until its batch is full,
-        so it must not be overwritten: Ring.drain returns a copy)."""
-        if not records.size:
+    def add(self, chunk: np.ndarray | CycleView) -> None:
+        """Consume the next drained chunk: records (RECORD_DTYPE, in write order) or their cycle view
+        (softrt.analysis.cycles, the drainer's). The records are kept until the batch is full, so
+        they must not be overwritten: Ring.drain returns a copy."""
+        view = self.stats.cycles.view(chunk)
+        if not view.size:
             return
-        self._records.append(records)
-        self._queued += int(records.size)
+        self._views.append(view)
+        self._queued += view.size
         if self._queued >= RECORDS_BATCH:
             self.flush()
 
     def flush(self) -> None:
         """Pass every queued record on (summary() and write() do it themselves)."""
-        if not self._records:
+        if not self._views:
             return
-        records = self._records[0] if len(self._records) == 1 else np.concatenate(self._records)
-        self._records, self._queued = [], 0
-        self.stats.add(records)
+        view = concat(self._views)
+        self._views, self._queued = [], 0
+        self.stats.add(view)
+        records = view.records
         if self.motion is not None:
             # Write i carries sample i and lands in board cycle cycle + missed (motion.impact).
             self._windows.append(records["cycle"] + records["missed"])

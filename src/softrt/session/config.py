@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from ..analysis.require import parse_requirements
 from ..board import check_device_spec
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError
@@ -50,6 +51,8 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
         raise ConfigError(f"--keep-late must be 0 to {MAX_KEEP_LATE:,}, got {config.keep_late}", hint="e.g. --keep-late 100")
     if config.samples is not None and config.samples not in SAMPLE_MODES:
         raise ConfigError(f"unknown --samples value {config.samples!r}", hint=f"use one of {', '.join(SAMPLE_MODES)}")
+    if config.require is not None:
+        parse_requirements(config.require)  # what the verdict judges: bad input before anything starts
     check_device_spec(config.device)
     if not 0 < config.bus_timeout_ns <= MAX_PERIOD_NS * 10:
         raise ConfigError(f"bus timeout {format_ns(config.bus_timeout_ns)} is out of range",

@@ -6,8 +6,8 @@ normal end, Ctrl-C, a crashed worker. The worker owns its process-scoped control
 Windows affinity masks, REALTIME_PRIORITY_CLASS, a locked working set, timeBeginPeriod), which it
 undoes when the loop ends and which die with it in any case.
 
-A run that started is never lost: Ctrl-C (any number of them) is a request to stop
-(:mod:`.interrupts`), a full disk stops the writing but not the loop (:mod:`..store.rundir`),
+A run that started is never lost: Ctrl-C, SIGTERM or SIGHUP (any number of them) is a request to
+stop (:mod:`.interrupts`), a full disk stops the writing but not the loop (:mod:`..store.rundir`),
 and either way the run ends partial, with its summary, from what was collected.
 """
 
@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import RunStats, Snapshot
+from ..analysis.cycles import CycleStream
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
-from ..platform import get_platform
+from ..platform import fairserver, get_platform, lock_stop_hint
 from ..store.history import History
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..schema.summary import RunSummary
@@ -46,7 +47,6 @@ STOP_GRACE_S = 10.0  # an EtherCAT master disables its drives and walks the bus 
 #: Test knob: a smaller shared-memory ring (a power of two, records), so that a test can make the
 #: ring overflow by stopping the supervisor for a moment. Not meant for users.
 RING_CAPACITY_ENV = "SOFTRT_RING_CAPACITY"
-INTERRUPTED = "interrupted by Ctrl-C"
 
 
 @dataclass
@@ -68,6 +68,7 @@ class Progress:
     run_id: str = ""  # identity for a metrics exporter (with config: scenario, RT CPU, threshold)
     config: RunConfig | None = None
     ring_overflows: int = 0  # records the worker dropped because the ring was full, so far
+    culprits: Callable[[], list] | None = None  # the trace's sources of late time so far (TraceSession.culprits)
 
 
 @dataclass
@@ -80,12 +81,18 @@ class RunResult:
 
 
 class _Drainer:
-    """Drains the ring into the run directory and the streaming pass; keeps the live progress."""
+    """Drains the ring into the run directory, the streaming pass and the trace; keeps the live progress.
+
+    Each drained chunk is seen once by the run's late rule (softrt.analysis.cycles: its periods and
+    late cycles), and that one view goes to every consumer, so the live view, Prometheus, the
+    summary, the attribution and the ``--samples late`` store agree on every cycle.
+    """
 
     def __init__(self, ring: Ring, rundir: RunDir, collector: Collector) -> None:
         self.reader = ring.reader()
         self.rundir = rundir
         self.collector = collector
+        self.cycles = CycleStream(collector.stats.rule)
         self.progress = Progress(stats=collector.stats, run_id=rundir.run_id)
         self.overflows = 0
         self.trace: TraceSession | None = None  # fed every chunk (issue 9: why cycles were late)
@@ -93,16 +100,16 @@ class _Drainer:
     def drain(self) -> None:
         if self.reader is None:
             return
-        recs = self.reader.drain()
+        view = self.cycles.view(self.reader.drain())
         self.progress.ring_overflows = int(self.reader.overflows)
         if self.trace is not None:
-            self.trace.feed(recs)
-        if not recs.size:
+            self.trace.feed(view)
+        if not view.size:
             return
-        self.rundir.append(recs)
-        self.collector.add(recs)
+        self.rundir.append(view)
+        self.collector.add(view)
         snap = self.collector.progress()  # up to one batch (about 1 s) behind
-        self.progress.cycles += int(recs.size)  # exact: _close_rundir relies on it
+        self.progress.cycles += view.size  # exact: _close_rundir relies on it
         self.progress.max_period_us = snap.max_period_us or 0.0
         self.progress.missed_updates = snap.missed_updates
         self.progress.snapshot = snap
@@ -125,6 +132,7 @@ class _Outcome:
     applied: list = field(default_factory=list)
     not_applied: list = field(default_factory=list)
     worker: dict = field(default_factory=dict)
+    fair_server: dict | None = None  # the fair server on the RT CPU (Linux 6.12+), for the Mode block
 
     def partial(self, reason: str) -> None:
         if self.reason is None:
@@ -177,7 +185,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         rundir = RunDir(out_dir, new_run_id(), expected_rows, samples=config.samples, period_ns=config.period_ns,
                         late_threshold_ns=config.late_threshold_ns)
         ring = Ring.create(_ring_capacity())
-        collector = Collector(config.period_ns, config.motion if step is None else None)
+        collector = Collector(config.period_ns, config.motion if step is None else None,
+                              threshold_ns=config.late_threshold_ns)
         drainer = _Drainer(ring, rundir, collector)
         drainer.progress.config = config
         cleanup.callback(_close_rundir, rundir, drainer, out)
@@ -206,8 +215,8 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         try:
             if interrupts.requested():
                 raise _Interrupted
-            # Ctrl-C is shielded while the worker is created (it then ignores SIGINT itself), so it
-            # reaches only the supervisor, which stops the worker cleanly.
+            # The stop signals are shielded while the worker is created (it then ignores them itself),
+            # so they reach only the supervisor, which stops the worker cleanly.
             with plat.ctrl_c_shield():
                 proc.start()
             _tie_worker(plat, proc.pid, tie, out)
@@ -219,13 +228,14 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
                 raise _Interrupted
             tracer.start(proc.pid)  # the worker's pid filters its page faults and system calls
             drainer.trace = tracer
+            drainer.progress.culprits = tracer.culprits
             parent_conn.send("go")
             out.released = True
             parts.released_at = time.monotonic()
             _measure(config, proc, drainer, out, on_progress, parts)
         except _Interrupted:
             out.interrupted_early = True
-            out.partial(f"{INTERRUPTED} before the loop started")
+            out.partial(f"{interrupts.reason()} before the loop started")
 
     if rundir.failure is not None:  # the disk: the loop ran on, the records it could not store are counted
         _note_partial(out, f"{rundir.failure}; {rundir.unwritten:,} records could not be written")
@@ -291,6 +301,8 @@ def _apply_system_changes(config: RunConfig, plat, journal, out: _Outcome, clean
     cleanup.callback(plat.set_affinity, previous)
     plat.set_affinity(housekeeping)  # validate() made sure there is one
     out.applied.append({"what": "supervisor_affinity", "detail": f"supervisor on CPUs {housekeeping}"})
+    fair = fairserver.read("/", [config.cpu])
+    out.fair_server = fair.mode(config.cpu) if fair.present else None
     if config.wait == "spin" and plat.caps.rt_throttling:
         # A spinning real-time task is throttled for 50 ms every second by default (Linux,
         # Documentation/scheduler/sched-rt-group.rst); the platform names the setting that stops it.
@@ -321,13 +333,16 @@ def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progr
     try:
         while proc.is_alive():
             if interrupts.requested():
-                out.partial(INTERRUPTED)
+                out.partial(interrupts.reason())
                 return
             time.sleep(DRAIN_INTERVAL_S)
             drainer.drain()
             drainer.progress.elapsed_s = time.monotonic() - t_start
             if on_progress is not None:
-                on_progress(drainer.progress)
+                try:
+                    on_progress(drainer.progress)
+                except OSError:  # its terminal hung up (EIO after SIGHUP, pty(7)): the run goes on unseen
+                    on_progress = None
             if time.monotonic() > deadline:
                 out.partial("the worker did not stop at the end of the run; it was stopped")
                 return
@@ -335,7 +350,7 @@ def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progr
                 checkpoint(parts)  # between drains: milliseconds (docs/benchmarks.md, "Checkpoints")
                 next_checkpoint = time.monotonic() + parts.checkpoint_interval_s
     except KeyboardInterrupt:  # off the main thread SIGINT cannot be deferred
-        out.partial(INTERRUPTED)
+        out.partial("interrupted by Ctrl-C")
     finally:
         parts.stopped_at = time.monotonic()
         drainer.drain()  # the records up to the stop, before the cleanup's grace time
@@ -387,8 +402,9 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
     path = plat.machine_lock_path("rt-loop")
     fd = plat.try_lock(path)
     if fd is None:
-        raise SoftRTError(f"another real-time softrt run or tune (pid {plat.lock_holder(path)}) holds this machine",
-                          hint="wait for it to end; softrt runs one real-time loop at a time")
+        holder = plat.lock_holder(path)
+        raise SoftRTError(f"another real-time softrt run or tune holds this machine: pid {holder}",
+                          hint=lock_stop_hint(holder))
     return fd
 
 

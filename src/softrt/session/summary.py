@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from ..analysis.verdict import judge
 from ..errors import ConfigError, SoftRTError
 from ..ipc.ring import Ring
 from ..platform import get_platform
@@ -108,6 +109,7 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
             "not_applied": out.not_applied,
             "system_changes": [c.to_dict() for c in parts.journal.changes] + tracer.system_changes(),
             "recovered_from_earlier_runs": [c.to_dict() for c in parts.recovered],
+            **({"fair_server": out.fair_server} if out.fair_server else {}),
         },
     }
     if running:
@@ -136,7 +138,20 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     # The parts come from the layers below as JSON-ready dicts: read them as the summary's model
     # (the same checks as every reader, so what is written reads back).
     model = RunSummary.from_dict(summary, f"the summary of {rundir.run_id}")
-    return model if running else reconcile_misses(model)
+    if not running:
+        model = reconcile_misses(model)
+    # Judged on the final figures: the board's own miss count, the attribution's culprits.
+    return judged(model, config, running=running)
+
+
+def judged(model: RunSummary, config: RunConfig, *, running: bool) -> RunSummary:
+    """*model* with its verdict (analysis.verdict.judge), for a run and for a watched thread alike;
+    a checkpoint's late cycles are explained only when the run ends."""
+    verdict = judge(model.metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns,
+                    require=config.require, why_late=[] if running else [model.why_late])
+    if running and verdict.meets is False:
+        verdict = verdict.replace(why_unknown="the late cycles are explained when the run ends")
+    return model.replace(verdict=verdict)
 
 
 def checkpoint(parts: RunParts, *, wait: bool = False) -> None:

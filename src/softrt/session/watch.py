@@ -19,13 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..analysis.cycles import CycleStream
 from ..analysis.timeline import policy
 from ..analysis.watch import Cycle, RecordMaker, ThreadCycles, infer_period_ns
 from ..analysis.watch_why import RecentEvents, ThreadAttribution, split_by_cpu
-from ..audit.procs import Task
 from ..cpus import CpuSet
 from ..errors import ConfigError, SoftRTError
 from ..platform import get_platform
+from ..platform.ktasks import Task
 from ..schema.config import DEFAULT_MAX_DURATION_NS, MAX_KEEP_LATE, MAX_PERIOD_NS, MIN_PERIOD_NS, RunConfig
 from ..schema.summary import SCHEMA, RunSummary
 from ..schema.text import printable
@@ -40,8 +41,8 @@ from ..units import NS_PER_S, format_ns
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
-from .run import INTERRUPTED, Progress
-from .summary import CHECKPOINT_INTERVAL_S, utcnow
+from .run import Progress
+from .summary import checkpoint_interval_s, judged, utcnow
 from .watch_targets import Target, find_threads, still_running
 
 POLL_S = 0.05
@@ -121,6 +122,7 @@ class _Watched:
         self.first_pending_ns: int | None = None
         self.rundir: RunDir | None = None
         self.collector: Collector | None = None
+        self.late: CycleStream | None = None  # the late rule's view of each chunk, made once
         self.maker: RecordMaker | None = None
         self.attribution: ThreadAttribution | None = None
         self.progress = Progress(run_id=new_run_id())
@@ -157,11 +159,12 @@ class _Watched:
             new, self.pending = (self.pending, []) if self.maker is not None else ([], self.pending)
         if new and self.maker is not None:
             records, cpus = self.maker.records(new)
-            self.rundir.append(records)
-            self.collector.add(records)
+            view = self.late.view(records)  # seen once by the run's late rule, as a run's drainer does
+            self.rundir.append(view)
+            self.collector.add(view)
             if self.attribution is not None:
-                self.attribution.add_records(records, cpus)
-            self.progress.cycles += int(records.size)
+                self.attribution.add_records(view, cpus)
+            self.progress.cycles += view.size
         if self.attribution is not None and horizon_ns > 0:
             self.attribution.advance(horizon_ns)
 
@@ -174,7 +177,8 @@ class _Watched:
         samples = resolve_mode(c.samples, c.duration_ns)
         self.rundir = RunDir(c.out_dir, self.progress.run_id, c.duration_ns // (self.period_ns or 1_000_000),
                              samples=samples, period_ns=self.period_ns, late_threshold_ns=c.late_threshold_ns)
-        self.collector = Collector(self.period_ns)
+        self.collector = Collector(self.period_ns, threshold_ns=c.late_threshold_ns)
+        self.late = CycleStream(self.collector.stats.rule)
         self.maker = RecordMaker(self.period_ns)
         if c.explain:
             self.attribution = ThreadAttribution(self.task.tid, self.period_ns, c.late_threshold_ns, c.keep_late,
@@ -212,6 +216,7 @@ class _Session:
         self.tids = frozenset(t.tid for t in threads)
         self.threads: list[_Watched] = []
         self.failure: str | None = None  # the trace reader stopped
+        self.checkpoint_interval_s = checkpoint_interval_s()
 
     def elapsed_s(self) -> float:
         return round((self.stopped or time.monotonic()) - self.t0, 3)
@@ -293,7 +298,7 @@ def _loop(session: _Session, on_progress, root: str) -> None:
                 on_progress(w.progress)
             if w.rundir is not None and now >= w.next_checkpoint:
                 _checkpoint(session, w)
-                w.next_checkpoint = now + CHECKPOINT_INTERVAL_S
+                w.next_checkpoint = now + session.checkpoint_interval_s
         consumer = session.trace.consumer
         if consumer.error:
             session.failure = f"the trace reader stopped: {consumer.error}"
@@ -347,7 +352,7 @@ def _status(session: _Session, w: _Watched) -> tuple[str, str | None]:
     if w.exited_ns is not None:
         reasons.append(f"the thread exited {max(w.exited_ns - session.t0_ns, 0) / 1e9:,.3f} s into the watch")
     if session.interrupted:
-        reasons.append(INTERRUPTED)
+        reasons.append(interrupts.reason())
     if session.failure:
         reasons.append(session.failure)
     return ("partial", "; ".join(reasons)) if reasons else ("complete", None)
@@ -371,7 +376,7 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
         plat = get_platform()
         summary["checkpoint_at"] = utcnow()
         summary["supervisor"] = {"pid": os.getpid(), "identity": plat.process_identity(),
-                                 "checkpoint_interval_s": CHECKPOINT_INTERVAL_S}
+                                 "checkpoint_interval_s": session.checkpoint_interval_s}
     else:
         summary["records_unwritten"] = w.rundir.unwritten
         if session.failure is not None:
@@ -382,7 +387,9 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
             why = w.attribution.finish(trace.lost_events, home_cpu=min(w.task.allowed))
         why["trace"] = trace.info(session.attribution_cpu_s)
         summary["why_late"] = why
-    return RunSummary.from_dict(summary, f"the summary of {w.progress.run_id}")
+    model = RunSummary.from_dict(summary, f"the summary of {w.progress.run_id}")
+    # Judged as a run is (the same rule, the same words); a thread without a period has no verdict.
+    return judged(model, w.run_config, running=running) if w.period_ns else model
 
 
 def _config(w: _Watched) -> dict:

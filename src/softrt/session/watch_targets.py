@@ -1,7 +1,7 @@
 """Which threads ``softrt watch`` follows: ``--pid``, ``--tid`` or ``--comm`` (session layer).
 
 Read from /proc (proc(5): ``/proc/PID/task/TID/stat`` and ``status``) under a ``root`` tree, through
-the audit layer's readers. Nothing is changed on a thread found here.
+the platform layer's readers (platform.ktasks). Nothing is changed on a thread found here.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..audit.procs import Task, parse_stat, read_task, tasks
+from ..platform.ktasks import Task, parse_stat, read_task, tasks
 from ..errors import ConfigError
 from ..platform.kfiles import kpath, read_text
 from ..schema.text import printable

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..platform import data_dir
+from ..platform.owned import check_own_file, secure_dir
 from .rundir import SAMPLES, SUMMARY, read_summary
 from ..schema.summary import RunSummary
 
@@ -37,6 +39,8 @@ DB_NAME = "history.sqlite"
 #: start time of a softrt run id (``YYYYMMDD-HHMMSS-host-xxxx``).
 SHORT_ID_MIN = 15
 HISTOGRAM = "histogram.json"  # imported runs (softrt.store.importers) keep their histogram here
+#: ``last`` is the newest run (by start time), ``last~N`` the one N runs before it (as git's HEAD~N).
+LAST = re.compile(r"last(?:~(\d{1,9}))?")
 
 _CREATE = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -68,6 +72,8 @@ CREATE INDEX IF NOT EXISTS runs_scenario ON runs (scenario);
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started_epoch_s);
 """
 
+#: A column of no table: read from the stored summary, so the database layout stays version 1.
+_COMPARE_ID = "CASE WHEN json_valid(summary_json) THEN json_extract(summary_json, '$.compare_id') END"
 _COLUMNS = ("run_id", "started_at", "started_epoch_s", "finished_at", "host", "scenario", "source", "status",
             "mode", "period_ns", "cycles", "period_max_us", "period_p99_99_us", "latency_max_us",
             "process_max_us", "missed_updates", "config_json", "tuning_json", "summary_json", "path",
@@ -102,6 +108,7 @@ class RunRecord:
     path: Path
     samples_path: Path | None
     added_at: str
+    compare_id: str | None = None  # the runs of one softrt compare share it (schema.summary.RunSummary)
 
     @cached_property
     def summary(self) -> RunSummary:
@@ -118,7 +125,7 @@ class RunRecord:
             "latency_max_us": self.latency_max_us, "process_max_us": self.process_max_us,
             "missed_updates": self.missed_updates, "tuning": self.summary.tuning.to_dict(),
             "path": str(self.path), "samples_path": None if self.samples_path is None else str(self.samples_path),
-            "added_at": self.added_at,
+            "added_at": self.added_at, "compare_id": self.compare_id,
         }
 
 
@@ -213,16 +220,17 @@ class History:
     # -- connection ---------------------------------------------------------------------------
     @contextmanager
     def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection | None]:
-        """Yield a connection (None when reading a database that does not exist yet)."""
-        if not self.path.exists():
-            if not write:
-                yield None
-                return
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as err:
-                raise ConfigError(f"cannot create the history directory {self.path.parent}: {err.strerror or err}",
-                                  hint="set SOFTRT_HOME or use --db PATH") from None
+        """Yield a connection (None when reading a database that does not exist yet).
+
+        The database's directory and the way to it must be this user's (platform.owned, as the
+        state directory), and the database a regular file of this user's: SQLite opens it and its
+        journal by name, so nothing on the way may be another user's to swap for a link.
+        """
+        if not os.path.lexists(self.path) and not write:
+            yield None
+            return
+        secure_dir(self.path.parent, "the history database's directory")
+        check_own_file(self.path, "the history database")
         try:
             conn = sqlite3.connect(self.path, timeout=self.timeout_s)
         except sqlite3.Error as err:
@@ -330,7 +338,7 @@ class History:
             # A time bound is inclusive; a bare date became the next day's start, which is not.
             where.append("started_epoch_s < ?" if _is_date(until) else "started_epoch_s <= ?")
             args.append(hi.timestamp())
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM runs"
+        sql = f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY started_epoch_s DESC, run_id DESC"
@@ -344,16 +352,18 @@ class History:
         return [self._record(r) for r in reversed(rows)]
 
     def get(self, run_id_or_prefix: str) -> RunRecord:
-        """Return the run whose id is (or uniquely starts with) *run_id_or_prefix*.
+        """Return the run whose id is (or uniquely starts with) *run_id_or_prefix*, or ``last``/``last~N``.
 
         Raises ConfigError for an unknown id and for a prefix that matches several runs.
         """
         key = str(run_id_or_prefix).strip()
         if not key:
             raise ConfigError("empty run id", hint="see softrt history for the run ids")
+        if (last := LAST.fullmatch(key)) is not None:
+            return self._newest(int(last.group(1) or 0), key)
         with self._connect(write=False) as conn:
             rows = [] if conn is None else conn.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE run_id = ? OR substr(run_id, 1, ?) = ? "
+                f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID} FROM runs WHERE run_id = ? OR substr(run_id, 1, ?) = ? "
                 "ORDER BY run_id LIMIT 6", (key, len(key), key)).fetchall()
         exact = [r for r in rows if r[0] == key]
         if exact:
@@ -366,6 +376,17 @@ class History:
             raise ConfigError(f"run id prefix {key!r} matches several runs ({shown}{', …' if len(rows) > 5 else ''})",
                               hint="give more of the run id")
         return self._record(rows[0])
+
+    def _newest(self, back: int, key: str) -> RunRecord:
+        """The run *back* runs before the newest one (``last~back``)."""
+        runs = self.list_runs(limit=back + 1)
+        if not runs:
+            raise ConfigError(f"{key}: the history {self.path} holds no runs yet",
+                              hint="softrt run stores one; softrt history add DIR adds run directories")
+        if len(runs) <= back:
+            raise ConfigError(f"{key}: the history holds only {len(runs)} run(s)",
+                              hint=f"last~{len(runs) - 1} is the oldest; see softrt history")
+        return runs[0]  # the newest back+1, oldest first
 
     def short_ids(self, min_len: int = SHORT_ID_MIN) -> dict[str, str]:
         """Every run id's shortest prefix (at least *min_len* characters, the start time of a
@@ -387,6 +408,7 @@ class History:
     @staticmethod
     def _record(row: tuple) -> RunRecord:
         r = dict(zip(_COLUMNS, row))
+        compare_id = row[len(_COLUMNS)] if len(row) > len(_COLUMNS) else None
         return RunRecord(
             run_id=r["run_id"], started_at=r["started_at"], finished_at=r["finished_at"], host=r["host"],
             scenario=r["scenario"], source=r["source"], status=r["status"], mode=r["mode"],
@@ -395,6 +417,7 @@ class History:
             process_max_us=r["process_max_us"], missed_updates=r["missed_updates"],
             summary_json=r["summary_json"], path=Path(r["path"]),
             samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
+            compare_id=compare_id if isinstance(compare_id, str) else None,
         )
 
 

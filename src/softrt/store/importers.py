@@ -47,6 +47,7 @@ import numpy as np
 from ..cpus import MAX_CPUS
 from ..errors import ConfigError
 from ..platform import data_dir
+from ..platform.owned import secure_dir
 from .history import HISTOGRAM
 from .rundir import RunDir
 from ..schema.summary import SCHEMA, RunSummary
@@ -58,6 +59,13 @@ SOURCES = ("cyclictest", "oslat")
 _PERCENTILES = (("p50", 50.0), ("p99", 99.0), ("p99_9", 99.9), ("p99_99", 99.99))
 #: The largest latency label or min/max/avg read (1e12 µs is 11 days): scaled to ns it fits 64 bits.
 _MAX_LABEL = 1e12
+#: The tools' own histogram ranges. cyclictest counts latencies 0 … HIST_MAX - 1 units and cuts a
+#: larger -h to it (cyclictest.c: ``#define HIST_MAX 1000000``, ``if (histogram > HIST_MAX)
+#: histogram = HIST_MAX``); oslat has 4 to 1024 buckets of one width (oslat(8) ``--bucket-size``), so
+#: its labels span at most that many widths. A histogram.json spanning more buckets than either
+#: tool writes is refused before anything is allocated for it (a label of 10^12 µs would be 7 TiB).
+CYCLICTEST_HIST_MAX = 1_000_000
+OSLAT_MAX_BUCKETS = 1024
 _NO_STATS = {k: None for k in ("mean", "min", "max", "std", "p50", "p99", "p99_9", "p99_99")}
 
 
@@ -100,6 +108,7 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     if tool not in SOURCES:
         raise ConfigError(f"unknown source {tool!r}", hint=f"use one of: {', '.join(SOURCES)}")
     threads = _threads(doc, tool, path)
+    check_histograms(threads, path)
     digest = hashlib.sha256(raw).hexdigest()
     started = _iso(doc.get("start_time"))
     sysinfo = doc.get("sysinfo") if isinstance(doc.get("sysinfo"), dict) else {}
@@ -108,6 +117,8 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     stamp = (datetime.fromisoformat(started) if started else datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
     run_id = f"{stamp}-{host}-{tool}-{digest[:4]}"
 
+    if out_dir is None:
+        secure_dir(data_dir(), "softrt's data directory")  # SOFTRT_HOME: the same checks as the state directory
     base = Path(out_dir) if out_dir is not None else default_import_dir()
     target = base / run_id
     if (target / "summary.json").is_file():
@@ -225,6 +236,7 @@ def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
                               hint="give an unmodified --json result")
         labels = np.array([b[0] for b in buckets], dtype=np.float64)
         counts = np.array([b[1] for b in buckets], dtype=np.int64)
+        _check_labels(tool, labels, hist_units, name, path)
         lo, hi = _num(t.get("min"), "min", path), _num(t.get("max"), "max", path)
         mean = _num(t.get("avg"), "avg", path)
         if tool == "cyclictest":
@@ -263,6 +275,37 @@ def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
                if tool == "oslat" else {}),
         })
     return out
+
+
+def _check_labels(tool: str, labels: np.ndarray, hist_units: int | None, name: str, path: Path) -> None:
+    """Raise ConfigError for bucket labels the tool could not have written (see CYCLICTEST_HIST_MAX)."""
+    if tool == "cyclictest":
+        top = min(hist_units or CYCLICTEST_HIST_MAX, CYCLICTEST_HIST_MAX)
+        bad = labels[(labels != np.floor(labels)) | (labels >= top)]
+        if bad.size:
+            raise ConfigError(f"{printable(path)}: thread {name}: histogram bucket {bad[0]:g} is not one of "
+                              f"cyclictest's (whole numbers 0 to {top - 1:,})", hint="give an unmodified --json result")
+    elif labels.size > OSLAT_MAX_BUCKETS:
+        raise ConfigError(f"{printable(path)}: thread {name}: {labels.size:,} histogram buckets, oslat writes at most "
+                          f"{OSLAT_MAX_BUCKETS:,}", hint="give an unmodified --json result")
+
+
+def check_histograms(threads: list, where: object) -> None:
+    """Raise ConfigError unless the histogram.json *threads* span at most CYCLICTEST_HIST_MAX buckets
+    of the widest width, each thread's within its own width (what the report allocates)."""
+    try:
+        widths = [int(t["width_ns"]) for t in threads]
+        spans = [(min(t["lower_ns"]), max(t["lower_ns"])) for t in threads if t["lower_ns"]]
+        fits = (all(w >= 1 for w in widths) and all(isinstance(v, int) for t in threads for v in t["lower_ns"])
+                and all((hi - lo) // w <= CYCLICTEST_HIST_MAX for (lo, hi), w in zip(spans, widths))
+                and (not spans or (max(hi for _, hi in spans) - min(lo for lo, _ in spans)) // max(widths)
+                     <= CYCLICTEST_HIST_MAX))
+    except (KeyError, TypeError, ValueError) as err:
+        raise ConfigError(f"{printable(where)}: a histogram thread lacks or mistypes {printable(err)[:60]}",
+                          hint="the file is corrupt or was not written by softrt") from None
+    if not fits:
+        raise ConfigError(f"{printable(where)}: the histogram spans more than {CYCLICTEST_HIST_MAX:,} buckets, "
+                          "more than cyclictest or oslat writes", hint="the file is corrupt or was not written by softrt")
 
 
 def _samples(value: object, name: str, path: Path) -> int:

@@ -4,8 +4,8 @@ per-second aggregates for the time series (docs/run-format.md, "Files of a late 
 A 24 h run at 250 µs is 345 M cycles, about 1.5 GB of samples even at 4.4 bytes a record; almost
 all of them say "on time". Such a run keeps instead
 
-* every late cycle — :func:`softrt.analysis.late.late_flags`, the attribution's own rule —
-  with :data:`CONTEXT_RECORDS` records either side (:class:`LateSelector`; windows that overlap are
+* every late cycle — softrt's one rule (:mod:`softrt.analysis.cycles`; in a run, the very flags
+  the drainer computed for the statistics and the attribution) — with :data:`CONTEXT_RECORDS` records either side (:class:`LateSelector`; windows that overlap are
   merged, and the context is carried across drained chunks), in ``samples.parquet`` as usual;
 * ``aggregates.parquet``: one row per second of the run (:class:`SecondAggregator`): records,
   min/max/mean period and latency, missed updates and late cycles;
@@ -20,14 +20,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..analysis.late import late_flags
+from ..analysis.cycles import CycleStream, CycleView, LateRule
 from ..units import NS_PER_S
+from .validate import open_parquet
 
 AGGREGATES = "aggregates.parquet"
 CONTEXT_RECORDS = 50  # 12.5 ms either side at 250 µs: a miss run, what led to it and the recovery
 MODES = ("all", "late")
 AUTO_LATE_AFTER_NS = 3600 * NS_PER_S  # runs longer than this keep late cycles only unless --samples all
 
+#: The most per-second rows read back (a year of seconds; 24 h is 86,400).
+MAX_AGGREGATE_ROWS = 1 << 25
 AGGREGATE_FIELDS = ("second", "records", "periods", "period_min_ns", "period_max_ns", "period_mean_ns",
                     "latency_min_ns", "latency_max_ns", "latency_mean_ns", "missed", "missed_cycles", "late")
 _AGG_SCHEMA = pa.schema([(name, pa.float64() if name.endswith("mean_ns") else pa.int64())
@@ -41,30 +44,30 @@ _WRITER_OPTIONS = {"compression": "zstd"}
 class LateSelector:
     """Streams records; returns, chunk by chunk, the late ones with *context* records either side.
 
-    State carried between chunks: the last record's ``seq``/``detect_ns`` (a period spans chunks),
-    up to *context* records not kept yet (the leading context of a late cycle in the next chunk),
+    Takes records or their cycle views (the drainer's). State carried between chunks: the last
+    record (a period spans chunks, :class:`~softrt.analysis.cycles.CycleStream`), up to *context* records not kept yet (the leading context of a late cycle in the next chunk),
     and how many records of the next chunk are still the trailing context of a late one.
     The records returned, over all chunks, are exactly those within *context* positions of a
     late record in the whole stream, in order, each once.
     """
 
     def __init__(self, period_ns: int, threshold_ns: int, context: int = CONTEXT_RECORDS) -> None:
-        self.period_ns, self.threshold_ns, self.context = int(period_ns), int(threshold_ns), int(context)
-        self._prev: tuple[int, int] | None = None
+        self.cycles = CycleStream(LateRule(int(period_ns), int(threshold_ns)))
+        self.context = int(context)
         self._tail: np.ndarray | None = None  # the last records not kept (at most *context*)
         self._forward = 0  # records of the next chunk still inside a late record's trailing context
         self.late = 0  # late records seen
 
-    def add(self, records: np.ndarray) -> np.ndarray:
+    def add(self, chunk: np.ndarray | CycleView) -> np.ndarray:
         """The records to keep from this chunk and the carried tail (in order; may be empty)."""
+        view = self.cycles.view(chunk)
+        records = view.records
         if records.size == 0:
             return records[:0]
-        flags = late_flags(records, *(self._prev or (None, None)), self.period_ns, self.threshold_ns)
-        self._prev = (int(records["seq"][-1]), int(records["detect_ns"][-1]))
         tail = self._tail if self._tail is not None else records[:0]
         both = np.concatenate([tail, records]) if tail.size else records
         n, lead, c = both.size, tail.size, self.context
-        late_at = np.flatnonzero(flags.any) + lead
+        late_at = np.flatnonzero(view.late) + lead
         self.late += int(late_at.size)
         # Mark [j - c, j + c] around every late j, and the carried trailing context, by a difference array.
         delta = np.zeros(n + 1, dtype=np.int64)
@@ -89,34 +92,34 @@ class SecondAggregator:
     ``detect_ns``), written to ``aggregates.parquet`` an hour at a time.
 
     A period is counted in the second of the permit that ends it, and only between consecutive
-    ``seq`` (analysis.stream's definition); seconds without a record have no row.
+    ``seq`` (the cycle view's); seconds without a record have no row. Takes records or their cycle
+    views (the drainer's).
     """
 
     def __init__(self, path: Path, period_ns: int, threshold_ns: int) -> None:
         self.path = Path(path)
-        self.period_ns, self.threshold_ns = int(period_ns), int(threshold_ns)
+        self.cycles = CycleStream(LateRule(int(period_ns), int(threshold_ns)))
         self.t0_ns: int | None = None
         self.first: tuple[int, int] | None = None  # the first record's seq and board cycle of its write
-        self._prev: tuple[int, int] | None = None
         self._open: dict | None = None  # the last second: more of it may come in the next chunk
         self._rows: list[dict] = []
         self._writer: pq.ParquetWriter | None = None
         self.seconds = 0  # rows written
 
-    def add(self, records: np.ndarray) -> None:
+    def add(self, chunk: np.ndarray | CycleView) -> None:
+        view = self.cycles.view(chunk)
+        records = view.records
         if records.size == 0:
             return
         detect = records["detect_ns"]
         if self.t0_ns is None:
             self.t0_ns = int(detect[0])
             self.first = (int(records["seq"][0]), int(records["cycle"][0] + records["missed"][0]))
-        flags = late_flags(records, *(self._prev or (None, None)), self.period_ns, self.threshold_ns)
-        self._prev = (int(records["seq"][-1]), int(detect[-1]))
         sec = (detect - self.t0_ns) // NS_PER_S
         starts = np.concatenate([[0], np.flatnonzero(np.diff(sec)) + 1])
-        cons = flags.consecutive
+        cons = view.consecutive
         latency = detect - records["edge_ns"]
-        period = flags.period_ns
+        period = view.period_ns
         rows = {
             "second": sec[starts],
             "records": np.diff(np.append(starts, records.size)),
@@ -129,7 +132,7 @@ class SecondAggregator:
             "latency_sum": np.add.reduceat(latency, starts),
             "missed": np.add.reduceat(records["missed"], starts),
             "missed_cycles": np.add.reduceat((records["missed"] > 0).astype(np.int64), starts),
-            "late": np.add.reduceat(flags.any.astype(np.int64), starts),
+            "late": np.add.reduceat(view.late.astype(np.int64), starts),
         }
         for k in range(starts.size):
             row = {name: int(col[k]) for name, col in rows.items()}
@@ -161,7 +164,8 @@ class SecondAggregator:
             mask = none if name.startswith("period_") else None  # a second without a period: null
             cols[name] = pa.array(values, mask=mask, type=_AGG_SCHEMA.field(name).type)
         if self._writer is None:
-            schema = aggregates_schema(self.t0_ns, self.period_ns, self.threshold_ns, *self.first)
+            rule = self.cycles.rule
+            schema = aggregates_schema(self.t0_ns, rule.period_ns, rule.threshold_ns, *self.first)
             self._writer = pq.ParquetWriter(self.path, schema, **_WRITER_OPTIONS)
         self._writer.write_table(pa.table(cols, schema=self._writer.schema), row_group_size=AGG_ROW_GROUP)
         self.seconds += len(rows)
@@ -200,7 +204,9 @@ def _combine(a: dict, b: dict) -> dict:
 def read_aggregates(run_path: Path) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """A late run's per-second aggregates (column name → array; period columns NaN where a second
     had no period) and the file's metadata (``t0_ns``, ``period_ns``, ``late_threshold_ns``)."""
-    pf = pq.ParquetFile(Path(run_path) / AGGREGATES)
+    # One row a second: a year fits; bounded and checked before anything is decoded (store.validate).
+    pf = open_parquet(Path(run_path) / AGGREGATES, "per-second aggregates", MAX_AGGREGATE_ROWS, AGGREGATE_FIELDS,
+                      floats=True)
     table = pf.read()
     meta = {k.decode(): int(v) for k, v in (pf.schema_arrow.metadata or {}).items()}
     cols = {}

@@ -28,14 +28,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..analysis.cycles import DEFAULT_THRESHOLD_NS, CycleView
 from ..analysis.stream import RunStats
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
 from ..platform import O_PRIVATE_BINARY, preallocate
 from .late import AGGREGATES, LateSelector, SecondAggregator
 from ..schema.summary import RunSummary
-from .validate import load_json
-from ..schema.text import safe_name
+from .validate import load_json, open_parquet
+from ..schema.text import printable, safe_name
 
 SAMPLES = "samples.parquet"
 SUMMARY = "summary.json"
@@ -43,6 +44,9 @@ STATS = "stats.json"  # the streaming pass's state: counters and histograms (ana
 #: Columns the streaming pass needs; a samples file without the others still summarises (they read as 0).
 STREAM_COLUMNS = ("seq", "cycle", "edge_ns", "detect_ns", "done_ns", "missed")
 BATCH_ROWS = 1 << 18  # 2 MB per int64 column
+#: The most records softrt reads from one samples file: 24 h at 250 µs (345.6 M) and some. A
+#: reader that keeps per-record data has its own, smaller budget (report.load.ROW_BUDGET).
+MAX_SAMPLE_ROWS = 1 << 29
 _ARROW_SCHEMA = pa.schema([(name, pa.int64()) for name in RECORD_FIELDS])
 RESERVE = ".softrt-reserve"
 ROW_GROUP_ROWS = 16384  # 4 s at 250 µs; bounds the bytes one row group needs from the reserve
@@ -258,23 +262,25 @@ class RunDir:
             raise SoftRTError(f"cannot write {self.path / name}: {err.strerror or err}",
                               hint="free some space; the samples written so far are kept") from None
 
-    def append(self, records: np.ndarray, flush_rows: int = ROW_GROUP_ROWS) -> None:
-        """Queue *records*; write a Parquet row group once *flush_rows* are queued.
+    def append(self, chunk: np.ndarray | CycleView, flush_rows: int = ROW_GROUP_ROWS) -> None:
+        """Queue a chunk of records (or its cycle view, the drainer's: softrt.analysis.cycles); write a
+        Parquet row group once *flush_rows* are queued.
 
         A ``late`` run queues only the late records and their context, and adds every record to
         the per-second aggregates; after a write error every record drained is counted unwritten.
         """
+        records = chunk.records if isinstance(chunk, CycleView) else chunk
         if self._select is not None and records.size:
             if self.failure is not None:
                 self.unwritten += records.size
                 return
             try:
-                self._aggregate.add(records)
+                self._aggregate.add(chunk)
             except (OSError, pa.ArrowException) as err:
                 self.unwritten += records.size
                 self._fail(f"cannot write {AGGREGATES} at cycle {int(records['seq'][0]):,}: {_why(err)}")
                 return
-            records = self._select.add(records)
+            records = self._select.add(chunk)
         if records.size:
             self._pending.append(records)
             self._pending_rows += records.size
@@ -347,52 +353,61 @@ def _why(err: BaseException) -> str:
     return str(err)
 
 
-def read_samples(run_path: Path) -> np.ndarray:
-    """Return a run's records as a RECORD_DTYPE array."""
-    path = Path(run_path) / SAMPLES
-    try:
-        table = pq.read_table(path, columns=list(RECORD_FIELDS))
-    except (OSError, pa.ArrowException) as err:
-        raise SoftRTError(f"cannot read samples {path}: {err}") from None
-    out = np.empty(table.num_rows, dtype=RECORD_DTYPE)
-    for name in RECORD_FIELDS:
-        out[name] = table.column(name).to_numpy()
-    return out
+def read_samples(run_path: Path, max_rows: int = MAX_SAMPLE_ROWS) -> np.ndarray:
+    """Return a run's records as a RECORD_DTYPE array (at most *max_rows*: ConfigError beyond)."""
+    return _concat(list(iter_samples(run_path, max_rows=max_rows)))
 
 
-def iter_samples(run_path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[np.ndarray]:
+def _concat(chunks: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=RECORD_DTYPE)
+
+
+def open_samples(run_path: Path, max_rows: int = MAX_SAMPLE_ROWS):
+    """The run's samples file, its footer checked (store.validate.open_parquet); ConfigError otherwise."""
+    return open_parquet(Path(run_path) / SAMPLES, "samples", max_rows, STREAM_COLUMNS)
+
+
+def iter_samples(run_path: Path, batch_rows: int = BATCH_ROWS, max_rows: int = MAX_SAMPLE_ROWS) -> Iterator[np.ndarray]:
     """Yield a run's records in order, batch by batch (RECORD_DTYPE; columns the file lacks are 0).
 
-    Raises SoftRTError when the file is missing, unreadable or lacks a column of STREAM_COLUMNS.
+    Raises ConfigError when the file is over *max_rows* or not shaped like softrt's (a column of
+    STREAM_COLUMNS missing or not integers), SoftRTError when it cannot be read.
     """
     path = Path(run_path) / SAMPLES
+    pf = open_samples(run_path, max_rows)
     try:
-        pf = pq.ParquetFile(path)
         names = set(pf.schema_arrow.names)
-        missing = [c for c in STREAM_COLUMNS if c not in names]
-        if missing:
-            raise SoftRTError(f"samples file {path} lacks column(s) {', '.join(missing)}")
         columns = [c for c in RECORD_FIELDS if c in names]
         for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
             out = np.zeros(batch.num_rows, dtype=RECORD_DTYPE)
             for name in columns:
                 out[name] = batch.column(name).to_numpy(zero_copy_only=False)
             yield out
-    except (OSError, pa.ArrowException, ValueError) as err:
-        raise SoftRTError(f"cannot read samples {path}: {err}", hint="the file is corrupt or truncated") from None
+    except (OSError, pa.ArrowException, ValueError, TypeError) as err:
+        raise SoftRTError(f"cannot read samples {path}: {printable(err)[:200]}",
+                          hint="the file is corrupt or truncated") from None
 
 
-def load_run_stats(run_path: Path, period_ns: int) -> RunStats:
-    """A run's streaming-pass state: ``stats.json`` when the run stored it, else one pass over its
-    samples, batch by batch (runs recorded before stats.json existed)."""
+def load_run_stats(run_path: Path, period_ns: int, threshold_ns: int = DEFAULT_THRESHOLD_NS,
+                   samples_pass: bool = True) -> RunStats:
+    """A run's streaming-pass state: ``stats.json`` when the run stored it, else (with *samples_pass*)
+    one pass over its samples, batch by batch (runs recorded before stats.json existed), with the
+    late rule of *threshold_ns*."""
     file = Path(run_path) / STATS
-    if file.is_file():
-        try:
-            return RunStats.from_dict(json.loads(file.read_text()))
-        except (OSError, ValueError) as err:
-            raise SoftRTError(f"cannot read {file}: {err}", hint="delete it: softrt then re-reads the samples") \
-                from None
-    stats = RunStats(period_ns)
+    if not samples_pass and not os.path.lexists(file):
+        raise SoftRTError(f"{file} is missing", hint="copy the whole run directory, stats.json included")
+    if os.path.lexists(file):
+        try:  # bounded: size, depth, NaN, 64-bit integers (store.validate), then every bucket key (analysis.hdr)
+            doc = load_json(file, "run statistics")
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object")
+            return RunStats.from_dict(doc)
+        except ConfigError as err:
+            raise SoftRTError(err.msg, hint="delete it: softrt then re-reads the samples") from None
+        except (ValueError, OverflowError, TypeError) as err:
+            raise SoftRTError(f"cannot read {file}: {printable(err)}",
+                              hint="delete it: softrt then re-reads the samples") from None
+    stats = RunStats(period_ns, threshold_ns)
     for records in iter_samples(run_path):
         stats.add(records)
     return stats

@@ -8,6 +8,11 @@ signed 64-bit INTEGER (sqlite.org/datatype3.html) and every float finite. A file
 of these rules is one ConfigError naming the file and the field (exit status 2), never a
 traceback; the summary's field types are checked by its model (schema.doc, schema.summary).
 
+Parquet files (samples, aggregates) go through :func:`open_parquet`: their footer is parsed with
+small Thrift limits and their metadata is checked against a row budget, a row-group size and the
+column types before a single value is decoded, so a small file that claims (or holds, highly
+compressed) hundreds of millions of rows is refused up front instead of filling memory.
+
 Two helpers for what is shown or used as a name: :func:`printable` drops control characters
 (terminal escape sequences in a nodename must not reach the terminal), :func:`safe_name` maps a
 name onto ``[A-Za-z0-9._-]`` before it becomes part of a path (a nodename with ``/`` must not
@@ -20,7 +25,11 @@ import json
 import math
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..errors import ConfigError
 from ..platform import O_PRIVATE_BINARY
@@ -32,6 +41,13 @@ MAX_JSON_BYTES = 64 * 1024 * 1024
 MAX_JSON_DEPTH = 32
 #: SQLite INTEGER is a signed 64-bit number (and so is every numpy count softrt computes).
 INT64_MAX = 2**63 - 1
+
+#: A Parquet footer of softrt's holds a few hundred bytes per row group and column; these bound the
+#: footer's strings and lists (pyarrow's defaults are 100 MB and 1 M).
+THRIFT_STRING_LIMIT = 1 << 20
+THRIFT_CONTAINER_LIMIT = 1 << 17
+#: The most rows of one row group decoded at a time (softrt writes 16,384; 8 MB per int64 column).
+MAX_ROW_GROUP_ROWS = 1 << 20
 
 _HINT = "the file is corrupt or was not written by softrt"
 
@@ -115,3 +131,40 @@ def check_values(doc: object, where: object, *, max_depth: int = MAX_JSON_DEPTH)
 
 def _key(key: str) -> str:
     return printable(key.lstrip(".") or "the document")[:80]
+
+
+def open_parquet(path: Path | str, what: str, max_rows: int, columns: Iterable[str] = (), *,
+                 floats: bool = False) -> pq.ParquetFile:
+    """Open the Parquet file *path* for reading, after checking what its footer claims.
+
+    At most *max_rows* rows in all, row groups of at most :data:`MAX_ROW_GROUP_ROWS`, and each of
+    *columns* present and of integers (with *floats*: of numbers).
+
+    Raises:
+        ConfigError: a file that is unreadable, too large, or not shaped like softrt's (one line,
+            naming the file; a file over the row budget says so with the figures).
+    """
+    path = Path(path)
+    try:
+        pf = pq.ParquetFile(path, thrift_string_size_limit=THRIFT_STRING_LIMIT,
+                            thrift_container_size_limit=THRIFT_CONTAINER_LIMIT, schema_depth_limit=4)
+        meta = pf.metadata
+        rows = meta.num_rows
+        groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        schema = pf.schema_arrow
+    except (OSError, pa.ArrowException, ValueError, MemoryError) as err:
+        raise ConfigError(f"cannot read {what} {_where(path)}: {printable(err)[:200]}", hint=_HINT) from None
+    if rows > max_rows:
+        raise ConfigError(f"{what} {_where(path)} holds {rows:,} rows, more than softrt reads ({max_rows:,})",
+                          hint=_HINT)
+    if rows < 0 or sum(groups) != rows or any(not 0 <= g <= MAX_ROW_GROUP_ROWS for g in groups):
+        raise ConfigError(f"{what} {_where(path)} has row groups softrt does not write "
+                          f"(more than {MAX_ROW_GROUP_ROWS:,} rows, or not adding up)", hint=_HINT)
+    for name in columns:
+        index = schema.get_field_index(name)
+        if index < 0:
+            raise ConfigError(f"{what} {_where(path)} lacks the column {name}", hint=_HINT)
+        kind = schema.field(index).type
+        if not (pa.types.is_integer(kind) or floats and pa.types.is_floating(kind)):
+            raise ConfigError(f"{what} {_where(path)}: column {name} is {printable(kind)}, not numbers", hint=_HINT)
+    return pf

@@ -26,8 +26,12 @@ _WORK = re.compile(r"^work struct (?P<work>\S+): function (?P<function>\S+)(?:\s
 # include/trace/events/syscalls.h: "NR %ld (%lx, ...)" and "NR %ld = %ld".
 _SYS_ENTER = re.compile(r"^NR (?P<id>-?\d+) \((?P<args>.*)\)")
 _SYS_EXIT = re.compile(r"^NR (?P<id>-?\d+) = (?P<ret>-?\d+)")
-_SPECIAL = {"workqueue_execute_start": _WORK, "workqueue_execute_end": _WORK,
-            "sys_enter": _SYS_ENTER, "sys_exit": _SYS_EXIT}
+# include/trace/events/sched.h: "comm=%s pid=%d runtime=%Lu [ns]" (the unit would join the value).
+_RUNTIME = re.compile(r"^comm=(?P<comm>.*) pid=(?P<pid>-?\d+) runtime=(?P<runtime>\d+)")
+# include/trace/events/irq.h: "vec=%u [action=%s]" (the bracket would send it down the slow path).
+_SOFTIRQ = re.compile(r"^vec=(?P<vec>\d+) \[action=(?P<action>\w+)\]")
+_SPECIAL = {"workqueue_execute_start": _WORK, "workqueue_execute_end": _WORK, "softirq_entry": _SOFTIRQ,
+            "softirq_exit": _SOFTIRQ, "sys_enter": _SYS_ENTER, "sys_exit": _SYS_EXIT, "sched_stat_runtime": _RUNTIME}
 
 
 def parse_fields(name: str, rest: str) -> dict[str, str]:

@@ -7,42 +7,43 @@ holds it open), Documentation/trace/events.rst (``events/<system>/<event>/enable
 softrt never touches the top-level (global) buffer: somebody else may be tracing with it.
 
 When tracefs is not mounted and we are root, it is mounted where trace-cmd and libtracefs mount
-it (/sys/kernel/tracing), recorded, and unmounted afterwards. A marker file in softrt's state
-directory names the process that mounted it, so that if softrt is killed the next command
-removes its instances and the mount (:func:`sweep_orphans`).
+it (/sys/kernel/tracing), recorded, and unmounted afterwards.
+
+Every instance softrt makes and every mount carries proof that softrt made it: a marker in
+softrt's state directory (``trace/instance-<name>.json``, ``trace/mount-<pid>.json``; this user's
+directory, files 0600 created O_EXCL | O_NOFOLLOW) naming the instance or the mount and the process
+that made it by ``BOOT_ID/PID/START`` (platform ``process_identity``). If softrt is killed, the next
+command (:func:`sweep_orphans`) removes what a marker names once its process is gone: an instance
+without a marker is not softrt's (whatever its name) and is left alone, and the only mount a marker
+can name is /sys/kernel/tracing, unmounted only while tracefs is what is mounted there. A marker
+that is not one softrt wrote is set aside (``trace/failed/``) and reported, and nothing in it is done.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 from ..cpus import CpuSet
-from ..platform import get_platform, state_dir
+from ..errors import ConfigError
+from ..platform import get_platform, journal, kfacts, state_dir
 from ..platform.kfiles import kpath, read_text, write_raw
 
 MOUNT_POINT = "/sys/kernel/tracing"
 INSTANCE_PREFIX = "softrt-"  # softrt-<pid> (a run), softrt-check-<pid> (check's sample)
-_OURS = re.compile(r"^softrt-(?:check-)?(\d+)$")
+_NAME = re.compile(r"softrt-[a-z0-9-]{1,40}")
+MARKER_FORMAT = "softrt-trace-marker"
+#: Tries (20 ms apart) to rmdir an instance while a reader still holds it open (EBUSY).
+REMOVE_TRIES = 100
 
 
 class TracingUnavailable(Exception):
     """Tracing cannot be used here; ``str()`` is the reason, said plainly."""
-
-
-def _mounts(root: str) -> list[tuple[str, str]]:
-    rows = []
-    for line in (read_text(root, "/proc/mounts", fallback="") or "").splitlines():
-        parts = line.split()
-        if len(parts) >= 3:
-            rows.append((parts[1].replace("\\040", " "), parts[2]))  # proc(5): spaces as \040
-    return rows
 
 
 def find(root: str = "/") -> Path | None:
@@ -51,7 +52,7 @@ def find(root: str = "/") -> Path | None:
     The standard mount point wins over any other (a tool may mount tracefs privately for a
     moment, and unmount it under our feet); then debugfs's ``tracing`` (older kernels).
     """
-    rows = _mounts(root)
+    rows = [(mp, kind) for _, mp, kind in kfacts.mounts(root)]
     points = [m for m, kind in rows if kind == "tracefs"]
     if any(m == "/sys/kernel/debug" and kind == "debugfs" for m, kind in rows):
         points.append("/sys/kernel/debug/tracing")
@@ -73,7 +74,9 @@ class Mounted:
     """tracefs mounted by this process (a system change, undone by :meth:`undo`)."""
 
     path: str
+    marker: Path | None = None
     restored: bool = False
+    note: str | None = field(default=None, repr=False)
 
     def undo(self) -> None:
         from ..platform.mounts import umount
@@ -81,19 +84,48 @@ class Mounted:
         try:
             umount(self.path)
             self.restored = True
-        except Exception:  # busy: another tracer (e.g. a concurrent `softrt check`) still uses it
+        except Exception as err:  # busy: another tracer (e.g. a concurrent `softrt check`) still uses it
             self.restored = False
-        if self.restored:
-            _marker().unlink(missing_ok=True)
+            self.note = f"{err}; the next softrt command unmounts it (its marker stays)"
+        if self.restored and self.marker is not None:
+            self.marker.unlink(missing_ok=True)
 
     def to_change(self) -> dict:
         """The run's system-change record, in the shape of the journal's entries."""
-        return {"path": self.path, "before": "tracefs not mounted", "during": "tracefs mounted",
-                "why": "the run's trace needs tracefs", "restored": self.restored, "verified": self.restored}
+        change = {"path": self.path, "before": "tracefs not mounted", "during": "tracefs mounted",
+                  "why": "the run's trace needs tracefs", "restored": self.restored, "verified": self.restored}
+        return {**change, "note": self.note} if self.note and not self.restored else change
 
 
-def _marker() -> Path:
-    return state_dir() / "trace" / f"mounted-{os.getpid()}"
+def _markers() -> Path:
+    return state_dir() / "trace"
+
+
+def _mark(kind: str, what: str, marker: Path) -> None:
+    """Write softrt's marker for the instance or mount *what*, before it is made (a kill right after
+    leaves it marked)."""
+    journal.secure_dir(state_dir())
+    journal.secure_dir(marker.parent)
+    identity = get_platform().process_identity()
+    journal.create_private(marker, json.dumps({"format": MARKER_FORMAT, "version": 1, "kind": kind, "what": what,
+                                               "identity": identity}) + "\n")
+
+
+def _read_marker(marker: Path) -> dict:
+    """The marker's content, checked; ConfigError (JournalError) when softrt did not write it."""
+    try:
+        doc = json.loads(journal.read_own(marker, "trace marker"))
+    except (ValueError, RecursionError):
+        raise ConfigError(f"the trace marker {marker} is not JSON") from None
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    identity = doc.get("identity") if isinstance(doc, dict) else None
+    named = (kind == "instance" and isinstance(doc.get("what"), str) and _NAME.fullmatch(doc["what"])
+             and marker.name == f"instance-{doc['what']}.json")
+    mount = kind == "mount" and doc.get("what") == MOUNT_POINT and re.fullmatch(r"mount-\d+\.json", marker.name)
+    if not (doc.get("format") == MARKER_FORMAT and doc.get("version") == 1 and isinstance(identity, str)
+            and identity.count("/") == 2 and (named or mount)):
+        raise ConfigError(f"the trace marker {marker} is not one softrt writes")
+    return doc
 
 
 def find_or_mount() -> tuple[Path, Mounted | None]:
@@ -109,9 +141,10 @@ def find_or_mount() -> tuple[Path, Mounted | None]:
         raise TracingUnavailable(f"tracefs is not mounted (mount it at {MOUNT_POINT}, or run as root)")
     from ..platform.mounts import mount
 
-    marker = _marker()
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(MOUNT_POINT)  # first, so a kill right after the mount is still cleaned up
+    marker = _markers() / f"mount-{os.getpid()}.json"
+    if os.path.lexists(marker):  # this pid's, from a process of the same pid that is gone
+        _sweep_one(marker, None)
+    _mark("mount", MOUNT_POINT, marker)  # first, so a kill right after the mount is still cleaned up
     try:
         mount("nodev", MOUNT_POINT, "tracefs")
     except Exception as err:
@@ -120,7 +153,7 @@ def find_or_mount() -> tuple[Path, Mounted | None]:
     found = find()
     if found is None:
         raise TracingUnavailable(f"tracefs mounted at {MOUNT_POINT} has no instances directory")
-    return found, Mounted(MOUNT_POINT)
+    return found, Mounted(MOUNT_POINT, marker)
 
 
 def event_dirs(tracefs: Path) -> dict[str, Path]:
@@ -143,12 +176,22 @@ class Instance:
         self.name = name
         self.path = tracefs / "instances" / name
         self.enabled: list[str] = []
+        self.marker = _markers() / f"instance-{name}.json"
+        self.left: str | None = None  # why the instance could not be removed, and the fix
 
     @classmethod
     def create(cls, tracefs: Path, name: str, cpus: CpuSet, buffer_kb: int, other_kb: int = 16) -> Instance:
-        """Make the instance, limited to *cpus*, mono clock, *buffer_kb* per traced CPU; tracing off."""
+        """Make the instance (marked as softrt's first), limited to *cpus*, mono clock, *buffer_kb*
+        per traced CPU; tracing off. Raises OSError (ConfigError: a state directory not this user's)."""
         inst = cls(tracefs, name)
-        inst.path.mkdir()
+        if os.path.lexists(inst.marker):  # this name's, from a process of this pid that is gone
+            _sweep_one(inst.marker, tracefs)
+        _mark("instance", name, inst.marker)
+        try:
+            inst.path.mkdir()
+        except BaseException:
+            inst.marker.unlink(missing_ok=True)
+            raise
         try:
             inst.write("tracing_on", "0")
             inst.write("tracing_cpumask", cpus.to_mask())
@@ -187,55 +230,98 @@ class Instance:
                 out[key.strip()] = int(value)
         return out
 
-    def remove(self) -> None:
-        """Stop and delete the instance (retrying while a reader still holds it: EBUSY)."""
-        remove_instance(self.path)
+    def remove(self) -> bool:
+        """Stop the instance, disable its events and delete it (retrying while a reader still holds
+        it: EBUSY); True when it is gone. Otherwise :attr:`left` says why and how to remove it by
+        hand, its marker stays, and the next softrt command tries again."""
+        why = remove_instance(self.path, events=self.enabled)
+        if why is None:
+            self.marker.unlink(missing_ok=True)
+            self.left = None
+            return True
+        self.left = (f"trace instance {self.path} could not be removed ({why}); its tracing and events are off; "
+                     f"remove it by hand: rmdir {self.path}")
+        return False
 
 
-def remove_instance(path: Path, tries: int = 100) -> bool:
-    """Turn an instance off and rmdir it; return True when it is gone."""
-    for rel, value in (("tracing_on", "0"), ("events/enable", "0")):
+def remove_instance(path: Path, tries: int | None = None, events: list[str] = ()) -> str | None:
+    """Turn an instance off, disable its events, rmdir it; return None when it is gone, else why not.
+
+    Tracing and every event are switched off before the rmdir, so an instance that cannot be
+    removed (a reader holds it: EBUSY) does not go on tracing: an enabled raw_syscalls event slows
+    every system call of every task (TIF_SYSCALL_TRACEPOINT) whatever its filter.
+    """
+    for rel in ("tracing_on", "events/enable", *(f"events/{e.replace(':', '/', 1)}/enable" for e in events)):
         try:
-            write_raw(path / rel, value)
+            write_raw(path / rel, "0")
         except OSError:
             pass
-    for _ in range(tries):
+    why = "busy"
+    for _ in range(REMOVE_TRIES if tries is None else tries):
         try:
             path.rmdir()
-            return True
+            return None
         except FileNotFoundError:
-            return True
+            return None
         except OSError as err:
             if err.errno != errno.EBUSY:
-                return False
+                return err.strerror or str(err)
+            why = "busy: a reader still holds it open"
             time.sleep(0.02)
-    return False
+    return why
 
 
 def sweep_orphans() -> list[str]:
-    """Remove softrt instances (and a tracefs mount) left by softrt processes that are gone.
+    """Remove the instances (and a tracefs mount) that softrt processes now gone marked as theirs.
 
     Call it where the restore journals are recovered (the start of every softrt command).
-    Returns what was removed, for the caller to report.
+    Returns what was removed or set aside, for the caller to report.
+
+    Raises:
+        ConfigError: softrt's state directory is not this user's (a symlink, another user's).
     """
-    removed: list[str] = []
-    if not get_platform().caps.kernel_trace:
-        return removed
+    done: list[str] = []
+    markers = _markers()
+    if not get_platform().caps.kernel_trace or not os.path.lexists(markers):
+        return done
+    journal.secure_dir(state_dir())
+    journal.secure_dir(markers)
     tracefs = find()
-    if tracefs is not None and os.access(tracefs / "instances", os.W_OK):
-        for inst in sorted((tracefs / "instances").iterdir()):
-            m = _OURS.match(inst.name)
-            if m and not psutil.pid_exists(int(m.group(1))) and remove_instance(inst, tries=5):
-                removed.append(f"trace instance {inst.name}")
-    markers = state_dir() / "trace"
-    for marker in sorted(markers.glob("mounted-*")) if markers.is_dir() else ():
-        pid = marker.name.removeprefix("mounted-")
-        if pid.isdigit() and psutil.pid_exists(int(pid)):
-            continue
-        mounted = Mounted(read_text("/", str(marker), fallback=MOUNT_POINT) or MOUNT_POINT)
-        if find() is not None:
-            mounted.undo()
-        if mounted.restored or find() is None:
+    for marker in sorted(markers.glob("*")):
+        if marker.name != "failed":
+            done.extend(_sweep_one(marker, tracefs))
+    return done
+
+
+def _sweep_one(marker: Path, tracefs: Path | None) -> list[str]:
+    """Undo what one marker names if its process is gone; return what was done, for the report."""
+    try:
+        doc = _read_marker(marker)
+    except FileNotFoundError:
+        return []  # removed by its process while we looked
+    except ConfigError as err:
+        dest = journal.set_aside(marker, err.msg)
+        return [f"trace marker {marker.name}, which softrt did not write (nothing it names was touched; "
+                f"set aside as {dest})"]
+    this_boot = journal.boot_id()
+    boot, pid, _start = doc["identity"].split("/")
+    if boot == this_boot and pid.isdigit() and get_platform().process_identity(int(pid)) == doc["identity"]:
+        return []  # its process is alive
+    if boot != this_boot:  # a reboot removed the instance and the mount already
+        marker.unlink(missing_ok=True)
+        return []
+    if doc["kind"] == "instance":
+        path = tracefs / "instances" / doc["what"] if tracefs is not None else None
+        if path is not None and path.is_dir():
+            if remove_instance(path, tries=5) is not None:
+                return []  # still held open: left marked, and tried again by the next command
             marker.unlink(missing_ok=True)
-            removed.append(f"tracefs mount at {mounted.path}")
-    return removed
+            return [f"trace instance {doc['what']}"]
+        marker.unlink(missing_ok=True)
+        return []
+    if not any(mp == MOUNT_POINT and kind == "tracefs" for _, mp, kind in kfacts.mounts("/")):
+        marker.unlink(missing_ok=True)  # unmounted since (by hand, or by another tool)
+        return []
+    mounted = Mounted(MOUNT_POINT, marker)
+    mounted.undo()
+    return [f"tracefs mount at {MOUNT_POINT}"] if mounted.restored else []

@@ -49,6 +49,7 @@ class WatchTrace:
         self.explain = explain
         self.cpus = cpus
         self.instance: Instance | None = None
+        self.left: Instance | None = None  # an instance that could not be removed
         self.mounted: Mounted | None = None
         self.consumer: Consumer | None = None
         self.enabled: list[str] = []
@@ -86,6 +87,7 @@ class WatchTrace:
         available = set(event_dirs(tracefs))
         filters = {"wakeup": _filter("pid", self.tids), "pid": _filter("pid", self.tids),
                    "worker": _filter("common_pid", self.tids), "threads": _filter("common_pid", self.tids),
+                   "others": " && ".join(f"pid != {tid}" for tid in self.tids),
                    "switch": f"{_filter('prev_pid', self.tids)} || {_filter('next_pid', self.tids)}"}
         # Without the attribution only the threads' own switches are needed: fewer events on their CPUs.
         cause = wanted_events(available, wait="sleep") if self.explain else [
@@ -134,7 +136,8 @@ class WatchTrace:
         if self.consumer is not None and self.consumer.is_alive():
             self.consumer.stop()
         if self.instance is not None:
-            self.instance.remove()
+            if not self.instance.remove():
+                self.left = self.instance  # said in the watch's system changes, never silently left tracing
             self.instance = None
         if self.mounted is not None and not self.mounted.restored:
             self.mounted.undo()
@@ -148,5 +151,9 @@ class WatchTrace:
                 "traced_s": round(self.traced_s, 3), "buffer_kb": self.buffer_kb}
 
     def system_changes(self) -> list[dict]:
-        """A tracefs mount the watch made, in the journal's shape."""
-        return [self.mounted.to_change()] if self.mounted is not None else []
+        """A tracefs mount the watch made, and an instance it could not remove, in the journal's shape."""
+        out = [self.mounted.to_change()] if self.mounted is not None else []
+        if self.left is not None:
+            out.append({"path": str(self.left.path), "before": "no trace instance", "during": "softrt's trace instance",
+                        "why": "the watch's trace", "restored": False, "verified": False, "note": self.left.left})
+        return out

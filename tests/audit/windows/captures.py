@@ -41,13 +41,13 @@ class Captures:
     def read(self, argv: Sequence[str]) -> str:
         """What the command printed."""
         entry = self._entry(argv)
-        return (self.root / entry["out"]).read_text() if entry.get("out") else ""
+        return (self.root / entry["out"]).read_text(encoding="utf-8") if entry.get("out") else ""
 
     def set(self, argv: Sequence[str], out: str, rc: int = 0, err: str = "") -> Captures:
         """Make *argv* print *out* and exit with *rc*."""
         index = self._index()
         name = index.get(key(argv), {}).get("out") or f"out{len(index)}.txt"
-        (self.root / name).write_text(out)
+        (self.root / name).write_text(out, encoding="utf-8")
         index[key(argv)] = {"out": name, "rc": rc, **({"err": err} if err else {})}
         (self.root / INDEX).write_text(json.dumps(index, indent=2))
         return self

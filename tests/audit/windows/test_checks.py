@@ -113,7 +113,8 @@ CASES = [
     ("irq.rss", _rss(MaxProcessorNumber=13), FAIL, "RSS of Ethernet", ()),
     ("irq.rss", _rss(BaseProcessorGroup=1), FAIL, "RSS of Ethernet", ()),  # another group: its processors are not 0-9
     ("irq.rss", lambda c: c.edit_json(F.RSS, lambda d: d[0]), OK, "no adapter", ()),  # one adapter: a bare object
-    ("irq.rss", lambda c: c.set(F.RSS, ""), NA, "no adapter supports RSS", ()),
+    ("irq.rss", lambda c: c.set(F.RSS, "[]\r\n"), NA, "no adapter supports RSS", ()),
+    ("irq.rss", lambda c: c.set(F.RSS, ""), NA, "powershell.exe printed nothing", ()),  # Wine's stub PowerShell
     ("irq.threaded_dpc", None, OK, "off", ()),
     ("irq.threaded_dpc", lambda c: c.replace(F.KERNEL, "    ThreadDpcEnable    REG_DWORD    0x0\n", ""), WARN, "the default", ()),
 ]
@@ -215,11 +216,161 @@ def test_a_processor_count_beyond_any_windows_is_unreadable(good):
 
 
 @pytest.mark.parametrize("procs,paths,words", [
-    ("C:\\softrt\\python.exe", None, "with 1 process and 0 path exclusion(s)"),  # a lone string, not 20 letters
-    (["C:\\softrt\\python.exe"], 5, "with 1 process and 0 path exclusion(s)"),  # a number is no exclusion (no crash)
+    ("C:\\softrt\\python.exe", None, "1 process and 0 path exclusion(s)"),  # a lone string, not 20 letters
+    (["C:\\softrt\\python.exe"], 5, "1 process and 0 path exclusion(s)"),  # a number is no exclusion (no crash)
 ])
 def test_defender_exclusions_in_any_json_shape(good, procs, paths, words):
     good.set(F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": procs,
                                      "ExclusionPath": paths}))
     f = next(f for f in report(good).findings if f.id == "services.defender")
     assert f.status is OK and words in f.summary
+
+
+# --- what running under Wine showed (issue 19): tools that print nothing, localized text ---------------------
+
+def _wine_like(caps):
+    """Every command as Wine answers it: PowerShell a stub that exits 0 printing nothing, no powercfg or
+    typeperf at all, sc unable to read a configuration."""
+    index = json.loads((caps.root / "commands.json").read_text())
+    for line in index:
+        argv = line.split(" ")
+        if argv[0] == "powershell.exe":
+            caps.set(argv, "")
+        elif argv[0] in ("powercfg.exe", "typeperf.exe"):
+            caps.set(argv, "", rc=127, err=f"{argv[0]}: not found")
+        elif argv[0] == "sc.exe":
+            caps.set(argv, "", rc=1, err="")
+    return caps
+
+
+def test_a_machine_that_answers_nothing_is_unknown_never_ready(good):
+    """Wine's `check` said READY with 11 n/a: a fatal check n/a, or high ones unreadable, are not a pass."""
+    found = report(_wine_like(good), sample_s=0)
+    assert not found.ready and found.verdict.startswith("UNKNOWN")
+    assert {f.id for f in found.unknown} >= {"cores.rt_cpus", "idle.idle_disable", "irq.rss", "updates.wuauserv"}
+    assert all(f.status is NA and f.unreadable for f in found.unknown)
+
+
+def test_the_cli_says_unknown_and_exits_1_for_a_capture_that_says_nothing(good, run_cli):
+    code, out, _ = run_cli("check", "--root", str(_wine_like(good)), "--sample", "0")
+    assert code == 1 and "UNKNOWN" in out and "READY:" not in out
+
+
+def test_an_unknown_processor_count_never_defaults_to_cpu_0(good):
+    from softrt.audit import default_rt_cpu
+
+    good.set(F.CPU_COUNT, "")  # PowerShell printed nothing
+    assert default_rt_cpu(str(good)) is None
+    f = next(f for f in report(good).findings if f.id == "cores.rt_cpus")
+    assert f.status is NA and "printed nothing" in " ".join(f.evidence)
+
+
+def test_a_missing_powershell_is_unreadable_not_a_machine_without_the_csp(good):
+    """wincmd's own "not found" once matched the CSP check's "class not found" and said "not IoT Enterprise"."""
+    good.fail(F.CSP, "powershell.exe: not found (No such file or directory)", rc=127)
+    f = next(f for f in report(good).findings if f.id == "cores.csp")
+    assert f.status is NA and f.unreadable and "not found" in f.summary
+
+
+def test_an_empty_csp_answer_is_unreadable_not_setrtcores_unset(good):
+    good.set(F.CSP, "")
+    f = next(f for f in report(good).findings if f.id == "cores.csp")
+    assert f.status is NA and "printed nothing" in f.summary
+
+
+def test_a_localized_sc_is_read_by_its_exit_status(good):
+    """sc.exe exits with the Win32 error it prints: 1060 is "no such service" in any language."""
+    good.fail(F.sc_qc("SysMain"), "[SC] OpenService FEHLER 1060:\n\nDer angegebene Dienst ist kein installierter Dienst.",
+              rc=1060)
+    f = next(f for f in report(good).findings if f.id == "services.sysmain")
+    assert f.status is OK and "not installed" in f.summary
+
+
+def test_a_localized_powercfg_is_read_by_shape(good):
+    good.set(F.POWER, "GUID des Energieschemas: 8c5e7fda-e8bf-4a96-9a85-a6e23a8c635c  (Höchstleistung)\n"
+                      "  GUID der Untergruppe: 54533251-82be-4824-96c1-47b60b740d00  (Prozessorenergieverwaltung)\n"
+                      "    GUID-Alias: SUB_PROCESSOR\n"
+                      "    GUID der Energieeinstellung: 5d76a2ca-e8c0-402f-a133-2158492d58ad  (Leerlauf deaktivieren)\n"
+                      "      Mögliche Einstellung Index: 000\n"
+                      "    Index der aktuellen Wechselstromeinstellung: 0x00000000\n"
+                      "    Index der aktuellen Gleichstromeinstellung: 0x00000001\n")
+    f = next(f for f in report(good).findings if f.id == "idle.idle_disable")
+    assert f.status is FAIL and "IDLEDISABLE AC index: 0, DC index: 1" in f.evidence[1] and "Höchstleistung" in f.evidence[0]
+
+
+def test_defender_exclusions_hidden_from_a_non_administrator_are_unreadable(good):
+    """Get-MpPreference without Administrator prints "N/A: Must be and administrator …" for each list."""
+    hidden = ["N/A: Must be and administrator to view exclusions"]
+    good.set(F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": hidden,
+                                     "ExclusionPath": hidden}))
+    f = next(f for f in report(good).findings if f.id == "services.defender")
+    assert f.status is NA and f.unreadable and "Administrators only" in f.summary
+
+
+@pytest.mark.parametrize("procs,paths,status", [
+    (["C:\\Tools\\other.exe"], [], WARN),
+    (["c:\\python312\\PYTHON.EXE"], [], OK),  # case-insensitive, as Windows paths are
+    (["python.exe"], [], OK),  # a bare image name matches that image anywhere
+    ([], ["C:\\Python312\\"], OK),
+    ([], ["C:\\Python3"], WARN),  # a path exclusion covers its folder, not a name prefix
+])
+def test_defender_exclusions_are_compared_with_the_loops_interpreter(good, procs, paths, status):
+    from softrt.audit.windows.checks import check_defender
+    from softrt.audit.windows.facts import WinFacts
+    from softrt.platform.wincmd import CapturedRunner
+
+    good.set(F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": procs,
+                                     "ExclusionPath": paths}))
+    w = WinFacts(CapturedRunner(good.root), RT, str(good), interpreter="C:\\Python312\\python.exe")
+    f = check_defender(w)
+    assert f.status is status, f
+    assert f.status is OK or 'Add-MpPreference -ExclusionProcess "C:\\Python312\\python.exe"' == f.fix
+
+
+def test_a_check_that_raises_keeps_its_id_and_severity(good, monkeypatch):
+    """A crashed Windows check was reported as ``kernel.<name>``, low severity: a fatal one could not stop READY."""
+    from softrt.audit.windows import runner
+
+    def broken(w):
+        raise ValueError("bad bytes")
+
+    monkeypatch.setattr(runner, "CHECKS", (runner.checks.declare("cores.rt_cpus", runner.checks.Severity.FATAL)(broken),
+                                           *runner.CHECKS[1:]))
+    found = report(good)
+    f = next(f for f in found.findings if f.id == "cores.rt_cpus")
+    assert f.status is NA and f.severity.value == "fatal" and "bad bytes" in f.summary and not found.ready
+
+
+def test_this_windows_machines_cpus_come_from_the_platform_not_powershell(monkeypatch):
+    """Under Wine PowerShell printed nothing and the RT CPU defaulted to CPU 0, the core SetRTCores never reserves."""
+    import os
+    import sys
+
+    import softrt.platform as P
+    from softrt.audit.windows import runner
+    from softrt.platform.base import Capabilities
+    from softrt.platform.wincmd import CmdResult
+
+    class FourCpuWindows:
+        caps = Capabilities(rt_throttling=False, kernel_trace=False, soft_rt_steps=True)
+
+        def online_cpus(self):
+            return CpuSet(range(4))
+
+        def allowed_cpus(self):
+            return CpuSet(range(3))  # this process may not use CPU 3
+
+        def sample_counters(self, paths, seconds):  # pdh.dll, English paths
+            return {p.replace("(*)", "(MsMpEng)"): 0.5 if p.startswith("\\Process(") else 0.0 for p in paths}
+
+    monkeypatch.setattr(P, "_platform", FourCpuWindows())
+    prints_nothing = lambda argv, timeout_s=30.0: CmdResult(tuple(argv), 0, "")  # noqa: E731
+    assert runner.default_rt_cpu(os.sep, prints_nothing) == 2
+    w = runner.gather(CpuSet([2]), os.sep, prints_nothing)
+    assert w.cpu_count == 4 and w.housekeeping == CpuSet([0, 1, 3]) and w.interpreter == sys.executable
+    f = runner.checks.check_rt_cpus(w)
+    assert f.status is OK and "GetProcessAffinityMask" in f.evidence[0]
+    report = runner.run_checks(CpuSet([2]), os.sep, sample_s=1, runner=prints_nothing)
+    sample = next(f for f in report.findings if f.id == "cores.sample")
+    assert sample.status is WARN and "MsMpEng" in sample.summary and "(pdh.dll)" in sample.evidence[0]
+    assert not report.ready  # every other source printed nothing

@@ -6,10 +6,9 @@ import json
 
 import pytest
 
-from softrt.audit import Status, run_checks
-from softrt.audit.tune import apply_plan, plan_tune, revert
-from softrt.audit.tune import windows as tune_windows
-from softrt.audit.tune.windows import NEVER_APPLIED
+from softrt.audit import Status, apply_plan, plan_tune, revert, run_checks
+from softrt.audit.windows import tune as tune_windows
+from softrt.audit.windows.tune import NEVER_APPLIED
 from softrt.cpus import CpuSet
 from softrt.errors import ConfigError
 

@@ -9,17 +9,26 @@ or of the cmdlet's own reference where the guide gives none (Set-NetAdapterRss, 
 
 from __future__ import annotations
 
+import ntpath
+
 from ...cpus import CpuSet
-from ..model import LOOP_PERIOD_US, Finding, Severity, Status, not_applicable
+from ...platform.wincmd import NOT_FOUND_RC, TIMEOUT_RC
+from ..model import LOOP_PERIOD_US, Finding, Severity, Status, declare, not_applicable
 from . import parse
-from .facts import CSP_CLASS, CSP_NAMESPACE, KERNEL_KEY, WU_POLICY_KEY, WinFacts, top_cores
+from .facts import CSP_CLASS, CSP_NAMESPACE, KERNEL_KEY, WU_POLICY_KEY, WinFacts, said, top_cores
 
 GUIDE = "Microsoft's Soft Real-Time guide"
 GROUP_CPUS = 64  # logical processors in one processor group (PROCESSOR_NUMBER.Number: 0-63)
 
 
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+#: WMI's own error codes, printed whatever the display language (WbemErrorEnum): no such class or
+#: namespace (no IoT Enterprise CSP), access denied (the MDM bridge answers only to SYSTEM).
+WBEM_NOT_PRESENT = ("0x80041010", "0x8004100e", "invalid class", "invalid namespace")
+WBEM_ACCESS_DENIED = ("0x80041003", "access denied", "access is denied")
+
+
+def _unreadable(cid: str, title: str, reason: str, severity: Severity = Severity.LOW, *evidence: str) -> Finding:
+    return not_applicable(cid, title, reason, severity, *evidence, unreadable=True)
 
 
 def csp_fix(count: int | None, rt: CpuSet) -> str:
@@ -30,13 +39,17 @@ def csp_fix(count: int | None, rt: CpuSet) -> str:
             "(cannot be undone without reimaging: do the other steps first)")
 
 
+@declare("cores.rt_cpus", Severity.FATAL)
 def check_rt_cpus(w: WinFacts) -> Finding:
     """The real-time CPUs exist on this machine."""
     title = "Real-time CPUs exist"
-    if w.cpu_count is None:
-        return not_applicable("cores.rt_cpus", title, "the number of logical processors could not be read",
-                              Severity.FATAL)
-    evidence = (f"Win32_ComputerSystem.NumberOfLogicalProcessors: {w.cpu_count}",)
+    cpus, where = w.cpus
+    if cpus is None:
+        return _unreadable("cores.rt_cpus", title, "the number of logical processors could not be read",
+                           Severity.FATAL, where)
+    if not w.rt_cpus:
+        return _unreadable("cores.rt_cpus", title, "no RT CPU named and none could be chosen", Severity.FATAL, where)
+    evidence = (where,)
     missing = w.rt_cpus - w.online
     if missing:
         return Finding("cores.rt_cpus", title, Status.FAIL, Severity.FATAL,
@@ -53,12 +66,13 @@ def check_rt_cpus(w: WinFacts) -> Finding:
                    f"{w.describe_cpus(w.rt_cpus)} of {w.online}", evidence)
 
 
+@declare("cores.reserved", Severity.HIGH)
 def check_reserved(w: WinFacts) -> Finding:
     """The RT CPUs are reserved (ReservedCpuSets, written by SetRTCores)."""
     title = "Reserved CPU sets"
     if w.reserved is None:
-        return not_applicable("cores.reserved", title, f"reg query {KERNEL_KEY} failed or its ReservedCpuSets "
-                              "is not a CPU mask", Severity.HIGH)
+        return _unreadable("cores.reserved", title, f"reg query {KERNEL_KEY} failed or its ReservedCpuSets "
+                           "is not a CPU mask", Severity.HIGH)
     kind, data = (w.kernel_values or {}).get("ReservedCpuSets", ("", ""))
     evidence = (f"{KERNEL_KEY}\\ReservedCpuSets: {f'{kind} {data}' if kind else 'absent'}",
                 f"reserved CPUs: {w.reserved or 'none'}")
@@ -81,31 +95,35 @@ def check_reserved(w: WinFacts) -> Finding:
                    f"{w.describe_cpus(rt)} reserved{tail}", evidence)
 
 
+@declare("cores.csp", Severity.MEDIUM)
 def check_csp(w: WinFacts) -> Finding:
     """The WindowsIoT CSP's SetRTCores (MDM bridge WMI)."""
     title = "WindowsIoT CSP SetRTCores"
     res = w.csp
-    said = _first_line(res.err or res.out)
+    told = said(res)
+    if res.rc in (NOT_FOUND_RC, TIMEOUT_RC):  # the exit status first: powershell.exe did not run at all
+        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM)
     # PowerShell may exit 0 after a non-terminating error: what it said on stderr decides.
     if not res.ok or res.err.strip():
         low = (res.err + res.out).lower()
-        if "invalid class" in low or "invalid namespace" in low or "not found" in low:
+        if any(code in low for code in WBEM_NOT_PRESENT):
             reserved = bool(w.reserved)
             return Finding("cores.csp", title, Status.WARN if reserved else Status.FAIL, Severity.MEDIUM,
                            f"{CSP_CLASS} is not present: this is not Windows 10/11 IoT Enterprise (21H2 or later)"
                            + ("; the cores are reserved through ReservedCpuSets instead (undocumented)" if reserved else ""),
-                           (f"Get-CimInstance {CSP_CLASS}: {said}",),
+                           (f"Get-CimInstance {CSP_CLASS}: {told}",),
                            why="Soft Real-Time (reserved cores, 16 RT priority levels) is an IoT Enterprise feature",
                            fix="use Windows 10 IoT Enterprise LTSC 2021 (21H2) or later, then set SetRTCores")
-        if "access denied" in low or "access is denied" in low:
-            return not_applicable("cores.csp", title, "the MDM bridge answers only to SYSTEM: run softrt check from "
-                                  "psexec.exe -s -i powershell.exe to read SetRTCores", Severity.MEDIUM, said)
-        return not_applicable("cores.csp", title, f"could not be read: {said or f'exit status {res.rc}'}",
-                              Severity.MEDIUM)
+        if any(code in low for code in WBEM_ACCESS_DENIED):
+            return _unreadable("cores.csp", title, "the MDM bridge answers only to SYSTEM: run softrt check from "
+                               "psexec.exe -s -i powershell.exe to read SetRTCores", Severity.MEDIUM, told)
+        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM)
+    if not res.out.strip():
+        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM)
     try:
         rows = parse.json_list(res.out)
     except ValueError:
-        return not_applicable("cores.csp", title, "Get-CimInstance did not print JSON", Severity.MEDIUM)
+        return _unreadable("cores.csp", title, "Get-CimInstance did not print JSON", Severity.MEDIUM)
     value = rows[0].get("SetRTCores") if rows else None
     evidence = (f"{CSP_CLASS}.SetRTCores: {value if value is not None else 'not set'}",)
     if not isinstance(value, int) or value <= 0:
@@ -123,14 +141,14 @@ def check_csp(w: WinFacts) -> Finding:
                    evidence)
 
 
+@declare("idle.idle_disable", Severity.HIGH)
 def check_idle(w: WinFacts) -> Finding:
     """Processor idle states on the active power scheme (IDLEDISABLE)."""
     title = "Processor idle disable"
     res, setting = w.power
     if setting is None:
-        return not_applicable("idle.idle_disable", title,
-                              f"powercfg /qh did not show IDLEDISABLE: {_first_line(res.err or res.out) or res.rc}",
-                              Severity.HIGH)
+        return _unreadable("idle.idle_disable", title, f"powercfg /qh did not show IDLEDISABLE: {said(res)}",
+                           Severity.HIGH)
     evidence = (f"power scheme: {setting['scheme']} ({setting['scheme_name']})",
                 f"IDLEDISABLE AC index: {setting['ac']}, DC index: {setting.get('dc', '?')}")
     if setting["ac"] != 1:
@@ -145,14 +163,18 @@ def check_idle(w: WinFacts) -> Finding:
 
 
 def _service_check(name: str, label: str, group: str, severity: Severity, why: str):
+    cid, title = f"{group}.{name.lower()}", f"{label} ({name})"
+
+    @declare(cid, severity)
     def check(w: WinFacts) -> Finding:
-        cid, title = f"{group}.{name.lower()}", f"{label} ({name})"
         svc = w.services[name]
         if not svc.installed:
-            return Finding(cid, title, Status.OK, severity, "not installed", (f"sc qc {name}: FAILED 1060",))
+            return Finding(cid, title, Status.OK, severity, "not installed",
+                           (f"sc qc {name}: exit status {parse.SERVICE_NOT_INSTALLED} (ERROR_SERVICE_DOES_NOT_EXIST)",))
         if not svc.readable:
-            return not_applicable(cid, title, f"sc qc/query {name} could not be read"
-                                  + (f" (error {svc.error})" if svc.error else ""), severity)
+            return _unreadable(cid, title, f"sc qc/query {name} could not be read"
+                               + (f" (exit status {svc.error}{f': {svc.said}' if svc.said else ''})" if svc.error else ""),
+                               severity)
         evidence = (f"sc qc {name}: start type {svc.start}", f"sc query {name}: {svc.state}")
         fix = f"sc stop {name} & sc config {name} start= disabled"
         if svc.state != "stopped":
@@ -186,39 +208,73 @@ def _texts(value: object) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
+def _hidden(values: list[str]) -> bool:
+    """Get-MpPreference without Administrator prints ``N/A: Must be and administrator to view
+    exclusions`` in place of the exclusions: that is not one, it is unreadable."""
+    return any(v.strip().upper().startswith("N/A") for v in values)
+
+
+def covers(interpreter: str, procs: list[str], paths: list[str]) -> bool:
+    """Does a Defender exclusion cover the loop's interpreter? A process exclusion names its image (full
+    path, or a file name for any path); a path exclusion covers the folders below it (Microsoft,
+    "Configure exclusions for files opened by processes", "Configure and validate exclusions based on
+    file name, extension, and folder location"). Case-insensitive, as Windows paths are."""
+    exe = ntpath.normcase(ntpath.normpath(interpreter))
+    for p in procs:
+        p = ntpath.normcase(ntpath.normpath(p.strip()))
+        if p == exe or ("\\" not in p and p == ntpath.basename(exe)):
+            return True
+    folders = (ntpath.normcase(ntpath.normpath(p.strip())).rstrip("\\") + "\\" for p in paths if p.strip())
+    return any(exe.startswith(folder) for folder in folders)
+
+
+@declare("services.defender", Severity.MEDIUM)
 def check_defender(w: WinFacts) -> Finding:
     """Windows Defender real-time protection and its exclusions."""
     title = "Windows Defender real-time protection"
     res = w.defender
     if not res.ok or not res.out.strip():
-        return not_applicable("services.defender", title,
-                              f"Get-MpPreference failed (Defender absent or another antivirus): "
-                              f"{_first_line(res.err or res.out) or res.rc}", Severity.MEDIUM)
+        return _unreadable("services.defender", title,
+                           f"Get-MpPreference failed (Defender absent or another antivirus): {said(res)}",
+                           Severity.MEDIUM)
     try:
         prefs = (parse.json_list(res.out) or [{}])[0]
     except ValueError:
-        return not_applicable("services.defender", title, "Get-MpPreference did not print JSON", Severity.MEDIUM)
+        return _unreadable("services.defender", title, "Get-MpPreference did not print JSON", Severity.MEDIUM)
     off = prefs.get("DisableRealtimeMonitoring") is True
     procs, paths = _texts(prefs.get("ExclusionProcess")), _texts(prefs.get("ExclusionPath"))
     evidence = (f"DisableRealtimeMonitoring: {prefs.get('DisableRealtimeMonitoring')}",
-                f"ExclusionProcess: {', '.join(procs) or 'none'}", f"ExclusionPath: {', '.join(paths) or 'none'}")
+                f"ExclusionProcess: {', '.join(procs) or 'none'}", f"ExclusionPath: {', '.join(paths) or 'none'}",
+                f"the loop's interpreter: {w.interpreter or 'unknown (a capture)'}")
     if off:
         return Finding("services.defender", title, Status.OK, Severity.MEDIUM,
                        "real-time protection is off (the machine relies on other protection)", evidence)
+    fix = f'Add-MpPreference -ExclusionProcess "{w.interpreter or "<full path of the loop program, e.g. python.exe>"}"'
+    if _hidden(procs) or _hidden(paths):
+        return _unreadable("services.defender", title, "real-time protection is on; its exclusions can be read by "
+                           "Administrators only (run softrt check elevated)", Severity.MEDIUM, *evidence)
+    why = "MsMpEng.exe scans on access and was seen on the real-time cores in the seed's WPA trace"
     if not procs and not paths:
         return Finding("services.defender", title, Status.WARN, Severity.MEDIUM,
                        "real-time protection scans everything the loop's process opens; no exclusion", evidence,
-                       why="MsMpEng.exe scans on access and was seen on the real-time cores in the seed's WPA trace",
-                       fix='Add-MpPreference -ExclusionProcess "<full path of the loop program, e.g. python.exe>"')
-    return Finding("services.defender", title, Status.OK, Severity.MEDIUM,
-                   f"real-time protection on, with {len(procs)} process and {len(paths)} path exclusion(s)", evidence,
-                   why="MsMpEng.exe itself may still run on the RT cores (see the live sample)")
+                       why=why, fix=fix)
+    if w.interpreter and not covers(w.interpreter, procs, paths):
+        return Finding("services.defender", title, Status.WARN, Severity.MEDIUM,
+                       f"no exclusion covers the loop's interpreter {w.interpreter}", evidence, why=why, fix=fix)
+    whose = "the loop's interpreter is excluded" if w.interpreter else \
+        f"{len(procs)} process and {len(paths)} path exclusion(s); whether they cover the loop's interpreter is " \
+        "checked on the machine itself"
+    return Finding("services.defender", title, Status.OK, Severity.MEDIUM, f"real-time protection on; {whose}",
+                   evidence, why="MsMpEng.exe itself may still run on the RT cores (see the live sample)")
 
 
+@declare("updates.policy", Severity.MEDIUM)
 def check_update_policy(w: WinFacts) -> Finding:
     """Windows Update automatic-update policy (NoAutoUpdate)."""
     title = "Windows Update policy"
     res = w.wu_policy
+    if res.rc in (NOT_FOUND_RC, TIMEOUT_RC):  # reg.exe did not run; exit status 1 is a key that is absent
+        return _unreadable("updates.policy", title, f"could not be read: {said(res)}", Severity.MEDIUM)
     values = parse.reg_values(res.out) if res.ok else {}
     no_auto = parse.reg_dword(values, "NoAutoUpdate")
     options = parse.reg_dword(values, "AUOptions")
@@ -245,8 +301,8 @@ def rss_range_off(w: WinFacts) -> tuple[int, int] | None:
 
 
 def rss_adapters(w: WinFacts) -> list[dict] | None:
-    """Get-NetAdapterRss rows, None when unreadable."""
-    if not w.rss.ok:
+    """Get-NetAdapterRss rows, None when unreadable (its script always prints a JSON list, ``[]`` for none)."""
+    if not w.rss.ok or not w.rss.out.strip():
         return None
     try:
         return parse.json_list(w.rss.out)
@@ -268,13 +324,13 @@ def rss_cpus(adapter: dict) -> CpuSet | None:
     return CpuSet(range(base, top + 1))
 
 
+@declare("irq.rss", Severity.HIGH)
 def check_rss(w: WinFacts) -> Finding:
     """NIC receive-side scaling kept off the RT CPUs."""
     title = "NIC RSS processors"
     adapters = rss_adapters(w)
     if adapters is None:
-        return not_applicable("irq.rss", title, f"Get-NetAdapterRss failed: {_first_line(w.rss.err or w.rss.out)}",
-                              Severity.HIGH)
+        return _unreadable("irq.rss", title, f"Get-NetAdapterRss failed: {said(w.rss)}", Severity.HIGH)
     if not adapters:
         return not_applicable("irq.rss", title, "no adapter supports RSS (the guide's step 5 does not apply)",
                               Severity.HIGH)
@@ -298,11 +354,12 @@ def check_rss(w: WinFacts) -> Finding:
     return Finding("irq.rss", title, Status.OK, Severity.HIGH, "no adapter's RSS reaches the RT CPUs", tuple(evidence))
 
 
+@declare("irq.threaded_dpc", Severity.LOW)
 def check_threaded_dpc(w: WinFacts) -> Finding:
     """Threaded DPCs (ThreadDpcEnable)."""
     title = "Threaded DPCs"
     if w.kernel_values is None:
-        return not_applicable("irq.threaded_dpc", title, f"reg query {KERNEL_KEY} failed")
+        return _unreadable("irq.threaded_dpc", title, f"reg query {KERNEL_KEY} failed")
     value = parse.reg_dword(w.kernel_values, "ThreadDpcEnable")
     evidence = (f"{KERNEL_KEY}\\ThreadDpcEnable: {value if value is not None else 'not set (enabled)'}",)
     if value == 0:

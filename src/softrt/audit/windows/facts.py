@@ -9,10 +9,11 @@ softrt reads is what an engineer can type to see the same thing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 
 from ...cpus import CpuSet
-from ...platform.wincmd import CmdResult, Runner, powershell
+from ...platform.wincmd import NOT_FOUND_RC, TIMEOUT_RC, CmdResult, Runner, powershell
 from ...platform.winsettings import SERVICES
 from . import parse
 
@@ -27,10 +28,12 @@ CPU_COUNT = powershell("(Get-CimInstance -ClassName Win32_ComputerSystem).Number
 POWER = ["powercfg.exe", "/qh", "SCHEME_CURRENT", "SUB_PROCESSOR", "IDLEDISABLE"]
 KERNEL = ["reg.exe", "query", KERNEL_KEY]
 WU_POLICY = ["reg.exe", "query", WU_POLICY_KEY]
-CSP = powershell(f"Get-CimInstance -Namespace {CSP_NAMESPACE} -ClassName {CSP_CLASS} "
-                 "| Select-Object -Property SetRTCores | ConvertTo-Json")
-RSS = powershell("Get-NetAdapterRss | Select-Object -Property Name,InterfaceDescription,Enabled,BaseProcessorGroup,"
-                 "BaseProcessorNumber,MaxProcessorGroup,MaxProcessorNumber,MaxProcessors | ConvertTo-Json")
+# ``ConvertTo-Json -InputObject @(…)`` prints a JSON list, ``[]`` when there is nothing: empty output
+# is then never an answer, only a PowerShell that printed nothing.
+CSP = powershell(f"ConvertTo-Json -InputObject @(Get-CimInstance -Namespace {CSP_NAMESPACE} -ClassName {CSP_CLASS} "
+                 "| Select-Object -Property SetRTCores)")
+RSS = powershell("ConvertTo-Json -InputObject @(Get-NetAdapterRss | Select-Object -Property Name,InterfaceDescription,"
+                 "Enabled,BaseProcessorGroup,BaseProcessorNumber,MaxProcessorGroup,MaxProcessorNumber,MaxProcessors)")
 DEFENDER = powershell("Get-MpPreference | Select-Object -Property DisableRealtimeMonitoring,ExclusionProcess,"
                       "ExclusionPath | ConvertTo-Json")
 
@@ -50,7 +53,10 @@ class Service:
 
     def __init__(self, name: str, qc: CmdResult, query: CmdResult) -> None:
         self.name = name
-        self.error = parse.sc_error(qc.out + qc.err) if not qc.ok else None
+        # sc.exe exits with the Win32 error it printed (1060: no such service): the exit status,
+        # not the (localized) text, says what went wrong.
+        self.error = None if qc.ok else qc.rc
+        self.said = "" if qc.ok else _first_line(qc.err or qc.out)
         self.installed = self.error != parse.SERVICE_NOT_INSTALLED
         self.start = parse.start_type(qc.out) if qc.ok else None
         self.state = parse.state(query.out) if query.ok else None
@@ -62,13 +68,39 @@ class Service:
         return f"{self.start}/{self.state}"
 
 
-class WinFacts:
-    """One Windows audit: the runner, the real-time CPUs and the facts, read lazily and kept."""
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
-    def __init__(self, runner: Runner, rt_cpus: CpuSet, root: str) -> None:
+
+def said(res: CmdResult) -> str:
+    """What a command that gave nothing usable said, in one line: its exit status is checked first
+    (a missing tool, a time-out), then empty output ("printed nothing"), then its first line."""
+    if res.rc in (NOT_FOUND_RC, TIMEOUT_RC):
+        return _first_line(res.err) or f"{res.argv[0]} could not run"
+    text = _first_line(res.err) or _first_line(res.out)
+    if res.rc != 0:
+        return f"exit status {res.rc}" + (f": {text}" if text else "")
+    return text or f"{res.argv[0]} printed nothing"
+
+
+class WinFacts:
+    """One Windows audit: the runner, the real-time CPUs and the facts, read lazily and kept.
+
+    On this machine the logical processors come from the platform (GetProcessAffinityMask's system
+    mask) and the loop's interpreter is this one; in a capture directory, from the captured
+    ``NumberOfLogicalProcessors`` (and the interpreter is unknown).
+    """
+
+    def __init__(self, runner: Runner, rt_cpus: CpuSet, root: str, online: CpuSet | None = None,
+                 allowed: CpuSet | None = None, interpreter: str | None = None,
+                 counters: Callable[[list[str], float], dict[str, float]] | None = None) -> None:
         self.runner = runner
         self.rt_cpus = rt_cpus
         self.root = root
+        self._online = online
+        self.allowed = allowed
+        self.interpreter = interpreter
+        self.counters = counters  # this machine's performance counters (the platform's), else typeperf
         self.sample: dict | None = None
 
     def run(self, argv: list[str], timeout_s: float = 30.0) -> CmdResult:
@@ -76,16 +108,25 @@ class WinFacts:
         return self.runner(argv, timeout_s)
 
     @cached_property
-    def cpu_count(self) -> int | None:
-        """Logical processors (Win32_ComputerSystem.NumberOfLogicalProcessors)."""
+    def cpus(self) -> tuple[CpuSet | None, str]:
+        """The logical processors and where they were read; (None, why) when they could not be."""
+        if self._online:
+            return self._online, f"GetProcessAffinityMask: system CPUs {self._online}"
         res = self.run(CPU_COUNT)
         text = res.out.strip()
-        return int(text) if res.ok and text.isdigit() and 0 < int(text) <= MAX_LOGICAL_PROCESSORS else None
+        if res.ok and text.isdigit() and 0 < int(text) <= MAX_LOGICAL_PROCESSORS:
+            return CpuSet(range(int(text))), f"Win32_ComputerSystem.NumberOfLogicalProcessors: {text}"
+        return None, f"NumberOfLogicalProcessors: {said(res) if not res.ok or not text else repr(text[:40])}"
 
-    @cached_property
+    @property
+    def cpu_count(self) -> int | None:
+        """How many logical processors (None when unknown)."""
+        return len(self.cpus[0]) if self.cpus[0] else None
+
+    @property
     def online(self) -> CpuSet:
-        """Every logical processor (0 … count-1); just the RT CPUs when the count is unreadable."""
-        return CpuSet(range(self.cpu_count)) if self.cpu_count else self.rt_cpus
+        """Every logical processor; just the RT CPUs when they could not be read."""
+        return self.cpus[0] or self.rt_cpus
 
     @property
     def existing_rt(self) -> CpuSet:

@@ -4,7 +4,9 @@ Formats, as the tools document and print them:
 
 * ``powercfg /qh <scheme> <subgroup> <setting>`` (powercfg command-line options,
   learn.microsoft.com/windows-hardware/design/device-experiences/powercfg-command-line-options):
-  ``Power Scheme GUID: <guid>  (<name>)`` then ``Current AC Power Setting Index: 0x00000001``;
+  ``Power Scheme GUID: <guid>  (<name>)`` then ``Current AC Power Setting Index: 0x00000001`` and the
+  DC one. The labels are translated on a localized Windows, so they are read by shape: the first
+  GUID is the scheme's, the last two ``: 0x`` + 8 hex digits values are the AC and DC indexes;
 * ``sc qc <name>`` / ``sc query <name>`` (sc.exe config, sc.exe query): ``KEY : <number> <WORD>``
   lines (``START_TYPE : 4 DISABLED``, ``STATE : 1 STOPPED``), ``[SC] … FAILED 1060:`` when the
   service is not installed;
@@ -23,10 +25,9 @@ import re
 
 from ...cpus import CpuSet
 
-_SCHEME = re.compile(r"Power Scheme GUID:\s*([0-9a-fA-F-]{36})\s*(?:\((.*)\))?")
-_INDEX = re.compile(r"Current (AC|DC) Power Setting Index:\s*(0x[0-9a-fA-F]+)")
+_SCHEME = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})[ \t]*(?:\((.*)\))?")
+_INDEX = re.compile(r":\s*(0x[0-9a-fA-F]{8})\s*$", re.MULTILINE)
 _SC_FIELD = re.compile(r"^\s*([A-Z_0-9]+)\s*:\s*(\d+)\s+([A-Z_]+)(.*)$")
-_SC_FAILED = re.compile(r"FAILED\s+(\d+)")
 _REG_VALUE = re.compile(r"^\s{2,}(\S.*?)\s{2,}(REG_[A-Z_0-9]+)(?:\s{2,}(.*))?$")
 
 #: sc.exe START_TYPE words → the ``sc config start=`` word that sets them.
@@ -38,10 +39,10 @@ SERVICE_NOT_INSTALLED = 1060  # ERROR_SERVICE_DOES_NOT_EXIST
 def powercfg_setting(text: str) -> dict | None:
     """``{"scheme": guid, "scheme_name": …, "ac": int, "dc": int}`` from ``powercfg /qh``, or None."""
     scheme = _SCHEME.search(text)
-    values = {k.lower(): int(v, 16) for k, v in _INDEX.findall(text)}
-    if not scheme or "ac" not in values:
+    indexes = [int(v, 16) for v in _INDEX.findall(text)][-2:]
+    if not scheme or len(indexes) < 2:
         return None
-    return {"scheme": scheme[1].lower(), "scheme_name": (scheme[2] or "").strip(), **values}
+    return {"scheme": scheme[1].lower(), "scheme_name": (scheme[2] or "").strip(), "ac": indexes[0], "dc": indexes[1]}
 
 
 def sc_fields(text: str) -> dict[str, tuple[int, str, str]]:
@@ -52,12 +53,6 @@ def sc_fields(text: str) -> dict[str, tuple[int, str, str]]:
         if m:
             out[m[1]] = (int(m[2]), m[3], m[4].strip())
     return out
-
-
-def sc_error(text: str) -> int | None:
-    """The Win32 error of a failed ``sc`` call (``[SC] OpenService FAILED 1060:``), or None."""
-    m = _SC_FAILED.search(text)
-    return int(m[1]) if m else None
 
 
 def start_type(qc_text: str) -> str | None:

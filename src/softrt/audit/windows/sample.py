@@ -1,5 +1,9 @@
 """What ran on the real-time cores, from performance counters (audit layer).
 
+On this machine the counters are read through the platform (pdh.dll with English counter paths,
+PdhAddEnglishCounterW, so a localized Windows reads the same); in a capture directory from
+``typeperf``'s captured CSV (typeperf wants the translated names of the machine's language).
+
 The seed looked in Windows Performance Analyzer (an ETW trace of context switches) and found
 MsMpEng.exe on the reserved cores. Performance counters (typeperf, "Processor" and "Process"
 objects) cannot name the core a process ran on; what they give exactly is each RT core's DPC and
@@ -14,10 +18,11 @@ from __future__ import annotations
 import re
 
 from ...cpus import CpuSet
+from ...errors import SoftRTError
 from ...platform.wincmd import powershell
-from ..model import Finding, Severity, Status, not_applicable
+from ..model import Finding, Severity, Status, declare, not_applicable
 from . import parse
-from .facts import WinFacts
+from .facts import WinFacts, said
 
 PROCESSES = powershell("Get-Process | Select-Object -Property Id,ProcessName,ProcessorAffinity | ConvertTo-Json")
 CORE_COUNTERS = ("% Processor Time", "% DPC Time", "% Interrupt Time")
@@ -30,10 +35,27 @@ METHOD = ("performance counters (typeperf): per-core DPC and interrupt time; per
           "RT cores by affinity (a WPR/WPA trace names the exact core)")
 
 
+def counter_paths(rt_cpus: CpuSet) -> list[str]:
+    """Each RT core's processor, DPC and interrupt time, and every process's CPU time (English paths)."""
+    return [f"\\Processor({cpu})\\{name}" for cpu in rt_cpus for name in CORE_COUNTERS] + [
+        "\\Process(*)\\% Processor Time"]
+
+
 def typeperf_argv(rt_cpus: CpuSet, seconds: int) -> list[str]:
     """``typeperf <counters> -si <seconds> -sc 1``: one sample averaged over *seconds*."""
-    counters = [f"\\Processor({cpu})\\{name}" for cpu in rt_cpus for name in CORE_COUNTERS]
-    return ["typeperf.exe", *counters, "\\Process(*)\\% Processor Time", "-si", str(seconds), "-sc", "1"]
+    return ["typeperf.exe", *counter_paths(rt_cpus), "-si", str(seconds), "-sc", "1"]
+
+
+def _counters(w: WinFacts, secs: int) -> tuple[dict[str, float], str | None, str]:
+    """(values, why there are none, how they were read)."""
+    if w.counters is not None:
+        try:
+            return w.counters(counter_paths(w.existing_rt), secs), None, "pdh.dll"
+        except SoftRTError as err:
+            return {}, str(err), "pdh.dll"
+    res = w.run(typeperf_argv(w.existing_rt, secs), timeout_s=secs + 30)
+    values = parse.typeperf(res.out) if res.ok else {}
+    return values, None if values else f"typeperf: {said(res)}", "typeperf"
 
 
 def _affinities(rows: list[dict]) -> dict[str, CpuSet | None]:
@@ -54,12 +76,10 @@ def _affinities(rows: list[dict]) -> dict[str, CpuSet | None]:
 def sample(w: WinFacts, seconds: float) -> dict:
     """Sample the RT cores for *seconds* (whole seconds, at least 1); return a JSON-ready result."""
     secs = max(1, round(seconds))
-    res = w.run(typeperf_argv(w.existing_rt, secs), timeout_s=secs + 30)
-    values = parse.typeperf(res.out) if res.ok else {}
+    values, why, source = _counters(w, secs)
     if not values:
-        why = (res.err or res.out).strip().splitlines()
         return {"method": "none", "seconds": secs, "tasks": [], "cores": {}, "idle_share": None,
-                "error": f"typeperf: {why[0] if why else f'exit status {res.rc}'}"}
+                "error": why or f"{source}: no counter values"}
     cores = {}
     for cpu in w.existing_rt:
         cores[str(cpu)] = {name: values.get(f"\\Processor({cpu})\\{name}") for name in CORE_COUNTERS}
@@ -88,9 +108,11 @@ def sample(w: WinFacts, seconds: float) -> dict:
             kind = "may run there"
         tasks.append({"comm": m[1], "cpu_ms": round(pct / 100 * secs * 1000, 1), "kind": kind})
     tasks.sort(key=lambda t: -t["cpu_ms"])
-    return {"method": METHOD, "seconds": secs, "cores": cores, "tasks": tasks, "idle_share": None, "error": None}
+    return {"method": METHOD.replace("(typeperf)", f"({source})"), "seconds": secs, "cores": cores, "tasks": tasks,
+            "idle_share": None, "error": None}
 
 
+@declare("cores.sample", Severity.MEDIUM)
 def check_sample(w: WinFacts) -> Finding:
     """What ran on the RT cores during the live sample."""
     title = "Live sample of the RT cores"
@@ -98,7 +120,7 @@ def check_sample(w: WinFacts) -> Finding:
     if s is None:
         return not_applicable("cores.sample", title, "no live sample taken (--sample 0)", Severity.MEDIUM)
     if s.get("error"):
-        return not_applicable("cores.sample", title, f"sample failed: {s['error']}", Severity.MEDIUM)
+        return not_applicable("cores.sample", title, f"sample failed: {s['error']}", Severity.MEDIUM, unreadable=True)
     evidence = [f"method: {s['method']}"]
     heavy = []
     for cpu, c in s["cores"].items():

@@ -1,0 +1,14 @@
+"""softrt check and tune on Linux: /proc and /sys under a root, read and (reversibly) written (audit layer).
+
+The same five functions as :mod:`..windows` (``default_rt_cpu``, ``run_checks``, ``plan_tune``,
+``apply_plan``, ``revert``); :mod:`softrt.audit` picks one of the two once per root.
+"""
+
+from __future__ import annotations
+
+from .apply import Result, apply_plan, revert, run_command, write_kernel_file
+from .plan import AFFINITY, FILE, SERVICE, Plan, Step, plan_tune
+from .runner import default_rt_cpu, online_cpus, run_checks, validate_rt_cpus
+
+__all__ = ["AFFINITY", "FILE", "Plan", "Result", "SERVICE", "Step", "apply_plan", "default_rt_cpu", "online_cpus",
+           "plan_tune", "revert", "run_checks", "run_command", "validate_rt_cpus", "write_kernel_file"]

@@ -1,0 +1,83 @@
+"""The Windows checks run against this machine or a capture of one, and the default RT CPU (audit layer).
+
+Chosen when the platform layer says this is Windows, or when ``--root`` is a directory of captured
+Windows command outputs (:func:`softrt.platform.wincmd.is_capture`), so that the same checks run on
+Linux against captures. Source: learn.microsoft.com/windows/iot/iot-enterprise/soft-real-time/
+soft-real-time-device, and the seed's four points (``../shared/seed/brief.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ...cpus import CpuSet, choose_cpus
+from ...errors import NotSupported, SoftRTError
+from ...platform import get_platform, wincmd
+from ..model import Report, crashed
+from . import checks, sample
+from .facts import WinFacts
+
+#: Every Windows check, in model.GROUPS order; the live sample is the last of the reserved cores'.
+CHECKS = (*checks.CHECKS[:3], sample.check_sample, *checks.CHECKS[3:])
+
+
+def applies(root: str) -> bool:
+    """True when *root* is this Windows machine or a capture of one."""
+    if wincmd.is_capture(root):
+        return True
+    try:
+        this_os = get_platform().caps.soft_rt_steps
+    except NotSupported:
+        return False
+    return this_os and os.path.realpath(str(root)) == os.path.realpath(os.sep)
+
+
+def gather(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -> WinFacts:
+    """The facts of *root* through *runner* (default: this machine, or the captures under *root*).
+
+    On this machine the processors come from the platform (GetProcessAffinityMask, else
+    os.cpu_count()), never from a command that may print nothing, and the loop's interpreter is this one.
+    """
+    runner = runner or wincmd.runner_for(root)
+    if wincmd.is_capture(root):
+        return WinFacts(runner, rt_cpus, str(root))
+    plat = get_platform()
+    try:
+        online, allowed = plat.online_cpus(), plat.allowed_cpus()
+    except SoftRTError:
+        online = allowed = CpuSet(range(os.cpu_count() or 1))
+    return WinFacts(runner, rt_cpus, str(root), online=online, allowed=allowed, interpreter=sys.executable,
+                    counters=plat.sample_counters)
+
+
+def default_rt_cpu(root: str, runner: wincmd.Runner | None = None) -> int | None:
+    """The CPU ``softrt run`` uses (:func:`softrt.cpus.choose_cpus`: the highest one this process may
+    use, where SetRTCores reserves from); None when a capture does not say how many there are."""
+    w = gather(CpuSet(), root, runner)
+    if w.cpus[0] is None:
+        return None
+    rt_cpu, _ = choose_cpus(w.cpus[0], w.allowed or w.cpus[0])
+    return rt_cpu
+
+
+def run_checks(rt_cpus: CpuSet, root: str, sample_s: float = 2.0, runner: wincmd.Runner | None = None) -> Report:
+    """Audit a Windows machine (or its captured outputs) for a 250 µs loop on *rt_cpus*.
+
+    An RT CPU the machine does not have, a missing CSP or an unreadable source is a finding,
+    never an exception; so is no RT CPU at all (:func:`default_rt_cpu` found none to choose).
+    """
+    w = gather(rt_cpus, root, runner)
+    if sample_s > 0 and w.existing_rt:
+        w.sample = sample.sample(w, sample_s)
+    findings = []
+    for check in CHECKS:
+        try:
+            findings.append(check(w))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            findings.append(crashed(check, err))
+    meta = {"os": "windows", "logical_processors": w.cpu_count, "sample_s": w.sample["seconds"] if w.sample else 0}
+    return Report(rt_cpus, w.housekeeping, findings, w.sample, str(root), meta)
+
+
+__all__ = ["CHECKS", "applies", "default_rt_cpu", "gather", "run_checks"]

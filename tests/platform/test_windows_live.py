@@ -1,0 +1,181 @@
+"""softrt on Windows for real: the commands a user types, under Wine with Microsoft's Windows CPython
+(``scripts/ci-wine`` runs this file; elsewhere it is skipped).
+
+What this proves is the Win32 calls, their types, the error paths and the process model (the
+machine lock, the worker's kill-on-close job, the checkpoints); Wine's timers are ~1 ms grained and it
+does not enforce REALTIME_PRIORITY_CLASS, so no timing is asserted. Each softrt command takes 15-30 s
+to start under Wine (numpy, pyarrow and matplotlib load slowly there), so one module fixture runs the
+commands once, side by side where they do not exclude each other, and the tests read its results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform != "win32", reason="runs softrt on Windows (bash scripts/ci-wine)")
+
+START_S = 120.0  # the longest a command may take to get going under Wine
+
+
+class Softrt:
+    """``python -m softrt`` with this session's data and state directories."""
+
+    def __init__(self, base: Path) -> None:
+        self.out = base / "runs"
+        self.env = {**os.environ, "SOFTRT_HOME": str(base / "home"), "SOFTRT_STATE_DIR": str(base / "state"),
+                    "COLUMNS": "120", "PYTHONIOENCODING": "utf-8"}
+        self.lock = base / "state" / "rt-loop.lock"
+
+    def start(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "softrt", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env, text=True,
+                                encoding="utf-8", errors="replace")
+
+    def run(self, *args: str) -> tuple[int, str]:
+        return self.finish(self.start(*args))
+
+    @staticmethod
+    def finish(proc: subprocess.Popen, timeout_s: float = 3 * START_S) -> tuple[int, str]:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, out
+
+    def wait_for_lock(self, proc: subprocess.Popen) -> None:
+        """Until *proc* (a run) holds the machine lock: its pid written in the lock file."""
+        deadline = time.monotonic() + START_S
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if self.lock.read_text(encoding="ascii", errors="replace").strip() == str(proc.pid):
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"the run (pid {proc.pid}) never held the machine lock")
+
+
+def _stored(out: str) -> str:
+    """The run id from a run's last line, ``Run stored in …\\<run id>``."""
+    line = next((ln for ln in reversed(out.splitlines()) if ln.startswith("Run stored in ")), "")
+    return line.replace("\\", "/").rsplit("/", 1)[-1].strip() or "none"
+
+
+@pytest.fixture(scope="module")
+def wine(tmp_path_factory) -> dict:
+    """Every command once, in two lanes side by side; ``{name: (exit status, output)}`` and facts.
+
+    Lane 1 holds the machine's real-time lock in turn (spin, sleep, hybrid), then reads a run back.
+    Lane 2, while the spin run holds it: a second run (refused), check, tune apply and revert, a
+    supervisor killed mid-run (``--profile none`` takes no lock), and the history.
+    """
+    import threading
+
+    s = Softrt(tmp_path_factory.mktemp("softrt-windows"))
+    out = str(s.out)
+    got: dict = {}
+    # Long enough for the second run to start (15-30 s under Wine) while it holds the machine.
+    first = s.start("run", "--duration", "40s", "--wait", "spin", "-q", "--out-dir", out)
+
+    def lane1() -> None:
+        got["spin"] = s.finish(first)
+        got["sleep"] = s.run("run", "--duration", "2s", "--wait", "sleep", "-q", "--out-dir", out)
+        got["hybrid"] = s.run("run", "--duration", "2s", "--wait", "hybrid", "-q", "--out-dir", out)
+        rid = _stored(got["spin"][1])
+        got["show"] = s.run("show", rid)
+        got["report"] = s.run("report", rid, "-o", str(s.out / "report.html"))
+
+    thread = threading.Thread(target=lane1)
+    s.wait_for_lock(first)
+    thread.start()
+    got["second"] = s.run("run", "--duration", "2s", "-q", "--out-dir", out)
+    got["check"] = s.run("check", "--sample", "1", "--json")
+    got["apply"] = s.run("tune", "--rt-cpus", "1", "--apply")
+    got["revert"] = s.run("tune", "--revert")
+    got.update(_kill_a_supervisor(s))
+    got["history"] = s.run("history", "--json")
+    got["runs"] = json.loads(got["history"][1]) if got["history"][0] == 0 else []
+    thread.join()
+    got["report_file"] = s.out / "report.html"
+    return got
+
+
+def _kill_a_supervisor(s: Softrt) -> dict:
+    """Kill a run's supervisor (TerminateProcess: no cleanup of its own) once it measures; its worker's
+    kill-on-close job must end the worker with it."""
+    import psutil
+
+    out = s.out.parent / "killed"  # its own: the other lane's runs are stored meanwhile
+    proc = s.start("run", "--duration", "60s", "--profile", "none", "-q", "--out-dir", str(out))
+    deadline = time.monotonic() + START_S
+    while time.monotonic() < deadline and proc.poll() is None:  # its first checkpoint: measuring
+        if any(out.glob("*/summary.json")):
+            time.sleep(3)  # the same checkpoint's history row is written right after, by a thread
+            break
+        time.sleep(0.2)
+    workers = [c.pid for c in psutil.Process(proc.pid).children()]
+    proc.kill()
+    proc.wait()
+    time.sleep(2)
+    return {"workers": workers, "worker_left": [pid for pid in workers if psutil.pid_exists(pid)]}
+
+
+@pytest.mark.parametrize("wait", ["spin", "sleep", "hybrid"])
+def test_a_run_completes_real_time_in_each_wait(wine, wait):
+    code, out = wine[wait]
+    assert code == 0, out
+    assert "Mode: real-time" in out and "Run stored in" in out and "Traceback" not in out
+
+
+def test_a_second_run_is_refused_while_the_first_holds_the_machine(wine):
+    code, out = wine["second"]
+    assert code != 0 and "holds this machine" in out and "Traceback" not in out, out
+
+
+def test_check_is_never_ready_when_windows_tells_it_nothing(wine):
+    """Under Wine PowerShell prints nothing and powercfg/typeperf are missing: UNKNOWN, exit 1."""
+    code, out = wine["check"]
+    report = json.loads(out[out.index("{"):])
+    assert code == 1 and not report["ready"] and report["verdict"].startswith("UNKNOWN"), report["verdict"]
+    rt = next(f for f in report["findings"] if f["id"] == "cores.rt_cpus")
+    assert rt["status"] == "ok" and "GetProcessAffinityMask" in rt["evidence"][0]  # the platform's count
+    assert report["rt_cpus"] != "0"
+
+
+def test_tune_applies_and_reverts_without_a_traceback(wine):
+    for step in ("apply", "revert"):
+        code, out = wine[step]
+        assert code in (0, 1, 2) and "Traceback" not in out, out
+
+
+def test_a_killed_supervisor_takes_its_worker_with_it(wine):
+    assert wine["workers"], "the supervisor had no worker to watch"
+    assert wine["worker_left"] == [], "the job object did not end the worker"
+    died = [r for r in wine["runs"] if r.get("status") == "running" and not r["running"]["alive"]]
+    assert died, [r.get("status") for r in wine["runs"]]  # `softrt history` lists it as died
+
+
+def test_history_show_and_report_read_the_runs_back(wine):
+    assert wine["history"][0] == 0 and len(wine["runs"]) >= 2  # the spin run and the killed one, at least
+    code, out = wine["show"]
+    assert code == 0 and "Timer int. period" in out, out
+    code, out = wine["report"]
+    assert code == 0 and wine["report_file"].stat().st_size > 10_000, out
+
+
+def test_a_run_directory_reserves_its_space_where_os_has_no_posix_fallocate(tmp_path):
+    """The crash every Windows run had (issue 19): here os really lacks posix_fallocate."""
+    from softrt.store.rundir import RESERVE, RunDir, reserve_bytes
+
+    assert not hasattr(os, "posix_fallocate")
+    run = RunDir(tmp_path, "r1", expected_rows=1000)
+    try:
+        assert (run.path / RESERVE).stat().st_size == reserve_bytes(1000)
+    finally:
+        run.close()  # as a run that never started: closed, then discarded
+        run.discard()
+    assert not (tmp_path / "r1").exists()  # Windows deletes no file a handle still holds: none is left open
