@@ -3,12 +3,22 @@ watches are in tests/trace/test_watch.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
+
+from softrt.cli import main
+from softrt.platform import get_platform
+
+from ..child import call_as, nobody
 
 
 @pytest.mark.parametrize("args, message", [
@@ -41,3 +51,32 @@ def test_a_thread_id_given_as_a_process_and_too_many_threads_say_what_to_do(tmp_
     finally:
         stop.set()
         many.communicate("")
+
+
+def _watch_as_user(away: str) -> tuple[int, str]:
+    """``softrt watch`` of this process, run by main() in this (forked, unprivileged) process."""
+    os.environ["SOFTRT_STATE_DIR"] = os.path.join(away, "state")  # the user's own
+    out_dir = os.path.join(away, "runs")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(["watch", "--pid", str(os.getpid()), "--duration", "1s", "-q", "--out-dir", out_dir])
+            code = 0
+        except SystemExit as exit:
+            code = exit.code
+    return code, err.getvalue()
+
+
+def test_a_user_without_privileges_gets_one_line_and_nothing_written():
+    """Not root: no trace to read. One line saying so and what to do, exit 2, no run directory."""
+    uid, gid = nobody()
+    get_platform()  # softrt and its platform loaded before the fork: the child may not read site-packages
+    away = Path(tempfile.mkdtemp(prefix="softrt-test-"))  # pytest's tmp_path is root's alone
+    try:
+        os.chown(away, uid, gid)
+        code, err = call_as(uid, gid, _watch_as_user, str(away))
+        assert code == 2 and err.startswith("softrt: error: ") and len(err.splitlines()) == 1, err
+        assert "cannot trace the threads" in err and "root" in err, err
+        assert not (away / "runs").exists()
+    finally:
+        shutil.rmtree(away)

@@ -242,6 +242,7 @@ def _watch(config: WatchConfig, on_progress, root: str) -> WatchResult:
     validate(config)
     threads = find_threads(config.target, root, exclude_pid=os.getpid())
     out_dir = Path(config.out_dir)
+    made = not out_dir.exists()
     check_writable(out_dir)
     rows = config.duration_ns // (config.period_ns or 250_000)
     check_space(out_dir, rows * len(threads), resolve_mode(config.samples, config.duration_ns),
@@ -259,6 +260,8 @@ def _watch(config: WatchConfig, on_progress, root: str) -> WatchResult:
             try:
                 trace.start()
             except TracingUnavailable as err:
+                if made:  # bad input leaves nothing behind, not even the empty --out-dir it checked
+                    out_dir.rmdir()
                 raise ConfigError(f"cannot trace the threads: {err}",
                                   hint="run softrt watch as root on a kernel with tracefs") from None
             session = _Session(config, threads, trace)
