@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..analysis.cycles import CycleStream
+from ..analysis.cycles import DEFAULT_THRESHOLD_NS, CycleStream
 from ..analysis.timeline import policy
 from ..analysis.watch import Cycle, RecordMaker, ThreadCycles, infer_period_ns
 from ..analysis.watch_why import RecentEvents, ThreadAttribution, split_by_cpu
@@ -61,7 +61,7 @@ class WatchConfig:
     duration_ns: int = 10 * NS_PER_S
     max_duration_ns: int = DEFAULT_MAX_DURATION_NS
     period_ns: int | None = None
-    late_threshold_ns: int = 20_000
+    late_threshold_ns: int = DEFAULT_THRESHOLD_NS
     keep_late: int = 100
     samples: str | None = None
     out_dir: Path = Path("softrt-runs")

@@ -154,6 +154,5 @@ class WatchTrace:
         """A tracefs mount the watch made, and an instance it could not remove, in the journal's shape."""
         out = [self.mounted.to_change()] if self.mounted is not None else []
         if self.left is not None:
-            out.append({"path": str(self.left.path), "before": "no trace instance", "during": "softrt's trace instance",
-                        "why": "the watch's trace", "restored": False, "verified": False, "note": self.left.left})
+            out.append(self.left.left_change("the watch's trace"))
         return out
