@@ -41,7 +41,7 @@ from ..units import NS_PER_S, format_ns
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
-from .run import Progress
+from .drain import Progress
 from .summary import checkpoint_interval_s, judged, utcnow
 from .watch_targets import Target, find_threads, still_running
 
