@@ -139,6 +139,12 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     if not running:
         model = reconcile_misses(model)
     # Judged on the final figures: the board's own miss count, the attribution's culprits.
+    return judged(model, config, running=running)
+
+
+def judged(model: RunSummary, config: RunConfig, *, running: bool) -> RunSummary:
+    """*model* with its verdict (analysis.verdict.judge), for a run and for a watched thread alike;
+    a checkpoint's late cycles are explained only when the run ends."""
     verdict = judge(model.metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns,
                     require=config.require, why_late=[] if running else [model.why_late])
     if running and verdict.meets is False:
