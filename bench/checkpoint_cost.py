@@ -56,7 +56,7 @@ def main() -> None:
     from softrt.session.collect import Collector
     from softrt.schema.config import RunConfig
     from softrt.session.config import resolve_motion
-    from softrt.session.run import _Drainer, _Outcome
+    from softrt.session.drain import Drainer, Outcome
     from softrt.session.summary import RunParts, checkpoint
     from softrt.store.rundir import RunDir, new_run_id
     from softrt.trace import TraceSession
@@ -75,8 +75,8 @@ def main() -> None:
         rundir = RunDir(config.out_dir, new_run_id())
         ring = Ring.create(1 << 10)
         try:
-            parts = RunParts(config, {"hostname": "bench"}, "2026-11-30T00:00:00+00:00", [], None, _Outcome(), rundir,
-                             ring, collector, _Drainer(ring, rundir, collector), changes.ChangeJournal(),
+            parts = RunParts(config, {"hostname": "bench"}, "2026-11-30T00:00:00+00:00", [], None, Outcome(), rundir,
+                             ring, collector, Drainer(ring, rundir, collector), changes.ChangeJournal(),
                              TraceSession(config), 60.0, released_at=time.monotonic() - args.hours * 3600)
             held, written, whole = [], [], []
             for _ in range(args.repeats):

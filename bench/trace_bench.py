@@ -18,7 +18,7 @@ A hypervisor stall lands in either run; the median of the gaps is immune to it.
 ``--ethercat PERIODS`` runs, instead, an EtherCAT loop against ``softrt ecat-sim`` (2 slaves, on
 the housekeeping CPU) over a veth pair in a private network namespace, traced and untraced, and
 reports the same trace figures with the frames the simulator lost (issue 20: a polling worker must
-not flood the trace).
+not flood the trace). The simulator runs as docs/ethercat.md runs it: SCHED_FIFO 10, ``--busy-poll 60``.
 
     sudo python bench/trace_bench.py --rounds 4 --duration 5 --max-load 1   # a table
     sudo python bench/trace_bench.py --rounds 4 --duration 5 --json         # the same as JSON
@@ -95,8 +95,11 @@ def _ethercat(period_us: int, trace: bool, args, out: Path) -> dict:
         for cmd in (["link", "add", "ecm0", "type", "veth", "peer", "name", "ecs0"], ["link", "set", "lo", "up"],
                     ["link", "set", "ecm0", "up"], ["link", "set", "ecs0", "up"]):
             subprocess.run(["ip", "-n", name, *cmd], check=True)
-        sim = subprocess.Popen(["ip", "netns", "exec", name, "taskset", "-c", str(args.sim_cpu), sys.executable, "-m",
-                                "softrt", "ecat-sim", "--iface", "ecs0", "--slaves", "2"],
+        # as docs/ethercat.md runs it: SCHED_FIFO and polling around the frame's due time, or a busy
+        # housekeeping CPU holds its replies past the master's deadline
+        fifo = ["chrt", "-f", str(args.sim_fifo)] if args.sim_fifo else []
+        sim = subprocess.Popen(["ip", "netns", "exec", name, "taskset", "-c", str(args.sim_cpu), *fifo, sys.executable,
+                                "-m", "softrt", "ecat-sim", "--iface", "ecs0", "--slaves", "2", *args.sim_args.split()],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = sim.stdout.readline()
         while line.startswith("softrt: "):
@@ -134,7 +137,8 @@ def _ethercat_main(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"trace benchmark, EtherCAT: 2 simulated slaves (softrt ecat-sim on CPU {args.sim_cpu}), "
+    print(f"trace benchmark, EtherCAT: 2 simulated slaves (softrt ecat-sim on CPU {args.sim_cpu}, "
+          f"{f'SCHED_FIFO {args.sim_fifo}' if args.sim_fifo else 'SCHED_OTHER'} {args.sim_args}), "
           f"{args.duration:g} s per run, load {os.getloadavg()[0]:.2f}")
     print(f"{'cycle':>7} {'':9} {'status':9} {'cycles':>7} {'device errors':>13} {'lost frames':>11}  "
           f"{'events/s':>9} {'lost':>5} {'reader %CPU':>11} {'attribution %CPU':>16}")
@@ -266,6 +270,8 @@ def main() -> int:
                     help="before each round, wait (up to 15 minutes) for a 1-minute load below this")
     ap.add_argument("--ethercat", help="EtherCAT periods in µs (e.g. 1000,250): the EtherCAT benchmark instead")
     ap.add_argument("--sim-cpu", type=int, default=0, help="--ethercat: the simulator's CPU (housekeeping)")
+    ap.add_argument("--sim-fifo", type=int, default=10, help="--ethercat: the simulator's SCHED_FIFO priority (0: normal)")
+    ap.add_argument("--sim-args", default="--busy-poll 60", help="--ethercat: more ecat-sim options, space-separated")
     ap.add_argument("--oslat", action="store_true", help="the interruptions of a spinning oslat, traced or not")
     args = ap.parse_args()
     if args.oslat:

@@ -112,3 +112,10 @@ def test_a_windows_rt_cpu_that_does_not_exist_is_a_finding(run_cli, state_dir):
 def test_no_windows_rt_cpu_is_bad_input(run_cli, state_dir):
     code, _, err = run_cli("check", "--root", str(WINDOWS / "good"), "--rt-cpus", "")
     assert code == 2 and "no real-time CPU" in err
+
+
+def test_an_empty_cpu_list_suggests_a_cpu_this_machine_has(run_cli, state_dir, good):
+    """The example in the hint is the CPU check would choose (the last online one), never a fixed 3."""
+    good.set("/sys/devices/system/cpu/online", "0-1").set("/proc/self/status", "Cpus_allowed_list:\t0-1\n")
+    code, _, err = run_cli("check", "--root", str(good), "--rt-cpus", "")
+    assert code == 2 and err.strip().endswith("e.g. --rt-cpus 1)")

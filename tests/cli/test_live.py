@@ -26,7 +26,7 @@ from softrt.cli.options import WatchOptions
 from softrt.cli.render import progress_line
 from softrt.ipc.layout import RECORD_DTYPE
 from softrt.schema.config import RunConfig
-from softrt.session.run import Progress
+from softrt.session.drain import Progress
 from softrt.schema.summary import RunSummary
 from softrt.session import interrupts
 

@@ -17,7 +17,7 @@ from softrt.ipc.layout import RECORD_DTYPE
 from softrt.metrics import MetricsServer, period_bounds_ns, view_of
 from softrt.metrics.exporter import TOP_CULPRITS
 from softrt.schema.config import RunConfig
-from softrt.session.run import Progress
+from softrt.session.drain import Progress
 
 PERIOD = 250_000
 

@@ -402,7 +402,7 @@ def test_the_supervisor_moves_off_the_rt_cpu_and_leaves_rt_throttling_alone(monk
     monkeypatch.setenv("SOFTRT_STATE_DIR", str(tmp_path / "state"))
     fake = fake_win32(cpus=4)
     plat = W.WindowsPlatform(fake)
-    out = session_run._Outcome()
+    out = session_run.Outcome()
     journal = changes.ChangeJournal()
     with ExitStack() as cleanup:
         session_run._apply_system_changes(RunConfig(cpu=RT_CPU, wait="spin"), plat, journal, out, cleanup)

@@ -61,7 +61,8 @@ def test_the_scenarios_of_one_compare_are_columns_with_their_rounds_pooled(compa
         assert rows["missed updates"][k] == f"{sum(s['misses']['missed_updates'] for s in summaries):,}"
         # No verdict block in these runs: the verdict cell states the deciding figures.
         assert rows["verdict"][k].startswith(f"worst period {rows['period max'][k]} µs, {rows['missed updates'][k]} ")
-    assert rows["late cycles (trace)"][0] == "not traced" and rows["main culprit"][1].startswith("thread: ")
+        assert rows["late cycles"][k] == f"{sum(s['late_cycles'] for s in summaries):,}"  # one rule, traced or not
+    assert rows["main culprit"][1].startswith("thread: ")
     assert "One column per scenario (its rounds pooled)" in html
     assert "<li>Tuning cut the worst period from 1,000.0 µs to 750.0 µs.</li>" in html
 

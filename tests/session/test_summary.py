@@ -14,7 +14,7 @@ from softrt.session import changes
 from softrt.session.collect import Collector
 from softrt.schema.config import RunConfig
 from softrt.session.config import resolve_motion
-from softrt.session.run import _Drainer, _Outcome
+from softrt.session.drain import Drainer, Outcome
 from softrt.session.summary import RunParts, checkpoint, run_summary
 from softrt.store.history import History
 from softrt.store.rundir import RunDir, read_summary
@@ -32,8 +32,8 @@ def parts(tmp_path):
     collector.add(synthetic_records(20_000, misses=[(5_000, 3), (12_000, 1)]))
     rundir = RunDir(config.out_dir, "20261130-120000-test-0001")
     ring = Ring.create(1 << 10)
-    p = RunParts(config, {"hostname": "test"}, "2026-11-30T12:00:00+00:00", [], None, _Outcome(), rundir, ring,
-               collector, _Drainer(ring, rundir, collector), changes.ChangeJournal(), TraceSession(config), 60.0,
+    p = RunParts(config, {"hostname": "test"}, "2026-11-30T12:00:00+00:00", [], None, Outcome(), rundir, ring,
+               collector, Drainer(ring, rundir, collector), changes.ChangeJournal(), TraceSession(config), 60.0,
                released_at=time.monotonic() - 5.0)
     yield p
     p.drainer.release()

@@ -55,3 +55,21 @@ def test_every_marker_written_is_read_in_order(state_dir):
         inst.remove()
         if mounted is not None:
             mounted.undo()
+
+
+def test_the_horizon_follows_the_events_read_while_the_pipe_is_busy(tmp_path):
+    """A pipe fed faster than it empties (several busy CPUs traced) must still move the horizon on:
+    to the last event read, less the commit slack, not only when the pipe was last found empty."""
+    fifo = tmp_path / "trace_pipe"
+    os.mkfifo(fifo)
+    writer = os.open(fifo, os.O_RDWR)  # holds the FIFO open (the reader opens it non-blocking)
+    consumer = Consumer(fifo, 0)
+    later_s = time.monotonic_ns() // 1_000_000_000 + 3600  # an hour ahead of the clock: never "found empty" yet
+    os.write(writer, "".join(f"           x-1     [000] {later_s}.{i:06d}: sched_waking: comm=x pid=1 prio=1 "
+                             f"target_cpu=000\n" for i in range(100)).encode())
+    consumer.start()
+    time.sleep(0.2)
+    consumer.stop()
+    os.close(writer)
+    events, _, horizon = consumer.take()
+    assert len(events) == 100 and horizon == events[-1].ts_ns - 1_000_000

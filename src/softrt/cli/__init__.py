@@ -18,6 +18,7 @@ from ..errors import ConfigError, SoftRTError
 _COMMAND_MODULES = (
     "run",
     "compare",
+    "watch",
     "check", "tune",
     "history", "show", "report", "import_",
     "ecat_sim",
@@ -49,7 +50,7 @@ class _LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Can this PC run my 250 µs control loop, and if not, why not?"""
-    if ctx.invoked_subcommand in ("run", "compare"):
+    if ctx.invoked_subcommand in ("run", "compare", "watch"):
         return  # they recover themselves and list what they restored in the run's results
     # A softrt run that was killed may have left a system setting changed: put it back first.
     from ..session.changes import SET_ASIDE, recover

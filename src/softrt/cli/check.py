@@ -95,7 +95,9 @@ def command(rt_cpus, sample_ns, as_json, verbose, root):
     """
     sample_s = sample_ns / NS_PER_S
     if rt_cpus is not None and not rt_cpus:
-        raise ConfigError("no real-time CPU given", hint="name one or more CPUs, e.g. --rt-cpus 3")
+        example = default_rt_cpu(root)
+        raise ConfigError("no real-time CPU given",
+                          hint=f"name one or more CPUs, e.g. --rt-cpus {1 if example is None else example}")
     if rt_cpus is None:
         cpu = default_rt_cpu(root)  # None: a Windows capture that does not say how many CPUs (the report says so)
         rt_cpus = CpuSet([cpu] if cpu is not None else [])

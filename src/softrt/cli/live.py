@@ -68,7 +68,7 @@ def period_rows(stats, period_ns: int) -> list[tuple[str, int, int | None]]:
 
 
 def live_view(p, title: str = "softrt run", final: RunSummary | None = None) -> Group:
-    """The live view of progress *p* (``session.run.Progress``); with *final*, the run's last frame:
+    """The live view of progress *p* (``session.drain.Progress``); with *final*, the run's last frame:
     the summary's own counts (cycles, missed updates as the board counted them, late cycles)."""
     stats, config, snap = p.stats, p.config, p.snapshot
     period = stats.hist["period"]

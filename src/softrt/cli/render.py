@@ -45,23 +45,25 @@ def seed_table(summary: RunSummary) -> Table:
     return table
 
 
-def percentile_table(summary: RunSummary) -> Table:
+def percentile_table(summary: RunSummary, process: str = "process",
+                     caption: str = "worst: the longest period, latency and process time; the shortest slack "
+                                    "(negative: the work overran the next edge)") -> Table:
     """Percentiles of period, latency, processing time and slack (µs), and each one's worst cycle.
 
     A long period, latency or processing time is bad, so their tail is the upper one (p99, p99.9,
     p99.99, max); slack (the time left between the end of the work and the next edge, the seed's
     margin) is bad when short, so its tail is the lower one (p1, p0.1, p0.01, min), negative when
     the work overran the edge. A summary written before softrt kept slack's low tail shows "-".
+    *process* and *caption* name the work time otherwise (``softrt watch``: a thread's run time).
     """
-    table = Table(title="Distribution (µs)", title_justify="left", show_edge=False,
-                  caption="worst: the longest period, latency and process time; the shortest slack "
-                          "(negative: the work overran the next edge)", caption_justify="left")
+    table = Table(title="Distribution (µs)", title_justify="left", show_edge=False, caption=caption,
+                  caption_justify="left")
     table.add_column("")
     for col in ("p50", "p99", "p99.9", "p99.99"):
         table.add_column(col, justify="right")
     table.add_column("worst", justify="right", style="bold")
     m = summary.metrics
-    for label, s in (("period", m.period_us), ("latency", m.latency_us), ("process", m.process_us)):
+    for label, s in (("period", m.period_us), ("latency", m.latency_us), (process, m.process_us)):
         table.add_row(label, *(_us(x) for x in (s.p50, s.p99, s.p99_9, s.p99_99, s.max)))
     table.add_section()
     table.add_row("", "p50", "p1", "p0.1", "p0.01", "min", style="bold")
@@ -275,16 +277,26 @@ def render_summary(summary: RunSummary, path: str | None = None, notice: Text | 
         parts[1:1] = [Text(""), why]
     if path:
         parts.append(Text(f"Run stored in {path}", style="dim"))
+    return Group(*verdict_head(summary, notice), *parts)
+
+
+def verdict_head(summary: RunSummary, notice: Text | None = None) -> list:
+    """What a run's tables open with: its verdict, then *notice*, then a blank line (none without either)."""
     head = [t for t in (verdict_text(verdict_of(summary), state=summary.state), notice) if t is not None]
-    parts[0:0] = [*head, Text("")] if head else []
-    return Group(*parts)
+    return [*head, Text("")] if head else []
 
 
-def why_late(summary: RunSummary, top: int = 8, worst: int = 5) -> Group | None:
+def why_late(summary: RunSummary, top: int = 8, worst: int = 5, terms: dict[str, str] | None = None) -> Group | None:
     """"Why cycles were late": the top culprits and the worst cycles with their causes (issue 9).
 
-    None for a run without a ``why_late`` block (older runs, imported results).
+    None for a run without a ``why_late`` block (older runs, imported results). *terms* renames the
+    loop's words in the culprits and the worst cycles (``softrt watch``: the edge is the requested expiry).
     """
+    def say(text: str, kind: str = "kernel") -> str:  # softrt's own words only, never a task's name
+        for word, term in (terms or {}).items() if kind in ("kernel", "loop") else ():
+            text = text.replace(word, term)
+        return text
+
     why = summary.why_late
     if why is None:
         return None
@@ -307,7 +319,7 @@ def why_late(summary: RunSummary, top: int = 8, worst: int = 5) -> Group | None:
         for c in culprits[:top]:
             remedy = remedy_for(c.kind, c.name, c.detail)
             # Text, not markup: a workqueue item's name is "kworker/1:1 [function]"
-            table.add_row(c.kind, Text(c.source), _n(c.cycles), _us(c.total_us), _us(c.worst_us),
+            table.add_row(c.kind, Text(say(c.source, c.kind)), _n(c.cycles), _us(c.total_us), _us(c.worst_us),
                           remedy.column if remedy is not None else "-")
         if len(culprits) > top:
             table.caption = f"… and {len(culprits) - top} more (softrt show --json)"
@@ -316,11 +328,11 @@ def why_late(summary: RunSummary, top: int = 8, worst: int = 5) -> Group | None:
     worst_cycles = why.worst or []
     for cyc in worst_cycles[:worst]:
         window = cyc.window
-        lines.append(f"cycle {cyc.seq:,}: period {_us(cyc.period_us)} µs, latency {_us(cyc.latency_us)} µs, missed "
-                     f"{cyc.missed}; window {window.duration_us:,.1f} µs from the {window.start} to the "
-                     + ("late write" if (window.to or "").startswith("write") else "permit"))
+        lines.append(say(f"cycle {cyc.seq:,}: period {_us(cyc.period_us)} µs, latency {_us(cyc.latency_us)} µs, "
+                         f"missed {cyc.missed}; window {window.duration_us:,.1f} µs from the {window.start} to the "
+                         + ("late write" if (window.to or "").startswith("write") else "permit")))
         for c in cyc.causes[:4]:
-            lines.append(f"    {c.duration_us:>9,.1f} µs {c.share * 100:5.1f} %  {c.label}" + _steal_note(c))
+            lines.append(f"    {c.duration_us:>9,.1f} µs {c.share * 100:5.1f} %  {say(c.label, c.kind)}" + _steal_note(c))
         if len(cyc.causes) > 4:
             rest = sum(c.duration_us for c in cyc.causes[4:])
             lines.append(f"    {rest:>9,.1f} µs          {len(cyc.causes) - 4} more sources")

@@ -16,6 +16,7 @@ from ..store.running import run_state
 from ..schema.summary import RunSummary
 from .history import DB_OPTION
 from .render import console, render_summary
+from .watch import render_thread
 
 
 def _us(value: float | None) -> str:
@@ -66,7 +67,10 @@ def command(run, db, as_json):
         if summary.running:  # a checkpoint: say whether the run still goes
             state = run_state(summary)
             notice = Text(state.sentence(), style="bold yellow" if state.running else "bold red")
-        console().print(render_summary(summary, str(path), notice))
+        if summary.watch is not None:  # a thread softrt watch followed
+            console().print(render_thread(summary, str(path), notice))
+        else:
+            console().print(render_summary(summary, str(path), notice))
     else:
         console().print(render_imported(summary, str(path)))
     return 0

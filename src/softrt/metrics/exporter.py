@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -23,7 +22,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 
 from ..errors import ConfigError
-from ..platform import get_platform
+from ..platform import get_platform, softrt_version
 from .buckets import at_or_below, latency_bounds_ns, period_bounds_ns
 from .http import BoundedHttp, bind
 
@@ -113,7 +112,7 @@ def top_culprits(table, n: int = TOP_CULPRITS) -> tuple[tuple[str, str, float], 
 
 def view_of(progress, host: str, state: str = "running", ring_overflows: int | None = None,
             culprits=None) -> RunView:
-    """The figures of a run from its progress (``session.run.Progress``: its ``stats``, ``config``,
+    """The figures of a run from its progress (``session.drain.Progress``: its ``stats``, ``config``,
     ``run_id``, ``culprits``); call it in the thread that feeds the stats (the supervisor's), never
     elsewhere. *culprits* (the summary's, at the end) replaces the live table."""
     stats, config = progress.stats, progress.config
@@ -138,14 +137,6 @@ def view_of(progress, host: str, state: str = "running", ring_overflows: int | N
         slack_min_s=slack.min / 1e9 if slack.n else None,
         culprits=top_culprits(culprits if culprits is not None else live() if callable(live) else ()),
     )
-
-
-def softrt_version() -> str:
-    """This softrt's version (``unknown`` when it runs from a source tree that was not installed)."""
-    try:
-        return version("softrt")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def host_info() -> tuple[str, str, str]:

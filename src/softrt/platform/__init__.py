@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..errors import NotSupported
-from .base import Capabilities, Control, Platform
+from .base import Capabilities, Control, Platform, softrt_version
 
 IS_LINUX = sys.platform.startswith("linux")
 IS_WINDOWS = sys.platform == "win32"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from importlib.metadata import PackageNotFoundError, version
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -76,3 +77,13 @@ class Platform(Protocol):
     def open_shared_memory(self, name: str, size: int, create: bool): ...
     def list_shared_memory(self, prefix: str) -> list[str]: ...
     def remove_shared_memory(self, name: str) -> None: ...
+
+
+def softrt_version() -> str:
+    """This softrt's version, as installed (``unknown`` when it runs from a source tree that was not
+    installed): stated in every run's host facts, report and ``softrt_info`` metric."""
+    try:
+        return version("softrt")
+    except PackageNotFoundError:
+        return "unknown"
+

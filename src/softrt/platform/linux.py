@@ -26,7 +26,7 @@ from pathlib import Path
 from ..cpus import MAX_CPUS, CpuSet
 from ..errors import ConfigError, InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
 from .kfiles import read_int, read_text
-from .base import Capabilities, Control, Undo
+from .base import Capabilities, Control, Undo, softrt_version
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -344,6 +344,7 @@ class LinuxPlatform:
             "cpu_count": len(self.online_cpus(root)),
             "cmdline": read_text(root, "/proc/cmdline", fallback=None),
             "python": _pyplatform.python_version(),
+            "softrt": softrt_version(),
             "clocksource": read_text(root, "/sys/devices/system/clocksource/clocksource0/current_clocksource", fallback=None),
             "rt_runtime_us": self.rt_runtime_us(root),
         }

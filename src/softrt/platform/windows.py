@@ -38,7 +38,7 @@ import psutil
 from ..cpus import CpuSet
 from ..errors import InvalidCpu, NoSuchProcess, NotSupported, PermissionDenied, SoftRTError
 from . import O_PRIVATE_BINARY
-from .base import Capabilities, Control, Undo
+from .base import Capabilities, Control, Undo, softrt_version
 
 # --- constants (winbase.h, winnt.h, timeapi.h, winerror.h) -------------------------------------
 MAX_GROUP_CPUS = 64  # one processor group: the width of an affinity mask (DWORD_PTR)
@@ -788,6 +788,7 @@ class WindowsPlatform:
             "cpu_count": len(self.online_cpus()),
             "cmdline": None,
             "python": _pyplatform.python_version(),
+            "softrt": softrt_version(),
             "clocksource": "QueryPerformanceCounter",
             "rt_runtime_us": None,
         }

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ..errors import ConfigError, SoftRTError
+from ..platform import softrt_version
 from ..store.history import find_run_dirs, resolve_run
 from ..store.rundir import SAMPLES, SUMMARY, check_writable
 from .html import page
@@ -30,13 +30,6 @@ class ReportResult:
     runs: list[str]
     broken: list[tuple[str, str]] = field(default_factory=list)  # (run directory, one-line reason)
     pngs: list[Path] = field(default_factory=list)
-
-
-def _version() -> str:
-    try:
-        return version("softrt")
-    except PackageNotFoundError:  # running from a source tree that was not installed
-        return "unknown"
 
 
 def resolve_runs(refs: Iterable[str | os.PathLike], db: Path | str | None = None) -> list[Path]:
@@ -126,7 +119,7 @@ def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | o
                                   hint="choose another --png directory") from None
             pngs.append(target)
         p.figure = None  # free the figure's artists before the next one is drawn
-    text = page(runs, plots, svgs, broken, _version(), comparison)
+    text = page(runs, plots, svgs, broken, softrt_version(), comparison)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")

@@ -114,10 +114,9 @@ def _count(v: int | None) -> str:
 
 
 def _late(c: Column) -> str:
-    whys = [v.summary.why_late for v in c.views]
-    if not any(w is not None and w.on for w in whys):
-        return "not traced"
-    return f"{sum((w.late_cycles or 0) for w in whys if w is not None and w.on):,}"
+    """Late cycles by softrt's one rule (analysis.cycles), counted whether traced or not; "–" for
+    runs stored before softrt counted them."""
+    return _count(c.metrics.late_cycles)
 
 
 def _main_culprit(c: Column) -> str:
@@ -159,7 +158,7 @@ SIDE_ROWS = (
     ("missed updates", lambda c: _count(c.metrics.misses.missed_updates if c.metrics.misses else None)),
     ("longest miss run", lambda c: _count(c.metrics.misses.longest_miss_run if c.metrics.misses else None)),
     ("overruns", lambda c: _count(c.metrics.misses.overruns if c.metrics.misses else None)),
-    ("late cycles (trace)", _late),
+    ("late cycles", _late),
     ("main culprit", _main_culprit),
     ("max deviation (counts)", _deviation),
     ("loads", _loads),

@@ -149,7 +149,7 @@ def _misses(s: RunSummary) -> str:
 def _result_card(i: int, r: RunView) -> str:
     s = r.summary
     notes = "".join(f"<li>{escape(n)}</li>" for n in [*(s.notes or []), *r.notes])
-    meaning = TOOL_MEANING.get(r.source, "")
+    meaning = r.meaning
     return (f'<div class="card" id="result-{escape(r.run_id)}"><h3>{_swatch(i)}{escape(r.label)}</h3>'
             f"{_seed_table(s)}{_percentile_table(s)}{_misses(s)}"
             f'<p class="na">{escape(meaning)}</p>' + (f'<ul class="na">{notes}</ul>' if notes else "") + "</div>")

@@ -45,6 +45,8 @@ TOOL_MEANING = {
                   "missed periods are skipped, not counted)",
     "oslat": "latency = gap between two consecutive counter reads of a busy loop (oslat: time stolen from "
              "the spinning thread)",
+    "watch": "latency = back in user space − the wake-up the thread asked for (softrt watch, from the kernel's "
+             "trace; process = its run time until it blocked again, missed updates = expiries it skipped)",
 }
 
 
@@ -84,6 +86,11 @@ class RunView:
     @property
     def source(self) -> str:
         return self.summary.origin
+
+    @property
+    def meaning(self) -> str:
+        """What its latency measures (TOOL_MEANING): the tool's, or a watched thread's."""
+        return TOOL_MEANING.get("watch" if self.summary.watch is not None else self.source, "")
 
     @property
     def label(self) -> str:

@@ -20,7 +20,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from .data import Hist, common_width_ns, envelope, exceedance, exceedance_of_hdr, late_marks, nice_width_ns, rebin
-from .load import TOOL_MEANING, RunView
+from .load import RunView
 
 #: rcParams for every figure: browser-rendered text in SVG (smaller, selectable), fixed SVG ids
 #: (the same report twice gives the same file), a compact font.
@@ -212,7 +212,7 @@ def period_histogram(runs: list[tuple[int, RunView]]) -> Plot:
 
 
 def latency_histogram(runs: list[tuple[int, RunView]]) -> Plot:
-    meanings = "; ".join(TOOL_MEANING[s] for s in dict.fromkeys(r.source for _, r in runs) if s in TOOL_MEANING)
+    meanings = "; ".join(m for m in dict.fromkeys(r.meaning for _, r in runs) if m)
     return _hist_plot(
         "latency_hist", "Latency", "latency (µs)", runs, lambda r: r.latency,
         lambda r: "no latency histogram (run without -h, or every sample beyond its range)"

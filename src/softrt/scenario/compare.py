@@ -23,7 +23,8 @@ from ..platform import get_platform
 from ..session import interrupts
 from ..schema.config import RunConfig
 from ..session.config import validate
-from ..session.run import Progress, RunResult, run
+from ..session.drain import Progress
+from ..session.run import RunResult, run
 from ..schema.doc import Doc, flatten, many
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
 from ..units import format_duration_s

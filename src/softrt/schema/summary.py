@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from .device import Board
 from .doc import Doc, count, flatten, key, many, obj, opt
 from .text import MAX_NAME, is_safe_name, printable, show_value
+from .watch import Watch
 from .why_late import WhyLate
 
 SCHEMA = "softrt.summary/1"
@@ -324,6 +325,7 @@ class RunSummary(Doc):
     loads: list[LoadRun] | None = opt()  # softrt compare: each load's placement and achieved figures
     compare_round: int | None = opt()
     compare_id: str | None = opt()  # softrt compare: the run id of the comparison's first run, on each of its runs
+    watch: Watch | None = opt()  # softrt watch: the thread behind the cycles (schema.watch)
 
     @classmethod
     def read(cls, doc: object, where: object = "summary.json") -> RunSummary:

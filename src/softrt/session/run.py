@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis import RunStats, Snapshot
-from ..analysis.cycles import CycleStream
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
@@ -37,6 +35,7 @@ from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
+from .drain import Drainer, Outcome, Progress
 from ..schema.config import RunConfig
 from .config import device_options, resolve_motion, validate
 from .summary import RunParts, checkpoint, checkpoint_interval_s, run_summary, utcnow
@@ -50,98 +49,12 @@ RING_CAPACITY_ENV = "SOFTRT_RING_CAPACITY"
 
 
 @dataclass
-class Progress:
-    """What the live progress shows, updated after every drain (in the supervisor's thread).
-
-    ``snapshot`` holds the streaming pass's live figures (p99, worst cycle and when); ``stats`` is
-    the pass itself (its histograms), for a live view or a metrics exporter to read in the same
-    thread, never to change.
-    """
-
-    elapsed_s: float = 0.0
-    duration_s: float = 0.0
-    cycles: int = 0
-    max_period_us: float = 0.0
-    missed_updates: int = 0
-    snapshot: Snapshot | None = None
-    stats: RunStats | None = None
-    run_id: str = ""  # identity for a metrics exporter (with config: scenario, RT CPU, threshold)
-    config: RunConfig | None = None
-    ring_overflows: int = 0  # records the worker dropped because the ring was full, so far
-    culprits: Callable[[], list] | None = None  # the trace's sources of late time so far (TraceSession.culprits)
-
-
-@dataclass
 class RunResult:
     """A finished (or partial) run: its summary and where it was stored."""
 
     summary: RunSummary
     path: Path
     recovered: list = field(default_factory=list)
-
-
-class _Drainer:
-    """Drains the ring into the run directory, the streaming pass and the trace; keeps the live progress.
-
-    Each drained chunk is seen once by the run's late rule (softrt.analysis.cycles: its periods and
-    late cycles), and that one view goes to every consumer, so the live view, Prometheus, the
-    summary, the attribution and the ``--samples late`` store agree on every cycle.
-    """
-
-    def __init__(self, ring: Ring, rundir: RunDir, collector: Collector) -> None:
-        self.reader = ring.reader()
-        self.rundir = rundir
-        self.collector = collector
-        self.cycles = CycleStream(collector.stats.rule)
-        self.progress = Progress(stats=collector.stats, run_id=rundir.run_id)
-        self.overflows = 0
-        self.trace: TraceSession | None = None  # fed every chunk (issue 9: why cycles were late)
-
-    def drain(self) -> None:
-        if self.reader is None:
-            return
-        view = self.cycles.view(self.reader.drain())
-        self.progress.ring_overflows = int(self.reader.overflows)
-        if self.trace is not None:
-            self.trace.feed(view)
-        if not view.size:
-            return
-        self.rundir.append(view)
-        self.collector.add(view)
-        snap = self.collector.progress()  # up to one batch (about 1 s) behind
-        self.progress.cycles += view.size  # exact: _close_rundir relies on it
-        self.progress.max_period_us = snap.max_period_us or 0.0
-        self.progress.missed_updates = snap.missed_updates
-        self.progress.snapshot = snap
-
-    def release(self) -> None:
-        """Keep the overflow count, drop the reader (its view pins the shared mapping)."""
-        if self.reader is not None:
-            self.overflows = self.reader.overflows
-            self.reader = None
-
-
-@dataclass
-class _Outcome:
-    """How the run went, filled in as it goes (read by the cleanup and the summary)."""
-
-    status: str = "complete"
-    reason: str | None = None
-    released: bool = False  # the worker was told "go"
-    interrupted_early: bool = False  # Ctrl-C before "go": the (empty) run is kept all the same
-    applied: list = field(default_factory=list)
-    not_applied: list = field(default_factory=list)
-    worker: dict = field(default_factory=dict)
-    fair_server: dict | None = None  # the fair server on the RT CPU (Linux 6.12+), for the Mode block
-
-    def partial(self, reason: str) -> None:
-        if self.reason is None:
-            self.status, self.reason = "partial", reason
-
-    def failed(self, reason: str) -> None:
-        """The device failed (bus lost, drive fault): the run is failed, whatever else happened."""
-        if self.status != "failed":
-            self.status, self.reason = "failed", reason if self.reason is None else f"{reason}; {self.reason}"
 
 
 class _Interrupted(Exception):
@@ -173,7 +86,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
     check = _take_check(config) if config.check else None
     host = plat.host_facts()  # before the run's changes (its rt_runtime_us is the machine's own)
 
-    out = _Outcome()
+    out = Outcome()
     started_at = utcnow()
     # Every resource is registered for cleanup as soon as it exists; ExitStack undoes them in
     # reverse order, each even when an earlier one failed. SIGINT only sets a flag (run() holds
@@ -187,7 +100,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
         ring = Ring.create(_ring_capacity())
         collector = Collector(config.period_ns, config.motion if step is None else None,
                               threshold_ns=config.late_threshold_ns)
-        drainer = _Drainer(ring, rundir, collector)
+        drainer = Drainer(ring, rundir, collector)
         drainer.progress.config = config
         cleanup.callback(_close_rundir, rundir, drainer, out)
         cleanup.callback(ring.close)
@@ -270,7 +183,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
     return RunResult(summary=summary, path=rundir.path, recovered=recovered)
 
 
-def _note_partial(out: _Outcome, reason: str) -> None:
+def _note_partial(out: Outcome, reason: str) -> None:
     """Mark the run partial with *reason*, after any reason already given."""
     if out.reason is None:
         out.partial(reason)
@@ -292,7 +205,7 @@ def _ring_capacity() -> int:
     return capacity
 
 
-def _apply_system_changes(config: RunConfig, plat, journal, out: _Outcome, cleanup: ExitStack) -> None:
+def _apply_system_changes(config: RunConfig, plat, journal, out: Outcome, cleanup: ExitStack) -> None:
     """Move the supervisor off the RT CPU and, for spin runs, switch RT throttling off."""
     if config.profile != "rt":
         return
@@ -313,7 +226,7 @@ def _apply_system_changes(config: RunConfig, plat, journal, out: _Outcome, clean
             out.not_applied.append({"what": "rt_throttling_off", "detail": path, "why": str(err)})
 
 
-def _tie_worker(plat, pid: int, tie: ExitStack, out: _Outcome) -> None:
+def _tie_worker(plat, pid: int, tie: ExitStack, out: Outcome) -> None:
     """Make the worker die with this process where the supervisor must arrange it (a job object on Windows)."""
     try:
         tie.callback(plat.adopt_worker(pid))
@@ -322,7 +235,7 @@ def _tie_worker(plat, pid: int, tie: ExitStack, out: _Outcome) -> None:
                                 "why": str(err)})
 
 
-def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progress, parts: RunParts) -> None:
+def _measure(config: RunConfig, proc, drainer: Drainer, out: Outcome, on_progress, parts: RunParts) -> None:
     """Drain the ring until the worker ends (or Ctrl-C, or it overstays the run); checkpoint the
     summary at the start, every ``parts.checkpoint_interval_s`` and when it stops."""
     t_start = time.monotonic()
@@ -357,7 +270,7 @@ def _measure(config: RunConfig, proc, drainer: _Drainer, out: _Outcome, on_progr
         checkpoint(parts, wait=True)
 
 
-def _stop_worker(proc, ring: Ring, conn, drainer: _Drainer, out: _Outcome) -> None:
+def _stop_worker(proc, ring: Ring, conn, drainer: Drainer, out: Outcome) -> None:
     """Ask the worker to stop, let it make its device safe, collect its report, drain the rest.
 
     A worker in its loop sees the stop flag within a cycle; one still arming (blocked on "go")
@@ -384,7 +297,7 @@ def _stop_worker(proc, ring: Ring, conn, drainer: _Drainer, out: _Outcome) -> No
     drainer.drain()
 
 
-def _close_rundir(rundir: RunDir, drainer: _Drainer, out: _Outcome) -> None:
+def _close_rundir(rundir: RunDir, drainer: Drainer, out: Outcome) -> None:
     rundir.close()
     if not out.released and not drainer.progress.cycles and not out.interrupted_early:
         rundir.discard()  # the run failed to start: leave nothing half-written (an interrupted one is kept)

@@ -14,7 +14,6 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
 
 from ..analysis.verdict import judge
 from ..errors import ConfigError, SoftRTError
@@ -26,10 +25,9 @@ from ..schema.summary import SCHEMA, RunSummary
 from ..trace import TraceSession
 from . import changes as _changes
 from .collect import Collector
+from .drain import Drainer, Outcome
 from ..schema.config import RunConfig
 
-if TYPE_CHECKING:  # (annotations only: session.run imports this module)
-    from .run import _Drainer, _Outcome
 
 #: The summary-so-far is written this often (and when the run stops): a killed supervisor or a power
 #: cut loses at most this much of the statistics (docs/run-format.md, "Checkpoints").
@@ -62,11 +60,11 @@ class RunParts:
     started_at: str
     recovered: list
     check: dict | None
-    out: _Outcome  # the run's outcome so far (session.run)
+    out: Outcome  # the run's outcome so far (session.run)
     rundir: RunDir
     ring: Ring
     collector: Collector
-    drainer: _Drainer  # the ring's drainer (its overflow count)
+    drainer: Drainer  # the ring's drainer (its overflow count)
     journal: _changes.ChangeJournal
     tracer: TraceSession
     checkpoint_interval_s: float
@@ -141,6 +139,12 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     if not running:
         model = reconcile_misses(model)
     # Judged on the final figures: the board's own miss count, the attribution's culprits.
+    return judged(model, config, running=running)
+
+
+def judged(model: RunSummary, config: RunConfig, *, running: bool) -> RunSummary:
+    """*model* with its verdict (analysis.verdict.judge), for a run and for a watched thread alike;
+    a checkpoint's late cycles are explained only when the run ends."""
     verdict = judge(model.metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns,
                     require=config.require, why_late=[] if running else [model.why_late])
     if running and verdict.meets is False:

@@ -11,7 +11,8 @@ reads; what it could not hold is reported by the pipe (``[LOST N EVENTS]``) and 
 
 The main thread takes the batches (:meth:`Consumer.take`) and feeds the attribution, so the
 attribution itself needs no lock. ``horizon_ns`` says up to when the events are complete: the
-last moment the pipe was found empty.
+last moment the pipe was found empty, or the last event read (the pipe merges the CPUs' buffers
+in time order), less a millisecond for an event still being committed.
 """
 
 from __future__ import annotations
@@ -34,22 +35,35 @@ _HORIZON_SLACK_NS = 1_000_000  # an event being committed on the RT CPU while th
 
 def read_steal_ns(cpu: int, root: str = "/") -> int | None:
     """Return the cumulative steal time of *cpu* in ns from /proc/stat, or None if not exposed."""
+    return read_steal_all([cpu], root).get(cpu)
+
+
+def read_steal_all(cpus, root: str = "/") -> dict[int, int]:
+    """Return ``{cpu: cumulative steal ns}`` for the *cpus* /proc/stat exposes it for (one read)."""
     tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    wanted = {f"cpu{cpu}": cpu for cpu in cpus}
+    out = {}
     for line in (read_text(root, "/proc/stat", fallback="") or "").splitlines():
-        if line.startswith(f"cpu{cpu} "):
-            values = line.split()[1:]
-            return int(values[7]) * tick_ns if len(values) > 7 else None
-    return None
+        values = line.split()
+        cpu = wanted.get(values[0]) if values else None
+        if cpu is not None and len(values) > 8:
+            out[cpu] = int(values[8]) * tick_ns
+    return out
 
 
 class Consumer(threading.Thread):
-    """Reads one instance's trace_pipe until :meth:`stop`; CPU time in ``cpu_s``."""
+    """Reads one instance's trace_pipe until :meth:`stop`; CPU time in ``cpu_s``.
 
-    def __init__(self, pipe: Path, rt_cpu: int) -> None:
+    *rt_cpu*: the CPU (or CPUs) whose steal time is sampled; *fields*: the events whose fields are
+    split (the attribution's, by default).
+    """
+
+    def __init__(self, pipe: Path, rt_cpu: int | list[int], fields: frozenset[str] = FIELDS_READ) -> None:
         super().__init__(name="softrt-trace", daemon=True)
         self.pipe = pipe
         self.rt_cpu = rt_cpu
-        self.parser = LineParser(FIELDS_READ)  # only the fields the attribution reads
+        self.cpus = [rt_cpu] if isinstance(rt_cpu, int) else list(rt_cpu)
+        self.parser = LineParser(fields)  # only the fields the attribution reads
         self.events_read = 0
         self.cpu_s = 0.0
         self.error: str | None = None
@@ -71,7 +85,7 @@ class Consumer(threading.Thread):
                     self._sample_steal(now)
                     next_steal = now + STEAL_EVERY_NS
                 tail, empty_at = self._read_all(tail)
-                self.horizon_ns = empty_at - _HORIZON_SLACK_NS
+                self.horizon_ns = max(self.horizon_ns, empty_at - _HORIZON_SLACK_NS)
                 if stopping:
                     break  # tracing was turned off before stop(): this read emptied the buffer
                 # A fixed pace rather than poll(2), which for the pipe waits for ``buffer_percent``
@@ -102,12 +116,14 @@ class Consumer(threading.Thread):
             self.events_read += len(batch)
             with self._lock:
                 self._events.extend(batch)
+                if batch:  # a pipe that never runs empty (several busy CPUs) still moves the horizon on
+                    self.horizon_ns = max(self.horizon_ns, batch[-1].ts_ns - _HORIZON_SLACK_NS)
 
     def _sample_steal(self, now_ns: int) -> None:
-        steal = read_steal_ns(self.rt_cpu)
-        if steal is not None:
+        samples = [StealSample(ts_ns=now_ns, cpu=cpu, steal_ns=ns) for cpu, ns in read_steal_all(self.cpus).items()]
+        if samples:
             with self._lock:
-                self._steal.append(StealSample(ts_ns=now_ns, cpu=self.rt_cpu, steal_ns=steal))
+                self._steal.extend(samples)
 
     def take(self) -> tuple[list[TraceEvent], list[StealSample], int]:
         """Return (and forget) the events and steal samples read so far, and the horizon."""

@@ -233,8 +233,7 @@ class TraceSession:
         the journal's shape."""
         out = [self.mounted.to_change()] if self.mounted is not None else []
         if self.left is not None:
-            out.append({"path": str(self.left.path), "before": "no trace instance", "during": "softrt's trace instance",
-                        "why": "the run's trace", "restored": False, "verified": False, "note": self.left.left})
+            out.append(self.left.left_change("the run's trace"))
         return out
 
 

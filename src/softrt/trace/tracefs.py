@@ -243,6 +243,12 @@ class Instance:
                      f"remove it by hand: rmdir {self.path}")
         return False
 
+    def left_change(self, why: str) -> dict:
+        """An instance :meth:`remove` could not remove, as a system change in the journal's shape
+        (*why*: what it traced for)."""
+        return {"path": str(self.path), "before": "no trace instance", "during": "softrt's trace instance",
+                "why": why, "restored": False, "verified": False, "note": self.left}
+
 
 def remove_instance(path: Path, tries: int | None = None, events: list[str] = ()) -> str | None:
     """Turn an instance off, disable its events, rmdir it; return None when it is gone, else why not.
