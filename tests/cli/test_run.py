@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -171,10 +172,25 @@ def _wait_for_records(proc, records=400, timeout_s=30.0) -> int:
     raise AssertionError("the run did not start cycling")
 
 
+def _instances() -> set[str]:
+    """The trace instances in tracefs now (a run's is ``softrt-<supervisor pid>``)."""
+    from softrt.trace import tracefs
+
+    found = tracefs.find()
+    return {p.name for p in (found / "instances").iterdir()} if found else set()
+
+
+def _tracefs_mounted() -> bool:
+    from softrt.trace import tracefs
+
+    return tracefs.find() is not None
+
+
 @pytest.mark.rt
 def test_ctrl_c_keeps_every_record_and_restores(tmp_path, state_dir, rt_settings_restored):
+    mounted_before = _tracefs_mounted()
     proc = _start(tmp_path, "--duration", "20s")
-    _wait_for_records(proc)
+    _wait_for_records(proc, records=2000)  # (0.5 s: events in the trace)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, err
@@ -183,6 +199,10 @@ def test_ctrl_c_keeps_every_record_and_restores(tmp_path, state_dir, rt_settings
     assert 0 < s["cycles"] < 20 * 4000 and s["records_missing"] == 0
     assert pq.read_table(tmp_path / s["run_id"] / "samples.parquet").num_rows == s["cycles"]
     assert all(c["restored"] for c in s["tuning"]["system_changes"])
+    if os.geteuid() == 0:  # the trace (root's): attributed so far, its instance removed, a mount for it undone
+        assert s["why_late"]["tracing"] == "on" and "culprits" in s["why_late"]
+        assert s["why_late"]["trace"]["events_read"] > 0
+        assert f"softrt-{proc.pid}" not in _instances() and _tracefs_mounted() == mounted_before
 
 
 @pytest.mark.rt
@@ -218,6 +238,8 @@ def test_killed_worker_is_a_partial_run(tmp_path, state_dir, rt_settings_restore
     s = json.loads(out)
     assert proc.returncode == 1 and s["status"] == "partial" and "died" in s["partial_reason"]
     assert s["cycles"] > 0 and all(c["restored"] for c in s["tuning"]["system_changes"])
+    if os.geteuid() == 0:  # the trace instance is removed all the same
+        assert s["why_late"]["tracing"] == "on" and f"softrt-{proc.pid}" not in _instances()
 
 
 @pytest.mark.rt
@@ -226,19 +248,30 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
                                                                        rt_settings_restored, run_cli):
     import psutil
 
-    before = RT_RUNTIME.read_text()
+    before, mounted_before = RT_RUNTIME.read_text(), _tracefs_mounted()
     proc = _start(tmp_path, "--duration", "20s")
     _wait_for_records(proc)
     worker = psutil.Process(proc.pid).children()[-1]
     assert RT_RUNTIME.read_text().strip() == "-1"
     proc.kill()
-    proc.communicate()
+    # Not reaped yet: while the killed supervisor is a zombie its pid exists, so no other softrt
+    # command (a parallel test's, another user's) takes this test's "next command" from it.
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
     worker.wait(timeout=10)  # PR_SET_PDEATHSIG: the worker dies with its parent
     assert list(state_dir.glob("restore/*.jsonl"))
-    code, _, err = run_cli("history")  # any softrt command restores it, and says so
+    instance = f"softrt-{proc.pid}"
+    assert instance in _instances()
+    rings = glob.glob(f"/dev/shm/softrt-{proc.pid}-*")  # the killed supervisor's ring, left behind
+    proc.communicate()
+    code, _, err = run_cli("history")  # any softrt command restores it, and says so (at once)
     assert code == 0 and "restored /proc/sys/kernel/sched_rt_runtime_us" in err
     assert RT_RUNTIME.read_text() == before
     assert list(state_dir.glob("restore/*.jsonl")) == []
+    # ... and removes the trace instance and the shared-memory ring it left
+    assert f"removed the trace instance {instance}" in err, err
+    assert rings and not any(os.path.exists(r) for r in rings)
+    assert f"removed the shared-memory ring {os.path.basename(rings[0])}" in err, err
+    assert instance not in _instances() and _tracefs_mounted() == mounted_before
 
 
 @pytest.mark.rt
