@@ -9,7 +9,8 @@ import pytest
 
 from softrt.report.synthetic import write_synthetic_run
 
-from ..report.test_build import assert_pngs_drawn, write_cyclictest_run
+from ..report.conftest import write_cyclictest_run
+from ..report.test_build import assert_pngs_drawn
 
 
 def test_report_with_png_and_a_broken_run(run_cli, home, tmp_path):
