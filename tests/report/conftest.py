@@ -31,11 +31,13 @@ def write_cyclictest_run(tmp_path):
 def shared_report(tmp_path_factory):
     """One report of two synthetic runs, an imported cyclictest result and a broken run, built once (a
     report draws six plots) and read by the tests of its plots and tables, of its self-containment,
-    of the broken run's note (test_build.py) and in a browser (test_chromium.py)."""
+    of the broken run's note, of its why-late section (test_build.py) and in a browser (test_chromium.py)."""
     d = tmp_path_factory.mktemp("report")
-    a = write_synthetic_run(d / "runs", cycles=40_000, misses=[(2_600, 3), (9_000, 1), (30_000, 12)], seed=1)
+    # a: its why_late block made by the real Attributor from a synthetic trace; b: tracing unavailable
+    a = write_synthetic_run(d / "runs", cycles=40_000, misses=[(2_600, 3), (9_000, 1), (30_000, 12)], seed=1,
+                            why_late=True)
     b = write_synthetic_run(d / "runs", cycles=40_000, misses=[(20_000, 58)], seed=2, scenario="untuned",
-                            host="pc-b")
+                            host="pc-b", why_late="unavailable: tracefs not mounted and not root")
     imported = write_cyclictest_run(d)
     bad = write_synthetic_run(d / "runs", cycles=5_000, seed=9)
     (bad / "samples.parquet").write_bytes(b"not parquet at all")

@@ -187,13 +187,9 @@ def test_run_references_resolve_as_softrt_show_does(tmp_path, synth_run, monkeyp
         build.resolve_runs([str(tmp_path / "no" / "such")], db)
 
 
-def test_why_cycles_were_late_section_and_marks(tmp_path, synth_run):
+def test_why_cycles_were_late_section_and_marks(shared_report):
     """A run whose why_late block the real Attributor made from a synthetic trace; one run without tracing."""
-    traced = synth_run(seed=4, why_late=True)
-    off = synth_run(seed=5, cycles=5_000, why_late="unavailable: tracefs not mounted and not root", host="pc-b")
-    out = tmp_path / "r.html"
-    build_report([traced, off], out)
-    html = out.read_text()
+    traced, html = shared_report.a, shared_report.html
     section = html[html.index('<h2 id="why-late">'):html.index('<h2 id="plots">')]
     why = json.loads((traced / "summary.json").read_text())["why_late"]
     assert why["late_cycles"] > 0 and why["worst"]
