@@ -35,6 +35,22 @@ def _sigint_burst(proc, n: int = 20, interval_s: float = 0.05) -> None:
         time.sleep(interval_s)
 
 
+def wait_dead(process: psutil.Process, timeout_s: float = 10.0) -> None:
+    """Wait until *process* (not our child: a killed supervisor's worker) has died.
+
+    Dead is a zombie too: psutil's ``wait()`` waits for its reaping by init, which here took ~1.6 s.
+    """
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"pid {process.pid} still runs after {timeout_s:g} s")
+
+
 def _wait_for(condition, timeout_s: float = 60.0) -> None:
     """Poll *condition* until it is true; fail the test after *timeout_s*."""
     end = time.monotonic() + timeout_s

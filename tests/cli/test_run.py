@@ -16,6 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from .conftest import wait_dead
+
 RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 
 
@@ -257,7 +259,7 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
     # Not reaped yet: while the killed supervisor is a zombie its pid exists, so no other softrt
     # command (a parallel test's, another user's) takes this test's "next command" from it.
     os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-    worker.wait(timeout=10)  # PR_SET_PDEATHSIG: the worker dies with its parent
+    wait_dead(worker)  # PR_SET_PDEATHSIG: the worker dies with its parent
     assert list(state_dir.glob("restore/*.jsonl"))
     instance = f"softrt-{proc.pid}"
     assert instance in _instances()
@@ -285,7 +287,7 @@ def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt
     worker = psutil.Process(proc.pid).children()[-1]
     proc.kill()
     proc.communicate()
-    worker.wait(timeout=10)
+    wait_dead(worker)
     code, out, err = run_cli("run", "--duration", "0.2s", "--json", "--out-dir", str(tmp_path))
     assert code == 0, err
     recovered = json.loads(out)["tuning"]["recovered_from_earlier_runs"]

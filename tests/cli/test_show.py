@@ -15,6 +15,8 @@ import pytest
 from softrt.platform import get_platform
 from softrt.report.synthetic import write_synthetic_run
 
+from .conftest import wait_dead
+
 
 def _wait_for_checkpoint(run_base: Path, proc, timeout_s: float = 30.0) -> dict:
     """The first checkpoint with cycles in it."""
@@ -50,7 +52,7 @@ def test_a_running_run_then_a_killed_one(tmp_path, state_dir, rt_settings_restor
     finally:
         proc.kill()  # SIGKILL: no cleanup, no final summary
         proc.communicate()
-    worker.wait(timeout=10)  # PR_SET_PDEATHSIG: the worker dies with its parent
+    wait_dead(worker)  # PR_SET_PDEATHSIG: the worker dies with its parent
     left = json.loads((run_dir / "summary.json").read_text())
     assert left["status"] == "running" and left["cycles"] >= ckpt["cycles"] > 0  # the statistics survive
     code, shown, err = run_cli("show", ckpt["run_id"][:15])  # by unique prefix, from the history
