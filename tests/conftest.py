@@ -11,6 +11,7 @@ use a lock of their own (``SOFTRT_STATE_DIR``), so they never refuse each other.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -90,6 +91,27 @@ def _throttling_on():
         RT_RUNTIME.write_text(before)
 
 
+@pytest.fixture(autouse=True)
+def housekeeping_cpu(request, machine_lock, tmp_path_factory):
+    """Keep the tests that load the housekeeping CPU apart from those that need it responsive.
+
+    Under pytest-xdist a test that starts loads (marker ``housekeeping("load")``: stress-ng, a
+    compare's load scenarios) would run beside one whose timing lives on that CPU (``housekeeping``:
+    a pysoem master in the test's process against the simulator, whose bring-up reads a stalled
+    reply as a silent bus): they take one lock of this session's, loads alone (flock(2) LOCK_EX),
+    the others together (LOCK_SH). Requested after ``machine_lock``, so an rt test waits here only
+    for a test that holds no machine lock.
+    """
+    mark = request.node.get_closest_marker("housekeeping")
+    if mark is None or not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    path = tmp_path_factory.getbasetemp().parent / "housekeeping.lock"  # (the workers' common directory)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX if "load" in mark.args else fcntl.LOCK_SH)
+        yield
+
+
 @pytest.fixture
 def rt_throttling_on(machine_lock):
     """RT throttling as an untuned machine has it, for tests of a run switching it off and back.
@@ -135,12 +157,15 @@ def pytest_collection_modifyitems(config, items):
     They run one at a time on the last CPU, so with ``-n`` (``--dist loadgroup``) they all go to one
     worker, in order, while the other workers share the rest of the suite. The group is the largest
     scope, so xdist hands it out first (``--loadscope-reorder``, its default): the longest chain of
-    the suite starts at once.
+    the suite starts at once. A test with a master against the simulator (fixture ``ecat_ns``) is
+    marked ``housekeeping`` (see ``housekeeping_cpu``).
     """
     for item in items:
         if item.get_closest_marker("rt") is not None or item.get_closest_marker("root") is not None:
             item.add_marker(pytest.mark.xdist_group("rt"))
-        elif "real_run" in getattr(item, "fixturenames", ()):
+        if "ecat_ns" in getattr(item, "fixturenames", ()) and item.get_closest_marker("housekeeping") is None:
+            item.add_marker(pytest.mark.housekeeping)  # a master against the simulator: see housekeeping_cpu
+        if item.get_closest_marker("rt") is None and "real_run" in getattr(item, "fixturenames", ()):
             raise pytest.UsageError(f"{item.nodeid} reads the shared real run (real_run): mark it rt, so that "
                                     "the run is made on the rt tests' worker, one at a time")
 

@@ -40,6 +40,7 @@ def no_load_processes_left():
 
 
 @pytest.mark.rt
+@pytest.mark.housekeeping("load")
 def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     proc = softrt_cmd("compare", "--duration", "0.5s", "--settle", "0.2s", "--json", "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
@@ -138,6 +139,7 @@ def _fifo_child(pid: int) -> bool:
 
 
 @pytest.mark.rt
+@pytest.mark.housekeeping("load")
 @pytest.mark.parametrize("moment", ["first", "second"])
 def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt_settings_restored, interrupts,
                                                           moment):

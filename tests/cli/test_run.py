@@ -266,7 +266,7 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
     rings = glob.glob(f"/dev/shm/softrt-{proc.pid}-*")  # the killed supervisor's ring, left behind
     proc.communicate()
     code, _, err = run_cli("history")  # any softrt command restores it, and says so (at once)
-    assert code == 0 and "restored /proc/sys/kernel/sched_rt_runtime_us" in err
+    assert code == 0 and "restored /proc/sys/kernel/sched_rt_runtime_us" in err, err
     assert RT_RUNTIME.read_text() == before
     assert list(state_dir.glob("restore/*.jsonl")) == []
     # ... and removes the trace instance and the shared-memory ring it left

@@ -73,7 +73,7 @@ def test_slave_refusing_op_is_reported_with_state_and_code(start_sim, ecat_ns):
     with pytest.raises(EcatError) as info:
         open_in(ecat_ns, state_timeout_s=0.5)
     err = info.value
-    assert err.reason == "state_timeout"
+    assert err.reason == "state_timeout", str(err)
     assert "SAFEOP+ERR, AL status code 0x001A" in str(err)
     assert err.seen["slave 0 'softrt virtual CSP drive'"] == "OP"
     assert [s["al_state"] for s in sim.stats()["slaves"]] == ["INIT", "INIT"]  # acknowledged, safe

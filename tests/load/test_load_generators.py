@@ -19,6 +19,8 @@ from softrt.platform import get_platform
 
 from .conftest import LOAD_CPU, assert_nothing_left, descendants, needs_ffmpeg, needs_stress_ng
 
+pytestmark = pytest.mark.housekeeping("load")  # real loads on the housekeeping CPU (tests/conftest.py)
+
 RUN_S = 1.0
 
 # The metric that proves each load did real work, per backend.

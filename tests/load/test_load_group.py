@@ -22,6 +22,8 @@ from .conftest import assert_nothing_left, descendants, needs_stress_ng, process
 
 RT_CPU = CpuSet([1])
 
+pytestmark = pytest.mark.housekeeping("load")  # real loads on the housekeeping CPU (tests/conftest.py)
+
 
 def test_group_runs_loads_and_collects_results(load_cpus, tmp_path):
     loads = [make_load(n, load_cpus, "builtin", timeout_s=60, workdir=tmp_path) for n in ("cpu", "network")]
