@@ -9,16 +9,30 @@ The public API::
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cpus import CpuSet
 from .errors import ConfigError, InvalidCpu, NotSupported, PermissionDenied, SoftRTError, WorkerFailed
-from .schema.config import RunConfig
-from .session.run import RunResult, run
+
+if TYPE_CHECKING:
+    from .schema.config import RunConfig
+    from .session.run import RunResult, run
 
 __version__ = "0.1.0"
+
+# The run API is imported on first use (PEP 562, module __getattr__): importing any softrt module
+# imports this package first, and the command line, each spawned real-time worker and each load
+# process would otherwise load the whole session layer (numpy, pyarrow, the trace) before their first line.
+_LAZY = {"RunConfig": ".schema.config", "RunResult": ".session.run", "run": ".session.run"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run_cyclic(step: Callable[[int], Any], *, period_us: float = 250, duration_s: float = 10,
@@ -30,6 +44,9 @@ def run_cyclic(step: Callable[[int], Any], *, period_us: float = 250, duration_s
     so scripts need the usual ``if __name__ == "__main__":`` guard). Its return value is written
     to the (virtual) board at the next cycle's permit, as the seed's target buffer is.
     """
+    from .schema.config import RunConfig
+    from .session.run import run
+
     config = RunConfig(period_ns=int(round(period_us * 1000)), duration_ns=int(round(duration_s * 1e9)), cpu=cpu,
                        priority=priority, profile=profile, wait=wait, out_dir=Path(out_dir), scenario="run_cyclic")
     return run(config, step=step, setup=setup)

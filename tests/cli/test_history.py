@@ -78,9 +78,15 @@ def test_last_and_last_n_name_the_newest_runs(run_cli, home, lab, tmp_path):
 
 
 def test_every_command_has_an_example_in_its_help(run_cli):
-    from softrt.cli import cli
+    import click
 
-    commands = [[name] for name in cli.commands] + [["history", sub] for sub in cli.commands["history"].commands]
+    from softrt.cli import _COMMAND_MODULES, cli
+
+    ctx = click.Context(cli)  # the group imports its commands on first use: list them as --help does
+    names = cli.list_commands(ctx)
+    assert len(names) == len(_COMMAND_MODULES)
+    history = cli.get_command(ctx, "history")
+    commands = [[name] for name in names] + [["history", sub] for sub in history.list_commands(ctx)]
     for args in commands:
         code, out, _ = run_cli(*args, "--help")
         assert code == 0 and "Example" in out, args

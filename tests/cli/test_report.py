@@ -9,19 +9,23 @@ import pytest
 
 from softrt.report.synthetic import write_synthetic_run
 
+from ..report.conftest import write_cyclictest_run
+from ..report.test_build import assert_pngs_drawn
+
 
 def test_report_with_png_and_a_broken_run(run_cli, home, tmp_path):
     good = write_synthetic_run(tmp_path / "runs", cycles=5_000, misses=[(2_600, 2)], seed=1)
+    imported = write_cyclictest_run(tmp_path)
     bad = write_synthetic_run(tmp_path / "runs", cycles=1_000, seed=2)
     (bad / "samples.parquet").unlink()
     out_html, png = tmp_path / "r.html", tmp_path / "png"
-    code, out, err = run_cli("report", str(good), str(bad), "-o", str(out_html), "--png", str(png))
+    code, out, err = run_cli("report", str(good), str(imported), str(bad), "-o", str(out_html), "--png", str(png))
     assert code == 1  # written, but one run is left out
     assert f"written to {out_html}" in out and "6 PNG(s)" in out
     assert "warning: left out" in err and "missing" in err
     html = out_html.read_text()
     assert 'class="note broken"' in html and len(re.findall(r'<figure id="plot-', html)) == 6
-    assert len(list(png.glob("*.png"))) == 6
+    assert_pngs_drawn(png)
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -48,18 +52,18 @@ def test_every_run_broken(run_cli, home, tmp_path):
 
 
 @pytest.mark.rt
-def test_a_real_run_is_stored_and_reported(home, tmp_path, state_dir, softrt_cmd):
+def test_a_real_run_is_stored_and_reported(real_run, run_cli, monkeypatch, tmp_path):
     """softrt run stores its run in the history; report and show find it by id."""
-    proc = softrt_cmd("run", "--duration", "1s", "--out-dir", str(tmp_path / "runs"), "--json", timeout=120)
-    assert proc.returncode in (0, 1), proc.stderr
-    summary = json.loads(proc.stdout)
-    listed = softrt_cmd("history", "--json")
-    assert [r["run_id"] for r in json.loads(listed.stdout)] == [summary["run_id"]]
+    assert real_run.proc.returncode == 0, real_run.proc.stderr
+    summary = real_run.summary
+    monkeypatch.setenv("SOFTRT_HOME", str(real_run.home))  # the run's own history
+    code, listed, _ = run_cli("history", "--json")
+    assert code == 0 and [r["run_id"] for r in json.loads(listed)] == [summary["run_id"]]
     out_html = tmp_path / "r.html"
-    rep = softrt_cmd("report", summary["run_id"], "-o", str(out_html))
-    assert rep.returncode == 0, rep.stderr
+    code, _, err = run_cli("report", summary["run_id"], "-o", str(out_html))
+    assert code == 0, err
     html = out_html.read_text()
     assert summary["run_id"] in html and html.count('data-plot="') == 6
     assert 'data-plot="period_hist"><img' in html and 'data-plot="period_series"><img' in html
-    show = softrt_cmd("show", summary["run_id"])
-    assert show.returncode == 0 and "Timer int. period" in show.stdout
+    code, shown, _ = run_cli("show", summary["run_id"])
+    assert code == 0 and "Timer int. period" in shown

@@ -4,8 +4,6 @@ supervisor was killed, and the listing at 80 columns (one line per run, ids that
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,11 +14,6 @@ import pytest
 
 from softrt.platform import get_platform
 from softrt.report.synthetic import write_synthetic_run
-
-
-def _softrt(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "softrt", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": str(columns)}, timeout=120)
 
 
 def _wait_for_checkpoint(run_base: Path, proc, timeout_s: float = 30.0) -> dict:
@@ -37,21 +30,22 @@ def _wait_for_checkpoint(run_base: Path, proc, timeout_s: float = 30.0) -> dict:
 
 
 @pytest.mark.rt
-def test_a_running_run_then_a_killed_one(tmp_path, state_dir, rt_settings_restored, monkeypatch):
+def test_a_running_run_then_a_killed_one(tmp_path, state_dir, rt_settings_restored, monkeypatch, run_cli):
     import psutil
 
     monkeypatch.setenv("SOFTRT_CHECKPOINT_INTERVAL", "0.3")
+    monkeypatch.setenv("COLUMNS", "80")
     proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--duration", "20s", "--json",
                              "--out-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         ckpt = _wait_for_checkpoint(tmp_path, proc)
         run_dir = tmp_path / ckpt["run_id"]
-        shown = _softrt("show", str(run_dir))
-        assert shown.returncode == 0, shown.stderr
-        assert "Running for" in shown.stdout and "RUNNING: the figures of the first" in shown.stdout
-        assert "Distribution" in shown.stdout
-        listed = _softrt("history")  # in the history from its start, with its elapsed time
-        assert listed.returncode == 0 and "running " in listed.stdout and ckpt["run_id"][:15] in listed.stdout
+        code, shown, err = run_cli("show", str(run_dir))
+        assert code == 0, err
+        assert "Running for" in shown and "RUNNING: the figures of the first" in shown
+        assert "Distribution" in shown
+        code, listed, _ = run_cli("history")  # in the history from its start, with its elapsed time
+        assert code == 0 and "running " in listed and ckpt["run_id"][:15] in listed
         worker = psutil.Process(proc.pid).children()[-1]
     finally:
         proc.kill()  # SIGKILL: no cleanup, no final summary
@@ -59,18 +53,19 @@ def test_a_running_run_then_a_killed_one(tmp_path, state_dir, rt_settings_restor
     worker.wait(timeout=10)  # PR_SET_PDEATHSIG: the worker dies with its parent
     left = json.loads((run_dir / "summary.json").read_text())
     assert left["status"] == "running" and left["cycles"] >= ckpt["cycles"] > 0  # the statistics survive
-    shown = _softrt("show", ckpt["run_id"][:15])  # by unique prefix, from the history
-    assert shown.returncode == 0, shown.stderr
-    assert "Not running any more: the supervisor is gone" in shown.stdout and "Running for" not in shown.stdout
-    listed = _softrt("history")  # (any softrt command also restores what the killed run changed)
-    assert listed.returncode == 0 and "died " in listed.stdout and "running " not in listed.stdout
-    listing = json.loads(_softrt("history", "--json").stdout)[0]
+    code, shown, err = run_cli("show", ckpt["run_id"][:15])  # by unique prefix, from the history
+    assert code == 0, err
+    assert "Not running any more: the supervisor is gone" in shown and "Running for" not in shown
+    code, listed, _ = run_cli("history")  # (any softrt command also restores what the killed run changed)
+    assert code == 0 and "died " in listed and "running " not in listed
+    listing = json.loads(run_cli("history", "--json")[1])[0]
     assert listing["status"] == "running" and listing["running"]["alive"] is False  # the file's word, and the truth
 
 
-def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home):
+def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home, run_cli, monkeypatch):
     """Long hosts, runs started in the same second, a 24 h cycle count, partial and died runs,
     through the command line at COLUMNS=80; every listed id is one softrt show takes."""
+    monkeypatch.setenv("COLUMNS", "80")  # (each command makes its console: it reads the width then)
     base = tmp_path / "lab"
     t = datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
     runs = [write_synthetic_run(base, cycles=2_000, host=host, seed=seed, started_at=when, scenario=scenario)
@@ -86,8 +81,9 @@ def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home):
         summary = json.loads((run / "summary.json").read_text())
         summary.update(edit)
         (run / "summary.json").write_text(json.dumps(summary))
-    assert _softrt("history", "add", str(base)).returncode == 0
-    out = _softrt("history").stdout
+    assert run_cli("history", "add", str(base))[0] == 0
+    code, out, _ = run_cli("history")
+    assert code == 0
     lines = out.splitlines()
     assert all(len(line) <= 80 for line in lines), out
     ids = [json.loads((r / "summary.json").read_text())["run_id"] for r in runs]
@@ -98,8 +94,8 @@ def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home):
     for run_id, row in zip(sorted(ids, key=lambda i: i[:15]), rows):  # oldest first
         short = row.split()[0]
         assert run_id.startswith(short) and len(short) >= 15
-        shown = _softrt("show", short, "--json")
-        assert shown.returncode == 0 and json.loads(shown.stdout)["run_id"] == run_id, shown.stderr
+        code, shown, err = run_cli("show", short, "--json")
+        assert code == 0 and json.loads(shown)["run_id"] == run_id, err
 
 
 def test_show_of_a_run_with_overruns_says_the_verdict_first_and_the_slack_low_tail(run_cli, tmp_path, home):

@@ -31,6 +31,7 @@ import pytest
 pysoem = pytest.importorskip("pysoem")
 
 CLONE_NEWNET = 0x40000000
+HOUSEKEEPING_CPU = min(os.sched_getaffinity(0))  # the run's RT CPU is the last one
 _counter = itertools.count()
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -160,16 +161,19 @@ class SimProcess:
 def start_sim(ecat_ns, tmp_path):
     """Return ``start(*args, fifo=False)``: run ``softrt ecat-sim --iface ecs0 ARGS`` in the namespace.
 
-    With *fifo*, the simulator runs SCHED_FIFO (priority 10): it stands for hardware that answers
-    in microseconds, and a busy housekeeping CPU must not hold its replies past the master's
-    receive deadline (tests that count lost frames exactly).
+    With *fifo*, the simulator runs SCHED_FIFO (priority 10) on the first CPU: it stands for hardware
+    that answers in microseconds, and a busy housekeeping CPU must not hold its replies past the
+    master's receive deadline (tests that count lost frames exactly). Pinned there because, free to
+    run on the RT CPU under the run's worker (SCHED_FIFO 80), it left a run's bring-up unanswered
+    (SDO reads, "no answer") in 7 of 8 runs while the housekeeping CPU was loaded; pinned, in none.
     """
     started: list[SimProcess] = []
 
     def start(*args: str, fifo: bool = False) -> SimProcess:
         control = tmp_path / f"sim{len(started)}.sock"
         proc = subprocess.Popen(
-            ecat_ns.cmd(*(["chrt", "-f", "10"] if fifo else []), sys.executable, "-m", "softrt", "ecat-sim",
+            ecat_ns.cmd(*(["taskset", "-c", str(HOUSEKEEPING_CPU), "chrt", "-f", "10"] if fifo else []),
+                        sys.executable, "-m", "softrt", "ecat-sim",
                         "--iface", ecat_ns.slave_iface, "--control", str(control), *args),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = proc.stdout.readline()  # "ecat-sim: N slave(s) answering on ecs0" once bound

@@ -68,7 +68,7 @@ def test_unsupported_drive_leaves_bus_in_init(start_sim, ecat_ns):
 
 
 def test_slave_refusing_op_is_reported_with_state_and_code(start_sim, ecat_ns):
-    sim = start_sim("--slaves", "2")
+    sim = start_sim("--slaves", "2", fifo=True)  # (a stalled simulator is a silent bus, not a refusal)
     sim.control(cmd="refuse_state", state="OP", slave=1, code=0x001A)  # synchronization error
     with pytest.raises(EcatError) as info:
         open_in(ecat_ns, state_timeout_s=0.5)

@@ -64,8 +64,12 @@ def test_enable_sequence_sets_target_to_actual_first(start_sim, ecat_ns):
     assert [s["drive_state"] for s in after] == ["SWITCH_ON_DISABLED"] * 2
 
 
-def test_csp_10000_cycles_with_counted_faults(start_sim, ecat_ns):
-    sim = start_sim("--slaves", "3", "--device", "csp-drive", "--device", "io-16di", "--device", "csp-drive")
+CYCLES = 4_000  # a second at 250 µs, with faults of each kind every 1,000-1,601 frames
+
+
+def test_csp_4000_cycles_with_counted_faults(start_sim, ecat_ns):
+    sim = start_sim("--slaves", "3", "--device", "csp-drive", "--device", "io-16di", "--device", "csp-drive",
+                    fifo=True)  # (lost frames are counted exactly: a stalled simulator would lose one more)
     dev = open_master(ecat_ns, axes=2)
     trajectory = Trajectory(MotionConfig(axes=2, distance_counts=20_000, velocity_counts_per_s=40_000,
                                          accel_counts_per_s2=400_000, jerk_counts_per_s3=8e6, dwell_s=0.1),
@@ -80,12 +84,12 @@ def test_csp_10000_cycles_with_counted_faults(start_sim, ecat_ns):
     try:
         dev.start(time.monotonic_ns() + 50_000_000)  # the keep-alive stops: the run's frames only
         before = sim.stats()
-        sim.control(cmd="drop", every=2500)
-        sim.control(cmd="bad_wkc", every=3001)
+        sim.control(cmd="drop", every=1000)
+        sim.control(cmd="bad_wkc", every=1201)
         # Late by half a timeout more than the deadline: lost; the next frame, queued behind it,
         # still comes back within its own deadline (which is exact now, not rounded up to a tick).
-        sim.control(cmd="delay", every=4001, delay_us=3 * TIMEOUT_US // 2)
-        flags = run_cycles(dev, 10_000, values, start=False)
+        sim.control(cmd="delay", every=1601, delay_us=3 * TIMEOUT_US // 2)
+        flags = run_cycles(dev, CYCLES, values, start=False)
         sim.control(cmd="drop", every=0)
         sim.control(cmd="bad_wkc", every=0)
         sim.control(cmd="delay", every=0)
@@ -94,9 +98,9 @@ def test_csp_10000_cycles_with_counted_faults(start_sim, ecat_ns):
     finally:
         dev.stop()
     injected = {k: after["injected"][k] - before["injected"][k] for k in after["injected"]}
-    assert after["pd_frames"] - before["pd_frames"] == 10_000
+    assert after["pd_frames"] - before["pd_frames"] == CYCLES
     assert injected["drop"] >= 3 and injected["bad_wkc"] >= 3 and injected["delay"] >= 2
-    assert counters["writes"] == 10_000
+    assert counters["writes"] == CYCLES
     assert counters["lost_frames"] == injected["drop"] + injected["delay"]
     assert counters["wkc_errors"] == injected["bad_wkc"]
     assert sum(1 for f in flags if f & FLAG_DEVICE_ERROR) == sum(injected.values())
@@ -108,7 +112,7 @@ def test_csp_10000_cycles_with_counted_faults(start_sim, ecat_ns):
         assert s["drive_state"] == "OPERATION_ENABLED" and s["drive_faults"] == 0
         assert s["target_counts"] == ax["origin_counts"] + round(targets[-1][i])
         assert abs(s["following_error_counts"]) < 500
-        assert s["cycles"] >= 10_000 - sum(injected.values())
+        assert s["cycles"] >= CYCLES - sum(injected.values())
 
 
 def test_watchdog_faults_the_drive(start_sim, ecat_ns):
@@ -356,8 +360,9 @@ def test_a_link_that_goes_down_is_named_not_a_silent_bus(start_sim, ecat_ns):
         assert link_problem(ecat_ns.master_iface, dev._sock) == "no carrier"
         ecat_ns.ip("link", "set", ecat_ns.master_iface, "down")
         assert link_problem(ecat_ns.master_iface, dev._sock) == "the interface is down"
+        before = dev.counters()["frames"]["send_errors"]  # (sends to a link without carrier may fail too)
         dev.write(0.0)
-        assert dev.counters()["frames"]["send_errors"] == 1  # ENETDOWN: unanswered, not a crash
+        assert dev.counters()["frames"]["send_errors"] == before + 1  # ENETDOWN: unanswered, not a crash
     finally:
         dev.stop()
 

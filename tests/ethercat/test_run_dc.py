@@ -21,11 +21,12 @@ pytestmark = pytest.mark.rt
 REF_PPM, FAST_PPM = 300.0, 450.0  # slave 1 runs 150 ppm fast against the reference, slave 2 true
 
 
-def _run(ecat_ns, tmp_path, *extra: str, as_json: bool = True) -> subprocess.CompletedProcess:
+def _run(ecat_ns, tmp_path, *extra: str, as_json: bool = True, duration: str = "3s") -> subprocess.CompletedProcess:
+    """A run at 1 ms; 3 s by default, for the rates over seconds (the drift, the lock's correction)."""
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
     return subprocess.run(
         ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
-                    "--period", "1ms", "--duration", "3s", "--no-trace", "--out-dir", str(tmp_path / "runs"),
+                    "--period", "1ms", "--duration", duration, "--no-trace", "--out-dir", str(tmp_path / "runs"),
                     "--bus-timeout", "200ms",  # a stall of this VM's simulator is not what these runs test
                     "--bus-timeout", "1s",  # (these tests are about the clocks, not a bus lost on a busy machine)
                     *(["--json"] if as_json else []), *extra),
@@ -71,28 +72,26 @@ def test_dc_block_drift_and_phase_lock(start_sim, ecat_ns, tmp_path):
 
 def test_run_prints_the_dc_block_and_says_why_it_is_absent(start_sim, ecat_ns, tmp_path):
     start_sim("--slaves", "2", "--device", "csp-drive-nodc", fifo=True)
-    plain = _run(ecat_ns, tmp_path, "--axes", "2", as_json=False)
+    plain = _run(ecat_ns, tmp_path, "--axes", "2", as_json=False, duration="0.3s")
     assert plain.returncode == 0, plain.stderr
     assert "Distributed clocks: none (no slave has distributed clocks" in " ".join(plain.stdout.split())
     runs = [p for p in (tmp_path / "runs").iterdir()]
     shown = json.loads((runs[0] / "summary.json").read_text())["board"]["distributed_clocks"]
     assert "absent" in shown
-    refused = _run(ecat_ns, tmp_path, "--axes", "2", "--dc-lock")
+    refused = _run(ecat_ns, tmp_path, "--axes", "2", "--dc-lock", duration="0.3s")
     assert refused.returncode == 2
     lines = refused.stderr.strip().splitlines()
     assert len(lines) <= 2 and "--dc-lock needs distributed clocks" in lines[0], refused.stderr
 
 
-def test_show_prints_the_dc_block(start_sim, ecat_ns, tmp_path):
+def test_show_prints_the_dc_block(start_sim, ecat_ns, tmp_path, run_cli):
     start_sim("--slaves", "2", "--dc-drift-ppm", "0", "--dc-drift-ppm", "100", fifo=True)
-    proc = _run(ecat_ns, tmp_path, "--axes", "2", "--dc-lock", as_json=False)
+    proc = _run(ecat_ns, tmp_path, "--axes", "2", "--dc-lock", as_json=False, duration="1s")  # 0x092C: every 100th cycle
     assert proc.returncode == 0, proc.stderr
-    env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
     run_dir = next((tmp_path / "runs").iterdir())
-    shown = subprocess.run([sys.executable, "-m", "softrt", "show", str(run_dir)], capture_output=True, text=True,
-                           env=env, timeout=60)
-    assert shown.returncode == 0, shown.stderr
-    for out in (proc.stdout, shown.stdout):
+    code, shown, err = run_cli("show", str(run_dir))
+    assert code == 0, err
+    for out in (proc.stdout, shown):
         text = " ".join(out.split())
         assert "Distributed clocks (reference clock: slave 0" in text
         assert "phase lock (--dc-lock)" in text and "slave 1 'softrt virtual CSP drive': |0x092C| mean" in text

@@ -67,7 +67,7 @@ assign = "always"
 """
 
 
-def test_run_configures_a_two_axis_drive_that_aborts_complete_access(start_sim, ecat_ns, tmp_path):
+def test_run_configures_a_two_axis_drive_that_aborts_complete_access(start_sim, ecat_ns, tmp_path, run_cli, monkeypatch):
     sim = start_sim("--device", "csp-drive-coe", "--axes-per-slave", "2", "--ca-abort", fifo=True)
     drives = tmp_path / "drives.toml"
     drives.write_text(DRIVES_TOML)
@@ -106,9 +106,9 @@ def test_run_configures_a_two_axis_drive_that_aborts_complete_access(start_sim, 
     assert abs(sim_moved[1] / sim_moved[0] - 0.75) < 0.05, sim_moved
     # What `softrt show` prints about them.
     (run_dir,) = (tmp_path / "runs").iterdir()
-    shown = subprocess.run([sys.executable, "-m", "softrt", "show", str(run_dir)], capture_output=True, text=True,
-                           env={**env, "COLUMNS": "200"}, timeout=60)
-    assert shown.returncode == 0, shown.stderr
+    monkeypatch.setenv("COLUMNS", "200")
+    code, shown, err = run_cli("show", str(run_dir))
+    assert code == 0, err
     assert ("slave 0 'softrt virtual CSP drive (2 axes) (CoE)': vendor 0x0EC0FFEE, product 0x00110402, revision "
-            "0x00010000, serial 1; PDOs assigned by SDO; error register 0x00") in shown.stdout
-    assert "axis 1: statusword 0x" in shown.stdout and "warning: PDO mapping: slave 0: 0x1C00:00" in shown.stdout
+            "0x00010000, serial 1; PDOs assigned by SDO; error register 0x00") in shown
+    assert "axis 1: statusword 0x" in shown and "warning: PDO mapping: slave 0: 0x1C00:00" in shown

@@ -74,7 +74,7 @@ def test_killed_simulator_fails_the_run_and_keeps_its_records(start_sim, ecat_ns
     sim = start_sim("--slaves", "2", fifo=True)
     # 50 ms, not the default 10: a stall of this busy VM must not lose the bus before the kill.
     proc = start_run(ecat_ns, tmp_path, "--axes", "2", "--period", "1ms", "--duration", "20s", "--bus-timeout", "50ms")
-    wait_for_cycles(proc, tmp_path, 1000)
+    wait_for_cycles(proc, tmp_path, 400)
     sim.proc.kill()  # the cable is pulled
     status, s, err = finish(proc)
     assert status == 1, err
@@ -86,7 +86,7 @@ def test_killed_simulator_fails_the_run_and_keeps_its_records(start_sim, ecat_ns
     assert s["elapsed_s"] < 20  # it stopped when the bus was lost, not at the end
     # Every record up to the failure is kept; the last ones are the lost frames.
     records = read_samples(run_path(tmp_path, s))
-    assert len(records) == s["cycles"] == s["board"]["writes"] > 1000
+    assert len(records) == s["cycles"] == s["board"]["writes"] > 400
     assert records["flags"][-1] & FLAG_DEVICE_FAILED
     assert not (records["flags"][:-1] & FLAG_DEVICE_FAILED).any()
     lost_since = int(reason.rsplit(" ", 1)[1].replace(",", ""))
@@ -139,10 +139,10 @@ def test_changed_and_late_replies_are_never_the_cycles_answer(start_sim, ecat_ns
 
 def test_a_dropped_frame_costs_its_own_cycle(start_sim, ecat_ns, tmp_path):
     sim = start_sim("--slaves", "2", fifo=True)
-    proc = start_run(ecat_ns, tmp_path, "--axes", "2", "--period", "1ms", "--duration", "6s", "--bus-timeout", "200ms")
+    proc = start_run(ecat_ns, tmp_path, "--axes", "2", "--period", "1ms", "--duration", "4s", "--bus-timeout", "200ms")
     wait_for_cycles(proc, tmp_path, 500)
     before = sim.control(cmd="drop", every=100)["injected"]["drop"]
-    wait_for_cycles(proc, tmp_path, 4000)
+    wait_for_cycles(proc, tmp_path, 2600)  # 21 drops
     dropped = sim.control(cmd="drop", every=0)["injected"]["drop"] - before
     status, s, err = finish(proc)
     assert status == 0 and s["status"] == "complete", err

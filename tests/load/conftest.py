@@ -46,14 +46,33 @@ def load_cpus() -> CpuSet:
     return CpuSet([LOAD_CPU])
 
 
-def descendants() -> list[psutil.Process]:
-    """Every living process below the test process."""
+_BEFORE: set[psutil.Process] = set()  # below the test process when the test started (pid and start time)
+
+
+@pytest.fixture(autouse=True)
+def _descendants_before():
+    """Processes below the test process before the test began are not the test's.
+
+    E.g. multiprocessing's resource tracker, which an earlier test in the same pytest process
+    (a pytest-xdist worker runs many) started, and which lives as long as that process.
+    """
+    _BEFORE.clear()
+    _BEFORE.update(_below())
+    yield
+
+
+def _below() -> list[psutil.Process]:
     for _ in range(5):
         try:  # a child may exit while psutil walks the tree; walk again
             return [p for p in psutil.Process().children(recursive=True) if _running(p)]
         except psutil.NoSuchProcess:
             time.sleep(0.05)
     return [p for p in psutil.Process().children(recursive=True) if _running(p)]
+
+
+def descendants() -> list[psutil.Process]:
+    """Every living process below the test process that the test started."""
+    return [p for p in _below() if p not in _BEFORE]
 
 
 def _running(p: psutil.Process) -> bool:

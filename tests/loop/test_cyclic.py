@@ -83,9 +83,12 @@ def test_steady_state_allocates_nothing_that_lives(ring):
         return next_target()
 
     loop(ring, step, 500, axes=64)  # warm up (first-call caches, specialisation)
-    ring.reader().drain()
-    before = sys.getallocatedblocks()
-    _, n = loop(ring, step, 3000, axes=64)
-    grown = sys.getallocatedblocks() - before
+    for _attempt in range(5):  # a window in which the loop had the CPU (the suite's other workers share it)
+        ring.reader().drain()
+        before = sys.getallocatedblocks()
+        _, n = loop(ring, step, 3000, axes=64)
+        grown = sys.getallocatedblocks() - before
+        if n > 1000:
+            break
     assert n > 1000
     assert grown < 50, f"{grown} memory blocks still allocated after {n} cycles"

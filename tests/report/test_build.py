@@ -15,7 +15,8 @@ from softrt.errors import ConfigError
 from softrt.report import build_report
 from softrt.report.plots import PLOTS
 from softrt.store.history import History
-from softrt.store.importers import import_file
+
+from .conftest import write_cyclictest_run
 
 PLOT_KEYS = ("period_hist", "latency_hist", "period_series", "exceedance", "process_hist", "motion")
 
@@ -31,27 +32,14 @@ def figures(html: str) -> dict[str, str | None]:
 
 @pytest.fixture
 def cyclictest_run(tmp_path):
-    hist = {str(i): int(1000 / (i - 5) ** 2) + 1 for i in range(6, 60)}
-    doc = {"file_version": 1, "cmdline:": "cyclictest -m -p 90 -i 250 -h 60 --json=x.json", "rt_test_version:": "2.40",
-           "start_time": "Sun, 29 Nov 2026 10:00:00 +0000", "end_time": "Sun, 29 Nov 2026 10:10:00 +0000",
-           "return_code": 0, "sysinfo": {"sysname": "Linux", "nodename": "otherpc", "release": "6.1.0-rt",
-                                         "version": "#1", "machine": "x86_64", "realtime": 1},
-           "num_threads": 1, "resolution_in_ns": 0,
-           "thread": {"0": {"histogram": hist, "cycles": sum(hist.values()) + 2, "min": 6, "max": 480, "avg": 9.5,
-                            "cpu": 3, "node": 0}}}
-    f = tmp_path / "ct.json"
-    f.write_text(json.dumps(doc))
-    return import_file(f, tmp_path / "imported")
+    return write_cyclictest_run(tmp_path)
 
 
-def test_report_has_every_plot_and_table(tmp_path, synth_run, cyclictest_run):
-    a = synth_run(seed=1)
-    b = synth_run(seed=2, misses=[(20_000, 58)], scenario="untuned", host="pc-b")
-    out = tmp_path / "report.html"
-    result = build_report([a, b, cyclictest_run], out)
-    html = out.read_text()
+def test_report_has_every_plot_and_table(shared_report):
+    shared = shared_report
+    a, b, cyclictest_run, result, html = shared.a, shared.b, shared.imported, shared.result, shared.html
     assert result.runs == [json.loads((p / "summary.json").read_text())["run_id"] for p in (a, b, cyclictest_run)]
-    assert result.broken == [] and result.pngs == []
+    assert [r for r, _ in result.broken] == [str(shared.bad)] and result.pngs == []
     figs = figures(html)
     assert set(figs) == set(PLOT_KEYS) and len(PLOTS) == len(PLOT_KEYS)
     for key, svg in figs.items():
@@ -99,10 +87,8 @@ def test_check_verdict_and_findings_are_shown(tmp_path, synth_run):
     assert "Clocksource" not in html  # only what failed or warned
 
 
-def test_report_is_self_contained(tmp_path, synth_run):
-    out = tmp_path / "r.html"
-    build_report([synth_run(cycles=5_000)], out)
-    html = out.read_text()
+def test_report_is_self_contained(shared_report):
+    html = shared_report.html
     assert 'http-equiv="Content-Security-Policy"' in html and "default-src 'none'" in html
     assert "<script" not in html.lower() and "<link" not in html.lower() and "@import" not in html
     refs = re.findall(r'(?:src|href)="([^"]*)"', html)
@@ -113,16 +99,11 @@ def test_report_is_self_contained(tmp_path, synth_run):
             assert "xlink:href=\"http" not in svg and "<image" not in svg
 
 
-def test_broken_run_is_a_visible_note(tmp_path, synth_run):
-    good = synth_run(cycles=5_000)
-    bad = synth_run(cycles=5_000, seed=9)
-    (bad / "samples.parquet").write_bytes(b"not parquet at all")
-    out = tmp_path / "r.html"
-    result = build_report([good, bad], out)
-    assert [r for r, _ in result.broken] == [str(bad)]
-    html = out.read_text()
+def test_broken_run_is_a_visible_note(shared_report):
+    assert [r for r, _ in shared_report.result.broken] == [str(shared_report.bad)]
+    html = shared_report.html
     assert 'class="note broken"' in html and "cannot read samples" in html
-    assert all(svg for svg in figures(html).values())  # the good run still has every plot
+    assert all(svg for svg in figures(html).values())  # the good runs still have every plot
 
 
 def test_unfinished_run_is_a_note(tmp_path, synth_run):
@@ -162,18 +143,19 @@ def test_bad_references_and_outputs(tmp_path, synth_run, monkeypatch):
 def test_runs_by_id_prefix_and_directory_of_runs(tmp_path, synth_run, monkeypatch):
     monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "home"))
     a = synth_run(cycles=2_000, seed=1)
-    synth_run(cycles=2_000, seed=2)  # a second run in the same directory
+    b = synth_run(cycles=2_000, seed=2)  # a second run in the same directory
     run_id = History().add_run(a)
-    assert build_report([run_id[:-1]], tmp_path / "one.html").runs == [run_id]
-    both = build_report([a.parent, a], tmp_path / "both.html")  # a directory of runs; duplicates once
-    assert len(both.runs) == 2
+    b_id = json.loads((b / "summary.json").read_text())["run_id"]
+    # An id prefix (from the history), a directory of runs and a run directory: each run once, in order.
+    assert build_report([run_id[:-1], a.parent, a], tmp_path / "r.html").runs == [run_id, b_id]
 
 
-def test_png_export(tmp_path, synth_run, cyclictest_run):
-    png_dir = tmp_path / "png"
-    result = build_report([synth_run(), cyclictest_run], tmp_path / "r.html", png_dir=png_dir)
-    assert sorted(p.name for p in result.pngs) == sorted(f"{k}.png" for k in PLOT_KEYS)
-    for p in result.pngs:
+def assert_pngs_drawn(png_dir):
+    """Every plot exported as a PNG of the page's size, drawn (tests/cli/test_report.py exports them
+    through ``softrt report --png``, the one PNG export of the suite)."""
+    pngs = sorted(png_dir.glob("*.png"))
+    assert [p.name for p in pngs] == sorted(f"{k}.png" for k in PLOT_KEYS)
+    for p in pngs:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         img = imread(p)
         height, width = img.shape[:2]
@@ -205,13 +187,9 @@ def test_run_references_resolve_as_softrt_show_does(tmp_path, synth_run, monkeyp
         build.resolve_runs([str(tmp_path / "no" / "such")], db)
 
 
-def test_why_cycles_were_late_section_and_marks(tmp_path, synth_run):
+def test_why_cycles_were_late_section_and_marks(shared_report):
     """A run whose why_late block the real Attributor made from a synthetic trace; one run without tracing."""
-    traced = synth_run(seed=4, why_late=True)
-    off = synth_run(seed=5, cycles=5_000, why_late="unavailable: tracefs not mounted and not root", host="pc-b")
-    out = tmp_path / "r.html"
-    build_report([traced, off], out)
-    html = out.read_text()
+    traced, html = shared_report.a, shared_report.html
     section = html[html.index('<h2 id="why-late">'):html.index('<h2 id="plots">')]
     why = json.loads((traced / "summary.json").read_text())["why_late"]
     assert why["late_cycles"] > 0 and why["worst"]

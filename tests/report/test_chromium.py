@@ -18,9 +18,7 @@ import subprocess
 
 import pytest
 
-from softrt.report import build_report
 from softrt.report.html import CSP
-from softrt.store.importers import import_file
 
 from .test_build import PLOT_KEYS
 
@@ -58,27 +56,10 @@ def open_in_chromium(page, tmp_path, probe: bool) -> tuple[list[dict] | None, li
     return (json.loads(html.unescape(m.group(1))) if m else None), console
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    from softrt.report.synthetic import write_synthetic_run
-
-    d = tmp_path_factory.mktemp("chromium")
-    run = write_synthetic_run(d / "runs", cycles=20_000, misses=[(2_600, 3), (15_000, 6)])
-    doc = {"file_version": 1, "cmdline:": "cyclictest -m -p 90 -i 250 -h 100 --json=x.json",
-           "rt_test_version:": "2.40", "start_time": "Sun, 29 Nov 2026 10:00:00 +0000",
-           "end_time": "Sun, 29 Nov 2026 10:01:00 +0000", "return_code": 0,
-           "sysinfo": {"nodename": "otherpc", "release": "6.1", "sysname": "Linux", "version": "#1",
-                       "machine": "x86_64", "realtime": 1},
-           "num_threads": 1, "resolution_in_ns": 0,
-           "thread": {"0": {"histogram": {"7": 100, "8": 50, "20": 1}, "cycles": 151, "min": 7, "max": 20,
-                            "avg": 7.6, "cpu": 1, "node": 0}}}
-    (d / "ct.json").write_text(json.dumps(doc))
-    imported = import_file(d / "ct.json", d / "imported")
-    broken = write_synthetic_run(d / "runs", cycles=1_000, seed=7)
-    (broken / "samples.parquet").write_bytes(b"garbage")
-    out = d / "report.html"
-    build_report([run, imported, broken], out)
-    return out
+@pytest.fixture
+def report(shared_report):
+    """The report of two runs, an imported result and a broken run (tests/report/conftest.py)."""
+    return shared_report.path
 
 
 def test_report_opens_without_console_messages(report, tmp_path):

@@ -1,7 +1,9 @@
 """softrt's command line (top layer): the only place that prints or exits.
 
-Each sub-command lives in its own module and exposes one click command named ``command``;
-``_COMMAND_MODULES`` lists them in the order ``softrt --help`` shows them.
+Each sub-command lives in its own module and exposes one click command named ``command``, named
+as its module is (``import_`` is ``import``, ``ecat_sim`` is ``ecat-sim``); ``_COMMAND_MODULES`` lists
+them. A command's module is imported only when that command runs (or ``--help`` lists them all), so
+``softrt history`` or ``softrt ecat-sim`` starts without loading the run's session layer.
 """
 
 from __future__ import annotations
@@ -28,7 +30,22 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _command_name(module: str) -> str:
+    return module.rstrip("_").replace("_", "-")
+
+
+class _LazyGroup(click.Group):
+    """A group that imports a sub-command's module on first use (click docs, "Lazily Loading Subcommands")."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_command_name(m) for m in _COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = next((m for m in _COMMAND_MODULES if _command_name(m) == cmd_name), None)
+        return None if module is None else importlib.import_module(f"{__name__}.{module}").command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="softrt")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -54,10 +71,6 @@ def cli(ctx: click.Context) -> None:
 
     for name in remove_stale():  # (run and compare do it when they create their ring)
         click.echo(f"softrt: removed the shared-memory ring {name} left by a softrt that was killed", err=True)
-
-
-for _name in _COMMAND_MODULES:
-    cli.add_command(importlib.import_module(f"{__name__}.{_name}").command)
 
 
 def fail(message: str, status: int = EXIT_BAD_INPUT) -> None:
