@@ -108,9 +108,19 @@ def _probe(paths: list[str]) -> dict[str, str]:
         return {}
 
 
+def _root() -> bool:
+    """Root on Linux; Windows' Python has no geteuid (and no fair server)."""
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 def read(root: str, cpus) -> FairServer:
-    """Read the fair server's runtime and period on *cpus* under *root* (a tree: its files as they are)."""
+    """Read the fair server's runtime and period on *cpus* under *root* (a tree: its files as they are).
+
+    This machine's own ("/") only on Linux: under Wine, "/" is the Linux host's, not Windows'.
+    """
     root = str(root)
+    if not sys.platform.startswith("linux") and os.path.realpath(root) == os.path.realpath("/"):
+        return FairServer(False)
     if _version(root) < FIRST_KERNEL:
         return FairServer(False)
     mounted = _debugfs_mounted(root)
@@ -124,7 +134,7 @@ def read(root: str, cpus) -> FairServer:
             except OSError as err:
                 texts[path] = errno.errorcode.get(err.errno or 0, "EIO")
     live = os.path.realpath(root) == "/"
-    if not mounted and live and os.geteuid() == 0 and any(v == "ENOENT" for v in texts.values()):
+    if not mounted and live and _root() and any(v == "ENOENT" for v in texts.values()):
         texts.update(_probe(list(texts)) or {})
     runtime, period, why, state = {}, {}, "", "mounted" if mounted else "not mounted"
     for cpu in cpus:
@@ -134,7 +144,7 @@ def read(root: str, cpus) -> FairServer:
                 into[cpu] = int(value)
             elif not why:
                 if value in ("EPERM", "EACCES"):
-                    state, why = ("locked", _locked(path)) if os.geteuid() == 0 else (state, f"reading {path} needs root")
+                    state, why = ("locked", _locked(path)) if _root() else (state, f"reading {path} needs root")
                 else:
                     state, why = _missing(root, mounted, texts.get("mount") or value)
     return FairServer(True, runtime, period, why, state)
@@ -150,6 +160,6 @@ def _missing(root: str, mounted: bool, error: str) -> tuple[str, str]:
         return "absent", "this kernel has no debugfs (CONFIG_DEBUG_FS off)"
     if mounted:
         return "absent", f"no {DIR} in debugfs ({error})"
-    if os.geteuid() != 0 or os.path.realpath(root) != "/":
+    if not _root() or os.path.realpath(root) != "/":
         return "not mounted", f"debugfs is not mounted at {DEBUGFS}"
     return "not mounted", f"debugfs could not be mounted to read {DIR} ({error})"

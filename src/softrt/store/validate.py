@@ -21,6 +21,7 @@ become a directory).
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -46,6 +47,10 @@ INT64_MAX = 2**63 - 1
 #: footer's strings and lists (pyarrow's defaults are 100 MB and 1 M).
 THRIFT_STRING_LIMIT = 1 << 20
 THRIFT_CONTAINER_LIMIT = 1 << 17
+#: A footer's schema nests at most this deep (softrt's are flat) where pyarrow has the limit; older
+#: ones (pyproject allows 14+; 17 under Wine has none) read the schema within the two limits above,
+#: and the column check below refuses a nested one.
+_DEPTH_LIMIT = {"schema_depth_limit": 4} if "schema_depth_limit" in inspect.signature(pq.ParquetFile).parameters else {}
 #: The most rows of one row group decoded at a time (softrt writes 16,384; 8 MB per int64 column).
 MAX_ROW_GROUP_ROWS = 1 << 20
 
@@ -147,7 +152,7 @@ def open_parquet(path: Path | str, what: str, max_rows: int, columns: Iterable[s
     path = Path(path)
     try:
         pf = pq.ParquetFile(path, thrift_string_size_limit=THRIFT_STRING_LIMIT,
-                            thrift_container_size_limit=THRIFT_CONTAINER_LIMIT, schema_depth_limit=4)
+                            thrift_container_size_limit=THRIFT_CONTAINER_LIMIT, **_DEPTH_LIMIT)
         meta = pf.metadata
         rows = meta.num_rows
         groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
