@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.store.history import (DB_SCHEMA_VERSION, History, data_dir, default_db_path, find_run_dirs, parse_when,
-                                  resolve_run)
+from softrt.store.history import (_CREATE, DB_SCHEMA_VERSION, History, data_dir, default_db_path, find_run_dirs,
+                                  parse_when, resolve_run)
 
 
 def test_data_dir_precedence(monkeypatch, tmp_path):
@@ -99,6 +99,24 @@ def test_reading_a_missing_database_creates_nothing(tmp_path):
     assert not (tmp_path / "none").exists()
     with pytest.raises(ConfigError, match="unknown run id"):
         history.get("x")
+
+
+@pytest.mark.parametrize("made", ["empty file", "tables, no version"])
+def test_a_database_whose_writer_was_killed_while_making_it_reads_as_empty(tmp_path, three_runs, made):
+    """A softrt killed while it first made the database (a run's first checkpoint) leaves the file
+    without its tables, or without its layout version: no runs yet, and the next writer completes it
+    (every history command refused it: "no such table: runs")."""
+    db = tmp_path / "h.sqlite"
+    with sqlite3.connect(db) as conn:
+        if made == "tables, no version":
+            conn.executescript(_CREATE)
+    conn.close()
+    history = History(db)
+    assert history.list_runs() == [] and len(history) == 0 and history.short_ids() == {}
+    with pytest.raises(ConfigError, match="unknown run id"):
+        history.get("2026")
+    run_id = history.add_run(three_runs[0])
+    assert [r.run_id for r in history.list_runs()] == [run_id]
 
 
 def test_newer_database_is_refused_and_left_alone(tmp_path, three_runs):

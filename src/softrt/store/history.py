@@ -220,7 +220,7 @@ class History:
     # -- connection ---------------------------------------------------------------------------
     @contextmanager
     def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection | None]:
-        """Yield a connection (None when reading a database that does not exist yet).
+        """Yield a connection (None when reading a database that does not exist yet, or has no tables yet).
 
         The database's directory and the way to it must be this user's (platform.owned, as the
         state directory), and the database a regular file of this user's: SQLite opens it and its
@@ -237,9 +237,11 @@ class History:
             raise ConfigError(f"cannot open the history database {self.path}: {err}",
                               hint="set SOFTRT_HOME or use --db PATH") from None
         try:
-            self._check_version(conn, write=write)
-            with conn:
-                yield conn
+            if self._check_version(conn, write=write) == 0 and not write:
+                yield None  # made by a softrt killed before it gave it its tables: no runs yet
+            else:
+                with conn:
+                    yield conn
         except sqlite3.DatabaseError as err:
             raise ConfigError(f"history database {self.path} is unusable: {err}",
                               hint="move it away (runs stay in their directories; re-add them with "
@@ -247,7 +249,8 @@ class History:
         finally:
             conn.close()
 
-    def _check_version(self, conn: sqlite3.Connection, *, write: bool) -> None:
+    def _check_version(self, conn: sqlite3.Connection, *, write: bool) -> int:
+        """Return the database's layout version (0: never given its tables); a writer gives them."""
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > DB_SCHEMA_VERSION:
             raise ConfigError(f"history database {self.path} was written by a newer softrt (layout {version}; "
@@ -257,6 +260,7 @@ class History:
             with conn:
                 conn.executescript(_CREATE)
                 conn.execute(f"PRAGMA user_version = {DB_SCHEMA_VERSION}")
+        return version
 
     # -- writing ------------------------------------------------------------------------------
     def add_run(self, run_dir: Path | str) -> str:
