@@ -91,6 +91,39 @@ def _throttling_on():
         RT_RUNTIME.write_text(before)
 
 
+def _housekeeping_kind(item) -> str | None:
+    """"load" (marker ``housekeeping("load")``), "quiet" (``housekeeping``) or None."""
+    mark = item.get_closest_marker("housekeeping")
+    return None if mark is None else ("load" if "load" in mark.args else "quiet")
+
+
+@contextlib.contextmanager
+def _housekeeping_room(directory: Path, kind: str):
+    """Be on the housekeeping CPU as *kind*: any number of tests of one kind at once, never both kinds.
+
+    Each kind holds its own file shared (flock(2) LOCK_SH) while its test runs; a gate file, held
+    only while entering, makes "no test of the other kind holds its file, so take mine" one step,
+    so that a test of the other kind cannot slip in between.
+    """
+    other = "quiet" if kind == "load" else "load"
+    with open(directory / "housekeeping-gate.lock", "a") as gate, \
+            open(directory / f"housekeeping-{kind}.lock", "a") as mine, \
+            open(directory / f"housekeeping-{other}.lock", "a") as theirs:
+        while True:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(theirs, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a test of the other kind runs: wait for it outside the gate
+                fcntl.flock(gate, fcntl.LOCK_UN)
+                time.sleep(0.05)
+                continue
+            fcntl.flock(theirs, fcntl.LOCK_UN)
+            fcntl.flock(mine, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+            break
+        yield
+
+
 @pytest.fixture(autouse=True)
 def housekeeping_cpu(request, machine_lock, tmp_path_factory):
     """Keep the tests that load the housekeeping CPU apart from those that need it responsive.
@@ -98,17 +131,16 @@ def housekeeping_cpu(request, machine_lock, tmp_path_factory):
     Under pytest-xdist a test that starts loads (marker ``housekeeping("load")``: stress-ng, a
     compare's load scenarios) would run beside one whose timing lives on that CPU (``housekeeping``:
     a pysoem master in the test's process against the simulator, whose bring-up reads a stalled
-    reply as a silent bus): they take one lock of this session's, loads alone (flock(2) LOCK_EX),
-    the others together (LOCK_SH). Requested after ``machine_lock``, so an rt test waits here only
-    for a test that holds no machine lock.
+    reply as a silent bus). Loads may run beside loads and quiet tests beside quiet ones
+    (``_housekeeping_room``); the collection puts the quiet ones first and the loads last on each
+    worker (``pytest_collection_modifyitems``), so they rarely wait. Requested after
+    ``machine_lock``, so an rt test waits here only for a test that holds no machine lock.
     """
-    mark = request.node.get_closest_marker("housekeeping")
-    if mark is None or not os.environ.get("PYTEST_XDIST_WORKER"):
+    kind = _housekeeping_kind(request.node)
+    if kind is None or not os.environ.get("PYTEST_XDIST_WORKER"):
         yield
         return
-    path = tmp_path_factory.getbasetemp().parent / "housekeeping.lock"  # (the workers' common directory)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX if "load" in mark.args else fcntl.LOCK_SH)
+    with _housekeeping_room(tmp_path_factory.getbasetemp().parent, kind):  # (the workers' common directory)
         yield
 
 
@@ -158,7 +190,8 @@ def pytest_collection_modifyitems(config, items):
     worker, in order, while the other workers share the rest of the suite. The group is the largest
     scope, so xdist hands it out first (``--loadscope-reorder``, its default): the longest chain of
     the suite starts at once. A test with a master against the simulator (fixture ``ecat_ns``) is
-    marked ``housekeeping`` (see ``housekeeping_cpu``).
+    marked ``housekeeping`` (see ``housekeeping_cpu``); the quiet ones run first and the loads last,
+    in the rt group and among the rest alike (a stable sort: modules stay in order otherwise).
     """
     for item in items:
         if item.get_closest_marker("rt") is not None or item.get_closest_marker("root") is not None:
@@ -168,6 +201,7 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("rt") is None and "real_run" in getattr(item, "fixturenames", ()):
             raise pytest.UsageError(f"{item.nodeid} reads the shared real run (real_run): mark it rt, so that "
                                     "the run is made on the rt tests' worker, one at a time")
+    items.sort(key=lambda item: {"quiet": 0, None: 1, "load": 2}[_housekeeping_kind(item)])
 
 
 @pytest.fixture(autouse=True)
