@@ -97,50 +97,23 @@ def _housekeeping_kind(item) -> str | None:
     return None if mark is None else ("load" if "load" in mark.args else "quiet")
 
 
-@contextlib.contextmanager
-def _housekeeping_room(directory: Path, kind: str):
-    """Be on the housekeeping CPU as *kind*: any number of tests of one kind at once, never both kinds.
-
-    Each kind holds its own file shared (flock(2) LOCK_SH) while its test runs; a gate file, held
-    only while entering, makes "no test of the other kind holds its file, so take mine" one step,
-    so that a test of the other kind cannot slip in between.
-    """
-    other = "quiet" if kind == "load" else "load"
-    with open(directory / "housekeeping-gate.lock", "a") as gate, \
-            open(directory / f"housekeeping-{kind}.lock", "a") as mine, \
-            open(directory / f"housekeeping-{other}.lock", "a") as theirs:
-        while True:
-            fcntl.flock(gate, fcntl.LOCK_EX)
-            try:
-                fcntl.flock(theirs, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:  # a test of the other kind runs: wait for it outside the gate
-                fcntl.flock(gate, fcntl.LOCK_UN)
-                time.sleep(0.05)
-                continue
-            fcntl.flock(theirs, fcntl.LOCK_UN)
-            fcntl.flock(mine, fcntl.LOCK_SH)
-            fcntl.flock(gate, fcntl.LOCK_UN)
-            break
-        yield
-
-
 @pytest.fixture(autouse=True)
 def housekeeping_cpu(request, machine_lock, tmp_path_factory):
-    """Keep the tests that load the housekeeping CPU apart from those that need it responsive.
+    """Run the tests that load the housekeeping CPU or need it responsive one at a time.
 
     Under pytest-xdist a test that starts loads (marker ``housekeeping("load")``: stress-ng, a
     compare's load scenarios) would run beside one whose timing lives on that CPU (``housekeeping``:
-    a pysoem master in the test's process against the simulator, whose bring-up reads a stalled
-    reply as a silent bus). Loads may run beside loads and quiet tests beside quiet ones
-    (``_housekeeping_room``); the collection puts the quiet ones first and the loads last on each
-    worker (``pytest_collection_modifyitems``), so they rarely wait. Requested after
-    ``machine_lock``, so an rt test waits here only for a test that holds no machine lock.
+    a master against the simulator, whose bring-up reads a stalled reply as a silent bus or a
+    missing drive), and two masters against two simulators disturbed each other the same way. They
+    take one lock of this session's (flock(2) LOCK_EX); the collection orders them so that they
+    rarely wait (``pytest_collection_modifyitems``). Requested after ``machine_lock``, so an rt
+    test waits here only for a test that holds no machine lock.
     """
-    kind = _housekeeping_kind(request.node)
-    if kind is None or not os.environ.get("PYTEST_XDIST_WORKER"):
+    if _housekeeping_kind(request.node) is None or not os.environ.get("PYTEST_XDIST_WORKER"):
         yield
         return
-    with _housekeeping_room(tmp_path_factory.getbasetemp().parent, kind):  # (the workers' common directory)
+    with open(tmp_path_factory.getbasetemp().parent / "housekeeping.lock", "a") as fh:  # (the workers' common directory)
+        fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 
 
@@ -190,8 +163,9 @@ def pytest_collection_modifyitems(config, items):
     worker, in order, while the other workers share the rest of the suite. The group is the largest
     scope, so xdist hands it out first (``--loadscope-reorder``, its default): the longest chain of
     the suite starts at once. A test with a master against the simulator (fixture ``ecat_ns``) is
-    marked ``housekeeping`` (see ``housekeeping_cpu``); the quiet ones run first and the loads last,
-    in the rt group and among the rest alike (a stable sort: modules stay in order otherwise).
+    marked ``housekeeping`` (see ``housekeeping_cpu``). Those take turns, so they are placed where
+    the other worker runs none: in the rt group the masters first and the loads last, among the
+    rest the loads and then the masters at the end (a stable sort: modules keep their order).
     """
     for item in items:
         if item.get_closest_marker("rt") is not None or item.get_closest_marker("root") is not None:
@@ -201,7 +175,10 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("rt") is None and "real_run" in getattr(item, "fixturenames", ()):
             raise pytest.UsageError(f"{item.nodeid} reads the shared real run (real_run): mark it rt, so that "
                                     "the run is made on the rt tests' worker, one at a time")
-    items.sort(key=lambda item: {"quiet": 0, None: 1, "load": 2}[_housekeeping_kind(item)])
+    in_rt = {"quiet": 0, None: 1, "load": 2}
+    elsewhere = {None: 0, "load": 1, "quiet": 2}
+    items.sort(key=lambda item: (in_rt if item.get_closest_marker("rt") or item.get_closest_marker("root")
+                                 else elsewhere)[_housekeeping_kind(item)])
 
 
 @pytest.fixture(autouse=True)
