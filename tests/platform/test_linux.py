@@ -134,3 +134,19 @@ def test_only_memory_locking_comes_before_the_device_opens():
     controls = LinuxPlatform().worker_controls(1, 80)
     assert [c.what for c in controls if c.before_device] == ["mlockall"]
     assert {"cpu_affinity", "sched_fifo"} <= {c.what for c in controls if not c.before_device}
+
+
+def test_children_started_in_the_block_start_on_its_cpus():
+    """The real-time worker starts on its RT CPU (session.run), and this thread gets its CPUs back."""
+    import subprocess
+    import sys
+
+    from softrt.cpus import CpuSet
+
+    before = os.sched_getaffinity(0)
+    last = max(before)
+    with LinuxPlatform().children_start_on(CpuSet([last])):
+        child = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                               capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == f"[{last}]"
+    assert os.sched_getaffinity(0) == before

@@ -121,3 +121,22 @@ def test_compare_prints_the_verdicts_first_and_notes_dropped_records():
     assert any(line.split()[:1] == ["cycles"] and line.rstrip().endswith("2,560 of 8,000") for line in lines)
     assert ("tuned+load: 2,560 of 8,000 cycles shown: 5,440 records were dropped by the ring (its misses are the "
             "board's count)") in lines
+
+
+def test_what_is_left_learns_the_cost_of_runs_with_and_without_loads_apart():
+    """A compare's progress lines: a loaded run that overruns its estimate no longer eats the
+    estimate of the runs after it ("about 0 s left" was printed with two loaded runs to go)."""
+    from softrt.scenario.compare import _Remaining
+
+    now = [0.0]
+    left = _Remaining([(0.5, False), (0.5, False), (0.5, True), (0.5, True)], settle_s=1.0, clock=lambda: now[0])
+    assert left.sentence() == "0 of 4 done, about 12 s left"  # 2 × (0.5 + 1) + 2 × (0.5 + 1 + 3)
+    now[0] = 0.9
+    left.finished()  # 0.4 s beyond its measurement
+    assert left.sentence() == "1 of 4 done, about 9 s left"  # 0.9 + 2 × 4.5 (whole seconds)
+    now[0] = 1.8
+    left.finished()
+    now[0] = 20.0  # the first loaded run takes far longer than guessed, and is still running
+    assert left.sentence() == "2 of 4 done, about 4 s left"  # the next loaded run's estimate still counts
+    left.finished()
+    assert left.sentence() == "3 of 4 done, about 18 s left"  # now learned: 17.7 s + 0.5 s a loaded run

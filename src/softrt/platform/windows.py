@@ -664,6 +664,11 @@ class WindowsPlatform:
             raise
         return lambda: self._do("the worker's job", self.w.CloseHandle, job)
 
+    def children_start_on(self, cpus: CpuSet) -> AbstractContextManager[None]:
+        """Nothing to do: a new process takes its creator's *process* affinity mask, not a thread's
+        (Microsoft, "Processor Groups"); the worker places itself when it arms (worker_controls)."""
+        return nullcontext()
+
     def ctrl_c_shield(self) -> AbstractContextManager[None]:
         """Nothing to block: Windows has no signal mask. The worker ignores SIGINT (CTRL_C_EVENT)
         from its first line; a Ctrl-C during its interpreter's start-up ends it, and the run

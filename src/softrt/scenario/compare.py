@@ -181,7 +181,7 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
                                          for item in planned if item.config.out_dir == out_dir))
     say = on_event or (lambda msg: None)
     runs: list[ScenarioRun] = []
-    left = _Remaining([item.config.duration_ns / 1e9 for item in planned] * repeat, settle_s)
+    left = _Remaining([(item.config.duration_ns / 1e9, bool(item.load_cpus)) for item in planned] * repeat, settle_s)
     with interrupts.deferred():
         for rnd in range(1, repeat + 1):
             for item in planned:
@@ -204,25 +204,33 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
 
 class _Remaining:
     """What is left of a comparison, for its progress lines: scenario runs, and an estimate of the
-    time (the measurements still to come, plus each run's own cost so far: loads starting,
-    settling and stopping, arming, storing; seen to be several seconds a run)."""
+    time. A run costs its measurement and an overhead (arming, storing; with loads also starting,
+    settling and stopping them: seconds more), learned from the runs so far, with and without loads
+    apart; the run in progress counts only what it has not yet used of its own estimate."""
 
-    def __init__(self, measure_s: list[float], settle_s: float) -> None:
-        self.measure_s, self.total, self.done = measure_s, len(measure_s), 0
-        self.overhead_s = settle_s + 3.0  # a first guess, replaced by what the runs took
-        self._started = self._run_started = time.monotonic()
+    def __init__(self, runs: list[tuple[float, bool]], settle_s: float, clock=time.monotonic) -> None:
+        self.runs, self.total, self.done = runs, len(runs), 0  # (measurement s, with loads)
+        self._guess = {False: 1.0, True: settle_s + 3.0}  # first guesses, replaced by what runs took
+        self._spent: dict[bool, list[float]] = {False: [], True: []}
+        self._clock = clock
+        self._run_started = clock()
+
+    def _overhead_s(self, loaded: bool) -> float:
+        spent = self._spent[loaded]
+        return sum(spent) / len(spent) if spent else self._guess[loaded]
 
     def finished(self) -> None:
+        measure_s, loaded = self.runs[self.done]
+        now = self._clock()
+        self._spent[loaded].append(max(0.0, now - self._run_started - measure_s))
         self.done += 1
-        self._run_started = time.monotonic()
-        spent = self._run_started - self._started
-        self.overhead_s = max(0.0, spent - sum(self.measure_s[:self.done])) / self.done
+        self._run_started = now
 
     def sentence(self) -> str:
-        eta = (sum(self.measure_s[self.done:]) + (self.total - self.done) * self.overhead_s
-               - (time.monotonic() - self._run_started))  # what the run in progress has used of it
-        eta = max(eta, 0.0)
-        return f"{self.done} of {self.total} done, about {format_duration_s(eta)} left"
+        estimates = [measure_s + self._overhead_s(loaded) for measure_s, loaded in self.runs[self.done:]]
+        if estimates:
+            estimates[0] = max(0.0, estimates[0] - (self._clock() - self._run_started))
+        return f"{self.done} of {self.total} done, about {format_duration_s(sum(estimates))} left"
 
 
 def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress=None,

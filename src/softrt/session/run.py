@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,7 +130,10 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
                 raise _Interrupted
             # The stop signals are shielded while the worker is created (it then ignores them itself),
             # so they reach only the supervisor, which stops the worker cleanly.
-            with plat.ctrl_c_shield():
+            # A real-time worker starts on its RT CPU, where it pins itself anyway (an untuned one
+            # keeps this process's CPUs: where it runs is part of what is measured).
+            start_on = plat.children_start_on(CpuSet([config.cpu])) if config.profile == "rt" else nullcontext()
+            with plat.ctrl_c_shield(), start_on:
                 proc.start()
             _tie_worker(plat, proc.pid, tie, out)
             child_conn.close()
