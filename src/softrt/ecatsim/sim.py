@@ -28,10 +28,11 @@ from .control import RequestError, parse_request
 from ..ethercat.description import DeviceDescription
 from .esc import Esc
 from .faults import KINDS, FaultPlan
+from .layouts import Layouts
 from ..ethercat.rawsock import open_raw_socket
 from .slave import DriveApp, make_app
 from ..ethercat.nsstat import NsStat
-from ..ethercat.wire import ETH_HEADER_BYTES, LOGICAL, FrameError, parse_frame
+from ..ethercat.wire import ETH_HEADER_BYTES, FrameError
 
 POLL_MS = 1  #: wake-up period for the watchdog check when no frames arrive
 
@@ -66,6 +67,7 @@ class Simulator:
             if isinstance(app, DriveApp):
                 app.esc = esc
         self.segment = Segment(self.escs, clock=clock)
+        self.layouts = Layouts()
         self.faults = FaultPlan()
         self.counters = SimCounters()
         #: When the whole segment falls silent (one of control.MUTE_EVENTS; "off": never).
@@ -99,24 +101,33 @@ class Simulator:
             self.counters.muted += 1
             return 0, 0
         try:
-            datagrams = parse_frame(frame)
+            layout = self.layouts.find(frame)
         except FrameError:
             self.counters.malformed += 1
             return 0, 0
         decision = None
-        pd = next((dg for dg in datagrams if dg.cmd in LOGICAL), None)
+        pd = layout.pd
         self.last_was_pd = pd is not None
         if pd is not None:
             decision = self.faults.decide(len(self.escs))
             if decision.drop:
                 return 0, 0
         skip = decision.skip_slave if decision is not None else None
-        self.segment.process(frame, None if skip is None else (lambda pos: pos == skip), defer_apps=True,
-                             datagrams=datagrams)
+        skip_pd = None if skip is None else (lambda pos: pos == skip)
+        if self.mute_at == "off":  # (a deferred write could be what the mute waits for)
+            if layout.steps is None:
+                layout.steps = self.segment.compile(layout.datagrams)
+            self.segment.run(frame, layout.steps, skip_pd)
+            return self._reply(frame, pd, decision)
+        self.segment.process(frame, skip_pd, defer_apps=True, datagrams=layout.datagrams)
         if self._mute_due():  # the bus dies with this frame: it never comes back
             self.muted = True
             self.counters.muted += 1
             return 0, 0
+        return self._reply(frame, pd, decision)
+
+    @staticmethod
+    def _reply(frame: bytearray, pd, decision) -> tuple[int, int]:
         frame[6] |= 0x02  # locally administered source MAC: the frame passed an ESC
         size = len(frame)
         if decision is not None and decision.corrupt is not None:
