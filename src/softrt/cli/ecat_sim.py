@@ -88,6 +88,7 @@ def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, del
     answer = s["answer_us"]
     click.echo(f"ecat-sim: stopped after {s['frames']} frames ({s['pd_frames']} process data; injected "
                + ", ".join(f"{k} {v}" for k, v in s["injected"].items()) + ")"
-               + (f"; answered process data in p50 {answer['p50']} µs, p99 {answer['p99']}, max {answer['max']}"
+               + (f"; answered process data in p50 {answer['p50']} µs, p99 {answer['p99']}, max {answer['max']} "
+                  f"from its arrival (waiting to be read: p50 {s['wait_us']['p50']} µs, p99 {s['wait_us']['p99']})"
                   if answer else ""))
     return 0
