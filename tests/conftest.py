@@ -91,24 +91,29 @@ def _throttling_on():
         RT_RUNTIME.write_text(before)
 
 
+def _housekeeping_kind(item) -> str | None:
+    """"load" (marker ``housekeeping("load")``), "quiet" (``housekeeping``) or None."""
+    mark = item.get_closest_marker("housekeeping")
+    return None if mark is None else ("load" if "load" in mark.args else "quiet")
+
+
 @pytest.fixture(autouse=True)
 def housekeeping_cpu(request, machine_lock, tmp_path_factory):
-    """Keep the tests that load the housekeeping CPU apart from those that need it responsive.
+    """Run the tests that load the housekeeping CPU or need it responsive one at a time.
 
     Under pytest-xdist a test that starts loads (marker ``housekeeping("load")``: stress-ng, a
     compare's load scenarios) would run beside one whose timing lives on that CPU (``housekeeping``:
-    a pysoem master in the test's process against the simulator, whose bring-up reads a stalled
-    reply as a silent bus): they take one lock of this session's, loads alone (flock(2) LOCK_EX),
-    the others together (LOCK_SH). Requested after ``machine_lock``, so an rt test waits here only
-    for a test that holds no machine lock.
+    a master against the simulator, whose bring-up reads a stalled reply as a silent bus or a
+    missing drive), and two masters against two simulators disturbed each other the same way. They
+    take one lock of this session's (flock(2) LOCK_EX); the collection orders them so that they
+    rarely wait (``pytest_collection_modifyitems``). Requested after ``machine_lock``, so an rt
+    test waits here only for a test that holds no machine lock.
     """
-    mark = request.node.get_closest_marker("housekeeping")
-    if mark is None or not os.environ.get("PYTEST_XDIST_WORKER"):
+    if _housekeeping_kind(request.node) is None or not os.environ.get("PYTEST_XDIST_WORKER"):
         yield
         return
-    path = tmp_path_factory.getbasetemp().parent / "housekeeping.lock"  # (the workers' common directory)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX if "load" in mark.args else fcntl.LOCK_SH)
+    with open(tmp_path_factory.getbasetemp().parent / "housekeeping.lock", "a") as fh:  # (the workers' common directory)
+        fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 
 
@@ -158,7 +163,9 @@ def pytest_collection_modifyitems(config, items):
     worker, in order, while the other workers share the rest of the suite. The group is the largest
     scope, so xdist hands it out first (``--loadscope-reorder``, its default): the longest chain of
     the suite starts at once. A test with a master against the simulator (fixture ``ecat_ns``) is
-    marked ``housekeeping`` (see ``housekeeping_cpu``).
+    marked ``housekeeping`` (see ``housekeeping_cpu``). Those take turns, so they are placed where
+    the other worker runs none: in the rt group the masters and then the loads first, among the
+    rest the masters and then the loads last (a stable sort: modules keep their order otherwise).
     """
     for item in items:
         if item.get_closest_marker("rt") is not None or item.get_closest_marker("root") is not None:
@@ -168,6 +175,10 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("rt") is None and "real_run" in getattr(item, "fixturenames", ()):
             raise pytest.UsageError(f"{item.nodeid} reads the shared real run (real_run): mark it rt, so that "
                                     "the run is made on the rt tests' worker, one at a time")
+    in_rt = {"quiet": 0, "load": 1, None: 2}
+    elsewhere = {None: 0, "quiet": 1, "load": 2}
+    items.sort(key=lambda item: (in_rt if item.get_closest_marker("rt") or item.get_closest_marker("root")
+                                 else elsewhere)[_housekeeping_kind(item)])
 
 
 @pytest.fixture(autouse=True)

@@ -42,12 +42,14 @@ def no_load_processes_left():
 @pytest.mark.rt
 @pytest.mark.housekeeping("load")
 def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
-    proc = softrt_cmd("compare", "--duration", "0.5s", "--settle", "0.2s", "--json", "--out-dir", str(tmp_path))
+    # Untraced: the traced compare is test_repeat_alternates_and_require_gates's.
+    proc = softrt_cmd("compare", "--duration", "0.3s", "--settle", "0.1s", "--no-trace", "--json",
+                      "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["scenarios"] == ["untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus"]
     for name, figures in result["pooled"].items():
-        assert figures["cycles"] > 1000, name
+        assert figures["cycles"] > 500, name  # of 1,200 board cycles
         assert figures["period_us"]["max"] >= figures["period_us"]["mean"] >= figures["period_us"]["min"]
         assert figures["motion"]["max_deviation_counts"] is not None
     assert result["pooled"]["untuned"]["modes"] == ["untuned"]
@@ -68,7 +70,7 @@ def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_res
     # Progress while loads start, settle and stop, with what remains (it was silent between runs).
     assert "[1/4] untuned: no loads; 0 of 4 done, about " in proc.stderr
     assert "[3/4] tuned+load: starting " in proc.stderr and "[3/4] tuned+load: stopping the loads" in proc.stderr
-    assert "[4/4] tuned+load-on-rt-cpus: measuring 0.5 s; 3 of 4 done, about " in proc.stderr
+    assert "[4/4] tuned+load-on-rt-cpus: measuring 0.3 s; 3 of 4 done, about " in proc.stderr
     assert no_load_processes_left() == []
 
 
@@ -139,8 +141,7 @@ def _fifo_child(pid: int) -> bool:
 
 
 @pytest.mark.rt
-@pytest.mark.housekeeping("load")
-@pytest.mark.parametrize("moment", ["first", "second"])
+@pytest.mark.parametrize("moment", ["first", pytest.param("second", marks=pytest.mark.housekeeping("load"))])
 def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt_settings_restored, interrupts,
                                                           moment):
     import subprocess

@@ -16,6 +16,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from softrt.cli.run import progress_line_final
+from softrt.schema.summary import RunSummary
+
 from .conftest import wait_dead
 
 RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
@@ -67,6 +70,14 @@ def test_unwritable_output_directory(run_cli, tmp_path, state_dir):
     assert code == 2 and "cannot write runs" in err and len(err.strip().splitlines()) == 1
 
 
+def test_the_plain_final_line_says_why_a_run_failed():
+    """stderr's one line (CI logs) is all a failed run may leave in a log: it names the reason."""
+    failed = RunSummary.from_dict({"status": "failed", "partial_reason": "bus lost: no frame answered for 1 s",
+                                   "mode": "real-time", "cycles": 1})
+    assert "failed (bus lost: no frame answered for 1 s)" in progress_line_final(failed)
+    assert "(" not in progress_line_final(failed.replace(status="complete"))
+
+
 @pytest.mark.rt
 def test_with_require_the_exit_status_follows_the_verdict(tmp_path, state_dir, rt_settings_restored, run_cli):
     args = ("run", "--duration", "0.3s", "--no-trace", "--quiet", "--out-dir", str(tmp_path))
@@ -109,7 +120,9 @@ def test_two_second_run_is_structurally_right(real_run):
         assert change["path"] == str(RT_RUNTIME) and change["restored"] and change["verified"]
     assert real_run.rt_runtime_after == real_run.rt_runtime_before
     assert s["motion"]["writes"] == s["cycles"]
-    assert s["motion"]["missed_updates"] == s["misses"]["missed_updates"]
+    # The motion counts from the first write on; the board also counted the cycles before it
+    # (the first write carries them): together they are the run's missed updates.
+    assert s["motion"]["missed_updates"] + s["motion"]["first_cycle"] == s["misses"]["missed_updates"]
     assert list(real_run.state_dir.glob("restore/*.jsonl")) == []
 
 

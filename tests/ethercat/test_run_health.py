@@ -161,7 +161,9 @@ def test_a_dropped_frame_costs_its_own_cycle(start_sim, ecat_ns, tmp_path):
     same = lost[lost % 100 == residues[np.argmax(counts)]]
     runs = np.split(same, np.flatnonzero(np.diff(same) != 100) + 1)
     injected = max(runs, key=len)
-    assert len(injected) == dropped, (len(injected), dropped, same)
+    # A late reply right after the last drop, 100 frames on, continues the run by one (seen twice
+    # in ~20 suite runs on this VM: 22 lost records 100 apart for 21 drops); never by more.
+    assert len(injected) - dropped in (0, 1), (len(injected), dropped, same)
     # Each costs its own cycle and no more: the loop goes on at the next edge (the next write lands
     # in its own window: no missed update). Most, not all: this VM may delay any one cycle; with
     # SOEM's blocking receive (4-13 ms for a lost frame) none of them did.
@@ -213,3 +215,4 @@ def test_a_bus_that_dies_in_bring_up_fails_in_seconds_naming_the_step(start_sim,
                                "drive'): the bus went silent (no slave answers) while expecting its SII EEPROM"), err
     assert took_s < 20  # seconds (the worker's 60 s arming timeout never comes into it)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+

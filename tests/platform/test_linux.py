@@ -124,3 +124,13 @@ def test_process_identity_from_a_captured_proc_tree(tmp_path):
     plat = get_platform()
     assert plat.process_identity(4242, root=str(tmp_path)) == "b00t/4242/987654"
     assert plat.process_identity(4243, root=str(tmp_path)) is None
+
+
+def test_only_memory_locking_comes_before_the_device_opens():
+    """mlockall(2) faults every page in while the process stands still (47-660 ms measured here
+    beside other work): before the device opens, so an EtherCAT keep-alive thread between OP and
+    the first cycle never pauses past the slaves' 100 ms SM watchdog (it did: SAFEOP+ERR 0x001B).
+    What a helper thread would inherit (the RT CPU, SCHED_FIFO) still comes after."""
+    controls = LinuxPlatform().worker_controls(1, 80)
+    assert [c.what for c in controls if c.before_device] == ["mlockall"]
+    assert {"cpu_affinity", "sched_fifo"} <= {c.what for c in controls if not c.before_device}

@@ -302,14 +302,16 @@ ARMED_AS_ADMINISTRATOR = [
     ("OpenFileMappingW", W.FILE_MAP_READ, Anything(what="ring name")),
     ("CloseHandle", ADDRESS),
     ("map_pagefile", Anything(what="ring name"), Anything(what="ring size")),
-    ("GetProcessAffinityMask", PROCESS),
-    ("SetProcessAffinityMask", PROCESS, RT_MASK),
-    ("SetThreadAffinityMask", THREAD, RT_MASK),
+    # Memory first, before the device opens (platform.base.Control.before_device) ...
     ("GetProcessWorkingSetSizeEx", PROCESS),
     ("SetProcessWorkingSetSizeEx", PROCESS, Anything(lambda v: v > W.WORKING_SET_MARGIN_BYTES, "rss + ring + margin"),
      Anything(lambda v: v > 2 * W.WORKING_SET_MARGIN_BYTES, "minimum + margin"),
      0x1 | 0x8),  # QUOTA_LIMITS_HARDWS_MIN_ENABLE | QUOTA_LIMITS_HARDWS_MAX_DISABLE
     ("VirtualLock", ADDRESS, Anything(lambda v: v > 4096 * 8, "ring size")),
+    # ... then placement, timer and priorities
+    ("GetProcessAffinityMask", PROCESS),
+    ("SetProcessAffinityMask", PROCESS, RT_MASK),
+    ("SetThreadAffinityMask", THREAD, RT_MASK),
     ("timeBeginPeriod", 1),
     ("GetPriorityClass", PROCESS),
     ("SetPriorityClass", PROCESS, 0x100),  # REALTIME_PRIORITY_CLASS
@@ -326,10 +328,10 @@ RESTORED = [
     ("SetThreadPriority", THREAD, 0),
     ("SetPriorityClass", PROCESS, W.NORMAL_PRIORITY_CLASS),
     ("timeEndPeriod", 1),
-    ("VirtualUnlock", ADDRESS, Anything(lambda v: v > 4096 * 8, "ring size")),
-    ("SetProcessWorkingSetSizeEx", PROCESS, 200 << 10, 1380 << 10, 0x2 | 0x8),  # no hard limits, as before
     ("SetThreadAffinityMask", THREAD, 0b1111),
     ("SetProcessAffinityMask", PROCESS, 0b1111),
+    ("VirtualUnlock", ADDRESS, Anything(lambda v: v > 4096 * 8, "ring size")),
+    ("SetProcessWorkingSetSizeEx", PROCESS, 200 << 10, 1380 << 10, 0x2 | 0x8),  # no hard limits, as before
 ]
 
 
@@ -345,7 +347,7 @@ def test_a_run_arms_loops_and_restores_every_control(monkeypatch, fake_win32):
     (kind, payload), (done, report) = messages
     assert kind == "armed" and not payload["not_applied"] and done == "done"
     assert [a["what"] for a in payload["applied"]] == [
-        "process_affinity", "cpu_affinity", "working_set", "virtual_lock", "timer_resolution",
+        "working_set", "virtual_lock", "process_affinity", "cpu_affinity", "timer_resolution",
         "realtime_priority_class", "thread_priority"]
     assert "base priority 28 (SetThreadPriority 4 in REALTIME_PRIORITY_CLASS" in payload["applied"][-1]["detail"]
     assert report["cycles"] == len(records) > 0
@@ -528,3 +530,9 @@ def test_a_counter_the_machine_lacks_is_a_softrt_error_and_the_query_is_closed(f
     with pytest.raises(SoftRTError, match="0xC0000BB9"):
         W.WindowsPlatform(fake).sample_counters(["\\Processor(3)\\% DPC Time"], 0.01)
     assert fake.calls[-1][0] == "PdhCloseQuery" and not fake.open_handles
+
+
+def test_only_memory_locking_comes_before_the_device_opens(fake_win32):
+    """As on Linux (tests/platform/test_linux.py): the working set and the ring's VirtualLock first."""
+    controls = W.WindowsPlatform(fake_win32(cpus=4)).worker_controls(1, 80, memoryview(bytearray(4096)))
+    assert [c.what for c in controls if c.before_device] == ["working_set", "virtual_lock"]

@@ -122,5 +122,6 @@ def progress_line_final(summary: RunSummary) -> str:
     worst = summary.metrics.period_us.max
     meets = summary.verdict.meets if summary.verdict is not None else None
     answer = {True: "meets the cycle", False: "FAILS the cycle"}.get(meets, "no verdict")
-    return (f"softrt run: {answer}, {summary.metrics.cycles or 0:,} cycles, {summary.mode}, {summary.status}, "
+    why = f" ({summary.partial_reason})" if summary.status != "complete" and summary.partial_reason else ""
+    return (f"softrt run: {answer}, {summary.metrics.cycles or 0:,} cycles, {summary.mode}, {summary.status}{why}, "
             f"max period {worst if worst is not None else '-'} µs")

@@ -48,17 +48,19 @@ class WorkerSpec:
     device_options: dict = field(default_factory=dict)  # EtherCAT: bus timeout, DC lock (session.config)
 
 
-def _arm(spec: WorkerSpec, ring: Ring, undo: list[Callable[[], None]]) -> tuple[list[dict], list[dict]]:
-    """Apply the platform's real-time controls for ``--profile rt``; return (applied, not_applied).
+def _arm(spec: WorkerSpec, ring: Ring, undo: list[Callable[[], None]], applied: list[dict],
+         not_applied: list[dict], *, before_device: bool) -> None:
+    """Apply the platform's real-time controls for ``--profile rt`` that come before the device
+    opens (*before_device*) or after it; add them to *applied* / *not_applied*.
 
     Each applied control's undo is appended to *undo* (the caller runs them newest first, also
     when the run fails). A control that cannot be applied is listed with why; the run goes on.
     """
-    applied: list[dict] = []
-    not_applied: list[dict] = []
     if spec.profile != "rt":
-        return applied, not_applied
+        return
     for control in get_platform().worker_controls(spec.cpu, spec.priority, ring.mapping):
+        if control.before_device != before_device:
+            continue
         try:
             restore = control.apply()
         except (SoftRTError, OSError) as err:
@@ -67,7 +69,6 @@ def _arm(spec: WorkerSpec, ring: Ring, undo: list[Callable[[], None]]) -> tuple[
         applied.append({"what": control.what, "detail": control.detail})
         if restore is not None:
             undo.append(restore)
-    return applied, not_applied
 
 
 def _make_step(spec: WorkerSpec) -> Callable[[int], Any]:
@@ -96,10 +97,15 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
     undo: list[Callable[[], None]] = []
     board = None
     try:
-        # The device first: an EtherCAT master keeps the bus alive from a helper thread until
-        # start(), and that thread must not inherit the RT CPU and SCHED_FIFO applied next.
+        # Memory locked in first, then the device, then the thread's own controls: an EtherCAT
+        # master keeps the bus alive from a helper thread until start(); that thread must not
+        # inherit the RT CPU and SCHED_FIFO, nor stand still while mlockall(2) faults every page
+        # in (100-300 ms here beside other work: the slaves' 100 ms SM watchdog took them out of OP).
+        applied: list[dict] = []
+        not_applied: list[dict] = []
+        _arm(spec, ring, undo, applied, not_applied, before_device=True)
         board = open_device(spec.device, spec.period_ns, spec.axes, clock=plat.clock_ns, **spec.device_options)
-        applied, not_applied = _arm(spec, ring, undo)
+        _arm(spec, ring, undo, applied, not_applied, before_device=False)
         step = _make_step(spec)
         writer = ring.writer()
         sleep_until = None

@@ -42,7 +42,7 @@ class MotionImpact:
     first_cycle: int  # window[0]
     last_cycle: int  # window[-1]
     board_cycles: int  # last_cycle - first_cycle + 1
-    missed_updates: int  # board cycles with no write
+    missed_updates: int  # board cycles with no write from first_cycle on (the board also counts those before it)
     longest_miss_run_cycles: int  # most consecutive board cycles with no write
     final_lag_cycles: int  # commanded minus delivered sample in the last board cycle
     lead_axis: int

@@ -39,11 +39,15 @@ class Control:
 
     ``what``/``detail`` name it in the run's "applied" / "not applied" list. ``apply`` raises
     SoftRTError (with the fix) when it cannot be applied; the run then goes on without it.
+    ``before_device``: applied before the device opens (locking memory in: it faults every page
+    of the process in while the process stands still, which a device's helper thread, an EtherCAT
+    keep-alive against the slaves' 100 ms SM watchdog, must not live through).
     """
 
     what: str
     detail: str
     apply: Callable[[], Undo | None]
+    before_device: bool = False
 
 
 class Platform(Protocol):

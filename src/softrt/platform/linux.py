@@ -124,8 +124,9 @@ class LinuxPlatform:
             raise _oserror("sched_setscheduler(SCHED_FIFO)", f"pid {pid or os.getpid()}", err) from err
 
     def worker_controls(self, cpu: int, priority: int, locked: object | None = None) -> list[Control]:
-        """The worker's real-time controls, in the order applied: pinned, locked in RAM, no deep C-states,
-        1 ns timer slack, SCHED_FIFO last (so nothing before it runs at RT priority on a shared CPU).
+        """The worker's real-time controls, in the order applied: locked in RAM (before the device opens:
+        Control.before_device), pinned, no deep C-states, 1 ns timer slack, SCHED_FIFO last (so
+        nothing before it runs at RT priority on a shared CPU).
 
         *locked* (the ring) needs nothing here: mlockall(MCL_FUTURE) covers it. Every control is
         thread- or process-scoped and dies with the worker; only the PM QoS fd is closed explicitly.
@@ -135,8 +136,8 @@ class LinuxPlatform:
             return lambda: os.close(fd)
 
         return [
+            Control("mlockall", "MCL_CURRENT|MCL_FUTURE", self.lock_memory, before_device=True),
             Control("cpu_affinity", f"worker pinned to CPU {cpu}", lambda: self.set_affinity(CpuSet([cpu]))),
-            Control("mlockall", "MCL_CURRENT|MCL_FUTURE", self.lock_memory),
             Control("cpu_dma_latency", "0 µs held open for the run", hold_dma),
             Control("timer_slack", "1 ns", lambda: self.set_timer_slack_ns(1)),
             Control("sched_fifo", f"SCHED_FIFO priority {priority}", lambda: self.set_fifo(priority)),

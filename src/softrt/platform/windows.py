@@ -511,11 +511,11 @@ class WindowsPlatform:
             Control("cpu_affinity", f"worker thread pinned to CPU {cpu} (SetThreadAffinityMask 0x{mask:x})",
                     lambda: self._thread_affinity(mask)),
             Control("working_set", "hard minimum working set (SetProcessWorkingSetSizeEx)",
-                    lambda: self._working_set(len(locked) if locked is not None else 0)),
+                    lambda: self._working_set(len(locked) if locked is not None else 0), before_device=True),
         ]
         if locked is not None:
             controls.append(Control("virtual_lock", f"ring locked in RAM ({len(locked):,} bytes, VirtualLock)",
-                                    lambda: self._virtual_lock(locked)))
+                                    lambda: self._virtual_lock(locked), before_device=True))
         controls += [
             Control("timer_resolution", f"{TIMER_RESOLUTION_MS} ms system timer (timeBeginPeriod)", self._timer_period),
             Control("realtime_priority_class", "REALTIME_PRIORITY_CLASS (SetPriorityClass)", self._realtime_class),

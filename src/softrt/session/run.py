@@ -2,7 +2,7 @@
 
 The supervisor (this process) owns every system-wide change and restores it whatever happens:
 normal end, Ctrl-C, a crashed worker. The worker owns its process-scoped controls (the platform's
-``worker_controls``: on Linux affinity, SCHED_FIFO, mlockall, the /dev/cpu_dma_latency hold; on
+``worker_controls``: on Linux mlockall, affinity, SCHED_FIFO, the /dev/cpu_dma_latency hold; on
 Windows affinity masks, REALTIME_PRIORITY_CLASS, a locked working set, timeBeginPeriod), which it
 undoes when the loop ends and which die with it in any case.
 
