@@ -29,7 +29,7 @@ import struct
 import time
 from collections.abc import Callable
 
-from .esc import PROCESS_RAM, REG_DC_RECV_TIME0, REG_STATION_ADDRESS, Esc
+from .esc import PROCESS_RAM, REG_DC_RECV_TIME0, Esc
 from ..ethercat.wire import Cmd, Datagram, parse_frame, read_wkc, write_adp, write_wkc
 
 #: Modelled forward delay per slave (cable plus ESC forwarding), used for DC receive times.
@@ -46,9 +46,8 @@ class Segment:
     def __init__(self, escs: list[Esc], clock: Callable[[], int] = time.monotonic_ns) -> None:
         self.escs = escs
         self._clock = clock
-        #: (command, logical address, length) → (per slave (esc, reads, writes, wkc), every write
-        #: plain), valid for _epoch.
-        self._plans: dict[tuple[int, int, int], tuple[list, bool]] = {}
+        #: (command, logical address, length, data offset) → its plan, valid for _epoch.
+        self._plans: dict[tuple[int, int, int, int], _LogicalPlan] = {}
         self._epoch = -1
         #: Writes of the frame being processed that wait for :meth:`finish` (``(method, *args)``).
         self._deferred: list[tuple] = []
@@ -97,8 +96,8 @@ class Segment:
         *defer*: the datagram's writes into slave memory wait for :meth:`finish` (after the reply
         was sent), which changes nothing that anyone sees, as long as nothing later in the frame
         could see them: an RMW's writes when only NOPs follow; a logical datagram's plain writes
-        (process data, not a mailbox: :class:`_LogicalPlan`) when only NOPs, reads of registers and such
-        RMWs follow (register reads see no process RAM, and every deferred write keeps its order).
+        (process data, not a mailbox: :class:`_LogicalPlan`) when only NOPs, reads of registers and
+        such RMWs follow (register reads see no process RAM, and every deferred write keeps its order).
         """
         steps = []
         quiet = registers_only = True  # of the datagrams after this one
@@ -111,7 +110,7 @@ class Segment:
                 registers_only = quiet = False
                 continue
             defer = quiet and cmd in _RMW
-            steps.append((self._frmw_step if cmd == Cmd.FRMW else self._datagram_step, dg, defer))
+            steps.append((self._frmw_step if cmd == Cmd.FRMW else self._datagram, dg, defer))
             # A logical datagram before this one may defer only if this one sees no process RAM
             # and writes nothing now.
             registers_only = registers_only and dg.ado + dg.length <= PROCESS_RAM and (defer or cmd in _READS)
@@ -160,9 +159,6 @@ class Segment:
         wkc_at = hi
         _U16.pack_into(frame, wkc_at, (_U16.unpack_from(frame, wkc_at)[0] + len(self.escs)) & 0xFFFF)
 
-    def _datagram_step(self, frame: bytearray, dg: Datagram, now: int, skip_pd: SkipHook | None, defer: bool) -> None:
-        self._datagram(frame, dg, now, skip_pd, defer)
-
     def finish(self) -> None:
         """Run the deferred writes and the slave applications of the frame just processed (see
         :meth:`process`, :meth:`run`)."""
@@ -200,7 +196,7 @@ class Segment:
         elif cmd in _CONFIGURED:
             adp = dg.adp
             for esc in self.escs:
-                addressed = _U16.unpack_from(esc.mem, REG_STATION_ADDRESS)[0] == adp
+                addressed = esc.station_address == adp
                 if cmd == Cmd.FRMW:
                     wkc += self._rmw(frame, dg, esc, addressed, defer)
                 elif addressed:
