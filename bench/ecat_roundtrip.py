@@ -69,7 +69,8 @@ def one_run(slaves: int, period_us: int, duration_s: float, sim_cpu: int, lock: 
         stolen_ms = steal_ms(sim_cpu)
         run = subprocess.run(_ns(name, sys.executable, "-m", "softrt", "run", "--device", "ethercat:ecm0",
                                  "--axes", str(slaves), "--period", f"{period_us}us", "--duration", f"{duration_s}s",
-                                 "--bus-timeout", bus_timeout, "--no-trace", "--quiet", "--json", "--out-dir", str(out_dir),
+                                 "--bus-timeout", bus_timeout, "--no-trace", "--quiet", "--json",
+                                 "--out-dir", str(out_dir),
                                  *(["--dc-lock"] if lock else [])),
                              capture_output=True, text=True, timeout=120 + 3 * duration_s,
                              # The runs are thrown away with the temporary directory: not into the user's history.
