@@ -19,7 +19,6 @@ import os
 import select
 import socket
 import stat
-import struct
 import time
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ from ..ethercat.description import DeviceDescription
 from .esc import Esc
 from .faults import KINDS, FaultPlan
 from .layouts import Layouts
+from .ring import RxRing
 from ..ethercat.rawsock import open_raw_socket
 from .slave import DriveApp, make_app
 from ..ethercat.nsstat import NsStat
@@ -316,20 +316,23 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
     """
     sock = open_raw_socket(iface)
     sock.setblocking(False)
-    # Each frame's arrival is the kernel's receive time (socket(7) SO_TIMESTAMPNS), not the moment
-    # this process read it: the pacer learns the master's cycle, not this process's wake-ups.
-    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    # Frames are read from a ring shared with the kernel (.ring), each with the kernel's receive
+    # time: the pacer learns the master's cycle, not this process's wake-ups.
+    try:
+        ring = RxRing(sock)
+    except BaseException:
+        sock.close()
+        raise
     ctrl = None
     if control_path:
         try:
             ctrl, inode = bind_control(control_path)
         except BaseException:
+            ring.close()
             sock.close()
             raise
         ctrl.setblocking(False)
     watched = [sock] if ctrl is None else [sock, ctrl]
-    buf = bytearray(2048)
-    view = memoryview(buf)
     pacer = Pacer(busy_poll_ns)
     clock = time.monotonic_ns
     # Everything built so far (the slaves' registers, SII, object dictionaries: some 35,000 objects)
@@ -346,13 +349,13 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
             if window is not None and now < window[1]:
                 if now >= window[0]:  # the frame is due: poll without sleeping until it came
                     while clock() < window[1]:
-                        if _drain(sim, sock, buf, view, pacer):
+                        if _drain(sim, sock, ring, pacer):
                             break
                     continue
                 timeout_s = min(timeout_s, (window[0] - now) / 1e9)
             ready, _, _ = select.select(watched, [], [], timeout_s)  # µs resolution (an hrtimer)
             if sock in ready:
-                _drain(sim, sock, buf, view, pacer)
+                _drain(sim, sock, ring, pacer)
             if ctrl is not None and ctrl in ready:
                 _control(sim, ctrl)
             now = clock()
@@ -360,28 +363,26 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
                 sim.segment.poll(now)
                 last_poll = now
     finally:
+        ring.close()
         sock.close()
         if ctrl is not None:
             ctrl.close()
             _remove_control(control_path, inode)
 
 
-def _drain(sim: Simulator, sock: socket.socket, buf: bytearray, view: memoryview, pacer: Pacer) -> bool:
+def _drain(sim: Simulator, sock: socket.socket, ring: RxRing, pacer: Pacer) -> bool:
     """Answer every frame waiting; return True if one was process data."""
     pd = False
     while True:
-        try:
-            n, ancillary, _flags, addr = sock.recvmsg_into((buf,), _ANCILLARY_BYTES)
-        except BlockingIOError:
+        taken = ring.take()
+        if taken is None:
             return pd
-        if addr[2] == socket.PACKET_OUTGOING:
+        frame, stamp_ns, kind = taken
+        if kind == socket.PACKET_OUTGOING:
             continue  # our own reply, seen by a tap
         read_ns = time.monotonic_ns()
         # The kernel stamps CLOCK_REALTIME: how long ago that was, on the monotonic clock.
-        stamp_ns = _stamp(ancillary)
-        arrived_ns = read_ns if stamp_ns is None else \
-            read_ns - max(0, time.clock_gettime_ns(time.CLOCK_REALTIME) - stamp_ns)
-        frame = bytearray(view[:n])
+        arrived_ns = read_ns - max(0, time.clock_gettime_ns(time.CLOCK_REALTIME) - stamp_ns)
         size, delay_us = sim.handle(frame)
         if size:
             if delay_us:
@@ -395,21 +396,6 @@ def _drain(sim: Simulator, sock: socket.socket, buf: bytearray, view: memoryview
             pacer.frame(arrived_ns)
             pd = True
         sim.after_reply()
-
-
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # asm-generic/socket.h
-#: Room for one struct timespec in a control message.
-_ANCILLARY_BYTES = socket.CMSG_SPACE(16)
-_TIMESPEC = struct.Struct("@qq")
-
-
-def _stamp(ancillary: list) -> int | None:
-    """The kernel's receive time (CLOCK_REALTIME ns) in *ancillary* (None: not there)."""
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
-            sec, nsec = _TIMESPEC.unpack_from(data)
-            return sec * 1_000_000_000 + nsec
-    return None
 
 
 def _control(sim: Simulator, ctrl: socket.socket) -> None:
