@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 
 from .esc import PROCESS_RAM, REG_DC_RECV_TIME0, Esc
-from ..ethercat.wire import Cmd, Datagram, parse_frame, read_wkc, write_adp, write_wkc
+from ..ethercat.wire import DATAGRAM_HEADER_BYTES, Cmd, Datagram, parse_frame, read_wkc, write_adp, write_wkc
 
 #: Modelled forward delay per slave (cable plus ESC forwarding), used for DC receive times.
 HOP_DELAY_NS = 600
@@ -135,13 +135,14 @@ class Segment:
                 else:
                     later.append((_store, plan.writes, data))
             wkc = plan.wkc
-        wkc_at = dg.wkc_offset
+        wkc_at = plan.data_hi
         _U16.pack_into(frame, wkc_at, (_U16.unpack_from(frame, wkc_at)[0] + wkc) & 0xFFFF)
 
     def _frmw_step(self, frame: bytearray, dg: Datagram, _now: int, _skip_pd: SkipHook | None, defer: bool) -> None:
         """An FRMW (the distributed clocks' time): the slave(s) at its address read, every other
         slave writes what reaches it (ETG.1000.4 §5.4.1.2); each adds 1 to the working counter."""
-        ado, lo, hi = dg.ado, dg.data_offset, dg.data_offset + dg.length
+        ado, lo = dg.ado, dg.header_offset + DATAGRAM_HEADER_BYTES
+        hi = lo + dg.length
         later = self._deferred if defer else None
         data = None  # what reaches the next writer, once copied
         adp = dg.adp
