@@ -4,9 +4,11 @@ Always run it in its own process (``softrt ecat-sim``): pysoem keeps the GIL in 
 ``state_check`` and others, so a slave thread inside the master's interpreter cannot answer.
 
 Transport: an ``AF_PACKET``/``SOCK_RAW`` socket bound to EtherType 0x88A4 on the interface (not
-``ETH_P_ALL``: then our own replies are not looped back to us). Each frame is processed in place
-and sent back with the same length; the source MAC gets the locally-administered bit, as ESCs do
-(ETG.1000.4 §5.2). A control socket (UNIX datagram, JSON) injects faults and reports state.
+``ETH_P_ALL``: then our own replies are not looped back to us), frames read from its receive ring
+(:mod:`.ring`). Each frame is processed in place (:meth:`Simulator.handle`: a layout seen before
+through the segment's compiled steps, :mod:`.layouts`) and sent back with the same length; the
+source MAC gets the locally-administered bit, as ESCs do (ETG.1000.4 §5.2). A control socket (UNIX
+datagram, JSON) injects faults and reports state.
 """
 
 from __future__ import annotations
