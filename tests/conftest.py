@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -179,6 +180,21 @@ def pytest_collection_modifyitems(config, items):
     elsewhere = {None: 0, "quiet": 1, "load": 2}
     items.sort(key=lambda item: (in_rt if item.get_closest_marker("rt") or item.get_closest_marker("root")
                                  else elsewhere)[_housekeeping_kind(item)])
+
+
+@pytest.fixture(autouse=True)
+def stop_signal_handlers():
+    """Every test starts with the stop signals' handlers as pytest has them.
+
+    The command line leaves SIGINT, SIGTERM and SIGHUP ignored once one came (the process only
+    exits then: session.interrupts), and an in-process run (``run_cli``) is followed by more tests
+    in this process: a process they start inherits SIG_IGN (execve(2)), so a load stopped before
+    it set its own handler ignored the SIGTERM and ran out the 5 s grace.
+    """
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,9 @@ PERIOD_NS = 250_000
 
 def open_in(ns, **options):
     options.setdefault("receive_timeout_us", 200_000)
+    # A master in the test's own process (SCHED_OTHER, beside the suite's other work on the
+    # housekeeping CPU) may pause past the slaves' default 100 ms SM watchdog: as test_master's do.
+    options.setdefault("watchdog_ms", 1000)
     dev = EtherCATMaster(ns.master_iface, PERIOD_NS, 1, **options)
     with ns.inside():
         dev.open()

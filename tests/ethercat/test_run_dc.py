@@ -16,6 +16,8 @@ import sys
 
 import pytest
 
+from .conftest import RUN_WAIT
+
 pytestmark = pytest.mark.rt
 
 REF_PPM, FAST_PPM = 300.0, 450.0  # slave 1 runs 150 ppm fast against the reference, slave 2 true
@@ -26,7 +28,7 @@ def _run(ecat_ns, tmp_path, *extra: str, as_json: bool = True, duration: str = "
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
     return subprocess.run(
         ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
-                    "--period", "1ms", "--duration", duration, "--no-trace", "--out-dir", str(tmp_path / "runs"),
+                    "--period", "1ms", "--duration", duration, "--no-trace", *RUN_WAIT, "--out-dir", str(tmp_path / "runs"),
                     "--bus-timeout", "1s",  # about the clocks, not a bus lost when this VM stalls the simulator
                     *(["--json"] if as_json else []), *extra),
         capture_output=True, text=True, env=env, timeout=180)

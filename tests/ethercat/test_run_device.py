@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from .conftest import RUN_WAIT
+
 pytestmark = pytest.mark.rt
 
 #: This VM stalls the simulator for ~10 ms now and then (issue 20): these runs test the master's
@@ -21,8 +23,7 @@ def test_softrt_run_drives_the_simulated_bus(start_sim, ecat_ns, tmp_path):
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
     proc = subprocess.run(
         ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
-                    "--axes", "2", "--period", "1ms", "--duration", "2s", "--json", "--out-dir", str(tmp_path),
-                    "--bus-timeout", BUS_TIMEOUT,
+                    "--axes", "2", "--period", "1ms", "--duration", "2s", "--json", "--out-dir", str(tmp_path), *RUN_WAIT,
                     "--bus-timeout", "1s"),  # (not a bus-health test: a hypervisor stall of 10 ms is no lost bus here)
         capture_output=True, text=True, env=env, timeout=120)
     s = json.loads(proc.stdout)
@@ -75,7 +76,7 @@ def test_run_configures_a_two_axis_drive_that_aborts_complete_access(start_sim, 
     proc = subprocess.run(
         ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
                     "--axes", "2", "--ecat-drives", str(drives), "--period", "1ms", "--duration", "1.5s", "--json",
-                    "--bus-timeout", BUS_TIMEOUT,
+                    "--bus-timeout", BUS_TIMEOUT, *RUN_WAIT,
                     "--out-dir", str(tmp_path / "runs")),
         capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -22,6 +22,8 @@ import pytest
 from softrt.ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
 from softrt.store.rundir import read_samples
 
+from .conftest import RUN_WAIT
+
 pytestmark = pytest.mark.rt
 
 DRIVE = "softrt virtual CSP drive"
@@ -34,7 +36,7 @@ def start_run(ecat_ns, tmp_path: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state"), "SOFTRT_CHECKPOINT_INTERVAL": "0.1"}
     return subprocess.Popen(
         ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
-                    "--json", "--no-trace", "--out-dir", str(tmp_path / "runs"), *args),
+                    "--json", "--no-trace", *RUN_WAIT, "--out-dir", str(tmp_path / "runs"), *args),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
