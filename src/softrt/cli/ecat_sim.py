@@ -16,7 +16,7 @@ from .options import TimeNs
 Examples (root; a veth pair, the master on one end):
   ip link add ecat0 type veth peer name ecat1 && ip link set ecat0 up && ip link set ecat1 up
   taskset -c 0 chrt -f 10 softrt ecat-sim --iface ecat1 --slaves 2 --busy-poll 60us &
-  softrt run --device ethercat:ecat0 --axes 2 --period 1ms --bus-timeout 100ms
+  softrt run --device ethercat:ecat0 --axes 2 --bus-timeout 100ms   # the seed's 250 µs
   softrt ecat-sim --iface ecat1 --delay-every 1000 --delay 2ms
   softrt ecat-sim --iface ecat1 --mute-at sii          # a bus that dies during bring-up""")
 @click.option("--iface", required=True, help="Interface to answer on (e.g. one end of a veth pair).")
@@ -88,6 +88,7 @@ def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, del
     answer = s["answer_us"]
     click.echo(f"ecat-sim: stopped after {s['frames']} frames ({s['pd_frames']} process data; injected "
                + ", ".join(f"{k} {v}" for k, v in s["injected"].items()) + ")"
-               + (f"; answered process data in p50 {answer['p50']} µs, p99 {answer['p99']}, max {answer['max']}"
+               + (f"; answered process data in p50 {answer['p50']} µs, p99 {answer['p99']}, max {answer['max']} "
+                  f"from its arrival (waiting to be read: p50 {s['wait_us']['p50']} µs, p99 {s['wait_us']['p99']})"
                   if answer else ""))
     return 0

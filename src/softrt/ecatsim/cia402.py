@@ -193,13 +193,17 @@ class Drive:
         w = self._omega
         substeps = 4
         h = dt_s / substeps
+        max_a, max_v = self.max_accel, self.max_velocity
+        position, velocity = self.position, self.velocity
         # Interpolate the set-point linearly inside the cycle (what the drive's fine interpolator does).
         for k in range(1, substeps + 1):
             x_ref = prev + (target - prev) * k / substeps
-            acc = w * w * (x_ref - self.position) + 2 * w * (v_ff - self.velocity) + a_ff
-            acc = min(max(acc, -self.max_accel), self.max_accel)  # torque limit
-            self.velocity = min(max(self.velocity + acc * h, -self.max_velocity), self.max_velocity)
-            self.position += self.velocity * h
+            acc = w * w * (x_ref - position) + 2 * w * (v_ff - velocity) + a_ff
+            acc = -max_a if acc < -max_a else max_a if acc > max_a else acc  # torque limit
+            velocity = velocity + acc * h
+            velocity = -max_v if velocity < -max_v else max_v if velocity > max_v else velocity
+            position += velocity * h
+        self.position, self.velocity = position, velocity
         self.following_error = int(round(target - self.position))
         if abs(self.following_error) > self.following_window:
             self._over_window_s += dt_s

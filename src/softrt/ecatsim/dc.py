@@ -175,8 +175,10 @@ class EscDc:
     def before_read(self, ado: int, end: int, now_ns: int) -> None:
         """Refresh the registers a read of [ado, end) returns."""
         m = self.mem
-        if _touches(ado, end, REG_SYSTEM_TIME, 8):
+        if ado < REG_SYSTEM_TIME + 8 and end > REG_SYSTEM_TIME:  # (the DC time: every cycle, inline)
             _U64.pack_into(m, REG_SYSTEM_TIME, self.system_time(now_ns))
+            if end <= REG_SYSTEM_TIME + 8:
+                return
         if _touches(ado, end, REG_SYSTEM_DIFF, 4):
             _U32.pack_into(m, REG_SYSTEM_DIFF, self.clock.diff_register)
         if _touches(ado, end, REG_SYNC0_START, 8):

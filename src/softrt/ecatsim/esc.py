@@ -133,6 +133,11 @@ class Esc:
         _U16.pack_into(m, REG_EEP_CONTROL, EEP_READ_8_BYTES | EEP_TWO_ADDRESS_BYTES)
         self._sync_al()
 
+    @property
+    def station_address(self) -> int:
+        """The configured station address (0x0010), which FPxx and FRMW datagrams address."""
+        return _U16.unpack_from(self.mem, REG_STATION_ADDRESS)[0]
+
     def _now(self) -> int:
         return self._clock() if self.pass_ns is None else self.pass_ns
 
@@ -321,6 +326,14 @@ class Esc:
             if self._pd_allowed(p, p + hi - lo, sm):
                 out.append((lo - laddr, hi - laddr, p))
         return out
+
+    def plain_write(self, phys: int, length: int) -> bool:
+        """Does a write of *length* bytes at process RAM *phys* only store them (no mailbox
+        request: :meth:`_after_ram_write`)? Valid while :attr:`epoch` is unchanged."""
+        if phys < PROCESS_RAM:
+            return False
+        start, mbx_len, _c, on = self._sms_now()[0]
+        return not (self.desc.coe and on and mbx_len and phys < start + mbx_len <= phys + length)
 
     def store_outputs(self, phys: int, data) -> None:
         """A logical write through an FMMU: *data* into process RAM at *phys*."""

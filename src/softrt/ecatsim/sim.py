@@ -4,15 +4,18 @@ Always run it in its own process (``softrt ecat-sim``): pysoem keeps the GIL in 
 ``state_check`` and others, so a slave thread inside the master's interpreter cannot answer.
 
 Transport: an ``AF_PACKET``/``SOCK_RAW`` socket bound to EtherType 0x88A4 on the interface (not
-``ETH_P_ALL``: then our own replies are not looped back to us). Each frame is processed in place
-and sent back with the same length; the source MAC gets the locally-administered bit, as ESCs do
-(ETG.1000.4 §5.2). A control socket (UNIX datagram, JSON) injects faults and reports state.
+``ETH_P_ALL``: then our own replies are not looped back to us), frames read from its receive ring
+(:mod:`.ring`). Each frame is processed in place (:meth:`Simulator.handle`: a layout seen before
+through the segment's compiled steps, :mod:`.layouts`) and sent back with the same length; the
+source MAC gets the locally-administered bit, as ESCs do (ETG.1000.4 §5.2). A control socket (UNIX
+datagram, JSON) injects faults and reports state.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import errno
+import gc
 import json
 import os
 import select
@@ -28,10 +31,12 @@ from .control import RequestError, parse_request
 from ..ethercat.description import DeviceDescription
 from .esc import Esc
 from .faults import KINDS, FaultPlan
+from .layouts import Layouts
+from .ring import RxRing
 from ..ethercat.rawsock import open_raw_socket
 from .slave import DriveApp, make_app
 from ..ethercat.nsstat import NsStat
-from ..ethercat.wire import ETH_HEADER_BYTES, LOGICAL, FrameError, parse_frame
+from ..ethercat.wire import ETH_HEADER_BYTES, FrameError
 
 POLL_MS = 1  #: wake-up period for the watchdog check when no frames arrive
 
@@ -44,8 +49,11 @@ class SimCounters:
     replies: int = 0
     malformed: int = 0
     muted: int = 0  #: frames not answered because the segment fell silent (``mute``)
-    #: From a process-data frame read to its reply sent, ns (the simulator's own share of a round trip).
+    #: From a process-data frame's arrival (the kernel's receive time) to its reply sent, ns: the
+    #: simulator's own share of a round trip, the wait until it read the frame included.
     answer: NsStat = dataclasses.field(default_factory=NsStat)
+    #: Of that, the wait: from the frame's arrival until the simulator read it, ns.
+    wait: NsStat = dataclasses.field(default_factory=NsStat)
 
 
 class Simulator:
@@ -66,6 +74,7 @@ class Simulator:
             if isinstance(app, DriveApp):
                 app.esc = esc
         self.segment = Segment(self.escs, clock=clock)
+        self.layouts = Layouts()
         self.faults = FaultPlan()
         self.counters = SimCounters()
         #: When the whole segment falls silent (one of control.MUTE_EVENTS; "off": never).
@@ -99,24 +108,33 @@ class Simulator:
             self.counters.muted += 1
             return 0, 0
         try:
-            datagrams = parse_frame(frame)
+            layout = self.layouts.find(frame)
         except FrameError:
             self.counters.malformed += 1
             return 0, 0
         decision = None
-        pd = next((dg for dg in datagrams if dg.cmd in LOGICAL), None)
+        pd = layout.pd
         self.last_was_pd = pd is not None
         if pd is not None:
             decision = self.faults.decide(len(self.escs))
             if decision.drop:
                 return 0, 0
         skip = decision.skip_slave if decision is not None else None
-        self.segment.process(frame, None if skip is None else (lambda pos: pos == skip), defer_apps=True,
-                             datagrams=datagrams)
+        skip_pd = None if skip is None else (lambda pos: pos == skip)
+        if self.mute_at == "off":  # (a deferred write could be what the mute waits for)
+            if layout.steps is None:
+                layout.steps = self.segment.compile(layout.datagrams)
+            self.segment.run(frame, layout.steps, skip_pd)
+            return self._reply(frame, pd, decision)
+        self.segment.process(frame, skip_pd, defer_apps=True, datagrams=layout.datagrams)
         if self._mute_due():  # the bus dies with this frame: it never comes back
             self.muted = True
             self.counters.muted += 1
             return 0, 0
+        return self._reply(frame, pd, decision)
+
+    @staticmethod
+    def _reply(frame: bytearray, pd, decision) -> tuple[int, int]:
         frame[6] |= 0x02  # locally administered source MAC: the frame passed an ESC
         size = len(frame)
         if decision is not None and decision.corrupt is not None:
@@ -202,6 +220,7 @@ class Simulator:
                 "pd_frames": self.faults.pd_frames, "injected": dict(self.faults.injected),
                 "mute_at": self.mute_at, "muted": self.counters.muted,
                 "answer_us": {k: round(v / 1e3, 1) for k, v in (self.counters.answer.summary() or {}).items()},
+                "wait_us": {k: round(v / 1e3, 1) for k, v in (self.counters.wait.summary() or {}).items()},
                 "slaves": slaves}
 
 
@@ -299,19 +318,29 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
     """
     sock = open_raw_socket(iface)
     sock.setblocking(False)
+    # Frames are read from a ring shared with the kernel (.ring), each with the kernel's receive
+    # time: the pacer learns the master's cycle, not this process's wake-ups.
+    try:
+        ring = RxRing(sock)
+    except BaseException:
+        sock.close()
+        raise
     ctrl = None
     if control_path:
         try:
             ctrl, inode = bind_control(control_path)
         except BaseException:
+            ring.close()
             sock.close()
             raise
         ctrl.setblocking(False)
     watched = [sock] if ctrl is None else [sock, ctrl]
-    buf = bytearray(2048)
-    view = memoryview(buf)
     pacer = Pacer(busy_poll_ns)
     clock = time.monotonic_ns
+    # Everything built so far (the slaves' registers, SII, object dictionaries: some 35,000 objects)
+    # out of the garbage collector's sight: a full collection over them took 15 ms here, longer
+    # than a master's bus timeout; what the loop makes and drops stays cheap to collect.
+    gc.freeze()
     try:
         on_ready()
         last_poll = clock()
@@ -322,13 +351,13 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
             if window is not None and now < window[1]:
                 if now >= window[0]:  # the frame is due: poll without sleeping until it came
                     while clock() < window[1]:
-                        if _drain(sim, sock, buf, view, pacer):
+                        if _drain(sim, sock, ring, pacer):
                             break
                     continue
                 timeout_s = min(timeout_s, (window[0] - now) / 1e9)
             ready, _, _ = select.select(watched, [], [], timeout_s)  # µs resolution (an hrtimer)
             if sock in ready:
-                _drain(sim, sock, buf, view, pacer)
+                _drain(sim, sock, ring, pacer)
             if ctrl is not None and ctrl in ready:
                 _control(sim, ctrl)
             now = clock()
@@ -336,24 +365,26 @@ def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lamb
                 sim.segment.poll(now)
                 last_poll = now
     finally:
+        ring.close()
         sock.close()
         if ctrl is not None:
             ctrl.close()
             _remove_control(control_path, inode)
 
 
-def _drain(sim: Simulator, sock: socket.socket, buf: bytearray, view: memoryview, pacer: Pacer) -> bool:
+def _drain(sim: Simulator, sock: socket.socket, ring: RxRing, pacer: Pacer) -> bool:
     """Answer every frame waiting; return True if one was process data."""
     pd = False
     while True:
-        try:
-            n, addr = sock.recvfrom_into(buf)
-        except BlockingIOError:
+        taken = ring.take()
+        if taken is None:
             return pd
-        if addr[2] == socket.PACKET_OUTGOING:
+        frame, stamp_ns, kind = taken
+        if kind == socket.PACKET_OUTGOING:
             continue  # our own reply, seen by a tap
-        arrived_ns = time.monotonic_ns()
-        frame = bytearray(view[:n])
+        read_ns = time.monotonic_ns()
+        # The kernel stamps CLOCK_REALTIME: how long ago that was, on the monotonic clock.
+        arrived_ns = read_ns - max(0, time.clock_gettime_ns(time.CLOCK_REALTIME) - stamp_ns)
         size, delay_us = sim.handle(frame)
         if size:
             if delay_us:
@@ -363,6 +394,7 @@ def _drain(sim: Simulator, sock: socket.socket, buf: bytearray, view: memoryview
         if sim.last_was_pd:
             if size and not delay_us:
                 sim.counters.answer.add(time.monotonic_ns() - arrived_ns)
+                sim.counters.wait.add(read_ns - arrived_ns)
             pacer.frame(arrived_ns)
             pd = True
         sim.after_reply()

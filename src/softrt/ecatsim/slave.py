@@ -12,6 +12,7 @@ sends an emergency.
 from __future__ import annotations
 
 import functools
+import operator
 import struct
 
 from ..ethercat.al import AlState
@@ -33,6 +34,9 @@ AXIS_START_STEP = 500
 _ERROR_CLASS = {0x2: 0x02, 0x3: 0x04, 0x4: 0x08, 0x8: 0x10}
 
 _FMT = {8: "b", 16: "H", 32: "i"}
+_STRUCT = {fmt: struct.Struct("<" + fmt) for fmt in _FMT.values()}
+#: What a value written into the inputs is held to: signed ones saturate, unsigned 16 bits wrap (None).
+_RANGE = {"b": (-128, 127), "H": (None, None), "i": (-2**31, 2**31 - 1)}
 _U32 = struct.Struct("<I")
 
 
@@ -87,9 +91,17 @@ class DriveApp:
         return self.esc.al.state if self.esc is not None else AlState.INIT
 
     def _apply_layout(self) -> None:
-        """Take the PDOs assigned now as the process-data layout (on PRE-OP → SAFEOP)."""
-        self._out = {i: (o, _FMT[b]) for i, (o, b) in byte_offsets(self.pdo.pdos(RX_ASSIGN)).items() if b in _FMT}
-        self._in = {i: (o, _FMT[b]) for i, (o, b) in byte_offsets(self.pdo.pdos(TX_ASSIGN)).items() if b in _FMT}
+        """Take the PDOs assigned now as the process-data layout (on PRE-OP → SAFEOP): per axis,
+        where its set-points are read and its feedback written (worked out here, not per cycle)."""
+        out = {i: (o, _FMT[b]) for i, (o, b) in byte_offsets(self.pdo.pdos(RX_ASSIGN)).items() if b in _FMT}
+        inp = {i: (o, _FMT[b]) for i, (o, b) in byte_offsets(self.pdo.pdos(TX_ASSIGN)).items() if b in _FMT}
+        self._io = []
+        for d, (cw, target, mode, sw, actual, display, ferr, err) in zip(self.drives, self._objects):
+            gets = tuple((_STRUCT[out[i][1]].unpack_from, out[i][0]) if i in out else None for i in (cw, target, mode))
+            puts = tuple((_STRUCT[inp[i][1]].pack_into, inp[i][0], operator.attrgetter(attr), *_RANGE[inp[i][1]])
+                         for i, attr in ((sw, "statusword"), (actual, "position_counts"), (display, "mode_display"),
+                                         (ferr, "following_error"), (err, "error_code")) if i in inp)
+            self._io.append((d, gets, puts))
 
     def pd_bytes(self) -> tuple[int, int]:
         """Output and input bytes of the PDOs assigned now (what SM2/SM3 must be sized for)."""
@@ -121,15 +133,21 @@ class DriveApp:
     def exchange(self, outputs: bytes | None, inputs: memoryview) -> None:
         if outputs is not None:
             self.cycles += 1
-        get, put, dt_s = self._get, self._put, self.cycle_ns() * 1e-9
-        for d, (cw, target, mode, sw, actual, display, ferr, err) in zip(self.drives, self._objects):
+        dt_s = self.cycle_ns() * 1e-9
+        for d, (cw, target, mode), puts in self._io:
             if outputs is not None:
-                d.step(get(outputs, cw), get(outputs, target), get(outputs, mode), dt_s)
-            put(inputs, sw, d.statusword)
-            put(inputs, actual, d.position_counts)
-            put(inputs, display, d.mode_display)
-            put(inputs, ferr, d.following_error)
-            put(inputs, err, d.error_code)
+                d.step(None if cw is None else cw[0](outputs, cw[1])[0],
+                       None if target is None else target[0](outputs, target[1])[0],
+                       None if mode is None else mode[0](outputs, mode[1])[0], dt_s)
+            for pack, at, value_of, lo, hi in puts:
+                value = value_of(d)
+                if lo is None:  # unsigned 16 bits: wraps
+                    value &= 0xFFFF
+                elif value < lo:  # signed: saturates
+                    value = lo
+                elif value > hi:
+                    value = hi
+                pack(inputs, at, value)
 
     def mailbox(self, request: bytes) -> list[bytes]:
         return self.coe.handle(request) if self.coe is not None else []
@@ -139,24 +157,6 @@ class DriveApp:
         # the manufacturer-specific bytes carry the axis.
         if self.coe is not None and self.esc is not None:
             self.esc.send_mailbox(self.coe.emergency(code, self.error_register(), bytes([axis])))
-
-    def _get(self, outputs: bytes, index: int) -> int | None:
-        where = self._out.get(index)
-        if where is None:
-            return None
-        return struct.unpack_from("<" + where[1], outputs, where[0])[0]
-
-    def _put(self, inputs: memoryview, index: int, value: int) -> None:
-        where = self._in.get(index)
-        if where is not None:
-            fmt = where[1]
-            if fmt == "b":
-                value = max(-128, min(127, value))
-            elif fmt == "H":
-                value &= 0xFFFF
-            else:
-                value = max(-2**31, min(2**31 - 1, value))
-            struct.pack_into("<" + fmt, inputs, where[0], value)
 
     # --- object dictionary (CiA 301 §7.5, CiA 402-2 §7) ---------------------------------------------
     def _build_od(self) -> None:
