@@ -251,3 +251,13 @@ def test_pacer_learns_the_masters_cycle_and_ignores_a_lost_frame():
         pacer.frame(t)
     assert pacer.period_ns == 1_000_000
     assert Pacer(early_ns=0).window() is None  # busy-poll off
+
+
+def test_the_power_up_watchdog_is_the_one_asked_for():
+    """``ecat-sim --sm-watchdog``: 0x0420 holds it in 100 µs units (0x0400's divider 2498)."""
+    from softrt.ecatsim.esc import REG_WD_TIME_PD
+
+    desc = csp_drive()
+    esc = Esc(desc, 0, make_app(desc), watchdog_ns=1_000_000_000)
+    assert struct.unpack_from("<H", esc.mem, REG_WD_TIME_PD)[0] == 10_000
+    assert struct.unpack_from("<H", Esc(desc, 0, make_app(desc)).mem, REG_WD_TIME_PD)[0] == 1_000  # 100 ms

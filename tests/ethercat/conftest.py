@@ -39,6 +39,10 @@ _counter = itertools.count()
 #: boundary; a 101 ms host gap was seen), past the slaves' 100 ms SM watchdog. These tests are
 #: about the bus, not the wait.
 RUN_WAIT = ("--wait", "sleep")
+#: The simulated slaves' SM watchdog: 1 s, not a real slave's 100 ms, because this VM stalls a
+#: process for 100 ms now and then (a 100.4 ms period with the worker sleeping, so no fair-server
+#: window); the test of the watchdog programs its own through the master (test_master.py).
+SIM_WATCHDOG = ("--sm-watchdog", "1s")
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -180,7 +184,7 @@ def start_sim(ecat_ns, tmp_path):
         proc = subprocess.Popen(
             ecat_ns.cmd(*(["taskset", "-c", str(HOUSEKEEPING_CPU), "chrt", "-f", "10"] if fifo else []),
                         sys.executable, "-m", "softrt", "ecat-sim",
-                        "--iface", ecat_ns.slave_iface, "--control", str(control), *args),
+                        "--iface", ecat_ns.slave_iface, "--control", str(control), *SIM_WATCHDOG, *args),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = proc.stdout.readline()  # "ecat-sim: N slave(s) answering on ecs0" once bound
         while line.startswith("softrt: "):  # what the start of every softrt command cleaned up first

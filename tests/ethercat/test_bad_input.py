@@ -105,6 +105,11 @@ def test_ecat_sim_delay_is_a_time(run_cli):
     assert code == 2 and out == "" and err.count("\n") == 1 and "--delay '2 fortnights' has an unknown unit" in err
 
 
+def test_ecat_sim_watchdog_out_of_the_register_s_range_is_bad_input(run_cli):
+    code, out, err = run_cli("ecat-sim", "--iface", "nosuch0", "--sm-watchdog", "10s")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--sm-watchdog: 1 ms to 6.5 s" in err
+
+
 def test_device_state_errors():
     dev = EtherCATMaster("nosuch0", PERIOD_NS)
     assert dev.state is MasterState.CLOSED

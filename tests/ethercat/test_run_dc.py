@@ -23,8 +23,8 @@ pytestmark = pytest.mark.rt
 REF_PPM, FAST_PPM = 300.0, 450.0  # slave 1 runs 150 ppm fast against the reference, slave 2 true
 
 
-def _run(ecat_ns, tmp_path, *extra: str, as_json: bool = True, duration: str = "2s") -> subprocess.CompletedProcess:
-    """A run at 1 ms; 2 s by default, for the rates over seconds (the drift, the lock's correction)."""
+def _run(ecat_ns, tmp_path, *extra: str, as_json: bool = True, duration: str = "3s") -> subprocess.CompletedProcess:
+X
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
     return subprocess.run(
         ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
@@ -47,13 +47,13 @@ def test_dc_block_drift_and_phase_lock(start_sim, ecat_ns, tmp_path):
     assert free.returncode == 0, free.stderr
     dc = json.loads(free.stdout)["board"]["distributed_clocks"]
     assert dc["reference"]["slave"] == 0 and dc["sync0"]["active"] and dc["lock"] is None
-    assert dc["phase"]["n"] > 1300 and dc["cycles"] >= dc["phase"]["n"]
+    assert dc["phase"]["n"] > 2000 and dc["cycles"] >= dc["phase"]["n"]
     # The reference clock runs 300 ppm fast against the host (the simulator's clock is the host's).
     assert dc["dc_vs_host_ppm"] == pytest.approx(REF_PPM, rel=0.2)
     # 0x092C of every slave behind the reference, every 100th cycle; the one 150 ppm off shows it.
     fast, true = dc["slaves"]
     assert (fast["slave"], true["slave"]) == (1, 2)
-    assert fast["samples"] >= 15 and true["samples"] >= 15 and dc["probe"]["sent"] >= 15  # every 100th of ~2,000 cycles
+    assert fast["samples"] >= 15 and true["samples"] >= 15 and dc["probe"]["sent"] >= 15  # every 100th of ~3,000 cycles
     assert fast["abs_diff_ns"]["mean"] > 5 * max(true["abs_diff_ns"]["mean"], 100)
     # What the simulated ESC's control loop did agrees: it slowed slave 1 down (~150 ppm).
     slaves = sim.stats()["slaves"]

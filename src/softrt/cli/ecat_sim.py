@@ -46,11 +46,15 @@ Examples (root; a veth pair, the master on one end):
               help="Busy-poll this long either side of the moment the next process-data frame is due "
                    "(learned from the last ones) instead of sleeping: a sleeping process answers tens of µs "
                    "later on a virtual machine (bare number: µs; 0: always sleep; at most 10 ms).")
+@click.option("--sm-watchdog", "watchdog_ns", type=TimeNs("ms"), default="100ms", show_default=True,
+              help="Each slave's process-data (SM) watchdog after power-up: a slave in OP that gets no "
+                   "process data for this long drops to SAFEOP+ERR 0x001B (a master may program another; "
+                   "100 µs steps, 1 ms to 6.5 s).")
 @click.option("--fixed-pdos", is_flag=True, help="CoE drives refuse PDO assignment by SDO (read-only 0x1C12/0x1C13).")
 @click.option("--ca-abort", is_flag=True,
               help="CoE drives announce SDO complete access but answer it with an abort (as some real ones do).")
 def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, delay_every, delay_ns, bad_frame_every,
-            bad_frame, mute_at, drift_ppm, axes_per_slave, busy_poll_ns, fixed_pdos, ca_abort):
+            bad_frame, mute_at, drift_ppm, axes_per_slave, busy_poll_ns, watchdog_ns, fixed_pdos, ca_abort):
     """Simulate N EtherCAT slaves (CiA 402 CSP drives by default) on IFACE until Ctrl-C."""
     import dataclasses
 
@@ -67,9 +71,11 @@ def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, del
         raise click.BadParameter("at most 10 s", param_hint="--delay")
     if busy_poll_ns > 10_000_000:
         raise click.BadParameter("at most 10 ms", param_hint="--busy-poll")
+    if not 1_000_000 <= watchdog_ns <= 6_553_500_000:
+        raise click.BadParameter("1 ms to 6.5 s (0x0420 counts 100 µs steps in 16 bits)", param_hint="--sm-watchdog")
     if fixed_pdos:
         descs = [dataclasses.replace(d, pdo_assignable=False) for d in descs]
-    sim = Simulator(descs, drift_ppm=drift_ppm, ca_abort=ca_abort)
+    sim = Simulator(descs, drift_ppm=drift_ppm, ca_abort=ca_abort, watchdog_ns=watchdog_ns)
     for kind, every in (("drop", drop_every), ("bad_wkc", bad_wkc_every), ("delay", delay_every),
                         ("bad_frame", bad_frame_every)):
         if every:

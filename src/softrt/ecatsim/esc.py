@@ -77,11 +77,14 @@ class Esc:
     """Register-level model of one ESC (see the module docstring)."""
 
     def __init__(self, desc: DeviceDescription, position: int, app: SlaveApp | None = None,
-                 clock: Callable[[], int] = time.monotonic_ns, last: bool = True, drift_ppm: float = 0.0) -> None:
+                 clock: Callable[[], int] = time.monotonic_ns, last: bool = True, drift_ppm: float = 0.0,
+                 watchdog_ns: int = 100_000_000) -> None:
         self.desc = desc
         self.position = position
         self.app = app
         self.mem = bytearray(0x10000)
+        #: The process-data watchdog after power-up (0x0420; a master may program another).
+        self.watchdog_ns = watchdog_ns
         self.sii = bytearray(build_image(desc, serial=position + 1))
         self.al = AlStateMachine(self._check_transition)
         self._clock = clock
@@ -128,7 +131,7 @@ class Esc:
         _U16.pack_into(m, REG_PDI_CONTROL, _U16.unpack_from(self.sii, 0)[0])
         _U16.pack_into(m, REG_ALIAS, _U16.unpack_from(self.sii, 8)[0])
         _U16.pack_into(m, REG_WD_DIVIDER, 2498)  # (2498 + 2) * 40 ns = 100 µs per unit
-        _U16.pack_into(m, REG_WD_TIME_PD, 1000)  # 100 ms
+        _U16.pack_into(m, REG_WD_TIME_PD, self.watchdog_ns // 100_000)  # 100 ms by default (ET1100: 1000 units)
         _U16.pack_into(m, REG_WD_STATUS_PD, 1)
         _U16.pack_into(m, REG_EEP_CONTROL, EEP_READ_8_BYTES | EEP_TWO_ADDRESS_BYTES)
         self._sync_al()

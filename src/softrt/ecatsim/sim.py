@@ -60,7 +60,8 @@ class Simulator:
     """N slaves on one segment plus the fault plan (no I/O: :func:`serve` adds the socket)."""
 
     def __init__(self, descriptions: list[DeviceDescription], clock=time.monotonic_ns,
-                 drift_ppm: list[float] | tuple[float, ...] = (), ca_abort: bool = False) -> None:
+                 drift_ppm: list[float] | tuple[float, ...] = (), ca_abort: bool = False,
+                 watchdog_ns: int = 100_000_000) -> None:
         n = len(descriptions)
         self._clock = clock
         # ca_abort: CoE slaves answer complete access with an abort (coe.CoeServer).
@@ -68,7 +69,7 @@ class Simulator:
                      for i, d in enumerate(descriptions)]
         # DC quartz error per slave (the i-th applies to slave i; the rest run true).
         drifts = list(drift_ppm) + [0.0] * (n - len(drift_ppm))
-        self.escs = [Esc(d, i, app, clock=clock, last=i == n - 1, drift_ppm=drifts[i])
+        self.escs = [Esc(d, i, app, clock=clock, last=i == n - 1, drift_ppm=drifts[i], watchdog_ns=watchdog_ns)
                      for i, (d, app) in enumerate(zip(descriptions, self.apps))]
         for esc, app in zip(self.escs, self.apps):
             if isinstance(app, DriveApp):
