@@ -24,7 +24,7 @@ REF_PPM, FAST_PPM = 300.0, 450.0  # slave 1 runs 150 ppm fast against the refere
 
 
 def _run(ecat_ns, tmp_path, *extra: str, as_json: bool = True, duration: str = "3s") -> subprocess.CompletedProcess:
-X
+    """A run at 1 ms; 3 s by default, for the rates over seconds (the drift, the lock's correction)."""
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
     return subprocess.run(
         ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
