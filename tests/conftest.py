@@ -165,8 +165,9 @@ def pytest_collection_modifyitems(config, items):
     scope, so xdist hands it out first (``--loadscope-reorder``, its default): the longest chain of
     the suite starts at once. A test with a master against the simulator (fixture ``ecat_ns``) is
     marked ``housekeeping`` (see ``housekeeping_cpu``). Those take turns, so they are placed where
-    the other worker runs none: in the rt group the masters and then the loads first, among the
-    rest the masters and then the loads last (a stable sort: modules keep their order otherwise).
+    the other worker runs none: among the rest (one worker) first, in the rt group last, the masters
+    and then the loads; the rest is last there, so both workers share it once the rt group is done
+    (a stable sort: modules keep their order otherwise).
     """
     for item in items:
         if item.get_closest_marker("rt") is not None or item.get_closest_marker("root") is not None:
@@ -176,8 +177,8 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("rt") is None and "real_run" in getattr(item, "fixturenames", ()):
             raise pytest.UsageError(f"{item.nodeid} reads the shared real run (real_run): mark it rt, so that "
                                     "the run is made on the rt tests' worker, one at a time")
-    in_rt = {"quiet": 0, "load": 1, None: 2}
-    elsewhere = {None: 0, "quiet": 1, "load": 2}
+    in_rt = {None: 0, "quiet": 1, "load": 2}
+    elsewhere = {"quiet": 0, "load": 1, None: 2}
     items.sort(key=lambda item: (in_rt if item.get_closest_marker("rt") or item.get_closest_marker("root")
                                  else elsewhere)[_housekeeping_kind(item)])
 
