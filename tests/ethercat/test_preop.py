@@ -144,3 +144,33 @@ def test_identity_error_code_and_emergency_are_reported(start_sim, ecat_ns):
     assert report["error_register"] == 0x03 and report["error_codes"] == [0x2310]
     assert dev.counters()["emergencies"] == [{"slave": 0, "error_code": 0x2310, "error_register": 0x03,
                                               "data": "0000000000"}]
+
+
+class _Mailbox:
+    """A slave's sdo_read as pysoem raises them: *silent* unanswered reads (pysoem.WkcError, the
+    receive timed out), then an SDO abort for a missing object or the value."""
+
+    def __init__(self, silent: int, value: bytes | None) -> None:
+        self.silent, self.value, self.reads = silent, value, 0
+
+    def sdo_read(self, index, sub):
+        import pysoem
+
+        self.reads += 1
+        if self.reads <= self.silent:
+            raise pysoem.WkcError("", 0)
+        if self.value is None:
+            raise pysoem.SdoError(0, index, sub, 0x06020000, "Object does not exist in the object dictionary")
+        return self.value
+
+
+def test_an_unanswered_sdo_read_is_tried_again_an_abort_is_not():
+    """A statusword read the busy host missed once made a CiA 402 drive look like a slave without
+    CSP objects (exit 2, "lacks 0x6040 ..."); an abort is the drive's answer and final."""
+    from softrt.ethercat.preop import NO_ANSWER_RETRIES, read_uint
+
+    assert read_uint(_Mailbox(silent=1, value=b"\x37\x12"), 0x6041, 0, 2) == 0x1237
+    missing = _Mailbox(silent=0, value=None)
+    assert read_uint(missing, 0x6041, 0, 2) is None and missing.reads == 1
+    dead = _Mailbox(silent=99, value=b"\x00\x00")
+    assert read_uint(dead, 0x6041, 0, 2) is None and dead.reads == NO_ANSWER_RETRIES + 1
