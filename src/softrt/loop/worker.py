@@ -100,7 +100,7 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
         # Memory locked in first, then the device, then the thread's own controls: an EtherCAT
         # master keeps the bus alive from a helper thread until start(); that thread must not
         # inherit the RT CPU and SCHED_FIFO, nor stand still while mlockall(2) faults every page
-        # in (100-300 ms here beside other work: the slaves' 100 ms SM watchdog took them out of OP).
+        # in (47-660 ms here beside other work: the slaves' 100 ms SM watchdog took them out of OP).
         applied: list[dict] = []
         not_applied: list[dict] = []
         _arm(spec, ring, undo, applied, not_applied, before_device=True)
