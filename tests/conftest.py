@@ -11,7 +11,6 @@ use a lock of their own (``SOFTRT_STATE_DIR``), so they never refuse each other.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import signal
@@ -113,6 +112,8 @@ def housekeeping_cpu(request, machine_lock, tmp_path_factory):
     if _housekeeping_kind(request.node) is None or not os.environ.get("PYTEST_XDIST_WORKER"):
         yield
         return
+    import fcntl  # (here: Windows has none, and runs these tests without pytest-xdist: scripts/ci-wine)
+
     with open(tmp_path_factory.getbasetemp().parent / "housekeeping.lock", "a") as fh:  # (the workers' common directory)
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
