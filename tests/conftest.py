@@ -193,7 +193,9 @@ def stop_signal_handlers():
     in this process: a process they start inherits SIG_IGN (execve(2)), so a load stopped before
     it set its own handler ignored the SIGTERM and ran out the 5 s grace.
     """
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    from softrt.platform import STOP_SIGNALS  # (the ones the command line changes: no SIGHUP on Windows)
+
+    saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)
