@@ -157,6 +157,49 @@ def real_run(tmp_path_factory):
                            state_dir=base / "state", rt_runtime_before=before, rt_runtime_after=after)
 
 
+def restore_what_killed_sessions_left(base: Path) -> list[str]:
+    """Restore what the softrt runs of an earlier test session left changed; return what was said.
+
+    The tests' runs journal their system changes in a state directory under pytest's ``tmp_path``
+    (``machine_lock``, ``state_dir``), never the machine's own: a test session killed while one of
+    its runs had RT throttling off left the journal there, where no later softrt command looks,
+    and pytest deletes such directories three sessions later. sched_rt_runtime_us stayed -1 on
+    this VM that way. Each leftover journal's directory gets a ``softrt history`` of its own, the
+    recovery every softrt command runs (``session.changes.recover``: a journal of a process still
+    alive is left alone). *base* holds pytest's numbered session directories.
+    """
+    journals = [j for depth in ("*", "*/*") for j in base.glob(f"pytest-*/{depth}/state/restore/*.jsonl")]
+    said = []
+    for state in sorted({journal.parent.parent for journal in journals if not _alive(_journal_pid(journal))}):
+        env = {**os.environ, "SOFTRT_STATE_DIR": str(state), "SOFTRT_HOME": str(state / "recovery-home")}
+        proc = subprocess.run([sys.executable, "-m", "softrt", "history"], capture_output=True, text=True, env=env,
+                              timeout=60)
+        said += [line for line in proc.stderr.splitlines() if line.startswith("softrt: ")]
+    return said
+
+
+def _journal_pid(journal: Path) -> int | None:
+    try:
+        with open(journal) as fh:
+            return int(json.loads(fh.readline())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # unreadable: recover() sets it aside and says why
+
+
+def _alive(pid: int | None) -> bool:
+    import psutil  # (os.kill(pid, 0) would end the process on Windows)
+
+    return pid is not None and psutil.pid_exists(pid)
+
+
+def pytest_sessionstart(session):
+    """Before any test (once, in pytest-xdist's controller): restore_what_killed_sessions_left."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for line in restore_what_killed_sessions_left(session.config._tmp_path_factory.getbasetemp().parent):
+        print(f"conftest: a killed test session's run: {line}", file=sys.stderr)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the groups (its nodeid suffix)
 def pytest_collection_modifyitems(config, items):
     """The real-time and system-changing tests (markers ``rt``, ``root``) form one pytest-xdist group.
