@@ -25,14 +25,7 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
     if not MIN_PERIOD_NS <= config.period_ns <= MAX_PERIOD_NS:
         raise ConfigError(f"period {format_ns(config.period_ns)} is out of range",
                           hint=f"use {format_ns(MIN_PERIOD_NS, digits=0)} to {format_ns(MAX_PERIOD_NS, 'ms', 0)}, e.g. --period 250us")
-    if config.duration_ns <= 0:
-        raise ConfigError(f"duration must be positive, got {format_ns(config.duration_ns, 's', 3)}",
-                          hint="e.g. --duration 10s")
-    if config.duration_ns > config.max_duration_ns:
-        raise ConfigError(f"duration {_long(config.duration_ns)} exceeds the safety bound of "
-                          f"{_long(config.max_duration_ns)} (--max-duration)",
-                          hint=f"check --duration, or raise the bound explicitly, e.g. --max-duration "
-                               f"{-(-config.duration_ns // (86400 * NS_PER_S))}d")
+    check_duration(config.duration_ns, config.max_duration_ns)
     if config.duration_ns < 2 * config.period_ns:
         raise ConfigError("duration must cover at least two periods", hint="lengthen --duration")
     if not 1 <= config.priority <= 99:
@@ -105,6 +98,19 @@ def disk_estimate(config: RunConfig) -> tuple[str, int]:
     needed = check_space(Path(config.out_dir), config.duration_ns // config.period_ns, config.samples,
                          config.period_ns)
     return config.samples, needed
+
+
+def check_duration(duration_ns: int, max_duration_ns: int) -> None:
+    """Raise ConfigError unless 0 < *duration_ns* <= *max_duration_ns* (--duration, --max-duration;
+    softrt run and softrt watch)."""
+    if duration_ns <= 0:
+        raise ConfigError(f"duration must be positive, got {format_ns(duration_ns, 's', 3)}",
+                          hint="e.g. --duration 10s")
+    if duration_ns > max_duration_ns:
+        raise ConfigError(f"duration {_long(duration_ns)} exceeds the safety bound of "
+                          f"{_long(max_duration_ns)} (--max-duration)",
+                          hint=f"check --duration, or raise the bound explicitly, e.g. --max-duration "
+                               f"{-(-duration_ns // (86400 * NS_PER_S))}d")
 
 
 def _long(ns: int) -> str:

@@ -41,6 +41,7 @@ from ..units import NS_PER_S, format_ns
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
+from .config import check_duration
 from .drain import Progress
 from .summary import checkpoint_interval_s, judged, utcnow
 from .watch_targets import Target, find_threads, still_running
@@ -79,13 +80,7 @@ class WatchResult:
 
 def validate(config: WatchConfig) -> None:
     """Raise ConfigError for a value out of range (before anything starts)."""
-    if config.duration_ns <= 0:
-        raise ConfigError(f"duration must be positive, got {format_ns(config.duration_ns, 's', 3)}",
-                          hint="e.g. --duration 10s")
-    if config.duration_ns > config.max_duration_ns:
-        raise ConfigError(f"duration {format_ns(config.duration_ns, 's', 0)} exceeds the safety bound of "
-                          f"{format_ns(config.max_duration_ns, 's', 0)} (--max-duration)",
-                          hint="check --duration, or raise --max-duration")
+    check_duration(config.duration_ns, config.max_duration_ns)
     if config.period_ns is not None and not MIN_PERIOD_NS <= config.period_ns <= MAX_PERIOD_NS:
         raise ConfigError(f"period {format_ns(config.period_ns)} is out of range",
                           hint=f"use {format_ns(MIN_PERIOD_NS, digits=0)} to {format_ns(MAX_PERIOD_NS, 'ms', 0)}, "
