@@ -160,9 +160,28 @@ def test_without_capabilities_runs_anyway_labelled_not_real_time(tmp_path, state
     assert s["cycles"] > 500
 
 
-def _start(tmp_path, *args):
-    return subprocess.Popen([sys.executable, "-m", "softrt", "run", "--json", "--out-dir", str(tmp_path), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+@pytest.fixture
+def start_run(rt_settings_restored):
+    """Return ``start(out_dir, *args)``: a ``softrt run --json`` child. Whatever the test's outcome,
+    a run still going is stopped with Ctrl-C (it restores what it changed) before RT throttling is
+    compared: a failed test must not leave its run holding the machine for the next test."""
+    procs: list[subprocess.Popen] = []
+
+    def start(out_dir, *args) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--json", "--out-dir", str(out_dir), *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
 
 
 def _wait_for_records(proc, records=400, timeout_s=30.0) -> int:
@@ -202,9 +221,9 @@ def _tracefs_mounted() -> bool:
 
 
 @pytest.mark.rt
-def test_ctrl_c_keeps_every_record_and_restores(tmp_path, state_dir, rt_settings_restored):
+def test_ctrl_c_keeps_every_record_and_restores(tmp_path, state_dir, start_run):
     mounted_before = _tracefs_mounted()
-    proc = _start(tmp_path, "--duration", "20s")
+    proc = start_run(tmp_path, "--duration", "20s")
     _wait_for_records(proc, records=2000)  # (0.5 s: events in the trace)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
@@ -242,10 +261,10 @@ def test_crashing_step_is_a_partial_run_with_the_reason(tmp_path, state_dir, rt_
 
 
 @pytest.mark.rt
-def test_killed_worker_is_a_partial_run(tmp_path, state_dir, rt_settings_restored):
+def test_killed_worker_is_a_partial_run(tmp_path, state_dir, start_run):
     import psutil
 
-    proc = _start(tmp_path, "--duration", "20s")
+    proc = start_run(tmp_path, "--duration", "20s")
     _wait_for_records(proc)
     worker = psutil.Process(proc.pid).children()[-1]
     worker.kill()
@@ -260,11 +279,11 @@ def test_killed_worker_is_a_partial_run(tmp_path, state_dir, rt_settings_restore
 @pytest.mark.rt
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
 def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path, state_dir, rt_throttling_on,
-                                                                       rt_settings_restored, run_cli):
+                                                                       start_run, run_cli):
     import psutil
 
     before, mounted_before = RT_RUNTIME.read_text(), _tracefs_mounted()
-    proc = _start(tmp_path, "--duration", "20s")
+    proc = start_run(tmp_path, "--duration", "20s")
     _wait_for_records(proc)
     worker = psutil.Process(proc.pid).children()[-1]
     assert RT_RUNTIME.read_text().strip() == "-1"
@@ -291,11 +310,11 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
 
 @pytest.mark.rt
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
-def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt_throttling_on, rt_settings_restored,
+def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt_throttling_on, start_run,
                                                         run_cli):
     import psutil
 
-    proc = _start(tmp_path, "--duration", "20s")
+    proc = start_run(tmp_path, "--duration", "20s")
     _wait_for_records(proc)
     worker = psutil.Process(proc.pid).children()[-1]
     proc.kill()
@@ -317,8 +336,8 @@ def test_check_before_the_run_is_stored_with_it(real_run):
 
 
 @pytest.mark.rt
-def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, rt_settings_restored, run_cli):
-    first = _start(tmp_path, "--duration", "20s")
+def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, start_run, run_cli):
+    first = start_run(tmp_path, "--duration", "20s")
     try:
         _wait_for_records(first)
         code, _, err = run_cli("run", "--duration", "1s", "--out-dir", str(tmp_path / "second"))
@@ -331,8 +350,8 @@ def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, r
 
 
 @pytest.mark.rt
-def test_a_second_ctrl_c_cannot_cut_the_cleanup_short(tmp_path, state_dir, rt_settings_restored):
-    proc = _start(tmp_path, "--duration", "20s")
+def test_a_second_ctrl_c_cannot_cut_the_cleanup_short(tmp_path, state_dir, start_run):
+    proc = start_run(tmp_path, "--duration", "20s")
     _wait_for_records(proc)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.05)
@@ -354,10 +373,10 @@ def _history_ids() -> list[str]:
 
 @pytest.mark.rt
 @pytest.mark.parametrize("moment", ["arming", "running", "ending"])
-def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, rt_settings_restored, interrupts,
+def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, start_run, interrupts,
                                                            moment):
     duration_s = 1.5
-    proc = _start(tmp_path, "--duration", f"{duration_s}s")
+    proc = start_run(tmp_path, "--duration", f"{duration_s}s")
     if moment == "arming":
         interrupts.wait_for(lambda: interrupts.worker_started(proc.pid))
     else:
@@ -428,20 +447,20 @@ def small_tmpfs(tmp_path):
 
 
 def _fill(mnt: Path) -> None:
-    """Fill the file system at *mnt* to the last byte, as another program would."""
-    with open(mnt / "filler", "wb") as f:
-        block = b"\xff" * 65536
-        try:
-            while True:
-                f.write(block)
-                f.flush()
-        except OSError:
-            pass
-        try:
-            while True:
-                os.write(f.fileno(), b"\xff")
-        except OSError:
-            pass
+    """Fill the file system at *mnt* to the last byte, as another program would.
+
+    Unbuffered: a buffered file keeps what a failed write left in its buffer and raises ENOSPC
+    again when closed (a failure of this helper, not of the run, seen in CI)."""
+    fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for block in (b"\xff" * 65536, b"\xff"):
+            try:
+                while True:
+                    os.write(fd, block)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
 
 
 @pytest.mark.root
@@ -459,11 +478,11 @@ def test_a_full_disk_is_refused_before_the_run_with_the_figures(tmp_path, state_
 @pytest.mark.rt
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
-def test_a_disk_that_fills_during_the_run_leaves_a_readable_partial_run(tmp_path, state_dir, rt_settings_restored,
+def test_a_disk_that_fills_during_the_run_leaves_a_readable_partial_run(tmp_path, state_dir, start_run,
                                                                         small_tmpfs):
     mnt = small_tmpfs("8m")
     # 50 µs: a 2 s run is about three row groups, so the disk fills with records still to come.
-    proc = _start(mnt, "--duration", "2s", "--period", "50us")
+    proc = start_run(mnt, "--duration", "2s", "--period", "50us")
     _wait_for_records(proc)
     _fill(mnt)
     out, err = proc.communicate(timeout=60)

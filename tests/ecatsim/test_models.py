@@ -208,6 +208,49 @@ def test_coe_server_sdo_protocol():
     assert r[8] == 0x80 and struct.unpack_from("<I", r, 12)[0] == 0x05040001
 
 
+def test_a_mailbox_write_sent_again_is_answered_once():
+    """ETG.1000.4 mailbox header counter: a write with the counter of the last one is a repeat (SOEM
+    sends a frame again after 2 ms without reply, ecx_SRconfirm) and gets no second answer; counter
+    0 means "none" (every write is new), and INIT forgets the last counter."""
+    desc = csp_drive(coe=True)
+    esc = Esc(desc, 0, make_app(desc), last=True)
+    seg, station = Segment([esc]), 0x1001
+    _send(seg, (Cmd.APWR, 0, 0, 0x0010, struct.pack("<H", station)),
+          (Cmd.FPWR, 0, station, 0x0800, struct.pack("<HHBBBB", 0x1000, 128, 0x26, 0, 1, 0)),
+          (Cmd.FPWR, 0, station, 0x0808, struct.pack("<HHBBBB", 0x1080, 128, 0x22, 0, 1, 0)))
+    _request([esc], AlState.PREOP)
+
+    def write(counter: int, sub: int) -> None:  # an SDO upload request of 0x1600:sub
+        request = struct.pack("<HHBBHBHB4x", 10, 0, 0, counter << 4 | 0x03, 0x2000, 0x40, 0x1600, sub)
+        frame, (d,) = _send(seg, (Cmd.FPWR, 0, station, 0x1000, request.ljust(128, b"\0")))
+        assert read_wkc(frame, d) == 1  # the write itself succeeds: only its answer is withheld
+
+    def answers() -> list[int]:  # the subindices answered, read from SM1 until it is empty
+        subs = []
+        while True:
+            frame, (status,) = _send(seg, (Cmd.FPRD, 0, station, 0x080D, bytes(1)))
+            if not frame[status.data_offset] & 0x08:
+                return subs
+            frame, (d,) = _send(seg, (Cmd.FPRD, 0, station, 0x1080, bytes(128)))
+            subs.append(frame[d.data_offset + 11])
+
+    write(1, 1)
+    write(1, 1)  # the same frame again
+    assert answers() == [1] and esc.mailbox_repeats == 1
+    write(2, 2)
+    write(2, 2)
+    write(3, 3)
+    assert answers() == [2, 3] and esc.mailbox_repeats == 2
+    write(0, 4)
+    write(0, 4)  # no counter: not a repeat
+    assert answers() == [4, 4]
+    write(3, 5)  # after 0, counter 3 is new again
+    assert answers() == [5]
+    _request([esc], AlState.INIT, AlState.PREOP)
+    write(3, 6)  # a master that starts again after INIT may begin with any counter
+    assert answers() == [6] and esc.mailbox_repeats == 2
+
+
 def test_coe_sdo_information_fragments_a_long_object_list():
     od = ObjectDictionary()
     for index in range(0x2000, 0x2040):  # 64 objects: 130 bytes of list, more than a 64-byte mailbox holds

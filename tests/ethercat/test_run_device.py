@@ -26,6 +26,7 @@ def test_softrt_run_drives_the_simulated_bus(start_sim, ecat_ns, tmp_path):
                     "--axes", "2", "--period", "1ms", "--duration", "2s", "--json", "--out-dir", str(tmp_path), *RUN_WAIT,
                     "--bus-timeout", "1s"),  # (not a bus-health test: a hypervisor stall of 10 ms is no lost bus here)
         capture_output=True, text=True, env=env, timeout=120)
+    assert proc.stdout, proc.stderr  # (a run that never started prints its reason there, and no summary)
     s = json.loads(proc.stdout)
     assert proc.returncode == 0, (s["status"], s["partial_reason"], proc.stderr)
     assert s["status"] == "complete" and s["config"]["device"] == f"ethercat:{ecat_ns.master_iface}"

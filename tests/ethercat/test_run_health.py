@@ -65,6 +65,7 @@ def wait_for_injected(sim, kind: str, count: int, timeout_s: float = 30) -> None
 
 def finish(proc: subprocess.Popen) -> tuple[int, dict, str]:
     out, err = proc.communicate(timeout=120)
+    assert out, err  # (a run that never started prints its reason there, and no summary)
     return proc.returncode, json.loads(out), err
 
 

@@ -113,6 +113,9 @@ class Esc:
         self.outputs_disabled = False
         self._mbx_queue: list[bytes] = []
         self._mbx_last = b""
+        self._mbx_counter = 0  #: the counter of the last mailbox request taken (0: none yet)
+        #: Mailbox writes ignored as repeats of the last one (same counter): see _mailbox_request.
+        self.mailbox_repeats = 0
         #: Fault injection: states this slave refuses to enter, with the AL status code it reports.
         self.refuse: dict[AlState, int] = {}
         self._reset_registers(last)
@@ -206,6 +209,7 @@ class Esc:
             self.epoch += 1
         if new < AlState.PREOP and old >= AlState.PREOP:
             self._mbx_queue.clear()
+            self._mbx_counter = 0
         if self.app is not None:
             self.app.on_al_change(old, new, code)
             self.refresh_inputs()
@@ -371,6 +375,17 @@ class Esc:
     def _mailbox_request(self, request: bytes) -> None:
         if self.app is None or self.al.state < AlState.PREOP:
             return
+        # The mailbox header's counter (byte 5 bits 4-6: 1..7, 0 = none; ETG.1000.4 mailbox header,
+        # "used for detection of duplicated frames") marks a write the master sent again: SOEM
+        # sends a frame again when no reply came within EC_TIMEOUTRET (2 ms; ecx_SRconfirm), and
+        # the first copy may have reached the slave. Answered twice, the spare answer is read as the
+        # reply to the master's next request with the same index (SOEM matches the index only): a
+        # busy CI host read 0x1600:01 for 0x1600:02 ("lacks 0x607A"). A real slave ignores a repeat.
+        counter = (request[5] >> 4) & 0x07
+        if counter and counter == self._mbx_counter:
+            self.mailbox_repeats += 1
+            return
+        self._mbx_counter = counter
         self._mbx_queue.extend(self.app.mailbox(request))
         self._post_mailbox()
 

@@ -198,7 +198,7 @@ class Simulator:
         for esc, app in zip(self.escs, self.apps):
             s = {"position": esc.position, "name": esc.desc.name, "al_status": esc.al.status,
                  "al_state": state_name(esc.al.status), "al_code": int(esc.al.code),
-                 "watchdog_expiries": esc.watchdog_expiries}
+                 "watchdog_expiries": esc.watchdog_expiries, "mailbox_repeats": esc.mailbox_repeats}
             if esc.desc.dc:
                 clock = esc.dc.clock
                 s["dc"] = {"drift_ppm": clock.drift_ppb / 1000, "correction_ppm": clock.correction_ppb / 1000,

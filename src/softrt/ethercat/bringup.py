@@ -245,14 +245,14 @@ def configure_csp(m, iface: str, axes: list[tuple[SlaveInfo, int]], period_ns: i
         s = m.slaves[info.position]
         mode = axis_index(0x6060, axis)
         try:
-            s.sdo_write(mode, 0, struct.pack("<b", 8))
+            preop.sdo_write(s, mode, 0, struct.pack("<b", 8))
         except preop.sdo_errors() as err:
             raise EcatError("unsupported_drive", iface, f"{info.where()} refuses CSP mode (0x{mode:04X} = 8): "
                             f"{preop.sdo_error_text(err)}") from err
         period = axis_index(0x60C2, axis)
         try:  # optional on many drives (and one for all axes on some): a refusal is not fatal
-            s.sdo_write(period, 1, bytes([value & 0xFF]))
-            s.sdo_write(period, 2, struct.pack("<b", exponent))
+            preop.sdo_write(s, period, 1, bytes([value & 0xFF]))
+            preop.sdo_write(s, period, 2, struct.pack("<b", exponent))
         except preop.sdo_errors():
             pass
 

@@ -16,6 +16,7 @@ optional: a drive that lacks one reports ``None`` for it.
 from __future__ import annotations
 
 import struct
+import time
 from dataclasses import dataclass
 
 from .description import AXIS_OBJECT_OFFSET, AXIS_PDO_OFFSET, MAX_AXES_PER_DEVICE, Pdo, PdoEntry, axis_index
@@ -46,23 +47,59 @@ def sdo_error_text(err: Exception) -> str:
     return f"no answer ({type(err).__name__}: working counter {getattr(err, 'wkc', 0)})"
 
 
-#: SDO reads tried again when the mailbox gave no answer at all (pysoem.WkcError: SOEM's receive
-#: timed out), as opposed to an answer that the object is missing (an SDO abort). A busy master host
-#: missed a mailbox answer now and then (1 run in ~5 of the test suite): a CiA 402 drive whose
-#: statusword read went unanswered was taken for a slave without CSP objects, exit 2.
+#: SDO transfers tried again when the mailbox gave no answer at all (pysoem.WkcError: SOEM's
+#: receive timed out), as opposed to an answer that the object is missing (an SDO abort). A busy
+#: master host missed a mailbox answer now and then (1 run in ~5 of the test suite): a CiA 402
+#: drive whose statusword read went unanswered was taken for a slave without CSP objects, exit 2.
 NO_ANSWER_RETRIES = 2
+#: How long the answer to a request SOEM gave up on is waited for, and read out, before the
+#: request is sent again (see _read_out_late_answer).
+LATE_ANSWER_S = 0.2
 
 
-def sdo_read(slave, index: int, sub: int) -> bytes:
-    """``slave.sdo_read``, tried NO_ANSWER_RETRIES more times when no answer came at all."""
+def _answered(slave, transfer):
+    """Return ``transfer()`` (an SDO transfer of *slave*), tried NO_ANSWER_RETRIES more times when
+    no answer came at all."""
     import pysoem
 
     for _ in range(NO_ANSWER_RETRIES):
         try:
-            return slave.sdo_read(index, sub)
+            return transfer()
         except pysoem.WkcError:
-            continue
-    return slave.sdo_read(index, sub)
+            _read_out_late_answer(slave)
+    return transfer()
+
+
+def _read_out_late_answer(slave) -> None:
+    """Read out the answer a slave may still give to the request SOEM just gave up on.
+
+    "No answer" can be an answer too late: the request reached the slave while the frame that
+    carried it, or its answer, was held past SOEM's timeouts (a stalled host or slave). That answer
+    then waits in the slave's mailbox, and SOEM takes the first answer whose *index* matches as the
+    next request's (ecx_SDOread compares index, not subindex; it empties the mailbox once, with no
+    wait, before it sends): 0x1600:01's value read as 0x1600:02's. So before trying again, wait a
+    while for a late answer and drop it; a request that never arrived costs LATE_ANSWER_S."""
+    import pysoem
+
+    end = time.monotonic() + LATE_ANSWER_S
+    while time.monotonic() < end:
+        try:
+            if slave.mbx_receive() > 0:
+                return
+        except (*sdo_errors(), pysoem.Emergency):
+            pass  # (a mailbox error or an emergency: not the answer waited for; keep reading)
+        time.sleep(0.001)
+
+
+def sdo_read(slave, index: int, sub: int, size: int = 0) -> bytes:
+    """``slave.sdo_read``, tried again when no answer came (see :func:`_answered`)."""
+    return _answered(slave, lambda: slave.sdo_read(index, sub, size) if size else slave.sdo_read(index, sub))
+
+
+def sdo_write(slave, index: int, sub: int, data: bytes) -> None:
+    """``slave.sdo_write``, tried again when no answer came (see :func:`_answered`): every write
+    softrt makes sets a value, so writing it twice does no harm."""
+    _answered(slave, lambda: slave.sdo_write(index, sub, data))
 
 
 def read_uint(slave, index: int, sub: int, size: int) -> int | None:
@@ -91,7 +128,7 @@ def read_identity(slave, axes: int) -> Identity:
     """Read 0x1018, 0x1008, 0x1001 and each axis's 0x603F."""
     ident = Identity(*(read_uint(slave, 0x1018, sub, 4) for sub in (1, 2, 3, 4)))
     try:
-        ident.device_name = slave.sdo_read(0x1008, 0, 512).rstrip(b"\0").decode("utf-8", "replace")
+        ident.device_name = sdo_read(slave, 0x1008, 0, 512).rstrip(b"\0").decode("utf-8", "replace")
     except sdo_errors():
         pass
     ident.error_register = read_uint(slave, 0x1001, 0, 1)
@@ -196,8 +233,8 @@ def _current(slave, index: int, known: dict[int, list[int]]) -> list[int] | None
     if index in known:
         return known[index]
     try:  # a mapping object that is not assigned now
-        count = slave.sdo_read(index, 0)[0]
-        return [struct.unpack("<I", slave.sdo_read(index, k)[:4])[0] for k in range(1, count + 1)]
+        count = sdo_read(slave, index, 0)[0]
+        return [struct.unpack("<I", sdo_read(slave, index, k)[:4])[0] for k in range(1, count + 1)]
     except sdo_errors():
         return None
 
@@ -209,7 +246,7 @@ def _write_object(slave, index: int, values: list[int], first: bool) -> None:
     steps.append((0, bytes([len(values)]), str(len(values))))
     for k, (sub, data, shown) in enumerate(steps):
         try:
-            slave.sdo_write(index, sub, data)
+            sdo_write(slave, index, sub, data)
         except sdo_errors() as err:
             what = f"0x{index:04X}:{sub:02X} = {shown}"
             code = getattr(err, "abort_code", None)
