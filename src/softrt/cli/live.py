@@ -25,7 +25,8 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from ..metrics import MetricsServer, at_or_below, snap_ns, view_of
+from .. import metrics
+from ..metrics import at_or_below, snap_ns
 from ..schema.summary import RunSummary
 from ..session import interrupts
 from .options import WatchOptions
@@ -127,7 +128,7 @@ class Watch:
     def __init__(self, err: Console, options: WatchOptions, title: str = "softrt run") -> None:
         self.err, self.title = err, title
         self.mode = "quiet" if options.quiet else "live" if err.is_terminal else "plain"
-        self.server = MetricsServer(options.metrics_addr, options.metrics_port) \
+        self.server = metrics.MetricsServer(options.metrics_addr, options.metrics_port) \
             if options.metrics_port is not None else None
         self.linger_s = options.metrics_linger_ns / 1e9
         self.host = socket.gethostname()
@@ -201,7 +202,7 @@ class Watch:
         fresh = p.stats.counters["cycles"] != self._published_cycles  # a batch came through the pass
         if self.server is not None and (fresh or now - self._published >= PUBLISH_EVERY_S):
             self._published, self._published_cycles = now, p.stats.counters["cycles"]
-            self.server.publish(view_of(p, self.host))
+            self.server.publish(metrics.view_of(p, self.host))
         if self.live is not None and now - self._drawn >= LIVE_EVERY_S:
             self._drawn = now
             self.live.update(live_view(p, self.title), refresh=True)
@@ -215,7 +216,7 @@ class Watch:
         p = self._latest.get(summary.run_id)
         if self.server is not None and p is not None:
             why = summary.why_late
-            view = view_of(p, self.host, state=summary.state,
+            view = metrics.view_of(p, self.host, state=summary.state,
                            ring_overflows=summary.ring.overflows if summary.ring is not None else None,
                            culprits=why.culprits if why is not None and why.on else None)
             # The board's own count when the ring dropped records (session.summary.reconcile_misses): never fewer.

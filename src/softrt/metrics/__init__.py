@@ -7,7 +7,19 @@ the series.
 """
 
 from .buckets import above, at_or_below, latency_bounds_ns, period_bounds_ns, snap_ns
-from .exporter import MetricsServer, RunView, view_of
+
+_EXPORTER = ("MetricsServer", "RunView", "view_of")
+
+
+def __getattr__(name: str):
+    """The exporter on first use (PEP 562): prometheus_client and asyncio cost ~45 ms at every
+    command's start-up, and only ``--metrics-port`` serves anything."""
+    if name in _EXPORTER:
+        from . import exporter
+
+        return getattr(exporter, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["MetricsServer", "RunView", "view_of", "above", "at_or_below", "latency_bounds_ns", "period_bounds_ns",
            "snap_ns"]

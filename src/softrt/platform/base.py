@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from importlib.metadata import PackageNotFoundError, version
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -87,6 +86,9 @@ class Platform(Protocol):
 def softrt_version() -> str:
     """This softrt's version, as installed (``unknown`` when it runs from a source tree that was not
     installed): stated in every run's host facts, report and ``softrt_info`` metric."""
+    # (imported here: importlib.metadata costs ~25 ms, in every softrt process and each worker)
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("softrt")
     except PackageNotFoundError:

@@ -6,7 +6,17 @@ device's report :mod:`.device`) on the frozen-dataclass base :mod:`.doc`; what o
 above fill these by keyword; readers get attributes, never dict keys.
 """
 
-from .config import RunConfig
-from .summary import SCHEMA, RunSummary
+_WHERE = {"RunConfig": "config", "SCHEMA": "summary", "RunSummary": "summary"}
+
+
+def __getattr__(name: str):
+    """The models on first use (PEP 562): a reader of :mod:`.text` alone (the EtherCAT simulator,
+    through the bounded JSON reader) need not build the summary's fifty classes (~40 ms)."""
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["SCHEMA", "RunConfig", "RunSummary"]

@@ -29,9 +29,6 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from ..errors import ConfigError
 from ..platform import O_PRIVATE_BINARY
 from ..schema.text import printable, show_value
@@ -50,7 +47,8 @@ THRIFT_CONTAINER_LIMIT = 1 << 17
 #: A footer's schema nests at most this deep (softrt's are flat) where pyarrow has the limit; older
 #: ones (pyproject allows 14+; 17 under Wine has none) read the schema within the two limits above,
 #: and the column check below refuses a nested one.
-_DEPTH_LIMIT = {"schema_depth_limit": 4} if "schema_depth_limit" in inspect.signature(pq.ParquetFile).parameters else {}
+def _depth_limit(pq) -> dict:
+    return {"schema_depth_limit": 4} if "schema_depth_limit" in inspect.signature(pq.ParquetFile).parameters else {}
 #: The most rows of one row group decoded at a time (softrt writes 16,384; 8 MB per int64 column).
 MAX_ROW_GROUP_ROWS = 1 << 20
 
@@ -139,7 +137,7 @@ def _key(key: str) -> str:
 
 
 def open_parquet(path: Path | str, what: str, max_rows: int, columns: Iterable[str] = (), *,
-                 floats: bool = False) -> pq.ParquetFile:
+                 floats: bool = False):
     """Open the Parquet file *path* for reading, after checking what its footer claims.
 
     At most *max_rows* rows in all, row groups of at most :data:`MAX_ROW_GROUP_ROWS`, and each of
@@ -149,10 +147,14 @@ def open_parquet(path: Path | str, what: str, max_rows: int, columns: Iterable[s
         ConfigError: a file that is unreadable, too large, or not shaped like softrt's (one line,
             naming the file; a file over the row budget says so with the figures).
     """
+    # (pyarrow imported here: ~35 ms that the JSON readers, e.g. the EtherCAT simulator's, never need)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = Path(path)
     try:
         pf = pq.ParquetFile(path, thrift_string_size_limit=THRIFT_STRING_LIMIT,
-                            thrift_container_size_limit=THRIFT_CONTAINER_LIMIT, **_DEPTH_LIMIT)
+                            thrift_container_size_limit=THRIFT_CONTAINER_LIMIT, **_depth_limit(pq))
         meta = pf.metadata
         rows = meta.num_rows
         groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
