@@ -226,7 +226,7 @@ class EtherCATMaster:
         found = [(s, n) for s in self.slaves for n in range(len(s.drives))]
         if len(found) < self.axes:
             lacking = "; ".join(f"slave {s.position} '{s.name}' lacks " + ", ".join(f"0x{i:04X}" for i in s.missing)
-                                for s in self.slaves if s.drive is None)
+                                + f" in its PDOs ({s.pdo_source})" for s in self.slaves if s.drive is None)
             raise EcatInputError("unsupported_drive", iface,
                                  f"{self.axes} axis(es) asked, {len(found)} CSP drive axis(es) found"
                                  + (f" ({lacking})" if lacking else ""),
