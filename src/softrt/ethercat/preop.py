@@ -92,8 +92,9 @@ def _read_out_late_answer(slave) -> None:
 
 
 def sdo_read(slave, index: int, sub: int, size: int = 0) -> bytes:
-    """``slave.sdo_read``, tried again when no answer came (see :func:`_answered`)."""
-    return _answered(slave, lambda: slave.sdo_read(index, sub, size) if size else slave.sdo_read(index, sub))
+    """``slave.sdo_read`` (*size* 0: pysoem's default, objects up to 256 bytes), tried again when
+    no answer came (see :func:`_answered`)."""
+    return _answered(slave, lambda: slave.sdo_read(index, sub, size))
 
 
 def sdo_write(slave, index: int, sub: int, data: bytes) -> None:
