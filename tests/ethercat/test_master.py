@@ -380,3 +380,30 @@ def test_confirmed_at_is_from_the_run_start_when_the_phase_lock_moves_the_cycle(
         assert status["confirmed_at_s"] == round((dev.confirmed_ns - t0) / 1e9, 6)
     finally:
         dev.stop()
+
+
+def test_an_sii_read_of_zeros_is_read_again_and_zeros_of_its_own_are_kept():
+    """SOEM's EEPROM read returns zeros when the slave did not answer in time. Taken as data, a
+    zeroed category header cut the PDO categories off: a CSP drive "lacked" all its PDO objects.
+    The SII's own zeros (reserved header words) read as zeros again and stay."""
+    from softrt.ethercat.bringup import read_sii
+    from softrt.ethercat.description import csp_drive
+    from softrt.ethercat.mapping import drive_map
+    from softrt.ethercat.sii import build_image, parse_image
+
+    true = build_image(csp_drive())
+    assert not any(true[0x20:0x28])  # reserved header words: zeros of the SII's own
+
+    class Slave:
+        missed = {0x40, 0x50}  # words whose first read the slave does not answer in time
+
+        def eeprom_read(self, word):
+            if word in self.missed:
+                self.missed.discard(word)
+                return bytes(4)
+            return true[2 * word:2 * word + 4].ljust(4, b"\xff")
+
+    image = read_sii(Slave())
+    assert len(image) > 2 * 0x50 and image == true[:len(image)]
+    info = parse_image(image)
+    assert drive_map(info.rx_pdos, info.tx_pdos) is not None
