@@ -241,6 +241,9 @@ def main(argv: list[str]) -> int:
         threading.Thread(target=_stop_at_eof, name="stop-at-eof", daemon=True).start()
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # softrt decides when loads stop, not Ctrl-C
+    if hasattr(signal, "pthread_sigmask"):  # softrt started this with SIGTERM held (procs.spawn
+        # term_held): one sent meanwhile is handled now, and the report below still comes
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     cpu0 = _cpu_s()
     t0 = time.monotonic()
     counters = KINDS[cfg["kind"]](cfg, t0 + float(cfg["timeout_s"]))

@@ -119,15 +119,20 @@ def spawn(
     stdin: int | None = None,
     pass_fds: Sequence[int] = (),
     cpus: CpuSet | None = None,
+    term_held: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start *argv* in a new session; stderr (and stdout unless given) go to *log*.
 
     On Windows, in a new process group, placed on *cpus* through the platform once started
     (on Linux :func:`guarded_argv`'s taskset already did it); *pass_fds* is POSIX only.
+    *term_held* (POSIX): the child starts with SIGTERM blocked, for a program of softrt's own that
+    unblocks it once its handler is set; a stop asked for before then waits for it instead of
+    killing the interpreter half-started (sigprocmask(2): the mask survives fork and execve).
     """
     logf = open(log, "wb") if log is not None else None  # noqa: SIM115 (closed below, child keeps its copy)
     where = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if IS_WINDOWS else {
         "pass_fds": tuple(pass_fds), "start_new_session": True}
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}) if term_held and not IS_WINDOWS else None
     try:
         proc = subprocess.Popen(
             list(argv),
@@ -138,10 +143,19 @@ def spawn(
             **where,
         )
     finally:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         if logf is not None:
             logf.close()
     if IS_WINDOWS and cpus is not None:
         place(proc, cpus)
+    elif cpus is not None:
+        # taskset places the program before it runs (guarded_argv); until taskset itself has run, the
+        # process is on this one's CPUs, where a check at once (a load stopped as it starts) finds it
+        try:
+            get_platform().set_affinity(cpus, proc.pid)
+        except SoftRTError:
+            pass  # (it exited already: its exit is reported where it is waited for)
     return proc
 
 
