@@ -407,3 +407,22 @@ def test_an_sii_read_of_zeros_is_read_again_and_zeros_of_its_own_are_kept():
     assert len(image) > 2 * 0x50 and image == true[:len(image)]
     info = parse_image(image)
     assert drive_map(info.rx_pdos, info.tx_pdos) is not None
+
+
+def test_the_sii_name_is_the_one_the_general_category_points_at():
+    """ETG.2010 Table 8: the General category's NameIdx (byte 3) names the device; the first string
+    is often the group or the order number (the name SOEM reports, and the one bring-up takes)."""
+    import dataclasses
+
+    from softrt.ethercat.description import csp_drive
+    from softrt.ethercat.sii import CAT_GENERAL, build_image, iter_categories, parse_image
+
+    image = bytearray(build_image(dataclasses.replace(csp_drive(), group="Drives")))
+    assert parse_image(bytes(image)).name == "softrt virtual CSP drive"
+    pos = 0x40 * 2
+    for cat, data in iter_categories(bytes(image)):
+        if cat == CAT_GENERAL:
+            image[pos + 4 + 3] = 2  # NameIdx -> the second string, the group
+            break
+        pos += 4 + len(data)
+    assert parse_image(bytes(image)).name == "Drives"

@@ -195,7 +195,10 @@ def _configure(s, i: int, image: bytes, iface: str, want_dc: bool, config: Drive
                steps: Steps) -> SlaveInfo:
     """What :func:`discover` learns about slave *i* in PRE-OP (see there)."""
     sii = parse_image(image if len(image) >= 0x3A else image + bytes(0x3A))
-    info = SlaveInfo(i, s.name, s.man, s.id, sii.has_coe, False, [], [], sii.revision, sii.serial)
+    # Identity from softrt's own SII read, which reads a word of zeros again (read_sii); SOEM's,
+    # read once in config_init, had a name cut at a zero ("softrt vir") when this VM stalled.
+    info = SlaveInfo(i, sii.name or s.name, sii.vendor_id or s.man, sii.product_code or s.id, sii.has_coe, False,
+                     [], [], sii.revision, sii.serial)
     rx, tx, axes = sii.rx_pdos, sii.tx_pdos, MAX_AXES_PER_DEVICE
     if info.has_coe:
         if on_emergency is not None:

@@ -172,8 +172,12 @@ def parse_image(image: bytes) -> SiiInfo:
                 pos += 1 + n
     rx = tuple(p for cat, d in cats if cat == CAT_RXPDO for p in _parse_pdos(d, strings))
     tx = tuple(p for cat, d in cats if cat == CAT_TXPDO for p in _parse_pdos(d, strings))
-    details = next((d[5] for cat, d in cats if cat == CAT_GENERAL and len(d) > 5), 0)
-    return SiiInfo(vendor, product, rev, serial, mbx, protocols, strings[0] if strings else "", rx, tx, details)
+    general = next((d for cat, d in cats if cat == CAT_GENERAL), b"")
+    details = general[5] if len(general) > 5 else 0
+    # The device's name: the string the General category's NameIdx (byte 3) points at (ETG.2010
+    # Table 8), as SOEM takes it; the first string is often the group or the order number.
+    name = _string(strings, general[3]) if len(general) > 3 else (strings[0] if strings else "")
+    return SiiInfo(vendor, product, rev, serial, mbx, protocols, name, rx, tx, details)
 
 
 def image_length_bytes(image_head: bytes) -> int | None:
