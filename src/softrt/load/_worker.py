@@ -65,6 +65,7 @@ def disk(cfg: dict, deadline: float) -> dict:
     read-back may come from the cache, and the report says ``"uncached_reads": 0``.
     """
     drop_cache = hasattr(os, "posix_fadvise")
+    passes = int(cfg.get("passes", 0))  # 0: until stopped (a test's one whole pass: 1)
     path = os.path.join(cfg["dir"], f"disk-{os.getpid()}.dat")
     size = int(cfg.get("file_bytes", 16 * MIB))
     block = os.urandom(MIB)  # incompressible, so compressing/deduplicating SSDs still do the work
@@ -72,7 +73,8 @@ def disk(cfg: dict, deadline: float) -> dict:
     written = read = fsyncs = 0
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
     try:
-        while _running(deadline):
+        done = 0
+        while _running(deadline) and not (passes and done == passes):
             for off in range(0, size, MIB):  # sequential writes, fsync after each MiB
                 if not _running(deadline):
                     break
@@ -96,6 +98,7 @@ def disk(cfg: dict, deadline: float) -> dict:
                     break
                 read += len(chunk)
                 off += len(chunk)
+            done += 1
     finally:
         os.close(fd)
         os.unlink(path)
