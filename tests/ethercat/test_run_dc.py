@@ -73,8 +73,12 @@ def test_dc_block_drift_and_phase_lock(start_sim, ecat_ns, tmp_path, run_cli):
     ldc = ls["board"]["distributed_clocks"]
     lock = ldc["lock"]
     assert ldc["target_shift_us"] == -200
-    # The lock learned the reference's drift: the host's cycle shortened by about as much.
-    assert lock["correction_ppm"] == pytest.approx(-REF_PPM, rel=0.25)
+    # The lock learned the reference's drift: the host's cycle shortened by about as much. The
+    # lock follows the phase as the frames bring it, the simulator's answer time included: when
+    # that time grows by 140 µs over the run's later half (1.5 s; a busy CI host), the edges follow
+    # it and the figure reads 90 ppm more (-392 seen in CI). No lock, or one following the wrong
+    # way, reads 0 or +300.
+    assert lock["correction_ppm"] == pytest.approx(-REF_PPM, abs=200)
     # Unlocked, the frame walked 450 µs through the drives' 1 ms cycle in the run's second half;
     # locked, it stayed put.
     assert _late_abs_mean(ldc) < _late_abs_mean(dc) / 2

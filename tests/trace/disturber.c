@@ -10,8 +10,9 @@
  *                  SPIN_US and records the spike's timer deadline, the start and the end of its
  *                  spin in CLOCK_MONOTONIC ns: it held the CPU at least from start to end and at
  *                  most from the deadline (timer IRQ, switch and steal before it ran) to the end;
- *                  and the CPU time it ran from its wake-up to its next sleep (CLOCK_THREAD_CPUTIME_ID,
- *                  clock_gettime(2): the scheduler's count, which leaves out hypervisor steal);
+ *                  and the CPU time it ran from just before its sleep to the end of its spin (its
+ *                  wake-up path included; CLOCK_THREAD_CPUTIME_ID, clock_gettime(2): the
+ *                  scheduler's count, which leaves out hypervisor steal);
  *     SPIN_US = 0: it spins in user space without a system call until stopped (a busy task).
  *   It prints "ready" on stderr once set up; on SIGTERM/SIGINT it prints one line per recorded
  *   spike, "DEADLINE_NS START_NS END_NS CPU_NS", to stdout and exits 0.
@@ -76,9 +77,11 @@ int main(int argc, char **argv)
 		long long next = now_ns() + every_ns;
 		while (!stop && n < MAX_SPIKES) {
 			struct timespec ts = { .tv_sec = next / 1000000000LL, .tv_nsec = next % 1000000000LL };
+			/* Read before the sleep, so that the spike's count holds its whole wake-up path
+			 * (the switch to it and the return from clock_nanosleep), which a VM can stretch. */
+			long long cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 			if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
 				continue; /* a signal: the loop condition sees stop */
-			long long cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 			long long start = now_ns(), end = start;
 			while (end - start < spin_ns)
 				end = now_ns();
