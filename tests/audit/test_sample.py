@@ -68,14 +68,19 @@ def test_sample_of_this_machine_sees_a_busy_child():
     allowed = os.sched_getaffinity(0)
     if 0 not in allowed or len(allowed) < 2:
         pytest.skip("needs CPU 0 and one more")
-    code = "import time\nend = time.monotonic() + 0.6\nwhile time.monotonic() < end: pass\n"
-    child = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", code])
+    # It says when it spins: a busy CPU 0 (a simulator, the other tests) can delay its start past
+    # a sample taken at once (seen: no task of its pid in the sample).
+    code = "import sys, time\nprint(flush=True)\nend = time.monotonic() + 10\nwhile time.monotonic() < end: pass\n"
+    child = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", code], stdout=subprocess.PIPE)
     try:
+        child.stdout.readline()
         os.sched_setaffinity(0, allowed - {0})
         result = sample.sample(CpuSet([0]), 0.3)
     finally:
         os.sched_setaffinity(0, allowed)
+        child.kill()
         child.wait()
+        child.stdout.close()
     assert result["error"] is None and result["tasks"]
     mine = [t for t in result["tasks"] if t["pid"] == child.pid]
     assert mine and mine[0]["cpu_ms"] > 0

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 
 import psutil
@@ -104,13 +106,30 @@ def test_video_decodes_frames(load_cpus, tmp_path):
 @needs_ffmpeg
 def test_video_prepared_but_never_started_leaves_nothing(load_cpus, tmp_path):
     load = make_load("video", load_cpus, timeout_s=60, workdir=tmp_path)
-    load.prepare()  # encodes the test clip
+    load.prepare()  # encodes the test clip, or takes the one this process made
     assert load.state is LoadState.PREPARED
-    assert any(p.suffix == ".mp4" for p in tmp_path.rglob("*"))
+    assert load._clip.suffix == ".mp4" and load._clip.stat().st_size > 0
     assert not descendants()  # the encoder has finished; nothing plays yet
     load.stop()
     assert list(tmp_path.iterdir()) == []
     assert load.result().duration_s == 0
+
+
+@needs_ffmpeg
+def test_the_clip_is_encoded_once_per_process_and_removed_at_its_exit(tmp_path):
+    code = ("from softrt.cpus import CpuSet\nfrom softrt.load import make_load\nclips = []\n"
+            "for _ in range(2):\n"
+            f"    load = make_load('video', CpuSet([{LOAD_CPU}]), timeout_s=60, workdir={str(tmp_path)!r})\n"
+            "    load.prepare()\n"
+            "    clips.append((str(load._clip), load._clip.stat().st_mtime_ns))\n"
+            "    load.stop()\n"
+            "print(clips[0][0], clips[0] == clips[1])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    clip, same = out.stdout.split()
+    assert same == "True"  # the second load played the first one's clip, not a new one
+    assert not os.path.exists(clip) and not os.path.exists(os.path.dirname(clip))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_stop_is_idempotent_and_result_needs_stop(load_cpus, tmp_path):

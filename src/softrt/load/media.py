@@ -1,6 +1,6 @@
 """GPU rendering and video playback loads, where the machine has what they need (load layer).
 
-Video: ffmpeg encodes a two-second 1080p30 test clip once (lavfi testsrc2, ffmpeg-filters(1)),
+Video: ffmpeg encodes a two-second 1080p30 test clip once per process (lavfi testsrc2, ffmpeg-filters(1)),
 then plays it in a loop at its native rate (``-re -stream_loop -1``) into the null muxer, which
 is software H.264 decoding as a video player does it. Progress comes from ``-progress FILE``
 (ffmpeg(1)), which ffmpeg finishes with ``progress=end`` when SIGTERM stops it.
@@ -10,12 +10,14 @@ can run becomes, when it fails, the skip reason.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import glob
 import math
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -102,6 +104,41 @@ def _encoder(ffmpeg: str) -> str:
     return "libx264" if " libx264 " in listing.stdout else "mpeg4"
 
 
+#: The clips made by this process, by (ffmpeg, codec). A comparison prepares a video load for every
+#: loaded scenario and round, and the clip (about 1 s of CPU to encode) is the same every time.
+_CLIPS: dict[tuple[str, str], Path] = {}
+
+
+def _clip(ffmpeg: str, codec: str, cpus: CpuSet, name: str) -> Path:
+    """The test clip, encoded on the first call (on *cpus*: making it never touches the RT CPU)."""
+    known = _CLIPS.get((ffmpeg, codec))
+    if known is not None and known.exists():
+        return known
+    where = Path(tempfile.mkdtemp(prefix="softrt-clip-"))
+    clip = where / "clip.mp4"
+    encode = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
+              "-f", "lavfi", "-i", CLIP, "-c:v", codec, "-pix_fmt", "yuv420p"]  # fmt: skip
+    if codec == "libx264":
+        encode += ["-preset", "ultrafast"]
+    enc = procs.spawn(procs.guarded_argv([*encode, str(clip)], cpus), cwd=where, log=where / "encode.log", cpus=cpus)
+    try:
+        try:
+            enc.wait(timeout=_ENCODE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise LoadFailed(name, f"could not make its test clip within {_ENCODE_TIMEOUT_S:.0f} s") from None
+        finally:
+            procs.terminate(enc)
+        if enc.returncode != 0 or not clip.exists():
+            why = (where / "encode.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            raise LoadFailed(name, f"could not make its test clip with ffmpeg: {why[0]}")
+    except BaseException:  # includes Ctrl-C: no half-made clip is kept
+        shutil.rmtree(where, ignore_errors=True)
+        raise
+    atexit.register(shutil.rmtree, where, ignore_errors=True)
+    _CLIPS[(ffmpeg, codec)] = clip
+    return clip
+
+
 class VideoLoad(ProcessLoad):
     """Software video playback with ffmpeg: 1080p30 H.264 decoded in real time, looped."""
 
@@ -116,6 +153,7 @@ class VideoLoad(ProcessLoad):
     ) -> None:
         super().__init__("video", cpus, timeout_s=timeout_s, workdir=workdir)
         self._dir: Path | None = None
+        self._clip: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._argv: list[str] = []
         self._t_play = 0.0
@@ -124,30 +162,14 @@ class VideoLoad(ProcessLoad):
 
     def _prepare(self) -> None:
         ffmpeg = procs.which_or_raise("ffmpeg", "ffmpeg")
-        self._dir = procs.make_private_dir(self.workdir)
-        clip = self._dir / "clip.mp4"
         codec = _encoder(ffmpeg)
-        encode = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-                  "-f", "lavfi", "-i", CLIP, "-c:v", codec, "-pix_fmt", "yuv420p"]  # fmt: skip
-        if codec == "libx264":
-            encode += ["-preset", "ultrafast"]
-        # The clip is made on the load's CPUs too, so preparing it never touches the RT CPU.
-        argv = procs.guarded_argv([*encode, str(clip)], self.cpus)
-        enc = procs.spawn(argv, cwd=self._dir, log=self._dir / "encode.log", cpus=self.cpus)
-        try:
-            enc.wait(timeout=_ENCODE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise LoadFailed(self.name, f"could not make its test clip within {_ENCODE_TIMEOUT_S:.0f} s") from None
-        finally:
-            procs.terminate(enc)
-        if enc.returncode != 0 or not clip.exists():
-            why = (self._dir / "encode.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no message"]
-            raise LoadFailed(self.name, f"could not make its test clip with ffmpeg: {why[0]}")
+        self._clip = _clip(ffmpeg, codec, self.cpus, self.name)
+        self._dir = procs.make_private_dir(self.workdir)
         self.notes.append(f"software decoding of a 1080p30 {codec} clip at playback speed")
 
     def _start(self) -> None:
         ffmpeg = procs.which_or_raise("ffmpeg", "ffmpeg")
-        clip = self._dir / "clip.mp4"
+        clip = self._clip
         # -t ends playback after timeout_s seconds of output, which -re makes wall-clock seconds.
         self._argv = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error",
                       "-re", "-stream_loop", "-1", "-i", str(clip),

@@ -419,4 +419,7 @@ def render(fig: Figure, fmt: str, dpi: int = 110) -> bytes:
     buf = io.BytesIO()
     with matplotlib.rc_context(RC):
         fig.savefig(buf, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None)
+    # The first drawing placed the axes (constrained layout: most of a figure's drawing time); the
+    # PNG drawn after the SVG keeps that placement instead of solving it again.
+    fig.set_layout_engine("none")
     return buf.getvalue()
