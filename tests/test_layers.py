@@ -4,6 +4,7 @@ layer branches on the operating system."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,17 @@ def test_the_master_never_imports_the_simulator():
 
 def _imported_modules(path: Path, text: str | None = None) -> set[str]:
     """Every softrt module *path* (or *text*, as if at *path*) imports, as dotted names under softrt."""
-    tree = ast.parse(path.read_text() if text is None else text)
+    return set(_imports_of(path) if text is None else _imports_in(path, text))
+
+
+@functools.cache
+def _imports_of(path: Path) -> frozenset[str]:
+    """The imports of the file *path*, parsed once for all the checks that walk every module."""
+    return _imports_in(path, path.read_text())
+
+
+def _imports_in(path: Path, text: str) -> frozenset[str]:
+    tree = ast.parse(text)
     package = path.relative_to(SRC).parent.parts
     found = set()
     for node in ast.walk(tree):
@@ -82,7 +93,7 @@ def _imported_modules(path: Path, text: str | None = None) -> set[str]:
             found.update(".".join([*target, alias.name]) for alias in node.names)
         elif isinstance(node, ast.Import):
             found.update(a.name.removeprefix("softrt.") for a in node.names if a.name.startswith("softrt."))
-    return found
+    return frozenset(found)
 
 
 #: The platform layer's private modules: its backends, and what only they use.

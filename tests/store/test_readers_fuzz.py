@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from softrt.analysis import RunStats
@@ -117,6 +117,9 @@ def test_fuzz_samples_parquet_shape_and_footer(run, columns, rows, group, damage
                        | st.integers(0, 10**13).map(str), min_size=1, max_size=4, unique=True),
        tool=st.sampled_from(["cyclictest", "oslat"]), hist_range=st.sampled_from(["", " -h 400", " -h 99999999"]),
        lower=st.lists(NUMBERS | JSON_VALUES, max_size=3), width=NUMBERS | JSON_VALUES)
+# Found by this test in a suite run: widths and bucket starts past int64 (numpy's OverflowError).
+@example(labels=["0"], tool="cyclictest", hist_range="", lower=[0], width=2.0**63)
+@example(labels=["0"], tool="oslat", hist_range="", lower=[2**70], width=1000)
 def test_fuzz_imported_histograms_and_their_histogram_json(labels, tool, hist_range, lower, width):
     thread = {"histogram": {label: 1 for label in labels}, "min": 0, "max": 10, "avg": 1.0, "cpu": 1}
     thread.update({"cycles": len(labels)} if tool == "cyclictest" else {"freq": 2600, "duration": 1.0})

@@ -146,7 +146,7 @@ def _load_histogram(view: RunView) -> None:
                                    int(t["width_ns"]), over_count=int(t["overflow"]),
                                    over_from_ns=int(t["overflow_from_ns"]), min_ns=float(t["min_ns"]),
                                    max_ns=float(t["max_ns"])) for t in threads]
-    except (ConfigError, OSError, ValueError, KeyError, TypeError) as err:
+    except (ConfigError, OSError, ValueError, KeyError, TypeError, OverflowError) as err:
         raise ConfigError(f"run {view.run_id}: cannot read its histogram {printable(file)}: {printable(err)}") from None
     if not hists:
         raise SoftRTError(f"run {view.run_id}: {file} holds no thread")

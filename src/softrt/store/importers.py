@@ -296,7 +296,9 @@ def check_histograms(threads: list, where: object) -> None:
     try:
         widths = [int(t["width_ns"]) for t in threads]
         spans = [(min(t["lower_ns"]), max(t["lower_ns"])) for t in threads if t["lower_ns"]]
-        fits = (all(w >= 1 for w in widths) and all(isinstance(v, int) for t in threads for v in t["lower_ns"])
+        # Widths and bucket starts are int64 (numpy's, and what the report's arrays hold).
+        fits = (all(1 <= w <= INT64_MAX for w in widths)
+                and all(isinstance(v, int) and -INT64_MAX <= v <= INT64_MAX for t in threads for v in t["lower_ns"])
                 and all((hi - lo) // w <= CYCLICTEST_HIST_MAX for (lo, hi), w in zip(spans, widths))
                 and (not spans or (max(hi for _, hi in spans) - min(lo for lo, _ in spans)) // max(widths)
                      <= CYCLICTEST_HIST_MAX))
