@@ -137,6 +137,7 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
                 proc.start()
             _tie_worker(plat, proc.pid, tie, out)
             child_conn.close()
+            tracer.prepare()  # while the worker starts its interpreter and arms
             armed = _expect(parent_conn, proc, "armed", ARM_TIMEOUT_S)
             out.applied.extend(armed["applied"])
             out.not_applied.extend(armed["not_applied"])
