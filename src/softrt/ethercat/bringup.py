@@ -20,7 +20,7 @@ from . import preop
 from .al import AlStatusCode, state_name
 from .description import MAX_AXES_PER_DEVICE, axis_index
 from .drives import DriveConfig
-from .errors import EcatError
+from .errors import EcatError, MappingRefused
 from .mapping import DriveMap, drive_maps, missing_objects
 from .sii import parse_image
 from .steps import Steps, read_register
@@ -30,6 +30,8 @@ _STATE_NAMES = {_PREOP: "PRE-OP", _SAFEOP: "SAFE-OP", _OP: "OP"}
 #: Step deadlines (s): the scan (SOEM's config_init: identities and SII categories of every
 #: slave), per slave its SII image and its PRE-OP configuration by SDO, the mapping per slave.
 SCAN_S, SII_S, PREOP_CONFIG_S, MAPPING_S = 3.0, 3.0, 3.0, 1.0
+#: AL status codes of a slave that refuses the process data SyncManagers it was given.
+_SM_REFUSALS = (AlStatusCode.INVALID_OUTPUT_CONFIG, AlStatusCode.INVALID_INPUT_CONFIG)
 
 
 @dataclass
@@ -317,18 +319,35 @@ def map_and_safeop(m, iface: str, timeout_s: float, infos: list[SlaveInfo], step
             m.config_map()
         except pysoem.ConfigMapError as err:
             errors = [_map_error_text(e) for e in err.error_list]
-            for info in infos:
-                s = m.slaves[info.position]
-                got = (len(s.output), len(s.input))
-                if info.output_bytes + info.input_bytes and got != (info.output_bytes, info.input_bytes):
-                    steps.confirm(f"PDO mapping failed on {info.where()}")
-                    raise EcatError("config", iface, f"PDO mapping failed on {info.where()}: SOEM mapped {got[0]} "
-                                    f"output and {got[1]} input bytes, its PDOs take {info.output_bytes} and "
-                                    f"{info.input_bytes} ({'; '.join(errors)})") from err
+            wrong = _mapped_otherwise(m, infos)
+            if wrong:
+                steps.confirm(f"PDO mapping failed on {wrong[0].where()}")
+                raise EcatError("config", iface, f"PDO mapping failed on {_sizes(m, wrong[0])} "
+                                f"({'; '.join(errors)})") from err
             warnings += [f"PDO mapping: {e}; SOEM recovered (the mapping is complete)" for e in errors]
         steps.confirm("the slaves stopped answering during the mapping")  # SOEM does not check its writes
-    wait_state(m, steps, _SAFEOP, timeout_s)
+    try:
+        wait_state(m, steps, _SAFEOP, timeout_s)
+    except EcatError as err:  # (describe_states has just read every slave's AL status)
+        refused = [s for s in m.slaves or () if s.al_status in _SM_REFUSALS]
+        if refused and err.reason != "bus_lost":
+            wrong = _mapped_otherwise(m, infos)
+            said = err.msg.removeprefix(f"EtherCAT on {iface}: ") + (f"; on {_sizes(m, wrong[0])}" if wrong else "")
+            raise MappingRefused(err.reason, iface, said, seen=err.seen) from err
+        raise
     return warnings
+
+
+def _mapped_otherwise(m, infos: list[SlaveInfo]) -> list[SlaveInfo]:
+    """The slaves whose process data SOEM mapped with other sizes than softrt read their PDOs take."""
+    return [i for i in infos if i.output_bytes + i.input_bytes
+            and (len(m.slaves[i.position].output), len(m.slaves[i.position].input)) != (i.output_bytes, i.input_bytes)]
+
+
+def _sizes(m, info: SlaveInfo) -> str:
+    s = m.slaves[info.position]
+    return (f"{info.where()}: SOEM mapped {len(s.output)} output and {len(s.input)} input bytes, its PDOs take "
+            f"{info.output_bytes} and {info.input_bytes}")
 
 
 def _map_error_text(err: Exception) -> str:

@@ -2,8 +2,10 @@
 
     softrt.errors.SoftRTError
     └── EcatError                  the bus or a drive failed: exit status 1 (a runtime failure)
-        └── EcatInputError         also a ConfigError: bad input, exit status 2 (no such
-                                   interface, interface down, more axes asked than drives found)
+        ├── EcatInputError         also a ConfigError: bad input, exit status 2 (no such
+        │                          interface, interface down, more axes asked than drives found)
+        └── MappingRefused         a slave refused SAFE-OP for its SyncManager configuration
+                                   (the bring-up is tried once more)
 
 A drive that faults, a bus that does not answer or a slave that refuses a state is not the
 user's input: it is the run that failed, and scripts must be able to tell the two apart.
@@ -41,3 +43,15 @@ class EcatError(SoftRTError):
 
 class EcatInputError(EcatError, ConfigError):
     """Bad input naming an EtherCAT bus: no such interface, a link that is down, too few drives."""
+
+
+class MappingRefused(EcatError):
+    """A slave refused SAFE-OP for the process data SyncManagers SOEM configured (AL status 0x001D/
+    0x001E, invalid output/input configuration; ETG.1000.6 Table 11).
+
+    SOEM sizes the SyncManagers from its own single read of each slave's SII or PDO assignment,
+    where a read the slave did not answer in time reads as zeros, and it does not check its writes
+    of them (``ecx_config_map_group``). Either leaves a slave with a configuration it refuses, once:
+    the bring-up is worth one more try (``EtherCATMaster.open``); a slave that refuses again fails
+    the run with the same message.
+    """

@@ -52,7 +52,7 @@ from ..ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
 from . import bringup, cyclic, dcmonitor, preop, receive
 from .al import AlState, code_text, state_name
 from .drives import DriveConfig
-from .errors import EcatError, EcatInputError
+from .errors import EcatError, EcatInputError, MappingRefused
 from .mapping import DriveMap
 from .netif import check_interface, link_problem
 from .steps import Steps, read_register
@@ -184,6 +184,21 @@ class EtherCATMaster:
         if self.state is not MasterState.CLOSED:
             raise InvalidState(MasterState.CLOSED.value, self.state.value, "EtherCAT master")
         check_interface(self.iface)
+        try:
+            self._open_once()
+        except MappingRefused as err:  # SOEM's SyncManagers refused by a slave (see MappingRefused): once more
+            self._open_once()
+            self.warnings.append(f"bring-up was tried twice: {err.msg.removeprefix(f'EtherCAT on {self.iface}: ')}")
+        self.state = MasterState.READY
+        self.keepalive_error = None
+        atexit.register(self.stop)
+        self._keeper_stop.clear()
+        self._keeper = threading.Thread(target=self._keep_alive, name="ethercat-keepalive", daemon=True)
+        self._keeper.start()
+        return self
+
+    def _open_once(self) -> None:
+        """One bring-up from a new SOEM context; on failure the bus is left in INIT, SOEM closed."""
         self._axes = []  # none from an earlier open(): only these can need disabling on failure
         self._final_drives = None
         self._dc = None
@@ -206,13 +221,6 @@ class EtherCATMaster:
             bringup.shutdown(self._m)
             self._m = None
             raise
-        self.state = MasterState.READY
-        self.keepalive_error = None
-        atexit.register(self.stop)
-        self._keeper_stop.clear()
-        self._keeper = threading.Thread(target=self._keep_alive, name="ethercat-keepalive", daemon=True)
-        self._keeper.start()
-        return self
 
     def _bring_up(self) -> None:
         m, iface = self._m, self.iface
