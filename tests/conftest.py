@@ -200,6 +200,13 @@ def pytest_sessionstart(session):
         print(f"conftest: a killed test session's run: {line}", file=sys.stderr)
 
 
+#: Session- and module-scoped fixtures that take seconds to make, by the group of their tests: with
+#: ``--dist loadgroup`` a module's tests are otherwise shared out one by one, and every worker that
+#: got one made its own (the shared report: 7 s on one worker, 3.8 s again on the other).
+SHARED_FIXTURES = {"shared_report": "shared-report", "cyclictest_json": "real-tools", "oslat_json": "real-tools",
+                   "compare_runs": "compare-runs"}
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the groups (its nodeid suffix)
 def pytest_collection_modifyitems(config, items):
     """The real-time and system-changing tests (markers ``rt``, ``root``) form one pytest-xdist group.
@@ -211,11 +218,16 @@ def pytest_collection_modifyitems(config, items):
     marked ``housekeeping`` (see ``housekeeping_cpu``). Those take turns, so they are placed where
     the other worker runs none: among the rest (one worker) first, in the rt group last, the masters
     and then the loads; the rest is last there, so both workers share it once the rt group is done
-    (a stable sort: modules keep their order otherwise).
+    (a stable sort: modules keep their order otherwise). The tests of an expensive shared fixture
+    (``SHARED_FIXTURES``) form a group of their own.
     """
     for item in items:
         if item.get_closest_marker("rt") is not None or item.get_closest_marker("root") is not None:
             item.add_marker(pytest.mark.xdist_group("rt"))
+        else:
+            shared = sorted(SHARED_FIXTURES.keys() & set(getattr(item, "fixturenames", ())))
+            if shared:  # one worker makes it (it costs seconds), not each worker one of its own
+                item.add_marker(pytest.mark.xdist_group(SHARED_FIXTURES[shared[0]]))
         if "ecat_ns" in getattr(item, "fixturenames", ()) and item.get_closest_marker("housekeeping") is None:
             item.add_marker(pytest.mark.housekeeping)  # a master against the simulator: see housekeeping_cpu
         if item.get_closest_marker("rt") is None and "real_run" in getattr(item, "fixturenames", ()):
