@@ -113,6 +113,15 @@ def _label_classes(width_ns: int) -> str:
     return f"{width_ns / 1e3:g} µs"
 
 
+def _stairs(ax, counts: np.ndarray, edges: np.ndarray, **kw) -> None:
+    """A histogram's outline, as ``ax.stairs`` draws it (up from 0 at the first edge, down to 0 at the
+    last), as one line: a StepPatch's data limits are found segment by segment in Python (add_patch,
+    0.57 s for a 12,000-class processing-time histogram), a line's in one array operation."""
+    x = np.repeat(edges, 2)
+    y = np.concatenate(([0], np.repeat(counts, 2), [0]))
+    ax.plot(x, y, **kw)
+
+
 def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]],
                get: Callable[[RunView], Hist | None], why_missing: Callable[[RunView], str], *, floor_ns: int,
                marks_us: tuple[float, ...] = (), zoom_us: tuple[float, float] | None = None, caption: str) -> Plot:
@@ -139,14 +148,14 @@ def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]
         b = rebin(h, width)
         if b.counts.size:
             edges = b.edges_ns() / 1e3
-            whole.stairs(b.counts, edges, color=color(i), lw=1.0, label=f"{run.label}: {h.total:,} samples")
+            _stairs(whole, b.counts, edges, color=color(i), lw=1.0, label=f"{run.label}: {h.total:,} samples")
             if zoom is not None:  # its own finer classes, and only those it shows (half the drawing time)
                 zb = rebin(h, zoom_width)
                 ze = zb.edges_ns() / 1e3
                 a = max(int(np.searchsorted(ze, zoom_us[0], "right")) - 1, 0)
                 z = min(int(np.searchsorted(ze, zoom_us[1], "left")), zb.counts.size)
                 if z > a:
-                    zoom.stairs(zb.counts[a:z], ze[a:z + 1], color=color(i), lw=1.0)
+                    _stairs(zoom, zb.counts[a:z], ze[a:z + 1], color=color(i), lw=1.0)
             positive = edges[edges > 0]
             smallest = min(smallest, positive[0] if positive.size else np.inf)
         if zoom is not None and b.counts.size:
