@@ -43,7 +43,10 @@ def no_load_processes_left():
 @pytest.mark.housekeeping("load")
 def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     # Untraced: the traced compare is test_repeat_alternates_and_require_gates's.
-    proc = softrt_cmd("compare", "--duration", "0.3s", "--settle", "0.1s", "--no-trace", "--json",
+    # The default settle (1 s): the loads start once the worker is armed, so they run that and the
+    # 0.3 s; with 0.1 s a stress-ng was stopped before it wrote its figures, and an ffmpeg on these
+    # two busy CPUs had decoded no frame yet.
+    proc = softrt_cmd("compare", "--duration", "0.3s", "--settle", "1s", "--no-trace", "--json",
                       "--out-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -151,16 +154,17 @@ def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt
 
     out_dir = tmp_path / "runs"
     loaded = tmp_path / "loaded.toml"  # two of tuned+load's loads: those that start at once (no clip to encode)
-    loaded.write_text('name = "loaded"\nprofile = "rt"\nwait = "spin"\n[[load]]\nname = "disk"\n[[load]]\nname = "memory"\n')
+    # Its own 5 s: it is interrupted while its loop runs, however long its loads took to start.
+    loaded.write_text('name = "loaded"\nprofile = "rt"\nwait = "spin"\nduration = "5s"\n'
+                      '[[load]]\nname = "disk"\n[[load]]\nname = "memory"\n')
     proc = subprocess.Popen([sys.executable, "-m", "softrt", "compare", "untuned", str(loaded), "--duration", "0.5s",
                              "--settle", "0.3s", "--json", "--out-dir", str(out_dir)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if moment == "first":  # the untuned run's worker (no SCHED_FIFO) is up
         interrupts.wait_for(lambda: interrupts.worker_started(proc.pid))
     else:  # the first scenario is stored and the second one's loop is running under its loads
-        interrupts.wait_for(lambda: list(out_dir.glob("*/summary.json")))
-        interrupts.wait_for(lambda: _fifo_child(proc.pid))
-        time.sleep(0.3)
+        # (its first checkpoint is written as its loop is released, after the loads settled)
+        interrupts.wait_for(lambda: len(list(out_dir.glob("*/summary.json"))) >= 2)
     interrupts.sigint_burst(proc)
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 1, err
@@ -176,4 +180,34 @@ def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt
         assert "loads" in summary and summary["scenario"] == r["scenario"]
     if moment == "second":
         assert rounds[-1]["loads"] and {l["name"] for l in rounds[-1]["loads"]} >= {"disk", "memory"}
+    assert no_load_processes_left() == []
+
+
+@pytest.mark.rt
+@pytest.mark.housekeeping("load")
+def test_the_worker_is_armed_before_the_loads_start_and_released_after_they_settled(tmp_path, state_dir,
+                                                                                     rt_settings_restored):
+    """Arm, then load, then release (rteval's order): the worker's start (a new interpreter, its
+    imports, memory locking) no longer competes with the loads; under tuned+load-on-rt-cpus it took
+    seconds there. The loads still settle before the first measured cycle."""
+    from softrt.scenario.compare import compare, plan
+    from softrt.scenario.parse import parse_scenario
+    from softrt.schema.config import RunConfig
+    from softrt.store.rundir import read_samples
+
+    scenario = parse_scenario('name = "armed-first"\nprofile = "rt"\nwait = "spin"\n[[load]]\nname = "memory"\n')
+    base = RunConfig(duration_ns=300_000_000, out_dir=tmp_path, trace=False)
+    seen = []
+
+    def on_event(msg: str) -> None:  # the worker is this process's child, SCHED_FIFO once armed
+        if "starting 1 load(s)" in msg or "measuring" in msg:
+            seen.append((msg.split(": ")[1].split(";")[0], _fifo_child(os.getpid()), time.monotonic_ns()))
+
+    result = compare(plan([scenario], base, "builtin"), settle_s=0.3, on_event=on_event)
+    assert [(what.split(" ")[0], armed) for what, armed, _ in seen] == [("starting", True), ("measuring", True)]
+    (run,) = result.runs
+    assert run.result.summary.status == "complete" and run.loads[0].name == "memory"
+    # The loop was released after the settling: its first record follows the "measuring" line.
+    first_ns = int(read_samples(run.result.path)["detect_ns"][0])
+    assert first_ns > seen[1][2] >= seen[0][2] + 300_000_000
     assert no_load_processes_left() == []

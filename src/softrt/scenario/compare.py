@@ -1,8 +1,11 @@
 """``softrt compare``: the seed's experiments side by side, each under its own loads.
 
 For each round, for each scenario (A B C D A B C D …, so slow drift hits every scenario alike):
-start the scenario's loads on their CPUs → let them settle → run the measurement → stop the
-loads in ``finally`` → store the run with what the loads achieved (rteval's arm-then-release).
+arm the run's worker → start the scenario's loads on their CPUs → let them settle → release the
+loop and measure → stop the loads in ``finally`` → store the run with what the loads achieved
+(rteval's arm-then-release). The worker is armed first so that its start (a new interpreter, its
+imports, memory locking: about 0.3 s of CPU) does not compete with the loads: under
+tuned+load-on-rt-cpus it took seconds there, and no cycle is measured before the release anyway.
 
 Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the scenario that is running; it is stored like every
 finished one, and the comparison ends with what it has, marked interrupted.
@@ -13,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from ..analysis import RunStats
@@ -240,10 +244,19 @@ def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress
     loads = [make_load(name, cpus, backend, timeout_s=timeout_s) for name, cpus in item.load_cpus]
     notes: list[str] = []
     names = ", ".join(load.name for load in loads)
-    say(f"starting {len(loads)} load(s) ({names}) and letting them settle {settle_s:g} s" if loads else "no loads")
-    with LoadGroup(loads, settle_s=settle_s if loads else 0.0) as group:
-        say(f"measuring {item.config.duration_ns / 1e9:g} s")
-        result = run(item.config, on_progress=on_progress)
+    measuring = f"measuring {item.config.duration_ns / 1e9:g} s"
+    group = LoadGroup(loads, settle_s=settle_s if loads else 0.0)
+    with ExitStack() as stack:  # the loads, once started, stop on every way out
+
+        def start_loads() -> None:  # the worker is armed, its loop not yet released
+            say(f"starting {len(loads)} load(s) ({names}) and letting them settle {settle_s:g} s")
+            stack.enter_context(group)
+            say(measuring)
+
+        if not loads:
+            say("no loads")
+            say(measuring)
+        result = run(item.config, on_progress=on_progress, before_go=start_loads if loads else None)
         try:
             group.check_alive()
         except LoadFailed as err:

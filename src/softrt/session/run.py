@@ -62,17 +62,20 @@ class _Interrupted(Exception):
 
 
 def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Callable[[], None] | None = None,
-        on_progress: Callable[[Progress], None] | None = None) -> RunResult:
+        on_progress: Callable[[Progress], None] | None = None,
+        before_go: Callable[[], None] | None = None) -> RunResult:
     """Run the cyclic test described by *config*; return its summary and run directory.
 
     With *step*, the loop runs the user's ``step(seq) -> output`` instead of the motion test.
+    *before_go* is called once the worker is armed, before its loop is released (a comparison
+    starts its loads there: see softrt.scenario.compare); what it raises ends the run unstarted.
     Bad input raises ConfigError before anything is started or written.
     """
     with interrupts.deferred():
-        return _run(config, step, setup, on_progress)
+        return _run(config, step, setup, on_progress, before_go)
 
 
-def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
+def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResult:
     plat = get_platform()
     recovered = _changes.recover()
     sweep_orphans()  # trace instances (and a tracefs mount) left by a softrt that was killed
@@ -143,6 +146,10 @@ def _run(config: RunConfig, step, setup, on_progress) -> RunResult:
             out.not_applied.extend(armed["not_applied"])
             if interrupts.requested():
                 raise _Interrupted
+            if before_go is not None:
+                before_go()
+                if interrupts.requested():
+                    raise _Interrupted
             tracer.start(proc.pid)  # the worker's pid filters its page faults and system calls
             drainer.trace = tracer
             drainer.progress.culprits = tracer.culprits
