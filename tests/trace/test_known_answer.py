@@ -130,11 +130,11 @@ def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_p
             low, high = least_us - max(10.0, 0.1 * least_us), most_us + max(10.0, 0.1 * most_us)
             if not low <= cause["duration_us"] <= high:
                 off.append((round(least_us, 1), round(most_us, 1), cause["duration_us"]))
-        # No more than it ran: the CPU time the scheduler counted for the spike (its wake-up path
-        # included: in CI three spikes were credited 100-135 µs above a count from the spin alone,
-        # their timers' wake-ups 60-90 µs late),
-        # plus its way back to sleep (~10-20 µs). Before the fix a 300 µs spin was credited 524
-        # and 726 µs: the hypervisor had stopped the vCPU while it was current.
+        # No more than it ran: the CPU time the scheduler counted for the spike, its wake-up path
+        # included (in CI three spikes were credited 100-135 µs above a count from the spin alone,
+        # their timers' wake-ups 60-90 µs late), plus its way back to sleep (~10-20 µs). Before
+        # the fix a 300 µs spin was credited 524 and 726 µs: the hypervisor had stopped the vCPU
+        # while it was current.
         credited_us = sum(c["duration_us"] for _lc, c in named)
         if credited_us > cpu_ns / 1e3 + max(30.0, 0.1 * cpu_ns / 1e3):
             over.append((round(cpu_ns / 1e3, 1), credited_us))
