@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "softrt"
 
 # Rank of each top-level module or package; a module may import only from its rank or below.
 RANK = {
-    "errors": 0, "cpus": 0, "units": 0,
+    "errors": 0, "cpus": 0, "units": 0, "lazy": 0,
     "schema": 1,  # typed documents (the summary, RunConfig): below every producer and reader
     "platform": 2,
     "ipc": 3, "analysis": 3,

@@ -9,13 +9,13 @@ The public API::
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cpus import CpuSet
 from .errors import ConfigError, InvalidCpu, NotSupported, PermissionDenied, SoftRTError, WorkerFailed
+from .lazy import lazy
 
 if TYPE_CHECKING:
     from .schema.config import RunConfig
@@ -26,13 +26,7 @@ __version__ = "0.1.0"
 # The run API is imported on first use (PEP 562, module __getattr__): importing any softrt module
 # imports this package first, and the command line, each spawned real-time worker and each load
 # process would otherwise load the whole session layer (numpy, pyarrow, the trace) before their first line.
-_LAZY = {"RunConfig": ".schema.config", "RunResult": ".session.run", "run": ".session.run"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy(__name__, {"RunConfig": ".schema.config", "RunResult": ".session.run", "run": ".session.run"})
 
 
 def run_cyclic(step: Callable[[int], Any], *, period_us: float = 250, duration_s: float = 10,

@@ -8,18 +8,11 @@ the series.
 
 from .buckets import above, at_or_below, latency_bounds_ns, period_bounds_ns, snap_ns
 
-_EXPORTER = ("MetricsServer", "RunView", "view_of")
+from ..lazy import lazy
 
-
-def __getattr__(name: str):
-    """The exporter on first use (PEP 562): prometheus_client and asyncio cost ~45 ms at every
-    command's start-up, and only ``--metrics-port`` serves anything."""
-    if name in _EXPORTER:
-        from . import exporter
-
-        return getattr(exporter, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+# The exporter on first use: prometheus_client and asyncio cost ~45 ms at every command's start-up,
+# and only --metrics-port serves anything.
+__getattr__ = lazy(__name__, {name: ".exporter" for name in ("MetricsServer", "RunView", "view_of")})
 
 __all__ = ["MetricsServer", "RunView", "view_of", "above", "at_or_below", "latency_bounds_ns", "period_bounds_ns",
            "snap_ns"]

@@ -44,15 +44,17 @@ INT64_MAX = 2**63 - 1
 #: footer's strings and lists (pyarrow's defaults are 100 MB and 1 M).
 THRIFT_STRING_LIMIT = 1 << 20
 THRIFT_CONTAINER_LIMIT = 1 << 17
-#: A footer's schema nests at most this deep (softrt's are flat) where pyarrow has the limit; older
-#: ones (pyproject allows 14+; 17 under Wine has none) read the schema within the two limits above,
-#: and the column check below refuses a nested one.
-def _depth_limit(pq) -> dict:
-    return {"schema_depth_limit": 4} if "schema_depth_limit" in inspect.signature(pq.ParquetFile).parameters else {}
 #: The most rows of one row group decoded at a time (softrt writes 16,384; 8 MB per int64 column).
 MAX_ROW_GROUP_ROWS = 1 << 20
 
 _HINT = "the file is corrupt or was not written by softrt"
+
+
+def _depth_limit(pq) -> dict:
+    """A footer's schema nests at most 4 deep (softrt's are flat) where pyarrow has the limit; older
+    ones (pyproject allows 14+; 17 under Wine has none) read the schema within the two limits above,
+    and the column check below refuses a nested one."""
+    return {"schema_depth_limit": 4} if "schema_depth_limit" in inspect.signature(pq.ParquetFile).parameters else {}
 
 
 def _where(path: object) -> str:
