@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,6 +23,9 @@ import pytest
 pytestmark = pytest.mark.skipif(sys.platform != "win32", reason="runs softrt on Windows (bash scripts/ci-wine)")
 
 START_S = 120.0  # the longest a command may take to get going under Wine
+
+
+_STARTING = threading.Lock()
 
 
 class Softrt:
@@ -34,9 +38,19 @@ class Softrt:
         self.lock = base / "state" / "rt-loop.lock"
 
     def start(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "softrt", *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env, text=True,
-                                encoding="utf-8", errors="replace")
+        # The two lanes start processes one at a time, and a start Wine failed with its
+        # ERROR_INTERNAL_ERROR (1359, from CreateProcess; once in a clean-clone CI run, with both
+        # lanes starting at once) is tried again: it is Wine's, before softrt runs at all.
+        for attempt in range(3):
+            try:
+                with _STARTING:
+                    return subprocess.Popen([sys.executable, "-m", "softrt", *args], stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
+                                            text=True, encoding="utf-8", errors="replace")
+            except OSError as err:
+                if getattr(err, "winerror", None) != 1359 or attempt == 2:
+                    raise
+                time.sleep(1)
 
     def run(self, *args: str) -> tuple[int, str]:
         return self.finish(self.start(*args))
@@ -73,8 +87,6 @@ def wine(tmp_path_factory) -> dict:
     Lane 2, while the spin run holds it: a second run (refused), check, tune apply and revert, a
     supervisor killed mid-run (``--profile none`` takes no lock), and the history.
     """
-    import threading
-
     s = Softrt(tmp_path_factory.mktemp("softrt-windows"))
     out = str(s.out)
     got: dict = {}
