@@ -297,6 +297,9 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
     assert instance in _instances()
     rings = glob.glob(f"/dev/shm/softrt-{proc.pid}-*")  # the killed supervisor's ring, left behind
     proc.communicate()
+    # Reaped, the supervisor's ring is anyone's to sweep: a softrt command of the other pytest-xdist
+    # worker removed it first once (CI), and then this one has nothing to say about it.
+    swept_here = [r for r in rings if os.path.exists(r)]
     code, _, err = run_cli("history")  # any softrt command restores it, and says so (at once)
     assert code == 0 and "restored /proc/sys/kernel/sched_rt_runtime_us" in err, err
     assert RT_RUNTIME.read_text() == before
@@ -304,7 +307,8 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
     # ... and removes the trace instance and the shared-memory ring it left
     assert f"removed the trace instance {instance}" in err, err
     assert rings and not any(os.path.exists(r) for r in rings)
-    assert f"removed the shared-memory ring {os.path.basename(rings[0])}" in err, err
+    for ring in swept_here:
+        assert f"removed the shared-memory ring {os.path.basename(ring)}" in err, err
     assert instance not in _instances() and _tracefs_mounted() == mounted_before
 
 
