@@ -10,9 +10,9 @@
  *                  SPIN_US and records the spike's timer deadline, the start and the end of its
  *                  spin in CLOCK_MONOTONIC ns: it held the CPU at least from start to end and at
  *                  most from the deadline (timer IRQ, switch and steal before it ran) to the end;
- *                  and the CPU time it ran from just before its sleep to the end of its spin (its
- *                  wake-up path included; CLOCK_THREAD_CPUTIME_ID, clock_gettime(2): the
- *                  scheduler's count, which leaves out hypervisor steal);
+ *                  and the CPU time it ran since the previous spike's end (its sleep and wake-up
+ *                  paths included; CLOCK_THREAD_CPUTIME_ID, clock_gettime(2): the scheduler's
+ *                  count, which leaves out hypervisor steal);
  *     SPIN_US = 0: it spins in user space without a system call until stopped (a busy task).
  *   It prints "ready" on stderr once set up; on SIGTERM/SIGINT it prints one line per recorded
  *   spike, "DEADLINE_NS START_NS END_NS CPU_NS", to stdout and exits 0.
@@ -75,20 +75,23 @@ int main(int argc, char **argv)
 			;
 	} else {
 		long long next = now_ns() + every_ns;
+		/* A spike's CPU time runs from the previous spike's read (before that sleep) to this one's:
+		 * its whole wake-up path counts (the switch to it, the return from clock_nanosleep), which
+		 * a VM can stretch, and no extra call stands between the spin and the sleep. */
+		long long cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		while (!stop && n < MAX_SPIKES) {
 			struct timespec ts = { .tv_sec = next / 1000000000LL, .tv_nsec = next % 1000000000LL };
-			/* Read before the sleep, so that the spike's count holds its whole wake-up path
-			 * (the switch to it and the return from clock_nanosleep), which a VM can stretch. */
-			long long cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 			if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
 				continue; /* a signal: the loop condition sees stop */
 			long long start = now_ns(), end = start;
 			while (end - start < spin_ns)
 				end = now_ns();
+			long long cpu_now = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 			spikes[n][0] = next;
 			spikes[n][1] = start;
 			spikes[n][2] = end;
-			spikes[n][3] = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
+			spikes[n][3] = cpu_now - cpu;
+			cpu = cpu_now;
 			n++;
 			next += every_ns;
 		}
