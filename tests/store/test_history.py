@@ -212,3 +212,19 @@ def test_short_ids_are_the_unique_prefixes_get_takes(tmp_path, softrt_home):
         if len(prefix) < len(run_id) and len(prefix) > 15:
             with pytest.raises(ConfigError, match="several runs"):
                 history.get(prefix[:-1])  # one character less is ambiguous
+
+
+def test_runs_started_in_one_second_are_listed_in_the_order_they_entered(softrt_home, tmp_path):
+    from datetime import datetime, timezone
+
+    from softrt.report.synthetic import write_synthetic_run
+
+    t = datetime(2026, 12, 2, 4, 44, 27, tzinfo=timezone.utc)
+    runs = [write_synthetic_run(tmp_path / "runs", cycles=1_000, started_at=t, seed=seed) for seed in (1, 2)]
+    # The run whose id sorts last enters first: an order by run id would list them the other way.
+    first, second = sorted(runs, key=lambda d: json.loads((d / "summary.json").read_text())["run_id"], reverse=True)
+    h = History()
+    ids = [h.add_run(first), h.add_run(second)]
+    assert [r.run_id for r in h.list_runs()] == ids and h.get("last").run_id == ids[1]
+    h.add_run(first)  # a later checkpoint of the first refreshes its row, and keeps its place
+    assert [r.run_id for r in h.list_runs()] == ids and h.get("last~1").run_id == ids[0]

@@ -274,8 +274,12 @@ class History:
         row = self._row(run_dir, summary)
         with self._connect(write=True) as conn:
             assert conn is not None
-            conn.execute(f"INSERT OR REPLACE INTO runs ({', '.join(_COLUMNS)}) "
-                         f"VALUES ({', '.join('?' for _ in _COLUMNS)})", [row[c] for c in _COLUMNS])
+            # An upsert, not INSERT OR REPLACE: the row keeps its rowid, the order runs entered the
+            # history (a run enters at its first checkpoint), which orders runs started in one second.
+            conn.execute(f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)}) "
+                         "ON CONFLICT(run_id) DO UPDATE SET "
+                         + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "run_id"),
+                         [row[c] for c in _COLUMNS])
         return row["run_id"]
 
     def add_runs(self, paths: Iterable[Path | str]) -> list[str]:
@@ -345,7 +349,10 @@ class History:
         sql = f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY started_epoch_s DESC, run_id DESC"
+        # Start times are to the second (summary.json), and a comparison starts its next run right
+        # after the last: within one second, the order the runs entered the history (the run ids'
+        # random tails are no order; in CI they listed a comparison's two runs the wrong way round).
+        sql += " ORDER BY started_epoch_s DESC, rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(int(limit))
