@@ -2,7 +2,8 @@
 
     SoftRTError                 root; every error softrt raises on purpose
     ├── ConfigError             bad input: a value, a file, a CLI argument (exit status 2)
-    │   └── InvalidCpu          a CPU that does not exist, is offline or not allowed
+    │   ├── InvalidCpu          a CPU that does not exist, is offline or not allowed
+    │   └── DiskFull            no space left where the user asked softrt to write (ENOSPC)
     ├── PermissionDenied        an OS operation needs root or a capability
     ├── NotSupported            this platform or kernel lacks a feature
     ├── InvalidState            an object is not in the state an operation needs
@@ -47,6 +48,10 @@ class InvalidCpu(ConfigError):
         self.cpu = cpu
         self.eligible = eligible
         super().__init__(f"CPU {cpu} {why}", hint=f"choose from {eligible}")
+
+
+class DiskFull(ConfigError):
+    """No space left on the file or device the user named (write(2): ENOSPC): exit status 2."""
 
 
 class PermissionDenied(SoftRTError):

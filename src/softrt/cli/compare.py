@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from ..platform.outfile import check_target
 from ..scenario import BUILTIN_NAMES, load_scenario
 from ..scenario.compare import Pooled, compare, overall, plan
 from ..analysis.require import parse_requirements
@@ -125,7 +126,7 @@ Examples:
 @samples_option
 @watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-@click.option("--report", "report_html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--report", "report_html", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
               metavar="FILE.html", help="Also write the HTML report of the comparison: the scenarios side by side "
                                         "with their verdicts, every plot (docs/report.md).")
 def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, load_backend, settle_ns, out_dir,
@@ -136,9 +137,7 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
     """
     requirements = parse_requirements(require) if require is not None else []
     if report_html is not None:
-        from ..report.build import check_output  # bad output: refused before anything runs
-
-        check_output(report_html)
+        check_target(report_html, "the report", "choose another file with --report")  # before anything runs
     chosen = [load_scenario(s) for s in (scenarios or BUILTIN_NAMES)]
     base = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, out_dir=out_dir,
                      trace=trace, late_threshold_ns=late_threshold_ns, require=require, keep_late=keep_late,
@@ -193,7 +192,7 @@ def _write_report(result, path: Path, err) -> None:
     """``--report``: the HTML report of every scenario run, with the comparison's verdict lines."""
     from ..report import build_report  # matplotlib: imported only when a report is made
 
-    report = build_report([r.result.path for r in result.runs], path, comparison=result.verdict)
+    report = build_report([r.result.path for r in result.runs], path, comparison=result.verdict, option="--report")
     for ref, message in report.broken:
         err.print(f"softrt: warning: left out of the report {ref}: {message}", style="yellow", markup=False,
                   highlight=False, soft_wrap=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..platform.outfile import is_stdout
 from .history import DB_OPTION
 from .render import console
 
@@ -16,8 +17,9 @@ Examples:
   softrt report last~3 last~2 last~1 last     the four runs of a softrt compare, overlaid
   softrt report softrt-runs/ --png plots/     every run in a directory""")
 @click.argument("runs", nargs=-1, required=True)
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("report.html"), show_default=True, help="The HTML file to write.")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              default=Path("report.html"), show_default=True,
+              help="The HTML file to write (- or /dev/stdout: standard output).")
 @click.option("--png", "png_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also write every plot as a PNG into this directory.")
 @DB_OPTION
@@ -35,7 +37,9 @@ def command(runs, output, png_dir, db):
     for ref, message in result.broken:
         err.print(f"softrt: warning: left out {ref}: {message}", style="yellow", markup=False, highlight=False,
                   soft_wrap=True)
-    console().print(f"Report of {len(result.runs)} run(s) written to {result.path}"
-                    + (f"; {len(result.pngs)} PNG(s) in {png_dir}" if png_dir is not None else ""),
-                    markup=False, highlight=False, soft_wrap=True)
+    # The report on standard output (-o -): the line that says so goes to stderr, not into the HTML.
+    done = err if is_stdout(output) else console()
+    done.print(f"Report of {len(result.runs)} run(s) written to {result.path}"
+               + (f"; {len(result.pngs)} PNG(s) in {png_dir}" if png_dir is not None else ""),
+               markup=False, highlight=False, soft_wrap=True)
     return 1 if result.broken else 0

@@ -18,7 +18,7 @@ from ..session import interrupts
 from ..session.watch import WatchConfig, WatchResult
 from ..session.watch import watch as watch_threads
 from ..session.watch_targets import Target
-from ..store.rundir import check_writable
+from ..platform.outfile import check_target
 from .history import remember
 from .live import Watch
 from .options import TimeNs, samples_option, watch_options
@@ -197,7 +197,7 @@ Examples:
 @samples_option
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("softrt-runs"),
               show_default=True, help="Where run directories are written (one per thread).")
-@click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--report", "report", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
               help="Also write an HTML report of the threads' runs to this file.")
 @watch_options
 @click.option("--json", "as_json", is_flag=True, help="Print a row per thread as JSON (progress goes to stderr).")
@@ -212,8 +212,7 @@ def command(pid, tid, comm, duration_ns, max_duration_ns, period_ns, late_thresh
                          period_ns=period_ns, late_threshold_ns=late_threshold_ns, keep_late=keep_late,
                          samples=samples, out_dir=out_dir, explain=explain)
     if report is not None:
-        check_writable(report.parent if str(report.parent) else Path("."), "the report",
-                       "choose another file with --report")
+        check_target(report, "the report", "choose another file with --report")  # before anything runs
     with interrupts.deferred(then_ignore=True):
         err = console(stderr=True)
         with Watch(err, watch, title="softrt watch") as live:
@@ -233,7 +232,7 @@ def command(pid, tid, comm, duration_ns, max_duration_ns, period_ns, late_thresh
         if report is not None:
             from ..report import build_report  # matplotlib: imported only when a report is made
 
-            written = build_report([str(path) for _s, path in result.runs], report)
+            written = build_report([str(path) for _s, path in result.runs], report, option="--report")
             err.print(f"softrt: report of {len(written.runs)} run(s) written to {written.path}", markup=False,
                       highlight=False, soft_wrap=True)
         return 1 if result.ended_early else 0

@@ -3,7 +3,9 @@
 A run that cannot be read (missing or corrupt samples, a corrupt summary) is left out with a
 visible note and listed in the result; a reference that names no run at all (an unknown id, a
 path that is not a run directory) and an output that cannot be written are bad input
-(ConfigError), raised before anything is read.
+(ConfigError), raised before anything is read. Every file is written by
+:func:`softrt.platform.outfile.write_file` (random temporaries, no link followed, devices and
+``-`` written in place, no space left: one line).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from pathlib import Path
 
 from ..errors import ConfigError, SoftRTError
 from ..platform import softrt_version
+from ..platform.outfile import check_dir, check_target, write_file
 from ..store.history import find_run_dirs, resolve_run
-from ..store.rundir import SAMPLES, SUMMARY, check_writable
+from ..store.rundir import SAMPLES, SUMMARY
 from .html import page
 from .load import RunView, load_run
 from .plots import make_plots, render
@@ -26,7 +29,7 @@ from .plots import make_plots, render
 class ReportResult:
     """What ``build_report`` wrote."""
 
-    path: Path
+    path: str  # where the HTML went: the file, or "standard output" (-o - or /dev/stdout)
     runs: list[str]
     broken: list[tuple[str, str]] = field(default_factory=list)  # (run directory, one-line reason)
     pngs: list[Path] = field(default_factory=list)
@@ -56,42 +59,31 @@ def resolve_runs(refs: Iterable[str | os.PathLike], db: Path | str | None = None
     return unique
 
 
-def check_output(path: str | os.PathLike) -> None:
-    """Raise ConfigError unless a report can be written at *path* (before runs are made or read)."""
-    _writable_file(Path(path))
+def check_output(path: str | os.PathLike, option: str = "-o") -> None:
+    """Raise ConfigError unless a report can be written at *path* (before runs are made or read);
+    *option* is the one that named it, for the fix."""
+    check_target(path, "the report", f"choose another file with {option}")
 
 
-def _writable_file(path: Path) -> None:
-    if path.is_dir():
-        raise ConfigError(f"cannot write the report to {path}: it is a directory", hint="give a file name with -o")
-    probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
-    try:
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as err:
-        raise ConfigError(f"cannot write the report to {path}: {err.strerror or err}",
-                          hint="choose another file with -o") from None
-
-
-def _png_dir(path: Path) -> None:
-    check_writable(path, "PNGs", "choose another --png directory")
+_PNG_HINT = "choose another --png directory"
 
 
 def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | os.PathLike,
                  png_dir: str | os.PathLike | None = None, *, db: Path | str | None = None,
-                 comparison: list[str] | None = None) -> ReportResult:
+                 comparison: list[str] | None = None, option: str = "-o") -> ReportResult:
     """Write the report of the runs *run_dirs_or_ids* to *out_html* (and every plot to *png_dir*).
 
     *comparison*: the verdict lines of the ``softrt compare`` that made the runs, shown under the
-    side-by-side table.
+    side-by-side table. *option* named the output (``-o``, ``--report``), for the fix of an error.
 
     Raises ConfigError for an unknown run, an unwritable output, or when no run can be read.
     """
     out = Path(out_html)
     paths = resolve_runs(run_dirs_or_ids, db)
-    _writable_file(out)
+    hint = f"choose another file with {option}"
+    check_target(out, "the report", hint)
     if png_dir is not None:
-        _png_dir(Path(png_dir))
+        check_dir(png_dir, "PNGs", _PNG_HINT)
     runs: list[RunView] = []
     broken: list[tuple[str, str]] = []
     for path in paths:
@@ -112,20 +104,9 @@ def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | o
         svgs[p.key] = render(p.figure, "svg")
         if png_dir is not None:
             target = Path(png_dir) / f"{p.key}.png"
-            try:
-                target.write_bytes(render(p.figure, "png"))
-            except OSError as err:
-                raise ConfigError(f"cannot write {target}: {err.strerror or err}",
-                                  hint="choose another --png directory") from None
+            write_file(target, render(p.figure, "png"), what="a PNG", hint=_PNG_HINT)
             pngs.append(target)
         p.figure = None  # free the figure's artists before the next one is drawn
     text = page(runs, plots, svgs, broken, softrt_version(), comparison)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out)  # a reader never sees half a report
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise ConfigError(f"cannot write the report to {out}: {err.strerror or err}",
-                          hint="choose another file with -o") from None
-    return ReportResult(out, [r.run_id for r in runs], broken, pngs)
+    where = write_file(out, text, what="the report", hint=hint)  # a reader never sees half a report
+    return ReportResult(where, [r.run_id for r in runs], broken, pngs)

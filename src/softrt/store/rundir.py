@@ -14,12 +14,14 @@ the footer still land and the file stays readable; later records are counted, no
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import secrets
 import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -175,14 +177,21 @@ def write_json_atomic(target: Path, data: dict) -> Path:
 
     The file's data is on the disk (fsync(2)) before the rename, so a power cut leaves the old
     file or the new one, never an empty one (a checkpoint's whole point; ext4 and xfs may
-    otherwise commit the rename first).
+    otherwise commit the rename first). The temporary has a random name and is created
+    ``O_EXCL | O_NOFOLLOW`` (tempfile.mkstemp): a link planted in the run directory is never opened.
     """
-    tmp = target.with_suffix(".tmp")
-    with open(tmp, "w") as f:
-        f.write(json.dumps(data, indent=2) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(data, indent=2) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # as the run's other files (mkstemp makes 0600)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return target
 
 
@@ -193,12 +202,16 @@ def new_run_id() -> str:
 
 
 def check_writable(base: Path, what: str = "runs", hint: str = "choose another directory with --out-dir") -> None:
-    """Raise ConfigError unless files (*what*) can be created in directory *base* (made if needed)."""
+    """Raise ConfigError unless files (*what*) can be created in directory *base* (made if needed).
+
+    The probe has a random name, created ``O_EXCL | O_NOFOLLOW`` (tempfile.mkstemp): a link another
+    user planted in a shared directory under a predictable name is never followed.
+    """
     try:
         base.mkdir(parents=True, exist_ok=True)
-        probe = base / f".softrt-probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        fd, probe = tempfile.mkstemp(prefix=".softrt-", suffix=".probe", dir=base)
+        os.close(fd)
+        os.unlink(probe)
     except OSError as err:
         raise ConfigError(f"cannot write {what} to {base}: {err.strerror or err}", hint=hint) from None
 
