@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 
 import pytest
 
 from softrt.report.synthetic import write_synthetic_run
 
+from ..child import nobody
 from ..report.conftest import write_cyclictest_run
 from ..report.test_build import assert_pngs_drawn
 
@@ -67,3 +70,58 @@ def test_a_real_run_is_stored_and_reported(real_run, run_cli, monkeypatch, tmp_p
     assert 'data-plot="period_hist"><img' in html and 'data-plot="period_series"><img' in html
     code, shown, _ = run_cli("show", summary["run_id"])
     assert code == 0 and "Timer int. period" in shown
+
+
+# -- where the report goes (issue 32): softrt.platform.outfile ------------------------------------------------
+@pytest.fixture
+def small_run(tmp_path):
+    return write_synthetic_run(tmp_path / "runs", cycles=1_000, seed=3)
+
+
+def test_planted_links_in_the_output_directory_are_never_followed(run_cli, home, tmp_path, small_run):
+    """Links another user planted at every name softrt used to write by (``.{name}.{pid}.probe``, ``.tmp``,
+    ``.softrt-probe-{pid}``) and at the PNGs' names are never followed; the victim stays as it was."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    out_dir, png = tmp_path / "shared", tmp_path / "shared" / "png"
+    png.mkdir(parents=True)
+    pid = os.getpid()  # (the command runs in this process)
+    planted = [out_dir / f".r.html.{pid}.probe", out_dir / f".r.html.{pid}.tmp", png / f".softrt-probe-{pid}"]
+    for link in planted:
+        link.symlink_to(victim)
+        if os.geteuid() == 0:
+            os.lchown(link, *nobody())
+    code, out, err = run_cli("report", str(small_run), "-o", str(out_dir / "r.html"), "--png", str(png))
+    assert code == 0, err
+    assert victim.read_text() == "precious" and all(link.is_symlink() for link in planted)
+    assert stat.S_ISREG(os.lstat(out_dir / "r.html").st_mode) and list(png.glob("*.png"))
+    for name in [p.name for p in png.glob("*.png")]:  # now a link at each PNG's name, and at the report's
+        (png / name).unlink()
+        (png / name).symlink_to(victim)
+    (out_dir / "r.html").unlink()
+    (out_dir / "r.html").symlink_to(victim)
+    for args in (["-o", str(out_dir / "r.html")], ["-o", str(out_dir / "s.html"), "--png", str(png)]):
+        code, out, err = run_cli("report", str(small_run), *args)
+        assert code == 2 and "symbolic link" in err and len(err.strip().splitlines()) == 1, err
+    assert victim.read_text() == "precious" and not (out_dir / "s.html").exists()
+
+
+def test_a_full_device_is_one_line_and_stays_a_device(run_cli, home, small_run):
+    """``softrt report last -o /dev/full``: the report used to be renamed over the device node
+    (369 KB where /dev/full was, "written", exit 0). /dev/null and a FIFO: tests/platform/test_outfile.py."""
+    assert run_cli("history", "add", str(small_run))[0] == 0
+    code, out, err = run_cli("report", "last", "-o", "/dev/full")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "no space left on /dev/full" in err and stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_dash_writes_the_html_to_stdout(run_cli, home, small_run):
+    """``-o -`` (and ``/dev/stdout``, the same path in platform.outfile, tested there)."""
+    code, out, err = run_cli("report", str(small_run), "-o", "-")
+    assert code == 0 and out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
+    assert "written to standard output" in err  # the line that says so stays out of the HTML
+
+
+def test_a_directory_is_refused_in_one_line(run_cli, home, tmp_path, small_run):
+    code, out, err = run_cli("report", str(small_run), "-o", str(tmp_path))
+    assert code == 2 and "is a directory" in err and len(err.strip().splitlines()) == 1, err
