@@ -57,25 +57,31 @@ def cli(ctx: click.Context) -> None:
 
     for change in recover():
         if change.restored:
-            click.echo(f"softrt: restored {change.path} to {change.before} (left changed by a run that was killed)",
-                       err=True)
+            _echo(f"softrt: restored {change.path} to {change.before} (left changed by a run that was killed)")
         elif change.why == SET_ASIDE:
-            click.echo(f"softrt: warning: {change.note}", err=True)
+            _echo(f"softrt: warning: {change.note}")
         else:
-            click.echo(f"softrt: warning: could not restore {change.path}: {change.note}", err=True)
+            _echo(f"softrt: warning: could not restore {change.path}: {change.note}")
     from ..trace import sweep_orphans
 
     for what in sweep_orphans():
-        click.echo(f"softrt: removed the {what} left by a softrt that was killed", err=True)
+        _echo(f"softrt: removed the {what} left by a softrt that was killed")
     from ..ipc.ring import remove_stale
 
     for name in remove_stale():  # (run and compare do it when they create their ring)
-        click.echo(f"softrt: removed the shared-memory ring {name} left by a softrt that was killed", err=True)
+        _echo(f"softrt: removed the shared-memory ring {name} left by a softrt that was killed")
+
+
+def _echo(line: str) -> None:
+    """One line to stderr, with nothing a terminal acts on (an error may quote a path or a file's text)."""
+    from .render import one_line  # (rich: loaded only when there is something to say)
+
+    click.echo(one_line(line), err=True)
 
 
 def fail(message: str, status: int = EXIT_BAD_INPUT) -> None:
     """Print one error line to stderr and exit with *status* (no traceback)."""
-    click.echo(f"softrt: error: {message}", err=True)
+    _echo(f"softrt: error: {message}")
     sys.exit(status)
 
 

@@ -15,6 +15,7 @@ from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..units import NS_PER_S
 from .options import TimeNs
+from .render import emit
 
 STATUS_STYLE = {Status.OK: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.NA: "dim"}
 EVIDENCE_LINES = 4
@@ -110,5 +111,5 @@ def command(rt_cpus, sample_ns, as_json, verbose, root):
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
-        out.print(render_report(report, verbose))
+        emit(out, render_report(report, verbose))
     return 0 if report.ready else 1

@@ -21,7 +21,7 @@ from .history import remember
 from .live import Watch
 from .output import unless_gone
 from .options import TimeNs, samples_option, trace_options, watch_options
-from .render import console, verdict_text
+from .render import console, emit, verdict_text
 
 
 def _f(value, digits=1):
@@ -161,10 +161,10 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
             else:
                 _print(result, repeat, out_dir)
             if result.interrupted:
-                err.print(f"softrt compare: {interrupts.reason()} after {len(result.runs)} of "
+                emit(err, f"softrt compare: {interrupts.reason()} after {len(result.runs)} of "
                           f"{repeat * len(planned)} scenario runs; the runs so far are stored")
             elif late:
-                err.print(f"softrt compare: {interrupts.reason()} after every scenario had run; they are stored")
+                emit(err, f"softrt compare: {interrupts.reason()} after every scenario had run; they are stored")
             if report_html is not None and result.runs:
                 _write_report(result, report_html, err)
     return status
@@ -172,19 +172,19 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
 
 def _print(result, repeat: int, out_dir: Path) -> None:
     out = console()
-    out.print(verdicts_text(result.pooled), end="\n\n")
-    out.print(compare_table(result.pooled))
+    emit(out, verdicts_text(result.pooled), end="\n\n")
+    emit(out, compare_table(result.pooled))
     if (dropped := dropped_text(result.pooled)) is not None:
-        out.print(dropped)
+        emit(out, dropped)
     if repeat > 1:
-        out.print(_rounds_table(result))
-    out.print(loads_text(result.pooled))
+        emit(out, _rounds_table(result))
+    emit(out, loads_text(result.pooled))
     for line in result.verdict:
-        out.print(line, style="bold")
+        emit(out, line, style="bold")
     for check in result.checks:
         mark = "[green]pass[/]" if check.passed else "[red]FAIL[/]"
-        out.print(f"{mark} {check.scenario}: {check.requirement} (measured {_f(check.measured, 2)})")
-    out.print(Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary.run_id for r in result.runs),
+        emit(out, f"{mark} {check.scenario}: {check.requirement} (measured {_f(check.measured, 2)})")
+    emit(out, Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary.run_id for r in result.runs),
                    style="dim"))
 
 
@@ -194,9 +194,9 @@ def _write_report(result, path: Path, err) -> None:
 
     report = build_report([r.result.path for r in result.runs], path, comparison=result.verdict, option="--report")
     for ref, message in report.broken:
-        err.print(f"softrt: warning: left out of the report {ref}: {message}", style="yellow", markup=False,
+        emit(err, f"softrt: warning: left out of the report {ref}: {message}", style="yellow", markup=False,
                   highlight=False, soft_wrap=True)
-    err.print(f"softrt compare: report of {len(report.runs)} run(s) written to {report.path}", markup=False,
+    emit(err, f"softrt compare: report of {len(report.runs)} run(s) written to {report.path}", markup=False,
               highlight=False, soft_wrap=True)
 
 

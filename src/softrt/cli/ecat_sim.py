@@ -9,6 +9,7 @@ import click
 
 from ..ecatsim.control import MUTE_EVENTS
 from ..ecatsim.faults import CORRUPTIONS
+from ..schema.text import printable
 from .options import TimeNs
 
 
@@ -86,15 +87,15 @@ def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, del
         signal.signal(sig, lambda *_: stopping.append(True))
 
     def ready() -> None:
-        click.echo(f"ecat-sim: {slaves} slave(s) answering on {iface}", err=False)
+        click.echo(printable(f"ecat-sim: {slaves} slave(s) answering on {iface}"), err=False)
         sys.stdout.flush()
 
     serve(sim, iface, control_path, stop=lambda: bool(stopping), on_ready=ready, busy_poll_ns=busy_poll_ns)
     s = sim.stats()
     answer = s["answer_us"]
-    click.echo(f"ecat-sim: stopped after {s['frames']} frames ({s['pd_frames']} process data; injected "
-               + ", ".join(f"{k} {v}" for k, v in s["injected"].items()) + ")"
-               + (f"; answered process data in p50 {answer['p50']} µs, p99 {answer['p99']}, max {answer['max']} "
-                  f"from its arrival (waiting to be read: p50 {s['wait_us']['p50']} µs, p99 {s['wait_us']['p99']})"
-                  if answer else ""))
+    click.echo(printable(f"ecat-sim: stopped after {s['frames']} frames ({s['pd_frames']} process data; injected "
+                         + ", ".join(f"{k} {v}" for k, v in s["injected"].items()) + ")"
+                         + (f"; answered process data in p50 {answer['p50']} µs, p99 {answer['p99']}, max "
+                            f"{answer['max']} from its arrival (waiting to be read: p50 {s['wait_us']['p50']} µs, "
+                            f"p99 {s['wait_us']['p99']})" if answer else "")))
     return 0

@@ -14,7 +14,7 @@ from rich.text import Text
 from ..store.history import History, RunRecord
 from ..store.running import run_state
 from ..schema.text import printable
-from .render import console
+from .render import console, emit
 
 DB_OPTION = click.option(
     "--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -30,7 +30,7 @@ def remember(run_paths) -> None:
         for path in run_paths:
             history.add_run(path)
     except SoftRTError as err:
-        console(stderr=True).print(f"softrt: warning: run not added to the history: {err}")
+        emit(console(stderr=True), f"softrt: warning: run not added to the history: {err}")
 
 
 _MODES = {"real-time": "RT", "not real-time": "not RT"}  # "untuned" stays
@@ -170,9 +170,9 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
         sys.stdout.write(json.dumps([_listing(r) for r in runs], indent=2) + "\n")
     elif runs:
         out = console()
-        out.print(history_table(runs, history.short_ids(), width=out.width))
+        emit(out, history_table(runs, history.short_ids(), width=out.width))
     else:
-        console(stderr=True).print(f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
+        emit(console(stderr=True), f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
                                    "import, or with softrt history add DIR.", soft_wrap=True)
     return 0
 
@@ -189,8 +189,8 @@ def add(ctx, paths, db):
     ids = history.add_runs(paths)
     out = console()
     for run_id in ids:
-        out.print(Text(f"stored {printable(run_id)}"), soft_wrap=True)
-    console(stderr=True).print(Text(f"{len(ids)} run(s) in {printable(history.path)}", style="dim"), soft_wrap=True)
+        emit(out, Text(f"stored {printable(run_id)}"), soft_wrap=True)
+    emit(console(stderr=True), Text(f"{len(ids)} run(s) in {printable(history.path)}", style="dim"), soft_wrap=True)
     return 0
 
 
@@ -203,5 +203,5 @@ Example:
 def forget(ctx, run, db):
     """Drop RUN (an id or a unique prefix) from the history; its run directory is left alone."""
     run_id = History(db or (ctx.obj or {}).get("db")).remove(run)
-    console().print(Text(f"forgot {printable(run_id)}"), soft_wrap=True)
+    emit(console(), Text(f"forgot {printable(run_id)}"), soft_wrap=True)
     return 0

@@ -10,7 +10,7 @@ import click
 from ..store.history import History, load_run_summary
 from ..store.importers import SOURCES, default_import_dir, import_file
 from .history import DB_OPTION
-from .render import console
+from .render import console, emit
 
 
 def _fmt(value, spec: str) -> str:
@@ -44,7 +44,7 @@ def command(files, source, scenario, out_dir, db, as_json):
         summary = load_run_summary(path)
         summaries.append(summary.to_dict())
         if not as_json:
-            out.print(f"imported {file} ({summary.origin}, {_fmt(summary.metrics.cycles, ',')} samples, "
+            emit(out, f"imported {file} ({summary.origin}, {_fmt(summary.metrics.cycles, ',')} samples, "
                       f"latency max {_fmt(summary.metrics.latency_us.max, ',.1f')} µs) as run {run_id} in {path}",
                       markup=False, highlight=False, soft_wrap=True)
     if as_json:

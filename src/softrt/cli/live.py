@@ -30,7 +30,7 @@ from ..metrics import at_or_below, snap_ns
 from ..schema.summary import RunSummary
 from ..session import interrupts
 from .options import WatchOptions
-from .render import progress_line
+from .render import cleaned, emit, progress_line
 
 LIVE_EVERY_S = 0.25  # the live view's redraws (4 per second)
 PLAIN_FIRST_S = 1.0  # the first plain progress line, once there are figures
@@ -171,7 +171,7 @@ class Watch:
             return
         try:
             if self.linger_s > 0:
-                self.err.print(f"softrt: serving the final metrics at {self.server.url} for {self.linger_s:g} s "
+                emit(self.err, f"softrt: serving the final metrics at {self.server.url} for {self.linger_s:g} s "
                                "(--metrics-linger; Ctrl-C stops)", soft_wrap=True)
                 end = time.monotonic() + self.linger_s
                 with interrupts.deferred(then_ignore=True):  # a Ctrl-C ends the wait, never the exit status
@@ -184,7 +184,7 @@ class Watch:
     def say(self, message: str) -> None:
         """A line of what is happening (compare's "round 1/2: tuned"), unless quiet."""
         if self.mode != "quiet":
-            self.err.print(message)
+            emit(self.err, message)
 
     def on_progress(self, p) -> None:
         """The run's progress callback (``session.run.run(on_progress=...)``)."""
@@ -192,7 +192,7 @@ class Watch:
             return
         if self.server is not None and not self._latest:
             # Said once the loop runs, not when bound: bad input found by run() stays one line.
-            self.err.print(f"softrt: serving metrics at {self.server.url}", soft_wrap=True)
+            emit(self.err, f"softrt: serving metrics at {self.server.url}", soft_wrap=True)
         if self._latest.get(p.run_id) is not p:  # a new run (compare): show it at once, line early
             self._latest[p.run_id] = p
             self._drawn = self._published = -math.inf
@@ -205,11 +205,11 @@ class Watch:
             self.server.publish(metrics.view_of(p, self.host))
         if self.live is not None and now - self._drawn >= LIVE_EVERY_S:
             self._drawn = now
-            self.live.update(live_view(p, self.title), refresh=True)
+            self.live.update(cleaned(live_view(p, self.title)), refresh=True)
         elif self.mode == "plain" and p.elapsed_s >= self._next_line_s and p.stats.hist["period"].n:
             self._next_line_s = (p.elapsed_s // PLAIN_EVERY_S + 1) * PLAIN_EVERY_S
             scenario = f"{p.config.scenario}: " if p.config.scenario != "run" else ""
-            self.err.print(f"{self.title}: {scenario}{progress_line(p)}", soft_wrap=True)
+            emit(self.err, f"{self.title}: {scenario}{progress_line(p)}", soft_wrap=True)
 
     def finished(self, summary: RunSummary) -> None:
         """A run ended (stored, *summary* written): serve its final figures and state."""
@@ -224,4 +224,4 @@ class Watch:
             board = (misses.missed_updates if misses is not None else None) or 0
             self.server.publish(dataclasses.replace(view, missed_updates=max(view.missed_updates, board)))
         if self.live is not None and p is not None:  # the last frame: the final figures, not the last drain's
-            self.live.update(live_view(p, self.title, final=summary), refresh=True)
+            self.live.update(cleaned(live_view(p, self.title, final=summary)), refresh=True)

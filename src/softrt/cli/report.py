@@ -8,7 +8,7 @@ import click
 
 from ..platform.outfile import is_stdout
 from .history import DB_OPTION
-from .render import console
+from .render import console, emit
 
 
 @click.command("report", epilog="""\b
@@ -35,11 +35,11 @@ def command(runs, output, png_dir, db):
     result = build_report(runs, output, png_dir, db=db)
     err = console(stderr=True)
     for ref, message in result.broken:
-        err.print(f"softrt: warning: left out {ref}: {message}", style="yellow", markup=False, highlight=False,
+        emit(err, f"softrt: warning: left out {ref}: {message}", style="yellow", markup=False, highlight=False,
                   soft_wrap=True)
     # The report on standard output (-o -): the line that says so goes to stderr, not into the HTML.
     done = err if is_stdout(output) else console()
-    done.print(f"Report of {len(result.runs)} run(s) written to {result.path}"
+    emit(done, f"Report of {len(result.runs)} run(s) written to {result.path}"
                + (f"; {len(result.pngs)} PNG(s) in {png_dir}" if png_dir is not None else ""),
                markup=False, highlight=False, soft_wrap=True)
     return 1 if result.broken else 0

@@ -19,7 +19,7 @@ from .history import remember
 from .live import Watch
 from .output import unless_gone
 from .options import TimeNs, dc_options, samples_option, trace_options, watch_options
-from .render import console, render_summary
+from .render import console, emit, render_summary
 
 LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first
 
@@ -94,20 +94,20 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
         err = console(stderr=True)
         if duration_ns >= LONG_RUN_NS:  # before a long run: what it keeps and the disk it takes
             kept, need = disk_estimate(config)
-            err.print(f"softrt: keeping {kept} samples (--samples); estimated disk use ~{need / 1e6:,.0f} MB")
+            emit(err, f"softrt: keeping {kept} samples (--samples); estimated disk use ~{need / 1e6:,.0f} MB")
         with unless_gone():  # a closed terminal (SIGHUP) stops the printing, never the storing
             with Watch(err, watch) as live:  # binds the metrics port first: taken → exit 2, nothing started
                 result = run(config, on_progress=live.on_progress)
                 live.finished(result.summary)
             remember([result.path])
             if live.mode == "plain":
-                err.print(progress_line_final(result.summary))
+                emit(err, progress_line_final(result.summary))
             if as_json:
                 sys.stdout.write(json.dumps(result.summary.to_dict(), indent=2) + "\n")
             else:
-                console().print(render_summary(result.summary, str(result.path)))
+                emit(console(), render_summary(result.summary, str(result.path)))
             if result.summary.status == "complete" and interrupts.requested():
-                err.print(f"softrt: {interrupts.reason()} after the run had finished; the run is complete and stored")
+                emit(err, f"softrt: {interrupts.reason()} after the run had finished; the run is complete and stored")
         if result.summary.status == "complete" and interrupts.requested():
             return interrupts.exit_status()
         if result.summary.status != "complete":

@@ -15,7 +15,7 @@ from ..store.history import load_run_summary, resolve_run
 from ..store.running import run_state
 from ..schema.summary import RunSummary
 from .history import DB_OPTION
-from .render import console, render_summary
+from .render import console, emit, render_summary
 from .watch import render_thread
 
 
@@ -68,9 +68,9 @@ def command(run, db, as_json):
             state = run_state(summary)
             notice = Text(state.sentence(), style="bold yellow" if state.running else "bold red")
         if summary.watch is not None:  # a thread softrt watch followed
-            console().print(render_thread(summary, str(path), notice))
+            emit(console(), render_thread(summary, str(path), notice))
         else:
-            console().print(render_summary(summary, str(path), notice))
+            emit(console(), render_summary(summary, str(path), notice))
     else:
-        console().print(render_imported(summary, str(path)))
+        emit(console(), render_imported(summary, str(path)))
     return 0

@@ -18,6 +18,7 @@ from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..platform.journal import Outcome
 from .check import CpuList
+from .render import emit
 
 STYLE = {"applied": "green", "restored": "green", "gone": "dim", "skipped": "yellow", "failed": "bold red",
          "mismatch": "bold red"}
@@ -139,9 +140,9 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
         if as_json:
             sys.stdout.write(json.dumps({"revert": result.to_dict()}, indent=2) + "\n")
         else:
-            out.print(render_result(result, "Reverted"))
+            emit(out, render_result(result, "Reverted"))
             if not result.complete:
-                out.print(Text(f"The state file {result.state_path} is kept; fix the values above and run "
+                emit(out, Text(f"The state file {result.state_path} is kept; fix the values above and run "
                                "softrt tune --revert again.", style="red"))
         return 0 if result.complete else 1
     if rt_cpus is None:
@@ -153,17 +154,17 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
         payload = {"plan": plan.to_dict(), "applied": result.to_dict() if result else None}
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
-        out.print(render_plan(plan))
-        out.print()
+        emit(out, render_plan(plan))
+        emit(out)
         if result is None:
-            out.print(Text(f"Nothing was changed. Apply with: softrt tune --rt-cpus {plan.rt_cpus} --apply "
+            emit(out, Text(f"Nothing was changed. Apply with: softrt tune --rt-cpus {plan.rt_cpus} --apply "
                            "(as root); undo with: softrt tune --revert", style="bold"))
         else:
-            out.print(render_result(result, "Applied"))
+            emit(out, render_result(result, "Applied"))
             if result.saved:
-                out.print(Text(f"Previous values saved in {result.state_path}. Undo with: softrt tune --revert",
+                emit(out, Text(f"Previous values saved in {result.state_path}. Undo with: softrt tune --revert",
                                style="bold"))
             else:
-                out.print(Text("Nothing was changed (every setting was already as planned, or was skipped); "
+                emit(out, Text("Nothing was changed (every setting was already as planned, or was skipped); "
                                "no state was saved.", style="bold"))
     return 0 if result is None or result.complete else 1

@@ -22,7 +22,7 @@ from ..platform.outfile import check_target
 from .history import remember
 from .live import Watch
 from .options import TimeNs, samples_option, watch_options
-from .render import console, percentile_table, verdict_head, why_late
+from .render import console, emit, percentile_table, verdict_head, why_late
 
 #: How a thread waits (schema.watch.WAITS), said plainly.
 WAITS = {
@@ -224,15 +224,15 @@ def command(pid, tid, comm, duration_ns, max_duration_ns, period_ns, late_thresh
         else:
             out = console()
             if len(result.runs) > 1:
-                out.print(overview(result))
+                emit(out, overview(result))
             for summary, path in result.runs:
-                out.print(Text(""))
-                out.print(render_thread(summary, str(path)))
+                emit(out, Text(""))
+                emit(out, render_thread(summary, str(path)))
         remember([path for _s, path in result.runs])
         if report is not None:
             from ..report import build_report  # matplotlib: imported only when a report is made
 
             written = build_report([str(path) for _s, path in result.runs], report, option="--report")
-            err.print(f"softrt: report of {len(written.runs)} run(s) written to {written.path}", markup=False,
+            emit(err, f"softrt: report of {len(written.runs)} run(s) written to {written.path}", markup=False,
                       highlight=False, soft_wrap=True)
         return 1 if result.ended_early else 0
