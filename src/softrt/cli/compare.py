@@ -182,8 +182,9 @@ def _print(result, repeat: int, out_dir: Path) -> None:
     for line in result.verdict:
         emit(out, line, style="bold")
     for check in result.checks:
-        mark = "[green]pass[/]" if check.passed else "[red]FAIL[/]"
-        emit(out, f"{mark} {check.scenario}: {check.requirement} (measured {_f(check.measured, 2)})")
+        line = Text("pass", style="green") if check.passed else Text("FAIL", style="red")
+        line.append(f" {check.scenario}: {check.requirement} (measured {_f(check.measured, 2)})")  # never markup
+        emit(out, line)
     emit(out, Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary.run_id for r in result.runs),
                    style="dim"))
 

@@ -30,7 +30,7 @@ def remember(run_paths) -> None:
         for path in run_paths:
             history.add_run(path)
     except SoftRTError as err:
-        emit(console(stderr=True), f"softrt: warning: run not added to the history: {err}")
+        emit(console(stderr=True), f"softrt: warning: run not added to the history: {err}", markup=False)
 
 
 _MODES = {"real-time": "RT", "not real-time": "not RT"}  # "untuned" stays
@@ -173,7 +173,7 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
         emit(out, history_table(runs, history.short_ids(), width=out.width))
     else:
         emit(console(stderr=True), f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
-                                   "import, or with softrt history add DIR.", soft_wrap=True)
+                                   "import, or with softrt history add DIR.", soft_wrap=True, markup=False)
     return 0
 
 

@@ -184,7 +184,7 @@ class Watch:
     def say(self, message: str) -> None:
         """A line of what is happening (compare's "round 1/2: tuned"), unless quiet."""
         if self.mode != "quiet":
-            emit(self.err, message)
+            emit(self.err, message, markup=False)  # (a scenario's name is no markup)
 
     def on_progress(self, p) -> None:
         """The run's progress callback (``session.run.run(on_progress=...)``)."""
@@ -209,7 +209,7 @@ class Watch:
         elif self.mode == "plain" and p.elapsed_s >= self._next_line_s and p.stats.hist["period"].n:
             self._next_line_s = (p.elapsed_s // PLAIN_EVERY_S + 1) * PLAIN_EVERY_S
             scenario = f"{p.config.scenario}: " if p.config.scenario != "run" else ""
-            emit(self.err, f"{self.title}: {scenario}{progress_line(p)}", soft_wrap=True)
+            emit(self.err, f"{self.title}: {scenario}{progress_line(p)}", soft_wrap=True, markup=False)
 
     def finished(self, summary: RunSummary) -> None:
         """A run ended (stored, *summary* written): serve its final figures and state."""
