@@ -64,3 +64,34 @@ def test_format_duration(seconds, text):
 @pytest.mark.parametrize("seconds,text", [(45.7, "45s"), (600, "10m"), (3600 * 3 + 5 * 60, "3h05m"), (72 * 3600, "3d00h")])
 def test_format_duration_compact(seconds, text):
     assert format_duration_s(seconds, compact=True) == text
+
+
+# -- every display's figures (issue 32: a summary's period_us.max = 1e308 was 309 digits in softrt history) --
+from softrt.units import MAX_FIXED, format_number, format_time_ns  # noqa: E402
+
+
+@pytest.mark.parametrize("value,digits,kw,text", [
+    (1234.56, 1, {}, "1,234.6"), (-0.04, 2, {}, "-0.04"), (0.4, 1, {"sign": True}, "+0.4"),
+    (1234.5, 1, {"grouping": False}, "1234.5"), (None, 1, {}, "-"), (7, 0, {}, "7"),
+    (1e308, 1, {}, "1.00e+308"), (-1e308, 1, {}, "-1.00e+308"), (1e12, 1, {}, "1.00e+12"),
+    (999_999_999_999.9, 1, {}, "999,999,999,999.9"), (10**400, 1, {}, "1.00e+400"),
+    (math.inf, 1, {}, "inf"), (-math.inf, 1, {}, "-inf"), (math.inf, 1, {"sign": True}, "+inf"),
+    (math.nan, 1, {}, "nan"),
+])
+def test_format_number(value, digits, kw, text):
+    assert format_number(value, digits, **kw) == text
+
+
+@given(st.one_of(st.floats(), st.integers(min_value=-10**500, max_value=10**500)), st.integers(0, 6))
+@settings(max_examples=60, deadline=None)
+def test_no_figure_is_ever_longer_than_a_table_cell(value, digits):
+    """Whatever a reader let through, a figure fits in a table cell (20 characters with 6 decimals)."""
+    for text in (format_number(value, digits), format_number(value, digits, sign=True), format_ns(value),
+                 format_duration_s(value), format_time_ns(value)):
+        assert len(text) <= 28, text
+    assert MAX_FIXED < 1e13
+
+
+def test_non_finite_durations_do_not_raise():
+    assert format_duration_s(math.inf) == "inf" and format_ns(math.nan) == "nan µs"
+    assert format_ns(-10**400) == "-1.00e+397 µs" and format_time_ns(math.inf) == "inf ns"

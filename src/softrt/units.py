@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 
 from .errors import ConfigError
 
@@ -53,12 +54,44 @@ def parse_time_ns(text: str | int | float, *, default_unit: str, what: str = "ti
     return int(round(ns))
 
 
+#: The largest magnitude shown in fixed notation ("999,999,999,999.9"); beyond it a figure is shown in
+#: scientific notation, "1.00e+308", never the 309 digits of a summary's ``period_us.max = 1e308``.
+MAX_FIXED = 1e12
+
+
+def format_number(value: float | int | None, digits: int = 1, *, sign: bool = False, grouping: bool = True) -> str:
+    """A figure for people, every display's one formatter: ``1234.56`` → "1,234.6" (*digits* decimals,
+    thousands grouped unless *grouping* is false, "+" on positives with *sign*).
+
+    None → "-"; NaN → "nan"; infinities → "inf", "-inf" ("+inf" with *sign*); beyond ±:data:`MAX_FIXED`
+    three significant digits in scientific notation ("1.00e+308"), whatever reader let it through.
+    """
+    if value is None:
+        return "-"
+    plus = "+" if sign else ""
+    try:
+        x = float(value)
+    except OverflowError:  # an integer beyond any float
+        return f"{Decimal(value):{plus}.2e}"
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return f"{plus}inf" if x > 0 else "-inf"
+    if abs(x) >= MAX_FIXED:
+        return f"{x:{plus}.2e}"
+    return f"{x:{plus}{',' if grouping else ''}.{max(0, int(digits))}f}"
+
+
 def format_ns(ns: float | int | None, unit: str = "us", digits: int = 1) -> str:
-    """Format *ns* in *unit* ("us" → "249.9 µs")."""
+    """Format *ns* in *unit* ("us" → "249.9 µs"; :func:`format_number`'s rules)."""
     if ns is None:
         return "-"
     label = "µs" if unit == "us" else unit
-    return f"{ns / _SCALE_NS[unit]:,.{digits}f} {label}"
+    try:
+        value = ns / _SCALE_NS[unit]
+    except OverflowError:  # an integer beyond any float: its digits (format_number takes it)
+        value = ns // _SCALE_NS[unit]
+    return f"{format_number(value, digits)} {label}"
 
 
 def format_duration_s(seconds: float | int | None, compact: bool = False) -> str:
@@ -66,6 +99,8 @@ def format_duration_s(seconds: float | int | None, compact: bool = False) -> str
     "2 d 04 h"; *compact* for a table cell: "45s", "12m", "3h05m", "2d04h"."""
     if seconds is None or seconds != seconds:  # None or NaN
         return "-"
+    if abs(seconds) >= 1e15:  # (int() of infinity raises; nothing runs for 30 million years)
+        return format_number(seconds, 0) if seconds > 0 else "0s" if compact else "0 s"
     s = max(0, int(seconds))
     if s < 120:
         return f"{s}s" if compact else f"{s} s"
@@ -88,5 +123,7 @@ def format_time_ns(ns: int | float | None) -> str:
         return "-"
     if ns == 0:
         return "0 s"
+    if ns != ns or abs(ns) >= MAX_FIXED * 86400 * NS_PER_S:  # (nan, inf, or more than 10¹² days)
+        return f"{format_number(ns)} ns"
     unit, scale = next((u, k) for u, k in _HUMAN if abs(ns) >= k or k == 1)
     return f"{round(ns / scale, 3):,g} {unit}"

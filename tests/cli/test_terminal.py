@@ -130,3 +130,16 @@ def test_the_cli_prints_only_through_emit():
 
 _EMITTERS = {f"render.py:{i + 1}" for i, line in enumerate((CLI / "render.py").read_text().splitlines())
              if "con.print(*(cleaned(" in line}
+
+
+def test_a_huge_figure_is_shown_in_scientific_form_with_the_run_id(run_cli, home, tmp_path):
+    """A summary's ``period_us.max = 1e308`` made ``softrt history`` one 309-digit number and no run id."""
+    run = write_synthetic_run(tmp_path / "big", cycles=500, seed=7)
+    doc = json.loads((run / "summary.json").read_text())
+    doc["period_us"]["max"], doc["latency_us"]["max"], doc["process_us"]["mean"] = 1e308, -1e308, 1.5e300
+    (run / "summary.json").write_text(json.dumps(doc))
+    assert run_cli("history", "add", str(run))[0] == 0
+    for args in (["history"], ["show", "last"]):
+        code, out, err = run_cli(*args)
+        assert code == 0 and "1.00e+308" in out and not re.search(r"[0-9,]{30}", out), out
+    assert doc["run_id"][:15] in run_cli("history")[1]

@@ -13,10 +13,13 @@ independent cycles, a rate of 1/N still leaves e^-1 ≈ 37 % chance of seeing no
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from ..schema.summary import Metrics, RunSummary, Verdict, VerdictCheck, VerdictCulprit
 from ..schema.why_late import WhyLate
+from ..units import MAX_FIXED
+from ..units import format_number as num
 from .cycles import DEFAULT_THRESHOLD_NS
 from .remedy import Remedy, remedy_for
 from .require import parse_requirements
@@ -91,7 +94,7 @@ def main_culprit(why_late: Iterable[WhyLate | None]) -> tuple[VerdictCulprit | N
     remedy = key if isinstance(key, Remedy) else None
     fix = None
     if remedy is not None:
-        fix = remedy.fix.format(steal=f" (steal {steal_ms:,.1f} ms)" if steal_ms else "")
+        fix = remedy.fix.format(steal=f" (steal {num(steal_ms, 1)} ms)" if steal_ms else "")
     return VerdictCulprit(kind=top.kind, source=top.source, more=len(members) - 1,
                           share=round(total_us / window_us, 4) if window_us else None, total_us=round(total_us, 3),
                           fix=fix, checks=list(remedy.checks) if remedy is not None else []), None
@@ -103,7 +106,7 @@ def verdict_lines(v: Verdict, *, state: str = "complete") -> list[str]:
     a partial or failed run says so where it says what it observed)."""
     cycle = f"the {v.period_us:g} µs cycle" if v.period_us else "the cycle"
     bound = (v.period_us or 0) + (v.threshold_us or 0)
-    required = f" (0 missed updates, every period ≤ {bound:,.1f} µs)" if v.default else \
+    required = f" (0 missed updates, every period ≤ {num(bound, 1)} µs)" if v.default else \
         f" (required: {v.requirement})"
     if v.meets is None:
         return [f"NO VERDICT on {cycle}{required}: no cycle was measured"]
@@ -116,7 +119,7 @@ def verdict_lines(v: Verdict, *, state: str = "complete") -> list[str]:
     lines = [f"FAILS {cycle}{required}: {worst}{extra}"]
     c = v.culprit
     if c is not None:
-        share = f", {c.share * 100:.0f} % of the late time" if c.share is not None else ""
+        share = f", {num(c.share * 100, 0, grouping=False)} % of the late time" if c.share is not None else ""
         fix = f"; fix: {c.fix}" if c.fix else ""
         checks = f" [softrt check: {', '.join(c.checks)}]" if c.checks else ""
         more = f" and {c.more} more with the same fix" if c.more else ""
@@ -131,9 +134,9 @@ def _worst(v: Verdict) -> str:
     parts = []
     if v.worst_period_us is not None:
         over = v.worst_period_us - (v.period_us or 0)
-        ratio = f" ({v.worst_period_us / v.period_us:,.1f}× nominal)" if v.period_us and over > 0.5 * v.period_us \
-            else f" (nominal {over:+,.1f} µs)"
-        parts.append(f"worst period {v.worst_period_us:,.1f} µs{ratio}")
+        ratio = f" ({num(v.worst_period_us / v.period_us, 1)}× nominal)" if v.period_us and over > 0.5 * v.period_us \
+            else f" (nominal {num(over, 1, sign=True)} µs)"
+        parts.append(f"worst period {num(v.worst_period_us, 1)} µs{ratio}")
     if v.missed_updates is not None:
         runs = f" (longest run {v.longest_miss_run:,})" if v.missed_updates else ""
         parts.append(f"{v.missed_updates:,} missed updates{runs}")
@@ -161,4 +164,7 @@ def _round2(n: int) -> int:
 
 
 def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}" if value != int(value) else f"{int(value):,}"
+    if value is None:
+        return "-"
+    whole = math.isfinite(value) and abs(value) < MAX_FIXED and value == int(value)
+    return f"{int(value):,}" if whole else num(value, 1)

@@ -17,6 +17,7 @@ from ..analysis.require import parse_requirements
 from ..session import interrupts
 from ..schema.config import RunConfig
 from ..schema.summary import Misses
+from ..units import format_number as num
 from .history import remember
 from .live import Watch
 from .output import unless_gone
@@ -25,7 +26,7 @@ from .render import console, emit, verdict_text
 
 
 def _f(value, digits=1):
-    return "-" if value is None else f"{value:,.{digits}f}"
+    return num(value, digits)
 
 
 def _count(value: int | None) -> str:
@@ -95,7 +96,7 @@ def loads_text(pooled: dict[str, Pooled]) -> Text:
             if load.skipped_reason:
                 line = f"{name}: {load.name} skipped: {load.skipped_reason}"
             else:
-                achieved = ", ".join(f"{k} {v:,.1f}" for k, v in load.achieved.items())
+                achieved = ", ".join(f"{k} {num(v, 1)}" for k, v in load.achieved.items())
                 line = f"{name}: {load.name} ({load.backend}): {achieved}"
             out.append(line + "\n")
     return out

@@ -14,6 +14,7 @@ from rich.text import Text
 from ..store.history import History, RunRecord
 from ..store.running import run_state
 from ..schema.text import printable
+from ..units import format_number as num
 from .render import console, emit
 
 DB_OPTION = click.option(
@@ -41,14 +42,14 @@ def _num(value: float | None) -> str:
     figures are in softrt show)."""
     if value is None:
         return "-"
-    return f"{value:,.1f}" if abs(round(value, 1)) < 1000 else f"{value:,.0f}"
+    return num(value, 1) if abs(round(value, 1)) < 1000 else num(value, 0)
 
 
 def _count(n: int | None) -> str:
     """Cycles: exact up to 10 million, then in millions ("345.6M", 24 h at 250 µs; exact in --json)."""
     if n is None:
         return "-"
-    return f"{n:,}" if n < 10_000_000 else f"{n / 1e6:,.1f}M"
+    return f"{n:,}" if n < 10_000_000 else f"{num(n / 1e6, 1)}M"
 
 
 def _state(r: RunRecord) -> str:

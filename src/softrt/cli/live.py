@@ -29,6 +29,7 @@ from .. import metrics
 from ..metrics import at_or_below, snap_ns
 from ..schema.summary import RunSummary
 from ..session import interrupts
+from ..units import format_number as num
 from .options import WatchOptions
 from .render import cleaned, emit, progress_line
 
@@ -52,7 +53,7 @@ def clock(seconds: float | None) -> str:
 
 
 def _us(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1e3:,.1f} µs"
+    return "-" if ns is None else f"{num(ns / 1e3, 1)} µs"
 
 
 def period_rows(stats, period_ns: int) -> list[tuple[str, int, int | None]]:
@@ -61,7 +62,7 @@ def period_rows(stats, period_ns: int) -> list[tuple[str, int, int | None]]:
     hist = stats.hist["period"]
     bounds = [snap_ns(round(f * period_ns)) for f in HIST_FACTORS]
     cum = at_or_below(hist, tuple(bounds))
-    names = [f"{f * period_ns / 1e3:,.0f}" for f in HIST_FACTORS]
+    names = [num(f * period_ns / 1e3, 0) for f in HIST_FACTORS]
     rows = [(f"≤ {names[0]} µs", cum[0], bounds[0])]
     rows += [(f"{a}–{b} µs", hi - lo, bound) for a, b, lo, hi, bound in zip(names, names[1:], cum, cum[1:], bounds[1:])]
     rows.append((f"> {names[-1]} µs", hist.n - cum[-1], None))
@@ -92,7 +93,7 @@ def live_view(p, title: str = "softrt run", final: RunSummary | None = None) -> 
         f"elapsed {clock(elapsed_s)} of {clock(p.duration_s)} ({clock(left)} left)   cycles {cycles:,}",
         f"period  p99 {_us(p99)}   p99.99 {_us(p9999)}   max {_us(period.max)}",
         f"missed updates {missed:,}   late cycles {'-' if late is None else format(late, ',')} (period > "
-        f"{rule.bound_ns / 1e3:,.1f} µs, latency > {rule.threshold_ns / 1e3:,.1f} µs or a miss)   "
+        f"{num(rule.bound_ns / 1e3, 1)} µs, latency > {num(rule.threshold_ns / 1e3, 1)} µs or a miss)   "
         f"ring overflows {overflows:,}",
     ]
     if snap is not None and snap.worst_seq is not None:

@@ -24,14 +24,15 @@ from ..schema.summary import Board, Misses, RunSummary, Verdict
 from ..schema.text import printable
 from ..schema.why_late import Cause, TraceInfo
 from ..units import format_duration_s, format_ns
+from ..units import format_number as num
 
 
 def _us(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
+    return num(value, digits)
 
 
 def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+,.1f}"
+    return "-" if value is None else num(value, 1, sign=True)
 
 
 def verdict_text(verdict: Verdict | None, *, state: str = "complete", prefix: str = "") -> Text | None:
@@ -157,7 +158,7 @@ def drives_lines(board: Board | None) -> list[str]:
     for d in drives:
         if d.confirmed_cycle is None:
             continue
-        when = (f"cycle {d.confirmed_cycle:,} ({d.confirmed_at_s:.3f} s)" if d.confirmed_cycle >= 0
+        when = (f"cycle {d.confirmed_cycle:,} ({num(d.confirmed_at_s, 3, grouping=False)} s)" if d.confirmed_cycle >= 0
                 and d.confirmed_at_s is not None else "never (no valid frame in the run)")
         axis = f", axis {d.axis or 0}" if per_slave[d.slave] > 1 else ""
         out.append(f"Drive '{d.name}' (slave {d.slave}{axis}): {d.state} (statusword 0x{d.statusword or 0:04X}, "
@@ -205,7 +206,7 @@ def dc_text(board: Board | None) -> Text | None:
     lines = [f"Distributed clocks (reference clock: slave {ref.slave} '{ref.name}'; SYNC0 every "
              f"{(sync0.cycle_ns or 0) / 1e3:,g} µs" + ("" if sync0.active else ", not active") + ")"]
     ph = dc.phase
-    target = "SYNC0" if not dc.target_shift_us else f"SYNC0 {dc.target_shift_us:+,.1f} µs"
+    target = "SYNC0" if not dc.target_shift_us else f"SYNC0 {num(dc.target_shift_us, 1, sign=True)} µs"
     if ph is not None:
         lines.append(f"  frame at the reference vs {target}: mean {_signed(ph.mean_us)} µs, p1 {_signed(ph.p1_us)}, "
                      f"p99 {_signed(ph.p99_us)}; |error| mean {_us(ph.abs_mean_us)}, p99 {_us(ph.abs_p99_us)}, "
@@ -213,17 +214,17 @@ def dc_text(board: Board | None) -> Text | None:
     else:
         lines.append("  phase: no frame came back with the DC time")
     if dc.dc_vs_host_ppm is not None:
-        lines.append(f"  DC time runs {dc.dc_vs_host_ppm:+,.1f} ppm against the host clock"
+        lines.append(f"  DC time runs {num(dc.dc_vs_host_ppm, 1, sign=True)} ppm against the host clock"
                      + (" (unlocked, the frame walks through the drives' cycle at this rate)" if dc.lock is None else ""))
     lock = dc.lock
     if lock is not None:
-        ppm = "-" if lock.correction_ppm is None else f"{lock.correction_ppm:+,.1f}"
+        ppm = "-" if lock.correction_ppm is None else num(lock.correction_ppm, 1, sign=True)
         lines.append(f"  phase lock (--dc-lock): host cycle corrected {ppm} ppm (later half), at most "
                      f"{lock.max_step_us or 0:,g} µs a cycle; |error| first tenth of the run "
                      f"{_us(lock.first_tenth_abs_mean_us)} µs, last tenth {_us(lock.last_tenth_abs_mean_us)} µs")
     for sl in dc.slaves or []:
         d = sl.abs_diff_ns
-        what = (f"|0x092C| mean {d.mean / 1e3:,.3f} µs, p99 {d.p99 / 1e3:,.3f}, max {d.max / 1e3:,.3f}"
+        what = (f"|0x092C| mean {num(d.mean / 1e3, 3)} µs, p99 {num(d.p99 / 1e3, 3)}, max {num(d.max / 1e3, 3)}"
                 if d is not None and None not in (d.mean, d.p99, d.max) else "0x092C never answered")
         lines.append(f"  slave {sl.slave} '{sl.name}': {what} ({sl.samples or 0:,} samples, every "
                      f"{dc.sample_every} cycles; {sl.unanswered or 0:,} unanswered)")
@@ -315,7 +316,8 @@ def why_late(summary: RunSummary, top: int = 8, worst: int = 5, terms: dict[str,
         return Group(Text(f"Why cycles were late: tracing {why.tracing}", style="yellow"))
     head = Text("Why cycles were late", style="bold")
     head.append(f"  (trace of CPU {why.rt_cpu}: {_n(why.late_cycles)} late cycles of {_n(why.cycles)}, "
-                f"threshold {why.threshold_us or 0:g} µs; {why.explained_us or 0:,.0f} of {why.window_us or 0:,.0f} µs "
+                f"threshold {why.threshold_us or 0:g} µs; {num(why.explained_us or 0, 0)} of "
+                f"{num(why.window_us or 0, 0)} µs "
                 "of their windows explained)", style="dim")
     parts: list = [head]
     if why.trace is not None:
@@ -340,31 +342,35 @@ def why_late(summary: RunSummary, top: int = 8, worst: int = 5, terms: dict[str,
     for cyc in worst_cycles[:worst]:
         window = cyc.window
         lines.append(say(f"cycle {cyc.seq:,}: period {_us(cyc.period_us)} µs, latency {_us(cyc.latency_us)} µs, "
-                         f"missed {cyc.missed}; window {window.duration_us:,.1f} µs from the {window.start} to the "
+                         f"missed {cyc.missed}; window {num(window.duration_us, 1)} µs from the {window.start} to the "
                          + ("late write" if (window.to or "").startswith("write") else "permit")))
         for c in cyc.causes[:4]:
-            lines.append(f"    {c.duration_us:>9,.1f} µs {c.share * 100:5.1f} %  {say(c.label, c.kind)}" + _steal_note(c))
+            lines.append(f"    {num(c.duration_us, 1):>9} µs {_pct(c.share):>5} %  {say(c.label, c.kind)}" + _steal_note(c))
         if len(cyc.causes) > 4:
             rest = sum(c.duration_us for c in cyc.causes[4:])
-            lines.append(f"    {rest:>9,.1f} µs          {len(cyc.causes) - 4} more sources")
-        lines.append(f"    {cyc.unexplained_us:>9,.1f} µs {cyc.unexplained_share * 100:5.1f} %  unexplained")
+            lines.append(f"    {num(rest, 1):>9} µs          {len(cyc.causes) - 4} more sources")
+        lines.append(f"    {num(cyc.unexplained_us, 1):>9} µs {_pct(cyc.unexplained_share):>5} %  unexplained")
     if lines:
         parts.append(Text(f"Worst cycles ({min(worst, len(worst_cycles))} of {_n(why.late_cycles)}):\n"
                           + "\n".join(lines)))
     if why.steal is not None:
         st = why.steal
-        parts.append(Text(f"Hypervisor steal on CPU {st.cpu}: {st.total_ms:,.1f} ms over {st.over_s:,.0f} s "
+        parts.append(Text(f"Hypervisor steal on CPU {st.cpu}: {num(st.total_ms, 1)} ms over {num(st.over_s, 0)} s "
                           "(/proc/stat)", style="dim"))
     return Group(*parts)
+
+
+def _pct(share: float) -> str:
+    return num(share * 100, 1, grouping=False)
 
 
 def _trace_line(trace: TraceInfo, lost: int) -> str:
     """One line on how the trace went: events read and lost, the CPU it cost, events not on this kernel."""
     secs = trace.traced_s or 0
     cpu_s = (trace.consumer_cpu_s or 0) + (trace.attribution_cpu_s or 0)
-    share = f" ({100 * cpu_s / secs:.0f} % of a housekeeping CPU)" if secs else ""
+    share = f" ({num(100 * cpu_s / secs, 0, grouping=False)} % of a housekeeping CPU)" if secs else ""
     line = (f"  trace: {trace.events_read or 0:,} events read, {max(lost, trace.lost_events or 0):,} lost; "
-            f"reader and attribution used {cpu_s:,.2f} s CPU over {secs:,.1f} s{share}")
+            f"reader and attribution used {num(cpu_s, 2)} s CPU over {num(secs, 1)} s{share}")
     if trace.events_missing:
         line += f"; not on this kernel: {', '.join(trace.events_missing)}"
     return line
@@ -374,12 +380,12 @@ def _steal_note(cause: Cause) -> str:
     st = cause.steal
     if cause.kind != "outside" or st is None:
         return ""
-    return f"; steal rose {st.steal_ms or 0:,.1f} ms in the {st.over_s or 0:,.1f} s around it"
+    return f"; steal rose {num(st.steal_ms or 0, 1)} ms in the {num(st.over_s or 0, 1)} s around it"
 
 
 def progress_line(p) -> str:
     """The plain progress line (stderr not a terminal): time, cycles, period p99/max, misses, late cycles."""
-    line = f"{p.elapsed_s:,.0f} of {p.duration_s:,.0f} s  {p.cycles:,} cycles"
+    line = f"{num(p.elapsed_s, 0)} of {num(p.duration_s, 0)} s  {p.cycles:,} cycles"
     stats, config = p.stats, p.config
     if stats is None or config is None or not stats.hist["period"].n:
         return f"{line}  max period {format_ns(p.max_period_us * 1e3)}  missed updates {p.missed_updates:,}"

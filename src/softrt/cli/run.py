@@ -15,6 +15,7 @@ from ..session.config import disk_estimate
 from ..session.run import run
 from ..schema.summary import RunSummary
 from ..units import NS_PER_S
+from ..units import format_number as num
 from .history import remember
 from .live import Watch
 from .output import unless_gone
@@ -94,7 +95,7 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
         err = console(stderr=True)
         if duration_ns >= LONG_RUN_NS:  # before a long run: what it keeps and the disk it takes
             kept, need = disk_estimate(config)
-            emit(err, f"softrt: keeping {kept} samples (--samples); estimated disk use ~{need / 1e6:,.0f} MB")
+            emit(err, f"softrt: keeping {kept} samples (--samples); estimated disk use ~{num(need / 1e6, 0)} MB")
         with unless_gone():  # a closed terminal (SIGHUP) stops the printing, never the storing
             with Watch(err, watch) as live:  # binds the metrics port first: taken → exit 2, nothing started
                 result = run(config, on_progress=live.on_progress)

@@ -14,13 +14,14 @@ from rich.text import Text
 from ..store.history import load_run_summary, resolve_run
 from ..store.running import run_state
 from ..schema.summary import RunSummary
+from ..units import format_number as num
 from .history import DB_OPTION
 from .render import console, emit, render_summary
 from .watch import render_thread
 
 
 def _us(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+    return "-" if value is None else num(value, 1)
 
 
 def render_imported(summary: RunSummary, path: str) -> Group:

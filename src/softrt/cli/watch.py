@@ -18,6 +18,7 @@ from ..session import interrupts
 from ..session.watch import WatchConfig, WatchResult
 from ..session.watch import watch as watch_threads
 from ..session.watch_targets import Target
+from ..units import format_number as num
 from ..platform.outfile import check_target
 from .history import remember
 from .live import Watch
@@ -43,7 +44,7 @@ CAPTION = ("worst: the longest period, latency and run time; the shortest slack 
 
 
 def _us(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+    return "-" if value is None else num(value, 1)
 
 
 def thread_head(summary: RunSummary) -> Text:
@@ -58,16 +59,16 @@ def thread_head(summary: RunSummary) -> Text:
         waits += " (" + "; ".join(f"{TIMERS.get(k, k)}: {n:,} cycles" for k, n in w.timers.items()) + ")"
     out.append(f"\nIt {waits}.", style="")
     if w.timer_slack_us:
-        out.append(f"\nIts timers may fire up to {w.timer_slack_us:,.1f} µs late (its timer slack: SCHED_OTHER's "
+        out.append(f"\nIts timers may fire up to {num(w.timer_slack_us, 1)} µs late (its timer slack: SCHED_OTHER's "
                    "default is 50 µs, prctl(PR_SET_TIMERSLACK); real-time threads have none): the latency counts "
                    "from the wake-up it asked for, so it includes that.", style="yellow")
     period = summary.period_ns
     if w.waits == "timer" and period:
         if w.period_expected_us is None:
-            out.append(f"\nPeriod: {period / 1e3:,.1f} µs, its own (the median step of its requested wake-ups)")
+            out.append(f"\nPeriod: {num(period / 1e3, 1)} µs, its own (the median step of its requested wake-ups)")
         else:
             verdict = "agrees" if w.period_agrees else "DIFFERS"
-            out.append(f"\nPeriod: expected {w.period_expected_us:,.1f} µs (--period), observed "
+            out.append(f"\nPeriod: expected {num(w.period_expected_us, 1)} µs (--period), observed "
                        f"{_us(w.period_observed_us)} µs: {verdict}", style="" if w.period_agrees else "bold red")
     return out
 
@@ -95,9 +96,10 @@ def cost_line(summary: RunSummary) -> Text | None:
     if trace is None or not trace.traced_s:
         return None
     secs = trace.traced_s
-    return Text(f"Watch cost: {(trace.events_read or 0) / secs:,.0f} trace events/s, {trace.lost_events or 0:,} lost; "
-                f"the reader used {100 * (trace.consumer_cpu_s or 0) / secs:.0f} % and the attribution "
-                f"{100 * (trace.attribution_cpu_s or 0) / secs:.0f} % of a CPU", style="dim")
+    return Text(f"Watch cost: {num((trace.events_read or 0) / secs, 0)} trace events/s, {trace.lost_events or 0:,} "
+                f"lost; the reader used {num(100 * (trace.consumer_cpu_s or 0) / secs, 0, grouping=False)} % and the "
+                "attribution "
+                f"{num(100 * (trace.attribution_cpu_s or 0) / secs, 0, grouping=False)} % of a CPU", style="dim")
 
 
 def render_thread(summary: RunSummary, path: str | None = None, notice: Text | None = None) -> Group:
@@ -121,11 +123,11 @@ def render_thread(summary: RunSummary, path: str | None = None, notice: Text | N
         parts += [Text(""), preemptions(summary)]
     status = Text("Watch: ", style="bold")
     if summary.running:
-        status.append(f"RUNNING (the figures of the first {summary.elapsed_s or 0:,.0f} s)", style="bold yellow")
+        status.append(f"RUNNING (the figures of the first {num(summary.elapsed_s or 0, 0)} s)", style="bold yellow")
     elif summary.state != "complete":
         status.append(f"{summary.state.upper()}: {summary.partial_reason}", style="bold red")
     else:
-        status.append(f"{summary.elapsed_s or 0:,.1f} s, complete; softrt changed nothing on the thread")
+        status.append(f"{num(summary.elapsed_s or 0, 1)} s, complete; softrt changed nothing on the thread")
     for item in summary.tuning.applied:
         status.append(f"\n  applied: {item.what} ({item.detail})")
     for change in summary.tuning.system_changes:

@@ -17,6 +17,7 @@ from html import escape
 from ..analysis import RunStats
 from ..analysis.verdict import main_culprit
 from ..schema.summary import Metrics
+from ..units import format_number as num
 from .load import RunView
 from .plots import color
 
@@ -81,7 +82,7 @@ def _verdict(col: Column) -> tuple[bool | None, str]:
     if m.period_us.max is None:
         return None, "no period measured"
     missed = m.misses.missed_updates if m.misses is not None else None
-    return None, (f"worst period {m.period_us.max:,.1f} µs, "
+    return None, (f"worst period {num(m.period_us.max, 1)} µs, "
                   + (f"{missed:,} missed updates" if missed is not None else "missed updates unknown"))
 
 
@@ -106,7 +107,7 @@ def swatch(i: int) -> str:
 
 def fmt_us(v: float | None, digits: int = 1) -> str:
     """A figure in a table cell ("1,234.5"; "–" for none)."""
-    return "–" if v is None else f"{v:,.{digits}f}"
+    return "–" if v is None else num(v, digits)
 
 
 def _count(v: int | None) -> str:
@@ -125,7 +126,7 @@ def _main_culprit(c: Column) -> str:
     if culprit is None:
         return "–"
     more = f" and {culprit.more} more with the same fix" if culprit.more else ""
-    return f"{escape(str(culprit.kind))}: {escape(culprit.source)}{more} ({(culprit.total_us or 0) / 1e3:,.1f} ms)"
+    return f"{escape(str(culprit.kind))}: {escape(culprit.source)}{more} ({num((culprit.total_us or 0) / 1e3, 1)} ms)"
 
 
 def _loads(c: Column) -> str:

@@ -14,6 +14,7 @@ from html import escape
 from ..analysis.verdict import verdict_lines, verdict_of
 from ..schema.summary import RunSummary
 from ..schema.why_late import TraceInfo
+from ..units import format_number as num
 from ..units import format_time_ns
 from .compare import fmt_us as _us, side_by_side, swatch as _swatch
 from .load import TOOL_MEANING, RunView
@@ -135,10 +136,10 @@ def _misses(s: RunSummary) -> str:
                    f'records missing: {s.metrics.records_missing or 0:,}</p>')
     motion = s.motion_impact
     if motion is not None and motion.max_deviation_counts is not None:
-        out.append(f"<p>Motion impact (axis 0): max deviation {motion.max_deviation_counts:,.1f} counts "
-                   f"(one miss run alone: {motion.max_run_deviation_counts or 0:,.1f}); max velocity step "
-                   f"{motion.max_velocity_step_counts_per_s or 0:,.0f} counts/s, the profile itself "
-                   f"{motion.commanded_max_velocity_step_counts_per_s or 0:,.0f}; final lag "
+        out.append(f"<p>Motion impact (axis 0): max deviation {num(motion.max_deviation_counts, 1)} counts "
+                   f"(one miss run alone: {num(motion.max_run_deviation_counts or 0, 1)}); max velocity step "
+                   f"{num(motion.max_velocity_step_counts_per_s or 0, 0)} counts/s, the profile itself "
+                   f"{num(motion.commanded_max_velocity_step_counts_per_s or 0, 0)}; final lag "
                    f"{motion.final_lag_cycles or 0:,} cycles</p>")
     if s.state != "complete":
         reason = s.partial_reason or ("a checkpoint, the figures so far" if s.running else "no reason recorded")
@@ -164,31 +165,32 @@ def _why_late(i: int, r: RunView) -> str:
     if not why.on:
         return head + f'<p class="note">Tracing {escape(str(why.tracing))}: the late cycles are not explained.</p>'
     trace = why.trace or TraceInfo()
-    cost = (f' The trace reader used {trace.consumer_cpu_s:,.2f} s CPU over {trace.traced_s:,.1f} s.'
+    cost = (f' The trace reader used {num(trace.consumer_cpu_s, 2)} s CPU over {num(trace.traced_s, 1)} s.'
             if trace.consumer_cpu_s is not None and trace.traced_s else "")
     out = [head, f'<p class="na">Trace of CPU {why.rt_cpu}: {why.late_cycles or 0:,} late cycles of '
-                 f'{why.cycles or 0:,} (threshold {why.threshold_us or 0:g} µs); {why.explained_us or 0:,.1f} of '
-                 f'{why.window_us or 0:,.1f} µs of their windows explained; {why.events or 0:,} events, '
+                 f'{why.cycles or 0:,} (threshold {why.threshold_us or 0:g} µs); {num(why.explained_us or 0, 1)} of '
+                 f'{num(why.window_us or 0, 1)} µs of their windows explained; {why.events or 0:,} events, '
                  f'{why.lost_events or 0:,} lost.{cost}</p>']
     if why.culprits:
         rows = "".join(f"<tr><td>{escape(str(c.kind))}</td><td>{escape(c.source)}</td><td>{c.cycles or 0:,}</td>"
-                       f"<td>{c.total_us or 0:,.1f}</td><td>{c.worst_us or 0:,.1f}</td></tr>"
+                       f"<td>{num(c.total_us or 0, 1)}</td><td>{num(c.worst_us or 0, 1)}</td></tr>"
                        for c in why.culprits[:CULPRIT_ROWS])
         out.append('<table class="culprits"><tr><th>kind</th><th>source</th><th>late cycles</th><th>total µs</th>'
                    f"<th>worst µs</th></tr>{rows}</table>"
                    + _more(len(why.culprits), CULPRIT_ROWS, "sources", f"softrt show {r.run_id} --json"))
     rows = []
     for cyc in (why.worst or [])[:WORST_ROWS]:
-        causes = "; ".join(f"{escape(c.label)} {c.duration_us:,.1f} µs ({c.share * 100:.0f} %)"
-                           + (f", steal +{c.steal.steal_ms or 0:,.1f} ms" if c.steal is not None else "")
+        causes = "; ".join(f"{escape(c.label)} {num(c.duration_us, 1)} µs ({num(c.share * 100, 0, grouping=False)} %)"
+                           + (f", steal +{num(c.steal.steal_ms or 0, 1)} ms" if c.steal is not None else "")
                            for c in cyc.causes[:CAUSES_SHOWN])
         if len(cyc.causes) > CAUSES_SHOWN:
             causes += f"; and {len(cyc.causes) - CAUSES_SHOWN} more"
-        period = "–" if cyc.period_us is None else f"{cyc.period_us:,.1f}"
-        latency = "–" if cyc.latency_us is None else f"{cyc.latency_us:,.1f}"
+        period = "–" if cyc.period_us is None else num(cyc.period_us, 1)
+        latency = "–" if cyc.latency_us is None else num(cyc.latency_us, 1)
         rows.append(f"<tr><td>{cyc.seq:,}</td><td>{period}</td><td>{latency}</td>"
-                    f"<td>{cyc.missed}</td><td>{cyc.window.duration_us:,.1f}</td>"
-                    f'<td style="text-align:left">{causes or "–"}; unexplained {cyc.unexplained_us:,.1f} µs</td></tr>')
+                    f"<td>{cyc.missed}</td><td>{num(cyc.window.duration_us, 1)}</td>"
+                    f'<td style="text-align:left">{causes or "–"}; unexplained {num(cyc.unexplained_us, 1)} µs'
+                    "</td></tr>")
     if rows:
         out.append('<table class="worst"><tr><th>cycle</th><th>period µs</th><th>latency µs</th><th>missed</th>'
                    f'<th>window µs</th><th style="text-align:left">causes</th></tr>{"".join(rows)}</table>'
@@ -258,7 +260,7 @@ def _facts(i: int, r: RunView) -> str:
         if load.skipped_reason:
             loads.append(f"<li>{escape(load.name)} skipped: {escape(load.skipped_reason)}</li>")
         else:
-            got = ", ".join(f"{k} {v:,.1f}" if isinstance(v, (int, float)) else f"{k} {v}"
+            got = ", ".join(f"{k} {num(v, 1)}" if isinstance(v, (int, float)) else f"{k} {v}"
                             for k, v in load.achieved.items())
             name, backend = escape(load.name), escape(str(load.backend))
             loads.append(f"<li>{name} ({backend}): {escape(got)}</li>")

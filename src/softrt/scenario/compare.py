@@ -32,6 +32,7 @@ from ..session.run import RunResult, run
 from ..schema.doc import Doc, flatten, many
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
 from ..units import format_duration_s
+from ..units import format_number as num
 from ..analysis.verdict import judge
 from ..schema.summary import LoadRun, Metrics, Verdict
 from .model import Scenario
@@ -367,18 +368,19 @@ def verdict(pooled: dict[str, Pooled]) -> list[str]:
     t = tuned.metrics.period_us.max if tuned else None
     if u is not None and t is not None:
         if t < u:
-            lines.append(f"Tuning cut the worst period from {u:,.1f} µs to {t:,.1f} µs.")
+            lines.append(f"Tuning cut the worst period from {num(u, 1)} µs to {num(t, 1)} µs.")
         else:
-            lines.append(f"Tuning did not lower the worst period ({u:,.1f} µs untuned, {t:,.1f} µs tuned).")
+            lines.append(f"Tuning did not lower the worst period ({num(u, 1)} µs untuned, {num(t, 1)} µs tuned).")
     for name, f in pooled.items():
         worst, missed = f.metrics.period_us.max, _missed(f.metrics) or 0
         if not (f.tuned and f.loads) or worst is None:
             continue
         if tuned is None or t is None:
-            lines.append(f"Under load ({name}): worst period {worst:,.1f} µs, {missed} missed updates.")
+            lines.append(f"Under load ({name}): worst period {num(worst, 1)} µs, {missed} missed updates.")
             continue
         unloaded_missed = _missed(tuned.metrics) or 0
-        versus = f"worst period {worst:,.1f} µs vs {t:,.1f} µs unloaded, {missed} vs {unloaded_missed} missed updates."
+        versus = (f"worst period {num(worst, 1)} µs vs {num(t, 1)} µs unloaded, {missed} vs {unloaded_missed} "
+                  "missed updates.")
         if f.verdict is not None and f.verdict.meets is False:
             lines.append(f"Under load ({name}) it failed the requirement ({f.verdict.requirement}): {versus}")
             continue
