@@ -45,7 +45,7 @@ _ALWAYS = {"write_text": "write_text", "write_bytes": "write_bytes", "replace": 
            "rename": "os.rename", "mkstemp": "mkstemp", "mkdtemp": None, "NamedTemporaryFile": "mkstemp",
            "ParquetWriter": "ParquetWriter", "write_table": "write_table", "connect": "sqlite3.connect",
            "copy": "shutil.copy", "copyfile": "shutil.copy", "copy2": "shutil.copy", "move": "os.rename",
-           "savefig": "savefig", "symlink": "os.symlink", "link": "os.link"}
+           "savefig": "savefig", "symlink": "os.symlink", "link": "os.link", "touch": "touch", "mkfifo": "os.mkfifo"}
 
 
 def _name(func: ast.expr) -> tuple[str, str]:
@@ -147,11 +147,12 @@ def test_the_scan_sees_every_spelling_of_a_write():
 open(p, "w"); open(p, mode="ab"); open(p, m); Path(p).open("w"); p.write_text("x"); p.write_bytes(b"")
 os.open(p, os.O_WRONLY | os.O_CREAT); os.replace(a, b); os.rename(a, b); p.rename(q); tempfile.mkstemp()
 pq.ParquetWriter(p, s); pq.write_table(t, p); fig.savefig("x.png"); sqlite3.connect(p); shutil.copy(a, b)
+p.touch(); os.mkfifo(p)
 """
     kinds = [kind for _line, kind in writes_in(ast.parse(text))]
     assert kinds.count("open") == 4 and kinds.count("os.rename") == 2 and "write_text" in kinds and "write_bytes" in kinds
     assert {"os.open", "os.replace", "os.rename", "mkstemp", "ParquetWriter", "write_table", "savefig",
-            "sqlite3.connect", "shutil.copy"} <= set(kinds)
+            "sqlite3.connect", "shutil.copy", "touch", "os.mkfifo"} <= set(kinds)
     quiet = 'open(p); open(p, "rb"); os.open(p, os.O_RDONLY | os.O_NONBLOCK); s.replace("a", "b"); d.copy()\n' \
             'fig.savefig(buf, format="svg")'
     assert writes_in(ast.parse(quiet)) == []
