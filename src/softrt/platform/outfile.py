@@ -202,7 +202,8 @@ def _replace(name: str, raw: bytes, info: os.stat_result | None) -> None:
             os.fsync(fd)  # the data before the rename: a power cut leaves the old file or the new one
             if info is not None:
                 _keep_owner(fd, info)
-            os.chmod(tmp, stat.S_IMODE(info.st_mode) & 0o777 if info is not None else 0o666 & ~_umask())
+            # By its descriptor: the name could be swapped for a link in a directory others may write.
+            chmod_open(fd, tmp, stat.S_IMODE(info.st_mode) & 0o777 if info is not None else 0o666 & ~_umask())
         finally:
             os.close(fd)
         now = os.lstat(name) if os.path.lexists(name) else None
@@ -215,6 +216,15 @@ def _replace(name: str, raw: bytes, info: os.stat_result | None) -> None:
         except OSError:
             pass
         raise
+
+
+def chmod_open(fd: int, path: str | os.PathLike[str], mode: int) -> None:
+    """Set *mode* on the open file *fd* (fchmod(2): never through a name someone swapped for a link);
+    by *path* where the OS has no fchmod (Windows: only the read-only bit anyway)."""
+    if os.chmod in os.supports_fd:
+        os.chmod(fd, mode)
+    else:
+        os.chmod(path, mode)
 
 
 def _keep_owner(fd: int, info: os.stat_result) -> None:

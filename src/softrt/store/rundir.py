@@ -35,6 +35,7 @@ from ..analysis.stream import RunStats
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
 from ..platform import O_PRIVATE_BINARY, preallocate
+from ..platform.outfile import chmod_open
 from .late import AGGREGATES, LateSelector, SecondAggregator
 from ..schema.summary import RunSummary
 from .validate import load_json, open_parquet
@@ -186,7 +187,7 @@ def write_json_atomic(target: Path, data: dict) -> Path:
             f.write(json.dumps(data, indent=2) + "\n")
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # as the run's other files (mkstemp makes 0600)
+            chmod_open(f.fileno(), tmp, 0o644)  # as the run's other files (mkstemp makes 0600)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
