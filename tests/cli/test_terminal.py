@@ -143,3 +143,13 @@ def test_a_huge_figure_is_shown_in_scientific_form_with_the_run_id(run_cli, home
         code, out, err = run_cli(*args)
         assert code == 0 and "1.00e+308" in out and not re.search(r"[0-9,]{30}", out), out
     assert doc["run_id"][:15] in run_cli("history")[1]
+
+
+def test_a_hostile_scenario_file_is_one_clean_line(run_cli, home, tmp_path):
+    """Its path and its values (a name, a description) are quoted in the error."""
+    scenario = tmp_path / (_dirname(HOSTILE) + ".toml")
+    scenario.write_text('name = "x\\u001b]0;PWNED\\u0007"\ndescription = "\\u009b31m"\n', encoding="utf-8")
+    for args in (["compare", str(scenario)], ["compare", str(tmp_path / "missing" / scenario.name)]):
+        code, out, err = run_cli(*args)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert_clean(out + err, "compare")
