@@ -56,9 +56,9 @@ def test_every_command_shows_a_hostile_run_directory_cleanly(run_cli, home, host
     out_dir = tmp_path / _dirname("out" + HOSTILE)
     out_dir.mkdir()
     for args in (["show", str(hostile_run)], ["history", "add", runs], ["history"],
-                 ["history", "--host", HOSTILE], ["report", str(hostile_run), "-o", str(out_dir / "r.html")]):
+                 ["history", "--host", HOSTILE], ["report", str(hostile_run), "-o", str(out_dir)]):
         code, out, err = run_cli(*args)
-        assert code in (0, 1), (args, err)
+        assert code in (0, 1) or args[0] == "report" and "is a directory" in err, (args, err)
         assert_clean(out + err, " ".join(args[:2]))
     assert "Run stored in" in run_cli("show", str(hostile_run))[1]
 
