@@ -155,7 +155,7 @@ def write_file(path: str | os.PathLike[str], data: bytes | str, *, what: str = "
             _replace(name, raw, info)
     except OSError as err:
         shown = "standard output" if how == "stdout" else name
-        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):  # (a quota: as full)
             raise DiskFull(f"no space left on {shown} (writing {what})",
                            hint="free some space, or write to another disk") from None
         raise ConfigError(f"cannot write {what} to {shown}: {err.strerror or err}", hint=hint) from None
