@@ -35,6 +35,60 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else num(value, 1, sign=True)
 
 
+def clean(text: object) -> str:
+    """*text* as a terminal may show it: control characters made a visible ``?``, line breaks kept."""
+    text = str(text)
+    return text if text.isprintable() else "\n".join(printable(line) for line in text.split("\n"))
+
+
+def one_line(text: object) -> str:
+    """*text* as one terminal line: control characters a visible ``?``, line breaks and tabs spaces
+    (an error message, a warning: click.echo's lines)."""
+    return printable(text)
+
+
+class _Cleaned:
+    """A rich renderable (a table, a group) whose every character of text is :func:`clean`'s: its
+    segments are cleaned as rendered, rich's control segments (cursor, live view) left alone."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions):
+        for seg in console.render(self.renderable, options):
+            yield seg if seg.control or seg.text.isprintable() else Segment(clean(seg.text), seg.style)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.renderable)
+
+
+def cleaned(thing: object, con: Console | None = None, *, markup: bool | None = None,
+            highlight: bool | None = None) -> object:
+    """*thing* (a str, possibly rich markup, a Text, any renderable) with nothing a terminal acts on.
+
+    A Text keeps its styles: each control character becomes one ``?``, so every span still fits.
+    """
+    if isinstance(thing, str):
+        thing = (con or Console()).render_str(thing, markup=markup, highlight=highlight)
+    if isinstance(thing, Text):
+        if clean(thing.plain) == thing.plain:
+            return thing
+        out = thing.copy()
+        out.plain = clean(thing.plain)
+        return out
+    if isinstance(thing, (Segment, _Cleaned)) or not hasattr(thing, "__rich_console__") and not hasattr(
+            thing, "__rich__"):
+        return thing
+    return _Cleaned(thing)
+
+
+def emit(con: Console, *objects: object, markup: bool | None = None, highlight: bool | None = None,
+         **kwargs) -> None:
+    """``con.print(*objects, **kwargs)`` of what :func:`cleaned` makes of each: how every command
+    puts text on a terminal."""
+    con.print(*(cleaned(o, con, markup=markup, highlight=highlight) for o in objects), **kwargs)
+
+
 def verdict_text(verdict: Verdict | None, *, state: str = "complete", prefix: str = "") -> Text | None:
     """The verdict (softrt.analysis.verdict) in words: MEETS in green, FAILS in red; None without one."""
     if verdict is None:
@@ -392,60 +446,6 @@ def progress_line(p) -> str:
     period = stats.hist["period"]
     return (f"{line}  period p99 {format_ns(period.percentiles((99.0,))[0])} max {format_ns(period.max)}  "
             f"missed updates {stats.counters['missed_updates']:,}  late cycles {stats.counters['late_cycles']:,}")
-
-
-def clean(text: object) -> str:
-    """*text* as a terminal may show it: control characters made a visible ``?``, line breaks kept."""
-    text = str(text)
-    return text if text.isprintable() else "\n".join(printable(line) for line in text.split("\n"))
-
-
-def one_line(text: object) -> str:
-    """*text* as one terminal line: control characters a visible ``?``, line breaks and tabs spaces
-    (an error message, a warning: click.echo's lines)."""
-    return printable(text)
-
-
-class _Cleaned:
-    """A rich renderable (a table, a group) whose every character of text is :func:`clean`'s: its
-    segments are cleaned as rendered, rich's control segments (cursor, live view) left alone."""
-
-    def __init__(self, renderable: RenderableType) -> None:
-        self.renderable = renderable
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions):
-        for seg in console.render(self.renderable, options):
-            yield seg if seg.control or seg.text.isprintable() else Segment(clean(seg.text), seg.style)
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement.get(console, options, self.renderable)
-
-
-def cleaned(thing: object, con: Console | None = None, *, markup: bool | None = None,
-            highlight: bool | None = None) -> object:
-    """*thing* (a str, possibly rich markup, a Text, any renderable) with nothing a terminal acts on.
-
-    A Text keeps its styles: each control character becomes one ``?``, so every span still fits.
-    """
-    if isinstance(thing, str):
-        thing = (con or Console()).render_str(thing, markup=markup, highlight=highlight)
-    if isinstance(thing, Text):
-        if clean(thing.plain) == thing.plain:
-            return thing
-        out = thing.copy()
-        out.plain = clean(thing.plain)
-        return out
-    if isinstance(thing, (Segment, _Cleaned)) or not hasattr(thing, "__rich_console__") and not hasattr(
-            thing, "__rich__"):
-        return thing
-    return _Cleaned(thing)
-
-
-def emit(con: Console, *objects: object, markup: bool | None = None, highlight: bool | None = None,
-         **kwargs) -> None:
-    """``con.print(*objects, **kwargs)`` of what :func:`cleaned` makes of each: how every command
-    puts text on a terminal."""
-    con.print(*(cleaned(o, con, markup=markup, highlight=highlight) for o in objects), **kwargs)
 
 
 def console(stderr: bool = False) -> Console:
