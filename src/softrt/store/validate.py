@@ -209,7 +209,8 @@ def check_row(record: type, row: dict, where: object) -> dict:
     stores any value in any column ("type affinity", sqlite.org/datatype3.html section 3): a
     listing must not meet text where it counts cycles, a blob where it prints a host, or a
     ``period_max_us`` of 1e308 (a µs figure past int64 ns is no measurement, as in summary.json).
-    Counts (``int``) are never negative; ``str`` columns are text; ``Path`` ones text without NUL.
+    Counts (``int``) are never negative; ``str`` columns are text, made printable; ``Path`` ones
+    text without NUL, kept as they are (the render layer cleans what it prints).
     """
     hints = typing.get_type_hints(record)
     run_id = row.get("run_id")
@@ -224,8 +225,8 @@ def check_row(record: type, row: dict, where: object) -> dict:
         if problem:
             raise ConfigError(f"{_where(where)}: run {run_id}, column {name} {problem} ({show_value(value)})",
                               hint=_ROW_HINT)
-        if isinstance(value, str):
-            out[name] = value if name.endswith("_json") else printable(value)
+        if isinstance(value, str) and str in kinds:  # a path stays as it is: it must name its directory
+            out[name] = printable(value)
     return out
 
 
