@@ -11,6 +11,8 @@ import pytest
 
 from softrt.report.synthetic import write_synthetic_run
 
+from ..scenario.test_parse_fuzz import scenario_paths
+
 
 def _cyclictest(nodename: str = "labpc", **thread) -> dict:
     t = {"histogram": {"8": 3, "9": 1}, "cycles": 4, "min": 8, "max": 9, "avg": 8.2, "cpu": 1, **thread}
@@ -40,8 +42,11 @@ def good_run(tmp_path):
     ("run_id", "../../etc", "run_id"),
     ("why_late", {"tracing": "on", "culprits": [{"cycles": "many"}]}, "why_late.culprits[0].cycles must be a whole"),
     ("schema", "softrt.summary/2", "written by a newer softrt"),
+    # issue 32: a µs figure past int64 ns listed as one 400-digit number, hiding the run id
+    ("period_us", {"max": 1e308}, "period_us.max is out of range"),
+    ("latency_us", {"p99_99": -1e17}, "latency_us.p99_99 is out of range"),
 ], ids=["config-list", "host-string", "cycles-10e30", "cycles-negative", "bool-count", "nan", "infinity",
-        "run-id-path", "mistyped-culprit", "newer-major"])
+        "run-id-path", "mistyped-culprit", "newer-major", "period-max-1e308", "latency-p99_99-past-int64-ns"])
 def test_history_add_of_a_hostile_run_directory(run_cli, home, state_dir, good_run, field, value, match):
     summary = json.loads((good_run / "summary.json").read_text())
     summary[field] = value
@@ -147,3 +152,10 @@ def test_import_of_a_fifo_or_a_device(run_cli, home, state_dir, tmp_path):
     (tmp_path / "zero.json").symlink_to("/dev/zero")
     for name in ("fifo.json", "zero.json"):
         assert "not a regular file" in _one_error_line(*run_cli("import", str(tmp_path / name)))
+
+
+def test_a_scenario_path_that_is_no_toml_file(run_cli, home, state_dir, tmp_path):
+    """Issue 32: a directory, a FIFO or a link to /dev/zero given to ``softrt compare`` is one error line
+    saying what it is, exit status 2, before anything runs (and without blocking on the FIFO)."""
+    for name, says in scenario_paths(tmp_path).items():
+        assert says in _one_error_line(*run_cli("compare", str(tmp_path / name)))

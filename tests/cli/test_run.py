@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pyarrow.parquet as pq
 import pytest
 
@@ -340,17 +342,37 @@ def test_check_before_the_run_is_stored_with_it(real_run):
 
 
 @pytest.mark.rt
-def test_a_second_real_time_run_is_refused_while_one_runs(tmp_path, state_dir, start_run, run_cli):
+def test_a_second_real_time_run_is_refused_while_one_runs_and_a_watch_works(tmp_path, state_dir, start_run, run_cli,
+                                                                            softrt_cmd):
+    """Issue 32.5: a second real-time run, even on another CPU, says which run holds the machine (pid,
+    start, its real-time CPU) and exits 2 having started nothing; ``softrt watch`` of the running
+    loop works beside it. (The second run sleeps rather than spins: were it not refused, it still
+    could not hog CPU 0 while the first spins on CPU 1.)"""
+    from softrt.cpus import choose_cpus
+    from softrt.platform import get_platform
+
+    plat = get_platform()
+    rt_cpu, _ = choose_cpus(plat.online_cpus(), plat.allowed_cpus(), None)
+    other = min(set(plat.online_cpus()) - {rt_cpu}, default=rt_cpu)
     first = start_run(tmp_path, "--duration", "20s")
     try:
         _wait_for_records(first)
-        code, _, err = run_cli("run", "--duration", "1s", "--out-dir", str(tmp_path / "second"))
-        assert code == 1
-        assert f"another real-time softrt run or tune holds this machine: pid {first.pid} (user " in err
+        code, _, err = run_cli("run", "--duration", "1s", "--cpu", str(other), "--wait", "sleep",
+                               "--out-dir", str(tmp_path / "second"))
+        assert code == 2, err
+        line = err.strip()
+        assert f"another real-time softrt run or tune holds this machine: pid {first.pid} (user " in line
+        assert re.search(r", since (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d; real-time on CPU " + str(rt_cpu) + r"\)", line)
         assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
+        worker = next(c for c in psutil.Process(first.pid).children() if "spawn_main" in " ".join(c.cmdline()))
+        watch = softrt_cmd("watch", "--pid", str(worker.pid), "--duration", "1s", "--no-explain", "-q", "--json",
+                           "--out-dir", str(tmp_path / "watch"), timeout=60)
+        assert watch.returncode == 0, watch.stderr
+        assert first.poll() is None  # the run goes on
     finally:
         first.send_signal(signal.SIGINT)
-        first.communicate(timeout=30)
+        out, err = first.communicate(timeout=30)
+    assert json.loads(out)["status"] == "partial", err  # stopped by the Ctrl-C above, with what it measured
 
 
 @pytest.mark.rt

@@ -175,3 +175,20 @@ def test_threads_that_exited_are_counted_not_listed():
     assert lines == ["Reverted: 65 restored, 51 gone",
                      "  kernel settings: restored sched_rt_runtime_us 950000",
                      "  threads: restored 64 to CPUs 0-1; 51 left alone (exited, gone or already set)"]
+
+
+def test_the_undo_hint_acts_where_the_apply_did(run_cli, state_dir, vm, tmp_path, monkeypatch):
+    """Issue 32: ``tune --apply --root TREE --state-file F`` ended with "Undo with: softrt tune --revert",
+    which would act on this machine; the hint carries both options, and running it reverts the tree."""
+    monkeypatch.setenv("COLUMNS", "400")
+    before = trees.files_under(vm)
+    state = tmp_path / "my state.jsonl"
+    code, out, _ = run_cli("tune", "--root", str(vm), "--rt-cpus", "1")
+    assert code == 0 and f"--apply --root {vm} (as root); undo with: softrt tune --revert --root {vm}\n" in out
+    code, out, err = run_cli("tune", "--root", str(vm), "--rt-cpus", "1", "--apply", "--state-file", str(state))
+    assert code == 0, err
+    hint = out.rsplit("Undo with: ", 1)[1].strip()
+    assert hint == f"softrt tune --revert --root {vm} --state-file '{state}'"
+    code, out, err = run_cli(*__import__("shlex").split(hint)[1:])
+    assert code == 0 and "Reverted:" in out, err
+    assert trees.files_under(vm) == before and not state.exists()

@@ -41,6 +41,7 @@ def shared_report(tmp_path_factory):
     imported = write_cyclictest_run(d)
     bad = write_synthetic_run(d / "runs", cycles=5_000, seed=9)
     (bad / "samples.parquet").write_bytes(b"not parquet at all")
+    (bad / "stats.json").unlink()  # else the report draws it from stats.json (issue 32)
     out = d / "report.html"
     result = build_report([a, b, imported, bad], out)
     return SimpleNamespace(a=a, b=b, imported=imported, bad=bad, result=result, path=out, html=out.read_text())

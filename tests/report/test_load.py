@@ -101,7 +101,14 @@ def test_corrupt_samples(synth_run, damage, tmp_path):
     else:
         import pyarrow as pa
         pq.write_table(pa.table({"x": [1, 2, 3]}), file)
-    with pytest.raises(SoftRTError, match="samples"):
+    # Issue 32: the run was refused although its summary and stats.json were intact; now it is
+    # reported from stats.json, and the first note says why.
+    view = load_run(run)
+    assert view.series is None and view.period is not None and view.period.total == 2_000 - 1
+    assert view.notes[0].startswith("samples.parquet is damaged (") and "those of the run's stats.json" in view.notes[0]
+    assert view.motion_note == "not available: the report read stats.json only"
+    (run / "stats.json").unlink()  # both damaged: one error naming both
+    with pytest.raises(SoftRTError, match="samples.*; and stats.json: .*stats.json is missing"):
         load_run(run)
 
 
@@ -186,8 +193,7 @@ def test_a_killed_run_is_reported_from_its_last_checkpoint(synth_run, tmp_path):
     file.write_bytes(data[: len(data) // 2])  # what a SIGKILL leaves: row groups, no footer
     summary = json.loads((run / "summary.json").read_text())
     complete = dict(summary)
-    with pytest.raises(SoftRTError, match="samples"):  # a complete run with that file is corrupt
-        load_run(run)
+    assert "samples.parquet is damaged" in load_run(run).notes[0]  # a complete run: that file is damaged
     summary.update(status="running", finished_at=None)
     (run / "summary.json").write_text(json.dumps(summary))
     view = load_run(run)

@@ -28,7 +28,7 @@ from softrt.store.rundir import read_summary, update_summary
 from softrt.schema.summary import SCHEMA, STATUSES, Metrics, RunSummary
 from softrt.schema.text import printable
 
-from ..fuzz import FUZZ, JSON_VALUES, one_line as _one_line
+from ..fuzz import JSON_VALUES, fuzz, one_line as _one_line
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "summaries"
 CURRENT = ["run", "checkpoint", "compare-round", "import-cyclictest", "import-oslat"]
@@ -211,7 +211,7 @@ def _tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-@FUZZ
+@fuzz(50)  # each example writes a run directory and a history
 @given(mutations=st.lists(st.tuples(st.sampled_from(_FIELDS), JSON_VALUES), min_size=1, max_size=3))
 def test_fuzz_summary_reader(good_summary, mutations):
     """Any summary.json: read into the model, added to the history, listed and rendered with printable

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from softrt.analysis import RunStats
@@ -22,11 +22,13 @@ from softrt.report.synthetic import write_synthetic_run
 from softrt.store.importers import import_file
 from softrt.store.rundir import SAMPLES, STATS, STREAM_COLUMNS, load_run_stats
 
-from ..fuzz import FUZZ, JSON_VALUES, one_line
+from softrt.errors import SoftRTError
+
+from ..fuzz import JSON_VALUES, fuzz, reads
 from .conftest import cyclictest_doc
 
-FEW = settings(FUZZ, max_examples=40)  # each example writes and reads a run directory
-HALF = settings(FUZZ, max_examples=30)
+FEW = fuzz(40)  # each example writes and reads a run directory
+HALF = fuzz(30)
 NUMBERS = (st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.floats(allow_nan=False)
            | st.sampled_from([2_000_000_000, -2_000_000_000, 2**53, 10**12, 0, -1]))
 
@@ -62,10 +64,8 @@ def test_fuzz_stats_json(run, data):
         parent[path[-1]] = data.draw(NUMBERS | JSON_VALUES | st.lists(NUMBERS, max_size=4))
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / STATS).write_text(json.dumps(doc))  # NaN, Infinity as json.dumps writes them
-        try:
-            stats = load_run_stats(Path(tmp), 250_000)
-        except Exception as err:  # noqa: BLE001 - the property: only softrt's one-line errors
-            one_line(err)
+        stats = reads(lambda: load_run_stats(Path(tmp), 250_000))
+        if isinstance(stats, SoftRTError):
             return
         assert isinstance(stats, RunStats)
         for name in ("period", "latency", "process"):
@@ -104,10 +104,8 @@ def test_fuzz_samples_parquet_shape_and_footer(run, columns, rows, group, damage
                 raw[-back] ^= 0x5A
         (target / SAMPLES).write_bytes(bytes(raw))
         (target / STATS).unlink()  # no fallback: every path must go through the samples file
-        try:
-            view = load_run(target)
-        except Exception as err:  # noqa: BLE001
-            one_line(err)
+        view = reads(lambda: load_run(target))
+        if isinstance(view, SoftRTError):
             return
         assert view.stats is not None and view.stats.counters["cycles"] <= rows
 
@@ -127,16 +125,11 @@ def test_fuzz_imported_histograms_and_their_histogram_json(labels, tool, hist_ra
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "r.json"
         src.write_text(json.dumps(doc))
-        try:
-            run_dir = import_file(src, Path(tmp) / "out")
-        except Exception as err:  # noqa: BLE001
-            one_line(err)
+        run_dir = reads(lambda: import_file(src, Path(tmp) / "out"))
+        if isinstance(run_dir, SoftRTError):
             return
         load_run(run_dir)  # what the import accepted, the report draws
         hist = json.loads((run_dir / "histogram.json").read_text())
         hist["threads"][0].update(lower_ns=lower, counts=[1] * len(lower), width_ns=width)
         (run_dir / "histogram.json").write_text(json.dumps(hist))
-        try:
-            load_run(run_dir)
-        except Exception as err:  # noqa: BLE001
-            one_line(err)
+        reads(lambda: load_run(run_dir))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -17,6 +19,7 @@ from ..audit import (AFFINITY, KINDS, Plan, Result, apply_plan, change_kind, def
 from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..platform.journal import Outcome
+from ..schema.text import printable
 from .check import CpuList
 from .render import emit
 
@@ -110,6 +113,16 @@ def render_result(result: Result, verb: str) -> Group:
     return Group(*parts)
 
 
+def _same(root: str, state_file: Path | None) -> str:
+    """The options that make a suggested command act where this one did: ``--root`` and
+    ``--state-file`` when given (issue 32: "Undo with: softrt tune --revert" after ``--apply --root
+    TREE`` would have acted on this machine), shell-quoted, absolute (the user may cd first)."""
+    parts = [] if os.path.abspath(root) == os.path.abspath(os.sep) else ["--root", os.path.abspath(root)]
+    if state_file is not None:
+        parts += ["--state-file", os.path.abspath(state_file)]
+    return "".join(f" {printable(shlex.quote(part))}" for part in parts)
+
+
 @click.command("tune", epilog="""\b
 Examples:
   softrt tune                                 print the plan for the CPU softrt run uses
@@ -143,7 +156,7 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
             emit(out, render_result(result, "Reverted"))
             if not result.complete:
                 emit(out, Text(f"The state file {result.state_path} is kept; fix the values above and run "
-                               "softrt tune --revert again.", style="red"))
+                               f"softrt tune --revert{_same(root, state_file)} again.", style="red"))
         return 0 if result.complete else 1
     if rt_cpus is None:
         cpu = default_rt_cpu(root)  # as check and run choose it (None: a Windows capture that does not say)
@@ -157,13 +170,14 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
         emit(out, render_plan(plan))
         emit(out)
         if result is None:
-            emit(out, Text(f"Nothing was changed. Apply with: softrt tune --rt-cpus {plan.rt_cpus} --apply "
-                           "(as root); undo with: softrt tune --revert", style="bold"))
+            emit(out, Text(f"Nothing was changed. Apply with: softrt tune --rt-cpus {plan.rt_cpus} --apply"
+                           f"{_same(root, state_file)} (as root); undo with: softrt tune --revert"
+                           f"{_same(root, state_file)}", style="bold"))
         else:
             emit(out, render_result(result, "Applied"))
             if result.saved:
-                emit(out, Text(f"Previous values saved in {result.state_path}. Undo with: softrt tune --revert",
-                               style="bold"))
+                emit(out, Text(f"Previous values saved in {result.state_path}. Undo with: softrt tune --revert"
+                               f"{_same(root, state_file)}", style="bold"))
             else:
                 emit(out, Text("Nothing was changed (every setting was already as planned, or was skipped); "
                                "no state was saved.", style="bold"))

@@ -302,10 +302,12 @@ class LinuxPlatform:
         return sock.detach()
 
     def lock_holder(self, path: Path) -> str:
-        """Return who holds the machine lock *path*: ``"PID (user NAME: COMMAND, since HH:MM:SS)"``, or "?".
+        """Return who holds the machine lock *path*: ``"PID (user NAME: COMMAND, since HH:MM:SS; real-time
+        on CPU N)"``, or "?".
 
         The pid and user come from the kernel, not from anything the holder wrote: a connection to
-        the holder's socket carries its credentials (SO_PEERCRED, unix(7)), which no user can forge.
+        the holder's socket carries its credentials (SO_PEERCRED, unix(7)), which no user can forge;
+        so do the CPUs, the affinity of its (or its worker's) SCHED_FIFO/RR threads (sched(7)).
         """
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.setblocking(False)  # a backlog that is full (many refused runs) must not block this one
@@ -317,7 +319,8 @@ class LinuxPlatform:
             return "?"
         finally:
             sock.close()
-        return f"{pid} ({describe_process(pid, uid)})"
+        cpus = realtime_cpus(pid)
+        return f"{pid} ({describe_process(pid, uid)}{f'; real-time on CPU {cpus}' if cpus else ''})"
 
     # --- shared memory ------------------------------------------------------------------------
     def open_shared_memory(self, name: str, size: int, create: bool) -> mmap.mmap:
@@ -393,6 +396,32 @@ def _lock_address(path: Path) -> bytes:
     return b"\0softrt-lock-" + digest.encode()
 
 
+def realtime_cpus(pid: int) -> CpuSet | None:
+    """The CPUs the real-time threads (SCHED_FIFO or SCHED_RR) of process *pid* and of its
+    descendants may run on (a softrt run's loop is its spawned worker's), or None when it has none
+    (yet: a run still arming; never: a tune). sched_getscheduler(2) and sched_getaffinity(2) read
+    any user's threads, so the holder of the machine lock is described whoever it is."""
+    import psutil
+
+    cpus: set[int] = set()
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return None
+    for proc in procs:
+        try:
+            tids = [t.id for t in proc.threads()]
+        except psutil.Error:
+            continue
+        for tid in tids:
+            try:
+                if os.sched_getscheduler(tid) in (os.SCHED_FIFO, os.SCHED_RR):
+                    cpus |= os.sched_getaffinity(tid)
+            except OSError:  # the thread ended meanwhile
+                continue
+    return CpuSet(sorted(cpus)) if cpus else None
+
+
 def describe_process(pid: int, uid: int | None = None) -> str:
     """``user NAME: COMMAND, since HH:MM:SS`` for process *pid* (whatever of it can be read), for messages."""
     import psutil
@@ -405,7 +434,9 @@ def describe_process(pid: int, uid: int | None = None) -> str:
         with proc.oneshot():
             uid = proc.uids().real if uid is None else uid
             command = " ".join(proc.cmdline()) or proc.name()
-            since = time.strftime("%H:%M:%S", time.localtime(proc.create_time()))
+            started = time.localtime(proc.create_time())  # a day of its own when it is not today's (a 72 h run)
+            since = time.strftime("%H:%M:%S" if started[:3] == time.localtime()[:3] else "%Y-%m-%d %H:%M:%S",
+                                  started)
     except psutil.Error:
         command = since = None
     if uid is not None:

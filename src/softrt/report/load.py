@@ -183,10 +183,10 @@ def _load_samples(view: RunView) -> None:
         if _never_closed(view):
             _load_checkpoint(view, err.msg)
             return
-        if "rows, more than softrt reads" in err.msg:
-            n = ROW_BUDGET + 1
-        else:
-            raise SoftRTError(f"run {view.run_id}: {err.msg}", hint=err.hint) from None
+        if "rows, more than softrt reads" not in err.msg:
+            _load_damaged(view, err.msg)
+            return
+        n = ROW_BUDGET + 1
     if n > ROW_BUDGET:
         _load_stats_only(view, f"samples.parquet holds {n:,} cycles, more than the report reads one by one "
                                f"({ROW_BUDGET:,}, about {ROW_BUDGET * BYTES_PER_ROW >> 20:,} MB of memory), so the "
@@ -196,8 +196,18 @@ def _load_samples(view: RunView) -> None:
         return
     try:
         _stream(view, n)
-    except SoftRTError as err:
-        raise SoftRTError(f"run {view.run_id}: {err.msg}", hint=err.hint) from None
+    except SoftRTError as err:  # a page past the footer is damaged: what was drawn so far is dropped
+        view.notes.clear()
+        _load_damaged(view, err.msg)
+
+
+def _load_damaged(view: RunView, why: str) -> None:
+    """A finished run whose ``samples.parquet`` cannot be read (*why*): the figures and histograms
+    of its ``stats.json``, written beside it, and a note saying so first (issue 32: such a run was
+    refused although its summary and stats were intact)."""
+    _load_stats_only(view, f"samples.parquet is damaged ({why}), so the figures and histograms are those of the "
+                           "run's stats.json", f"{why}; and stats.json",
+                     "copy the run directory again (samples.parquet and stats.json) from where it was recorded")
 
 
 def _never_closed(view: RunView) -> bool:

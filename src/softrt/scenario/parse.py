@@ -7,6 +7,7 @@ Every mistake is reported as one line naming the file, the line and the key, e.g
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import sys
 from importlib import resources
@@ -23,7 +24,7 @@ from ..errors import ConfigError
 from ..load import LOAD_NAMES
 from ..loop.cyclic import WAITS
 from ..session.config import PROFILES, SAMPLE_MODES
-from ..store.validate import read_bounded
+from ..store.validate import path_kind, read_bounded
 from ..schema.text import printable
 from ..units import parse_time_ns
 from .model import PLACEMENTS, LoadSpec, Scenario
@@ -42,9 +43,18 @@ def load_scenario(name_or_path: str) -> Scenario:
         text = resources.files(__package__).joinpath("builtin", f"{name_or_path}.toml").read_text()
         return parse_scenario(text, source="built-in")
     path = Path(name_or_path)
-    if path.suffix != ".toml" or not path.is_file():
-        raise ConfigError(f"unknown scenario {name_or_path!r}",
-                          hint=f"use a built-in ({', '.join(BUILTIN_NAMES)}) or the path of a .toml file")
+    hint = f"use a built-in ({', '.join(BUILTIN_NAMES)}) or the path of a .toml file"
+    # What the path really is, from stat(2): it neither blocks on a FIFO nor reads a device, and
+    # read_bounded checks the file it opens again (O_NONBLOCK, fstat), so nothing swapped in between is read.
+    kind = path_kind(path)
+    if kind is None:
+        if path.suffix == ".toml" or os.sep in name_or_path:
+            raise ConfigError(f"no scenario file {printable(name_or_path)!r}", hint=hint)
+        raise ConfigError(f"unknown scenario {printable(name_or_path)!r}", hint=hint)
+    if kind != "a regular file":
+        raise ConfigError(f"scenario {printable(name_or_path)!r} is {kind}, not a file", hint=hint)
+    if path.suffix != ".toml":
+        raise ConfigError(f"scenario {printable(name_or_path)!r} is not a .toml file", hint=hint)
     raw = read_bounded(path, "scenario", max_bytes=MAX_SCENARIO_BYTES,
                        hint="a scenario file is a few lines of TOML (see docs/scenarios.md)")
     try:

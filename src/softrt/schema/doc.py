@@ -47,6 +47,12 @@ def count(*, omit_none: bool = False) -> Any:
     return field(default=None, metadata={"min": 0, "omit_none": omit_none})
 
 
+def within(bound: float, *, omit_none: bool = False) -> Any:
+    """A number (None when unknown) whose magnitude is at most *bound*: a figure past it is no
+    measurement but a corrupt or hostile file, refused when read."""
+    return field(default=None, metadata={"bound": bound, "omit_none": omit_none})
+
+
 def many() -> Any:
     """A list, empty by default."""
     return field(default_factory=list)
@@ -136,7 +142,8 @@ def _fields(cls: type) -> tuple[tuple[dataclasses.Field, Any], ...]:
 @cache
 def _plan(cls: type) -> tuple[tuple[str, str, Callable, type | None], ...]:
     """How *cls* reads a JSON object: (field, key, converter, flattened Doc or None) per field."""
-    return tuple((f.name, f.metadata.get("key", f.name), _converter(hint, f.metadata.get("min")),
+    return tuple((f.name, f.metadata.get("key", f.name),
+                  _converter(hint, f.metadata.get("min"), f.metadata.get("bound")),
                   hint if f.metadata.get("flatten") else None) for f, hint in _fields(cls))
 
 
@@ -165,14 +172,15 @@ def _dump(value: Any) -> Any:
 
 
 @cache
-def _converter(hint: Any, minimum: int | None = None) -> Callable[[object, object, str], Any]:
-    """A function checking a value against *hint*, made once per type (reading a summary with a
-    hundred late cycles checks tens of thousands of values)."""
+def _converter(hint: Any, minimum: int | None = None, bound: float | None = None
+               ) -> Callable[[object, object, str], Any]:
+    """A function checking a value against *hint* (and a number's magnitude against *bound*), made
+    once per type (reading a summary with a hundred late cycles checks tens of thousands of values)."""
     args = typing.get_args(hint)
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         nullable = type(None) in args
         kinds = [a for a in args if a is not type(None)]
-        convs = [_converter(k, minimum) for k in kinds]
+        convs = [_converter(k, minimum, bound) for k in kinds]
 
         def union(value: object, where: object, path: str) -> Any:
             if value is None and nullable:
@@ -212,7 +220,16 @@ def _converter(hint: Any, minimum: int | None = None) -> Callable[[object, objec
             return value
         return count
     if hint is float:  # JSON has one number type: an integral float may be written as 3
-        return _scalar(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "must be a number")
+        number = _scalar(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "must be a number")
+        if bound is None:
+            return number
+
+        def figure(value: object, where: object, path: str) -> float:
+            # (not abs(v) <= bound: NaN compares false both ways, so it is refused too)
+            if not -bound <= number(value, where, path) <= bound:
+                raise _bad(where, path, f"is out of range ({_show(value)}; at most {bound:.3g} in magnitude)")
+            return value
+        return figure
     if hint is str:
         text = _scalar(lambda v: isinstance(v, str), "must be text")
         return lambda value, where, path: printable(text(value, where, path))

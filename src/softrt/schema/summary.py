@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .device import Board
-from .doc import Doc, count, flatten, key, many, obj, opt
+from .doc import Doc, count, flatten, key, many, obj, opt, within
 from .text import MAX_NAME, is_safe_name, printable, show_value
 from .watch import Watch
 from .why_late import WhyLate
@@ -31,6 +31,10 @@ STATUSES = ("running", "complete", "partial", "failed")
 MODES = ("real-time", "not real-time", "untuned")
 SOURCES = ("softrt", "cyclictest", "oslat")
 _HINT = "the file is corrupt or was not written by softrt"
+#: The largest µs figure a summary holds: a time in int64 nanoseconds, as every clock softrt reads
+#: gives it (clock_gettime(2)'s struct timespec as one count). Past it, a figure is no measurement
+#: but a corrupt or hostile file (``period_us.max = 1e308``), refused by the reader.
+MAX_US = (2**63 - 1) / 1000
 
 
 class Stats(Doc):
@@ -41,17 +45,17 @@ class Stats(Doc):
     written before that have p99… for slack too: its upper tail).
     """
 
-    mean: float | None = None
-    min: float | None = None
-    max: float | None = None
-    std: float | None = None
-    p50: float | None = None
-    p99: float | None = None
-    p99_9: float | None = None
-    p99_99: float | None = None
-    p1: float | None = opt()
-    p0_1: float | None = opt()
-    p0_01: float | None = opt()
+    mean: float | None = within(MAX_US)
+    min: float | None = within(MAX_US)
+    max: float | None = within(MAX_US)
+    std: float | None = within(MAX_US)
+    p50: float | None = within(MAX_US)
+    p99: float | None = within(MAX_US)
+    p99_9: float | None = within(MAX_US)
+    p99_99: float | None = within(MAX_US)
+    p1: float | None = within(MAX_US, omit_none=True)
+    p0_1: float | None = within(MAX_US, omit_none=True)
+    p0_01: float | None = within(MAX_US, omit_none=True)
 
     @property
     def low_tail(self) -> bool:
@@ -133,7 +137,7 @@ class VerdictCulprit(Doc):
     source: str = ""  # the culprit as the culprits table names it, e.g. "servo-poller (pid 812, FIFO/RR 90)"
     more: int | None = count(omit_none=True)  # other culprits with the same fix, counted in share and total
     share: float | None = None  # of the late cycles' windows (0-1) that the fix addresses
-    total_us: float | None = None
+    total_us: float | None = within(MAX_US)
     fix: str | None = None  # what to do (analysis.remedy)
     checks: list[str] = many()  # the softrt check ids that find and fix it
 
@@ -147,9 +151,9 @@ class Verdict(Doc):
     requirement: str = ""
     default: bool = True  # the seed's requirement, not --require
     checks: list[VerdictCheck] = many()
-    period_us: float | None = None  # nominal
-    threshold_us: float | None = None  # the late threshold (--late-threshold)
-    worst_period_us: float | None = None
+    period_us: float | None = within(MAX_US)  # nominal
+    threshold_us: float | None = within(MAX_US)  # the late threshold (--late-threshold)
+    worst_period_us: float | None = within(MAX_US)
     missed_updates: int | None = count()
     longest_miss_run: int | None = count()
     late_cycles: int | None = count(omit_none=True)
@@ -265,9 +269,9 @@ class ThreadResult(Doc):
     thread: str | None = None
     cpu: int | None = None
     samples: int | None = count()
-    min_us: float | None = None
-    mean_us: float | None = None
-    max_us: float | None = None
+    min_us: float | None = within(MAX_US)
+    mean_us: float | None = within(MAX_US)
+    max_us: float | None = within(MAX_US)
     overflow: int | None = count()
 
 

@@ -327,7 +327,8 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
     fd = plat.try_lock(path)
     if fd is None:
         holder = plat.lock_holder(path)
-        raise SoftRTError(f"another real-time softrt run or tune holds this machine: pid {holder}",
+        # ConfigError: exit status 2, as tune's refusal; nothing was started or written
+        raise ConfigError(f"another real-time softrt run or tune holds this machine: pid {holder}",
                           hint=lock_stop_hint(holder))
     return fd
 

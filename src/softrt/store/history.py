@@ -29,6 +29,7 @@ from ..errors import ConfigError
 from ..platform import data_dir
 from ..platform.owned import check_own_file, secure_dir
 from .rundir import SAMPLES, SUMMARY, read_summary
+from .validate import check_row, parse_json
 from ..schema.summary import RunSummary
 
 #: Layout version of the database (PRAGMA user_version). A new version needs a migration step in
@@ -418,7 +419,7 @@ class History:
 
     @staticmethod
     def _record(row: tuple) -> RunRecord:
-        r = dict(zip(_COLUMNS, row))
+        r = check_row(RunRecord, dict(zip(_COLUMNS, row)), "the history database")
         compare_id = row[len(_COLUMNS)] if len(row) > len(_COLUMNS) else None
         return RunRecord(
             run_id=r["run_id"], started_at=r["started_at"], finished_at=r["finished_at"], host=r["host"],
@@ -434,12 +435,9 @@ class History:
 
 def _stored_summary(text: str, run_id: str) -> RunSummary:
     """The summary the history holds for a run (a database copied from elsewhere is checked too)."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        raise ConfigError(f"the history's summary of {run_id} is not JSON",
-                          hint=f"refresh it: softrt history add RUN_DIR (or remove {run_id})") from None
-    return RunSummary.from_dict(doc, f"the history's summary of {run_id}")
+    where = f"the history's summary of {run_id}"
+    # parse_json: bounded depth, no NaN, integers within 64 bits, as a summary.json is read
+    return RunSummary.from_dict(parse_json(text, where), where)
 
 
 def _common(a: str, b: str) -> int:

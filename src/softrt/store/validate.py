@@ -26,12 +26,14 @@ import json
 import math
 import os
 import stat
+import typing
 from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..platform import O_PRIVATE_BINARY
-from ..schema.text import printable, show_value
+from ..schema.summary import MAX_US
+from ..schema.text import is_safe_name, printable, show_value
 
 #: The largest JSON file softrt reads (a cyclictest histogram of 64 threads x 10,000 buckets is ~10 MB).
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -91,8 +93,9 @@ def read_bounded(path: Path | str, what: str = "file", *, max_bytes: int = MAX_J
     except OSError as err:
         raise ConfigError(f"cannot read {what} {_where(path)}: {err.strerror or err}", hint=hint) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError(f"{what} {_where(path)} is not a regular file", hint=hint)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"{what} {_where(path)} is {file_kind(mode)}, not a regular file", hint=hint)
         with os.fdopen(fd, "rb", closefd=False) as f:
             raw = f.read(max_bytes + 1)
     except OSError as err:
@@ -104,6 +107,25 @@ def read_bounded(path: Path | str, what: str = "file", *, max_bytes: int = MAX_J
         raise ConfigError(f"{what} {_where(path)} is larger than {size}",
                           hint=hint or "softrt does not read files this large")
     return raw
+
+
+def file_kind(mode: int) -> str:
+    """What a file of st_mode *mode* is, for a message ("a directory", "a FIFO", …; inode(7))."""
+    for test, kind in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def path_kind(path: Path | str) -> str | None:
+    """What *path* is, following links without opening it (stat(2) neither blocks on a FIFO nor
+    reads a device): :func:`file_kind`, "a link to nothing", or None when nothing is there."""
+    try:
+        return file_kind(os.stat(path).st_mode)
+    except (OSError, ValueError):  # ValueError: a NUL byte in the path
+        return "a link to nothing" if os.path.islink(path) else None
 
 
 def load_json(path: Path | str, what: str = "file", *, max_bytes: int = MAX_JSON_BYTES,
@@ -177,3 +199,53 @@ def open_parquet(path: Path | str, what: str, max_rows: int, columns: Iterable[s
         if not (pa.types.is_integer(kind) or floats and pa.types.is_floating(kind)):
             raise ConfigError(f"{what} {_where(path)}: column {name} is {printable(kind)}, not numbers", hint=_HINT)
     return pf
+
+
+def check_row(record: type, row: dict, where: object) -> dict:
+    """Return the history row *row* (column -> SQLite value) checked against the dataclass
+    *record*'s field types, its text made printable; ConfigError naming the run and the column.
+
+    A history database can be copied from another PC or edited with the sqlite3 shell, and SQLite
+    stores any value in any column ("type affinity", sqlite.org/datatype3.html section 3): a
+    listing must not meet text where it counts cycles, a blob where it prints a host, or a
+    ``period_max_us`` of 1e308 (a µs figure past int64 ns is no measurement, as in summary.json).
+    Counts (``int``) are never negative; ``str`` columns are text, made printable; ``Path`` ones
+    text without NUL, kept as they are (the render layer cleans what it prints).
+    """
+    hints = typing.get_type_hints(record)
+    run_id = row.get("run_id")
+    if not is_safe_name(run_id):
+        raise ConfigError(f"{_where(where)}: a row's run_id is not a run id ({show_value(run_id)})", hint=_ROW_HINT)
+    out = dict(row)
+    for name, value in row.items():
+        kinds = typing.get_args(hints[name]) or (hints[name],) if name in hints else ()
+        if value is None and (type(None) in kinds or not kinds):
+            continue
+        problem = _column_problem(value, kinds)
+        if problem:
+            raise ConfigError(f"{_where(where)}: run {run_id}, column {name} {problem} ({show_value(value)})",
+                              hint=_ROW_HINT)
+        if isinstance(value, str) and str in kinds:  # a path stays as it is: it must name its directory
+            out[name] = printable(value)
+    return out
+
+
+_ROW_HINT = ("a damaged or hand-edited history: move it away (runs stay in their directories; re-add them with "
+             "softrt history add) or set SOFTRT_HOME")
+
+
+def _column_problem(value: object, kinds: tuple) -> str | None:
+    """What is wrong with a column's *value* for a field of the types *kinds* (None: nothing)."""
+    if str in kinds or Path in kinds:
+        if not isinstance(value, str):
+            return "is not text"
+        return "holds a NUL byte" if Path in kinds and "\0" in value else None
+    if int in kinds:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return "is not a whole number"
+        return "is negative" if value < 0 else None
+    if float in kinds:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return "is not a number"
+        return None if -MAX_US <= value <= MAX_US else f"is out of range (at most {MAX_US:.3g} µs in magnitude)"
+    return None

@@ -3,7 +3,7 @@
 Chosen when the platform layer says this is Windows, or when ``--root`` is a directory of captured
 Windows command outputs (:func:`softrt.platform.wincmd.is_capture`), so that the same checks run on
 Linux against captures. Source: learn.microsoft.com/windows/iot/iot-enterprise/soft-real-time/
-soft-real-time-device, and the seed's four points (``../shared/seed/brief.md``).
+soft-real-time-device, and the seed's four points (``docs/field-report.md``).
 """
 
 from __future__ import annotations
