@@ -10,6 +10,7 @@ import click
 
 from ..session import interrupts
 from ..motion.config import MAX_AXES
+from ..analysis.verdict import verdict_lines, verdict_of
 from ..schema.config import RunConfig
 from ..session.config import disk_estimate
 from ..session.run import run
@@ -100,12 +101,12 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
                 result = run(config, on_progress=live.on_progress)
                 live.finished(result.summary)
             remember([result.path])
-            if live.mode == "plain":
-                err.print(progress_line_final(result.summary))
             if as_json:
                 sys.stdout.write(json.dumps(result.summary.to_dict(), indent=2) + "\n")
             else:
                 console().print(render_summary(result.summary, str(result.path)))
+            if live.mode == "plain":  # after the tables: in a log of both streams the verdict comes first
+                err.print(progress_line_final(result.summary, verdict=as_json), markup=False, soft_wrap=True)
             if result.summary.status == "complete" and interrupts.requested():
                 err.print(f"softrt: {interrupts.reason()} after the run had finished; the run is complete and stored")
         if result.summary.status == "complete" and interrupts.requested():
@@ -117,11 +118,13 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
         return 1 if require is not None and (verdict is None or not verdict.meets) else 0
 
 
-def progress_line_final(summary: RunSummary) -> str:
-    """One line for a non-terminal stderr (CI logs): what ran and where it is stored."""
-    worst = summary.metrics.period_us.max
-    meets = summary.verdict.meets if summary.verdict is not None else None
-    answer = {True: "meets the cycle", False: "FAILS the cycle"}.get(meets, "no verdict")
+def progress_line_final(summary: RunSummary, verdict: bool = False) -> str:
+    """One line for a non-terminal stderr (CI logs): that the run ended, how, and where it is stored.
+
+    The verdict is standard output's first line, so it is not repeated here, unless standard output
+    holds ``--json`` (*verdict*): then this line carries it, in the words and units the tables use."""
     why = f" ({summary.partial_reason})" if summary.status != "complete" and summary.partial_reason else ""
-    return (f"softrt run: {answer}, {summary.metrics.cycles or 0:,} cycles, {summary.mode}, {summary.status}{why}, "
-            f"max period {worst if worst is not None else '-'} µs")
+    line = f"softrt run: {summary.status}{why}, {summary.metrics.cycles or 0:,} cycles, {summary.mode}"
+    if verdict and (judged := verdict_of(summary)) is not None:
+        line += f"; {verdict_lines(judged, state=summary.state)[0]}"
+    return line
