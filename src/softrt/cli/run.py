@@ -19,7 +19,7 @@ from ..units import NS_PER_S
 from .history import remember
 from .live import Watch
 from .output import unless_gone
-from .options import TimeNs, dc_options, samples_option, trace_options, watch_options
+from .options import PRIORITY_HELP, TimeNs, dc_options, samples_option, trace_options, watch_options
 from .render import console, render_summary
 
 LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first
@@ -38,7 +38,7 @@ Examples:
 @click.option("--max-duration", "max_duration_ns", type=TimeNs("s"), default="7d", show_default=True,
               help="Safety bound on --duration (72 h runs are normal; raise it for longer ones).")
 @click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU].")
-@click.option("--priority", type=int, default=80, show_default=True, help="SCHED_FIFO priority (1-99; Linux: Windows always uses 31).")
+@click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
 @click.option("--profile", type=click.Choice(["rt", "none"]), default="rt", show_default=True,
               help="rt: pin, real-time priority, memory locked (Linux: SCHED_FIFO, mlockall, cpu_dma_latency; "
                    "Windows: REALTIME_PRIORITY_CLASS, TIME_CRITICAL, a locked working set, 1 ms timer); "
