@@ -47,9 +47,14 @@ class _LazyGroup(click.Group):
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="softrt")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colours: auto is on a terminal only (NO_COLOR set: never; FORCE_COLOR set: always).")
 @click.pass_context
-def cli(ctx: click.Context) -> None:
+def cli(ctx: click.Context, color: str) -> None:
     """Can this PC run my 250 µs control loop, and if not, why not?"""
+    from .output import set_color
+
+    set_color(color)
     if ctx.invoked_subcommand in ("run", "compare", "watch"):
         return  # they recover themselves and list what they restored in the run's results
     # A softrt run that was killed may have left a system setting changed: put it back first.

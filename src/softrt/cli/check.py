@@ -6,7 +6,7 @@ import json
 import sys
 
 import click
-from rich.console import Console, Group
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -15,6 +15,7 @@ from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..units import NS_PER_S
 from .options import TimeNs
+from .output import make_console, unbounded
 from .render import emit
 
 STATUS_STYLE = {Status.OK: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.NA: "dim"}
@@ -35,15 +36,16 @@ class CpuList(click.ParamType):
             self.fail(str(err), param, ctx)
 
 
-def render_report(report: Report, verbose: bool = False) -> Group:
-    """The check tables, one per group, then the verdict and what to fix first."""
+def render_report(report: Report, verbose: bool = False, expand: bool = True) -> Group:
+    """The check tables, one per group, then the verdict and what to fix first; the tables fill the
+    width (*expand*) unless it is a pipe's, where they are as wide as their content (cli.output)."""
     parts = [Text(f"softrt check: real-time CPU(s) {report.rt_cpus}, housekeeping CPU(s) {report.housekeeping}"
                   + (f", read from {report.root}" if report.root != "/" else ""), style="bold")]
     for group, label in GROUPS.items():
         rows = [f for f in report.findings if f.group == group]
         if not rows:
             continue
-        table = Table(title=label, title_justify="left", title_style="bold", show_edge=False, expand=True)
+        table = Table(title=label, title_justify="left", title_style="bold", show_edge=False, expand=expand)
         table.add_column("status", no_wrap=True)
         table.add_column("severity", no_wrap=True)
         table.add_column("check", ratio=1)
@@ -102,14 +104,14 @@ def command(rt_cpus, sample_ns, as_json, verbose, root):
     if rt_cpus is None:
         cpu = default_rt_cpu(root)  # None: a Windows capture that does not say how many CPUs (the report says so)
         rt_cpus = CpuSet([cpu] if cpu is not None else [])
-    out = Console(highlight=False, stderr=False)
+    out = make_console()
     if sample_s and not as_json and out.is_terminal and root == "/":
-        with Console(stderr=True).status(f"sampling CPU(s) {rt_cpus} for {sample_s:g} s…"):
+        with make_console(stderr=True).status(f"sampling CPU(s) {rt_cpus} for {sample_s:g} s…"):
             report = run_checks(rt_cpus, root, sample_s)
     else:
         report = run_checks(rt_cpus, root, sample_s)
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
-        emit(out, render_report(report, verbose))
+        emit(out, render_report(report, verbose, expand=not unbounded(out)))
     return 0 if report.ready else 1

@@ -21,7 +21,7 @@ from ..units import format_number as num
 from .history import remember
 from .live import Watch
 from .output import unless_gone
-from .options import TimeNs, samples_option, trace_options, watch_options
+from .options import PRIORITY_HELP, TimeNs, samples_option, trace_options, watch_options
 from .render import console, emit, verdict_text
 
 
@@ -117,7 +117,7 @@ Examples:
                    "nominal + --late-threshold].")
 @click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True)
 @click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU].")
-@click.option("--priority", type=int, default=80, show_default=True)
+@click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
 @click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
 @click.option("--settle", "settle_ns", type=TimeNs("s"), default="1s", show_default=True,
               help="Time the loads run before the measurement starts.")

@@ -11,6 +11,14 @@ from ..errors import ConfigError
 from ..units import format_time_ns, parse_time_ns
 
 
+#: ``--priority`` (run and compare): what it sets on each OS, as the run's "applied" lines state it
+#: (Windows: platform.windows.realtime_level, tests/cli/test_options.py checks the figures).
+PRIORITY_HELP = ("Real-time priority 1-99. Linux: SCHED_FIFO at this priority. Windows: a base priority in "
+                 "REALTIME_PRIORITY_CLASS, 16 + (N-1)×15/98 rounded: 1-4 → 16 (THREAD_PRIORITY_IDLE), 50 → 24, "
+                 "80 → 28, 96-99 → 31 (THREAD_PRIORITY_TIME_CRITICAL); the run's 'applied: thread_priority' "
+                 "line says which.")
+
+
 class TimeNs(click.ParamType):
     """A time such as ``250us`` or ``10s``, converted to integer nanoseconds (at most *max_ns*, if given)."""
 

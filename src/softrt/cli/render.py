@@ -449,5 +449,7 @@ def progress_line(p) -> str:
 
 
 def console(stderr: bool = False) -> Console:
-    """A console for output (stdout) or progress (stderr)."""
-    return Console(stderr=stderr, highlight=False)
+    """A console for output (stdout) or progress (stderr): laid out for a terminal or a pipe (cli.output)."""
+    from .output import make_console
+
+    return make_console(stderr)

@@ -10,6 +10,7 @@ import click
 
 from ..session import interrupts
 from ..motion.config import MAX_AXES
+from ..analysis.verdict import verdict_lines, verdict_of
 from ..schema.config import RunConfig
 from ..session.config import disk_estimate
 from ..session.run import run
@@ -19,7 +20,7 @@ from ..units import format_number as num
 from .history import remember
 from .live import Watch
 from .output import unless_gone
-from .options import TimeNs, dc_options, samples_option, trace_options, watch_options
+from .options import PRIORITY_HELP, TimeNs, dc_options, samples_option, trace_options, watch_options
 from .render import console, emit, render_summary
 
 LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first
@@ -38,7 +39,7 @@ Examples:
 @click.option("--max-duration", "max_duration_ns", type=TimeNs("s"), default="7d", show_default=True,
               help="Safety bound on --duration (72 h runs are normal; raise it for longer ones).")
 @click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU].")
-@click.option("--priority", type=int, default=80, show_default=True, help="SCHED_FIFO priority (1-99; Linux: Windows always uses 31).")
+@click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
 @click.option("--profile", type=click.Choice(["rt", "none"]), default="rt", show_default=True,
               help="rt: pin, real-time priority, memory locked (Linux: SCHED_FIFO, mlockall, cpu_dma_latency; "
                    "Windows: REALTIME_PRIORITY_CLASS, TIME_CRITICAL, a locked working set, 1 ms timer); "
@@ -101,12 +102,12 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
                 result = run(config, on_progress=live.on_progress)
                 live.finished(result.summary)
             remember([result.path])
-            if live.mode == "plain":
-                emit(err, progress_line_final(result.summary))
             if as_json:
                 sys.stdout.write(json.dumps(result.summary.to_dict(), indent=2) + "\n")
             else:
                 emit(console(), render_summary(result.summary, str(result.path)))
+            if live.mode == "plain":  # after the tables: in a log of both streams the verdict comes first
+                emit(err, progress_line_final(result.summary, verdict=as_json), markup=False, soft_wrap=True)
             if result.summary.status == "complete" and interrupts.requested():
                 emit(err, f"softrt: {interrupts.reason()} after the run had finished; the run is complete and stored")
         if result.summary.status == "complete" and interrupts.requested():
@@ -118,11 +119,13 @@ def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wai
         return 1 if require is not None and (verdict is None or not verdict.meets) else 0
 
 
-def progress_line_final(summary: RunSummary) -> str:
-    """One line for a non-terminal stderr (CI logs): what ran and where it is stored."""
-    worst = summary.metrics.period_us.max
-    meets = summary.verdict.meets if summary.verdict is not None else None
-    answer = {True: "meets the cycle", False: "FAILS the cycle"}.get(meets, "no verdict")
+def progress_line_final(summary: RunSummary, verdict: bool = False) -> str:
+    """One line for a non-terminal stderr (CI logs): that the run ended, how, and where it is stored.
+
+    The verdict is standard output's first line, so it is not repeated here, unless standard output
+    holds ``--json`` (*verdict*): then this line carries it, in the words and units the tables use."""
     why = f" ({summary.partial_reason})" if summary.status != "complete" and summary.partial_reason else ""
-    return (f"softrt run: {answer}, {summary.metrics.cycles or 0:,} cycles, {summary.mode}, {summary.status}{why}, "
-            f"max period {worst if worst is not None else '-'} µs")
+    line = f"softrt run: {summary.status}{why}, {summary.metrics.cycles or 0:,} cycles, {summary.mode}"
+    if verdict and (judged := verdict_of(summary)) is not None:
+        line += f"; {verdict_lines(judged, state=summary.state)[0]}"
+    return line

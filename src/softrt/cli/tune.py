@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import click
-from rich.console import Console, Group
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from ..platform.journal import Outcome
 from ..schema.text import printable
 from .check import CpuList
+from .output import make_console, unbounded
 from .render import emit
 
 STYLE = {"applied": "green", "restored": "green", "gone": "dim", "skipped": "yellow", "failed": "bold red",
@@ -42,10 +43,11 @@ def _rows(plan: Plan) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def render_plan(plan: Plan) -> Group:
-    """The plan: run-time changes, the kernel command line for the rest, and what is left to do by hand."""
+def render_plan(plan: Plan, expand: bool = True) -> Group:
+    """The plan: run-time changes, the kernel command line for the rest, and what is left to do by hand
+    (the table fills the width, *expand*, unless it is a pipe's: cli.output)."""
     table = Table(title=f"Run-time changes for real-time CPU(s) {plan.rt_cpus} ({len(plan.steps)})",
-                  title_justify="left", title_style="bold", show_edge=False, expand=True)
+                  title_justify="left", title_style="bold", show_edge=False, expand=expand)
     for col in ("#", "change", "now", "after", "fixes"):
         table.add_column(col, overflow="fold")
     for i, (what, now, after, check) in enumerate(_rows(plan), 1):
@@ -143,7 +145,7 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
     Fixes that need a reboot are printed as the kernel command line to add. Exit status: 0 done,
     1 something could not be applied or restored, 2 bad input (nothing changed).
     """
-    out = Console(highlight=False)
+    out = make_console()
     if do_apply and do_revert:
         raise ConfigError("--apply and --revert cannot be combined")
     if do_revert:
@@ -167,7 +169,7 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
         payload = {"plan": plan.to_dict(), "applied": result.to_dict() if result else None}
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
-        emit(out, render_plan(plan))
+        emit(out, render_plan(plan, expand=not unbounded(out)))
         emit(out)
         if result is None:
             emit(out, Text(f"Nothing was changed. Apply with: softrt tune --rt-cpus {plan.rt_cpus} --apply"

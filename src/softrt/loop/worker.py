@@ -14,10 +14,12 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..board import open_device
+from ..cpus import CpuSet
 from ..errors import SoftRTError
 from ..ipc.ring import Ring
 from ..platform import STOP_SIGNALS, get_platform
@@ -45,6 +47,7 @@ class WorkerSpec:
     step: Callable[[int], Any] | None = None  # a user's own per-cycle function
     setup: Callable[[], None] | None = None
     warmup_cycles: int = 2000
+    housekeeping: tuple[int, ...] = ()  # the supervisor's CPUs: the worker's threads but the loop go there
     device_options: dict = field(default_factory=dict)  # EtherCAT: bus timeout, DC lock (session.config)
 
 
@@ -69,6 +72,20 @@ def _arm(spec: WorkerSpec, ring: Ring, undo: list[Callable[[], None]], applied: 
         applied.append({"what": control.what, "detail": control.detail})
         if restore is not None:
             undo.append(restore)
+
+
+def _others_off(spec: WorkerSpec, applied: list[dict], not_applied: list[dict]) -> None:
+    """Every thread of the worker but the loop's (a device's helper, one a library started) off the
+    RT CPU: the worker started there (platform ``children_start_on``), and they kept that mask."""
+    plat = get_platform()
+    if spec.profile != "rt" or not spec.housekeeping or not plat.caps.per_thread_affinity:
+        return
+    pins = plat.pin_threads(CpuSet(spec.housekeeping), keep=(threading.get_native_id(),))
+    detail = f"the worker's other threads ({pins.threads}) on CPUs {pins.cpus}, the loop alone on CPU {spec.cpu}"
+    if pins.failed:
+        not_applied.append({"what": "worker_threads", "detail": detail, "why": "; ".join(pins.failed)})
+    elif pins.threads:
+        applied.append({"what": "worker_threads", "detail": detail})
 
 
 def _make_step(spec: WorkerSpec) -> Callable[[int], Any]:
@@ -106,6 +123,7 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
         _arm(spec, ring, undo, applied, not_applied, before_device=True)
         board = open_device(spec.device, spec.period_ns, spec.axes, clock=plat.clock_ns, **spec.device_options)
         _arm(spec, ring, undo, applied, not_applied, before_device=False)
+        _others_off(spec, applied, not_applied)
         step = _make_step(spec)
         writer = ring.writer()
         sleep_until = None

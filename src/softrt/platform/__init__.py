@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..errors import NotSupported
-from .base import Capabilities, Control, Platform, softrt_version
+from .base import Capabilities, Control, Platform, ThreadPins, softrt_version
 
 IS_LINUX = sys.platform.startswith("linux")
 IS_WINDOWS = sys.platform == "win32"
@@ -110,5 +110,5 @@ def data_dir() -> Path:
     return Path(base) / "softrt"
 
 
-__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "STOP_SIGNALS", "data_dir", "get_platform",
+__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "STOP_SIGNALS", "ThreadPins", "data_dir", "get_platform",
            "lock_stop_hint", "state_dir", "IS_LINUX", "IS_WINDOWS"]

@@ -30,6 +30,9 @@ class Capabilities:
     #: Microsoft's Soft Real-Time steps are what ``softrt check``/``tune`` read and apply here
     #: (audit.windows); otherwise the Linux checks (audit.checks).
     soft_rt_steps: bool = False
+    #: Each thread has its own CPU mask, set by thread id (Linux sched_setaffinity(2)): the worker
+    #: moves its other threads off the RT CPU. On Windows a thread's mask lies within its process's.
+    per_thread_affinity: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,18 @@ class Control:
     before_device: bool = False
 
 
+@dataclass(frozen=True)
+class ThreadPins:
+    """What ``pin_threads`` did: every thread of the process (but those kept) on *cpus*, except the
+    *failed* ones (each named with why); ``threads`` counts them (None: the OS confines them all at
+    once, Windows' process mask); ``undo`` puts them back."""
+
+    cpus: CpuSet
+    threads: int | None
+    failed: list[str]
+    undo: Undo
+
+
 class Platform(Protocol):
     """Operations the real-time worker and the supervisor need from the OS."""
 
@@ -62,6 +77,7 @@ class Platform(Protocol):
     def allowed_cpus(self) -> CpuSet: ...
     def get_affinity(self, pid: int = 0) -> CpuSet: ...
     def set_affinity(self, cpus: CpuSet, pid: int = 0) -> None: ...
+    def pin_threads(self, cpus: CpuSet, keep: tuple[int, ...] = ()) -> ThreadPins: ...
     def worker_controls(self, cpu: int, priority: int, locked: object | None = None) -> list[Control]: ...
     def make_sleep_until(self) -> tuple[Callable[[int], None], Undo]: ...
     # RT throttling (only where caps.rt_throttling)

@@ -26,7 +26,7 @@ from pathlib import Path
 from ..cpus import MAX_CPUS, CpuSet
 from ..errors import ConfigError, InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
 from .kfiles import read_int, read_text
-from .base import Capabilities, Control, Undo, softrt_version
+from .base import Capabilities, Control, ThreadPins, Undo, softrt_version
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -56,7 +56,7 @@ def _oserror(op: str, target: str, err: OSError) -> SoftRTError:
 class LinuxPlatform:
     """Linux implementation of :class:`~softrt.platform.base.Platform`."""
 
-    caps = Capabilities(rt_throttling=True, kernel_trace=True)
+    caps = Capabilities(rt_throttling=True, kernel_trace=True, per_thread_affinity=True)
     clock_ns = staticmethod(time.monotonic_ns)  # CLOCK_MONOTONIC, what clock_nanosleep sleeps on
 
     # --- CPUs ---------------------------------------------------------------------------------
@@ -115,6 +115,12 @@ class LinuxPlatform:
             if err.errno == errno.EINVAL:  # CPU offline or outside the cpuset (sched_setaffinity(2))
                 raise InvalidCpu(str(cpus), self.allowed_cpus(), "is not allowed to " + (f"pid {pid}" if pid else "this process")) from err
             raise _oserror("sched_setaffinity", f"pid {pid or os.getpid()}", err) from err
+
+    def pin_threads(self, cpus: CpuSet, keep: tuple[int, ...] = ()) -> ThreadPins:
+        """Put every thread of this process but *keep* (thread ids) on *cpus*, one by one (:mod:`.threads`)."""
+        from .threads import pin_threads
+
+        return pin_threads(cpus, keep)
 
     def set_fifo(self, priority: int, pid: int = 0) -> None:
         """Make *pid* SCHED_FIFO at *priority* (1-99, sched(7))."""

@@ -38,7 +38,7 @@ import psutil
 from ..cpus import CpuSet
 from ..errors import InvalidCpu, NoSuchProcess, NotSupported, PermissionDenied, SoftRTError
 from . import O_PRIVATE_BINARY
-from .base import Capabilities, Control, Undo, softrt_version
+from .base import Capabilities, Control, ThreadPins, Undo, softrt_version
 
 # --- constants (winbase.h, winnt.h, timeapi.h, winerror.h) -------------------------------------
 MAX_GROUP_CPUS = 64  # one processor group: the width of an affinity mask (DWORD_PTR)
@@ -493,6 +493,15 @@ class WindowsPlatform:
         finally:
             if pid:
                 self.w.CloseHandle(handle)
+
+    def pin_threads(self, cpus: CpuSet, keep: tuple[int, ...] = ()) -> ThreadPins:
+        """Put every thread of this process on *cpus*: the process mask (SetProcessAffinityMask "sets a
+        processor affinity mask for the threads of the specified process", and "a thread can only run
+        on the processors its process can run on", SetThreadAffinityMask) holds every thread, those
+        started later too. *keep* must be empty here: a thread kept off the process mask cannot be."""
+        before = self.get_affinity(0)
+        self.set_affinity(cpus)
+        return ThreadPins(cpus=cpus, threads=None, failed=[], undo=lambda: self.set_affinity(before))
 
     # --- the worker's real-time controls ------------------------------------------------------------
     def worker_controls(self, cpu: int, priority: int, locked: object | None = None) -> list[Control]:

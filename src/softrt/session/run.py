@@ -110,7 +110,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResu
         cleanup.callback(drainer.release)
         journal = _changes.ChangeJournal()
         cleanup.callback(journal.restore)
-        _apply_system_changes(config, plat, journal, out, cleanup)
+        pins = _apply_system_changes(config, plat, journal, out, cleanup)
         # Before the worker: on every path its last records are fed before the trace closes.
         tracer = cleanup.enter_context(TraceSession(config))
         parts = RunParts(config, host, started_at, recovered, check, out, rundir, ring, collector, drainer, journal,
@@ -121,7 +121,8 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResu
         spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
                           margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
                           profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
-                          step=step, setup=setup, device_options=device_options(config))
+                          step=step, setup=setup, device_options=device_options(config),
+                          housekeeping=tuple(pins.cpus) if pins is not None else ())
         proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
         # Entered before _stop_worker is registered, so it is left after it: the worker's tie to
         # this process (a job object on Windows, which kills it when closed) outlasts the clean stop.
@@ -151,6 +152,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResu
                 if interrupts.requested():
                     raise _Interrupted
             tracer.start(proc.pid)  # the worker's pid filters its page faults and system calls
+            _repin_supervisor(plat, pins, out, cleanup)
             drainer.trace = tracer
             drainer.progress.culprits = tracer.culprits
             parent_conn.send("go")
@@ -216,15 +218,17 @@ def _ring_capacity() -> int:
     return capacity
 
 
-def _apply_system_changes(config: RunConfig, plat, journal, out: Outcome, cleanup: ExitStack) -> None:
-    """Move the supervisor off the RT CPU and, for spin runs, switch RT throttling off."""
+def _apply_system_changes(config: RunConfig, plat, journal, out: Outcome, cleanup: ExitStack):
+    """Move the supervisor (every thread of it) off the RT CPU and, for spin runs, switch RT throttling
+    off; return the supervisor's ThreadPins (None: an untuned run, which moves nothing)."""
     if config.profile != "rt":
-        return
-    previous = plat.allowed_cpus()
-    _, housekeeping = choose_cpus(plat.online_cpus(), previous, config.cpu)
-    cleanup.callback(plat.set_affinity, previous)
-    plat.set_affinity(housekeeping)  # validate() made sure there is one
-    out.applied.append({"what": "supervisor_affinity", "detail": f"supervisor on CPUs {housekeeping}"})
+        return None
+    _, housekeeping = choose_cpus(plat.online_cpus(), plat.allowed_cpus(), config.cpu)
+    # Every thread, not only this one: the metrics server's, a library's (pyarrow's jemalloc_bg_thd)
+    # started before; those started later inherit it from their creator (platform.threads).
+    pins = plat.pin_threads(housekeeping)  # validate() made sure there is one
+    cleanup.callback(pins.undo)
+    _say_supervisor_pins(pins, out)
     fair = fairserver.read("/", [config.cpu])
     out.fair_server = fair.mode(config.cpu) if fair.present else None
     if config.wait == "spin" and plat.caps.rt_throttling:
@@ -235,6 +239,30 @@ def _apply_system_changes(config: RunConfig, plat, journal, out: Outcome, cleanu
             journal.set(path, value, "RT throttling would stall the spinning loop 50 ms every second")
         except PermissionDenied as err:
             out.not_applied.append({"what": "rt_throttling_off", "detail": path, "why": str(err)})
+    return pins
+
+
+def _say_supervisor_pins(pins, out: Outcome) -> None:
+    """"applied: supervisor_affinity" only when every thread of the supervisor is off the RT CPU;
+    else "not applied", naming each thread that could not be moved and why."""
+    out.applied[:] = [a for a in out.applied if a["what"] != "supervisor_affinity"]
+    out.not_applied[:] = [a for a in out.not_applied if a["what"] != "supervisor_affinity"]
+    every = "every thread" if pins.threads is None else f"all {pins.threads} threads"
+    detail = f"supervisor on CPUs {pins.cpus}, {every}"
+    if pins.failed:
+        out.not_applied.append({"what": "supervisor_affinity", "detail": detail, "why": "; ".join(pins.failed)})
+    else:
+        out.applied.insert(0, {"what": "supervisor_affinity", "detail": detail})
+
+
+def _repin_supervisor(plat, pins, out: Outcome, cleanup: ExitStack) -> None:
+    """Walk the supervisor's threads again just before the loop goes: a thread started since by one
+    that was not yet moved (the walk's race) is moved now, and the line says what holds at "go"."""
+    if pins is None:
+        return
+    again = plat.pin_threads(pins.cpus)
+    cleanup.callback(again.undo)
+    _say_supervisor_pins(again, out)
 
 
 def _tie_worker(plat, pid: int, tie: ExitStack, out: Outcome) -> None:

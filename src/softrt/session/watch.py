@@ -201,6 +201,7 @@ class _Session:
         self.host = get_platform().host_facts()
         self.started_at = utcnow()
         self.applied: list[dict] = []
+        self.not_applied: list[dict] = []
         self.recovered: list = []
         self.t0 = time.monotonic()
         self.t0_ns = time.monotonic_ns()
@@ -246,11 +247,15 @@ def _watch(config: WatchConfig, on_progress, root: str) -> WatchResult:
     previous = plat.allowed_cpus()
     free = CpuSet(sorted(set(previous) - set(cpus)))
     with WatchTrace([t.tid for t in threads], cpus, explain=config.explain) as trace:
-        applied = []
-        if free:  # the reader and the attribution off the watched threads' CPUs (softrt's own placement)
-            plat.set_affinity(free)
-            applied.append({"what": "watcher_affinity", "detail": f"softrt on CPUs {free}, off the watched "
-                                                                  f"threads' CPUs {cpus}"})
+        applied, not_applied = [], []
+        pins = None
+        if free:  # the reader and the attribution off the watched threads' CPUs (softrt's own placement):
+            pins = plat.pin_threads(free)  # every thread of softrt's, the metrics server's too
+            detail = f"softrt on CPUs {free}, off the watched threads' CPUs {cpus}"
+            if pins.failed:
+                not_applied.append({"what": "watcher_affinity", "detail": detail, "why": "; ".join(pins.failed)})
+            else:
+                applied.append({"what": "watcher_affinity", "detail": detail})
         try:
             try:
                 trace.start()
@@ -260,7 +265,7 @@ def _watch(config: WatchConfig, on_progress, root: str) -> WatchResult:
                 raise ConfigError(f"cannot trace the threads: {err}",
                                   hint="run softrt watch as root on a kernel with tracefs") from None
             session = _Session(config, threads, trace)
-            session.applied, session.recovered = applied, recovered
+            session.applied, session.not_applied, session.recovered = applied, not_applied, recovered
             throttling = rt_throttling()
             offsets = clock_offsets_ns()
             session.threads = [_Watched(t, config, offsets, trace.back, session.recent, throttling) for t in threads]
@@ -268,8 +273,8 @@ def _watch(config: WatchConfig, on_progress, root: str) -> WatchResult:
             trace.stop()
             _pump(session, final=True)
         finally:
-            if free:
-                plat.set_affinity(previous)
+            if pins is not None:
+                pins.undo()
     return _store(session)
 
 
@@ -366,7 +371,7 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
         "finished_at": None if running else utcnow(), "status": status, "partial_reason": reason,
         "elapsed_s": session.elapsed_s(), "mode": "real-time" if w.task.realtime else "not real-time",
         "config": _config(w), "host": session.host,
-        "tuning": {"applied": session.applied, "not_applied": [], "system_changes": trace.system_changes(),
+        "tuning": {"applied": session.applied, "not_applied": session.not_applied, "system_changes": trace.system_changes(),
                    "recovered_from_earlier_runs": [c.to_dict() for c in session.recovered]},
         **metrics.to_dict(), "samples": w.rundir.kept(), "watch": _block(session, w),
     }
