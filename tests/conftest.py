@@ -27,6 +27,8 @@ from hypothesis import HealthCheck, settings
 # default (and its "ci") profile; ``pytest --hypothesis-profile deep`` runs their deep counts, for release checks.
 settings.register_profile("deep", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
+from .labdb import engines
+
 RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 RT_RUNTIME_DEFAULT = "950000"  # the kernel's default (Documentation/scheduler/sched-rt-group.rst)
 LOCK_WAIT_S = float(os.environ.get("SOFTRT_TEST_LOCK_WAIT", "120"))
@@ -266,7 +268,25 @@ def softrt_home(tmp_path, monkeypatch):
     """Every test gets its own softrt data directory (SOFTRT_HOME: history, imports), never the user's."""
     home = tmp_path / "softrt-home"
     monkeypatch.setenv("SOFTRT_HOME", str(home))
+    for name in ("SOFTRT_DB", "SOFTRT_ARCHIVE"):  # a lab's database or archive in the user's environment
+        monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(params=engines())
+def history_db(request, tmp_path, monkeypatch):
+    """The history of a test that runs on every engine (tests/labdb.py): a SQLite file, or a fresh
+    schema on the PostgreSQL server of SOFTRT_TEST_PG; also SOFTRT_DB, so History() opens it."""
+    if request.param == "sqlite":
+        target = str(tmp_path / "softrt-home" / "history.sqlite")
+        monkeypatch.setenv("SOFTRT_DB", target)
+        yield target
+        return
+    from .labdb import pg_schema
+
+    with pg_schema() as url:
+        monkeypatch.setenv("SOFTRT_DB", url)
+        yield url
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.store.history import (_CREATE, DB_SCHEMA_VERSION, History, data_dir, default_db_path, find_run_dirs,
+from softrt.store.dialect import SQLITE
+from softrt.store.history import (DB_SCHEMA_VERSION, History, data_dir, default_db_path, find_run_dirs,
                                   parse_when, resolve_run)
 
 
@@ -26,7 +27,7 @@ def test_data_dir_precedence(monkeypatch, tmp_path):
     assert History().path == tmp_path / "home" / "history.sqlite"
 
 
-def test_round_trip_keeps_identity_metrics_tuning_and_paths(softrt_home, three_runs):
+def test_round_trip_keeps_identity_metrics_tuning_and_paths(history_db, three_runs):
     history = History()
     run = three_runs[2]
     run_id = history.add_run(run)
@@ -44,10 +45,10 @@ def test_round_trip_keeps_identity_metrics_tuning_and_paths(softrt_home, three_r
     assert got.summary.to_dict() == summary
 
     assert got.path == run.resolve() and got.samples_path == run.resolve() / "samples.parquet"
-    assert (softrt_home / "history.sqlite").is_file()
+    assert history.engine == "pg" or Path(history_db).is_file()
 
 
-def test_add_is_idempotent_and_refreshes(softrt_home, three_runs):
+def test_add_is_idempotent_and_refreshes(history_db, three_runs):
     history = History()
     first = history.add_run(three_runs[0])
     assert history.add_run(three_runs[0]) == first
@@ -61,7 +62,7 @@ def test_add_is_idempotent_and_refreshes(softrt_home, three_runs):
     assert len(history) == 1 and history.get(first).scenario == "renamed"
 
 
-def test_list_filters(softrt_home, three_runs):
+def test_list_filters(history_db, three_runs):
     history = History()
     assert history.add_runs([three_runs[0].parent]) == [json.loads((r / "summary.json").read_text())["run_id"]
                                                         for r in sorted(three_runs)]
@@ -79,7 +80,7 @@ def test_list_filters(softrt_home, three_runs):
     assert history.list_runs(source="cyclictest") == []
 
 
-def test_get_by_prefix_unknown_and_ambiguous(softrt_home, three_runs):
+def test_get_by_prefix_unknown_and_ambiguous(history_db, three_runs):
     history = History()
     ids = history.add_runs(three_runs)
     assert history.get(ids[1][:20]).run_id == ids[1]
@@ -109,7 +110,7 @@ def test_a_database_whose_writer_was_killed_while_making_it_reads_as_empty(tmp_p
     db = tmp_path / "h.sqlite"
     with sqlite3.connect(db) as conn:
         if made == "tables, no version":
-            conn.executescript(_CREATE)
+            conn.executescript(";\n".join(SQLITE.create_runs()))
     conn.close()
     history = History(db)
     assert history.list_runs() == [] and len(history) == 0 and history.short_ids() == {}
@@ -147,7 +148,7 @@ def test_unwritable_database_location(tmp_path, three_runs):
         History(blocker / "sub" / "h.sqlite").add_run(three_runs[0])
 
 
-def test_bad_run_directories(tmp_path, softrt_home, three_runs):
+def test_bad_run_directories(tmp_path, history_db, three_runs):
     history = History()
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -175,7 +176,7 @@ def test_bad_run_directories(tmp_path, softrt_home, three_runs):
     assert len(history) == 0
 
 
-def test_resolve_run_accepts_directories_and_ids(softrt_home, three_runs):
+def test_resolve_run_accepts_directories_and_ids(history_db, three_runs):
     run_id = History().add_run(three_runs[1])
     assert resolve_run(str(three_runs[1])) == three_runs[1]
     assert resolve_run(run_id) == Path(three_runs[1]).resolve()
@@ -189,7 +190,7 @@ def test_bad_dates_are_config_errors(text):
         parse_when(text)
 
 
-def test_short_ids_are_the_unique_prefixes_get_takes(tmp_path, softrt_home):
+def test_short_ids_are_the_unique_prefixes_get_takes(tmp_path, history_db):
     """Runs of one second on two hosts, two runs of one second on one host, an id that is
     another's prefix: each short id resolves to its run alone, and none is shorter than the start time."""
     from datetime import datetime, timezone
@@ -214,7 +215,7 @@ def test_short_ids_are_the_unique_prefixes_get_takes(tmp_path, softrt_home):
                 history.get(prefix[:-1])  # one character less is ambiguous
 
 
-def test_runs_started_in_one_second_are_listed_in_the_order_they_entered(softrt_home, tmp_path):
+def test_runs_started_in_one_second_are_listed_in_the_order_they_entered(history_db, tmp_path):
     from datetime import datetime, timezone
 
     from softrt.report.synthetic import write_synthetic_run

@@ -18,8 +18,9 @@ from ..units import format_number as num
 from .render import console, emit
 
 DB_OPTION = click.option(
-    "--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="History database [default: $SOFTRT_HOME/history.sqlite, else ~/.local/share/softrt/history.sqlite].")
+    "--db", metavar="PATH|URL", default=None,
+    help="History database: a SQLite file, or a lab's postgresql://user@host/dbname (password in ~/.pgpass) "
+         "[default: $SOFTRT_DB, else $SOFTRT_HOME/history.sqlite, else ~/.local/share/softrt/history.sqlite].")
 
 
 def remember(run_paths) -> None:

@@ -1,4 +1,4 @@
-"""Run history: every run's summary in one SQLite database (store layer, standard library only).
+"""Run history: every run's summary in one database, SQLite or PostgreSQL (store layer).
 
 One row per run directory (a ``softrt run``, a ``softrt compare`` scenario, an imported
 cyclictest/oslat result, or a run directory copied from another machine). The row keeps the
@@ -8,8 +8,10 @@ tunings applied and where its samples are; the run directory stays the source of
 
 The database lives in ``<data dir>/history.sqlite``: ``$SOFTRT_HOME``, else
 ``$XDG_DATA_HOME/softrt``, else ``~/.local/share/softrt`` (XDG Base Directory Specification);
-every command takes ``--db PATH`` to use another file. Its layout version is SQLite's
-``PRAGMA user_version``; a database written by a newer softrt is refused, never altered.
+every command takes ``--db PATH`` (or ``SOFTRT_DB``) to use another file, or a lab's PostgreSQL
+server, ``--db postgresql://user@host/dbname`` (store.dbtarget). The two engines
+(store.engine_sqlite, store.engine_pg) hold the same tables (store.dialect) and answer alike; the
+layout is versioned, and a database written by a newer softrt is refused, never altered.
 """
 
 from __future__ import annotations
@@ -17,73 +19,26 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..platform import data_dir
-from ..platform.owned import check_own_file, secure_dir
+from ..platform import data_dir  # noqa: F401  (re-exported: tests and callers import it from here)
+from .dbtarget import DB_NAME, default_db_path, local_db_path, resolve  # noqa: F401  (re-exported)
+from .dialect import COLUMNS as _COLUMNS, DB_SCHEMA_VERSION, upsert_sql  # noqa: F401  (re-exported)
 from .rundir import SAMPLES, SUMMARY, read_summary
 from .validate import check_row, parse_json
 from ..schema.summary import RunSummary
 
-#: Layout version of the database (PRAGMA user_version). A new version needs a migration step in
-#: History._check_version (which today only creates the version-1 tables).
-DB_SCHEMA_VERSION = 1
-DB_NAME = "history.sqlite"
 #: Run ids are listed by their shortest unique prefix, at least this long: "20261130-071502", the
 #: start time of a softrt run id (``YYYYMMDD-HHMMSS-host-xxxx``).
 SHORT_ID_MIN = 15
 HISTOGRAM = "histogram.json"  # imported runs (softrt.store.importers) keep their histogram here
 #: ``last`` is the newest run (by start time), ``last~N`` the one N runs before it (as git's HEAD~N).
 LAST = re.compile(r"last(?:~(\d{1,9}))?")
-
-_CREATE = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id           TEXT PRIMARY KEY,
-    started_at       TEXT,
-    started_epoch_s  REAL,
-    finished_at      TEXT,
-    host             TEXT,
-    scenario         TEXT,
-    source           TEXT NOT NULL,
-    status           TEXT,
-    mode             TEXT,
-    period_ns        INTEGER,
-    cycles           INTEGER,
-    period_max_us    REAL,
-    period_p99_99_us REAL,
-    latency_max_us   REAL,
-    process_max_us   REAL,
-    missed_updates   INTEGER,
-    config_json      TEXT NOT NULL,
-    tuning_json      TEXT NOT NULL,
-    summary_json     TEXT NOT NULL,
-    path             TEXT NOT NULL,
-    samples_path     TEXT,
-    added_at         TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_host ON runs (host);
-CREATE INDEX IF NOT EXISTS runs_scenario ON runs (scenario);
-CREATE INDEX IF NOT EXISTS runs_started ON runs (started_epoch_s);
-"""
-
-#: A column of no table: read from the stored summary, so the database layout stays version 1.
-_COMPARE_ID = "CASE WHEN json_valid(summary_json) THEN json_extract(summary_json, '$.compare_id') END"
-_COLUMNS = ("run_id", "started_at", "started_epoch_s", "finished_at", "host", "scenario", "source", "status",
-            "mode", "period_ns", "cycles", "period_max_us", "period_p99_99_us", "latency_max_us",
-            "process_max_us", "missed_updates", "config_json", "tuning_json", "summary_json", "path",
-            "samples_path", "added_at")
-
-
-def default_db_path() -> Path:
-    """Return the default history database path, ``<data dir>/history.sqlite``."""
-    return data_dir() / DB_NAME
 
 
 @dataclass(frozen=True)
@@ -210,58 +165,41 @@ def _epoch(iso: str | None) -> float | None:
 
 
 class History:
-    """The run history database (created on first write)."""
+    """The run history database (created on first write): a SQLite file or a PostgreSQL server.
+
+    *path* is a file path, a ``postgresql://`` URL, or None for ``$SOFTRT_DB`` or else the
+    default file (store.dbtarget). ``path`` is then the file, or the URL with its password
+    redacted (what messages show); ``engine`` is ``"sqlite"`` or ``"pg"``.
+    """
 
     def __init__(self, path: Path | str | None = None, timeout_s: float = 30.0) -> None:
-        self.path = Path(path) if path is not None else default_db_path()
-        # How long a writer waits for another softrt that holds the database (sqlite3's is 5 s);
-        # a running supervisor's checkpoint waits less (session.run.CHECKPOINT_DB_TIMEOUT_S).
+        target = resolve(path)
+        # How long a writer waits for another softrt that holds the database (sqlite3's is 5 s), or
+        # for a server to answer; a running supervisor's checkpoint waits less
+        # (session.run.CHECKPOINT_DB_TIMEOUT_S).
         self.timeout_s = timeout_s
+        if isinstance(target, Path):
+            from .engine_sqlite import SqliteEngine
 
-    # -- connection ---------------------------------------------------------------------------
-    @contextmanager
-    def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection | None]:
-        """Yield a connection (None when reading a database that does not exist yet, or has no tables yet).
+            self._engine = SqliteEngine(target, timeout_s)
+            self.path: Path | str = target
+        else:
+            from .engine_pg import PgEngine
 
-        The database's directory and the way to it must be this user's (platform.owned, as the
-        state directory), and the database a regular file of this user's: SQLite opens it and its
-        journal by name, so nothing on the way may be another user's to swap for a link.
-        """
-        if not os.path.lexists(self.path) and not write:
-            yield None
-            return
-        secure_dir(self.path.parent, "the history database's directory")
-        check_own_file(self.path, "the history database")
-        try:
-            conn = sqlite3.connect(self.path, timeout=self.timeout_s)
-        except sqlite3.Error as err:
-            raise ConfigError(f"cannot open the history database {self.path}: {err}",
-                              hint="set SOFTRT_HOME or use --db PATH") from None
-        try:
-            if self._check_version(conn, write=write) == 0 and not write:
-                yield None  # made by a softrt killed before it gave it its tables: no runs yet
-            else:
-                with conn:
-                    yield conn
-        except sqlite3.DatabaseError as err:
-            raise ConfigError(f"history database {self.path} is unusable: {err}",
-                              hint="move it away (runs stay in their directories; re-add them with "
-                                   "softrt history add) or use --db PATH") from None
-        finally:
-            conn.close()
+            self._engine = PgEngine(target, timeout_s)
+            self.path = self._engine.where
+        self.engine = self._engine.dialect.name
+        self._q = self._engine.dialect.q
 
-    def _check_version(self, conn: sqlite3.Connection, *, write: bool) -> int:
-        """Return the database's layout version (0: never given its tables); a writer gives them."""
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > DB_SCHEMA_VERSION:
-            raise ConfigError(f"history database {self.path} was written by a newer softrt (layout {version}; "
-                              f"this softrt reads up to {DB_SCHEMA_VERSION})",
-                              hint="upgrade softrt, or use another database with --db / SOFTRT_HOME")
-        if version < DB_SCHEMA_VERSION and write:
-            with conn:
-                conn.executescript(_CREATE)
-                conn.execute(f"PRAGMA user_version = {DB_SCHEMA_VERSION}")
-        return version
+    @property
+    def url(self) -> str | None:
+        """The PostgreSQL URL as given, password included: for a driver (DuckDB's scanner), never to print."""
+        return getattr(self._engine, "_url", None)
+
+    def _select(self) -> str:
+        """The columns of a RunRecord (and the compare id, where SQL can read it safely)."""
+        compare = self._engine.dialect.compare_id_sql
+        return f"SELECT {', '.join(_COLUMNS)}{', ' + compare if compare else ''} FROM runs"
 
     # -- writing ------------------------------------------------------------------------------
     def add_run(self, run_dir: Path | str) -> str:
@@ -272,15 +210,16 @@ class History:
         """
         run_dir = Path(run_dir).resolve()
         summary = load_run_summary(run_dir)
-        row = self._row(run_dir, summary)
-        with self._connect(write=True) as conn:
-            assert conn is not None
-            # An upsert, not INSERT OR REPLACE: the row keeps its rowid, the order runs entered the
-            # history (a run enters at its first checkpoint), which orders runs started in one second.
-            conn.execute(f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)}) "
-                         "ON CONFLICT(run_id) DO UPDATE SET "
-                         + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "run_id"),
-                         [row[c] for c in _COLUMNS])
+        row = self.row_of(run_dir, summary)
+        return self.add_row(row)
+
+    def add_row(self, row: dict) -> str:
+        """Store (or refresh) one run's row as :meth:`row_of` made it; return its run id."""
+        # An upsert, not INSERT OR REPLACE: the row keeps its rowid (seq in PostgreSQL), the order
+        # runs entered the history (a run enters at its first checkpoint), which orders runs started
+        # in one second.
+        sql = upsert_sql(self._engine.dialect)
+        self._engine.run(lambda conn: conn.execute(sql, [row[c] for c in _COLUMNS]), write=True)
         return row["run_id"]
 
     def add_runs(self, paths: Iterable[Path | str]) -> list[str]:
@@ -290,13 +229,13 @@ class History:
     def remove(self, run_id_or_prefix: str) -> str:
         """Forget one run (its directory is left alone); return its id."""
         record = self.get(run_id_or_prefix)
-        with self._connect(write=True) as conn:
-            assert conn is not None
-            conn.execute("DELETE FROM runs WHERE run_id = ?", (record.run_id,))
+        self._engine.run(lambda conn: conn.execute(self._q("DELETE FROM runs WHERE run_id = ?"), (record.run_id,)),
+                         write=True)
         return record.run_id
 
     @staticmethod
-    def _row(run_dir: Path, summary: RunSummary) -> dict:
+    def row_of(run_dir: Path, summary: RunSummary) -> dict:
+        """The history's row of the run in *run_dir* (its ``path`` is *run_dir*)."""
         samples = run_dir / SAMPLES
         if not samples.exists() and (run_dir / HISTOGRAM).exists():
             samples = run_dir / HISTOGRAM  # imported runs have a histogram, not per-cycle samples
@@ -347,20 +286,18 @@ class History:
             # A time bound is inclusive; a bare date became the next day's start, which is not.
             where.append("started_epoch_s < ?" if _is_date(until) else "started_epoch_s <= ?")
             args.append(hi.timestamp())
-        sql = f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID} FROM runs"
+        sql = self._select()
         if where:
             sql += " WHERE " + " AND ".join(where)
         # Start times are to the second (summary.json), and a comparison starts its next run right
         # after the last: within one second, the order the runs entered the history (the run ids'
         # random tails are no order; in CI they listed a comparison's two runs the wrong way round).
-        sql += " ORDER BY started_epoch_s DESC, rowid DESC"
+        # NULLS LAST: SQLite's order for DESC, which PostgreSQL spells out (it sorts NULL as largest).
+        sql += f" ORDER BY started_epoch_s DESC NULLS LAST, {self._engine.dialect.entry_order} DESC"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(int(limit))
-        with self._connect(write=False) as conn:
-            if conn is None:
-                return []
-            rows = conn.execute(sql, args).fetchall()
+        rows = self._engine.run(lambda conn: conn.execute(self._q(sql), args).fetchall(), write=False, empty=[])
         return [self._record(r) for r in reversed(rows)]
 
     def get(self, run_id_or_prefix: str) -> RunRecord:
@@ -373,10 +310,9 @@ class History:
             raise ConfigError("empty run id", hint="see softrt history for the run ids")
         if (last := LAST.fullmatch(key)) is not None:
             return self._newest(int(last.group(1) or 0), key)
-        with self._connect(write=False) as conn:
-            rows = [] if conn is None else conn.execute(
-                f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID} FROM runs WHERE run_id = ? OR substr(run_id, 1, ?) = ? "
-                "ORDER BY run_id LIMIT 6", (key, len(key), key)).fetchall()
+        sql = self._q(f"{self._select()} WHERE run_id = ? OR substr(run_id, 1, CAST(? AS INTEGER)) = ? "
+                      "ORDER BY run_id LIMIT 6")
+        rows = self._engine.run(lambda conn: conn.execute(sql, (key, len(key), key)).fetchall(), write=False, empty=[])
         exact = [r for r in rows if r[0] == key]
         if exact:
             return self._record(exact[0])
@@ -403,8 +339,9 @@ class History:
     def short_ids(self, min_len: int = SHORT_ID_MIN) -> dict[str, str]:
         """Every run id's shortest prefix (at least *min_len* characters, the start time of a
         softrt run id) that :meth:`get` resolves to that run alone, as ``softrt show`` takes it."""
-        with self._connect(write=False) as conn:
-            ids = [] if conn is None else [r[0] for r in conn.execute("SELECT run_id FROM runs ORDER BY run_id")]
+        ids = self._engine.run(lambda conn: [r[0] for r in conn.execute("SELECT run_id FROM runs")], write=False,
+                               empty=[])
+        ids.sort()  # byte order, whatever the server's collation
         out = {}
         for k, run_id in enumerate(ids):
             # Sorted, only the neighbours can share a longer prefix; one character past the longest
@@ -414,13 +351,14 @@ class History:
         return out
 
     def __len__(self) -> int:
-        with self._connect(write=False) as conn:
-            return 0 if conn is None else int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        return int(self._engine.run(lambda conn: conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0], write=False,
+                                    empty=0))
 
     @staticmethod
     def _record(row: tuple) -> RunRecord:
         r = check_row(RunRecord, dict(zip(_COLUMNS, row)), "the history database")
-        compare_id = row[len(_COLUMNS)] if len(row) > len(_COLUMNS) else None
+        # Without the SQL column (PostgreSQL), the compare id is read from the summary here.
+        compare_id = row[len(_COLUMNS)] if len(row) > len(_COLUMNS) else _compare_id(r["summary_json"])
         return RunRecord(
             run_id=r["run_id"], started_at=r["started_at"], finished_at=r["finished_at"], host=r["host"],
             scenario=r["scenario"], source=r["source"], status=r["status"], mode=r["mode"],
@@ -431,6 +369,17 @@ class History:
             samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
             compare_id=compare_id if isinstance(compare_id, str) else None,
         )
+
+
+def _compare_id(summary_json: object) -> str | None:
+    """The compare id in a stored summary, read in Python (engines without SQL JSON that fails soft)."""
+    if not isinstance(summary_json, str) or '"compare_id"' not in summary_json:
+        return None
+    try:
+        value = json.loads(summary_json).get("compare_id")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _stored_summary(text: str, run_id: str) -> RunSummary:
