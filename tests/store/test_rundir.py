@@ -86,4 +86,3 @@ def test_a_full_disk_in_a_late_run_keeps_both_files_readable_and_counts_the_rest
     assert pq.read_table(rundir.path / "samples.parquet").column("seq").to_pylist() == list(range(rundir.rows))
     cols, _ = read_aggregates(rundir.path)  # its last rows are written at the close, after the reserve went
     assert int(cols["records"].sum()) >= rundir.rows
-
