@@ -12,6 +12,7 @@ import pytest
 from softrt.report.synthetic import write_synthetic_run
 
 from ..child import nobody
+from ..devices import device
 from ..report.conftest import write_cyclictest_run
 from ..report.test_build import assert_pngs_drawn
 
@@ -106,17 +107,21 @@ def test_planted_links_in_the_output_directory_are_never_followed(run_cli, home,
     assert victim.read_text() == "precious" and not (out_dir / "s.html").exists()
 
 
-def test_a_full_device_is_one_line_and_stays_a_device(run_cli, home, small_run):
+def test_a_full_device_is_one_line_and_stays_a_device(run_cli, home, small_run, tmp_path):
     """``softrt report last -o /dev/full``: the report used to be renamed over the device node
-    (369 KB where /dev/full was, "written", exit 0). /dev/null and a FIFO: tests/platform/test_outfile.py."""
+    (369 KB where /dev/full was, "written", exit 0). As root, a node of /dev/full's own device
+    (tests/devices.py), so that a regression cannot delete the machine's. /dev/null and a FIFO:
+    tests/platform/test_outfile.py."""
+    full = device(tmp_path, "/dev/full")
     assert run_cli("history", "add", str(small_run))[0] == 0
-    code, out, err = run_cli("report", "last", "-o", "/dev/full")
+    code, out, err = run_cli("report", "last", "-o", str(full))
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-    assert "no space left on /dev/full" in err and stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    assert f"no space left on {full}" in err and stat.S_ISCHR(os.stat(full).st_mode)
 
 
-def test_dash_writes_the_html_to_stdout(run_cli, home, small_run):
+def test_dash_writes_the_html_to_stdout(run_cli, home, small_run, tmp_path, monkeypatch):
     """``-o -`` (and ``/dev/stdout``, the same path in platform.outfile, tested there)."""
+    monkeypatch.chdir(tmp_path)  # (softrt used to write a file named "-")
     code, out, err = run_cli("report", str(small_run), "-o", "-")
     assert code == 0 and out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
     assert "written to standard output" in err  # the line that says so stays out of the HTML

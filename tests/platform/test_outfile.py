@@ -16,6 +16,7 @@ from softrt.platform import outfile
 from softrt.platform.outfile import check_dir, check_target, write_file
 
 from ..child import need_root, nobody
+from ..devices import device
 
 
 def _listing(folder) -> list[str]:
@@ -47,20 +48,22 @@ def test_an_existing_file_is_replaced_keeping_its_mode_and_owner(tmp_path):
     assert _listing(tmp_path) == ["r.html"]
 
 
-@pytest.mark.parametrize("device", ["/dev/null", "/dev/zero"])
-def test_a_character_device_is_written_in_place_never_replaced(device):
-    before = os.stat(device)
-    assert write_file(device, b"x" * 100_000) == device
-    after = os.stat(device)
+@pytest.mark.parametrize("real", ["/dev/null", "/dev/zero"])
+def test_a_character_device_is_written_in_place_never_replaced(tmp_path, real):
+    node = device(tmp_path, real)
+    before = os.stat(node)
+    assert write_file(node, b"x" * 100_000) == str(node)
+    after = os.stat(node)
     assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev and after.st_ino == before.st_ino
 
 
-def test_no_space_is_one_line_and_the_device_stays():
+def test_no_space_is_one_line_and_the_device_stays(tmp_path):
+    full = device(tmp_path, "/dev/full")
     with pytest.raises(DiskFull) as info:
-        write_file("/dev/full", "<html></html>", what="the report")
-    assert str(info.value).startswith("no space left on /dev/full") and "\n" not in str(info.value)
+        write_file(full, "<html></html>", what="the report")
+    assert str(info.value).startswith(f"no space left on {full}") and "\n" not in str(info.value)
     assert isinstance(info.value, ConfigError)  # exit status 2
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    assert stat.S_ISCHR(os.stat(full).st_mode)
 
 
 def test_no_space_while_replacing_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
@@ -89,7 +92,8 @@ def test_a_fifo_is_written_in_place(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["-", "/dev/stdout"])
-def test_dash_and_dev_stdout_are_standard_output(name, capsys):
+def test_dash_and_dev_stdout_are_standard_output(name, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # (softrt used to write a file named "-")
     assert outfile.is_stdout(name)
     assert write_file(name, "<html>report</html>") == "standard output"
     assert capsys.readouterr().out == "<html>report</html>"
@@ -125,10 +129,10 @@ def test_a_link_to_a_file_is_never_followed(tmp_path, owner):
 
 
 def test_a_link_to_a_device_is_followed_only_when_root_or_mine(tmp_path):
-    link = tmp_path / "out"
-    link.symlink_to("/dev/null")
+    link, null = tmp_path / "out", device(tmp_path, "/dev/null")
+    link.symlink_to(null)
     write_file(link, b"x")  # (/dev/stderr, a shell's /dev/fd/63)
-    assert link.is_symlink() and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert link.is_symlink() and stat.S_ISCHR(os.stat(null).st_mode)
     need_root()
     os.lchown(link, *nobody())
     with pytest.raises(ConfigError, match="symbolic link of uid"):

@@ -4,6 +4,7 @@ its bytes, and an error that is not a disk error leaves no run directory behind 
 from __future__ import annotations
 
 import os
+import stat
 
 import pytest
 
@@ -30,3 +31,16 @@ def test_non_oserror_leaves_no_run_directory(tmp_path, monkeypatch):
     with pytest.raises(AttributeError):
         RunDir(tmp_path, "r2", expected_rows=10)
     assert not (tmp_path / "r2").exists()
+
+
+def test_a_run_directory_is_never_writable_by_others_whatever_the_umask(tmp_path):
+    """Issue 32: no other user may plant a link among a run's files (aggregates.parquet is opened by name)."""
+    old = os.umask(0)
+    try:
+        run = RunDir(tmp_path, "r-umask", expected_rows=10)
+    finally:
+        os.umask(old)
+    try:
+        assert stat.S_IMODE(run.path.stat().st_mode) & 0o022 == 0
+    finally:
+        run.discard()

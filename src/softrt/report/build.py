@@ -59,12 +59,6 @@ def resolve_runs(refs: Iterable[str | os.PathLike], db: Path | str | None = None
     return unique
 
 
-def check_output(path: str | os.PathLike, option: str = "-o") -> None:
-    """Raise ConfigError unless a report can be written at *path* (before runs are made or read);
-    *option* is the one that named it, for the fix."""
-    check_target(path, "the report", f"choose another file with {option}")
-
-
 _PNG_HINT = "choose another --png directory"
 
 

@@ -228,7 +228,9 @@ class RunDir:
         self.samples = samples
         self.path = Path(base) / run_id
         try:
-            self.path.mkdir(parents=True)
+            # At most 0755 whatever the umask (mkdir(2) masks, never adds): no other user can plant a
+            # link among a run's files (pyarrow opens aggregates.parquet by name, following links).
+            self.path.mkdir(mode=0o755, parents=True)
         except OSError as err:
             raise SoftRTError(f"cannot create run directory {self.path}: {err.strerror or err}") from None
         reserve = self.path / RESERVE
