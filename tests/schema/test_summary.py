@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tempfile
 from pathlib import Path
 
@@ -158,6 +159,28 @@ def test_mistyped_fields_are_one_clear_error(field, value, match):
     with pytest.raises(ConfigError, match=match) as info:
         RunSummary.read(doc, "s.json")
     assert str(info.value).startswith("s.json: ")
+    _one_line(info.value)
+
+
+@pytest.mark.parametrize("field,value,refused", [
+    ("period_us", {"max": 1e308}, "period_us.max is out of range"),
+    ("slack_us", {"min": -9.3e15}, "slack_us.min is out of range"),
+    ("elapsed_s", 1e300, "elapsed_s is out of range"),
+    ("why_late", {"tracing": "on", "culprits": [{"total_us": 1e20}]}, "why_late.culprits[0].total_us is out of range"),
+    ("board", {"rtt_us": {"max": 1e16}}, "board.rtt_us.max is out of range"),
+    ("period_us", {"max": 9.2e15}, None),  # 292 years in µs: absurd, but still a time in int64 ns
+    ("motion", {"max_velocity_step_counts_per_s": 1e300}, None),  # a rate, not a time
+], ids=["period-max-1e308", "slack-min", "elapsed-s", "culprit-total", "round-trip", "at-the-bound", "a-rate"])
+def test_a_time_past_int64_ns_is_refused(field, value, refused):
+    """Issue 32: ``period_us.max = 1e308`` was accepted and listed as one 400-digit number. Every time the
+    summary holds (``within``, or a float field named for its unit: ``_ns``, ``_us``, ``_ms``, ``_s``) is
+    bounded by int64 nanoseconds."""
+    doc = {"schema": SCHEMA, "run_id": "r1", field: value}
+    if refused is None:
+        RunSummary.read(doc)
+        return
+    with pytest.raises(ConfigError, match=re.escape(f"s.json: {refused} (")) as info:
+        RunSummary.read(doc, "s.json")
     _one_line(info.value)
 
 

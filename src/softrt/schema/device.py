@@ -8,7 +8,7 @@ fields are described in docs/run-format.md (``board``) and docs/ethercat.md.
 
 from __future__ import annotations
 
-from .doc import Doc, count, key, many, opt
+from .doc import MAX_US, Doc, count, key, many, opt, within
 
 
 class Drive(Doc):
@@ -56,11 +56,11 @@ class Emergency(Doc):
 class LateRoundTrip(Doc):
     """Round trips of the replies that came after their deadline, in µs (send to kernel receive)."""
 
-    min: float | None = None
-    max: float | None = None
-    mean: float | None = None
-    p50: float | None = None
-    p99: float | None = None
+    min: float | None = within(MAX_US)
+    max: float | None = within(MAX_US)
+    mean: float | None = within(MAX_US)
+    p50: float | None = within(MAX_US)
+    p99: float | None = within(MAX_US)
 
 
 class Frames(Doc):
@@ -88,9 +88,9 @@ class HostGaps(Doc):
 class RoundTrip(Doc):
     """The EtherCAT frames' round trip in µs (frames answered in time by their own reply)."""
 
-    min: float | None = None
-    median: float | None = None
-    max: float | None = None
+    min: float | None = within(MAX_US)
+    median: float | None = within(MAX_US)
+    max: float | None = within(MAX_US)
 
 
 class DcReference(Doc):

@@ -23,6 +23,7 @@ written; an ``int`` field accepts only whole numbers (``3.0`` is refused, as ``t
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -35,6 +36,15 @@ from .text import printable, printable_strings, show_value
 
 T = TypeVar("T", bound="Doc")
 _HINT = "the file is corrupt or was not written by softrt"
+#: The longest time a document holds: int64 nanoseconds (about 292 years), as every clock softrt reads
+#: gives it (clock_gettime(2)'s struct timespec as one count). A time past it is no measurement but a
+#: corrupt or hostile file (``period_us.max = 1e308``), refused when read.
+MAX_NS = 2**63 - 1
+MAX_US = MAX_NS / 1_000
+#: A float field named for its unit (``_ns``, ``_us``, ``_ms``, ``_s``: the house rule) is a time,
+#: bounded by MAX_NS in that unit; ``_per_s`` is a rate, not a time.
+_TIME_UNIT = re.compile(r"(?<!_per)_(ns|us|ms|s)$")
+_NS_PER_UNIT = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
 def opt(default: Any = None, **meta: Any) -> Any:
@@ -142,9 +152,16 @@ def _fields(cls: type) -> tuple[tuple[dataclasses.Field, Any], ...]:
 @cache
 def _plan(cls: type) -> tuple[tuple[str, str, Callable, type | None], ...]:
     """How *cls* reads a JSON object: (field, key, converter, flattened Doc or None) per field."""
-    return tuple((f.name, f.metadata.get("key", f.name),
-                  _converter(hint, f.metadata.get("min"), f.metadata.get("bound")),
+    return tuple((f.name, f.metadata.get("key", f.name), _converter(hint, f.metadata.get("min"), _bound(f)),
                   hint if f.metadata.get("flatten") else None) for f, hint in _fields(cls))
+
+
+def _bound(f: dataclasses.Field) -> float | None:
+    """The largest magnitude a number field takes: :func:`within`'s, else a time's (by its unit)."""
+    if "bound" in f.metadata:
+        return f.metadata["bound"]
+    unit = _TIME_UNIT.search(f.name)
+    return MAX_NS / _NS_PER_UNIT[unit.group(1)] if unit else None
 
 
 @cache

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .device import Board
-from .doc import Doc, count, flatten, key, many, obj, opt, within
+from .doc import MAX_US, Doc, count, flatten, key, many, obj, opt, within
 from .text import MAX_NAME, is_safe_name, printable, show_value
 from .watch import Watch
 from .why_late import WhyLate
@@ -31,10 +31,6 @@ STATUSES = ("running", "complete", "partial", "failed")
 MODES = ("real-time", "not real-time", "untuned")
 SOURCES = ("softrt", "cyclictest", "oslat")
 _HINT = "the file is corrupt or was not written by softrt"
-#: The largest µs figure a summary holds: a time in int64 nanoseconds, as every clock softrt reads
-#: gives it (clock_gettime(2)'s struct timespec as one count). Past it, a figure is no measurement
-#: but a corrupt or hostile file (``period_us.max = 1e308``), refused by the reader.
-MAX_US = (2**63 - 1) / 1000
 
 
 class Stats(Doc):
