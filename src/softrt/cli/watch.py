@@ -19,7 +19,7 @@ from ..session.watch import WatchConfig, WatchResult
 from ..session.watch import watch as watch_threads
 from ..session.watch_targets import Target
 from ..store.rundir import check_writable
-from .history import remember
+from .history import lab_options, remember
 from .live import Watch
 from .options import TimeNs, samples_option, watch_options
 from .render import console, percentile_table, verdict_head, why_late
@@ -200,6 +200,7 @@ Examples:
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write an HTML report of the threads' runs to this file.")
 @watch_options
+@lab_options
 @click.option("--json", "as_json", is_flag=True, help="Print a row per thread as JSON (progress goes to stderr).")
 def command(pid, tid, comm, duration_ns, max_duration_ns, period_ns, late_threshold_ns, keep_late, explain, samples,
             out_dir, report, watch, as_json):
