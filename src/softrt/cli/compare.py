@@ -18,7 +18,7 @@ from ..session import interrupts
 from ..schema.config import RunConfig
 from ..schema.summary import Misses
 from ..units import format_number as num
-from .history import remember
+from .history import lab_options, remember
 from .live import Watch
 from .output import unless_gone
 from .options import PRIORITY_HELP, TimeNs, samples_option, trace_options, watch_options
@@ -126,6 +126,7 @@ Examples:
 @trace_options
 @samples_option
 @watch_options
+@lab_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--report", "report_html", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
               metavar="FILE.html", help="Also write the HTML report of the comparison: the scenarios side by side "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..store.history import History, RunRecord
+from ..store.lab import Lab, forward
 from ..store.running import run_state
 from ..schema.text import printable
 from ..units import format_number as num
@@ -23,16 +26,68 @@ DB_OPTION = click.option(
          "[default: $SOFTRT_DB, else $SOFTRT_HOME/history.sqlite, else ~/.local/share/softrt/history.sqlite].")
 
 
-def remember(run_paths) -> None:
-    """Add finished runs to the history; a history problem never costs the user the run."""
-    from ..errors import SoftRTError
+ARCHIVE_OPTION = click.option(
+    "--archive", metavar="PATH", default=None,
+    help="Lab archive (a shared directory): each run folder is copied there once, immutable, as "
+         "rig=<id>/date=<YYYY-MM-DD>/<run id>/ [default: $SOFTRT_ARCHIVE, else none].")
+_LAB = "softrt.lab"  # click context meta: the command's lab, and whether it was refused as bad input
 
+
+def lab_options(f):
+    """``--db``, ``--archive`` on the commands that make runs (run, compare, watch): each run is kept
+    in this rig's history, then forwarded to the lab's database and archive (store.lab)."""
+
+    @functools.wraps(f)
+    def command(*args, db, archive, **kwargs):
+        from ..store.dbtarget import DB_ENV
+
+        lab = Lab(db, archive)
+        lab.check()  # a malformed URL or archive: exit 2 before anything runs
+        if db is not None and not isinstance(lab.index(), str):
+            os.environ[DB_ENV] = str(lab.index())  # a file: the run's own checkpoints go there too
+        meta = click.get_current_context().meta
+        meta[_LAB] = {"lab": lab, "refused": False}
+        status = f(*args, **kwargs)
+        return 2 if meta[_LAB]["refused"] and status in (0, 1, None) else status
+
+    return DB_OPTION(ARCHIVE_OPTION(command))
+
+
+def remember(run_paths) -> None:
+    """Add finished runs to this rig's history, then hand them to the lab (--db URL, --archive).
+
+    A history problem never costs the user the run: a lab that cannot be reached leaves it in this
+    rig's history, said in one line (softrt push sends it later); a lab refused as bad input (a
+    wrong password, a newer layout) makes the command exit 2 once it is done.
+    """
+    from ..errors import ConfigError, SoftRTError
+
+    ctx = click.get_current_context(silent=True)
+    meta = (ctx.meta.get(_LAB) if ctx is not None else None) or {"lab": Lab(), "refused": False}
+    lab = meta["lab"]
+    err = console(stderr=True)
     try:
-        history = History()
+        history = History(lab.local())
         for path in run_paths:
             history.add_run(path)
-    except SoftRTError as err:
-        emit(console(stderr=True), f"softrt: warning: run not added to the history: {err}", markup=False)
+    except SoftRTError as error:
+        emit(err, f"softrt: warning: run not added to the history: {error}", markup=False, soft_wrap=True)
+        history = None
+    try:
+        if not lab.forwards():
+            return
+        for path in run_paths:
+            forward(path, lab)
+    except SoftRTError as error:
+        where = f"this rig's history ({history.path})" if history is not None else str(run_paths[0])
+        what = "run" if len(run_paths) == 1 else f"{len(run_paths)} runs"
+        if isinstance(error, ConfigError):
+            meta["refused"] = True
+            emit(err, Text(f"softrt: error: {error}; the {what} stays in {where}: softrt push sends it once this is "
+                           "fixed"), soft_wrap=True)
+        else:
+            emit(err, Text(f"softrt: the lab has not got the {what} yet, kept in {where}: {error.msg}; softrt push "
+                           "sends it later"), soft_wrap=True)
 
 
 _MODES = {"real-time": "RT", "not real-time": "not RT"}  # "untuned" stays

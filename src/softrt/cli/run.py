@@ -17,7 +17,7 @@ from ..session.run import run
 from ..schema.summary import RunSummary
 from ..units import NS_PER_S
 from ..units import format_number as num
-from .history import remember
+from .history import lab_options, remember
 from .live import Watch
 from .output import unless_gone
 from .options import PRIORITY_HELP, TimeNs, dc_options, samples_option, trace_options, watch_options
@@ -75,6 +75,7 @@ Examples:
 @trace_options
 @samples_option
 @watch_options
+@lab_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
 def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, bus_timeout_ns, axes,
             ecat_drives, shape, distance, velocity, accel, jerk, out_dir, take_check, require, dc_lock, dc_shift_ns,

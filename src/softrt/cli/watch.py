@@ -20,7 +20,7 @@ from ..session.watch import watch as watch_threads
 from ..session.watch_targets import Target
 from ..units import format_number as num
 from ..platform.outfile import check_target
-from .history import remember
+from .history import lab_options, remember
 from .live import Watch
 from .options import TimeNs, samples_option, watch_options
 from .render import console, emit, percentile_table, verdict_head, why_late
@@ -202,6 +202,7 @@ Examples:
 @click.option("--report", "report", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
               help="Also write an HTML report of the threads' runs to this file.")
 @watch_options
+@lab_options
 @click.option("--json", "as_json", is_flag=True, help="Print a row per thread as JSON (progress goes to stderr).")
 def command(pid, tid, comm, duration_ns, max_duration_ns, period_ns, late_threshold_ns, keep_late, explain, samples,
             out_dir, report, watch, as_json):

@@ -34,6 +34,10 @@ CONNECT_TIMEOUT_MAX_S = 10  # libpq waits this long for a server that does not a
 _LOCK_KEY = 0x736F667472740001  # pg_advisory_xact_lock key of softrt's layout changes ("softrt" + 1)
 _SCHEMA_TABLE = "softrt_schema"
 _AUTH_STATES = {"28P01", "28000"}  # invalid_password, invalid_authorization_specification
+# libpq reports a refused login while connecting, before any SQLSTATE (PostgreSQL's auth.c messages).
+_AUTH_WORDS = ("password authentication failed", "no password supplied", "authentication failed for user",
+               "pg_hba.conf", "role \"")
+_FIX_URL = "write it as postgresql://user@host[:port]/dbname[?sslmode=require]"
 _FIX_AUTH = ("check the user, and the password in ~/.pgpass or PGPASSFILE (never in the URL), "
              "or the server's pg_hba.conf")
 
@@ -78,14 +82,24 @@ class PgEngine:
                 raise self._error(err) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _connect(self, psycopg):
-        """A connection in autocommit (each transaction is explicit); libpq reads the URL."""
-        extra: dict[str, Any] = {"application_name": "softrt", "autocommit": True}
+    def check_url(self) -> dict:
+        """The URL's parameters as libpq reads them; ConfigError for a malformed one (nothing is sent)."""
+        psycopg = _psycopg()
         try:
             info = psycopg.conninfo.conninfo_to_dict(self._url)
         except psycopg.ProgrammingError as err:
             raise ConfigError(f"cannot read the history URL {self.where}: {scrub(err, self._url)}",
-                              hint="write it as postgresql://user@host[:port]/dbname[?sslmode=require]") from None
+                              hint=_FIX_URL) from None
+        port = str(info.get("port") or "")
+        if port and not all(p.isdigit() and 0 < int(p) < 65536 for p in port.split(",")):
+            raise ConfigError(f"cannot read the history URL {self.where}: the port {port!r} is no port number",
+                              hint=_FIX_URL)
+        return info
+
+    def _connect(self, psycopg):
+        """A connection in autocommit (each transaction is explicit); libpq reads the URL."""
+        extra: dict[str, Any] = {"application_name": "softrt", "autocommit": True}
+        info = self.check_url()
         if "connect_timeout" not in info and not os.environ.get("PGCONNECT_TIMEOUT"):
             extra["connect_timeout"] = int(min(CONNECT_TIMEOUT_MAX_S, max(2, self.timeout_s)))
         return psycopg.connect(self._url, **extra)
@@ -125,9 +139,9 @@ class PgEngine:
         """One line for a psycopg error: what went wrong, with the URL redacted, and the fix."""
         state = getattr(err, "sqlstate", None) or ""
         text = scrub(str(err).strip() or type(err).__name__, self._url)
-        if state in _AUTH_STATES or "password authentication failed" in text or "no password supplied" in text:
+        if state in _AUTH_STATES or any(words in text for words in _AUTH_WORDS):
             return ConfigError(f"the lab history {self.where} refused the login: {text}", hint=_FIX_AUTH)
-        if state == "3D000":
+        if state == "3D000" or ("database" in text and "does not exist" in text):
             return ConfigError(f"the lab history {self.where} does not exist: {text}",
                                hint="create it on the server (README, A lab of many machines) or fix the URL")
         if state == "42501":
@@ -136,10 +150,9 @@ class PgEngine:
                                     "tables are made by the owner's first softrt history --db URL")
         if state.startswith("08") or not state:
             if "invalid" in text and ("URI" in text or "option" in text or "integer value" in text):
-                return ConfigError(f"cannot read the history URL {self.where}: {text}",
-                                   hint="write it as postgresql://user@host[:port]/dbname[?sslmode=require]")
+                return ConfigError(f"cannot read the history URL {self.where}: {text}", hint=_FIX_URL)
             return LabUnreachable(f"cannot reach the lab history {self.where}: {text}",
-                                  hint="the run stays in this rig's history; softrt push sends it when the server "
-                                       "answers")
+                                  hint="check the server runs and this rig reaches it; runs stay in this rig's "
+                                       "history and softrt push sends them when it answers")
         return SoftRTError(f"the lab history {self.where} failed: {text}",
                            hint="see the server's log; softrt push resends what is missing")

@@ -196,6 +196,18 @@ class History:
         """The PostgreSQL URL as given, password included: for a driver (DuckDB's scanner), never to print."""
         return getattr(self._engine, "_url", None)
 
+    def check_url(self) -> None:
+        """Refuse a malformed PostgreSQL URL now (ConfigError), without connecting; a file passes."""
+        check = getattr(self._engine, "check_url", None)
+        if check is not None:
+            check()
+
+    def states(self) -> dict[str, tuple[str | None, str]]:
+        """Every stored run's ``(status, path)`` by run id: what store.lab.push compares against."""
+        rows = self._engine.run(lambda conn: conn.execute("SELECT run_id, status, path FROM runs").fetchall(),
+                                write=False, empty=[])
+        return {r[0]: (r[1], r[2]) for r in rows}
+
     def _select(self) -> str:
         """The columns of a RunRecord (and the compare id, where SQL can read it safely)."""
         compare = self._engine.dialect.compare_id_sql
