@@ -99,6 +99,8 @@ def test_a_history_row_of_the_wrong_type_or_range_is_one_line(good_db, tmp_path)
                                 ("period_max_us", 1e308, "column period_max_us is out of range"),
                                 ("host", b"\x1b[31m", "column host is not text"),
                                 ("missed_updates", -3, "column missed_updates is negative"),
+                                ("path", "/x" * 3000, "column path is too long to be a path"),  # deep profile
+                                ("path", "a" * 300, "column path is too long to be a path"),
                                 ("run_id", "../../x", "a row's run_id is not a run id")):
         db = tmp_path / f"{column}.sqlite"
         shutil.copyfile(good_db, db)
@@ -115,7 +117,8 @@ NAME_TEXT = st.text(st.characters(blacklist_characters="/\x00", blacklist_catego
 @NAMES
 @given(name=NAME_TEXT | st.sampled_from(["x\x1b]0;PWNED\x1b\\\x1b[31m", "..", ".", "-rf", "last", "last~1", "a\nb",
                                           "\x9b31m", "é" * 60]),
-       ref=NAME_TEXT | st.sampled_from(["", " ", "last~999999999", "last~-1", "../x", "/dev/zero", "a\x00b"]))
+       ref=NAME_TEXT | st.sampled_from(["", " ", "last~999999999", "last~-1", "../x", "/dev/zero", "a\x00b",
+                                        "a" * 300, "a/" * 2100, "\ud800"]))
 def test_fuzz_run_directory_names_and_references(name, ref):
     """Any run directory name is added and read back (the history keeps its path as given, the listing
     shows it printable), and any reference resolves or is one line."""

@@ -29,7 +29,7 @@ from ..errors import ConfigError
 from ..platform import data_dir
 from ..platform.owned import check_own_file, secure_dir
 from .rundir import SAMPLES, SUMMARY, read_summary
-from .validate import check_row, parse_json
+from .validate import check_path, check_row, parse_json
 from ..schema.summary import RunSummary
 
 #: Layout version of the database (PRAGMA user_version). A new version needs a migration step in
@@ -133,6 +133,7 @@ class RunRecord:
 def load_run_summary(run_dir: Path) -> RunSummary:
     """Return a run directory's summary.json; ConfigError when it is missing, corrupt or too new."""
     run_dir = Path(run_dir)
+    check_path(run_dir, "run directory")
     if not run_dir.is_dir():
         raise ConfigError(f"no run directory at {run_dir}", hint="give a run directory or a run id from softrt history")
     if not (run_dir / SUMMARY).is_file():
@@ -156,6 +157,7 @@ def find_run_dirs(path: Path) -> list[Path]:
     copies from another PC.
     """
     path = Path(path)
+    check_path(path, "run directory")
     if (path / SUMMARY).is_file():
         return [path]
     if path.is_dir():
@@ -453,6 +455,7 @@ def _common(a: str, b: str) -> int:
 def resolve_run(ref: str | Path, db: Path | str | None = None) -> Path:
     """Return the run directory *ref* names: an existing run directory, or a run id (prefix) in the history."""
     path = Path(ref)
+    check_path(path, "run")
     if (path / SUMMARY).is_file():
         return path
     if path.exists() or os.sep in str(ref):

@@ -239,7 +239,7 @@ def _column_problem(value: object, kinds: tuple) -> str | None:
     if str in kinds or Path in kinds:
         if not isinstance(value, str):
             return "is not text"
-        return "holds a NUL byte" if Path in kinds and "\0" in value else None
+        return _path_problem(value) if Path in kinds else None
     if int in kinds:
         if isinstance(value, bool) or not isinstance(value, int):
             return "is not a whole number"
@@ -249,3 +249,33 @@ def _column_problem(value: object, kinds: tuple) -> str | None:
             return "is not a number"
         return None if -MAX_US <= value <= MAX_US else f"is out of range (at most {MAX_US:.3g} µs in magnitude)"
     return None
+
+
+#: The longest path and file name the system opens (Linux's PATH_MAX and NAME_MAX, limits.h; Windows'
+#: long paths and NTFS names are within them): a longer one is ENAMETOOLONG wherever it is used.
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+
+
+def _path_problem(value: str) -> str | None:
+    """What keeps *value* from being a path this system can open (None: nothing)."""
+    if "\0" in value:
+        return "holds a NUL byte"
+    try:
+        raw = os.fsencode(value)
+    except UnicodeEncodeError:  # a lone surrogate no file system name holds
+        return "is not a file name this system holds"
+    if len(raw) >= MAX_PATH_BYTES or any(len(part) > MAX_NAME_BYTES for part in raw.split(os.fsencode(os.sep))):
+        return "is too long to be a path"
+    return None
+
+
+def check_path(path: Path | str, what: str = "path") -> None:
+    """Raise ConfigError when *path* (a run directory or reference the user gave, or a file read
+    names) cannot be a path on this system: a NUL byte, or longer than PATH_MAX/NAME_MAX, which
+    every stat or open would refuse with ENAMETOOLONG (not an error pathlib's is_file() swallows)."""
+    problem = _path_problem(str(path))
+    if problem:
+        shown = printable(str(path))
+        raise ConfigError(f"{what} {shown[:60]}{'…' if len(shown) > 60 else ''} {problem}",
+                          hint="give a run directory or a run id from softrt history")
