@@ -51,7 +51,7 @@ def good_run(tmp_path_factory):
     return write_synthetic_run(tmp_path_factory.mktemp("runs"), cycles=300, misses=[(100, 2)], why_late=True)
 
 
-@fuzz(25)
+@fuzz(15)
 @given(mutations=st.lists(st.tuples(st.sampled_from(_FIELDS), JSON_VALUES), min_size=1, max_size=3))
 @example(mutations=[("period_us.max", 1e308)])  # issue 32: history listed one 400-digit number
 def test_fuzz_show_and_history_add_of_a_hostile_summary(run_cli, home, good_run, mutations):
@@ -67,7 +67,7 @@ def test_fuzz_show_and_history_add_of_a_hostile_summary(run_cli, home, good_run,
         _command(run_cli, "history", "--db", str(Path(tmp) / "h.sqlite"))
 
 
-@fuzz(20)
+@fuzz(12)
 @given(changes=st.lists(st.tuples(st.sampled_from(_COLUMNS), SQL_VALUES), min_size=1, max_size=3))
 def test_fuzz_history_and_show_of_hostile_rows(run_cli, home, good_run, changes):
     with tempfile.TemporaryDirectory() as tmp:

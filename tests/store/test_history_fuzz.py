@@ -23,8 +23,8 @@ from softrt.store.history import _COLUMNS, LAST, History, resolve_run
 
 from ..fuzz import JSON_VALUES, fuzz, reads
 
-ROWS = fuzz(60)
-NAMES = fuzz(25)  # each example makes a run directory and adds it
+ROWS = fuzz(40)
+NAMES = fuzz(15)  # each example makes a run directory and adds it
 
 SQL_VALUES = (st.none() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(max_size=16) | st.binary(max_size=8)
               | st.sampled_from(["\x1b]0;pwn\x07", "../../etc", "\x00", "[red]x[/red]", "", "1e308", "last"])
