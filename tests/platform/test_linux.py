@@ -20,6 +20,42 @@ def victim(tmp_path):
     return f
 
 
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root")
+def test_the_holders_real_time_cpu_is_read_from_its_fifo_thread():
+    """Issue 32.5: a refused run names the CPU the holder's loop runs on: the affinity of the holder's (or
+    its children's) SCHED_FIFO/RR threads. The child here sleeps at FIFO 1 (it never spins)."""
+    import subprocess
+    import sys
+    import time
+
+    from softrt.platform.linux import realtime_cpus
+
+    assert realtime_cpus(os.getpid()) is None  # pytest has no real-time thread, nor a child with one
+    cpu = max(os.sched_getaffinity(0))
+    code = ("import os, sys, time; os.sched_setaffinity(0, {%d}); "
+            "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1)); print(flush=True); time.sleep(30)" % cpu)
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
+                               f"{code!r}])"], stdout=subprocess.PIPE)
+    try:
+        while not any(os.sched_getscheduler(c) == os.SCHED_FIFO for c in _children(parent.pid)):
+            assert parent.poll() is None
+            time.sleep(0.005)
+        assert str(realtime_cpus(parent.pid)) == str(cpu)  # found in its child, as a run's worker is
+    finally:
+        for pid in [*_children(parent.pid), parent.pid]:
+            os.kill(pid, 9)
+        parent.wait()
+
+
+def _children(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
+
 def test_the_lock_is_held_until_closed_and_its_holder_named_by_the_kernel(tmp_path):
     plat = LinuxPlatform()
     path = tmp_path / "softrt-rt-loop.lock"

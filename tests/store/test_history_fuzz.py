@@ -19,12 +19,12 @@ from softrt.errors import ConfigError, SoftRTError
 from softrt.report.synthetic import write_synthetic_run
 from softrt.schema.summary import MAX_US
 from softrt.schema.text import printable
-from softrt.store.history import _COLUMNS, History, resolve_run
+from softrt.store.history import _COLUMNS, LAST, History, resolve_run
 
 from ..fuzz import JSON_VALUES, fuzz, reads
 
-ROWS = fuzz(60)
-NAMES = fuzz(25)  # each example makes a run directory and adds it
+ROWS = fuzz(40)
+NAMES = fuzz(15)  # each example makes a run directory and adds it
 
 SQL_VALUES = (st.none() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(max_size=16) | st.binary(max_size=8)
               | st.sampled_from(["\x1b]0;pwn\x07", "../../etc", "\x00", "[red]x[/red]", "", "1e308", "last"])
@@ -60,7 +60,8 @@ def _check(history: History) -> None:
         for text in (r.run_id, r.host, r.scenario, r.status, r.mode, r.source, r.started_at, r.added_at):
             assert text is None or isinstance(text, str) and printable(text) == text
         got = reads(lambda: history.get(r.run_id))
-        assert isinstance(got, SoftRTError) or got.run_id == r.run_id
+        # (a run id of "last" or "last~N" names the newest runs: such a run is shown by its directory)
+        assert isinstance(got, SoftRTError) or got.run_id == r.run_id or LAST.fullmatch(r.run_id)
         reads(lambda: r.summary)
         reads(r.to_dict)
 
@@ -71,6 +72,7 @@ def _check(history: History) -> None:
 @example(changes=[("period_max_us", 1e308)], summary=None, which="every")  # listed as one 400-digit number
 @example(changes=[("cycles", "many")], summary=None, which="first")  # a TypeError traceback
 @example(changes=[("host", b"\x1b[31m")], summary=None, which="first")  # bytes in --json: a TypeError
+@example(changes=[("run_id", "last")], summary=None, which="first")  # found by the deep profile
 def test_fuzz_history_rows(good_db, changes, summary, which):
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "history.sqlite"
@@ -97,6 +99,8 @@ def test_a_history_row_of_the_wrong_type_or_range_is_one_line(good_db, tmp_path)
                                 ("period_max_us", 1e308, "column period_max_us is out of range"),
                                 ("host", b"\x1b[31m", "column host is not text"),
                                 ("missed_updates", -3, "column missed_updates is negative"),
+                                ("path", "/x" * 3000, "column path is too long to be a path"),  # deep profile
+                                ("path", "a" * 300, "column path is too long to be a path"),
                                 ("run_id", "../../x", "a row's run_id is not a run id")):
         db = tmp_path / f"{column}.sqlite"
         shutil.copyfile(good_db, db)
@@ -113,7 +117,8 @@ NAME_TEXT = st.text(st.characters(blacklist_characters="/\x00", blacklist_catego
 @NAMES
 @given(name=NAME_TEXT | st.sampled_from(["x\x1b]0;PWNED\x1b\\\x1b[31m", "..", ".", "-rf", "last", "last~1", "a\nb",
                                           "\x9b31m", "é" * 60]),
-       ref=NAME_TEXT | st.sampled_from(["", " ", "last~999999999", "last~-1", "../x", "/dev/zero", "a\x00b"]))
+       ref=NAME_TEXT | st.sampled_from(["", " ", "last~999999999", "last~-1", "../x", "/dev/zero", "a\x00b",
+                                        "a" * 300, "a/" * 2100, "\ud800"]))
 def test_fuzz_run_directory_names_and_references(name, ref):
     """Any run directory name is added and read back (the history keeps its path as given, the listing
     shows it printable), and any reference resolves or is one line."""

@@ -20,6 +20,7 @@ from softrt.analysis import RunStats
 from softrt.report.load import load_run
 from softrt.report.synthetic import write_synthetic_run
 from softrt.store.importers import import_file
+from softrt.store.late import AGGREGATE_FIELDS, AGGREGATES
 from softrt.store.rundir import SAMPLES, STATS, STREAM_COLUMNS, load_run_stats
 
 from softrt.errors import SoftRTError
@@ -133,3 +134,40 @@ def test_fuzz_imported_histograms_and_their_histogram_json(labels, tool, hist_ra
         hist["threads"][0].update(lower_ns=lower, counts=[1] * len(lower), width_ns=width)
         (run_dir / "histogram.json").write_text(json.dumps(hist))
         reads(lambda: load_run(run_dir))
+
+
+@pytest.fixture(scope="module")
+def late_run(tmp_path_factory):
+    return write_synthetic_run(tmp_path_factory.mktemp("late"), cycles=20_000, misses=[(2_600, 3), (9_000, 1)],
+                               samples="late")
+
+
+_META = st.dictionaries(st.sampled_from(["t0_ns", "period_ns", "late_threshold_ns", "first_seq", "first_window"])
+                        | st.text(max_size=6), st.sampled_from(["0", "-1", "250000", "9" * 30, "1e3", "x", "\xff"])
+                        | st.binary(max_size=4).map(lambda b: b.decode("latin-1")), max_size=5)
+
+
+@FEW
+@given(columns=st.just({n: "float64" if n.endswith("mean_ns") else "int64" for n in AGGREGATE_FIELDS})  # softrt's
+       | st.dictionaries(st.sampled_from([*AGGREGATE_FIELDS, "x"]), st.sampled_from(sorted(_TYPES)), max_size=14),
+       rows=st.integers(0, 30), meta=_META | st.none(), raw_key=st.booleans(),
+       damage=st.lists(st.integers(1, 80), max_size=2))
+def test_fuzz_aggregates_parquet_of_a_late_run(late_run, columns, rows, meta, raw_key, damage):
+    """A ``--samples late`` run's aggregates.parquet of any shape, types, metadata (t0_ns, period_ns, …: text
+    that is no integer, a key that is no UTF-8) and damaged footer: the report reads it or says one line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        target = _copy(late_run, Path(tmp))
+        rng = np.random.default_rng(rows)
+        table = pa.table({name: _column(kind, rows, rng) for name, kind in columns.items()} or {"x": pa.nulls(rows)})
+        if meta is not None:
+            encoded = {k.encode(): v.encode("utf-8", "surrogateescape") for k, v in meta.items()}
+            if raw_key:
+                encoded[b"\xff\xfe"] = b"1"
+            table = table.replace_schema_metadata(encoded)
+        pq.write_table(table, target / AGGREGATES, row_group_size=max(1, rows // 3 or 1))
+        raw = bytearray((target / AGGREGATES).read_bytes())
+        for back in damage:
+            if back < len(raw):
+                raw[-back] ^= 0x5A
+        (target / AGGREGATES).write_bytes(bytes(raw))
+        reads(lambda: load_run(target))

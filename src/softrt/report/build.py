@@ -19,6 +19,7 @@ from ..errors import ConfigError, SoftRTError
 from ..platform import softrt_version
 from ..platform.outfile import check_dir, check_target, write_file
 from ..store.history import find_run_dirs, resolve_run
+from ..store.validate import check_path
 from ..store.rundir import SAMPLES, SUMMARY
 from .html import page
 from .load import RunView, load_run
@@ -40,6 +41,7 @@ def resolve_runs(refs: Iterable[str | os.PathLike], db: Path | str | None = None
     out: list[Path] = []
     for ref in refs:
         path = Path(ref)
+        check_path(path, "run")  # (is_dir() raises ENAMETOOLONG)
         if path.is_dir() and not (path / SUMMARY).is_file():
             if (path / SAMPLES).is_file():
                 out.append(path)  # a run that did not finish: reported as a note, not refused

@@ -30,7 +30,7 @@ from ..platform import data_dir  # noqa: F401  (re-exported: tests and callers i
 from .dbtarget import DB_NAME, default_db_path, local_db_path, resolve  # noqa: F401  (re-exported)
 from .dialect import COLUMNS as _COLUMNS, DB_SCHEMA_VERSION, upsert_sql  # noqa: F401  (re-exported)
 from .rundir import SAMPLES, SUMMARY, read_summary
-from .validate import check_row, parse_json
+from .validate import check_path, check_row, parse_json
 from ..schema.summary import RunSummary
 
 #: Run ids are listed by their shortest unique prefix, at least this long: "20261130-071502", the
@@ -88,6 +88,7 @@ class RunRecord:
 def load_run_summary(run_dir: Path) -> RunSummary:
     """Return a run directory's summary.json; ConfigError when it is missing, corrupt or too new."""
     run_dir = Path(run_dir)
+    check_path(run_dir, "run directory")
     if not run_dir.is_dir():
         raise ConfigError(f"no run directory at {run_dir}", hint="give a run directory or a run id from softrt history")
     if not (run_dir / SUMMARY).is_file():
@@ -111,6 +112,7 @@ def find_run_dirs(path: Path) -> list[Path]:
     copies from another PC.
     """
     path = Path(path)
+    check_path(path, "run directory")
     if (path / SUMMARY).is_file():
         return [path]
     if path.is_dir():
@@ -414,6 +416,7 @@ def _common(a: str, b: str) -> int:
 def resolve_run(ref: str | Path, db: Path | str | None = None) -> Path:
     """Return the run directory *ref* names: an existing run directory, or a run id (prefix) in the history."""
     path = Path(ref)
+    check_path(path, "run")
     if (path / SUMMARY).is_file():
         return path
     if path.exists() or os.sep in str(ref):

@@ -21,6 +21,7 @@ become a directory).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import math
@@ -212,7 +213,7 @@ def check_row(record: type, row: dict, where: object) -> dict:
     Counts (``int``) are never negative; ``str`` columns are text, made printable; ``Path`` ones
     text without NUL, kept as they are (the render layer cleans what it prints).
     """
-    hints = typing.get_type_hints(record)
+    hints = _hints(record)
     run_id = row.get("run_id")
     if not is_safe_name(run_id):
         raise ConfigError(f"{_where(where)}: a row's run_id is not a run id ({show_value(run_id)})", hint=_ROW_HINT)
@@ -230,6 +231,12 @@ def check_row(record: type, row: dict, where: object) -> dict:
     return out
 
 
+@functools.cache
+def _hints(record: type) -> dict:
+    """*record*'s field types, once (evaluating them costs ~50 µs, a history holds thousands of rows)."""
+    return typing.get_type_hints(record)
+
+
 _ROW_HINT = ("a damaged or hand-edited history: move it away (runs stay in their directories; re-add them with "
              "softrt history add) or set SOFTRT_HOME")
 
@@ -239,7 +246,7 @@ def _column_problem(value: object, kinds: tuple) -> str | None:
     if str in kinds or Path in kinds:
         if not isinstance(value, str):
             return "is not text"
-        return "holds a NUL byte" if Path in kinds and "\0" in value else None
+        return _path_problem(value) if Path in kinds else None
     if int in kinds:
         if isinstance(value, bool) or not isinstance(value, int):
             return "is not a whole number"
@@ -249,3 +256,33 @@ def _column_problem(value: object, kinds: tuple) -> str | None:
             return "is not a number"
         return None if -MAX_US <= value <= MAX_US else f"is out of range (at most {MAX_US:.3g} µs in magnitude)"
     return None
+
+
+#: The longest path and file name the system opens (Linux's PATH_MAX and NAME_MAX, limits.h; Windows'
+#: long paths and NTFS names are within them): a longer one is ENAMETOOLONG wherever it is used.
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+
+
+def _path_problem(value: str) -> str | None:
+    """What keeps *value* from being a path this system can open (None: nothing)."""
+    if "\0" in value:
+        return "holds a NUL byte"
+    try:
+        raw = os.fsencode(value)
+    except UnicodeEncodeError:  # a lone surrogate no file system name holds
+        return "is not a file name this system holds"
+    if len(raw) >= MAX_PATH_BYTES or any(len(part) > MAX_NAME_BYTES for part in raw.split(os.fsencode(os.sep))):
+        return "is too long to be a path"
+    return None
+
+
+def check_path(path: Path | str, what: str = "path") -> None:
+    """Raise ConfigError when *path* (a run directory or reference the user gave, or a file read
+    names) cannot be a path on this system: a NUL byte, or longer than PATH_MAX/NAME_MAX, which
+    every stat or open would refuse with ENAMETOOLONG (not an error pathlib's is_file() swallows)."""
+    problem = _path_problem(str(path))
+    if problem:
+        shown = printable(str(path))
+        raise ConfigError(f"{what} {shown[:60]}{'…' if len(shown) > 60 else ''} {problem}",
+                          hint="give a run directory or a run id from softrt history")
