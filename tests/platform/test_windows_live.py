@@ -11,6 +11,7 @@ commands once, side by side where they do not exclude each other, and the tests 
 from __future__ import annotations
 
 import json
+import locale
 import os
 import subprocess
 import sys
@@ -23,6 +24,9 @@ import pytest
 pytestmark = pytest.mark.skipif(sys.platform != "win32", reason="runs softrt on Windows (bash scripts/ci-wine)")
 
 START_S = 120.0  # the longest a command may take to get going under Wine
+#: What Python writes into a pipe here: the ANSI code page (Wine takes it from the locale: cp1252 for
+#: en_US.UTF-8, cp932 for ja_JP.UTF-8). Read strictly: output in any other encoding fails the test.
+CODE_PAGE = locale.getpreferredencoding(False)
 
 
 _STARTING = threading.Lock()
@@ -33,8 +37,11 @@ class Softrt:
 
     def __init__(self, base: Path) -> None:
         self.out = base / "runs"
-        self.env = {**os.environ, "SOFTRT_HOME": str(base / "home"), "SOFTRT_STATE_DIR": str(base / "state"),
-                    "COLUMNS": "120", "PYTHONIOENCODING": "utf-8"}
+        # No PYTHONIOENCODING: a command writes into its pipe in the ANSI code page, as a scheduled task's
+        # or CI's pipe gets it (cp1252, cp932: scripts/ci-wine runs this under both), and is read so.
+        env = {k: v for k, v in os.environ.items() if k.upper() != "PYTHONIOENCODING"}
+        self.env = {**env, "SOFTRT_HOME": str(base / "home"), "SOFTRT_STATE_DIR": str(base / "state"),
+                    "COLUMNS": "120"}
         self.lock = base / "state" / "rt-loop.lock"
 
     def start(self, *args: str) -> subprocess.Popen:
@@ -46,7 +53,7 @@ class Softrt:
                 with _STARTING:
                     return subprocess.Popen([sys.executable, "-m", "softrt", *args], stdout=subprocess.PIPE,
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
-                                            text=True, encoding="utf-8", errors="replace")
+                                            text=True, encoding=CODE_PAGE)
             except OSError as err:
                 if getattr(err, "winerror", None) != 1359 or attempt == 2:
                     raise
@@ -114,6 +121,35 @@ def wine(tmp_path_factory) -> dict:
     thread.join()
     got["report_file"] = s.out / "report.html"
     return got
+
+
+@pytest.fixture(scope="module")
+def code_page(tmp_path_factory) -> dict:
+    """``run --help``, a 1 s run and ``show last``, each through a pipe in this code page (issue 34):
+    ``scripts/ci-wine`` runs this again under cp932, on its own."""
+    s = Softrt(tmp_path_factory.mktemp("softrt-code-page"))
+    return {"help": s.run("run", "--help"), "run": s.run("run", "--duration", "1s", "-q", "--out-dir", str(s.out)),
+            "show": s.run("show", "last")}
+
+
+def test_the_commands_write_their_code_page_into_a_pipe(code_page):
+    """cp1252 lacks "≤" (written "<="), cp932 "µ" (written "u"); neither ever raises."""
+    def fits(text: str) -> bool:
+        try:
+            text.encode(CODE_PAGE)
+        except UnicodeEncodeError:
+            return False
+        return True
+
+    us = "µs" if fits("µ") else "us"
+    for name in ("help", "run", "show"):
+        code, out = code_page[name]
+        assert code == 0 and "Traceback" not in out, (CODE_PAGE, name, out[-3000:])
+    assert f"250 {us}" in code_page["help"][1]
+    for name in ("run", "show"):
+        verdict = code_page[name][1].splitlines()[0]
+        assert verdict.startswith(("MEETS", "FAILS")) and f"every period {'≤' if fits('≤') else '<='} 270.0 {us}" \
+            in verdict, (CODE_PAGE, verdict)
 
 
 def _kill_a_supervisor(s: Softrt) -> dict:
