@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import chi2
+from scipy.special import chdtri  # χ² quantiles; scipy.stats would add half a second of import
 
 from ..errors import ConfigError
 from ..schema.tail import RETURN_EVERY_H, HOURS_PER_YEAR, Interval, ReturnLevel, Tail, TailTest
@@ -51,12 +51,12 @@ def poisson_upper_rate(k: int, hours: float, conf: float = 0.95) -> float:
     (Garwood 1936): χ²_conf(2k+2)/(2T); k = 0 gives -ln(1-conf)/T ≈ 3/T."""
     if hours <= 0:
         raise ConfigError(f"cannot bound a rate over {hours} hours", hint="give a positive run length")
-    return float(chi2.ppf(conf, 2 * k + 2) / (2 * hours))
+    return float(chdtri(2 * k + 2, 1 - conf) / (2 * hours))
 
 
 def _poisson_interval(k: int, hours: float) -> Interval:
-    low = float(chi2.ppf(0.025, 2 * k) / (2 * hours)) if k > 0 else 0.0
-    return Interval(estimate=k / hours, low=low, high=float(chi2.ppf(0.975, 2 * k + 2) / (2 * hours)))
+    low = float(chdtri(2 * k, 0.975) / (2 * hours)) if k > 0 else 0.0
+    return Interval(estimate=k / hours, low=low, high=float(chdtri(2 * k + 2, 0.025) / (2 * hours)))
 
 
 def _check_values(values_us: np.ndarray, series: str) -> np.ndarray:
@@ -227,13 +227,16 @@ def _level(reg: Region, u: float, rate: float, clusters: int, every_h: float) ->
 
 
 def _reason(tests: list[TailTest]) -> str | None:
-    fixes = {tail_tests.FIT: "the tail mixes causes: set a higher threshold, or fit each culprit's cycles alone",
+    """The first failed test's line: stationarity first (a tail that changed also shows as correlated
+    peaks and a poor fit, but the change is the cause to remove), then independence, then the fit."""
+    fixes = {tail_tests.STATIONARITY: "the tail changed during the run: remove the load that changed halfway "
+                                      "and run again",
              tail_tests.INDEPENDENCE: "bursts are still correlated: give a longer declustering gap",
-             tail_tests.STATIONARITY: "the tail changed during the run: remove the load that changed halfway "
-                                      "and run again"}
-    for t in tests:
-        if t.ok is False:
-            return f"{t.name} failed (p = {t.p_value:.3g}): {fixes[t.name]}"
+             tail_tests.FIT: "the tail mixes causes: set a higher threshold, or fit each culprit's cycles alone"}
+    failed = {t.name: t for t in tests if t.ok is False}
+    for name, fix in fixes.items():
+        if name in failed:
+            return f"{name} failed (p = {failed[name].p_value:.3g}): {fix}"
     return None
 
 
