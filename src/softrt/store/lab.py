@@ -78,19 +78,20 @@ class PushResult:
 
 
 def push(lab: Lab, local: History | None = None, on_run: Callable[[str], None] | None = None) -> PushResult:
-    """Send the lab every run of the rig's history that it lacks, or holds in an older state.
+    """Send the lab every run of the rig's history (*local*, else $SOFTRT_DB's file or the default)
+    that it lacks, or holds in an older state.
 
     A run the lab lacks is one its index has no row of, a row of another status (a run forwarded
     while it ran), or, with an archive, a row that does not name the archive's copy. *on_run* is
     called after each run sent. Raises at the first run that cannot be sent; what was sent stays.
     """
-    if not lab.forwards():
+    local = local or History(local_db_path())
+    index = History(lab.index())
+    root = lab.archive_dir()
+    if root is None and index.engine == local.engine and Path(index.path).resolve() == Path(local.path).resolve():
         raise ConfigError("softrt push has no lab to send to",
                           hint="give --db postgresql://user@host/dbname (or SOFTRT_DB) and/or --archive PATH "
                                "(or SOFTRT_ARCHIVE)")
-    local = local or History(lab.local())
-    index = History(lab.index())
-    root = lab.archive_dir()
     have = index.states()
     result = PushResult()
     for record in local.list_runs():
