@@ -111,3 +111,43 @@ def _a_wrong_password_is_bad_input_and_the_run_stays(home, runs, capsys):
 
 if os.environ.get("SOFTRT_TEST_PG"):  # a server to refuse the login (tests/labdb.py): not listed otherwise
     test_a_wrong_password_is_bad_input_and_the_run_stays = pytest.mark.pg(_a_wrong_password_is_bad_input_and_the_run_stays)
+
+
+#: The README's grants for a rig's role ("A lab of many machines"), on the test's schema.
+RIG_GRANTS = ("GRANT USAGE ON SCHEMA {schema} TO {rig}",
+              "ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT, INSERT, UPDATE ON TABLES TO {rig}")
+
+
+def _a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete(run_cli, home, runs, tmp_path):
+    import uuid
+    from urllib.parse import parse_qs, urlsplit
+
+    import psycopg
+
+    from ..labdb import pg_schema, with_option
+
+    rig, password = f"rig_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    with psycopg.connect(os.environ["SOFTRT_TEST_PG"], autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {rig} LOGIN PASSWORD '{password}'")
+    try:
+        with pg_schema() as owner:  # (dropped first: its grants go with it, then the role can go)
+            schema = parse_qs(urlsplit(owner).query)["options"][0].split("=", 1)[1]
+            with psycopg.connect(owner, autocommit=True) as conn:
+                for grant in RIG_GRANTS:
+                    conn.execute(grant.format(schema=schema, rig=rig))
+            assert run_cli("history", "init", "--db", owner)[0] == 0  # the owner makes the tables, once
+            url = with_option(owner.replace(urlsplit(owner).username + "@", rig + "@", 1), f"password={password}")
+            History(home / "history.sqlite").add_runs(runs)
+            code, out, err = run_cli("push", "--db", url, "--archive", str(tmp_path / "archive"))
+            assert code == 0 and "2 run(s) sent" in err and password not in out + err
+            assert run_cli("push", "--db", url)[0] == 0  # an upsert of the same rows: SELECT, INSERT, UPDATE
+            code, out, err = run_cli("history", "forget", runs[0].name, "--db", url)
+            assert code == 2 and "lacks a privilege" in err and password not in err
+            assert len(History(owner)) == 2
+    finally:
+        with psycopg.connect(os.environ["SOFTRT_TEST_PG"], autocommit=True) as conn:
+            conn.execute(f"DROP ROLE {rig}")
+
+if os.environ.get("SOFTRT_TEST_PG"):
+    test_a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete = pytest.mark.pg(
+        _a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete)

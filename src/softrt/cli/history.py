@@ -216,6 +216,7 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
     \b
     softrt history add DIR...   store run directories, e.g. copied from another PC
     softrt history forget RUN   drop a run from the history (its directory stays)
+    softrt history init         make the tables now (a lab's database, as its owner)
     """
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
@@ -247,6 +248,19 @@ def add(ctx, paths, db):
     for run_id in ids:
         out.print(Text(f"stored {printable(run_id)}"), soft_wrap=True)
     console(stderr=True).print(Text(f"{len(ids)} run(s) in {printable(history.path)}", style="dim"), soft_wrap=True)
+    return 0
+
+
+@command.command("init", epilog="""\b
+Example:
+  softrt history init --db postgresql://softrt@lab-db/softrt   once, as the role that owns the lab's database""")
+@DB_OPTION
+@click.pass_context
+def init(ctx, db):
+    """Make (or upgrade) the history's tables now, so the rigs' roles need no right to create them."""
+    history = History(db or (ctx.obj or {}).get("db"))
+    version = history.init()
+    console().print(Text(f"{printable(history.path)}: history tables ready (layout {version})"), soft_wrap=True)
     return 0
 
 
