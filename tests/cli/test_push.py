@@ -97,6 +97,7 @@ def test_a_run_the_lab_cannot_take_stays_on_the_rig(home, runs, tmp_path, capsys
     assert line.startswith("softrt: the lab has not got the run yet, kept in this rig's history") and "push" in line
     assert [r.run_id for r in History(home / "history.sqlite").list_runs()] == [runs[0].name]
     assert [p.name for p in (tmp_path / "archive").glob("rig=*/date=*/*")] == [runs[0].name]  # the share took it
+    assert os.environ.get("SOFTRT_DB") is None  # a URL is never handed down to child processes
 
 
 def _a_wrong_password_is_bad_input_and_the_run_stays(home, runs, capsys):
@@ -110,7 +111,8 @@ def _a_wrong_password_is_bad_input_and_the_run_stays(home, runs, capsys):
 
 
 if os.environ.get("SOFTRT_TEST_PG"):  # a server to refuse the login (tests/labdb.py): not listed otherwise
-    test_a_wrong_password_is_bad_input_and_the_run_stays = pytest.mark.pg(_a_wrong_password_is_bad_input_and_the_run_stays)
+    test_a_wrong_password_is_bad_input_and_the_run_stays = pytest.mark.pg(
+        _a_wrong_password_is_bad_input_and_the_run_stays)
 
 
 #: The README's grants for a rig's role ("A lab of many machines"), on the test's schema.

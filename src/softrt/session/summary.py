@@ -19,7 +19,7 @@ from ..analysis.verdict import judge
 from ..errors import ConfigError, SoftRTError
 from ..ipc.ring import Ring
 from ..platform import get_platform
-from ..store.history import History
+from ..store.history import History, local_db_path
 from ..store.rundir import STATS, SUMMARY, RunDir
 from ..schema.summary import SCHEMA, RunSummary
 from ..trace import TraceSession
@@ -193,7 +193,7 @@ def _write_checkpoint(parts: RunParts, docs: dict) -> None:
         parts.checkpoint_error = err.msg
         return
     try:  # a history database held by another softrt must not hold up the checkpoints for long
-        History(timeout_s=CHECKPOINT_DB_TIMEOUT_S).add_run(parts.rundir.path)
+        History(local_db_path(), timeout_s=CHECKPOINT_DB_TIMEOUT_S).add_run(parts.rundir.path)  # the rig's own
         parts.history_error = None
     except SoftRTError as err:
         parts.history_error = str(err)

@@ -30,7 +30,7 @@ from ..platform.ktasks import Task
 from ..schema.config import DEFAULT_MAX_DURATION_NS, MAX_KEEP_LATE, MAX_PERIOD_NS, MIN_PERIOD_NS, RunConfig
 from ..schema.summary import SCHEMA, RunSummary
 from ..schema.text import printable
-from ..store.history import History
+from ..store.history import History, local_db_path
 from ..store.late import resolve_mode
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..trace import sweep_orphans
@@ -322,7 +322,7 @@ def _checkpoint(session: _Session, w: _Watched) -> None:
     """The summary so far (``"status": "running"``) and the history row; never fails the watch."""
     try:
         w.rundir.write_json(SUMMARY, _summary(session, w, running=True).to_dict())
-        History(timeout_s=1.0).add_run(w.rundir.path)
+        History(local_db_path(), timeout_s=1.0).add_run(w.rundir.path)  # the rig's own history
     except SoftRTError:
         pass
 
