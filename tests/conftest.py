@@ -278,7 +278,7 @@ def history_db(request, tmp_path, monkeypatch):
     """The history of a test that runs on every engine (tests/labdb.py): a SQLite file, or a fresh
     schema on the PostgreSQL server of SOFTRT_TEST_PG; also SOFTRT_DB, so History() opens it."""
     if request.param == "sqlite":
-        target = str(tmp_path / "softrt-home" / "history.sqlite")
+        target = str(tmp_path / "lab-index" / "history.sqlite")
         monkeypatch.setenv("SOFTRT_DB", target)
         yield target
         return

@@ -46,7 +46,7 @@ def lab_options(f):
         if db is not None and not isinstance(lab.index(), str):
             os.environ[DB_ENV] = str(lab.index())  # a file: the run's own checkpoints go there too
         meta = click.get_current_context().meta
-        meta[_LAB] = {"lab": lab, "refused": False}
+        meta[_LAB] = {"lab": lab, "refused": False, "down": False}
         status = f(*args, **kwargs)
         return 2 if meta[_LAB]["refused"] and status in (0, 1, None) else status
 
@@ -73,19 +73,23 @@ def remember(run_paths) -> None:
     except SoftRTError as error:
         emit(err, f"softrt: warning: run not added to the history: {error}", markup=False, soft_wrap=True)
         history = None
+    where = f"this rig's history ({history.path})" if history is not None else str(run_paths[0])
+    what = "run" if len(run_paths) == 1 else f"{len(run_paths)} runs"
     try:
         if not lab.forwards():
+            return
+        if meta.get("down"):  # said once: the next scenarios of a compare do not wait for it again
+            err.print(Text(f"softrt: the {what} stays in {where} too (the lab is still unreachable)"), soft_wrap=True)
             return
         for path in run_paths:
             forward(path, lab)
     except SoftRTError as error:
-        where = f"this rig's history ({history.path})" if history is not None else str(run_paths[0])
-        what = "run" if len(run_paths) == 1 else f"{len(run_paths)} runs"
         if isinstance(error, ConfigError):
             meta["refused"] = True
             emit(err, Text(f"softrt: error: {error}; the {what} stays in {where}: softrt push sends it once this is "
                            "fixed"), soft_wrap=True)
         else:
+            meta["down"] = True
             emit(err, Text(f"softrt: the lab has not got the {what} yet, kept in {where}: {error.msg}; softrt push "
                            "sends it later"), soft_wrap=True)
 
@@ -217,6 +221,7 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
     \b
     softrt history add DIR...   store run directories, e.g. copied from another PC
     softrt history forget RUN   drop a run from the history (its directory stays)
+    softrt history init         make the tables now (a lab's database, as its owner)
     """
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
@@ -248,6 +253,19 @@ def add(ctx, paths, db):
     for run_id in ids:
         emit(out, Text(f"stored {printable(run_id)}"), soft_wrap=True)
     emit(console(stderr=True), Text(f"{len(ids)} run(s) in {printable(history.path)}", style="dim"), soft_wrap=True)
+    return 0
+
+
+@command.command("init", epilog="""\b
+Example:
+  softrt history init --db postgresql://softrt@lab-db/softrt   once, as the role that owns the lab's database""")
+@DB_OPTION
+@click.pass_context
+def init(ctx, db):
+    """Make (or upgrade) the history's tables now, so the rigs' roles need no right to create them."""
+    history = History(db or (ctx.obj or {}).get("db"))
+    version = history.init()
+    console().print(Text(f"{printable(history.path)}: history tables ready (layout {version})"), soft_wrap=True)
     return 0
 
 

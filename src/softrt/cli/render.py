@@ -22,6 +22,7 @@ from ..analysis.remedy import remedy_for
 from ..analysis.verdict import verdict_lines, verdict_of
 from ..schema.summary import Board, Misses, RunSummary, Verdict
 from ..schema.text import printable
+from ..schema.tail import Tail
 from ..schema.why_late import Cause, TraceInfo
 from ..units import format_duration_s, format_ns
 from ..units import format_number as num
@@ -89,11 +90,12 @@ def emit(con: Console, *objects: object, markup: bool | None = None, highlight: 
     con.print(*(cleaned(o, con, markup=markup, highlight=highlight) for o in objects), **kwargs)
 
 
-def verdict_text(verdict: Verdict | None, *, state: str = "complete", prefix: str = "") -> Text | None:
+def verdict_text(verdict: Verdict | None, *, state: str = "complete", prefix: str = "",
+                 tail: Tail | None = None) -> Text | None:
     """The verdict (softrt.analysis.verdict) in words: MEETS in green, FAILS in red; None without one."""
     if verdict is None:
         return None
-    lines = verdict_lines(verdict, state=state)
+    lines = verdict_lines(verdict, state=state, tail=tail)
     style = {True: "bold green", False: "bold red"}.get(verdict.meets, "bold yellow")
     out = Text(prefix + lines[0], style=style)
     for line in lines[1:]:
@@ -348,7 +350,8 @@ def render_summary(summary: RunSummary, path: str | None = None, notice: Text | 
 
 def verdict_head(summary: RunSummary, notice: Text | None = None) -> list:
     """What a run's tables open with: its verdict, then *notice*, then a blank line (none without either)."""
-    head = [t for t in (verdict_text(verdict_of(summary), state=summary.state), notice) if t is not None]
+    verdict = verdict_text(verdict_of(summary), state=summary.state, tail=summary.tail)
+    head = [t for t in (verdict, notice) if t is not None]
     return [*head, Text("")] if head else []
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from .device import Board
 from .doc import MAX_US, Doc, count, flatten, key, many, obj, opt, within
+from .tail import Tail
 from .text import MAX_NAME, is_safe_name, printable, show_value
 from .watch import Watch
 from .why_late import WhyLate
@@ -326,6 +327,7 @@ class RunSummary(Doc):
     compare_round: int | None = opt()
     compare_id: str | None = opt()  # softrt compare: the run id of the comparison's first run, on each of its runs
     watch: Watch | None = opt()  # softrt watch: the thread behind the cycles (schema.watch)
+    tail: Tail | None = opt()  # the tail model of the late series (schema.tail; absent before issue 33)
 
     @classmethod
     def read(cls, doc: object, where: object = "summary.json") -> RunSummary:

@@ -28,7 +28,7 @@ from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import fairserver, get_platform, lock_stop_hint
-from ..store.history import History
+from ..store.history import History, local_db_path
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..schema.summary import RunSummary
 from ..trace import TraceSession, sweep_orphans
@@ -190,7 +190,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResu
                                                                                            reason))))
     if parts.checkpoints:  # its history row says "running": make it the final one
         try:
-            History().add_run(rundir.path)
+            History(local_db_path()).add_run(rundir.path)  # the rig's own history (store.lab forwards)
         except SoftRTError:
             pass  # the caller adds it too, and says why it cannot (cli.history.remember)
     return RunResult(summary=summary, path=rundir.path, recovered=recovered)

@@ -30,7 +30,7 @@ from ..platform.ktasks import Task
 from ..schema.config import DEFAULT_MAX_DURATION_NS, MAX_KEEP_LATE, MAX_PERIOD_NS, MIN_PERIOD_NS, RunConfig
 from ..schema.summary import SCHEMA, RunSummary
 from ..schema.text import printable
-from ..store.history import History
+from ..store.history import History, local_db_path
 from ..store.late import resolve_mode
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..trace import sweep_orphans
@@ -327,7 +327,7 @@ def _checkpoint(session: _Session, w: _Watched) -> None:
     """The summary so far (``"status": "running"``) and the history row; never fails the watch."""
     try:
         w.rundir.write_json(SUMMARY, _summary(session, w, running=True).to_dict())
-        History(timeout_s=1.0).add_run(w.rundir.path)
+        History(local_db_path(), timeout_s=1.0).add_run(w.rundir.path)  # the rig's own history
     except SoftRTError:
         pass
 
@@ -392,7 +392,10 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
         summary["why_late"] = why
     model = RunSummary.from_dict(summary, f"the summary of {w.progress.run_id}")
     # Judged as a run is (the same rule, the same words); a thread without a period has no verdict.
-    return judged(model, w.run_config, running=running) if w.period_ns else model
+    # Its tail model is of the wake-up latency (late beyond the threshold): the series cyclictest
+    # and rtla measure, fitted once at the end.
+    tail = None if running else w.collector.tail("latency")
+    return judged(model, w.run_config, running=running, tail=tail) if w.period_ns else model
 
 
 def _config(w: _Watched) -> dict:

@@ -1,4 +1,4 @@
-"""The lab archive: every run folder copied once, immutable, under ``rig=<id>/date=<YYYY-MM-DD>/<run id>/`` (store layer).
+"""The lab archive: each run folder copied once, immutable, to ``rig=<id>/date=<YYYY-MM-DD>/<run id>/`` (store layer).
 
 ``--archive PATH`` (or ``SOFTRT_ARCHIVE``) is a directory the lab shares (an NFS or SMB mount). The
 layout is Hive partitioning (``key=value`` directories), which DuckDB reads with

@@ -85,7 +85,8 @@ class Dialect:
 
 
 SQLITE = Dialect(name="sqlite", placeholder="?", entry_order="rowid", types={}, run_id_collation="",
-                 compare_id_sql="CASE WHEN json_valid(summary_json) THEN json_extract(summary_json, '$.compare_id') END")
+                 compare_id_sql="CASE WHEN json_valid(summary_json) "
+                                "THEN json_extract(summary_json, '$.compare_id') END")
 PG = Dialect(name="pg", placeholder="%s", entry_order="seq",
              types={"REAL": "DOUBLE PRECISION", "INTEGER": "BIGINT"}, run_id_collation='COLLATE "C"',
              compare_id_sql=None)

@@ -198,6 +198,15 @@ class History:
         """The PostgreSQL URL as given, password included: for a driver (DuckDB's scanner), never to print."""
         return getattr(self._engine, "_url", None)
 
+    def init(self) -> int:
+        """Make (or upgrade) the database's tables now, as the first write would; return the layout version.
+
+        A lab runs it once as the role that owns the database, so the rigs' roles need no right to
+        create anything (README, "A lab of many machines").
+        """
+        self._engine.run(lambda conn: None, write=True)
+        return DB_SCHEMA_VERSION
+
     def check_url(self) -> None:
         """Refuse a malformed PostgreSQL URL now (ConfigError), without connecting; a file passes."""
         check = getattr(self._engine, "check_url", None)

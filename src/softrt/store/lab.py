@@ -62,7 +62,11 @@ def forward(run_dir: Path, lab: Lab, index: History | None = None) -> Path:
     dest = run_dir
     if root is not None:
         summary = load_run_summary(run_dir)
-        dest = archive_run(run_dir, root, summary.run_id, summary.started_at)
+        # The rig the run was measured on, as its provenance recorded it (a run copied from another PC
+        # and pushed from here is filed under its own rig); this machine's id for runs without one.
+        recorded = getattr(getattr(summary, "provenance", None), "rig_id", None)
+        dest = archive_run(run_dir, root, summary.run_id, summary.started_at,
+                           rig=recorded if isinstance(recorded, str) and recorded else None)
     (index or History(lab.index())).add_run(dest)
     return dest
 
@@ -78,19 +82,20 @@ class PushResult:
 
 
 def push(lab: Lab, local: History | None = None, on_run: Callable[[str], None] | None = None) -> PushResult:
-    """Send the lab every run of the rig's history that it lacks, or holds in an older state.
+    """Send the lab every run of the rig's history (*local*, else $SOFTRT_DB's file or the default)
+    that it lacks, or holds in an older state.
 
     A run the lab lacks is one its index has no row of, a row of another status (a run forwarded
     while it ran), or, with an archive, a row that does not name the archive's copy. *on_run* is
     called after each run sent. Raises at the first run that cannot be sent; what was sent stays.
     """
-    if not lab.forwards():
+    local = local or History(local_db_path())
+    index = History(lab.index())
+    root = lab.archive_dir()
+    if root is None and index.engine == local.engine and Path(index.path).resolve() == Path(local.path).resolve():
         raise ConfigError("softrt push has no lab to send to",
                           hint="give --db postgresql://user@host/dbname (or SOFTRT_DB) and/or --archive PATH "
                                "(or SOFTRT_ARCHIVE)")
-    local = local or History(lab.local())
-    index = History(lab.index())
-    root = lab.archive_dir()
     have = index.states()
     result = PushResult()
     for record in local.list_runs():
