@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from softrt.errors import ConfigError
 from softrt.schema import Interval, ReturnLevel, Tail, TailTest
 
-numbers = st.floats(allow_nan=False, allow_infinity=False, width=64)
+# within int64 ns in ms (schema.doc: gap_ms is a time too): a µs figure past it is refused as no measurement
+numbers = st.floats(min_value=-9e12, max_value=9e12, allow_nan=False, allow_infinity=False, width=64)
 maybe = st.none() | numbers
 intervals = st.builds(Interval, estimate=maybe, low=maybe, high=maybe)
 levels = st.builds(ReturnLevel, every_h=numbers, level_us=maybe, low_us=maybe, high_us=maybe)

@@ -79,7 +79,7 @@ def remember(run_paths) -> None:
         if not lab.forwards():
             return
         if meta.get("down"):  # said once: the next scenarios of a compare do not wait for it again
-            err.print(Text(f"softrt: the {what} stays in {where} too (the lab is still unreachable)"), soft_wrap=True)
+            emit(err, Text(f"softrt: the {what} stays in {where} too (the lab is still unreachable)"), soft_wrap=True)
             return
         for path in run_paths:
             forward(path, lab)
@@ -265,7 +265,7 @@ def init(ctx, db):
     """Make (or upgrade) the history's tables now, so the rigs' roles need no right to create them."""
     history = History(db or (ctx.obj or {}).get("db"))
     version = history.init()
-    console().print(Text(f"{printable(history.path)}: history tables ready (layout {version})"), soft_wrap=True)
+    emit(console(), Text(f"{printable(history.path)}: history tables ready (layout {version})"), soft_wrap=True)
     return 0
 
 

@@ -8,7 +8,7 @@ from rich.text import Text
 from ..schema.text import printable
 from ..store.lab import Lab, push
 from .history import ARCHIVE_OPTION, DB_OPTION
-from .render import console
+from .render import console, emit
 
 
 @click.command("push", epilog="""\b
@@ -35,7 +35,7 @@ def command(db, archive, local_db, quiet):
     local = History(local_db) if local_db is not None else None
     out = console()
     # Each run is said as it is sent: a push cut short has told what the lab got.
-    result = push(lab, local, on_run=lambda run_id: out.print(Text(f"sent {printable(run_id)}"), soft_wrap=True))
+    result = push(lab, local, on_run=lambda run_id: emit(out, Text(f"sent {printable(run_id)}"), soft_wrap=True))
     notes = []
     if result.running:
         notes.append(f"{len(result.running)} still running (a later push sends them)")
@@ -44,7 +44,7 @@ def command(db, archive, local_db, quiet):
                      + ", ".join(printable(r) for r in result.gone[:3]) + (", …" if len(result.gone) > 3 else ""))
     if result.sent or notes or not quiet:
         where = History(lab.index()).path
-        console(stderr=True).print(Text(f"{len(result.sent)} run(s) sent to {printable(where)}, {result.already} "
+        emit(console(stderr=True), Text(f"{len(result.sent)} run(s) sent to {printable(where)}, {result.already} "
                                         f"already there" + "".join(f"; {n}" for n in notes), style="dim"),
                                    soft_wrap=True)
     return 0

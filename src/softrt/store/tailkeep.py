@@ -10,6 +10,7 @@ pickle): per series ``<series>_values`` and ``<series>_times`` (int64 ns) and
 from __future__ import annotations
 
 import os
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -33,15 +34,19 @@ def write_tail_keep(run_path: Path, keep: dict[str, TailKeeper]) -> Path:
         deadline = -1 if k.deadline is None else k.deadline
         arrays[f"{name}_meta"] = np.array([k.threshold, k.seen, k.raised, deadline, k.late], dtype=np.int64)
     target = Path(run_path) / TAIL_KEEP
-    tmp = target.with_name(f".{TAIL_KEEP}.tmp")
+    tmp = None
     try:
-        with open(tmp, "wb") as f:
+        # a random O_EXCL name, as the run directory's other temporaries (never a planted link)
+        fd, name = tempfile.mkstemp(prefix=f".{TAIL_KEEP}.", suffix=".tmp", dir=target.parent)
+        tmp = Path(name)
+        with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
     except OSError as err:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise SoftRTError(f"cannot write {target}: {printable(err)[:200]}", hint="free disk space") from None
     return target
 
