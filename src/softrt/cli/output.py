@@ -76,6 +76,28 @@ def pipe_width(environ=os.environ) -> int:
     return int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
 
 
+class _TrimmedLines:
+    """A text stream that drops the spaces at the end of every line before passing the text on: in a
+    pipe a table's cells are padded to their column's width, hundreds of blanks in a log line.
+    Spaces at the end of one write are held until the next shows whether a line ends there."""
+
+    def __init__(self, stream) -> None:
+        self._stream, self._held = stream, ""
+
+    def write(self, text: str) -> int:
+        whole = self._held + text
+        body = whole.rstrip(" ")
+        self._held = whole[len(body):]
+        self._stream.write("\n".join(line.rstrip(" ") for line in body.split("\n")))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def __getattr__(self, name: str):  # encoding, isatty, fileno: the stream's own
+        return getattr(self._stream, name)
+
+
 def make_console(stderr: bool = False) -> Console:
     """The console of standard output (or of stderr: progress, warnings), as :mod:`this module's
     <softrt.cli.output>` docstring says: a terminal's layout on a terminal, whole lines elsewhere.
@@ -90,7 +112,8 @@ def make_console(stderr: bool = False) -> Console:
     color = wants_color(tty)
     # On a terminal without colours (NO_COLOR), bold and the like stay, as rich does it; elsewhere plain text.
     return Console(stderr=stderr, highlight=False, force_terminal=tty, width=None if tty else pipe_width(),
-                   color_system="auto" if tty else "standard" if color else None, no_color=not color)
+                   color_system="auto" if tty else "standard" if color else None, no_color=not color,
+                   file=None if tty or color else _TrimmedLines(stream))
 
 
 def unbounded(console: Console) -> bool:
