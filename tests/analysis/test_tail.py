@@ -152,3 +152,13 @@ def test_cheap_coverage_of_xi_and_the_daily_level_with_bursts():
         xi_in += tail.xi.low <= 0.0 <= tail.xi.high
         day_in += day.low_us <= truth <= day.high_us
     assert xi_in >= 11 and day_in >= 11, (xi_in, day_in)
+
+
+def test_a_heavy_tail_or_a_rate_above_the_target_gets_no_run_length():
+    values, times, cycles, _ = kept_run(6, xi=0.6, hours=0.05)
+    heavy = fit_tail(values, times, deadline_us=2000.0, cycles=cycles, hours=0.05)
+    assert heavy.refused is None and heavy.heavy and heavy.xi.low > 0 and heavy.run_h_needed is None
+    values, times, cycles, _ = kept_run(6, xi=-0.1, hours=0.05)
+    common = fit_tail(values, times, deadline_us=150.0, cycles=cycles, hours=0.05)  # ~3,000 late bursts an hour
+    assert common.late_rate_per_h.estimate > common.target_per_h and common.run_h_needed is None
+    assert common.late > 0 and common.late_rate_bound_per_h > common.late / common.hours

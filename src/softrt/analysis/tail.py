@@ -107,8 +107,9 @@ def fit_tail(values_us: np.ndarray, times_s: np.ndarray | None, *, deadline_us: 
     """The tail of one per-cycle series (the module docstring says how).
 
     *values_us*: per-cycle values, all of them or only those above a low keep-threshold (then *cycles*
-    is the run's total and *hours* its length); *times_s*: each value's time in seconds (None: no time
-    order, no declustering); *hours* defaults to the span of *times_s*. Bad input raises ConfigError;
+    is the run's total and *hours* its length); *times_s*: each value's time in seconds since the start
+    of the run (any origin when every cycle is given; None: no time order, no declustering); *hours*
+    defaults to the span of *times_s*. Bad input raises ConfigError;
     a fit that cannot be trusted is a Tail with ``refused`` set (not an error)."""
     tail, reason = analyse(values_us, times_s, deadline_us=deadline_us, hours=hours, cycles=cycles, series=series,
                            threshold_us=threshold_us, gap_s=gap_s, target_per_h=target_per_h, seed=seed)
@@ -200,8 +201,7 @@ def _fitted(tail: Tail, c: Clusters, values: np.ndarray, times_s: np.ndarray | N
         late_c = decluster(values, times_s, deadline, (tail.gap_ms or 0) / 1000, None).count
         late_rate = _poisson_interval(late_c, tail.hours)
     sig = _range(reg, c.count, rate, lambda lam: reg.sigma + 0 * lam, reg.sigma_hat)
-    t_start = float(times_s.min()) if times_s is not None else 0.0
-    t_end = t_start + tail.hours * 3600
+    t_start, t_end = _span(times_s, tail.hours)
     tests = [tail_tests.goodness_of_fit(excess, reg.xi_hat, reg.sigma_hat, rng),
              tail_tests.ljung_box(c.peaks) if c.starts_s is not None
              else TailTest(name=tail_tests.INDEPENDENCE),
@@ -211,6 +211,16 @@ def _fitted(tail: Tail, c: Clusters, values: np.ndarray, times_s: np.ndarray | N
                         late_rate_per_h=late_rate, return_levels=levels, heavy=heavy, tests=tests)
     tail = tail.replace(run_h_needed=run_hours_needed(tail, reg, excess, c.count, rate))
     return tail, _reason(tests)
+
+
+def _span(times_s: np.ndarray | None, hours: float) -> tuple[float, float]:
+    """The run's start and end in the times' clock: from 0 when the times fit in [0, hours] (seconds
+    since the start: a kept subset need not begin at the start), else from the first time."""
+    if times_s is None:
+        return 0.0, hours * 3600
+    first, last = float(times_s.min()), float(times_s.max())
+    start = 0.0 if first >= 0 and last <= hours * 3600 * 1.001 else first
+    return start, start + hours * 3600
 
 
 def _range(reg: Region, clusters: int, rate: float, figure, estimate: float) -> Interval:

@@ -201,7 +201,7 @@ def region(y: np.ndarray, budget: float = BUDGET_95, steps: int = 41) -> Region:
                           xi_hat, xi_low, xi_high])
     sig, prof, curv = profile_sigma(y, xis)
     l_max = max(l_max, float(np.max(prof)))
-    half = 1.8 * np.sqrt(2 * budget / np.maximum(curv, 1e-12))
+    half = np.minimum(1.8 * np.sqrt(2 * budget / np.maximum(curv, 1e-12)), 5.0)  # in ln σ: e^±5 is far enough
     t = np.linspace(-1.0, 1.0, steps)
     for _ in range(4):  # widen the rows whose edge is still inside the region
         sigma = sig[:, None] * np.exp(half[:, None] * t[None, :])
@@ -210,7 +210,7 @@ def region(y: np.ndarray, budget: float = BUDGET_95, steps: int = 41) -> Region:
         edge = (deficit[:, 0] <= budget) | (deficit[:, -1] <= budget)
         if not edge.any():
             break
-        half = np.where(edge, half * 2, half)
+        half = np.where(edge, np.minimum(half * 2, 10.0), half)
     keep = deficit <= budget
     keep[np.argmin(np.abs(xis - xi_hat)), steps // 2] = True  # the maximum itself (t = 0 at ξ̂)
     xi_pts = np.broadcast_to(xis[:, None], sigma.shape)[keep]
