@@ -122,6 +122,17 @@ def test_a_histogram_has_no_declustering_and_says_so():
     assert tail.cycles == 500_000 and tail.late == int(counts[edges[:-1] > 60].sum()) > 0
     assert tail.refused is None and tail.xi.low <= 0.0 <= tail.xi.high
     assert [t.p_value is None for t in tail.tests] == [False, True, True]
+    with pytest.raises(ConfigError, match="needs 3 edges"):
+        fit_tail_histogram([0, 1], [5, 6], hours=1.0, deadline_us=1.0)
+    with pytest.raises(ConfigError, match="in one bucket"):
+        fit_tail_histogram([0, 1, 2], [0, 5000], hours=1.0, deadline_us=1.0)
+
+
+def test_a_histogram_expands_only_its_top_even_when_one_bucket_holds_most():
+    counts = np.r_[np.full(10, 1_000), 300_000_000, np.full(40, 20_000) // np.arange(1, 41)]
+    edges = np.arange(counts.size + 1, dtype=float)
+    tail = fit_tail_histogram(edges, counts, hours=24.0, deadline_us=45.0, seed=1)
+    assert tail.cycles == int(counts.sum()) and tail.threshold_us >= 10.0
 
 
 @pytest.mark.parametrize("values, times, problem", [
@@ -152,3 +163,13 @@ def test_cheap_coverage_of_xi_and_the_daily_level_with_bursts():
         xi_in += tail.xi.low <= 0.0 <= tail.xi.high
         day_in += day.low_us <= truth <= day.high_us
     assert xi_in >= 11 and day_in >= 11, (xi_in, day_in)
+
+
+def test_a_heavy_tail_or_a_rate_above_the_target_gets_no_run_length():
+    values, times, cycles, _ = kept_run(6, xi=0.6, hours=0.05)
+    heavy = fit_tail(values, times, deadline_us=2000.0, cycles=cycles, hours=0.05)
+    assert heavy.refused is None and heavy.heavy and heavy.xi.low > 0 and heavy.run_h_needed is None
+    values, times, cycles, _ = kept_run(6, xi=-0.1, hours=0.05)
+    common = fit_tail(values, times, deadline_us=150.0, cycles=cycles, hours=0.05)  # ~3,000 late bursts an hour
+    assert common.late_rate_per_h.estimate > common.target_per_h and common.run_h_needed is None
+    assert common.late > 0 and common.late_rate_bound_per_h > common.late / common.hours

@@ -158,6 +158,7 @@ def choose_threshold(values: np.ndarray, times_s: np.ndarray | None, cycles: int
             chosen = j
             break
     c = cands[chosen]
-    rule = (f"lowest of {len(cands)} candidates (p99 to 30 clusters) where ξ and the modified scale agree with "
-            f"every higher candidate's 95 % interval: candidate {chosen + 1}, {c.count} clusters")
+    rule = (f"parameter stability: the lowest of {len(cands)} candidates ({cands[0].count} to {cands[-1].count} "
+            f"clusters) whose ξ and modified scale lie in the 95 % intervals of the higher ones: "
+            f"candidate {chosen + 1}, {c.count} clusters")
     return Choice(c, rule, first)
