@@ -29,7 +29,7 @@ from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import fairserver, get_platform, lock_stop_hint
 from ..store.history import History
-from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
+from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id, read_summary
 from ..schema.summary import RunSummary
 from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
@@ -69,13 +69,46 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
     With *step*, the loop runs the user's ``step(seq) -> output`` instead of the motion test.
     *before_go* is called once the worker is armed, before its loop is released (a comparison
     starts its loads there: see softrt.scenario.compare); what it raises ends the run unstarted.
-    Bad input raises ConfigError before anything is started or written.
+    Bad input raises ConfigError before anything is started or written. Whatever fails once the
+    run is in the history ends its row ``failed`` with the reason (:func:`_ended_failed`), never
+    ``running`` (which the next command would call ``died``): it raises SoftRTError then.
     """
     with interrupts.deferred():
-        return _run(config, step, setup, on_progress, before_go)
+        started: list[RunParts] = []  # the run's parts, once they exist
+        try:
+            return _run(config, step, setup, on_progress, before_go, started)
+        except Exception as err:
+            if started and started[0].checkpoints:
+                raise _ended_failed(started[0], err) from err
+            if started and not (started[0].rundir.path / SUMMARY).exists():
+                started[0].rundir.discard()  # released, then failed before its first checkpoint: nothing kept
+            raise
 
 
-def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResult:
+def _ended_failed(parts: RunParts, err: Exception) -> SoftRTError:
+    """Store the run as ``failed`` with *err* as its reason (its figures: the last checkpoint's) and
+    return the one-line error to raise. The cleanup has run: the system is restored, the ring
+    removed, the samples file closed."""
+    reason = err.msg if isinstance(err, SoftRTError) else f"{type(err).__name__}: {err}"
+    reason = " ".join(str(reason).split())[:300]  # one line, whatever the exception said
+    if parts.writer is not None:
+        parts.writer.join()  # no checkpoint may land after this
+    path = parts.rundir.path
+    kept = f"the run is kept in {path} as failed"
+    try:
+        last = read_summary(path)  # the last checkpoint (the first one put the run in the history)
+        last = last.replace(status="failed", partial_reason=f"softrt failed: {reason}; the figures are the last "
+                                                            f"checkpoint's", finished_at=utcnow(),
+                            elapsed_s=parts.elapsed_s(), checkpoint_at=None, supervisor=None)
+        parts.rundir.write_json(SUMMARY, last.to_dict())
+        History().add_run(path)
+    except SoftRTError as store_err:
+        kept = f"its directory {path} could not be marked failed ({store_err.msg})"
+    return SoftRTError(f"the run failed: {reason}",
+                       hint=f"a softrt bug, please report it with the output of softrt --debug run ...; {kept}")
+
+
+def _run(config: RunConfig, step, setup, on_progress, before_go=None, started: list | None = None) -> RunResult:
     plat = get_platform()
     recovered = _changes.recover()
     sweep_orphans()  # trace instances (and a tracefs mount) left by a softrt that was killed
@@ -115,6 +148,8 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResu
         tracer = cleanup.enter_context(TraceSession(config))
         parts = RunParts(config, host, started_at, recovered, check, out, rundir, ring, collector, drainer, journal,
                        tracer, checkpoint_interval_s())
+        if started is not None:
+            started.append(parts)
 
         ctx = multiprocessing.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe()
