@@ -14,6 +14,7 @@ import sys
 import click
 
 from ..errors import ConfigError, SoftRTError
+from ..schema.text import printable
 
 _COMMAND_MODULES = (
     "run",
@@ -78,6 +79,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     for name in remove_stale():  # (run and compare do it when they create their ring)
         click.echo(f"softrt: removed the shared-memory ring {name} left by a softrt that was killed", err=True)
+    from ..store import arming
+
+    for path in arming.sweep():  # (run and compare do it before they make their run directory)
+        click.echo(f"softrt: removed the run directory {printable(path)} left by a softrt that was killed "
+                   "before its run started", err=True)
 
 
 def fail(message: str, status: int = EXIT_BAD_INPUT, err: BaseException | None = None) -> None:

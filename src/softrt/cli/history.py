@@ -22,15 +22,27 @@ DB_OPTION = click.option(
 
 
 def remember(run_paths) -> None:
-    """Add finished runs to the history; a history problem never costs the user the run."""
+    """Add finished runs to the history; a history problem never costs the user the run.
+
+    The run entered the history at its first checkpoint; when this last update fails, its row
+    still says running until the next command that reads the history brings it up to date from
+    the run's summary.json (store.upkeep.catch_up). The warning says so, and names what exists
+    for the commands that store runs (SOFTRT_HOME, softrt history add), never ``--db``.
+    """
     from ..errors import SoftRTError
 
-    try:
-        history = History()
-        for path in run_paths:
+    history = History()
+    for path in run_paths:
+        try:
             history.add_run(path)
-    except SoftRTError as err:
-        console(stderr=True).print(f"softrt: warning: run not added to the history: {err}")
+        except SoftRTError as err:
+            where = printable(path)
+            console(stderr=True).print(Text(
+                f"softrt: warning: the history {printable(history.path)} could not be updated with the run in "
+                f"{where}: {printable(err.msg)}. The next softrt command that reads the history brings its entry "
+                f"up to date from {where} (or: softrt history add {where}). The history lives in $SOFTRT_HOME "
+                "(default ~/.local/share/softrt): free space there, or set SOFTRT_HOME to another directory."),
+                soft_wrap=True)
 
 
 _MODES = {"real-time": "RT", "not real-time": "not RT"}  # "untuned" stays
@@ -55,14 +67,14 @@ def _state(r: RunRecord) -> str:
     """The status cell: empty for a complete run, else partial / running 12m / died 3h05m."""
     if r.status in (None, "complete"):
         return ""
-    return run_state(r.summary).label() if r.status == "running" else r.status
+    return run_state(r.summary, run_dir=r.path).label() if r.status == "running" else r.status
 
 
 def _listing(r: RunRecord) -> dict:
     """A run for --json; one marked running also says whether it still goes (store.running)."""
     out = r.to_dict()
     if r.status == "running":
-        state = run_state(r.summary)
+        state = run_state(r.summary, run_dir=r.path)
         out["running"] = {"alive": state.alive, "elapsed_s": state.elapsed_s,
                           "checkpoint_age_s": state.checkpoint_age_s}
     return out
@@ -184,14 +196,23 @@ Example:
 @DB_OPTION
 @click.pass_context
 def add(ctx, paths, db):
-    """Store run directories (a run, or a directory of runs such as softrt-runs/ from another PC)."""
+    """Store run directories (a run, or a directory of runs such as softrt-runs/ from another PC).
+
+    Every good run is stored; each one that cannot be (a corrupt summary.json, a run directory
+    without one) is named with the reason, and the exit status is then 1.
+    """
+    from ..store.upkeep import add_each
+
     history = History(db or (ctx.obj or {}).get("db"))
-    ids = history.add_runs(paths)
-    out = console()
+    ids, bad = add_each(history, paths)
+    out, err = console(), console(stderr=True)
     for run_id in ids:
         out.print(Text(f"stored {printable(run_id)}"), soft_wrap=True)
-    console(stderr=True).print(Text(f"{len(ids)} run(s) in {printable(history.path)}", style="dim"), soft_wrap=True)
-    return 0
+    for path, why in bad:
+        err.print(Text(f"softrt: not stored: {printable(path)}: {printable(why)}"), soft_wrap=True)
+    tail = f"; {len(bad)} not stored (above)" if bad else ""
+    err.print(Text(f"{len(ids)} run(s) stored in {printable(history.path)}{tail}", style="dim"), soft_wrap=True)
+    return 1 if bad else 0
 
 
 @command.command("forget", epilog="""\b

@@ -28,6 +28,7 @@ from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import fairserver, get_platform, lock_stop_hint
+from ..store import arming
 from ..store.history import History
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id, read_summary
 from ..schema.summary import RunSummary
@@ -42,6 +43,9 @@ from .summary import RunParts, checkpoint, checkpoint_interval_s, run_summary, u
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
 ARM_TIMEOUT_S = 60.0
+#: How often the samples file is marked written while the run drains (one utime(2)): a killed run
+#: is listed with the time of its last record to within this (store.running).
+MARK_INTERVAL_S = 1.0
 STOP_GRACE_S = 10.0  # an EtherCAT master disables its drives and walks the bus to INIT in this time
 #: Test knob: a smaller shared-memory ring (a power of two, records), so that a test can make the
 #: ring overflow by stopping the supervisor for a moment. Not meant for users.
@@ -112,6 +116,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None, started: l
     plat = get_platform()
     recovered = _changes.recover()
     sweep_orphans()  # trace instances (and a tracefs mount) left by a softrt that was killed
+    arming.sweep()  # ... and run directories it left before its first checkpoint
     config = validate(config, plat.online_cpus(), plat.allowed_cpus())
     if step is None:
         config = resolve_motion(config)
@@ -133,12 +138,14 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None, started: l
             cleanup.callback(os.close, lock_fd)
         rundir = RunDir(out_dir, new_run_id(), expected_rows, samples=config.samples, period_ns=config.period_ns,
                         late_threshold_ns=config.late_threshold_ns)
+        # Named until it is closed: killed before its first checkpoint, the next command removes it (store.arming).
+        cleanup.callback(arming.unregister, arming.register(rundir.path))
+        cleanup.callback(_close_rundir, rundir, out)
         ring = Ring.create(_ring_capacity())
         collector = Collector(config.period_ns, config.motion if step is None else None,
                               threshold_ns=config.late_threshold_ns)
         drainer = Drainer(ring, rundir, collector)
         drainer.progress.config = config
-        cleanup.callback(_close_rundir, rundir, drainer, out)
         cleanup.callback(ring.close)
         cleanup.callback(drainer.release)
         journal = _changes.ChangeJournal()
@@ -289,6 +296,7 @@ def _measure(config: RunConfig, proc, drainer: Drainer, out: Outcome, on_progres
     drainer.progress.duration_s = config.duration_ns / 1e9
     checkpoint(parts)  # the run is in the history (as running) from its start
     next_checkpoint = time.monotonic() + parts.checkpoint_interval_s
+    next_mark = 0.0
     try:
         while proc.is_alive():
             if interrupts.requested():
@@ -297,6 +305,9 @@ def _measure(config: RunConfig, proc, drainer: Drainer, out: Outcome, on_progres
             time.sleep(DRAIN_INTERVAL_S)
             drainer.drain()
             drainer.progress.elapsed_s = time.monotonic() - t_start
+            if time.monotonic() >= next_mark:  # a killed run is timed to its last record (store.running)
+                parts.rundir.touch()
+                next_mark = time.monotonic() + MARK_INTERVAL_S
             if on_progress is not None:
                 try:
                     on_progress(drainer.progress)
@@ -343,9 +354,9 @@ def _stop_worker(proc, ring: Ring, conn, drainer: Drainer, out: Outcome) -> None
     drainer.drain()
 
 
-def _close_rundir(rundir: RunDir, drainer: Drainer, out: Outcome) -> None:
+def _close_rundir(rundir: RunDir, out: Outcome) -> None:
     rundir.close()
-    if not out.released and not drainer.progress.cycles and not out.interrupted_early:
+    if not out.released and not out.interrupted_early:  # (no cycle runs before the release)
         rundir.discard()  # the run failed to start: leave nothing half-written (an interrupted one is kept)
 
 

@@ -29,6 +29,7 @@ from ..errors import ConfigError
 from ..platform import data_dir
 from ..platform.owned import check_own_file, secure_dir
 from .rundir import SAMPLES, SUMMARY, read_summary
+from .running import run_state
 from ..schema.summary import RunSummary
 
 #: Layout version of the database (PRAGMA user_version). A new version needs a migration step in
@@ -269,9 +270,14 @@ class History:
         Idempotent: adding the same run again replaces its row with what the directory holds now.
         Raises ConfigError when *run_dir* is not a finished run directory.
         """
+        return self._store(self._prepare(run_dir))
+
+    def _prepare(self, run_dir: Path | str) -> dict:
+        """The row of the run in *run_dir* (ConfigError: not a run directory, a corrupt summary)."""
         run_dir = Path(run_dir).resolve()
-        summary = load_run_summary(run_dir)
-        row = self._row(run_dir, summary)
+        return self._row(run_dir, load_run_summary(run_dir))
+
+    def _store(self, row: dict) -> str:
         with self._connect(write=True) as conn:
             assert conn is not None
             # An upsert, not INSERT OR REPLACE: the row keeps its rowid, the order runs entered the
@@ -283,12 +289,36 @@ class History:
         return row["run_id"]
 
     def add_runs(self, paths: Iterable[Path | str]) -> list[str]:
-        """Add every run directory in *paths* (each a run or a directory of runs); return the ids."""
-        return [self.add_run(d) for p in paths for d in find_run_dirs(Path(p))]
+        """Add every run directory in *paths* (each a run or a directory of runs); return the ids.
+
+        Raises ConfigError for a path that holds no run, before anything is added, and then for
+        the first run that could not be added (after adding every good one: :func:`.upkeep.add_each`)."""
+        from .upkeep import add_each
+
+        ids, bad = add_each(self, paths)
+        if bad:
+            path, why = bad[0]
+            raise ConfigError(f"{path}: {why}", hint="the run's summary.json is missing or corrupt")
+        return ids
+
+    def catch_up(self) -> list[str]:
+        """Refresh the rows of runs whose final history update failed (:func:`.upkeep.catch_up`)."""
+        from .upkeep import catch_up
+
+        return catch_up(self)
 
     def remove(self, run_id_or_prefix: str) -> str:
-        """Forget one run (its directory is left alone); return its id."""
+        """Forget one run (its directory is left alone); return its id.
+
+        A run still going is refused: its next checkpoint would put it back."""
         record = self.get(run_id_or_prefix)
+        if record.status == "running":
+            state = run_state(record.summary, run_dir=record.path)
+            if state.running:
+                pid = record.summary.supervisor.pid if record.summary.supervisor is not None else None
+                raise ConfigError(f"run {record.run_id} is still running{f' (softrt pid {pid})' if pid else ''}; "
+                                  "its next checkpoint would put it back",
+                                  hint="forget it once it has ended, or stop it first (Ctrl-C where it runs)")
         with self._connect(write=True) as conn:
             assert conn is not None
             conn.execute("DELETE FROM runs WHERE run_id = ?", (record.run_id,))
@@ -353,6 +383,7 @@ class History:
         # after the last: within one second, the order the runs entered the history (the run ids'
         # random tails are no order; in CI they listed a comparison's two runs the wrong way round).
         sql += " ORDER BY started_epoch_s DESC, rowid DESC"
+        self.catch_up()
         if limit is not None:
             sql += " LIMIT ?"
             args.append(int(limit))
@@ -372,6 +403,7 @@ class History:
             raise ConfigError("empty run id", hint="see softrt history for the run ids")
         if (last := LAST.fullmatch(key)) is not None:
             return self._newest(int(last.group(1) or 0), key)
+        self.catch_up()
         with self._connect(write=False) as conn:
             rows = [] if conn is None else conn.execute(
                 f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID} FROM runs WHERE run_id = ? OR substr(run_id, 1, ?) = ? "

@@ -1,0 +1,81 @@
+"""Keeping the run history honest (store layer): rows a failed update left behind, trees of runs
+with bad ones among them.
+
+A run's row is written at its first checkpoint and at its end (session.run); when the last write
+fails (the disk under ``SOFTRT_HOME`` full, the database held by another softrt for too long) the
+run directory holds the final summary while the row still says ``running``. :func:`catch_up`,
+which every reader of the history calls, brings such rows up to date from their summary.json
+(the directory is the source of truth: store.history). :func:`add_each` adds every good run of
+a tree and names each bad one, instead of stopping at the first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import ConfigError, SoftRTError
+from .history import History, find_run_dirs
+from .rundir import RESERVE, SAMPLES, SUMMARY, read_summary
+
+
+def catch_up(history: History) -> list[str]:
+    """Bring up to date the runs the history lists as running whose summary.json is final: their
+    final history update failed (a full disk under SOFTRT_HOME, a database held too long).
+    Called by every reader; returns the ids refreshed. Never raises (a read-only database, a
+    run directory gone: the row stays as it is)."""
+    try:
+        with history._connect(write=False) as conn:
+            rows = [] if conn is None else conn.execute(
+                "SELECT run_id, path FROM runs WHERE status = 'running'").fetchall()
+    except SoftRTError:
+        return []
+    done = []
+    for run_id, path in rows:
+        try:
+            summary = read_summary(Path(path))
+            if summary.running or summary.run_id != run_id:
+                continue  # still going, or killed (store.running tells which), or another run now
+            done.append(history.add_run(path))
+        except (SoftRTError, OSError):
+            continue
+    return done
+
+
+def add_each(history: History, paths: Iterable[Path | str]) -> tuple[list[str], list[tuple[Path, str]]]:
+    """Add every good run in *paths*; return their ids and each bad run with its reason.
+
+    A path that is no run and holds none is bad input (ConfigError, nothing added); inside a
+    directory of runs a run that cannot be read (a corrupt summary, a directory with the files
+    of a run but no summary.json) is reported and the others are added all the same.
+    """
+    found = [_scan(Path(p)) for p in paths]  # every path checked before anything is added
+    ids, bad = [], []
+    for runs, junk in found:
+        bad.extend((d, f"no {SUMMARY}: a run that failed to start, or was killed before it started")
+                   for d in junk)
+        for run_dir in runs:
+            try:
+                row = history._prepare(run_dir)
+            except SoftRTError as err:  # the run's files: this run is bad, the next may be good
+                bad.append((run_dir, err.msg))
+                continue
+            ids.append(history._store(row))  # the database's errors stop it: they are every run's
+    return ids, bad
+
+
+def _scan(path: Path) -> tuple[list[Path], list[Path]]:
+    """The run directories :func:`find_run_dirs` finds in *path*, and beside them the directories
+    that hold a run's files but no summary.json (ConfigError as find_run_dirs: no run at all)."""
+    path = Path(path)
+    junk = []
+    if path.is_dir() and not (path / SUMMARY).is_file():
+        junk = sorted(p for p in path.iterdir() if p.is_dir() and not (p / SUMMARY).is_file()
+                      and any(os.path.lexists(p / name) for name in (SAMPLES, RESERVE, "config.json")))
+    try:
+        return find_run_dirs(path), junk
+    except ConfigError:
+        if not junk:
+            raise
+        return [], junk
