@@ -8,8 +8,10 @@ import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -133,3 +135,47 @@ def test_the_warning_of_a_failed_history_update_names_what_exists(tmp_path, monk
     err = " ".join(capsys.readouterr().err.split())
     assert "could not be updated with the run" in err and "SOFTRT_HOME" in err
     assert f"softrt history add {run_dir}" in err and "--db" not in err and "not added" not in err
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_run_whose_history_disk_filled_is_listed_complete_once_there_is_space(tmp_path, state_dir, run_cli,
+                                                                              monkeypatch):
+    """End to end: SOFTRT_HOME on a small tmpfs that fills while the run goes (a real ENOSPC)."""
+    mnt = tmp_path / "home-disk"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
+    try:
+        monkeypatch.setenv("SOFTRT_HOME", str(mnt / "home"))
+        out = tmp_path / "runs"
+        proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--profile", "none", "--wait", "sleep",
+                                 "--duration", "1.5s", "--no-trace", "--quiet", "--json", "--out-dir", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        end = time.monotonic() + 60
+        while not list(out.glob("*/summary.json")) and time.monotonic() < end:
+            time.sleep(0.02)  # the first checkpoint put the run in the history
+        time.sleep(0.3)
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            for block in (b"\xff" * 65536, b"\xff"):  # to the last byte (unbuffered)
+                try:
+                    while True:
+                        os.write(fd, block)
+                except OSError:
+                    pass
+        finally:
+            os.close(fd)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 0, stderr
+        run_id = json.loads(stdout)["run_id"]
+        err = " ".join(stderr.split())
+        assert "could not be updated with the run" in err and "SOFTRT_HOME" in err and "--db" not in err, err
+        assert "unusable" not in err  # the disk is full, the database is fine
+        with sqlite3.connect(mnt / "home" / "history.sqlite") as conn:
+            assert conn.execute("SELECT status FROM runs").fetchall() == [("running",)]
+        os.unlink(mnt / "filler")
+        code, text, err = run_cli("history", "--json")
+        [row] = json.loads(text)
+        assert code == 0 and row["run_id"] == run_id and row["status"] == "complete" and row["cycles"] > 0
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
