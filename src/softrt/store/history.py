@@ -29,7 +29,6 @@ from ..errors import ConfigError
 from ..platform import data_dir
 from ..platform.owned import check_own_file, secure_dir
 from .rundir import SAMPLES, SUMMARY, read_summary
-from .running import run_state
 from ..schema.summary import RunSummary
 
 #: Layout version of the database (PRAGMA user_version). A new version needs a migration step in
@@ -315,13 +314,9 @@ class History:
 
         A run still going is refused: its next checkpoint would put it back."""
         record = self.get(run_id_or_prefix)
-        if record.status == "running":
-            state = run_state(record.summary, run_dir=record.path)
-            if state.running:
-                pid = record.summary.supervisor.pid if record.summary.supervisor is not None else None
-                raise ConfigError(f"run {record.run_id} is still running{f' (softrt pid {pid})' if pid else ''}; "
-                                  "its next checkpoint would put it back",
-                                  hint="forget it once it has ended, or stop it first (Ctrl-C where it runs)")
+        from .upkeep import refuse_running
+
+        refuse_running(record)
         with self._connect(write=True) as conn:
             assert conn is not None
             conn.execute("DELETE FROM runs WHERE run_id = ?", (record.run_id,))

@@ -6,7 +6,8 @@ fails (the disk under ``SOFTRT_HOME`` full, the database held by another softrt 
 run directory holds the final summary while the row still says ``running``. :func:`catch_up`,
 which every reader of the history calls, brings such rows up to date from their summary.json
 (the directory is the source of truth: store.history). :func:`add_each` adds every good run of
-a tree and names each bad one, instead of stopping at the first.
+a tree and names each bad one, instead of stopping at the first; :func:`refuse_running` keeps a
+run that still goes from being forgotten (its next checkpoint would add it again).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import ConfigError, SoftRTError
-from .history import History, find_run_dirs
+from .history import History, RunRecord, find_run_dirs
 from .rundir import RESERVE, SAMPLES, SUMMARY, read_summary
+from .running import run_state
 
 
 def catch_up(history: History) -> list[str]:
@@ -41,6 +43,22 @@ def catch_up(history: History) -> list[str]:
         except (SoftRTError, OSError):
             continue
     return done
+
+
+def refuse_running(record: RunRecord) -> None:
+    """Raise ConfigError when *record*'s run still goes: forgotten, its next checkpoint would put it
+    back (a row whose summary cannot be read may be forgotten)."""
+    if record.status != "running":
+        return
+    try:
+        running = run_state(record.summary, run_dir=record.path).running
+    except ConfigError:
+        return
+    if running:
+        pid = record.summary.supervisor.pid if record.summary.supervisor is not None else None
+        raise ConfigError(f"run {record.run_id} is still running{f' (softrt pid {pid})' if pid else ''}; "
+                          "its next checkpoint would put it back",
+                          hint="forget it once it has ended, or stop it first (Ctrl-C where it runs)")
 
 
 def add_each(history: History, paths: Iterable[Path | str]) -> tuple[list[str], list[tuple[Path, str]]]:
