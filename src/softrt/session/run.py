@@ -112,7 +112,7 @@ def _ended_failed(parts: RunParts, err: Exception) -> SoftRTError:
                        hint=f"a softrt bug, please report it with the output of softrt --debug run ...; {kept}")
 
 
-def _run(config: RunConfig, step, setup, on_progress, before_go=None, started: list | None = None) -> RunResult:
+def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) -> RunResult:
     plat = get_platform()
     recovered = _changes.recover()
     sweep_orphans()  # trace instances (and a tracefs mount) left by a softrt that was killed
@@ -136,11 +136,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None, started: l
         lock_fd = _lock_rt_loop(config)
         if lock_fd is not None:
             cleanup.callback(os.close, lock_fd)
-        rundir = RunDir(out_dir, new_run_id(), expected_rows, samples=config.samples, period_ns=config.period_ns,
-                        late_threshold_ns=config.late_threshold_ns)
-        # Named until it is closed: killed before its first checkpoint, the next command removes it (store.arming).
-        cleanup.callback(arming.unregister, arming.register(rundir.path))
-        cleanup.callback(_close_rundir, rundir, out)
+        rundir = _open_rundir(config, out_dir, expected_rows, out, cleanup)
         ring = Ring.create(_ring_capacity())
         collector = Collector(config.period_ns, config.motion if step is None else None,
                               threshold_ns=config.late_threshold_ns)
@@ -155,8 +151,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None, started: l
         tracer = cleanup.enter_context(TraceSession(config))
         parts = RunParts(config, host, started_at, recovered, check, out, rundir, ring, collector, drainer, journal,
                        tracer, checkpoint_interval_s())
-        if started is not None:
-            started.append(parts)
+        started.append(parts)
 
         ctx = multiprocessing.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe()
@@ -352,6 +347,18 @@ def _stop_worker(proc, ring: Ring, conn, drainer: Drainer, out: Outcome) -> None
     elif proc.exitcode not in (0, None):
         out.partial(f"the worker died (exit code {proc.exitcode})")
     drainer.drain()
+
+
+def _open_rundir(config: RunConfig, out_dir: Path, expected_rows: int, out: Outcome, cleanup: ExitStack) -> RunDir:
+    """The run's directory, closed by *cleanup* (removed if the loop never started) and named in
+    the state directory until then: killed before its first checkpoint, the next command removes
+    it (store.arming)."""
+    run_id = new_run_id()
+    cleanup.callback(arming.unregister, arming.register(out_dir / run_id))  # named before it exists: no gap
+    rundir = RunDir(out_dir, run_id, expected_rows, samples=config.samples, period_ns=config.period_ns,
+                    late_threshold_ns=config.late_threshold_ns)
+    cleanup.callback(_close_rundir, rundir, out)
+    return rundir
 
 
 def _close_rundir(rundir: RunDir, out: Outcome) -> None:
