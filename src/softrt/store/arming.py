@@ -26,13 +26,9 @@ from ..errors import ConfigError
 from ..platform import get_platform, state_dir
 from ..platform.journal import create_private, read_own
 from ..platform.owned import secure_dir
-from .late import AGGREGATES
-from .rundir import RESERVE, SAMPLES, SUMMARY
 
 FORMAT = "softrt-run-directory"
 WHAT = "run directory entry"
-#: What a run directory holds before its first checkpoint (and the temporaries of its JSON files).
-_ARMING_FILES = frozenset({RESERVE, SAMPLES, AGGREGATES, "config.json", "host.json", "check.json"})
 
 
 def _entries() -> Path:
@@ -96,6 +92,12 @@ def sweep() -> list[str]:
 
 def _clean(run_dir: Path) -> bool:
     """Remove a dead supervisor's directory if it never got its summary (True), else its reserve."""
+    # Here, not at the top: every softrt command sweeps, and the run writer's module loads pyarrow.
+    from .late import AGGREGATES
+    from .rundir import RESERVE, SAMPLES, SUMMARY
+
+    # What a run directory holds before its first checkpoint (and the temporaries of its JSON files).
+    arming_files = {RESERVE, SAMPLES, AGGREGATES, "config.json", "host.json", "check.json"}
     try:
         info = os.lstat(run_dir)
     except OSError:
@@ -109,7 +111,7 @@ def _clean(run_dir: Path) -> bool:
         names = os.listdir(run_dir)
     except OSError:
         return False
-    if not all(n in _ARMING_FILES or n.endswith(".tmp") for n in names):
+    if not all(n in arming_files or n.endswith(".tmp") for n in names):
         return False  # something else was put there: leave it
     for name in names:
         _unlink(run_dir / name)
