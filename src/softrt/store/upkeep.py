@@ -64,31 +64,38 @@ def refuse_running(record: RunRecord) -> None:
 def add_each(history: History, paths: Iterable[Path | str]) -> tuple[list[str], list[tuple[Path, str]]]:
     """Add every good run in *paths*; return their ids and each bad run with its reason.
 
-    A path that is no run and holds none is bad input (ConfigError, nothing added); inside a
-    directory of runs a run that cannot be read (a corrupt summary, a directory with the files
-    of a run but no summary.json) is reported and the others are added all the same.
+    What is named is checked before anything is added: a path that is no run and holds none, and a
+    run directory named itself whose summary cannot be read, are bad input (ConfigError, nothing
+    added). Inside a directory of runs a run that cannot be read (a corrupt summary, a directory
+    with the files of a run but no summary.json) is reported and the others are added all the same.
     """
-    found = [_scan(Path(p)) for p in paths]  # every path checked before anything is added
+    found = []
+    for p in paths:
+        path = Path(p)
+        if (path / SUMMARY).is_file():
+            found.append(([history._prepare(path)], []))  # named itself: its error is the user's input
+        else:
+            found.append(_scan(path))
     ids, bad = [], []
     for runs, junk in found:
         bad.extend((d, f"no {SUMMARY}: a run that failed to start, or was killed before it started")
                    for d in junk)
-        for run_dir in runs:
+        for run in runs:
             try:
-                row = history._prepare(run_dir)
+                row = run if isinstance(run, dict) else history._prepare(run)
             except SoftRTError as err:  # the run's files: this run is bad, the next may be good
-                bad.append((run_dir, err.msg))
+                bad.append((run, err.msg))
                 continue
             ids.append(history._store(row))  # the database's errors stop it: they are every run's
     return ids, bad
 
 
 def _scan(path: Path) -> tuple[list[Path], list[Path]]:
-    """The run directories :func:`find_run_dirs` finds in *path*, and beside them the directories
-    that hold a run's files but no summary.json (ConfigError as find_run_dirs: no run at all)."""
-    path = Path(path)
+    """The run directories :func:`find_run_dirs` finds in the directory of runs *path*, and beside
+    them the directories that hold a run's files but no summary.json (ConfigError as
+    find_run_dirs: no run at all)."""
     junk = []
-    if path.is_dir() and not (path / SUMMARY).is_file():
+    if path.is_dir():
         junk = sorted(p for p in path.iterdir() if p.is_dir() and not (p / SUMMARY).is_file()
                       and any(os.path.lexists(p / name) for name in (SAMPLES, RESERVE, "config.json")))
     try:
