@@ -53,6 +53,12 @@ RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
     (["--require", "slack.p99>=3us"], "unknown statistic 'p99'"),
     (["--require", "misses<0"], "can never be met"),
     (["--require", ""], "--require is empty"),
+    # Motion limits whose arithmetic overflows (issue 32: an OverflowError after the run entered the history).
+    (["--distance", "1e300"], "distance_counts"),
+    (["--accel", "1e-300"], "cannot be planned"),
+    (["--velocity", "1e-300"], "cannot be planned"),
+    (["--jerk", "1e-300"], "cannot be planned"),
+    (["--velocity", "1e-3"], "the run may last"),  # a 3-year move: more cycles than --max-duration
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, tmp_path, state_dir, args, needle):
     out_dir = tmp_path / "runs"
@@ -63,6 +69,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, tmp_path, stat
     assert len(lines) == 1 and lines[0].startswith("softrt: error:") and needle in lines[0], err
     assert "Traceback" not in err
     assert not out_dir.exists() or not any(out_dir.iterdir())
+    assert run_cli("history", "--json")[1].strip() == "[]"  # nothing recorded either
 
 
 def test_unwritable_output_directory(run_cli, tmp_path, state_dir):

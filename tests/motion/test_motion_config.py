@@ -32,6 +32,11 @@ def test_defaults_make_several_moves_in_ten_seconds():
     ({"jerk_counts_per_s3": 0}, "jerk_counts_per_s3"), ({"jerk_counts_per_s3": -4e7}, "jerk_counts_per_s3"),
     ({"jerk_counts_per_s3": math.inf}, "jerk_counts_per_s3"),  # an S-curve needs a finite jerk
     ({"dwell_s": -0.1}, "dwell_s"), ({"dwell_s": math.nan}, "dwell_s"), ({"dwell_s": None}, "dwell_s"),
+    # Limits whose planning overflows or divides by an underflowed zero (issue 32).
+    ({"distance_counts": 1e300}, "distance_counts"), ({"velocity_counts_per_s": 1e-300}, "velocity_counts_per_s"),
+    ({"accel_counts_per_s2": 1e-300}, "accel_counts_per_s2"), ({"jerk_counts_per_s3": 1e-300}, "jerk_counts_per_s3"),
+    ({"dwell_s": 1e300}, "dwell_s"),
+    ({"shape": "trapezoid", "jerk_counts_per_s3": math.inf, "accel_counts_per_s2": 1e-300}, "accel_counts_per_s2"),
 ])
 def test_bad_values_raise_config_error_naming_the_field(kwargs, field):
     with pytest.raises(ConfigError) as err:
@@ -41,6 +46,18 @@ def test_bad_values_raise_config_error_naming_the_field(kwargs, field):
     assert err.value.hint  # says how to fix it
     assert "\n" not in text  # one line
     assert isinstance(err.value, SoftRTError)
+
+
+def test_a_move_longer_than_the_run_may_last_is_refused_with_its_figures():
+    """The trajectory counts a move's cycles in int64 (issue 32: ``--velocity 1e-300`` was float
+    infinity to integer): the move and its dwell must fit in the cycles the run may last."""
+    slow = MotionConfig(velocity_counts_per_s=1e-3)  # 1e8 s
+    slow.check_run(250_000, 1 << 62)  # plenty of cycles: fine
+    with pytest.raises(ConfigError, match="more than the 2,419,200,000 cycles") as err:
+        slow.check_run(250_000, 2_419_200_000)  # 7 days at 250 µs
+    assert "--max-duration" in err.value.hint
+    Trajectory(MotionConfig(distance_counts=2.0 ** 62, velocity_counts_per_s=1e18, accel_counts_per_s2=1e18,
+                            jerk_counts_per_s3=1e18), 250_000)  # the bounds themselves plan and count
 
 
 def test_valid_variants_and_normalisation():

@@ -106,6 +106,15 @@ def test_import_is_idempotent(tmp_path, cyclictest_json):
     assert history.add_run(a) == history.add_run(b) and len(history) == 1
 
 
+def test_an_import_keeps_no_reserve_and_no_empty_samples_file(tmp_path, write_doc):
+    """Issue 32: every import kept the run writer's 2.3 MB space reserve and an empty samples.parquet."""
+    hist = {str(i): 10 for i in range(10, 20)}
+    doc = _ct({"0": {"histogram": hist, "cycles": 100, "min": 10, "max": 19, "avg": 14.5, "cpu": 1, "node": 0}})
+    run = import_file(write_doc(doc), tmp_path / "i")
+    assert sorted(p.name for p in run.iterdir()) == ["config.json", "histogram.json", "host.json", "source.json",
+                                                     "summary.json"]
+
+
 def test_percentiles_are_bucket_labels(tmp_path, write_doc):
     hist = {str(i): 10 for i in range(10, 20)}  # 100 samples, 10 per µs from 10 to 19 µs
     doc = _ct({"0": {"histogram": hist, "cycles": 100, "min": 10, "max": 19, "avg": 14.5, "cpu": 1, "node": 0}})

@@ -3,6 +3,7 @@ reboot, a run directory read on another machine)."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -79,3 +80,36 @@ def test_odd_fields_are_refused_when_read():
     with pytest.raises(ConfigError, match="supervisor must be an object"):
         RunSummary.from_dict({"status": "running", "supervisor": []}, "s.json")
 
+
+
+def test_a_killed_run_is_listed_with_the_time_of_its_last_record(tmp_path, state_dir, run_cli):
+    """Issue 32: a run killed 7 s in was listed "died 0s" (its only checkpoint, at the start)."""
+    import signal
+    import time
+
+    import psutil
+
+    out = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--profile", "none", "--wait", "sleep",
+                             "--duration", "20s", "--no-trace", "--quiet", "--out-dir", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = []
+    try:
+        end = time.monotonic() + 60
+        while not list(out.glob("*/summary.json")) and time.monotonic() < end:
+            time.sleep(0.02)  # the first checkpoint: the loop is released
+        time.sleep(1.6)
+        workers = psutil.Process(proc.pid).children()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    for worker in workers:  # (an untuned worker may outlive it by a moment: no process is left behind)
+        try:
+            worker.kill()
+            worker.wait(10)
+        except psutil.NoSuchProcess:
+            pass
+    code, text, err = run_cli("history", "--json")
+    [row] = json.loads(text)
+    assert row["status"] == "running" and row["running"]["alive"] is False, err
+    assert 1.0 <= row["running"]["elapsed_s"] <= 20.0, row["running"]  # (its drain marks the samples each second)

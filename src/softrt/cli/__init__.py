@@ -45,15 +45,22 @@ class _LazyGroup(click.Group):
         return None if module is None else importlib.import_module(f"{__name__}.{module}").command
 
 
+#: ``softrt --debug``: an error also prints its traceback (what a bug report needs); see :func:`main`.
+_debug = False
+
+
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="softrt")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Colours: auto is on a terminal only (NO_COLOR set: never; FORCE_COLOR set: always).")
+@click.option("--debug", is_flag=True, help="On an error, also print where it came from (a traceback, for a bug report).")
 @click.pass_context
-def cli(ctx: click.Context, color: str) -> None:
+def cli(ctx: click.Context, color: str, debug: bool) -> None:
     """Can this PC run my 250 µs control loop, and if not, why not?"""
     from .output import set_color
 
+    global _debug
+    _debug = debug
     set_color(color)
     if ctx.invoked_subcommand in ("run", "compare", "watch"):
         return  # they recover themselves and list what they restored in the run's results
@@ -75,6 +82,10 @@ def cli(ctx: click.Context, color: str) -> None:
 
     for name in remove_stale():  # (run and compare do it when they create their ring)
         _echo(f"softrt: removed the shared-memory ring {name} left by a softrt that was killed")
+    from ..store import arming
+
+    for path in arming.sweep():  # (run and compare do it before they make their run directory)
+        _echo(f"softrt: removed the run directory {path} left by a softrt that was killed before its run started")
 
 
 def _echo(line: str) -> None:
@@ -84,15 +95,23 @@ def _echo(line: str) -> None:
     click.echo(one_line(line), err=True)
 
 
-def fail(message: str, status: int = EXIT_BAD_INPUT) -> None:
-    """Print one error line to stderr and exit with *status* (no traceback)."""
+def fail(message: str, status: int = EXIT_BAD_INPUT, err: BaseException | None = None) -> None:
+    """Print one error line to stderr and exit with *status* (no traceback; with ``--debug``, *err*'s
+    traceback and its cause's first)."""
+    if _debug and err is not None:
+        import traceback
+
+        traceback.print_exception(err, file=sys.stderr)
     _echo(f"softrt: error: {message}")
     sys.exit(status)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the softrt command line; map softrt errors to one line and an exit status."""
+    global _debug
     from .output import install
+
+    _debug = False  # (main may be called more than once in one process: the tests)
 
     install()  # a burst of Ctrl-C must not cut the printed summary short
     try:
@@ -103,9 +122,9 @@ def main(argv: list[str] | None = None) -> None:
         # Usage errors: click's own one-line message, exit status 2.
         fail(err.format_message(), EXIT_BAD_INPUT if isinstance(err, click.UsageError) or err.exit_code == 2 else err.exit_code)
     except ConfigError as err:
-        fail(str(err), EXIT_BAD_INPUT)
+        fail(str(err), EXIT_BAD_INPUT, err)
     except SoftRTError as err:
-        fail(str(err), EXIT_FAIL)
+        fail(str(err), EXIT_FAIL, err)
     except MemoryError:  # every reader is bounded (store.validate, platform.kfiles): a last resort, never a traceback
         fail("out of memory (the machine, or a limit such as ulimit -v, left softrt too little)", EXIT_FAIL)
     sys.exit(status if isinstance(status, int) else EXIT_OK)

@@ -66,12 +66,23 @@ def remember(run_paths) -> None:
     meta = (ctx.meta.get(_LAB) if ctx is not None else None) or {"lab": Lab(), "refused": False}
     lab = meta["lab"]
     err = console(stderr=True)
+    history = None
     try:
         history = History(lab.local())
         for path in run_paths:
             history.add_run(path)
     except SoftRTError as error:
-        emit(err, f"softrt: warning: run not added to the history: {error}", markup=False, soft_wrap=True)
+        # The run entered the history at its first checkpoint; when this last update fails, its row
+        # still says running until the next command that reads the history brings it up to date
+        # from the run's summary.json (store.upkeep.catch_up). Name what exists: SOFTRT_HOME and
+        # softrt history add, never an option the command lacks.
+        where = printable(run_paths[0])
+        held = printable(history.path) if history is not None else "this rig's history"
+        emit(err, Text(
+            f"softrt: warning: the history {held} could not be updated with the run in {where}: "
+            f"{printable(error.msg)}. The next softrt command that reads the history brings its entry up to "
+            f"date from {where} (or: softrt history add {where}). The history lives in $SOFTRT_HOME (default "
+            "~/.local/share/softrt): free space there, or set SOFTRT_HOME to another directory."), soft_wrap=True)
         history = None
     where = f"this rig's history ({history.path})" if history is not None else str(run_paths[0])
     what = "run" if len(run_paths) == 1 else f"{len(run_paths)} runs"
@@ -116,14 +127,14 @@ def _state(r: RunRecord) -> str:
     """The status cell: empty for a complete run, else partial / running 12m / died 3h05m."""
     if r.status in (None, "complete"):
         return ""
-    return run_state(r.summary).label() if r.status == "running" else r.status
+    return run_state(r.summary, run_dir=r.path).label() if r.status == "running" else r.status
 
 
 def _listing(r: RunRecord) -> dict:
     """A run for --json; one marked running also says whether it still goes (store.running)."""
     out = r.to_dict()
     if r.status == "running":
-        state = run_state(r.summary)
+        state = run_state(r.summary, run_dir=r.path)
         out["running"] = {"alive": state.alive, "elapsed_s": state.elapsed_s,
                           "checkpoint_age_s": state.checkpoint_age_s}
     return out
@@ -246,14 +257,23 @@ Example:
 @DB_OPTION
 @click.pass_context
 def add(ctx, paths, db):
-    """Store run directories (a run, or a directory of runs such as softrt-runs/ from another PC)."""
+    """Store run directories (a run, or a directory of runs such as softrt-runs/ from another PC).
+
+    Every good run is stored; each one that cannot be (a corrupt summary.json, a run directory
+    without one) is named with the reason, and the exit status is then 1.
+    """
+    from ..store.upkeep import add_each
+
     history = History(db or (ctx.obj or {}).get("db"))
-    ids = history.add_runs(paths)
-    out = console()
+    ids, bad = add_each(history, paths)
+    out, err = console(), console(stderr=True)
     for run_id in ids:
         emit(out, Text(f"stored {printable(run_id)}"), soft_wrap=True)
-    emit(console(stderr=True), Text(f"{len(ids)} run(s) in {printable(history.path)}", style="dim"), soft_wrap=True)
-    return 0
+    for path, why in bad:
+        emit(err, Text(f"softrt: not stored: {printable(path)}: {printable(why)}"), soft_wrap=True)
+    tail = f"; {len(bad)} not stored (above)" if bad else ""
+    emit(err, Text(f"{len(ids)} run(s) stored in {printable(history.path)}{tail}", style="dim"), soft_wrap=True)
+    return 1 if bad else 0
 
 
 @command.command("init", epilog="""\b

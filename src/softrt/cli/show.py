@@ -66,7 +66,7 @@ def command(run, db, as_json):
     elif summary.origin == "softrt":
         notice = None
         if summary.running:  # a checkpoint: say whether the run still goes
-            state = run_state(summary)
+            state = run_state(summary, run_dir=Path(path))
             notice = Text(state.sentence(), style="bold yellow" if state.running else "bold red")
         if summary.watch is not None:  # a thread softrt watch followed
             emit(console(), render_thread(summary, str(path), notice))

@@ -24,6 +24,12 @@ from .profile import SHAPES, MoveProfile, plan_move
 #: vector must stay small; 1024 axes is far beyond any machine the seed describes (64 is large)
 #: and well inside EtherCAT's 65,535 addressable slaves (16-bit station address, ETG.1000.4).
 MAX_AXES = 1024
+#: The longest move (with its dwell) a motion test plans, in ns: what an int64 nanosecond count
+#: holds (about 292 years). A run's own bound, its cycles, is checked by :meth:`MotionConfig.check_run`.
+MAX_MOVE_NS = (1 << 63) - 1
+#: The longest move distance, in counts: an int64 position counter (a CiA 402 drive's is 32 bits;
+#: softrt's master clamps the target to it). Beyond it the positions lose whole counts anyway.
+MAX_DISTANCE_COUNTS = float(1 << 63)
 
 
 def axis_scales(axes: int) -> np.ndarray:
@@ -76,6 +82,43 @@ class MotionConfig:
             raise ConfigError(f"dwell_s must be a finite number of seconds >= 0, got {dwell!r}",
                               hint="use e.g. dwell_s = 0.5 (0 means back-to-back moves)")
         object.__setattr__(self, "dwell_s", float(dwell))
+        self._check_plan()
+
+    def _check_plan(self) -> None:
+        """Refuse limits whose move cannot be planned in finite, bounded figures (``--distance 1e300``,
+        ``--velocity 1e-300``): the planner's arithmetic would overflow or divide by an underflowed 0."""
+        if self.distance_counts > MAX_DISTANCE_COUNTS:
+            raise ConfigError(f"distance_counts (the move length) must be at most {MAX_DISTANCE_COUNTS:.3g} counts "
+                              f"(an int64 position), got {self.distance_counts:.6g}",
+                              hint="give the move in encoder counts, e.g. --distance 100000")
+        try:
+            plan = self.plan()
+            figures = (plan.duration_s, plan.peak_velocity_counts_per_s, plan.peak_accel_counts_per_s2,
+                       plan.t_jerk_s, plan.t_accel_s, plan.t_const_s, *plan.bounds_s,
+                       *(c for piece in plan.coeffs for c in piece))
+            ok = all(math.isfinite(x) for x in figures)
+        except (ArithmeticError, ValueError):  # OverflowError, ZeroDivisionError (an underflowed limit)
+            ok = False
+        if not ok or (plan.duration_s + self.dwell_s) * 1e9 > MAX_MOVE_NS:
+            raise ConfigError(f"the move cannot be planned: {self.distance_counts:.6g} counts at velocity "
+                              f"{self.velocity_counts_per_s:.6g}, accel {self.accel_counts_per_s2:.6g}, jerk "
+                              f"{self.jerk_counts_per_s3:.6g} (and a {self.dwell_s:.6g} s dwell) would take "
+                              f"{'longer than 292 years' if ok else 'for ever'}",
+                              hint="use limits of the same order as the defaults (--distance 100000 --velocity 200000 "
+                                   "--accel 2e6 --jerk 4e7)")
+
+    def check_run(self, period_ns: int, max_cycles: int) -> None:
+        """Refuse a move that the run cannot hold in bounded figures: its cycles (move and dwell at
+        *period_ns*) must not exceed *max_cycles*, the most the run may last (``--max-duration``):
+        the trajectory and the impact model count samples in int64 (a position step over the
+        period is finite once the distance is bounded, :data:`MAX_DISTANCE_COUNTS`). Raises ConfigError."""
+        period_s = period_ns / 1e9
+        half_s = self.plan().duration_s + self.dwell_s
+        if half_s / period_s > max_cycles:
+            raise ConfigError(f"one move and its dwell take {half_s:.6g} s, more than the {max_cycles:,} cycles "
+                              f"({max_cycles * period_s:,.0f} s) the run may last",
+                              hint="raise --velocity/--accel/--jerk or shorten --distance (a scenario: its [motion] "
+                                   "table), or raise --max-duration")
 
     # -- derived --------------------------------------------------------------------------
     def plan(self) -> MoveProfile:

@@ -126,4 +126,6 @@ def resolve_motion(config: RunConfig) -> RunConfig:
     motion = config.motion if config.motion is not None else MotionConfig(axes=config.axes)
     if motion.axes != config.axes:
         motion = dataclasses.replace(motion, axes=config.axes)
+    # Before anything is recorded: a move the run cannot count in int64 cycles is bad input, not a crash later.
+    motion.check_run(config.period_ns, config.max_duration_ns // config.period_ns)
     return dataclasses.replace(config, motion=motion)

@@ -28,8 +28,9 @@ from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import fairserver, get_platform, lock_stop_hint
+from ..store import arming
 from ..store.history import History, local_db_path
-from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
+from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id, read_summary
 from ..schema.summary import RunSummary
 from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
@@ -42,6 +43,9 @@ from .summary import RunParts, checkpoint, checkpoint_interval_s, run_summary, u
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
 ARM_TIMEOUT_S = 60.0
+#: How often the samples file is marked written while the run drains (one utime(2)): a killed run
+#: is listed with the time of its last record to within this (store.running).
+MARK_INTERVAL_S = 1.0
 STOP_GRACE_S = 10.0  # an EtherCAT master disables its drives and walks the bus to INIT in this time
 #: Test knob: a smaller shared-memory ring (a power of two, records), so that a test can make the
 #: ring overflow by stopping the supervisor for a moment. Not meant for users.
@@ -69,16 +73,50 @@ def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Call
     With *step*, the loop runs the user's ``step(seq) -> output`` instead of the motion test.
     *before_go* is called once the worker is armed, before its loop is released (a comparison
     starts its loads there: see softrt.scenario.compare); what it raises ends the run unstarted.
-    Bad input raises ConfigError before anything is started or written.
+    Bad input raises ConfigError before anything is started or written. Whatever fails once the
+    run is in the history ends its row ``failed`` with the reason (:func:`_ended_failed`), never
+    ``running`` (which the next command would call ``died``): it raises SoftRTError then.
     """
     with interrupts.deferred():
-        return _run(config, step, setup, on_progress, before_go)
+        started: list[RunParts] = []  # the run's parts, once they exist
+        try:
+            return _run(config, step, setup, on_progress, before_go, started)
+        except Exception as err:
+            if started and started[0].checkpoints:
+                raise _ended_failed(started[0], err) from err
+            if started and not (started[0].rundir.path / SUMMARY).exists():
+                started[0].rundir.discard()  # released, then failed before its first checkpoint: nothing kept
+            raise
 
 
-def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResult:
+def _ended_failed(parts: RunParts, err: Exception) -> SoftRTError:
+    """Store the run as ``failed`` with *err* as its reason (its figures: the last checkpoint's) and
+    return the one-line error to raise. The cleanup has run: the system is restored, the ring
+    removed, the samples file closed."""
+    reason = err.msg if isinstance(err, SoftRTError) else f"{type(err).__name__}: {err}"
+    reason = " ".join(str(reason).split())[:300]  # one line, whatever the exception said
+    if parts.writer is not None:
+        parts.writer.join()  # no checkpoint may land after this
+    path = parts.rundir.path
+    kept = f"the run is kept in {path} as failed"
+    try:
+        last = read_summary(path)  # the last checkpoint (the first one put the run in the history)
+        last = last.replace(status="failed", partial_reason=f"softrt failed: {reason}; the figures are the last "
+                                                            f"checkpoint's", finished_at=utcnow(),
+                            elapsed_s=parts.elapsed_s(), checkpoint_at=None, supervisor=None)
+        parts.rundir.write_json(SUMMARY, last.to_dict())
+        History().add_run(path)
+    except SoftRTError as store_err:
+        kept = f"its directory {path} could not be marked failed ({store_err.msg})"
+    return SoftRTError(f"the run failed: {reason}",
+                       hint=f"a softrt bug, please report it with the output of softrt --debug run ...; {kept}")
+
+
+def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) -> RunResult:
     plat = get_platform()
     recovered = _changes.recover()
     sweep_orphans()  # trace instances (and a tracefs mount) left by a softrt that was killed
+    arming.sweep()  # ... and run directories it left before its first checkpoint
     config = validate(config, plat.online_cpus(), plat.allowed_cpus())
     if step is None:
         config = resolve_motion(config)
@@ -98,14 +136,12 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResu
         lock_fd = _lock_rt_loop(config)
         if lock_fd is not None:
             cleanup.callback(os.close, lock_fd)
-        rundir = RunDir(out_dir, new_run_id(), expected_rows, samples=config.samples, period_ns=config.period_ns,
-                        late_threshold_ns=config.late_threshold_ns)
+        rundir = _open_rundir(config, out_dir, expected_rows, out, cleanup)
         ring = Ring.create(_ring_capacity())
         collector = Collector(config.period_ns, config.motion if step is None else None,
                               threshold_ns=config.late_threshold_ns)
         drainer = Drainer(ring, rundir, collector)
         drainer.progress.config = config
-        cleanup.callback(_close_rundir, rundir, drainer, out)
         cleanup.callback(ring.close)
         cleanup.callback(drainer.release)
         journal = _changes.ChangeJournal()
@@ -115,6 +151,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResu
         tracer = cleanup.enter_context(TraceSession(config))
         parts = RunParts(config, host, started_at, recovered, check, out, rundir, ring, collector, drainer, journal,
                        tracer, checkpoint_interval_s())
+        started.append(parts)
 
         ctx = multiprocessing.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe()
@@ -282,6 +319,7 @@ def _measure(config: RunConfig, proc, drainer: Drainer, out: Outcome, on_progres
     drainer.progress.duration_s = config.duration_ns / 1e9
     checkpoint(parts)  # the run is in the history (as running) from its start
     next_checkpoint = time.monotonic() + parts.checkpoint_interval_s
+    next_mark = 0.0
     try:
         while proc.is_alive():
             if interrupts.requested():
@@ -290,6 +328,9 @@ def _measure(config: RunConfig, proc, drainer: Drainer, out: Outcome, on_progres
             time.sleep(DRAIN_INTERVAL_S)
             drainer.drain()
             drainer.progress.elapsed_s = time.monotonic() - t_start
+            if time.monotonic() >= next_mark:  # a killed run is timed to its last record (store.running)
+                parts.rundir.touch()
+                next_mark = time.monotonic() + MARK_INTERVAL_S
             if on_progress is not None:
                 try:
                     on_progress(drainer.progress)
@@ -336,9 +377,21 @@ def _stop_worker(proc, ring: Ring, conn, drainer: Drainer, out: Outcome) -> None
     drainer.drain()
 
 
-def _close_rundir(rundir: RunDir, drainer: Drainer, out: Outcome) -> None:
+def _open_rundir(config: RunConfig, out_dir: Path, expected_rows: int, out: Outcome, cleanup: ExitStack) -> RunDir:
+    """The run's directory, closed by *cleanup* (removed if the loop never started) and named in
+    the state directory until then: killed before its first checkpoint, the next command removes
+    it (store.arming)."""
+    run_id = new_run_id()
+    cleanup.callback(arming.unregister, arming.register(out_dir / run_id))  # named before it exists: no gap
+    rundir = RunDir(out_dir, run_id, expected_rows, samples=config.samples, period_ns=config.period_ns,
+                    late_threshold_ns=config.late_threshold_ns)
+    cleanup.callback(_close_rundir, rundir, out)
+    return rundir
+
+
+def _close_rundir(rundir: RunDir, out: Outcome) -> None:
     rundir.close()
-    if not out.released and not drainer.progress.cycles and not out.interrupted_early:
+    if not out.released and not out.interrupted_early:  # (no cycle runs before the release)
         rundir.discard()  # the run failed to start: leave nothing half-written (an interrupted one is kept)
 
 

@@ -62,6 +62,9 @@ class SqliteEngine:
                 with conn:
                     yield conn
         except sqlite3.DatabaseError as err:
+            if getattr(err, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:  # the database is fine, its disk is not
+                raise ConfigError(f"cannot write the history database {self.path}: {err}",
+                                  hint="free space on its disk, or set SOFTRT_HOME to a directory on another") from None
             raise ConfigError(f"history database {self.path} is unusable: {err}",
                               hint="move it away (runs stay in their directories; re-add them with "
                                    "softrt history add) or use --db PATH") from None

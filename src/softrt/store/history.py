@@ -213,6 +213,11 @@ class History:
         if check is not None:
             check()
 
+    def running_rows(self) -> list[tuple[str, str]]:
+        """``(run_id, path)`` of every run the history lists as running (store.upkeep.catch_up)."""
+        sql = "SELECT run_id, path FROM runs WHERE status = 'running'"
+        return self._engine.run(lambda conn: conn.execute(sql).fetchall(), write=False, empty=[])
+
     def states(self) -> dict[str, tuple[str | None, str]]:
         """Every stored run's ``(status, path)`` by run id: what store.lab.push compares against."""
         rows = self._engine.run(lambda conn: conn.execute("SELECT run_id, status, path FROM runs").fetchall(),
@@ -231,9 +236,15 @@ class History:
         Idempotent: adding the same run again replaces its row with what the directory holds now.
         Raises ConfigError when *run_dir* is not a finished run directory.
         """
+        return self._store(self._prepare(run_dir))
+
+    def _prepare(self, run_dir: Path | str) -> dict:
+        """The row of the run in *run_dir* (ConfigError: not a run directory, a corrupt summary)."""
         run_dir = Path(run_dir).resolve()
-        summary = load_run_summary(run_dir)
-        row = self.row_of(run_dir, summary)
+        return self.row_of(run_dir, load_run_summary(run_dir))
+
+    def _store(self, row: dict) -> str:
+        """Store (or refresh) one run's row (:meth:`_prepare`'s); return its run id."""
         return self.add_row(row)
 
     def add_row(self, row: dict) -> str:
@@ -246,12 +257,32 @@ class History:
         return row["run_id"]
 
     def add_runs(self, paths: Iterable[Path | str]) -> list[str]:
-        """Add every run directory in *paths* (each a run or a directory of runs); return the ids."""
-        return [self.add_run(d) for p in paths for d in find_run_dirs(Path(p))]
+        """Add every run directory in *paths* (each a run or a directory of runs); return the ids.
+
+        Raises ConfigError for a path that holds no run, before anything is added, and then for
+        the first run that could not be added (after adding every good one: :func:`.upkeep.add_each`)."""
+        from .upkeep import add_each
+
+        ids, bad = add_each(self, paths)
+        if bad:
+            path, why = bad[0]
+            raise ConfigError(f"{path}: {why}", hint="the run's summary.json is missing or corrupt")
+        return ids
+
+    def catch_up(self) -> list[str]:
+        """Refresh the rows of runs whose final history update failed (:func:`.upkeep.catch_up`)."""
+        from .upkeep import catch_up
+
+        return catch_up(self)
 
     def remove(self, run_id_or_prefix: str) -> str:
-        """Forget one run (its directory is left alone); return its id."""
+        """Forget one run (its directory is left alone); return its id.
+
+        A run still going is refused: its next checkpoint would put it back."""
         record = self.get(run_id_or_prefix)
+        from .upkeep import refuse_running
+
+        refuse_running(record)
         self._engine.run(lambda conn: conn.execute(self._q("DELETE FROM runs WHERE run_id = ?"), (record.run_id,)),
                          write=True)
         return record.run_id
@@ -317,6 +348,7 @@ class History:
         # random tails are no order; in CI they listed a comparison's two runs the wrong way round).
         # NULLS LAST: SQLite's order for DESC, which PostgreSQL spells out (it sorts NULL as largest).
         sql += f" ORDER BY started_epoch_s DESC NULLS LAST, {self._engine.dialect.entry_order} DESC"
+        self.catch_up()
         if limit is not None:
             sql += " LIMIT ?"
             args.append(int(limit))
@@ -333,6 +365,7 @@ class History:
             raise ConfigError("empty run id", hint="see softrt history for the run ids")
         if (last := LAST.fullmatch(key)) is not None:
             return self._newest(int(last.group(1) or 0), key)
+        self.catch_up()
         sql = self._q(f"{self._select()} WHERE run_id = ? OR substr(run_id, 1, CAST(? AS INTEGER)) = ? "
                       "ORDER BY run_id LIMIT 6")
         rows = self._engine.run(lambda conn: conn.execute(sql, (key, len(key), key)).fetchall(), write=False, empty=[])

@@ -135,7 +135,7 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     summary = RunSummary.read(summary, path)
     # Written under a temporary sibling name and renamed when complete: an interrupted import
     # leaves no half-written run directory behind (which would block importing the file again).
-    rundir = RunDir(base, f".{run_id}.partial-{os.getpid()}-{secrets.token_hex(3)}")
+    rundir = RunDir.of_files(base, f".{run_id}.partial-{os.getpid()}-{secrets.token_hex(3)}")
     try:
         (rundir.path / "source.json").write_bytes(raw)
         rundir.write_json(HISTOGRAM, {"schema": HISTOGRAM_SCHEMA, "metric": "latency", "source": tool,

@@ -227,12 +227,7 @@ class RunDir:
         self.run_id = run_id
         self.samples = samples
         self.path = Path(base) / run_id
-        try:
-            # At most 0755 whatever the umask (mkdir(2) masks, never adds): no other user can plant a
-            # link among a run's files (pyarrow opens aggregates.parquet by name, following links).
-            self.path.mkdir(mode=0o755, parents=True)
-        except OSError as err:
-            raise SoftRTError(f"cannot create run directory {self.path}: {err.strerror or err}") from None
+        self._make()
         reserve = self.path / RESERVE
         try:
             fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_PRIVATE_BINARY, 0o600)
@@ -260,6 +255,23 @@ class RunDir:
         if samples == "late":
             self._select = LateSelector(period_ns, late_threshold_ns)
             self._aggregate = SecondAggregator(self.path / AGGREGATES, period_ns, late_threshold_ns)
+
+    def _make(self) -> None:
+        try:
+            # At most 0755 whatever the umask (mkdir(2) masks, never adds): no other user can plant a
+            # link among a run's files (pyarrow opens aggregates.parquet by name, following links).
+            self.path.mkdir(mode=0o755, parents=True)
+        except OSError as err:
+            raise SoftRTError(f"cannot create run directory {self.path}: {err.strerror or err}") from None
+
+    @classmethod
+    def of_files(cls, base: Path, run_id: str) -> RunDir:
+        """A run directory of JSON files only (an imported result): no samples file, no reserve
+        for one (issue 32: every import kept a 2.3 MB reserve and an empty samples.parquet)."""
+        rundir = cls.__new__(cls)
+        rundir.run_id, rundir.samples, rundir.path = run_id, "none", Path(base) / run_id
+        rundir._make()
+        return rundir
 
     def kept(self) -> dict:
         """What the run keeps on disk, for summary.json's ``samples`` (docs/run-format.md)."""
@@ -356,6 +368,14 @@ class RunDir:
                     self._fail(f"cannot finish {SAMPLES}: {_why(err)}")
         finally:
             self._sink.close()
+
+    def touch(self) -> None:
+        """Mark the samples file written now (its row groups come every few seconds): a killed run
+        is timed to its last record by this (store.running.last_record_at)."""
+        try:
+            os.utime(self.path / SAMPLES)
+        except OSError:
+            pass  # a disk that refuses it costs the run nothing
 
     def discard(self) -> None:
         """Remove the directory of a run that never started."""

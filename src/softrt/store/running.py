@@ -9,17 +9,27 @@ The checkpoint names its supervisor by ``BOOT_ID/PID/START`` (``platform.process
 the machine that ran it, the run is alive exactly when that process still exists (a reused pid
 has another start time, a reboot another boot id). A run directory read on another machine can
 only be judged by the age of its last checkpoint.
+
+A run that died ran until its last record, not its last checkpoint (a run killed 7 s in, before
+its second checkpoint, is not "died 0s"): on the machine that ran it, its samples file was last
+written then (row groups, and the supervisor marks it every second while it drains: session.run).
 """
 
 from __future__ import annotations
 
+import os
 import socket
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 from ..platform import get_platform
 from ..units import format_duration_s
 from ..schema.summary import RunSummary, Supervisor
+from .late import AGGREGATES
+
+#: The files a run writes as its records come in (store.rundir, store.late).
+_RECORD_FILES = ("samples.parquet", AGGREGATES)
 
 #: A run whose liveness cannot be checked (read on another machine) is presumed gone when its last
 #: checkpoint is older than this many checkpoint intervals (and at least STALE_MIN_S).
@@ -63,8 +73,10 @@ class RunState:
                 f"{age} ago (figures so far)")
 
 
-def run_state(summary: RunSummary, now: datetime | None = None, root: str = "/") -> RunState:
-    """Return what *summary* means now; never raises on odd fields."""
+def run_state(summary: RunSummary, now: datetime | None = None, root: str = "/",
+              run_dir: Path | None = None) -> RunState:
+    """Return what *summary* means now; never raises on odd fields. With the run's *run_dir*, a run
+    that died on this machine is timed to its last record (:func:`last_record_at`)."""
     if not summary.running:
         return RunState(summary.state)
     now = now or datetime.now(timezone.utc)
@@ -79,7 +91,34 @@ def run_state(summary: RunSummary, now: datetime | None = None, root: str = "/")
             alive = False  # no checkpoint for several intervals: the supervisor is gone
     if alive and elapsed is not None and age is not None:
         elapsed += age  # a live run has gone on since its checkpoint
+    elif alive is False and elapsed is not None and run_dir is not None and summary.hostname == socket.gethostname():
+        elapsed += _after_checkpoint_s(summary, run_dir)
     return RunState(summary.state, alive, elapsed, age)
+
+
+def last_record_at(run_dir: Path) -> datetime | None:
+    """When the run last put records on disk: its record files' modification time (None: none)."""
+    times = []
+    for name in _RECORD_FILES:
+        try:
+            times.append(os.stat(Path(run_dir) / name).st_mtime)
+        except (OSError, ValueError):
+            pass
+    return datetime.fromtimestamp(max(times), timezone.utc) if times else None
+
+
+def _after_checkpoint_s(summary: RunSummary, run_dir: Path) -> float:
+    """Seconds the run went on after its last checkpoint (on the machine that wrote both: a copy
+    elsewhere has the copy's times), at most the rest of its planned duration."""
+    last = last_record_at(run_dir)
+    checkpoint = _when(summary.checkpoint_at)
+    if last is None or checkpoint is None:
+        return 0.0
+    after = (last - checkpoint).total_seconds()
+    duration_ns = summary.config.duration_ns
+    if duration_ns is not None and summary.elapsed_s is not None:
+        after = min(after, max(0.0, duration_ns / 1e9 - summary.elapsed_s))
+    return max(0.0, round(after, 3))
 
 
 def _alive(supervisor: Supervisor, hostname: str | None, root: str) -> bool | None:
@@ -95,13 +134,16 @@ def _alive(supervisor: Supervisor, hostname: str | None, root: str) -> bool | No
     return None
 
 
-def _age_s(iso: str | None, now: datetime) -> float | None:
+def _when(iso: str | None) -> datetime | None:
     if iso is None:
         return None
     try:
         when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
     except ValueError:
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (now - when).total_seconds())
+    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
+
+
+def _age_s(iso: str | None, now: datetime) -> float | None:
+    when = _when(iso)
+    return None if when is None else max(0.0, (now - when).total_seconds())
