@@ -176,6 +176,6 @@ def test_a_run_whose_history_disk_filled_is_listed_complete_once_there_is_space(
         os.unlink(mnt / "filler")
         code, text, err = run_cli("history", "--json")
         [row] = json.loads(text)
-        assert code == 0 and row["run_id"] == run_id and row["status"] == "complete" and row["cycles"] > 0
+        assert code == 0 and row["run_id"] == run_id and row["status"] == "complete" and row["cycles"] > 0, (err, row, stderr)
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
