@@ -20,7 +20,7 @@ _COMMAND_MODULES = (
     "compare",
     "watch",
     "check", "tune",
-    "history", "show", "report", "import_",
+    "history", "show", "report", "import_", "tail",
     "ecat_sim",
 )
 
