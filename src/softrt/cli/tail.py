@@ -57,11 +57,12 @@ def command(source, deadline_us, threshold_us, gap_ms, target, interval_us, colu
     opts = TailOptions(deadline_us=deadline_us, threshold_us=threshold_us, gap_s=gap_ms / 1e3,
                        target_per_h=parse_rate(target, "--target"), interval_us=interval_us, column=column,
                        thread=thread)
-    tail = load_tail(source, opts, db)
+    fitted = load_tail(source, opts, db)
+    tail = fitted.tail
     if plot_file:
         from ..report.tail_plot import write_return_level_plot
 
-        write_return_level_plot(tail, plot_file)
+        write_return_level_plot(tail, plot_file, fitted.values_us, fitted.times_s)
     if as_json:
         sys.stdout.write(describe(tail))
     else:

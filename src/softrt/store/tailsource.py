@@ -43,6 +43,15 @@ _LINE = re.compile(rb"^\s*(\d+):\s*(\d+):\s*(\d+)\s*$", re.M)
 
 
 @dataclass(frozen=True)
+class Fitted:
+    """A tail and what it was fitted to (µs and s; None for a histogram): the plot's points."""
+
+    tail: Tail
+    values_us: np.ndarray | None = None
+    times_s: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class TailOptions:
     """The user's knobs (``softrt tail``'s options)."""
 
@@ -55,7 +64,7 @@ class TailOptions:
     thread: int | None = None
 
 
-def load_tail(source: str, opts: TailOptions, db: str | None = None) -> Tail:
+def load_tail(source: str, opts: TailOptions, db: str | None = None) -> Fitted:
     """The tail of *source* (the module docstring says what it may be); ConfigError for bad input."""
     path = Path(source)
     if not path.is_file():
@@ -83,13 +92,13 @@ def _latency_deadline(opts: TailOptions) -> float:
     return opts.interval_us + DEFAULT_THRESHOLD_NS / 1e3
 
 
-def _fit(values_us: np.ndarray, times_s: np.ndarray, opts: TailOptions, deadline_us: float, series: str) -> Tail:
-    return fit_tail(values_us, times_s, deadline_us=deadline_us, series=series, threshold_us=opts.threshold_us,
+def _fit(values_us: np.ndarray, times_s: np.ndarray, opts: TailOptions, deadline_us: float, series: str) -> Fitted:
+    return Fitted(fit_tail(values_us, times_s, deadline_us=deadline_us, series=series, threshold_us=opts.threshold_us,
                     gap_s=opts.gap_s, target_per_h=opts.target_per_h,
-                    hours=values_us.size * opts.interval_us / 3.6e9)
+                    hours=values_us.size * opts.interval_us / 3.6e9), values_us, times_s)
 
 
-def _cyclictest_tail(path: Path, opts: TailOptions) -> Tail:
+def _cyclictest_tail(path: Path, opts: TailOptions) -> Fitted:
     """cyclictest -v: every thread's lines, or only --thread's; read in pieces (bounded memory)."""
     threads, latencies = [], []
     with path.open("rb") as f:
@@ -117,7 +126,7 @@ def _cyclictest_tail(path: Path, opts: TailOptions) -> Tail:
     return _fit(lat.astype(float), times, opts, _deadline(opts, _latency_deadline(opts), ""), "latency_us")
 
 
-def _column_tail(path: Path, opts: TailOptions) -> Tail:
+def _column_tail(path: Path, opts: TailOptions) -> Fitted:
     if not opts.column:
         raise ConfigError(f"{printable(path)} is a table: which column?", hint="name it with --column NAME")
     try:
@@ -142,7 +151,7 @@ def _column_tail(path: Path, opts: TailOptions) -> Tail:
     return _fit(values, times, opts, _deadline(opts, None, f"column {opts.column}"), opts.column)
 
 
-def _histogram_tail(path: Path, opts: TailOptions, doc: dict | None = None) -> Tail:
+def _histogram_tail(path: Path, opts: TailOptions, doc: dict | None = None) -> Fitted:
     """An rt-tests --json result: every thread's histogram pooled (one bucket width)."""
     if doc is None:
         doc = parse_json(read_bounded(path, "result", hint="give a cyclictest/oslat --json file"), path)
@@ -160,7 +169,7 @@ def _thread_hours(t: dict, tool: str, opts: TailOptions) -> float:
     return t["samples"] * opts.interval_us / 3.6e9
 
 
-def _pooled_histogram(threads: list[dict], hours: float, opts: TailOptions, what: str) -> Tail:
+def _pooled_histogram(threads: list[dict], hours: float, opts: TailOptions, what: str) -> Fitted:
     width = min(int(t["width_ns"]) for t in threads)
     counts: dict[int, int] = {}
     upper: dict[int, int] = {}  # an overflow bucket's upper edge: the thread's maximum
@@ -184,12 +193,12 @@ def _pooled_histogram(threads: list[dict], hours: float, opts: TailOptions, what
             cnt.append(0)
         edges.append(upper.get(lo, lo + width))
         cnt.append(counts[lo])
-    return fit_tail_histogram(np.array(edges) / 1e3, np.array(cnt), hours=hours,
-                              deadline_us=_deadline(opts, _latency_deadline(opts), ""), series="latency_us",
-                              threshold_us=opts.threshold_us, target_per_h=opts.target_per_h)
+    return Fitted(fit_tail_histogram(np.array(edges) / 1e3, np.array(cnt), hours=hours,
+                                     deadline_us=_deadline(opts, _latency_deadline(opts), ""), series="latency_us",
+                                     threshold_us=opts.threshold_us, target_per_h=opts.target_per_h))
 
 
-def _run_tail(path: Path, opts: TailOptions) -> Tail:
+def _run_tail(path: Path, opts: TailOptions) -> Fitted:
     summary = load_run_summary(path)
     if summary.origin in SOURCES:
         file = path / HISTOGRAM
@@ -212,8 +221,23 @@ def _run_tail(path: Path, opts: TailOptions) -> Tail:
         k = TailKeeper.restore(*k.arrays(), threshold=k.threshold, seen=k.seen, raised=k.raised,
                                deadline=opts.deadline_us * 1e3, late=int(np.count_nonzero(k.arrays()[0] >
                                                                                           opts.deadline_us * 1e3)))
-    return fit_kept(k, hours=k.seen * period_ns / 3.6e12, series=f"{series}_us", gap_s=opts.gap_s,
+    tail = fit_kept(k, hours=k.seen * period_ns / 3.6e12, series=f"{series}_us", gap_s=opts.gap_s,
                     target_per_h=opts.target_per_h, threshold_us=opts.threshold_us)
+    return Fitted(tail, *kept_points(k))
+
+
+def kept_points(k: TailKeeper) -> tuple[np.ndarray, np.ndarray]:
+    """What a keeper held as µs and seconds from its first value (the return-level plot's points)."""
+    values, times = k.arrays()
+    return values / 1e3, (times - times[0]) / 1e9 if times.size else times.astype(float)
+
+
+def run_tail_points(path: Path, scenario: str | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The kept values of the series a run's tail block models (None: no tail.npz)."""
+    keep = read_tail_keep(path)
+    if keep is None:
+        return None
+    return kept_points(keep["latency" if scenario == "watch" else "period"])
 
 
 def _keep_from_samples(path: Path, period_ns: int, threshold_ns: int) -> dict[str, TailKeeper]:
