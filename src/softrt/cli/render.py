@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.remedy import remedy_for
+from ..analysis.tail_text import tail_lines
 from ..analysis.verdict import verdict_lines, verdict_of
 from ..schema.summary import Board, Misses, RunSummary, Verdict
 from ..schema.tail import Tail
@@ -277,9 +278,23 @@ def render_summary(summary: RunSummary, path: str | None = None, notice: Text | 
         parts[-1:-1] = [slaves]
     if (why := why_late(summary)) is not None:
         parts[1:1] = [Text(""), why]
+    if (tail := tail_text(summary)) is not None:
+        parts[3:3] = [tail, Text("")]
     if path:
         parts.append(Text(f"Run stored in {path}", style="dim"))
     return Group(*verdict_head(summary, notice), *parts)
+
+
+def tail_text(summary: RunSummary) -> Text | None:
+    """The tail block (analysis.tail_text's account), None for a run stored without one."""
+    if summary.tail is None:
+        return None
+    v = summary.verdict
+    lines = tail_lines(summary.tail, v.culprit.source if v is not None and v.culprit is not None else None)
+    out = Text(lines[0], style="bold")
+    for line in lines[1:]:
+        out.append("\n" + line, style="dim" if line.lstrip().startswith("rule:") else "")
+    return out
 
 
 def verdict_head(summary: RunSummary, notice: Text | None = None) -> list:

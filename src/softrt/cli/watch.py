@@ -22,7 +22,7 @@ from ..store.rundir import check_writable
 from .history import remember
 from .live import Watch
 from .options import TimeNs, samples_option, watch_options
-from .render import console, percentile_table, verdict_head, why_late
+from .render import console, percentile_table, tail_text, verdict_head, why_late
 
 #: How a thread waits (schema.watch.WAITS), said plainly.
 WAITS = {
@@ -115,6 +115,8 @@ def render_thread(summary: RunSummary, path: str | None = None, notice: Text | N
                        f"{w.woken_early or 0:,}")]
         if (why := why_late(summary, terms=TERMS)) is not None:
             parts += [Text(""), why]
+        if (tail := tail_text(summary)) is not None:
+            parts += [Text(""), tail]
     if (cost := cost_line(summary)) is not None:
         parts.append(cost)
     if w.waits != "timer" or not m.cycles:

@@ -105,6 +105,19 @@ def return_level_plot(items: list[tuple[str, Tail, np.ndarray | None, np.ndarray
         return Plot(key, title, caption, return_level_figure(have), na)
 
 
+def return_levels(runs: list) -> Plot:
+    """The report's return-level plot of *runs* (report.load.RunView): each run's tail block with the
+    points it kept (tail.npz), one colour per run as in every other figure."""
+    from ..store.tailsource import run_tail_points
+
+    items = []
+    for r in runs:
+        tail = r.summary.tail
+        points = run_tail_points(r.path, r.summary.scenario) if tail is not None else None
+        items.append((r.label, tail, *(points if points is not None else (None, None))))
+    return return_level_plot(items)
+
+
 def overlay_fitted_tail(ax, tail: Tail | None, colour: str, scale: float = 1.0) -> None:
     """The fitted tail on an exceedance curve (fraction of cycles ≥ x, x in µs × *scale*): above the
     threshold, the share of exceedances times the GPD's survival function."""
