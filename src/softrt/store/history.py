@@ -74,6 +74,11 @@ CREATE INDEX IF NOT EXISTS runs_started ON runs (started_epoch_s);
 
 #: A column of no table: read from the stored summary, so the database layout stays version 1.
 _COMPARE_ID = "CASE WHEN json_valid(summary_json) THEN json_extract(summary_json, '$.compare_id') END"
+#: The tail model's late rate (issue 33), likewise read from the stored summary (no migration): the
+#: 95 % upper bound a gate holds (the fitted one, else the no-model bound), and the fitted estimate.
+_LATE_RATE = ("CASE WHEN json_valid(summary_json) THEN coalesce(json_extract(summary_json, "
+              "'$.tail.late_rate_per_h.high'), json_extract(summary_json, '$.tail.late_rate_bound_per_h')) END, "
+              "CASE WHEN json_valid(summary_json) THEN json_extract(summary_json, '$.tail.late_rate_per_h.estimate') END")
 _COLUMNS = ("run_id", "started_at", "started_epoch_s", "finished_at", "host", "scenario", "source", "status",
             "mode", "period_ns", "cycles", "period_max_us", "period_p99_99_us", "latency_max_us",
             "process_max_us", "missed_updates", "config_json", "tuning_json", "summary_json", "path",
@@ -109,6 +114,8 @@ class RunRecord:
     samples_path: Path | None
     added_at: str
     compare_id: str | None = None  # the runs of one softrt compare share it (schema.summary.RunSummary)
+    late_rate_high_per_h: float | None = None  # the tail block's 95 % upper bound (None: no tail block)
+    late_rate_per_h: float | None = None  # its fitted estimate (None: no fit)
 
     @cached_property
     def summary(self) -> RunSummary:
@@ -126,6 +133,7 @@ class RunRecord:
             "missed_updates": self.missed_updates, "tuning": self.summary.tuning.to_dict(),
             "path": str(self.path), "samples_path": None if self.samples_path is None else str(self.samples_path),
             "added_at": self.added_at, "compare_id": self.compare_id,
+            "late_rate_high_per_h": self.late_rate_high_per_h, "late_rate_per_h": self.late_rate_per_h,
         }
 
 
@@ -346,7 +354,7 @@ class History:
             # A time bound is inclusive; a bare date became the next day's start, which is not.
             where.append("started_epoch_s < ?" if _is_date(until) else "started_epoch_s <= ?")
             args.append(hi.timestamp())
-        sql = f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID} FROM runs"
+        sql = f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID}, {_LATE_RATE} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         # Start times are to the second (summary.json), and a comparison starts its next run right
@@ -374,7 +382,7 @@ class History:
             return self._newest(int(last.group(1) or 0), key)
         with self._connect(write=False) as conn:
             rows = [] if conn is None else conn.execute(
-                f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID} FROM runs WHERE run_id = ? OR substr(run_id, 1, ?) = ? "
+                f"SELECT {', '.join(_COLUMNS)}, {_COMPARE_ID}, {_LATE_RATE} FROM runs WHERE run_id = ? OR substr(run_id, 1, ?) = ? "
                 "ORDER BY run_id LIMIT 6", (key, len(key), key)).fetchall()
         exact = [r for r in rows if r[0] == key]
         if exact:
@@ -420,6 +428,7 @@ class History:
     def _record(row: tuple) -> RunRecord:
         r = dict(zip(_COLUMNS, row))
         compare_id = row[len(_COLUMNS)] if len(row) > len(_COLUMNS) else None
+        high, estimate = (_float(x) for x in (tuple(row[len(_COLUMNS) + 1:len(_COLUMNS) + 3]) + (None, None))[:2])
         return RunRecord(
             run_id=r["run_id"], started_at=r["started_at"], finished_at=r["finished_at"], host=r["host"],
             scenario=r["scenario"], source=r["source"], status=r["status"], mode=r["mode"],
@@ -429,7 +438,12 @@ class History:
             summary_json=r["summary_json"], path=Path(r["path"]),
             samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
             compare_id=compare_id if isinstance(compare_id, str) else None,
+            late_rate_high_per_h=high, late_rate_per_h=estimate,
         )
+
+
+def _float(x: object) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
 def _stored_summary(text: str, run_id: str) -> RunSummary:
