@@ -93,6 +93,26 @@ class TailKeeper:
         return out
 
 
+#: Pooled runs are set this far apart in time, so no burst spans two of them.
+POOL_GAP_NS = 1_000_000_000
+
+
+def pool(keepers: list[TailKeeper], period_ns: int) -> TailKeeper:
+    """The runs of *keepers* (one loop, one period) as one: above the highest of their thresholds,
+    each run's times after the one before it (its cycles × the period, plus a second)."""
+    threshold = max(k.threshold for k in keepers)
+    values, times, offset = [], [], 0
+    for k in keepers:
+        v, t = k.arrays()
+        keep = v > threshold
+        values.append(v[keep])
+        times.append(t[keep] - (t[0] if t.size else 0) + offset)
+        offset += k.seen * period_ns + POOL_GAP_NS
+    return TailKeeper.restore(np.concatenate(values), np.concatenate(times), threshold=threshold,
+                              seen=sum(k.seen for k in keepers), raised=sum(k.raised for k in keepers),
+                              deadline=keepers[0].deadline, late=sum(k.late for k in keepers))
+
+
 def fit_kept(keeper: TailKeeper, *, hours: float, series: str, scale: float = 1e-3, gap_s: float = 0.010,
              target_per_h: float = 1 / HOURS_PER_YEAR, threshold_us: float | None = None) -> Tail:
     """The tail model (analysis.tail) of what *keeper* held over a run of *hours*: values times

@@ -20,6 +20,8 @@ def span(hours: float | None) -> str:
     """A length of time in the unit that reads best (45 min, 9.2 h, 3.1 days, 2.4 years)."""
     if hours is None or not math.isfinite(hours):
         return "never"
+    if hours < 1 / 60:
+        return f"{hours * 3600:.2g} s"
     if hours < 1:
         return f"{hours * 60:.2g} min"
     if hours < 48:
