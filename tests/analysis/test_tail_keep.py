@@ -48,6 +48,7 @@ def test_the_streaming_pass_keeps_period_and_latency_with_their_times():
     values, times = period.arrays()
     assert list(values) == [330_000] and list(times) == [rec["detect_ns"][1000]]
     assert period.late == 1 and latency.late == 1 and latency.seen == rec.size
+    assert latency.hours(250_000) * 3600 == pytest.approx(rec.size * 250e-6, rel=1e-3)  # the span, not the count
     assert stats.merge(RunStats(250_000)).keep is None  # pooled runs mix clocks: no tail
 
 
@@ -66,5 +67,6 @@ def test_pooled_runs_follow_one_another_above_the_highest_threshold():
     p = pool([a, b], period_ns=1_000)
     values, times = p.arrays()
     assert p.threshold == 10 and list(values) == [60, 11, 70]
-    assert list(times) == [100, 3 * 1_000 + 1_000_000_000, 3 * 1_000 + 1_000_000_000 + 4]
-    assert p.seen == 5 and p.late == 2
+    # a spans 300 ns (200 between its first and last time, and one more of its 3 cycles), b 8 ns
+    assert list(times) == [100, 300 + 1_000_000_000, 300 + 1_000_000_000 + 4]
+    assert p.seen == 5 and p.late == 2 and p.hours(1_000) * 3.6e12 == pytest.approx(308)

@@ -38,6 +38,8 @@ class TailKeeper:
         self.threshold = floor  # values strictly above it are kept
         self.deadline = deadline  # values above it are counted (late), also once the threshold passes it
         self.late = 0
+        self.first: int | float | None = None  # the first and last time offered: the run's span
+        self.last: int | float | None = None
         self.share, self.cap, self.min_keep = share, int(cap), int(min_keep)
         self.seen = 0  # values offered (every cycle of the series)
         self.raised = 0  # times the threshold rose
@@ -55,6 +57,9 @@ class TailKeeper:
         if n == 0:
             return
         self.seen += n
+        if self.first is None:
+            self.first = times[0].item()
+        self.last = times[-1].item()
         if self.deadline is not None:
             self.late += int(np.count_nonzero(values > self.deadline))
         keep = values > self.threshold
@@ -82,12 +87,21 @@ class TailKeeper:
             self._values, self._times = [np.concatenate(self._values)], [np.concatenate(self._times)]
         return self._values[0], self._times[0]
 
+    def hours(self, period_ns: int, scale_s: float = 1e-9) -> float:
+        """The observed time: the span of the times offered (in units of *scale_s* seconds) and one
+        more cycle, else (nothing offered twice) the cycles at the nominal *period_ns*."""
+        if self.first is not None and self.last is not None and self.seen > 1 and self.last > self.first:
+            return (self.last - self.first) * scale_s / 3600 * self.seen / (self.seen - 1)
+        return self.seen * period_ns / 3.6e12
+
     @classmethod
     def restore(cls, values: np.ndarray, times: np.ndarray, *, threshold: float, seen: int, raised: int = 0,
-                deadline: float | None = None, late: int = 0) -> TailKeeper:
+                deadline: float | None = None, late: int = 0, first: float | None = None,
+                last: float | None = None) -> TailKeeper:
         """A keeper holding what a stored one held (store.tailkeep reads it back)."""
         out = cls(threshold, deadline)
         out.seen, out.raised, out.late = int(seen), int(raised), int(late)
+        out.first, out.last = first, last
         if values.size:
             out._values, out._times, out._held = [values], [times], int(values.size)
         return out
@@ -106,11 +120,15 @@ def pool(keepers: list[TailKeeper], period_ns: int) -> TailKeeper:
         v, t = k.arrays()
         keep = v > threshold
         values.append(v[keep])
-        times.append(t[keep] - (t[0] if t.size else 0) + offset)
-        offset += k.seen * period_ns + POOL_GAP_NS
-    return TailKeeper.restore(np.concatenate(values), np.concatenate(times), threshold=threshold,
-                              seen=sum(k.seen for k in keepers), raised=sum(k.raised for k in keepers),
-                              deadline=keepers[0].deadline, late=sum(k.late for k in keepers))
+        times.append(t[keep] - (k.first if k.first is not None else 0) + offset)
+        offset += int(k.hours(period_ns) * 3.6e12) + POOL_GAP_NS
+    # The pooled span counts each run's own, not the gaps set between them.
+    span_ns = sum(int(k.hours(period_ns) * 3.6e12) for k in keepers)
+    seen = sum(k.seen for k in keepers)
+    return TailKeeper.restore(np.concatenate(values), np.concatenate(times), threshold=threshold, seen=seen,
+                              raised=sum(k.raised for k in keepers), deadline=keepers[0].deadline,
+                              late=sum(k.late for k in keepers), first=0,
+                              last=span_ns * (seen - 1) / seen if seen > 1 else None)
 
 
 def fit_kept(keeper: TailKeeper, *, hours: float, series: str, scale: float = 1e-3, gap_s: float = 0.010,

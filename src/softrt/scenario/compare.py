@@ -285,7 +285,7 @@ def _pooled_tail(runs: list[ScenarioRun], period_ns: int) -> Tail | None:
     if any(k is None for k in keeps):
         return None
     pooled = pool([k["period"] for k in keeps], period_ns)
-    return fit_kept(pooled, hours=pooled.seen * period_ns / 3.6e12, series="period_us")
+    return fit_kept(pooled, hours=pooled.hours(period_ns), series="period_us")
 
 
 def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:

@@ -111,5 +111,5 @@ class Collector:
         keep = self.stats.keep
         if keep is None or not keep[series].seen:
             return None
-        hours = keep[series].seen * self.stats.period_ns / 3.6e12
+        hours = keep[series].hours(self.stats.period_ns)  # the run's span: an untuned loop's cycles are long
         return fit_kept(keep[series], hours=hours, series=f"{series}_us")

@@ -218,10 +218,11 @@ def _run_tail(path: Path, opts: TailOptions) -> Fitted:
         keep = _keep_from_samples(path, period_ns, threshold_ns)
     k = keep[series]
     if opts.deadline_us is not None:  # another deadline: count the late cycles again
-        k = TailKeeper.restore(*k.arrays(), threshold=k.threshold, seen=k.seen, raised=k.raised,
-                               deadline=opts.deadline_us * 1e3, late=int(np.count_nonzero(k.arrays()[0] >
-                                                                                          opts.deadline_us * 1e3)))
-    tail = fit_kept(k, hours=k.seen * period_ns / 3.6e12, series=f"{series}_us", gap_s=opts.gap_s,
+        values, times = k.arrays()
+        k = TailKeeper.restore(values, times, threshold=k.threshold, seen=k.seen, raised=k.raised,
+                               deadline=opts.deadline_us * 1e3, first=k.first, last=k.last,
+                               late=int(np.count_nonzero(values > opts.deadline_us * 1e3)))
+    tail = fit_kept(k, hours=k.hours(period_ns), series=f"{series}_us", gap_s=opts.gap_s,
                     target_per_h=opts.target_per_h, threshold_us=opts.threshold_us)
     return Fitted(tail, *kept_points(k))
 
