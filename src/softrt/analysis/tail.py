@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import chi2
+from scipy.special import chdtri  # χ² quantiles; scipy.stats would add half a second of import
 
 from ..errors import ConfigError
 from ..schema.tail import RETURN_EVERY_H, HOURS_PER_YEAR, Interval, ReturnLevel, Tail, TailTest
@@ -51,12 +51,12 @@ def poisson_upper_rate(k: int, hours: float, conf: float = 0.95) -> float:
     (Garwood 1936): χ²_conf(2k+2)/(2T); k = 0 gives -ln(1-conf)/T ≈ 3/T."""
     if hours <= 0:
         raise ConfigError(f"cannot bound a rate over {hours} hours", hint="give a positive run length")
-    return float(chi2.ppf(conf, 2 * k + 2) / (2 * hours))
+    return float(chdtri(2 * k + 2, 1 - conf) / (2 * hours))
 
 
 def _poisson_interval(k: int, hours: float) -> Interval:
-    low = float(chi2.ppf(0.025, 2 * k) / (2 * hours)) if k > 0 else 0.0
-    return Interval(estimate=k / hours, low=low, high=float(chi2.ppf(0.975, 2 * k + 2) / (2 * hours)))
+    low = float(chdtri(2 * k, 0.975) / (2 * hours)) if k > 0 else 0.0
+    return Interval(estimate=k / hours, low=low, high=float(chdtri(2 * k + 2, 0.025) / (2 * hours)))
 
 
 def _check_values(values_us: np.ndarray, series: str) -> np.ndarray:
@@ -107,8 +107,9 @@ def fit_tail(values_us: np.ndarray, times_s: np.ndarray | None, *, deadline_us: 
     """The tail of one per-cycle series (the module docstring says how).
 
     *values_us*: per-cycle values, all of them or only those above a low keep-threshold (then *cycles*
-    is the run's total and *hours* its length); *times_s*: each value's time in seconds (None: no time
-    order, no declustering); *hours* defaults to the span of *times_s*. Bad input raises ConfigError;
+    is the run's total and *hours* its length); *times_s*: each value's time in seconds since the start
+    of the run (any origin when every cycle is given; None: no time order, no declustering); *hours*
+    defaults to the span of *times_s*. Bad input raises ConfigError;
     a fit that cannot be trusted is a Tail with ``refused`` set (not an error)."""
     tail, reason = analyse(values_us, times_s, deadline_us=deadline_us, hours=hours, cycles=cycles, series=series,
                            threshold_us=threshold_us, gap_s=gap_s, target_per_h=target_per_h, seed=seed)
@@ -200,8 +201,7 @@ def _fitted(tail: Tail, c: Clusters, values: np.ndarray, times_s: np.ndarray | N
         late_c = decluster(values, times_s, deadline, (tail.gap_ms or 0) / 1000, None).count
         late_rate = _poisson_interval(late_c, tail.hours)
     sig = _range(reg, c.count, rate, lambda lam: reg.sigma + 0 * lam, reg.sigma_hat)
-    t_start = float(times_s.min()) if times_s is not None else 0.0
-    t_end = t_start + tail.hours * 3600
+    t_start, t_end = _span(times_s, tail.hours)
     tests = [tail_tests.goodness_of_fit(excess, reg.xi_hat, reg.sigma_hat, rng),
              tail_tests.ljung_box(c.peaks) if c.starts_s is not None
              else TailTest(name=tail_tests.INDEPENDENCE),
@@ -211,6 +211,16 @@ def _fitted(tail: Tail, c: Clusters, values: np.ndarray, times_s: np.ndarray | N
                         late_rate_per_h=late_rate, return_levels=levels, heavy=heavy, tests=tests)
     tail = tail.replace(run_h_needed=run_hours_needed(tail, reg, excess, c.count, rate))
     return tail, _reason(tests)
+
+
+def _span(times_s: np.ndarray | None, hours: float) -> tuple[float, float]:
+    """The run's start and end in the times' clock: from 0 when the times fit in [0, hours] (seconds
+    since the start: a kept subset need not begin at the start), else from the first time."""
+    if times_s is None:
+        return 0.0, hours * 3600
+    first, last = float(times_s.min()), float(times_s.max())
+    start = 0.0 if first >= 0 and last <= hours * 3600 * 1.001 else first
+    return start, start + hours * 3600
 
 
 def _range(reg: Region, clusters: int, rate: float, figure, estimate: float) -> Interval:
@@ -227,13 +237,16 @@ def _level(reg: Region, u: float, rate: float, clusters: int, every_h: float) ->
 
 
 def _reason(tests: list[TailTest]) -> str | None:
-    fixes = {tail_tests.FIT: "the tail mixes causes: set a higher threshold, or fit each culprit's cycles alone",
+    """The first failed test's line: stationarity first (a tail that changed also shows as correlated
+    peaks and a poor fit, but the change is the cause to remove), then independence, then the fit."""
+    fixes = {tail_tests.STATIONARITY: "the tail changed during the run: remove the load that changed halfway "
+                                      "and run again",
              tail_tests.INDEPENDENCE: "bursts are still correlated: give a longer declustering gap",
-             tail_tests.STATIONARITY: "the tail changed during the run: remove the load that changed halfway "
-                                      "and run again"}
-    for t in tests:
-        if t.ok is False:
-            return f"{t.name} failed (p = {t.p_value:.3g}): {fixes[t.name]}"
+             tail_tests.FIT: "the tail mixes causes: set a higher threshold, or fit each culprit's cycles alone"}
+    failed = {t.name: t for t in tests if t.ok is False}
+    for name, fix in fixes.items():
+        if name in failed:
+            return f"{name} failed (p = {failed[name].p_value:.3g}): {fix}"
     return None
 
 

@@ -11,13 +11,16 @@ values", JRSS B 65, 2003, eq. 4), computed from the inter-exceedance times in cy
 gap, so it checks the declustering: about 1/θ exceedances per burst.
 
 Threshold rule (:func:`choose_threshold`): candidates from the 99th percentile of all cycles (or the
-lowest kept value, or where 5,000 clusters remain, or where clusters come rarely enough that at most
+lowest kept value, or where 2,000 clusters remain, or where clusters come rarely enough that at most
 5 % of independent ones would fall within one gap of the one before (rate × gap <= 0.05: below that
 runs declustering merges independent exceedances and the peaks of merged ones are not GPD), whichever
 is highest) up to where 30 clusters remain, ten of them spaced evenly in log(cluster count). The chosen one is the lowest candidate whose
 ξ̂ and modified scale σ* = σ - ξu (both threshold-invariant for a GPD tail, Coles 2001, section 4.3.4)
-lie within the 95 % (Wald) intervals of every higher candidate: the parameter-stability rule.
-Above 5,000 clusters the interval is narrower than a threshold's bias and the fit no faster.
+lie within the 95 % (Wald) intervals of the higher candidates that hold at least a quarter of its
+clusters (at least the next one), sized at the lower candidate's parameters: the parameter-stability
+rule (Coles 2001, section 4.3.4), read over a range of thresholds rather than up to the last few
+dozen clusters, whose chance excursions would otherwise reject every threshold below them and pick
+the noisiest candidate. Above 2,000 clusters the interval is narrower than a threshold's bias.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ import numpy as np
 from .tail_gpd import mle
 
 MIN_CLUSTERS = 30
-MAX_CLUSTERS = 5000
+MAX_CLUSTERS = 2000
+#: A candidate is compared with the higher ones holding at least 1/SPAN of its clusters.
+SPAN = 4
 #: At most this share of independent clusters may fall within one gap of the previous one.
 MAX_MERGE = 0.05
 CANDIDATES = 10
@@ -103,6 +108,18 @@ def lowest_candidate(values: np.ndarray, cycles: int) -> float:
     return float(np.partition(values, values.size - m - 1)[values.size - m - 1])
 
 
+def _agrees(low: tuple[float, float], high: tuple[float, float], at: Clusters) -> bool:
+    """Whether the lower candidate's (ξ, σ*) lie in the higher candidate's 95 % intervals, their widths
+    taken at the lower candidate's parameters (a few dozen clusters give ξ̂ far too noisy to size an
+    interval by: a wild ξ̂ = -0.9 at the top would reject every threshold below it)."""
+    xi, star = low
+    sigma = star + xi * at.threshold
+    if sigma <= 0:
+        return False
+    se_xi, se_star = wald(xi, sigma, at.threshold, at.count)
+    return abs(xi - high[0]) <= 1.96 * se_xi and abs(star - high[1]) <= 1.96 * se_star
+
+
 @dataclass(frozen=True)
 class Choice:
     """The chosen threshold, its clusters and the rule that chose it."""
@@ -133,15 +150,15 @@ def choose_threshold(values: np.ndarray, times_s: np.ndarray | None, cycles: int
     fits = []
     for c in cands:
         xi, sigma, _ = (float(a[0]) for a in mle((c.peaks - c.threshold)[None, :]))
-        se_xi, se_star = wald(xi, sigma, c.threshold, c.count)
-        fits.append((xi, sigma - xi * c.threshold, se_xi, se_star))
+        fits.append((xi, sigma - xi * c.threshold))
     chosen = len(cands) - 1
     for j in range(len(cands)):
-        xi, star = fits[j][0], fits[j][1]
-        if all(abs(xi - f[0]) <= 1.96 * f[2] and abs(star - f[1]) <= 1.96 * f[3] for f in fits[j + 1:]):
+        near = [k for k in range(j + 1, len(cands)) if k == j + 1 or cands[k].count * SPAN >= cands[j].count]
+        if all(_agrees(fits[j], fits[k], cands[k]) for k in near):
             chosen = j
             break
     c = cands[chosen]
-    rule = (f"lowest of {len(cands)} candidates (p99 to 30 clusters) where ξ and the modified scale agree with "
-            f"every higher candidate's 95 % interval: candidate {chosen + 1}, {c.count} clusters")
+    rule = (f"parameter stability: the lowest of {len(cands)} candidates ({cands[0].count} to {cands[-1].count} "
+            f"clusters) whose ξ and modified scale lie in the 95 % intervals of the higher ones: "
+            f"candidate {chosen + 1}, {c.count} clusters")
     return Choice(c, rule, first)
