@@ -65,15 +65,17 @@ def _run(out: Path, seconds: float):
     raise SystemExit("the machine stayed busy")
 
 
-def _kept(path: Path) -> tuple[np.ndarray, np.ndarray, int, float]:
+def _kept(path: Path) -> tuple[np.ndarray, np.ndarray, int, float, int]:
+    """The kept periods (µs), their times (ns since the run's first period), cycles, hours, and
+    the first period's time (CLOCK_MONOTONIC ns)."""
     k = read_tail_keep(path)["period"]
     values, times = k.arrays()
-    return values / 1e3, times.astype(np.int64), k.seen, k.hours(250_000)
+    return values / 1e3, times.astype(np.int64) - int(k.first), k.seen, k.hours(250_000), int(k.first)
 
 
 def heldout(path: Path, windows: int) -> list[dict]:
-    values, times_ns, seen, hours = _kept(path)
-    t0 = int(times_ns[0])
+    values, times_ns, seen, hours, _ = _kept(path)
+    t0 = 0
     span_ns = hours * 3.6e12
     out = []
     for w in range(windows):
@@ -105,10 +107,10 @@ def disturber_rate(result, spikes: int) -> dict:
     why = result.summary.why_late
     late = why.worst if why is not None else []
     hit_ns = sorted(lc.window.end_ns for lc in late if any(c.name == NAME for c in lc.causes))
-    values, times_ns, seen, hours = _kept(result.path)
-    index = {int(t): i for i, t in enumerate(times_ns)}
+    values, times_ns, seen, hours, first = _kept(result.path)
+    index = {int(t) + first: i for i, t in enumerate(times_ns)}
     idx = [index[t] for t in hit_ns if t in index]  # a late cycle's window ends at its permit
-    tail = fit_tail(values[idx], (times_ns[idx] - times_ns[0]) / 1e9, deadline_us=270.0, hours=hours,
+    tail = fit_tail(values[idx], times_ns[idx] / 1e9, deadline_us=270.0, hours=hours,
                     cycles=seen, series="disturber-attributed period_us")
     injected = 3600 * 1e6 / EVERY_US
     lr = tail.late_rate_per_h

@@ -146,7 +146,8 @@ def fit_kept(keeper: TailKeeper, *, hours: float, series: str, scale: float = 1e
         base = base.replace(caveat=f"only the cycles above {keeper.threshold * scale:.1f} µs were kept "
                                    f"(the top of {keeper.seen:,}): the threshold starts there")
     try:
-        tail, reason = analyse(values * scale, (times - times[0]) / 1e9 if times.size else None,
+        start = keeper.first if keeper.first is not None else (times[0] if times.size else 0)
+        tail, reason = analyse(values * scale, (times - start) / 1e9 if times.size else None,
                                deadline_us=deadline_us, hours=hours, cycles=keeper.seen, series=series,
                                threshold_us=threshold_us, gap_s=gap_s, target_per_h=target_per_h, seed=0,
                                late=keeper.late)

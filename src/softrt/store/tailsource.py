@@ -230,7 +230,8 @@ def _run_tail(path: Path, opts: TailOptions) -> Fitted:
 def kept_points(k: TailKeeper) -> tuple[np.ndarray, np.ndarray]:
     """What a keeper held as µs and seconds from its first value (the return-level plot's points)."""
     values, times = k.arrays()
-    return values / 1e3, (times - times[0]) / 1e9 if times.size else times.astype(float)
+    start = k.first if k.first is not None else (times[0] if times.size else 0)
+    return values / 1e3, (times - start) / 1e9  # seconds since the run's start
 
 
 def run_tail_points(path: Path, scenario: str | None) -> tuple[np.ndarray, np.ndarray] | None:
