@@ -84,16 +84,18 @@ def main() -> int:
         t2 = time.perf_counter()
         gen_s += t1 - t0
         keep_s += t2 - t1
+    rss_keep_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()
     tail = fit_kept(keeper, hours=keeper.hours(PERIOD_NS), series="period_us")
     fit_s = time.perf_counter() - t0
-    at_u = fit_kept(keeper, hours=keeper.hours(PERIOD_NS), series="period_us", threshold_us=U_NS / 1e3)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    at_u = fit_kept(keeper, hours=keeper.hours(PERIOD_NS), series="period_us", threshold_us=U_NS / 1e3)
     out = {
         "hours": args.hours, "cycles": keeper.seen, "chunks": chunks,
         "keeper_s": round(keep_s, 2), "keeper_us_per_chunk": round(keep_s / chunks * 1e6, 1),
         "generator_s": round(gen_s, 2), "held": keeper.held, "threshold_us": keeper.threshold / 1e3,
-        "raised": keeper.raised, "fit_s": round(fit_s, 2), "peak_rss_mb": round(rss_mb, 1),
+        "raised": keeper.raised, "peak_rss_after_keeping_mb": round(rss_keep_mb, 1),
+        "fit_s": round(fit_s, 2), "peak_rss_after_fit_mb": round(rss_mb, 1),
         "bursts_injected_per_h": round(injected / args.hours, 1),
         "threshold_model_us": tail.threshold_us, "clusters": tail.clusters, "refused": tail.refused,
         "xi": None if tail.xi is None else [tail.xi.estimate, tail.xi.low, tail.xi.high],

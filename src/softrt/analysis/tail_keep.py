@@ -10,7 +10,7 @@ cycles seen (at least ``min_keep``) or ``cap`` values are held, it raises the th
 top ``share`` of the cycles seen (at most ``cap / 2``) and drops the rest. The threshold only rises,
 so what is held is exactly every value above the final threshold over the whole run: a consistent
 top of the series (the model is told the run's total cycle count and length). With the defaults a
-24 h run holds at most 4 M values (64 MB); its final threshold (``threshold``) and how often it rose
+24 h run holds at most 1.5 M values (24 MB); its final threshold (``threshold``) and how often it rose
 (``raised``) are recorded with the kept values (``tail.npz``, docs/run-format.md).
 """
 
@@ -24,8 +24,9 @@ from .tail import analyse, poisson_upper_rate, refuse
 
 #: Keep about this share of every cycle seen: the model's lowest candidate is the 99th percentile.
 SHARE = 0.012
-#: Never hold more values than this (64 MB of values and times).
-CAP = 4_000_000
+#: Never hold more values than this (24 MB of values and times): the fit of a 24 h run stays under
+#: 500 MB (bench/tail_keep_scale.py); the model needs its top, not the whole 1 %.
+CAP = 1_500_000
 #: Hold at least this many before the threshold first rises (a short run keeps its whole top).
 MIN_KEEP = 50_000
 
