@@ -109,3 +109,22 @@ def test_a_file_cyclictest_wrote(tmp_path, run_cli, machine_lock):
     assert code == 0, err
     assert 3_000 < tail.cycles < 4_100 and tail.series == "latency_us" and tail.deadline_us == 270.0
     assert tail.refused is not None or tail.fitted  # 1 s may be too short to fit: then it says why
+
+
+@pytest.mark.rt
+def test_a_run_carries_its_tail_and_softrt_tail_refits_it(tmp_path, run_cli, machine_lock, rt_settings_restored):
+    """A 1 s run: the tail block in --json (the no-model bound always), the verdict's clause, and
+    softrt tail RUN from its tail.npz with the same cycles."""
+    code, out, err = run_cli("run", "--duration", "1s", "--no-trace", "--json", "--out-dir", str(tmp_path))
+    assert code in (0, 1), err
+    doc = json.loads(out)
+    tail = Tail.from_dict(doc["tail"])
+    assert tail.series == "period_us" and tail.deadline_us == 270.0 and tail.late_rate_bound_per_h > 0
+    assert tail.cycles == doc["cycles"] - 1  # periods: one less than the records
+    run = tmp_path / doc["run_id"]
+    assert (run / "tail.npz").is_file()
+    code, again, err = run_cli("tail", str(run), "--json")
+    assert code == 0, err
+    assert Tail.from_dict(json.loads(again)).cycles == tail.cycles
+    code, shown, err = run_cli("show", str(run))
+    assert code == 0 and "(95 %, no model)" in shown and "Tail of period_us" in shown, err
