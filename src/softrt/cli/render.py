@@ -271,15 +271,17 @@ def fair_server_line(fair) -> str:
 def render_summary(summary: RunSummary, path: str | None = None, notice: Text | None = None) -> Group:
     """Everything ``softrt run`` prints after a run: the verdict first (then *notice*, e.g. whether a
     checkpoint's run still goes)."""
-    parts = [seed_table(summary), Text(""), percentile_table(summary), Text(""), misses_text(summary), mode_text(summary)]
+    percentiles = percentile_table(summary)
+    parts = [seed_table(summary), Text(""), percentiles, Text(""), misses_text(summary), mode_text(summary)]
     if (dc := dc_text(summary.board)) is not None:
         parts[5:5] = [dc]
     if (slaves := ethercat_text(summary.board)) is not None:
         parts[-1:-1] = [slaves]
     if (why := why_late(summary)) is not None:
         parts[1:1] = [Text(""), why]
-    if (tail := tail_text(summary)) is not None:
-        parts[3:3] = [tail, Text("")]
+    if (tail := tail_text(summary)) is not None:  # the tail model, before the distribution it extends
+        at = parts.index(percentiles)
+        parts[at:at] = [tail, Text("")]
     if path:
         parts.append(Text(f"Run stored in {path}", style="dim"))
     return Group(*verdict_head(summary, notice), *parts)
