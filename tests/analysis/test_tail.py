@@ -122,6 +122,17 @@ def test_a_histogram_has_no_declustering_and_says_so():
     assert tail.cycles == 500_000 and tail.late == int(counts[edges[:-1] > 60].sum()) > 0
     assert tail.refused is None and tail.xi.low <= 0.0 <= tail.xi.high
     assert [t.p_value is None for t in tail.tests] == [False, True, True]
+    with pytest.raises(ConfigError, match="needs 3 edges"):
+        fit_tail_histogram([0, 1], [5, 6], hours=1.0, deadline_us=1.0)
+    with pytest.raises(ConfigError, match="in one bucket"):
+        fit_tail_histogram([0, 1, 2], [0, 5000], hours=1.0, deadline_us=1.0)
+
+
+def test_a_histogram_expands_only_its_top_even_when_one_bucket_holds_most():
+    counts = np.r_[np.full(10, 1_000), 300_000_000, np.full(40, 20_000) // np.arange(1, 41)]
+    edges = np.arange(counts.size + 1, dtype=float)
+    tail = fit_tail_histogram(edges, counts, hours=24.0, deadline_us=45.0, seed=1)
+    assert tail.cycles == int(counts.sum()) and tail.threshold_us >= 10.0
 
 
 @pytest.mark.parametrize("values, times, problem", [

@@ -121,7 +121,7 @@ def fit_tail_histogram(edges_us: np.ndarray, counts: np.ndarray, *, hours: float
                        target_per_h: float = 1 / HOURS_PER_YEAR, seed: int = 0) -> Tail:
     """The tail of a histogram (oslat, cyclictest -h): bucket i holds ``counts[i]`` values in
     [edges_us[i], edges_us[i+1]). Only the top buckets are expanded (uniformly within each), enough
-    for the 99th percentile; a late cycle is one in a bucket whose lower edge is above the deadline."""
+    for the 99th percentile (where the threshold search starts); a late cycle is one in a bucket whose lower edge is above the deadline."""
     edges = np.asarray(edges_us, dtype=float).ravel()
     counts = np.asarray(counts).ravel()
     if counts.size == 0 or edges.size != counts.size + 1:
@@ -133,17 +133,33 @@ def fit_tail_histogram(edges_us: np.ndarray, counts: np.ndarray, *, hours: float
         raise ConfigError("the histogram's counts must be whole and non-negative", hint="check the histogram file")
     counts = counts.astype(np.int64)
     total = int(counts.sum())
-    from_top = np.cumsum(counts[::-1])[::-1]  # values in this bucket or above
-    keep = from_top <= max(math.ceil(0.02 * total), 2 * MIN_CYCLES)
-    keep[np.argmax(keep) - 1 if keep.any() and np.argmax(keep) > 0 else 0] = True  # the bucket straddling the cut
-    rng = np.random.default_rng(seed)
-    idx = np.repeat(np.flatnonzero(keep), counts[keep])
-    values = edges[idx] + rng.uniform(0, 1, idx.size) * (edges[idx + 1] - edges[idx])
+    if np.count_nonzero(counts) == 1:
+        raise ConfigError(f"every value of the {series} histogram is in one bucket: a constant has no tail",
+                          hint="check that the right histogram was given")
+    values = _top_of_histogram(edges, counts, max(math.ceil(0.01 * total), 2 * MIN_CYCLES),
+                               np.random.default_rng(seed))
     late = int(counts[edges[:-1] > deadline_us].sum())
     tail, reason = analyse(values, None, deadline_us=deadline_us, hours=hours, cycles=total, series=series,
                            threshold_us=threshold_us, gap_s=0.0, target_per_h=target_per_h, seed=seed,
                            late=late, jitter=False)
     return refuse(tail, reason) if reason else tail
+
+
+def _top_of_histogram(edges: np.ndarray, counts: np.ndarray, wanted: int, rng: np.random.Generator) -> np.ndarray:
+    """The *wanted* largest values of a histogram, spread uniformly within their buckets; of the bucket
+    the cut falls in, only the values needed, in its upper part (a 24 h histogram holds 345 M values)."""
+    from_top = np.cumsum(counts[::-1])[::-1]  # values in this bucket or above
+    whole = np.flatnonzero(from_top <= wanted)
+    idx = np.repeat(whole, counts[whole])
+    low, width = edges[idx], edges[idx + 1] - edges[idx]
+    values = low + rng.uniform(0, 1, idx.size) * width
+    cut = (whole[0] if whole.size else counts.size) - 1  # the bucket the cut falls in
+    if cut >= 0:
+        need = int(min(counts[cut], wanted - idx.size))
+        share = need / counts[cut] if counts[cut] else 0.0
+        top, w = edges[cut + 1], edges[cut + 1] - edges[cut]
+        values = np.r_[top - rng.uniform(0, share, need) * w, values]
+    return values
 
 
 def refuse(tail: Tail, reason: str) -> Tail:

@@ -144,6 +144,8 @@ def poisson_range(rate: float, clusters: int, budget: np.ndarray) -> tuple[np.nd
     arg = -np.exp(-1.0 - b / max(clusters, 1))
     low = np.real(-lambertw(arg, 0))
     high = np.real(-lambertw(arg, -1))
+    at_max = ~np.isfinite(low) | ~np.isfinite(high) | (b <= 1e-12)  # the branch point -1/e: r = 1 (rounding gives NaN)
+    low, high = np.where(at_max, 1.0, low), np.where(at_max, 1.0, high)
     return rate * low, rate * high
 
 
@@ -213,9 +215,36 @@ def region(y: np.ndarray, budget: float = BUDGET_95, steps: int = 41) -> Region:
         half = np.where(edge, np.minimum(half * 2, 10.0), half)
     keep = deficit <= budget
     keep[np.argmin(np.abs(xis - xi_hat)), steps // 2] = True  # the maximum itself (t = 0 at ξ̂)
-    xi_pts = np.broadcast_to(xis[:, None], sigma.shape)[keep]
-    return Region(xi=xi_pts, sigma=sigma[keep], deficit=np.maximum(deficit[keep], 0.0), xi_hat=xi_hat,
+    rows = np.broadcast_to(xis[:, None], sigma.shape)
+    edge_xi, edge_sigma, edge_deficit = _edges(y, xis, sig, sigma, deficit, l_max, budget)
+    return Region(xi=np.r_[rows[keep], edge_xi], sigma=np.r_[sigma[keep], edge_sigma],
+                  deficit=np.maximum(np.r_[deficit[keep], edge_deficit], 0.0), xi_hat=xi_hat,
                   sigma_hat=sigma_hat, xi_low=xi_low, xi_high=xi_high)
+
+
+def _edges(y: np.ndarray, xis: np.ndarray, sig: np.ndarray, sigma: np.ndarray, deficit: np.ndarray,
+           l_max: float, budget: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The region's edge in each ξ row, between the last grid point inside and the first outside
+    (linear in ln σ), so that a coarse grid does not cut the interval's ends short. At ξ = -1 the
+    likelihood is -n ln σ for σ > max(y) and -inf below, so its edge is solved exactly (and calibrated
+    exactly: the endpoint of a uniform sample, Smith 1985)."""
+    ln_s = np.log(sigma)
+    d0, d1 = deficit[:, :-1], deficit[:, 1:]
+    cross = ((d0 <= budget) != (d1 <= budget)) & np.isfinite(d0) & np.isfinite(d1)
+    with np.errstate(invalid="ignore"):  # inf - inf outside the crossings, which np.where drops
+        frac = np.where(cross, (budget - np.where(cross, d0, 0.0)) / np.where(cross, d1 - d0, 1.0), 0.0)
+    at = ln_s[:, :-1] + frac * (ln_s[:, 1:] - ln_s[:, :-1])
+    rows = np.broadcast_to(xis[:, None], at.shape)
+    out_xi, out_sigma, out_d = rows[cross], np.exp(at[cross]), np.full(int(cross.sum()), budget)
+    d_edge = l_max + y.size * np.log(y.max())
+    if xis[0] <= XI_MIN and d_edge <= budget:
+        # A uniform tail's endpoint is not regular: its deficit is exponential (P(θ > max·e^(c/n)) = e^-c),
+        # not half a χ²₁, so the 95 % edge is at c = ln 20 (scaled with the budget), not at 1.92.
+        reach = budget * np.log(20) / BUDGET_95 - d_edge
+        top = y.max() * np.array([1 + 1e-12, np.exp(reach / y.size)])
+        out_xi, out_sigma = np.r_[out_xi, XI_MIN, XI_MIN], np.r_[out_sigma, top]
+        out_d = np.r_[out_d, d_edge, budget]
+    return out_xi, out_sigma, out_d
 
 
 def return_level(u: float, xi: np.ndarray, sigma: np.ndarray, rate: np.ndarray, every_h: float) -> np.ndarray:
