@@ -44,3 +44,4 @@ def test_tail_npz_reads_back_and_a_corrupt_one_is_one_error(tmp_path):
     (tmp_path / TAIL_KEEP).write_bytes(b"not a zip")
     with pytest.raises(SoftRTError, match="cannot read"):
         read_tail_keep(tmp_path)
+

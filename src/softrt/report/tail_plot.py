@@ -87,7 +87,7 @@ def return_level_figure(items: list[tuple[str, Tail, np.ndarray | None, np.ndarr
 
 def return_level_plot(items: list[tuple[str, Tail, np.ndarray | None, np.ndarray | None]]) -> Plot:
     """The report's figure (a Plot; None when no run has a tail block)."""
-    key, title = "return-levels", "Return levels: the worst cycle once an hour, day, week, year"
+    key, title = "return_levels", "Return levels: the worst cycle once an hour, day, week, year"
     caption = ("x: a return period (log axis); y: the level a cycle exceeds about once in that period. Points: the "
                "declustered bursts' peaks (the k-th worst of n in T hours: once every T/k hours); line: the fitted "
                "tail (generalized Pareto, peaks over threshold); band: its 95 % interval; dashed: the deadline. "
