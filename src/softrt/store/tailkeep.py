@@ -72,5 +72,5 @@ def read_tail_keep(run_path: Path) -> dict[str, TailKeeper] | None:
                                                first=None if first < 0 else first, last=None if last < 0 else last)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
         raise SoftRTError(f"cannot read {file}: {printable(err)[:200]}",
-                          hint="the file is corrupt; softrt tail can read the run's samples.parquet instead") from None
+                          hint="the file is corrupt; softrt tail RUN reads the run's samples.parquet instead when it has one") from None
     return out

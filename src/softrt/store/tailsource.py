@@ -29,7 +29,7 @@ from ..analysis.cycles import DEFAULT_THRESHOLD_NS
 from ..analysis.stream import RunStats
 from ..analysis.tail import fit_tail, fit_tail_histogram
 from ..analysis.tail_keep import TailKeeper, fit_kept
-from ..errors import ConfigError
+from ..errors import ConfigError, SoftRTError
 from ..schema.tail import HOURS_PER_YEAR, Tail
 from ..schema.text import printable
 from .history import HISTOGRAM, load_run_summary, resolve_run
@@ -213,7 +213,12 @@ def _run_tail(path: Path, opts: TailOptions) -> Fitted:
         raise ConfigError(f"{printable(path)}: the run has no period", hint="give a run softrt recorded")
     threshold_ns = summary.config.late_threshold_ns or DEFAULT_THRESHOLD_NS
     series = "latency" if summary.scenario == "watch" else "period"
-    keep = read_tail_keep(path)
+    try:
+        keep = read_tail_keep(path)
+    except SoftRTError as err:  # a corrupt tail.npz: the samples hold the same cycles, if kept
+        if not (path / SAMPLES).is_file():
+            raise
+        keep, _ = None, err
     if keep is None:
         keep = _keep_from_samples(path, period_ns, threshold_ns)
     k = keep[series]
