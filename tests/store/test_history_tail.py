@@ -27,3 +27,5 @@ def test_runs_are_ranked_by_their_late_rate_bound(tmp_path, run_cli, monkeypatch
     assert [r["late_rate_high_per_h"] for r in json.loads(out)] == [2.0, 30.0, None]
     code, out, _ = run_cli("history", "--db", str(db))
     assert code == 0 and "late/h" in out and "30" in out
+    code, out, _ = run_cli("history", "--db", str(db), "--by-rate")
+    assert code == 0 and out.startswith("Runs, lowest late-rate bound first")

@@ -81,7 +81,8 @@ _HOST, _SCENARIO, _STATUS, _LATENCY, _RATE = 1, 2, 4, 8, 10
 _TEXT_MIN_WIDTH = 4  # host and scenario give way down to this (with an ellipsis)
 
 
-def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None, width: int = 80) -> Table:
+def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None, width: int = 80,
+                  by_rate: bool = False) -> Table:
     """One line per run within *width* columns: identity, then the seed's headline figures.
 
     Run ids are abbreviated to *short_ids* (their unique prefixes, which softrt show takes). The
@@ -126,7 +127,7 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
         for i, k in enumerate(sorted(text, key=lambda k: widths[k])):  # the narrower one keeps its width
             limit[k] = max(_TEXT_MIN_WIDTH, min(widths[k], spare // (len(text) - i)))
             spare -= limit[k]
-    title = "Runs, oldest first"
+    title = "Runs, lowest late-rate bound first" if by_rate else "Runs, oldest first"
     if one_host and runs and runs[0].host:
         title += f", on {runs[0].host}"
     title += " (µs; RT: real-time)"
@@ -185,7 +186,7 @@ def command(ctx, db, host, scenario, source, since, until, limit, by_rate, as_js
         sys.stdout.write(json.dumps([_listing(r) for r in runs], indent=2) + "\n")
     elif runs:
         out = console()
-        out.print(history_table(runs, history.short_ids(), width=out.width))
+        out.print(history_table(runs, history.short_ids(), width=out.width, by_rate=by_rate))
     else:
         console(stderr=True).print(f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
                                    "import, or with softrt history add DIR.", soft_wrap=True)
