@@ -8,7 +8,9 @@ or a CSV/Parquet column, read into the tail model (store layer; issue 33).
 * cyclictest ``-v`` (rt-tests src/cyclictest/cyclictest.c, ``print_stat`` with verbose): one line
   ``THREAD: INDEX: LATENCY`` per cycle, in µs (ns with ``-N``). The cycle's time is INDEX times the
   interval the user gives (cyclictest's own "Interval:" header line did not match ``-i`` on this
-  project's machine: evt-recipe.md).
+  project's machine: evt-recipe.md). INDEX counts cyclictest's cycles, not its timer's expiries: a
+  stall longer than the interval drops the expiries it spanned (40 s on this VM gave 127,045 lines,
+  not 160,000), so the time is a lower bound and the rates an upper one (the Tail's caveat says so).
 * cyclictest/oslat ``--json`` (store.importers' parser): a histogram has no time order, so no
   declustering (the Tail's caveat says so).
 * A CSV or Parquet column (``--column``): one value per cycle, in µs, at the given interval.
@@ -39,6 +41,8 @@ from .tailkeep import read_tail_keep
 from .validate import parse_json, read_bounded
 
 MAX_TEXT_BYTES = 4 << 30  # a 24 h cyclictest -v file is about 6 GB: read it in pieces, never whole
+CYCLICTEST_CAVEAT = ("times are cycle index × --interval-us: cyclictest drops the expiries a stall spans, so the "
+                     "run lasted longer than that and the rates are upper bounds")
 _LINE = re.compile(rb"^\s*(\d+):\s*(\d+):\s*(\d+)\s*$", re.M)
 
 
@@ -123,7 +127,10 @@ def _cyclictest_tail(path: Path, opts: TailOptions) -> Fitted:
         raise ConfigError(f"{printable(path)} has no cycle of thread {which}",
                           hint=f"threads in the file: {', '.join(map(str, np.unique(thread)[:10]))}")
     times = np.arange(lat.size) * opts.interval_us / 1e6
-    return _fit(lat.astype(float), times, opts, _deadline(opts, _latency_deadline(opts), ""), "latency_us")
+    fitted = _fit(lat.astype(float), times, opts, _deadline(opts, _latency_deadline(opts), ""), "latency_us")
+    if fitted.tail.caveat is None and int(lat.max()) > opts.interval_us:
+        fitted = Fitted(fitted.tail.replace(caveat=CYCLICTEST_CAVEAT), fitted.values_us, fitted.times_s)
+    return fitted
 
 
 def _column_tail(path: Path, opts: TailOptions) -> Fitted:
