@@ -28,7 +28,7 @@ def test_report_with_png_and_a_broken_run(run_cli, home, tmp_path):
     assert f"written to {out_html}" in out and "6 PNG(s)" in out
     assert "warning: left out" in err and "missing" in err
     html = out_html.read_text()
-    assert 'class="note broken"' in html and len(re.findall(r'<figure id="plot-', html)) == 6
+    assert 'class="note broken"' in html and len(re.findall(r'<figure id="plot-', html)) == 7
     assert_pngs_drawn(png)
 
 
@@ -68,8 +68,9 @@ def test_a_real_run_is_stored_and_reported(real_run, run_cli, monkeypatch, tmp_p
     code, _, err = run_cli("report", summary["run_id"], "-o", str(out_html))
     assert code == 0, err
     html = out_html.read_text()
-    assert summary["run_id"] in html and html.count('data-plot="') == 6
+    assert summary["run_id"] in html and html.count('data-plot="') == 7  # return_levels too
     assert 'data-plot="period_hist"><img' in html and 'data-plot="period_series"><img' in html
+    assert 'data-plot="return_levels"><img' in html  # its tail block and tail.npz (issue 33)
     code, shown, _ = run_cli("show", summary["run_id"])
     assert code == 0 and "Timer int. period" in shown
 

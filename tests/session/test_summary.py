@@ -20,8 +20,9 @@ from softrt.store.history import History
 from softrt.store.rundir import RunDir, read_summary
 from softrt.trace import TraceSession
 
-#: What only the end of a run knows (the trace's attribution) or only a checkpoint says (when, by whom).
-FINAL_ONLY = {"why_late"}
+#: What only the end of a run knows (the trace's attribution, the tail model fitted once) or only a
+#: checkpoint says (when, by whom).
+FINAL_ONLY = {"why_late", "tail"}
 CHECKPOINT_ONLY = {"checkpoint_at", "supervisor"}
 
 
@@ -56,6 +57,7 @@ def test_a_checkpoint_is_the_final_summary_so_far(parts):
                 "config", "mode", "run_id", "started_at"):
         assert ckpt[key] == final[key], key
     assert ckpt["cycles"] == 20_000 and ckpt["misses"]["missed_updates"] == 4
+    assert final["tail"]["series"] == "period_us" and final["tail"]["cycles"] == 19_999  # periods: cycles - 1
     assert 5.0 <= ckpt["elapsed_s"] and final["elapsed_s"] >= 5.0
     assert ckpt["supervisor"]["identity"].split("/")[1] == str(ckpt["supervisor"]["pid"])
 

@@ -113,6 +113,14 @@ def rate_bound(tail: Tail | None) -> float | None:
     return tail.late_rate_bound_per_h if tail.hours > 0 else None
 
 
+def parse_rate(text: str, what: str = "rate") -> float:
+    """A rate such as ``1/year`` or ``0.5/h`` in events per hour; ConfigError when it is not one."""
+    m = _RATE.match(text.strip().replace(" ", ""))
+    if not m or float(m.group(1)) <= 0:
+        raise ConfigError(f"{what} {text!r} is not a positive rate", hint="e.g. 1/year (per h, day, week or year)")
+    return float(m.group(1)) / _PER_H[m.group(2)]
+
+
 def _rate_per_h(part: str, op: str, raw: str) -> float:
     m = _RATE.match(raw)
     if not m:

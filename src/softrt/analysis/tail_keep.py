@@ -10,7 +10,7 @@ cycles seen (at least ``min_keep``) or ``cap`` values are held, it raises the th
 top ``share`` of the cycles seen (at most ``cap / 2``) and drops the rest. The threshold only rises,
 so what is held is exactly every value above the final threshold over the whole run: a consistent
 top of the series (the model is told the run's total cycle count and length). With the defaults a
-24 h run holds at most 4 M values (64 MB); its final threshold (``threshold``) and how often it rose
+24 h run holds at most 1.5 M values (24 MB); its final threshold (``threshold``) and how often it rose
 (``raised``) are recorded with the kept values (``tail.npz``, docs/run-format.md).
 """
 
@@ -24,8 +24,9 @@ from .tail import analyse, poisson_upper_rate, refuse
 
 #: Keep about this share of every cycle seen: the model's lowest candidate is the 99th percentile.
 SHARE = 0.012
-#: Never hold more values than this (64 MB of values and times).
-CAP = 4_000_000
+#: Never hold more values than this (24 MB of values and times): the fit of a 24 h run stays under
+#: 500 MB (bench/tail_keep_scale.py); the model needs its top, not the whole 1 %.
+CAP = 1_500_000
 #: Hold at least this many before the threshold first rises (a short run keeps its whole top).
 MIN_KEEP = 50_000
 
@@ -38,6 +39,8 @@ class TailKeeper:
         self.threshold = floor  # values strictly above it are kept
         self.deadline = deadline  # values above it are counted (late), also once the threshold passes it
         self.late = 0
+        self.first: int | float | None = None  # the first and last time offered: the run's span
+        self.last: int | float | None = None
         self.share, self.cap, self.min_keep = share, int(cap), int(min_keep)
         self.seen = 0  # values offered (every cycle of the series)
         self.raised = 0  # times the threshold rose
@@ -55,6 +58,9 @@ class TailKeeper:
         if n == 0:
             return
         self.seen += n
+        if self.first is None:
+            self.first = times[0].item()
+        self.last = times[-1].item()
         if self.deadline is not None:
             self.late += int(np.count_nonzero(values > self.deadline))
         keep = values > self.threshold
@@ -82,15 +88,48 @@ class TailKeeper:
             self._values, self._times = [np.concatenate(self._values)], [np.concatenate(self._times)]
         return self._values[0], self._times[0]
 
+    def hours(self, period_ns: int, scale_s: float = 1e-9) -> float:
+        """The observed time: the span of the times offered (in units of *scale_s* seconds) and one
+        more cycle, else (nothing offered twice) the cycles at the nominal *period_ns*."""
+        if self.first is not None and self.last is not None and self.seen > 1 and self.last > self.first:
+            return (self.last - self.first) * scale_s / 3600 * self.seen / (self.seen - 1)
+        return self.seen * period_ns / 3.6e12
+
     @classmethod
     def restore(cls, values: np.ndarray, times: np.ndarray, *, threshold: float, seen: int, raised: int = 0,
-                deadline: float | None = None, late: int = 0) -> TailKeeper:
+                deadline: float | None = None, late: int = 0, first: float | None = None,
+                last: float | None = None) -> TailKeeper:
         """A keeper holding what a stored one held (store.tailkeep reads it back)."""
         out = cls(threshold, deadline)
         out.seen, out.raised, out.late = int(seen), int(raised), int(late)
+        out.first, out.last = first, last
         if values.size:
             out._values, out._times, out._held = [values], [times], int(values.size)
         return out
+
+
+#: Pooled runs are set this far apart in time, so no burst spans two of them.
+POOL_GAP_NS = 1_000_000_000
+
+
+def pool(keepers: list[TailKeeper], period_ns: int) -> TailKeeper:
+    """The runs of *keepers* (one loop, one period) as one: above the highest of their thresholds,
+    each run's times after the one before it (its cycles × the period, plus a second)."""
+    threshold = max(k.threshold for k in keepers)
+    values, times, offset = [], [], 0
+    for k in keepers:
+        v, t = k.arrays()
+        keep = v > threshold
+        values.append(v[keep])
+        times.append(t[keep] - (k.first if k.first is not None else 0) + offset)
+        offset += int(k.hours(period_ns) * 3.6e12) + POOL_GAP_NS
+    # The pooled span counts each run's own, not the gaps set between them.
+    span_ns = sum(int(k.hours(period_ns) * 3.6e12) for k in keepers)
+    seen = sum(k.seen for k in keepers)
+    return TailKeeper.restore(np.concatenate(values), np.concatenate(times), threshold=threshold, seen=seen,
+                              raised=sum(k.raised for k in keepers), deadline=keepers[0].deadline,
+                              late=sum(k.late for k in keepers), first=0,
+                              last=span_ns * (seen - 1) / seen if seen > 1 else None)
 
 
 def fit_kept(keeper: TailKeeper, *, hours: float, series: str, scale: float = 1e-3, gap_s: float = 0.010,
@@ -108,7 +147,8 @@ def fit_kept(keeper: TailKeeper, *, hours: float, series: str, scale: float = 1e
         base = base.replace(caveat=f"only the cycles above {keeper.threshold * scale:.1f} µs were kept "
                                    f"(the top of {keeper.seen:,}): the threshold starts there")
     try:
-        tail, reason = analyse(values * scale, (times - times[0]) / 1e9 if times.size else None,
+        start = keeper.first if keeper.first is not None else (times[0] if times.size else 0)
+        tail, reason = analyse(values * scale, (times - start) / 1e9 if times.size else None,
                                deadline_us=deadline_us, hours=hours, cycles=keeper.seen, series=series,
                                threshold_us=threshold_us, gap_s=gap_s, target_per_h=target_per_h, seed=0,
                                late=keeper.late)

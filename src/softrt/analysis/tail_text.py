@@ -20,6 +20,8 @@ def span(hours: float | None) -> str:
     """A length of time in the unit that reads best (45 min, 9.2 h, 3.1 days, 2.4 years)."""
     if hours is None or not math.isfinite(hours):
         return "never"
+    if hours < 1 / 60:
+        return f"{hours * 3600:.2g} s"
     if hours < 1:
         return f"{hours * 60:.2g} min"
     if hours < 48:
@@ -80,6 +82,15 @@ def plan(tail: Tail) -> str:
     return f"to claim ≤ {target}, run ≥ {span(tail.run_h_needed)} more"
 
 
+def time_us(x: float) -> str:
+    """A duration given in µs, in the unit that reads best."""
+    if abs(x) < 10_000:
+        return f"{x:,.0f} µs"
+    if abs(x) < 10_000_000:
+        return f"{x / 1e3:,.1f} ms"
+    return f"{x / 1e6:,.3g} s"
+
+
 def _iv(est: float | None, low: float | None, high: float | None, fmt: str = "{:+.2f}") -> str:
     if est is None or low is None or high is None:
         return "-"
@@ -114,8 +125,9 @@ def tail_lines(tail: Tail, culprit: str | None = None) -> list[str]:
     if lr is not None and lr.estimate is not None:
         lines.append(f"  late bursts per hour (fitted): {_iv(lr.estimate, lr.low, lr.high, '{:.3g}')}")
     for r in tail.return_levels:
-        if r.level_us is not None:
-            lines.append(f"  worst cycle once a {_EVERY.get(r.every_h, f'{r.every_h:g} h')}: "
-                         f"{_iv(r.level_us, r.low_us, r.high_us, '{:,.0f}')} µs")
+        if r.level_us is not None and r.low_us is not None and r.high_us is not None:
+            every = _EVERY.get(r.every_h, f"{r.every_h:g} h")
+            lines.append(f"  worst cycle once {'an' if every == 'hour' else 'a'} {every}: {time_us(r.level_us)} "
+                         f"[{time_us(r.low_us)}, {time_us(r.high_us)}]")
     lines.append("  " + rate_clause(tail, culprit).split("; " + bound_clause(tail))[0])
     return lines

@@ -20,7 +20,7 @@ _COMMAND_MODULES = (
     "compare",
     "watch",
     "check", "tune",
-    "history", "show", "report", "import_", "push",
+    "history", "show", "report", "import_", "push", "tail",
     "ecat_sim",
 )
 

@@ -80,7 +80,7 @@ def verdicts_text(pooled: dict[str, Pooled]) -> Text:
     """The verdict of each scenario (its pooled rounds), then the overall one: what compare prints first."""
     out = Text()
     for name, f in pooled.items():
-        if (text := verdict_text(f.verdict, prefix=f"{name}: ")) is not None:
+        if (text := verdict_text(f.verdict, prefix=f"{name}: ", tail=f.tail)) is not None:
             out.append_text(text)
             out.append("\n")
     if (line := overall(pooled)) is not None:

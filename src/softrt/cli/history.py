@@ -123,6 +123,13 @@ def _count(n: int | None) -> str:
     return f"{n:,}" if n < 10_000_000 else f"{num(n / 1e6, 1)}M"
 
 
+def _rate(per_h: float | None) -> str:
+    """The tail model's 95 % upper bound of late cycles per hour (issue 33)."""
+    if per_h is None:
+        return "-"
+    return f"{per_h:,.0f}" if per_h >= 100 else f"{per_h:.2g}"
+
+
 def _state(r: RunRecord) -> str:
     """The status cell: empty for a complete run, else partial / running 12m / died 3h05m."""
     if r.status in (None, "complete"):
@@ -141,19 +148,21 @@ def _listing(r: RunRecord) -> dict:
 
 
 _HEADERS = ("run", "host", "scenario", "mode", "status", "cycles", "period\nmax", "period\np99.99", "latency\nmax",
-            "missed")
-_HOST, _SCENARIO, _STATUS, _LATENCY = 1, 2, 4, 8
+            "missed", "late/h\n≤ 95 %")
+_HOST, _SCENARIO, _STATUS, _LATENCY, _RATE = 1, 2, 4, 8, 10
 _TEXT_MIN_WIDTH = 4  # host and scenario give way down to this (with an ellipsis)
 
 
-def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None, width: int = 80) -> Table:
+def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None, width: int = 80,
+                  by_rate: bool = False) -> Table:
     """One line per run within *width* columns: identity, then the seed's headline figures.
 
     Run ids are abbreviated to *short_ids* (their unique prefixes, which softrt show takes). The
     id and the numbers are never cut or wrapped; to fit, the host column is left out when every
     run is from one host (it is in the title then), the status column when every run is complete,
-    then host and scenario give way (an ellipsis), and last the latency column goes (it is in
-    softrt show and ``softrt history --json``, with everything else).
+    then host and scenario give way (an ellipsis), and last the latency column and the late-rate
+    bound go (they are in softrt show and ``softrt history --json``, with everything else). The
+    late-rate column (the tail block's 95 % upper bound per hour) is shown when a run has one.
     """
     short_ids = short_ids or {}
     hosts = {r.host for r in runs}
@@ -166,12 +175,13 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
         rows.append([short_ids.get(r.run_id, r.run_id), r.host or "-", scenario,
                      _MODES.get(r.mode or "-", r.mode or "-"), _state(r), _count(r.cycles), _num(r.period_max_us),
                      _num(r.period_p99_99_us), _num(r.latency_max_us),
-                     "-" if r.missed_updates is None else f"{r.missed_updates:,}"])
+                     "-" if r.missed_updates is None else f"{r.missed_updates:,}", _rate(r.late_rate_high_per_h)])
     rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max([len(row[k]) for row in rows] + [len(line) for line in _HEADERS[k].split("\n")])
               for k in range(len(_HEADERS))]
     keep = [k for k in range(len(_HEADERS)) if not (k == _HOST and one_host)
-            and not (k == _STATUS and not any(row[_STATUS] for row in rows))]
+            and not (k == _STATUS and not any(row[_STATUS] for row in rows))
+            and not (k == _RATE and all(r.late_rate_high_per_h is None for r in runs))]
     text = [k for k in (_HOST, _SCENARIO) if k in keep]
 
     # Two spaces between columns when everything fits so, else one.
@@ -180,15 +190,16 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
     def room() -> int:  # what the host and scenario columns can have
         return width - sum(widths[k] for k in keep if k not in text) - gap * (len(keep) - 1)
 
-    if room() < _TEXT_MIN_WIDTH * len(text) and _LATENCY in keep:
-        keep.remove(_LATENCY)
+    for k in (_LATENCY, _RATE):  # (the late rate's bound is in softrt show and --json too)
+        if room() < _TEXT_MIN_WIDTH * len(text) and k in keep:
+            keep.remove(k)
     limit = {}
     if sum(widths[k] for k in text) > room():
         spare = max(room(), _TEXT_MIN_WIDTH * len(text))
         for i, k in enumerate(sorted(text, key=lambda k: widths[k])):  # the narrower one keeps its width
             limit[k] = max(_TEXT_MIN_WIDTH, min(widths[k], spare // (len(text) - i)))
             spare -= limit[k]
-    title = "Runs, oldest first"
+    title = "Runs, lowest late-rate bound first" if by_rate else "Runs, oldest first"
     if one_host and runs and runs[0].host:
         title += f", on {runs[0].host}"
     title += " (µs; RT: real-time)"
@@ -215,7 +226,8 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
 @click.group("history", invoke_without_command=True, epilog="""\b
 Examples:
   softrt history --host rig-7 --since 2026-11-01
-  softrt history --limit 5 --json""")
+  softrt history --limit 5 --json
+  softrt history --by-rate                    rank by the late rate's 95 % upper bound""")
 @DB_OPTION
 @click.option("--host", default=None, help="Only runs on this host.")
 @click.option("--scenario", default=None, help="Only this scenario (imported results: the tool's name).")
@@ -224,9 +236,11 @@ Examples:
 @click.option("--since", default=None, help="Only runs started at or after this date/time (UTC), e.g. 2026-11-01.")
 @click.option("--until", default=None, help="Only runs started up to this date (inclusive) or time (UTC).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the newest N runs.")
+@click.option("--by-rate", is_flag=True,
+              help="Rank by the late rate's 95 % upper bound, lowest first (runs without a tail block last).")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON list.")
 @click.pass_context
-def command(ctx, db, host, scenario, source, since, until, limit, as_json):
+def command(ctx, db, host, scenario, source, since, until, limit, by_rate, as_json):
     """List the stored runs, oldest first (softrt run, compare and import store theirs).
 
     \b
@@ -239,11 +253,13 @@ def command(ctx, db, host, scenario, source, since, until, limit, as_json):
         return None
     history = History(db)
     runs = history.list_runs(host=host, scenario=scenario, source=source, since=since, until=until, limit=limit)
+    if by_rate:  # a fleet ranked by how often it will be late, not by its worst sample (issue 33)
+        runs.sort(key=lambda r: (r.late_rate_high_per_h is None, r.late_rate_high_per_h or 0.0))
     if as_json:
         sys.stdout.write(json.dumps([_listing(r) for r in runs], indent=2) + "\n")
     elif runs:
         out = console()
-        emit(out, history_table(runs, history.short_ids(), width=out.width))
+        emit(out, history_table(runs, history.short_ids(), width=out.width, by_rate=by_rate))
     else:
         emit(console(stderr=True), f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
                                    "import, or with softrt history add DIR.", soft_wrap=True, markup=False)

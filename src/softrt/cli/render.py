@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.remedy import remedy_for
+from ..analysis.tail_text import tail_lines
 from ..analysis.verdict import verdict_lines, verdict_of
 from ..schema.summary import Board, Misses, RunSummary, Verdict
 from ..schema.text import printable
@@ -336,16 +337,32 @@ def fair_server_line(fair) -> str:
 def render_summary(summary: RunSummary, path: str | None = None, notice: Text | None = None) -> Group:
     """Everything ``softrt run`` prints after a run: the verdict first (then *notice*, e.g. whether a
     checkpoint's run still goes)."""
-    parts = [seed_table(summary), Text(""), percentile_table(summary), Text(""), misses_text(summary), mode_text(summary)]
+    percentiles = percentile_table(summary)
+    parts = [seed_table(summary), Text(""), percentiles, Text(""), misses_text(summary), mode_text(summary)]
     if (dc := dc_text(summary.board)) is not None:
         parts[5:5] = [dc]
     if (slaves := ethercat_text(summary.board)) is not None:
         parts[-1:-1] = [slaves]
     if (why := why_late(summary)) is not None:
         parts[1:1] = [Text(""), why]
+    if (tail := tail_text(summary)) is not None:  # the tail model, before the distribution it extends
+        at = parts.index(percentiles)
+        parts[at:at] = [tail, Text("")]
     if path:
         parts.append(Text(f"Run stored in {path}", style="dim"))
     return Group(*verdict_head(summary, notice), *parts)
+
+
+def tail_text(summary: RunSummary) -> Text | None:
+    """The tail block (analysis.tail_text's account), None for a run stored without one."""
+    if summary.tail is None:
+        return None
+    v = summary.verdict
+    lines = tail_lines(summary.tail, v.culprit.source if v is not None and v.culprit is not None else None)
+    out = Text(lines[0], style="bold")
+    for line in lines[1:]:
+        out.append("\n" + line, style="dim" if line.lstrip().startswith("rule:") else "")
+    return out
 
 
 def verdict_head(summary: RunSummary, notice: Text | None = None) -> list:

@@ -23,7 +23,7 @@ from ..platform.outfile import check_target
 from .history import lab_options, remember
 from .live import Watch
 from .options import TimeNs, samples_option, watch_options
-from .render import console, emit, percentile_table, verdict_head, why_late
+from .render import console, emit, percentile_table, tail_text, verdict_head, why_late
 
 #: How a thread waits (schema.watch.WAITS), said plainly.
 WAITS = {
@@ -117,6 +117,8 @@ def render_thread(summary: RunSummary, path: str | None = None, notice: Text | N
                        f"{w.woken_early or 0:,}")]
         if (why := why_late(summary, terms=TERMS)) is not None:
             parts += [Text(""), why]
+        if (tail := tail_text(summary)) is not None:
+            parts += [Text(""), tail]
     if (cost := cost_line(summary)) is not None:
         parts.append(cost)
     if w.waits != "timer" or not m.cycles:

@@ -24,6 +24,7 @@ from ..store.rundir import SAMPLES, SUMMARY
 from .html import page
 from .load import RunView, load_run
 from .plots import make_plots, render
+from .tail_plot import return_levels
 
 
 @dataclass
@@ -92,6 +93,7 @@ def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | o
                           f"none of the {len(broken)} runs could be read; first: {broken[0][1]}",
                           hint="check the run directories (samples.parquet, summary.json)")
     plots = make_plots(runs)
+    plots.append(return_levels(runs))  # the tail model's (issue 33): after the exceedance curves it extends
     svgs: dict[str, bytes] = {}
     pngs: list[Path] = []
     for p in plots:

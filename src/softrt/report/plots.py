@@ -308,8 +308,11 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
     key, title = "exceedance", "Exceedance: how often is the value above x?"
     caption = ("Fraction of cycles (samples) whose period (left) or latency (right) is at least x, both axes "
                "logarithmic: the curve's end is the longest value seen, its height there is 1 / samples. "
-               "A dotted tail: samples beyond an imported histogram's range, known only to lie below the maximum.")
+               "A dotted tail: samples beyond an imported histogram's range, known only to lie below the maximum. "
+               "Dash-dot: the fitted tail model (generalized Pareto above its threshold).")
     panels = (("period", lambda r: r.period), ("latency", lambda r: r.latency))
+    from .tail_plot import overlay_fitted_tail  # (it draws with this module's colours: imported here)
+
     if not any(get(r) is not None and get(r).total for _, get in panels for _, r in runs):
         return Plot(key, title, caption, None, [f"{r.run_id}: nothing to plot" for _, r in runs])
     fig, axes = _fig(1, 2, height_in=3.6)
@@ -331,6 +334,8 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
             if e.tail:
                 a, b, f = e.tail
                 ax.plot([a / 1e3, b / 1e3], [f, f], color=color(i), ls=":", lw=1.0)
+            tail = r.summary.tail  # the fitted tail (dash-dot) over the curve it models
+            overlay_fitted_tail(ax, tail if tail is not None and tail.series == f"{name}_us" else None, color(i))
         if name == "period":
             for m in _nominal(runs):
                 ax.axvline(m, color="0.4", lw=0.8, ls=":")

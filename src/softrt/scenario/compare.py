@@ -31,6 +31,9 @@ from ..session.drain import Progress
 from ..session.run import RunResult, run
 from ..schema.doc import Doc, flatten, many
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
+from ..store.tailkeep import read_tail_keep
+from ..analysis.tail_keep import fit_kept, pool
+from ..schema.tail import Tail
 from ..units import format_duration_s
 from ..units import format_number as num
 from ..analysis.verdict import judge
@@ -85,6 +88,7 @@ class Pooled(Doc):
     loads: list[LoadRun] = many()  # each load's achieved figures averaged over the rounds
     run_ids: list[str] = many()
     verdict: Verdict | None = None  # the pooled figures judged (--require, or the seed's requirement)
+    tail: Tail | None = None  # the tail model of the rounds' periods pooled (None: a round kept no tail)
 
 
 class RequirementCheck(Doc):
@@ -270,6 +274,21 @@ def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress
     return ScenarioRun(item.scenario, rnd, RunResult(summary, result.path, result.recovered), load_results, notes)
 
 
+def _pooled_tail(runs: list[ScenarioRun], period_ns: int) -> Tail | None:
+    """The tail model of every round's kept periods (tail.npz) as one run; one round: its own block."""
+    if len(runs) == 1:
+        return runs[0].result.summary.tail
+    try:
+        keeps = [read_tail_keep(r.result.path) for r in runs]
+    except SoftRTError as err:
+        runs[0].notes.append(str(err))
+        return None
+    if any(k is None for k in keeps):
+        return None
+    pooled = pool([k["period"] for k in keeps], period_ns)
+    return fit_kept(pooled, hours=pooled.hours(period_ns), series="period_us")
+
+
 def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
     scenario, config = item.scenario, item.config
     # Each run's stored histograms (stats.json), merged: no samples are re-read, and no period
@@ -281,8 +300,9 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
         except (SoftRTError, ValueError) as err:
             r.notes.append(str(err))
     metrics = _authoritative_misses(Metrics.from_dict(pooled.summary(), "the pooled figures"), runs)
+    tail = _pooled_tail(runs, config.period_ns)
     judged = judge(metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns, require=config.require,
-                   why_late=[r.result.summary.why_late for r in runs])
+                   why_late=[r.result.summary.why_late for r in runs], tail=tail)
     motions = [m for m in (r.result.summary.motion_impact for r in runs) if m is not None]
     return Pooled(
         metrics=metrics,
@@ -299,6 +319,7 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
                                                 if m.max_velocity_step_counts_per_s is not None), default=None)),
         loads=_merge_loads([r.loads for r in runs]),
         run_ids=[r.result.summary.run_id for r in runs],
+        tail=tail,
         verdict=judged,
     )
 
@@ -340,7 +361,7 @@ def _merge_loads(per_run: list[list[LoadRun]]) -> list[LoadRun]:
 
 
 def _check(req: Requirement, name: str, figures: Pooled) -> RequirementCheck:
-    passed, value = req.check(figures.metrics)
+    passed, value = req.check(figures.metrics, figures.tail)
     return RequirementCheck(scenario=name, requirement=req.text, measured=value, passed=passed)
 
 

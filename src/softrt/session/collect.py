@@ -16,6 +16,7 @@ from ..analysis import RunStats, Snapshot
 from ..analysis.cycles import CycleView, concat
 from ..analysis.tail_keep import fit_kept
 from ..motion import MotionConfig, MotionImpactStream
+from ..errors import SoftRTError
 from ..store.rundir import STATS, RunDir
 from ..store.tailkeep import write_tail_keep
 from ..schema.summary import Metrics, Motion
@@ -101,8 +102,19 @@ class Collector:
         """Store the pass's state with the run (``stats.json``, docs/run-format.md)."""
         self.flush()
         rundir.write_json(STATS, self.stats.to_dict())
-        if self.stats.keep is not None:
+
+    def write_tail(self, rundir: RunDir) -> bool:
+        """Store the tail model's raw material (``tail.npz``, store.tailkeep), after the summary: it
+        may be MBs, so it is written last and never on a disk that already filled (the summary's
+        space comes first). Never raises; False when it was not written (softrt tail RUN then reads
+        samples.parquet)."""
+        if self.stats.keep is None or rundir.failure is not None:
+            return False
+        try:
             write_tail_keep(rundir.path, self.stats.keep)
+        except SoftRTError:
+            return False
+        return True
 
     def tail(self, series: str = "period") -> Tail | None:
         """The tail model (analysis.tail) of *series* ("period": late beyond nominal + the late
@@ -111,5 +123,5 @@ class Collector:
         keep = self.stats.keep
         if keep is None or not keep[series].seen:
             return None
-        hours = keep[series].seen * self.stats.period_ns / 3.6e12
+        hours = keep[series].hours(self.stats.period_ns)  # the run's span: an untuned loop's cycles are long
         return fit_kept(keep[series], hours=hours, series=f"{series}_us")

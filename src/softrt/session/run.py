@@ -221,6 +221,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
         if stored_error is not None:
             raise stored_error
         rundir.write_json(SUMMARY, summary.to_dict())
+        collector.write_tail(rundir)  # last: never at the cost of the summary's space
     except SoftRTError as err:  # (the reserve makes this rare) the caller still gets the figures to print
         reason = f"the results could not be stored: {err.msg}"
         summary = summary.replace(status="partial", partial_reason="; ".join(filter(None, (summary.partial_reason,

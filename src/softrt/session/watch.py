@@ -344,6 +344,7 @@ def _store(session: _Session) -> WatchResult:
         w.rundir.write_json("config.json", _config(w))
         w.rundir.write_json("host.json", session.host)
         w.rundir.write_json(SUMMARY, summary.to_dict())
+        w.collector.write_tail(w.rundir)
         runs.append((summary, w.rundir.path))
     ended_early = session.interrupted or session.failure is not None or any(
         w.exited_ns is not None for w in session.threads)

@@ -63,9 +63,11 @@ class Dialect:
     entry_order: str     # the column that orders runs by when they entered the history
     types: dict          # SQLite type name -> this engine's
     run_id_collation: str
-    #: Read the compare id from the stored summary in SQL (SQLite's JSON1), or None: read in Python
-    #: (a row written by another rig may hold anything; PostgreSQL's ::jsonb would fail the query).
-    compare_id_sql: str | None
+    #: Read the compare id and the tail's late rates (issue 33: its 95 % upper bound, the fitted one
+    #: else the no-model bound, and the estimate) from the stored summary in SQL (SQLite's JSON1), so
+    #: the layout stays version 1; or None: read in Python (a row written by another rig may hold
+    #: anything; PostgreSQL's ::jsonb would fail the query).
+    summary_sql: str | None
 
     def q(self, sql: str) -> str:
         """*sql*, written with ``?`` placeholders, in this engine's style (no literal ``?`` is used)."""
@@ -85,11 +87,15 @@ class Dialect:
 
 
 SQLITE = Dialect(name="sqlite", placeholder="?", entry_order="rowid", types={}, run_id_collation="",
-                 compare_id_sql="CASE WHEN json_valid(summary_json) "
-                                "THEN json_extract(summary_json, '$.compare_id') END")
+                 summary_sql=", ".join(
+                     f"CASE WHEN json_valid(summary_json) THEN {expr} END" for expr in (
+                         "json_extract(summary_json, '$.compare_id')",
+                         "coalesce(json_extract(summary_json, '$.tail.late_rate_per_h.high'), "
+                         "json_extract(summary_json, '$.tail.late_rate_bound_per_h'))",
+                         "json_extract(summary_json, '$.tail.late_rate_per_h.estimate')")))
 PG = Dialect(name="pg", placeholder="%s", entry_order="seq",
              types={"REAL": "DOUBLE PRECISION", "INTEGER": "BIGINT"}, run_id_collation='COLLATE "C"',
-             compare_id_sql=None)
+             summary_sql=None)
 
 
 def migrations(dialect: Dialect) -> dict[int, list[str]]:

@@ -65,6 +65,8 @@ class RunRecord:
     samples_path: Path | None
     added_at: str
     compare_id: str | None = None  # the runs of one softrt compare share it (schema.summary.RunSummary)
+    late_rate_high_per_h: float | None = None  # the tail block's 95 % upper bound (None: no tail block)
+    late_rate_per_h: float | None = None  # its fitted estimate (None: no fit)
 
     @cached_property
     def summary(self) -> RunSummary:
@@ -82,6 +84,7 @@ class RunRecord:
             "missed_updates": self.missed_updates, "tuning": self.summary.tuning.to_dict(),
             "path": str(self.path), "samples_path": None if self.samples_path is None else str(self.samples_path),
             "added_at": self.added_at, "compare_id": self.compare_id,
+            "late_rate_high_per_h": self.late_rate_high_per_h, "late_rate_per_h": self.late_rate_per_h,
         }
 
 
@@ -225,9 +228,9 @@ class History:
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def _select(self) -> str:
-        """The columns of a RunRecord (and the compare id, where SQL can read it safely)."""
-        compare = self._engine.dialect.compare_id_sql
-        return f"SELECT {', '.join(_COLUMNS)}{', ' + compare if compare else ''} FROM runs"
+        """The columns of a RunRecord (and the compare id and late rates, where SQL can read them safely)."""
+        extra = self._engine.dialect.summary_sql
+        return f"SELECT {', '.join(_COLUMNS)}{', ' + extra if extra else ''} FROM runs"
 
     # -- writing ------------------------------------------------------------------------------
     def add_run(self, run_dir: Path | str) -> str:
@@ -413,8 +416,10 @@ class History:
     @staticmethod
     def _record(row: tuple) -> RunRecord:
         r = check_row(RunRecord, dict(zip(_COLUMNS, row)), "the history database")
-        # Without the SQL column (PostgreSQL), the compare id is read from the summary here.
-        compare_id = row[len(_COLUMNS)] if len(row) > len(_COLUMNS) else _compare_id(r["summary_json"])
+        # Read from the stored summary in SQL (SQLite) or, without those columns (PostgreSQL), here.
+        extra = row[len(_COLUMNS):]
+        compare_id, high, estimate = extra if len(extra) == 3 else _from_summary(r["summary_json"])
+        high, estimate = _float(high), _float(estimate)
         return RunRecord(
             run_id=r["run_id"], started_at=r["started_at"], finished_at=r["finished_at"], host=r["host"],
             scenario=r["scenario"], source=r["source"], status=r["status"], mode=r["mode"],
@@ -424,18 +429,29 @@ class History:
             summary_json=r["summary_json"], path=Path(r["path"]),
             samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
             compare_id=compare_id if isinstance(compare_id, str) else None,
+            late_rate_high_per_h=high, late_rate_per_h=estimate,
         )
 
 
-def _compare_id(summary_json: object) -> str | None:
-    """The compare id in a stored summary, read in Python (engines without SQL JSON that fails soft)."""
-    if not isinstance(summary_json, str) or '"compare_id"' not in summary_json:
-        return None
+def _from_summary(summary_json: object) -> tuple[str | None, object, object]:
+    """The compare id and the tail's late rates (95 % upper bound, estimate) of a stored summary, read
+    in Python (engines without SQL JSON that fails soft; a row written by another rig may hold anything)."""
+    if not isinstance(summary_json, str) or ('"compare_id"' not in summary_json and '"tail"' not in summary_json):
+        return None, None, None
     try:
-        value = json.loads(summary_json).get("compare_id")
+        doc = json.loads(summary_json)
+        tail = doc.get("tail") if isinstance(doc.get("tail"), dict) else {}
+        fitted = tail.get("late_rate_per_h") if isinstance(tail.get("late_rate_per_h"), dict) else {}
     except (ValueError, AttributeError, RecursionError):
-        return None
-    return value if isinstance(value, str) else None
+        return None, None, None
+    compare_id = doc.get("compare_id")
+    high = fitted.get("high")
+    return (compare_id if isinstance(compare_id, str) else None,
+            high if high is not None else tail.get("late_rate_bound_per_h"), fitted.get("estimate"))
+
+
+def _float(x: object) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
 def _stored_summary(text: str, run_id: str) -> RunSummary:

@@ -4,7 +4,8 @@ The streaming pass keeps the top of the period and latency series with their tim
 (:class:`softrt.analysis.tail_keep.TailKeeper`), so ``softrt tail RUN`` can refit a run of any
 length, also one recorded with ``--samples late``. One numpy archive (numpy's own format, no
 pickle): per series ``<series>_values`` and ``<series>_times`` (int64 ns) and
-``<series>_meta`` = [threshold, seen, raised, deadline, late].
+``<series>_meta`` = [threshold, seen, raised, deadline, late, first, last] (the first and last time
+offered: the run's span; -1 for none).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def write_tail_keep(run_path: Path, keep: dict[str, TailKeeper]) -> Path:
         arrays[f"{name}_values"] = values.astype(np.int64)
         arrays[f"{name}_times"] = times.astype(np.int64)
         deadline = -1 if k.deadline is None else k.deadline
-        arrays[f"{name}_meta"] = np.array([k.threshold, k.seen, k.raised, deadline, k.late], dtype=np.int64)
+        first, last = (-1 if x is None else x for x in (k.first, k.last))
+        arrays[f"{name}_meta"] = np.array([k.threshold, k.seen, k.raised, deadline, k.late, first, last],
+                                          dtype=np.int64)
     target = Path(run_path) / TAIL_KEEP
     tmp = None
     try:
@@ -62,13 +65,17 @@ def read_tail_keep(run_path: Path) -> dict[str, TailKeeper] | None:
             for name in SERIES:
                 if f"{name}_meta" not in z:
                     continue
-                threshold, seen, raised, deadline, late = (int(x) for x in z[f"{name}_meta"][:5])
+                meta = [int(x) for x in z[f"{name}_meta"]]
+                if len(meta) != 7:
+                    raise ValueError(f"{name}: {len(meta)} figures where 7 belong")
+                threshold, seen, raised, deadline, late, first, last = meta
                 values, times = z[f"{name}_values"], z[f"{name}_times"]
                 if values.shape != times.shape or values.ndim != 1:
                     raise ValueError(f"{name}: {values.shape} values, {times.shape} times")
                 out[name] = TailKeeper.restore(values, times, threshold=threshold, seen=seen, raised=raised,
-                                               deadline=None if deadline < 0 else deadline, late=late)
+                                               deadline=None if deadline < 0 else deadline, late=late,
+                                               first=None if first < 0 else first, last=None if last < 0 else last)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
         raise SoftRTError(f"cannot read {file}: {printable(err)[:200]}",
-                          hint="the file is corrupt; softrt tail can read the run's samples.parquet instead") from None
+                          hint="the file is corrupt; softrt tail RUN reads the run's samples.parquet instead when it has one") from None
     return out
