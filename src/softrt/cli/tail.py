@@ -11,11 +11,13 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.text import Text
 
 from ..analysis.require import parse_rate
 from ..analysis.tail_text import tail_lines
 from ..store.tailsource import TailOptions, describe, load_tail
 from .history import DB_OPTION
+from .render import console, emit
 
 
 @click.command("tail", epilog="""\b
@@ -66,7 +68,8 @@ def command(source, deadline_us, threshold_us, gap_ms, target, interval_us, colu
     if as_json:
         sys.stdout.write(describe(tail))
     else:
-        click.echo("\n".join(tail_lines(tail)))
+        out = console()
+        emit(out, Text("\n".join(tail_lines(tail))), soft_wrap=True)
         if plot_file:
-            click.echo(f"return-level plot: {plot_file}")
+            emit(out, Text(f"return-level plot: {plot_file}"), soft_wrap=True)
     return 0

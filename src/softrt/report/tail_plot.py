@@ -12,6 +12,9 @@ one colour each, on one axis. A refused fit draws its points only, and says why 
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -136,13 +139,18 @@ def write_return_level_plot(tail: Tail, file: str, values_us: np.ndarray | None 
                             times_s: np.ndarray | None = None, label: str = "") -> None:
     """``softrt tail --plot FILE``: the return-level plot of one tail, PNG or SVG by the file's suffix."""
     from ..errors import ConfigError
+    from ..platform.outfile import write_file
 
     import matplotlib
 
     with matplotlib.rc_context(RC):
         fig = return_level_figure([(label or tail.series, tail, values_us, times_s)])
-        try:
-            fig.savefig(file, dpi=110)
-        except (OSError, ValueError) as err:
-            raise ConfigError(f"cannot write the plot to {file}: {err}",
-                              hint="give a writable .png or .svg file") from None
+        # Drawn into memory, then written by the one writer of files the user names (platform.outfile:
+        # never through a planted link, a device in place); the format from the file's suffix.
+        suffix = Path(str(file)).suffix.lower().lstrip(".")
+        if suffix not in ("png", "svg"):
+            raise ConfigError(f"cannot write the plot to {file}: give it a .png or .svg name",
+                              hint="e.g. --plot tail.png")
+        buf = io.BytesIO()
+        fig.savefig(buf, format=suffix, dpi=110)
+    write_file(file, buf.getvalue(), what="the plot", hint="give a writable .png or .svg file")
