@@ -22,7 +22,7 @@ from .history import remember
 from .live import Watch
 from .output import unless_gone
 from .options import TimeNs, samples_option, trace_options, watch_options
-from .render import console, emit, verdict_text
+from .render import console, emit, loads_text, verdict_text
 
 
 def _f(value, digits=1):
@@ -88,17 +88,12 @@ def verdicts_text(pooled: dict[str, Pooled]) -> Text:
     return out
 
 
-def loads_text(pooled: dict[str, Pooled]) -> Text:
-    """What every load achieved (so a reader sees the load was real), or why it was skipped."""
+def pooled_loads_text(pooled: dict[str, Pooled]) -> Text:
+    """What every load achieved over the rounds (so a reader sees the load was real), FAILED when it
+    achieved nothing, or why it was skipped; each with its problems."""
     out = Text()
     for name, f in pooled.items():
-        for load in f.loads:
-            if load.skipped_reason:
-                line = f"{name}: {load.name} skipped: {load.skipped_reason}"
-            else:
-                achieved = ", ".join(f"{k} {num(v, 1)}" for k, v in load.achieved.items())
-                line = f"{name}: {load.name} ({load.backend}): {achieved}"
-            out.append(line + "\n")
+        out.append_text(loads_text(f.loads, f"{name}: "))
     return out
 
 
@@ -179,7 +174,7 @@ def _print(result, repeat: int, out_dir: Path) -> None:
         emit(out, dropped)
     if repeat > 1:
         emit(out, _rounds_table(result))
-    emit(out, loads_text(result.pooled))
+    emit(out, pooled_loads_text(result.pooled))
     for line in result.verdict:
         emit(out, line, style="bold")
     for check in result.checks:
