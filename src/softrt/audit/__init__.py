@@ -32,6 +32,11 @@ def default_rt_cpu(root: str = "/") -> int | None:
     return backend(root).default_rt_cpu(str(root))
 
 
+def privilege(root: str = "/") -> str:
+    """Who may apply a tune on *root*: ``root``, or ``Administrator`` for Windows (a capture of one too)."""
+    return backend(root).PRIVILEGE
+
+
 def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Report:
     """Audit *root* for a 250 µs loop on *rt_cpus* (see the backends' ``run_checks``)."""
     return backend(root).run_checks(rt_cpus, str(root), sample_s)
@@ -53,5 +58,5 @@ def revert(root: str = "/", state_path: Path | None = None, **kwargs) -> Result:
 
 
 __all__ = ["AFFINITY", "GROUPS", "KINDS", "Finding", "Plan", "Report", "Result", "Severity", "Status", "Step",
-           "apply_plan", "backend", "change_kind", "default_path", "default_rt_cpu", "plan_tune", "revert",
+           "apply_plan", "backend", "change_kind", "default_path", "default_rt_cpu", "plan_tune", "privilege", "revert",
            "run_checks", "short_target"]

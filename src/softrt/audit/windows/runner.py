@@ -47,8 +47,10 @@ def gather(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -> W
         online, allowed = plat.online_cpus(), plat.allowed_cpus()
     except SoftRTError:
         online = allowed = CpuSet(range(os.cpu_count() or 1))
-    return WinFacts(runner, rt_cpus, str(root), online=online, allowed=allowed, interpreter=sys.executable,
-                    counters=plat.sample_counters)
+    facts = WinFacts(runner, rt_cpus, str(root), online=online, allowed=allowed, interpreter=sys.executable,
+                     counters=plat.sample_counters)
+    facts.admin = wincmd.is_admin()
+    return facts
 
 
 def default_rt_cpu(root: str, runner: wincmd.Runner | None = None) -> int | None:
