@@ -37,7 +37,7 @@ class Softrt:
                     "COLUMNS": "120", "PYTHONIOENCODING": "utf-8"}
         self.lock = base / "state" / "rt-loop.lock"
 
-    def start(self, *args: str) -> subprocess.Popen:
+    def start(self, *args: str, cwd: Path | None = None) -> subprocess.Popen:
         # The two lanes start processes one at a time, and a start Wine failed with its
         # ERROR_INTERNAL_ERROR (1359, from CreateProcess; once in a clean-clone CI run, with both
         # lanes starting at once) is tried again: it is Wine's, before softrt runs at all.
@@ -45,15 +45,15 @@ class Softrt:
             try:
                 with _STARTING:
                     return subprocess.Popen([sys.executable, "-m", "softrt", *args], stdout=subprocess.PIPE,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env, cwd=cwd,
                                             text=True, encoding="utf-8", errors="replace")
             except OSError as err:
                 if getattr(err, "winerror", None) != 1359 or attempt == 2:
                     raise
                 time.sleep(1)
 
-    def run(self, *args: str) -> tuple[int, str]:
-        return self.finish(self.start(*args))
+    def run(self, *args: str, cwd: Path | None = None) -> tuple[int, str]:
+        return self.finish(self.start(*args, cwd=cwd))
 
     @staticmethod
     def finish(proc: subprocess.Popen, timeout_s: float = 3 * START_S) -> tuple[int, str]:
@@ -111,6 +111,10 @@ def wine(tmp_path_factory) -> dict:
         scenario.write_text(DISK_SCENARIO, encoding="utf-8")
         got["compare"] = s.run("compare", str(scenario), "--duration", "3s", "--settle", "2s", "--load-backend",
                                "builtin", "--json", "--out-dir", out)
+        got["elsewhere"] = s.out.parent / "elsewhere"  # the working directory of a run without --out-dir
+        got["elsewhere"].mkdir()
+        got["default_out"] = s.run("run", "--duration", "1s", "-q", cwd=got["elsewhere"])
+        got["home"] = Path(s.env["SOFTRT_HOME"])
 
     thread = threading.Thread(target=lane1)
     s.wait_for_lock(first)
@@ -119,6 +123,8 @@ def wine(tmp_path_factory) -> dict:
     got["check"] = s.run("check", "--sample", "1", "--json")
     got["apply"] = s.run("tune", "--rt-cpus", "1", "--apply")
     got["revert"] = s.run("tune", "--revert")
+    got["plan"] = s.run("tune", "--rt-cpus", "1")
+    got["as_system"] = s.run("check", "--as-system", "--sample", "0", "--json")
     got.update(_kill_a_supervisor(s))
     got["history"] = s.run("history", "--json")
     got["runs"] = json.loads(got["history"][1]) if got["history"][0] == 0 else []
@@ -173,6 +179,39 @@ def test_tune_applies_and_reverts_without_a_traceback(wine):
     for step in ("apply", "revert"):
         code, out = wine[step]
         assert code in (0, 1, 2) and "Traceback" not in out, out
+
+
+def test_tune_on_a_blind_machine_lists_what_it_could_not_read_as_administrator(wine):
+    """Wine's PowerShell prints nothing and powercfg is missing: the plan never says no change is needed."""
+    code, out = wine["plan"]
+    assert code == 0 and "Traceback" not in out, out
+    assert "No run-time change needed" not in out and "Could not be read, so nothing is planned for them" in out
+    assert "idle.idle_disable (high)" in out and "powercfg.exe" in out
+    assert "(as Administrator)" in out and "as root" not in out
+
+
+def test_check_as_system_says_in_one_finding_what_wine_lacks(wine):
+    """Wine's schtasks registers no task for SYSTEM (and runs none): the CSP finding says so and names the
+    fix; the other checks ran as the user. A real Windows runs the task (tests/platform/test_winsystem.py)."""
+    code, out = wine["as_system"]
+    assert code in (1, 2) and "Traceback" not in out, out
+    if code == 2:  # not elevated: the one line, nothing read
+        assert "needs Administrator" in out, out
+        return
+    report = json.loads(out[out.index("{"):])
+    csp = next(f for f in report["findings"] if f["id"] == "cores.csp")
+    assert csp["unreadable"] and csp["summary"].startswith("could not be read as SYSTEM"), csp
+    assert csp["reader"].startswith("SYSTEM: softrt check --as-system")
+
+
+def test_a_run_without_out_dir_goes_to_the_data_directory_not_the_working_one(wine):
+    """An elevated prompt starts in C:\\Windows\\System32: the default is <data dir>\\runs, absolute, and said."""
+    code, out = wine["default_out"]
+    assert code == 0 and "Traceback" not in out, out
+    line = next(ln for ln in out.splitlines() if ln.startswith("Run stored in "))
+    stored = Path(line.removeprefix("Run stored in ").strip())
+    assert stored.is_absolute() and stored.parent == wine["home"] / "runs" and (stored / "summary.json").is_file()
+    assert list(wine["elsewhere"].iterdir()) == []
 
 
 def test_a_killed_supervisor_takes_its_worker_with_it(wine):

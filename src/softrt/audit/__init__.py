@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..cpus import CpuSet
+from ..errors import ConfigError
 from . import linux, windows
 from .linux.apply import KINDS, Result, change_kind, short_target
 from .linux.plan import AFFINITY, Plan, Step
@@ -37,9 +38,19 @@ def privilege(root: str = "/") -> str:
     return backend(root).PRIVILEGE
 
 
-def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Report:
-    """Audit *root* for a 250 µs loop on *rt_cpus* (see the backends' ``run_checks``)."""
-    return backend(root).run_checks(rt_cpus, str(root), sample_s)
+def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0, as_system: bool = False) -> Report:
+    """Audit *root* for a 250 µs loop on *rt_cpus* (see the backends' ``run_checks``); *as_system*: read
+    Windows' SYSTEM-only source (the CSP) as SYSTEM, nothing else moved.
+
+    Raises:
+        ConfigError: *as_system* where there is no SYSTEM-only read (Linux).
+    """
+    if not as_system:
+        return backend(root).run_checks(rt_cpus, str(root), sample_s)
+    if backend(root) is not windows:
+        raise ConfigError("--as-system reads Windows' SoftRealTime CSP as SYSTEM; this is not a Windows machine "
+                          "or a capture of one", hint="drop --as-system")
+    return windows.run_checks(rt_cpus, str(root), sample_s, as_system=True)
 
 
 def plan_tune(rt_cpus: CpuSet, root: str = "/") -> Plan:

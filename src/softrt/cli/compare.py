@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..platform.outfile import check_target
 from ..scenario import BUILTIN_NAMES, load_scenario
 from ..scenario.compare import Pooled, compare, overall, plan
@@ -116,8 +117,8 @@ Examples:
 @click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
 @click.option("--settle", "settle_ns", type=TimeNs("s"), default="1s", show_default=True,
               help="Time the loads run before the measurement starts.")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("softrt-runs"),
-              show_default=True)
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=default_runs_dir,
+              help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].")
 @trace_options
 @samples_option
 @watch_options

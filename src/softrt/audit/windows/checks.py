@@ -104,6 +104,9 @@ def check_csp(w: WinFacts) -> Finding:
     title = "WindowsIoT CSP SetRTCores"
     res = w.csp
     told = said(res)
+    if res.err.startswith("as SYSTEM:"):  # check --as-system: the task that runs the query as SYSTEM failed
+        return _unreadable("cores.csp", title, f"could not be read {res.err.strip().splitlines()[0]}",
+                           Severity.MEDIUM, reader=SYSTEM)
     if res.rc in (NOT_FOUND_RC, TIMEOUT_RC):  # the exit status first: powershell.exe did not run at all
         return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM,
                            reader=needs(res, w.admin))
@@ -119,8 +122,8 @@ def check_csp(w: WinFacts) -> Finding:
                            why="Soft Real-Time (reserved cores, 16 RT priority levels) is an IoT Enterprise feature",
                            fix="use Windows 10 IoT Enterprise LTSC 2021 (21H2) or later, then set SetRTCores")
         if any(code in low for code in WBEM_ACCESS_DENIED):
-            return _unreadable("cores.csp", title, "the MDM bridge answers only to SYSTEM: run softrt check from "
-                               "psexec.exe -s -i powershell.exe to read SetRTCores", Severity.MEDIUM, told,
+            return _unreadable("cores.csp", title, "the MDM bridge answers only to SYSTEM: run softrt check "
+                               "--as-system (elevated) to read SetRTCores", Severity.MEDIUM, told,
                                reader=SYSTEM)
         return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM,
                            reader=needs(res, w.admin))

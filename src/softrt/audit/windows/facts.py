@@ -85,7 +85,8 @@ def said(res: CmdResult) -> str:
 
 
 ELEVATED = "an elevated prompt (Run as administrator)"
-SYSTEM = "SYSTEM: psexec.exe -s -i powershell.exe, then softrt check there"
+SYSTEM = ("SYSTEM: softrt check --as-system from an elevated prompt (a one-off scheduled task runs the query as "
+          "SYSTEM), or psexec.exe -s -i powershell.exe")
 
 
 def needs(res: CmdResult, admin: bool | None = None) -> str:
@@ -125,6 +126,7 @@ class WinFacts:
         self.counters = counters  # this machine's performance counters (the platform's), else typeperf
         self.sample: dict | None = None
         self.admin: bool | None = None  # elevated (this machine); None: a capture, not known
+        self.system_runner: Runner | None = None  # check --as-system: runs the SYSTEM-only query (the CSP)
 
     def run(self, argv: list[str], timeout_s: float = 30.0) -> CmdResult:
         """Run one command through the runner."""
@@ -197,7 +199,10 @@ class WinFacts:
 
     @cached_property
     def csp(self) -> CmdResult:
-        """The WindowsIoT CSP's SoftRealTimeProperties through the MDM bridge WMI provider."""
+        """The WindowsIoT CSP's SoftRealTimeProperties through the MDM bridge WMI provider (as SYSTEM with
+        ``check --as-system``: the bridge answers only to SYSTEM)."""
+        if self.system_runner is not None:
+            return self.system_runner(CSP, 60.0)
         return self.run(CSP)
 
     @cached_property
