@@ -57,7 +57,12 @@ class Softrt:
 
     @staticmethod
     def finish(proc: subprocess.Popen, timeout_s: float = 3 * START_S) -> tuple[int, str]:
-        out, _ = proc.communicate(timeout=timeout_s)
+        try:
+            out, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:  # one command that hangs fails its own test, not every test
+            proc.kill()
+            out, _ = proc.communicate()
+            return None, f"{out}\n(killed after {timeout_s:g} s)"
         return proc.returncode, out
 
     def wait_for_lock(self, proc: subprocess.Popen) -> None:
@@ -124,11 +129,12 @@ def wine(tmp_path_factory) -> dict:
     got["apply"] = s.run("tune", "--rt-cpus", "1", "--apply")
     got["revert"] = s.run("tune", "--revert")
     got["plan"] = s.run("tune", "--rt-cpus", "1")
-    got["as_system"] = s.run("check", "--as-system", "--sample", "0", "--json")
     got.update(_kill_a_supervisor(s))
     got["history"] = s.run("history", "--json")
     got["runs"] = json.loads(got["history"][1]) if got["history"][0] == 0 else []
     thread.join()
+    # Alone: its task's 60 s wait, and Wine's scheduler service, beside nothing else.
+    got["as_system"] = s.run("check", "--as-system", "--sample", "0", "--json")
     got["report_file"] = s.out / "report.html"
     return got
 
