@@ -98,3 +98,19 @@ def test_a_quote_in_the_folder_cannot_end_the_scripts_strings():
     assert wrapped("Get-Date", Path("/t/it's")) == ("& { Get-Date } > '/t/it''s/out.txt' 2> '/t/it''s/err.txt'; "
                                                     "Set-Content -LiteralPath '/t/it''s/done.txt' "
                                                     "-Value ([int](-not $?)) -Encoding ASCII")
+
+
+def test_schtasks_output_is_read_from_files_so_a_process_it_leaves_behind_cannot_hang_softrt():
+    """Under Wine schtasks started explorer.exe, which inherited its pipes: a pipe reader then waits for ever."""
+    import os
+    import signal
+    import time
+
+    from softrt.platform.winsystem import run_to_files
+
+    t0 = time.monotonic()
+    res = run_to_files(["sh", "-c", "sleep 30 & echo $!; echo said >&2"], 20.0)
+    took = time.monotonic() - t0
+    os.kill(int(res.out.strip()), signal.SIGKILL)  # the process it left behind, holding its output
+    assert res.ok and res.err == "said\n" and took < 15  # (with pipes: 30 s, the leftover's life)
+    assert run_to_files(["/nonexistent/schtasks.exe"], 5.0).rc == 127

@@ -19,13 +19,14 @@ from __future__ import annotations
 import base64
 import secrets
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from .wincmd import DEFAULT_TIMEOUT_S, POWERSHELL, TIMEOUT_RC, CmdResult, Runner, run
+from .wincmd import DEFAULT_TIMEOUT_S, NOT_FOUND_RC, POWERSHELL, TIMEOUT_RC, CmdResult, Runner, decode, oem_codec
 
 LOCAL_SYSTEM_SID = "S-1-5-18"  # well-known SID of LocalSystem ("Well-known SIDs", Microsoft)
 SCHTASKS = "schtasks.exe"
@@ -79,7 +80,27 @@ def _failed(argv: Sequence[str], step: CmdResult) -> CmdResult:
     return CmdResult(tuple(argv), step.rc or 1, "", f"as SYSTEM: {' '.join(step.argv[:2])} failed: {why}")
 
 
-def run_as_system(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, runner: Runner = run) -> CmdResult:
+def run_to_files(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> CmdResult:
+    """:func:`softrt.platform.wincmd.run`, with the output in files rather than pipes: a program schtasks
+    starts may keep its standard handles, and a pipe held open blocks its reader for ever (measured under
+    Wine: the desktop process, explorer.exe, started by the first program that needs it, inherits them, and
+    ``softrt check --as-system`` hung in subprocess's read of schtasks' output)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            done = subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=timeout_s,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            return CmdResult(tuple(argv), TIMEOUT_RC, "", f"{argv[0]}: no answer within {timeout_s:g} s")
+        except OSError as err_:
+            return CmdResult(tuple(argv), NOT_FOUND_RC, "", f"{argv[0]}: {err_.strerror or err_}")
+        oem = oem_codec()
+        out.seek(0)
+        err.seek(0)
+        return CmdResult(tuple(argv), done.returncode, decode(argv, out.read(), oem), decode(argv, err.read(), oem))
+
+
+def run_as_system(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, runner: Runner = run_to_files
+                  ) -> CmdResult:
     """Run the PowerShell command *argv* (:func:`softrt.platform.wincmd.powershell`) as LocalSystem; never raise.
 
     Needs an elevated caller (registering a task for SYSTEM does). *runner* runs schtasks (the tests'
@@ -118,4 +139,4 @@ def run_as_system(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, run
         shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["LOCAL_SYSTEM_SID", "run_as_system", "task_xml", "wrapped"]
+__all__ = ["LOCAL_SYSTEM_SID", "run_as_system", "run_to_files", "task_xml", "wrapped"]
