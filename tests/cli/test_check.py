@@ -119,3 +119,14 @@ def test_an_empty_cpu_list_suggests_a_cpu_this_machine_has(run_cli, state_dir, g
     good.set("/sys/devices/system/cpu/online", "0-1").set("/proc/self/status", "Cpus_allowed_list:\t0-1\n")
     code, _, err = run_cli("check", "--root", str(good), "--rt-cpus", "")
     assert code == 2 and err.strip().endswith("e.g. --rt-cpus 1)")
+
+
+def test_as_system_is_refused_where_it_reads_nothing(run_cli):
+    """--as-system reads Windows' CSP as SYSTEM on the machine itself: not on Linux, not from a capture."""
+    from pathlib import Path
+
+    code, out, err = run_cli("check", "--as-system", "--sample", "0")
+    assert code == 2 and out == "" and "this is not a Windows machine" in err
+    capture = Path(__file__).parent.parent / "audit" / "windows" / "fixtures" / "good"
+    code, out, err = run_cli("check", "--root", str(capture), "--as-system", "--sample", "0")
+    assert code == 2 and out == "" and "holds captured command outputs: --as-system reads this machine" in err

@@ -230,3 +230,29 @@ def test_the_mode_block_says_whether_the_fair_server_was_in_force():
         {"cpu": 3, "in_force": True, "runtime_ns": 50_000_000, "period_ns": 1_000_000_000})
     assert "fair server: off on CPU 3 (runtime 0)" in mode({"cpu": 3, "in_force": False, "runtime_ns": 0})
     assert "fair server" not in mode(None)  # a kernel without one
+
+
+def test_loads_are_shown_failed_with_their_problems_in_compare_and_show():
+    """compare's load lines and show's (a compare run): a load that achieved nothing is FAILED with its problems,
+    pooled over the rounds, never "disk (builtin): io_MB_per_s 0.0"."""
+    from softrt.cli.compare import pooled_loads_text
+    from softrt.cli.render import render_summary
+    from softrt.scenario.compare import Pooled, _merge_loads
+    from softrt.schema.summary import LoadRun
+
+    from ..report.test_build import LOADS
+
+    per_round = {1: [LoadRun.from_dict(d, "load") for d in LOADS], 2: [LoadRun.from_dict(d, "load") for d in LOADS]}
+    per_round[2][0] = per_round[2][0].replace(achieved={"copy_MB_per_s": 0.0, "cpu_pct_per_worker": 50.0})
+    text = _text(pooled_loads_text({"tuned+load": Pooled(loads=_merge_loads(per_round))}))
+    assert text.rstrip("\n").splitlines() == [
+        "tuned+load: memory (builtin): copy_MB_per_s 1,050.2, cpu_pct_per_worker 74.5",
+        "tuned+load:   memory problem: achieved nothing in 1 of 2 rounds (round 2)",
+        "tuned+load: disk (builtin): FAILED, it achieved nothing (see its problems)",
+        "tuned+load:   disk problem: io worker ended on its own (exit status 1)",
+        "tuned+load:   disk problem: AttributeError: module 'os' has no attribute 'pwrite'",
+        "tuned+load: gpu skipped: ffmpeg is not on PATH"]
+    shown = _text(render_summary(RunSummary.from_dict({"loads": LOADS})))
+    assert "  disk (builtin): FAILED, it achieved nothing (see its problems)\n" in shown
+    assert "    disk problem: AttributeError: module 'os' has no attribute 'pwrite'\n" in shown
+    assert "io_MB_per_s 0.0" not in shown

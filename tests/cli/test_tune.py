@@ -192,3 +192,34 @@ def test_the_undo_hint_acts_where_the_apply_did(run_cli, state_dir, vm, tmp_path
     code, out, err = run_cli(*__import__("shlex").split(hint)[1:])
     assert code == 0 and "Reverted:" in out, err
     assert trees.files_under(vm) == before and not state.exists()
+
+
+def test_windows_tune_on_a_blind_machine_lists_what_it_could_not_read(run_cli, state_dir, monkeypatch, tmp_path):
+    """Wine's Windows (issue 34): PowerShell prints nothing and powercfg is missing. The well-tuned machine's
+    plan then has no step, and says so without claiming that no change is needed; each unreadable check is
+    listed with what would read it, and the command to apply says Administrator, not root."""
+    from softrt.audit.windows.facts import CSP, DEFENDER, POWER, RSS
+
+    from ..audit.windows.captures import Captures
+
+    monkeypatch.setenv("COLUMNS", "250")
+    caps = Captures.copy("good", tmp_path / "blind")
+    for argv in (CSP, DEFENDER, RSS):
+        caps.set(argv, "")
+    caps.fail(POWER, "'powercfg.exe' is not recognized as an internal or external command", rc=127)
+    code, out, _ = run_cli("tune", "--root", str(caps), "--rt-cpus", "10-13")
+    assert code == 0
+    assert "No run-time change needed" not in out
+    assert "No run-time change found, but 2 fatal/high check(s) could not be read" in out
+    lines = out.splitlines()
+    head = lines.index("Could not be read, so nothing is planned for them (4):")
+    assert [ln.split(":", 1)[0] for ln in lines[head + 1:head + 5]] == [
+        "  idle.idle_disable (high)", "  irq.rss (high)", "  cores.csp (medium)", "  services.defender (medium)"]
+    listed = "\n".join(lines[head + 1:head + 5])
+    assert "read it with: powercfg.exe, missing here" in listed
+    assert listed.count("read it with: a working Windows PowerShell (it printed nothing") == 3
+    assert "(as Administrator); undo with: softrt tune --revert" in out and "as root" not in out
+    code, out, _ = run_cli("tune", "--root", str(caps), "--rt-cpus", "10-13", "--json")
+    plan = json.loads(out)["plan"]
+    assert plan["unknown"] == ["idle.idle_disable", "irq.rss"] and len(plan["unreadable"]) == 4
+    assert plan["unreadable"][0]["reader"].startswith("powercfg.exe, missing here")

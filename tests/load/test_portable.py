@@ -4,6 +4,7 @@ platform object, spawn-based churn, os.times CPU time, the stop request)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -94,9 +95,56 @@ def test_a_worker_without_a_console_stops_when_its_stdin_closes():
     assert json.loads(out)["counters"] == {"connections": 1, "bytes_received": 1000}
 
 
-def test_the_gpu_load_on_windows_says_it_is_not_there_not_that_dev_dri_is_missing(monkeypatch):
+def test_the_gpu_load_on_windows_says_what_it_lacks_not_that_dev_dri_is_missing(monkeypatch, tmp_path):
+    """Windows' GPU load is ffmpeg decoding on the GPU (d3d11va): without ffmpeg, or with one that lacks
+    d3d11va (this Linux build), it is skipped with that one reason."""
     from softrt.load import media
 
-    monkeypatch.setattr(procs, "IS_WINDOWS", True)
+    monkeypatch.setattr(procs, "gpu_video_api", lambda: "d3d11va")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ffmpeg
     reason = media.gpu_skip_reason("builtin")
-    assert reason.startswith("not on Windows") and "/dev/dri" not in reason
+    assert "ffmpeg is not on PATH" in reason and "d3d11va" in reason and "/dev/dri" not in reason
+    monkeypatch.undo()
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("ffmpeg is not installed")
+    monkeypatch.setattr(procs, "gpu_video_api", lambda: "d3d11va")
+    assert media.gpu_skip_reason("builtin") == ("this ffmpeg cannot decode on the GPU through d3d11va "
+                                                "(ffmpeg -hwaccels does not list it)")
+
+
+def test_the_disk_worker_without_pwrite_and_pread_writes_and_reads_at_each_offset(monkeypatch, tmp_path):
+    """Windows' os has no pwrite/pread (nor posix_fadvise): lseek + write/read do the same, byte for byte."""
+    for name in ("pwrite", "pread", "posix_fadvise"):
+        monkeypatch.delattr(os, name)
+    path = tmp_path / "f"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        assert _worker._pwrite(fd, b"abcd", 8) == 4 and _worker._pwrite(fd, b"XY", 1) == 2
+        assert _worker._pread(fd, 3, 8) == b"abc" and _worker._pread(fd, 100, 0) == b"\0XY" + b"\0" * 5 + b"abcd"
+    finally:
+        os.close(fd)
+    counters = _worker.disk({"dir": str(tmp_path), "passes": 1, "file_bytes": 2 << 20}, time.monotonic() + 30)
+    assert counters == {"bytes_written": (2 << 20) + 256 * 4096, "bytes_read": 2 << 20, "fsyncs": 2 + 16,
+                        "uncached_reads": 0}
+    assert list(tmp_path.iterdir()) == [path]  # its file removed
+
+
+def test_a_gpu_load_whose_gpu_cannot_decode_is_failed_with_ffmpegs_words(tmp_path):
+    """No device for the hardware decoder (vaapi here; d3d11va on a Windows VM without a GPU): ffmpeg exits
+    at once, and the load's result says so in its problems, and achieved nothing (shown FAILED)."""
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("ffmpeg is not installed")
+    from softrt.load.media import VideoLoad
+    from softrt.schema.summary import LoadRun
+
+    load = VideoLoad(CpuSet([min(os.sched_getaffinity(0))]), hwaccel="vaapi", workdir=tmp_path, timeout_s=30)
+    load.start()
+    deadline = time.monotonic() + 20
+    while load.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    load.stop()
+    run = LoadRun.from_dict(load.result().to_dict(), "a load's result")
+    assert run.name == "gpu" and run.failed
+    assert run.describe() == "gpu (ffmpeg): FAILED, it achieved nothing (see its problems)"
+    assert run.problems[0].startswith("ffmpeg ended on its own before stop (exit")
+    assert any("vaapi" in p for p in run.problems[1:]), run.problems

@@ -89,6 +89,33 @@ def test_check_verdict_and_findings_are_shown(tmp_path, synth_run):
     assert "Clocksource" not in html  # only what failed or warned
 
 
+#: A comparison's loads as a run stores them: one that worked, one whose worker died at once (issue 34: the
+#: disk load on Windows, shown as "0.0 MB/s" with its problems hidden), one this machine cannot run.
+LOADS = [
+    {"name": "memory", "backend": "builtin", "achieved": {"copy_MB_per_s": 2100.5, "cpu_pct_per_worker": 99.0}},
+    {"name": "disk", "backend": "builtin", "achieved": {"io_MB_per_s": 0.0, "write_MB_per_s": 0.0},
+     "problems": ["io worker ended on its own (exit status 1)", "AttributeError: module 'os' has no attribute 'pwrite'"]},
+    {"name": "gpu", "backend": "ffmpeg", "achieved": {}, "skipped_reason": "ffmpeg is not on PATH"},
+]
+
+
+def test_a_load_that_achieved_nothing_is_failed_with_its_problems(tmp_path, synth_run):
+    run = synth_run(cycles=2_000)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["loads"] = LOADS
+    (run / "summary.json").write_text(json.dumps(summary))
+    out = tmp_path / "r.html"
+    build_report([run], out)
+    html = out.read_text()
+    assert "<li>memory (builtin): copy_MB_per_s 2,100.5, cpu_pct_per_worker 99.0</li>" in html
+    assert ('<li class="bad" data-load-failed="1">disk (builtin): FAILED, it achieved nothing (see its problems)<ul>'
+            '<li class="bad">problem: io worker ended on its own (exit status 1)</li>'
+            '<li class="bad">problem: AttributeError: module &#x27;os&#x27; has no attribute &#x27;pwrite&#x27;</li>'
+            "</ul></li>") in html
+    assert "<li>gpu skipped: ffmpeg is not on PATH</li>" in html
+    assert "0.0" not in html[html.index("<h4>Loads</h4>"):html.index("gpu skipped")]
+
+
 def test_report_is_self_contained(shared_report):
     html = shared_report.html
     assert 'http-equiv="Content-Security-Policy"' in html and "default-src 'none'" in html

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..cpus import CpuSet
+from ..errors import ConfigError
 from . import linux, windows
 from .linux.apply import KINDS, Result, change_kind, short_target
 from .linux.plan import AFFINITY, Plan, Step
@@ -32,9 +33,24 @@ def default_rt_cpu(root: str = "/") -> int | None:
     return backend(root).default_rt_cpu(str(root))
 
 
-def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Report:
-    """Audit *root* for a 250 µs loop on *rt_cpus* (see the backends' ``run_checks``)."""
-    return backend(root).run_checks(rt_cpus, str(root), sample_s)
+def privilege(root: str = "/") -> str:
+    """Who may apply a tune on *root*: ``root``, or ``Administrator`` for Windows (a capture of one too)."""
+    return backend(root).PRIVILEGE
+
+
+def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0, as_system: bool = False) -> Report:
+    """Audit *root* for a 250 µs loop on *rt_cpus* (see the backends' ``run_checks``); *as_system*: read
+    Windows' SYSTEM-only source (the CSP) as SYSTEM, nothing else moved.
+
+    Raises:
+        ConfigError: *as_system* where there is no SYSTEM-only read (Linux).
+    """
+    if not as_system:
+        return backend(root).run_checks(rt_cpus, str(root), sample_s)
+    if backend(root) is not windows:
+        raise ConfigError("--as-system reads Windows' SoftRealTime CSP as SYSTEM; this is not a Windows machine "
+                          "or a capture of one", hint="drop --as-system")
+    return windows.run_checks(rt_cpus, str(root), sample_s, as_system=True)
 
 
 def plan_tune(rt_cpus: CpuSet, root: str = "/") -> Plan:
@@ -53,5 +69,5 @@ def revert(root: str = "/", state_path: Path | None = None, **kwargs) -> Result:
 
 
 __all__ = ["AFFINITY", "GROUPS", "KINDS", "Finding", "Plan", "Report", "Result", "Severity", "Status", "Step",
-           "apply_plan", "backend", "change_kind", "default_path", "default_rt_cpu", "plan_tune", "revert",
+           "apply_plan", "backend", "change_kind", "default_path", "default_rt_cpu", "plan_tune", "privilege", "revert",
            "run_checks", "short_target"]

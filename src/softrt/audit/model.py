@@ -69,6 +69,8 @@ class Finding:
         reboot: the fix is a kernel command-line parameter (needs a reboot).
         unreadable: (n/a only) its source exists on such a machine but could not be read here (a
             tool missing or refused, a file unreadable), as opposed to "does not apply here".
+        reader: (unreadable only) what would read it: elevation, a working PowerShell, powercfg…
+            (None: the backend's privilege, root or Administrator).
     """
 
     id: str
@@ -82,6 +84,7 @@ class Finding:
     tunable: bool = False
     reboot: bool = False
     unreadable: bool = False
+    reader: str | None = None
 
     @property
     def group(self) -> str:
@@ -115,14 +118,15 @@ class Finding:
             "tunable": self.tunable,
             "reboot": self.reboot,
             "unreadable": self.unreadable,
+            **({"reader": self.reader} if self.reader else {}),
         }
 
 
 def not_applicable(id: str, title: str, reason: str, severity: Severity = Severity.LOW, *evidence: str,
-                   unreadable: bool = False) -> Finding:
+                   unreadable: bool = False, reader: str | None = None) -> Finding:
     """Return an n/a finding that says why (a missing file, no such hardware, …); *unreadable* when
-    the source exists on such a machine but could not be read here."""
-    return Finding(id, title, Status.NA, severity, reason, tuple(evidence), unreadable=unreadable)
+    the source exists on such a machine but could not be read here, *reader* what would read it."""
+    return Finding(id, title, Status.NA, severity, reason, tuple(evidence), unreadable=unreadable, reader=reader)
 
 
 def declare(id: str, severity: Severity):

@@ -91,7 +91,10 @@ Examples:
 @click.option("-v", "--verbose", is_flag=True, help="Show every check's evidence.")
 @click.option("--root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False),
               help="Read /proc and /sys under this directory (a tree captured by scripts/capture_sysfs.py).")
-def command(rt_cpus, sample_ns, as_json, verbose, root):
+@click.option("--as-system", "as_system", is_flag=True,
+              help="Windows, elevated: read the SoftRealTime CSP (SetRTCores) as SYSTEM through a one-off scheduled "
+                   "task; softrt itself, its history and state stay yours.")
+def command(rt_cpus, sample_ns, as_json, verbose, root, as_system):
     """Check whether this machine can hold a 250 µs loop; say what is wrong, why, and the fix.
 
     Exit status: 0 ready, 1 not ready, 2 bad input.
@@ -107,9 +110,9 @@ def command(rt_cpus, sample_ns, as_json, verbose, root):
     out = make_console()
     if sample_s and not as_json and out.is_terminal and root == "/":
         with make_console(stderr=True).status(f"sampling CPU(s) {rt_cpus} for {sample_s:g} s…"):
-            report = run_checks(rt_cpus, root, sample_s)
+            report = run_checks(rt_cpus, root, sample_s, as_system)
     else:
-        report = run_checks(rt_cpus, root, sample_s)
+        report = run_checks(rt_cpus, root, sample_s, as_system)
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:

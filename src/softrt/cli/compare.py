@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..platform.outfile import check_target
 from ..scenario import BUILTIN_NAMES, load_scenario
 from ..scenario.compare import Pooled, compare, overall, plan
@@ -22,7 +23,7 @@ from .history import lab_options, remember
 from .live import Watch
 from .output import unless_gone
 from .options import PRIORITY_HELP, TimeNs, samples_option, trace_options, watch_options
-from .render import console, emit, verdict_text
+from .render import console, emit, loads_text, verdict_text
 
 
 def _f(value, digits=1):
@@ -88,17 +89,12 @@ def verdicts_text(pooled: dict[str, Pooled]) -> Text:
     return out
 
 
-def loads_text(pooled: dict[str, Pooled]) -> Text:
-    """What every load achieved (so a reader sees the load was real), or why it was skipped."""
+def pooled_loads_text(pooled: dict[str, Pooled]) -> Text:
+    """What every load achieved over the rounds (so a reader sees the load was real), FAILED when it
+    achieved nothing, or why it was skipped; each with its problems."""
     out = Text()
     for name, f in pooled.items():
-        for load in f.loads:
-            if load.skipped_reason:
-                line = f"{name}: {load.name} skipped: {load.skipped_reason}"
-            else:
-                achieved = ", ".join(f"{k} {num(v, 1)}" for k, v in load.achieved.items())
-                line = f"{name}: {load.name} ({load.backend}): {achieved}"
-            out.append(line + "\n")
+        out.append_text(loads_text(f.loads, f"{name}: "))
     return out
 
 
@@ -121,8 +117,8 @@ Examples:
 @click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
 @click.option("--settle", "settle_ns", type=TimeNs("s"), default="1s", show_default=True,
               help="Time the loads run before the measurement starts.")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("softrt-runs"),
-              show_default=True)
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=default_runs_dir,
+              help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].")
 @trace_options
 @samples_option
 @watch_options
@@ -180,7 +176,7 @@ def _print(result, repeat: int, out_dir: Path) -> None:
         emit(out, dropped)
     if repeat > 1:
         emit(out, _rounds_table(result))
-    emit(out, loads_text(result.pooled))
+    emit(out, pooled_loads_text(result.pooled))
     for line in result.verdict:
         emit(out, line, style="bold")
     for check in result.checks:

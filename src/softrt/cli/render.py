@@ -21,7 +21,7 @@ from rich.text import Text
 from ..analysis.remedy import remedy_for
 from ..analysis.tail_text import tail_lines
 from ..analysis.verdict import verdict_lines, verdict_of
-from ..schema.summary import Board, Misses, RunSummary, Verdict
+from ..schema.summary import Board, LoadRun, Misses, RunSummary, Verdict
 from ..schema.text import printable
 from ..schema.tail import Tail
 from ..schema.why_late import Cause, TraceInfo
@@ -334,6 +334,17 @@ def fair_server_line(fair) -> str:
             "softrt check: kernel.fair_server)")
 
 
+def loads_text(loads: list[LoadRun], prefix: str = "") -> Text:
+    """What every load achieved, FAILED when it achieved nothing, or why it was skipped, each followed by
+    its problems (a reader sees whether the load was real, and if not, why)."""
+    out = Text()
+    for load in loads:
+        out.append(f"{prefix}{load.describe()}\n", style="bold red" if load.failed else "")
+        for problem in load.problems or []:
+            out.append(f"{prefix}  {load.name} problem: {problem}\n", style="red")
+    return out
+
+
 def render_summary(summary: RunSummary, path: str | None = None, notice: Text | None = None) -> Group:
     """Everything ``softrt run`` prints after a run: the verdict first (then *notice*, e.g. whether a
     checkpoint's run still goes)."""
@@ -348,6 +359,8 @@ def render_summary(summary: RunSummary, path: str | None = None, notice: Text | 
     if (tail := tail_text(summary)) is not None:  # the tail model, before the distribution it extends
         at = parts.index(percentiles)
         parts[at:at] = [tail, Text("")]
+    if summary.loads:  # softrt compare's runs: the loads beside the loop
+        parts += [Text("Loads:", style="bold"), loads_text(summary.loads, "  ")]
     if path:
         parts.append(Text(f"Run stored in {path}", style="dim"))
     return Group(*verdict_head(summary, notice), *parts)

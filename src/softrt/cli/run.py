@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..session import interrupts
 from ..motion.config import MAX_AXES
 from ..analysis.verdict import verdict_lines, verdict_of
@@ -64,8 +65,8 @@ Examples:
 @click.option("--velocity", type=float, default=None, help="Max velocity, counts/s.")
 @click.option("--accel", type=float, default=None, help="Max acceleration, counts/s².")
 @click.option("--jerk", type=float, default=None, help="Max jerk, counts/s³ (S-curve).")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("softrt-runs"),
-              show_default=True, help="Where run directories are written.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=default_runs_dir,
+              help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].")
 @click.option("--check", "take_check", is_flag=True,
               help="Take a `softrt check` of the RT CPU first and store its verdict with the run.")
 @click.option("--require", "require", default=None,

@@ -14,8 +14,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..audit import (AFFINITY, KINDS, Plan, Result, apply_plan, change_kind, default_rt_cpu, plan_tune, revert,
-                     short_target)
+from ..audit import (AFFINITY, KINDS, Plan, Result, apply_plan, change_kind, default_rt_cpu, plan_tune, privilege,
+                     revert, short_target)
 from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..platform.journal import Outcome
@@ -43,16 +43,23 @@ def _rows(plan: Plan) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def render_plan(plan: Plan, expand: bool = True) -> Group:
-    """The plan: run-time changes, the kernel command line for the rest, and what is left to do by hand
-    (the table fills the width, *expand*, unless it is a pipe's: cli.output)."""
+def render_plan(plan: Plan, who: str = "root", expand: bool = True) -> Group:
+    """The plan: run-time changes, the kernel command line for the rest, what is left to do by hand, and
+    each check that could not be read with what would read it (*who*: root, or Administrator); the
+    table fills the width, *expand*, unless it is a pipe's (cli.output)."""
     table = Table(title=f"Run-time changes for real-time CPU(s) {plan.rt_cpus} ({len(plan.steps)})",
                   title_justify="left", title_style="bold", show_edge=False, expand=expand)
     for col in ("#", "change", "now", "after", "fixes"):
         table.add_column(col, overflow="fold")
     for i, (what, now, after, check) in enumerate(_rows(plan), 1):
         table.add_row(str(i), what, now, after, check)
-    parts = [table if plan.steps else Text("No run-time change needed.", style="green")]
+    if plan.steps:
+        parts = [table]
+    elif plan.blind:  # never "no change needed" when a fatal/high check could not be read (issue 34)
+        parts = [Text(f"No run-time change found, but {len(plan.report.unknown)} fatal/high check(s) could not be "
+                      "read: what they would need is not known (below).", style="bold yellow")]
+    else:
+        parts = [Text("No run-time change needed.", style="green")]
     if plan.kernel_params:
         parts += [Text(""), Text("Needs a reboot (never applied): add to the kernel command line", style="bold"),
                   Text(f"  {plan.kernel_cmdline}", style="cyan"),
@@ -64,6 +71,11 @@ def render_plan(plan: Plan, expand: bool = True) -> Group:
     if plan.manual:
         parts += [Text(""), Text("Not done by softrt tune (by hand):", style="bold")]
         parts += [Text(f"  {check}: {fix}") for check, fix in plan.manual]
+    if plan.unreadable:
+        parts += [Text(""), Text(f"Could not be read, so nothing is planned for them ({len(plan.unreadable)}):",
+                                 style="bold")]
+        parts += [Text(f"  {f.id} ({f.severity.value}): {f.summary}; read it with: {f.reader or 'softrt as ' + who}",
+                       style="yellow" if f.unknown else "") for f in plan.unreadable]
     for note in plan.notes:
         parts.append(Text(f"Trade-off: {note}", style="yellow"))
     for note in plan.skipped:
@@ -128,11 +140,12 @@ def _same(root: str, state_file: Path | None) -> str:
 @click.command("tune", epilog="""\b
 Examples:
   softrt tune                                 print the plan for the CPU softrt run uses
-  softrt tune --apply && softrt run           apply it (root), then measure
+  softrt tune --apply && softrt run           apply it (root or Administrator), then measure
   softrt tune --revert                        put back every value --apply replaced""")
 @click.option("--rt-cpus", type=CpuList(), default=None,
               help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one].")
-@click.option("--apply", "do_apply", is_flag=True, help="Apply the plan (root); every previous value is saved first.")
+@click.option("--apply", "do_apply", is_flag=True,
+              help="Apply the plan (root; Administrator on Windows); every previous value is saved first.")
 @click.option("--revert", "do_revert", is_flag=True, help="Restore exactly what --apply changed, and verify it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan (and the result) as JSON.")
 @click.option("--root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False),
@@ -169,11 +182,12 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
         payload = {"plan": plan.to_dict(), "applied": result.to_dict() if result else None}
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
-        emit(out, render_plan(plan, expand=not unbounded(out)))
+        who = privilege(root)
+        emit(out, render_plan(plan, who, expand=not unbounded(out)))
         emit(out)
         if result is None:
             emit(out, Text(f"Nothing was changed. Apply with: softrt tune --rt-cpus {plan.rt_cpus} --apply"
-                           f"{_same(root, state_file)} (as root); undo with: softrt tune --revert"
+                           f"{_same(root, state_file)} (as {who}); undo with: softrt tune --revert"
                            f"{_same(root, state_file)}", style="bold"))
         else:
             emit(out, render_result(result, "Applied"))

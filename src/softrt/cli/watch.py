@@ -19,6 +19,7 @@ from ..session.watch import WatchConfig, WatchResult
 from ..session.watch import watch as watch_threads
 from ..session.watch_targets import Target
 from ..units import format_number as num
+from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..platform.outfile import check_target
 from .history import lab_options, remember
 from .live import Watch
@@ -199,8 +200,8 @@ Examples:
                    "the threads' own events (about 1 µs of latency to them instead of 6.5 µs on the benchmark VM; "
                    "docs/watch.md).")
 @samples_option
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("softrt-runs"),
-              show_default=True, help="Where run directories are written (one per thread).")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=default_runs_dir,
+              help=f"Where run directories are written (one per thread) [default: {RUNS_DIR_SHOWN}].")
 @click.option("--report", "report", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
               help="Also write an HTML report of the threads' runs to this file.")
 @watch_options

@@ -11,8 +11,8 @@ reaches only processes on the caller's console, which a softrt without one, a se
 redirected streams, does not have; measured under Wine, every built-in load was killed before it
 could report), and with CTRL_BREAK_EVENT (SIGBREAK here) where a console carries it. As it cannot import
 softrt's platform layer, it tests for the few POSIX calls it uses (os.fork, os.posix_fadvise,
-resource) and does the same work through portable calls without them (the disk report says
-whether its read-back bypassed the cache). Its placement is checked by softrt, not here.
+os.pwrite/os.pread, resource) and does the same work through portable calls without them (the disk
+report says whether its read-back bypassed the cache). Its placement is checked by softrt, not here.
 """
 
 from __future__ import annotations
@@ -57,9 +57,35 @@ def spin(cfg: dict, deadline: float) -> dict:
     return {"ops": ops}
 
 
+def _pwrite(fd: int, data: bytes, offset: int) -> int:
+    """Write all of *data* at *offset* (pwrite(2)); without os.pwrite (Windows: Python's docs, ``os.pwrite``,
+    "Availability: Unix") through lseek + write, which is the same here, where one thread owns *fd*."""
+    if hasattr(os, "pwrite"):
+        return os.pwrite(fd, data, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    done = 0
+    view = memoryview(data)
+    while done < len(view):  # the C runtime's _write may write less than asked (a full disk: 0, then ENOSPC)
+        n = os.write(fd, view[done:])
+        if n <= 0:
+            raise OSError(errno.ENOSPC, "the disk took no more bytes")
+        done += n
+    return done
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """Read up to *size* bytes at *offset* (pread(2)); without os.pread, lseek + read."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, size)
+
+
 def disk(cfg: dict, deadline: float) -> dict:
     """Sequential writes with fsync, random 4 KiB writes with fsync, then a read-back, in a loop.
 
+    os.fsync is fsync(2) on Linux and, on Windows, the C runtime's _commit, which calls
+    FlushFileBuffers (Microsoft C runtime, ``_commit``): the data reaches the device either way.
     posix_fadvise(POSIX_FADV_DONTNEED) after each fsync drops the file from the page cache, so
     the reads reach the device (posix_fadvise(2)); where there is no posix_fadvise (Windows) the
     read-back may come from the cache, and the report says ``"uncached_reads": 0``.
@@ -78,13 +104,13 @@ def disk(cfg: dict, deadline: float) -> dict:
             for off in range(0, size, MIB):  # sequential writes, fsync after each MiB
                 if not _running(deadline):
                     break
-                written += os.pwrite(fd, block, off)
+                written += _pwrite(fd, block, off)
                 os.fsync(fd)
                 fsyncs += 1
             for i in range(256):  # random 4 KiB writes, fsync every 16
                 if not _running(deadline):
                     break
-                written += os.pwrite(fd, small, random.randrange(size // 4096) * 4096)
+                written += _pwrite(fd, small, random.randrange(size // 4096) * 4096)
                 if i % 16 == 15:
                     os.fsync(fd)
                     fsyncs += 1
@@ -93,7 +119,7 @@ def disk(cfg: dict, deadline: float) -> dict:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             off = 0
             while _running(deadline):  # sequential read-back
-                chunk = os.pread(fd, MIB, off)
+                chunk = _pread(fd, MIB, off)
                 if not chunk:
                     break
                 read += len(chunk)

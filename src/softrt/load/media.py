@@ -37,11 +37,24 @@ def render_nodes(dri_dir: str = DRI_DIR) -> list[str]:
     return sorted(glob.glob(os.path.join(dri_dir, "renderD*")))
 
 
+@functools.lru_cache(maxsize=4)
+def _hwaccels(ffmpeg: str) -> tuple[str, ...]:
+    """The hardware decoding methods this ffmpeg was built with (``ffmpeg -hwaccels``)."""
+    listing = subprocess.run([ffmpeg, "-hide_banner", "-hwaccels"], capture_output=True, text=True, timeout=30)
+    return tuple(line.strip() for line in listing.stdout.splitlines()[1:] if line.strip())
+
+
 def gpu_skip_reason(backend: str, dri_dir: str = DRI_DIR) -> str | None:
     """Return why the GPU load cannot run here, or None when it can."""
-    absent = procs.gpu_load_absent()
-    if absent:
-        return absent
+    api = procs.gpu_video_api()
+    if api is not None:  # ffmpeg decoding on the GPU (Windows: Direct3D 11 video)
+        ffmpeg = shutil.which("ffmpeg")
+        if ffmpeg is None:
+            return (f"the GPU load here is ffmpeg decoding video on the GPU ({api}), and ffmpeg is not on PATH "
+                    "(install it, e.g. winget install Gyan.FFmpeg)")
+        if api not in _hwaccels(ffmpeg):
+            return f"this ffmpeg cannot decode on the GPU through {api} (ffmpeg -hwaccels does not list it)"
+        return None
     if not render_nodes(dri_dir):
         return (
             f"no GPU render node: {dri_dir}/renderD* does not exist "
@@ -140,7 +153,13 @@ def _clip(ffmpeg: str, codec: str, cpus: CpuSet, name: str) -> Path:
 
 
 class VideoLoad(ProcessLoad):
-    """Software video playback with ffmpeg: 1080p30 H.264 decoded in real time, looped."""
+    """Software video playback with ffmpeg: 1080p30 H.264 decoded in real time, looped.
+
+    With *hwaccel* (``d3d11va``) it is the GPU load instead: the clip played at its rate and decoded on the
+    GPU (``-hwaccel``), each frame copied back to memory, as a video player loads the GPU and the bus (the
+    seed's test; ``-re`` keeps ``-t`` a wall-clock limit). A GPU that cannot (no device, a virtual machine) makes ffmpeg exit at once: its last
+    words become the load's problem and it is shown FAILED.
+    """
 
     backend = "ffmpeg"
 
@@ -148,10 +167,12 @@ class VideoLoad(ProcessLoad):
         self,
         cpus: CpuSet,
         *,
+        hwaccel: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         workdir: str | os.PathLike[str] | None = None,
     ) -> None:
-        super().__init__("video", cpus, timeout_s=timeout_s, workdir=workdir)
+        super().__init__("gpu" if hwaccel else "video", cpus, timeout_s=timeout_s, workdir=workdir)
+        self._hwaccel = hwaccel
         self._dir: Path | None = None
         self._clip: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -165,14 +186,16 @@ class VideoLoad(ProcessLoad):
         codec = _encoder(ffmpeg)
         self._clip = _clip(ffmpeg, codec, self.cpus, self.name)
         self._dir = procs.make_private_dir(self.workdir)
-        self.notes.append(f"software decoding of a 1080p30 {codec} clip at playback speed")
+        self.notes.append(f"GPU decoding ({self._hwaccel}) of a 1080p30 {codec} clip at playback speed" if self._hwaccel
+                          else f"software decoding of a 1080p30 {codec} clip at playback speed")
 
     def _start(self) -> None:
         ffmpeg = procs.which_or_raise("ffmpeg", "ffmpeg")
         clip = self._clip
         # -t ends playback after timeout_s seconds of output, which -re makes wall-clock seconds.
+        gpu = ["-hwaccel", self._hwaccel] if self._hwaccel else []
         self._argv = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error",
-                      "-re", "-stream_loop", "-1", "-i", str(clip),
+                      "-re", *gpu, "-stream_loop", "-1", "-i", str(clip),
                       "-t", str(math.ceil(self.timeout_s)), "-f", "null", "-",
                       "-progress", str(self._dir / "progress.txt")]  # fmt: skip
         self._t_play = time.monotonic()
@@ -185,12 +208,21 @@ class VideoLoad(ProcessLoad):
                 if self._proc.poll() is not None:
                     how = procs.describe_exit(self._proc.returncode)
                     self.problems.append(f"ffmpeg ended on its own before stop ({how})")
+                    self.problems.extend(self._log_tail())
                 procs.terminate(self._proc)
                 self._play_s = time.monotonic() - self._t_play
                 if self._dir is not None:
                     self._progress = _read_progress(self._dir / "progress.txt")
         finally:
             procs.remove_private_dir(self._dir)
+
+    def _log_tail(self, lines: int = 2) -> list[str]:
+        """ffmpeg's last error lines (``No device available for decoder: device type d3d11va needed``)."""
+        try:
+            text = (self._dir / "ffmpeg.log").read_text(errors="replace") if self._dir is not None else ""
+        except OSError:
+            return []
+        return [f"ffmpeg: {ln.strip()}" for ln in text.splitlines() if ln.strip()][-lines:]
 
     def _achieved(self, duration_s: float) -> dict[str, float]:
         frames = float(self._progress.get("frame", "0") or 0)

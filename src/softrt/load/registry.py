@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from ..cpus import CpuSet
 from ..errors import ConfigError, MissingTool
+from ..platform import procs
 from . import builtin, media, stressng
 from .base import DEFAULT_TIMEOUT_S, LoadGenerator, SkippedLoad
 
@@ -78,7 +79,9 @@ def make_load(
     if name == "gpu":
         reason = media.gpu_skip_reason(chosen)
         if reason:
-            return SkippedLoad(name, cpus, reason, backend=chosen)
+            return SkippedLoad(name, cpus, reason, backend="ffmpeg" if procs.gpu_video_api() else chosen)
+        if (api := procs.gpu_video_api()) is not None:  # Windows: ffmpeg decoding on the GPU
+            return media.VideoLoad(cpus, hwaccel=api, **kw)
         return media.gpu(cpus, media.render_nodes()[0], **kw)
     if name == "video":
         reason = media.video_skip_reason()

@@ -110,5 +110,22 @@ def data_dir() -> Path:
     return Path(base) / "softrt"
 
 
-__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "STOP_SIGNALS", "ThreadPins", "data_dir", "get_platform",
-           "lock_stop_hint", "state_dir", "IS_LINUX", "IS_WINDOWS"]
+#: The default run directory as ``--help`` shows it (default_runs_dir).
+RUNS_DIR_SHOWN = r"%LOCALAPPDATA%\softrt\runs (SOFTRT_HOME\runs)" if IS_WINDOWS else "softrt-runs"
+
+
+def default_runs_dir() -> Path:
+    """Where runs are stored without ``--out-dir``.
+
+    Linux: ``softrt-runs`` in the current directory, as it always was (a shell user works where the
+    runs should go, and scripts and docs name it). Windows: ``<data dir>\\runs``, absolute: an elevated
+    prompt starts in ``C:\\Windows\\System32``, where a relative directory would put every run (issue 34).
+    """
+    if IS_WINDOWS:
+        return Path(os.path.abspath(data_dir() / "runs"))
+    return Path("softrt-runs")
+
+
+__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "RUNS_DIR_SHOWN", "STOP_SIGNALS", "ThreadPins",
+           "data_dir",
+           "default_runs_dir", "get_platform", "lock_stop_hint", "state_dir", "IS_LINUX", "IS_WINDOWS"]

@@ -173,13 +173,12 @@ def place(proc: subprocess.Popen[bytes], cpus: CpuSet) -> None:
         raise
 
 
-def gpu_load_absent() -> str | None:
-    """Why this OS has no GPU load, or None: softrt renders through stress-ng's gpu stressor on a Linux
-    DRM render node; on Windows (where the seed's test played video on the GPU) nothing is automated."""
-    if IS_WINDOWS:
-        return ("not on Windows: softrt's GPU load is stress-ng's gpu stressor on a Linux DRM render node; "
-                "play a video with hardware decoding meanwhile (ffmpeg -hwaccel d3d11va) to load the GPU")
-    return None
+def gpu_video_api() -> str | None:
+    """The GPU path of this OS's GPU load, or None where it renders through stress-ng's gpu stressor on a
+    DRM render node (Linux). Windows: ffmpeg decoding video on the GPU through ``d3d11va`` (Direct3D 11
+    video decoding, which every vendor's WDDM display driver provides: Microsoft, "Direct3D 11 Video
+    APIs"; ffmpeg(1), ``-hwaccel``), what the seed did there: it played video on the GPU."""
+    return "d3d11va" if IS_WINDOWS else None
 
 
 def asks_through_stdin() -> bool:

@@ -133,8 +133,10 @@ def _loads(c: Column) -> str:
     names = {}
     for v in c.views:
         for load in v.summary.loads or []:
-            names.setdefault(load.name, "skipped" if load.skipped_reason else (load.backend or ""))
-    return ", ".join(f"{escape(n)}" + (f" ({escape(b)})" if b == "skipped" else "") for n, b in names.items()) or "none"
+            state = "skipped" if load.skipped_reason else "FAILED" if load.failed else ""
+            if names.get(load.name, "") == "":  # a load that failed in any run is marked FAILED
+                names[load.name] = state
+    return ", ".join(f"{escape(n)}" + (f" ({b})" if b else "") for n, b in names.items()) or "none"
 
 
 def _deviation(c: Column) -> str:

@@ -256,14 +256,10 @@ def _facts(i: int, r: RunView) -> str:
     items += [f"<li>restored after an earlier run: {escape(str(c.path))}</li>" for c in t.recovered_from_earlier_runs]
     tuning = f"<ul>{''.join(items)}</ul>" if items else '<p class="na">No tuning was applied.</p>'
     loads = []
-    for load in s.loads or []:  # softrt compare records what each load achieved
-        if load.skipped_reason:
-            loads.append(f"<li>{escape(load.name)} skipped: {escape(load.skipped_reason)}</li>")
-        else:
-            got = ", ".join(f"{k} {num(v, 1)}" if isinstance(v, (int, float)) else f"{k} {v}"
-                            for k, v in load.achieved.items())
-            name, backend = escape(load.name), escape(str(load.backend))
-            loads.append(f"<li>{name} ({backend}): {escape(got)}</li>")
+    for load in s.loads or []:  # softrt compare records what each load achieved, and what went wrong
+        problems = "".join(f'<li class="bad">problem: {escape(p)}</li>' for p in load.problems or [])
+        failed = ' class="bad" data-load-failed="1"' if load.failed else ""
+        loads.append(f"<li{failed}>{escape(load.describe())}" + (f"<ul>{problems}</ul>" if problems else "") + "</li>")
     if loads:
         tuning += f"<h4>Loads</h4><ul>{''.join(loads)}</ul>"
     return (f'<div class="card" id="run-{escape(r.run_id)}"><h3>{_swatch(i)}{escape(r.label)}</h3>'

@@ -317,7 +317,7 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
                                       if m.max_deviation_counts is not None), default=None),
             max_velocity_step_counts_per_s=max((m.max_velocity_step_counts_per_s for m in motions
                                                 if m.max_velocity_step_counts_per_s is not None), default=None)),
-        loads=_merge_loads([r.loads for r in runs]),
+        loads=_merge_loads({r.round: r.loads for r in runs}),
         run_ids=[r.result.summary.run_id for r in runs],
         tail=tail,
         verdict=judged,
@@ -342,21 +342,28 @@ def _authoritative_misses(metrics: Metrics, runs: list[ScenarioRun]) -> Metrics:
                                                  missed_updates=counted, note=notes.strip("; ") or None))
 
 
-def _merge_loads(per_run: list[list[LoadRun]]) -> list[LoadRun]:
-    """Average what each load achieved over the rounds (or keep why it was skipped)."""
-    merged: dict[str, list[LoadRun]] = {}
-    for loads in per_run:
+def _merge_loads(per_round: dict[int, list[LoadRun]]) -> list[LoadRun]:
+    """Average what each load achieved over the rounds (or keep why it was skipped), with every round's
+    problems (once each) and the rounds in which it achieved nothing: a load that failed in every round
+    stays FAILED (LoadRun.failed), one that failed in some is not hidden in the average."""
+    merged: dict[str, list[tuple[int, LoadRun]]] = {}
+    for rnd, loads in per_round.items():
         for load in loads:
-            merged.setdefault(load.name, []).append(load)
+            merged.setdefault(load.name, []).append((rnd, load))
     out = []
     for name, rounds in merged.items():
         sums: dict[str, float] = {}
-        for load in rounds:
+        problems: dict[str, None] = {}
+        for _rnd, load in rounds:
             for k, v in load.achieved.items():
                 sums[k] = sums.get(k, 0.0) + float(v)
-        first = rounds[0]
+            problems.update(dict.fromkeys(load.problems or []))
+        failed = [rnd for rnd, load in rounds if load.failed]
+        if failed and len(failed) < len(rounds):
+            problems[f"achieved nothing in {len(failed)} of {len(rounds)} rounds (round {', '.join(map(str, failed))})"] = None
+        first = rounds[0][1]
         out.append(LoadRun(name=name, backend=first.backend, skipped_reason=first.skipped_reason,
-                           achieved={k: v / len(rounds) for k, v in sums.items()}))
+                           achieved={k: v / len(rounds) for k, v in sums.items()}, problems=list(problems) or None))
     return out
 
 

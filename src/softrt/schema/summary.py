@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..units import format_number
 from .device import Board
 from .doc import MAX_US, Doc, count, flatten, key, many, obj, opt, within
 from .tail import Tail
@@ -278,6 +279,11 @@ class Imported(Doc):
     imported_at: str | None = None
 
 
+#: Parts of a load's metric names that are not work done: its workers' CPU use and its error counts (a
+#: load whose workers spin or fail every attempt has still achieved nothing).
+NOT_WORK = ("cpu_pct", "error", "failure")
+
+
 class LoadRun(Doc):
     """A load that ran beside the loop in ``softrt compare`` (load.base.LoadResult)."""
 
@@ -290,6 +296,26 @@ class LoadRun(Doc):
     command: str | None = opt()
     notes: list[str] | None = opt()
     problems: list[str] | None = opt()
+
+    @property
+    def failed(self) -> bool:
+        """True when the load was meant to run (not skipped) and achieved nothing: no figure of work above
+        zero, as when its worker died at once (issue 34: the disk load on Windows was shown as 0.0 MB/s)."""
+        if self.skipped_reason:
+            return False
+        return not any(isinstance(v, (int, float)) and v > 0 for k, v in self.achieved.items()
+                       if not any(part in k for part in NOT_WORK))
+
+    def describe(self) -> str:
+        """One line for people: the load's figures, FAILED when it achieved nothing, or why it was skipped
+        (compare, show and the report print it, then each of its ``problems``)."""
+        if self.skipped_reason:
+            return f"{self.name} skipped: {self.skipped_reason}"
+        head = f"{self.name} ({self.backend or '?'})"
+        if self.failed:
+            return f"{head}: FAILED, it achieved nothing" + (" (see its problems)" if self.problems else "")
+        return f"{head}: " + ", ".join(f"{k} {format_number(v, 1) if isinstance(v, (int, float)) else v}"
+                                       for k, v in self.achieved.items())
 
 
 class RunSummary(Doc):

@@ -10,5 +10,8 @@ from .apply import Result, apply_plan, revert, run_command, write_kernel_file
 from .plan import AFFINITY, FILE, SERVICE, Plan, Step, plan_tune
 from .runner import default_rt_cpu, online_cpus, run_checks, validate_rt_cpus
 
-__all__ = ["AFFINITY", "FILE", "Plan", "Result", "SERVICE", "Step", "apply_plan", "default_rt_cpu", "online_cpus",
-           "plan_tune", "revert", "run_checks", "run_command", "validate_rt_cpus", "write_kernel_file"]
+#: Who may change what this backend's tune changes (softrt tune says "as root").
+PRIVILEGE = "root"
+
+__all__ = ["AFFINITY", "FILE", "PRIVILEGE", "Plan", "Result", "SERVICE", "Step", "apply_plan", "default_rt_cpu",
+           "online_cpus", "plan_tune", "revert", "run_checks", "run_command", "validate_rt_cpus", "write_kernel_file"]

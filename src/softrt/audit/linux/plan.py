@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ...cpus import CpuSet
 from ...platform import fairserver, kfacts, winsettings
-from ..model import Report, Status
+from ..model import Finding, Report, Status
 from . import irqs as _irqs
 from .checks.cores import floating
 from .checks.kernel import preemption
@@ -78,6 +78,17 @@ class Plan:
     report: Report | None = None
 
     @property
+    def unreadable(self) -> list[Finding]:
+        """The checks that could not be read, most severe first: nothing is planned for them (issue 34)."""
+        found = self.report.findings if self.report is not None else []
+        return sorted((f for f in found if f.unreadable), key=lambda f: f.severity.rank)
+
+    @property
+    def blind(self) -> bool:
+        """True when a fatal or high check is unknown: "no change needed" cannot be said."""
+        return bool(self.report is not None and self.report.unknown)
+
+    @property
     def kernel_cmdline(self) -> str:
         """The parameters to add to the kernel command line (empty when none)."""
         return " ".join(p for p, _ in self.kernel_params)
@@ -88,7 +99,10 @@ class Plan:
                 "steps": [s.to_dict() for s in self.steps], "kernel_cmdline": self.kernel_cmdline,
                 "kernel_params": [{"param": p, "check": c} for p, c in self.kernel_params],
                 "manual": [{"check": c, "fix": f} for c, f in self.manual], "skipped": self.skipped,
-                "reboot_only_irqs": self.fixed_irqs, "notes": self.notes}
+                "reboot_only_irqs": self.fixed_irqs, "notes": self.notes,
+                "unknown": [f.id for f in self.report.unknown] if self.report is not None else [],
+                "unreadable": [{"check": f.id, "severity": f.severity.value, "summary": f.summary, "reader": f.reader}
+                               for f in self.unreadable]}
 
 
 def _file(ctx: Context, rel: str, after: str, check: str, why: str) -> Step | None:

@@ -9,4 +9,8 @@ from __future__ import annotations
 from .runner import CHECKS, applies, default_rt_cpu, gather, run_checks
 from .tune import apply_plan, plan_tune, revert
 
-__all__ = ["CHECKS", "applies", "apply_plan", "default_rt_cpu", "gather", "plan_tune", "revert", "run_checks"]
+#: Who may change what this backend's tune changes (softrt tune says "as Administrator", not "as root").
+PRIVILEGE = "Administrator"
+
+__all__ = ["CHECKS", "PRIVILEGE", "applies", "apply_plan", "default_rt_cpu", "gather", "plan_tune", "revert",
+           "run_checks"]

@@ -15,7 +15,8 @@ from ...cpus import CpuSet
 from ...platform.wincmd import NOT_FOUND_RC, TIMEOUT_RC
 from ..model import LOOP_PERIOD_US, Finding, Severity, Status, declare, not_applicable
 from . import parse
-from .facts import CSP_CLASS, CSP_NAMESPACE, KERNEL_KEY, WU_POLICY_KEY, WinFacts, said, top_cores
+from .facts import (CSP_CLASS, CSP_NAMESPACE, ELEVATED, KERNEL_KEY, SYSTEM, WU_POLICY_KEY, WinFacts, needs, said,
+                    top_cores)
 
 GUIDE = "Microsoft's Soft Real-Time guide"
 GROUP_CPUS = 64  # logical processors in one processor group (PROCESSOR_NUMBER.Number: 0-63)
@@ -27,8 +28,9 @@ WBEM_NOT_PRESENT = ("0x80041010", "0x8004100e", "invalid class", "invalid namesp
 WBEM_ACCESS_DENIED = ("0x80041003", "access denied", "access is denied")
 
 
-def _unreadable(cid: str, title: str, reason: str, severity: Severity = Severity.LOW, *evidence: str) -> Finding:
-    return not_applicable(cid, title, reason, severity, *evidence, unreadable=True)
+def _unreadable(cid: str, title: str, reason: str, severity: Severity = Severity.LOW, *evidence: str,
+                reader: str | None = None) -> Finding:
+    return not_applicable(cid, title, reason, severity, *evidence, unreadable=True, reader=reader)
 
 
 def csp_fix(count: int | None, rt: CpuSet) -> str:
@@ -46,7 +48,8 @@ def check_rt_cpus(w: WinFacts) -> Finding:
     cpus, where = w.cpus
     if cpus is None:
         return _unreadable("cores.rt_cpus", title, "the number of logical processors could not be read",
-                           Severity.FATAL, where)
+                           Severity.FATAL, where, reader="a working Windows PowerShell (Get-CimInstance "
+                           "Win32_ComputerSystem), or softrt check on the machine itself")
     if not w.rt_cpus:
         return _unreadable("cores.rt_cpus", title, "no RT CPU named and none could be chosen", Severity.FATAL, where)
     evidence = (where,)
@@ -72,7 +75,7 @@ def check_reserved(w: WinFacts) -> Finding:
     title = "Reserved CPU sets"
     if w.reserved is None:
         return _unreadable("cores.reserved", title, f"reg query {KERNEL_KEY} failed or its ReservedCpuSets "
-                           "is not a CPU mask", Severity.HIGH)
+                           "is not a CPU mask", Severity.HIGH, reader=needs(w.kernel, w.admin))
     kind, data = (w.kernel_values or {}).get("ReservedCpuSets", ("", ""))
     evidence = (f"{KERNEL_KEY}\\ReservedCpuSets: {f'{kind} {data}' if kind else 'absent'}",
                 f"reserved CPUs: {w.reserved or 'none'}")
@@ -101,8 +104,12 @@ def check_csp(w: WinFacts) -> Finding:
     title = "WindowsIoT CSP SetRTCores"
     res = w.csp
     told = said(res)
+    if res.err.startswith("as SYSTEM:"):  # check --as-system: the task that runs the query as SYSTEM failed
+        return _unreadable("cores.csp", title, f"could not be read {res.err.strip().splitlines()[0]}",
+                           Severity.MEDIUM, reader=SYSTEM)
     if res.rc in (NOT_FOUND_RC, TIMEOUT_RC):  # the exit status first: powershell.exe did not run at all
-        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM)
+        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM,
+                           reader=needs(res, w.admin))
     # PowerShell may exit 0 after a non-terminating error: what it said on stderr decides.
     if not res.ok or res.err.strip():
         low = (res.err + res.out).lower()
@@ -115,15 +122,19 @@ def check_csp(w: WinFacts) -> Finding:
                            why="Soft Real-Time (reserved cores, 16 RT priority levels) is an IoT Enterprise feature",
                            fix="use Windows 10 IoT Enterprise LTSC 2021 (21H2) or later, then set SetRTCores")
         if any(code in low for code in WBEM_ACCESS_DENIED):
-            return _unreadable("cores.csp", title, "the MDM bridge answers only to SYSTEM: run softrt check from "
-                               "psexec.exe -s -i powershell.exe to read SetRTCores", Severity.MEDIUM, told)
-        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM)
+            return _unreadable("cores.csp", title, "the MDM bridge answers only to SYSTEM: run softrt check "
+                               "--as-system (elevated) to read SetRTCores", Severity.MEDIUM, told,
+                               reader=SYSTEM)
+        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM,
+                           reader=needs(res, w.admin))
     if not res.out.strip():
-        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM)
+        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM,
+                           reader=needs(res, w.admin))
     try:
         rows = parse.json_list(res.out)
     except ValueError:
-        return _unreadable("cores.csp", title, "Get-CimInstance did not print JSON", Severity.MEDIUM)
+        return _unreadable("cores.csp", title, "Get-CimInstance did not print JSON", Severity.MEDIUM,
+                           reader=needs(res, w.admin))
     value = rows[0].get("SetRTCores") if rows else None
     evidence = (f"{CSP_CLASS}.SetRTCores: {value if value is not None else 'not set'}",)
     if not isinstance(value, int) or value <= 0:
@@ -148,7 +159,7 @@ def check_idle(w: WinFacts) -> Finding:
     res, setting = w.power
     if setting is None:
         return _unreadable("idle.idle_disable", title, f"powercfg /qh did not show IDLEDISABLE: {said(res)}",
-                           Severity.HIGH)
+                           Severity.HIGH, reader=needs(res, w.admin))
     evidence = (f"power scheme: {setting['scheme']} ({setting['scheme_name']})",
                 f"IDLEDISABLE AC index: {setting['ac']}, DC index: {setting.get('dc', '?')}")
     if setting["ac"] != 1:
@@ -174,7 +185,7 @@ def _service_check(name: str, label: str, group: str, severity: Severity, why: s
         if not svc.readable:
             return _unreadable(cid, title, f"sc qc/query {name} could not be read"
                                + (f" (exit status {svc.error}{f': {svc.said}' if svc.said else ''})" if svc.error else ""),
-                               severity)
+                               severity, reader=needs(svc.qc if not svc.qc.ok else svc.query, w.admin))
         evidence = (f"sc qc {name}: start type {svc.start}", f"sc query {name}: {svc.state}")
         fix = f"sc stop {name} & sc config {name} start= disabled"
         if svc.state != "stopped":
@@ -236,11 +247,12 @@ def check_defender(w: WinFacts) -> Finding:
     if not res.ok or not res.out.strip():
         return _unreadable("services.defender", title,
                            f"Get-MpPreference failed (Defender absent or another antivirus): {said(res)}",
-                           Severity.MEDIUM)
+                           Severity.MEDIUM, reader=needs(res, w.admin))
     try:
         prefs = (parse.json_list(res.out) or [{}])[0]
     except ValueError:
-        return _unreadable("services.defender", title, "Get-MpPreference did not print JSON", Severity.MEDIUM)
+        return _unreadable("services.defender", title, "Get-MpPreference did not print JSON", Severity.MEDIUM,
+                           reader=needs(res, w.admin))
     off = prefs.get("DisableRealtimeMonitoring") is True
     procs, paths = _texts(prefs.get("ExclusionProcess")), _texts(prefs.get("ExclusionPath"))
     evidence = (f"DisableRealtimeMonitoring: {prefs.get('DisableRealtimeMonitoring')}",
@@ -252,7 +264,8 @@ def check_defender(w: WinFacts) -> Finding:
     fix = f'Add-MpPreference -ExclusionProcess "{w.interpreter or "<full path of the loop program, e.g. python.exe>"}"'
     if _hidden(procs) or _hidden(paths):
         return _unreadable("services.defender", title, "real-time protection is on; its exclusions can be read by "
-                           "Administrators only (run softrt check elevated)", Severity.MEDIUM, *evidence)
+                           "Administrators only (run softrt check elevated)", Severity.MEDIUM, *evidence,
+                           reader=f"Get-MpPreference from {ELEVATED}")
     why = "MsMpEng.exe scans on access and was seen on the real-time cores in the seed's WPA trace"
     if not procs and not paths:
         return Finding("services.defender", title, Status.WARN, Severity.MEDIUM,
@@ -274,7 +287,8 @@ def check_update_policy(w: WinFacts) -> Finding:
     title = "Windows Update policy"
     res = w.wu_policy
     if res.rc in (NOT_FOUND_RC, TIMEOUT_RC):  # reg.exe did not run; exit status 1 is a key that is absent
-        return _unreadable("updates.policy", title, f"could not be read: {said(res)}", Severity.MEDIUM)
+        return _unreadable("updates.policy", title, f"could not be read: {said(res)}", Severity.MEDIUM,
+                           reader=needs(res, w.admin))
     values = parse.reg_values(res.out) if res.ok else {}
     no_auto = parse.reg_dword(values, "NoAutoUpdate")
     options = parse.reg_dword(values, "AUOptions")
@@ -330,7 +344,8 @@ def check_rss(w: WinFacts) -> Finding:
     title = "NIC RSS processors"
     adapters = rss_adapters(w)
     if adapters is None:
-        return _unreadable("irq.rss", title, f"Get-NetAdapterRss failed: {said(w.rss)}", Severity.HIGH)
+        return _unreadable("irq.rss", title, f"Get-NetAdapterRss failed: {said(w.rss)}", Severity.HIGH,
+                           reader=needs(w.rss, w.admin))
     if not adapters:
         return not_applicable("irq.rss", title, "no adapter supports RSS (the guide's step 5 does not apply)",
                               Severity.HIGH)
@@ -359,7 +374,7 @@ def check_threaded_dpc(w: WinFacts) -> Finding:
     """Threaded DPCs (ThreadDpcEnable)."""
     title = "Threaded DPCs"
     if w.kernel_values is None:
-        return _unreadable("irq.threaded_dpc", title, f"reg query {KERNEL_KEY} failed")
+        return _unreadable("irq.threaded_dpc", title, f"reg query {KERNEL_KEY} failed", reader=needs(w.kernel, w.admin))
     value = parse.reg_dword(w.kernel_values, "ThreadDpcEnable")
     evidence = (f"{KERNEL_KEY}\\ThreadDpcEnable: {value if value is not None else 'not set (enabled)'}",)
     if value == 0:

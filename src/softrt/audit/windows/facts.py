@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import cached_property
 
 from ...cpus import CpuSet
-from ...platform.wincmd import NOT_FOUND_RC, TIMEOUT_RC, CmdResult, Runner, powershell
+from ...platform.wincmd import NOT_FOUND_RC, POWERSHELL, TIMEOUT_RC, CmdResult, Runner, powershell
 from ...platform.winsettings import SERVICES
 from . import parse
 
@@ -53,6 +53,7 @@ class Service:
 
     def __init__(self, name: str, qc: CmdResult, query: CmdResult) -> None:
         self.name = name
+        self.qc, self.query = qc, query
         # sc.exe exits with the Win32 error it printed (1060: no such service): the exit status,
         # not the (localized) text, says what went wrong.
         self.error = None if qc.ok else qc.rc
@@ -83,6 +84,28 @@ def said(res: CmdResult) -> str:
     return text or f"{res.argv[0]} printed nothing"
 
 
+ELEVATED = "an elevated prompt (Run as administrator)"
+SYSTEM = ("SYSTEM: softrt check --as-system from an elevated prompt (a one-off scheduled task runs the query as "
+          "SYSTEM), or psexec.exe -s -i powershell.exe")
+
+
+def needs(res: CmdResult, admin: bool | None = None) -> str:
+    """What would read what *res* could not (softrt tune lists it, issue 34): the tool itself when it is
+    missing or ran out of time, a working PowerShell when it printed nothing, elevation when it was refused
+    or softrt is not elevated (*admin* False; None: not known, a capture), else the tool run by hand."""
+    tool = "Windows PowerShell" if res.argv[:1] == (POWERSHELL,) else (res.argv[0] if res.argv else "the command")
+    if res.rc == NOT_FOUND_RC:
+        return f"{tool}, missing here (it ships with Windows: a stripped image, or System32 not on PATH)"
+    if res.rc == TIMEOUT_RC:
+        return f"{tool} answering within its time-out (a busy machine: run softrt check again)"
+    if not res.out.strip() and not res.err.strip():
+        return f"a working {tool} (it printed nothing: blocked by policy, or a stub as under Wine)"
+    text = (res.out + res.err).lower()
+    if "access is denied" in text or "access denied" in text or res.rc == 5 or admin is False:
+        return f"{tool} from {ELEVATED}"
+    return f"{tool} run by hand, to see why it failed ({' '.join(res.argv)[:120]})"
+
+
 class WinFacts:
     """One Windows audit: the runner, the real-time CPUs and the facts, read lazily and kept.
 
@@ -102,6 +125,8 @@ class WinFacts:
         self.interpreter = interpreter
         self.counters = counters  # this machine's performance counters (the platform's), else typeperf
         self.sample: dict | None = None
+        self.admin: bool | None = None  # elevated (this machine); None: a capture, not known
+        self.system_runner: Runner | None = None  # check --as-system: runs the SYSTEM-only query (the CSP)
 
     def run(self, argv: list[str], timeout_s: float = 30.0) -> CmdResult:
         """Run one command through the runner."""
@@ -150,10 +175,14 @@ class WinFacts:
         return {name: Service(name, self.run(sc_qc(name)), self.run(sc_query(name))) for name in SERVICES}
 
     @cached_property
+    def kernel(self) -> CmdResult:
+        """``reg query`` of Session Manager\\kernel."""
+        return self.run(KERNEL)
+
+    @cached_property
     def kernel_values(self) -> dict[str, tuple[str, str]] | None:
         """Values under Session Manager\\kernel (ReservedCpuSets, ThreadDpcEnable), None if unreadable."""
-        res = self.run(KERNEL)
-        return parse.reg_values(res.out) if res.ok else None
+        return parse.reg_values(self.kernel.out) if self.kernel.ok else None
 
     @cached_property
     def reserved(self) -> CpuSet | None:
@@ -170,7 +199,10 @@ class WinFacts:
 
     @cached_property
     def csp(self) -> CmdResult:
-        """The WindowsIoT CSP's SoftRealTimeProperties through the MDM bridge WMI provider."""
+        """The WindowsIoT CSP's SoftRealTimeProperties through the MDM bridge WMI provider (as SYSTEM with
+        ``check --as-system``: the bridge answers only to SYSTEM)."""
+        if self.system_runner is not None:
+            return self.system_runner(CSP, 60.0)
         return self.run(CSP)
 
     @cached_property

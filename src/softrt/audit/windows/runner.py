@@ -12,8 +12,8 @@ import os
 import sys
 
 from ...cpus import CpuSet, choose_cpus
-from ...errors import NotSupported, SoftRTError
-from ...platform import get_platform, wincmd
+from ...errors import ConfigError, NotSupported, SoftRTError
+from ...platform import get_platform, wincmd, winsystem
 from ..model import Report, crashed
 from . import checks, sample
 from .facts import WinFacts
@@ -47,8 +47,21 @@ def gather(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -> W
         online, allowed = plat.online_cpus(), plat.allowed_cpus()
     except SoftRTError:
         online = allowed = CpuSet(range(os.cpu_count() or 1))
-    return WinFacts(runner, rt_cpus, str(root), online=online, allowed=allowed, interpreter=sys.executable,
-                    counters=plat.sample_counters)
+    facts = WinFacts(runner, rt_cpus, str(root), online=online, allowed=allowed, interpreter=sys.executable,
+                     counters=plat.sample_counters)
+    facts.admin = wincmd.is_admin()
+    return facts
+
+
+def _system_runner(root: str) -> wincmd.Runner:
+    """This machine's SYSTEM runner, for an elevated softrt only (registering a task for SYSTEM needs it)."""
+    if wincmd.is_capture(root):
+        raise ConfigError(f"{root} holds captured command outputs: --as-system reads this machine",
+                          hint="drop --as-system, or run softrt check --as-system on the Windows machine itself")
+    if not wincmd.is_admin():
+        raise ConfigError("softrt check --as-system registers a one-off task that runs as SYSTEM, which needs "
+                          "Administrator", hint="run it from an elevated prompt (Run as administrator)")
+    return winsystem.run_as_system
 
 
 def default_rt_cpu(root: str, runner: wincmd.Runner | None = None) -> int | None:
@@ -61,13 +74,21 @@ def default_rt_cpu(root: str, runner: wincmd.Runner | None = None) -> int | None
     return rt_cpu
 
 
-def run_checks(rt_cpus: CpuSet, root: str, sample_s: float = 2.0, runner: wincmd.Runner | None = None) -> Report:
+def run_checks(rt_cpus: CpuSet, root: str, sample_s: float = 2.0, runner: wincmd.Runner | None = None,
+               as_system: bool = False, system_runner: wincmd.Runner | None = None) -> Report:
     """Audit a Windows machine (or its captured outputs) for a 250 µs loop on *rt_cpus*.
 
     An RT CPU the machine does not have, a missing CSP or an unreadable source is a finding,
     never an exception; so is no RT CPU at all (:func:`default_rt_cpu` found none to choose).
+    *as_system* reads the CSP as SYSTEM (:func:`softrt.platform.winsystem.run_as_system`, or
+    *system_runner*); everything else, and softrt's own files, stay the caller's.
+
+    Raises:
+        ConfigError: *as_system* on a capture, or without Administrator (exit status 2).
     """
     w = gather(rt_cpus, root, runner)
+    if as_system:
+        w.system_runner = system_runner or _system_runner(root)
     if sample_s > 0 and w.existing_rt:
         w.sample = sample.sample(w, sample_s)
     findings = []

@@ -120,7 +120,8 @@ def check_sample(w: WinFacts) -> Finding:
     if s is None:
         return not_applicable("cores.sample", title, "no live sample taken (--sample 0)", Severity.MEDIUM)
     if s.get("error"):
-        return not_applicable("cores.sample", title, f"sample failed: {s['error']}", Severity.MEDIUM, unreadable=True)
+        return not_applicable("cores.sample", title, f"sample failed: {s['error']}", Severity.MEDIUM, unreadable=True,
+                              reader="the performance counters (typeperf.exe, or PDH on the machine itself)")
     evidence = [f"method: {s['method']}"]
     heavy = []
     for cpu, c in s["cores"].items():
