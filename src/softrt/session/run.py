@@ -28,6 +28,7 @@ from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import fairserver, get_platform, lock_stop_hint
+from ..platform.provenance import collect as collect_provenance
 from ..store.history import History, local_db_path
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..schema.summary import RunSummary
@@ -88,6 +89,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResu
     check_space(out_dir, expected_rows, config.samples, config.period_ns)
     check = _take_check(config) if config.check else None
     host = plat.host_facts()  # before the run's changes (its rt_runtime_us is the machine's own)
+    provenance = collect_provenance(device=config.device)
 
     out = Outcome()
     started_at = utcnow()
@@ -114,7 +116,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResu
         # Before the worker: on every path its last records are fed before the trace closes.
         tracer = cleanup.enter_context(TraceSession(config))
         parts = RunParts(config, host, started_at, recovered, check, out, rundir, ring, collector, drainer, journal,
-                       tracer, checkpoint_interval_s())
+                       tracer, checkpoint_interval_s(), provenance=provenance)
 
         ctx = multiprocessing.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe()
