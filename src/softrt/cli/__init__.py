@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "watch",
     "check", "tune",
     "history", "show", "report", "import_", "push",
+    "fleet", "diff", "query",
     "ecat_sim",
 )
 
