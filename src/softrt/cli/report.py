@@ -39,7 +39,8 @@ def command(runs, output, png_dir, fleet_html, rig, scenario, kernel, since, unt
     if fleet_html is not None:
         return _fleet(runs, fleet_html, db, rig=rig, scenario=scenario, kernel=kernel, since=since, until=until)
     if not runs:
-        raise click.UsageError("give the runs to report (run ids, last, run directories), or --fleet FILE.html")
+        raise click.UsageError("Missing argument 'RUNS...': give the runs to report (run ids, last, run directories), "
+                               "or --fleet FILE.html")
     from ..report import build_report  # matplotlib: imported only when a report is made
 
     result = build_report(runs, output, png_dir, db=db)
