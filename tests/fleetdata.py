@@ -7,6 +7,7 @@ them through the same History API (SQLite or PostgreSQL) as a lab's.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def summary(n: int, *, rig: str = "aaaa000000000001", label: str = "rig-1", host
             meets: bool | None = True, profile: str = "rt", hours: float = 0.0, tail: dict | None = None) -> RunSummary:
     """Run *n* of a rig (started *n* hours, plus *hours*, after T0)."""
     start = T0 + timedelta(hours=n + hours)
-    run_id = f"{start:%Y%m%d-%H%M%S}-{host}-{n:04x}"
+    run_id = f"{start:%Y%m%d-%H%M%S}-{re.sub(r'[^A-Za-z0-9._-]', 'x', host)}-{n:04x}"
     stats = {"mean": 250.0, "min": 240.0, "max": worst_us, "std": 1.0, "p50": 250.0, "p99": 260.0, "p99_9": 270.0,
              "p99_99": p9999_us}
     doc = {

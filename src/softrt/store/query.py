@@ -12,20 +12,23 @@ DuckDB docs, "Hive Partitioning"). Its views:
 
 DuckDB would download its extensions from its own server at first use; softrt never lets it. The
 ``duckdb-extension-sqlite``/``-postgres``/``-httpfs`` packages (pinned with ``duckdb``) ship the
-files; each is installed from its package's file (``INSTALL '<file>'``) into softrt's own
-directory, loaded by name, and DuckDB's auto-install, auto-load and community extensions are off,
-its extension repository a path that does not exist, and the configuration locked before the
-user's SQL runs (``lock_configuration``). DuckDB checks every extension's signature when it loads.
+files; each is loaded from its package's file, under the name DuckDB expects (``LOAD '<dir>/
+sqlite_scanner.duckdb_extension'``: a link made in a private temporary directory, a copy where no
+link can be made, gone once loaded; nothing is installed in ``~/.duckdb``). DuckDB's auto-install,
+auto-load and community extensions are off, its extension directory and repository are paths that
+hold nothing, and the configuration is locked before the user's SQL runs (``lock_configuration``).
+DuckDB checks every extension's signature when it loads.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..platform import data_dir
-from ..platform.owned import secure_dir
 from .history import History
 
 EXTENSIONS = {"sqlite": "sqlite_scanner", "postgres": "postgres_scanner", "httpfs": "httpfs"}
@@ -64,26 +67,34 @@ def connect(history: History, archive: str | None = None):
     except ImportError:
         raise ConfigError("softrt query needs DuckDB", hint="pip install 'duckdb==1.5.5' and its extension "
                           "packages (scripts/setup installs them)") from None
-    ext_dir = secure_dir(data_dir() / "duckdb-extensions", "softrt's DuckDB extension directory")
     con = duckdb.connect(":memory:", config={
         "autoinstall_known_extensions": False, "autoload_known_extensions": False,
-        "allow_community_extensions": False, "extension_directory": str(ext_dir)})
+        "allow_community_extensions": False, "extension_directory": NO_REPOSITORY})
     try:
         con.execute(f"SET custom_extension_repository = {literal(NO_REPOSITORY)}")
         _attach_index(con, history)
         if archive:
             _archive_views(con, archive)
         con.execute("SET lock_configuration = true")
-    except duckdb.Error as err:
+    except (duckdb.Error, ConfigError) as err:
         con.close()
+        if isinstance(err, ConfigError):
+            raise
         raise ConfigError(f"cannot open the history for DuckDB: {str(err).splitlines()[0]}",
                           hint="check --db and --archive") from None
     return con
 
 
 def _load(con, name: str) -> None:
-    con.execute(f"INSTALL {literal(str(extension_file(name)))}")  # a local file: copied, never downloaded
-    con.execute(f"LOAD {EXTENSIONS[name]}")
+    """Load the package's extension file under the name DuckDB takes its entry point from."""
+    source = extension_file(name)
+    with tempfile.TemporaryDirectory(prefix="softrt-duckdb-") as tmp:
+        target = Path(tmp) / f"{EXTENSIONS[name]}.duckdb_extension"
+        try:
+            os.symlink(source, target)
+        except OSError:  # no symbolic links here (Windows without the privilege): a copy
+            shutil.copyfile(source, target)
+        con.execute(f"LOAD {literal(str(target))}")
 
 
 def _attach_index(con, history: History) -> None:

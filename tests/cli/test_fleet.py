@@ -1,0 +1,115 @@
+"""``softrt fleet``, ``softrt diff``, ``softrt query`` and ``softrt report --fleet`` on a lab's history.
+
+Labels and host names come from other rigs: untrusted, so they are shown as plain text and escaped
+in HTML; ``softrt query`` opens the index read-only and never lets DuckDB reach for the network.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from softrt.store.history import History
+
+from ..fleetdata import store, summary
+
+HOSTILE = "[bold red]evil[/]\x1b[2J<script>alert(1)</script>$x$'"
+
+
+@pytest.fixture
+def lab(history_db, tmp_path, home):
+    runs = [summary(n, worst_us=300 + n) for n in range(3)]
+    runs += [summary(n, kernel="6.18.9-rt", worst_us=900 + n) for n in (3, 4)]
+    runs += [summary(n, rig="dddd000000000004", label=HOSTILE, host="evil<host>", hours=0.5) for n in range(2)]
+    store(History(history_db), runs, tmp_path)
+    return runs
+
+
+def test_fleet_text_and_json(run_cli, lab):
+    code, out, err = run_cli("fleet")
+    assert code == 0, err
+    assert "rig-1" in out and "6.18.9-rt" in out and "↑" in out
+    # A label is text, never markup or a terminal escape (the table folds it over lines).
+    assert "[bold" in out and "evil[/]" in out and "alert(1)" in out and "\x1b" not in out
+    code, out, _ = run_cli("fleet", "--json", "--kernel", "6.18.9-rt")
+    rows = json.loads(out)
+    assert code == 0 and [r["label"] for r in rows] == ["rig-1"] and rows[0]["runs"] == 2
+
+
+def test_regressions_exit_1_and_name_the_kernel(run_cli, lab):
+    code, out, _ = run_cli("fleet", "--regressions")
+    assert code == 1
+    assert "kernel: 6.18.4-rt → 6.18.9-rt" in out and "6.18.9-rt: 1 of 1" in out
+    code, out, _ = run_cli("fleet", "--regressions", "--json", "--rig", "dddd000000000004")
+    assert code == 0 and json.loads(out)["regressions"] == []
+
+
+def test_diff(run_cli, lab):
+    code, out, err = run_cli("diff", lab[2].run_id, lab[3].run_id)
+    assert code == 0, err
+    assert "kernel: 6.18.4-rt → 6.18.9-rt" in out and "worst period: 302 µs → 903 µs, +601 µs: worse" in out
+    assert "noise range 2 µs over 3 runs" in out and "p99.99 period: 280.0 µs → 280.0 µs, +0 µs: within noise" in out
+    code, out, _ = run_cli("diff", lab[0].run_id, lab[5].run_id, "--json")
+    d = json.loads(out)
+    assert code == 0 and not d["same_rig"] and d["provenance"]["rig_label"]["b"].startswith("[bold red]")
+    assert d["headline"][0]["judged"] == "noise unknown (1 run)"  # A alone has A's provenance before B
+
+
+def test_report_fleet_escapes_every_label(run_cli, lab, tmp_path):
+    out_html = tmp_path / "fleet.html"
+    code, out, err = run_cli("report", "--fleet", str(out_html))
+    assert code == 0 and "2 rig(s), 7 run(s)" in out, err
+    html = out_html.read_text()
+    assert "<script>" not in html and "&lt;script&gt;" in html and "evil&lt;host&gt;" not in html
+    assert html.count("data:image/svg+xml;base64,") == 2
+    assert "kernel: 6.18.4-rt → 6.18.9-rt" in html
+
+
+def test_query_reads_the_index_read_only_and_offline(run_cli, lab, history_db):
+    code, out, err = run_cli("query", "SELECT rig_label, count(*) AS n, max(period_max_us) AS worst FROM runs "
+                                      "WHERE kernel = '6.18.9-rt' GROUP BY 1", "--json")
+    assert code == 0, err
+    assert json.loads(out) == [{"rig_label": "rig-1", "n": 2, "worst": 904.0}]
+    code, out, _ = run_cli("query", "SELECT current_setting('autoinstall_known_extensions') AS i, "
+                                    "current_setting('autoload_known_extensions') AS l", "--csv")
+    assert code == 0 and out.splitlines()[1] == "False,False"
+    code, _, err = run_cli("query", "DELETE FROM idx.runs")
+    assert code == 2 and err.count("\n") == 1 and "read-only" in err.lower()
+    code, _, err = run_cli("query", "SET autoinstall_known_extensions = true")
+    assert code == 2 and "locked" in err
+    assert len(History(history_db)) == 7
+
+
+def test_query_over_the_archive(run_cli, lab, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for rig, run_id, rows in (("dddd000000000004", "r1", 3), ("000123", "r2", 2)):
+        d = tmp_path / "archive" / f"rig={rig}" / "date=2026-03-01" / run_id
+        d.mkdir(parents=True)
+        pq.write_table(pa.table({"seq": list(range(rows)), "edge_ns": [i * 250_000 for i in range(rows)]}),
+                       d / "samples.parquet")
+    code, out, err = run_cli("query", "--archive", str(tmp_path / "archive"), "--json",
+                             "SELECT rig, run_id, count(*) AS n, typeof(rig) AS t FROM samples GROUP BY ALL ORDER BY n")
+    assert code == 0, err
+    assert json.loads(out) == [{"rig": "000123", "run_id": "r2", "n": 2, "t": "VARCHAR"},
+                               {"rig": "dddd000000000004", "run_id": "r1", "n": 3, "t": "VARCHAR"}]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["fleet", "--since", "yesterday"], "cannot read the date"),
+    (["diff", "nope", "last"], "unknown run id 'nope'"),
+    (["query", "SELEC 1"], "query failed"),
+    (["query", "SELECT 1", "--archive", "/no/such/archive"], "no archive directory"),
+    (["report", "--fleet", "x.html", "last"], "give no RUNS"),
+])
+def test_bad_input(run_cli, lab, args, needle):
+    code, out, err = run_cli(*args)
+    assert code == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_query_without_a_history(run_cli, home, tmp_path):
+    code, _, err = run_cli("query", "SELECT 1", "--db", str(tmp_path / "none.sqlite"))
+    assert code == 2 and "no history database" in err
