@@ -75,7 +75,10 @@ def test_query_reads_the_index_read_only_and_offline(run_cli, lab, history_db):
     code, out, _ = run_cli("query", "SELECT current_setting('autoinstall_known_extensions') AS i, "
                                     "current_setting('autoload_known_extensions') AS l", "--csv")
     assert code == 0 and out.splitlines()[1] == "False,False"
-    code, _, err = run_cli("query", "DELETE FROM idx.runs")
+    code, out, _ = run_cli("query", "SELECT schema_name FROM duckdb_tables() WHERE database_name = 'idx' "
+                                    "AND table_name = 'runs'", "--json")
+    (table,) = json.loads(out)  # main (SQLite), or the PostgreSQL schema of the URL's search_path
+    code, _, err = run_cli("query", f"DELETE FROM idx.{table['schema_name']}.runs")
     assert code == 2 and err.count("\n") == 1 and "read-only" in err.lower()
     code, _, err = run_cli("query", "SET autoinstall_known_extensions = true")
     assert code == 2 and "locked" in err
@@ -113,3 +116,12 @@ def test_bad_input(run_cli, lab, args, needle):
 def test_query_without_a_history(run_cli, home, tmp_path):
     code, _, err = run_cli("query", "SELECT 1", "--db", str(tmp_path / "none.sqlite"))
     assert code == 2 and "no history database" in err
+
+
+def test_query_never_shows_a_password(run_cli, history_db):
+    """A wrong password in the URL (PostgreSQL): one line, exit 2, the password nowhere."""
+    if not history_db.startswith("postgresql://"):
+        pytest.skip("a PostgreSQL history only")
+    url = history_db.replace("://softrt_ci@", "://softrt_ci:Wr0ng-s3cret@", 1)
+    code, out, err = run_cli("query", "SELECT 1", "--db", url)
+    assert code == 2 and err.count("\n") == 1 and "Wr0ng-s3cret" not in out + err, err

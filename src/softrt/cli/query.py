@@ -49,9 +49,10 @@ def command(sql, db, archive, as_json, as_csv, max_rows):
     from ..store.query import connect, run
 
     archive = archive if archive is not None else os.environ.get("SOFTRT_ARCHIVE") or None
-    con = connect(History(db), archive)
+    history = History(db)
+    con = connect(history, archive)
     try:
-        columns, rows, more = run(con, sql, max_rows)
+        columns, rows, more = run(con, sql, max_rows, history.url)
     finally:
         con.close()
     if as_json:

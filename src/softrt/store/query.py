@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError
+from .dbtarget import scrub
 from .history import History
 
 EXTENSIONS = {"sqlite": "sqlite_scanner", "postgres": "postgres_scanner", "httpfs": "httpfs"}
@@ -43,6 +44,11 @@ def literal(text: str) -> str:
     if "\0" in text:
         raise ConfigError("a path or URL holds a NUL character", hint="give a plain path")
     return "'" + text.replace("'", "''") + "'"
+
+
+def identifier(name: str) -> str:
+    """*name* as a quoted SQL identifier."""
+    return '"' + str(name).replace('"', '""') + '"'
 
 
 def extension_file(name: str) -> Path:
@@ -80,7 +86,9 @@ def connect(history: History, archive: str | None = None):
         con.close()
         if isinstance(err, ConfigError):
             raise
-        raise ConfigError(f"cannot open the history for DuckDB: {str(err).splitlines()[0]}",
+        # DuckDB's postgres scanner may quote the connection string: never its password.
+        text = scrub(str(err), history.url) if history.url else " ".join(str(err).split())
+        raise ConfigError(f"cannot open the history for DuckDB: {text[:300]}",
                           hint="check --db and --archive") from None
     return con
 
@@ -101,18 +109,22 @@ def _attach_index(con, history: History) -> None:
     if history.engine == "pg":
         _load(con, "postgres")
         con.execute(f"ATTACH {literal(history.url or '')} AS idx (TYPE postgres, READ_ONLY)")
+        # The server's current schema (the URL's search_path, else public) holds softrt's tables.
+        (schema,) = con.execute("SELECT * FROM postgres_query('idx', 'SELECT current_schema()')").fetchone()
+        table = f"idx.{identifier(schema)}.runs"
     else:
         path = Path(history.path)
         if not path.is_file():
             raise ConfigError(f"no history database at {path}", hint="softrt run stores runs there; or give --db")
         _load(con, "sqlite")
         con.execute(f"ATTACH {literal(str(path))} AS idx (TYPE sqlite, READ_ONLY)")
+        table = "idx.runs"
     extracted = ", ".join(f"json_extract_string(summary_json, {literal(p)}) AS {name}" for name, p in _FIELDS.items())
     con.execute(
         "CREATE VIEW runs AS SELECT *, coalesce(json_extract_string(summary_json, '$.provenance.rig_id'), "
         f"'host:' || host) AS rig, {extracted}, "
         "TRY_CAST(json_extract(summary_json, '$.late_cycles') AS BIGINT) AS late_cycles, "
-        "TRY_CAST(json_extract(summary_json, '$.verdict.meets') AS BOOLEAN) AS meets FROM idx.runs")
+        f"TRY_CAST(json_extract(summary_json, '$.verdict.meets') AS BOOLEAN) AS meets FROM {table}")
 
 
 def _archive_views(con, archive: str) -> None:
@@ -135,8 +147,9 @@ def _archive_views(con, archive: str) -> None:
                 f"hive_types = {{'rig': VARCHAR, 'date': DATE}}, filename = true, union_by_name = true)")
 
 
-def run(con, sql: str, max_rows: int) -> tuple[list[str], list[tuple], bool]:
-    """The columns and up to *max_rows* rows of the user's *sql*, and whether more were left out."""
+def run(con, sql: str, max_rows: int, url: str | None = None) -> tuple[list[str], list[tuple], bool]:
+    """The columns and up to *max_rows* rows of the user's *sql*, and whether more were left out
+    (an error is one line, without the password of *url*, the index's PostgreSQL URL)."""
     import duckdb
 
     try:
@@ -144,6 +157,7 @@ def run(con, sql: str, max_rows: int) -> tuple[list[str], list[tuple], bool]:
         rows = cur.fetchmany(max_rows + 1)
         columns = [d[0] for d in cur.description or []]
     except duckdb.Error as err:
-        raise ConfigError(f"query failed: {' '.join(str(err).split())[:300]}",
+        text = scrub(str(err), url) if url else " ".join(str(err).split())
+        raise ConfigError(f"query failed: {text[:300]}",
                           hint="the views are runs (the index) and samples (the archive's Parquet)") from None
     return columns, rows[:max_rows], len(rows) > max_rows
