@@ -46,6 +46,8 @@ def _rate(row: dict) -> str:
         low, high = rate.get("low"), rate.get("high")
         interval = f" [{low:.3g}, {high:.3g}]" if low is not None and high is not None else ""
         return f"{rate['estimate']:.3g}/h{interval}"
+    if rate and rate.get("bound") is not None:
+        return f"≤ {rate['bound']:.3g}/h (95 %, no model); worst {_us(row['worst_period_us'])} µs"
     return f"worst {_us(row['worst_period_us'])} µs"
 
 

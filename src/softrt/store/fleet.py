@@ -71,16 +71,18 @@ def tail_of(summary: RunSummary) -> dict | None:
 
 
 def late_rate(summary: RunSummary) -> dict | None:
-    """The late rate per hour with its interval from the tail model: ``{estimate, low, high, bound}``."""
+    """The late rate per hour from the tail model: ``{estimate, low, high}`` (its 95 % interval) where
+    the tail was fitted, and ``bound`` (the 95 % upper bound without a model) where the run has one."""
     tail = tail_of(summary)
-    rate = tail.get("late_rate_per_h") if tail else None
-    if not isinstance(rate, dict):
+    if tail is None:
         return None
-    out = {k: rate.get(k) for k in ("estimate", "low", "high")}
-    out["bound"] = tail.get("late_rate_bound_per_h")  # type: ignore[union-attr]
+    rate = tail.get("late_rate_per_h")
+    out = {k: rate.get(k) for k in ("estimate", "low", "high")} if isinstance(rate, dict) else \
+        dict.fromkeys(("estimate", "low", "high"))
+    out["bound"] = tail.get("late_rate_bound_per_h")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in out.values() if v is not None):
-        return None
-    return out
+        return None  # a row from another rig with something else there
+    return out if any(v is not None for v in out.values()) else None
 
 
 def figures(summary: RunSummary) -> dict:
