@@ -125,3 +125,13 @@ def test_query_never_shows_a_password(run_cli, history_db):
     url = history_db.replace("://softrt_ci@", "://softrt_ci:Wr0ng-s3cret@", 1)
     code, out, err = run_cli("query", "SELECT 1", "--db", url)
     assert code == 2 and err.count("\n") == 1 and "Wr0ng-s3cret" not in out + err, err
+
+
+def test_a_row_that_cannot_be_read_is_left_out_with_a_warning(run_cli, lab, history_db, tmp_path):
+    """Another rig's row whose summary is corrupt: the fleet shows the others and names it in one line."""
+    bad = summary(9, rig="eeee000000000005", label="broken", host="pc5")
+    row = History.row_of(tmp_path / bad.run_id, bad)
+    History(history_db).add_row({**row, "summary_json": '{"schema": "softrt.summary/1", "run_id": 5}'})
+    code, out, err = run_cli("fleet", "--json")
+    assert code == 0 and "broken" not in out and len(json.loads(out)) == 2
+    assert err.count("\n") == 1 and "1 run(s) left out" in err and bad.run_id in err

@@ -11,6 +11,7 @@ from rich.text import Text
 from ..schema.text import printable
 from ..store.fleet import diff, in_order, load_runs, resolve
 from ..store.history import History
+from .fleet import warn_unreadable
 from .history import DB_OPTION
 from .render import console
 
@@ -61,7 +62,9 @@ def command(run_a, run_b, db, as_json):
     history = History(db)
     _, a = resolve(run_a, history)
     _, b = resolve(run_b, history)
-    runs = in_order(load_runs(history, rig=a.rig, scenario=a.scenario), [a, b])
+    unreadable: list = []
+    runs = in_order(load_runs(history, rig=a.rig, scenario=a.scenario, unreadable=unreadable), [a, b])
+    warn_unreadable(unreadable)
     d = diff(a, b, runs)
     if as_json:
         sys.stdout.write(json.dumps(d, indent=2) + "\n")

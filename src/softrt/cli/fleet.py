@@ -36,6 +36,15 @@ def filter_options(f):
     return f
 
 
+def warn_unreadable(unreadable: list) -> None:
+    """One line for the rows left out (their stored summaries could not be read)."""
+    if unreadable:
+        shown = ", ".join(run_id for run_id, _ in unreadable[:3]) + (", …" if len(unreadable) > 3 else "")
+        console(stderr=True).print(Text(f"softrt: warning: {len(unreadable)} run(s) left out, their stored summary "
+                                        f"unreadable ({shown}): {printable(unreadable[0][1])[:200]}",
+                                        style="yellow"), soft_wrap=True)
+
+
 def _us(value: float | None) -> str:
     return "—" if value is None else f"{value:,.1f}"
 
@@ -97,7 +106,10 @@ Examples:
 def command(db, rig, scenario, kernel, since, until, regressions, as_json):
     """One row per rig in the history: its label, CPU, kernel, last run and verdict, the late rate with its
     interval (where the run has a tail model, else the worst cycle), and the trend of its worst periods."""
-    runs = load_runs(History(db), rig=rig, scenario=scenario, kernel=kernel, since=since, until=until)
+    unreadable: list = []
+    runs = load_runs(History(db), rig=rig, scenario=scenario, kernel=kernel, since=since, until=until,
+                     unreadable=unreadable)
+    warn_unreadable(unreadable)
     if regressions:
         from ..store.regressions import find
 

@@ -8,7 +8,7 @@ import click
 
 from ..errors import ConfigError
 
-from .fleet import filter_options
+from .fleet import filter_options, warn_unreadable
 from .history import DB_OPTION
 from .render import console
 
@@ -64,7 +64,9 @@ def _fleet(runs, fleet_html: Path, db, **filters) -> int:
         raise click.UsageError("--fleet reports the history's rigs: give no RUNS (filter with --rig, --scenario, "
                                "--kernel, --since, --until)")
     check_output(fleet_html)
-    fleet = load_runs(History(db), **filters)
+    unreadable: list = []
+    fleet = load_runs(History(db), unreadable=unreadable, **filters)
+    warn_unreadable(unreadable)
     if not fleet:
         raise ConfigError("no run in the history matches", hint="see softrt fleet; loosen the filters")
     path = build_fleet_report(fleet, fleet_html)

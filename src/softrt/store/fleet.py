@@ -98,13 +98,22 @@ def figures(summary: RunSummary) -> dict:
 
 
 def load_runs(history: History, *, rig: str | None = None, scenario: str | None = None, kernel: str | None = None,
-              since=None, until=None) -> list[FleetRun]:
-    """The history's finished runs matching every filter, oldest first (*rig*: an id, a label or a host name)."""
+              since=None, until=None, unreadable: list | None = None) -> list[FleetRun]:
+    """The history's finished runs matching every filter, oldest first (*rig*: an id, a label or a host name).
+
+    A row whose stored summary cannot be read (another rig's, corrupt or of a newer softrt) is left
+    out, and ``(run id, why)`` appended to *unreadable*: one bad row does not hide the lab.
+    """
     out = []
     for record in history.list_runs(scenario=scenario, since=since, until=until):
         if record.status == "running":
             continue  # a run still going has no final figures
-        run = fleet_run(record.run_id, record.started_at, record.summary)
+        try:
+            run = fleet_run(record.run_id, record.started_at, record.summary)
+        except ConfigError as err:
+            if unreadable is not None:
+                unreadable.append((printable(record.run_id), str(err)))
+            continue
         if rig is not None and rig not in (run.rig, run.prov["rig_id"], run.prov["rig_label"], run.prov["hostname"]):
             continue
         if kernel is not None and run.prov["kernel"] != kernel:
