@@ -98,6 +98,21 @@ def test_a_run_the_lab_cannot_take_stays_on_the_rig(home, runs, tmp_path, capsys
     assert [r.run_id for r in History(home / "history.sqlite").list_runs()] == [runs[0].name]
     assert [p.name for p in (tmp_path / "archive").glob("rig=*/date=*/*")] == [runs[0].name]  # the share took it
     assert os.environ.get("SOFTRT_DB") is None  # a URL is never handed down to child processes
+    # Two runs of one command (a compare): the lab that did not answer is not waited for again.
+    assert _made_two.main(["--db", DOWN, *map(str, runs)], standalone_mode=False) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and "cannot reach" in lines[0] and "still unreachable" in lines[1]
+    assert len(History(home / "history.sqlite")) == 2
+
+
+@click.command()
+@lab_options
+@click.argument("run_dirs", nargs=-1)
+def _made_two(run_dirs):
+    """What softrt compare does: one remember per scenario run."""
+    for run_dir in run_dirs:
+        remember([run_dir])
+    return 0
 
 
 def _a_wrong_password_is_bad_input_and_the_run_stays(home, runs, capsys):
@@ -153,3 +168,28 @@ def _a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete(run_c
 if os.environ.get("SOFTRT_TEST_PG"):
     test_a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete = pytest.mark.pg(
         _a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete)
+
+
+def _pgservice_and_pgpassfile_pass_through_untouched(run_cli, home, runs, tmp_path, monkeypatch):
+    """libpq's own conventions: the URL names nothing but the scheme; pg_service.conf says the rest."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from ..labdb import pg_schema
+
+    with pg_schema() as url:
+        parts = urlsplit(url)
+        options = parse_qs(parts.query)["options"][0]
+        (tmp_path / "pg_service.conf").write_text(
+            f"[lab]\nhost={parts.hostname}\nport={parts.port}\nuser={parts.username}\ndbname={parts.path[1:]}\n"
+            f"options={options}\n")
+        monkeypatch.setenv("PGSERVICEFILE", str(tmp_path / "pg_service.conf"))
+        monkeypatch.setenv("PGSERVICE", "lab")
+        History(home / "history.sqlite").add_runs(runs)
+        code, out, err = run_cli("push", "--db", "postgresql://")
+        assert code == 0 and "2 run(s) sent to postgresql://," in err
+        assert [r.run_id for r in History(url).list_runs()] == [r.name for r in runs]
+
+
+if os.environ.get("SOFTRT_TEST_PG"):
+    test_pgservice_and_pgpassfile_pass_through_untouched = pytest.mark.pg(
+        _pgservice_and_pgpassfile_pass_through_untouched)

@@ -34,6 +34,7 @@ from ..ipc.layout import FLAG_DEVICE_ERROR, RECORD_DTYPE
 from .cycles import DEFAULT_THRESHOLD_NS, Carry, CycleStream, CycleView, LateRule
 from .hdr import FORMAT as HDR_FORMAT
 from .hdr import RELATIVE_ERROR, SUB_BITS, Hdr
+from .tail_keep import TailKeeper
 
 PERCENTILES = (50.0, 99.0, 99.9, 99.99)
 #: Slack is bad when short: its tail is the low one (negative: an overrun).
@@ -72,6 +73,10 @@ class RunStats:
         self.worst_seq: int | None = None
         self.worst_detect_ns: int | None = None
         self._chunk: CycleView = self.cycles.view(np.zeros(0, RECORD_DTYPE))
+        # The tail model's raw material (analysis.tail_keep): the top of the period and latency
+        # series with their permit times (ns); None once runs are pooled (their clocks differ).
+        self.keep: dict[str, TailKeeper] | None = {
+            "period": TailKeeper(self.period_ns, self.rule.bound_ns), "latency": TailKeeper(0, self.rule.threshold_ns)}
 
     @property
     def rule(self) -> LateRule:
@@ -102,7 +107,11 @@ class RunStats:
         h = self.hist
         h["period"].add(period)
         h["process"].add(done - detect)
-        h["latency"].add(detect - edge)
+        latency = detect - edge
+        h["latency"].add(latency)
+        if self.keep is not None:
+            self.keep["period"].add(period, detect if view.linked else detect[view.period_ends()])
+            self.keep["latency"].add(latency, detect)
         slack = edge + (self.period_ns - done)
         h["slack"].add(slack)
         if period.size and (self.worst_period_ns is None or h["period"].max > self.worst_period_ns):
@@ -164,6 +173,7 @@ class RunStats:
             else:
                 self.counters[key] = mine + theirs
         self.rtt_seen = self.rtt_seen or other.rtt_seen
+        self.keep = None  # a pooled tail would mix the runs' clocks
         if other.worst_period_ns is not None and (self.worst_period_ns is None
                                                   or other.worst_period_ns > self.worst_period_ns):
             self.worst_period_ns, self.worst_seq = other.worst_period_ns, other.worst_seq
@@ -257,6 +267,7 @@ class RunStats:
             out.worst_period_ns, out.worst_seq = _opt_int(worst["period_ns"]), _opt_int(worst["seq"])
             out.worst_detect_ns, out.first_detect_ns = _opt_int(worst["detect_ns"]), _opt_int(worst["first_detect_ns"])
             out.cycles.prev = _carry(doc["carry"])
+            out.keep = None  # stats.json holds no kept values (store.tailkeep reads tail.npz)
             for name in SERIES:
                 out.hist[name] = Hdr.from_dict(doc["series_ns"][name])
         except (KeyError, TypeError, AttributeError) as err:

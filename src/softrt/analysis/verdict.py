@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..schema.summary import Metrics, RunSummary, Verdict, VerdictCheck, VerdictCulprit
+from ..schema.tail import Tail
 from ..schema.why_late import WhyLate
 from .cycles import DEFAULT_THRESHOLD_NS
 from .remedy import Remedy, remedy_for
 from .require import parse_requirements
+from .tail_text import rate_clause
 
 
 def default_requirement(period_ns: int, threshold_ns: int) -> str:
@@ -28,12 +30,13 @@ def default_requirement(period_ns: int, threshold_ns: int) -> str:
 
 
 def judge(metrics: Metrics, *, period_ns: int, threshold_ns: int, require: str | None = None,
-          why_late: Iterable[WhyLate | None] = ()) -> Verdict:
-    """The verdict of *metrics* against *require* (None: the seed's requirement); the main culprit
-    comes from the *why_late* blocks (one run's, or every round of a compare scenario)."""
+          why_late: Iterable[WhyLate | None] = (), tail: Tail | None = None) -> Verdict:
+    """The verdict of *metrics* (and of the *tail* model, for a ``late-rate`` gate) against *require*
+    (None: the seed's requirement); the main culprit comes from the *why_late* blocks (one run's, or
+    every round of a compare scenario)."""
     text = require if require is not None else default_requirement(period_ns, threshold_ns)
     checks = [VerdictCheck(requirement=r.text, measured=value, passed=ok)
-              for r in parse_requirements(text) for ok, value in [r.check(metrics)]]
+              for r in parse_requirements(text) for ok, value in [r.check(metrics, tail)]]
     misses = metrics.misses
     cycles = metrics.cycles or 0
     meets = all(c.passed for c in checks) if cycles else None
@@ -97,10 +100,18 @@ def main_culprit(why_late: Iterable[WhyLate | None]) -> tuple[VerdictCulprit | N
                           fix=fix, checks=list(remedy.checks) if remedy is not None else []), None
 
 
-def verdict_lines(v: Verdict, *, state: str = "complete") -> list[str]:
+def verdict_lines(v: Verdict, *, state: str = "complete", tail: Tail | None = None) -> list[str]:
     """The verdict in words: the answer with the worst figures, on failure the main culprit and its
-    fix, then how much the run proves. *state*: the run's (a "running" checkpoint meets it "so far";
-    a partial or failed run says so where it says what it observed)."""
+    fix, then how much the run proves, and with a *tail* model the rate clause (analysis.tail_text).
+    *state*: the run's (a "running" checkpoint meets it "so far"; a partial or failed run says so
+    where it says what it observed)."""
+    lines = _verdict_lines(v, state)
+    if tail is not None and v.meets is not None:
+        lines.append("  " + rate_clause(tail, v.culprit.source if v.culprit is not None else None))
+    return lines
+
+
+def _verdict_lines(v: Verdict, state: str) -> list[str]:
     cycle = f"the {v.period_us:g} µs cycle" if v.period_us else "the cycle"
     bound = (v.period_us or 0) + (v.threshold_us or 0)
     required = f" (0 missed updates, every period ≤ {bound:,.1f} µs)" if v.default else \
@@ -112,7 +123,7 @@ def verdict_lines(v: Verdict, *, state: str = "complete") -> list[str]:
         head = f"MEETS {cycle}{' so far' if state == 'running' else ''}{required}: {worst}"
         return [head, "  " + _proves(v.cycles or 0, state)]
     failed = [c for c in v.checks if not c.passed and not _shown_in_worst(c.requirement)]
-    extra = "".join(f"; {c.requirement} not met ({_fmt(c.measured)})" for c in failed)
+    extra = "".join(f"; {c.requirement} not met ({_measured(c)})" for c in failed)
     lines = [f"FAILS {cycle}{required}: {worst}{extra}"]
     c = v.culprit
     if c is not None:
@@ -158,6 +169,12 @@ def _round2(n: int) -> int:
         return max(n, 1)
     scale = 10 ** (len(str(n)) - 2)
     return round(n / scale) * scale
+
+
+def _measured(c: VerdictCheck) -> str:
+    if c.requirement.replace("_", "-").startswith("late-rate"):
+        return "no tail model" if c.measured is None else f"≤ {c.measured:.2g} per hour, 95 % upper bound"
+    return _fmt(c.measured)
 
 
 def _fmt(value: float | None) -> str:

@@ -53,7 +53,7 @@ def lab_options(f):
         if db is not None and not isinstance(lab.index(), str):
             os.environ[DB_ENV] = str(lab.index())  # a file: the run's own checkpoints go there too
         meta = click.get_current_context().meta
-        meta[_LAB] = {"lab": lab, "refused": False}
+        meta[_LAB] = {"lab": lab, "refused": False, "down": False}
         status = f(*args, **kwargs)
         return 2 if meta[_LAB]["refused"] and status in (0, 1, None) else status
 
@@ -80,19 +80,23 @@ def remember(run_paths) -> None:
     except SoftRTError as error:
         err.print(Text(f"softrt: warning: run not added to the history: {error}"), soft_wrap=True)
         history = None
+    where = f"this rig's history ({history.path})" if history is not None else str(run_paths[0])
+    what = "run" if len(run_paths) == 1 else f"{len(run_paths)} runs"
     try:
         if not lab.forwards():
+            return
+        if meta.get("down"):  # said once: the next scenarios of a compare do not wait for it again
+            err.print(Text(f"softrt: the {what} stays in {where} too (the lab is still unreachable)"), soft_wrap=True)
             return
         for path in run_paths:
             forward(path, lab)
     except SoftRTError as error:
-        where = f"this rig's history ({history.path})" if history is not None else str(run_paths[0])
-        what = "run" if len(run_paths) == 1 else f"{len(run_paths)} runs"
         if isinstance(error, ConfigError):
             meta["refused"] = True
             err.print(Text(f"softrt: error: {error}; the {what} stays in {where}: softrt push sends it once this is "
                            "fixed"), soft_wrap=True)
         else:
+            meta["down"] = True
             err.print(Text(f"softrt: the lab has not got the {what} yet, kept in {where}: {error.msg}; softrt push "
                            "sends it later"), soft_wrap=True)
 

@@ -11,6 +11,7 @@ from rich.text import Text
 from ..analysis.remedy import remedy_for
 from ..analysis.verdict import verdict_lines, verdict_of
 from ..schema.summary import Board, Misses, RunSummary, Verdict
+from ..schema.tail import Tail
 from ..schema.why_late import Cause, TraceInfo
 from ..units import format_duration_s, format_ns
 
@@ -23,11 +24,12 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+,.1f}"
 
 
-def verdict_text(verdict: Verdict | None, *, state: str = "complete", prefix: str = "") -> Text | None:
+def verdict_text(verdict: Verdict | None, *, state: str = "complete", prefix: str = "",
+                 tail: Tail | None = None) -> Text | None:
     """The verdict (softrt.analysis.verdict) in words: MEETS in green, FAILS in red; None without one."""
     if verdict is None:
         return None
-    lines = verdict_lines(verdict, state=state)
+    lines = verdict_lines(verdict, state=state, tail=tail)
     style = {True: "bold green", False: "bold red"}.get(verdict.meets, "bold yellow")
     out = Text(prefix + lines[0], style=style)
     for line in lines[1:]:
@@ -282,7 +284,8 @@ def render_summary(summary: RunSummary, path: str | None = None, notice: Text | 
 
 def verdict_head(summary: RunSummary, notice: Text | None = None) -> list:
     """What a run's tables open with: its verdict, then *notice*, then a blank line (none without either)."""
-    head = [t for t in (verdict_text(verdict_of(summary), state=summary.state), notice) if t is not None]
+    verdict = verdict_text(verdict_of(summary), state=summary.state, tail=summary.tail)
+    head = [t for t in (verdict, notice) if t is not None]
     return [*head, Text("")] if head else []
 
 

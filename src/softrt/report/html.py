@@ -116,7 +116,7 @@ def _banner(runs: list[RunView]) -> str:
         v = verdict_of(r.summary)
         if v is None:
             continue
-        head, *rest = verdict_lines(v, state=r.summary.state)
+        head, *rest = verdict_lines(v, state=r.summary.state, tail=r.summary.tail)
         cls = {True: "good", False: "bad"}.get(v.meets, "na")
         more = "".join(f"<br>{escape(line.strip())}" for line in rest)
         out.append(f'<p class="verdict" data-meets="{str(v.meets).lower()}">{_swatch(i)}{escape(r.label)}: '

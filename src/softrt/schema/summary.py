@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from .device import Board
 from .doc import Doc, count, flatten, key, many, obj, opt
 from .provenance import Provenance
+from .tail import Tail
 from .text import MAX_NAME, is_safe_name, printable, show_value
 from .watch import Watch
 from .why_late import WhyLate
@@ -329,6 +330,7 @@ class RunSummary(Doc):
     compare_id: str | None = opt()  # softrt compare: the run id of the comparison's first run, on each of its runs
     watch: Watch | None = opt()  # softrt watch: the thread behind the cycles (schema.watch)
     provenance: Provenance | None = opt()  # the rig, firmware, microcode, NIC (schema.provenance)
+    tail: Tail | None = opt()  # the tail model of the late series (schema.tail; absent before issue 33)
 
     @classmethod
     def read(cls, doc: object, where: object = "summary.json") -> RunSummary:

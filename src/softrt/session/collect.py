@@ -14,9 +14,12 @@ import numpy as np
 
 from ..analysis import RunStats, Snapshot
 from ..analysis.cycles import CycleView, concat
+from ..analysis.tail_keep import fit_kept
 from ..motion import MotionConfig, MotionImpactStream
 from ..store.rundir import STATS, RunDir
+from ..store.tailkeep import write_tail_keep
 from ..schema.summary import Metrics, Motion
+from ..schema.tail import Tail
 
 
 #: Drained records are passed on in batches of at least this many (about 1 s at 250 µs): the pass
@@ -98,3 +101,15 @@ class Collector:
         """Store the pass's state with the run (``stats.json``, docs/run-format.md)."""
         self.flush()
         rundir.write_json(STATS, self.stats.to_dict())
+        if self.stats.keep is not None:
+            write_tail_keep(rundir.path, self.stats.keep)
+
+    def tail(self, series: str = "period") -> Tail | None:
+        """The tail model (analysis.tail) of *series* ("period": late beyond nominal + the late
+        threshold; "latency": beyond the threshold), over the cycles passed so far; None before any."""
+        self.flush()
+        keep = self.stats.keep
+        if keep is None or not keep[series].seen:
+            return None
+        hours = keep[series].seen * self.stats.period_ns / 3.6e12
+        return fit_kept(keep[series], hours=hours, series=f"{series}_us")

@@ -22,6 +22,7 @@ from ..platform import get_platform
 from ..store.history import History, local_db_path
 from ..store.rundir import STATS, SUMMARY, RunDir
 from ..schema.summary import SCHEMA, RunSummary
+from ..schema.tail import Tail
 from ..trace import TraceSession
 from . import changes as _changes
 from .collect import Collector
@@ -140,15 +141,18 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     model = RunSummary.from_dict(summary, f"the summary of {rundir.run_id}")
     if not running:
         model = reconcile_misses(model)
-    # Judged on the final figures: the board's own miss count, the attribution's culprits.
-    return judged(model, config, running=running)
+    # Judged on the final figures: the board's own miss count, the attribution's culprits; the tail
+    # model of the periods (their late rule's bound is its deadline) is fitted once, at the end
+    # (a fit takes up to seconds: never in a checkpoint, which the supervisor builds between drains).
+    return judged(model, config, running=running, tail=None if running else parts.collector.tail("period"))
 
 
-def judged(model: RunSummary, config: RunConfig, *, running: bool) -> RunSummary:
-    """*model* with its verdict (analysis.verdict.judge), for a run and for a watched thread alike;
-    a checkpoint's late cycles are explained only when the run ends."""
+def judged(model: RunSummary, config: RunConfig, *, running: bool, tail: Tail | None = None) -> RunSummary:
+    """*model* with its *tail* block and its verdict (analysis.verdict.judge), for a run and for a
+    watched thread alike; a checkpoint's late cycles are explained only when the run ends."""
+    model = model.replace(tail=tail)
     verdict = judge(model.metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns,
-                    require=config.require, why_late=[] if running else [model.why_late])
+                    require=config.require, why_late=[] if running else [model.why_late], tail=tail)
     if running and verdict.meets is False:
         verdict = verdict.replace(why_unknown="the late cycles are explained when the run ends")
     return model.replace(verdict=verdict)

@@ -389,7 +389,10 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
         summary["why_late"] = why
     model = RunSummary.from_dict(summary, f"the summary of {w.progress.run_id}")
     # Judged as a run is (the same rule, the same words); a thread without a period has no verdict.
-    return judged(model, w.run_config, running=running) if w.period_ns else model
+    # Its tail model is of the wake-up latency (late beyond the threshold): the series cyclictest
+    # and rtla measure, fitted once at the end.
+    tail = None if running else w.collector.tail("latency")
+    return judged(model, w.run_config, running=running, tail=tail) if w.period_ns else model
 
 
 def _config(w: _Watched) -> dict:

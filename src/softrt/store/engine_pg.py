@@ -31,6 +31,8 @@ T = TypeVar("T")
 
 RETRIES = 8
 CONNECT_TIMEOUT_MAX_S = 10  # libpq waits this long for a server that does not answer (minimum 2 s)
+_LOST_NETWORK = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
+                 "tcp_user_timeout": 30_000}
 _LOCK_KEY = 0x736F667472740001  # pg_advisory_xact_lock key of softrt's layout changes ("softrt" + 1)
 _SCHEMA_TABLE = "softrt_schema"
 _AUTH_STATES = {"28P01", "28000"}  # invalid_password, invalid_authorization_specification
@@ -102,6 +104,11 @@ class PgEngine:
         info = self.check_url()
         if "connect_timeout" not in info and not os.environ.get("PGCONNECT_TIMEOUT"):
             extra["connect_timeout"] = int(min(CONNECT_TIMEOUT_MAX_S, max(2, self.timeout_s)))
+        # A network lost in the middle of a statement: without these a push from cron would wait on
+        # the dead connection for TCP's own ~15 min (libpq "Parameter Key Words"; tcp(7) TCP_USER_TIMEOUT).
+        for key, value in _LOST_NETWORK.items():
+            if key not in info:
+                extra[key] = value
         return psycopg.connect(self._url, **extra)
 
     def _check_version(self, conn, *, write: bool) -> int:

@@ -62,7 +62,11 @@ def forward(run_dir: Path, lab: Lab, index: History | None = None) -> Path:
     dest = run_dir
     if root is not None:
         summary = load_run_summary(run_dir)
-        dest = archive_run(run_dir, root, summary.run_id, summary.started_at)
+        # The rig the run was measured on, as its provenance recorded it (a run copied from another PC
+        # and pushed from here is filed under its own rig); this machine's id for runs without one.
+        recorded = getattr(getattr(summary, "provenance", None), "rig_id", None)
+        dest = archive_run(run_dir, root, summary.run_id, summary.started_at,
+                           rig=recorded if isinstance(recorded, str) and recorded else None)
     (index or History(lab.index())).add_run(dest)
     return dest
 
