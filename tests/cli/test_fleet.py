@@ -22,6 +22,8 @@ HOSTILE = "[bold red]evil[/]\x1b[2J<script>alert(1)</script>$x$'"
 def lab(history_db, tmp_path, home):
     runs = [summary(n, worst_us=300 + n) for n in range(3)]
     runs += [summary(n, kernel="6.18.9-rt", worst_us=900 + n) for n in (3, 4)]
+    runs[-1] = summary(4, kernel="6.18.9-rt", worst_us=904, tail={  # a fitted tail model: the rate with its interval
+        "late_rate_per_h": {"estimate": 1.5, "low": 0.5, "high": 400.0}, "late_rate_bound_per_h": 6.0})
     runs += [summary(n, rig="dddd000000000004", label=HOSTILE, host="evil<host>", hours=0.5) for n in range(2)]
     store(History(history_db), runs, tmp_path)
     return runs
@@ -30,7 +32,7 @@ def lab(history_db, tmp_path, home):
 def test_fleet_text_and_json(run_cli, lab):
     code, out, err = run_cli("fleet")
     assert code == 0, err
-    assert "rig-1" in out and "6.18.9-rt" in out and "↑" in out
+    assert "rig-1" in out and "6.18.9-rt" in out and "↑" in out and "1.5/h [0.5, 400]" in out
     # A label is text, never markup or a terminal escape (the table folds it over lines).
     assert "[bold" in out and "evil[/]" in out and "alert(1)" in out and "\x1b" not in out
     code, out, _ = run_cli("fleet", "--json", "--kernel", "6.18.9-rt")

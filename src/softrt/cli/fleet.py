@@ -49,14 +49,18 @@ def _us(value: float | None) -> str:
     return "—" if value is None else f"{value:,.1f}"
 
 
+def _per_h(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def _rate(row: dict) -> str:
     rate = row["late_rate_per_h"]
     if rate and rate.get("estimate") is not None:
         low, high = rate.get("low"), rate.get("high")
-        interval = f" [{low:.3g}, {high:.3g}]" if low is not None and high is not None else ""
-        return f"{rate['estimate']:.3g}/h{interval}"
+        interval = f" [{_per_h(low)}, {_per_h(high)}]" if low is not None and high is not None else ""
+        return f"{_per_h(rate['estimate'])}/h{interval}"
     if rate and rate.get("bound") is not None:
-        return f"≤ {rate['bound']:.3g}/h (95 %, no model); worst {_us(row['worst_period_us'])} µs"
+        return f"≤ {_per_h(rate['bound'])}/h (95 %, no model); worst {_us(row['worst_period_us'])} µs"
     return f"worst {_us(row['worst_period_us'])} µs"
 
 
