@@ -137,3 +137,13 @@ def test_a_row_that_cannot_be_read_is_left_out_with_a_warning(run_cli, lab, hist
     code, out, err = run_cli("fleet", "--json")
     assert code == 0 and "broken" not in out and len(json.loads(out)) == 2
     assert err.count("\n") == 1 and "1 run(s) left out" in err and bad.run_id in err
+
+
+def test_diff_takes_run_directories_of_older_softrt(run_cli, lab, tmp_path):
+    """A run folder (not in the history, written before provenance existed) against a stored run."""
+    from softrt.report.synthetic import write_synthetic_run
+
+    folder = write_synthetic_run(tmp_path / "copied", cycles=1_000, host="old-pc")
+    code, out, err = run_cli("diff", str(folder), lab[0].run_id)
+    assert code == 0, err
+    assert "hostname: old-pc → pc1" in out and "rig_id: — → aaaa000000000001" in out and "noise unknown (1 run)" in out

@@ -188,8 +188,11 @@ def config_changes(a: FleetRun, b: FleetRun) -> dict[str, tuple]:
 
 def diff(a: FleetRun, b: FleetRun, runs: list[FleetRun]) -> dict:
     """Every provenance and configuration difference of *a* and *b*, and each headline figure's
-    change judged against the noise of *a*'s rig and scenario with *a*'s provenance (before *b*)."""
-    base = baseline(runs, a, before=b)
+    change judged against the noise of *a*'s rig and scenario with *a*'s provenance: its runs up to
+    the later of the two (*a* included, *b* not), in *runs* (oldest first)."""
+    ids = [r.run_id for r in runs]
+    last = max((ids.index(r.run_id) for r in (a, b) if r.run_id in ids), default=len(runs) - 1)
+    base = [r for r in baseline(runs[:last + 1], a) if r.run_id != b.run_id]
     noises = figure_noise(base)
     headline = []
     for key, name, unit in HEADLINE:
