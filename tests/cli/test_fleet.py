@@ -75,12 +75,11 @@ def test_query_reads_the_index_read_only_and_offline(run_cli, lab, history_db):
     assert code == 0, err
     assert json.loads(out) == [{"rig_label": "rig-1", "n": 2, "worst": 904.0}]
     code, out, _ = run_cli("query", "SELECT current_setting('autoinstall_known_extensions') AS i, "
-                                    "current_setting('autoload_known_extensions') AS l", "--csv")
-    assert code == 0 and out.splitlines()[1] == "False,False"
-    code, out, _ = run_cli("query", "SELECT schema_name FROM duckdb_tables() WHERE database_name = 'idx' "
-                                    "AND table_name = 'runs'", "--json")
-    (table,) = json.loads(out)  # main (SQLite), or the PostgreSQL schema of the URL's search_path
-    code, _, err = run_cli("query", f"DELETE FROM idx.{table['schema_name']}.runs")
+                                    "current_setting('autoload_known_extensions') AS l, schema_name FROM duckdb_tables() "
+                                    "WHERE database_name = 'idx' AND table_name = 'runs'", "--json")
+    (row,) = json.loads(out)  # schema: main (SQLite), or the PostgreSQL schema of the URL's search_path
+    assert code == 0 and (row["i"], row["l"]) == (False, False)
+    code, _, err = run_cli("query", f"DELETE FROM idx.{row['schema_name']}.runs")
     assert code == 2 and err.count("\n") == 1 and "read-only" in err.lower()
     code, _, err = run_cli("query", "SET autoinstall_known_extensions = true")
     assert code == 2 and "locked" in err

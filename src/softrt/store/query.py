@@ -73,6 +73,8 @@ def connect(history: History, archive: str | None = None):
     except ImportError:
         raise ConfigError("softrt query needs DuckDB", hint="pip install 'duckdb==1.5.5' and its extension "
                           "packages (scripts/setup installs them)") from None
+    if archive and not archive.startswith("s3://") and not Path(archive).is_dir():
+        raise ConfigError(f"no archive directory at {archive}", hint="give the lab's --archive PATH")
     con = duckdb.connect(":memory:", config={
         "autoinstall_known_extensions": False, "autoload_known_extensions": False,
         "allow_community_extensions": False, "extension_directory": NO_REPOSITORY})
