@@ -40,6 +40,7 @@ class Provenance(Doc):
     board_name: str | None = opt()
     microcode: str | None = opt()  # /proc/cpuinfo "microcode" of the first CPU (x86)
     nics: list[Nic] = many()
+    tune_applied: list[str] | None = opt()  # what softrt tune --apply changed and has not reverted (audit.state)
 
 
 #: The fields a change of which may explain a change of timing, in the order they are shown, and
@@ -54,8 +55,9 @@ CAUSES = ("kernel", "kernel_build", "preemption", "cmdline", "microcode", "bios_
 def provenance_fields(summary) -> dict[str, str | None]:
     """The flat provenance of a run (schema.summary.RunSummary): every :data:`FIELDS` key, None when unknown.
 
-    ``tuning`` is what the run found or set: the controls applied for the run, and the check's
-    verdict with the checks it asked to fix first (``--check``); ``nic`` the EtherCAT card's driver
+    ``tuning`` is what the run found or set: the controls applied for the run, what ``softrt tune
+    --apply`` had changed, and the check's verdict with the checks it asked to fix first
+    (``--check``); ``nic`` the EtherCAT card's driver
     and firmware.
     """
     host = summary.host if isinstance(summary.host, dict) else {}
@@ -84,4 +86,7 @@ def _tuning(summary) -> str | None:
     if summary.check is not None and summary.check.verdict:
         fix = sorted(str(f) for f in summary.check.fix_first)
         parts.append(f"check: {summary.check.verdict}" + (f" (fix first: {', '.join(fix)})" if fix else ""))
+    prov = summary.provenance
+    if prov is not None and prov.tune_applied:
+        parts.append(f"tune --apply: {', '.join(prov.tune_applied)}")
     return "; ".join(parts) or None

@@ -29,6 +29,7 @@ from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import fairserver, get_platform, lock_stop_hint
 from ..platform.provenance import collect as collect_provenance
+from ..audit.state import in_force as tune_in_force
 from ..store.history import History, local_db_path
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
 from ..schema.summary import RunSummary
@@ -89,7 +90,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go=None) -> RunResu
     check_space(out_dir, expected_rows, config.samples, config.period_ns)
     check = _take_check(config) if config.check else None
     host = plat.host_facts()  # before the run's changes (its rt_runtime_us is the machine's own)
-    provenance = collect_provenance(device=config.device)
+    provenance = {**collect_provenance(device=config.device), "tune_applied": tune_in_force()}
 
     out = Outcome()
     started_at = utcnow()

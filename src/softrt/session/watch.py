@@ -27,6 +27,7 @@ from ..cpus import CpuSet
 from ..errors import ConfigError, SoftRTError
 from ..platform import get_platform
 from ..platform.provenance import collect as collect_provenance
+from ..audit.state import in_force as tune_in_force
 from ..platform.ktasks import Task
 from ..schema.config import DEFAULT_MAX_DURATION_NS, MAX_KEEP_LATE, MAX_PERIOD_NS, MIN_PERIOD_NS, RunConfig
 from ..schema.summary import SCHEMA, RunSummary
@@ -200,7 +201,7 @@ class _Session:
     def __init__(self, config: WatchConfig, threads: list[Task], trace: WatchTrace) -> None:
         self.config, self.trace = config, trace
         self.host = get_platform().host_facts()
-        self.provenance = collect_provenance()
+        self.provenance = {**collect_provenance(), "tune_applied": tune_in_force()}
         self.started_at = utcnow()
         self.applied: list[dict] = []
         self.recovered: list = []
