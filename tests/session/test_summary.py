@@ -21,7 +21,7 @@ from softrt.store.rundir import RunDir, read_summary
 from softrt.trace import TraceSession
 
 #: What only the end of a run knows (the trace's attribution) or only a checkpoint says (when, by whom).
-FINAL_ONLY = {"why_late"}
+FINAL_ONLY = {"why_late", "tail"}
 CHECKPOINT_ONLY = {"checkpoint_at", "supervisor"}
 
 
