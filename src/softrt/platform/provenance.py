@@ -102,10 +102,10 @@ def _drvinfo(iface: str) -> dict | None:
     import fcntl
     import socket
 
-    buf = bytearray(_DRVINFO.pack(ETHTOOL_GDRVINFO, b"", b"", b"", b"", b"", b"", 0, 0, 0, 0, 0))
-    data = array.array("B", buf)
+    data = array.array("B", _DRVINFO.pack(ETHTOOL_GDRVINFO, b"", b"", b"", b"", b"", b"", 0, 0, 0, 0, 0))
     addr, _ = data.buffer_info()
-    request = struct.pack("16sP", iface.encode()[:15], addr)  # struct ifreq {ifr_name; ifr_data}
+    # struct ifreq {ifr_name[16]; union {… ifr_data}}: 40 bytes on 64-bit Linux, which the kernel copies in.
+    request = struct.pack("16sP", iface.encode()[:15], addr).ljust(40, b"\0")
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             fcntl.ioctl(sock, SIOCETHTOOL, request)
