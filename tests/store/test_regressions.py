@@ -3,7 +3,7 @@
 How the two sets are made (few, short real runs; the rest are copies):
 
 - *good*: one real ``softrt run --duration 0.5s --no-trace`` on this rig as it is (tuned: pinned,
-  SCHED_FIFO), and two copies of it with new ids and later starts, so the rig has the three runs with
+  SCHED_FIFO), and two copies of it with new ids and earlier starts, so the rig has the three runs with
   one provenance that its noise needs (analysis.regress.MIN_RUNS). Their range is 0, so any worse
   figure is beyond it: the noise rule itself is tested in tests/analysis/test_regress.py and
   tests/store/test_fleet.py; here the path from real runs to the entry is (a real run costs ~4 s
@@ -44,19 +44,33 @@ def _run(softrt_cmd, out: Path, *extra: str) -> Path:
     return run
 
 
+def _worker_started(pid: int) -> bool:
+    """Process *pid* (softrt run) has spawned its worker (other children, such as ldconfig, do not count)."""
+    import psutil
+
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.Error:  # it has just ended
+        return False
+    for child in children:
+        try:
+            if any("spawn_main" in part for part in child.cmdline()):
+                return True
+        except psutil.Error:  # gone, or a zombie not yet reaped
+            pass
+    return False
+
+
 def _loaded_run(out: Path) -> Path:
     """An untuned run while a busy loop runs on every CPU, from its worker's start for 2 s (not during
     softrt's start-up, which the loops would only slow down)."""
-    import psutil
-
     cmd = [sys.executable, "-m", "softrt", "run", "--duration", "0.5s", "--no-trace", "-q", "--rig-label",
            "lab-rig-1", "--out-dir", str(out), "--profile", "none"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     hogs = []
     try:
         end = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < end and not any(
-                "spawn_main" in " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children()):
+        while proc.poll() is None and time.monotonic() < end and not _worker_started(proc.pid):
             time.sleep(0.01)
         hogs = [subprocess.Popen([sys.executable, "-c", "import time\nend = time.monotonic() + 2\n"
                                   "while time.monotonic() < end: pass"]) for _ in range(os.cpu_count() or 1)]
@@ -73,10 +87,11 @@ def _loaded_run(out: Path) -> Path:
     return run
 
 
-def _copy(run: Path, dest: Path, *, after: Path, kernel: str | None = None, suffix: str = "copy") -> Path:
-    """*run* as a run of its own: a new id, started a second after *after*; its kernel rewritten if given."""
+def _copy(run: Path, dest: Path, *, seconds: int, kernel: str | None = None, suffix: str = "copy") -> Path:
+    """*run* as a run of its own: a new id, started *seconds* after it (before it when negative; the
+    runs' own rows order runs of one second by when they entered the history); its kernel rewritten if given."""
     doc = json.loads((run / "summary.json").read_text())
-    start = datetime.fromisoformat(json.loads((after / "summary.json").read_text())["started_at"]) + timedelta(seconds=1)
+    start = datetime.fromisoformat(doc["started_at"]) + timedelta(seconds=seconds)
     doc["run_id"] = f"{doc['run_id']}-{suffix}"
     doc["started_at"] = start.isoformat(timespec="seconds")
     if kernel is not None:
@@ -99,10 +114,10 @@ def test_a_kernel_that_made_a_rig_worse_is_found(tmp_path, softrt_cmd, run_cli, 
     good = [_run(softrt_cmd, tmp_path / "good")]
     bad = _loaded_run(tmp_path / "bad")
     kernel = json.loads((good[0] / "summary.json").read_text())["host"]["kernel"]
-    for n in (1, 2):
-        good.append(_copy(good[0], tmp_path / f"copies{n}", after=good[-1], suffix=f"copy{n}"))
+    # The copies start before the real run (the bad run may start within a second of it).
+    good = [_copy(good[0], tmp_path / f"copies{n}", seconds=-n, suffix=f"copy{n}") for n in (2, 1)] + good
     _rewrite_kernel(bad, kernel + CANDIDATE)
-    bad_copy = _copy(bad, tmp_path / "copies", after=bad, kernel=kernel + CANDIDATE)
+    bad_copy = _copy(bad, tmp_path / "copies", seconds=1, kernel=kernel + CANDIDATE)
     code, _, err = run_cli("history", "add", *map(str, good), str(bad), str(bad_copy))
     assert code == 0, err
 
