@@ -56,3 +56,23 @@ def load(path: Path, root: str) -> tuple[dict, list[dict]]:
         raise ConfigError(f"the tune state {path} is from an earlier boot: the reboot already undid every change",
                           hint=f"delete {path}")
     return header, entries
+
+
+def in_force(path: Path | None = None, root: str = "/") -> list[str] | None:
+    """What ``softrt tune --apply`` has changed and not reverted, for a run's provenance: each kernel
+    file with its new value, each stopped service, and how many threads it moved (their ids change
+    with every boot, so they are counted, not named). None when no tune is applied, or its state
+    file cannot be read (a run records what it knows; ``softrt tune --revert`` reports the problem)."""
+    try:
+        _header, entries = load(path or default_path(), root)
+    except ConfigError:
+        return None
+    out, moved = [], 0
+    for entry in entries:
+        if entry.get("kind") == journal.AFFINITY:
+            moved += 1
+        elif "after" in entry:
+            out.append(f"{entry.get('target')}={entry.get('after')}")
+        else:
+            out.append(f"{entry.get('kind')}: {entry.get('target')}")
+    return sorted(set(out)) + ([f"affinity of {moved} thread(s)"] if moved else [])

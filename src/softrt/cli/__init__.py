@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "watch",
     "check", "tune",
     "history", "show", "report", "import_", "push", "tail",
+    "fleet", "diff", "query",
     "ecat_sim",
 )
 

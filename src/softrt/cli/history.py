@@ -30,16 +30,24 @@ ARCHIVE_OPTION = click.option(
     "--archive", metavar="PATH", default=None,
     help="Lab archive (a shared directory): each run folder is copied there once, immutable, as "
          "rig=<id>/date=<YYYY-MM-DD>/<run id>/ [default: $SOFTRT_ARCHIVE, else none].")
+RIG_LABEL_OPTION = click.option(
+    "--rig-label", metavar="TEXT", default=None,
+    help="This rig's name in the lab (softrt fleet shows it), recorded in each run's provenance "
+         "[default: $SOFTRT_RIG_LABEL].")
 _LAB = "softrt.lab"  # click context meta: the command's lab, and whether it was refused as bad input
 
 
 def lab_options(f):
-    """``--db``, ``--archive`` on the commands that make runs (run, compare, watch): each run is kept
+    """``--db``, ``--archive``, ``--rig-label`` on the commands that make runs (run, compare, watch): each run is kept
     in this rig's history, then forwarded to the lab's database and archive (store.lab)."""
 
     @functools.wraps(f)
-    def command(*args, db, archive, **kwargs):
+    def command(*args, db, archive, rig_label, **kwargs):
+        from ..platform.provenance import RIG_LABEL_ENV
         from ..store.dbtarget import DB_ENV
+
+        if rig_label is not None:
+            os.environ[RIG_LABEL_ENV] = rig_label  # read with the host facts, also by a spawned supervisor
 
         lab = Lab(db, archive)
         lab.check()  # a malformed URL or archive: exit 2 before anything runs
@@ -50,7 +58,7 @@ def lab_options(f):
         status = f(*args, **kwargs)
         return 2 if meta[_LAB]["refused"] and status in (0, 1, None) else status
 
-    return DB_OPTION(ARCHIVE_OPTION(command))
+    return DB_OPTION(ARCHIVE_OPTION(RIG_LABEL_OPTION(command)))
 
 
 def remember(run_paths) -> None:

@@ -5,7 +5,8 @@ cyclictest/oslat result, and what every reader gets from :func:`softrt.store.run
 Its parts: identity, status and times; the configuration; host facts (a free-form dict); tuning
 and system changes; the metrics of the streaming pass (:class:`Metrics`, whose keys sit at the
 top of the file); misses; the motion impact; the ring; the board; what was kept on disk;
-``why_late`` (schema.why_late); the check taken before the run; the checkpoint's supervisor.
+``why_late`` (schema.why_late); the check taken before the run; the checkpoint's supervisor; the
+run's provenance (schema.provenance: the rig, its firmware, microcode and network card).
 
 Schema ``softrt.summary/<major>``: fields are added without changing the major version (a reader
 keeps the keys it does not know in ``extra``); a newer major version is refused by
@@ -20,6 +21,7 @@ from ..errors import ConfigError
 from ..units import format_number
 from .device import Board
 from .doc import MAX_US, Doc, count, flatten, key, many, obj, opt, within
+from .provenance import Provenance
 from .tail import Tail
 from .text import MAX_NAME, is_safe_name, printable, show_value
 from .watch import Watch
@@ -353,6 +355,7 @@ class RunSummary(Doc):
     compare_round: int | None = opt()
     compare_id: str | None = opt()  # softrt compare: the run id of the comparison's first run, on each of its runs
     watch: Watch | None = opt()  # softrt watch: the thread behind the cycles (schema.watch)
+    provenance: Provenance | None = opt()  # the rig, firmware, microcode, NIC (schema.provenance)
     tail: Tail | None = opt()  # the tail model of the late series (schema.tail; absent before issue 33)
 
     @classmethod

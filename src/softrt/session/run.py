@@ -29,6 +29,8 @@ from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import fairserver, get_platform, lock_stop_hint
 from ..store import arming
+from ..platform.provenance import collect as collect_provenance
+from ..audit.state import in_force as tune_in_force
 from ..store.history import History, local_db_path
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id, read_summary
 from ..schema.summary import RunSummary
@@ -126,6 +128,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
     check_space(out_dir, expected_rows, config.samples, config.period_ns)
     check = _take_check(config) if config.check else None
     host = plat.host_facts()  # before the run's changes (its rt_runtime_us is the machine's own)
+    provenance = {**collect_provenance(device=config.device), "tune_applied": tune_in_force()}
 
     out = Outcome()
     started_at = utcnow()
@@ -150,7 +153,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
         # Before the worker: on every path its last records are fed before the trace closes.
         tracer = cleanup.enter_context(TraceSession(config))
         parts = RunParts(config, host, started_at, recovered, check, out, rundir, ring, collector, drainer, journal,
-                       tracer, checkpoint_interval_s())
+                       tracer, checkpoint_interval_s(), provenance=provenance)
         started.append(parts)
 
         ctx = multiprocessing.get_context("spawn")

@@ -76,6 +76,7 @@ class RunParts:
     writer: threading.Thread | None = None  # writing the last checkpoint
     checkpoint_error: str | None = None  # the last reason a checkpoint could not be written
     history_error: str | None = None  # the last reason a checkpoint could not reach the history
+    provenance: dict | None = None  # platform.provenance.collect, taken with the host facts
 
     def elapsed_s(self) -> float:
         if self.released_at is None:
@@ -103,6 +104,7 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
         "mode": mode_of(config, out.not_applied),
         "config": config.to_dict(),
         "host": parts.host,
+        **({"provenance": parts.provenance} if parts.provenance is not None else {}),
         "tuning": {
             "applied": out.applied,
             "not_applied": out.not_applied,

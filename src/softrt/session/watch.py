@@ -26,6 +26,8 @@ from ..analysis.watch_why import RecentEvents, ThreadAttribution, split_by_cpu
 from ..cpus import CpuSet
 from ..errors import ConfigError, SoftRTError
 from ..platform import get_platform
+from ..platform.provenance import collect as collect_provenance
+from ..audit.state import in_force as tune_in_force
 from ..platform.ktasks import Task
 from ..schema.config import DEFAULT_MAX_DURATION_NS, MAX_KEEP_LATE, MAX_PERIOD_NS, MIN_PERIOD_NS, RunConfig
 from ..schema.summary import SCHEMA, RunSummary
@@ -199,6 +201,7 @@ class _Session:
     def __init__(self, config: WatchConfig, threads: list[Task], trace: WatchTrace) -> None:
         self.config, self.trace = config, trace
         self.host = get_platform().host_facts()
+        self.provenance = {**collect_provenance(), "tune_applied": tune_in_force()}
         self.started_at = utcnow()
         self.applied: list[dict] = []
         self.not_applied: list[dict] = []
@@ -371,7 +374,7 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
         "schema": SCHEMA, "run_id": w.progress.run_id, "scenario": "watch", "started_at": session.started_at,
         "finished_at": None if running else utcnow(), "status": status, "partial_reason": reason,
         "elapsed_s": session.elapsed_s(), "mode": "real-time" if w.task.realtime else "not real-time",
-        "config": _config(w), "host": session.host,
+        "config": _config(w), "host": session.host, "provenance": session.provenance,
         "tuning": {"applied": session.applied, "not_applied": session.not_applied, "system_changes": trace.system_changes(),
                    "recovered_from_earlier_runs": [c.to_dict() for c in session.recovered]},
         **metrics.to_dict(), "samples": w.rundir.kept(), "watch": _block(session, w),

@@ -1,0 +1,92 @@
+"""A run's provenance: which machine, firmware and network card measured it (schema layer).
+
+What ``softrt fleet``, ``softrt diff`` and ``softrt fleet --regressions`` compare between runs, so
+"what changed since it last passed" can be answered (OSADL QA farm: "the kernel version of the test
+board is monitored along with all other data so any regression can be related to a possible kernel
+upgrade"). Collected by :mod:`softrt.platform.provenance` from what the OS exposes without extra
+tools: DMI (``/sys/class/dmi/id``, kernel ``Documentation/ABI/testing/sysfs-firmware-dmi-tables``),
+``/proc/cpuinfo``'s microcode, the NIC's driver (ethtool's ETHTOOL_GDRVINFO, ``linux/ethtool.h``).
+
+The kernel release, build, command line, preemption model and CPU model stay in the summary's
+``host`` facts, where every run since the first has them; the tuning in force is the summary's
+``tuning`` and ``check``. :func:`provenance_fields` joins the three into the flat view the fleet
+commands compare. An absent block (a summary written before it) reads as None.
+"""
+
+from __future__ import annotations
+
+from .doc import Doc, many, opt
+
+
+class Nic(Doc):
+    """The network card of an EtherCAT device (ethtool -i: driver, version, firmware-version, bus-info)."""
+
+    interface: str = ""
+    driver: str | None = None
+    version: str | None = opt()
+    firmware: str | None = opt()
+    bus_info: str | None = opt()
+
+
+class Provenance(Doc):
+    """The rig and what the kernel's host facts do not name (None where the OS does not tell)."""
+
+    rig_id: str | None = None  # platform.rig.rig_id: a hash of DMI product_uuid/board serial, else machine-id
+    rig_label: str | None = None  # --rig-label / SOFTRT_RIG_LABEL
+    bios_vendor: str | None = opt()
+    bios_version: str | None = opt()
+    bios_date: str | None = opt()
+    product_name: str | None = opt()
+    board_name: str | None = opt()
+    microcode: str | None = opt()  # /proc/cpuinfo "microcode" of the first CPU (x86)
+    nics: list[Nic] = many()
+    tune_applied: list[str] | None = opt()  # what softrt tune --apply changed and has not reverted (audit.state)
+
+
+#: The fields a change of which may explain a change of timing, in the order they are shown, and
+#: whether ``softrt fleet --regressions`` names them as a cause (the others are shown, not blamed).
+FIELDS = ("rig_id", "rig_label", "hostname", "product_name", "board_name", "cpu_model", "microcode",
+          "bios_vendor", "bios_version", "bios_date", "kernel", "kernel_build", "preemption", "cmdline",
+          "tuning", "nic", "softrt")
+CAUSES = ("kernel", "kernel_build", "preemption", "cmdline", "microcode", "bios_version", "bios_date",
+          "tuning", "nic")
+
+
+def provenance_fields(summary) -> dict[str, str | None]:
+    """The flat provenance of a run (schema.summary.RunSummary): every :data:`FIELDS` key, None when unknown.
+
+    ``tuning`` is what the run found or set: the controls applied for the run, what ``softrt tune
+    --apply`` had changed, and the check's verdict with the checks it asked to fix first
+    (``--check``); ``nic`` the EtherCAT card's driver
+    and firmware.
+    """
+    host = summary.host if isinstance(summary.host, dict) else {}
+    prov = summary.provenance
+
+    def hosted(name: str) -> str | None:
+        value = host.get(name)
+        return None if value is None or isinstance(value, (dict, list)) else str(value)
+
+    out: dict[str, str | None] = {
+        "hostname": hosted("hostname"), "cpu_model": hosted("cpu_model"), "kernel": hosted("kernel"),
+        "kernel_build": hosted("kernel_version"), "preemption": hosted("preemption"), "cmdline": hosted("cmdline"),
+        "softrt": hosted("softrt"), "tuning": _tuning(summary),
+    }
+    for name in ("rig_id", "rig_label", "bios_vendor", "bios_version", "bios_date", "product_name", "board_name",
+                 "microcode"):
+        out[name] = getattr(prov, name) if prov is not None else None
+    out["nic"] = ("; ".join(f"{n.interface}: {n.driver or '?'} {n.version or ''} fw {n.firmware or '?'}".replace("  ", " ")
+                            for n in prov.nics) or None) if prov is not None else None
+    return {name: out.get(name) for name in FIELDS}
+
+
+def _tuning(summary) -> str | None:
+    applied = sorted({t.what for t in summary.tuning.applied if t.what})
+    parts = [f"applied: {', '.join(applied)}"] if applied else []
+    if summary.check is not None and summary.check.verdict:
+        fix = sorted(str(f) for f in summary.check.fix_first)
+        parts.append(f"check: {summary.check.verdict}" + (f" (fix first: {', '.join(fix)})" if fix else ""))
+    prov = summary.provenance
+    if prov is not None and prov.tune_applied:
+        parts.append(f"tune --apply: {', '.join(prov.tune_applied)}")
+    return "; ".join(parts) or None
