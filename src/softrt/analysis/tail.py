@@ -37,6 +37,7 @@ import numpy as np
 from scipy.special import chdtri  # χ² quantiles; scipy.stats would add half a second of import
 
 from ..errors import ConfigError
+from ..schema.doc import MAX_US
 from ..schema.tail import RETURN_EVERY_H, HOURS_PER_YEAR, Interval, ReturnLevel, Tail, TailTest
 from . import tail_tests
 from .tail_clusters import MIN_CLUSTERS, Choice, Clusters, choose_threshold, decluster, lowest_candidate
@@ -249,7 +250,13 @@ def _range(reg: Region, clusters: int, rate: float, figure, estimate: float) -> 
 def _level(reg: Region, u: float, rate: float, clusters: int, every_h: float) -> ReturnLevel:
     est = float(return_level(u, np.array(reg.xi_hat), np.array(reg.sigma_hat), rate, every_h))
     iv = _range(reg, clusters, rate, lambda lam: return_level(u, reg.xi, reg.sigma, lam, every_h), est)
-    return ReturnLevel(every_h=every_h, level_us=iv.estimate, low_us=iv.low, high_us=iv.high)
+    # A level past int64 ns (about 292 years for one cycle: schema.doc.MAX_US) is no time a summary
+    # can hold (its reader refuses it): a heavy tail's yearly upper bound reaches 1e17 µs here. Such a
+    # bound is kept as None, "unbounded"; a level or lower bound past it leaves no figure at all.
+    level, low, high = (x if math.isfinite(x) and abs(x) <= MAX_US else None for x in (iv.estimate, iv.low, iv.high))
+    if level is None or low is None:
+        level = low = high = None
+    return ReturnLevel(every_h=every_h, level_us=level, low_us=low, high_us=high)
 
 
 def _reason(tests: list[TailTest]) -> str | None:

@@ -125,9 +125,10 @@ def tail_lines(tail: Tail, culprit: str | None = None) -> list[str]:
     if lr is not None and lr.estimate is not None:
         lines.append(f"  late bursts per hour (fitted): {_iv(lr.estimate, lr.low, lr.high, '{:.3g}')}")
     for r in tail.return_levels:
-        if r.level_us is not None and r.low_us is not None and r.high_us is not None:
+        if r.level_us is not None and r.low_us is not None:  # high None: past any time (analysis.tail._level)
             every = _EVERY.get(r.every_h, f"{r.every_h:g} h")
+            high = time_us(r.high_us) if r.high_us is not None else "unbounded"
             lines.append(f"  worst cycle once {'an' if every == 'hour' else 'a'} {every}: {time_us(r.level_us)} "
-                         f"[{time_us(r.low_us)}, {time_us(r.high_us)}]")
+                         f"[{time_us(r.low_us)}, {high}]")
     lines.append("  " + rate_clause(tail, culprit).split("; " + bound_clause(tail))[0])
     return lines

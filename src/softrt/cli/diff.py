@@ -13,7 +13,7 @@ from ..store.fleet import diff, in_order, load_runs, resolve
 from ..store.history import History
 from .fleet import warn_unreadable
 from .history import DB_OPTION
-from .render import console
+from .render import console, emit
 
 
 def _v(value: object, unit: str = "") -> str:
@@ -71,5 +71,5 @@ def command(run_a, run_b, db, as_json):
         return 0
     out = console()
     for line in diff_lines(d):
-        out.print(line, soft_wrap=True)
+        emit(out, line, soft_wrap=True)
     return 0

@@ -19,7 +19,7 @@ from ..schema.text import printable
 from ..store.fleet import TREND_RUNS, fleet_rows, load_runs
 from ..store.history import History
 from .history import DB_OPTION
-from .render import console
+from .render import console, emit
 
 FILTERS = (
     click.option("--rig", default=None, help="Only this rig (its id, label or host name)."),
@@ -40,7 +40,7 @@ def warn_unreadable(unreadable: list) -> None:
     """One line for the rows left out (their stored summaries could not be read)."""
     if unreadable:
         shown = ", ".join(run_id for run_id, _ in unreadable[:3]) + (", …" if len(unreadable) > 3 else "")
-        console(stderr=True).print(Text(f"softrt: warning: {len(unreadable)} run(s) left out, their stored summary "
+        emit(console(stderr=True), Text(f"softrt: warning: {len(unreadable)} run(s) left out, their stored summary "
                                         f"unreadable ({shown}): {printable(unreadable[0][1])[:200]}",
                                         style="yellow"), soft_wrap=True)
 
@@ -127,14 +127,14 @@ def command(db, rig, scenario, kernel, since, until, regressions, as_json):
                 lines.append(Text(f"{found['changes_with_unknown_noise']} change(s) not judged: fewer than 3 runs "
                                   "before them with one provenance (noise unknown).", style="dim"))
             for line in lines:
-                console().print(line, soft_wrap=True)
+                emit(console(), line, soft_wrap=True)
         return 1 if found["regressions"] else 0
     rows = fleet_rows(runs)
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     elif rows:
-        console().print(fleet_table(rows))
+        emit(console(), fleet_table(rows))
     else:
-        console(stderr=True).print(Text("No runs match in the history. Runs are stored by softrt run, compare and "
+        emit(console(stderr=True), Text("No runs match in the history. Runs are stored by softrt run, compare and "
                                         "import, or with softrt history add DIR."), soft_wrap=True)
     return 0

@@ -14,7 +14,7 @@ from rich.text import Text
 from ..schema.text import printable
 from ..store.history import History
 from .history import ARCHIVE_OPTION, DB_OPTION
-from .render import console
+from .render import console, emit
 
 
 def _cell(value: object) -> object:
@@ -67,8 +67,8 @@ def command(sql, db, archive, as_json, as_csv, max_rows):
             table.add_column(Text(printable(name)), overflow="fold")
         for r in rows:
             table.add_row(*(Text("NULL" if v is None else printable(_cell(v))) for v in r))
-        console().print(table)
+        emit(console(), table)
     if more:
-        console(stderr=True).print(Text(f"softrt: more than {max_rows} rows matched; the first {max_rows} are shown "
+        emit(console(stderr=True), Text(f"softrt: more than {max_rows} rows matched; the first {max_rows} are shown "
                                         "(--max-rows, or a LIMIT)"), soft_wrap=True)
     return 0
