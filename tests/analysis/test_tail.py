@@ -173,3 +173,18 @@ def test_a_heavy_tail_or_a_rate_above_the_target_gets_no_run_length():
     common = fit_tail(values, times, deadline_us=150.0, cycles=cycles, hours=0.05)  # ~3,000 late bursts an hour
     assert common.late_rate_per_h.estimate > common.target_per_h and common.run_h_needed is None
     assert common.late > 0 and common.late_rate_bound_per_h > common.late / common.hours
+
+
+def test_a_heavy_tails_unbounded_level_is_none_so_its_summary_reads_back():
+    """A hypervisor's stalls (ξ ≈ +2.5 here) put the yearly level's upper bound past int64 ns (1e17
+    µs seen): no summary could hold it (schema.doc.MAX_US), so it is None ("unbounded"), never a
+    figure that made the run's summary.json unreadable; every figure kept is a time."""
+    from softrt.schema.doc import MAX_US
+    from softrt.schema.tail import Tail
+
+    values, times, cycles, _ = kept_run(3, 2.5, hours=0.25, keep=0.002, sigma_us=30.0)
+    tail = fit_tail(values, times, deadline_us=270.0, hours=0.25, cycles=cycles)
+    figures = [x for r in tail.return_levels for x in (r.level_us, r.low_us, r.high_us) if x is not None]
+    assert all(abs(x) <= MAX_US for x in figures)
+    assert tail.return_levels[1].high_us is None and tail.return_levels[3].level_us is None  # past any time
+    assert Tail.from_dict(tail.to_dict()) == tail
