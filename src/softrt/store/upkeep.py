@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import ConfigError, SoftRTError
 from .history import History, RunRecord, find_run_dirs
 from .rundir import RESERVE, SAMPLES, SUMMARY, read_summary
+from .validate import check_path
 from .running import run_state
 
 
@@ -70,6 +71,7 @@ def add_each(history: History, paths: Iterable[Path | str]) -> tuple[list[str], 
     found = []
     for p in paths:
         path = Path(p)
+        check_path(path, "run")  # a name too long for the system is one line (is_file() raises ENAMETOOLONG)
         if (path / SUMMARY).is_file():
             found.append(([history._prepare(path)], []))  # named itself: its error is the user's input
         else:
