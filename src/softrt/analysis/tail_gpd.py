@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import chdtri, lambertw
+from scipy.special import chdtri
 
 XI_MIN, XI_MAX = -1.0, 5.0
 #: Half the 95 % quantile of χ² with one degree of freedom: the likelihood drop of a 95 % profile interval.
@@ -141,12 +141,29 @@ def poisson_range(rate: float, clusters: int, budget: np.ndarray) -> tuple[np.nd
     """The cluster rates λ whose Poisson log-likelihood (``N ln λ - λT``) is within *budget* of its
     maximum at λ̂ = *rate*: ``N (ln r - r + 1) = -budget`` with r = λ/λ̂, solved by Lambert's W."""
     b = np.maximum(np.asarray(budget, dtype=float), 0.0)
-    arg = -np.exp(-1.0 - b / max(clusters, 1))
-    low = np.real(-lambertw(arg, 0))
-    high = np.real(-lambertw(arg, -1))
-    at_max = ~np.isfinite(low) | ~np.isfinite(high) | (b <= 1e-12)  # the branch point -1/e: r = 1 (rounding gives NaN)
-    low, high = np.where(at_max, 1.0, low), np.where(at_max, 1.0, high)
+    low, high = _log_roots(b / max(clusters, 1))
     return rate * low, rate * high
+
+
+def _log_roots(c: np.ndarray, steps: int = 80) -> tuple[np.ndarray, np.ndarray]:
+    """The two roots of ``ln r - r + 1 = -c`` (c >= 0): r <= 1 and r >= 1 (Lambert's W's branches 0
+    and -1 of ``-exp(-1 - c)``), by bisection to double precision. Not scipy.special.lambertw: its
+    complex path calls ucrtbase's ``cabs``, which Wine 8 lacks (the interpreter aborts)."""
+    c = np.asarray(c, dtype=float)
+    # r = exp(-t), t in [0, 2 + c]: -t - exp(-t) + 1 + c falls from c >= 0 to below 0.
+    lo, hi = np.zeros_like(c), 2.0 + c
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        above = -mid - np.exp(-mid) + 1 + c > 0
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    low = np.exp(-(lo + hi) / 2)
+    # r in [1, 2 (1 + c)] (r - ln r >= r / 2): r - ln r - 1 - c rises from -c <= 0 to above 0.
+    lo, hi = np.ones_like(c), 2.0 * (1.0 + c)
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        below = mid - np.log(mid) - 1 - c < 0
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return low, (lo + hi) / 2
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..schema.tail import HOURS_PER_YEAR, Tail
-from .tail import analyse, poisson_upper_rate, refuse
 
 #: Keep about this share of every cycle seen: the model's lowest candidate is the 99th percentile.
 SHARE = 0.012
@@ -138,6 +137,10 @@ def fit_kept(keeper: TailKeeper, *, hours: float, series: str, scale: float = 1e
     *scale* in µs (ns by default), times in ns; the late cycles are the keeper's count above its
     deadline. Too little to fit (fewer than 1,000 cycles, a constant) is a refusal here, not an
     error: a run's summary always carries the no-model bound."""
+    # scipy.special (0.3 s of import): loaded when a run is fitted, not by every command that reads a
+    # summary (session.run loads it in the background while the loop runs: prefetch_fit).
+    from .tail import analyse, poisson_upper_rate, refuse
+
     deadline_us = float(keeper.deadline) * scale
     values, times = keeper.arrays()
     bound = poisson_upper_rate(keeper.late, hours) if hours > 0 else None
@@ -157,3 +160,14 @@ def fit_kept(keeper: TailKeeper, *, hours: float, series: str, scale: float = 1e
     if base.caveat and not tail.caveat:
         tail = tail.replace(caveat=base.caveat)
     return refuse(tail, reason) if reason else tail
+
+
+def prefetch_fit() -> None:
+    """Load the tail model's modules (scipy.special) in a thread of its own, so the fit at a run's
+    end does not wait for the import: started while the loop runs (the supervisor mostly sleeps then,
+    on the housekeeping CPUs). The import lock makes the fit wait for it if it is not done."""
+    import importlib
+    import threading
+
+    threading.Thread(target=importlib.import_module, args=("softrt.analysis.tail",), name="softrt-prefetch",
+                     daemon=True).start()

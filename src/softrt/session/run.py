@@ -25,6 +25,7 @@ from typing import Any
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
+from ..analysis.tail_keep import prefetch_fit
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import fairserver, get_platform, lock_stop_hint
@@ -322,6 +323,7 @@ def _measure(config: RunConfig, proc, drainer: Drainer, out: Outcome, on_progres
     deadline = t_start + config.duration_ns / 1e9 + STOP_GRACE_S
     drainer.progress.duration_s = config.duration_ns / 1e9
     checkpoint(parts)  # the run is in the history (as running) from its start
+    prefetch_fit()  # the tail model's imports while the loop runs (on this thread's CPUs), not after it
     next_checkpoint = time.monotonic() + parts.checkpoint_interval_s
     next_mark = 0.0
     try:
