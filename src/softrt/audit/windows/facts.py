@@ -194,5 +194,18 @@ class WinFacts:
 
 
 def top_cores(count: int, rt_cores: int) -> CpuSet:
-    """The cores SetRTCores=N reserves: the N highest-numbered ones (core 0 stays with the system)."""
+    """The cores SetRTCores=N reserves if N counts them: the N highest-numbered ones (core 0 stays with the system)."""
     return CpuSet(range(count - rt_cores, count)) if 0 < rt_cores < count else CpuSet()
+
+
+def from_core(count: int, first: int) -> CpuSet:
+    """The cores SetRTCores=N reserves if N numbers the first of them, the seed's reading ("every core numbered at
+    or above the given number": they set 10 on 14 cores and describe 10-13 as the RT cores)."""
+    return CpuSet(range(first, count)) if 0 < first < count else CpuSet()
+
+
+def rt_core_readings(count: int, value: int) -> dict[str, CpuSet]:
+    """Both readings of SetRTCores=N, named. Microsoft's CSP page ("WindowsIoT CSP", SoftRealTimeProperties)
+    does not settle which; the ReservedCpuSets mask the CSP writes is the truth, these only explain it. On the
+    seed's 14 cores, 10 gives 4-13 as a count and 10-13 as a first core."""
+    return {f"the {value} highest": top_cores(count, value), f"core {value} and above": from_core(count, value)}
