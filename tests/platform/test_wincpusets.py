@@ -46,3 +46,12 @@ def test_a_truncated_or_looping_buffer_is_a_valueerror(raw):
 @pytest.mark.parametrize("control, state, said", [(0, 0, "system"), (1, 1, "on"), (1, 0, "off"), (0, 1, "system")])
 def test_power_throttling_states(control, state, said):
     assert W.parse_throttling(C.throttling(control, state)) == said
+
+
+def test_linux_hybrid_p_cores_from_sysfs(tmp_path):
+    from softrt.platform import performance_cpus
+
+    assert performance_cpus(str(tmp_path)) is None  # not an Intel hybrid CPU (no cpu_core PMU)
+    (tmp_path / "sys/devices/cpu_core").mkdir(parents=True)
+    (tmp_path / "sys/devices/cpu_core/cpus").write_text("0-11\n")
+    assert str(performance_cpus(str(tmp_path))) == "0-11"
