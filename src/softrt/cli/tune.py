@@ -131,7 +131,7 @@ Examples:
   softrt tune --apply && softrt run           apply it (root), then measure
   softrt tune --revert                        put back every value --apply replaced""")
 @click.option("--rt-cpus", type=CpuList(), default=None,
-              help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one].")
+              help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one (P-core on a hybrid CPU)].")
 @click.option("--apply", "do_apply", is_flag=True, help="Apply the plan (root); every previous value is saved first.")
 @click.option("--revert", "do_revert", is_flag=True, help="Restore exactly what --apply changed, and verify it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan (and the result) as JSON.")
