@@ -55,3 +55,15 @@ def test_linux_hybrid_p_cores_from_sysfs(tmp_path):
     (tmp_path / "sys/devices/cpu_core").mkdir(parents=True)
     (tmp_path / "sys/devices/cpu_core/cpus").write_text("0-11\n")
     assert str(performance_cpus(str(tmp_path))) == "0-11"
+
+
+@pytest.mark.skipif(not W.IS_WINDOWS, reason="this machine's CPU sets (Windows, or Wine in scripts/ci-wine)")
+def test_this_machines_cpu_sets_or_one_line_why():
+    from softrt.errors import SoftRTError
+
+    try:
+        topo = W.topology(W.system_cpu_sets())
+    except SoftRTError as err:  # Wine may lack the call: the reason, not a crash
+        assert "GetSystemCpuSetInformation" in str(err)
+    else:
+        assert topo.performance()

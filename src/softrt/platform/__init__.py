@@ -129,5 +129,17 @@ def performance_cpus(root: str = "/"):
         return None
 
 
-__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "STOP_SIGNALS", "ThreadPins", "data_dir", "get_platform",
+def ethercat_adapter(name: str) -> str:
+    """The name pysoem opens for the adapter the user named: unchanged on Linux (``eth1``); on Windows the Npcap
+    device ``\\Device\\NPF_{GUID}`` of a friendly name or GUID (platform.winadapters), after checking that SOEM
+    can load Npcap. Raises ConfigError (one line with the fix) when it cannot."""
+    if not IS_WINDOWS:
+        return name
+    from .winadapters import list_adapters, require_npcap, resolve
+
+    require_npcap()
+    return resolve(name, list_adapters())
+
+
+__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "STOP_SIGNALS", "ThreadPins", "data_dir", "ethercat_adapter", "get_platform",
            "lock_stop_hint", "performance_cpus", "state_dir", "IS_LINUX", "IS_WINDOWS"]
