@@ -67,3 +67,14 @@ def test_this_machines_cpu_sets_or_one_line_why():
         assert "GetSystemCpuSetInformation" in str(err)
     else:
         assert topo.performance()
+
+
+@pytest.mark.skipif(not W.IS_WINDOWS, reason="this process's power throttling (Windows, or Wine in scripts/ci-wine)")
+def test_this_process_throttling_or_one_line_why():
+    """Wine 8's kernel32 has no GetProcessInformation: a SoftRTError (the check's n/a), never an AttributeError."""
+    from softrt.errors import SoftRTError
+
+    try:
+        assert W.parse_throttling(W.process_throttling()) in ("on", "off", "system")
+    except SoftRTError as err:
+        assert "GetProcessInformation" in str(err)

@@ -148,6 +148,8 @@ def system_cpu_sets() -> bytes:
     import ctypes
 
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    if not hasattr(kernel32, "GetSystemCpuSetInformation"):
+        raise SoftRTError("GetSystemCpuSetInformation is not in kernel32.dll", hint="Windows 10 or later has it")
     need = ctypes.c_uint32(0)
     kernel32.GetSystemCpuSetInformation(None, 0, ctypes.byref(need), None, 0)
     if not need.value:
@@ -171,6 +173,8 @@ def process_throttling() -> bytes:
     import ctypes
 
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    if not hasattr(kernel32, "GetProcessInformation"):  # Wine 8 lacks it
+        raise SoftRTError("GetProcessInformation is not in kernel32.dll", hint="Windows 8 or later has it")
     kernel32.GetCurrentProcess.restype = ctypes.c_void_p
     buf = ctypes.create_string_buffer(THROTTLING_STATE.pack(PROCESS_POWER_THROTTLING_CURRENT_VERSION, 0, 0))
     if not kernel32.GetProcessInformation(ctypes.c_void_p(kernel32.GetCurrentProcess()), PROCESS_POWER_THROTTLING,
