@@ -110,3 +110,11 @@ def test_from_mask_fuzz(text):
     else:
         assert all(0 <= c < MAX_CPUS for c in cpus)
         assert CpuSet.from_mask(cpus.to_mask()) == cpus
+
+
+def test_choose_cpus_prefers_the_highest_usable_performance_core():
+    """The seed's i5-14500 with HT off: P-cores 0-5, E-cores 6-13; an unusable preference falls back to all."""
+    online = CpuSet.parse("0-13")
+    assert choose_cpus(online, online, preferred=CpuSet.parse("0-5")) == (5, CpuSet.parse("0-4,6-13"))
+    assert choose_cpus(online, CpuSet.parse("8-13"), preferred=CpuSet.parse("0-5"))[0] == 13
+    assert choose_cpus(online, online, 12, preferred=CpuSet.parse("0-5"))[0] == 12

@@ -152,7 +152,8 @@ def _short(text: str, width: int = 40) -> str:
     return text if len(text) <= width else text[:width] + "…"
 
 
-def choose_cpus(online: CpuSet, allowed: CpuSet, rt: int | None = None) -> tuple[int, CpuSet]:
+def choose_cpus(online: CpuSet, allowed: CpuSet, rt: int | None = None,
+                preferred: CpuSet | None = None) -> tuple[int, CpuSet]:
     """Return (real-time CPU, housekeeping CPUs) for one real-time loop: the one rule softrt uses.
 
     The real-time CPU is *rt*, or by default the highest-numbered CPU that is both online and
@@ -160,14 +161,16 @@ def choose_cpus(online: CpuSet, allowed: CpuSet, rt: int | None = None) -> tuple
     housekeeping CPUs are the other online, allowed CPUs (where the supervisor, the loads and
     the kernel's own work go). Raises ConfigError when no CPU is usable and InvalidCpu when *rt* is
     offline or not allowed. An empty housekeeping set is returned as is: whether that is allowed
-    depends on the profile (see session.config.validate).
+    depends on the profile (see session.config.validate). *preferred* (a hybrid CPU's performance cores)
+    narrows the default to its highest usable CPU: Windows and Linux number the P-cores first, so the last
+    CPU of all is an E-core there.
     """
     usable = online & allowed
     if not usable:
         raise ConfigError(f"no online CPU is allowed to this process (online {online}, allowed {allowed})",
                           hint="widen the CPU affinity (taskset, cgroup cpuset)")
     if rt is None:
-        rt = usable.last()
+        rt = ((usable & preferred) or usable).last() if preferred else usable.last()
     elif rt not in online:
         raise InvalidCpu(rt, usable, "does not exist or is offline")
     elif rt not in allowed:

@@ -94,9 +94,9 @@ WINDOWS = Path(__file__).parent.parent / "audit" / "windows" / "fixtures"
 
 def test_windows_captures_are_checked_with_the_windows_checks(run_cli, state_dir, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
-    code, out, _ = run_cli("check", "--root", str(WINDOWS / "bad"))  # default: the highest processor
+    code, out, _ = run_cli("check", "--root", str(WINDOWS / "bad"))  # default: the highest P-core (an i5-14500, HT off)
     assert code == 1
-    assert "real-time CPU(s) 13, housekeeping CPU(s) 0-12" in out
+    assert "real-time CPU(s) 5, housekeeping CPU(s) 0-4,6-13" in out
     assert "fix: powercfg.exe /setacvalueindex SCHEME_CURRENT SUB_PROCESSOR IdleDisable 1" in out
     code, out, _ = run_cli("check", "--root", str(WINDOWS / "good"), "--rt-cpus", "10-13", "--json")
     data = json.loads(out)

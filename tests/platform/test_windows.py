@@ -426,7 +426,8 @@ def test_tracing_says_it_is_unavailable_and_touches_nothing(monkeypatch, fake_wi
     with TraceSession(RunConfig(cpu=RT_CPU)) as session:
         session.start(4242)
         assert session.why_late() == {"tracing": "unavailable: softrt reads the Linux kernel's trace (tracefs), "
-                                                 "which this OS does not have"}
+                                                 "which this OS does not have; no ETW kernel session is started "
+                                                 "(record one with wpr -start CPU and open it in WPA)"}
     assert sweep_orphans() == []
 
 

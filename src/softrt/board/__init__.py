@@ -4,6 +4,7 @@ import time
 from collections.abc import Callable
 
 from ..errors import ConfigError
+from ..platform import ethercat_adapter
 from .base import Device
 from .virtual import VirtualBoard
 
@@ -28,8 +29,12 @@ def open_device(spec: str, period_ns: int, axes: int, clock: Callable[[], int] =
     check_device_spec(spec)
     if spec == "virtual":
         return VirtualBoard(period_ns, axes, clock=clock)
+    # On Windows a friendly name or GUID becomes Npcap's \\Device\\NPF_{GUID}; missing Npcap is one line with the fix.
+    spec = "ethercat:" + ethercat_adapter(spec[len("ethercat:"):])
     try:
         from ..ethercat import open_device as open_ethercat
-    except ImportError as err:  # pragma: no cover - the extra is not installed
-        raise ConfigError(f"{spec} needs pysoem: {err}", hint="pip install 'softrt[ethercat]'") from None
+    except ImportError as err:  # pragma: no cover - the extra is not installed, or a module this OS lacks
+        raise ConfigError(f"{spec} cannot load the EtherCAT master: {err}",
+                          hint="pip install 'softrt[ethercat]' (pysoem); on Windows the master's receive path "
+                               "(AF_PACKET) is still Linux-only") from None
     return open_ethercat(spec, period_ns, axes, **options)

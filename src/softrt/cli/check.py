@@ -84,7 +84,7 @@ Examples:
   softrt check --rt-cpus 2-3 --sample 10s -v
   softrt check --root capture/ --json         a tree captured by scripts/capture_sysfs.py""")
 @click.option("--rt-cpus", type=CpuList(), default=None,
-              help="Real-time CPU(s), e.g. 3 or 2-3 [default: the CPU softrt run uses, the highest online one].")
+              help="Real-time CPU(s), e.g. 3 or 2-3 [default: the CPU softrt run uses, the highest online one (P-core on a hybrid CPU)].")
 @click.option("--sample", "sample_ns", type=TimeNs("s", max_ns=60 * NS_PER_S), default="2s", show_default=True,
               help="How long to sample what runs on the RT CPUs (0: no sample; bare number: s; at most 60s).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")

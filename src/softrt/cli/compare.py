@@ -112,7 +112,7 @@ Examples:
                    "scenarios (exit 1 when one misses it) [default verdict: 0 missed updates and no period over "
                    "nominal + --late-threshold].")
 @click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True)
-@click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU].")
+@click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)].")
 @click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
 @click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
 @click.option("--settle", "settle_ns", type=TimeNs("s"), default="1s", show_default=True,

@@ -39,7 +39,7 @@ Examples:
               help="How long to run (a bare number is seconds).")
 @click.option("--max-duration", "max_duration_ns", type=TimeNs("s"), default="7d", show_default=True,
               help="Safety bound on --duration (72 h runs are normal; raise it for longer ones).")
-@click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU].")
+@click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)].")
 @click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
 @click.option("--profile", type=click.Choice(["rt", "none"]), default="rt", show_default=True,
               help="rt: pin, real-time priority, memory locked (Linux: SCHED_FIFO, mlockall, cpu_dma_latency; "

@@ -143,7 +143,7 @@ Examples:
   softrt tune --apply && softrt run           apply it (root or Administrator), then measure
   softrt tune --revert                        put back every value --apply replaced""")
 @click.option("--rt-cpus", type=CpuList(), default=None,
-              help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one].")
+              help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one (P-core on a hybrid CPU)].")
 @click.option("--apply", "do_apply", is_flag=True,
               help="Apply the plan (root; Administrator on Windows); every previous value is saved first.")
 @click.option("--revert", "do_revert", is_flag=True, help="Restore exactly what --apply changed, and verify it.")

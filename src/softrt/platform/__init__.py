@@ -126,6 +126,38 @@ def default_runs_dir() -> Path:
     return Path("softrt-runs")
 
 
+
+def performance_cpus(root: str = "/"):
+    """The logical processors of the most performant core type on a hybrid CPU; None when every core is of one
+    type or it cannot be read. Windows: GetSystemCpuSetInformation's top EfficiencyClass (platform.wincpusets);
+    Linux, or a tree captured under *root*: ``/sys/devices/cpu_core/cpus``, the P-cores Intel's hybrid PMU driver lists (kernel doc
+    Documentation/ABI/testing/sysfs-bus-event_source-devices: "cpus")."""
+    from ..cpus import CpuSet
+    from ..errors import SoftRTError
+
+    try:
+        if IS_WINDOWS and os.path.realpath(root) == os.path.realpath(os.sep):
+            from .wincpusets import system_cpu_sets, topology
+            topo = topology(system_cpu_sets())
+            return topo.performance() if topo.hybrid else None
+        with open(os.path.join(root, "sys/devices/cpu_core/cpus"), encoding="ascii") as f:
+            return CpuSet.parse(f.read().strip()) or None
+    except (OSError, ValueError, SoftRTError):
+        return None
+
+
+def ethercat_adapter(name: str) -> str:
+    """The name pysoem opens for the adapter the user named: unchanged on Linux (``eth1``); on Windows the Npcap
+    device ``\\Device\\NPF_{GUID}`` of a friendly name or GUID (platform.winadapters), after checking that SOEM
+    can load Npcap. Raises ConfigError (one line with the fix) when it cannot."""
+    if not IS_WINDOWS:
+        return name
+    from .winadapters import list_adapters, require_npcap, resolve
+
+    require_npcap()
+    return resolve(name, list_adapters())
+
+
 __all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "RUNS_DIR_SHOWN", "STOP_SIGNALS", "ThreadPins",
-           "data_dir",
-           "default_runs_dir", "get_platform", "lock_stop_hint", "state_dir", "IS_LINUX", "IS_WINDOWS"]
+           "data_dir", "default_runs_dir", "ethercat_adapter", "get_platform", "lock_stop_hint", "performance_cpus",
+           "state_dir", "IS_LINUX", "IS_WINDOWS"]

@@ -9,6 +9,7 @@ from ..analysis.require import parse_requirements
 from ..board import check_device_spec
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError
+from ..platform import performance_cpus
 from ..schema.config import MAX_KEEP_LATE, MAX_PERIOD_NS, MIN_PERIOD_NS, PROFILES, RunConfig
 from ..loop.cyclic import WAITS
 from ..motion.config import MAX_AXES
@@ -59,7 +60,7 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
     device_options(config)  # a bad drive description is bad input before anything starts
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
-    cpu, housekeeping = choose_cpus(online, allowed, config.cpu)
+    cpu, housekeeping = choose_cpus(online, allowed, config.cpu, None if config.cpu is not None else performance_cpus())
     if config.profile == "rt" and not housekeeping:
         # A SCHED_FIFO task spinning on every CPU we may use would starve the kernel's work there
         # and the supervisor, which must drain the ring from a housekeeping CPU.

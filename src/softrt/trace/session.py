@@ -108,7 +108,9 @@ class TraceSession:
             self.reason = ("unavailable: the loop is not pinned to a CPU (--profile none), "
                            "so there is no RT CPU to trace")
         elif not get_platform().caps.kernel_trace:
-            self.reason = "unavailable: softrt reads the Linux kernel's trace (tracefs), which this OS does not have"
+            # Windows: the ETW kernel events' parser exists (trace/etw.py), the live kernel session does not yet.
+            self.reason = ("unavailable: softrt reads the Linux kernel's trace (tracefs), which this OS does not have; "
+                           "no ETW kernel session is started (record one with wpr -start CPU and open it in WPA)")
         return self.reason is None
 
     def _guarded(self, step) -> None:

@@ -2,7 +2,7 @@
 
 ``fixtures/good`` is a well-tuned Windows 10 IoT Enterprise IPC of the seed's shape (14 logical
 processors, SetRTCores=4: CPUs 10-13 reserved, every step of Microsoft's guide done);
-``fixtures/bad`` the same machine untuned. Their outputs follow each tool's documented format
+``fixtures/bad`` the same machine untuned, as the seed's i5-14500 with HT off (CPU sets in cpu_sets.hex: cpusets.py). Their outputs follow each tool's documented format
 (see softrt.audit.windows.parse); they were not captured on a real machine.
 """
 

@@ -76,14 +76,20 @@ CASES = [
     ("cores.reserved", None, OK, "10-13 reserved", ()),
     ("cores.reserved", _no_reserved, FAIL, "no CPU is reserved", ("cores.sample",)),
     ("cores.reserved", lambda c: c.replace(F.KERNEL, "003C000000000000", "0030000000000000"), FAIL,
-     "CPUs 10-11 are not reserved", ("cores.sample",)),  # with 10-11 unreserved, the sample credits them again
+     "CPUs 10-11 are not reserved", ("cores.sample", "cores.csp")),  # with 10-11 unreserved, the sample credits them again
     ("cores.reserved", lambda c: c.fail(F.KERNEL, "ERROR: Access is denied."), NA, "reg query", ("irq.threaded_dpc", "cores.sample")),
     ("cores.csp", None, OK, "SetRTCores=4", ()),
     ("cores.csp", _no_csp, WARN, "not Windows 10/11 IoT Enterprise", ()),
     ("cores.csp", lambda c: (_no_csp(c), _no_reserved(c)), FAIL, "not present", ("cores.reserved", "cores.sample")),
     ("cores.csp", lambda c: c.fail(F.CSP, "Get-CimInstance : Access denied"), NA, "SYSTEM", ()),
     ("cores.csp", _set_rt_cores(None), FAIL, "not set", ()),
-    ("cores.csp", _set_rt_cores(2), FAIL, "reserves 12-13, not CPUs 10-11", ()),
+    ("cores.csp", _set_rt_cores(2), WARN, "matches neither reading of SetRTCores=2", ()),
+    ("cores.csp", _set_rt_cores(10), OK, "CPUs 10-13 are real-time (the ReservedCpuSets mask)", ()),
+    ("cores.csp", lambda c: c.replace(F.KERNEL, "003C000000000000", "0030000000000000"), FAIL,
+     "reserves 12-13 (the ReservedCpuSets mask), not CPUs 10-11", ("cores.reserved", "cores.sample")),
+    ("cores.csp", _no_reserved, OK, "CPUs 10-13 are real-time (SetRTCores)", ("cores.reserved", "cores.sample")),
+    ("cores.csp", lambda c: (_no_reserved(c), _set_rt_cores(12)(c)), WARN, "reserves 2-13 under one reading of N only",
+     ("cores.reserved", "cores.sample")),
     ("cores.sample", None, OK, "nothing but the pinned application", ()),
     ("cores.sample", _counter("MsMpEng", 3.12), WARN, "MsMpEng (62.4 ms)", ()),
     ("cores.sample", _dpc_on(11, 2.5), FAIL, "CPU 11", ()),
@@ -140,7 +146,9 @@ def test_each_break_flips_exactly_its_check(good, check_id, breaks, status, word
 
 def test_the_untuned_machine_fails_every_step_with_the_guides_commands(bad):
     found = {f.id: f for f in report(bad).findings}
-    assert {k for k, f in found.items() if f.status is OK} == {"cores.rt_cpus"}
+    # the seed's i5-14500 with HT off: no SMT sibling, but 10-13 are E-cores
+    assert {k for k, f in found.items() if f.status is OK} == {"cores.rt_cpus", "cores.smt"}
+    assert found["cores.hybrid"].status is WARN and "--rt-cpus 5" in found["cores.hybrid"].fix
     assert found["idle.idle_disable"].fix == ("powercfg.exe /setacvalueindex SCHEME_CURRENT SUB_PROCESSOR IdleDisable 1 & "
                                               "powercfg.exe /setactive SCHEME_CURRENT")
     assert found["services.sysmain"].fix == "sc stop SysMain & sc config SysMain start= disabled"
@@ -374,3 +382,18 @@ def test_this_windows_machines_cpus_come_from_the_platform_not_powershell(monkey
     sample = next(f for f in report.findings if f.id == "cores.sample")
     assert sample.status is WARN and "MsMpEng" in sample.summary and "(pdh.dll)" in sample.evidence[0]
     assert not report.ready  # every other source printed nothing
+
+
+def test_setrtcores_readings_on_the_seeds_14_cores():
+    """The seed set 10 on 14 cores and describes 10-13 as RT ("core N and above"); softrt read N as a count."""
+    assert {k: str(v) for k, v in F.rt_core_readings(14, 10).items()} == {"the 10 highest": "4-13",
+                                                                          "core 10 and above": "10-13"}
+
+
+def test_the_csp_evidence_quotes_the_mask_and_which_reading_it_matches(good):
+    """The seed's setting (SetRTCores=10, mask 003C = 10-13): the mask is the truth, matched by "core 10 and above"."""
+    _set_rt_cores(10)(good)
+    f = next(f for f in report(good).findings if f.id == "cores.csp")
+    text = " ".join(f.evidence)
+    assert "REG_BINARY 003C000000000000 = CPUs 10-13" in text and "matches core 10 and above" in text
+    assert "as the 10 highest: 4-13" in text

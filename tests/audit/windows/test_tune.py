@@ -56,7 +56,8 @@ def test_the_plan_applies_the_reversible_subset_and_prints_the_rest(bad):
     plan = plan_tune(RT, str(bad))
     assert {s.check for s in plan.steps} == TUNED
     manual = dict(plan.manual)
-    assert set(manual) == {"cores.reserved", "services.defender", "updates.policy", "irq.threaded_dpc"}
+    assert set(manual) == {"cores.reserved", "services.defender", "updates.policy", "irq.threaded_dpc", "cores.hybrid",
+                           "cores.power_throttling"}
     assert "$obj.SetRTCores = 4" in manual["cores.reserved"]
     assert NEVER_APPLIED in plan.skipped
 

@@ -9,7 +9,7 @@ import os
 
 from ...cpus import CpuSet, choose_cpus
 from ...errors import ConfigError, InvalidCpu, SoftRTError
-from ...platform import get_platform, kfacts, ktasks
+from ...platform import get_platform, kfacts, ktasks, performance_cpus
 from ...platform.kfiles import read_text
 from ..model import Report, crashed
 from . import sample as _sample
@@ -35,10 +35,11 @@ def _allowed(root: str) -> CpuSet | None:
 
 
 def default_rt_cpu(root: str = "/") -> int:
-    """Return the CPU ``softrt run`` uses by default (:func:`softrt.cpus.choose_cpus`)."""
+    """Return the CPU ``softrt run`` uses by default (:func:`softrt.cpus.choose_cpus`: the highest P-core on an
+    Intel hybrid CPU)."""
     online = online_cpus(root)
     allowed = _allowed(root)
-    rt_cpu, _ = choose_cpus(online, allowed if allowed is not None else online)
+    rt_cpu, _ = choose_cpus(online, allowed if allowed is not None else online, preferred=performance_cpus(root))
     return rt_cpu
 
 

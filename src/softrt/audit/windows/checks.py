@@ -15,8 +15,8 @@ from ...cpus import CpuSet
 from ...platform.wincmd import NOT_FOUND_RC, TIMEOUT_RC
 from ..model import LOOP_PERIOD_US, Finding, Severity, Status, declare, not_applicable
 from . import parse
-from .facts import (CSP_CLASS, CSP_NAMESPACE, ELEVATED, KERNEL_KEY, SYSTEM, WU_POLICY_KEY, WinFacts, needs, said,
-                    top_cores)
+from .facts import (CSP_CLASS, CSP_NAMESPACE, ELEVATED, KERNEL_KEY, SYSTEM, WU_POLICY_KEY, WinFacts, needs,
+                    rt_core_readings, said, top_cores)
 
 GUIDE = "Microsoft's Soft Real-Time guide"
 GROUP_CPUS = 64  # logical processors in one processor group (PROCESSOR_NUMBER.Number: 0-63)
@@ -141,15 +141,46 @@ def check_csp(w: WinFacts) -> Finding:
         return Finding("cores.csp", title, Status.FAIL, Severity.MEDIUM, "SetRTCores is not set: no core is real-time",
                        evidence, why="without it Windows schedules everything on every core",
                        fix=csp_fix(w.cpu_count, w.existing_rt), reboot=True)
-    cores = top_cores(w.cpu_count or 0, value)
-    evidence += (f"cores it reserves (the {value} highest): {cores or 'none'}",)
+    return _csp_cores(w, value, evidence)
+
+
+def _csp_cores(w: WinFacts, value: int, evidence: tuple[str, ...]) -> Finding:
+    """SetRTCores=N judged by the ReservedCpuSets mask it wrote (the truth the kernel reads), not by a reading of N:
+    the seed read N as the first RT core, softrt once as a count, and Microsoft's CSP page settles neither."""
+    title = "WindowsIoT CSP SetRTCores"
+    readings = rt_core_readings(w.cpu_count or 0, value)
+    told = "; ".join(f"as {name}: {cpus or 'none'}" for name, cpus in readings.items())
+    kind, data = (w.kernel_values or {}).get("ReservedCpuSets", ("", ""))
+    if w.reserved:
+        match = [name for name, cpus in readings.items() if cpus == w.reserved]
+        evidence += (f"{KERNEL_KEY}\\ReservedCpuSets: {kind} {data} = CPUs {w.reserved}",
+                     f"SetRTCores={value} read {told}; the mask matches "
+                     + (" and ".join(match) if match else "neither reading"))
+        cores, source = w.reserved, "the ReservedCpuSets mask"
+    else:
+        match = []
+        evidence += (f"ReservedCpuSets: {'unreadable' if w.reserved is None else 'absent'}, so N is read both ways: "
+                     f"{told}",)
+        fits = [cpus for cpus in readings.values() if cpus and w.existing_rt <= cpus]
+        if len(fits) == 1 and len({str(cpus) for cpus in readings.values()}) > 1:
+            return Finding("cores.csp", title, Status.WARN, Severity.MEDIUM,
+                           f"SetRTCores={value} reserves {fits[0]} under one reading of N only (no mask to settle it)",
+                           evidence, why="the ReservedCpuSets mask it writes says which cores are reserved",
+                           fix=f"read it: reg query {KERNEL_KEY} /v ReservedCpuSets (after the restart)")
+        cores, source = (fits[0] if fits else next(iter(readings.values()))), "SetRTCores"
     if not w.existing_rt <= cores:
         return Finding("cores.csp", title, Status.FAIL, Severity.MEDIUM,
-                       f"SetRTCores={value} reserves {cores or 'no core'}, not {w.describe_cpus(w.existing_rt - cores)}",
+                       f"SetRTCores={value} reserves {cores or 'no core'} ({source}), not "
+                       f"{w.describe_cpus(w.existing_rt - cores)}",
                        evidence, why="the loop would run on a core Windows still schedules everything on",
                        fix=f"run the loop on CPUs {cores}" if cores else csp_fix(w.cpu_count, w.existing_rt))
-    return Finding("cores.csp", title, Status.OK, Severity.MEDIUM, f"SetRTCores={value}: CPUs {cores} are real-time",
-                   evidence)
+    if source != "SetRTCores" and not match:
+        return Finding("cores.csp", title, Status.WARN, Severity.MEDIUM,
+                       f"the mask (CPUs {cores}) matches neither reading of SetRTCores={value}: set since the last "
+                       "restart?", evidence, why="the CSP writes ReservedCpuSets; the kernel reads it at boot",
+                       fix="restart, then run softrt check again", reboot=True)
+    return Finding("cores.csp", title, Status.OK, Severity.MEDIUM,
+                   f"SetRTCores={value}: CPUs {cores} are real-time ({source})", evidence)
 
 
 @declare("idle.idle_disable", Severity.HIGH)

@@ -9,10 +9,12 @@ softrt reads is what an engineer can type to see the same thing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import cached_property
 
 from ...cpus import CpuSet
+from ...errors import SoftRTError
 from ...platform.wincmd import NOT_FOUND_RC, POWERSHELL, TIMEOUT_RC, CmdResult, Runner, powershell
 from ...platform.winsettings import SERVICES
 from . import parse
@@ -24,6 +26,8 @@ CSP_CLASS = "MDM_WindowsIoT_SoftRealTimeProperties01"
 
 #: More logical processors than any Windows supports (Windows Server 2022: 2,048) is not a count.
 MAX_LOGICAL_PROCESSORS = 2048
+CPU_SETS = "cpu_sets"  # GetSystemCpuSetInformation's buffer (platform.wincpusets)
+THROTTLING = "power_throttling"  # this process's PROCESS_POWER_THROTTLING_STATE
 CPU_COUNT = powershell("(Get-CimInstance -ClassName Win32_ComputerSystem).NumberOfLogicalProcessors")
 POWER = ["powercfg.exe", "/qh", "SCHEME_CURRENT", "SUB_PROCESSOR", "IDLEDISABLE"]
 KERNEL = ["reg.exe", "query", KERNEL_KEY]
@@ -116,7 +120,8 @@ class WinFacts:
 
     def __init__(self, runner: Runner, rt_cpus: CpuSet, root: str, online: CpuSet | None = None,
                  allowed: CpuSet | None = None, interpreter: str | None = None,
-                 counters: Callable[[list[str], float], dict[str, float]] | None = None) -> None:
+                 counters: Callable[[list[str], float], dict[str, float]] | None = None,
+                 raw: Callable[[str], bytes] | None = None) -> None:
         self.runner = runner
         self.rt_cpus = rt_cpus
         self.root = root
@@ -127,6 +132,19 @@ class WinFacts:
         self.sample: dict | None = None
         self.admin: bool | None = None  # elevated (this machine); None: a capture, not known
         self.system_runner: Runner | None = None  # check --as-system: runs the SYSTEM-only query (the CSP)
+        self.raw = raw or self._captured  # a Win32 buffer by name (CPU_SETS, THROTTLING): the platform's, or captured
+
+    def _captured(self, name: str) -> bytes:
+        """A buffer captured as hex text in ``<root>/<name>.hex`` (OSError or ValueError when absent or not hex)."""
+        with open(os.path.join(self.root, f"{name}.hex"), encoding="ascii") as f:
+            return bytes.fromhex(f.read())
+
+    def buffer(self, name: str) -> tuple[bytes | None, str]:
+        """A raw Win32 buffer and where it came from; (None, why) when it could not be read."""
+        try:
+            return self.raw(name), name
+        except (OSError, ValueError, SoftRTError) as err:
+            return None, f"{name}: {err}"
 
     def run(self, argv: list[str], timeout_s: float = 30.0) -> CmdResult:
         """Run one command through the runner."""
@@ -226,5 +244,18 @@ class WinFacts:
 
 
 def top_cores(count: int, rt_cores: int) -> CpuSet:
-    """The cores SetRTCores=N reserves: the N highest-numbered ones (core 0 stays with the system)."""
+    """The cores SetRTCores=N reserves if N counts them: the N highest-numbered ones (core 0 stays with the system)."""
     return CpuSet(range(count - rt_cores, count)) if 0 < rt_cores < count else CpuSet()
+
+
+def from_core(count: int, first: int) -> CpuSet:
+    """The cores SetRTCores=N reserves if N numbers the first of them, the seed's reading ("every core numbered at
+    or above the given number": they set 10 on 14 cores and describe 10-13 as the RT cores)."""
+    return CpuSet(range(first, count)) if 0 < first < count else CpuSet()
+
+
+def rt_core_readings(count: int, value: int) -> dict[str, CpuSet]:
+    """Both readings of SetRTCores=N, named. Microsoft's CSP page ("WindowsIoT CSP", SoftRealTimeProperties)
+    does not settle which; the ReservedCpuSets mask the CSP writes is the truth, these only explain it. On the
+    seed's 14 cores, 10 gives 4-13 as a count and 10-13 as a first core."""
+    return {f"the {value} highest": top_cores(count, value), f"core {value} and above": from_core(count, value)}

@@ -13,13 +13,13 @@ import sys
 
 from ...cpus import CpuSet, choose_cpus
 from ...errors import ConfigError, NotSupported, SoftRTError
-from ...platform import get_platform, wincmd, winsystem
+from ...platform import get_platform, wincmd, wincpusets, winsystem
 from ..model import Report, crashed
-from . import checks, sample
-from .facts import WinFacts
+from . import checks, hybrid, sample
+from .facts import CPU_SETS, THROTTLING, WinFacts
 
 #: Every Windows check, in model.GROUPS order; the live sample is the last of the reserved cores'.
-CHECKS = (*checks.CHECKS[:3], sample.check_sample, *checks.CHECKS[3:])
+CHECKS = (*checks.CHECKS[:3], *hybrid.CHECKS, sample.check_sample, *checks.CHECKS[3:])
 
 
 def applies(root: str) -> bool:
@@ -48,7 +48,7 @@ def gather(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -> W
     except SoftRTError:
         online = allowed = CpuSet(range(os.cpu_count() or 1))
     facts = WinFacts(runner, rt_cpus, str(root), online=online, allowed=allowed, interpreter=sys.executable,
-                     counters=plat.sample_counters)
+                     counters=plat.sample_counters, raw=_this_machine)
     facts.admin = wincmd.is_admin()
     return facts
 
@@ -64,14 +64,22 @@ def _system_runner(root: str) -> wincmd.Runner:
     return winsystem.run_as_system
 
 
+def _this_machine(name: str) -> bytes:
+    """This machine's Win32 buffer *name* (:mod:`softrt.platform.wincpusets`)."""
+    return {CPU_SETS: wincpusets.system_cpu_sets, THROTTLING: wincpusets.process_throttling}[name]()
+
+
 def default_rt_cpu(root: str, runner: wincmd.Runner | None = None) -> int | None:
-    """The CPU ``softrt run`` uses (:func:`softrt.cpus.choose_cpus`: the highest one this process may
-    use, where SetRTCores reserves from); None when a capture does not say how many there are."""
+    """The CPU ``softrt check`` defaults to: the highest performance core this process may use (the
+    highest one of all, :func:`softrt.cpus.choose_cpus`, where SetRTCores reserves from, when the CPU sets
+    are unreadable or every core is of one class); None when a capture does not say how many there are."""
     w = gather(CpuSet(), root, runner)
     if w.cpus[0] is None:
         return None
     rt_cpu, _ = choose_cpus(w.cpus[0], w.allowed or w.cpus[0])
-    return rt_cpu
+    # On a hybrid CPU the top cores are E-cores (Windows numbers the P-cores first): take the highest P-core.
+    perf = hybrid.default_performance_cpu(w, w.cpus[0] & (w.allowed or w.cpus[0]))
+    return rt_cpu if perf is None else perf
 
 
 def run_checks(rt_cpus: CpuSet, root: str, sample_s: float = 2.0, runner: wincmd.Runner | None = None,
