@@ -82,11 +82,13 @@ class Ring:
     def close(self) -> None:
         """Unmap, and remove the segment if this side created it."""
         self._reader = None  # drops the numpy view that exports the mapping
-        self.header.release()
-        self.slots.release()
-        self._mm.close()
-        if self._owner:
-            get_platform().remove_shared_memory(self.name)
+        try:
+            self.header.release()
+            self.slots.release()
+            self._mm.close()  # BufferError while a view lives on (a traceback's frame may hold one)
+        finally:  # the segment goes in any case: unlinking a mapped one is allowed (shm_unlink(3))
+            if self._owner:
+                get_platform().remove_shared_memory(self.name)
 
 
 def remove_stale() -> list[str]:
