@@ -274,6 +274,11 @@ def _reason(tests: list[TailTest]) -> str | None:
 
 
 def _hours(h: float) -> str:
+    """A run length in the unit that reads best (0.8 s, 12 min, 3.5 h, 1,200 h)."""
+    if h < 1 / 60:
+        return f"{h * 3600:.2g} s"
+    if h < 1:
+        return f"{h * 60:.2g} min"
     return f"{h:.2g} h" if h < 10 else f"{h:,.0f} h"
 
 
