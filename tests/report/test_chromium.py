@@ -73,7 +73,9 @@ def test_every_plot_is_drawn(report, tmp_path):
     probe, console = open_in_chromium(report, tmp_path, probe=True)
     assert console == []
     assert probe is not None, "the probe did not run"
-    assert [f["plot"] for f in probe] == list(PLOT_KEYS)
+    # The return-level plot (issue 33) is drawn where a run's tail has empirical points to show, which
+    # depends on how this machine's runs went; every figure drawn must be whole (below).
+    assert [f["plot"] for f in probe if f["plot"] != "return_levels"] == list(PLOT_KEYS)
     for fig in probe:
         assert not fig["empty"] and fig["loaded"], fig
         # 10 in figures: 720 pt wide SVGs, drawn at their natural size in CSS px.
