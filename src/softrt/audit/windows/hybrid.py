@@ -28,9 +28,12 @@ def topology(w: WinFacts) -> tuple[wincpusets.Topology | None, str]:
 
 
 def default_performance_cpu(w: WinFacts, usable: CpuSet) -> int | None:
-    """The highest usable logical processor of the top efficiency class (a P-core); None when unknown."""
+    """The highest usable logical processor of the top efficiency class (a P-core); None when unknown or
+    when every core is of one class (then softrt.cpus.choose_cpus's highest usable CPU stands: under
+    Wine, whose two CPU sets are of one class, the CPU sets even describe another machine than a
+    test's platform)."""
     topo, _ = topology(w)
-    if topo is None:
+    if topo is None or not topo.hybrid:
         return None
     perf = topo.performance() & usable
     return perf.last() if perf else None
