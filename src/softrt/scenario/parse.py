@@ -12,6 +12,7 @@ import re
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any, Callable
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -96,19 +97,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     wait = data.get("wait", "spin")
     if not isinstance(wait, str) or wait not in WAITS:
         raise fail("wait", f"unknown wait strategy {_shown(wait)}", f"use one of {', '.join(WAITS)}")
-    device = data.get("device", "virtual")
-    if not isinstance(device, str):
-        raise fail("device", f"must be text such as \"virtual\" or \"ethercat:eth1\", got {_shown(device)}")
-    try:
-        check_device_spec(device)
-    except ConfigError as err:
-        raise fail("device", printable(err.msg), err.hint) from None
-    ecat_drives = data.get("ecat_drives")
-    if ecat_drives is not None and (not isinstance(ecat_drives, str) or not ecat_drives):
-        raise fail("ecat_drives", f"must be the path of a drive description (TOML), got {_shown(ecat_drives)}")
-    if ecat_drives is not None and not device.startswith("ethercat:"):
-        raise fail("ecat_drives", "describes EtherCAT drives, but the device is " + _shown(device),
-                   "set device = \"ethercat:IFACE\", or leave out ecat_drives")
+    device, ecat_drives = _device(data, fail)
     description = data.get("description", "")
     if not isinstance(description, str):
         raise fail("description", f"must be text, got {_shown(description)}")
@@ -129,21 +118,55 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     samples = data.get("samples")
     if samples is not None and samples not in SAMPLE_MODES:
         raise fail("samples", f"unknown value {_shown(samples)}", f"use one of {', '.join(SAMPLE_MODES)}")
+    dc_lock, dc_shift_ns = _dc(data, device, fail)
+    return Scenario(name=name, description=printable(description), profile=profile, wait=wait,
+                    device=device, duration_ns=duration_ns, loads=_loads(data, fail), loads_on_rt_cpus=on_rt,
+                    trace=trace, samples=samples, ecat_drives=ecat_drives, source=source, dc_lock=dc_lock,
+                    dc_shift_ns=dc_shift_ns)
+
+
+_Fail = Callable[..., ConfigError]  # fail(key, problem, hint=None): the error, with the key's line
+
+
+def _device(data: dict[str, Any], fail: _Fail) -> tuple[str, str | None]:
+    """The scenario's device and its EtherCAT drive description, checked together."""
+    device = data.get("device", "virtual")
+    if not isinstance(device, str):
+        raise fail("device", f"must be text such as \"virtual\" or \"ethercat:eth1\", got {_shown(device)}")
+    try:
+        check_device_spec(device)
+    except ConfigError as err:
+        raise fail("device", printable(err.msg), err.hint) from None
+    ecat_drives = data.get("ecat_drives")
+    if ecat_drives is not None and (not isinstance(ecat_drives, str) or not ecat_drives):
+        raise fail("ecat_drives", f"must be the path of a drive description (TOML), got {_shown(ecat_drives)}")
+    if ecat_drives is not None and not device.startswith("ethercat:"):
+        raise fail("ecat_drives", "describes EtherCAT drives, but the device is " + _shown(device),
+                   "set device = \"ethercat:IFACE\", or leave out ecat_drives")
+    return device, ecat_drives
+
+
+def _dc(data: dict[str, Any], device: str, fail: _Fail) -> tuple[bool, int]:
+    """Distributed-clock lock and the frame's shift from SYNC0 (negative: before it), in ns."""
     dc_lock = data.get("dc_lock", False)
     if not isinstance(dc_lock, bool):
         raise fail("dc_lock", f"must be true or false, got {_shown(dc_lock)}")
     if dc_lock and not device.startswith("ethercat:"):
         raise fail("dc_lock", "needs an EtherCAT device (distributed clocks)", "set device = \"ethercat:IFACE\"")
-    dc_shift_ns = 0
-    if "dc_shift" in data:
-        raw = data["dc_shift"]
-        shift = raw.strip() if isinstance(raw, str) else raw
-        negative = isinstance(shift, str) and shift.startswith("-")
-        try:
-            dc_shift_ns = parse_time_ns(shift[1:] if negative else shift, default_unit="us", what="dc_shift")
-        except ConfigError as err:
-            raise fail("dc_shift", err.msg, "e.g. dc_shift = \"-200us\" (the frame 200 µs before SYNC0)") from None
-        dc_shift_ns = -dc_shift_ns if negative else dc_shift_ns
+    if "dc_shift" not in data:
+        return dc_lock, 0
+    raw = data["dc_shift"]
+    shift = raw.strip() if isinstance(raw, str) else raw
+    negative = isinstance(shift, str) and shift.startswith("-")
+    try:
+        dc_shift_ns = parse_time_ns(shift[1:] if negative else shift, default_unit="us", what="dc_shift")
+    except ConfigError as err:
+        raise fail("dc_shift", err.msg, "e.g. dc_shift = \"-200us\" (the frame 200 µs before SYNC0)") from None
+    return dc_lock, -dc_shift_ns if negative else dc_shift_ns
+
+
+def _loads(data: dict[str, Any], fail: _Fail) -> tuple[LoadSpec, ...]:
+    """The scenario's [[load]] tables, each a known load kind with a valid placement."""
     raw_loads = data.get("load", [])
     if not isinstance(raw_loads, list):
         raise fail("load", "must be an array of tables ([[load]])")
@@ -168,10 +191,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
             except ConfigError as err:
                 raise fail(f"load[{i}].cpus", err.msg, err.hint) from None
         loads.append(LoadSpec(name=lname, cpus=cpus))
-    return Scenario(name=name, description=printable(description), profile=profile, wait=wait,
-                    device=device, duration_ns=duration_ns, loads=tuple(loads), loads_on_rt_cpus=on_rt,
-                    trace=trace, samples=samples, ecat_drives=ecat_drives, source=source, dc_lock=dc_lock,
-                    dc_shift_ns=dc_shift_ns)
+    return tuple(loads)
 
 
 def _shown(value: object) -> str:
