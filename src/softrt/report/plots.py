@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import matplotlib
 import numpy as np
@@ -21,33 +20,12 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 
 from .data import Hist, common_width_ns, envelope, exceedance, exceedance_of_hdr, late_marks, nice_width_ns, rebin
 from .load import RunView
+from .style import RC, WIDTH_IN, Plot, color
+from .tail_plot import overlay_fitted_tail
 
-#: rcParams for every figure: browser-rendered text in SVG (smaller, selectable), fixed SVG ids
-#: (the same report twice gives the same file), a compact font.
-RC = {"svg.fonttype": "none", "svg.hashsalt": "softrt-report", "font.size": 9, "axes.titlesize": 10,
-      "legend.fontsize": 8, "axes.grid": True, "grid.alpha": 0.3}
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-          "#17becf")
-WIDTH_IN = 10.0
 #: Most classes in a histogram plot: 1 µs classes (OSADL's) up to 8 ms, 2 µs up to 16 ms (the
 #: seed's untuned 14.6 ms), coarser beyond; more would only add SVG size, not visible detail.
 HIST_MAX_BINS = 8000
-
-
-def color(i: int) -> str:
-    """The colour of run *i*, the same in every figure and in the run table."""
-    return COLORS[i % len(COLORS)]
-
-
-@dataclass
-class Plot:
-    """One figure of the report (``figure`` is None when it applies to no run)."""
-
-    key: str
-    title: str
-    caption: str
-    figure: Figure | None
-    not_applicable: list[str] = field(default_factory=list)
 
 
 def _fig(rows: int = 1, cols: int = 1, height_in: float = 3.6, **kw) -> tuple[Figure, np.ndarray]:
@@ -311,7 +289,6 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
                "A dotted tail: samples beyond an imported histogram's range, known only to lie below the maximum. "
                "Dash-dot: the fitted tail model (generalized Pareto above its threshold).")
     panels = (("period", lambda r: r.period), ("latency", lambda r: r.latency))
-    from .tail_plot import overlay_fitted_tail  # (it draws with this module's colours: imported here)
 
     if not any(get(r) is not None and get(r).total for _, get in panels for _, r in runs):
         return Plot(key, title, caption, None, [f"{r.run_id}: nothing to plot" for _, r in runs])

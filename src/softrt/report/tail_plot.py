@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from ..analysis.tail_clusters import decluster
 from ..schema.tail import HOURS_PER_YEAR, Tail
-from .plots import COLORS, RC, WIDTH_IN, Plot
+from .style import COLORS, RC, WIDTH_IN, Plot
 
 _TICKS = ((1 / 60, "1 min"), (1.0, "1 h"), (24.0, "1 day"), (168.0, "1 week"), (HOURS_PER_YEAR, "1 year"))
 

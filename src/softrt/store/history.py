@@ -20,8 +20,6 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -29,8 +27,9 @@ from ..errors import ConfigError
 from ..platform import data_dir  # noqa: F401  (re-exported: tests and callers import it from here)
 from .dbtarget import DB_NAME, default_db_path, local_db_path, resolve  # noqa: F401  (re-exported)
 from .dialect import COLUMNS as _COLUMNS, DB_SCHEMA_VERSION, upsert_sql  # noqa: F401  (re-exported)
-from .rundir import SAMPLES, SUMMARY, read_summary
-from .validate import check_path, check_row, parse_json
+from .rundir import SAMPLES, SUMMARY, find_run_dirs, read_summary  # noqa: F401  (find_run_dirs re-exported)
+from .record import RunRecord, record_of_row
+from .validate import check_path
 from ..schema.summary import RunSummary
 
 #: Run ids are listed by their shortest unique prefix, at least this long: "20261130-071502", the
@@ -39,53 +38,6 @@ SHORT_ID_MIN = 15
 HISTOGRAM = "histogram.json"  # imported runs (softrt.store.importers) keep their histogram here
 #: ``last`` is the newest run (by start time), ``last~N`` the one N runs before it (as git's HEAD~N).
 LAST = re.compile(r"last(?:~(\d{1,9}))?")
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One run as the history knows it."""
-
-    run_id: str
-    started_at: str | None
-    finished_at: str | None
-    host: str | None
-    scenario: str | None
-    source: str  # "softrt" or the tool it was imported from ("cyclictest", "oslat")
-    status: str | None
-    mode: str | None
-    period_ns: int | None
-    cycles: int | None
-    period_max_us: float | None
-    period_p99_99_us: float | None
-    latency_max_us: float | None
-    process_max_us: float | None
-    missed_updates: int | None
-    summary_json: str = field(repr=False)  # the stored summary, read when asked for (a listing needs none)
-    path: Path
-    samples_path: Path | None
-    added_at: str
-    compare_id: str | None = None  # the runs of one softrt compare share it (schema.summary.RunSummary)
-    late_rate_high_per_h: float | None = None  # the tail block's 95 % upper bound (None: no tail block)
-    late_rate_per_h: float | None = None  # its fitted estimate (None: no fit)
-
-    @cached_property
-    def summary(self) -> RunSummary:
-        """The run's summary as the history stored it (checked like a summary.json)."""
-        return _stored_summary(self.summary_json, self.run_id)
-
-    def to_dict(self) -> dict:
-        """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``)."""
-        return {
-            "run_id": self.run_id, "started_at": self.started_at, "finished_at": self.finished_at,
-            "host": self.host, "scenario": self.scenario, "source": self.source, "status": self.status,
-            "mode": self.mode, "period_ns": self.period_ns, "cycles": self.cycles,
-            "period_max_us": self.period_max_us, "period_p99_99_us": self.period_p99_99_us,
-            "latency_max_us": self.latency_max_us, "process_max_us": self.process_max_us,
-            "missed_updates": self.missed_updates, "tuning": self.summary.tuning.to_dict(),
-            "path": str(self.path), "samples_path": None if self.samples_path is None else str(self.samples_path),
-            "added_at": self.added_at, "compare_id": self.compare_id,
-            "late_rate_high_per_h": self.late_rate_high_per_h, "late_rate_per_h": self.late_rate_per_h,
-        }
 
 
 def load_run_summary(run_dir: Path) -> RunSummary:
@@ -106,25 +58,6 @@ def load_run_summary(run_dir: Path) -> RunSummary:
     if not summary.run_id:
         raise ConfigError(f"{run_dir / SUMMARY} has no run_id", hint="the run's summary.json is corrupt")
     return summary
-
-
-def find_run_dirs(path: Path) -> list[Path]:
-    """Return *path* if it is a run directory, else the run directories directly inside it.
-
-    A directory of runs is what ``softrt run --out-dir``/``softrt compare`` leave, and what a lab
-    copies from another PC.
-    """
-    path = Path(path)
-    check_path(path, "run directory")
-    if (path / SUMMARY).is_file():
-        return [path]
-    if path.is_dir():
-        runs = sorted(p for p in path.iterdir() if (p / SUMMARY).is_file())
-        if runs:
-            return runs
-        raise ConfigError(f"no run directory in {path} (no {SUMMARY} in it or its sub-directories)",
-                          hint="a run that failed to start has no summary.json")
-    raise ConfigError(f"no such run directory: {path}", hint="give a run directory or a run id from softrt history")
 
 
 def parse_when(value: str | date | datetime | None, *, end: bool = False) -> datetime | None:
@@ -356,7 +289,7 @@ class History:
             sql += " LIMIT ?"
             args.append(int(limit))
         rows = self._engine.run(lambda conn: conn.execute(self._q(sql), args).fetchall(), write=False, empty=[])
-        return [self._record(r) for r in reversed(rows)]
+        return [record_of_row(r) for r in reversed(rows)]
 
     def get(self, run_id_or_prefix: str) -> RunRecord:
         """Return the run whose id is (or uniquely starts with) *run_id_or_prefix*, or ``last``/``last~N``.
@@ -374,7 +307,7 @@ class History:
         rows = self._engine.run(lambda conn: conn.execute(sql, (key, len(key), key)).fetchall(), write=False, empty=[])
         exact = [r for r in rows if r[0] == key]
         if exact:
-            return self._record(exact[0])
+            return record_of_row(exact[0])
         if not rows:
             raise ConfigError(f"unknown run id {key!r} in {self.path}",
                               hint="see softrt history; add run directories with softrt history add DIR")
@@ -382,7 +315,7 @@ class History:
             shown = ", ".join(r[0] for r in rows[:5])
             raise ConfigError(f"run id prefix {key!r} matches several runs ({shown}{', …' if len(rows) > 5 else ''})",
                               hint="give more of the run id")
-        return self._record(rows[0])
+        return record_of_row(rows[0])
 
     def _newest(self, back: int, key: str) -> RunRecord:
         """The run *back* runs before the newest one (``last~back``)."""
@@ -412,54 +345,6 @@ class History:
     def __len__(self) -> int:
         return int(self._engine.run(lambda conn: conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0], write=False,
                                     empty=0))
-
-    @staticmethod
-    def _record(row: tuple) -> RunRecord:
-        r = check_row(RunRecord, dict(zip(_COLUMNS, row)), "the history database")
-        # Read from the stored summary in SQL (SQLite) or, without those columns (PostgreSQL), here.
-        extra = row[len(_COLUMNS):]
-        compare_id, high, estimate = extra if len(extra) == 3 else _from_summary(r["summary_json"])
-        high, estimate = _float(high), _float(estimate)
-        return RunRecord(
-            run_id=r["run_id"], started_at=r["started_at"], finished_at=r["finished_at"], host=r["host"],
-            scenario=r["scenario"], source=r["source"], status=r["status"], mode=r["mode"],
-            period_ns=r["period_ns"], cycles=r["cycles"], period_max_us=r["period_max_us"],
-            period_p99_99_us=r["period_p99_99_us"], latency_max_us=r["latency_max_us"],
-            process_max_us=r["process_max_us"], missed_updates=r["missed_updates"],
-            summary_json=r["summary_json"], path=Path(r["path"]),
-            samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
-            compare_id=compare_id if isinstance(compare_id, str) else None,
-            late_rate_high_per_h=high, late_rate_per_h=estimate,
-        )
-
-
-def _from_summary(summary_json: object) -> tuple[str | None, object, object]:
-    """The compare id and the tail's late rates (95 % upper bound, estimate) of a stored summary, read
-    in Python (engines without SQL JSON that fails soft; a row written by another rig may hold anything)."""
-    if not isinstance(summary_json, str) or ('"compare_id"' not in summary_json and '"tail"' not in summary_json):
-        return None, None, None
-    try:
-        doc = json.loads(summary_json)
-        tail = doc.get("tail") if isinstance(doc.get("tail"), dict) else {}
-        fitted = tail.get("late_rate_per_h") if isinstance(tail.get("late_rate_per_h"), dict) else {}
-    except (ValueError, AttributeError, RecursionError):
-        return None, None, None
-    compare_id = doc.get("compare_id")
-    high = fitted.get("high")
-    return (compare_id if isinstance(compare_id, str) else None,
-            high if high is not None else tail.get("late_rate_bound_per_h"), fitted.get("estimate"))
-
-
-def _float(x: object) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
-
-
-def _stored_summary(text: str, run_id: str) -> RunSummary:
-    """The summary the history holds for a run (a database copied from elsewhere is checked too)."""
-    where = f"the history's summary of {run_id}"
-    # parse_json: bounded depth, no NaN, integers within 64 bits, as a summary.json is read
-    return RunSummary.from_dict(parse_json(text, where), where)
-
 
 def _common(a: str, b: str) -> int:
     """Length of the common prefix of *a* and *b*."""

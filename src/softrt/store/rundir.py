@@ -38,7 +38,7 @@ from ..platform import O_PRIVATE_BINARY, preallocate
 from ..platform.outfile import chmod_open
 from .late import AGGREGATES, LateSelector, SecondAggregator
 from ..schema.summary import RunSummary
-from .validate import load_json, open_parquet
+from .validate import check_path, load_json, open_parquet
 from ..schema.text import printable, safe_name
 
 SAMPLES = "samples.parquet"
@@ -461,3 +461,22 @@ def read_summary(run_path: Path) -> RunSummary:
     path = Path(run_path) / SUMMARY
     data = load_json(path, "run summary")  # bounded: size, depth, numbers (store.validate)
     return RunSummary.read(data, path)
+
+
+def find_run_dirs(path: Path) -> list[Path]:
+    """Return *path* if it is a run directory, else the run directories directly inside it.
+
+    A directory of runs is what ``softrt run --out-dir``/``softrt compare`` leave, and what a lab
+    copies from another PC.
+    """
+    path = Path(path)
+    check_path(path, "run directory")
+    if (path / SUMMARY).is_file():
+        return [path]
+    if path.is_dir():
+        runs = sorted(p for p in path.iterdir() if (p / SUMMARY).is_file())
+        if runs:
+            return runs
+        raise ConfigError(f"no run directory in {path} (no {SUMMARY} in it or its sub-directories)",
+                          hint="a run that failed to start has no summary.json")
+    raise ConfigError(f"no such run directory: {path}", hint="give a run directory or a run id from softrt history")

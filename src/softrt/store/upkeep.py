@@ -15,12 +15,22 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import ConfigError, SoftRTError
-from .history import History, RunRecord, find_run_dirs
-from .rundir import RESERVE, SAMPLES, SUMMARY, read_summary
+from .rundir import RESERVE, SAMPLES, SUMMARY, find_run_dirs, read_summary
 from .validate import check_path
 from .running import run_state
+from .record import RunRecord
+
+
+class History(Protocol):
+    """What upkeep needs of store.history.History, which calls it (so upkeep imports nothing of it)."""
+
+    def running_rows(self) -> list[tuple[str, str]]: ...
+    def add_run(self, run_dir: Path | str) -> str: ...
+    def _prepare(self, run_dir: Path | str) -> dict: ...
+    def _store(self, row: dict) -> str: ...
 
 
 def catch_up(history: History) -> list[str]:

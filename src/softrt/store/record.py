@@ -1,0 +1,108 @@
+"""One run as the run history knows it (store layer): the record a listing shows, read from a row of
+the history's database (store.dialect.COLUMNS), its full summary read only when asked for."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from ..schema.summary import RunSummary
+from .dialect import COLUMNS as _COLUMNS
+from .validate import check_row, parse_json
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run as the history knows it."""
+
+    run_id: str
+    started_at: str | None
+    finished_at: str | None
+    host: str | None
+    scenario: str | None
+    source: str  # "softrt" or the tool it was imported from ("cyclictest", "oslat")
+    status: str | None
+    mode: str | None
+    period_ns: int | None
+    cycles: int | None
+    period_max_us: float | None
+    period_p99_99_us: float | None
+    latency_max_us: float | None
+    process_max_us: float | None
+    missed_updates: int | None
+    summary_json: str = field(repr=False)  # the stored summary, read when asked for (a listing needs none)
+    path: Path
+    samples_path: Path | None
+    added_at: str
+    compare_id: str | None = None  # the runs of one softrt compare share it (schema.summary.RunSummary)
+    late_rate_high_per_h: float | None = None  # the tail block's 95 % upper bound (None: no tail block)
+    late_rate_per_h: float | None = None  # its fitted estimate (None: no fit)
+
+    @cached_property
+    def summary(self) -> RunSummary:
+        """The run's summary as the history stored it (checked like a summary.json)."""
+        return _stored_summary(self.summary_json, self.run_id)
+
+    def to_dict(self) -> dict:
+        """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``)."""
+        return {
+            "run_id": self.run_id, "started_at": self.started_at, "finished_at": self.finished_at,
+            "host": self.host, "scenario": self.scenario, "source": self.source, "status": self.status,
+            "mode": self.mode, "period_ns": self.period_ns, "cycles": self.cycles,
+            "period_max_us": self.period_max_us, "period_p99_99_us": self.period_p99_99_us,
+            "latency_max_us": self.latency_max_us, "process_max_us": self.process_max_us,
+            "missed_updates": self.missed_updates, "tuning": self.summary.tuning.to_dict(),
+            "path": str(self.path), "samples_path": None if self.samples_path is None else str(self.samples_path),
+            "added_at": self.added_at, "compare_id": self.compare_id,
+            "late_rate_high_per_h": self.late_rate_high_per_h, "late_rate_per_h": self.late_rate_per_h,
+        }
+
+
+def record_of_row(row: tuple) -> RunRecord:
+    """The history's row *row* (its columns in store.dialect.COLUMNS order, then any extras) as a record."""
+    r = check_row(RunRecord, dict(zip(_COLUMNS, row)), "the history database")
+    # Read from the stored summary in SQL (SQLite) or, without those columns (PostgreSQL), here.
+    extra = row[len(_COLUMNS):]
+    compare_id, high, estimate = extra if len(extra) == 3 else _from_summary(r["summary_json"])
+    high, estimate = _float(high), _float(estimate)
+    return RunRecord(
+        run_id=r["run_id"], started_at=r["started_at"], finished_at=r["finished_at"], host=r["host"],
+        scenario=r["scenario"], source=r["source"], status=r["status"], mode=r["mode"],
+        period_ns=r["period_ns"], cycles=r["cycles"], period_max_us=r["period_max_us"],
+        period_p99_99_us=r["period_p99_99_us"], latency_max_us=r["latency_max_us"],
+        process_max_us=r["process_max_us"], missed_updates=r["missed_updates"],
+        summary_json=r["summary_json"], path=Path(r["path"]),
+        samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
+        compare_id=compare_id if isinstance(compare_id, str) else None,
+        late_rate_high_per_h=high, late_rate_per_h=estimate,
+    )
+
+
+def _from_summary(summary_json: object) -> tuple[str | None, object, object]:
+    """The compare id and the tail's late rates (95 % upper bound, estimate) of a stored summary, read
+    in Python (engines without SQL JSON that fails soft; a row written by another rig may hold anything)."""
+    if not isinstance(summary_json, str) or ('"compare_id"' not in summary_json and '"tail"' not in summary_json):
+        return None, None, None
+    try:
+        doc = json.loads(summary_json)
+        tail = doc.get("tail") if isinstance(doc.get("tail"), dict) else {}
+        fitted = tail.get("late_rate_per_h") if isinstance(tail.get("late_rate_per_h"), dict) else {}
+    except (ValueError, AttributeError, RecursionError):
+        return None, None, None
+    compare_id = doc.get("compare_id")
+    high = fitted.get("high")
+    return (compare_id if isinstance(compare_id, str) else None,
+            high if high is not None else tail.get("late_rate_bound_per_h"), fitted.get("estimate"))
+
+
+def _float(x: object) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _stored_summary(text: str, run_id: str) -> RunSummary:
+    """The summary the history holds for a run (a database copied from elsewhere is checked too)."""
+    where = f"the history's summary of {run_id}"
+    # parse_json: bounded depth, no NaN, integers within 64 bits, as a summary.json is read
+    return RunSummary.from_dict(parse_json(text, where), where)
