@@ -36,7 +36,7 @@ TRANSPORTS = ("af_packet", "pcap")
 ENV = "SOFTRT_ECAT_TRANSPORT"
 #: SO_TIMESTAMPNS / SCM_TIMESTAMPNS (socket(7), asm-generic/socket.h; not in Python's socket module).
 SO_TIMESTAMPNS = 35
-_ANCILLARY = socket.CMSG_SPACE(16)
+_ANCILLARY = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 0  # (Windows' socket module has none)
 _TIMESPEC = struct.Struct("<qq")
 #: Byte offset of the first datagram's index in a frame (pcap-filter(7)'s ``ether[17]``).
 INDEX_OFFSET = ETH_HEADER_BYTES + ECAT_HEADER_BYTES + 1

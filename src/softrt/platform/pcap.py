@@ -100,8 +100,8 @@ _PROTOTYPES = {
     "pcap_get_selectable_fd": (_I, [_P]), "pcap_getevent": (_P, [_P]),
     "pcap_open": (_P, [_C, _I, _I, _I, _P, _C]),
 }
-_REQUIRED = ("pcap_create", "pcap_set_immediate_mode", "pcap_activate", "pcap_compile", "pcap_setfilter",
-             "pcap_sendpacket", "pcap_next_ex", "pcap_setnonblock", "pcap_close", "pcap_geterr")
+_REQUIRED = ("pcap_create", "pcap_activate", "pcap_compile", "pcap_setfilter", "pcap_sendpacket", "pcap_next_ex",
+             "pcap_setnonblock", "pcap_close", "pcap_geterr")
 _lib = None
 
 
@@ -119,7 +119,7 @@ def missing_reason(system_root: str | None = None) -> str:
     """Why Npcap's library is not where it is loaded from, in one line (the files under *system_root*)."""
     root = system_root or os.environ.get("SystemRoot", r"C:\Windows")
     if os.path.isfile(os.path.join(root, "System32", "wpcap.dll")):
-        return "only WinPcap's wpcap.dll is installed (System32), not Npcap's (System32\\Npcap)"
+        return "System32 has a wpcap.dll (WinPcap's, or Wine's) but Npcap's folder System32\\Npcap is missing"
     return "Npcap is not installed (no System32\\Npcap\\wpcap.dll)"
 
 
@@ -143,7 +143,9 @@ def load():
                             hint=NPCAP_DOWNLOAD)
         raise PcapError("missing", f"no pcap library could be loaded (tried {', '.join(tried)})",
                         hint="install libpcap (apt-get install libpcap0.8, dnf install libpcap)")
-    lacking = [name for name in _REQUIRED if not hasattr(lib, name)]
+    # Immediate mode: pcap_open's MAX_RESPONSIVENESS on Windows, pcap_set_immediate_mode (libpcap 1.5) elsewhere.
+    immediate = "pcap_open" if IS_WINDOWS else "pcap_set_immediate_mode"
+    lacking = [name for name in (*_REQUIRED, immediate) if not hasattr(lib, name)]
     if lacking:
         raise PcapError("missing", f"the pcap library is too old: it lacks {', '.join(lacking)}",
                         hint=NPCAP_DOWNLOAD + " (1.0 or later)" if IS_WINDOWS else "install libpcap 1.5 or later")
