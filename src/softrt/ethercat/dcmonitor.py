@@ -24,6 +24,7 @@ and the last window's.
 from __future__ import annotations
 
 import struct
+import time
 
 from .dc import (REG_SYNC0_CYCLE, REG_SYNC0_START, REG_SYNC_ACTIVATION, REG_SYSTEM_DIFF, SYNC0_ACTIVE, PhaseLock,
                  decode_diff)
@@ -83,14 +84,19 @@ class DiffProbe:
         self.sent += 1
         self.outstanding = True
 
-    def collect(self) -> None:
-        """Read the answer to the outstanding probe if it is there; otherwise count it unanswered."""
+    def collect(self, grace_s: float = 0.0) -> None:
+        """Read the answer to the outstanding probe if it is there (polling up to *grace_s* for it); otherwise
+        count it unanswered. Polled, not waited for: Wine's wpcap.dll has no ``pcap_getevent``."""
         buf = self._buf
-        while (got := self.link.receive_into(buf)) is not None:
-            n = got[0]
-            if self._take(memoryview(buf)[:n]):
-                self.outstanding = False
-                return
+        end = time.monotonic() + grace_s if grace_s else 0.0
+        while True:
+            while (got := self.link.receive_into(buf)) is not None:
+                if self._take(memoryview(buf)[:got[0]]):
+                    self.outstanding = False
+                    return
+            if not grace_s or time.monotonic() >= end:
+                break
+            time.sleep(0.0005)
         self.outstanding = False
         self.unanswered_frames += 1
         for s in self.slaves:
@@ -223,8 +229,7 @@ class DcMonitor:
         if self.probe is not None and not self.probe.link.closed:
             try:
                 if self.probe.outstanding:
-                    self.probe.link.wait(0.01)  # one round trip's grace, off the hot path
-                    self.probe.collect()
+                    self.probe.collect(0.01)  # one round trip's grace, off the hot path
             finally:
                 self.probe.link.close()
 

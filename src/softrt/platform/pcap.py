@@ -292,11 +292,9 @@ class Capture:
         p = self._p
         if p is None:
             raise OSError(errno.EBADF, "the pcap handle is closed")
-        if isinstance(frame, bytearray):
-            ptr = self._address(frame)
-        else:
-            ptr = ctypes.cast(ctypes.c_char_p(bytes(frame)), ctypes.c_void_p).value
-        if self._lib.pcap_sendpacket(p, ptr, len(frame)) != 0:
+        # A bytearray by its (cached) address; bytes as ctypes passes them, a pointer to their own buffer.
+        data = self._address(frame) if isinstance(frame, bytearray) else bytes(frame)
+        if self._lib.pcap_sendpacket(p, data, len(frame)) != 0:
             raise OSError(errno.EIO, self._lib.pcap_geterr(p).decode(errors="replace"))
 
     def receive_into(self, buf: bytearray) -> tuple[int, int] | None:
@@ -307,7 +305,7 @@ class Capture:
             return None
         hdr = self._hdr.contents
         n = min(hdr.caplen, len(buf))
-        ctypes.memmove(self._address(buf), self._data.value, n)
+        ctypes.memmove(self._address(buf), self._data, n)
         if IS_WINDOWS:
             return n, 0
         return n, hdr.tv_sec * 1_000_000_000 + (hdr.tv_frac if self.nanoseconds else hdr.tv_frac * 1000)
@@ -343,7 +341,7 @@ class Capture:
             return False
         if IS_WINDOWS:
             event = self._lib.pcap_getevent(self._p)
-            wait = ctypes.windll.kernel32.WaitForSingleObject
+            wait = ctypes.WinDLL("kernel32").WaitForSingleObject  # type: ignore[attr-defined]
             wait.argtypes, wait.restype = [ctypes.c_void_p, ctypes.c_uint32], ctypes.c_uint32
             return wait(event, max(0, int(timeout_s * 1000))) == 0  # WAIT_OBJECT_0
         fd = self.fileno()
