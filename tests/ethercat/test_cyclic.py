@@ -147,7 +147,7 @@ def test_short_duplicate_foreign_and_unsent_frames(wire):
 
 def test_a_send_that_fails_is_an_unanswered_frame(wire):
     frame = wire(lambda f: [segment(f)])
-    frame._sock.close()
+    frame._link.close()
     assert frame.exchange(TIMEOUT_NS) == NOFRAME
     r = frame.report()
     assert (r["sent"], r["unanswered"], r["send_errors"]) == (0, 1, 1)
@@ -163,3 +163,12 @@ def test_without_dc_there_is_no_frmw(wire):
     frame = wire(lambda f: [segment(f)], dc_reference=None)
     assert [d.cmd for d in parse_frame(frame.tx)] == [Cmd.NOP, Cmd.LRW]
     assert frame.exchange(TIMEOUT_NS) == 3 and read_wkc(frame.rx, parse_frame(frame.rx)[1]) == 3
+
+
+def test_our_own_frame_read_back_is_an_echo_never_the_answer(wire):
+    """A capture that taps the send path (pcap without a direction filter) reads the frame back as it went out:
+    its number is this cycle's, its working counter 0. It must not stand for the bus's answer that follows."""
+    frame = wire(lambda f: [bytearray(f), segment(f)])
+    assert frame.exchange(TIMEOUT_NS) == 3
+    r = frame.report()
+    assert r["bad"] == {"echo": 1} and (r["answered"], r["duplicates"]) == (1, 0)

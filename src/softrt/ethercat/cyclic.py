@@ -18,27 +18,29 @@ counted once as *late* (with its round trip), a second copy as a *duplicate*, a 
 changed header as *bad* (by kind), never as an answer. Frames of other masters or of SOEM's own
 transactions (another first index) are left alone (*foreign*).
 
-The frame goes out on SOEM's own socket (a duplicate of its descriptor): a second socket bound to
-EtherType 0x88A4 would receive a copy of every reply, and SOEM's would fill with them. Its first
-index 0xC0 is above SOEM's (EC_MAXBUF = 16), so SOEM's own receive drops it as not its own
-("strange things happened" branch of ``ecx_inframe``). Reads never block (``MSG_DONTWAIT``), so
-SOEM's socket keeps its own blocking mode.
+The frame goes out on a *link* (:mod:`.transport`). With ``af_packet`` (Linux's default) it is SOEM's own
+socket (a duplicate of its descriptor): a second socket bound to EtherType 0x88A4 would receive a copy of every
+reply, and SOEM's would fill with them. Its first index 0xC0 is above SOEM's (EC_MAXBUF = 16), so SOEM's own
+receive drops it as not its own ("strange things happened" branch of ``ecx_inframe``). With ``pcap`` (Windows'
+default: Npcap) it is a handle of softrt's own that sees only received frames of index 0xC0. Reads never block.
+A frame that comes back byte for byte as it was sent with a working counter of 0 is this host's own frame read
+back (a capture that taps the send path) or one no slave touched: *bad* (``echo``), never an answer.
 
-Receive times are the kernel's (``SO_TIMESTAMPNS``, socket(7); taken when the reply entered this
-host's receive path): a reply that arrived before the deadline while this host was stalled is an
-answer, not a lost frame, and the round trip is send → kernel receive, without the time this
-process took to look.
+Receive times are the kernel's where the link gives them (``SO_TIMESTAMPNS``, socket(7), or libpcap's; taken
+when the reply entered this host's receive path): a reply that arrived before the deadline while this host was
+stalled is an answer, not a lost frame, and the round trip is send → kernel receive, without the time this
+process took to look. Where the link gives none (Npcap) the time it was read stands, which only ever judges late.
 """
 
 from __future__ import annotations
 
-import socket
 import struct
 import time
 from dataclasses import dataclass
 
 from .errors import EcatError
 from .nsstat import NsStat
+from .transport import as_link
 from .wire import ETH_HEADER_BYTES, MAX_DATA_BYTES, Cmd, encode_frame, parse_frame
 
 #: First-datagram index of the cyclic frame (SOEM's stay below EC_MAXBUF, 16; the DC probe has 0xDC).
@@ -52,13 +54,9 @@ NOFRAME = -1
 HISTORY = 65536
 REG_DC_SYSTEM_TIME = 0x0910
 REG_FMMU_COUNT, REG_FMMU0, FMMU_BYTES = 0x0004, 0x0600, 16
-#: socket(7) SO_TIMESTAMPNS / SCM_TIMESTAMPNS (asm-generic/socket.h; not in Python's socket module).
-SO_TIMESTAMPNS = 35
-_ANCILLARY = socket.CMSG_SPACE(16)
 _MIN_FRAME = 60  # the Ethernet minimum without FCS: a NIC pads shorter frames
 
 _U64 = struct.Struct("<Q")
-_TIMESPEC = struct.Struct("<qq")
 _HEAD = struct.Struct("<BBI")  # command, index, address (ADP+ADO or logical)
 _LEN = struct.Struct("<H")
 _FMMU = struct.Struct("<IHBBHBBB3x")
@@ -66,7 +64,7 @@ _FMMU = struct.Struct("<IHBBHBBB3x")
 # What became of each frame (per slot of the history ring).
 _PENDING, _ANSWERED, _LATE = 0, 1, 2
 #: Kinds of bad frames: a reply of ours (first index 0xC0) that cannot be this cycle's answer.
-BAD_KINDS = ("short", "length", "command", "index", "address", "tag")
+BAD_KINDS = ("short", "length", "command", "index", "address", "tag", "echo")
 
 
 @dataclass(frozen=True)
@@ -122,14 +120,14 @@ def read_layout(m, iface: str, read=lambda slave, reg, size: slave._fprd(reg, si
 
 
 class CyclicFrame:
-    """One EtherCAT frame per cycle on *sock* (SOEM's socket), checked on receipt (module docstring).
+    """One EtherCAT frame per cycle on *sock* (a link of :mod:`.transport`, or a socket), checked on receipt.
 
     ``exchange(timeout_ns)`` returns the LRW's working counter from this frame's own reply, or
     :data:`NOFRAME`; after it ``rtt_ns`` (0 unless fresh) and ``dc_time`` hold what it brought.
     Outputs go into ``tx`` at ``data_at + offset``, inputs are read from ``rx`` at the same place.
     """
 
-    def __init__(self, sock: socket.socket, layout: ImageLayout, dc_reference: int | None = None,
+    def __init__(self, sock, layout: ImageLayout, dc_reference: int | None = None,
                  clock=time.monotonic_ns) -> None:
         datagrams = [(Cmd.NOP, CYCLIC_INDEX, 0, 0, bytes(8)),
                      (Cmd.LRW, CYCLIC_INDEX, layout.start & 0xFFFF, layout.start >> 16, bytes(layout.length))]
@@ -140,7 +138,6 @@ class CyclicFrame:
         self.frame_bytes = len(frame)  #: a reply must have at least this many
         self.tx = frame + bytes(max(0, _MIN_FRAME - len(frame)))
         self.rx = bytearray(2048)
-        self._bufs = [self.rx]
         self.layout = layout
         self._tag_at = parsed[0].data_offset
         self.data_at = parsed[1].data_offset
@@ -150,8 +147,7 @@ class CyclicFrame:
         self._heads = [(dg.header_offset, *_HEAD.unpack_from(frame, dg.header_offset),
                         _LEN.unpack_from(frame, dg.header_offset + 6)[0]) for dg in parsed]
         self._ecat_header = _LEN.unpack_from(frame, ETH_HEADER_BYTES)[0]
-        self._sock = sock
-        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        self._link = as_link(sock)
         self._clock = clock
         self.seq = 0
         self._sent_ns = [0] * HISTORY
@@ -186,7 +182,7 @@ class CyclicFrame:
         self._sent_ns[slot] = t
         self._deadline_ns = deadline = t + timeout_ns
         try:
-            self._sock.send(self.tx)
+            self._link.send(self.tx)
         except OSError as err:  # ENETDOWN, ENXIO: the link is gone; the frame is unanswered
             self.send_errors += 1
             self.send_errno = err.errno or 0
@@ -215,17 +211,11 @@ class CyclicFrame:
 
     def _receive(self) -> int | None:
         """Read one frame if one is queued and classify it; None when none is."""
-        try:
-            n, ancillary, _flags, _addr = self._sock.recvmsg_into(self._bufs, _ANCILLARY, socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
+        got = self._link.receive_into(self.rx)
+        if got is None:
             return None
-        except OSError:  # the interface went away: nothing to read, the sends say why
-            return None
-        at = 0
-        for level, kind, data in ancillary:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
-                sec, nsec = _TIMESPEC.unpack_from(data)
-                at = sec * 1_000_000_000 + nsec - self._offset_ns
+        n, wall_ns = got
+        at = wall_ns - self._offset_ns if wall_ns else 0
         now = self._clock()
         if not 0 < at <= now:  # no timestamp (or a clock step): when it was read
             at = now
@@ -243,6 +233,10 @@ class CyclicFrame:
             return -1
         tag = _U64.unpack_from(rx, self._tag_at)[0]
         seq = self.seq
+        if tag == seq and _LEN.unpack_from(rx, self._wkc_at)[0] == 0 and rx[:self.frame_bytes] == \
+                self.tx[:self.frame_bytes]:
+            self.bad["echo"] += 1  # this frame as it was sent: never its own answer
+            return -1
         if tag == 0 or tag > seq:
             self.bad["tag"] += 1  # a number never sent: not a reply to this master
             return -1

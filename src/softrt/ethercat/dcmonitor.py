@@ -10,7 +10,7 @@ integer operations, no allocation beyond ints):
   (SYNC0 fires at ``start + k * cycle``, read back from 0x0990 after ``dc_sync``); with the lock,
   :class:`.dc.PhaseLock` turns the error into a move of the next host edge.
 * the **system time differences**: every ``sample_every``-th cycle one extra frame of FPRDs of
-  0x092C (one per DC slave behind the reference) goes out on a socket of our own, right after the
+  0x092C (one per DC slave behind the reference) goes out on a link of our own (:mod:`.transport`), right after the
   cyclic frame came back; its answer is picked up, without waiting, when the next one is due. The
   hot cycle pays one ``send`` and one non-blocking ``recv`` per sample, never a round trip.
 
@@ -23,14 +23,14 @@ and the last window's.
 
 from __future__ import annotations
 
-import socket
 import struct
+import time
 
 from .dc import (REG_SYNC0_CYCLE, REG_SYNC0_START, REG_SYNC_ACTIVATION, REG_SYSTEM_DIFF, SYNC0_ACTIVE, PhaseLock,
                  decode_diff)
 from .errors import EcatError, EcatInputError
 from .nsstat import NsStat
-from .rawsock import open_raw_socket
+from .transport import as_link, open_link
 from .wire import Cmd, FrameError, encode_frame, parse_frame, read_wkc
 
 #: First-datagram index of the probe frame (SOEM's own indices stay below EC_MAXBUF, 16 or 32:
@@ -54,10 +54,11 @@ class _SlaveDiff:
 
 
 class DiffProbe:
-    """The 0x092C probe: one frame of FPRDs (and a NOP carrying a sequence number) on a socket of its own."""
+    """The 0x092C probe: one frame of FPRDs (and a NOP carrying a sequence number) on a link of its own
+    (:mod:`.transport`; a socket is taken as one)."""
 
-    def __init__(self, sock: socket.socket, slaves: list[_SlaveDiff]) -> None:
-        self.sock = sock
+    def __init__(self, sock, slaves: list[_SlaveDiff]) -> None:
+        self.link = as_link(sock)
         self.slaves = slaves
         self.seq = 0
         self.outstanding = False
@@ -76,26 +77,26 @@ class DiffProbe:
         self.seq = (self.seq + 1) & 0xFFFF
         _U16.pack_into(self.frame, self._seq_offset, self.seq)
         try:
-            self.sock.send(self.frame)
+            self.link.send(self.frame)
         except OSError:
             self.send_errors += 1
             return
         self.sent += 1
         self.outstanding = True
 
-    def collect(self) -> None:
-        """Read the answer to the outstanding probe if it is there; otherwise count it unanswered."""
+    def collect(self, grace_s: float = 0.0) -> None:
+        """Read the answer to the outstanding probe if it is there (polling up to *grace_s* for it); otherwise
+        count it unanswered. Polled, not waited for: Wine's wpcap.dll has no ``pcap_getevent``."""
         buf = self._buf
+        end = time.monotonic() + grace_s if grace_s else 0.0
         while True:
-            try:
-                n = self.sock.recv_into(buf)
-            except (BlockingIOError, InterruptedError):
+            while (got := self.link.receive_into(buf)) is not None:
+                if self._take(memoryview(buf)[:got[0]]):
+                    self.outstanding = False
+                    return
+            if not grace_s or time.monotonic() >= end:
                 break
-            except OSError:
-                break
-            if self._take(memoryview(buf)[:n]):
-                self.outstanding = False
-                return
+            time.sleep(0.0005)
         self.outstanding = False
         self.unanswered_frames += 1
         for s in self.slaves:
@@ -224,16 +225,13 @@ class DcMonitor:
         return move
 
     def close(self) -> None:
-        """Collect the last probe answer and close the probe's socket (idempotent)."""
-        if self.probe is not None and self.probe.sock.fileno() >= 0:
-            if self.probe.outstanding:
-                self.probe.sock.settimeout(0.01)  # one round trip's grace, off the hot path
-                try:
-                    self.probe.collect()
-                finally:
-                    self.probe.sock.close()
-            else:
-                self.probe.sock.close()
+        """Collect the last probe answer and close the probe's link (idempotent)."""
+        if self.probe is not None and not self.probe.link.closed:
+            try:
+                if self.probe.outstanding:
+                    self.probe.collect(0.01)  # one round trip's grace, off the hot path
+            finally:
+                self.probe.link.close()
 
     # --- the report --------------------------------------------------------------------------
     def _percentile(self, q: float, absolute: bool) -> float:
@@ -296,12 +294,14 @@ class DcMonitor:
 
 def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *, dc_active: bool, lock: bool,
            shift_ns: int, sample_every: int = 100, wanted: bool = True,
-           read=lambda slave, reg, size: slave._fprd(reg, size)) -> tuple[DcMonitor | None, str | None]:
+           read=lambda slave, reg, size: slave._fprd(reg, size),
+           transport: str = "af_packet") -> tuple[DcMonitor | None, str | None]:
     """Set up the run's DC figures after ``setup_dc``; return ``(monitor, None)`` or ``(None, why absent)``.
 
     *slaves* are :class:`.bringup.SlaveInfo`; the lock needs DC, so asking for it without is an
     :class:`EcatError`. Reads (station addresses, SYNC0 start and cycle) go through *read*
     (``read(slave, register, size)``: pysoem's FPRD; bring-up's retries it, :func:`.steps.read_register`).
+    The probe's link is of the master's *transport* (:mod:`.transport`).
     *wanted* False: the master was asked not to use DC (its slaves' DC features are not read).
     """
     dc_slaves = [s for s in slaves if s.has_dc]
@@ -331,8 +331,6 @@ def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *,
     address = {s.position: _U16.unpack(read(m.slaves[s.position], REG_STATION_ADDRESS, 2))[0] for s in dc_slaves}
     if behind:
         diffs = [_SlaveDiff(s.position, s.name, address[s.position]) for s in behind]
-        sock = open_raw_socket(iface, PROBE_INDEX)
-        sock.setblocking(False)
-        probe = DiffProbe(sock, diffs)
+        probe = DiffProbe(open_link(iface, PROBE_INDEX, transport), diffs)
     return DcMonitor(period_ns, sync0, (ref.position, ref.name), probe, lock=lock, shift_ns=shift_ns,
                      sample_every=sample_every, sync0_active=active, reference_address=address[ref.position]), None

@@ -39,8 +39,6 @@ from __future__ import annotations
 import atexit
 import enum
 import functools
-import os
-import socket
 import struct
 import threading
 import time
@@ -49,13 +47,14 @@ import numpy as np
 
 from ..errors import ConfigError, InvalidState
 from ..ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
-from . import bringup, cyclic, dcmonitor, preop, receive
+from ..platform import get_platform
+from . import bringup, cyclic, dcmonitor, preop
 from .al import AlState, code_text, state_name
 from .drives import DriveConfig
 from .errors import EcatError, EcatInputError, MappingRefused
 from .mapping import DriveMap
-from .netif import check_interface, link_problem
 from .steps import Steps, read_register
+from .transport import check_interface, choose, open_cyclic
 
 CW_SHUTDOWN, CW_SWITCH_ON, CW_ENABLE, CW_DISABLE_VOLTAGE, CW_FAULT_RESET = 0x0006, 0x0007, 0x000F, 0x0000, 0x0080
 SW_MASK, SW_SOD, SW_RTSO, SW_SO, SW_OE, SW_FAULT_MASK, SW_FAULT = 0x6F, 0x40, 0x21, 0x23, 0x27, 0x4F, 0x08
@@ -114,7 +113,7 @@ class EtherCATMaster:
                  enable_timeout_s: float = 1.0, watchdog_ms: float | None = None,
                  bus_timeout_ns: int = 10_000_000, al_check_ns: int = 100_000_000,
                  log_cycles: int = 1 << 20, dc_lock: bool = False, dc_shift_ns: int = 0,
-                 dc_sample_every: int = 100, drives: DriveConfig | None = None) -> None:
+                 dc_sample_every: int = 100, drives: DriveConfig | None = None, transport: str | None = None) -> None:
         if period_ns <= 0:
             raise ConfigError(f"EtherCAT cycle must be positive, got {period_ns} ns")
         if axes < 1:
@@ -122,6 +121,11 @@ class EtherCATMaster:
         if bus_timeout_ns <= 0:
             raise ConfigError(f"EtherCAT bus timeout must be positive, got {bus_timeout_ns} ns")
         self.iface, self.period_ns, self.axes, self.dc = iface, int(period_ns), axes, dc
+        #: How softrt's own frames reach the wire: "af_packet" or "pcap" (Npcap on Windows; .transport).
+        self.transport = choose(transport)
+        #: The loop's clock, which start(t0_ns) and edge_ns are on: CLOCK_MONOTONIC on Linux, QueryPerformanceCounter
+        #: on Windows (where time.monotonic_ns is GetTickCount64 before Python 3.13: 15.6 ms steps).
+        self._clock_ns = get_platform().clock_ns
         #: Receive deadline per cycle, from the send: 80 % of the period by default (a later
         #: frame is a lost one); honoured to µs in the cycle (:mod:`.receive`).
         self.receive_timeout_us = receive_timeout_us or max(50, self.period_ns * 8 // 10_000)
@@ -154,7 +158,7 @@ class EtherCATMaster:
         self.emergencies: list[dict] = []
         self.slaves: list[bringup.SlaveInfo] = []
         self._m = None
-        self._sock = None  # a duplicate of SOEM's socket: the cyclic frame's (.cyclic)
+        self._sock = None  # the cyclic frame's link (.transport: a duplicate of SOEM's socket, or pcap)
         self._frame: cyclic.CyclicFrame | None = None
         self._axes: list[_Axis] = []
         self._keeper: threading.Thread | None = None
@@ -183,7 +187,7 @@ class EtherCATMaster:
         """Bring the bus to OP and enable the drives; on failure leave it in INIT and raise EcatError."""
         if self.state is not MasterState.CLOSED:
             raise InvalidState(MasterState.CLOSED.value, self.state.value, "EtherCAT master")
-        check_interface(self.iface)
+        check_interface(self.iface, self.transport)
         try:
             self._open_once()
         except MappingRefused as err:  # SOEM's SyncManagers refused by a slave (see MappingRefused): once more
@@ -204,10 +208,7 @@ class EtherCATMaster:
         self._dc = None
         self._m = bringup.open_master(self.iface)
         try:
-            self._sock = socket.socket(fileno=os.dup(receive.soem_socket(self.iface)))
-            # Non-blocking from here on, SOEM's too (one file description): its waits then hold
-            # their µs timeouts instead of whole kernel ticks (.receive), in bring-up and in the run.
-            self._sock.setblocking(False)
+            self._sock = open_cyclic(self.iface, self.transport)  # the cyclic frame's link (.transport)
             self._bring_up()
         except BaseException:
             if self._axes:  # a drive may already be enabled: the CiA 402 disable sequence first
@@ -255,9 +256,10 @@ class EtherCATMaster:
             self._dc, self.dc_absent = dcmonitor.attach(
                 m, iface, self.slaves, sorted({s.position for s, _n in used}), self.period_ns,
                 dc_active=self.dc_active, lock=self.dc_lock, shift_ns=self.dc_shift_ns,
-                sample_every=self.dc_sample_every, wanted=self.dc, read=read)
+                sample_every=self.dc_sample_every, wanted=self.dc, read=read, transport=self.transport)
         frame = self._frame = cyclic.CyclicFrame(self._sock, layout,
-                                                 None if self._dc is None else self._dc.reference_address)
+                                                 None if self._dc is None else self._dc.reference_address,
+                                                 clock=self._clock_ns)
         self._axes = [_Axis(m.slaves[s.position], s.name, s.drives[n], frame.data_at + layout.outputs[s.position],
                             frame.data_at + layout.inputs[s.position], s, n) for s, n in used]
         # Outputs before OP: no command, target = where the drive is (inputs are valid in SAFEOP).
@@ -330,11 +332,11 @@ class EtherCATMaster:
     # --- the cycle (hot path: no allocation beyond ints and the output bytes) --------------------
     def permit(self) -> bool:
         """Return True once the current edge has passed (the cycle tick)."""
-        return time.monotonic_ns() >= self.edge_ns
+        return self._clock_ns() >= self.edge_ns
 
     def write(self, value) -> int:
         """Write the targets, exchange the cycle's frame, read the inputs; return the missed updates."""
-        now = time.monotonic_ns()
+        now = self._clock_ns()
         window = (now - self.t0_ns) // self.period_ns
         missed = window - self.cycle
         if missed:  # the host came late by whole windows: no frame went out in them
@@ -382,7 +384,7 @@ class EtherCATMaster:
             if flags:
                 self.not_enabled += 1
             elif window >= self._next_al_read and \
-                    self.t0_ns + (window + 1) * self.period_ns - time.monotonic_ns() > 2 * rtt:
+                    self.t0_ns + (window + 1) * self.period_ns - self._clock_ns() > 2 * rtt:
                 self._check_al(window, self.al_check_cycles)  # in the slack: two round trips are left
         if self.failure is not None:
             flags |= FLAG_DEVICE_ERROR | FLAG_DEVICE_FAILED
@@ -405,7 +407,7 @@ class EtherCATMaster:
         that answers (and a host that stalled sent nothing in the windows it missed)."""
         n, since = self._unanswered, self._unanswered_since
         run = f"{n:,} frames sent in a row ({n * self.period_ns / 1e6:,.1f} ms of cycles) since cycle {since:,}"
-        link = link_problem(self.iface, self._sock)
+        link = self._sock.link_problem(self.iface)
         if link is not None:
             return f"link down on {self.iface} ({link}): {run} unanswered"
         late = self._frame.late.n - self._late_before
@@ -472,7 +474,7 @@ class EtherCATMaster:
 
     def _close_frame(self) -> None:
         if self._sock is not None:
-            self._sock.close()  # our duplicate only: SOEM's descriptor closes with the master
+            self._sock.close()  # ours only (a duplicate or a pcap handle): SOEM's closes with the master
             self._sock = None
 
     def _keep_alive(self) -> None:

@@ -1,9 +1,12 @@
-"""Network interface checks in the calling thread's network namespace (OS layer, Linux only)."""
+"""Network interface checks in the calling thread's network namespace (OS layer, Linux only).
+
+``fcntl`` is imported where it is used: the module loads on Windows, where a pcap link asks Npcap instead
+(:mod:`.transport`).
+"""
 
 from __future__ import annotations
 
 import array
-import fcntl
 import socket
 import struct
 
@@ -23,6 +26,8 @@ def interface_flags(iface: str, sock: socket.socket | None = None) -> int | None
     An ioctl asks the network namespace of the socket it goes through (*sock*'s, else a new one's:
     the calling thread's); /sys/class/net would show the namespace that mounted sysfs instead.
     """
+    import fcntl
+
     if not iface or len(iface) >= 16:
         return None
     request = struct.pack("16sH22x", iface.encode(), 0)
@@ -60,6 +65,8 @@ def carrier(iface: str, sock: socket.socket | None = None) -> bool | None:
     veth whose peer went down a lost bus), and which holds a physical NIC's loss of carrier up to
     a second.
     """
+    import fcntl
+
     value = array.array("I", [ETHTOOL_GLINK, 0])  # ifr_data points at it (struct ifreq, netdevice(7))
     request = struct.pack("16sP", iface.encode(), value.buffer_info()[0]).ljust(40, b"\0")
     try:

@@ -37,6 +37,8 @@ _FD_DIR = "/proc/self/fd"
 
 def ethercat_sockets(iface: str, fd_dir: str = _FD_DIR) -> list[int]:
     """Return the file descriptors of this process's EtherCAT raw sockets bound to *iface*."""
+    if not os.path.isdir(fd_dir):  # no /proc (Windows, where SOEM reads through Npcap): no raw socket either
+        return []
     found = []
     for name in os.listdir(fd_dir):
         try:
