@@ -52,9 +52,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from softrt.ipc.ring import Ring
+    from softrt.schema.config import RunConfig
     from softrt.session import changes
     from softrt.session.collect import Collector
-    from softrt.schema.config import RunConfig
     from softrt.session.config import resolve_motion
     from softrt.session.drain import Drainer, Outcome
     from softrt.session.summary import RunParts, checkpoint

@@ -405,9 +405,9 @@ class Throttling:
             except (OSError, ValueError):
                 continue
             pid = int(data.get("pid", 0))
-            if pid != os.getpid() and any(c.get("path") == RT_RUNTIME for c in data.get("changes", [])):
-                if Path(f"/proc/{pid}").exists():
-                    pids.append(pid)
+            changed = any(c.get("path") == RT_RUNTIME for c in data.get("changes", []))
+            if pid != os.getpid() and changed and Path(f"/proc/{pid}").exists():
+                pids.append(pid)
         return pids
 
     def finish(self) -> str | None:
@@ -570,7 +570,7 @@ class Bench:
         if self.housekeeping:
             cmd += ["-C", str(self.housekeeping[0])]
         with self.throttling.off():
-            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=duration_s + 60)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=duration_s + 60)
         if r.returncode != 0 or not jf.exists():
             raise RuntimeError(f"oslat failed ({r.returncode}): {r.stderr.strip()}")
         data = json.loads(jf.read_text())
@@ -643,7 +643,7 @@ def hot_path_breakdown(period_ns: int) -> dict:
             hdr = ring.header
             put = writer.put
 
-            def reset():
+            def reset(hdr=hdr):  # bound now: the finally below deletes hdr
                 hdr[L.H_WRITE_IDX] = 0
                 hdr[L.H_READ_IDX] = 0
             nf = len(RECORD_DTYPE.names)
@@ -658,7 +658,7 @@ def hot_path_breakdown(period_ns: int) -> dict:
                 t_end = mono() + 300_000_000
                 b.start(mono())
                 reset()
-                n = run_cycles(b, lambda seq: nxt(), writer, hdr, t_end)
+                n = run_cycles(b, lambda seq, nxt=nxt: nxt(), writer, hdr, t_end)
                 # the ring overflows after its capacity; an overflowing put is a few ns cheaper
                 out[f"run_cycles iteration, no wait, {axes} ax"] = round(300_000_000 / n, 1)
         finally:
@@ -753,7 +753,7 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
     g = lambda d, k: d.get(k) if d else None  # noqa: E731
     w1, w64 = work.get("1", {}), work.get("64", {})
     targets = []
-    for key, label, _a, _b in PAIRS:  # the latency targets, for each mode, with their per-round pass counts
+    for key, _label, _a, _b in PAIRS:  # the latency targets, for each mode, with their per-round pass counts
         mode = "untraced" if "untraced" in key else "traced"
         for stat, name, lim in ((("d_p50", "p50 - cyclictest p50 (µs)", T_SLEEP_P50_DIFF_US),
                                  ("x_p99", "p99 / cyclictest p99", T_SLEEP_P99_RATIO)) if key.startswith("sleep") else
@@ -770,7 +770,8 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
             g(w1, "p99") is not None and w1["p99"] <= T_WORK_P99_1AXIS_US),
         tgt("work p99, 64 axes (µs)", g(w64, "p99"), f"<= {T_WORK_P99_64AXES_US}",
             g(w64, "p99") is not None and w64["p99"] <= T_WORK_P99_64AXES_US)]
-    targets += work_targets + [
+    targets += [
+        *work_targets,
         tgt("sustained spin period (µs)", shortest, f"<= {T_SUSTAINED_US}",
             shortest is not None and shortest <= T_SUSTAINED_US),
     ]
@@ -782,7 +783,7 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
     return {
         "schema": "softrt.bench/1",
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name] + sys.argv),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "settings": {"rounds": args.rounds, "duration_s": args.duration, "period_us": args.period, "cpu": args.cpu,
                      "priority": args.priority, "axes": args.axes, "search_duration_s": args.search_duration,
                      "search_periods_us": args.search_periods,

@@ -34,9 +34,9 @@ import numpy as np
 from softrt.analysis import RunStats
 from softrt.motion import MotionConfig
 from softrt.report.synthetic import synthetic_records
+from softrt.schema.summary import Metrics
 from softrt.session.collect import Collector
 from softrt.store.rundir import RunDir
-from softrt.schema.summary import Metrics
 
 PERIOD_NS = 250_000
 TEMPLATES = 8
@@ -100,7 +100,7 @@ def collector(total: int) -> dict:
         feed = Feed(chunk)
         chunks = [feed.next(i).copy() for i in range(min(n_chunks, 100))]  # reused in turn (32 MB)
 
-        def feed_all(sink, write=False):
+        def feed_all(sink, write=False, n_chunks=n_chunks, chunks=chunks):  # this chunk size's feed
             with tempfile.TemporaryDirectory() as tmp:
                 rd = RunDir(Path(tmp), "bench")
                 target = sink() if sink else None

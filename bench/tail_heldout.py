@@ -58,7 +58,7 @@ def _run(out: Path, seconds: float):
     for _ in range(300):
         try:
             return run(config)
-        except Exception as err:  # noqa: BLE001 - only the lock is retried
+        except Exception as err:
             if "another real-time softrt run" not in str(err):
                 raise
             time.sleep(2)

@@ -23,11 +23,11 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import HealthCheck, settings
 
+from .labdb import engines
+
 # The fuzz suites (tests/fuzz.py) run each reader's small CI count of examples under Hypothesis's
 # default (and its "ci") profile; ``pytest --hypothesis-profile deep`` runs their deep counts, for release checks.
 settings.register_profile("deep", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-from .labdb import engines
 
 RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 RT_RUNTIME_DEFAULT = "950000"  # the kernel's default (Documentation/scheduler/sched-rt-group.rst)

@@ -29,6 +29,7 @@ class CpuSet:
     """An immutable, ordered set of CPU numbers."""
 
     __slots__ = ("_cpus",)
+    _cpus: frozenset[int]  # set once in __init__ (object.__setattr__), never after
 
     def __init__(self, cpus: Iterable[int] = ()) -> None:
         cpus = frozenset(int(c) for c in cpus)
@@ -56,11 +57,14 @@ class CpuSet:
             # Thousands of digits would make int() itself refuse (sys.int_info.str_digits_check_threshold).
             a, b = (int(g) if len(g) <= 12 else limit for g in (m.group(1), m.group(2) or m.group(1)))
             if b < a:
-                raise ConfigError(f"invalid CPU range {chunk.strip()!r} in {_short(text)!r}",
-                                  hint="ranges go low-high, like 2-3")
+                raise ConfigError(
+                    f"invalid CPU range {chunk.strip()!r} in {_short(text)!r}", hint="ranges go low-high, like 2-3"
+                )
             if b >= limit:
-                raise ConfigError(f"CPU list {_short(text)!r} names CPUs that cannot exist on this machine",
-                                  hint=f"CPU numbers go from 0 to {limit - 1}")
+                raise ConfigError(
+                    f"CPU list {_short(text)!r} names CPUs that cannot exist on this machine",
+                    hint=f"CPU numbers go from 0 to {limit - 1}",
+                )
             cpus.update(range(a, b + 1))
         return cls(cpus)
 
@@ -72,11 +76,15 @@ class CpuSet:
         """
         digits = text.strip().replace(",", "") if isinstance(text, str) else None
         if digits is None or not _HEX_RE.fullmatch(digits):
-            raise ConfigError(f"invalid CPU mask {_short(str(text))!r}", hint="write it like 0000000f or 00000001,00000000")
+            raise ConfigError(
+                f"invalid CPU mask {_short(str(text))!r}", hint="write it like 0000000f or 00000001,00000000"
+            )
         digits = digits.lstrip("0")
         if len(digits) > (limit + 3) // 4 or (digits and int(digits, 16).bit_length() > limit):
-            raise ConfigError(f"CPU mask {_short(text)!r} names CPUs that cannot exist on this machine",
-                              hint=f"CPU numbers go from 0 to {limit - 1}")
+            raise ConfigError(
+                f"CPU mask {_short(text)!r} names CPUs that cannot exist on this machine",
+                hint=f"CPU numbers go from 0 to {limit - 1}",
+            )
         value = int(digits or "0", 16)
         return cls(i for i in range(value.bit_length()) if value >> i & 1)
 
@@ -152,8 +160,9 @@ def _short(text: str, width: int = 40) -> str:
     return text if len(text) <= width else text[:width] + "…"
 
 
-def choose_cpus(online: CpuSet, allowed: CpuSet, rt: int | None = None,
-                preferred: CpuSet | None = None) -> tuple[int, CpuSet]:
+def choose_cpus(
+    online: CpuSet, allowed: CpuSet, rt: int | None = None, preferred: CpuSet | None = None
+) -> tuple[int, CpuSet]:
     """Return (real-time CPU, housekeeping CPUs) for one real-time loop: the one rule softrt uses.
 
     The real-time CPU is *rt*, or by default the highest-numbered CPU that is both online and
@@ -167,8 +176,10 @@ def choose_cpus(online: CpuSet, allowed: CpuSet, rt: int | None = None,
     """
     usable = online & allowed
     if not usable:
-        raise ConfigError(f"no online CPU is allowed to this process (online {online}, allowed {allowed})",
-                          hint="widen the CPU affinity (taskset, cgroup cpuset)")
+        raise ConfigError(
+            f"no online CPU is allowed to this process (online {online}, allowed {allowed})",
+            hint="widen the CPU affinity (taskset, cgroup cpuset)",
+        )
     if rt is None:
         rt = ((usable & preferred) or usable).last() if preferred else usable.last()
     elif rt not in online:

@@ -17,6 +17,11 @@ boundary (the worker reports errors to the supervisor).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+_E = TypeVar("_E", bound="SoftRTError")
+
 
 class SoftRTError(Exception):
     """Root of every error softrt raises on purpose."""
@@ -26,11 +31,12 @@ class SoftRTError(Exception):
         self.hint = hint
         super().__init__(msg if not hint else f"{msg} ({hint})")
 
-    def __reduce__(self):  # keep fields across pickling (worker → supervisor)
+    def __reduce__(self) -> tuple[Callable[..., SoftRTError], tuple[type[SoftRTError], dict[str, Any]]]:
+        # keep fields across pickling (worker → supervisor)
         return (_rebuild, (type(self), self.__dict__.copy()))
 
 
-def _rebuild(cls, state):
+def _rebuild(cls: type[_E], state: dict[str, Any]) -> _E:
     err = cls.__new__(cls)
     err.__dict__.update(state)
     Exception.__init__(err, *((state["msg"],) if not state.get("hint") else (f"{state['msg']} ({state['hint']})",)))

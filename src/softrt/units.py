@@ -112,8 +112,15 @@ def format_duration_s(seconds: float | int | None, compact: bool = False) -> str
 
 
 #: Units for :func:`format_time_ns`, largest first.
-_HUMAN = (("d", 86400 * NS_PER_S), ("h", 3600 * NS_PER_S), ("min", 60 * NS_PER_S), ("s", NS_PER_S),
-          ("ms", NS_PER_MS), ("µs", NS_PER_US), ("ns", 1))
+_HUMAN = (
+    ("d", 86400 * NS_PER_S),
+    ("h", 3600 * NS_PER_S),
+    ("min", 60 * NS_PER_S),
+    ("s", NS_PER_S),
+    ("ms", NS_PER_MS),
+    ("µs", NS_PER_US),
+    ("ns", 1),
+)
 
 
 def format_time_ns(ns: int | float | None) -> str:

@@ -148,8 +148,8 @@ def test_percentile_error_within_bound(values, negative):
     v = np.array(values, np.int64) * (-1 if negative else 1)
     h = Hdr()
     h.add(v)
-    got = h.percentiles(Q + (0.0, 100.0, 37.5))
-    for g, true in zip(got, np.percentile(v.astype(np.float64), Q + (0.0, 100.0, 37.5))):
+    got = h.percentiles((*Q, 0.0, 100.0, 37.5))
+    for g, true in zip(got, np.percentile(v.astype(np.float64), (*Q, 0.0, 100.0, 37.5))):
         assert abs(g - true) <= RELATIVE_ERROR * abs(true) + 1e-6
 
 

@@ -57,8 +57,8 @@ def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_res
         assert figures["motion"]["max_deviation_counts"] is not None
     assert result["pooled"]["untuned"]["modes"] == ["untuned"]
     loaded = result["pooled"]["tuned+load"]["loads"]
-    ran = [l for l in loaded if not l["skipped_reason"]]
-    assert {l["name"] for l in ran} >= {"disk", "network", "memory", "churn"}
+    ran = [one for one in loaded if not one["skipped_reason"]]
+    assert {one["name"] for one in ran} >= {"disk", "network", "memory", "churn"}
     for load in ran:  # every load reports real, non-zero work
         assert load["achieved"] and max(load["achieved"].values()) > 0, load
     for load in loaded:
@@ -179,7 +179,7 @@ def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt
         summary = json.loads((out_dir / r["run_id"] / "summary.json").read_text())
         assert "loads" in summary and summary["scenario"] == r["scenario"]
     if moment == "second":
-        assert rounds[-1]["loads"] and {l["name"] for l in rounds[-1]["loads"]} >= {"disk", "memory"}
+        assert rounds[-1]["loads"] and {load["name"] for load in rounds[-1]["loads"]} >= {"disk", "memory"}
     assert no_load_processes_left() == []
 
 

@@ -234,12 +234,12 @@ def test_ctrl_c_ends_the_linger_at_once():
 @pytest.mark.parametrize("linger_ns", [0, 30_000_000_000])
 def test_no_linger_when_zero_or_when_the_command_failed(linger_ns):
     err = io.StringIO()
-    with pytest.raises(RuntimeError):
-        with Watch(Console(file=err, width=200), WatchOptions(metrics_port=0, metrics_linger_ns=linger_ns)) as w:
-            url = w.server.url
-            if linger_ns:
-                raise RuntimeError("the run could not start")
-            raise RuntimeError("closed on the way out all the same")
+    with pytest.raises(RuntimeError), \
+            Watch(Console(file=err, width=200), WatchOptions(metrics_port=0, metrics_linger_ns=linger_ns)) as w:
+        url = w.server.url
+        if linger_ns:
+            raise RuntimeError("the run could not start")
+        raise RuntimeError("closed on the way out all the same")
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=2)
     w.linger()  # nothing left to serve: returns at once

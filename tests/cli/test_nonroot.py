@@ -74,7 +74,7 @@ def test_every_command_works_for_a_user_without_privileges_after_root_ran(away):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     said = [(code, out, err) for _, code, out, err in map(json.loads, proc.stdout.splitlines())]
     assert len(said) == len(commands)
-    for args, (code, out, err) in zip(commands, said, strict=True):
+    for args, (_code, out, err) in zip(commands, said, strict=True):
         assert "Traceback" not in out + err and "PermissionError" not in out + err, (args, err)
     run, history, show, check, imported, plan, apply, revert = said
     code, out, err = run

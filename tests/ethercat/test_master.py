@@ -7,6 +7,7 @@ count as lost frames.
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
 import pytest
 
@@ -395,7 +396,7 @@ def test_an_sii_read_of_zeros_is_read_again_and_zeros_of_its_own_are_kept():
     assert not any(true[0x20:0x28])  # reserved header words: zeros of the SII's own
 
     class Slave:
-        missed = {0x40, 0x50}  # words whose first read the slave does not answer in time
+        missed: ClassVar[set[int]] = {0x40, 0x50}  # words whose first read the slave does not answer in time
 
         def eeprom_read(self, word):
             if word in self.missed:

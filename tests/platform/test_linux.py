@@ -33,8 +33,8 @@ def test_the_holders_real_time_cpu_is_read_from_its_fifo_thread():
 
     assert realtime_cpus(os.getpid()) is None  # pytest has no real-time thread, nor a child with one
     cpu = max(os.sched_getaffinity(0))
-    code = ("import os, sys, time; os.sched_setaffinity(0, {%d}); "
-            "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1)); print(flush=True); time.sleep(30)" % cpu)
+    code = (f"import os, sys, time; os.sched_setaffinity(0, {{{cpu}}}); "
+            "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1)); print(flush=True); time.sleep(30)")
     parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
                                f"{code!r}])"], stdout=subprocess.PIPE)
     try:

@@ -155,7 +155,7 @@ def test_links_planted_at_random_names_cannot_be_guessed(tmp_path, monkeypatch):
 
 
 def test_a_missing_directory_is_one_line(tmp_path):
-    with pytest.raises(ConfigError, match="cannot write the report to .*No such file or directory"):
+    with pytest.raises(ConfigError, match=r"cannot write the report to .*No such file or directory"):
         check_target(tmp_path / "no" / "r.html", "the report")
 
 

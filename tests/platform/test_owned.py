@@ -48,7 +48,7 @@ def test_a_data_directory_reached_through_another_users_link_is_refused_and_noth
     assert not (d / "real").exists()  # nothing was made on their way
     (tmp_path / "link").symlink_to(victim)  # a link of root's own is not followed either
     monkeypatch.setenv("SOFTRT_HOME", str(tmp_path / "link"))
-    with pytest.raises(ConfigError, match="directory .*/link is a symlink"):
+    with pytest.raises(ConfigError, match=r"directory .*/link is a symlink"):
         History().add_run(run)
     result = tmp_path / "result.json"
     result.write_text(json.dumps(cyclictest_doc({"0": {"histogram": {"8": 1}, "cycles": 1, "min": 8, "max": 8,

@@ -70,7 +70,7 @@ def test_a_symlink_is_compared_after_resolution(root, tmp_path):
     target = root / "proc/irq/38/smp_affinity"
     target.unlink()
     target.symlink_to(victim)
-    with pytest.raises(ConfigError, match="resolves to .*victim"):
+    with pytest.raises(ConfigError, match=r"resolves to .*victim"):
         writable.check(root, "/proc/irq/38/smp_affinity", "1")
     target.unlink()
     target.symlink_to(root / "sys/devices/system/cpu/cpu1/cpuidle/state2/disable")  # another allowed file

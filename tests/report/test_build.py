@@ -147,7 +147,7 @@ def test_unfinished_run_is_a_note(tmp_path, synth_run):
 def test_every_run_broken_is_bad_input(tmp_path, synth_run):
     bad = synth_run(cycles=2_000)
     (bad / "samples.parquet").unlink()
-    with pytest.raises(ConfigError, match="no run could be read: .*missing"):
+    with pytest.raises(ConfigError, match=r"no run could be read: .*missing"):
         build_report([bad], tmp_path / "r.html")
     assert not (tmp_path / "r.html").exists()
 

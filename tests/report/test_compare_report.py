@@ -54,7 +54,7 @@ def test_the_scenarios_of_one_compare_are_columns_with_their_rounds_pooled(compa
     rows = {r[0]: r[1:] for r in _side_table(html)}
     assert rows[""] == list(SCENARIOS)
     assert rows["rounds"] == ["2", "2"]
-    for k, name in enumerate(SCENARIOS):
+    for k in range(len(SCENARIOS)):
         summaries = [json.loads((p / "summary.json").read_text()) for p in compare_runs[k::2]]
         assert rows["cycles"][k] == f"{sum(s['cycles'] for s in summaries):,}"  # both rounds' cycles
         assert rows["period max"][k] == f"{max(s['period_us']['max'] for s in summaries):,.1f}"

@@ -85,7 +85,7 @@ def test_check_verdict_from_summary_and_check_json(synth_run):
 def test_missing_samples(synth_run):
     run = synth_run(cycles=2_000)
     (run / "samples.parquet").unlink()
-    with pytest.raises(SoftRTError, match="samples file .* is missing"):
+    with pytest.raises(SoftRTError, match=r"samples file .* is missing"):
         load_run(run)
 
 
@@ -108,7 +108,7 @@ def test_corrupt_samples(synth_run, damage, tmp_path):
     assert view.notes[0].startswith("samples.parquet is damaged (") and "those of the run's stats.json" in view.notes[0]
     assert view.motion_note == "not available: the report read stats.json only"
     (run / "stats.json").unlink()  # both damaged: one error naming both
-    with pytest.raises(SoftRTError, match="samples.*; and stats.json: .*stats.json is missing"):
+    with pytest.raises(SoftRTError, match=r"samples.*; and stats.json: .*stats.json is missing"):
         load_run(run)
 
 

@@ -14,10 +14,10 @@ def test_builtins_mean_what_the_seed_did():
     assert load_scenario("untuned").profile == "none" and not load_scenario("untuned").loads
     assert load_scenario("tuned").tuned and not load_scenario("tuned").loads
     loaded = load_scenario("tuned+load")
-    assert {l.name for l in loaded.loads} >= {"disk", "gpu", "video"}
-    assert all(l.cpus == "housekeeping" for l in loaded.loads) and not loaded.loads_on_rt_cpus
+    assert {load.name for load in loaded.loads} >= {"disk", "gpu", "video"}
+    assert all(load.cpus == "housekeeping" for load in loaded.loads) and not loaded.loads_on_rt_cpus
     on_rt = load_scenario("tuned+load-on-rt-cpus")
-    assert on_rt.loads_on_rt_cpus and all(l.cpus == "all" for l in on_rt.loads)
+    assert on_rt.loads_on_rt_cpus and all(load.cpus == "all" for load in on_rt.loads)
 
 
 def test_user_file(tmp_path):

@@ -100,7 +100,7 @@ def test_a_scenario_path_that_is_no_toml_file_says_what_it_is(tmp_path):
     """Issue 32: a directory, a FIFO or a link to /dev/zero was an "unknown scenario"; now the line says
     what the path is, at once (stat, never an open: no hang on the FIFO, no read of /dev/zero)."""
     for name, says in scenario_paths(tmp_path).items():
-        err = reads(lambda: load_scenario(str(tmp_path / name)))
+        err = reads(lambda name=name: load_scenario(str(tmp_path / name)))
         assert isinstance(err, ConfigError) and says in str(err), (name, err)
         assert "use the path of a .toml file" not in str(err) or "built-in" in err.hint
 

@@ -127,7 +127,7 @@ def test_a_newer_major_version_is_refused(tmp_path):
     run = tmp_path / "r"
     run.mkdir()
     (run / "summary.json").write_text(json.dumps({**_doc("run"), "schema": "softrt.summary/2"}))
-    with pytest.raises(ConfigError, match="written by a newer softrt .*softrt.summary/2") as info:
+    with pytest.raises(ConfigError, match=r"written by a newer softrt .*softrt.summary/2") as info:
         read_summary(run)
     _one_line(info.value)
     assert "upgrade softrt" in info.value.hint

@@ -245,7 +245,7 @@ def test_a_value_the_kernel_refuses_is_reported_once_and_never_blocks_later_comm
     root = tmp_path / "root"
     (root / RT.lstrip("/")).mkdir(parents=True)  # a write there fails, as the kernel refusing it would
     (root / "proc/sys/kernel/sched_rt_period_us").write_text("1000000\n")
-    journal = (_legacy_journal if fmt == "legacy" else _jsonl_journal)(state_dir, RT, "950000", root=str(root))
+    (_legacy_journal if fmt == "legacy" else _jsonl_journal)(state_dir, RT, "950000", root=str(root))
     first = softrt_cmd("history")
     assert first.returncode == 0, first.stderr
     assert first.stderr.count("set aside") == 1 and first.stderr.count("softrt: warning") == 1

@@ -144,7 +144,7 @@ def test_corrupt_database_is_one_clear_error(tmp_path, three_runs):
 def test_unwritable_database_location(tmp_path, three_runs):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(ConfigError, match="cannot create the history database.s directory"):
+    with pytest.raises(ConfigError, match=r"cannot create the history database.s directory"):
         History(blocker / "sub" / "h.sqlite").add_run(three_runs[0])
 
 
@@ -159,7 +159,7 @@ def test_bad_run_directories(tmp_path, history_db, three_runs):
     unfinished = tmp_path / "unfinished"
     shutil.copytree(three_runs[0], unfinished)
     (unfinished / "summary.json").unlink()
-    with pytest.raises(ConfigError, match="has no summary.json"):
+    with pytest.raises(ConfigError, match=r"has no summary.json"):
         history.add_run(unfinished)
     corrupt = tmp_path / "corrupt"
     shutil.copytree(three_runs[0], corrupt)

@@ -59,10 +59,10 @@ def _check(history: History) -> None:
             assert n is None or isinstance(n, int) and n >= 0
         for text in (r.run_id, r.host, r.scenario, r.status, r.mode, r.source, r.started_at, r.added_at):
             assert text is None or isinstance(text, str) and printable(text) == text
-        got = reads(lambda: history.get(r.run_id))
+        got = reads(lambda r=r: history.get(r.run_id))
         # (a run id of "last" or "last~N" names the newest runs: such a run is shown by its directory)
         assert isinstance(got, SoftRTError) or got.run_id == r.run_id or LAST.fullmatch(r.run_id)
-        reads(lambda: r.summary)
+        reads(lambda r=r: r.summary)
         reads(r.to_dict)
 
 

@@ -10,19 +10,19 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.require import parse_requirements
 from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..platform.outfile import check_target
 from ..scenario import BUILTIN_NAMES, load_scenario
 from ..scenario.compare import Pooled, compare, overall, plan
-from ..analysis.require import parse_requirements
-from ..session import interrupts
 from ..schema.config import RunConfig
 from ..schema.summary import Misses
+from ..session import interrupts
 from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
-from .output import unless_gone
 from .options import PRIORITY_HELP, TimeNs, samples_option, trace_options, watch_options
+from .output import unless_gone
 from .render import console, emit, loads_text, verdict_text
 
 

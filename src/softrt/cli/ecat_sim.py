@@ -59,8 +59,8 @@ def command(iface, slaves, devices, control_path, drop_every, bad_wkc_every, del
     """Simulate N EtherCAT slaves (CiA 402 CSP drives by default) on IFACE until Ctrl-C."""
     import dataclasses
 
-    from ..ethercat.description import builtin
     from ..ecatsim.sim import Simulator, serve
+    from ..ethercat.description import builtin
 
     try:
         descs = [builtin(devices[min(i, len(devices) - 1)], axes_per_slave) for i in range(slaves)]

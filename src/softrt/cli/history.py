@@ -13,10 +13,10 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from ..schema.text import printable
 from ..store.history import History, RunRecord
 from ..store.lab import Lab, forward
 from ..store.running import run_state
-from ..schema.text import printable
 from ..units import format_number as num
 from .render import console, emit
 

@@ -10,7 +10,6 @@ import click
 from ..errors import ConfigError
 from ..units import format_time_ns, parse_time_ns
 
-
 #: ``--priority`` (run and compare): what it sets on each OS, as the run's "applied" lines state it
 #: (Windows: platform.windows.realtime_level, tests/cli/test_options.py checks the figures).
 PRIORITY_HELP = ("Real-time priority 1-99. Linux: SCHED_FIFO at this priority. Windows: a base priority in "

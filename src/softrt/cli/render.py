@@ -22,8 +22,8 @@ from ..analysis.remedy import remedy_for
 from ..analysis.tail_text import tail_lines
 from ..analysis.verdict import verdict_lines, verdict_of
 from ..schema.summary import Board, LoadRun, Misses, RunSummary, Verdict
-from ..schema.text import printable
 from ..schema.tail import Tail
+from ..schema.text import printable
 from ..schema.why_late import Cause, TraceInfo
 from ..units import format_duration_s, format_ns
 from ..units import format_number as num
@@ -78,8 +78,8 @@ def cleaned(thing: object, con: Console | None = None, *, markup: bool | None = 
         out = thing.copy()
         out.plain = clean(thing.plain)
         return out
-    if isinstance(thing, (Segment, _Cleaned)) or not hasattr(thing, "__rich_console__") and not hasattr(
-            thing, "__rich__"):
+    if isinstance(thing, (Segment, _Cleaned)) or (not hasattr(thing, "__rich_console__") and not hasattr(
+            thing, "__rich__")):
         return thing
     return _Cleaned(thing)
 

@@ -8,7 +8,6 @@ import click
 
 from ..errors import ConfigError
 from ..platform.outfile import is_stdout
-
 from .fleet import filter_options, warn_unreadable
 from .history import DB_OPTION
 from .render import console, emit

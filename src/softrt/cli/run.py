@@ -8,20 +8,20 @@ from pathlib import Path
 
 import click
 
-from ..platform import RUNS_DIR_SHOWN, default_runs_dir
-from ..session import interrupts
-from ..motion.config import MAX_AXES
 from ..analysis.verdict import verdict_lines, verdict_of
+from ..motion.config import MAX_AXES
+from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..schema.config import RunConfig
+from ..schema.summary import RunSummary
+from ..session import interrupts
 from ..session.config import disk_estimate
 from ..session.run import run
-from ..schema.summary import RunSummary
 from ..units import NS_PER_S
 from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
-from .output import unless_gone
 from .options import PRIORITY_HELP, TimeNs, dc_options, samples_option, trace_options, watch_options
+from .output import unless_gone
 from .render import console, emit, render_summary
 
 LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first

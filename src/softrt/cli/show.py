@@ -11,9 +11,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..schema.summary import RunSummary
 from ..store.history import load_run_summary, resolve_run
 from ..store.running import run_state
-from ..schema.summary import RunSummary
 from ..units import format_number as num
 from .history import DB_OPTION
 from .render import console, emit, render_summary

@@ -14,8 +14,19 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..audit import (AFFINITY, KINDS, Plan, Result, apply_plan, change_kind, default_rt_cpu, plan_tune, privilege,
-                     revert, short_target)
+from ..audit import (
+    AFFINITY,
+    KINDS,
+    Plan,
+    Result,
+    apply_plan,
+    change_kind,
+    default_rt_cpu,
+    plan_tune,
+    privilege,
+    revert,
+    short_target,
+)
 from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..platform.journal import Outcome

@@ -219,7 +219,7 @@ class _Collector:
             for v in views:
                 h: Histogram = getattr(v, attr)
                 buckets = [(floatToGoString(b), c) for b, c in zip(h.bounds_s, h.cumulative)]
-                fam.add_metric(v.labels, buckets + [("+Inf", h.count)], h.sum_s)
+                fam.add_metric(v.labels, [*buckets, ("+Inf", h.count)], h.sum_s)
             yield fam
         gauges = (
             ("softrt_period_max_seconds", "Longest period so far.", lambda v: v.period_max_s),

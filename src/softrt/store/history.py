@@ -53,7 +53,7 @@ def load_run_summary(run_dir: Path) -> RunSummary:
         summary = read_summary(run_dir)
     except ConfigError:
         raise
-    except Exception as err:  # SoftRTError from read_summary: a corrupt file is bad input here
+    except Exception as err:  # noqa: BLE001 - SoftRTError from read_summary: a corrupt file is bad input here
         raise ConfigError(str(err), hint="the run's summary.json is corrupt") from None
     if not summary.run_id:
         raise ConfigError(f"{run_dir / SUMMARY} has no run_id", hint="the run's summary.json is corrupt")

@@ -150,7 +150,7 @@ def _column_tail(path: Path, opts: TailOptions) -> Fitted:
     except (KeyError, ValueError, OSError) as err:
         raise ConfigError(f"{printable(path)}: cannot read column {opts.column!r} ({printable(err)[:100]})",
                           hint="name a numeric column of per-cycle values in µs with --column") from None
-    except Exception as err:  # pyarrow's own errors (ArrowInvalid ...): still one line, no traceback
+    except Exception as err:  # noqa: BLE001 - pyarrow's own errors (ArrowInvalid ...): one line, no traceback
         raise ConfigError(f"{printable(path)}: not a readable Parquet file ({printable(err)[:100]})",
                           hint="give a Parquet or CSV file") from None
     values = np.asarray(values, dtype=float)
