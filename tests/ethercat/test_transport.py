@@ -31,6 +31,7 @@ def test_the_transport_is_chosen_by_argument_then_environment(monkeypatch):
     assert transport.choose() == "af_packet"  # Linux's own
 
 
+@pytest.mark.rt  # a SCHED_FIFO simulator and exact frame counts: one at a time, as test_run_health
 def test_the_master_runs_over_pcap_and_never_takes_a_late_reply(start_sim, ecat_ns):
     sim = start_sim("--slaves", "2", fifo=True)  # (lost frames are counted exactly)
     dev = EtherCATMaster(ecat_ns.master_iface, PERIOD_NS, 2, receive_timeout_us=TIMEOUT_US, watchdog_ms=1000,
