@@ -108,6 +108,21 @@ def _plan(fmt: EventFormat) -> tuple[tuple[tuple[str, ...], Callable], list[tupl
     return (tuple(names), struct.Struct(layout).unpack_from), texts
 
 
+_SYMBOLIC = re.compile(r"__print_symbolic\(REC->(\w+), ((?:\{ [^}]* \},? ?)+)\)")
+_PAIR = re.compile(r"\{ (-?\d+|0x[0-9a-fA-F]+), \"([^\"]*)\" \}")
+
+
+def _symbolic(print_fmt: str) -> dict[str, dict[int, str]]:
+    """The fields a print fmt prints by name (``__print_symbolic`` with numeric keys), e.g. a timer's
+    ``clockid``: {field: {value: name}}; a key the format names by a constant is left as a number."""
+    out = {}
+    for m in _SYMBOLIC.finditer(print_fmt):
+        pairs = {int(k, 0): v for k, v in _PAIR.findall(m[2])}
+        if pairs:
+            out[m[1]] = pairs
+    return out
+
+
 def _cstr(data: bytes, start: int, end: int) -> str:
     raw = data[start:end]
     nul = raw.find(b"\0")
@@ -127,6 +142,8 @@ class RawDecoder:
         self.formats = {f.ident: f for f in formats}
         self.fields_of = fields_of
         self._plans = {f.ident: (f.name, *_plan(f), f.name in fields_of) for f in formats}
+        self._symbolic = {f.name: _symbolic(f.print_fmt) for f in formats  # softirq: vec and its action
+                          if f.name in fields_of and not f.name.startswith("softirq_")}
         self.symbol, self.comm_of = symbol, comm_of
         self.comms: dict[int, str] = {0: "<idle>"}
         self.lost = 0
@@ -205,6 +222,8 @@ class RawDecoder:
         elif name in ("sched_wakeup", "sched_waking", "sched_stat_runtime", "sched_process_exit"):
             if "target_cpu" in values:
                 out["target_cpu"] = f"{values['target_cpu']:03d}"
+            if "group_dead" in values:
+                out["group_dead"] = "true" if values["group_dead"] else "false"
             if values.get("pid") and out.get("comm"):
                 self.comms[values["pid"]] = out["comm"]
         elif name in ("softirq_entry", "softirq_exit"):
@@ -212,10 +231,17 @@ class RawDecoder:
             out["action"] = SOFTIRQ_NAMES[vec] if 0 <= vec < len(SOFTIRQ_NAMES) else str(vec)
         elif name in ("workqueue_execute_start", "workqueue_execute_end"):
             out["work"] = f"{values.get('work', 0):016x}"
-            if "function" in values:
-                out["function"] = self.symbol(values["function"])
         elif name == "irq_handler_exit":
             out["ret"] = "handled" if values.get("ret") else "unhandled"
+        elif name.startswith("hrtimer_") and "mode" in values:  # include/linux/hrtimer.h: HRTIMER_MODE_* bits
+            mode = values["mode"]
+            out["mode"] = "|".join(["REL" if mode & 1 else "ABS"] + [w for bit, w in ((2, "PINNED"), (4, "SOFT"),
+                                                                                       (8, "HARD")) if mode & bit])
+        if "function" in values:  # printed with %ps: a workqueue item's or a timer's function
+            out["function"] = self.symbol(values["function"])
+        for fname, names in self._symbolic.get(name, {}).items():  # __print_symbolic: a timer's clockid
+            if fname in values:
+                out[fname] = names.get(values[fname], out[fname])
         return out
 
     def _state(self, state: int) -> str:
