@@ -35,7 +35,7 @@ PAGE_HEADER = struct.Struct("<QQ")  # timestamp, commit (events/header_page on 6
 _U32 = struct.Struct("<I")
 _MISSED_EVENTS, _MISSED_STORED = 1 << 31, 1 << 30
 _COMMIT_MASK = (1 << 27) - 1
-_PADDING, _TIME_EXTEND, _TIME_STAMP = 29, 30, 31
+_DATA_MAX, _PADDING, _TIME_EXTEND, _TIME_STAMP = 28, 29, 30, 31
 _TS_SHIFT = 27
 _FIELD = re.compile(r"field:(?P<decl>[^;]+);\s*offset:(?P<offset>\d+);\s*size:(?P<size>\d+);\s*signed:(?P<signed>\d)")
 # sched_switch's prev_state letters, from its print fmt: { 0x00000001, "S" }, ...
@@ -161,47 +161,42 @@ class RawDecoder:
             self.lost += struct.unpack_from("<Q", page, PAGE_HEADER.size + size)[0] if stored else 1
         out: list[TraceEvent] = []
         pos, end = PAGE_HEADER.size, min(PAGE_HEADER.size + size, len(page))
-        u32 = _U32.unpack_from
+        u32, common, plans, comms = _U32.unpack_from, _COMMON.unpack_from, self._plans, self.comms
         while pos + 4 <= end:
             (word,) = u32(page, pos)
             type_len, delta = word & 0x1F, word >> 5
             pos += 4
-            if type_len == _PADDING:
+            if type_len <= _DATA_MAX:  # an event (the loop's body inlined: this runs for every event)
+                if type_len:
+                    length = type_len * 4
+                else:
+                    length = u32(page, pos)[0] - 4
+                    pos += 4
+                ts += delta
+                etype, pid = common(page, pos)
+                plan = plans.get(etype)
+                if plan is None:
+                    self.unparsed += 1
+                else:
+                    name, ints, texts, wanted = plan
+                    fields = self._fields(name, ints, texts, page, pos) if wanted else {}
+                    comm = comms.get(pid)
+                    if comm is None:
+                        comm = comms[pid] = self.comm_of(pid)
+                    # trace_pipe prints a ns clock in µs, rounded (ns2usecs): the same instants as the text
+                    out.append(TraceEvent((ts + 500) // 1000 * 1000, cpu, name, pid, comm, fields))
+                pos += (length + 3) & ~3
+            elif type_len == _PADDING:
                 if delta == 0:
                     break  # the rest of the page is empty
-                pos += u32(page, pos)[0]
+                pos += u32(page, pos)[0]  # a discarded event: its delta is not time (rb_update_read_stamp)
             elif type_len == _TIME_EXTEND:
                 ts += (u32(page, pos)[0] << _TS_SHIFT) + delta
                 pos += 4
-            elif type_len == _TIME_STAMP:
-                ts = (u32(page, pos)[0] << _TS_SHIFT) + delta | (ts & ~((1 << 59) - 1))
+            else:  # _TIME_STAMP: absolute, its upper bits from the page's time
+                ts = ((u32(page, pos)[0] << _TS_SHIFT) + delta) | (ts & ~((1 << 59) - 1))
                 pos += 4
-            else:
-                if type_len == 0:
-                    length = u32(page, pos)[0] - 4
-                    pos += 4
-                else:
-                    length = type_len * 4
-                ts += delta
-                ev = self._event(page, pos, ts, cpu)
-                if ev is not None:
-                    out.append(ev)
-                pos += (length + 3) & ~3
         return out
-
-    def _event(self, page: bytes, pos: int, ts: int, cpu: int) -> TraceEvent | None:
-        etype, pid = _COMMON.unpack_from(page, pos)
-        plan = self._plans.get(etype)
-        if plan is None:
-            self.unparsed += 1
-            return None
-        name, ints, texts, wanted = plan
-        fields = self._fields(name, ints, texts, page, pos) if wanted else {}
-        comm = self.comms.get(pid)
-        if comm is None:
-            comm = self.comms[pid] = self.comm_of(pid)
-        # trace_pipe prints a ns clock in µs, rounded (ns2usecs): the same instants as the text
-        return TraceEvent((ts + 500) // 1000 * 1000, cpu, name, pid, comm, fields)
 
     def _fields(self, name: str, ints, texts, page: bytes, pos: int) -> dict[str, str]:
         names, unpack = ints
