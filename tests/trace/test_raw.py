@@ -180,3 +180,15 @@ def test_every_marker_written_is_read_in_order_from_the_binary_pages(state_dir):
         inst.remove()
         if mounted is not None:
             mounted.undo()
+
+
+def test_a_kernel_with_another_event_header_is_read_as_text(tmp_path):
+    """Another ring-buffer layout than the one decoded: the text pipe, which the kernel formats itself."""
+    (tmp_path / "events").mkdir()
+    (tmp_path / "events/header_event").write_text("# compressed entry header\n\ttype_len    :    6 bits\n")
+    inst = tmp_path / "instances/softrt-1"
+    inst.mkdir(parents=True)
+    (inst / "trace_pipe").write_text("")
+    reader = open_reader(inst, ["sched:sched_switch"], [1])
+    assert type(reader).__name__ == "Consumer" and reader.pipe == inst / "trace_pipe"
+    reader._close()
