@@ -25,10 +25,14 @@ not flood the trace). The simulator runs as docs/ethercat.md runs it: SCHED_FIFO
     sudo PYTHONPATH=src python bench/trace_bench.py --ethercat 1000,250 --duration 10
     sudo PYTHONPATH=src python bench/trace_bench.py --oslat --rounds 6 --duration 5
 
-Target (issues 9 and 17): p99 latency with tracing within 1 µs and within 10 % of without, judged on
-the median of the rounds' paired differences (one round's noise, a hypervisor stall in either run,
-moves the pooled p99 by tens of µs on a shared VM) and shown pooled too. Issue 20: on an EtherCAT
-run, no event lost and the reader under 10 % of a housekeeping CPU.
+Target (issues 9, 17 and 31): p50 and p99 latency with tracing within 1 µs of without (p99 also
+within 10 %), judged on the median of the rounds' paired differences (one round's noise, a hypervisor
+stall in either run, moves the pooled p99 by tens of µs on a shared VM) and shown pooled too. Each
+run also gives the RT CPU's interrupts while the loop runs (/proc/interrupts: the trace must add no
+irq_work, IWI, of a reader woken from the RT CPU) and its events a second by kind and a cycle: what
+the loop pays is the events on its own wake-up path (a sleeping loop: the timer interrupt's entry
+and exit, its wake-up and the switch to it). Issue 20: on an EtherCAT run, no event lost and the
+reader under 10 % of a housekeeping CPU.
 Needs root (tracefs, SCHED_FIFO; network namespaces for --ethercat).
 """
 
@@ -50,28 +54,87 @@ from softrt.schema.config import RunConfig
 from softrt.session.run import run
 from softrt.store.rundir import read_samples
 
+#: The RT CPU's interrupts counted per run (/proc/interrupts, Documentation/filesystems/proc.rst):
+#: LOC the local timer, IWI irq_work (how the ring buffer wakes a blocked reader), CAL function calls,
+#: RES reschedule IPIs. Tracing must add none of its own (issue 31: no reader wake-ups on the RT CPU).
+IRQ_ROWS = ("LOC", "IWI", "CAL", "RES")
+
+
+def _irq_counts(cpu: int) -> dict[str, int]:
+    out = {}
+    with open("/proc/interrupts") as f:
+        ncpu = len(f.readline().split())
+        for line in f:
+            parts = line.split()
+            name = parts[0].rstrip(":") if parts else ""
+            if name in IRQ_ROWS and len(parts) > ncpu:
+                out[name] = int(parts[1 + cpu])
+    return out
+
+
+class _KindCounter:
+    """Counts the RT CPU's events by name as the attribution receives them (the bench's view only)."""
+
+    def __init__(self) -> None:
+        from collections import Counter
+
+        from softrt.analysis.attribution import Attributor
+
+        self.counts: Counter = Counter()
+        self._cls, self._orig = Attributor, Attributor.add_events
+        counts, orig = self.counts, self._orig
+
+        def add_events(attributor, events):
+            counts.update(e.name for e in events if e.cpu == attributor.rt_cpu)
+            return orig(attributor, events)
+
+        Attributor.add_events = add_events
+
+    def close(self) -> None:
+        self._cls.add_events = self._orig
+
 
 def _one(wait: str, trace: bool, args, out: Path) -> dict:
     config = RunConfig(period_ns=args.period_us * 1000, duration_ns=int(args.duration * 1e9), wait=wait,
                        cpu=args.cpu, priority=args.priority, trace=trace, out_dir=out)
+    rt_cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    # The interrupts are counted while the loop runs (from the first progress report to the last
+    # one before its end): the start and the stop of a run (the events enabled and disabled, the
+    # idle RT CPU kicked by the other's load balancer) are not what the loop pays.
+    marks: list[tuple[float, dict[str, int]]] = []
+
+    def on_progress(progress) -> None:
+        if progress.elapsed_s < args.duration:
+            marks.append((time.monotonic(), _irq_counts(rt_cpu)))
+            del marks[1:-1]
+
     for _ in range(60):  # another real-time run (another checkout's tests) holds the machine lock: wait
+        kinds = _KindCounter()
+        marks.clear()
         try:
-            result = run(config)
+            result = run(config, on_progress=on_progress)
             break
         except SoftRTError as err:
             if "another real-time softrt run" not in str(err):
                 raise
             time.sleep(2)
+        finally:
+            kinds.close()
     else:
         raise SystemExit("another real-time softrt run kept the machine busy for 2 minutes")
+    (t0, irq0), (t1, irq1) = marks[0], marks[-1]
+    secs = max(t1 - t0, 1e-9)
     s = result.summary
     recs = read_samples(result.path)
     latency_us = (recs["detect_ns"] - recs["edge_ns"]) / 1e3
     why = s.why_late
     row = {"wait": wait, "trace": trace, "cycles": s.metrics.cycles, "latency_us": latency_us,
-           "period_max_us": s.metrics.period_us.max, "status": s.status}
+           "period_max_us": s.metrics.period_us.max, "status": s.status,
+           "irqs_per_s": {k: round((irq1[k] - irq0.get(k, 0)) / secs, 1) for k in irq1}}
     if why is not None and why.on and why.trace is not None:
         row.update(_trace_figures(why.to_dict(), args.duration))
+        traced_s = why.to_dict()["trace"].get("traced_s") or args.duration
+        row["events_per_s_by_kind"] = {k: round(n / traced_s) for k, n in kinds.counts.most_common()}
     elif trace:
         row["tracing"] = why.tracing if why is not None else None
     return row
@@ -297,31 +360,41 @@ def main() -> int:
             mine = [r for r in rows if r["wait"] == wait and r["trace"] == trace]
             lat = np.concatenate([r["latency_us"] for r in mine])
             fig["traced" if trace else "untraced"] = {
-                "p99_us": round(_pct(lat, 99), 2), "p99_9_us": round(_pct(lat, 99.9), 2),
-                "max_us": round(float(lat.max()), 1),
+                "p50_us": round(_pct(lat, 50), 2), "p99_us": round(_pct(lat, 99), 2),
+                "p99_9_us": round(_pct(lat, 99.9), 2), "max_us": round(float(lat.max()), 1),
+                "p50_per_round_us": [round(_pct(r["latency_us"], 50), 2) for r in mine],
                 "p99_per_round_us": [round(_pct(r["latency_us"], 99), 2) for r in mine],
                 "period_max_us": [round(r["period_max_us"], 1) for r in mine],
+                "rt_cpu_irqs_per_s": {k: round(float(np.median([r["irqs_per_s"].get(k, 0) for r in mine])), 1)
+                                      for k in IRQ_ROWS},
             }
             if trace:
                 for key in ("events_per_s", "lost_events", "consumer_cpu_pct", "attribution_cpu_pct"):
                     vals = [r[key] for r in mine if key in r]
                     fig["traced"][key] = round(float(np.mean(vals)), 2) if vals else None
+                kinds = {k for r in mine for k in r.get("events_per_s_by_kind", {})}
+                fig["traced"]["events_per_s_by_kind"] = dict(sorted(
+                    ((k, round(float(np.mean([r.get("events_per_s_by_kind", {}).get(k, 0) for r in mine]))))
+                     for k in kinds), key=lambda kv: -kv[1]))
                 fig["traced"]["unavailable"] = sorted({r["tracing"] for r in mine if "tracing" in r})
         diff = fig["traced"]["p99_us"] - fig["untraced"]["p99_us"]
         fig["p99_difference_us"] = round(diff, 2)
-        paired = [t - u for t, u in zip(fig["traced"]["p99_per_round_us"], fig["untraced"]["p99_per_round_us"])]
-        fig["p99_paired_differences_us"] = [round(d, 2) for d in paired]
-        median = float(np.median(paired))
-        fig["p99_paired_median_us"] = round(median, 2)
+        for q in ("p50", "p99"):
+            paired = [t - u for t, u in zip(fig["traced"][f"{q}_per_round_us"], fig["untraced"][f"{q}_per_round_us"])]
+            fig[f"{q}_paired_differences_us"] = [round(d, 2) for d in paired]
+            fig[f"{q}_paired_median_us"] = round(float(np.median(paired)), 2)
+        median = fig["p99_paired_median_us"]
         base = float(np.median(fig["untraced"]["p99_per_round_us"]))
-        fig["target_met"] = bool(median <= 0 or median <= 1.0 and median <= 0.1 * base)
+        # issue 31: within 1 µs at p50 and p99 (and p99 within 10 % of untraced, issues 9 and 17)
+        fig["target_met"] = bool(fig["p50_paired_median_us"] <= 1.0
+                                 and (median <= 0 or median <= 1.0 and median <= 0.1 * base))
         result["waits"][wait] = fig
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"trace benchmark: {args.rounds} rounds x {args.duration:g} s per run, period {args.period_us} µs, "
           f"(traced: a private tracefs instance on the RT CPU); 1-minute load at the end {os.getloadavg()[0]:.2f}")
-    print(f"{'wait':6} {'':9} {'p99 µs':>8} {'p99.9 µs':>9} {'max µs':>9}  {'events/s':>9} {'lost':>5} "
+    print(f"{'wait':6} {'':9} {'p50 µs':>7} {'p99 µs':>8} {'p99.9 µs':>9} {'max µs':>9}  {'events/s':>9} {'lost':>5} "
           f"{'consumer %CPU':>13} {'attribution %CPU':>16}  p99 per round")
     for wait, fig in result["waits"].items():
         for label in ("untraced", "traced"):
@@ -329,11 +402,20 @@ def main() -> int:
             extra = (f"{f['events_per_s']:9,.0f} {f['lost_events']:5} {f['consumer_cpu_pct']:13.1f} "
                      f"{f['attribution_cpu_pct']:16.1f}") if label == "traced" and f.get("events_per_s") is not None \
                 else f"{'':9} {'':5} {'':13} {'':16}"
-            print(f"{wait:6} {label:9} {f['p99_us']:8.2f} {f['p99_9_us']:9.2f} {f['max_us']:9.1f}  {extra}  "
-                  f"{f['p99_per_round_us']}")
-        print(f"{wait:6} p99 traced - untraced: pooled {fig['p99_difference_us']:+.2f} µs; paired by round "
-              f"{fig['p99_paired_differences_us']}, median {fig['p99_paired_median_us']:+.2f} µs "
-              f"({'target met' if fig['target_met'] else 'target MISSED'}: median within 1 µs and 10 %)")
+            print(f"{wait:6} {label:9} {f['p50_us']:7.2f} {f['p99_us']:8.2f} {f['p99_9_us']:9.2f} {f['max_us']:9.1f}  "
+                  f"{extra}  {f['p99_per_round_us']}")
+            irqs = ", ".join(f"{k} {v:,.1f}" for k, v in f["rt_cpu_irqs_per_s"].items())
+            print(f"{'':6} {'':9} RT CPU interrupts/s (median of runs): {irqs}")
+            if f.get("events_per_s_by_kind"):
+                per_cycle = sum(f["events_per_s_by_kind"].values()) * args.period_us / 1e6
+                print(f"{'':6} {'':9} RT CPU events/s ({per_cycle:.1f} a cycle): " + ", ".join(
+                    f"{k} {v:,}" for k, v in f["events_per_s_by_kind"].items()))
+        for q in ("p50", "p99"):
+            print(f"{wait:6} {q} traced - untraced: paired by round {fig[f'{q}_paired_differences_us']}, "
+                  f"median {fig[f'{q}_paired_median_us']:+.2f} µs")
+        print(f"{wait:6} pooled p99 difference {fig['p99_difference_us']:+.2f} µs "
+              f"({'target met' if fig['target_met'] else 'target MISSED'}: medians within 1 µs at p50 and p99, "
+              f"p99 within 10 %)")
     return 0
 
 

@@ -29,10 +29,10 @@ pytestmark = [pytest.mark.rt, pytest.mark.root,
               pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the disturber")]
 
 NAME = "softrt-disturb"
-# 500 µs every 100 ms. The disturber held the CPU at least for its spin and at most from its
-# timer's deadline to the end of the spin (its timer IRQ, switch and system-call exit take
-# ~25-40 µs on a loaded VM, seen in the trace): the attributed time must lie in that range,
-# with the issue's tolerance (10 % or 10 µs) on either side.
+# 500 µs every 100 ms. The disturber held the CPU at least for its spin less the stretches its
+# own clock shows it did not spin, and at most from its timer's deadline to the end of the spin
+# (its timer IRQ, switch and system-call exit take ~25-40 µs on a loaded VM, seen in the trace):
+# the attributed time must lie in that range, with the issue's tolerance (10 % or 10 µs) on either side.
 SPIN_US, EVERY_US = 500, 100_000
 LOOP_PRIORITY, DISTURBER_PRIORITY = 80, 90
 
@@ -54,7 +54,8 @@ class Disturber:
 
     def __init__(self, binary: str, policy: str, spin_us: int, every_us: int) -> None:
         self.args = [binary, NAME, str(_last_cpu()), policy, str(DISTURBER_PRIORITY), str(spin_us), str(every_us)]
-        self.spikes: list[tuple[int, int, int, int]] = []  # (deadline, start, end, CPU time) ns
+        # (deadline, start, end, CPU time, time in the spin it did not spin) ns
+        self.spikes: list[tuple[int, int, int, int, int]] = []
 
     def __enter__(self):
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -117,19 +118,25 @@ def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_p
     late = why["worst"]
     assert len(late) == why["late_cycles"], (len(late), why["late_cycles"])
     off, over = [], []
-    for deadline, start, end, cpu_ns in spikes:
+    for deadline, start, end, cpu_ns, gaps_ns in spikes:
         hit = [lc for lc in late if _window(lc)[0] < end and start < _window(lc)[1]]
         assert hit, f"the spike at {start} ({(end - start) / 1e3:.0f} µs) made no reported late cycle"
         named = [(lc, c) for lc in hit for c in _causes(lc, NAME)]
         assert named, f"the spike at {start} is not attributed to {NAME}: {[lc['causes'] for lc in hit]}"
         for lc, cause in named:
             assert cause["kind"] == "thread" and cause["id"] == dist.pid and cause["detail"] == "FIFO/RR 90", cause
-            # The part of the spike inside the late cycle's window is what the cycle lost to it.
-            least_us = _overlap_us(start, end, lc)
+            # The part of the spike inside the late cycle's window is what the cycle lost to it, less
+            # what the spinner's clock shows it did not spin: an interrupt, or the hypervisor, held the
+            # CPU meanwhile, which the attribution credits to them (the innermost holder; steal from the
+            # scheduler's run time, spread over its stretch). In CI four spikes of one run were credited
+            # 34-317 µs below the spin's overlap (their causes not kept); on the benchmark VM such a
+            # spike held a 202 µs local timer IRQ, in the trace (local_timer_entry/exit, credited to
+            # "local timer") and as a jump of the spinner's clock at the same moment.
+            least_us = max(0.0, _overlap_us(start, end, lc) - gaps_ns / 1e3)
             most_us = _overlap_us(deadline, end, lc)
             low, high = least_us - max(10.0, 0.1 * least_us), most_us + max(10.0, 0.1 * most_us)
             if not low <= cause["duration_us"] <= high:
-                off.append((round(least_us, 1), round(most_us, 1), cause["duration_us"]))
+                off.append((round(least_us, 1), round(most_us, 1), round(gaps_ns / 1e3, 1), cause["duration_us"]))
         # No more than it ran: the CPU time the scheduler counted for the spike, its wake-up path
         # included (in CI three spikes were credited 100-135 µs above a count from the spin alone,
         # their timers' wake-ups 60-90 µs late), plus its way back to sleep (~10-20 µs). Before
@@ -141,7 +148,7 @@ def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_p
     # Every spike is named. Its duration may be stretched by what a guest cannot see: a hypervisor
     # that deschedules the vCPU while the disturber holds it (milliseconds on a busy host) makes
     # the disturber look longer; so on a VM one spike in ten may fall outside the tolerance.
-    assert len(off) <= len(spikes) // 10, f"durations off (least µs, most µs, attributed µs): {off}"
+    assert len(off) <= len(spikes) // 10, f"durations off (least µs, most µs, not spun µs, attributed µs): {off}"
     # Time the scheduler counted as the disturber's but that it did not spend in its spin (a host
     # exit the guest sees as neither steal nor an event) is possible; more than one spike in ten is not.
     assert len(over) <= len(spikes) // 10, f"credited more than it ran (CPU µs, credited µs): {over}"

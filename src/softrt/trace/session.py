@@ -21,7 +21,7 @@ from typing import Any
 
 from ..cpus import CpuSet
 from ..platform import get_platform, kfacts
-from .consumer import Consumer
+from .consumer import Consumer, open_reader
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 
 RT_BUFFER_KB = 8192  # per traced CPU: ~250 000 events, seconds of a busy loop between two reads
@@ -154,7 +154,7 @@ class TraceSession:
         self.attributor = Attributor(period_ns=self.config.period_ns, rt_cpu=cpu, worker_pid=worker_pid,
                                      threshold_ns=self.config.late_threshold_ns, keep_worst=self.config.keep_late,
                                      rt_throttling=rt_throttling())
-        self.consumer = Consumer(self.instance.path / "trace_pipe", cpu)
+        self.consumer = open_reader(self.instance.path, self.enabled, [cpu])
         self.consumer.start()
         self._trace_s = time.monotonic()
         self.instance.write("tracing_on", "1")

@@ -22,7 +22,7 @@ import time
 
 from ..analysis.timeline import FIELDS_READ
 from ..cpus import CpuSet
-from .consumer import Consumer
+from .consumer import Consumer, open_reader
 from .session import RT_BUFFER_KB, _describe, wanted_events
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 
@@ -106,7 +106,7 @@ class WatchTrace:
         lacking = [e for e in REQUIRED if e not in self.enabled]
         if lacking:
             raise TracingUnavailable(f"this kernel lacks the trace events {', '.join(lacking)}")
-        self.consumer = Consumer(self.instance.path / "trace_pipe", list(self.cpus), WATCH_FIELDS)
+        self.consumer = open_reader(self.instance.path, self.instance.enabled, list(self.cpus), WATCH_FIELDS)
         self.consumer.start()
         self._started = time.monotonic()
         self.instance.write("tracing_on", "1")
