@@ -41,8 +41,10 @@ def test_the_envelope_keeps_each_buckets_min_and_max_and_the_worst_period_is_dra
     assert y.max() == period.max() > 12 * 250_000 and y.min() == period.min()
     assert s.hi[bucket[worst]] == period.max()
     assert np.flatnonzero(s.marks).tolist() == sorted({bucket[i - 1] for i in (2_600, 9_000, 21_000)})
-    # Read by row group in bounded batches: 30,000 rows in batches of 4,096 are 8 batches, not one read.
-    assert env.batches == 8 and env.rows == 30_000 and env.worst[:2] == (12, 21_000)
+    # Read by row group in bounded batches: batches of 4,096 rows are one row group (16,384) each.
+    assert pq.ParquetFile(long_run / "samples.parquet").metadata.num_row_groups == 2
+    assert env.batches == 2 and env.rows == 30_000 and env.worst[:2] == (12, 21_000)
+    assert longrun.scan_envelope(long_run, detect.size, 100, batch_rows=1 << 20).batches == 1
 
 
 def test_past_the_budget_the_report_draws_the_same_series_and_motion_with_exact_histograms(long_run, monkeypatch):
@@ -51,7 +53,7 @@ def test_past_the_budget_the_report_draws_the_same_series_and_motion_with_exact_
     monkeypatch.setattr(longrun, "SCAN_BATCH_ROWS", 4_096)  # the motion's row groups are read alone
     big = report_load.load_run(long_run)
     assert big.notes[0].startswith("samples.parquet holds 30,000 cycles, more than the report keeps one by one "
-                                   "(1,000): the period over time was read by row group (8 batches) and is drawn "
+                                   "(1,000): the period over time was read by row group (2 batches) and is drawn "
                                    "downsampled, as the minimum and maximum of 2,000 slices of about 15 periods")
     for name in ("t_s", "lo", "hi", "mean", "marks"):
         assert np.array_equal(getattr(small.series, name), getattr(big.series, name)), name

@@ -312,7 +312,7 @@ def _stream_long(view: RunView, n: int) -> None:
     else:
         def windows(first: int, last: int) -> tuple[np.ndarray, int, int]:
             row, window = read_windows(view.path, env, first, last)
-            return window, int(window[0]) - env.batch_windows[0], row
+            return window, int(window[0]) - env.group_windows[0], row
         _motion(view, windows, env.worst)
 
 
