@@ -63,3 +63,14 @@ def test_past_the_budget_the_report_draws_the_same_series_and_motion_with_exact_
                  "delivered_velocity_counts_per_s"):
         assert np.array_equal(getattr(small.motion, name), getattr(big.motion, name), equal_nan=True), name
     assert big.motion_reference.lag_cycles == small.motion_reference.lag_cycles
+
+
+def test_past_the_budget_without_stats_json_the_run_is_refused_with_one_line(synth_run, monkeypatch):
+    from softrt.errors import SoftRTError
+
+    run = synth_run(cycles=3_000, misses=[])
+    (run / "stats.json").unlink()
+    monkeypatch.setattr(report_load, "ROW_BUDGET", 1_000)
+    with pytest.raises(SoftRTError, match=r"^run \S+: samples.parquet holds 3,000 cycles, more than the report keeps "
+                                          r"one by one \(1,000\), and its stats.json cannot be read: .*stats.json is missing"):
+        report_load.load_run(run)

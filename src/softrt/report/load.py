@@ -197,6 +197,8 @@ def _load_samples(view: RunView) -> None:
     try:
         _stream_long(view, n) if n > ROW_BUDGET else _stream(view, n)
     except SoftRTError as err:  # a page past the footer is damaged: what was drawn so far is dropped
+        if n > ROW_BUDGET and view.stats is None:
+            raise  # a long run's stats.json is unreadable: its own message
         view.notes.clear()
         _load_damaged(view, err.msg)
 
