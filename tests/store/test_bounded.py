@@ -76,14 +76,13 @@ def test_a_parquet_footer_over_the_row_budget_or_of_other_types_is_refused_unrea
         open_parquet(path, "samples", 100)
 
 
-def test_a_run_over_the_report_budget_is_reported_from_stats_json_and_says_so_first(run, monkeypatch):
+def test_a_run_over_the_report_budget_is_drawn_from_an_envelope_and_stats_json_and_says_so_first(run, monkeypatch):
     monkeypatch.setattr(report_load, "ROW_BUDGET", 1_000)  # the 4,000-cycle run stands for a 24 h one
     view = report_load.load_run(run)
-    assert view.notes[0].startswith("samples.parquet holds 4,000 cycles, more than the report reads one by one "
-                                    "(1,000, about 0 MB of memory), so the figures and histograms are those of "
-                                    "the run's stats.json (4,000 cycles, stats.json)")
+    assert view.notes[0].startswith("samples.parquet holds 4,000 cycles, more than the report keeps one by one "
+                                    "(1,000): the period over time was read by row group")
     assert view.period is not None and view.period.total == view.stats.hist["period"].n
-    assert view.series is None and view.motion is None
+    assert view.series is not None and view.series.n == 3_999 and view.motion is not None
 
 
 def test_an_imported_label_beyond_the_tools_range_is_refused(tmp_path, write_doc):

@@ -23,17 +23,18 @@ from ..store.history import HISTOGRAM, load_run_summary
 from ..store.importers import check_histograms
 from ..analysis.hdr import Hdr, bucket_bounds
 from ..store.late import AGGREGATES, read_aggregates
-from ..store.rundir import SAMPLES, iter_samples, load_run_stats, open_samples
+from ..store.rundir import MAX_SAMPLE_ROWS, SAMPLES, iter_samples, load_run_stats, open_samples
 from ..schema.summary import RunSummary
 from ..store.validate import load_json
 from ..schema.text import printable
 from .data import MAX_BINS, MIN_WIDTH_NS, Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
+from .longrun import absolute_trace, downsample_note, read_windows, scan_envelope
 
 BATCH_ROWS = 1 << 18  # 2 MB per int64 column: small next to the histograms
-#: The most cycles the report streams from samples.parquet: an hour at 250 µs (14.4 M, the longest
-#: run that keeps every cycle by default) and a little more. It keeps the board cycle of every
-#: write for the motion plot, about BYTES_PER_ROW in all at the peak (measured: 195 MB for 4 M
-#: cycles); beyond it the report reads stats.json (a 24 h run would need 17 GB, and minutes).
+#: The most cycles the report streams one by one: an hour at 250 µs (14.4 M, the longest run that
+#: keeps every cycle by default) and a little more. It keeps the board cycle of every write for the
+#: motion plot, about BYTES_PER_ROW in all at the peak (measured: 195 MB for 4 M cycles); beyond it
+#: the report draws a min/max envelope read by row group and the histograms of stats.json (longrun).
 ROW_BUDGET = 1 << 24
 BYTES_PER_ROW = 50
 SERIES_BUCKETS = 2000  # about one per pixel column of a 10-inch figure at 200 dpi
@@ -186,17 +187,18 @@ def _load_samples(view: RunView) -> None:
         if "rows, more than softrt reads" not in err.msg:
             _load_damaged(view, err.msg)
             return
-        n = ROW_BUDGET + 1
-    if n > ROW_BUDGET:
-        _load_stats_only(view, f"samples.parquet holds {n:,} cycles, more than the report reads one by one "
-                               f"({ROW_BUDGET:,}, about {ROW_BUDGET * BYTES_PER_ROW >> 20:,} MB of memory), so the "
-                               "figures and histograms are those of the run's stats.json",
-                         f"samples.parquet holds {n:,} cycles, more than the report reads ({ROW_BUDGET:,})",
+        n = MAX_SAMPLE_ROWS + 1
+    if n > MAX_SAMPLE_ROWS:
+        _load_stats_only(view, f"samples.parquet holds {n:,} cycles, more than the report reads "
+                               f"({MAX_SAMPLE_ROWS:,}), so the figures and histograms are those of the run's stats.json",
+                         f"samples.parquet holds {n:,} cycles, more than the report reads ({MAX_SAMPLE_ROWS:,})",
                          "a run this long is reported from its stats.json; record long runs with --samples late")
         return
     try:
-        _stream(view, n)
+        _stream_long(view, n) if n > ROW_BUDGET else _stream(view, n)
     except SoftRTError as err:  # a page past the footer is damaged: what was drawn so far is dropped
+        if n > ROW_BUDGET and view.stats is None:
+            raise  # a long run's stats.json is unreadable: its own message
         view.notes.clear()
         _load_damaged(view, err.msg)
 
@@ -232,10 +234,7 @@ def _load_stats_only(view: RunView, note: str, failed: str, hint: str) -> None:
         view.stats = stats = load_run_stats(view.path, view.period_ns or 0, samples_pass=False)
     except SoftRTError as err:
         raise SoftRTError(f"run {view.run_id}: {failed}: {err.msg}", hint=hint) from None
-    h = stats.hist
-    view.period = hist_from_hdr(h["period"]) if h["period"].n else None
-    view.latency = hist_from_hdr(h["latency"]) if h["latency"].n else None
-    view.process = hist_from_hdr(h["process"]) if h["process"].n else None
+    _hists_from_stats(view, stats)
     view.notes.insert(0, f"{note} ({stats.counters['cycles']:,} cycles, stats.json); the time series and the "
                          "motion plot are not available")
     view.motion_note = "not available: the report read stats.json only"
@@ -288,9 +287,35 @@ def _stream(view: RunView, n: int) -> None:
     view.process = h_process.result()
     view.series = ds.result() if stats.hist["period"].n else None
     if want_motion:
-        _motion(view, np.concatenate(windows), worst)
+        whole = np.concatenate(windows)
+        _motion(view, lambda first, last: (whole, 0, 0), worst)
     else:
         view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
+
+
+def _stream_long(view: RunView, n: int) -> None:
+    """A run past ROW_BUDGET (softrt.report.longrun): the figures, histograms and percentiles from
+    the exact counts of stats.json, the period over time as a min/max envelope read by row group,
+    and the motion around the worst miss from the row groups that hold it."""
+    try:
+        view.stats = stats = load_run_stats(view.path, view.period_ns or 0, samples_pass=False)
+    except SoftRTError as err:
+        raise SoftRTError(f"run {view.run_id}: samples.parquet holds {n:,} cycles, more than the report keeps one "
+                          f"by one ({ROW_BUDGET:,}), and its stats.json cannot be read: {err.msg}",
+                          hint="copy the whole run directory, stats.json included") from None
+    _hists_from_stats(view, stats)
+    env = scan_envelope(view.path, n, SERIES_BUCKETS, windows=view.has_motion)
+    view.series, view.t0_ns = env.series, env.t0_ns
+    view.notes.insert(0, downsample_note(n, env, ROW_BUDGET))
+    if not env.rows:
+        view.motion_note = "no cycles recorded"
+    elif not view.has_motion:
+        view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
+    else:
+        def windows(first: int, last: int) -> tuple[np.ndarray, int, int]:
+            row, window = read_windows(view.path, env, first, last)
+            return window, int(window[0]) - env.group_windows[0], row
+        _motion(view, windows, env.worst)
 
 
 def _load_late(view: RunView) -> None:
@@ -306,10 +331,7 @@ def _load_late(view: RunView) -> None:
                           hint="the file is corrupt or truncated") from None
     except SoftRTError as err:
         raise SoftRTError(f"run {view.run_id}: {err.msg}", hint=err.hint) from None
-    h = stats.hist
-    view.period = hist_from_hdr(h["period"]) if h["period"].n else None
-    view.latency = hist_from_hdr(h["latency"]) if h["latency"].n else None
-    view.process = hist_from_hdr(h["process"]) if h["process"].n else None
+    _hists_from_stats(view, stats)
     view.series = series_from_aggregates(cols)
     view.t0_ns = meta.get("t0_ns")
     records = [r for r in iter_samples(view.path, BATCH_ROWS) if r.size]
@@ -322,6 +344,14 @@ def _load_late(view: RunView) -> None:
         view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
         return
     _late_motion(view, kept, meta)
+
+
+def _hists_from_stats(view: RunView, stats: RunStats) -> None:
+    """The period, latency and processing-time histograms of stats.json (exact HDR counts)."""
+    h = stats.hist
+    view.period = hist_from_hdr(h["period"]) if h["period"].n else None
+    view.latency = hist_from_hdr(h["latency"]) if h["latency"].n else None
+    view.process = hist_from_hdr(h["process"]) if h["process"].n else None
 
 
 def hist_from_hdr(hdr: Hdr) -> Hist:
@@ -397,7 +427,7 @@ def _late_motion(view: RunView, kept: np.ndarray, meta: dict[str, int]) -> None:
         rel = motion_trace(window[a:b], cfg, center_cycle=center, half_width_cycles=half, period_ns=period_ns)
         cmd = rel.commanded_sample + int(window[a]) - int(meta["first_window"])
         dlv = rel.delivered_sample + int(kept["seq"][a]) - int(meta["first_seq"])
-        trace = _absolute(rel, traj, cmd, dlv, period_ns)
+        trace = absolute_trace(rel, traj, cmd, dlv, period_ns)
         lag = int(cmd[0] - dlv[0])
         samples = np.concatenate([cmd[:1] - 1, cmd]) - lag
         positions = traj.positions(np.maximum(samples, 0))
@@ -414,25 +444,12 @@ def _late_motion(view: RunView, kept: np.ndarray, meta: dict[str, int]) -> None:
         " (from the late cycles kept with their context: --samples late)"
 
 
-def _absolute(rel, traj, cmd: np.ndarray, dlv: np.ndarray, period_ns: int):
-    """*rel* (a MotionTrace of a stretch of the run) with the run's sample numbers and positions."""
-    import dataclasses
+def _motion(view: RunView, windows, worst: tuple[int, int, int]) -> None:
+    """The commanded vs delivered motion around the worst miss (softrt.motion.motion_trace).
 
-    axis = rel.axis
-    p_cmd = traj.positions(np.maximum(np.concatenate([cmd[:1] - 1, cmd]), 0), axis)
-    p_dlv = traj.positions(np.maximum(np.concatenate([dlv[:1] - 1, dlv]), 0), axis)
-    v_cmd, v_dlv = np.diff(p_cmd) / (period_ns / 1e9), np.diff(p_dlv) / (period_ns / 1e9)
-    if cmd[0] <= 0:
-        v_cmd[0] = np.nan
-    if dlv[0] <= 0:
-        v_dlv[0] = np.nan
-    return dataclasses.replace(rel, commanded_sample=cmd, delivered_sample=dlv,
-                               commanded_position_counts=p_cmd[1:], delivered_position_counts=p_dlv[1:],
-                               commanded_velocity_counts_per_s=v_cmd, delivered_velocity_counts_per_s=v_dlv)
-
-
-def _motion(view: RunView, window: np.ndarray, worst: tuple[int, int, int]) -> None:
-    """The commanded vs delivered motion around the worst miss (softrt.motion.motion_trace)."""
+    *windows(first, last)* gives the board cycles the writes landed in, from one landing at or
+    before board cycle *first* to one landing after *last*, with the commanded and delivered
+    sample numbers of its first write (0, 0: the run's first write)."""
     from ..motion import MotionConfig, Trajectory, motion_trace
 
     config = view.summary.config
@@ -450,16 +467,20 @@ def _motion(view: RunView, window: np.ndarray, worst: tuple[int, int, int]) -> N
         view.motion_note = "no missed updates: the delivered motion is the commanded motion"
         return
     half = min(max(MOTION_HALF_WIDTH_CYCLES, 3 * missed), 5000)
+    window, cmd0, row0 = windows(center - half - 2, center + half + 1)
     # Writes after the plotted window do not change it: pass a prefix (saves diffing 14 M entries).
     end = int(np.searchsorted(window, center + half + 1, side="right")) + 1
     try:
         cfg = MotionConfig.from_mapping(config.motion or {})
         period_ns = int(config.period_ns or 0)
         trace = motion_trace(window[:end], cfg, center_cycle=center, half_width_cycles=half, period_ns=period_ns)
+        if cmd0 or row0:  # a stretch of a long run: its samples made the run's (as a late run's)
+            trace = absolute_trace(trace, Trajectory(cfg, period_ns), trace.commanded_sample + cmd0,
+                              trace.delivered_sample + row0, period_ns)
         lag = int(trace.commanded_sample[0] - trace.delivered_sample[0])  # cycles lost before the window
         samples = np.concatenate([trace.commanded_sample[:1] - 1, trace.commanded_sample]) - lag
         positions = Trajectory(cfg, period_ns).positions(np.maximum(samples, 0))
-    except (ConfigError, KeyError, TypeError) as err:
+    except (ConfigError, KeyError, TypeError, ValueError) as err:
         view.motion_note = f"cannot rebuild the motion: {err}"
         return
     velocity = np.diff(positions) / (period_ns / 1e9)
