@@ -23,8 +23,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: ``tests`` importable
 
-from tests.golden.cases import (  # noqa: E402
-    ALIASES, CASES, EXPECTED, HERE, STATUS, build_world, expected_path, read_status, status_of, stored_cases)
+from tests.golden.cases import (
+    ALIASES,
+    CASES,
+    EXPECTED,
+    HERE,
+    STATUS,
+    build_world,
+    expected_path,
+    read_status,
+    status_of,
+    stored_cases,
+)
 
 
 def main(prefixes: list[str]) -> int:

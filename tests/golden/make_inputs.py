@@ -91,16 +91,15 @@ def make_sources(work: Path) -> None:
          f"--json={src / 'cyclictest.json'}"], stdout=subprocess.DEVNULL)
     _sh(["oslat", "--cpu-list", "1", "-D", "2", f"--json={src / 'oslat.json'}"], stdout=subprocess.DEVNULL)
     # A CSV of one softrt run's periods (µs), as a user exports a column from another tool.
+    import numpy as np
     import pyarrow.parquet as pq
 
-    first = sorted((work / "runs").glob("*/samples.parquet"))[0]
-    import numpy as np
+    first = min((work / "runs").glob("*/samples.parquet"))  # the first run made: softrt run --duration 1s
 
     detect_ns = pq.read_table(first, columns=["detect_ns"]).column("detect_ns").to_numpy()
     with open(src / "periods.csv", "w") as fh:  # the period as the time between two detected edges
         fh.write("cycle,period_us\n")
-        for i, p in enumerate(np.diff(detect_ns)):
-            fh.write(f"{i + 1},{p / 1000:.3f}\n")
+        fh.writelines(f"{i + 1},{p / 1000:.3f}\n" for i, p in enumerate(np.diff(detect_ns)))
 
 
 def main() -> None:

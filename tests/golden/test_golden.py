@@ -14,8 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from .cases import (ALIASES, CASES, EXPECTED, INPUTS, OLDER_SUMMARIES, RERUN, build_world, expected_path, read_status,
-                    status_of, stored_cases)
+from .cases import (
+    ALIASES,
+    CASES,
+    EXPECTED,
+    INPUTS,
+    OLDER_SUMMARIES,
+    RERUN,
+    build_world,
+    expected_path,
+    read_status,
+    status_of,
+    stored_cases,
+)
 
 DIFF_LINES = 40
 
