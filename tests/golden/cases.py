@@ -1,0 +1,431 @@
+"""The golden cases: what softrt shows a user for a fixed set of real inputs (tests/golden; issue 29).
+
+Shared by ``capture.py`` (writes ``expected/``) and ``test_golden.py`` (compares with it), so both run
+exactly the same code. A case is a name (``show/run-traced.txt``: a folder per command, the extension of
+what it prints) and a function of the :class:`World` returning text; its expected text is the file of
+that name under ``expected/``, and its exit status (and any stderr) is in ``expected/status.json``.
+
+The world (built once per process, in a temporary directory, never in the source tree):
+
+* ``inputs/runs/*``: real run directories (``make_inputs.py`` says how they were made), copied;
+* ``history add`` of all of them into a fresh SQLite history (its output is a case);
+* ``softrt import --json`` of ``inputs/sources/cyclictest.json`` and ``oslat.json`` (its output and the
+  files it writes are cases);
+* the older summaries of ``tests/fixtures/summaries`` (written by earlier softrt versions), each in a run
+  directory of its own (summary.json only);
+* one run directory of the synthetic writer (report/synthetic.py), itself one of the things compared.
+
+Every command runs in this process through ``softrt.cli.main`` (the entry point ``softrt`` runs), with
+``--color never``, ``NO_COLOR=1``, no ``COLUMNS`` (so the width of a pipe: every line as long as its
+content), ``TZ=UTC`` and softrt's state, home and history in the world.
+
+Normalisation (:func:`normalise`), applied to every output before it is stored or compared:
+
+1. the world's temporary directory (as given and resolved) becomes ``<tmp>``: where the copies are;
+2. the values of ``added_at`` and ``imported_at`` (JSON) become ``<clock>``: when ``history add`` or
+   ``import`` ran;
+3. the report's ``generated <ISO time>`` becomes ``generated <clock>``: when the report was built;
+4. in the report page, the plots are not rendered (matplotlib's SVG of seven figures takes 3 s); the page is
+   built with the plots' captions and no images, the plots' data is in the report model cases.
+5. stderr lines about leftovers of *other* softrt processes that were killed (``softrt: removed ...``,
+   ``softrt: restored ...``) are dropped: they depend on the machine, not on the input.
+
+Nothing else is touched: a figure, a word or a space that changes is a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+INPUTS = HERE / "inputs"
+EXPECTED = HERE / "expected"
+STATUS = EXPECTED / "status.json"
+OLDER_SUMMARIES = HERE.parent / "fixtures" / "summaries"
+
+#: The input run directories, by the short name the cases use (make_inputs.py made them).
+RUNS = {
+    "run-traced": "20261204-204907-vm-0573",  # softrt run --duration 1s: traced, S-curve motion
+    "run-trapezoid": "20261204-204909-vm-f528",  # --motion trapezoid --axes 2 --wait sleep --no-trace
+    "run-late-untuned": "20261204-204910-vm-ec3d",  # --samples late --profile none
+    "compare-load": "20261204-204912-vm-c311",  # softrt compare tuned+load (loads with their figures)
+    "watch": "20261204-205016-vm-9eb4",  # softrt watch of cyclictest's SCHED_FIFO thread
+}
+#: The runs softrt import writes in the world (their ids come from the files: start time and digest).
+IMPORTED = {
+    "import-cyclictest": "20261204-205155-vm-cyclictest-2d8b",
+    "import-oslat": "20261204-205157-vm-oslat-dd6e",
+}
+#: Summaries written by earlier versions and by today's (tests/fixtures/summaries/README.md says which).
+OLDER = ("older-885c5b1", "older-daa3854", "older-f14a215", "older-2233afd", "older-c8ee4e4", "older-53f075b",
+         "older-6b13447", "older-4e8d169", "older-337eb10", "older-compare-round-7ce7", "run", "checkpoint",
+         "compare-round", "import-cyclictest", "import-oslat")
+#: A checkpoint's plain rendering says whether its process still runs (a pid on this machine): JSON only.
+OLDER_JSON_ONLY = ("checkpoint",)
+SYNTHETIC = "synthetic"
+#: Where the synthetic writer may live (issue 29 moves it out of src/ to the tests' helpers).
+SYNTHETIC_MODULES = ("softrt.report.synthetic", "tests.synthetic", "tests.helpers.synthetic")
+
+RERUN = "if this change is intended, re-run tests/golden/capture.py and review the diff"
+CLOCK = "<clock>"
+
+
+# ----------------------------------------------------------------------------------------------- world
+
+
+@dataclass
+class Result:
+    """What a command did: exit status, stdout, stderr (both normalised)."""
+
+    status: int
+    out: str
+    err: str
+
+
+@dataclass
+class World:
+    """The inputs copied into *root*, a history of them, and the runs ``softrt import`` wrote."""
+
+    root: Path
+    env_vars: dict[str, str | None] = field(default_factory=dict)
+    results: dict[str, Result] = field(default_factory=dict)  # what the set-up commands printed
+
+    def run_dir(self, name: str) -> Path:
+        if name in RUNS:
+            return self.root / "runs" / RUNS[name]
+        if name in IMPORTED:
+            return self.root / "imported" / IMPORTED[name]
+        if name == SYNTHETIC:
+            return self.root / "synthetic" / SYNTHETIC_RUN_ID
+        return self.root / "older" / name
+
+    @contextlib.contextmanager
+    def env(self) -> Iterator[None]:
+        """The world's environment (restored after, so other tests in this process see theirs)."""
+        saved = {k: os.environ.get(k) for k in self.env_vars}
+        try:
+            for k, v in self.env_vars.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            if hasattr(time, "tzset"):
+                time.tzset()
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            if hasattr(time, "tzset"):
+                time.tzset()
+
+    def cli(self, *args: str) -> Result:
+        """``softrt ARGS`` in this process, as the ``softrt`` entry point runs it; normalised."""
+        from softrt.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        status = 0
+        with self.env(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(["--color", "never", *args])
+            except SystemExit as exc:
+                status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return Result(status, self.normalise(out.getvalue()), _drop_leftovers(self.normalise(err.getvalue())))
+
+    def normalise(self, text: str) -> str:
+        return normalise(text, self.root)
+
+
+def normalise(text: str, root: Path) -> str:
+    """The normalisation of the module docstring (rules 1-3)."""
+    for where in sorted({str(root), str(root.resolve())}, key=len, reverse=True):
+        text = text.replace(where, "<tmp>")
+    text = re.sub(r'("(?:added_at|imported_at)": )"[^"]*"', rf'\1"{CLOCK}"', text)
+    return re.sub(r"generated \d{4}-\d\d-\d\dT[0-9:+.Z-]+", f"generated {CLOCK}", text)
+
+
+def _drop_leftovers(err: str) -> str:
+    return "".join(line for line in err.splitlines(keepends=True)
+                   if not line.startswith(("softrt: removed ", "softrt: restored ")))
+
+
+SYNTHETIC_RUN_ID = "20261130-071502-synthhost-0007"
+
+
+def _synthetic_writer():
+    import importlib
+
+    for name in SYNTHETIC_MODULES:
+        try:
+            return importlib.import_module(name).write_synthetic_run
+        except (ImportError, AttributeError):
+            continue
+    raise AssertionError(f"the synthetic writer (write_synthetic_run) is in none of {SYNTHETIC_MODULES}: "
+                         "add where it moved to SYNTHETIC_MODULES in tests/golden/cases.py")
+
+
+def build_world(root: Path) -> World:
+    """Copy the inputs into *root* and make the history and the imported runs (see the docstring)."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(INPUTS / "runs", root / "runs")
+    shutil.copytree(INPUTS / "sources", root / "sources")
+    for name in OLDER:
+        (root / "older" / name).mkdir(parents=True)
+        shutil.copyfile(OLDER_SUMMARIES / f"{name}.json", root / "older" / name / "summary.json")
+    (root / "state").mkdir()
+    world = World(root, env_vars={
+        "SOFTRT_HOME": str(root / "home"), "SOFTRT_STATE_DIR": str(root / "state"),
+        "SOFTRT_DB": str(root / "history.sqlite"), "NO_COLOR": "1", "TZ": "UTC",
+        "COLUMNS": None, "LINES": None, "FORCE_COLOR": None, "SOFTRT_ARCHIVE": None, "SOFTRT_RIG_LABEL": None,
+    })
+    world.results["history/add.txt"] = world.cli("history", "add", str(root / "runs"))
+    world.results["import/import.json"] = world.cli(
+        "import", "--json", "--out-dir", str(root / "imported"),
+        str(root / "sources" / "cyclictest.json"), str(root / "sources" / "oslat.json"))
+    with world.env():
+        _synthetic_writer()(root / "synthetic", cycles=4000, misses=[(1000, 2), (2500, 1), (3000, 5)], seed=7,
+                            run_id=SYNTHETIC_RUN_ID, why_late=True)
+    return world
+
+
+# ----------------------------------------------------------------------------------------------- cases
+
+Case = Callable[[World], Result]
+CASES: dict[str, Case] = {}
+
+
+def _case(name: str, fn: Case) -> None:
+    assert name not in CASES, name
+    CASES[name] = fn
+
+
+def _text(text: str) -> Result:
+    return Result(0, text, "")
+
+
+def _cli(*args: str | Callable[[World], str]) -> Case:
+    """A case running ``softrt ARGS``; an argument that is a function gets the world (a path in it)."""
+    return lambda w: w.cli(*(a(w) if callable(a) else a for a in args))
+
+
+def _dir(name: str) -> Callable[[World], str]:
+    return lambda w: str(w.run_dir(name))
+
+
+def _src(name: str) -> Callable[[World], str]:
+    return lambda w: str(w.root / "sources" / name)
+
+
+def _rewrite(name: str) -> Case:
+    """The summary.json that reading this run and writing it again produces (as store.rundir writes it)."""
+    def run(w: World) -> Result:
+        from softrt.schema.summary import RunSummary
+
+        path = w.run_dir(name) / "summary.json"
+        summary = RunSummary.read(json.loads(path.read_text()), path)
+        return _text(w.normalise(json.dumps(summary.to_dict(), indent=2) + "\n"))
+    return run
+
+
+def _file(name: str, file: str) -> Case:
+    """A file ``softrt import`` (or the synthetic writer) wrote, as written."""
+    return lambda w: _text(w.normalise((w.run_dir(name) / file).read_text()))
+
+
+def _set_up(key: str) -> Case:
+    return lambda w: w.results[key]
+
+
+ALL_RUNS = (*RUNS, *IMPORTED, SYNTHETIC)
+
+#: Cases whose expected output is another file (relative to tests/golden): the same bytes stored once.
+#: ``show --json`` prints a run's summary.json as reading and rewriting it gives it: a run of today's
+#: softrt unchanged (the input itself), an older one upgraded (stored once, for both cases).
+ALIASES: dict[str, str] = {}
+
+for _name in ALL_RUNS:
+    _case(f"show/{_name}.txt", _cli("show", _dir(_name)))
+    _case(f"show/{_name}.json", _cli("show", _dir(_name), "--json"))
+    _case(f"tail/{_name}.txt", _cli("tail", _dir(_name)))
+    _case(f"tail/{_name}.json", _cli("tail", _dir(_name), "--json"))
+    _case(f"rewrite/{_name}.json", _rewrite(_name))
+    if _name in RUNS:
+        _same = f"inputs/runs/{RUNS[_name]}/summary.json"
+    elif _name in IMPORTED:
+        _same = f"expected/import/{_name}-summary.json"
+    else:
+        _same = f"expected/synthetic/{_name}-summary.json"
+    ALIASES[f"show/{_name}.json"] = ALIASES[f"rewrite/{_name}.json"] = _same
+
+for _name in OLDER:
+    if _name not in OLDER_JSON_ONLY:
+        _case(f"older/show-{_name}.txt", _cli("show", _dir(_name)))
+    _case(f"older/show-{_name}.json", _cli("show", _dir(_name), "--json"))
+    _case(f"older/rewrite-{_name}.json", _rewrite(_name))
+    ALIASES[f"older/show-{_name}.json"] = f"expected/older/rewrite-{_name}.json"
+
+# softrt tail of data softrt did not record (store/tailsource.py reads them).
+for _fmt in ("txt", "json"):
+    _json = ("--json",) if _fmt == "json" else ()
+    _case(f"tail/source-cyclictest-v.{_fmt}", _cli("tail", _src("cyclictest-v.txt"), "--interval-us", "250", *_json))
+    _case(f"tail/source-cyclictest-hist.{_fmt}", _cli("tail", _src("cyclictest.json"), *_json))
+    _case(f"tail/source-oslat-hist.{_fmt}", _cli("tail", _src("oslat.json"), "--deadline-us", "50", *_json))
+    _case(f"tail/source-csv.{_fmt}", _cli("tail", _src("periods.csv"), "--column", "period_us", "--deadline-us",
+                                          "270", *_json))
+_case("tail/source-cyclictest-v-threshold.json", _cli("tail", _src("cyclictest-v.txt"), "--threshold-us", "15",
+                                                       "--deadline-us", "60", "--target", "1/h", "--json"))
+
+# softrt import: its output, the files it wrote, and an import printed as text (into a history of its own).
+_case("import/import.json", _set_up("import/import.json"))
+for _name in IMPORTED:
+    for _file_name in ("summary.json", "histogram.json", "config.json", "host.json"):
+        _case(f"import/{_name}-{_file_name}", _file(_name, _file_name))
+_case("import/import-text.txt", _cli("import", _src("cyclictest.json"), _src("oslat.json"),
+                                     "--out-dir", lambda w: str(w.root / "imported-text"),
+                                     "--db", lambda w: str(w.root / "import-text.sqlite")))
+_case(f"synthetic/{SYNTHETIC}-summary.json", _file(SYNTHETIC, "summary.json"))
+_case(f"synthetic/{SYNTHETIC}-stats.json", _file(SYNTHETIC, "stats.json"))
+
+# The history of the runs (history add, then everything that reads it).
+_case("history/add.txt", _set_up("history/add.txt"))
+_case("history/list.txt", _cli("history"))
+_case("history/list.json", _cli("history", "--json"))
+_case("history/by-rate.txt", _cli("history", "--by-rate"))
+_case("history/source-cyclictest.json", _cli("history", "--source", "cyclictest", "--json"))
+_case("history/scenario-run-limit.txt", _cli("history", "--scenario", "run", "--limit", "2"))
+_case("history/show-last.txt", _cli("show", "last"))
+_case("history/show-last-2.txt", _cli("show", "last~2"))
+_case("history/show-last-1.json", _cli("show", "last~1", "--json"))
+ALIASES["history/show-last-1.json"] = "expected/import/import-cyclictest-summary.json"
+_case("history/show-prefix.txt", _cli("show", "20261204-204912"))
+_case("history/tail-last.txt", _cli("tail", "last"))
+_case("fleet/fleet.txt", _cli("fleet"))
+_case("fleet/fleet.json", _cli("fleet", "--json"))
+_case("fleet/regressions.txt", _cli("fleet", "--regressions"))
+_case("fleet/regressions.json", _cli("fleet", "--regressions", "--json"))
+for _a, _b in (("run-traced", "compare-load"), ("run-traced", "run-trapezoid"), ("run-traced", "import-oslat")):
+    _case(f"diff/{_a}--{_b}.txt", _cli("diff", _dir(_a), _dir(_b)))
+    _case(f"diff/{_a}--{_b}.json", _cli("diff", _dir(_a), _dir(_b), "--json"))
+_QUERY = ("SELECT run_id, scenario, host, period_max_us, period_p99_99_us, missed_updates, late_cycles, meets, "
+          "rig_label, kernel, preemption FROM runs ORDER BY run_id")
+_case("query/runs.csv", _cli("query", _QUERY, "--csv"))
+_case("query/runs.json", _cli("query", _QUERY, "--json"))
+_case("query/runs.txt", _cli("query", _QUERY))
+
+
+# The report: its page (without the SVG images) and its data model (report/load.py, report/data.py).
+
+def _report_page(w: World) -> Result:
+    from softrt.platform import softrt_version
+    from softrt.report.html import page
+    from softrt.report.load import load_run
+    from softrt.report.plots import make_plots
+    from softrt.report.tail_plot import return_levels
+
+    with w.env():
+        runs = [load_run(w.run_dir(n)) for n in ALL_RUNS]
+        plots = make_plots(runs)
+        plots.append(return_levels(runs))
+        for p in plots:
+            p.figure = None  # not rendered (normalisation rule 4)
+        text = page(runs, plots, {}, [], softrt_version(), None)
+    return _text(w.normalise(text))
+
+
+def _report_model(name: str) -> Case:
+    def run(w: World) -> Result:
+        from softrt.report.load import load_run
+
+        with w.env():
+            view = load_run(w.run_dir(name))
+        return _text(w.normalise(json.dumps(model(view), indent=1) + "\n"))
+    return run
+
+
+_case("report/page.html", _report_page)
+for _name in ALL_RUNS:
+    _case(f"report/model-{_name}.json", _report_model(_name))
+
+
+def model(obj: object) -> object:
+    """A JSON picture of the report's data model: every field; an array by dtype, shape, sum and a
+    SHA-256 of its bytes (its first values when it is short); a summary by its run id (the show --json
+    cases hold it whole)."""
+    from softrt.schema.summary import RunSummary
+
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else repr(obj)
+    if isinstance(obj, np.generic):
+        return model(obj.item())
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, RunSummary):
+        return {"summary of": obj.run_id}
+    if isinstance(obj, np.ndarray):
+        arr = np.ascontiguousarray(obj)
+        out: dict = {"dtype": str(arr.dtype), "shape": list(arr.shape),
+                     "sha256": hashlib.sha256(arr.tobytes()).hexdigest()[:16]}
+        if arr.dtype.kind in "biuf" and arr.size:
+            out["nansum"] = model(np.nansum(arr.astype(np.float64)))
+        if arr.size <= 12:
+            out["values"] = model(arr.tolist())
+        return out
+    if isinstance(obj, dict):
+        return {str(k): model(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [model(v) for v in obj]
+    if hasattr(obj, "to_dict"):
+        return {"type": type(obj).__name__, **model(obj.to_dict())}
+    if is_dataclass(obj):
+        out = {"type": type(obj).__name__}
+        out.update({f.name: model(getattr(obj, f.name)) for f in fields(obj)})
+        for prop in ("run_id", "source", "meaning", "label", "period_ns", "has_motion", "total"):
+            if isinstance(getattr(type(obj), prop, None), property):
+                out[prop] = model(getattr(obj, prop))
+        return out
+    if hasattr(obj, "__dict__"):
+        return {"type": type(obj).__name__, **{k: model(v) for k, v in sorted(vars(obj).items())}}
+    return repr(obj)
+
+
+# ----------------------------------------------------------------------------------------------- files
+
+
+def expected_path(name: str) -> Path:
+    """Where case *name*'s expected output is: its own file, or the one ALIASES names."""
+    return HERE / ALIASES[name] if name in ALIASES else EXPECTED / name
+
+
+def read_status() -> dict:
+    return json.loads(STATUS.read_text()) if STATUS.is_file() else {}
+
+
+def status_of(result: Result) -> dict:
+    return {"exit": result.status, "stderr": result.err} if result.err else {"exit": result.status}
+
+
+def stored_cases() -> list[str]:
+    """Every file under expected/ (status.json aside), by the name of the case that owns it."""
+    return sorted(p.relative_to(EXPECTED).as_posix() for p in EXPECTED.rglob("*")
+                  if p.is_file() and p != STATUS)
+
+
+if __name__ == "__main__":  # a list of the cases
+    sys.stdout.write("\n".join(CASES) + "\n")
