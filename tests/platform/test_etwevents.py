@@ -11,7 +11,7 @@ import ctypes
 
 import pytest
 
-from softrt.platform import etwevents as E
+from softrt.platform.windows import etwevents as E
 
 b, B = ctypes.c_int8, ctypes.c_uint8
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.platform import winadapters as A
+from softrt.platform.windows import winadapters as A
 
 GUID = "{4D36E972-E325-11CE-BFC1-08002BE10318}"
 ADAPTERS = [A.adapter(GUID.lower(), "EtherCAT", "Intel(R) Ethernet Controller I210"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from softrt.cpus import CpuSet
-from softrt.platform import wincpusets as W
+from softrt.platform.windows import wincpusets as W
 
 from ..audit.windows import cpusets as C
 

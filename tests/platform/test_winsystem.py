@@ -12,8 +12,8 @@ from pathlib import Path
 from softrt.audit.windows import facts as F
 from softrt.audit.windows.runner import run_checks
 from softrt.cpus import CpuSet
-from softrt.platform.wincmd import CmdResult
-from softrt.platform.winsystem import LOCAL_SYSTEM_SID, run_as_system
+from softrt.platform.windows.wincmd import CmdResult
+from softrt.platform.windows.winsystem import LOCAL_SYSTEM_SID, run_as_system
 
 from ..audit.windows.captures import Captures
 
@@ -93,7 +93,7 @@ def test_check_as_system_reads_the_csp_only_as_system(tmp_path):
 
 
 def test_a_quote_in_the_folder_cannot_end_the_scripts_strings():
-    from softrt.platform.winsystem import wrapped
+    from softrt.platform.windows.winsystem import wrapped
 
     assert wrapped("Get-Date", Path("/t/it's")) == ("& { Get-Date } > '/t/it''s/out.txt' 2> '/t/it''s/err.txt'; "
                                                     "Set-Content -LiteralPath '/t/it''s/done.txt' "
@@ -106,7 +106,7 @@ def test_schtasks_output_is_read_from_files_so_a_process_it_leaves_behind_cannot
     import signal
     import time
 
-    from softrt.platform.winsystem import run_to_files
+    from softrt.platform.windows.winsystem import run_to_files
 
     t0 = time.monotonic()
     res = run_to_files(["sh", "-c", "sleep 30 & echo $!; echo said >&2"], 20.0)

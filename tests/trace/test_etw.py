@@ -5,7 +5,7 @@ layouts, from Microsoft Learn's "CSwitch class", "DPC class" and "ISR class").""
 from __future__ import annotations
 
 from softrt.analysis.attribution import Attributor
-from softrt.platform import etwevents as E
+from softrt.platform.windows import etwevents as E
 from softrt.trace.etw import kernel_prio, qpc_to_ns, to_trace_events
 
 from ..analysis.test_attribution import P, T0, edge, records

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from softrt.audit.windows import facts as F
-from softrt.platform.wincmd import CapturedRunner, CmdResult, key
+from softrt.platform.windows.wincmd import CapturedRunner, CmdResult, key
 
 from .captures import Captures
 

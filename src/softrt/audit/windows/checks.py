@@ -12,7 +12,7 @@ from __future__ import annotations
 import ntpath
 
 from ...cpus import CpuSet
-from ...platform.wincmd import NOT_FOUND_RC, TIMEOUT_RC
+from ...platform.windows.wincmd import NOT_FOUND_RC, TIMEOUT_RC
 from ..model import LOOP_PERIOD_US, Finding, Severity, Status, declare, not_applicable
 from . import parse
 from .facts import (CSP_CLASS, CSP_NAMESPACE, ELEVATED, KERNEL_KEY, SYSTEM, WU_POLICY_KEY, WinFacts, needs,

@@ -4,14 +4,14 @@ Issue 34 item 6: the seed's i5-14500 has 6 P-cores with Hyper-Threading (12 logi
 Windows numbers the P-cores first, so the top cores SetRTCores reserves are E-cores, and with HT on an RT core's
 sibling runs whatever Windows schedules there (the seed turned HT off in firmware). Read from
 GetSystemCpuSetInformation (EfficiencyClass, CoreIndex) and GetProcessInformation(ProcessPowerThrottling) through
-:mod:`softrt.platform.wincpusets`; Microsoft Learn pages "SYSTEM_CPU_SET_INFORMATION structure" and
+:mod:`softrt.platform.windows.wincpusets`; Microsoft Learn pages "SYSTEM_CPU_SET_INFORMATION structure" and
 "Quality of Service" (EcoQoS).
 """
 
 from __future__ import annotations
 
 from ...cpus import CpuSet
-from ...platform import wincpusets
+from ...platform.windows import wincpusets
 from ..model import LOOP_PERIOD_US, Finding, Severity, Status, declare, not_applicable
 from .facts import CPU_SETS, THROTTLING, WinFacts
 

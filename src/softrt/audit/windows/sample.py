@@ -19,7 +19,7 @@ import re
 
 from ...cpus import CpuSet
 from ...errors import SoftRTError
-from ...platform.wincmd import powershell
+from ...platform.windows.wincmd import powershell
 from ..model import Finding, Severity, Status, declare, not_applicable
 from . import parse
 from .facts import WinFacts, said

@@ -13,7 +13,7 @@ import os
 from ....cpus import CpuSet
 from ....errors import ConfigError
 from ....platform.kfiles import kpath
-from ....platform import kfacts
+from ....platform.linux import kfacts
 from ..context import Context
 from ...model import Finding, Severity, Status, not_applicable
 

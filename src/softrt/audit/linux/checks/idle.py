@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 
 from ....platform.kfiles import read_bytes
-from ....platform import kfacts, ktasks
+from ....platform.linux import kfacts, ktasks
 from ..context import Context
 from ...model import Finding, Severity, Status, not_applicable
 

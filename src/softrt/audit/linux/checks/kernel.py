@@ -7,7 +7,7 @@ Severities follow Documentation/core-api/real-time/kernel-configuration.rst wher
 from __future__ import annotations
 
 from ....cpus import CpuSet
-from ....platform import fairserver, kfacts
+from ....platform.linux import fairserver, kfacts
 from ..context import Context
 from ...model import Finding, Severity, Status, not_applicable
 

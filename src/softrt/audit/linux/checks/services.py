@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ....cpus import CpuSet
 from ....errors import ConfigError
-from ....platform import kfacts
+from ....platform.linux import kfacts
 from ..context import Context
 from ...model import Finding, Severity, Status, not_applicable
 
