@@ -45,8 +45,7 @@ def check_hybrid(w: WinFacts) -> Finding:
     found = Found("cores.hybrid", "RT CPUs on performance cores", Severity.HIGH)
     topo, where = topology(w)
     if topo is None:
-        return found.na(f"the CPU sets could not be read: {where}", Severity.HIGH,
-                        unreadable=True)
+        return found.unreadable(f"the CPU sets could not be read: {where}", Severity.HIGH)
     classes = {cpu: topo.efficiency_of(cpu) for cpu in w.existing_rt}
     evidence = (f"{where}: efficiency class of each RT CPU: "
                 + ", ".join(f"{cpu}={c}" for cpu, c in classes.items()),
@@ -73,8 +72,7 @@ def check_smt(w: WinFacts) -> Finding:
     found = Found("cores.smt", "SMT siblings of the RT CPUs", Severity.MEDIUM)
     topo, where = topology(w)
     if topo is None:
-        return found.na(f"the CPU sets could not be read: {where}", Severity.MEDIUM,
-                        unreadable=True)
+        return found.unreadable(f"the CPU sets could not be read: {where}", Severity.MEDIUM)
     reserved = (w.reserved or CpuSet()) | topo.realtime() | w.rt_cpus
     pairs = {cpu: topo.siblings(cpu) for cpu in w.existing_rt}
     evidence = (f"{where}: " + (", ".join(f"CPU {c} shares its core with {s}" for c, s in pairs.items() if s)
@@ -97,8 +95,7 @@ def check_power_throttling(w: WinFacts) -> Finding:
     found = Found("cores.power_throttling", "Power throttling (EcoQoS)", Severity.MEDIUM)
     raw, where = w.buffer(THROTTLING)
     if raw is None:
-        return found.na(f"could not be read: {where}", Severity.MEDIUM,
-                        unreadable=True)
+        return found.unreadable(f"could not be read: {where}", Severity.MEDIUM)
     state = wincpusets.parse_throttling(raw)
     # Read of this process: softrt run's loop runs the same interpreter, and powercfg's override is by path.
     who = w.interpreter or "<path of python.exe>"

@@ -120,8 +120,8 @@ def check_sample(w: WinFacts) -> Finding:
     if s is None:
         return found.na("no live sample taken (--sample 0)", Severity.MEDIUM)
     if s.get("error"):
-        return found.na(f"sample failed: {s['error']}", Severity.MEDIUM, unreadable=True,
-                        reader="the performance counters (typeperf.exe, or PDH on the machine itself)")
+        return found.unreadable(f"sample failed: {s['error']}", Severity.MEDIUM,
+                                reader="the performance counters (typeperf.exe, or PDH on the machine itself)")
     evidence = [f"method: {s['method']}"]
     heavy = []
     for cpu, c in s["cores"].items():
