@@ -146,7 +146,7 @@ class Win32:
 
     Handles are ints; out-parameters come back as return values. Each method raises
     :class:`Win32Failed` on failure. A recording fake with the same methods stands in for it
-    in the tests (tests/platform/fakewin32.py).
+    in the tests (tests/platform/windows/conftest.py).
     """
 
     def __init__(self) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from softrt.platform.linux.backend import LinuxPlatform
 
-from ..child import call_as, need_root, nobody
+from ...child import call_as, need_root, nobody
 
 
 @pytest.fixture

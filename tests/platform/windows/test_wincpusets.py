@@ -7,7 +7,7 @@ import pytest
 from softrt.cpus import CpuSet
 from softrt.platform.windows import wincpusets as W
 
-from ..audit.windows import cpusets as C
+from ...audit.windows import cpusets as C
 
 
 def test_the_parser_reads_every_field_ctypes_lays_out():

@@ -535,6 +535,6 @@ def test_a_counter_the_machine_lacks_is_a_softrt_error_and_the_query_is_closed(f
 
 
 def test_only_memory_locking_comes_before_the_device_opens(fake_win32):
-    """As on Linux (tests/platform/test_linux.py): the working set and the ring's VirtualLock first."""
+    """As on Linux (tests/platform/linux/test_linux.py): the working set and the ring's VirtualLock first."""
     controls = W.WindowsPlatform(fake_win32(cpus=4)).worker_controls(1, 80, memoryview(bytearray(4096)))
     assert [c.what for c in controls if c.before_device] == ["working_set", "virtual_lock"]

@@ -1,6 +1,6 @@
 """run_as_system: one PowerShell query as SYSTEM through a one-off scheduled task, against a task scheduler
 that does what Windows' does with the task it is given (decodes its -EncodedCommand and writes the files the
-wrapped script names), so the whole exchange runs here; under Wine, tests/platform/test_windows_live.py."""
+wrapped script names), so the whole exchange runs here; under Wine, tests/platform/windows/test_windows_live.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from softrt.cpus import CpuSet
 from softrt.platform.windows.wincmd import CmdResult
 from softrt.platform.windows.winsystem import LOCAL_SYSTEM_SID, run_as_system
 
-from ..audit.windows.captures import Captures
+from ...audit.windows.captures import Captures
 
 NS = {"t": "http://schemas.microsoft.com/windows/2004/02/mit/task"}
 
