@@ -1,6 +1,6 @@
 """A Windows machine for the tune tests: the captured outputs, changed by the commands tune runs.
 
-It answers every query from the captures (softrt.platform.wincmd.CapturedRunner) and carries out
+It answers every query from the captures (softrt.platform.windows.wincmd.CapturedRunner) and carries out
 the four kinds of change ``softrt tune`` makes by editing those outputs as Windows would change
 them, so apply and revert can read back what they did. Every command is recorded in order.
 """

@@ -1,4 +1,4 @@
-"""platform.threads: every thread of the process is moved, one by one, and put back."""
+"""platform.linux.threads: every thread of the process is moved, one by one, and put back."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NT kernel logger CSwitch, DPC and ISR payloads parsed from bytes (platform.etwevents).
+"""NT kernel logger CSwitch, DPC and ISR payloads parsed from bytes (platform.windows.etwevents).
 
 The payloads are laid out by ctypes from the MOF class declarations on Microsoft Learn ("CSwitch class",
 "DPC class", "ISR class": Event Tracing Reference > MOF classes > Kernel events), with a 64-bit kernel's

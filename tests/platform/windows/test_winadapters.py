@@ -1,4 +1,4 @@
-"""Adapters by friendly name or GUID mapped to Npcap's \\Device\\NPF_{GUID}, and Npcap's presence (platform.winadapters).
+"""Adapters by friendly name or GUID mapped to Npcap's \\Device\\NPF_{GUID}, and Npcap's presence (platform.windows.winadapters).
 
 The adapters are as GetAdaptersAddresses describes them (Microsoft Learn, "IP_ADAPTER_ADDRESSES_LH structure":
 AdapterName is the GUID in braces, FriendlyName what ncpa.cpl shows); the Npcap paths are the Npcap Users'

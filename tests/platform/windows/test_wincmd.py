@@ -1,4 +1,4 @@
-"""The captured-output runner (softrt.platform.wincmd): a capture directory is user input (``--root``)."""
+"""The captured-output runner (softrt.platform.windows.wincmd): a capture directory is user input (``--root``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GetSystemCpuSetInformation and PROCESS_POWER_THROTTLING_STATE buffers parsed from bytes (platform.wincpusets)."""
+"""GetSystemCpuSetInformation and PROCESS_POWER_THROTTLING_STATE buffers parsed from bytes (platform.windows.wincpusets)."""
 
 from __future__ import annotations
 
