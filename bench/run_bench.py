@@ -63,7 +63,7 @@ from softrt import RunConfig
 from softrt.analysis.metrics import summarize
 from softrt.ipc.layout import RECORD_DTYPE
 from softrt.platform import get_platform, state_dir
-from softrt.platform.linux import RT_RUNTIME
+from softrt.platform.linux.backend import RT_RUNTIME
 from softrt.session.changes import ChangeJournal
 from softrt.store.rundir import read_samples
 

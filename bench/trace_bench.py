@@ -257,7 +257,7 @@ def _oslat(trace: bool, args, out: Path) -> dict:
 
 def _oslat_main(args) -> int:
     from softrt.platform import get_platform
-    from softrt.platform.linux import RT_RUNTIME
+    from softrt.platform.linux.backend import RT_RUNTIME
     from softrt.session.changes import ChangeJournal
 
     plat = get_platform()

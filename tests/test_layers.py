@@ -96,17 +96,23 @@ def _imports_in(path: Path, text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-#: The platform layer's private modules: its backends, and what only they use.
-PLATFORM_PRIVATE = ("platform.linux", "platform.windows", "platform._")
+#: The platform layer's backends, reached only through ``get_platform()``; a module whose name starts with
+#: ``_`` (the Win32 bindings) is private to the platform layer too.
+PLATFORM_BACKENDS = ("platform.linux.backend", "platform.windows.backend")
+
+
+def _private(module: str) -> bool:
+    parts = module.split(".")
+    return module.startswith(PLATFORM_BACKENDS) or (parts[0] == "platform" and any(p.startswith("_") for p in parts))
 
 
 def test_the_platform_backends_are_reached_only_through_the_platform_object():
     """Everything OS-specific goes through ``get_platform()`` or a public platform module (kfiles,
-    journal, writable, mounts): never a backend or a private module from outside the layer."""
+    journal, linux.writable, linux.mounts, windows.wincmd): never a backend or a private module from outside the layer."""
     for path in MODULES:
         if _part(path) == "platform":
             continue
-        bad = sorted(m for m in _imported_modules(path) if m.startswith(PLATFORM_PRIVATE))
+        bad = sorted(m for m in _imported_modules(path) if _private(m))
         assert not bad, f"{path.relative_to(SRC)} imports {bad}"
 
 
@@ -122,9 +128,11 @@ def test_the_layer_checks_see_what_they_forbid():
     """The import scan finds a backend import in each spelling (else the checks above prove nothing)."""
     probe = SRC / "session" / "run.py"
     assert "platform" in _imported_modules(probe)
-    text = "from ..platform.linux import RT_RUNTIME\nfrom softrt.platform import windows\nimport softrt.platform._x\n"
+    text = ("from ..platform.linux.backend import RT_RUNTIME\nfrom softrt.platform.windows import backend\n"
+            "import softrt.platform._x\nfrom ..platform.windows import _win32\nfrom ..platform.linux import kfacts\n")
     found = _imported_modules(probe, text)
-    assert {"platform.linux", "platform.windows", "platform._x"} <= found
+    assert {"platform.linux.backend", "platform.windows.backend", "platform._x", "platform.windows._win32"} <= found
+    assert {m for m in found if _private(m)} == found - {"platform.linux", "platform.linux.kfacts", "platform.windows"}
 
 
 def test_the_layer_rank_check_sees_every_import_spelling():

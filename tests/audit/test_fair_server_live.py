@@ -16,7 +16,7 @@ import pytest
 from softrt.audit import run_checks
 from softrt.audit import plan_tune
 from softrt.cpus import CpuSet
-from softrt.platform import fairserver
+from softrt.platform.linux import fairserver
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="debugfs is root's"),

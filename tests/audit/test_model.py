@@ -47,3 +47,19 @@ def test_to_dict_is_json_and_complete():
                                 "tunable": False, "reboot": False, "unreadable": False}
     assert d["fix_first"] == ["irq.nic"]
     assert d["counts"] == {"ok": 1, "warn": 0, "fail": 1, "n/a": 0}
+
+
+def test_a_check_s_factory_says_its_id_title_and_severity_once():
+    """Found carries the id, the title and the default severity into every finding of its check; a finding may
+    name another severity, and n/a is low unless it says otherwise (as not_applicable)."""
+    from softrt.audit.model import Found, not_applicable
+
+    found = Found("kernel.swap", "Swap", Severity.MEDIUM)
+    assert found.fail("on", ("swap: 1",), why="w", fix="swapoff -a", tunable=True) == Finding(
+        "kernel.swap", "Swap", Status.FAIL, Severity.MEDIUM, "on", ("swap: 1",), why="w", fix="swapoff -a", tunable=True)
+    assert found.ok("off").status is Status.OK and found.warn("x", severity=Severity.LOW).severity is Severity.LOW
+    assert found(Status.WARN, "x").status is Status.WARN
+    assert found.na("no /proc/swaps") == not_applicable("kernel.swap", "Swap", "no /proc/swaps")
+    unread = found.unreadable("refused", Severity.HIGH, "ev", reader="root")
+    assert (unread.status, unread.severity, unread.evidence, unread.unreadable, unread.reader) == (
+        Status.NA, Severity.HIGH, ("ev",), True, "root")

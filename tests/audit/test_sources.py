@@ -6,7 +6,7 @@ import pytest
 
 from softrt.audit import Status, run_checks
 from softrt.audit.linux import irqs
-from softrt.platform import kfacts, ktasks
+from softrt.platform.linux import kfacts, ktasks
 from softrt.cpus import CpuSet
 
 from .trees import CAPTURED

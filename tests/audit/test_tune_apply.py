@@ -243,7 +243,8 @@ def test_state_root_is_compared_by_real_path(untuned, state_dir, tmp_path):
 def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
     from softrt.audit.linux import apply
     from softrt.errors import SoftRTError
-    from softrt.platform import kfiles, writable
+    from softrt.platform import kfiles
+    from softrt.platform.linux import writable
     from softrt.trace import tracefs
 
     f = tmp_path / "proc" / "sys" / "x"

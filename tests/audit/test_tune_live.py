@@ -16,7 +16,7 @@ import pytest
 from softrt.audit import AFFINITY, Status, apply_plan, plan_tune, revert, run_checks
 from softrt.audit.linux import FILE, online_cpus, write_kernel_file
 from softrt.audit.linux.irqs import irqs
-from softrt.platform import ktasks
+from softrt.platform.linux import ktasks
 from softrt.cpus import CpuSet
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0, reason="needs root")]
@@ -146,7 +146,7 @@ def test_tune_apply_then_run_from_the_same_shell(rt, victim, tmp_path, state_dir
     state = tmp_path / "tune-state.jsonl"
     apply_code = (
         "import os, sys\nfrom pathlib import Path\n"
-        "from softrt.platform import ktasks\n"
+        "from softrt.platform.linux import ktasks\n"
         "from softrt.audit import apply_plan, plan_tune\n"
         "from softrt.cpus import CpuSet\n"
         "plan = plan_tune(CpuSet.parse(sys.argv[1]))\n"

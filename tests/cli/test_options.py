@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from softrt.cli.options import PRIORITY_HELP
-from softrt.platform.windows import base_priority, realtime_level
+from softrt.platform.windows.backend import base_priority, realtime_level
 
 
 def test_the_priority_help_states_the_windows_base_priorities_the_run_sets():

@@ -9,7 +9,8 @@ import os
 import pytest
 
 from softrt.errors import SoftRTError
-from softrt.platform import journal, writable
+from softrt.platform import journal
+from softrt.platform.linux import writable
 from softrt.platform.kfiles import MAX_KFILE_BYTES, read_gzip_text, read_text, write_raw
 
 from ..child import in_child
@@ -97,7 +98,7 @@ def test_a_directory_swapped_for_a_link_after_the_check_is_never_written_through
 
 def test_a_capture_whose_output_is_a_fifo_reads_as_a_command_that_could_not_run(tmp_path):
     """Windows captures are read the same way: a FIFO named as a command's output never blocks."""
-    from softrt.platform.wincmd import INDEX, CapturedRunner
+    from softrt.platform.windows.wincmd import INDEX, CapturedRunner
 
     (tmp_path / INDEX).write_text('{"sc query": {"out": "sc.txt", "rc": 0}}')
     os.mkfifo(tmp_path / "sc.txt")

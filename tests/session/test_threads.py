@@ -19,7 +19,7 @@ import urllib.request
 import psutil
 import pytest
 
-from softrt.platform.threads import masks
+from softrt.platform.linux.threads import masks
 from tests.conftest import held_machine_lock
 
 FLOOD_CLIENTS = 20

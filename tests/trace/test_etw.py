@@ -1,15 +1,15 @@
 """ETW kernel events into the Linux culprits table (trace.etw): a late cycle held by an ISR, a DPC and a
-higher-priority thread, recorded as the NT kernel logger's payloads (tests/platform/test_etwevents.py's
+higher-priority thread, recorded as the NT kernel logger's payloads (tests/platform/windows/test_etwevents.py's
 layouts, from Microsoft Learn's "CSwitch class", "DPC class" and "ISR class")."""
 
 from __future__ import annotations
 
 from softrt.analysis.attribution import Attributor
-from softrt.platform import etwevents as E
+from softrt.platform.windows import etwevents as E
 from softrt.trace.etw import kernel_prio, qpc_to_ns, to_trace_events
 
 from ..analysis.test_attribution import P, T0, edge, records
-from ..platform.test_etwevents import cswitch, dpc, isr
+from ..platform.windows.test_etwevents import cswitch, dpc, isr
 
 CPU, WORKER, SYSTEM = 13, 1000, 4
 FREQ = 10_000_000  # QueryPerformanceFrequency: 10 MHz, 100 ns ticks on Windows 10 and later

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from softrt.platform import fairserver
+from softrt.platform.linux import fairserver
 from softrt.schema.config import RunConfig
 from softrt.session.run import run
 from softrt.store.rundir import read_samples

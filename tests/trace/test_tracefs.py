@@ -124,7 +124,7 @@ def test_sweep_removes_only_what_a_dead_softrt_marked_as_its_own(live_tracefs, s
 @pytest.mark.parametrize("forged", ["legacy", "other_mount_point", "another_users"])
 def test_a_marker_softrt_did_not_write_never_unmounts_anything(tmp_path, state_dir, forged):
     """Issue 22.4: a marker naming a tmpfs made root unmount it (and lose its files)."""
-    from softrt.platform.mounts import mount, umount
+    from softrt.platform.linux.mounts import mount, umount
 
     target = tmp_path / "precious"
     target.mkdir()

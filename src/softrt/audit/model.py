@@ -129,6 +129,43 @@ def not_applicable(id: str, title: str, reason: str, severity: Severity = Severi
     return Finding(id, title, Status.NA, severity, reason, tuple(evidence), unreadable=unreadable, reader=reader)
 
 
+@dataclass(frozen=True)
+class Found:
+    """One check's findings, its id and title said once: ``found = Found("irq.nic", "NIC interrupts",
+    Severity.HIGH)``, then ``found.ok(summary, evidence)``, ``found.fail(..., fix=...)``,
+    ``found(status, ...)`` for a status computed at run time, and ``found.na(reason)``.
+
+    *severity* is what ok/warn/fail findings carry unless one says ``severity=``; an n/a finding is
+    low unless it names its own, as :func:`not_applicable`.
+    """
+
+    id: str
+    title: str
+    severity: Severity = Severity.LOW
+
+    def __call__(self, status: Status, summary: str, *rest, severity: Severity | None = None, **kw) -> Finding:
+        return Finding(self.id, self.title, status, severity or self.severity, summary, *rest, **kw)
+
+    def ok(self, summary: str, *rest, **kw) -> Finding:
+        return self(Status.OK, summary, *rest, **kw)
+
+    def warn(self, summary: str, *rest, **kw) -> Finding:
+        return self(Status.WARN, summary, *rest, **kw)
+
+    def fail(self, summary: str, *rest, **kw) -> Finding:
+        return self(Status.FAIL, summary, *rest, **kw)
+
+    def na(self, reason: str, severity: Severity = Severity.LOW, *evidence: str, unreadable: bool = False,
+           reader: str | None = None) -> Finding:
+        """n/a, saying why (:func:`not_applicable`)."""
+        return not_applicable(self.id, self.title, reason, severity, *evidence, unreadable=unreadable, reader=reader)
+
+    def unreadable(self, reason: str, severity: Severity = Severity.LOW, *evidence: str,
+                   reader: str | None = None) -> Finding:
+        """n/a because the source exists on such a machine but could not be read here; *reader* would read it."""
+        return self.na(reason, severity, *evidence, unreadable=True, reader=reader)
+
+
 def declare(id: str, severity: Severity):
     """Bind a check function to its finding id and severity, for what it is reported under if it raises
     (a Windows check's id is not its module's name)."""

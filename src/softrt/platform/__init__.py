@@ -1,8 +1,14 @@
 """The platform layer: the only place in softrt that branches on the operating system.
 
-``get_platform()`` returns the backend for this OS once (:mod:`.linux` or :mod:`.windows`, which
-nothing outside this package imports); callers branch on its ``caps`` (a :class:`Capabilities`),
+``get_platform()`` returns the backend for this OS once (:mod:`.linux.backend` or :mod:`.windows.backend`,
+which nothing outside this package imports); callers branch on its ``caps`` (a :class:`Capabilities`),
 never on ``sys.platform``. Kernel files are read and written through the public :mod:`.kfiles`.
+
+The tiers follow psutil's (``_pslinux``, ``_pswindows``, ``_common``): what is Linux's lives in
+:mod:`.linux` (the backend, kernel facts and tasks, the fair server, the allow-list of kernel-file writes),
+what is Windows's in :mod:`.windows` (the backend, its ctypes bindings ``_win32``, commands, settings, CPU
+sets, adapters, ETW payloads), and what serves both stays here (journals, owned directories, output files,
+load processes, provenance and the rig's id).
 """
 
 from __future__ import annotations
@@ -36,11 +42,11 @@ def get_platform() -> Platform:
     global _platform
     if _platform is None:
         if IS_LINUX:
-            from .linux import LinuxPlatform
+            from .linux.backend import LinuxPlatform
 
             _platform = LinuxPlatform()
         elif IS_WINDOWS:
-            from .windows import WindowsPlatform
+            from .windows.backend import WindowsPlatform
 
             _platform = WindowsPlatform()
         else:
@@ -129,7 +135,7 @@ def default_runs_dir() -> Path:
 
 def performance_cpus(root: str = "/"):
     """The logical processors of the most performant core type on a hybrid CPU; None when every core is of one
-    type or it cannot be read. Windows: GetSystemCpuSetInformation's top EfficiencyClass (platform.wincpusets);
+    type or it cannot be read. Windows: GetSystemCpuSetInformation's top EfficiencyClass (platform.windows.wincpusets);
     Linux, or a tree captured under *root*: ``/sys/devices/cpu_core/cpus``, the P-cores Intel's hybrid PMU driver lists (kernel doc
     Documentation/ABI/testing/sysfs-bus-event_source-devices: "cpus")."""
     from ..cpus import CpuSet
@@ -137,7 +143,7 @@ def performance_cpus(root: str = "/"):
 
     try:
         if IS_WINDOWS and os.path.realpath(root) == os.path.realpath(os.sep):
-            from .wincpusets import system_cpu_sets, topology
+            from .windows.wincpusets import system_cpu_sets, topology
             topo = topology(system_cpu_sets())
             return topo.performance() if topo.hybrid else None
         with open(os.path.join(root, "sys/devices/cpu_core/cpus"), encoding="ascii") as f:
@@ -148,11 +154,11 @@ def performance_cpus(root: str = "/"):
 
 def ethercat_adapter(name: str) -> str:
     """The name pysoem opens for the adapter the user named: unchanged on Linux (``eth1``); on Windows the Npcap
-    device ``\\Device\\NPF_{GUID}`` of a friendly name or GUID (platform.winadapters), after checking that SOEM
+    device ``\\Device\\NPF_{GUID}`` of a friendly name or GUID (platform.windows.winadapters), after checking that SOEM
     can load Npcap. Raises ConfigError (one line with the fix) when it cannot."""
     if not IS_WINDOWS:
         return name
-    from .winadapters import list_adapters, require_npcap, resolve
+    from .windows.winadapters import list_adapters, require_npcap, resolve
 
     require_npcap()
     return resolve(name, list_adapters())

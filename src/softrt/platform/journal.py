@@ -12,7 +12,7 @@ A journal is read back as root, so it is treated as untrusted input:
   directory :func:`.owned.secure_dir` accepts (not a symlink, owned by this user, 0700 when created,
   on a way no other user can change);
 * every entry passes :func:`check_entry` when it is written *and* when it is read; its kernel
-  file target and value are :mod:`.writable`'s allow-list, so a journal naming anything else
+  file target and value are :mod:`.linux.writable`'s allow-list, so a journal naming anything else
   was not written by softrt and nothing in it is acted on;
 * :func:`restore_file` verifies by reading back, byte for byte; what cannot be restored is given
   back with the command that restores it by hand, and :func:`set_aside` moves that journal to
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import writable
+from .linux import writable
 from .kfiles import read_raw, read_text
 from .owned import secure_dir  # (re-exported: journals live in such a directory)
 
@@ -127,7 +127,7 @@ def check_entry(entry: object, root: str) -> None:
     """
     if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
         raise ConfigError("not an entry")
-    from . import winsettings  # the Windows settings' allow-list (imported here: one separate hook)
+    from .windows import winsettings  # the Windows settings' allow-list (imported here: one separate hook)
 
     if entry["kind"] in winsettings.KINDS:
         return winsettings.check_entry(entry)

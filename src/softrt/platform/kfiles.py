@@ -14,7 +14,7 @@ A tree given with ``--root`` (and the files of a capture directory) is not trust
   and is then opened one component at a time from the root's directory fd with ``O_NOFOLLOW``
   (openat(2); the effect of openat2(2)'s ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS``), so a directory
   swapped for a link between the check and the open is refused (ELOOP) instead of followed out;
-* a kernel file softrt writes (:func:`write_raw`, after :mod:`.writable` resolved and checked it)
+* a kernel file softrt writes (:func:`write_raw`, after :mod:`.linux.writable` resolved and checked it)
   is opened the same way, with no link anywhere on its path.
 """
 

@@ -1,6 +1,6 @@
 """A run's provenance, read from what the OS exposes without extra tools (platform layer).
 
-Linux (each read under *root*, so tests give captured trees, as :mod:`.kfacts`):
+Linux (each read under *root*, so tests give captured trees, as :mod:`.linux.kfacts`):
 
 - DMI: ``/sys/class/dmi/id/{bios_vendor,bios_version,bios_date,product_name,board_name}``, world
   readable (kernel ``drivers/firmware/dmi-id.c``; the serials and the UUID are root's only and are

@@ -23,7 +23,8 @@ from pathlib import Path
 import psutil
 
 from ..errors import ConfigError
-from ..platform import get_platform, journal, state_dir, writable
+from ..platform import get_platform, journal, state_dir
+from ..platform.linux import writable
 from ..platform.kfiles import translate_error, read_raw
 
 FORMAT = "softrt-run-journal"

@@ -28,7 +28,8 @@ from ..ipc import layout as L
 from ..analysis.tail_keep import prefetch_fit
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
-from ..platform import fairserver, get_platform, lock_stop_hint
+from ..platform import get_platform, lock_stop_hint
+from ..platform.linux import fairserver
 from ..store import arming
 from ..platform.provenance import collect as collect_provenance
 from ..audit.state import in_force as tune_in_force

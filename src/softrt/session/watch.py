@@ -28,7 +28,7 @@ from ..errors import ConfigError, SoftRTError
 from ..platform import get_platform
 from ..platform.provenance import collect as collect_provenance
 from ..audit.state import in_force as tune_in_force
-from ..platform.ktasks import Task
+from ..platform.linux.ktasks import Task
 from ..schema.config import DEFAULT_MAX_DURATION_NS, MAX_KEEP_LATE, MAX_PERIOD_NS, MIN_PERIOD_NS, RunConfig
 from ..schema.summary import SCHEMA, RunSummary
 from ..schema.text import printable

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..platform.ktasks import Task, parse_stat, read_task, tasks
+from ..platform.linux.ktasks import Task, parse_stat, read_task, tasks
 from ..errors import ConfigError
 from ..platform.kfiles import kpath, read_text
 from ..schema.text import printable

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..analysis.events import TraceEvent
-from ..platform.etwevents import RUNNABLE_STATES, WAITING, CSwitch, Routine
+from ..platform.windows.etwevents import RUNNABLE_STATES, WAITING, CSwitch, Routine
 
 IDLE = "Idle"
 

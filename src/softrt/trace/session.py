@@ -20,7 +20,8 @@ import time
 from typing import Any
 
 from ..cpus import CpuSet
-from ..platform import get_platform, kfacts
+from ..platform import get_platform
+from ..platform.linux import kfacts
 from .consumer import Consumer, open_reader
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 

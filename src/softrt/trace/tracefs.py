@@ -31,7 +31,8 @@ from pathlib import Path
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
-from ..platform import get_platform, journal, kfacts, state_dir
+from ..platform import get_platform, journal, state_dir
+from ..platform.linux import kfacts
 from ..platform.kfiles import kpath, read_text, write_raw
 
 MOUNT_POINT = "/sys/kernel/tracing"
@@ -79,7 +80,7 @@ class Mounted:
     note: str | None = field(default=None, repr=False)
 
     def undo(self) -> None:
-        from ..platform.mounts import umount
+        from ..platform.linux.mounts import umount
 
         try:
             umount(self.path)
@@ -139,7 +140,7 @@ def find_or_mount() -> tuple[Path, Mounted | None]:
         raise TracingUnavailable("this kernel has no tracefs (CONFIG_TRACING off)")
     if os.geteuid() != 0:
         raise TracingUnavailable(f"tracefs is not mounted (mount it at {MOUNT_POINT}, or run as root)")
-    from ..platform.mounts import mount
+    from ..platform.linux.mounts import mount
 
     marker = _markers() / f"mount-{os.getpid()}.json"
     if os.path.lexists(marker):  # this pid's, from a process of the same pid that is gone

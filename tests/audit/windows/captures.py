@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from softrt.platform.wincmd import INDEX, key
+from softrt.platform.windows.wincmd import INDEX, key
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -2,7 +2,7 @@
 
 The records are laid out by ctypes from the C declarations on Microsoft Learn, "SYSTEM_CPU_SET_INFORMATION
 structure (winnt.h)" and "PROCESS_POWER_THROTTLING_STATE structure (processthreadsapi.h)", not by the
-offsets softrt's parser (platform/wincpusets.py) reads: ctypes applies the C alignment rules itself, so a wrong
+offsets softrt's parser (platform/windows/wincpusets.py) reads: ctypes applies the C alignment rules itself, so a wrong
 offset in the parser fails these tests. The machines are the seed's i5-14500 (6 P-cores with Hyper-Threading,
 8 E-cores: Windows numbers the P-cores first, an SMT pair on consecutive numbers, P-cores EfficiencyClass 1,
 E-cores 0) with HT on (20 logical processors) and off (14), and a 14-core machine of one class without SMT.

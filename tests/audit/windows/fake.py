@@ -1,6 +1,6 @@
 """A Windows machine for the tune tests: the captured outputs, changed by the commands tune runs.
 
-It answers every query from the captures (softrt.platform.wincmd.CapturedRunner) and carries out
+It answers every query from the captures (softrt.platform.windows.wincmd.CapturedRunner) and carries out
 the four kinds of change ``softrt tune`` makes by editing those outputs as Windows would change
 them, so apply and revert can read back what they did. Every command is recorded in order.
 """
@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from softrt.audit.windows import facts as F
-from softrt.platform.wincmd import CapturedRunner, CmdResult, key
+from softrt.platform.windows.wincmd import CapturedRunner, CmdResult, key
 
 from .captures import Captures
 

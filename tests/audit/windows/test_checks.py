@@ -182,7 +182,7 @@ def test_an_unreadable_processor_count_is_not_a_crash(good):
 
 def test_no_sample_asked_runs_no_typeperf(good):
     from softrt.audit.windows import run_checks as win_checks
-    from softrt.platform.wincmd import CapturedRunner
+    from softrt.platform.windows.wincmd import CapturedRunner
     runner = CapturedRunner(good.root)
     found = win_checks(RT, str(good), sample_s=0, runner=runner)
     assert not any(c.startswith("typeperf") for c in runner.calls)
@@ -325,7 +325,7 @@ def test_defender_exclusions_hidden_from_a_non_administrator_are_unreadable(good
 def test_defender_exclusions_are_compared_with_the_loops_interpreter(good, procs, paths, status):
     from softrt.audit.windows.checks import check_defender
     from softrt.audit.windows.facts import WinFacts
-    from softrt.platform.wincmd import CapturedRunner
+    from softrt.platform.windows.wincmd import CapturedRunner
 
     good.set(F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": procs,
                                      "ExclusionPath": paths}))
@@ -357,7 +357,7 @@ def test_this_windows_machines_cpus_come_from_the_platform_not_powershell(monkey
     import softrt.platform as P
     from softrt.audit.windows import runner
     from softrt.platform.base import Capabilities
-    from softrt.platform.wincmd import CmdResult
+    from softrt.platform.windows.wincmd import CmdResult
 
     class FourCpuWindows:
         caps = Capabilities(rt_throttling=False, kernel_trace=False, soft_rt_steps=True)

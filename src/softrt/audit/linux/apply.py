@@ -4,7 +4,7 @@ The undo design is tuna's (``isolate_cpus()`` returns the previous affinities): 
 keeps what it replaced. Here the previous value goes to the state file (a
 :mod:`softrt.platform.journal`) *before* the change, and revert writes it back and reads it again
 to verify it, byte for byte for kernel files. Every kernel file written, on apply and on revert,
-passes the platform's one allow-list check (:mod:`softrt.platform.writable`).
+passes the platform's one allow-list check (:mod:`softrt.platform.linux.writable`).
 
 Apply and revert on this machine hold the machine's real-time lock: a spin run switches RT
 throttling off for its duration and restores it at its end, so a tune applied under it would
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...errors import ConfigError, NoSuchProcess, SoftRTError
-from ...platform import get_platform, journal, kfacts, ktasks, lock_stop_hint, writable
+from ...platform import get_platform, journal, lock_stop_hint
+from ...platform.linux import kfacts, ktasks, writable
 from ...platform.kfiles import read_raw
 from ...platform.journal import Outcome
 from .. import state

@@ -10,7 +10,7 @@ import os
 from functools import cached_property
 
 from ...cpus import CpuSet
-from ...platform import kfacts, ktasks
+from ...platform.linux import kfacts, ktasks
 from . import irqs as _irqs
 from . import systemd
 

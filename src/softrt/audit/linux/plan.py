@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...cpus import CpuSet
-from ...platform import fairserver, kfacts, winsettings
+from ...platform.linux import fairserver, kfacts
+from ...platform.windows import winsettings
 from ..model import Finding, Report, Status
 from . import irqs as _irqs
 from .checks.cores import floating

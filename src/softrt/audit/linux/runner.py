@@ -9,7 +9,8 @@ import os
 
 from ...cpus import CpuSet, choose_cpus
 from ...errors import ConfigError, InvalidCpu, SoftRTError
-from ...platform import get_platform, kfacts, ktasks, performance_cpus
+from ...platform import get_platform, performance_cpus
+from ...platform.linux import kfacts, ktasks
 from ...platform.kfiles import read_text
 from ..model import Report, crashed
 from . import sample as _sample

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from ...cpus import CpuSet
-from ...platform import ktasks
-from ...platform.kfacts import cpu_times
+from ...platform.linux import ktasks
+from ...platform.linux.kfacts import cpu_times
 from ...platform.kfiles import kpath, read_text
 from ...trace import tracefs
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import ntpath
 
 from ...cpus import CpuSet
-from ...platform.wincmd import NOT_FOUND_RC, TIMEOUT_RC
-from ..model import LOOP_PERIOD_US, Finding, Severity, Status, declare, not_applicable
+from ...platform.windows.wincmd import NOT_FOUND_RC, TIMEOUT_RC
+from ..model import LOOP_PERIOD_US, Finding, Found, Severity, Status, declare
 from . import parse
 from .facts import (CSP_CLASS, CSP_NAMESPACE, ELEVATED, KERNEL_KEY, SYSTEM, WU_POLICY_KEY, WinFacts, needs,
                     rt_core_readings, said, top_cores)
@@ -28,11 +28,6 @@ WBEM_NOT_PRESENT = ("0x80041010", "0x8004100e", "invalid class", "invalid namesp
 WBEM_ACCESS_DENIED = ("0x80041003", "access denied", "access is denied")
 
 
-def _unreadable(cid: str, title: str, reason: str, severity: Severity = Severity.LOW, *evidence: str,
-                reader: str | None = None) -> Finding:
-    return not_applicable(cid, title, reason, severity, *evidence, unreadable=True, reader=reader)
-
-
 def csp_fix(count: int | None, rt: CpuSet) -> str:
     """The guide's MDM-bridge script for SetRTCores, as one line (run as SYSTEM, then restart)."""
     n = count - min(rt) if count and rt else "<number of RT cores>"
@@ -44,38 +39,35 @@ def csp_fix(count: int | None, rt: CpuSet) -> str:
 @declare("cores.rt_cpus", Severity.FATAL)
 def check_rt_cpus(w: WinFacts) -> Finding:
     """The real-time CPUs exist on this machine."""
-    title = "Real-time CPUs exist"
+    found = Found("cores.rt_cpus", "Real-time CPUs exist", Severity.FATAL)
     cpus, where = w.cpus
     if cpus is None:
-        return _unreadable("cores.rt_cpus", title, "the number of logical processors could not be read",
-                           Severity.FATAL, where, reader="a working Windows PowerShell (Get-CimInstance "
-                           "Win32_ComputerSystem), or softrt check on the machine itself")
+        return found.unreadable("the number of logical processors could not be read",
+                                Severity.FATAL, where, reader="a working Windows PowerShell (Get-CimInstance "
+                                "Win32_ComputerSystem), or softrt check on the machine itself")
     if not w.rt_cpus:
-        return _unreadable("cores.rt_cpus", title, "no RT CPU named and none could be chosen", Severity.FATAL, where)
+        return found.unreadable("no RT CPU named and none could be chosen", Severity.FATAL, where)
     evidence = (where,)
     missing = w.rt_cpus - w.online
     if missing:
-        return Finding("cores.rt_cpus", title, Status.FAIL, Severity.FATAL,
-                       f"{w.describe_cpus(missing)} {'does' if len(missing) == 1 else 'do'} not exist: "
-                       f"this machine has CPUs {w.online}", evidence,
-                       why="the loop cannot be placed on a processor Windows does not have",
-                       fix=f"choose CPUs within {w.online}, e.g. --rt-cpus {w.online.last()}")
+        return found.fail(f"{w.describe_cpus(missing)} {'does' if len(missing) == 1 else 'do'} not exist: "
+                          f"this machine has CPUs {w.online}", evidence,
+                          why="the loop cannot be placed on a processor Windows does not have",
+                          fix=f"choose CPUs within {w.online}, e.g. --rt-cpus {w.online.last()}")
     if not w.housekeeping:
-        return Finding("cores.rt_cpus", title, Status.FAIL, Severity.FATAL,
-                       f"every CPU ({w.online}) is a real-time CPU", evidence,
-                       why="Windows needs at least core 0 for itself (SetRTCores takes fewer than all cores)",
-                       fix=f"leave CPU 0 to Windows, e.g. --rt-cpus {w.online - CpuSet([0])}")
-    return Finding("cores.rt_cpus", title, Status.OK, Severity.FATAL,
-                   f"{w.describe_cpus(w.rt_cpus)} of {w.online}", evidence)
+        return found.fail(f"every CPU ({w.online}) is a real-time CPU", evidence,
+                          why="Windows needs at least core 0 for itself (SetRTCores takes fewer than all cores)",
+                          fix=f"leave CPU 0 to Windows, e.g. --rt-cpus {w.online - CpuSet([0])}")
+    return found.ok(f"{w.describe_cpus(w.rt_cpus)} of {w.online}", evidence)
 
 
 @declare("cores.reserved", Severity.HIGH)
 def check_reserved(w: WinFacts) -> Finding:
     """The RT CPUs are reserved (ReservedCpuSets, written by SetRTCores)."""
-    title = "Reserved CPU sets"
+    found = Found("cores.reserved", "Reserved CPU sets", Severity.HIGH)
     if w.reserved is None:
-        return _unreadable("cores.reserved", title, f"reg query {KERNEL_KEY} failed or its ReservedCpuSets "
-                           "is not a CPU mask", Severity.HIGH, reader=needs(w.kernel, w.admin))
+        return found.unreadable(f"reg query {KERNEL_KEY} failed or its ReservedCpuSets "
+                                "is not a CPU mask", Severity.HIGH, reader=needs(w.kernel, w.admin))
     kind, data = (w.kernel_values or {}).get("ReservedCpuSets", ("", ""))
     evidence = (f"{KERNEL_KEY}\\ReservedCpuSets: {f'{kind} {data}' if kind else 'absent'}",
                 f"reserved CPUs: {w.reserved or 'none'}")
@@ -84,70 +76,68 @@ def check_reserved(w: WinFacts) -> Finding:
     why = ("Windows schedules every thread and routes every interrupt over all cores that are not reserved: "
            f"anything may take the loop's CPU for longer than {LOOP_PERIOD_US} µs")
     if not w.reserved:
-        return Finding("cores.reserved", title, Status.FAIL, Severity.HIGH, "no CPU is reserved for real-time work",
-                       evidence, why=why, fix=csp_fix(w.cpu_count, rt), reboot=True)
+        return found.fail("no CPU is reserved for real-time work",
+                          evidence, why=why, fix=csp_fix(w.cpu_count, rt), reboot=True)
     if outside:
-        return Finding("cores.reserved", title, Status.FAIL, Severity.HIGH,
-                       f"{w.describe_cpus(outside)} {'is' if len(outside) == 1 else 'are'} not reserved "
-                       f"(reserved: {w.reserved})", evidence, why=why,
-                       fix=f"run the loop on the reserved CPUs (--rt-cpus {w.reserved}), or {csp_fix(w.cpu_count, rt)}",
-                       reboot=True)
+        return found.fail(f"{w.describe_cpus(outside)} {'is' if len(outside) == 1 else 'are'} not reserved "
+                          f"(reserved: {w.reserved})", evidence, why=why,
+                          fix=f"run the loop on the reserved CPUs (--rt-cpus {w.reserved}), or {csp_fix(w.cpu_count, rt)}",
+                          reboot=True)
     extra = w.reserved - rt
     tail = f"; {w.describe_cpus(extra)} reserved too (unused by this loop)" if extra else ""
-    return Finding("cores.reserved", title, Status.OK, Severity.HIGH,
-                   f"{w.describe_cpus(rt)} reserved{tail}", evidence)
+    return found.ok(f"{w.describe_cpus(rt)} reserved{tail}", evidence)
 
 
 @declare("cores.csp", Severity.MEDIUM)
 def check_csp(w: WinFacts) -> Finding:
     """The WindowsIoT CSP's SetRTCores (MDM bridge WMI)."""
-    title = "WindowsIoT CSP SetRTCores"
+    found = Found("cores.csp", "WindowsIoT CSP SetRTCores", Severity.MEDIUM)
     res = w.csp
     told = said(res)
     if res.err.startswith("as SYSTEM:"):  # check --as-system: the task that runs the query as SYSTEM failed
-        return _unreadable("cores.csp", title, f"could not be read {res.err.strip().splitlines()[0]}",
-                           Severity.MEDIUM, reader=SYSTEM)
+        return found.unreadable(f"could not be read {res.err.strip().splitlines()[0]}",
+                                Severity.MEDIUM, reader=SYSTEM)
     if res.rc in (NOT_FOUND_RC, TIMEOUT_RC):  # the exit status first: powershell.exe did not run at all
-        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM,
-                           reader=needs(res, w.admin))
+        return found.unreadable(f"could not be read: {told}", Severity.MEDIUM,
+                                reader=needs(res, w.admin))
     # PowerShell may exit 0 after a non-terminating error: what it said on stderr decides.
     if not res.ok or res.err.strip():
         low = (res.err + res.out).lower()
         if any(code in low for code in WBEM_NOT_PRESENT):
             reserved = bool(w.reserved)
-            return Finding("cores.csp", title, Status.WARN if reserved else Status.FAIL, Severity.MEDIUM,
-                           f"{CSP_CLASS} is not present: this is not Windows 10/11 IoT Enterprise (21H2 or later)"
-                           + ("; the cores are reserved through ReservedCpuSets instead (undocumented)" if reserved else ""),
-                           (f"Get-CimInstance {CSP_CLASS}: {told}",),
-                           why="Soft Real-Time (reserved cores, 16 RT priority levels) is an IoT Enterprise feature",
-                           fix="use Windows 10 IoT Enterprise LTSC 2021 (21H2) or later, then set SetRTCores")
+            return found(Status.WARN if reserved else Status.FAIL,
+                         f"{CSP_CLASS} is not present: this is not Windows 10/11 IoT Enterprise (21H2 or later)"
+                         + ("; the cores are reserved through ReservedCpuSets instead (undocumented)" if reserved else ""),
+                         (f"Get-CimInstance {CSP_CLASS}: {told}",),
+                         why="Soft Real-Time (reserved cores, 16 RT priority levels) is an IoT Enterprise feature",
+                         fix="use Windows 10 IoT Enterprise LTSC 2021 (21H2) or later, then set SetRTCores")
         if any(code in low for code in WBEM_ACCESS_DENIED):
-            return _unreadable("cores.csp", title, "the MDM bridge answers only to SYSTEM: run softrt check "
-                               "--as-system (elevated) to read SetRTCores", Severity.MEDIUM, told,
-                               reader=SYSTEM)
-        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM,
-                           reader=needs(res, w.admin))
+            return found.unreadable("the MDM bridge answers only to SYSTEM: run softrt check "
+                                    "--as-system (elevated) to read SetRTCores", Severity.MEDIUM, told,
+                                    reader=SYSTEM)
+        return found.unreadable(f"could not be read: {told}", Severity.MEDIUM,
+                                reader=needs(res, w.admin))
     if not res.out.strip():
-        return _unreadable("cores.csp", title, f"could not be read: {told}", Severity.MEDIUM,
-                           reader=needs(res, w.admin))
+        return found.unreadable(f"could not be read: {told}", Severity.MEDIUM,
+                                reader=needs(res, w.admin))
     try:
         rows = parse.json_list(res.out)
     except ValueError:
-        return _unreadable("cores.csp", title, "Get-CimInstance did not print JSON", Severity.MEDIUM,
-                           reader=needs(res, w.admin))
+        return found.unreadable("Get-CimInstance did not print JSON", Severity.MEDIUM,
+                                reader=needs(res, w.admin))
     value = rows[0].get("SetRTCores") if rows else None
     evidence = (f"{CSP_CLASS}.SetRTCores: {value if value is not None else 'not set'}",)
     if not isinstance(value, int) or value <= 0:
-        return Finding("cores.csp", title, Status.FAIL, Severity.MEDIUM, "SetRTCores is not set: no core is real-time",
-                       evidence, why="without it Windows schedules everything on every core",
-                       fix=csp_fix(w.cpu_count, w.existing_rt), reboot=True)
+        return found.fail("SetRTCores is not set: no core is real-time",
+                          evidence, why="without it Windows schedules everything on every core",
+                          fix=csp_fix(w.cpu_count, w.existing_rt), reboot=True)
     return _csp_cores(w, value, evidence)
 
 
 def _csp_cores(w: WinFacts, value: int, evidence: tuple[str, ...]) -> Finding:
     """SetRTCores=N judged by the ReservedCpuSets mask it wrote (the truth the kernel reads), not by a reading of N:
     the seed read N as the first RT core, softrt once as a count, and Microsoft's CSP page settles neither."""
-    title = "WindowsIoT CSP SetRTCores"
+    found = Found("cores.csp", "WindowsIoT CSP SetRTCores", Severity.MEDIUM)
     readings = rt_core_readings(w.cpu_count or 0, value)
     told = "; ".join(f"as {name}: {cpus or 'none'}" for name, cpus in readings.items())
     kind, data = (w.kernel_values or {}).get("ReservedCpuSets", ("", ""))
@@ -163,71 +153,64 @@ def _csp_cores(w: WinFacts, value: int, evidence: tuple[str, ...]) -> Finding:
                      f"{told}",)
         fits = [cpus for cpus in readings.values() if cpus and w.existing_rt <= cpus]
         if len(fits) == 1 and len({str(cpus) for cpus in readings.values()}) > 1:
-            return Finding("cores.csp", title, Status.WARN, Severity.MEDIUM,
-                           f"SetRTCores={value} reserves {fits[0]} under one reading of N only (no mask to settle it)",
-                           evidence, why="the ReservedCpuSets mask it writes says which cores are reserved",
-                           fix=f"read it: reg query {KERNEL_KEY} /v ReservedCpuSets (after the restart)")
+            return found.warn(f"SetRTCores={value} reserves {fits[0]} under one reading of N only (no mask to settle it)",
+                              evidence, why="the ReservedCpuSets mask it writes says which cores are reserved",
+                              fix=f"read it: reg query {KERNEL_KEY} /v ReservedCpuSets (after the restart)")
         cores, source = (fits[0] if fits else next(iter(readings.values()))), "SetRTCores"
     if not w.existing_rt <= cores:
-        return Finding("cores.csp", title, Status.FAIL, Severity.MEDIUM,
-                       f"SetRTCores={value} reserves {cores or 'no core'} ({source}), not "
-                       f"{w.describe_cpus(w.existing_rt - cores)}",
-                       evidence, why="the loop would run on a core Windows still schedules everything on",
-                       fix=f"run the loop on CPUs {cores}" if cores else csp_fix(w.cpu_count, w.existing_rt))
+        return found.fail(f"SetRTCores={value} reserves {cores or 'no core'} ({source}), not "
+                          f"{w.describe_cpus(w.existing_rt - cores)}",
+                          evidence, why="the loop would run on a core Windows still schedules everything on",
+                          fix=f"run the loop on CPUs {cores}" if cores else csp_fix(w.cpu_count, w.existing_rt))
     if source != "SetRTCores" and not match:
-        return Finding("cores.csp", title, Status.WARN, Severity.MEDIUM,
-                       f"the mask (CPUs {cores}) matches neither reading of SetRTCores={value}: set since the last "
-                       "restart?", evidence, why="the CSP writes ReservedCpuSets; the kernel reads it at boot",
-                       fix="restart, then run softrt check again", reboot=True)
-    return Finding("cores.csp", title, Status.OK, Severity.MEDIUM,
-                   f"SetRTCores={value}: CPUs {cores} are real-time ({source})", evidence)
+        return found.warn(f"the mask (CPUs {cores}) matches neither reading of SetRTCores={value}: set since the last "
+                          "restart?", evidence, why="the CSP writes ReservedCpuSets; the kernel reads it at boot",
+                          fix="restart, then run softrt check again", reboot=True)
+    return found.ok(f"SetRTCores={value}: CPUs {cores} are real-time ({source})", evidence)
 
 
 @declare("idle.idle_disable", Severity.HIGH)
 def check_idle(w: WinFacts) -> Finding:
     """Processor idle states on the active power scheme (IDLEDISABLE)."""
-    title = "Processor idle disable"
+    found = Found("idle.idle_disable", "Processor idle disable", Severity.HIGH)
     res, setting = w.power
     if setting is None:
-        return _unreadable("idle.idle_disable", title, f"powercfg /qh did not show IDLEDISABLE: {said(res)}",
-                           Severity.HIGH, reader=needs(res, w.admin))
+        return found.unreadable(f"powercfg /qh did not show IDLEDISABLE: {said(res)}",
+                                Severity.HIGH, reader=needs(res, w.admin))
     evidence = (f"power scheme: {setting['scheme']} ({setting['scheme_name']})",
                 f"IDLEDISABLE AC index: {setting['ac']}, DC index: {setting.get('dc', '?')}")
     if setting["ac"] != 1:
-        return Finding("idle.idle_disable", title, Status.FAIL, Severity.HIGH, "processor idle states are enabled",
-                       evidence,
-                       why="a core woken from a deep C-state needs tens to hundreds of µs before the loop runs, "
-                           f"on every cycle of {LOOP_PERIOD_US} µs ({GUIDE}, step 1)",
-                       fix="powercfg.exe /setacvalueindex SCHEME_CURRENT SUB_PROCESSOR IdleDisable 1 & "
-                           "powercfg.exe /setactive SCHEME_CURRENT", tunable=True)
-    return Finding("idle.idle_disable", title, Status.OK, Severity.HIGH,
-                   "idle states are disabled (the cores spin: 100 % busy in Task Manager)", evidence)
+        return found.fail("processor idle states are enabled",
+                          evidence,
+                          why="a core woken from a deep C-state needs tens to hundreds of µs before the loop runs, "
+                              f"on every cycle of {LOOP_PERIOD_US} µs ({GUIDE}, step 1)",
+                          fix="powercfg.exe /setacvalueindex SCHEME_CURRENT SUB_PROCESSOR IdleDisable 1 & "
+                              "powercfg.exe /setactive SCHEME_CURRENT", tunable=True)
+    return found.ok("idle states are disabled (the cores spin: 100 % busy in Task Manager)", evidence)
 
 
 def _service_check(name: str, label: str, group: str, severity: Severity, why: str):
-    cid, title = f"{group}.{name.lower()}", f"{label} ({name})"
+    found = Found(f"{group}.{name.lower()}", f"{label} ({name})", severity)
 
-    @declare(cid, severity)
+    @declare(found.id, severity)
     def check(w: WinFacts) -> Finding:
         svc = w.services[name]
         if not svc.installed:
-            return Finding(cid, title, Status.OK, severity, "not installed",
-                           (f"sc qc {name}: exit status {parse.SERVICE_NOT_INSTALLED} (ERROR_SERVICE_DOES_NOT_EXIST)",))
+            return found.ok("not installed",
+                            (f"sc qc {name}: exit status {parse.SERVICE_NOT_INSTALLED} (ERROR_SERVICE_DOES_NOT_EXIST)",))
         if not svc.readable:
-            return _unreadable(cid, title, f"sc qc/query {name} could not be read"
-                               + (f" (exit status {svc.error}{f': {svc.said}' if svc.said else ''})" if svc.error else ""),
-                               severity, reader=needs(svc.qc if not svc.qc.ok else svc.query, w.admin))
+            return found.unreadable(f"sc qc/query {name} could not be read"
+                                    + (f" (exit status {svc.error}{f': {svc.said}' if svc.said else ''})" if svc.error else ""),
+                                    severity, reader=needs(svc.qc if not svc.qc.ok else svc.query, w.admin))
         evidence = (f"sc qc {name}: start type {svc.start}", f"sc query {name}: {svc.state}")
         fix = f"sc stop {name} & sc config {name} start= disabled"
         if svc.state != "stopped":
-            return Finding(cid, title, Status.FAIL, severity, f"{name} is {svc.state} (start type {svc.start})",
-                           evidence, why=why, fix=fix, tunable=True)
+            return found.fail(f"{name} is {svc.state} (start type {svc.start})", evidence, why=why, fix=fix, tunable=True)
         if svc.start != "disabled":
-            return Finding(cid, title, Status.WARN, Severity.LOW,
-                           f"{name} is stopped but starts again ({svc.start})", evidence,
-                           why="it comes back at the next boot or when something triggers it",
-                           fix=f"sc config {name} start= disabled", tunable=True)
-        return Finding(cid, title, Status.OK, severity, f"{name} is stopped and disabled", evidence)
+            return found.warn(f"{name} is stopped but starts again ({svc.start})", evidence,
+                              why="it comes back at the next boot or when something triggers it",
+                              fix=f"sc config {name} start= disabled", tunable=True, severity=Severity.LOW)
+        return found.ok(f"{name} is stopped and disabled", evidence)
     check.__name__ = f"check_{name.lower()}"
     check.__doc__ = f"{label} ({name}): stopped and disabled."
     return check
@@ -273,53 +256,49 @@ def covers(interpreter: str, procs: list[str], paths: list[str]) -> bool:
 @declare("services.defender", Severity.MEDIUM)
 def check_defender(w: WinFacts) -> Finding:
     """Windows Defender real-time protection and its exclusions."""
-    title = "Windows Defender real-time protection"
+    found = Found("services.defender", "Windows Defender real-time protection", Severity.MEDIUM)
     res = w.defender
     if not res.ok or not res.out.strip():
-        return _unreadable("services.defender", title,
-                           f"Get-MpPreference failed (Defender absent or another antivirus): {said(res)}",
-                           Severity.MEDIUM, reader=needs(res, w.admin))
+        return found.unreadable(f"Get-MpPreference failed (Defender absent or another antivirus): {said(res)}",
+                                Severity.MEDIUM, reader=needs(res, w.admin))
     try:
         prefs = (parse.json_list(res.out) or [{}])[0]
     except ValueError:
-        return _unreadable("services.defender", title, "Get-MpPreference did not print JSON", Severity.MEDIUM,
-                           reader=needs(res, w.admin))
+        return found.unreadable("Get-MpPreference did not print JSON", Severity.MEDIUM,
+                                reader=needs(res, w.admin))
     off = prefs.get("DisableRealtimeMonitoring") is True
     procs, paths = _texts(prefs.get("ExclusionProcess")), _texts(prefs.get("ExclusionPath"))
     evidence = (f"DisableRealtimeMonitoring: {prefs.get('DisableRealtimeMonitoring')}",
                 f"ExclusionProcess: {', '.join(procs) or 'none'}", f"ExclusionPath: {', '.join(paths) or 'none'}",
                 f"the loop's interpreter: {w.interpreter or 'unknown (a capture)'}")
     if off:
-        return Finding("services.defender", title, Status.OK, Severity.MEDIUM,
-                       "real-time protection is off (the machine relies on other protection)", evidence)
+        return found.ok("real-time protection is off (the machine relies on other protection)", evidence)
     fix = f'Add-MpPreference -ExclusionProcess "{w.interpreter or "<full path of the loop program, e.g. python.exe>"}"'
     if _hidden(procs) or _hidden(paths):
-        return _unreadable("services.defender", title, "real-time protection is on; its exclusions can be read by "
-                           "Administrators only (run softrt check elevated)", Severity.MEDIUM, *evidence,
-                           reader=f"Get-MpPreference from {ELEVATED}")
+        return found.unreadable("real-time protection is on; its exclusions can be read by "
+                                "Administrators only (run softrt check elevated)", Severity.MEDIUM, *evidence,
+                                reader=f"Get-MpPreference from {ELEVATED}")
     why = "MsMpEng.exe scans on access and was seen on the real-time cores in the seed's WPA trace"
     if not procs and not paths:
-        return Finding("services.defender", title, Status.WARN, Severity.MEDIUM,
-                       "real-time protection scans everything the loop's process opens; no exclusion", evidence,
-                       why=why, fix=fix)
+        return found.warn("real-time protection scans everything the loop's process opens; no exclusion", evidence,
+                          why=why, fix=fix)
     if w.interpreter and not covers(w.interpreter, procs, paths):
-        return Finding("services.defender", title, Status.WARN, Severity.MEDIUM,
-                       f"no exclusion covers the loop's interpreter {w.interpreter}", evidence, why=why, fix=fix)
+        return found.warn(f"no exclusion covers the loop's interpreter {w.interpreter}", evidence, why=why, fix=fix)
     whose = "the loop's interpreter is excluded" if w.interpreter else \
         f"{len(procs)} process and {len(paths)} path exclusion(s); whether they cover the loop's interpreter is " \
         "checked on the machine itself"
-    return Finding("services.defender", title, Status.OK, Severity.MEDIUM, f"real-time protection on; {whose}",
-                   evidence, why="MsMpEng.exe itself may still run on the RT cores (see the live sample)")
+    return found.ok(f"real-time protection on; {whose}",
+                    evidence, why="MsMpEng.exe itself may still run on the RT cores (see the live sample)")
 
 
 @declare("updates.policy", Severity.MEDIUM)
 def check_update_policy(w: WinFacts) -> Finding:
     """Windows Update automatic-update policy (NoAutoUpdate)."""
-    title = "Windows Update policy"
+    found = Found("updates.policy", "Windows Update policy", Severity.MEDIUM)
     res = w.wu_policy
     if res.rc in (NOT_FOUND_RC, TIMEOUT_RC):  # reg.exe did not run; exit status 1 is a key that is absent
-        return _unreadable("updates.policy", title, f"could not be read: {said(res)}", Severity.MEDIUM,
-                           reader=needs(res, w.admin))
+        return found.unreadable(f"could not be read: {said(res)}", Severity.MEDIUM,
+                                reader=needs(res, w.admin))
     values = parse.reg_values(res.out) if res.ok else {}
     no_auto = parse.reg_dword(values, "NoAutoUpdate")
     options = parse.reg_dword(values, "AUOptions")
@@ -327,11 +306,11 @@ def check_update_policy(w: WinFacts) -> Finding:
                 f"NoAutoUpdate: {no_auto if no_auto is not None else 'not set'}",
                 f"AUOptions: {options if options is not None else 'not set'}")
     if no_auto == 1:
-        return Finding("updates.policy", title, Status.OK, Severity.MEDIUM, "automatic updates are off by policy",
-                       evidence, why="plan maintenance windows for security updates")
-    return Finding("updates.policy", title, Status.WARN, Severity.MEDIUM, "automatic updates are allowed by policy",
-                   evidence, why=f"updates download and install while the loop runs ({GUIDE}, step 3)",
-                   fix=f'reg add "{WU_POLICY_KEY}" /v NoAutoUpdate /t REG_DWORD /d 1 /f')
+        return found.ok("automatic updates are off by policy",
+                        evidence, why="plan maintenance windows for security updates")
+    return found.warn("automatic updates are allowed by policy",
+                      evidence, why=f"updates download and install while the loop runs ({GUIDE}, step 3)",
+                      fix=f'reg add "{WU_POLICY_KEY}" /v NoAutoUpdate /t REG_DWORD /d 1 /f')
 
 
 def rss_range_off(w: WinFacts) -> tuple[int, int] | None:
@@ -372,14 +351,14 @@ def rss_cpus(adapter: dict) -> CpuSet | None:
 @declare("irq.rss", Severity.HIGH)
 def check_rss(w: WinFacts) -> Finding:
     """NIC receive-side scaling kept off the RT CPUs."""
-    title = "NIC RSS processors"
+    found = Found("irq.rss", "NIC RSS processors", Severity.HIGH)
     adapters = rss_adapters(w)
     if adapters is None:
-        return _unreadable("irq.rss", title, f"Get-NetAdapterRss failed: {said(w.rss)}", Severity.HIGH,
-                           reader=needs(w.rss, w.admin))
+        return found.unreadable(f"Get-NetAdapterRss failed: {said(w.rss)}", Severity.HIGH,
+                                reader=needs(w.rss, w.admin))
     if not adapters:
-        return not_applicable("irq.rss", title, "no adapter supports RSS (the guide's step 5 does not apply)",
-                              Severity.HIGH)
+        return found.na("no adapter supports RSS (the guide's step 5 does not apply)",
+                        Severity.HIGH)
     evidence, bad = [], []
     for a in adapters:
         cpus = rss_cpus(a)
@@ -393,26 +372,25 @@ def check_rss(w: WinFacts) -> Finding:
         fix = " ; ".join(f"Set-NetAdapterRss -Name '{a.get('Name')}' -BaseProcessorNumber {wanted[0]} "
                          f"-MaxProcessorNumber {wanted[1]}" for a in bad) if wanted else None
         names = ", ".join(str(a.get("Name")) for a in bad)
-        return Finding("irq.rss", title, Status.FAIL, Severity.HIGH,
-                       f"RSS of {names} may run receive DPCs on {w.describe_cpus(w.existing_rt)}", tuple(evidence),
-                       why="each received packet's ISR/DPC then preempts the loop, for tens of µs per burst "
-                           f"({GUIDE}, step 5: \"important\" in the seed)", fix=fix, tunable=fix is not None)
-    return Finding("irq.rss", title, Status.OK, Severity.HIGH, "no adapter's RSS reaches the RT CPUs", tuple(evidence))
+        return found.fail(f"RSS of {names} may run receive DPCs on {w.describe_cpus(w.existing_rt)}", tuple(evidence),
+                          why="each received packet's ISR/DPC then preempts the loop, for tens of µs per burst "
+                              f"({GUIDE}, step 5: \"important\" in the seed)", fix=fix, tunable=fix is not None)
+    return found.ok("no adapter's RSS reaches the RT CPUs", tuple(evidence))
 
 
 @declare("irq.threaded_dpc", Severity.LOW)
 def check_threaded_dpc(w: WinFacts) -> Finding:
     """Threaded DPCs (ThreadDpcEnable)."""
-    title = "Threaded DPCs"
+    found = Found("irq.threaded_dpc", "Threaded DPCs", Severity.LOW)
     if w.kernel_values is None:
-        return _unreadable("irq.threaded_dpc", title, f"reg query {KERNEL_KEY} failed", reader=needs(w.kernel, w.admin))
+        return found.unreadable(f"reg query {KERNEL_KEY} failed", reader=needs(w.kernel, w.admin))
     value = parse.reg_dword(w.kernel_values, "ThreadDpcEnable")
     evidence = (f"{KERNEL_KEY}\\ThreadDpcEnable: {value if value is not None else 'not set (enabled)'}",)
     if value == 0:
-        return Finding("irq.threaded_dpc", title, Status.OK, Severity.LOW, "threaded DPCs are off", evidence)
-    return Finding("irq.threaded_dpc", title, Status.WARN, Severity.LOW, "threaded DPCs are on (the default)",
-                   evidence, why="the guide's optional step 6: run every DPC at DISPATCH_LEVEL (for debugging latency)",
-                   fix=f'reg add "{KERNEL_KEY}" /v ThreadDpcEnable /t REG_DWORD /f /d 0 (then restart)', reboot=True)
+        return found.ok("threaded DPCs are off", evidence)
+    return found.warn("threaded DPCs are on (the default)",
+                      evidence, why="the guide's optional step 6: run every DPC at DISPATCH_LEVEL (for debugging latency)",
+                      fix=f'reg add "{KERNEL_KEY}" /v ThreadDpcEnable /t REG_DWORD /f /d 0 (then restart)', reboot=True)
 
 
 CHECKS = (check_rt_cpus, check_reserved, check_csp, check_idle, check_sysmain, check_dps, check_audiosrv,

@@ -1,7 +1,7 @@
 """The facts every Windows check shares, each asked of the system once (audit layer).
 
 Every fact comes from one command run through the platform's runner
-(:mod:`softrt.platform.wincmd`): this machine, or a directory of captured outputs. The commands
+(:mod:`softrt.platform.windows.wincmd`): this machine, or a directory of captured outputs. The commands
 are the ones Microsoft's Soft Real-Time guide names or implies
 (learn.microsoft.com/windows/iot/iot-enterprise/soft-real-time/soft-real-time-device), so what
 softrt reads is what an engineer can type to see the same thing.
@@ -15,8 +15,8 @@ from functools import cached_property
 
 from ...cpus import CpuSet
 from ...errors import SoftRTError
-from ...platform.wincmd import NOT_FOUND_RC, POWERSHELL, TIMEOUT_RC, CmdResult, Runner, powershell
-from ...platform.winsettings import SERVICES
+from ...platform.windows.wincmd import NOT_FOUND_RC, POWERSHELL, TIMEOUT_RC, CmdResult, Runner, powershell
+from ...platform.windows.winsettings import SERVICES
 from . import parse
 
 KERNEL_KEY = r"HKLM\SYSTEM\CurrentControlSet\Control\Session Manager\kernel"
@@ -26,7 +26,7 @@ CSP_CLASS = "MDM_WindowsIoT_SoftRealTimeProperties01"
 
 #: More logical processors than any Windows supports (Windows Server 2022: 2,048) is not a count.
 MAX_LOGICAL_PROCESSORS = 2048
-CPU_SETS = "cpu_sets"  # GetSystemCpuSetInformation's buffer (platform.wincpusets)
+CPU_SETS = "cpu_sets"  # GetSystemCpuSetInformation's buffer (platform.windows.wincpusets)
 THROTTLING = "power_throttling"  # this process's PROCESS_POWER_THROTTLING_STATE
 CPU_COUNT = powershell("(Get-CimInstance -ClassName Win32_ComputerSystem).NumberOfLogicalProcessors")
 POWER = ["powercfg.exe", "/qh", "SCHEME_CURRENT", "SUB_PROCESSOR", "IDLEDISABLE"]

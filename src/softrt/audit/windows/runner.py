@@ -1,7 +1,7 @@
 """The Windows checks run against this machine or a capture of one, and the default RT CPU (audit layer).
 
 Chosen when the platform layer says this is Windows, or when ``--root`` is a directory of captured
-Windows command outputs (:func:`softrt.platform.wincmd.is_capture`), so that the same checks run on
+Windows command outputs (:func:`softrt.platform.windows.wincmd.is_capture`), so that the same checks run on
 Linux against captures. Source: learn.microsoft.com/windows/iot/iot-enterprise/soft-real-time/
 soft-real-time-device, and the seed's four points (``docs/field-report.md``).
 """
@@ -13,7 +13,8 @@ import sys
 
 from ...cpus import CpuSet, choose_cpus
 from ...errors import ConfigError, NotSupported, SoftRTError
-from ...platform import get_platform, wincmd, wincpusets, winsystem
+from ...platform import get_platform
+from ...platform.windows import wincmd, wincpusets, winsystem
 from ..model import Report, crashed
 from . import checks, hybrid, sample
 from .facts import CPU_SETS, THROTTLING, WinFacts
@@ -65,7 +66,7 @@ def _system_runner(root: str) -> wincmd.Runner:
 
 
 def _this_machine(name: str) -> bytes:
-    """This machine's Win32 buffer *name* (:mod:`softrt.platform.wincpusets`)."""
+    """This machine's Win32 buffer *name* (:mod:`softrt.platform.windows.wincpusets`)."""
     return {CPU_SETS: wincpusets.system_cpu_sets, THROTTLING: wincpusets.process_throttling}[name]()
 
 
@@ -88,7 +89,7 @@ def run_checks(rt_cpus: CpuSet, root: str, sample_s: float = 2.0, runner: wincmd
 
     An RT CPU the machine does not have, a missing CSP or an unreadable source is a finding,
     never an exception; so is no RT CPU at all (:func:`default_rt_cpu` found none to choose).
-    *as_system* reads the CSP as SYSTEM (:func:`softrt.platform.winsystem.run_as_system`, or
+    *as_system* reads the CSP as SYSTEM (:func:`softrt.platform.windows.winsystem.run_as_system`, or
     *system_runner*); everything else, and softrt's own files, stay the caller's.
 
     Raises:

@@ -19,8 +19,8 @@ import re
 
 from ...cpus import CpuSet
 from ...errors import SoftRTError
-from ...platform.wincmd import powershell
-from ..model import Finding, Severity, Status, declare, not_applicable
+from ...platform.windows.wincmd import powershell
+from ..model import Finding, Found, Severity, declare
 from . import parse
 from .facts import WinFacts, said
 
@@ -115,13 +115,13 @@ def sample(w: WinFacts, seconds: float) -> dict:
 @declare("cores.sample", Severity.MEDIUM)
 def check_sample(w: WinFacts) -> Finding:
     """What ran on the RT cores during the live sample."""
-    title = "Live sample of the RT cores"
+    found = Found("cores.sample", "Live sample of the RT cores", Severity.MEDIUM)
     s = w.sample
     if s is None:
-        return not_applicable("cores.sample", title, "no live sample taken (--sample 0)", Severity.MEDIUM)
+        return found.na("no live sample taken (--sample 0)", Severity.MEDIUM)
     if s.get("error"):
-        return not_applicable("cores.sample", title, f"sample failed: {s['error']}", Severity.MEDIUM, unreadable=True,
-                              reader="the performance counters (typeperf.exe, or PDH on the machine itself)")
+        return found.unreadable(f"sample failed: {s['error']}", Severity.MEDIUM,
+                                reader="the performance counters (typeperf.exe, or PDH on the machine itself)")
     evidence = [f"method: {s['method']}"]
     heavy = []
     for cpu, c in s["cores"].items():
@@ -132,20 +132,17 @@ def check_sample(w: WinFacts) -> Finding:
     others = [t for t in s["tasks"] if t["kind"] not in ("pinned to the RT cores", "kernel")]
     evidence += [f"{t['comm']}: {t['cpu_ms']} ms CPU in {s['seconds']} s ({t['kind']})" for t in s["tasks"][:8]]
     if heavy:
-        return Finding("cores.sample", title, Status.FAIL, Severity.HIGH,
-                       f"DPCs and interrupts took over {DPC_SHARE_LIMIT:.1%} of CPU {', '.join(heavy)}",
-                       tuple(evidence), why="a driver's ISR/DPC preempts every thread, the loop included",
-                       fix="move RSS off the RT cores (Set-NetAdapterRss) and find the driver with a WPR trace "
-                           "(wpr -start CPU … wpr -stop, then WPA's DPC/ISR view)")
+        return found.fail(f"DPCs and interrupts took over {DPC_SHARE_LIMIT:.1%} of CPU {', '.join(heavy)}",
+                          tuple(evidence), why="a driver's ISR/DPC preempts every thread, the loop included",
+                          fix="move RSS off the RT cores (Set-NetAdapterRss) and find the driver with a WPR trace "
+                              "(wpr -start CPU … wpr -stop, then WPA's DPC/ISR view)", severity=Severity.HIGH)
     if others:
         names = ", ".join(f"{t['comm']} ({t['cpu_ms']} ms)" for t in others[:3])
         mpeng = any(t["comm"].lower().startswith("msmpeng") for t in others)
-        return Finding("cores.sample", title, Status.WARN, Severity.MEDIUM,
-                       f"{len(others)} process(es) may have run on the RT cores: {names}", tuple(evidence),
-                       why=("MsMpEng.exe (Windows Defender) was the seed's unexpected process on the real-time cores"
-                            if mpeng else "any other process on the RT cores delays the loop"),
-                       fix='Add-MpPreference -ExclusionProcess "<loop program>"; keep other programs\' affinity off '
-                           "the RT cores (SetRTCores reserves them)" if mpeng else
-                           "keep their affinity off the RT cores, or reserve the cores (SetRTCores)")
-    return Finding("cores.sample", title, Status.OK, Severity.MEDIUM,
-                   "nothing but the pinned application ran on the RT cores", tuple(evidence))
+        return found.warn(f"{len(others)} process(es) may have run on the RT cores: {names}", tuple(evidence),
+                          why=("MsMpEng.exe (Windows Defender) was the seed's unexpected process on the real-time cores"
+                               if mpeng else "any other process on the RT cores delays the loop"),
+                          fix='Add-MpPreference -ExclusionProcess "<loop program>"; keep other programs\' affinity off '
+                              "the RT cores (SetRTCores reserves them)" if mpeng else
+                              "keep their affinity off the RT cores, or reserve the cores (SetRTCores)")
+    return found.ok("nothing but the pinned application ran on the RT cores", tuple(evidence))

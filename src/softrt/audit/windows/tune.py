@@ -3,7 +3,7 @@
 Applied, journalled first and undone by ``--revert``: the active power scheme's idle-disable
 setting (step 1), the start type and state of SysMain, DPS, Audiosrv (step 2) and wuauserv
 (step 3), and each adapter's RSS processor range (step 5), through the commands of
-:mod:`softrt.platform.winsettings`. Printed, never applied: the WindowsIoT CSP's SetRTCores
+:mod:`softrt.platform.windows.winsettings`. Printed, never applied: the WindowsIoT CSP's SetRTCores
 (step 4; the guide warns it cannot be undone without reimaging), the Windows Update policy,
 threaded DPCs (step 6, a restart) and the Defender exclusions (a security decision).
 
@@ -18,9 +18,9 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...errors import ConfigError
-from ...platform import wincmd, winsettings
+from ...platform.windows import wincmd, winsettings
 from ...platform.journal import Outcome
-from ...platform.winsettings import WIN_POWER, WIN_RSS, WIN_SERVICE
+from ...platform.windows.winsettings import WIN_POWER, WIN_RSS, WIN_SERVICE
 from .. import state
 from ..linux.apply import Result  # the tune model (Plan, Step, Result) is the Linux backend's, shared
 from ..linux.plan import Plan, Step

@@ -13,9 +13,9 @@ import os
 from ....cpus import CpuSet
 from ....errors import ConfigError
 from ....platform.kfiles import kpath
-from ....platform import kfacts
+from ....platform.linux import kfacts
 from ..context import Context
-from ...model import Finding, Severity, Status, not_applicable
+from ...model import Finding, Found, Severity
 
 _TUNE = "softrt tune --rt-cpus {rt} --apply"
 
@@ -48,7 +48,7 @@ def _isolated_partitions(ctx: Context) -> tuple[CpuSet, list[str]]:
 
 def check_isolation(ctx: Context) -> Finding:
     """RT CPUs reserved with isolcpus=domain or an isolated cpuset partition."""
-    title = "CPU isolation (isolcpus / cpuset partition)"
+    found = Found("cores.isolation", "CPU isolation (isolcpus / cpuset partition)", Severity.MEDIUM)
     isolated = kfacts.cpulist(ctx.root, "/sys/devices/system/cpu/isolated")
     params = ctx.cmdline or {}
     boot_cpus, flags = kfacts.parse_isolcpus(params["isolcpus"]) if "isolcpus" in params else (CpuSet(), ())
@@ -56,17 +56,14 @@ def check_isolation(ctx: Context) -> Finding:
     evidence = [f"/sys/devices/system/cpu/isolated: {isolated if isolated is not None else 'unreadable'}",
                 f"/proc/cmdline isolcpus: {params.get('isolcpus', '(not set)')}", *part_where]
     if isolated is None and ctx.cmdline is None:
-        return not_applicable("cores.isolation", title,
-                              "neither /sys/devices/system/cpu/isolated nor /proc/cmdline is readable")
+        return found.na("neither /sys/devices/system/cpu/isolated nor /proc/cmdline is readable")
     domain = (isolated or CpuSet()) | (boot_cpus if "domain" in flags else CpuSet())
     covered = domain | part_cpus
     if ctx.rt_cpus <= covered:
         how = "isolcpus" if ctx.rt_cpus <= domain else "an isolated cpuset partition"
-        return Finding("cores.isolation", title, Status.OK, Severity.MEDIUM,
-                       f"{ctx.describe_cpus(ctx.rt_cpus)} reserved by {how}", tuple(evidence))
+        return found.ok(f"{ctx.describe_cpus(ctx.rt_cpus)} reserved by {how}", tuple(evidence))
     missing = ctx.rt_cpus - covered
-    return Finding(
-        "cores.isolation", title, Status.FAIL, Severity.MEDIUM,
+    return found.fail(
         f"{ctx.describe_cpus(missing)} not reserved: the scheduler may place any new task there",
         tuple(evidence),
         why="without a reservation every new process and thread can land on the loop's CPU (the seed's Defender case); "
@@ -78,50 +75,45 @@ def check_isolation(ctx: Context) -> Finding:
 
 def check_nohz_full(ctx: Context) -> Finding:
     """Tick stopped on the RT CPUs while one task runs (nohz_full=)."""
-    title = "Adaptive tick (nohz_full)"
+    found = Found("cores.nohz_full", "Adaptive tick (nohz_full)", Severity.LOW)
     nohz = kfacts.cpulist(ctx.root, "/sys/devices/system/cpu/nohz_full")
     from_cmdline = kfacts.cmdline_cpus(ctx.cmdline, "nohz_full")
     cpus = nohz if nohz is not None else from_cmdline
     if ctx.config("CONFIG_NO_HZ_FULL") is None and ctx.kconfig is not None:
         evidence = (f"{ctx.kconfig[1]}: CONFIG_NO_HZ_FULL is not set",)
-        return Finding("cores.nohz_full", title, Status.WARN, Severity.LOW,
-                       "this kernel is built without CONFIG_NO_HZ_FULL: the tick always runs on the RT CPUs", evidence,
-                       why="a busy-polling loop (the seed's) is interrupted by every tick (HZ times a second); a sleeping "
-                           "loop is better off with the tick (kernel-configuration.rst, NO_HZ_FULL)",
-                       fix="only if the loop busy-polls: a kernel built with CONFIG_NO_HZ_FULL=y, then nohz_full="
-                           f"{ctx.rt_cpus}", reboot=True)
+        return found.warn("this kernel is built without CONFIG_NO_HZ_FULL: the tick always runs on the RT CPUs", evidence,
+                          why="a busy-polling loop (the seed's) is interrupted by every tick (HZ times a second); a sleeping "
+                              "loop is better off with the tick (kernel-configuration.rst, NO_HZ_FULL)",
+                          fix="only if the loop busy-polls: a kernel built with CONFIG_NO_HZ_FULL=y, then nohz_full="
+                              f"{ctx.rt_cpus}", reboot=True)
     evidence = (f"/sys/devices/system/cpu/nohz_full: {nohz if nohz is not None else 'absent'}",
                 f"/proc/cmdline nohz_full: {(ctx.cmdline or {}).get('nohz_full', '(not set)')}")
     if cpus is not None and ctx.rt_cpus <= cpus:
-        return Finding("cores.nohz_full", title, Status.OK, Severity.LOW,
-                       f"nohz_full covers {ctx.describe_cpus(ctx.rt_cpus)}", evidence,
-                       why="good for a busy-polling loop; a loop that sleeps each cycle pays extra tick "
-                           "restart work (kernel-configuration.rst, NO_HZ_FULL)")
-    return Finding("cores.nohz_full", title, Status.WARN, Severity.LOW,
-                   f"the scheduler tick keeps running on {ctx.describe_cpus(ctx.rt_cpus)}", evidence,
-                   why="a busy-polling loop (the seed's) is interrupted by every tick; a sleeping loop does better with "
-                       "the tick running (kernel-configuration.rst, NO_HZ_FULL)",
-                   fix=f"only if the loop busy-polls: kernel parameter nohz_full={ctx.rt_cpus} (reboot)", reboot=True)
+        return found.ok(f"nohz_full covers {ctx.describe_cpus(ctx.rt_cpus)}", evidence,
+                        why="good for a busy-polling loop; a loop that sleeps each cycle pays extra tick "
+                            "restart work (kernel-configuration.rst, NO_HZ_FULL)")
+    return found.warn(f"the scheduler tick keeps running on {ctx.describe_cpus(ctx.rt_cpus)}", evidence,
+                      why="a busy-polling loop (the seed's) is interrupted by every tick; a sleeping loop does better with "
+                          "the tick running (kernel-configuration.rst, NO_HZ_FULL)",
+                      fix=f"only if the loop busy-polls: kernel parameter nohz_full={ctx.rt_cpus} (reboot)", reboot=True)
 
 
 def check_rcu_nocbs(ctx: Context) -> Finding:
     """RCU callbacks offloaded from the RT CPUs (rcu_nocbs=, implied by nohz_full=)."""
-    title = "RCU callback offload (rcu_nocbs)"
+    found = Found("cores.rcu_nocbs", "RCU callback offload (rcu_nocbs)", Severity.LOW)
     if ctx.cmdline is None:
-        return not_applicable("cores.rcu_nocbs", title, "/proc/cmdline is unreadable")
+        return found.na("/proc/cmdline is unreadable")
     nocbs = kfacts.cmdline_cpus(ctx.cmdline, "rcu_nocbs") or CpuSet()
     nohz = kfacts.cmdline_cpus(ctx.cmdline, "nohz_full") or CpuSet()
     evidence = (f"/proc/cmdline rcu_nocbs: {ctx.cmdline.get('rcu_nocbs', '(not set)')}",
                 f"/proc/cmdline nohz_full: {ctx.cmdline.get('nohz_full', '(not set)')}",
                 f"CONFIG_RCU_NOCB_CPU: {ctx.config('CONFIG_RCU_NOCB_CPU') or 'not set or unknown'}")
     if ctx.rt_cpus <= (nocbs | nohz):  # nohz_full= implies rcu_nocbs= (Documentation/timers/no_hz.rst)
-        return Finding("cores.rcu_nocbs", title, Status.OK, Severity.LOW,
-                       f"RCU callbacks of {ctx.describe_cpus(ctx.rt_cpus)} run in rcuo kthreads elsewhere", evidence)
-    return Finding("cores.rcu_nocbs", title, Status.WARN, Severity.LOW,
-                   f"RCU callbacks are invoked on {ctx.describe_cpus(ctx.rt_cpus)} in softirq context", evidence,
-                   why="callback batches after memory frees run in softirq on the loop's CPU, ahead of a SCHED_FIFO task "
-                       "on non-RT kernels",
-                   fix=f"kernel parameter rcu_nocbs={ctx.rt_cpus} (reboot; needs CONFIG_RCU_NOCB_CPU=y)", reboot=True)
+        return found.ok(f"RCU callbacks of {ctx.describe_cpus(ctx.rt_cpus)} run in rcuo kthreads elsewhere", evidence)
+    return found.warn(f"RCU callbacks are invoked on {ctx.describe_cpus(ctx.rt_cpus)} in softirq context", evidence,
+                      why="callback batches after memory frees run in softirq on the loop's CPU, ahead of a SCHED_FIFO task "
+                          "on non-RT kernels",
+                      fix=f"kernel parameter rcu_nocbs={ctx.rt_cpus} (reboot; needs CONFIG_RCU_NOCB_CPU=y)", reboot=True)
 
 
 def floating(ctx: Context):
@@ -138,9 +130,9 @@ def floating(ctx: Context):
 
 def check_tasks(ctx: Context) -> Finding:
     """Every user process and movable kernel thread whose affinity includes the RT CPUs."""
-    title = "Tasks allowed on the RT CPUs"
+    found = Found("cores.tasks", "Tasks allowed on the RT CPUs", Severity.HIGH)
     if not ctx.tasks:
-        return not_applicable("cores.tasks", title, "no readable /proc/PID/task entries")
+        return found.na("no readable /proc/PID/task entries")
     movable = floating(ctx)
     user = sorted({t.label() if t.pid == t.tid else f"{t.comm} ({t.pid})" for t in movable if not t.kthread})
     kthreads = sorted({t.label() for t in movable if t.kthread})
@@ -161,51 +153,46 @@ def check_tasks(ctx: Context) -> Finding:
                         "are left out: the next softrt run starts from that shell")
     fix = f"{_TUNE.format(rt=ctx.rt_cpus)} (moves them); to keep new ones off: isolcpus=domain,{ctx.rt_cpus}"
     if user:
-        return Finding("cores.tasks", title, Status.FAIL, Severity.HIGH,
-                       f"{len(user)} user process(es) and {len(kthreads)} kernel thread(s) may run on "
-                       f"{ctx.describe_cpus(ctx.rt_cpus)}", tuple(evidence),
-                       why="any of them can take the loop's CPU or its cache at any moment, as Windows Defender did on the "
-                           "seed's real-time cores", fix=fix, tunable=True)
+        return found.fail(f"{len(user)} user process(es) and {len(kthreads)} kernel thread(s) may run on "
+                          f"{ctx.describe_cpus(ctx.rt_cpus)}", tuple(evidence),
+                          why="any of them can take the loop's CPU or its cache at any moment, as Windows Defender did on the "
+                              "seed's real-time cores", fix=fix, tunable=True)
     if kthreads:
-        return Finding("cores.tasks", title, Status.WARN, Severity.MEDIUM,
-                       f"{len(kthreads)} movable kernel thread(s) may run on {ctx.describe_cpus(ctx.rt_cpus)}",
-                       tuple(evidence), why="kswapd, khugepaged, kcompactd and unbound kworkers wake up on any allowed "
-                       "CPU and run ahead of SCHED_OTHER work there", fix=fix, tunable=True)
-    return Finding("cores.tasks", title, Status.OK, Severity.HIGH,
-                   f"only per-CPU kernel threads{' and the pinned application' if pinned else ''} may run on "
-                   f"{ctx.describe_cpus(ctx.rt_cpus)}", tuple(evidence))
+        return found.warn(f"{len(kthreads)} movable kernel thread(s) may run on {ctx.describe_cpus(ctx.rt_cpus)}",
+                          tuple(evidence), why="kswapd, khugepaged, kcompactd and unbound kworkers wake up on any allowed "
+                          "CPU and run ahead of SCHED_OTHER work there", fix=fix, tunable=True, severity=Severity.MEDIUM)
+    return found.ok(f"only per-CPU kernel threads{' and the pinned application' if pinned else ''} may run on "
+                    f"{ctx.describe_cpus(ctx.rt_cpus)}", tuple(evidence))
 
 
 def check_workqueue(ctx: Context) -> Finding:
     """Unbound workqueues kept off the RT CPUs (/sys/devices/virtual/workqueue/cpumask)."""
-    title = "Unbound workqueue CPUs"
+    found = Found("cores.workqueue", "Unbound workqueue CPUs", Severity.MEDIUM)
     rel = "/sys/devices/virtual/workqueue/cpumask"
     raw = ctx.text(rel)
     if raw is None:
-        return not_applicable("cores.workqueue", title, f"{rel} is unreadable")
+        return found.na(f"{rel} is unreadable")
     try:
         cpus = CpuSet.from_mask(raw)
     except ConfigError:
-        return not_applicable("cores.workqueue", title, f"{rel} holds {raw!r}, not a CPU mask")
+        return found.na(f"{rel} holds {raw!r}, not a CPU mask")
     evidence = (f"{rel}: {raw} (CPUs {cpus})",)
     if cpus.isdisjoint(ctx.rt_cpus):
-        return Finding("cores.workqueue", title, Status.OK, Severity.MEDIUM,
-                       f"unbound work runs on CPUs {cpus} only", evidence)
-    return Finding("cores.workqueue", title, Status.WARN, Severity.MEDIUM,
-                   f"unbound kworkers may run on {ctx.describe_cpus(cpus & ctx.rt_cpus)}", evidence,
-                   why="writeback, crypto and other deferred kernel work is queued on unbound kworkers that go to any CPU "
-                       "in this mask (Documentation/core-api/workqueue.rst)",
-                   fix=f"echo {ctx.housekeeping.to_mask()} > {rel}", tunable=True)
+        return found.ok(f"unbound work runs on CPUs {cpus} only", evidence)
+    return found.warn(f"unbound kworkers may run on {ctx.describe_cpus(cpus & ctx.rt_cpus)}", evidence,
+                      why="writeback, crypto and other deferred kernel work is queued on unbound kworkers that go to any CPU "
+                          "in this mask (Documentation/core-api/workqueue.rst)",
+                      fix=f"echo {ctx.housekeeping.to_mask()} > {rel}", tunable=True)
 
 
 def check_sample(ctx: Context) -> Finding:
     """What actually ran on the RT CPUs during a short live sample."""
-    title = "Live sample of the RT CPUs"
+    found = Found("cores.sample", "Live sample of the RT CPUs", Severity.HIGH)
     sample = ctx.sample
     if sample is None:
-        return not_applicable("cores.sample", title, "no live sample taken (sampling off, or a captured tree)")
+        return found.na("no live sample taken (sampling off, or a captured tree)")
     if sample.get("error"):
-        return not_applicable("cores.sample", title, f"sampling failed: {sample['error']}")
+        return found.na(f"sampling failed: {sample['error']}")
     # Exited tasks count too: short-lived processes (compilers, scripts) are typical intruders. A
     # SCHED_OTHER task pinned to the RT CPUs is one too: only a FIFO/RR/DEADLINE task there may be
     # the real-time application (the seed's Defender ran there at normal priority).
@@ -219,16 +206,14 @@ def check_sample(ctx: Context) -> Finding:
                 f"events lost by the trace buffer: {sample.get('lost_events', 0)}")
     if others:
         ms = sum(e["cpu_ms"] for e in others)
-        return Finding("cores.sample", title, Status.WARN, Severity.HIGH,
-                       f"{len(others)} task(s) other than the real-time application used {ms:.2f} ms on the RT CPUs: "
-                       + ", ".join(_used(e) for e in others[:5]),
-                       evidence,
-                       why="every one of them delays a loop on that CPU (the seed's MsMpEng.exe finding); a "
-                           "SCHED_OTHER task pinned there is not the real-time application, whoever pinned it",
-                       fix=_TUNE.format(rt=ctx.rt_cpus) + _pinned_fix(ctx, others), tunable=True)
-    return Finding("cores.sample", title, Status.OK, Severity.HIGH,
-                   "only idle, per-CPU kernel threads" + (" and the pinned application" if expected else "")
-                   + " ran on the RT CPUs", evidence)
+        return found.warn(f"{len(others)} task(s) other than the real-time application used {ms:.2f} ms on the RT CPUs: "
+                          + ", ".join(_used(e) for e in others[:5]),
+                          evidence,
+                          why="every one of them delays a loop on that CPU (the seed's MsMpEng.exe finding); a "
+                              "SCHED_OTHER task pinned there is not the real-time application, whoever pinned it",
+                          fix=_TUNE.format(rt=ctx.rt_cpus) + _pinned_fix(ctx, others), tunable=True)
+    return found.ok("only idle, per-CPU kernel threads" + (" and the pinned application" if expected else "")
+                    + " ran on the RT CPUs", evidence)
 
 
 def _pinned_fix(ctx: Context, others: list[dict]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..context import Context
 from ..irqs import Irq, default_affinity
-from ...model import Finding, Severity, Status, not_applicable
+from ...model import Finding, Found, Severity
 
 _SHOW = 12
 
@@ -57,70 +57,62 @@ def _fix(ctx: Context) -> str:
 
 def check_nic(ctx: Context) -> Finding:
     """Network-card interrupts (RSS queues) that can fire on the RT CPUs."""
-    title = "Network-card IRQs (RSS queues)"
+    found = Found("irq.nic", "Network-card IRQs (RSS queues)", Severity.HIGH)
     if not ctx.irqs:
-        return not_applicable("irq.nic", title, "/proc/irq is unreadable")
+        return found.na("/proc/irq is unreadable")
     nic = [i for i in ctx.irqs if i.nic]
     if not nic:
-        return Finding("irq.nic", title, Status.OK, Severity.HIGH, "no network-card IRQs found",
-                       ("/sys/class/net: no interface with a PCI device and interrupts",))
+        return found.ok("no network-card IRQs found",
+                        ("/sys/class/net: no interface with a PCI device and interrupts",))
     routed, allowed = _classify(nic, ctx)
     names = sorted({i.nic for i in nic})
     if routed:
-        return Finding("irq.nic", title, Status.FAIL, Severity.HIGH,
-                       f"{len(routed)} network IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)} ({', '.join(names)})",
-                       _evidence(routed, allowed, ctx),
-                       why="every received packet interrupts the loop and runs the driver's NAPI softirq on its CPU; "
-                           "the seed called moving RSS off the real-time cores important", fix=_fix(ctx),
-                       **_how(routed + allowed))
+        return found.fail(f"{len(routed)} network IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)} ({', '.join(names)})",
+                          _evidence(routed, allowed, ctx),
+                          why="every received packet interrupts the loop and runs the driver's NAPI softirq on its CPU; "
+                              "the seed called moving RSS off the real-time cores important", fix=_fix(ctx),
+                          **_how(routed + allowed))
     if allowed:
-        return Finding("irq.nic", title, Status.WARN, Severity.MEDIUM,
-                       f"{len(allowed)} network IRQ(s) allowed on the RT CPUs, routed elsewhere for now",
-                       _evidence(routed, allowed, ctx),
-                       why="the kernel may reroute them to any allowed CPU (CPU hot-plug, vector pressure, irqbalance)",
-                       fix=_fix(ctx), **_how(allowed))
-    return Finding("irq.nic", title, Status.OK, Severity.HIGH,
-                   f"all {len(nic)} network IRQs ({', '.join(names)}) stay off the RT CPUs",
-                   tuple(f"{i.label()}: affinity {i.affinity}" for i in nic[:_SHOW]))
+        return found.warn(f"{len(allowed)} network IRQ(s) allowed on the RT CPUs, routed elsewhere for now",
+                          _evidence(routed, allowed, ctx),
+                          why="the kernel may reroute them to any allowed CPU (CPU hot-plug, vector pressure, irqbalance)",
+                          fix=_fix(ctx), **_how(allowed), severity=Severity.MEDIUM)
+    return found.ok(f"all {len(nic)} network IRQs ({', '.join(names)}) stay off the RT CPUs",
+                    tuple(f"{i.label()}: affinity {i.affinity}" for i in nic[:_SHOW]))
 
 
 def check_devices(ctx: Context) -> Finding:
     """Every other device IRQ that can fire on the RT CPUs."""
-    title = "Other device IRQs"
+    found = Found("irq.devices", "Other device IRQs", Severity.MEDIUM)
     if not ctx.irqs:
-        return not_applicable("irq.devices", title, "/proc/irq is unreadable")
+        return found.na("/proc/irq is unreadable")
     others = [i for i in ctx.irqs if not i.nic]
     routed, allowed = _classify(others, ctx)
     evidence = _evidence(routed, allowed, ctx)
     if routed:
-        return Finding("irq.devices", title, Status.FAIL, Severity.MEDIUM,
-                       f"{len(routed)} IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)}, "
-                       f"{len(allowed)} more allowed there", evidence,
-                       why="each interrupt runs its handler (and often a softirq) ahead of the loop, whatever its priority "
-                           "on a non-RT kernel", fix=_fix(ctx), **_how(routed + allowed))
+        return found.fail(f"{len(routed)} IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)}, "
+                          f"{len(allowed)} more allowed there", evidence,
+                          why="each interrupt runs its handler (and often a softirq) ahead of the loop, whatever its priority "
+                              "on a non-RT kernel", fix=_fix(ctx), **_how(routed + allowed))
     if allowed:
-        return Finding("irq.devices", title, Status.WARN, Severity.LOW,
-                       f"{len(allowed)} IRQ(s) allowed on the RT CPUs, routed elsewhere for now", evidence,
-                       why="the kernel may reroute them to any allowed CPU", fix=_fix(ctx), **_how(allowed))
-    return Finding("irq.devices", title, Status.OK, Severity.MEDIUM,
-                   f"none of {len(others)} device IRQs may fire on the RT CPUs", evidence)
+        return found.warn(f"{len(allowed)} IRQ(s) allowed on the RT CPUs, routed elsewhere for now", evidence,
+                          why="the kernel may reroute them to any allowed CPU", fix=_fix(ctx), **_how(allowed), severity=Severity.LOW)
+    return found.ok(f"none of {len(others)} device IRQs may fire on the RT CPUs", evidence)
 
 
 def check_default_affinity(ctx: Context) -> Finding:
     """default_smp_affinity, the mask every newly requested IRQ starts with."""
-    title = "Default IRQ affinity"
+    found = Found("irq.default_affinity", "Default IRQ affinity", Severity.MEDIUM)
     rel = "/proc/irq/default_smp_affinity"
     mask = default_affinity(ctx.root)
     if mask is None:
-        return not_applicable("irq.default_affinity", title, f"{rel} is unreadable")
+        return found.na(f"{rel} is unreadable")
     evidence = (f"{rel}: {ctx.text(rel)} (CPUs {mask})",)
     if mask.isdisjoint(ctx.rt_cpus):
-        return Finding("irq.default_affinity", title, Status.OK, Severity.MEDIUM,
-                       f"new IRQs start on CPUs {mask}", evidence)
-    return Finding("irq.default_affinity", title, Status.WARN, Severity.MEDIUM,
-                   f"new IRQs may start on {ctx.describe_cpus(mask & ctx.rt_cpus)}", evidence,
-                   why="a driver loaded later (a USB stick, a VPN) gets its IRQ on the loop's CPU",
-                   fix=f"echo {ctx.housekeeping.to_mask()} > {rel}", tunable=True)
+        return found.ok(f"new IRQs start on CPUs {mask}", evidence)
+    return found.warn(f"new IRQs may start on {ctx.describe_cpus(mask & ctx.rt_cpus)}", evidence,
+                      why="a driver loaded later (a USB stick, a VPN) gets its IRQ on the loop's CPU",
+                      fix=f"echo {ctx.housekeeping.to_mask()} > {rel}", tunable=True)
 
 
 CHECKS = (check_nic, check_devices, check_default_affinity)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from ....cpus import CpuSet
 from ....errors import ConfigError
-from ....platform import kfacts
+from ....platform.linux import kfacts
 from ..context import Context
-from ...model import Finding, Severity, Status, not_applicable
+from ...model import Finding, Found, Severity
 
 RT_PROFILES = {"realtime", "realtime-virtual-guest", "realtime-virtual-host", "cpu-partitioning",
                "cpu-partitioning-powersave", "latency-performance", "network-latency"}
@@ -44,7 +44,7 @@ def _banned_cpus(ctx: Context) -> tuple[CpuSet, list[str]]:
 
 def check_irqbalance(ctx: Context) -> Finding:
     """irqbalance running with the RT CPUs in its reach."""
-    title = "irqbalance"
+    found = Found("services.irqbalance", "irqbalance", Severity.HIGH)
     pids = ctx.process_names.get("irqbalance", [])
     enabled = "irqbalance.service" in ctx.enabled_units
     banned, evidence = _banned_cpus(ctx)
@@ -54,62 +54,58 @@ def check_irqbalance(ctx: Context) -> Finding:
     stop = "systemctl disable --now irqbalance" if ctx.systemd_running else "kill the irqbalance process"
     fix = f"{stop}, or IRQBALANCE_BANNED_CPULIST={ctx.rt_cpus} in /etc/default/irqbalance"
     if pids and not ctx.rt_cpus <= banned:
-        return Finding("services.irqbalance", title, Status.FAIL, Severity.HIGH,
-                       f"irqbalance is running and may move IRQs onto {ctx.describe_cpus(ctx.rt_cpus - banned)}",
-                       tuple(evidence),
-                       why="it rewrites /proc/irq/*/smp_affinity every 10 s, undoing any IRQ placement (softrt tune's "
-                           "included)", fix=fix, tunable=ctx.systemd_running)
+        return found.fail(f"irqbalance is running and may move IRQs onto {ctx.describe_cpus(ctx.rt_cpus - banned)}",
+                          tuple(evidence),
+                          why="it rewrites /proc/irq/*/smp_affinity every 10 s, undoing any IRQ placement (softrt tune's "
+                              "included)", fix=fix, tunable=ctx.systemd_running)
     if enabled and not pids and not ctx.rt_cpus <= banned:
-        return Finding("services.irqbalance", title, Status.WARN, Severity.LOW,
-                       "irqbalance is not running but is enabled for the next boot", tuple(evidence),
-                       why="after a reboot it spreads IRQs over the RT CPUs again",
-                       fix=f"systemctl disable irqbalance, or IRQBALANCE_BANNED_CPULIST={ctx.rt_cpus}")
-    return Finding("services.irqbalance", title, Status.OK, Severity.HIGH,
-                   "irqbalance leaves the RT CPUs alone" if pids or enabled else "irqbalance is not running",
-                   tuple(evidence))
+        return found.warn("irqbalance is not running but is enabled for the next boot", tuple(evidence),
+                          why="after a reboot it spreads IRQs over the RT CPUs again",
+                          fix=f"systemctl disable irqbalance, or IRQBALANCE_BANNED_CPULIST={ctx.rt_cpus}", severity=Severity.LOW)
+    return found.ok("irqbalance leaves the RT CPUs alone" if pids or enabled else "irqbalance is not running",
+                    tuple(evidence))
 
 
 def check_tuned(ctx: Context) -> Finding:
     """tuned running with a profile that is not meant for low latency."""
-    title = "tuned profile"
+    found = Found("services.tuned", "tuned profile", Severity.MEDIUM)
     pids = ctx.process_names.get("tuned", [])
     profile = ctx.text("/etc/tuned/active_profile")
     evidence = (f"process: {'running' if pids else 'not running'}", f"/etc/tuned/active_profile: {profile or '(none)'}")
     if not pids:
-        return Finding("services.tuned", title, Status.OK, Severity.MEDIUM, "tuned is not running", evidence)
+        return found.ok("tuned is not running", evidence)
     if profile and set(profile.split()) & RT_PROFILES:
-        return Finding("services.tuned", title, Status.OK, Severity.MEDIUM, f"tuned runs the {profile} profile", evidence)
-    return Finding("services.tuned", title, Status.WARN, Severity.MEDIUM,
-                   f"tuned runs the {profile or 'unknown'} profile", evidence,
-                   why="a throughput or powersave profile sets governors and sysctls of its own and re-applies them, "
-                       "undoing softrt tune",
-                   fix=f"tuned-adm profile realtime (isolated_cores={ctx.rt_cpus} in /etc/tuned/realtime-variables.conf)")
+        return found.ok(f"tuned runs the {profile} profile", evidence)
+    return found.warn(f"tuned runs the {profile or 'unknown'} profile", evidence,
+                      why="a throughput or powersave profile sets governors and sysctls of its own and re-applies them, "
+                          "undoing softrt tune",
+                      fix=f"tuned-adm profile realtime (isolated_cores={ctx.rt_cpus} in /etc/tuned/realtime-variables.conf)")
 
 
 def check_ksm(ctx: Context) -> Finding:
     """Kernel same-page merging scanning memory (ksmd)."""
-    title = "KSM page merging"
+    found = Found("services.ksm", "KSM page merging", Severity.MEDIUM)
     rel = "/sys/kernel/mm/ksm/run"
     run = ctx.text(rel)
     if run is None:
-        return not_applicable("services.ksm", title, f"{rel} is missing (kernel without CONFIG_KSM)")
+        return found.na(f"{rel} is missing (kernel without CONFIG_KSM)")
     evidence = (f"{rel}: {run}",)
     if run == "1":
-        return Finding("services.ksm", title, Status.WARN, Severity.MEDIUM, "ksmd is scanning and merging pages", evidence,
-                       why="merged pages are copied on the next write (a page fault in the loop) and merging flushes TLBs "
-                           "on every CPU (Documentation/admin-guide/mm/ksm.rst)",
-                       fix=f"echo 0 > {rel}", tunable=True)
-    return Finding("services.ksm", title, Status.OK, Severity.MEDIUM, "KSM is not running", evidence)
+        return found.warn("ksmd is scanning and merging pages", evidence,
+                          why="merged pages are copied on the next write (a page fault in the loop) and merging flushes TLBs "
+                              "on every CPU (Documentation/admin-guide/mm/ksm.rst)",
+                          fix=f"echo 0 > {rel}", tunable=True)
+    return found.ok("KSM is not running", evidence)
 
 
 def check_watchdog(ctx: Context) -> Finding:
     """Soft-lockup and NMI watchdogs active on the RT CPUs."""
-    title = "Lockup detectors (watchdog)"
+    found = Found("services.watchdog", "Lockup detectors (watchdog)", Severity.HIGH)
     base = "/proc/sys/kernel"
     names = ("watchdog", "soft_watchdog", "nmi_watchdog", "watchdog_cpumask", "watchdog_thresh")
     values = {k: ctx.text(f"{base}/{k}") for k in names}
     if values["watchdog"] is None and values["soft_watchdog"] is None:
-        return not_applicable("services.watchdog", title, "no /proc/sys/kernel/watchdog (kernel without LOCKUP_DETECTOR)")
+        return found.na("no /proc/sys/kernel/watchdog (kernel without LOCKUP_DETECTOR)")
     evidence = tuple(f"{base}/{k}: {v if v is not None else 'absent'}" for k, v in values.items())
     active = values["watchdog"] != "0" and "1" in (values["soft_watchdog"], values["nmi_watchdog"])
     try:
@@ -119,51 +115,46 @@ def check_watchdog(ctx: Context) -> Finding:
     on_rt = mask & ctx.rt_cpus
     if active and on_rt:
         keep = (mask - ctx.rt_cpus) or ctx.housekeeping
-        return Finding("services.watchdog", title, Status.FAIL, Severity.HIGH,
-                       f"the lockup detector runs on {ctx.describe_cpus(on_rt)}", evidence,
-                       why="its hrtimer fires every few seconds in hard-IRQ context on each watched CPU, even on "
-                           "PREEMPT_RT (kernel-configuration.rst, LOCKUP_DETECTOR: high)",
-                       fix=f"sysctl kernel.watchdog_cpumask={keep}; at boot: nowatchdog", tunable=True)
-    return Finding("services.watchdog", title, Status.OK, Severity.HIGH,
-                   "no lockup detector runs on the RT CPUs" if active else "lockup detectors are off", evidence)
+        return found.fail(f"the lockup detector runs on {ctx.describe_cpus(on_rt)}", evidence,
+                          why="its hrtimer fires every few seconds in hard-IRQ context on each watched CPU, even on "
+                              "PREEMPT_RT (kernel-configuration.rst, LOCKUP_DETECTOR: high)",
+                          fix=f"sysctl kernel.watchdog_cpumask={keep}; at boot: nowatchdog", tunable=True)
+    return found.ok("no lockup detector runs on the RT CPUs" if active else "lockup detectors are off", evidence)
 
 
 def check_thp(ctx: Context) -> Finding:
     """Transparent huge pages set to 'always' (khugepaged, fault-time compaction)."""
-    title = "Transparent huge pages"
+    found = Found("services.thp", "Transparent huge pages", Severity.MEDIUM)
     base = "/sys/kernel/mm/transparent_hugepage"
     enabled, defrag = ctx.text(f"{base}/enabled"), ctx.text(f"{base}/defrag")
     if enabled is None:
-        return not_applicable("services.thp", title, f"{base} is missing (kernel without TRANSPARENT_HUGEPAGE)")
+        return found.na(f"{base} is missing (kernel without TRANSPARENT_HUGEPAGE)")
     evidence = (f"{base}/enabled: {enabled}", f"{base}/defrag: {defrag}")
     bad = [name for name, value in (("enabled", enabled), ("defrag", defrag)) if kfacts.selected_word(value) == "always"]
     if bad:
-        return Finding("services.thp", title, Status.WARN, Severity.MEDIUM,
-                       f"THP {' and '.join(bad)} set to always", evidence,
-                       why="a page fault may stall in direct compaction for milliseconds, and khugepaged collapses pages "
-                           "behind the application's back (Documentation/admin-guide/mm/transhuge.rst)",
-                       fix=" ; ".join(f"echo madvise > {base}/{n}" for n in bad), tunable=True)
-    return Finding("services.thp", title, Status.OK, Severity.MEDIUM,
-                   f"THP is {kfacts.selected_word(enabled)} (defrag {kfacts.selected_word(defrag)})", evidence)
+        return found.warn(f"THP {' and '.join(bad)} set to always", evidence,
+                          why="a page fault may stall in direct compaction for milliseconds, and khugepaged collapses pages "
+                              "behind the application's back (Documentation/admin-guide/mm/transhuge.rst)",
+                          fix=" ; ".join(f"echo madvise > {base}/{n}" for n in bad), tunable=True)
+    return found.ok(f"THP is {kfacts.selected_word(enabled)} (defrag {kfacts.selected_word(defrag)})", evidence)
 
 
 def check_numa_balancing(ctx: Context) -> Finding:
     """Automatic NUMA balancing (kernel.numa_balancing)."""
-    title = "Automatic NUMA balancing"
+    found = Found("services.numa_balancing", "Automatic NUMA balancing", Severity.MEDIUM)
     rel = "/proc/sys/kernel/numa_balancing"
     value = ctx.text(rel)
     nodes = kfacts.cpulist(ctx.root, "/sys/devices/system/node/online")
     if value is None:
-        return not_applicable("services.numa_balancing", title, f"{rel} is missing (kernel without NUMA_BALANCING)")
+        return found.na(f"{rel} is missing (kernel without NUMA_BALANCING)")
     evidence = (f"{rel}: {value}", f"NUMA nodes online: {nodes if nodes is not None else 'unknown'}")
     if value != "0" and (nodes is None or len(nodes) > 1):
-        return Finding("services.numa_balancing", title, Status.WARN, Severity.MEDIUM,
-                       "automatic NUMA balancing is on", evidence,
-                       why="it unmaps pages periodically to sample accesses: the loop takes hinting page faults and its "
-                           "memory may migrate (Documentation/admin-guide/sysctl/kernel.rst, numa_balancing)",
-                       fix="sysctl kernel.numa_balancing=0", tunable=True)
+        return found.warn("automatic NUMA balancing is on", evidence,
+                          why="it unmaps pages periodically to sample accesses: the loop takes hinting page faults and its "
+                              "memory may migrate (Documentation/admin-guide/sysctl/kernel.rst, numa_balancing)",
+                          fix="sysctl kernel.numa_balancing=0", tunable=True)
     why = "off" if value == "0" else "on, but with one NUMA node it has nothing to do"
-    return Finding("services.numa_balancing", title, Status.OK, Severity.MEDIUM, f"NUMA balancing is {why}", evidence)
+    return found.ok(f"NUMA balancing is {why}", evidence)
 
 
 CHECKS = (check_irqbalance, check_tuned, check_ksm, check_watchdog, check_thp, check_numa_balancing)

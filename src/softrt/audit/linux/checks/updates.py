@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import systemd
 from ..context import Context
-from ...model import Finding, Severity, Status
+from ...model import Finding, Found, Severity
 
 #: Process names (comm, at most 15 characters) of update agents at work.
 UPDATE_PROCESSES = ("unattended-upgr", "apt", "apt-get", "apt.systemd.dai", "dpkg", "packagekitd", "dnf",
@@ -35,6 +35,7 @@ def stoppable_timers(ctx: Context) -> list[str]:
 
 def _units_finding(ctx: Context, id: str, title: str, units: list[str], running: list[str], severity: Severity,
                    why: str, extra: tuple[str, ...] = ()) -> Finding:
+    found = Found(id, title, severity)
     evidence = [f"systemd: {'running' if ctx.systemd_running else 'not running (no /run/systemd/system)'}",
                 f"enabled units: {', '.join(units) or 'none'}", *extra]
     for unit in units:
@@ -49,14 +50,13 @@ def _units_finding(ctx: Context, id: str, title: str, units: list[str], running:
                else "let the running job finish, then disable what starts it")
         if "snapd.service" in active:
             fix += "; snap refresh --hold"
-        return Finding(id, title, Status.WARN, severity,
-                       f"{len(active)} enabled unit(s){', ' + str(len(running)) + ' running now' if running else ''}",
-                       tuple(evidence), why=why, fix=fix,
-                       tunable=id == "updates.agents" and any(u.endswith(".timer") for u in active))
+        return found.warn(f"{len(active)} enabled unit(s){', ' + str(len(running)) + ' running now' if running else ''}",
+                          tuple(evidence), why=why, fix=fix,
+                          tunable=id == "updates.agents" and any(u.endswith(".timer") for u in active))
     if units:
-        return Finding(id, title, Status.OK, severity,
-                       f"{len(units)} unit(s) enabled, but systemd is not running here, so none can fire", tuple(evidence))
-    return Finding(id, title, Status.OK, severity, "none enabled or running", tuple(evidence))
+        return found.ok(f"{len(units)} unit(s) enabled, but systemd is not running here, so none can fire",
+                        tuple(evidence))
+    return found.ok("none enabled or running", tuple(evidence))
 
 
 def check_agents(ctx: Context) -> Finding:

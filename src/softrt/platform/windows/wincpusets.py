@@ -27,9 +27,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ..cpus import CpuSet
-from ..errors import SoftRTError
-from . import IS_WINDOWS
+from ...cpus import CpuSet
+from ...errors import SoftRTError
+from .. import IS_WINDOWS
 
 RECORD = struct.Struct("<IIIHBBBBBBIQ")  # SYSTEM_CPU_SET_INFORMATION, 32 bytes
 CPU_SET_INFORMATION = 0

@@ -235,7 +235,7 @@ def test_tune_on_a_blind_machine_lists_what_it_could_not_read_as_administrator(w
 def test_check_as_system_says_in_one_finding_what_wine_lacks(wine):
     """Wine's schtasks registers the task and runs none: the wait for its answer ends, and the CSP finding
     says so, naming the fix; the other checks ran as the user. A real Windows runs the task
-    (tests/platform/test_winsystem.py runs the exchange against a scheduler that does)."""
+    (tests/platform/windows/test_winsystem.py runs the exchange against a scheduler that does)."""
     code, out = wine["as_system"]
     assert code in (1, 2) and "Traceback" not in out, out
     if code == 2:  # not elevated: the one line, nothing read

@@ -81,7 +81,7 @@ def _failed(argv: Sequence[str], step: CmdResult) -> CmdResult:
 
 
 def run_to_files(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> CmdResult:
-    """:func:`softrt.platform.wincmd.run`, with the output in files rather than pipes: a program schtasks
+    """:func:`softrt.platform.windows.wincmd.run`, with the output in files rather than pipes: a program schtasks
     starts may keep its standard handles, and a pipe held open blocks its reader for ever (measured under
     Wine: the desktop process, explorer.exe, started by the first program that needs it, inherits them, and
     ``softrt check --as-system`` hung in subprocess's read of schtasks' output)."""
@@ -101,10 +101,10 @@ def run_to_files(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> C
 
 def run_as_system(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, runner: Runner = run_to_files
                   ) -> CmdResult:
-    """Run the PowerShell command *argv* (:func:`softrt.platform.wincmd.powershell`) as LocalSystem; never raise.
+    """Run the PowerShell command *argv* (:func:`softrt.platform.windows.wincmd.powershell`) as LocalSystem; never raise.
 
     Needs an elevated caller (registering a task for SYSTEM does). *runner* runs schtasks (the tests'
-    fake machine); the result reads like :func:`softrt.platform.wincmd.run`'s, with the step that failed
+    fake machine); the result reads like :func:`softrt.platform.windows.wincmd.run`'s, with the step that failed
     in ``err``. The task is deleted and the private folder removed whatever happens.
     """
     if list(argv[:1]) != [POWERSHELL] or list(argv[-2:-1]) != ["-Command"]:

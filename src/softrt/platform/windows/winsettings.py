@@ -1,6 +1,6 @@
 """The Windows settings ``softrt tune`` changes, the values each takes, and the commands that set them (platform layer).
 
-The Windows counterpart of :mod:`.writable`: every Windows entry of a tune journal passes
+The Windows counterpart of :mod:`..linux.writable`: every Windows entry of a tune journal passes
 :func:`check_entry` when it is written and when it is read back (a journal is untrusted input),
 and the commands that apply or restore it are built here only, from checked values, never from
 free text. The reversible subset of Microsoft's Soft Real-Time steps
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .wincmd import powershell
 
 WIN_POWER, WIN_SERVICE, WIN_RSS = "win-power", "win-service", "win-rss"

@@ -1,5 +1,5 @@
 """The Windows backend's tests run on Linux against ``FakeWin32``, a recording stand-in for
-softrt.platform.windows.Win32 (fixture ``fake_win32``).
+softrt.platform.windows._win32.Win32 (fixture ``fake_win32``).
 
 It keeps the little state the calls read back (priority class, masks, working set, sections,
 locks), records every call as ``(name, *args)`` and fails a call on request with a Windows error
@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from softrt.platform import windows as W
+from softrt.platform.windows import _win32 as K
 
-TEXTS = {W.ERROR_ACCESS_DENIED: "Access is denied.", W.ERROR_PRIVILEGE_NOT_HELD: "A required privilege is not held "
-         "by the client.", W.ERROR_INVALID_PARAMETER: "The parameter is incorrect.",
-         W.ERROR_FILE_NOT_FOUND: "The system cannot find the file specified.",
-         W.ERROR_WORKING_SET_QUOTA: "Insufficient quota to complete the requested service."}
+TEXTS = {K.ERROR_ACCESS_DENIED: "Access is denied.", K.ERROR_PRIVILEGE_NOT_HELD: "A required privilege is not held "
+         "by the client.", K.ERROR_INVALID_PARAMETER: "The parameter is incorrect.",
+         K.ERROR_FILE_NOT_FOUND: "The system cannot find the file specified.",
+         K.ERROR_WORKING_SET_QUOTA: "Insufficient quota to complete the requested service."}
 PSEUDO_PROCESS, PSEUDO_THREAD = -1, -2  # (HANDLE)-1 and (HANDLE)-2, as Windows returns them
 
 
 class FakeWin32:
-    """Same public methods as :class:`softrt.platform.windows.Win32`; ``calls`` is what was asked."""
+    """Same public methods as :class:`softrt.platform.windows._win32.Win32`; ``calls`` is what was asked."""
 
     def __init__(self, section_dir: Path, cpus: int = 4, admin: bool = True, fail: dict[str, int] | None = None) -> None:
         self.calls: list[tuple] = []
@@ -34,7 +34,7 @@ class FakeWin32:
         self.system_mask = (1 << cpus) - 1
         self.process_mask = self.system_mask
         self.thread_mask = self.system_mask
-        self.priority_class = W.NORMAL_PRIORITY_CLASS
+        self.priority_class = K.NORMAL_PRIORITY_CLASS
         self.thread_priority = 0
         self.working_set = (200 << 10, 1380 << 10, 0)  # Windows' defaults: 200 KiB, 1380 KiB, no hard limits
         self.timer_periods: list[int] = []
@@ -44,15 +44,15 @@ class FakeWin32:
         self._next_handle = 0x100
         self.counter_values: dict[str, list[tuple[str, float]]] = {}
         self._counters: dict[int, str] = {}
-        self.registry = {(W.CURRENT_VERSION_KEY, "CurrentBuildNumber"): "22631", (W.CURRENT_VERSION_KEY, "UBR"): 4460,
-                         (W.CURRENT_VERSION_KEY, "DisplayVersion"): "23H2",
-                         (W.PROCESSOR_KEY, "ProcessorNameString"): "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz   "}
+        self.registry = {(K.CURRENT_VERSION_KEY, "CurrentBuildNumber"): "22631", (K.CURRENT_VERSION_KEY, "UBR"): 4460,
+                         (K.CURRENT_VERSION_KEY, "DisplayVersion"): "23H2",
+                         (K.PROCESSOR_KEY, "ProcessorNameString"): "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz   "}
 
     def _call(self, name: str, *args) -> None:
         self.calls.append((name, *args))
         code = self.fail.get(name)
         if code:
-            raise W.Win32Failed(name, code, TEXTS.get(code, ""))
+            raise K.Win32Failed(name, code, TEXTS.get(code, ""))
 
     def _handle(self) -> int:
         self._next_handle += 4
@@ -82,8 +82,8 @@ class FakeWin32:
     def SetPriorityClass(self, process, priority_class):  # noqa: N802
         self._call("SetPriorityClass", process, priority_class)
         # Without SeIncreaseBasePriorityPrivilege Windows grants HIGH instead of REALTIME, silently.
-        granted_high = priority_class == W.REALTIME_PRIORITY_CLASS and not self.admin
-        self.priority_class = W.HIGH_PRIORITY_CLASS if granted_high else priority_class
+        granted_high = priority_class == K.REALTIME_PRIORITY_CLASS and not self.admin
+        self.priority_class = K.HIGH_PRIORITY_CLASS if granted_high else priority_class
 
     def GetProcessAffinityMask(self, process):  # noqa: N802
         self._call("GetProcessAffinityMask", process)
@@ -92,7 +92,7 @@ class FakeWin32:
     def SetProcessAffinityMask(self, process, mask):  # noqa: N802
         self._call("SetProcessAffinityMask", process, mask)
         if not mask or mask & ~self.system_mask:
-            raise W.Win32Failed("SetProcessAffinityMask", W.ERROR_INVALID_PARAMETER, TEXTS[W.ERROR_INVALID_PARAMETER])
+            raise K.Win32Failed("SetProcessAffinityMask", K.ERROR_INVALID_PARAMETER, TEXTS[K.ERROR_INVALID_PARAMETER])
         self.process_mask = mask
 
     def SetThreadAffinityMask(self, thread, mask):  # noqa: N802
@@ -106,8 +106,8 @@ class FakeWin32:
 
     def SetThreadPriority(self, thread, priority):  # noqa: N802
         self._call("SetThreadPriority", thread, priority)
-        if priority not in (-15, -2, -1, 0, 1, 2, 15) and self.priority_class != W.REALTIME_PRIORITY_CLASS:
-            raise W.Win32Failed("SetThreadPriority", W.ERROR_INVALID_PARAMETER, TEXTS[W.ERROR_INVALID_PARAMETER])
+        if priority not in (-15, -2, -1, 0, 1, 2, 15) and self.priority_class != K.REALTIME_PRIORITY_CLASS:
+            raise K.Win32Failed("SetThreadPriority", K.ERROR_INVALID_PARAMETER, TEXTS[K.ERROR_INVALID_PARAMETER])
         self.thread_priority = priority
 
     def read_registry(self, key, name):
@@ -121,7 +121,7 @@ class FakeWin32:
 
     def SetProcessWorkingSetSizeEx(self, process, low, high, flags):  # noqa: N802
         self._call("SetProcessWorkingSetSizeEx", process, low, high, flags)
-        self.working_set = (low, high, flags & (W.QUOTA_LIMITS_HARDWS_MIN_ENABLE | W.QUOTA_LIMITS_HARDWS_MAX_ENABLE))
+        self.working_set = (low, high, flags & (K.QUOTA_LIMITS_HARDWS_MIN_ENABLE | K.QUOTA_LIMITS_HARDWS_MAX_ENABLE))
 
     def VirtualLock(self, address, size):  # noqa: N802
         self._call("VirtualLock", address, size)
@@ -161,7 +161,7 @@ class FakeWin32:
     def OpenFileMappingW(self, access, name):  # noqa: N802
         self._call("OpenFileMappingW", access, name)
         if name not in self.sections:
-            raise W.Win32Failed("OpenFileMappingW", W.ERROR_FILE_NOT_FOUND, TEXTS[W.ERROR_FILE_NOT_FOUND])
+            raise K.Win32Failed("OpenFileMappingW", K.ERROR_FILE_NOT_FOUND, TEXTS[K.ERROR_FILE_NOT_FOUND])
         return self._handle()
 
     def map_pagefile(self, name, size):
@@ -189,7 +189,7 @@ class FakeWin32:
     def PdhAddEnglishCounterW(self, query, path):  # noqa: N802
         self._call("PdhAddEnglishCounterW", query, path)
         if path not in self.counter_values:
-            raise W.Win32Failed("PdhAddEnglishCounterW", 0xC0000BB9, "PDH status 0xC0000BB9")  # PDH_CSTATUS_NO_COUNTER
+            raise K.Win32Failed("PdhAddEnglishCounterW", 0xC0000BB9, "PDH status 0xC0000BB9")  # PDH_CSTATUS_NO_COUNTER
         handle = self._handle()
         self._counters[handle] = path
         return handle
@@ -199,7 +199,7 @@ class FakeWin32:
 
     def PdhGetFormattedCounterArrayW(self, counter):  # noqa: N802
         self._call("PdhGetFormattedCounterArrayW", counter)
-        return [(name, W.PDH_CSTATUS_VALID_DATA, value) for name, value in self.counter_values[self._counters[counter]]]
+        return [(name, K.PDH_CSTATUS_VALID_DATA, value) for name, value in self.counter_values[self._counters[counter]]]
 
     def PdhCloseQuery(self, query):  # noqa: N802
         self._call("PdhCloseQuery", query)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..cpus import CpuSet
-from ..errors import ConfigError
-from .kfiles import kpath, read_text
+from ...cpus import CpuSet
+from ...errors import ConfigError
+from ..kfiles import kpath, read_text
 
 PF_KTHREAD = 0x00200000  # a kernel thread
 PF_NO_SETAFFINITY = 0x04000000  # userland may not change its affinity (per-CPU kthreads)

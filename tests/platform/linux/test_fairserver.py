@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from softrt.platform import fairserver
+from softrt.platform.linux import fairserver
 
 
 def test_this_machine_off_linux_has_no_fair_server(monkeypatch):

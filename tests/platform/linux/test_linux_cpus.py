@@ -7,7 +7,7 @@ import pytest
 from softrt.cpus import MAX_CPUS, CpuSet
 from softrt.errors import ConfigError
 from softrt.platform import get_platform
-from softrt.platform.linux import LinuxPlatform
+from softrt.platform.linux.backend import LinuxPlatform
 from softrt.scenario.model import LoadSpec
 
 

@@ -1,4 +1,4 @@
-"""The captured-output runner (softrt.platform.wincmd): a capture directory is user input (``--root``)."""
+"""The captured-output runner (softrt.platform.windows.wincmd): a capture directory is user input (``--root``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.platform.wincmd import INDEX, NOT_FOUND_RC, CapturedRunner
+from softrt.platform.windows.wincmd import INDEX, NOT_FOUND_RC, CapturedRunner
 
 ARGV = ["sc.exe", "qc", "SysMain"]
 
@@ -63,7 +63,7 @@ def _tool(tmp_path, monkeypatch, name: str, body: str) -> None:
 @pytest.mark.skipif(sys.platform == "win32", reason="stands in for the tools with shell scripts")
 def test_console_tools_are_decoded_from_the_oem_code_page(tmp_path, monkeypatch):
     """reg, sc and powercfg write the OEM code page to a pipe: cp850's 0x84 is "ä", not cp1252's "„"."""
-    from softrt.platform import wincmd
+    from softrt.platform.windows import wincmd
 
     _tool(tmp_path, monkeypatch, "sc.exe", "printf 'Dienst l\\204uft\\n'; exit 5\n")
     monkeypatch.setattr(wincmd, "oem_codec", lambda: "cp850")
@@ -73,7 +73,7 @@ def test_console_tools_are_decoded_from_the_oem_code_page(tmp_path, monkeypatch)
 
 @pytest.mark.skipif(sys.platform == "win32", reason="stands in for PowerShell with a shell script")
 def test_powershell_is_asked_for_utf8_and_read_as_utf8(tmp_path, monkeypatch):
-    from softrt.platform import wincmd
+    from softrt.platform.windows import wincmd
 
     _tool(tmp_path, monkeypatch, "powershell.exe", 'printf "%s" "$4" > "$0.args"; printf \'\\357\\273\\277[{"Name":"Ethernet \\303\\244"}]\'\n')
     res = wincmd.run(wincmd.powershell("Get-NetAdapterRss | ConvertTo-Json"))
@@ -85,7 +85,7 @@ def test_powershell_is_asked_for_utf8_and_read_as_utf8(tmp_path, monkeypatch):
 
 def test_a_missing_tool_and_a_silent_one_are_told_apart(tmp_path, monkeypatch):
     from softrt.audit.windows.facts import said
-    from softrt.platform import wincmd
+    from softrt.platform.windows import wincmd
 
     missing = wincmd.run(["no-such-tool.exe", "/qh"])
     assert missing.rc == NOT_FOUND_RC and said(missing).startswith("no-such-tool.exe: not found")

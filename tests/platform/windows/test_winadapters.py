@@ -1,4 +1,4 @@
-"""Adapters by friendly name or GUID mapped to Npcap's \\Device\\NPF_{GUID}, and Npcap's presence (platform.winadapters).
+"""Adapters by friendly name or GUID mapped to Npcap's \\Device\\NPF_{GUID}, and Npcap's presence (platform.windows.winadapters).
 
 The adapters are as GetAdaptersAddresses describes them (Microsoft Learn, "IP_ADAPTER_ADDRESSES_LH structure":
 AdapterName is the GUID in braces, FriendlyName what ncpa.cpl shows); the Npcap paths are the Npcap Users'
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.platform import winadapters as A
+from softrt.platform.windows import winadapters as A
 
 GUID = "{4D36E972-E325-11CE-BFC1-08002BE10318}"
 ADAPTERS = [A.adapter(GUID.lower(), "EtherCAT", "Intel(R) Ethernet Controller I210"),

@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..cpus import MAX_CPUS, CpuSet
-from ..errors import ConfigError, InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
-from .kfiles import read_int, read_text
-from .base import Capabilities, Control, ThreadPins, Undo, softrt_version
+from ...cpus import MAX_CPUS, CpuSet
+from ...errors import ConfigError, InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
+from ..kfiles import read_int, read_text
+from ..base import Capabilities, Control, ThreadPins, Undo, softrt_version
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -229,7 +229,7 @@ class LinuxPlatform:
         which stops the child cleanly."""
         from multiprocessing import resource_tracker
 
-        from . import STOP_SIGNALS
+        from .. import STOP_SIGNALS
 
         # multiprocessing's resource tracker, started by the first spawn, unblocks SIGINT and SIGTERM
         # once it has started itself (CPython Lib/multiprocessing/resource_tracker.py, bpo-33613),
@@ -432,7 +432,7 @@ def describe_process(pid: int, uid: int | None = None) -> str:
     """``user NAME: COMMAND, since HH:MM:SS`` for process *pid* (whatever of it can be read), for messages."""
     import psutil
 
-    from ..schema.text import printable
+    from ...schema.text import printable
 
     parts = []
     try:

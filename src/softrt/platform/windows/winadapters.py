@@ -18,8 +18,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..errors import ConfigError
-from . import IS_WINDOWS
+from ...errors import ConfigError
+from .. import IS_WINDOWS
 
 NPF_PREFIX = "\\Device\\NPF_"
 NPCAP_FIX = "install Npcap from npcap.com with 'WinPcap API-compatible mode'"

@@ -11,9 +11,9 @@ import os
 import shlex
 from dataclasses import dataclass
 
-from ..cpus import CpuSet
-from ..errors import ConfigError
-from .kfiles import kpath, read_bytes, read_gzip_text, read_text
+from ...cpus import CpuSet
+from ...errors import ConfigError
+from ..kfiles import kpath, read_bytes, read_gzip_text, read_text
 
 CPU_DIR = "/sys/devices/system/cpu"
 

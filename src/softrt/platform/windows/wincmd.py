@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
-from . import IS_WINDOWS
-from .kfiles import read_bytes
+from ...errors import ConfigError
+from .. import IS_WINDOWS
+from ..kfiles import read_bytes
 
 INDEX = "commands.json"
 DEFAULT_TIMEOUT_S = 30.0

@@ -1,4 +1,4 @@
-"""platform.threads: every thread of the process is moved, one by one, and put back."""
+"""platform.linux.threads: every thread of the process is moved, one by one, and put back."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ if not sys.platform.startswith("linux"):
     pytest.skip("per-thread affinity by thread id is Linux's (sched_setaffinity(2))", allow_module_level=True)
 
 from softrt.cpus import CpuSet
-from softrt.platform.threads import masks, pin_threads
+from softrt.platform.linux.threads import masks, pin_threads
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""NT kernel logger CSwitch, DPC and ISR payloads parsed from bytes (platform.etwevents).
+"""NT kernel logger CSwitch, DPC and ISR payloads parsed from bytes (platform.windows.etwevents).
 
 The payloads are laid out by ctypes from the MOF class declarations on Microsoft Learn ("CSwitch class",
 "DPC class", "ISR class": Event Tracing Reference > MOF classes > Kernel events), with a 64-bit kernel's
@@ -11,7 +11,7 @@ import ctypes
 
 import pytest
 
-from softrt.platform import etwevents as E
+from softrt.platform.windows import etwevents as E
 
 b, B = ctypes.c_int8, ctypes.c_uint8
 

@@ -21,7 +21,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from .kfiles import kpath, read_text
+from ..kfiles import kpath, read_text
+from . import kfacts
 
 DEBUGFS = "/sys/kernel/debug"
 DIR = f"{DEBUGFS}/sched/fair_server"
@@ -85,17 +86,8 @@ class FairServer:
                 f"{DEFAULT_RUNTIME_NS / 1e6:g} ms of every {DEFAULT_PERIOD_NS / 1e6:g} ms")
 
 
-def _version(root: str) -> tuple[int, ...]:
-    release = (read_text(root, "/proc/sys/kernel/osrelease", fallback="") or "").split("-")[0]
-    try:
-        return tuple(int("".join(c for c in part if c.isdigit()) or 0) for part in release.split(".")[:2])
-    except ValueError:
-        return ()
-
-
 def _debugfs_mounted(root: str) -> bool:
-    mounts = read_text(root, "/proc/mounts", fallback="") or ""
-    return any(len(p) >= 3 and p[1] == DEBUGFS and p[2] == "debugfs" for p in (ln.split() for ln in mounts.splitlines()))
+    return any(point == DEBUGFS and kind == "debugfs" for _, point, kind in kfacts.mounts(root))
 
 
 def _probe(paths: list[str]) -> dict[str, str]:
@@ -121,7 +113,8 @@ def read(root: str, cpus) -> FairServer:
     root = str(root)
     if not sys.platform.startswith("linux") and os.path.realpath(root) == os.path.realpath("/"):
         return FairServer(False)
-    if _version(root) < FIRST_KERNEL:
+    version = kfacts.kernel_version_tuple(root)
+    if version is None or version < FIRST_KERNEL:
         return FairServer(False)
     mounted = _debugfs_mounted(root)
     texts: dict[str, str] = {}

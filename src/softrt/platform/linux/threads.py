@@ -15,8 +15,8 @@ import os
 import threading
 from collections.abc import Collection
 
-from ..cpus import CpuSet
-from .base import ThreadPins
+from ...cpus import CpuSet
+from ..base import ThreadPins
 
 TASKS = "/proc/self/task"
 MAX_PASSES = 8  # a pass that moves nothing ends the walk; a process creating threads faster is named

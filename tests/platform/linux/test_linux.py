@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from softrt.platform.linux import LinuxPlatform
+from softrt.platform.linux.backend import LinuxPlatform
 
-from ..child import call_as, need_root, nobody
+from ...child import call_as, need_root, nobody
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def test_the_holders_real_time_cpu_is_read_from_its_fifo_thread():
     import sys
     import time
 
-    from softrt.platform.linux import realtime_cpus
+    from softrt.platform.linux.backend import realtime_cpus
 
     assert realtime_cpus(os.getpid()) is None  # pytest has no real-time thread, nor a child with one
     cpu = max(os.sched_getaffinity(0))

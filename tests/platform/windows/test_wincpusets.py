@@ -1,13 +1,13 @@
-"""GetSystemCpuSetInformation and PROCESS_POWER_THROTTLING_STATE buffers parsed from bytes (platform.wincpusets)."""
+"""GetSystemCpuSetInformation and PROCESS_POWER_THROTTLING_STATE buffers parsed from bytes (platform.windows.wincpusets)."""
 
 from __future__ import annotations
 
 import pytest
 
 from softrt.cpus import CpuSet
-from softrt.platform import wincpusets as W
+from softrt.platform.windows import wincpusets as W
 
-from ..audit.windows import cpusets as C
+from ...audit.windows import cpusets as C
 
 
 def test_the_parser_reads_every_field_ctypes_lays_out():

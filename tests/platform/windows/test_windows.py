@@ -23,7 +23,8 @@ from softrt.cpus import CpuSet
 from softrt.errors import InvalidCpu, NoSuchProcess, NotSupported, PermissionDenied, SoftRTError
 from softrt.ipc.ring import Ring
 from softrt.loop.worker import WorkerSpec, worker_main
-from softrt.platform import windows as W
+from softrt.platform.windows import _win32 as K
+from softrt.platform.windows import backend as W
 
 PROCESS, THREAD = -1, -2  # the fake's pseudo handles, as Windows returns them
 RT_CPU = 3
@@ -56,64 +57,64 @@ def calls_without_pseudo_handles(fake) -> list[tuple]:
 # --- the ctypes layer ---------------------------------------------------------------------------------
 
 def test_every_win32_method_is_a_declared_call():
-    methods = {name for name, _ in inspect.getmembers(W.Win32, inspect.isfunction) if name[0].isupper()}
+    methods = {name for name, _ in inspect.getmembers(K.Win32, inspect.isfunction) if name[0].isupper()}
     lowercase = {"timeBeginPeriod", "timeEndPeriod"}
     methods |= lowercase
-    assert methods <= set(W.SIGNATURES)
-    for name, (dll, restype, argtypes, failure) in W.SIGNATURES.items():
+    assert methods <= set(K.SIGNATURES)
+    for name, (dll, restype, argtypes, failure) in K.SIGNATURES.items():
         assert dll in ("kernel32", "winmm", "pdh"), name
         assert restype is not None and isinstance(argtypes, list), name
         assert failure in (None, "zero", "mmresult", "wait", "thread_priority", "pdh"), name
-    assert set(W.SIGNATURES) == methods
+    assert set(K.SIGNATURES) == methods
 
 
 def test_the_fake_has_exactly_the_real_methods(fake_win32):
     def public(cls):
         return {n for n, _ in inspect.getmembers(cls, inspect.isfunction) if not n.startswith("_")}
 
-    assert public(type(fake_win32())) == public(W.Win32)
-    for name in public(W.Win32):
-        real = list(inspect.signature(getattr(W.Win32, name)).parameters)
+    assert public(type(fake_win32())) == public(K.Win32)
+    for name in public(K.Win32):
+        real = list(inspect.signature(getattr(K.Win32, name)).parameters)
         fake = list(inspect.signature(getattr(type(fake_win32()), name)).parameters)
         assert real == fake, name
 
 
 def test_the_structures_have_the_64_bit_windows_layout():
-    assert ctypes.sizeof(W.PDH_FMT_COUNTERVALUE_ITEM_W) == 24 and W.PDH_FMT_COUNTERVALUE.doubleValue.offset == 8
-    assert ctypes.sizeof(W.JOBOBJECT_BASIC_LIMIT_INFORMATION) == 64
-    assert ctypes.sizeof(W.JOBOBJECT_EXTENDED_LIMIT_INFORMATION) == 144
-    assert ctypes.sizeof(W.OVERLAPPED) == 32
+    assert ctypes.sizeof(K.PDH_FMT_COUNTERVALUE_ITEM_W) == 24 and K.PDH_FMT_COUNTERVALUE.doubleValue.offset == 8
+    assert ctypes.sizeof(K.JOBOBJECT_BASIC_LIMIT_INFORMATION) == 64
+    assert ctypes.sizeof(K.JOBOBJECT_EXTENDED_LIMIT_INFORMATION) == 144
+    assert ctypes.sizeof(K.OVERLAPPED) == 32
 
 
 @NOT_ON_WINDOWS
 def test_the_real_calls_resolve_only_on_windows():
-    win32 = W.Win32()  # constructing it loads nothing
+    win32 = K.Win32()  # constructing it loads nothing
     with pytest.raises(NotSupported, match="GetCurrentProcess is a Windows call"):
         win32.GetCurrentProcess()
 
 
 @pytest.mark.parametrize(("name", "args", "result", "winerror"), [
-    ("SetPriorityClass", (PROCESS, 0x100), 0, W.ERROR_ACCESS_DENIED),  # BOOL FALSE: GetLastError
-    ("OpenProcess", (0x1000, False, 4242), None, W.ERROR_ACCESS_DENIED),  # NULL handle: GetLastError
-    ("GetThreadPriority", (THREAD,), W.THREAD_PRIORITY_ERROR_RETURN, W.ERROR_ACCESS_DENIED),
-    ("WaitForSingleObject", (0x104, W.INFINITE), W.WAIT_FAILED, W.ERROR_ACCESS_DENIED),
-    ("timeBeginPeriod", (1,), 97, W.ERROR_INVALID_PARAMETER),  # TIMERR_NOCANDO
+    ("SetPriorityClass", (PROCESS, 0x100), 0, K.ERROR_ACCESS_DENIED),  # BOOL FALSE: GetLastError
+    ("OpenProcess", (0x1000, False, 4242), None, K.ERROR_ACCESS_DENIED),  # NULL handle: GetLastError
+    ("GetThreadPriority", (THREAD,), K.THREAD_PRIORITY_ERROR_RETURN, K.ERROR_ACCESS_DENIED),
+    ("WaitForSingleObject", (0x104, K.INFINITE), K.WAIT_FAILED, K.ERROR_ACCESS_DENIED),
+    ("timeBeginPeriod", (1,), 97, K.ERROR_INVALID_PARAMETER),  # TIMERR_NOCANDO
 ])
 def test_each_failure_convention_becomes_a_win32_error(monkeypatch, name, args, result, winerror):
     """The real Win32 class's checks, with its ctypes functions replaced by ones returning *result*."""
-    win32 = W.Win32()
+    win32 = K.Win32()
     win32._fns[name] = lambda *a: result
-    monkeypatch.setattr(W, "_last_error", lambda fn: W.Win32Failed(fn, W.ERROR_ACCESS_DENIED, "Access is denied."))
-    with pytest.raises(W.Win32Failed) as info:
+    monkeypatch.setattr(K, "_last_error", lambda fn: K.Win32Failed(fn, K.ERROR_ACCESS_DENIED, "Access is denied."))
+    with pytest.raises(K.Win32Failed) as info:
         getattr(win32, name)(*args)
     assert (info.value.function, info.value.winerror) == (name, winerror)
 
 
 def test_a_successful_call_returns_its_result(monkeypatch):
-    win32 = W.Win32()
-    win32._fns["GetPriorityClass"] = lambda process: W.HIGH_PRIORITY_CLASS
+    win32 = K.Win32()
+    win32._fns["GetPriorityClass"] = lambda process: K.HIGH_PRIORITY_CLASS
     win32._fns["SetThreadAffinityMask"] = lambda thread, mask: 0b1111
-    assert win32.GetPriorityClass(PROCESS) == W.HIGH_PRIORITY_CLASS
+    assert win32.GetPriorityClass(PROCESS) == K.HIGH_PRIORITY_CLASS
     assert win32.SetThreadAffinityMask(THREAD, RT_MASK) == 0b1111
 
 
@@ -127,14 +128,14 @@ def test_get_platform_returns_the_windows_backend_on_win32(monkeypatch):
 # --- error mapping -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("function", "code", "error", "needle"), [
-    ("SetPriorityClass", W.ERROR_ACCESS_DENIED, PermissionDenied, "Run as Administrator"),
-    ("SetProcessWorkingSetSizeEx", W.ERROR_PRIVILEGE_NOT_HELD, PermissionDenied, "Run as Administrator"),
-    ("OpenProcess", W.ERROR_INVALID_PARAMETER, NoSuchProcess, "exited"),
-    ("VirtualLock", W.ERROR_WORKING_SET_QUOTA, SoftRTError, "working set minimum is too small"),
-    ("CreateWaitableTimerExW", W.ERROR_INVALID_PARAMETER, SoftRTError, "Windows error 87"),
+    ("SetPriorityClass", K.ERROR_ACCESS_DENIED, PermissionDenied, "Run as Administrator"),
+    ("SetProcessWorkingSetSizeEx", K.ERROR_PRIVILEGE_NOT_HELD, PermissionDenied, "Run as Administrator"),
+    ("OpenProcess", K.ERROR_INVALID_PARAMETER, NoSuchProcess, "exited"),
+    ("VirtualLock", K.ERROR_WORKING_SET_QUOTA, SoftRTError, "working set minimum is too small"),
+    ("CreateWaitableTimerExW", K.ERROR_INVALID_PARAMETER, SoftRTError, "Windows error 87"),
 ])
 def test_windows_errors_become_softrt_errors_with_their_fix(function, code, error, needle):
-    err = W.to_softrt_error(W.Win32Failed(function, code, "text"), "this process")
+    err = K.to_softrt_error(K.Win32Failed(function, code, "text"), "this process")
     assert type(err) is error
     assert needle in str(err)
 
@@ -148,7 +149,7 @@ def test_an_affinity_on_a_cpu_windows_lacks_is_a_bad_cpu(fake_win32):
 
 
 def test_a_gone_process_is_no_such_process(fake_win32):
-    plat = W.WindowsPlatform(fake_win32(fail={"OpenProcess": W.ERROR_INVALID_PARAMETER}))
+    plat = W.WindowsPlatform(fake_win32(fail={"OpenProcess": K.ERROR_INVALID_PARAMETER}))
     with pytest.raises(NoSuchProcess):
         plat.get_affinity(4242)
 
@@ -162,7 +163,7 @@ def test_affinity_of_any_pid_goes_through_masks_and_closes_its_handle(fake_win32
     fake.calls.clear()
     plat.set_affinity(CpuSet([0, 2]), pid=4242)
     assert calls_without_pseudo_handles(fake) == [
-        ("OpenProcess", W.PROCESS_SET_INFORMATION | W.PROCESS_QUERY_LIMITED_INFORMATION, False, 4242),
+        ("OpenProcess", K.PROCESS_SET_INFORMATION | K.PROCESS_QUERY_LIMITED_INFORMATION, False, 4242),
         ("SetProcessAffinityMask", ADDRESS, 0b101),
         ("CloseHandle", ADDRESS),
     ]
@@ -174,11 +175,11 @@ def test_sleep_until_arms_a_high_resolution_timer_relative_to_the_loop_clock(fak
     plat = W.WindowsPlatform(fake)
     sleep_until, close = plat.make_sleep_until()
     (_, flags, access), = fake.calls
-    assert (flags, access) == (W.CREATE_WAITABLE_TIMER_HIGH_RESOLUTION, W.TIMER_ALL_ACCESS)
+    assert (flags, access) == (K.CREATE_WAITABLE_TIMER_HIGH_RESOLUTION, K.TIMER_ALL_ACCESS)
     timer = fake._next_handle
     sleep_until(plat.clock_ns() + 2_000_000)
     (_, t, due), (_, t2, timeout) = fake.calls[1:]
-    assert t == t2 == timer and timeout == W.INFINITE
+    assert t == t2 == timer and timeout == K.INFINITE
     assert -20_000 <= due < -19_000  # 2 ms ahead, relative (negative), in 100 ns units, less the call's own time
     sleep_until(plat.clock_ns() - 1)  # already past: no wait at all
     assert len(fake.calls) == 3
@@ -203,7 +204,7 @@ def test_the_worker_is_tied_to_the_supervisor_by_a_kill_on_close_job(fake_win32)
 
 
 def test_a_job_that_cannot_take_the_worker_is_closed_and_says_why(fake_win32):
-    fake = fake_win32(fail={"AssignProcessToJobObject": W.ERROR_ACCESS_DENIED})
+    fake = fake_win32(fail={"AssignProcessToJobObject": K.ERROR_ACCESS_DENIED})
     with pytest.raises(PermissionDenied, match="AssignProcessToJobObject on process 4242"):
         W.WindowsPlatform(fake).adopt_worker(4242)
     assert not fake.open_handles
@@ -216,7 +217,7 @@ def test_the_machine_lock_is_a_byte_range_past_the_pid(fake_win32, tmp_path):
     fd = plat.try_lock(path)
     try:
         assert fd is not None and plat.lock_holder(path) == str(os.getpid())
-        assert ("LockFileEx", fd, W.LOCKFILE_EXCLUSIVE_LOCK | W.LOCKFILE_FAIL_IMMEDIATELY, W.LOCK_OFFSET, 1) in fake.calls
+        assert ("LockFileEx", fd, K.LOCKFILE_EXCLUSIVE_LOCK | K.LOCKFILE_FAIL_IMMEDIATELY, K.LOCK_OFFSET, 1) in fake.calls
         assert plat.try_lock(path) is None  # held: a second run is refused
     finally:
         os.close(fd)
@@ -296,16 +297,16 @@ def _phases(fake) -> tuple[list, list, list]:
 
 
 ARMED_AS_ADMINISTRATOR = [
-    ("OpenFileMappingW", W.FILE_MAP_READ, Anything(lambda v: v.startswith("softrt-"), "ring name")),
+    ("OpenFileMappingW", K.FILE_MAP_READ, Anything(lambda v: v.startswith("softrt-"), "ring name")),
     ("CloseHandle", ADDRESS),
     ("map_pagefile", Anything(what="ring name"), Anything(what="header size")),
-    ("OpenFileMappingW", W.FILE_MAP_READ, Anything(what="ring name")),
+    ("OpenFileMappingW", K.FILE_MAP_READ, Anything(what="ring name")),
     ("CloseHandle", ADDRESS),
     ("map_pagefile", Anything(what="ring name"), Anything(what="ring size")),
     # Memory first, before the device opens (platform.base.Control.before_device) ...
     ("GetProcessWorkingSetSizeEx", PROCESS),
-    ("SetProcessWorkingSetSizeEx", PROCESS, Anything(lambda v: v > W.WORKING_SET_MARGIN_BYTES, "rss + ring + margin"),
-     Anything(lambda v: v > 2 * W.WORKING_SET_MARGIN_BYTES, "minimum + margin"),
+    ("SetProcessWorkingSetSizeEx", PROCESS, Anything(lambda v: v > K.WORKING_SET_MARGIN_BYTES, "rss + ring + margin"),
+     Anything(lambda v: v > 2 * K.WORKING_SET_MARGIN_BYTES, "minimum + margin"),
      0x1 | 0x8),  # QUOTA_LIMITS_HARDWS_MIN_ENABLE | QUOTA_LIMITS_HARDWS_MAX_DISABLE
     ("VirtualLock", ADDRESS, Anything(lambda v: v > 4096 * 8, "ring size")),
     # ... then placement, timer and priorities
@@ -326,7 +327,7 @@ ARMED_AS_ADMINISTRATOR = [
 RESTORED = [
     ("CloseHandle", ADDRESS),  # the waitable timer
     ("SetThreadPriority", THREAD, 0),
-    ("SetPriorityClass", PROCESS, W.NORMAL_PRIORITY_CLASS),
+    ("SetPriorityClass", PROCESS, K.NORMAL_PRIORITY_CLASS),
     ("timeEndPeriod", 1),
     ("SetThreadAffinityMask", THREAD, 0b1111),
     ("SetProcessAffinityMask", PROCESS, 0b1111),
@@ -343,7 +344,7 @@ def test_a_run_arms_loops_and_restores_every_control(monkeypatch, fake_win32):
     assert restored == RESTORED
     # The loop sleeps on the timer every cycle, relative and ahead of the edge.
     assert loop and all(c[0] == "SetWaitableTimer" and c[2] < 0 for c in loop[0::2])
-    assert all(c == ("WaitForSingleObject", c[1], W.INFINITE) for c in loop[1::2])
+    assert all(c == ("WaitForSingleObject", c[1], K.INFINITE) for c in loop[1::2])
     (kind, payload), (done, report) = messages
     assert kind == "armed" and not payload["not_applied"] and done == "done"
     assert [a["what"] for a in payload["applied"]] == [
@@ -351,7 +352,7 @@ def test_a_run_arms_loops_and_restores_every_control(monkeypatch, fake_win32):
         "realtime_priority_class", "thread_priority"]
     assert "base priority 28 (SetThreadPriority 4 in REALTIME_PRIORITY_CLASS" in payload["applied"][-1]["detail"]
     assert report["cycles"] == len(records) > 0
-    assert fake.priority_class == W.NORMAL_PRIORITY_CLASS and fake.timer_periods == []
+    assert fake.priority_class == K.NORMAL_PRIORITY_CLASS and fake.timer_periods == []
     assert fake.process_mask == fake.thread_mask == 0b1111
     assert fake.open_handles == set()
 
@@ -369,7 +370,7 @@ def test_a_failing_run_still_restores_every_control(monkeypatch, fake_win32):
     assert armed == ARMED_AS_ADMINISTRATOR
     assert restored == RESTORED
     assert messages[-1] == ("failed", "RuntimeError: the user's step broke")
-    assert fake.priority_class == W.NORMAL_PRIORITY_CLASS and fake.timer_periods == [] and not fake.open_handles
+    assert fake.priority_class == K.NORMAL_PRIORITY_CLASS and fake.timer_periods == [] and not fake.open_handles
 
 
 def test_without_administrator_the_run_goes_on_not_real_time_with_what_was_not_applied(monkeypatch, fake_win32):
@@ -384,10 +385,10 @@ def test_without_administrator_the_run_goes_on_not_real_time_with_what_was_not_a
     assert "got 0x80" in missing["realtime_priority_class"]  # Windows granted HIGH_PRIORITY_CLASS instead
     # HIGH was handed back at once; the rest was applied and restored.
     calls = calls_without_pseudo_handles(fake)
-    at = calls.index(("SetPriorityClass", PROCESS, W.REALTIME_PRIORITY_CLASS))
+    at = calls.index(("SetPriorityClass", PROCESS, K.REALTIME_PRIORITY_CLASS))
     assert calls[at + 1:at + 3] == [("GetPriorityClass", PROCESS),
-                                    ("SetPriorityClass", PROCESS, W.NORMAL_PRIORITY_CLASS)]
-    assert fake.priority_class == W.NORMAL_PRIORITY_CLASS and fake.timer_periods == []
+                                    ("SetPriorityClass", PROCESS, K.NORMAL_PRIORITY_CLASS)]
+    assert fake.priority_class == K.NORMAL_PRIORITY_CLASS and fake.timer_periods == []
     assert not any(c[0] == "CreateWaitableTimerExW" for c in calls)  # --wait spin needs no timer
 
 
@@ -433,7 +434,7 @@ def test_tracing_says_it_is_unavailable_and_touches_nothing(monkeypatch, fake_wi
 
 @NOT_ON_WINDOWS
 def test_host_facts_have_the_linux_keys_with_none_where_windows_has_none(fake_win32):
-    from softrt.platform.linux import LinuxPlatform
+    from softrt.platform.linux.backend import LinuxPlatform
 
     facts = W.WindowsPlatform(fake_win32(cpus=4)).host_facts()
     assert set(LinuxPlatform().host_facts()) <= set(facts)
@@ -455,7 +456,7 @@ def test_every_priority_gives_a_level_the_realtime_class_accepts():
 
 
 def test_a_failing_timer_wait_is_a_softrt_error_not_a_raw_win32_one(fake_win32):
-    fake = fake_win32(fail={"WaitForSingleObject": W.ERROR_ACCESS_DENIED})
+    fake = fake_win32(fail={"WaitForSingleObject": K.ERROR_ACCESS_DENIED})
     sleep_until, close = W.WindowsPlatform(fake).make_sleep_until()
     with pytest.raises(PermissionDenied, match="the waitable timer"):
         sleep_until(W.WindowsPlatform.clock_ns() + 1_000_000)
@@ -534,6 +535,6 @@ def test_a_counter_the_machine_lacks_is_a_softrt_error_and_the_query_is_closed(f
 
 
 def test_only_memory_locking_comes_before_the_device_opens(fake_win32):
-    """As on Linux (tests/platform/test_linux.py): the working set and the ring's VirtualLock first."""
+    """As on Linux (tests/platform/linux/test_linux.py): the working set and the ring's VirtualLock first."""
     controls = W.WindowsPlatform(fake_win32(cpus=4)).worker_controls(1, 80, memoryview(bytearray(4096)))
     assert [c.what for c in controls if c.before_device] == ["working_set", "virtual_lock"]

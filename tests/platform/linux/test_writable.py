@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.platform import writable
+from softrt.platform.linux import writable
 
 RT = "/proc/sys/kernel/sched_rt_runtime_us"
 FAIR = "/sys/kernel/debug/sched/fair_server/cpu1/runtime"

@@ -12,7 +12,7 @@ import ctypes.util
 import errno
 import os
 
-from ..errors import PermissionDenied, SoftRTError
+from ...errors import PermissionDenied, SoftRTError
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 

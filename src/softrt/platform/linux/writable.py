@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import ConfigError
-from .kfiles import read_int, write_raw
+from ...errors import ConfigError
+from ..kfiles import read_int, write_raw
 
 MAX_TARGET_CHARS = 256
 MAX_MASK_CHARS = 2400  # 8192 CPUs: 2048 hex digits and a comma every 8

@@ -1,6 +1,6 @@
 """run_as_system: one PowerShell query as SYSTEM through a one-off scheduled task, against a task scheduler
 that does what Windows' does with the task it is given (decodes its -EncodedCommand and writes the files the
-wrapped script names), so the whole exchange runs here; under Wine, tests/platform/test_windows_live.py."""
+wrapped script names), so the whole exchange runs here; under Wine, tests/platform/windows/test_windows_live.py."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 from softrt.audit.windows import facts as F
 from softrt.audit.windows.runner import run_checks
 from softrt.cpus import CpuSet
-from softrt.platform.wincmd import CmdResult
-from softrt.platform.winsystem import LOCAL_SYSTEM_SID, run_as_system
+from softrt.platform.windows.wincmd import CmdResult
+from softrt.platform.windows.winsystem import LOCAL_SYSTEM_SID, run_as_system
 
-from ..audit.windows.captures import Captures
+from ...audit.windows.captures import Captures
 
 NS = {"t": "http://schemas.microsoft.com/windows/2004/02/mit/task"}
 
@@ -93,7 +93,7 @@ def test_check_as_system_reads_the_csp_only_as_system(tmp_path):
 
 
 def test_a_quote_in_the_folder_cannot_end_the_scripts_strings():
-    from softrt.platform.winsystem import wrapped
+    from softrt.platform.windows.winsystem import wrapped
 
     assert wrapped("Get-Date", Path("/t/it's")) == ("& { Get-Date } > '/t/it''s/out.txt' 2> '/t/it''s/err.txt'; "
                                                     "Set-Content -LiteralPath '/t/it''s/done.txt' "
@@ -106,7 +106,7 @@ def test_schtasks_output_is_read_from_files_so_a_process_it_leaves_behind_cannot
     import signal
     import time
 
-    from softrt.platform.winsystem import run_to_files
+    from softrt.platform.windows.winsystem import run_to_files
 
     t0 = time.monotonic()
     res = run_to_files(["sh", "-c", "sleep 30 & echo $!; echo said >&2"], 20.0)
