@@ -15,7 +15,7 @@ platform after they start (see softrt.platform.procs.WINDOWS_NOT_APPLIED).
 
 from __future__ import annotations
 
-from .base import DEFAULT_TIMEOUT_S, LoadFailed, LoadGenerator, LoadResult, LoadState, SkippedLoad
+from .base import DEFAULT_TIMEOUT_S, LoadFailed, LoadGenerator, LoadState, SkippedLoad
 from .group import DEFAULT_SETTLE_S, LoadGroup, check_placement
 from .registry import BACKEND_CHOICES, LOAD_NAMES, make_load, resolve_backend
 
@@ -27,7 +27,6 @@ __all__ = [
     "LoadFailed",
     "LoadGenerator",
     "LoadGroup",
-    "LoadResult",
     "LoadState",
     "SkippedLoad",
     "check_placement",
