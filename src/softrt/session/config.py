@@ -1,8 +1,15 @@
-"""Validating a RunConfig (schema.config) before anything is started or written (session layer)."""
+"""Validating a RunConfig (schema.config) and resolving it, once, into the run's plan (session layer).
+
+:func:`resolve_plan` checks a configuration before anything is started or written and settles what
+the run derives from it (the RT CPU and the housekeeping CPUs by cpus.choose_cpus, the device's
+options, the motion profile, the sample policy of store.late) into one frozen :class:`RunPlan` that
+the rest of the run only reads (issue 29: the run chose its CPUs four times before).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.require import parse_requirements
@@ -21,8 +28,55 @@ from ..schema.text import printable
 from ..units import NS_PER_S, format_duration_s, format_ns
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """A run's configuration checked and resolved once; the run reads it, never derives it again."""
+
+    #: The configuration with its defaults resolved: ``cpu`` (None for ``--profile none``, whose loop
+    #: is not pinned), ``samples`` and, for the seed's motion test, ``motion``.
+    config: RunConfig
+    #: The real-time CPU (``--cpu``, or the default of cpus.choose_cpus): the loop's under ``--profile
+    #: rt``, and the one ``--check`` audits.
+    rt_cpu: int
+    #: The other online CPUs allowed to this process: the supervisor's, the loads' and the kernel's.
+    housekeeping: CpuSet
+    #: What the device is opened with (board.open_device; EtherCAT: bus timeout, DC lock, drives).
+    device_options: dict
+
+    @property
+    def motion(self):  # softrt.motion.MotionConfig, or None for a user's own step
+        return self.config.motion
+
+    @property
+    def samples(self) -> str:
+        """The samples kept: ``all`` or ``late`` (store.late)."""
+        return self.config.samples
+
+
 def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
-    """Check *config*; return it with defaults resolved (cpu, motion). Raise ConfigError."""
+    """Check *config*; return it with defaults resolved (cpu, samples). Raise ConfigError."""
+    return resolve_plan(config, online, allowed, motion=False).config
+
+
+def resolve_plan(config: RunConfig, online: CpuSet, allowed: CpuSet, *, motion: bool = True) -> RunPlan:
+    """Check *config* against this machine's *online* and *allowed* CPUs and resolve it (with the
+    seed's *motion* test, its motion profile too); raise ConfigError before anything starts."""
+    options = _checked(config)
+    cpu, housekeeping = choose_cpus(online, allowed, config.cpu, None if config.cpu is not None else performance_cpus())
+    if config.profile == "rt" and not housekeeping:
+        # A SCHED_FIFO task spinning on every CPU we may use would starve the kernel's work there
+        # and the supervisor, which must drain the ring from a housekeeping CPU.
+        raise ConfigError(f"CPU {cpu} is the only CPU this process may use; softrt keeps one housekeeping CPU free",
+                          hint="widen the CPU affinity (taskset, cgroup cpuset) or use --profile none")
+    config = dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None,
+                                 samples=resolve_mode(config.samples, config.duration_ns))
+    if motion:
+        config = resolve_motion(config)
+    return RunPlan(config=config, rt_cpu=cpu, housekeeping=housekeeping, device_options=options)
+
+
+def _checked(config: RunConfig) -> dict:
+    """Check a RunConfig's own values (ConfigError naming the option and its fix); return its device options."""
     if not MIN_PERIOD_NS <= config.period_ns <= MAX_PERIOD_NS:
         raise ConfigError(f"period {format_ns(config.period_ns)} is out of range",
                           hint=f"use {format_ns(MIN_PERIOD_NS, digits=0)} to {format_ns(MAX_PERIOD_NS, 'ms', 0)}, e.g. --period 250us")
@@ -57,17 +111,10 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
     if not abs(config.dc_shift_ns) < config.period_ns:
         raise ConfigError(f"--dc-shift {format_ns(config.dc_shift_ns)} must be shorter than the period",
                           hint="e.g. --dc-shift -50us (the frame 50 µs before SYNC0)")
-    device_options(config)  # a bad drive description is bad input before anything starts
+    options = device_options(config)  # a bad drive description is bad input before anything starts
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
-    cpu, housekeeping = choose_cpus(online, allowed, config.cpu, None if config.cpu is not None else performance_cpus())
-    if config.profile == "rt" and not housekeeping:
-        # A SCHED_FIFO task spinning on every CPU we may use would starve the kernel's work there
-        # and the supervisor, which must drain the ring from a housekeeping CPU.
-        raise ConfigError(f"CPU {cpu} is the only CPU this process may use; softrt keeps one housekeeping CPU free",
-                          hint="widen the CPU affinity (taskset, cgroup cpuset) or use --profile none")
-    return dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None,
-                               samples=resolve_mode(config.samples, config.duration_ns))
+    return options
 
 
 def device_options(config: RunConfig) -> dict:
