@@ -129,7 +129,7 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     overflows = parts.drainer.reader.overflows if running and parts.drainer.reader is not None \
         else parts.drainer.overflows
     summary["ring"] = {"capacity": parts.ring.capacity, "overflows": overflows}
-    summary["board"] = {} if running else out.worker.board or {}
+    summary["board"] = {} if running or out.worker.board is None else out.worker.board.to_dict()
     summary["records_unwritten"] = rundir.unwritten
     summary["samples"] = rundir.kept()
     if not running:
