@@ -5,9 +5,10 @@ churn, GPU rendering and video playback, placed on the housekeeping CPUs.
     check_placement(loads, rt_cpus=CpuSet.parse("1"), allow_rt=False)
     with LoadGroup(loads) as group:      # start, settle 1 s, check every load is alive
         ...                              # measure
-    for result in group.results:         # what each load achieved, or why it was skipped
-        print(result.to_dict())
+    for result in group.results:         # schema LoadRun: what each load achieved, or why it was skipped
+        print(result.describe())
 
+Each kind is one module of :mod:`.kinds` registering itself in :mod:`.kind`'s table (LOAD_NAMES).
 Backends: stress-ng when installed, built-in Python workers otherwise; ffmpeg for video.
 On Linux placed with taskset and killed with their process group; on Windows placed through the
 platform after they start (see softrt.platform.procs.WINDOWS_NOT_APPLIED).
