@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 import time
+from typing import Any
 
 from . import bringup, preop
 from .errors import EcatError
@@ -75,6 +76,19 @@ class Cia402Drives:
     Needs from the master: ``_axes``, ``_frame``, ``_exchange()``, ``expected_wkc``, ``last_wkc``,
     ``enable_timeout_s``, ``period_ns``, ``iface``, ``emergencies`` and the pysoem master ``_m``.
     """
+
+    _axes: list[Axis]
+    _frame: Any  # the cycle's frame (cyclic.Frame): its tx and rx images
+    _m: Any  # pysoem.Master
+    expected_wkc: int
+    last_wkc: int
+    enable_timeout_s: float
+    period_ns: int
+    iface: str
+    emergencies: list[dict]
+
+    def _exchange(self) -> int:  # the master's: one frame out and its reply in
+        raise NotImplementedError
 
     def _set_target(self, ax: Axis, value) -> None:
         target = ax.origin + int(round(value))

@@ -48,7 +48,7 @@ class RunPlan:
         return self.config.motion
 
     @property
-    def samples(self) -> str:
+    def samples(self) -> str | None:
         """The samples kept: ``all`` or ``late`` (store.late)."""
         return self.config.samples
 
