@@ -44,7 +44,7 @@ def test_late_write_misses_its_cycle_and_counts_every_missed_edge():
     assert board.permit()
     assert board.write(2.0) == 3  # windows 1, 2 and 3 repeated the previous target
     assert board.missed_total == 3
-    assert board.counters() == {"writes": 2, "missed_updates": 3}
+    assert board.counters().to_dict() == {"writes": 2, "missed_updates": 3}
 
 
 def test_resynchronises_to_the_edge_after_a_late_write():

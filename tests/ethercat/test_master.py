@@ -95,7 +95,7 @@ def test_csp_4000_cycles_with_counted_faults(start_sim, ecat_ns):
         sim.control(cmd="bad_wkc", every=0)
         sim.control(cmd="delay", every=0)
         after = sim.stats()
-        counters = dev.counters()
+        counters = dev.counters().to_dict()
     finally:
         dev.stop()
     injected = {k: after["injected"][k] - before["injected"][k] for k in after["injected"]}
@@ -133,7 +133,7 @@ def test_watchdog_faults_the_drive(start_sim, ecat_ns):
         # read in that (lost) cycle and names the cause; the device has failed.
         assert dev.flags & FLAG_DEVICE_ERROR and dev.flags & FLAG_DEVICE_FAILED
         assert dev.failure == "slave 0 'softrt virtual CSP drive' left OP: SAFEOP+ERR, AL status 0x001B sync manager watchdog"
-        assert dev.counters()["wkc_errors"] == 1 and dev.al_reads == 1
+        assert dev.counters().to_dict()["wkc_errors"] == 1 and dev.al_reads == 1
         assert dev.drive_status()[0]["confirmed_cycle"] == -1  # no valid frame in the run
     finally:
         dev.stop()
@@ -192,7 +192,7 @@ def test_coe_drive_configured_by_sdo(start_sim, ecat_ns):
         assert s["cycle_ns"] == 500_000  # 0x60C2 written by SDO (no DC here)
         assert s["sdo_requests"] > 0 and s["drive_state"] == "OPERATION_ENABLED"
         assert not dev.dc_active
-        assert dev.counters()["distributed_clocks"] == {"absent": "distributed clocks were turned off (dc=False)"}
+        assert dev.counters().to_dict()["distributed_clocks"] == {"absent": "distributed clocks were turned off (dc=False)"}
         run_cycles(dev, 50, lambda k: 10.0 * k)
     finally:
         dev.stop()
@@ -310,7 +310,7 @@ def test_a_fault_on_the_second_axis_of_a_drive_names_that_axis(start_sim, ecat_n
 def test_an_enable_step_not_reached_names_every_drive(start_sim, ecat_ns, monkeypatch):
     """Two identical drives share a name: the message and ``seen`` keep one entry per axis."""
     from softrt.ethercat import EcatError
-    from softrt.ethercat.master import CW_ENABLE
+    from softrt.ethercat.cia402 import CW_ENABLE
 
     start_sim("--slaves", "2")
     real_enable = EtherCATMaster._enable
@@ -361,9 +361,9 @@ def test_a_link_that_goes_down_is_named_not_a_silent_bus(start_sim, ecat_ns):
         assert link_problem(ecat_ns.master_iface, dev._sock) == "no carrier"
         ecat_ns.ip("link", "set", ecat_ns.master_iface, "down")
         assert link_problem(ecat_ns.master_iface, dev._sock) == "the interface is down"
-        before = dev.counters()["frames"]["send_errors"]  # (sends to a link without carrier may fail too)
+        before = dev.counters().to_dict()["frames"]["send_errors"]  # (sends to a link without carrier may fail too)
         dev.write(0.0)
-        assert dev.counters()["frames"]["send_errors"] == before + 1  # ENETDOWN: unanswered, not a crash
+        assert dev.counters().to_dict()["frames"]["send_errors"] == before + 1  # ENETDOWN: unanswered, not a crash
     finally:
         dev.stop()
 

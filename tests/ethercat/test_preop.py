@@ -122,7 +122,7 @@ def test_a_complete_access_abort_reaches_op_with_a_warning(start_sim, ecat_ns):
         assert dev.drive_status()[0]["statusword"] & SW_MASK == SW_OE
         assert dev.warnings == ["PDO mapping: slave 0: 0x1C00:00 SDO abort 0x06010000 (Unsupported access to an "
                                 "object); SOEM recovered (the mapping is complete)"]
-        assert dev.counters()["warnings"] == dev.warnings
+        assert dev.counters().to_dict()["warnings"] == dev.warnings
     finally:
         dev.stop()
 
@@ -131,7 +131,7 @@ def test_identity_error_code_and_emergency_are_reported(start_sim, ecat_ns):
     sim = start_sim(*COE)
     dev = open_master(ecat_ns)
     try:
-        report = dev.counters()["slaves"][0]
+        report = dev.counters().to_dict()["slaves"][0]
         assert report["vendor_id"] == FAKE_VENDOR_ID and report["product_code"] == 0x0001_0402
         assert report["device_name"] == "softrt virtual CSP drive (CoE)"
         assert report["error_register"] == 0 and report["error_codes"] == [0]
@@ -140,9 +140,9 @@ def test_identity_error_code_and_emergency_are_reported(start_sim, ecat_ns):
         assert dev.drive_status()[0]["error_code"] == 0x2310  # from the PDO
     finally:
         dev.stop()  # reads the faulted drive's errors by SDO; the emergency comes with them
-    report = dev.counters()["slaves"][0]
+    report = dev.counters().to_dict()["slaves"][0]
     assert report["error_register"] == 0x03 and report["error_codes"] == [0x2310]
-    assert dev.counters()["emergencies"] == [{"slave": 0, "error_code": 0x2310, "error_register": 0x03,
+    assert dev.counters().to_dict()["emergencies"] == [{"slave": 0, "error_code": 0x2310, "error_register": 0x03,
                                               "data": "0000000000"}]
 
 

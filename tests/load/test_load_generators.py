@@ -16,7 +16,8 @@ import pytest
 
 from softrt.cpus import CpuSet
 from softrt.errors import InvalidState
-from softrt.load import LoadResult, LoadState, _worker, make_load
+from softrt.load import LoadState, _worker, make_load
+from softrt.schema.summary import LoadRun
 from softrt.platform import get_platform
 
 from .conftest import LOAD_CPU, assert_nothing_left, descendants, needs_ffmpeg, needs_stress_ng
@@ -80,12 +81,12 @@ def test_load_does_work_and_leaves_nothing(backend, name, load_cpus, tmp_path, n
 
     assert procs, "the load started no process"
     assert no_private_dir_leaks, "the load made no private directory"
-    assert isinstance(result, LoadResult) and not result.skipped
-    assert result.problems == ()
+    assert isinstance(result, LoadRun) and not result.skipped_reason
+    assert result.problems == []
     for metric in PROOF[(backend, name)]:
         assert result.achieved.get(metric, 0) > 0, f"{metric} not > 0 in {result.achieved}"
     assert result.duration_s > 0
-    assert result.cpus == load_cpus
+    assert result.cpus == str(load_cpus)
     if name == "disk":
         assert files, "the disk load wrote no file in its work directory"
     json.dumps(result.to_dict())  # serialisable for the report
@@ -98,7 +99,7 @@ def test_video_decodes_frames(load_cpus, tmp_path):
     assert load.backend == "ffmpeg"
     result, procs, _ = _run(load, tmp_path, run_s=1.5)
     assert result.achieved["frames_per_s"] > 0
-    assert result.problems == ()
+    assert result.problems == []
     assert "ffmpeg" in result.command
     assert_nothing_left(procs, set(load.pids()), tmp_path)
 
@@ -156,7 +157,7 @@ def test_a_builtin_load_stopped_at_once_still_reports(name, load_cpus, tmp_path)
     load.start()
     load.stop()
     result = load.result()
-    assert result.problems == () and result.duration_s >= 0, result.problems
+    assert result.problems == [] and result.duration_s >= 0, result.problems
     assert not descendants()
 
 

@@ -42,7 +42,7 @@ def test_group_includes_skipped_loads(load_cpus, tmp_path):
     with LoadGroup([gpu], settle_s=0.1) as group:
         pass
     (result,) = group.results
-    assert result.skipped and "GPU" in result.skipped_reason
+    assert result.skipped_reason and "GPU" in result.skipped_reason
 
 
 def _kill_soon(pid: int, delay_s: float) -> threading.Timer:

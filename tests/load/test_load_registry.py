@@ -11,7 +11,7 @@ import pytest
 
 from softrt.cpus import CpuSet
 from softrt.errors import ConfigError, InvalidCpu
-from softrt.load import LOAD_NAMES, LoadResult, SkippedLoad, make_load, resolve_backend
+from softrt.load import LOAD_NAMES, SkippedLoad, make_load, resolve_backend
 from softrt.load import media
 from softrt.load.stressng import MIB_TO_MB, parse_metrics_yaml
 
@@ -56,7 +56,7 @@ def test_gpu_on_this_machine(load_cpus):
         load.start()
         load.stop()
         result = load.result()
-        assert result.skipped and "/dev/dri/renderD" in result.skipped_reason
+        assert result.skipped_reason and "/dev/dri/renderD" in result.skipped_reason
         assert result.achieved == {}
     else:
         assert load.backend in ("stress-ng", "builtin")
@@ -69,12 +69,15 @@ def test_video_without_ffmpeg_is_skipped_with_reason(load_cpus, tmp_path, monkey
     assert "ffmpeg" in load.reason
 
 
-def test_result_to_dict_is_json():
-    result = LoadResult("disk", "builtin", CpuSet.parse("0,2-3"), {"write_MB_per_s": 12.5}, 1.0)
-    data = json.loads(json.dumps(result.to_dict()))
-    assert data["cpus"] == "0,2-3"
-    assert data["achieved"] == {"write_MB_per_s": 12.5}
-    assert data["skipped_reason"] is None
+def test_skipped_result_is_the_summary_document(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ffmpeg: video is skipped, and says why
+    load = make_load("video", CpuSet.parse("0"), "builtin")
+    load.start()
+    load.stop()
+    data = json.loads(json.dumps(load.result().to_dict()))
+    assert data["cpus"] == "0" and data["achieved"] == {} and "ffmpeg" in data["skipped_reason"]
+    assert list(data) == ["name", "backend", "cpus", "achieved", "duration_s", "skipped_reason", "command",
+                          "notes", "problems"]
 
 
 def test_parse_stress_ng_yaml():

@@ -31,7 +31,8 @@ def test_set_journals_then_restore_verifies_and_drops_journal(tree):
     assert header["format"] == "softrt-run-journal" and entry["before"] == "950000\n" and entry["after"] == "-1"
     assert oct(journal.path.stat().st_mode & 0o777) == oct(0o600)
     assert oct(journal.path.parent.stat().st_mode & 0o777) == oct(0o700)
-    journal.restore()
+    assert not change.restored  # the document of the change as made; restore() returns it as it ends
+    (change,) = journal.restore()
     assert f.read_text() == "950000\n"  # byte for byte
     assert change.restored and change.verified
     assert not journal.path.exists()
@@ -123,7 +124,7 @@ def test_a_value_changed_by_someone_else_during_the_run_is_kept(tree):
     journal = changes.ChangeJournal(str(root))
     change = journal.set(RT, "-1", "test")
     f.write_text("900000\n")  # e.g. the administrator, during the run
-    journal.restore()
+    (change,) = journal.restore()
     assert f.read_text() == "900000\n"
     assert not change.restored and "someone else" in change.note
     assert not journal.path.exists()  # nothing left to retry
@@ -136,7 +137,7 @@ def test_a_restore_the_kernel_refuses_is_noted_and_set_aside(tree, tmp_path):
     f.unlink()
     f.mkdir()  # a write fails now, as a kernel refusing the value would make it
     journal.restore()
-    journal.restore()  # a second call (a second cleanup) neither fails nor sets it aside twice
+    (change,) = journal.restore()  # a second call (a second cleanup) neither fails nor sets it aside twice
     assert not change.restored and "echo 950000 > /proc/sys/kernel/sched_rt_runtime_us" in change.note
     assert not journal.path.exists()
     assert len(list((tmp_path / "state" / "restore" / "failed").glob("*.jsonl.*[0-9]"))) == 1

@@ -81,3 +81,25 @@ def test_dc_lock_goes_to_the_ethercat_device_only():
     config = validate(RunConfig(device="ethercat:eth1", dc_lock=True, dc_shift_ns=-50_000), TWO, TWO)
     assert device_options(config) == {"bus_timeout_ns": 10_000_000, "dc_lock": True, "dc_shift_ns": -50_000}
     assert device_options(validate(RunConfig(), TWO, TWO)) == {}
+
+
+def test_a_run_is_resolved_once_into_a_frozen_plan(monkeypatch):
+    import dataclasses
+
+    import softrt.session.config as session_config
+    from softrt.motion import MotionConfig
+
+    calls = []
+    real = session_config.choose_cpus
+    monkeypatch.setattr(session_config, "choose_cpus", lambda *a, **k: calls.append(a) or real(*a, **k))
+    plan = session_config.resolve_plan(RunConfig(device="ethercat:eth1", axes=2), CpuSet.parse("0-3"),
+                                       CpuSet.parse("0-3"))
+    assert len(calls) == 1  # the RT CPU and the housekeeping set come from one choice
+    assert (plan.rt_cpu, plan.housekeeping, plan.config.cpu) == (3, CpuSet.parse("0-2"), 3)
+    assert plan.device_options == {"bus_timeout_ns": 10_000_000, "dc_lock": False, "dc_shift_ns": 0}
+    assert isinstance(plan.motion, MotionConfig) and plan.motion.axes == 2 and plan.samples == "all"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.rt_cpu = 0
+    # a user's own step: no motion profile, and --profile none pins nothing, though the RT CPU is still named
+    bare = session_config.resolve_plan(RunConfig(profile="none"), TWO, TWO, motion=False)
+    assert (bare.motion, bare.config.cpu, bare.rt_cpu, bare.housekeeping) == (None, None, 1, CpuSet([0]))

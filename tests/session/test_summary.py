@@ -13,6 +13,8 @@ from softrt.report.synthetic import synthetic_records
 from softrt.session import changes
 from softrt.session.collect import Collector
 from softrt.schema.config import RunConfig
+from softrt.schema.device import Board
+from softrt.schema.worker import WorkerReport
 from softrt.session.config import resolve_motion
 from softrt.session.drain import Drainer, Outcome
 from softrt.session.summary import RunParts, checkpoint, run_summary
@@ -46,7 +48,7 @@ def test_a_checkpoint_is_the_final_summary_so_far(parts):
     """One builder: a checkpoint holds the final summary's fields and figures, marked running."""
     model = run_summary(parts, running=True)
     ckpt = model.to_dict()  # summary.json's JSON
-    parts.out.worker = {"cycles": 20_000, "board": {"writes": 20_000, "missed_updates": 4}}
+    parts.out.worker = WorkerReport.done(20_000, Board(writes=20_000, missed_updates=4), None)
     parts.stopped_at = time.monotonic()
     final = run_summary(parts, running=False).to_dict()
     assert model.running and model.supervisor.pid == os.getpid()

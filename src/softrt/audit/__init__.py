@@ -17,9 +17,8 @@ from types import ModuleType
 from ..cpus import CpuSet
 from ..errors import ConfigError
 from . import linux, windows
-from .linux.apply import KINDS, Result, change_kind, short_target
-from .linux.plan import AFFINITY, Plan, Step
 from .model import GROUPS, Finding, Report, Severity, Status
+from .plan import AFFINITY, KINDS, Plan, Result, Step, change_kind, short_target
 from .state import default_path
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ..schema.device import Board
+
 
 class Device(Protocol):
     """A board with a hardware cycle, an update-permit bit and a latched output."""
@@ -45,5 +47,5 @@ class Device(Protocol):
     def stop(self) -> None:
         """Stop the board's cycle and leave the hardware safe."""
 
-    def counters(self) -> dict:
-        """Return the board's own counters (writes, missed updates)."""
+    def counters(self) -> Board:
+        """Return the board's own report, the summary's schema ``Board`` (writes, missed updates)."""

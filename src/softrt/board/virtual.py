@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from ..errors import ConfigError
+from ..schema.device import Board
 
 
 class VirtualBoard:
@@ -71,6 +72,6 @@ class VirtualBoard:
     def stop(self) -> None:
         """Nothing to release: the virtual board has no hardware."""
 
-    def counters(self) -> dict:
-        """Return the board's counters."""
-        return {"writes": self.writes, "missed_updates": self.missed_total}
+    def counters(self) -> Board:
+        """Return the board's counters (the summary's ``board``)."""
+        return Board(writes=self.writes, missed_updates=self.missed_total)

@@ -48,23 +48,17 @@ import numpy as np
 from ..errors import ConfigError, InvalidState
 from ..ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
 from ..platform import get_platform
-from . import bringup, cyclic, dcmonitor, preop
+from ..schema.device import Board, DistributedClocks, Drive, Emergency, Frames, HostGaps, RoundTrip, Slave
+from . import bringup, cyclic, dcmonitor
 from .al import AlState, code_text, state_name
+from .cia402 import CW_DISABLE_VOLTAGE, SW_FAULT, SW_FAULT_MASK, SW_MASK, SW_OE, Axis, Cia402Drives, cia402_state
 from .drives import DriveConfig
-from .errors import EcatError, EcatInputError, MappingRefused
-from .mapping import DriveMap
+from .errors import EcatInputError, MappingRefused
 from .steps import Steps, read_register
 from .transport import check_interface, choose, open_cyclic
 
-CW_SHUTDOWN, CW_SWITCH_ON, CW_ENABLE, CW_DISABLE_VOLTAGE, CW_FAULT_RESET = 0x0006, 0x0007, 0x000F, 0x0000, 0x0080
-SW_MASK, SW_SOD, SW_RTSO, SW_SO, SW_OE, SW_FAULT_MASK, SW_FAULT = 0x6F, 0x40, 0x21, 0x23, 0x27, 0x4F, 0x08
-_I32 = struct.Struct("<i")
-_U16 = struct.Struct("<H")
-_I8 = struct.Struct("<b")
 REG_AL_STATUS = 0x0130  #: AL status, reserved, AL status code (ETG.1000.4 §6.5)
 _AL_STATUS = struct.Struct("<HHH")
-INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
-MAX_EMERGENCIES = 64  #: emergencies kept for the report (a faulting drive may repeat them)
 
 
 class MasterState(enum.Enum):
@@ -75,37 +69,7 @@ class MasterState(enum.Enum):
     RUNNING = "running"
 
 
-class _Axis:
-    """One CiA 402 axis: its slave, where its objects sit in the cyclic frame (outputs in its
-    ``tx``, inputs in its ``rx``: the slave's share of the image plus the object's offset) and
-    its last inputs."""
-
-    __slots__ = ("slave", "name", "origin", "statusword", "position", "error_code", "info", "axis",
-                 "controlword_at", "target_at", "mode_at", "statusword_at", "position_at", "error_code_at")
-
-    def __init__(self, slave, name: str, drive_map: DriveMap, out_at: int, in_at: int, info: bringup.SlaveInfo,
-                 axis: int) -> None:
-        self.slave, self.name = slave, name
-        self.info, self.axis = info, axis
-        self.controlword_at = out_at + drive_map.controlword
-        self.target_at = out_at + drive_map.target_position
-        self.mode_at = None if drive_map.modes_of_operation is None else out_at + drive_map.modes_of_operation
-        self.statusword_at = in_at + drive_map.statusword
-        self.position_at = in_at + drive_map.position_actual
-        self.error_code_at = None if drive_map.error_code is None else in_at + drive_map.error_code
-        self.origin = 0
-        self.statusword = 0
-        self.position = 0
-        self.error_code = 0
-
-    def where(self) -> str:
-        """``drive 'NAME' (slave 1)``, with the axis when the drive has several (the axes of one
-        drive share its name)."""
-        axis = f", axis {self.axis}" if len(self.info.drives) > 1 else ""
-        return f"drive '{self.name}' (slave {self.info.position}{axis})"
-
-
-class EtherCATMaster:
+class EtherCATMaster(Cia402Drives):
     """CiA 402 CSP drives on one EtherCAT segment, driven through pysoem (a softrt Device)."""
 
     def __init__(self, iface: str, period_ns: int, axes: int = 1, *, dc: bool = True,
@@ -160,7 +124,7 @@ class EtherCATMaster:
         self._m = None
         self._sock = None  # the cyclic frame's link (.transport: a duplicate of SOEM's socket, or pcap)
         self._frame: cyclic.CyclicFrame | None = None
-        self._axes: list[_Axis] = []
+        self._axes: list[Axis] = []
         self._keeper: threading.Thread | None = None
         self._keeper_stop = threading.Event()
         # Per-cycle metrics, preallocated (a ring of log_cycles entries): round trip and WKC.
@@ -260,7 +224,7 @@ class EtherCATMaster:
         frame = self._frame = cyclic.CyclicFrame(self._sock, layout,
                                                  None if self._dc is None else self._dc.reference_address,
                                                  clock=self._clock_ns)
-        self._axes = [_Axis(m.slaves[s.position], s.name, s.drives[n], frame.data_at + layout.outputs[s.position],
+        self._axes = [Axis(m.slaves[s.position], s.name, s.drives[n], frame.data_at + layout.outputs[s.position],
                             frame.data_at + layout.inputs[s.position], s, n) for s, n in used]
         # Outputs before OP: no command, target = where the drive is (inputs are valid in SAFEOP).
         for _ in range(max(1, int(0.1e9 // self.period_ns))):
@@ -446,31 +410,12 @@ class EtherCATMaster:
                 self._fail(f"slave {position} '{s.name}' left OP: {state_name(status)}, AL status {code_text(code)}")
                 return
 
-    def _set_target(self, ax: _Axis, value) -> None:
-        target = ax.origin + int(round(value))
-        _I32.pack_into(self._frame.tx, ax.target_at, min(max(target, INT32_MIN), INT32_MAX))
-
     def _exchange(self) -> int:
         """Exchange the cycle's frame (outputs as they stand); read the inputs of a valid reply."""
         wkc = self._frame.exchange(self._timeout_ns)
         if wkc == self.expected_wkc:
             self._read_inputs()
         return wkc
-
-    def _read_inputs(self) -> None:
-        rx = self._frame.rx
-        for ax in self._axes:
-            ax.statusword = _U16.unpack_from(rx, ax.statusword_at)[0]
-            ax.position = _I32.unpack_from(rx, ax.position_at)[0]
-            if ax.error_code_at is not None:
-                ax.error_code = _U16.unpack_from(rx, ax.error_code_at)[0]
-
-    def _put_outputs(self, ax: _Axis, controlword: int, target: int) -> None:
-        tx = self._frame.tx
-        _U16.pack_into(tx, ax.controlword_at, controlword)
-        _I32.pack_into(tx, ax.target_at, target)
-        if ax.mode_at is not None:
-            _I8.pack_into(tx, ax.mode_at, 8)  # CSP (CiA 402-2 §6.3.2)
 
     def _close_frame(self) -> None:
         if self._sock is not None:
@@ -496,69 +441,6 @@ class EtherCATMaster:
             self._keeper.join()
             self._keeper = None
 
-    # --- CiA 402 enable / disable (CiA 402-2 §6.2) -------------------------------------------------
-    def _enable(self) -> None:
-        for ax in self._axes:
-            if ax.statusword & SW_FAULT_MASK == SW_FAULT:  # a drive in FAULT: reset it first
-                self._command(CW_FAULT_RESET, SW_FAULT_MASK, SW_SOD, "fault reset")
-                break
-        self._command(CW_DISABLE_VOLTAGE, SW_FAULT_MASK, SW_SOD, "switch on disabled")
-        for ax in self._axes:  # target = actual position before enabling
-            ax.origin = ax.position
-        self._command(CW_SHUTDOWN, SW_MASK, SW_RTSO, "shutdown")
-        self._command(CW_SWITCH_ON, SW_MASK, SW_SO, "switch on")
-        self._command(CW_ENABLE, SW_MASK, SW_OE, "enable operation")
-
-    def _command(self, controlword: int, mask: int, want: int, what: str) -> None:
-        deadline = time.monotonic() + self.enable_timeout_s
-        period_s = self.period_ns / 1e9
-        for ax in self._axes:
-            self._put_outputs(ax, controlword, ax.origin)
-        while True:
-            wkc = self._exchange()
-            if wkc == self.expected_wkc and all(ax.statusword & mask == want for ax in self._axes):
-                return
-            if time.monotonic() > deadline:
-                # One entry per axis, named by slave and axis: identical drives share a name.
-                seen = {ax.where(): {"statusword": f"0x{ax.statusword:04X}", "error_code": f"0x{ax.error_code:04X}"}
-                        for ax in self._axes}
-                text = "; ".join(f"{k} statusword {v['statusword']}, error code {v['error_code']}"
-                                 for k, v in seen.items())
-                raise EcatError("drive_fault", self.iface,
-                                f"CiA 402 '{what}' (controlword 0x{controlword:04X}) not reached: {text}"
-                                + (f" (last working counter {wkc}, expected {self.expected_wkc})"
-                                   if wkc != self.expected_wkc else ""), seen=seen)
-            time.sleep(period_s)
-
-    def _disable(self) -> None:
-        # Disable operation, shut down, disable voltage: each held for a few cycles; the drive
-        # stops at the current target (CiA 402-2 transitions 5, 6, 7).
-        for controlword in (CW_SWITCH_ON, CW_SHUTDOWN, CW_DISABLE_VOLTAGE):
-            for ax in self._axes:
-                _U16.pack_into(self._frame.tx, ax.controlword_at, controlword)
-            for _ in range(8):
-                self._exchange()
-                time.sleep(self.period_ns / 1e9)
-
-    def _on_emergency(self, emcy) -> None:
-        """A pysoem emergency callback (it runs inside whichever SDO transfer received it)."""
-        if len(self.emergencies) < MAX_EMERGENCIES:
-            self.emergencies.append({"slave": emcy.slave_pos - 1, "error_code": emcy.error_code,
-                                     "error_register": emcy.error_reg,
-                                     "data": bytes([emcy.b1]).hex() + emcy.w1.to_bytes(2, "little").hex()
-                                     + emcy.w2.to_bytes(2, "little").hex()})
-
-    def _read_errors(self) -> None:
-        # After the run, a drive that faulted says why by SDO: error register and error code
-        # (the error code is also in the PDO when mapped). Only on a bus that still answers.
-        if self.last_wkc != self.expected_wkc:
-            return
-        faulted = {ax.info.position: ax.info for ax in self._axes if ax.statusword & SW_FAULT_MASK == SW_FAULT}
-        for info in faulted.values():
-            if info.has_coe and info.identity is not None:
-                register, codes = preop.read_errors(self._m.slaves[info.position], len(info.drives))
-                info.identity.error_register, info.identity.error_codes = register, codes
-
     # --- reporting --------------------------------------------------------------------------------
     def drive_status(self) -> list[dict]:
         """Return each axis's slave and axis number, last statusword, position actual (absolute
@@ -577,37 +459,30 @@ class EtherCATMaster:
                  **({"confirmed_cycle": self.confirmed_cycle, "confirmed_at_s": at_s} if running else {})}
                 for ax in self._axes]
 
-    def counters(self) -> dict:
-        """Return the device's counters (writes, missed updates, lost frames, WKC errors, the
-        frames' fates, host gaps, the round trip of the frames answered in time)."""
-        n = min(self.writes, len(self.rtt_ns))
-        rtt = self.rtt_ns[:n]
+    def counters(self) -> Board:
+        """Return the device's report, the summary's ``board``: writes, missed updates, lost frames, WKC
+        errors, the frames' fates, host gaps, the round trip of the frames answered in time, the drives."""
+        rtt = self.rtt_ns[:min(self.writes, len(self.rtt_ns))]
         rtt = rtt[rtt > 0]  # only this cycle's own replies, by their deadline
-        n = len(rtt)
-        return {"writes": self.writes, "missed_updates": self.missed_total, "lost_frames": self.lost_frames,
-                "wkc_errors": self.wkc_errors, "drive_not_enabled_cycles": self.not_enabled,
-                "expected_wkc": self.expected_wkc, "dc": self.dc_active, "al_reads": self.al_reads,
-                "receive_timeout_us": self.receive_timeout_us,
-                "bus_timeout_ms": self.bus_timeout_frames * self.period_ns / 1e6,
-                "bus_timeout_frames": self.bus_timeout_frames, "failure": self.failure,
-                "frames": self._frame.report() if self._frame is not None else None,
-                "host_gaps": {"count": self.host_gaps, "cycles": self.host_gap_cycles},
-                "distributed_clocks": self._dc.report() if self._dc is not None else {"absent": self.dc_absent},
-                "rtt_us": ({"min": float(rtt.min()) / 1e3, "median": float(np.median(rtt)) / 1e3,
-                            "max": float(rtt.max()) / 1e3} if n else None),
-                "drives": self.drive_status(), "slaves": [s.report() for s in self.slaves],
-                "warnings": list(self.warnings), "emergencies": list(self.emergencies)}
-
-
-def cia402_state(statusword: int) -> str:
-    """Name the CiA 402 state a statusword shows (CiA 402-2 §6.2, Table 30)."""
-    for mask, value, name in ((0x4F, 0x00, "not ready to switch on"), (0x4F, 0x40, "switch on disabled"),
-                              (0x6F, 0x21, "ready to switch on"), (0x6F, 0x23, "switched on"),
-                              (0x6F, 0x27, "operation enabled"), (0x6F, 0x07, "quick stop active"),
-                              (0x4F, 0x0F, "fault reaction active"), (0x4F, 0x08, "fault")):
-        if statusword & mask == value:
-            return name
-    return "unknown"
+        rtt_us = RoundTrip(min=float(rtt.min()) / 1e3, median=float(np.median(rtt)) / 1e3,
+                           max=float(rtt.max()) / 1e3) if len(rtt) else None
+        frames = None if self._frame is None else Frames.from_dict(self._frame.report(), "the frames' report")
+        dc = DistributedClocks(absent=self.dc_absent, nulls=frozenset() if self.dc_absent else {"absent"}) \
+            if self._dc is None else DistributedClocks.from_dict(self._dc.report(), "the distributed clocks' report")
+        return Board(writes=self.writes, missed_updates=self.missed_total, lost_frames=self.lost_frames,
+                     wkc_errors=self.wkc_errors, drive_not_enabled_cycles=self.not_enabled,
+                     expected_wkc=self.expected_wkc, dc=self.dc_active, al_reads=self.al_reads,
+                     receive_timeout_us=self.receive_timeout_us,
+                     bus_timeout_ms=self.bus_timeout_frames * self.period_ns / 1e6,
+                     bus_timeout_frames=self.bus_timeout_frames, failure=self.failure, frames=frames,
+                     host_gaps=HostGaps(gaps=self.host_gaps, cycles=self.host_gap_cycles), distributed_clocks=dc,
+                     rtt_us=rtt_us, drives=[Drive.from_dict(d, "a drive's status") for d in self.drive_status()],
+                     slaves=[Slave.from_dict(s.report(), "a slave's report") for s in self.slaves],
+                     warnings=list(self.warnings),
+                     emergencies=[Emergency.from_dict(e, "an emergency") for e in self.emergencies],
+                     # the master has always written these as null when unknown, not left them out
+                     nulls=frozenset(k for k, v in (("failure", self.failure), ("frames", frames), ("rtt_us", rtt_us))
+                                     if v is None))
 
 
 def parse_spec(spec: str) -> str:

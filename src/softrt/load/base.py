@@ -1,10 +1,10 @@
-"""The load-generator contract and its result (load layer; imports only errors and cpus).
+"""The load-generator contract (load layer); its result is the summary's document, schema LoadRun.
 
 A load runs in other processes, never in softrt's own: ``start()`` launches it, ``alive()`` says
 whether it is still running, ``stop()`` ends it and reaps every process and file it made, and
 ``result()`` returns what it actually achieved, so a report shows that the load was real.
 
-    NEW ─prepare()─▶ PREPARED ─start()─▶ RUNNING ─stop()─▶ STOPPED ─result()─▶ LoadResult
+    NEW ─prepare()─▶ PREPARED ─start()─▶ RUNNING ─stop()─▶ STOPPED ─result()─▶ LoadRun
 
 ``prepare()`` does slow set-up (ffmpeg encodes its clip) before any load runs, as rteval's
 _WorkloadPrepare does; ``start()`` on a NEW load prepares it first. ``stop()`` works from any
@@ -17,13 +17,12 @@ import abc
 import enum
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..cpus import CpuSet
 from ..errors import ConfigError, InvalidCpu, InvalidState, SoftRTError
 from ..platform import get_platform
+from ..schema.summary import LoadRun
 
 # Safety net: every load ends by itself after this long even if softrt never calls stop()
 # (stress-ng(1) --timeout; the built-in workers and ffmpeg honour the same limit).
@@ -47,46 +46,6 @@ class LoadState(enum.Enum):
     RUNNING = "running"  # processes launched (they may have died since: see alive())
     STOPPED = "stopped"  # stopped and cleaned up; result() is available
     FAILED = "failed"  # start() failed and cleaned up; no result
-
-
-@dataclass(frozen=True, slots=True)
-class LoadResult:
-    """What one load achieved.
-
-    ``achieved`` maps metric names, with their unit in the name (``write_MB_per_s``,
-    ``connections_per_s``, ``bogo_ops_per_s``; MB = 10**6 bytes), to values. A skipped load has
-    ``skipped_reason`` set and nothing achieved. ``notes`` give context (where files went, which
-    user ran it); ``problems`` say what went wrong (a process that ended early, a missing report).
-    """
-
-    name: str
-    backend: str
-    cpus: CpuSet
-    achieved: dict[str, float] = field(default_factory=dict)
-    duration_s: float = 0.0
-    skipped_reason: str | None = None
-    command: str = ""
-    notes: tuple[str, ...] = ()
-    problems: tuple[str, ...] = ()
-
-    @property
-    def skipped(self) -> bool:
-        """True when the load did not run on this machine."""
-        return self.skipped_reason is not None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable dict (cpus as a cpulist string)."""
-        return {
-            "name": self.name,
-            "backend": self.backend,
-            "cpus": str(self.cpus),
-            "achieved": {k: float(v) for k, v in sorted(self.achieved.items())},
-            "duration_s": self.duration_s,
-            "skipped_reason": self.skipped_reason,
-            "command": self.command,
-            "notes": list(self.notes),
-            "problems": list(self.problems),
-        }
 
 
 class LoadGenerator(abc.ABC):
@@ -173,21 +132,22 @@ class LoadGenerator(abc.ABC):
         elif self._state is LoadState.NEW:
             self._state = LoadState.STOPPED
 
-    def result(self) -> LoadResult:
-        """Return what the load achieved (after stop())."""
+    def result(self) -> LoadRun:
+        """Return what the load achieved (after stop()), as the summary's :class:`~softrt.schema.summary.LoadRun`.
+
+        ``achieved`` maps metric names, with their unit in the name (``write_MB_per_s``,
+        ``connections_per_s``, ``bogo_ops_per_s``; MB = 10**6 bytes), to values, sorted by name.
+        ``notes`` give context (where files went, which user ran it); ``problems`` say what went
+        wrong (a process that ended early, a missing report).
+        """
         if self._state is not LoadState.STOPPED:
             raise InvalidState(LoadState.STOPPED.value, self._state.value, what=f"load {self.name!r}")
         duration = max(0.0, self._t_stop - self._t_start)
-        return LoadResult(
-            name=self.name,
-            backend=self.backend,
-            cpus=self.cpus,
-            achieved=self._achieved(duration) if duration > 0 else {},
-            duration_s=duration,
-            command=self.command(),
-            notes=tuple(self.notes),
-            problems=tuple(self.problems),
-        )
+        achieved = self._achieved(duration) if duration > 0 else {}
+        return LoadRun(name=self.name, backend=self.backend, cpus=str(self.cpus),
+                       achieved={k: float(v) for k, v in sorted(achieved.items())}, duration_s=duration,
+                       skipped_reason=None, command=self.command(), notes=list(self.notes),
+                       problems=list(self.problems))
 
     def command(self) -> str:
         """Return the command line(s) the load runs, for the report."""
@@ -260,7 +220,8 @@ class SkippedLoad(LoadGenerator):
     def _achieved(self, duration_s: float) -> dict[str, float]:
         return {}
 
-    def result(self) -> LoadResult:
+    def result(self) -> LoadRun:
         if self._state is not LoadState.STOPPED:
             raise InvalidState(LoadState.STOPPED.value, self._state.value, what=f"load {self.name!r}")
-        return LoadResult(self.name, self.backend, self.cpus, {}, 0.0, skipped_reason=self.reason)
+        return LoadRun(name=self.name, backend=self.backend, cpus=str(self.cpus), achieved={}, duration_s=0.0,
+                       skipped_reason=self.reason, command="", notes=[], problems=[])

@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ _WORKER = Path(__file__).with_name("_worker.py")
 
 
 @dataclass
-class _Worker:
+class Worker:
     role: str
     kind: str
     cpus: CpuSet
@@ -38,7 +39,7 @@ class _Worker:
 
 
 class BuiltinLoad(LoadGenerator):
-    """A load made of built-in worker processes; ``summarise`` turns their reports into rates."""
+    """A load made of built-in worker processes; its kind's ``summarise`` turns their reports into rates."""
 
     backend = "builtin"
 
@@ -46,7 +47,8 @@ class BuiltinLoad(LoadGenerator):
         self,
         name: str,
         cpus: CpuSet,
-        workers: list[_Worker],
+        summarise: Callable[[dict[str, float]], dict[str, float]],
+        workers: list[Worker],
         *,
         needs_dir: bool = False,
         timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -54,6 +56,7 @@ class BuiltinLoad(LoadGenerator):
     ) -> None:
         super().__init__(name, cpus, timeout_s=timeout_s, workdir=workdir)
         self._workers = workers
+        self._summarise = summarise  # the kind's: per-second totals ("role.counter") -> achieved metrics
         self._needs_dir = needs_dir
         self._dir: Path | None = None
         self._listener: socket.socket | None = None
@@ -131,7 +134,7 @@ class BuiltinLoad(LoadGenerator):
         finally:
             procs.remove_private_dir(self._dir)
 
-    def _check_placement(self, w: _Worker) -> None:
+    def _check_placement(self, w: Worker) -> None:
         """Record a problem if a running worker is not on its CPUs (taskset placed it; cgroups may move it)."""
         try:
             where = get_platform().get_affinity(w.proc.pid)
@@ -141,7 +144,7 @@ class BuiltinLoad(LoadGenerator):
             self.problems.append(f"{w.role} worker ran on CPUs {where}, not on its CPUs {w.cpus}")
 
     @staticmethod
-    def _log_tail(w: _Worker) -> list[str]:
+    def _log_tail(w: Worker) -> list[str]:
         if w.log is None or not w.log.exists():
             return []
         return [ln for ln in w.log.read_text(errors="replace").splitlines() if ln.strip()][-3:]
@@ -156,7 +159,7 @@ class BuiltinLoad(LoadGenerator):
             for key, value in w.report.get("counters", {}).items():
                 totals[f"{w.role}.{key}"] = totals.get(f"{w.role}.{key}", 0.0) + value / elapsed
             cpu_pct.append(100.0 * float(w.report.get("cpu_s", 0.0)) / elapsed)
-        out = _SUMMARIES[self.name](totals)
+        out = self._summarise(totals)
         if cpu_pct:
             out["cpu_pct_per_worker"] = sum(cpu_pct) / len(cpu_pct)
         return {k: round(v, 3) for k, v in out.items()}
@@ -173,56 +176,6 @@ def _last_json(text: str) -> dict[str, Any] | None:
     return None
 
 
-# Per-second totals ("role.counter") -> the load's achieved metrics.
-_SUMMARIES = {
-    "disk": lambda t: {
-        "io_MB_per_s": (t.get("io.bytes_written", 0) + t.get("io.bytes_read", 0)) / 1e6,
-        "write_MB_per_s": t.get("io.bytes_written", 0) / 1e6,
-        "read_MB_per_s": t.get("io.bytes_read", 0) / 1e6,
-        "fsyncs_per_s": t.get("io.fsyncs", 0),
-    },
-    "cpu": lambda t: {"ops_per_s": t.get("spin.ops", 0)},
-    "memory": lambda t: {"copy_MB_per_s": t.get("copy.bytes_copied", 0) / 1e6},
-    "network": lambda t: {
-        "connections_per_s": t.get("server.connections", 0),
-        "MB_per_s": t.get("server.bytes_received", 0) / 1e6,
-        "connect_errors_per_s": t.get("client.connect_errors", 0),
-    },
-    "churn": lambda t: {"ops_per_s": t.get("churn.ops", 0), "failures_per_s": t.get("churn.failures", 0)},
-}
-
-
-def _one_per_cpu(role: str, kind: str, cpus: CpuSet, **config: Any) -> list[_Worker]:
+def one_per_cpu(role: str, kind: str, cpus: CpuSet, **config: Any) -> list[Worker]:
     # One worker pinned to each CPU: every housekeeping CPU is covered, none is doubled up.
-    return [_Worker(role, kind, CpuSet([c]), dict(config)) for c in cpus]
-
-
-def disk(cpus: CpuSet, **kw) -> BuiltinLoad:
-    """Disk: one writer/reader of a 16 MiB file (sequential and random writes with fsync, uncached
-    read-back), as in _worker.disk."""
-    kw["workdir"] = kw.get("workdir") or procs.DISK_WORKDIR
-    return BuiltinLoad("disk", cpus, [_Worker("io", "disk", cpus)], needs_dir=True, **kw)
-
-
-def cpu(cpus: CpuSet, **kw) -> BuiltinLoad:
-    """CPU: one spinning process pinned to each CPU of the load."""
-    return BuiltinLoad("cpu", cpus, _one_per_cpu("spin", "spin", cpus), **kw)
-
-
-def memory(cpus: CpuSet, **kw) -> BuiltinLoad:
-    """Memory bandwidth: one process per CPU copying a 64 MiB buffer back and forth."""
-    return BuiltinLoad("memory", cpus, _one_per_cpu("copy", "memcopy", cpus), **kw)
-
-
-def network(cpus: CpuSet, **kw) -> BuiltinLoad:
-    """Network: a TCP server and a client flooding it with short connections over 127.0.0.1."""
-    workers = [_Worker("server", "net_server", cpus), _Worker("client", "net_client", cpus)]
-    return BuiltinLoad("network", cpus, workers, **kw)
-
-
-def churn(cpus: CpuSet, **kw) -> BuiltinLoad:
-    """Process churn: per CPU, a process that forks and execs /bin/true as fast as it can
-    (on Windows: creates ``cmd.exe /c rem``, the smallest stock program that exits at once)."""
-    program, *args = procs.smallest_program()
-    config = {"program": program, **({"args": args} if args else {})}
-    return BuiltinLoad("churn", cpus, _one_per_cpu("churn", "churn", cpus, **config), **kw)
+    return [Worker(role, kind, CpuSet([c]), dict(config)) for c in cpus]

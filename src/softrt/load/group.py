@@ -5,7 +5,7 @@ and stop every load in ``finally`` whatever happened (rteval ``__RunMeasurementP
 
     with LoadGroup(loads, settle_s=1.0) as group:   # start + settle; a dead load raises
         measure()                                   # group.check_alive() may be called here
-    group.results                                   # one LoadResult per load, in order
+    group.results                                   # one LoadRun per load, in order
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from types import TracebackType
 from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..platform import get_platform
-from .base import LoadFailed, LoadGenerator, LoadResult, LoadState
+from ..schema.summary import LoadRun
+from .base import LoadFailed, LoadGenerator, LoadState
 
 DEFAULT_SETTLE_S = 1.0
 _POLL_S = 0.05
@@ -57,7 +58,7 @@ class LoadGroup:
             raise ConfigError(f"settle time cannot be negative: {settle_s}")
         self.loads = list(loads)
         self.settle_s = float(settle_s)
-        self.results: list[LoadResult] = []
+        self.results: list[LoadRun] = []
         self.stop_errors: list[str] = []
 
     def __enter__(self) -> LoadGroup:

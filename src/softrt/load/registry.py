@@ -1,41 +1,24 @@
 """Load names to generators (load layer): ``make_load("disk", CpuSet.parse("0"))``.
 
-The backend ``auto`` picks stress-ng when it is installed and the built-in workers otherwise
-(issue 4). GPU and video use their own tools whatever the backend says, and become a
-SkippedLoad naming what is missing when the machine lacks it.
+The kinds are the modules of :mod:`.kinds`, each registered in :mod:`.kind`'s table. The backend
+``auto`` picks stress-ng when it is installed and the built-in workers otherwise (issue 4). GPU and
+video use their own tools whatever the backend says, and become a SkippedLoad naming what is
+missing when the machine lacks it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from ..cpus import CpuSet
 from ..errors import ConfigError, MissingTool
-from ..platform import procs
-from . import builtin, media, stressng
-from .base import DEFAULT_TIMEOUT_S, LoadGenerator, SkippedLoad
+from . import kinds, stressng  # noqa: F401 (kinds: importing it registers every kind module)
+from .base import DEFAULT_TIMEOUT_S, LoadGenerator
+from .kind import KINDS
 
-LOAD_NAMES = ("disk", "cpu", "memory", "network", "churn", "gpu", "video")
+#: The load kinds, in the order they are listed: what :mod:`.kinds` registered.
+LOAD_NAMES = tuple(k.name for k in sorted(KINDS.values(), key=lambda k: k.rank))
 BACKEND_CHOICES = ("auto", "stress-ng", "builtin")
-
-_Factory = Callable[..., LoadGenerator]
-_FACTORIES: dict[str, dict[str, _Factory]] = {
-    "stress-ng": {
-        "disk": stressng.disk,
-        "cpu": stressng.cpu,
-        "memory": stressng.memory,
-        "network": stressng.network,
-        "churn": stressng.churn,
-    },
-    "builtin": {
-        "disk": builtin.disk,
-        "cpu": builtin.cpu,
-        "memory": builtin.memory,
-        "network": builtin.network,
-        "churn": builtin.churn,
-    },
-}
 
 
 def resolve_backend(backend: str = "auto") -> str:
@@ -74,18 +57,4 @@ def make_load(
     """
     if name not in LOAD_NAMES:
         raise ConfigError(f"unknown load {name!r}", hint=f"known loads: {', '.join(LOAD_NAMES)}")
-    chosen = resolve_backend(backend)
-    kw = {"timeout_s": timeout_s, "workdir": workdir}
-    if name == "gpu":
-        reason = media.gpu_skip_reason(chosen)
-        if reason:
-            return SkippedLoad(name, cpus, reason, backend="ffmpeg" if procs.gpu_video_api() else chosen)
-        if (api := procs.gpu_video_api()) is not None:  # Windows: ffmpeg decoding on the GPU
-            return media.VideoLoad(cpus, hwaccel=api, **kw)
-        return media.gpu(cpus, media.render_nodes()[0], **kw)
-    if name == "video":
-        reason = media.video_skip_reason()
-        if reason:
-            return SkippedLoad(name, cpus, reason, backend="ffmpeg")
-        return media.VideoLoad(cpus, **kw)
-    return _FACTORIES[chosen][name](cpus, **kw)
+    return KINDS[name].build(cpus, resolve_backend(backend), timeout_s=timeout_s, workdir=workdir)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -116,124 +115,11 @@ class StressNgLoad(ProcessLoad):
 # -- the loads --------------------------------------------------------------------------------
 
 
-def _rate(m: Metrics, stressor: str) -> float:
+def rate(m: Metrics, stressor: str) -> float:
+    """A stressor's bogo ops per second of wall-clock time."""
     return m.get(stressor, {}).get("bogo-ops-per-second-real-time", 0.0)
 
 
-def _cpu_pct(m: Metrics, stressor: str) -> float:
+def cpu_pct(m: Metrics, stressor: str) -> float:
+    """A stressor's CPU use per instance, in percent."""
     return m.get(stressor, {}).get("cpu-usage-per-instance", 0.0)
-
-
-HDD_WRITE_BYTES = 64 * 1024  # --hdd-write-size: one hdd bogo op is one read or write of this size
-
-
-def disk(cpus: CpuSet, **kw) -> StressNgLoad:
-    """Disk: sequential writes with fsync and reads of a temporary file, plus a random I/O mix.
-
-    hdd (stress-ng(1) --hdd-opts wr-seq,rd-seq,fsync,fadv-dontneed) writes a 16 MiB file in
-    64 KiB writes, each followed by fsync, drops it from the page cache and reads it back, so the
-    reads reach the device; iomix adds random reads and writes, fsync, fdatasync and cache drops
-    on a second file. ``io_MB_per_s`` is what hdd moved over the whole run (stress-hdd.c counts
-    one bogo op per read or write); ``*_call_MB_per_s`` are stress-ng's speeds while inside
-    write() or read(), which leave out the time spent in fsync.
-    """
-
-    def metrics(m: Metrics) -> dict[str, float]:
-        hdd = m.get("hdd", {})
-        return {
-            "io_MB_per_s": _rate(m, "hdd") * HDD_WRITE_BYTES / 1e6,
-            "write_call_MB_per_s": hdd.get("mbsec-write-rate", 0.0) * MIB_TO_MB,
-            "read_call_MB_per_s": hdd.get("mbsec-read-rate", 0.0) * MIB_TO_MB,
-            "hdd_bogo_ops_per_s": _rate(m, "hdd"),
-            "iomix_bogo_ops_per_s": _rate(m, "iomix"),
-        }
-
-    kw["workdir"] = kw.get("workdir") or procs.DISK_WORKDIR
-    args = ["--hdd", "1", "--hdd-opts", "wr-seq,rd-seq,fsync,fadv-dontneed", "--hdd-bytes", "16M",
-            "--hdd-write-size", str(HDD_WRITE_BYTES), "--iomix", "1", "--iomix-bytes", "64M"]  # fmt: skip
-    return StressNgLoad("disk", cpus, args, metrics, report_fs=True, **kw)
-
-
-def cpu(cpus: CpuSet, **kw) -> StressNgLoad:
-    """CPU: one stress-ng --cpu worker per CPU of the load, cycling through all CPU methods."""
-
-    def metrics(m: Metrics) -> dict[str, float]:
-        return {"bogo_ops_per_s": _rate(m, "cpu"), "cpu_pct_per_worker": _cpu_pct(m, "cpu")}
-
-    return StressNgLoad("cpu", cpus, ["--cpu", str(len(cpus))], metrics, **kw)
-
-
-def memory(cpus: CpuSet, **kw) -> StressNgLoad:
-    """Memory bandwidth: one stress-ng --memrate worker per CPU on a 64 MiB buffer each.
-
-    memrate reports a rate per method (read64, write128, memset…) for one worker; the load's
-    figures are the mean over the read and over the write methods, times the number of workers.
-    """
-    workers = len(cpus)
-
-    def metrics(m: Metrics) -> dict[str, float]:
-        rates = m.get("memrate", {})
-        reads = [v for k, v in rates.items() if k.startswith("read") and k.endswith("-mb-per-sec")]
-        writes = [v for k, v in rates.items() if k.startswith(("write", "memset")) and k.endswith("-mb-per-sec")]
-        mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
-        return {
-            "read_MB_per_s": mean(reads) * workers * MIB_TO_MB,
-            "write_MB_per_s": mean(writes) * workers * MIB_TO_MB,
-            "bogo_ops_per_s": _rate(m, "memrate"),
-        }
-
-    return StressNgLoad("memory", cpus, ["--memrate", str(workers), "--memrate-bytes", "64M"], metrics, **kw)
-
-
-def _free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def network(cpus: CpuSet, **kw) -> StressNgLoad:
-    """Network: a TCP client and server over loopback (stress-ng --sock, --sock-if lo).
-
-    Each sock bogo op is one accepted connection over which the server sends a burst of data
-    (stress-sock.c server loop), so bogo ops/s are connections/s. The port is picked free when
-    the load starts (stress-ng's default, 5000, is often taken). stress-ng 0.15 still listens on
-    the wildcard address (seen with ss(8)); its clients connect over 127.0.0.1.
-    """
-
-    def metrics(m: Metrics) -> dict[str, float]:
-        return {"connections_per_s": _rate(m, "sock"), "cpu_pct_per_worker": _cpu_pct(m, "sock")}
-
-    def args() -> list[str]:
-        port = str(_free_loopback_port())
-        return ["--sock", "1", "--sock-domain", "ipv4", "--sock-if", "lo", "--sock-port", port]
-
-    load = StressNgLoad("network", cpus, args, metrics, **kw)
-    load.notes.append("stress-ng listens on 0.0.0.0 (all interfaces) while it runs; its traffic uses 127.0.0.1")
-    return load
-
-
-def churn(cpus: CpuSet, **kw) -> StressNgLoad:
-    """Process churn: fork and fork+exec storms, one worker of each per CPU (like make -jN).
-
-    stress-ng refuses its exec stressor as root ("must not run as root"), so as root the whole
-    stress-ng runs as the unprivileged user through setpriv(1).
-    """
-    workers = str(len(cpus))
-    as_root = procs.is_root()
-    can_drop = procs.uid_of(procs.UNPRIVILEGED_USER) is not None
-    args = ["--fork", workers]
-    if not as_root or can_drop:
-        # At most 16 children per exec worker and round, about what make -j16 keeps in flight
-        # (stress-ng's default, 4096, is a fork bomb rather than a build).
-        args += ["--exec", workers, "--exec-max", "16"]
-
-    def metrics(m: Metrics) -> dict[str, float]:
-        fork, exec_ = _rate(m, "fork"), _rate(m, "exec")
-        return {"fork_ops_per_s": fork, "exec_ops_per_s": exec_, "ops_per_s": fork + exec_}
-
-    load = StressNgLoad("churn", cpus, args, metrics, drop_root=as_root and can_drop, **kw)
-    if as_root and can_drop:
-        load.notes.append(f"run as user {procs.UNPRIVILEGED_USER}: stress-ng's exec stressor refuses root")
-    elif as_root:
-        load.notes.append(f"fork only: no user {procs.UNPRIVILEGED_USER} to run stress-ng's exec stressor as")
-    return load

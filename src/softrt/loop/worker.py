@@ -23,6 +23,7 @@ from ..cpus import CpuSet
 from ..errors import SoftRTError
 from ..ipc.ring import Ring
 from ..platform import STOP_SIGNALS, get_platform
+from ..schema.worker import WorkerReport
 from .cyclic import run_cycles
 
 #: The first edge is this far after "go", so arming work is over before the first cycle.
@@ -42,13 +43,14 @@ class WorkerSpec:
     profile: str = "rt"
     device: str = "virtual"
     axes: int = 1
-    device_options: dict = field(default_factory=dict)  # passed to open_device (board.open_device)
     motion: Any = None  # softrt.motion.MotionConfig for the seed's motion test
     step: Callable[[int], Any] | None = None  # a user's own per-cycle function
     setup: Callable[[], None] | None = None
     warmup_cycles: int = 2000
     housekeeping: tuple[int, ...] = ()  # the supervisor's CPUs: the worker's threads but the loop go there
-    device_options: dict = field(default_factory=dict)  # EtherCAT: bus timeout, DC lock (session.config)
+    #: passed to board.open_device, resolved once by the session (session.config.RunPlan; EtherCAT: the
+    #: bus timeout, the DC phase lock, the drive description)
+    device_options: dict = field(default_factory=dict)
 
 
 def _arm(spec: WorkerSpec, ring: Ring, undo: list[Callable[[], None]], applied: list[dict],
@@ -131,7 +133,7 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
             sleep_until, close_timer = plat.make_sleep_until()
             undo.append(close_timer)
         margin_ns = spec.margin_ns if spec.wait == "hybrid" else 0
-        conn.send(("armed", {"applied": applied, "not_applied": not_applied, "pid": os.getpid()}))
+        conn.send(WorkerReport.armed(applied, not_applied, os.getpid()))
         if conn.recv() != "go":
             return
         # No collector pauses in the loop: freeze what exists, then switch the GC off
@@ -146,11 +148,11 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
         gc.enable()
         board.stop()
         # A failed device (bus lost, drive fault) ended the loop: the run failed, its records stand.
-        conn.send(("done", {"cycles": cycles, "board": board.counters(), "device_failure": board.failure}))
+        conn.send(WorkerReport.done(cycles, board.counters(), board.failure))
     except BaseException as err:  # report anything (a user's step may raise anything), then die
         try:
             # softrt errors travel whole (the supervisor re-raises bad input as bad input).
-            conn.send(("failed", err if isinstance(err, SoftRTError) else f"{type(err).__name__}: {err}"))
+            conn.send(WorkerReport.failed(err if isinstance(err, SoftRTError) else f"{type(err).__name__}: {err}"))
         except (OSError, TypeError, ValueError):
             pass
         raise SystemExit(1) from None

@@ -24,7 +24,8 @@ from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..load import LOAD_NAMES
 from ..loop.cyclic import WAITS
-from ..session.config import PROFILES, SAMPLE_MODES
+from ..schema.config import PROFILES
+from ..session.config import SAMPLE_MODES
 from ..store.validate import path_kind, read_bounded
 from ..schema.text import printable
 from ..units import parse_time_ns

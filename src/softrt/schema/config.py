@@ -1,7 +1,10 @@
-"""RunConfig: what one run does, in integer nanoseconds (schema layer: a typed value, no checks).
+"""RunConfig: what one run does, in integer nanoseconds (schema layer), and the range checks of its values.
 
-The checks against this machine and its files (CPUs, devices, disk space) are session.config's
-``validate``; everything below the session reads this type.
+The range checks of a configuration's own values live here, beside the type, for ``softrt run``
+and ``softrt watch`` alike (each raises one ConfigError naming the option and an example). The
+checks against this machine and its files (CPUs, devices, disk space) and against other layers'
+names (wait strategies, sample modes, requirements) are session.config's ``resolve_plan``;
+everything below the session reads this type.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..units import NS_PER_S, NS_PER_US
+from ..errors import ConfigError
+from ..units import NS_PER_S, NS_PER_US, format_duration_s, format_ns
 
 PROFILES = ("rt", "none")
 MIN_PERIOD_NS = 5 * NS_PER_US  # below this a CPython loop cannot even read the clock twice reliably
@@ -57,3 +61,67 @@ class RunConfig:
         if dataclasses.is_dataclass(self.motion):
             out["motion"] = dataclasses.asdict(self.motion)
         return out
+
+
+def check_period_ns(period_ns: int, example: str = "e.g. --period 250us") -> None:
+    """The loop's period: MIN_PERIOD_NS to MAX_PERIOD_NS."""
+    if not MIN_PERIOD_NS <= period_ns <= MAX_PERIOD_NS:
+        raise ConfigError(f"period {format_ns(period_ns)} is out of range",
+                          hint=f"use {format_ns(MIN_PERIOD_NS, digits=0)} to {format_ns(MAX_PERIOD_NS, 'ms', 0)}, "
+                               f"{example}")
+
+
+def check_duration(duration_ns: int, max_duration_ns: int) -> None:
+    """Raise ConfigError unless 0 < *duration_ns* <= *max_duration_ns* (--duration, --max-duration)."""
+    if duration_ns <= 0:
+        raise ConfigError(f"duration must be positive, got {format_ns(duration_ns, 's', 3)}",
+                          hint="e.g. --duration 10s")
+    if duration_ns > max_duration_ns:
+        raise ConfigError(f"duration {_long(duration_ns)} exceeds the safety bound of "
+                          f"{_long(max_duration_ns)} (--max-duration)",
+                          hint=f"check --duration, or raise the bound explicitly, e.g. --max-duration "
+                               f"{-(-duration_ns // (86400 * NS_PER_S))}d")
+
+
+def _long(ns: int) -> str:
+    """A duration for the safety-bound message: "259,200 s (3 d 00 h)"."""
+    text = format_ns(ns, "s", 0)
+    return f"{text} ({format_duration_s(ns / NS_PER_S)})" if ns >= 120 * NS_PER_S else text
+
+
+def check_late_threshold_ns(threshold_ns: int) -> None:
+    """The late threshold: more than 0, at most MAX_PERIOD_NS."""
+    if not 0 < threshold_ns <= MAX_PERIOD_NS:
+        raise ConfigError(f"late threshold {format_ns(threshold_ns)} is out of range",
+                          hint="use more than 0 and at most 1 s, e.g. --late-threshold 20us")
+
+
+def check_keep_late(keep_late: int) -> None:
+    """The late cycles kept with their causes: 0 to MAX_KEEP_LATE."""
+    if not 0 <= keep_late <= MAX_KEEP_LATE:
+        raise ConfigError(f"--keep-late must be 0 to {MAX_KEEP_LATE:,}, got {keep_late}", hint="e.g. --keep-late 100")
+
+
+def check_timing(config: RunConfig) -> None:
+    """A run's timing: its period, its duration (at least two periods), its priority and profile."""
+    check_period_ns(config.period_ns)
+    check_duration(config.duration_ns, config.max_duration_ns)
+    if config.duration_ns < 2 * config.period_ns:
+        raise ConfigError("duration must cover at least two periods", hint="lengthen --duration")
+    if not 1 <= config.priority <= 99:
+        raise ConfigError(f"priority {config.priority} is outside SCHED_FIFO's 1-99", hint="e.g. --priority 80")
+    if config.profile not in PROFILES:
+        raise ConfigError(f"unknown profile {config.profile!r}", hint=f"use one of {', '.join(PROFILES)}")
+
+
+def check_bus(config: RunConfig) -> None:
+    """An EtherCAT run's bus timeout and distributed-clock options."""
+    if not 0 < config.bus_timeout_ns <= MAX_PERIOD_NS * 10:
+        raise ConfigError(f"bus timeout {format_ns(config.bus_timeout_ns)} is out of range",
+                          hint="use more than 0 and at most 10 s, e.g. --bus-timeout 10ms")
+    if config.dc_lock and not config.device.startswith("ethercat:"):
+        raise ConfigError("--dc-lock needs an EtherCAT device (distributed clocks)",
+                          hint="use --device ethercat:IFACE, or drop --dc-lock")
+    if not abs(config.dc_shift_ns) < config.period_ns:
+        raise ConfigError(f"--dc-shift {format_ns(config.dc_shift_ns)} must be shorter than the period",
+                          hint="e.g. --dc-shift -50us (the frame 50 µs before SYNC0)")

@@ -189,9 +189,9 @@ class Board(Doc):
     bus_timeout_ms: float | None = opt()
     bus_timeout_frames: int | None = count(omit_none=True)  # frames sent in a row unanswered that lose the bus
     failure: str | None = opt()  # why the device failed the run (bus lost, a slave out of OP, a drive fault)
-    distributed_clocks: DistributedClocks | None = opt()
     frames: Frames | None = opt()
     host_gaps: HostGaps | None = opt()
+    distributed_clocks: DistributedClocks | None = opt()  # (after host_gaps: the order the master writes)
     rtt_us: RoundTrip | None = opt()
     drives: list[Drive] | None = opt()
     slaves: list[Slave] | None = opt()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -26,31 +25,23 @@ from ..errors import ConfigError
 from ..platform import get_platform, journal, state_dir
 from ..platform.linux import writable
 from ..platform.kfiles import translate_error, read_raw
+from ..schema.summary import SystemChange
 
 FORMAT = "softrt-run-journal"
 WHAT = "restore journal"
-SET_ASIDE = "restore journal set aside"  # the ``why`` of a Change that stands for a whole journal
+SET_ASIDE = "restore journal set aside"  # the ``why`` of a change that stands for a whole journal
 
 
 def _journal_dir() -> Path:
     return state_dir() / "restore"
 
 
-@dataclass
-class Change:
-    """One kernel file changed for the duration of a run (or a journal set aside, with ``note``)."""
-
-    path: str
-    before: str
-    during: str
-    why: str
-    restored: bool = False
-    verified: bool = False
-    note: str | None = None  # why it was not restored, and the fix
-
-    def to_dict(self) -> dict:
-        """Return a JSON-ready dict (for summary.json's ``changes``)."""
-        return {k: v for k, v in self.__dict__.items() if k != "note" or v}
+def _change(path: str, before: str, during: str, why: str, *, restored: bool = False, verified: bool = False,
+            note: str | None = None) -> SystemChange:
+    """One kernel file changed for the duration of a run (or a journal set aside, with *note*), as the
+    summary's ``tuning.system_changes`` entry: ``note`` (why it was not restored, and the fix) only when said."""
+    return SystemChange(path=path, before=before, during=during, why=why, restored=restored, verified=verified,
+                        note=note or None)
 
 
 class ChangeJournal:
@@ -58,12 +49,12 @@ class ChangeJournal:
 
     def __init__(self, root: str = "/") -> None:
         self.root = root
-        self.changes: list[Change] = []
+        self.changes: list[SystemChange] = []
         self.path = _journal_dir() / f"{os.getpid()}.jsonl"
         self._entries: list[dict] = []
         self._file: journal.Journal | None = None
 
-    def set(self, path: str, value: str, why: str) -> Change | None:
+    def set(self, path: str, value: str, why: str) -> SystemChange | None:
         """Write *value* to kernel file *path*, journalling the old value first.
 
         Returns None when the file already holds *value* (nothing to change or restore).
@@ -86,22 +77,22 @@ class ChangeJournal:
             writable.write_line(target, value)
         except OSError as err:
             raise translate_error(err, "write", path) from err
-        change = Change(path=path, before=raw.strip(), during=value, why=why)
+        change = _change(path, raw.strip(), value, why)
         self.changes.append(change)
         self._entries.append(entry)
         return change
 
-    def restore(self) -> list[Change]:
+    def restore(self) -> list[SystemChange]:
         """Restore every change (newest first), verify by reading back, drop the journal.
 
         A change that cannot be restored is marked so (``note`` says how to by hand) and the
         journal is set aside, so no later command trips over it.
         """
         failures = []
-        for change, entry in reversed(list(zip(self.changes, self._entries))):
-            if change.restored:
+        for i in reversed(range(len(self.changes))):
+            if self.changes[i].restored:
                 continue
-            failure = _apply(self.root, entry, change)
+            self.changes[i], failure = _apply(self.root, self._entries[i], self.changes[i])
             if failure:
                 failures.append(failure)
         if self._file is not None:
@@ -115,19 +106,18 @@ class ChangeJournal:
         return self.changes
 
 
-def _apply(root: str, entry: dict, change: Change) -> str | None:
-    """Restore one entry into *change*; return the failure (with its fix), or None."""
+def _apply(root: str, entry: dict, change: SystemChange) -> tuple[SystemChange, str | None]:
+    """Restore one entry: *change* as it now stands, and the failure (with its fix) or None."""
     outcome = journal.restore_file(root, entry, only_if_after=True)
-    change.restored = outcome.status in ("restored", "mismatch")
-    change.verified = outcome.status == "restored"
+    restored, verified = outcome.status in ("restored", "mismatch"), outcome.status == "restored"
     if outcome.status in ("restored", "gone", "kept"):
-        change.note = None if outcome.status == "restored" else outcome.detail
-        return None
-    change.note = f"{outcome.detail}; by hand: {outcome.fix}" if outcome.fix else outcome.detail
-    return f"{entry['target']}: {change.note}"
+        note = None if outcome.status == "restored" else outcome.detail
+        return change.replace(restored=restored, verified=verified, note=note or None), None
+    note = f"{outcome.detail}; by hand: {outcome.fix}" if outcome.fix else outcome.detail
+    return change.replace(restored=restored, verified=verified, note=note or None), f"{entry['target']}: {note}"
 
 
-def _recover_legacy(path: Path, this_boot: str | None) -> list[Change]:
+def _recover_legacy(path: Path, this_boot: str | None) -> list[SystemChange]:
     """A journal of softrt before the one journal (``restore/<pid>.json``): set aside, with the fix by hand.
 
     Nothing in it is written: its format had no checks. When every change it names is one softrt
@@ -148,8 +138,8 @@ def _recover_legacy(path: Path, this_boot: str | None) -> list[Change]:
     except (ConfigError, ValueError, RecursionError, KeyError, TypeError, AttributeError, IndexError) as err:
         fix = f"it names something softrt never writes ({str(err)[:200]}); check it by hand"
     dest = journal.set_aside(path, f"an older softrt's restore journal; {fix}")
-    return [Change(path=str(dest), before="", during="", why=SET_ASIDE,
-                   note=f"an older softrt's restore journal {path}: nothing in it was written; set aside as {dest}; {fix}")]
+    return [_change(str(dest), "", "", SET_ASIDE,
+                    note=f"an older softrt's restore journal {path}: nothing in it was written; set aside as {dest}; {fix}")]
 
 
 def _alive(header: dict) -> bool:
@@ -165,16 +155,16 @@ def _alive(header: dict) -> bool:
     return get_platform().process_identity(pid) == identity
 
 
-def recover() -> list[Change]:
+def recover() -> list[SystemChange]:
     """Restore the changes left by softrt runs whose process is gone; return what was done.
 
-    A journal that cannot be used or restored is set aside and returned as a Change with
+    A journal that cannot be used or restored is set aside and returned as a change with
     ``restored`` False and a ``note`` saying why and how to fix it by hand (reported once).
 
     Raises:
         ConfigError: softrt's state directory is not its own (a symlink, another user's).
     """
-    done: list[Change] = []
+    done: list[SystemChange] = []
     directory = _journal_dir()
     if not os.path.lexists(directory.parent) or not os.path.lexists(directory):
         return done
@@ -191,9 +181,9 @@ def recover() -> list[Change]:
             continue  # its run ended and removed it while we looked
         except ConfigError as err:
             dest = journal.set_aside(path, str(err))
-            done.append(Change(path=str(dest), before="", during="", why=SET_ASIDE,
-                               note=f"{err.msg}; nothing in it was written; set aside as {dest}; check the "
-                                    "settings it names by hand"))
+            done.append(_change(str(dest), "", "", SET_ASIDE,
+                                note=f"{err.msg}; nothing in it was written; set aside as {dest}; check the "
+                                     "settings it names by hand"))
             continue
         if header.get("boot_id") != this_boot:
             path.unlink(missing_ok=True)  # from before a reboot, which reset every value already
@@ -202,18 +192,18 @@ def recover() -> list[Change]:
             continue  # a run in progress owns it
         failures, failed = [], []
         for entry in reversed(entries):
-            change = Change(path=entry["target"], before=entry["before"].strip(), during=str(entry.get("after", "")),
-                            why=str(entry.get("why", ""))[:200])
-            failure = _apply(header["root"], entry, change)
+            change, failure = _apply(header["root"], entry, _change(entry["target"], entry["before"].strip(),
+                                                                    str(entry.get("after", "")),
+                                                                    str(entry.get("why", ""))[:200]))
             if failure:
                 failures.append(failure)
-                failed.append(change)
+                failed.append(len(done))
             if change.restored or failure:
                 done.append(change)
         if failures:
             dest = journal.set_aside(path, "; ".join(failures))
-            for change in failed:
-                change.note += f" (its journal is set aside as {dest})"
+            for i in failed:
+                done[i] = done[i].replace(note=f"{done[i].note} (its journal is set aside as {dest})")
         else:
             path.unlink(missing_ok=True)
     return done

@@ -1,8 +1,15 @@
-"""Validating a RunConfig (schema.config) before anything is started or written (session layer)."""
+"""Validating a RunConfig (schema.config) and resolving it, once, into the run's plan (session layer).
+
+:func:`resolve_plan` checks a configuration before anything is started or written and settles what
+the run derives from it (the RT CPU and the housekeeping CPUs by cpus.choose_cpus, the device's
+options, the motion profile, the sample policy of store.late) into one frozen :class:`RunPlan` that
+the rest of the run only reads (issue 29: the run chose its CPUs four times before).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.require import parse_requirements
@@ -10,7 +17,7 @@ from ..board import check_device_spec
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError
 from ..platform import performance_cpus
-from ..schema.config import MAX_KEEP_LATE, MAX_PERIOD_NS, MIN_PERIOD_NS, PROFILES, RunConfig
+from ..schema.config import RunConfig, check_bus, check_keep_late, check_late_threshold_ns, check_timing
 from ..loop.cyclic import WAITS
 from ..motion.config import MAX_AXES
 from ..store.late import MODES as SAMPLE_MODES
@@ -18,56 +25,76 @@ from ..store.late import resolve_mode
 from ..store.rundir import check_space
 from ..store.validate import read_bounded
 from ..schema.text import printable
-from ..units import NS_PER_S, format_duration_s, format_ns
+from ..units import format_ns
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A run's configuration checked and resolved once; the run reads it, never derives it again."""
+
+    #: The configuration with its defaults resolved: ``cpu`` (None for ``--profile none``, whose loop
+    #: is not pinned), ``samples`` and, for the seed's motion test, ``motion``.
+    config: RunConfig
+    #: The real-time CPU (``--cpu``, or the default of cpus.choose_cpus): the loop's under ``--profile
+    #: rt``, and the one ``--check`` audits.
+    rt_cpu: int
+    #: The other online CPUs allowed to this process: the supervisor's, the loads' and the kernel's.
+    housekeeping: CpuSet
+    #: What the device is opened with (board.open_device; EtherCAT: bus timeout, DC lock, drives).
+    device_options: dict
+
+    @property
+    def motion(self):  # softrt.motion.MotionConfig, or None for a user's own step
+        return self.config.motion
+
+    @property
+    def samples(self) -> str | None:
+        """The samples kept: ``all`` or ``late`` (store.late)."""
+        return self.config.samples
 
 
 def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
-    """Check *config*; return it with defaults resolved (cpu, motion). Raise ConfigError."""
-    if not MIN_PERIOD_NS <= config.period_ns <= MAX_PERIOD_NS:
-        raise ConfigError(f"period {format_ns(config.period_ns)} is out of range",
-                          hint=f"use {format_ns(MIN_PERIOD_NS, digits=0)} to {format_ns(MAX_PERIOD_NS, 'ms', 0)}, e.g. --period 250us")
-    check_duration(config.duration_ns, config.max_duration_ns)
-    if config.duration_ns < 2 * config.period_ns:
-        raise ConfigError("duration must cover at least two periods", hint="lengthen --duration")
-    if not 1 <= config.priority <= 99:
-        raise ConfigError(f"priority {config.priority} is outside SCHED_FIFO's 1-99", hint="e.g. --priority 80")
-    if config.profile not in PROFILES:
-        raise ConfigError(f"unknown profile {config.profile!r}", hint=f"use one of {', '.join(PROFILES)}")
-    if config.wait not in WAITS:
-        raise ConfigError(f"unknown wait strategy {config.wait!r}", hint=f"use one of {', '.join(WAITS)}")
-    if config.wait == "hybrid" and not 0 < config.margin_ns < config.period_ns:
-        raise ConfigError(f"hybrid margin {format_ns(config.margin_ns)} must be between 0 and the period",
-                          hint="e.g. --margin 50us")
-    if not 0 < config.late_threshold_ns <= MAX_PERIOD_NS:
-        raise ConfigError(f"late threshold {format_ns(config.late_threshold_ns)} is out of range",
-                          hint="use more than 0 and at most 1 s, e.g. --late-threshold 20us")
-    if not 0 <= config.keep_late <= MAX_KEEP_LATE:
-        raise ConfigError(f"--keep-late must be 0 to {MAX_KEEP_LATE:,}, got {config.keep_late}", hint="e.g. --keep-late 100")
-    if config.samples is not None and config.samples not in SAMPLE_MODES:
-        raise ConfigError(f"unknown --samples value {config.samples!r}", hint=f"use one of {', '.join(SAMPLE_MODES)}")
-    if config.require is not None:
-        parse_requirements(config.require)  # what the verdict judges: bad input before anything starts
-    check_device_spec(config.device)
-    if not 0 < config.bus_timeout_ns <= MAX_PERIOD_NS * 10:
-        raise ConfigError(f"bus timeout {format_ns(config.bus_timeout_ns)} is out of range",
-                          hint="use more than 0 and at most 10 s, e.g. --bus-timeout 10ms")
-    if config.dc_lock and not config.device.startswith("ethercat:"):
-        raise ConfigError("--dc-lock needs an EtherCAT device (distributed clocks)",
-                          hint="use --device ethercat:IFACE, or drop --dc-lock")
-    if not abs(config.dc_shift_ns) < config.period_ns:
-        raise ConfigError(f"--dc-shift {format_ns(config.dc_shift_ns)} must be shorter than the period",
-                          hint="e.g. --dc-shift -50us (the frame 50 µs before SYNC0)")
-    device_options(config)  # a bad drive description is bad input before anything starts
-    if not 1 <= config.axes <= MAX_AXES:
-        raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
+    """Check *config*; return it with defaults resolved (cpu, samples). Raise ConfigError."""
+    return resolve_plan(config, online, allowed, motion=False).config
+
+
+def resolve_plan(config: RunConfig, online: CpuSet, allowed: CpuSet, *, motion: bool = True) -> RunPlan:
+    """Check *config* against this machine's *online* and *allowed* CPUs and resolve it (with the
+    seed's *motion* test, its motion profile too); raise ConfigError before anything starts."""
+    options = _checked(config)
     cpu, housekeeping = choose_cpus(online, allowed, config.cpu, None if config.cpu is not None else performance_cpus())
     if config.profile == "rt" and not housekeeping:
         # A SCHED_FIFO task spinning on every CPU we may use would starve the kernel's work there
         # and the supervisor, which must drain the ring from a housekeeping CPU.
         raise ConfigError(f"CPU {cpu} is the only CPU this process may use; softrt keeps one housekeeping CPU free",
                           hint="widen the CPU affinity (taskset, cgroup cpuset) or use --profile none")
-    return dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None,
-                               samples=resolve_mode(config.samples, config.duration_ns))
+    config = dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None,
+                                 samples=resolve_mode(config.samples, config.duration_ns))
+    if motion:
+        config = resolve_motion(config)
+    return RunPlan(config=config, rt_cpu=cpu, housekeeping=housekeeping, device_options=options)
+
+
+def _checked(config: RunConfig) -> dict:
+    """Check a RunConfig's own values (ConfigError naming the option and its fix); return its device options."""
+    check_timing(config)
+    if config.wait not in WAITS:
+        raise ConfigError(f"unknown wait strategy {config.wait!r}", hint=f"use one of {', '.join(WAITS)}")
+    if config.wait == "hybrid" and not 0 < config.margin_ns < config.period_ns:
+        raise ConfigError(f"hybrid margin {format_ns(config.margin_ns)} must be between 0 and the period",
+                          hint="e.g. --margin 50us")
+    check_late_threshold_ns(config.late_threshold_ns)
+    check_keep_late(config.keep_late)
+    if config.samples is not None and config.samples not in SAMPLE_MODES:
+        raise ConfigError(f"unknown --samples value {config.samples!r}", hint=f"use one of {', '.join(SAMPLE_MODES)}")
+    if config.require is not None:
+        parse_requirements(config.require)  # what the verdict judges: bad input before anything starts
+    check_device_spec(config.device)
+    check_bus(config)
+    options = device_options(config)  # a bad drive description is bad input before anything starts
+    if not 1 <= config.axes <= MAX_AXES:
+        raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
+    return options
 
 
 def device_options(config: RunConfig) -> dict:
@@ -99,25 +126,6 @@ def disk_estimate(config: RunConfig) -> tuple[str, int]:
     needed = check_space(Path(config.out_dir), config.duration_ns // config.period_ns, config.samples,
                          config.period_ns)
     return config.samples, needed
-
-
-def check_duration(duration_ns: int, max_duration_ns: int) -> None:
-    """Raise ConfigError unless 0 < *duration_ns* <= *max_duration_ns* (--duration, --max-duration;
-    softrt run and softrt watch)."""
-    if duration_ns <= 0:
-        raise ConfigError(f"duration must be positive, got {format_ns(duration_ns, 's', 3)}",
-                          hint="e.g. --duration 10s")
-    if duration_ns > max_duration_ns:
-        raise ConfigError(f"duration {_long(duration_ns)} exceeds the safety bound of "
-                          f"{_long(max_duration_ns)} (--max-duration)",
-                          hint=f"check --duration, or raise the bound explicitly, e.g. --max-duration "
-                               f"{-(-duration_ns // (86400 * NS_PER_S))}d")
-
-
-def _long(ns: int) -> str:
-    """A duration for the safety-bound message: "259,200 s (3 d 00 h)"."""
-    text = format_ns(ns, "s", 0)
-    return f"{text} ({format_duration_s(ns / NS_PER_S)})" if ns >= 120 * NS_PER_S else text
 
 
 def resolve_motion(config: RunConfig) -> RunConfig:

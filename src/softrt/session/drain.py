@@ -11,6 +11,7 @@ from ..analysis import RunStats, Snapshot
 from ..analysis.cycles import CycleStream
 from ..ipc.ring import Ring
 from ..schema.config import RunConfig
+from ..schema.worker import NOTHING, WorkerReport
 from ..store.rundir import RunDir
 from ..trace import TraceSession
 from .collect import Collector
@@ -89,7 +90,7 @@ class Outcome:
     interrupted_early: bool = False  # Ctrl-C before "go": the (empty) run is kept all the same
     applied: list = field(default_factory=list)
     not_applied: list = field(default_factory=list)
-    worker: dict = field(default_factory=dict)
+    worker: WorkerReport = NOTHING  # the worker's last report (DONE, or FAILED), once it stopped
     fair_server: dict | None = None  # the fair server on the RT CPU (Linux 6.12+), for the Mode block
 
     def partial(self, reason: str) -> None:

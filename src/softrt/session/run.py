@@ -18,11 +18,11 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..cpus import CpuSet, choose_cpus
+from ..cpus import CpuSet
 from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..analysis.tail_keep import prefetch_fit
@@ -36,13 +36,14 @@ from ..audit.state import in_force as tune_in_force
 from ..store.history import History, local_db_path
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id, read_summary
 from ..schema.summary import RunSummary
+from ..schema.worker import ARMED, DONE, FAILED, NOTHING, WorkerReport
 from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
 from .drain import Drainer, Outcome, Progress
 from ..schema.config import RunConfig
-from .config import device_options, resolve_motion, validate
+from .config import RunPlan, resolve_plan
 from .summary import RunParts, checkpoint, checkpoint_interval_s, run_summary, utcnow
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
@@ -121,14 +122,13 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
     recovered = _changes.recover()
     sweep_orphans()  # trace instances (and a tracefs mount) left by a softrt that was killed
     arming.sweep()  # ... and run directories it left before its first checkpoint
-    config = validate(config, plat.online_cpus(), plat.allowed_cpus())
-    if step is None:
-        config = resolve_motion(config)
+    plan = resolve_plan(config, plat.online_cpus(), plat.allowed_cpus(), motion=step is None)
+    config = plan.config
     out_dir = Path(config.out_dir)
     check_writable(out_dir)
     expected_rows = config.duration_ns // config.period_ns
     check_space(out_dir, expected_rows, config.samples, config.period_ns)
-    check = _take_check(config) if config.check else None
+    check = _take_check(plan) if config.check else None
     host = plat.host_facts()  # before the run's changes (its rt_runtime_us is the machine's own)
     provenance = {**collect_provenance(device=config.device), "tune_applied": tune_in_force()}
 
@@ -151,11 +151,11 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
         cleanup.callback(drainer.release)
         journal = _changes.ChangeJournal()
         cleanup.callback(journal.restore)
-        pins = _apply_system_changes(config, plat, journal, out, cleanup)
+        pins = _apply_system_changes(plan, plat, journal, out, cleanup)
         # Before the worker: on every path its last records are fed before the trace closes.
         tracer = cleanup.enter_context(TraceSession(config))
         parts = RunParts(config, host, started_at, recovered, check, out, rundir, ring, collector, drainer, journal,
-                       tracer, checkpoint_interval_s(), provenance=provenance)
+                         tracer, checkpoint_interval_s(), provenance=provenance)
         started.append(parts)
 
         ctx = multiprocessing.get_context("spawn")
@@ -163,57 +163,71 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
         spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
                           margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
                           profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
-                          step=step, setup=setup, device_options=device_options(config),
+                          step=step, setup=setup, device_options=plan.device_options,
                           housekeeping=tuple(pins.cpus) if pins is not None else ())
         proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
         # Entered before _stop_worker is registered, so it is left after it: the worker's tie to
         # this process (a job object on Windows, which kills it when closed) outlasts the clean stop.
         tie = cleanup.enter_context(ExitStack())
         cleanup.callback(_stop_worker, proc, ring, parent_conn, drainer, out)
-
         try:
-            if interrupts.requested():
-                raise _Interrupted
-            # The stop signals are shielded while the worker is created (it then ignores them itself),
-            # so they reach only the supervisor, which stops the worker cleanly.
-            # A real-time worker starts on its RT CPU, where it pins itself anyway (an untuned one
-            # keeps this process's CPUs: where it runs is part of what is measured).
-            start_on = plat.children_start_on(CpuSet([config.cpu])) if config.profile == "rt" else nullcontext()
-            with plat.ctrl_c_shield(), start_on:
-                proc.start()
-            _tie_worker(plat, proc.pid, tie, out)
-            child_conn.close()
-            tracer.prepare()  # while the worker starts its interpreter and arms
-            armed = _expect(parent_conn, proc, "armed", ARM_TIMEOUT_S)
-            out.applied.extend(armed["applied"])
-            out.not_applied.extend(armed["not_applied"])
-            if interrupts.requested():
-                raise _Interrupted
-            if before_go is not None:
-                before_go()
-                if interrupts.requested():
-                    raise _Interrupted
-            tracer.start(proc.pid)  # the worker's pid filters its page faults and system calls
-            _repin_supervisor(plat, pins, out, cleanup)
-            drainer.trace = tracer
-            drainer.progress.culprits = tracer.culprits
-            parent_conn.send("go")
-            out.released = True
-            parts.released_at = time.monotonic()
-            _measure(config, proc, drainer, out, on_progress, parts)
+            _release(parts, plat, proc, (parent_conn, child_conn), tie, pins, before_go, on_progress, cleanup)
         except _Interrupted:
             out.interrupted_early = True
             out.partial(f"{interrupts.reason()} before the loop started")
+    return RunResult(summary=_store(parts, check), path=rundir.path, recovered=recovered)
 
+
+def _release(parts: RunParts, plat, proc, conns, tie: ExitStack, pins, before_go, on_progress,
+             cleanup: ExitStack) -> None:
+    """Start the worker, wait until it is armed, release its loop and measure until it ends;
+    _Interrupted when Ctrl-C comes before the release."""
+    config, out, tracer, drainer = parts.config, parts.out, parts.tracer, parts.drainer
+    parent_conn, child_conn = conns
+    if interrupts.requested():
+        raise _Interrupted
+    # The stop signals are shielded while the worker is created (it then ignores them itself),
+    # so they reach only the supervisor, which stops the worker cleanly.
+    # A real-time worker starts on its RT CPU, where it pins itself anyway (an untuned one
+    # keeps this process's CPUs: where it runs is part of what is measured).
+    start_on = plat.children_start_on(CpuSet([config.cpu])) if config.profile == "rt" else nullcontext()
+    with plat.ctrl_c_shield(), start_on:
+        proc.start()
+    _tie_worker(plat, proc.pid, tie, out)
+    child_conn.close()
+    tracer.prepare()  # while the worker starts its interpreter and arms
+    armed = _expect_armed(parent_conn, proc, ARM_TIMEOUT_S)
+    out.applied.extend(armed.applied)
+    out.not_applied.extend(armed.not_applied)
+    if interrupts.requested():
+        raise _Interrupted
+    if before_go is not None:
+        before_go()
+        if interrupts.requested():
+            raise _Interrupted
+    tracer.start(proc.pid)  # the worker's pid filters its page faults and system calls
+    _repin_supervisor(plat, pins, out, cleanup)
+    drainer.trace = tracer
+    drainer.progress.culprits = tracer.culprits
+    parent_conn.send("go")
+    out.released = True
+    parts.released_at = time.monotonic()
+    _measure(config, proc, drainer, out, on_progress, parts)
+
+
+def _store(parts: RunParts, check: dict | None) -> RunSummary:
+    """Write what the run produced (check, config, host, samples, summary) and mark it final in the
+    history; return its summary (partial when it could not be stored)."""
+    rundir, out = parts.rundir, parts.out
     if rundir.failure is not None:  # the disk: the loop ran on, the records it could not store are counted
         _note_partial(out, f"{rundir.failure}; {rundir.unwritten:,} records could not be written")
     stored_error = None
     try:  # first what does not depend on the summary, so a summary that cannot be built loses nothing else
         if check is not None:
             rundir.write_json("check.json", check)
-        rundir.write_json("config.json", config.to_dict())
+        rundir.write_json("config.json", parts.config.to_dict())
         rundir.write_json("host.json", parts.host)
-        collector.write(rundir)
+        parts.collector.write(rundir)
     except SoftRTError as err:
         stored_error = err
     try:
@@ -226,7 +240,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
         if stored_error is not None:
             raise stored_error
         rundir.write_json(SUMMARY, summary.to_dict())
-        collector.write_tail(rundir)  # last: never at the cost of the summary's space
+        parts.collector.write_tail(rundir)  # last: never at the cost of the summary's space
     except SoftRTError as err:  # (the reserve makes this rare) the caller still gets the figures to print
         reason = f"the results could not be stored: {err.msg}"
         summary = summary.replace(status="partial", partial_reason="; ".join(filter(None, (summary.partial_reason,
@@ -236,7 +250,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
             History(local_db_path()).add_run(rundir.path)  # the rig's own history (store.lab forwards)
         except SoftRTError:
             pass  # the caller adds it too, and says why it cannot (cli.history.remember)
-    return RunResult(summary=summary, path=rundir.path, recovered=recovered)
+    return summary
 
 
 def _note_partial(out: Outcome, reason: str) -> None:
@@ -261,15 +275,15 @@ def _ring_capacity() -> int:
     return capacity
 
 
-def _apply_system_changes(config: RunConfig, plat, journal, out: Outcome, cleanup: ExitStack):
+def _apply_system_changes(plan: RunPlan, plat, journal, out: Outcome, cleanup: ExitStack):
     """Move the supervisor (every thread of it) off the RT CPU and, for spin runs, switch RT throttling
     off; return the supervisor's ThreadPins (None: an untuned run, which moves nothing)."""
+    config = plan.config
     if config.profile != "rt":
         return None
-    _, housekeeping = choose_cpus(plat.online_cpus(), plat.allowed_cpus(), config.cpu)
     # Every thread, not only this one: the metrics server's, a library's (pyarrow's jemalloc_bg_thd)
     # started before; those started later inherit it from their creator (platform.threads).
-    pins = plat.pin_threads(housekeeping)  # validate() made sure there is one
+    pins = plat.pin_threads(plan.housekeeping)  # resolve_plan() made sure there is one
     cleanup.callback(pins.undo)
     _say_supervisor_pins(pins, out)
     fair = fairserver.read("/", [config.cpu])
@@ -375,10 +389,10 @@ def _stop_worker(proc, ring: Ring, conn, drainer: Drainer, out: Outcome) -> None
             out.partial("the worker did not stop when asked; it was killed")
     else:
         conn.close()
-    if out.worker.get("device_failure"):
-        out.failed(out.worker["device_failure"])
-    if out.worker.get("failed"):
-        out.partial(f"the worker failed: {out.worker['failed']}")
+    if out.worker.device_failure:
+        out.failed(out.worker.device_failure)
+    if out.worker.kind == FAILED:
+        out.partial(f"the worker failed: {out.worker.error}")
     elif proc.exitcode not in (0, None):
         out.partial(f"the worker died (exit code {proc.exitcode})")
     drainer.drain()
@@ -421,47 +435,45 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
     return fd
 
 
-def _take_check(config: RunConfig) -> dict:
+def _take_check(plan: RunPlan) -> dict:
     """Return ``softrt check`` of the run's RT CPU (with a 1 s live sample), as a dict."""
     from ..audit import run_checks
 
-    plat = get_platform()
-    rt_cpu, _ = choose_cpus(plat.online_cpus(), plat.allowed_cpus(), config.cpu)
-    return run_checks(CpuSet([rt_cpu]), sample_s=1.0).to_dict()
+    return run_checks(CpuSet([plan.rt_cpu]), sample_s=1.0).to_dict()
 
 
-def _expect(conn, proc, kind: str, timeout_s: float) -> dict:
-    """Wait for the worker's *kind* message; raise WorkerFailed if it fails or dies first."""
+def _expect_armed(conn, proc, timeout_s: float) -> WorkerReport:
+    """Wait for the worker's ARMED report; raise WorkerFailed if it fails or dies first."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
         if interrupts.requested():
             raise _Interrupted
         if conn.poll(0.1):
             try:
-                msg, payload = conn.recv()
+                report = conn.recv()
             except EOFError:
                 break
-            if msg == kind:
-                return payload
-            if msg == "failed":
-                if isinstance(payload, SoftRTError):
-                    raise payload  # e.g. an EtherCAT bus that cannot be used: the worker's own words
-                raise WorkerFailed(f"the real-time worker failed while arming: {payload}")
+            if report.kind == ARMED:
+                return report
+            if report.kind == FAILED:
+                if isinstance(report.error, SoftRTError):
+                    raise report.error  # e.g. an EtherCAT bus that cannot be used: the worker's own words
+                raise WorkerFailed(f"the real-time worker failed while arming: {report.error}")
         elif not proc.is_alive():
             break
     raise WorkerFailed(f"the real-time worker did not arm (exit code {proc.exitcode})")
 
 
-def _final_report(conn) -> dict:
-    """Collect the worker's last message ("done" or "failed"), if it sent one."""
-    report: dict = {}
+def _final_report(conn) -> WorkerReport:
+    """Collect the worker's last report (DONE, or FAILED with its error as text), if it sent one."""
+    report = NOTHING
     try:
         while conn.poll(0.5):
-            msg, payload = conn.recv()
-            if msg == "done":
-                report.update(payload)
-            elif msg == "failed":
-                report["failed"] = str(payload)
+            got = conn.recv()
+            if got.kind == DONE:
+                report = got
+            elif got.kind == FAILED:
+                report = replace(report, kind=FAILED, error=str(got.error))
     except (EOFError, OSError):
         pass
     return report

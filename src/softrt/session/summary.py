@@ -122,14 +122,14 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
         summary["samples_error"] = f"{rundir.failure}: the samples file has no footer and cannot be read"
     # Every figure comes from the streaming pass over the drained records (also those the disk
     # refused): the end of a run never re-reads samples.parquet.
-    metrics, motion = parts.collector.summary(worker_cycles=None if running else out.worker.get("cycles"))
+    metrics, motion = parts.collector.summary(worker_cycles=None if running else out.worker.cycles)
     summary.update(metrics.to_dict())
     if motion is not None:
         summary["motion"] = motion.to_dict()
     overflows = parts.drainer.reader.overflows if running and parts.drainer.reader is not None \
         else parts.drainer.overflows
     summary["ring"] = {"capacity": parts.ring.capacity, "overflows": overflows}
-    summary["board"] = {} if running else out.worker.get("board", {})
+    summary["board"] = {} if running or out.worker.board is None else out.worker.board.to_dict()
     summary["records_unwritten"] = rundir.unwritten
     summary["samples"] = rundir.kept()
     if not running:

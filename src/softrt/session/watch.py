@@ -29,7 +29,8 @@ from ..platform import get_platform
 from ..platform.provenance import collect as collect_provenance
 from ..audit.state import in_force as tune_in_force
 from ..platform.linux.ktasks import Task
-from ..schema.config import DEFAULT_MAX_DURATION_NS, MAX_KEEP_LATE, MAX_PERIOD_NS, MIN_PERIOD_NS, RunConfig
+from ..schema.config import (DEFAULT_MAX_DURATION_NS, RunConfig, check_duration, check_keep_late,
+                             check_late_threshold_ns, check_period_ns)
 from ..schema.summary import SCHEMA, RunSummary
 from ..schema.text import printable
 from ..store.history import History, local_db_path
@@ -39,11 +40,10 @@ from ..trace import sweep_orphans
 from ..trace.session import rt_throttling
 from ..trace.tracefs import TracingUnavailable
 from ..trace.watch import WatchTrace
-from ..units import NS_PER_S, format_ns
+from ..units import NS_PER_S
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
-from .config import check_duration
 from .drain import Progress
 from .summary import checkpoint_interval_s, judged, utcnow
 from .watch_targets import Target, find_threads, still_running
@@ -83,16 +83,10 @@ class WatchResult:
 def validate(config: WatchConfig) -> None:
     """Raise ConfigError for a value out of range (before anything starts)."""
     check_duration(config.duration_ns, config.max_duration_ns)
-    if config.period_ns is not None and not MIN_PERIOD_NS <= config.period_ns <= MAX_PERIOD_NS:
-        raise ConfigError(f"period {format_ns(config.period_ns)} is out of range",
-                          hint=f"use {format_ns(MIN_PERIOD_NS, digits=0)} to {format_ns(MAX_PERIOD_NS, 'ms', 0)}, "
-                               "e.g. --period 250us, or leave it out to take the thread's own")
-    if not 0 < config.late_threshold_ns <= MAX_PERIOD_NS:
-        raise ConfigError(f"late threshold {format_ns(config.late_threshold_ns)} is out of range",
-                          hint="use more than 0 and at most 1 s, e.g. --late-threshold 20us")
-    if not 0 <= config.keep_late <= MAX_KEEP_LATE:
-        raise ConfigError(f"--keep-late must be 0 to {MAX_KEEP_LATE:,}, got {config.keep_late}",
-                          hint="e.g. --keep-late 100")
+    if config.period_ns is not None:
+        check_period_ns(config.period_ns, "e.g. --period 250us, or leave it out to take the thread's own")
+    check_late_threshold_ns(config.late_threshold_ns)
+    check_keep_late(config.keep_late)
 
 
 def clock_offsets_ns() -> dict[str, int]:

@@ -19,7 +19,6 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...cpus import CpuSet
@@ -29,7 +28,7 @@ from ...platform.linux import kfacts, ktasks, writable
 from ...platform.kfiles import read_raw
 from ...platform.journal import Outcome
 from .. import state
-from .plan import AFFINITY, FILE, SERVICE, Plan
+from ..plan import AFFINITY, FILE, SERVICE, Plan, Result
 
 Writer = Callable[[Path, str], None]
 Runner = Callable[[list[str]], tuple[int, str]]
@@ -46,60 +45,6 @@ def run_command(argv: list[str]) -> tuple[int, str]:
     except (OSError, subprocess.TimeoutExpired) as err:
         return 127, str(err)
     return done.returncode, (done.stdout + done.stderr).strip()
-
-
-@dataclass
-class Result:
-    """The outcome of an apply or a revert."""
-
-    state_path: Path
-    outcomes: list[Outcome] = field(default_factory=list)
-    complete: bool = True
-    #: False when an apply changed nothing: no state file is kept then (a later --apply may run).
-    saved: bool = True
-
-    def count(self, status: str) -> int:
-        """How many outcomes have *status*."""
-        return sum(1 for o in self.outcomes if o.status == status)
-
-    def to_dict(self) -> dict:
-        """JSON-ready form."""
-        return {"state_path": str(self.state_path) if self.saved else None, "complete": self.complete,
-                "outcomes": [o.to_dict() for o in self.outcomes]}
-
-
-#: The kinds of change, in the order a summary lists them (:func:`change_kind`).
-KINDS = ("IRQ affinity", "default IRQ affinity", "kernel settings", "idle states", "CPU governor", "threads",
-         "services", "settings")
-_SHORT_PREFIXES = ("/proc/sys/kernel/", "/proc/sys/", "/sys/devices/virtual/", "/sys/devices/system/",
-                   "/sys/kernel/mm/", "/sys/kernel/")
-
-
-def change_kind(target: str) -> str:
-    """The kind of change an outcome's *target* names (a kernel file, ``comm (pid/tid)``, a unit)."""
-    if target == "/proc/irq/default_smp_affinity":
-        return "default IRQ affinity"
-    if target.startswith("/proc/irq/"):
-        return "IRQ affinity"
-    if "/cpuidle/" in target:
-        return "idle states"
-    if "/cpufreq/" in target:
-        return "CPU governor"
-    if target.startswith("/"):
-        return "kernel settings"
-    if target.endswith((".service", ".timer")):
-        return "services"
-    if target.endswith(")") and "/" in target.rpartition("(")[2]:
-        return "threads"
-    return "settings"  # Windows: registry values, services by name (audit/tune/windows.py)
-
-
-def short_target(target: str) -> str:
-    """``sched_rt_runtime_us`` for ``/proc/sys/kernel/sched_rt_runtime_us`` (kernel settings in a summary)."""
-    for prefix in _SHORT_PREFIXES:
-        if target.startswith(prefix):
-            return target[len(prefix):]
-    return target
 
 
 class _CountingJournal:

@@ -11,12 +11,10 @@ refuses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ...cpus import CpuSet
 from ...platform.linux import fairserver, kfacts
-from ...platform.windows import winsettings
-from ..model import Finding, Report, Status
+from ..model import Report, Status
+from ..plan import AFFINITY, FILE, SERVICE, Plan, Step
 from . import irqs as _irqs
 from .checks.cores import floating
 from .checks.kernel import preemption
@@ -25,85 +23,7 @@ from .checks.updates import stoppable_timers
 from .context import Context
 from .runner import online_cpus, run_checks, validate_rt_cpus
 
-FILE, AFFINITY, SERVICE = "file", "affinity", "service"
 CPUIDLE_DISABLE = "{state}/disable"
-
-
-@dataclass(frozen=True)
-class Step:
-    """One run-time change.
-
-    ``kind`` is ``file`` (write ``after`` to kernel file ``target``), ``affinity`` (set thread
-    ``tid``'s CPUs to the cpulist ``after``) or ``service`` (``systemctl stop`` unit ``target``).
-    ``now`` is what was read while planning; apply reads it again just before changing it.
-    """
-
-    kind: str
-    target: str
-    now: str
-    after: str
-    check: str
-    why: str
-    tid: int | None = None
-    starttime: int | None = None
-    comm: str | None = None
-
-    def describe(self) -> str:
-        """``/proc/irq/38/smp_affinity``, ``move bash (812)``, ``stop irqbalance.service``."""
-        if self.kind == AFFINITY:
-            return f"move {self.comm} ({self.target}) to CPUs {self.after}"
-        if self.kind == SERVICE:
-            return f"systemctl stop {self.target}"
-        if self.kind in winsettings.KINDS:  # the exact Windows commands
-            return winsettings.command_line(winsettings.commands(self.kind, self.target, self.now, self.after))
-        return self.target
-
-    def to_dict(self) -> dict:
-        """JSON-ready form (also the state file's entry)."""
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
-
-@dataclass
-class Plan:
-    """Everything ``softrt tune`` would do for *rt_cpus*."""
-
-    rt_cpus: CpuSet
-    housekeeping: CpuSet
-    root: str
-    steps: list[Step] = field(default_factory=list)
-    kernel_params: list[tuple[str, str]] = field(default_factory=list)  # (parameter, check id)
-    manual: list[tuple[str, str]] = field(default_factory=list)  # (check id, fix) applied by nobody
-    skipped: list[str] = field(default_factory=list)  # what this plan leaves out, and why
-    fixed_irqs: list[str] = field(default_factory=list)  # IRQs on the RT CPUs that only a reboot moves
-    notes: list[str] = field(default_factory=list)  # the trade-offs of steps it takes
-    report: Report | None = None
-
-    @property
-    def unreadable(self) -> list[Finding]:
-        """The checks that could not be read, most severe first: nothing is planned for them (issue 34)."""
-        found = self.report.findings if self.report is not None else []
-        return sorted((f for f in found if f.unreadable), key=lambda f: f.severity.rank)
-
-    @property
-    def blind(self) -> bool:
-        """True when a fatal or high check is unknown: "no change needed" cannot be said."""
-        return bool(self.report is not None and self.report.unknown)
-
-    @property
-    def kernel_cmdline(self) -> str:
-        """The parameters to add to the kernel command line (empty when none)."""
-        return " ".join(p for p, _ in self.kernel_params)
-
-    def to_dict(self) -> dict:
-        """JSON-ready form (``softrt tune --json``)."""
-        return {"rt_cpus": str(self.rt_cpus), "housekeeping_cpus": str(self.housekeeping), "root": self.root,
-                "steps": [s.to_dict() for s in self.steps], "kernel_cmdline": self.kernel_cmdline,
-                "kernel_params": [{"param": p, "check": c} for p, c in self.kernel_params],
-                "manual": [{"check": c, "fix": f} for c, f in self.manual], "skipped": self.skipped,
-                "reboot_only_irqs": self.fixed_irqs, "notes": self.notes,
-                "unknown": [f.id for f in self.report.unknown] if self.report is not None else [],
-                "unreadable": [{"check": f.id, "severity": f.severity.value, "summary": f.summary, "reader": f.reader}
-                               for f in self.unreadable]}
 
 
 def _file(ctx: Context, rel: str, after: str, check: str, why: str) -> Step | None:

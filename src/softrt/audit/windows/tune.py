@@ -22,9 +22,8 @@ from ...platform.windows import wincmd, winsettings
 from ...platform.journal import Outcome
 from ...platform.windows.winsettings import WIN_POWER, WIN_RSS, WIN_SERVICE
 from .. import state
-from ..linux.apply import Result  # the tune model (Plan, Step, Result) is the Linux backend's, shared
-from ..linux.plan import Plan, Step
 from ..model import Status
+from ..plan import Plan, Result, Step  # the tune model both backends share
 from . import checks
 from . import runner as windows
 from .facts import WinFacts
