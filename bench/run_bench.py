@@ -1037,7 +1037,7 @@ def main(argv=None) -> int:
                 if m is not None:
                     axes_runs.setdefault(ax, []).append(m)
         if not args.no_search:
-            from softrt.session.config import MIN_PERIOD_NS
+            from softrt.schema.config import MIN_PERIOD_NS
             too_short = [p for p in args.search_periods if p * 1000 < MIN_PERIOD_NS]
             if too_short:
                 notes.append(f"search periods below softrt's shortest accepted period ({MIN_PERIOD_NS / 1000:g} µs) "
