@@ -15,7 +15,7 @@ P, T = 250_000, 20_000
 
 
 def metrics(misses=()) -> Metrics:
-    return Metrics.from_dict(summarize(synthetic_records(19_950, P, list(misses), seed=2), P))
+    return summarize(synthetic_records(19_950, P, list(misses), seed=2), P)
 
 
 def why(culprits, window_us=50_000.0, steal_ms=None) -> WhyLate:

@@ -143,7 +143,7 @@ def test_after_a_ring_overflow_the_report_period_is_the_summary_period(synth_run
     assert view.period.max_ns == summary["period_us"]["max"] * 1e3
     assert view.period.max_ns // 250_000 == 4  # the 3-cycle stall, not the 500-record gap
     assert view.period.total == summary["cycles"] - 3  # one record and two gaps start no period
-    stats = view.stats.summary()
+    stats = view.stats.summary().to_dict()
     assert stats["period_us"] == summary["period_us"] and stats["records_missing"] == 504
     rec = read_samples(run)
     assert summary["period_us"]["max"] * 1e3 < np.diff(rec["detect_ns"]).max()  # the gap is not a period

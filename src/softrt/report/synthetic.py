@@ -152,7 +152,7 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
         "tuning": {"applied": [{"what": "sched_fifo", "detail": "SCHED_FIFO priority 80"},
                                {"what": "cpu_affinity", "detail": "worker pinned to CPU 1"}],
                    "not_applied": [], "system_changes": [], "recovered_from_earlier_runs": []},
-        **stats.summary(),
+        **stats.summary().to_dict(),
         "ring": {"capacity": 65536, "overflows": 0},
         "board": {"writes": int(rec.size), "missed_updates": int(rec["missed"].sum())},
     }
@@ -258,7 +258,7 @@ def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, peri
         "finished_at": (start + timedelta(seconds=seconds)).isoformat(timespec="seconds"),
         "status": "complete", "partial_reason": None, "mode": "real-time", "config": config, "host": host_facts,
         "tuning": {"applied": [], "not_applied": [], "system_changes": [], "recovered_from_earlier_runs": []},
-        **stats.summary(),
+        **stats.summary().to_dict(),
         "ring": {"capacity": 65536, "overflows": 0},
         "board": {"writes": cycles, "missed_updates": int(lengths.sum())},
         "motion": {"not_computed": "synthetic run: its 345 M writes are not generated"},
