@@ -40,7 +40,7 @@ def _why(n_threads: int, lost: int) -> dict:
     att.add_events(events)
     att.add_records(rec)
     att.advance(int(rec["done_ns"][-1]))
-    return att.finish(lost_events=lost)
+    return att.finish(lost_events=lost).to_dict()
 
 
 def test_top_culprits_worst_cycles_and_lost_events():

@@ -189,6 +189,6 @@ def test_the_live_culprits_are_the_attributions_own_sums():
         att.add_records(rec[a:a + 1_000])
         att.advance(int(rec["done_ns"][min(a + 999, rec.size - 1)]))
         seen.append(top_culprits(att.culprit_totals()))
-    final = att.finish()
+    final = att.finish().to_dict()
     assert seen[-1] == top_culprits(final["culprits"]) and seen[-1]
     assert len(seen[0]) < len(seen[-1]) or seen[0] != seen[-1]  # live: it moved during the run

@@ -12,6 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..schema.config import DEFAULT_THRESHOLD_TEXT
 from ..schema.summary import RunSummary
 from ..schema.watch_report import WatchReport
 from ..session import interrupts
@@ -191,7 +192,8 @@ Examples:
 @click.option("--period", "period_ns", type=TimeNs("us"), default=None,
               help="The cycle the thread should keep (bare number: µs): checked against the one observed, and "
                    "the late rule's nominal period [default: the thread's own, from its requested wake-ups].")
-@click.option("--late-threshold", "late_threshold_ns", type=TimeNs("us"), default="20us", show_default=True,
+@click.option("--late-threshold", "late_threshold_ns", type=TimeNs("us"), default=DEFAULT_THRESHOLD_TEXT,
+              show_default=True,
               help="A cycle is late when its latency exceeds this, or its period the nominal one by more.")
 @click.option("--keep-late", type=int, default=100, show_default=True,
               help="Late cycles kept in each summary with their causes (the worst ones).")

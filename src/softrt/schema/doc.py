@@ -52,6 +52,12 @@ _TIME_UNIT = re.compile(r"(?<!_per)_(ns|us|ms|s)$")
 _NS_PER_UNIT = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
+def present(**values: Any) -> dict[str, Any]:
+    """The keywords whose value is not None, for :meth:`Doc.build`: keys a document holds only
+    sometimes (absent, not null, when there is nothing to say)."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
 def opt(default: Any = None, **meta: Any) -> Any:
     """A field only some documents have: omitted from the JSON object when None."""
     return field(default=default, metadata={"omit_none": True, **meta})
