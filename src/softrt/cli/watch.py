@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..schema.config import DEFAULT_THRESHOLD_TEXT
 from ..schema.summary import RunSummary
-from ..schema.watch_report import WatchReport
+from ..schema.watch_report import WatchReport, WatchRow
 from ..session import interrupts
 from ..session.watch import WatchConfig, WatchResult
 from ..session.watch import watch as watch_threads
@@ -163,17 +163,13 @@ def report_of(result: WatchResult) -> WatchReport:
     for summary, path in result.runs:
         m = summary.metrics
         why = summary.why_late
-        rows.append({"run_id": summary.run_id, "path": str(path), "status": summary.status,
-                     "partial_reason": summary.partial_reason, "thread": summary.watch.thread.to_dict(),
-                     "waits": summary.watch.waits, "cycles": m.cycles or 0,
-                     "late_cycles": why.late_cycles if why else None,
-                     "overruns": m.misses.overruns if m.misses else None,
-                     "skipped": m.misses.missed_updates if m.misses else None,
-                     "latency_us": m.latency_us.to_dict(), "period_us": m.period_us.to_dict(),
-                     "runtime_us": m.process_us.to_dict(), "watch": summary.watch.to_dict(),
-                     "why_late": why.to_dict() if why else None})
-    return WatchReport.from_dict({"threads": rows, "duration_s": result.duration_s, "ended_early": result.ended_early},
-                                 "softrt watch's report")
+        rows.append(WatchRow.build(
+            run_id=summary.run_id, path=str(path), status=summary.status, partial_reason=summary.partial_reason,
+            thread=summary.watch.thread, waits=summary.watch.waits, cycles=m.cycles or 0,
+            late_cycles=why.late_cycles if why else None, overruns=m.misses.overruns if m.misses else None,
+            skipped=m.misses.missed_updates if m.misses else None, latency_us=m.latency_us,
+            period_us=m.period_us, runtime_us=m.process_us, watch=summary.watch, why_late=why))
+    return WatchReport.build(threads=rows, duration_s=result.duration_s, ended_early=result.ended_early)
 
 
 @click.command("watch", epilog="""\b
