@@ -107,7 +107,8 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     metrics, motion = parts.collector.summary(worker_cycles=None if running else out.worker.get("cycles"))
     overflows = parts.drainer.reader.overflows if running and parts.drainer.reader is not None \
         else parts.drainer.overflows
-    end = {} if running else present(why_late=tracer.why_late(), check=_check(parts.check))
+    check = None if parts.check is None else Check.of_report(parts.check)
+    end = {} if running else present(why_late=tracer.why_late(), check=check)
     model = RunSummary.build(
         schema=SCHEMA, run_id=rundir.run_id, scenario=config.scenario, started_at=parts.started_at,
         finished_at=None if running else utcnow(), status="running" if running else out.status,
@@ -128,13 +129,6 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     # model of the periods (their late rule's bound is its deadline) is fitted once, at the end
     # (a fit takes up to seconds: never in a checkpoint, which the supervisor builds between drains).
     return judged(model, config, running=running, tail=None if running else parts.collector.tail("period"))
-
-
-def _check(check: dict | None) -> Check | None:
-    """The check taken before the run (``--check``: audit's report), as the summary keeps it."""
-    if check is None:
-        return None
-    return Check(ready=check["ready"], verdict=check["verdict"], counts=check["counts"], fix_first=check["fix_first"])
 
 
 def judged(model: RunSummary, config: RunConfig, *, running: bool, tail: Tail | None = None) -> RunSummary:
