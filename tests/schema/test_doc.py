@@ -1,12 +1,13 @@
 """schema.doc: every document type reads back what it writes, and checks itself when built in code.
 
-The round trip ``from_dict(to_dict(x)) == x`` is held for every :class:`Doc` subclass of
-``softrt.schema`` by one Hypothesis test, whose documents are drawn from the fields' declared types
+The round trip ``from_dict(to_dict(x)) == x`` is held for every :class:`Doc` subclass (those of
+``softrt.schema`` and softrt compare's) by one Hypothesis test, whose documents are drawn from the fields' declared types
 and ranges (with keys a newer softrt may write, kept in ``extra``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 import types
@@ -24,6 +25,7 @@ from softrt.schema.why_late import Culprit
 
 for _mod in pkgutil.iter_modules(softrt.schema.__path__):
     importlib.import_module(f"softrt.schema.{_mod.name}")
+importlib.import_module("softrt.scenario.compare")  # softrt compare's documents (its comparison.json)
 
 
 def _all_docs(cls: type = Doc) -> list[type]:
@@ -62,13 +64,17 @@ def _value(hint: object, minimum: int | None, bound: float | None) -> st.SearchS
     return _SCALARS  # Any
 
 
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
 @st.composite
 def _doc(draw: st.DrawFn, cls: type, flattened: bool = False) -> Doc:
     values = {}
     for f, hint in _fields(cls):
         if f.metadata.get("flatten"):
             values[f.name] = draw(_doc(hint, flattened=True))
-        elif draw(st.booleans()):  # else its default
+        elif _required(f) or draw(st.booleans()):  # else its default
             values[f.name] = draw(_value(hint, f.metadata.get("min"), _bound(f)))
     # A flattened document's unknown keys are its parent's (they share one JSON object).
     extra = {} if flattened else draw(st.dictionaries(st.sampled_from(["zz_newer", "zz_later"]), _SCALARS, max_size=1))
