@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from softrt.analysis import RunStats
 from softrt.analysis.cycles import CycleStream, LateRule, concat, concat_records, cycle_view
-from softrt.report.synthetic import synthetic_records
+from ..synthetic import synthetic_records
 from softrt.store.late import LateSelector
 
 RULE = LateRule(250_000, 20_000)

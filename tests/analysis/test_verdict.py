@@ -7,7 +7,7 @@ import pytest
 from softrt.analysis import summarize
 from softrt.analysis.verdict import default_requirement, judge, verdict_lines
 from softrt.errors import ConfigError
-from softrt.report.synthetic import synthetic_records
+from ..synthetic import synthetic_records
 from softrt.schema.summary import Metrics, Verdict
 from softrt.schema.why_late import WhyLate
 

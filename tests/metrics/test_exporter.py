@@ -177,7 +177,7 @@ def test_culprits_are_the_largest_sources_and_their_number_is_bounded():
 def test_the_live_culprits_are_the_attributions_own_sums():
     from softrt.analysis.attribution import Attributor
     from softrt.metrics.exporter import top_culprits
-    from softrt.report.synthetic import WORKER_PID, synthetic_records, synthetic_trace
+    from ..synthetic import WORKER_PID, synthetic_records, synthetic_trace
 
     rec = synthetic_records(3_000, misses=[(500, 2), (1_500, 1), (2_500, 3)])
     events, steal = synthetic_trace(rec)

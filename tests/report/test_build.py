@@ -238,7 +238,7 @@ def test_why_cycles_were_late_section_and_marks(shared_report):
 
 def test_late_marks_place_the_worst_cycles():
     from softrt.report.data import late_marks
-    from softrt.report.synthetic import synthetic_records, synthetic_why_late
+    from ..synthetic import synthetic_records, synthetic_why_late
     rec = synthetic_records(8_000, misses=[(1_000, 2), (5_000, 1)])
     from softrt.schema.why_late import WhyLate
     why = synthetic_why_late(rec, 250_000)

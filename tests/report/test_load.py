@@ -174,7 +174,7 @@ def test_a_late_run_draws_what_the_same_run_with_every_sample_draws(tmp_path, sy
 
 def test_report_of_a_long_late_run_builds_without_its_cycles(tmp_path):
     from softrt.report import build_report
-    from softrt.report.synthetic import write_synthetic_long_late_run
+    from ..synthetic import write_synthetic_long_late_run
 
     run = write_synthetic_long_late_run(tmp_path / "runs", hours=0.5, events=40)
     view = load_run(run)

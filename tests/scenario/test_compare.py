@@ -8,7 +8,7 @@ import numpy as np
 
 from softrt.analysis import summarize
 from softrt.ipc.layout import RECORD_DTYPE
-from softrt.report.synthetic import synthetic_records, write_synthetic_run
+from ..synthetic import synthetic_records, write_synthetic_run
 from softrt.scenario import load_scenario
 from softrt.scenario.compare import Planned, ScenarioRun, _pool, plan
 from softrt.scenario.model import Scenario

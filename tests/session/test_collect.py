@@ -8,7 +8,7 @@ import pytest
 
 from softrt.analysis import summarize
 from softrt.motion import MotionConfig, motion_impact
-from softrt.report.synthetic import synthetic_records
+from ..synthetic import synthetic_records
 from softrt.session.collect import Collector
 from softrt.store.rundir import STATS, RunDir
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from softrt.analysis.cycles import LateRule, cycle_view
 from softrt.ipc.layout import RECORD_DTYPE
-from softrt.report.synthetic import synthetic_records
+from ..synthetic import synthetic_records
 from softrt.store.late import AGGREGATES, LateSelector, SecondAggregator, read_aggregates, resolve_mode
 from softrt.store.rundir import RunDir, read_samples, space_needed
 

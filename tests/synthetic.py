@@ -1,4 +1,4 @@
-"""Synthetic run directories with known properties, for tests, benchmarks and examples (report layer).
+"""Synthetic run directories with known properties, for the tests and the benchmarks (a test helper).
 
 The records follow the virtual board's rules (:mod:`softrt.board.virtual`, docs/run-format.md):
 write i sees the permit of board cycle ``cycle[i]`` and lands in ``cycle[i] + missed[i]``; the
@@ -17,17 +17,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis import RunStats
-from ..analysis.attribution import Attributor, unavailable
-from ..analysis.events import StealSample, TraceEvent
-from ..ipc.layout import RECORD_DTYPE
-from ..schema.config import DEFAULT_THRESHOLD_NS
-from ..motion import MotionConfig, motion_impact
-from ..store.rundir import STATS, RunDir
-from ..schema.device import Board
-from ..schema.doc import present
-from ..schema.summary import SCHEMA, Config, Motion, Ring, RunSummary, Tuned, Tuning
-from ..schema.why_late import WhyLate
+from softrt.analysis import RunStats
+from softrt.analysis.attribution import Attributor, unavailable
+from softrt.analysis.events import StealSample, TraceEvent
+from softrt.ipc.layout import RECORD_DTYPE
+from softrt.schema.config import DEFAULT_THRESHOLD_NS
+from softrt.motion import MotionConfig, motion_impact
+from softrt.store.rundir import STATS, RunDir
+from softrt.schema.device import Board
+from softrt.schema.doc import present
+from softrt.schema.summary import SCHEMA, Config, Motion, Ring, RunSummary, Tuned, Tuning
+from softrt.schema.why_late import WhyLate
 
 T0_NS = 1_000_000_000_000  # an arbitrary CLOCK_MONOTONIC origin
 
@@ -181,7 +181,7 @@ def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, peri
     ``stats.json``: the streaming pass over 100 s of ordinary records with its counts scaled to the
     run, pooled with the pass over the kept records. For benchmark (c) (docs/benchmarks.md).
     """
-    from ..store.late import AGGREGATE_FIELDS, AGGREGATES, CONTEXT_RECORDS, aggregates_schema
+    from softrt.store.late import AGGREGATE_FIELDS, AGGREGATES, CONTEXT_RECORDS, aggregates_schema
 
     import pyarrow as pa
     import pyarrow.parquet as pq
