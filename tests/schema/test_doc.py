@@ -82,7 +82,7 @@ def _doc(draw: st.DrawFn, cls: type, flattened: bool = False) -> Doc:
 
 
 @pytest.mark.parametrize("cls", DOCS, ids=lambda c: c.__qualname__)
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_every_document_reads_back_what_it_writes(cls: type, data: st.DataObject) -> None:
     doc = data.draw(_doc(cls))

@@ -203,7 +203,7 @@ class RunStats:
         misses = Misses.build(missed_updates=c["missed_updates"], cycles_with_miss=c["cycles_with_miss"],
                               longest_miss_run=c["longest_miss_run"], overruns=c["overruns"],
                               device_errors=c["device_errors"])
-        rtt = {"rtt_us": Stats.build(**h["rtt"].stats_us(PERCENTILES))} if self.rtt_seen else {}
+        rtt = dict(rtt_us=Stats.build(**h["rtt"].stats_us(PERCENTILES))) if self.rtt_seen else {}
         return Metrics.build(
             cycles=c["cycles"], records_expected=c["records_expected"],
             records_missing=c["records_expected"] - c["cycles"], late_cycles=c["late_cycles"],

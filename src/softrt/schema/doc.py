@@ -9,6 +9,13 @@ document read and written again loses nothing and gains nothing: ``to_dict(from_
 doc``, also for a file written by an older version (a key it lacks is not added while its field
 keeps its default).
 
+A document built in code is checked as one read from disk (:meth:`Doc.__post_init__` runs the same
+checks, with the same messages, naming the class), so a producer returns documents and nobody reads
+its output back "to check it". :meth:`Doc.build` builds one by keyword whose JSON object holds
+exactly the keys given, in that order (None written as null), as a reader of that object would
+get it: what a writer glued as a dict before is built this way with the same bytes;
+:func:`present` leaves out the keys a document holds only sometimes.
+
 Every subclass is made a frozen, keyword-only dataclass. Field options (:func:`opt`,
 :func:`count`, :func:`key`, :func:`flatten`): a field is written as ``null`` when it is None
 unless it is *omitted* when None (:func:`opt`: a key only some documents have; one a file held
