@@ -119,7 +119,8 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
                         scenario: str = "synthetic", host: str = "synthhost", motion: bool = True,
                         started_at: datetime | None = None, chunk_rows: int = 1 << 20,
                         why_late: bool | str = False, dropped: Iterable[tuple[int, int]] = (),
-                        samples: str = "all", late_threshold_ns: int = DEFAULT_THRESHOLD_NS, compare_round: int | None = None) -> Path:
+                        samples: str = "all", late_threshold_ns: int = DEFAULT_THRESHOLD_NS,
+                        compare_round: int | None = None) -> Path:
     """Write a complete run directory under *base*; return its path.
 
     *why_late*: True adds the attribution of :func:`synthetic_why_late`; a string is the reason

@@ -1,8 +1,8 @@
 """schema.doc: every document type reads back what it writes, and checks itself when built in code.
 
 The round trip ``from_dict(to_dict(x)) == x`` is held for every :class:`Doc` subclass (those of
-``softrt.schema`` and softrt compare's) by one Hypothesis test, whose documents are drawn from the fields' declared types
-and ranges (with keys a newer softrt may write, kept in ``extra``).
+``softrt.schema`` and softrt compare's) by one Hypothesis test, whose documents are drawn from the
+fields' declared types and ranges (with keys a newer softrt may write, kept in ``extra``).
 """
 
 from __future__ import annotations

@@ -383,7 +383,8 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
             why = WhyLate.build(tracing="off (--no-explain: only the thread's own events were traced)")
         else:
             why = w.attribution.finish(trace.lost_events, home_cpu=min(w.task.allowed))
-        end = dict(records_unwritten=w.rundir.unwritten, why_late=why.replace(trace=trace.info(session.attribution_cpu_s)))
+        end = dict(records_unwritten=w.rundir.unwritten,
+                   why_late=why.replace(trace=trace.info(session.attribution_cpu_s)))
     model = RunSummary.build(
         schema=SCHEMA, run_id=w.progress.run_id, scenario="watch", started_at=session.started_at,
         finished_at=None if running else utcnow(), status=status, partial_reason=reason,
