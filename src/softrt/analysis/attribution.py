@@ -115,42 +115,12 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     or more is a gap: the guest did not run (the loop's step takes a few µs, and its waits end as soon
     as the CPU is its); shorter ones are work (``loop``) and unexplained wait.
     """
-    cuts = {start_ns, end_ns}
-    for a, b in work_ns:
-        cuts.update((min(max(a, start_ns), end_ns), min(max(b, start_ns), end_ns)))
-    for s in segments:
-        cuts.add(s.start_ns)
-        cuts.add(s.end_ns)
-    events = [t for t in event_ts if start_ns < t < end_ns]
-    cuts.update(events)
-    bounds = sorted(c for c in cuts if start_ns <= c <= end_ns)
-    event_set = set(events)
-    tasks = sorted((s for s in segments if s.layer == 0), key=lambda s: s.start_ns)
-    runs = [s for s in segments if s.layer == RUN]
-    upper = [s for s in segments if s.layer > 0]
+    steps, own, event_set = _steps(segments, start_ns, end_ns, work_ns, event_ts)
     totals: dict[Source, int] = {}
     quiet: list[list[int]] = []  # [start, end, work ns]: runs of work or wait not broken by an event
     unknown = 0  # before the first event: nothing is known about the CPU
     blocking: list[list] = []  # [start, end, source, stolen ns]: a lower-priority task current after the wakeup
-    steps = []
-    own: dict[int, int] = {}  # a task segment's time not covered by an IRQ, softirq or item above it
     steal = Source("outside", f"hypervisor steal while another task held CPU {cpu}", cpu)
-    for a, b in zip(bounds, bounds[1:]):
-        if b <= a:
-            continue
-        task = next((s for s in tasks if s.start_ns <= a < s.end_ns), None)
-        best = None
-        for s in upper:
-            if s.start_ns <= a < s.end_ns and (s.layer != 1 or task is None or s.pid == task.pid):
-                if best is None or s.layer > best.layer or (s.layer == best.layer and s.start_ns >= best.start_ns):
-                    best = s
-        # A task's own time is what the scheduler counted as its run time (the rest of the stretch the
-        # hypervisor ran: steal); spread evenly, since where in the stretch it stopped is not known.
-        run = None if task is None else next((r for r in runs if r.pid == task.pid and r.start_ns <= a < r.end_ns),
-                                             None)
-        steps.append((a, b, task, best, round((b - a) * run.stolen) if run is not None else 0))
-        if best is None and task is not None:
-            own[id(task)] = own.get(id(task), 0) + (b - a)
     for a, b, task, best, stolen in steps:
         if best is not None and best.layer == 1 and task is not None and task.parked:
             src = _parked(task, rt_throttling, best.source)  # a kworker's item, run while the worker was parked
@@ -200,6 +170,44 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     if gaps:
         totals[Source("outside", f"no guest activity on CPU {cpu}", cpu)] = sum(b - a for a, b in gaps)
     return totals, gaps, unexplained
+
+
+def _steps(segments: list[Segment], start_ns: int, end_ns: int, work_ns: list[tuple[int, int]],
+           event_ts: list[int]) -> tuple[list[tuple], dict[int, int], set[int]]:
+    """``[start_ns, end_ns)`` cut at every segment edge, event and work edge: each stretch with the task
+    current, the innermost segment above it (an IRQ, a softirq, a workqueue item; None) and the
+    hypervisor's steal in it; each task segment's own time (not under anything above it); the events."""
+    cuts = {start_ns, end_ns}
+    for a, b in work_ns:
+        cuts.update((min(max(a, start_ns), end_ns), min(max(b, start_ns), end_ns)))
+    for s in segments:
+        cuts.add(s.start_ns)
+        cuts.add(s.end_ns)
+    events = [t for t in event_ts if start_ns < t < end_ns]
+    cuts.update(events)
+    bounds = sorted(c for c in cuts if start_ns <= c <= end_ns)
+    tasks = sorted((s for s in segments if s.layer == 0), key=lambda s: s.start_ns)
+    runs = [s for s in segments if s.layer == RUN]
+    upper = [s for s in segments if s.layer > 0]
+    steps = []
+    own: dict[int, int] = {}  # a task segment's time not covered by an IRQ, softirq or item above it
+    for a, b in zip(bounds, bounds[1:]):
+        if b <= a:
+            continue
+        task = next((s for s in tasks if s.start_ns <= a < s.end_ns), None)
+        best = None
+        for s in upper:
+            if s.start_ns <= a < s.end_ns and (s.layer != 1 or task is None or s.pid == task.pid):
+                if best is None or s.layer > best.layer or (s.layer == best.layer and s.start_ns >= best.start_ns):
+                    best = s
+        # A task's own time is what the scheduler counted as its run time (the rest of the stretch the
+        # hypervisor ran: steal); spread evenly, since where in the stretch it stopped is not known.
+        run = None if task is None else next((r for r in runs if r.pid == task.pid and r.start_ns <= a < r.end_ns),
+                                             None)
+        steps.append((a, b, task, best, round((b - a) * run.stolen) if run is not None else 0))
+        if best is None and task is not None:
+            own[id(task)] = own.get(id(task), 0) + (b - a)
+    return steps, own, set(events)
 
 
 def _parked(task: Segment, rt_throttling: bool | None, item: Source | None = None) -> Source:
