@@ -30,7 +30,8 @@ from urllib.parse import quote
 
 
 def make_runs(base: Path, n: int, tag: str) -> list[Path]:
-    from softrt.report.synthetic import write_synthetic_run
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/synthetic.py
+    from tests.synthetic import write_synthetic_run
 
     t0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
     return [write_synthetic_run(base, cycles=2_000, seed=k, started_at=t0 + timedelta(seconds=k),

@@ -1,7 +1,7 @@
 """Report rendering at scale: a 1-hour run at 250 µs (14.4 M cycles) → HTML, time and peak memory.
 
 Issue 5's target: the report renders in under 30 s with under 2 GB of memory. The run is
-synthetic (softrt.report.synthetic: the virtual board's rules, summary computed by softrt's own
+synthetic (tests/synthetic.py: the virtual board's rules, summary computed by softrt's own
 analysis) with misses scattered through the hour, a few of them long, so every plot has work to
 do. The report is built in a fresh child process, so its peak resident set (VmHWM) is the report's
 alone: Python, numpy, pyarrow and matplotlib included, the generator excluded.
@@ -67,7 +67,8 @@ def misses_for(cycles: int, seed: int = 7) -> list[tuple[int, int]]:
 
 
 def generate(base: Path, cycles: int) -> tuple[Path, float]:
-    from softrt.report.synthetic import write_synthetic_run
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/synthetic.py
+    from tests.synthetic import write_synthetic_run
 
     t0 = time.perf_counter()
     run = write_synthetic_run(base, cycles=cycles, misses=misses_for(cycles), scenario="scale-1h", seed=1)
@@ -76,7 +77,8 @@ def generate(base: Path, cycles: int) -> tuple[Path, float]:
 
 def generate_late_24h(base: Path) -> tuple[Path, float]:
     """A 24 h ``--samples late`` run (345.6 M cycles): aggregates, late cycles, stats.json built directly."""
-    from softrt.report.synthetic import write_synthetic_long_late_run
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/synthetic.py
+    from tests.synthetic import write_synthetic_long_late_run
 
     t0 = time.perf_counter()
     run = write_synthetic_long_late_run(base, hours=24.0, events=2_000, seed=1)

@@ -517,7 +517,7 @@ class Bench:
         return out
 
     def _from_records(self, recs: np.ndarray, period_ns: int) -> dict:
-        s = summarize(recs, period_ns)
+        s = summarize(recs, period_ns).to_dict()
         latency = recs["detect_ns"] - recs["edge_ns"]
         process = recs["done_ns"] - recs["detect_ns"]
         return {

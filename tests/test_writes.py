@@ -33,7 +33,6 @@ ALLOWED = {
     ("store/tailkeep.py", "os.replace"): "the run directory's tail.npz: a mkstemp temporary renamed onto its name",
     ("store/archive.py", "open"): "a run's copy in the lab archive: 'xb' (O_EXCL) in a random-named temporary tree",
     ("store/archive.py", "os.rename"): "the archive's temporary tree renamed to its final name, never over a run",
-    ("report/synthetic.py", "write_table"): "aggregates of a synthetic run (tests, bench) in the RunDir it created",
     ("platform/journal.py", "os.open"): "restore and tune-state journals: O_EXCL | O_NOFOLLOW in a secure_dir",
     ("platform/journal.py", "os.rename"): "a journal set aside into failed/ of its own secure_dir",
     ("platform/kfiles.py", "os.open"): "kernel files on writable.py's allow-list, walked O_NOFOLLOW",

@@ -64,7 +64,7 @@ def run(recs, events, steal=(), *, chunks=None, keep_worst=100, **kw) -> dict:
     att.add_events(list(events))
     att.add_records(recs)
     att.advance(int(recs["detect_ns"][-1]) + P)
-    return att.finish()
+    return att.finish().to_dict()
 
 
 def causes(result: dict, seq: int) -> dict[str, float]:
@@ -321,7 +321,7 @@ def test_events_arriving_after_records_wait_for_advance():
     att.add_events([switch(e + 1 * US, W, HOG), switch(e + 91 * US, HOG, W, "S")])
     att.advance(e + 200 * US)
     assert att.late == 1
-    assert att.finish()["culprits"][0]["name"] == "hog"
+    assert att.finish().to_dict()["culprits"][0]["name"] == "hog"
 
 
 def test_seq_gap_never_makes_a_period():
@@ -332,12 +332,12 @@ def test_seq_gap_never_makes_a_period():
     att = Attributor(period_ns=P, rt_cpu=CPU, worker_pid=WORKER)
     att.add_records(records(5))
     att.add_records(records(10, seq0=10))
-    assert att.finish()["late_cycles"] == 0
+    assert att.finish().to_dict()["late_cycles"] == 0
     # and a truly late period right after a boundary is found
     att = Attributor(period_ns=P, rt_cpu=CPU, worker_pid=WORKER)
     att.add_records(records(10))
     att.add_records(records(10, seq0=10, late={10: 30 * US}))
-    assert att.finish()["late_cycles"] == 1
+    assert att.finish().to_dict()["late_cycles"] == 1
 
 
 def test_late_cycles_period_only_and_overrun_window():
@@ -396,7 +396,7 @@ def test_chunk_boundaries_anywhere_give_the_same_answer(split):
     att.add_records(recs[split:])
     att.add_events(events[cut:])
     att.advance(int(recs["detect_ns"][-1]))
-    assert att.finish() == whole
+    assert att.finish().to_dict() == whole
     assert [c["name"] for c in whole["culprits"]] == ["hog", "eth0"]
 
 
@@ -424,7 +424,7 @@ def test_bounded_memory_after_a_million_normal_cycles():
         att.add_steal([StealSample(edge(start), CPU, start)])
         att.advance(int(recs["detect_ns"][-1]))
         assert len(att._events) < 10 and len(att._pending) == 0 and len(att._worst) <= 3
-    out = att.finish()
+    out = att.finish().to_dict()
     assert out["cycles"] == n and out["late_cycles"] == n // chunk
     assert len(out["worst"]) == 3
 

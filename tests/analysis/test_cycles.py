@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from softrt.analysis import RunStats
 from softrt.analysis.cycles import CycleStream, LateRule, concat, concat_records, cycle_view
-from softrt.report.synthetic import synthetic_records
+from ..synthetic import synthetic_records
 from softrt.store.late import LateSelector
 
 RULE = LateRule(250_000, 20_000)
@@ -54,7 +54,7 @@ def test_consumers_given_the_drainers_views_count_what_they_count_alone():
         view = drainer.view(rec[a:a + 200])
         stats.add(view)
         kept.append(selector.add(view))
-    got, alone = stats.summary(), RunStats(RULE.period_ns).add(rec).summary()
+    got, alone = stats.summary().to_dict(), RunStats(RULE.period_ns).add(rec).summary().to_dict()
     for series in [k for k in got if k.endswith("_us")]:  # std: the same up to float rounding (chunks merged)
         assert got[series].pop("std") == pytest.approx(alone[series].pop("std"), rel=1e-9)
     assert got == alone and got["late_cycles"] == int(_by_words(rec).sum())

@@ -33,7 +33,7 @@ def late(rec, i, late_ns):
 
 
 def test_steady_cycles():
-    s = summarize(synthetic(), PERIOD)
+    s = summarize(synthetic(), PERIOD).to_dict()
     assert s["cycles"] == 1000 and s["records_missing"] == 0
     assert s["period_us"]["mean"] == 250.0 and s["period_us"]["max"] == 250.0
     assert s["process_us"]["max"] == 2.0 and s["latency_us"]["p50"] == 1.0
@@ -43,7 +43,7 @@ def test_steady_cycles():
 
 def test_one_late_cycle_shows_in_period_latency_slack():
     rec = late(synthetic(), 500, 300_000)  # seen at edge + 301 µs: window 501 had no write
-    s = summarize(rec, PERIOD)
+    s = summarize(rec, PERIOD).to_dict()
     assert s["period_us"]["max"] == 550.0  # 499 -> 500: 250 + 300
     assert s["period_us"]["min"] == 200.0  # 500 -> next permit (edge 502): 500 - 300
     assert s["latency_us"]["max"] == 301.0
@@ -53,17 +53,17 @@ def test_one_late_cycle_shows_in_period_latency_slack():
 
 
 def test_several_missed_edges_in_one_stall():
-    s = summarize(late(synthetic(), 100, 1_000_000), PERIOD)  # 1 ms stall: windows 100-103 missed
+    s = summarize(late(synthetic(), 100, 1_000_000), PERIOD).to_dict()  # 1 ms stall: windows 100-103 missed
     assert s["misses"]["missed_updates"] == 4 and s["misses"]["longest_miss_run"] == 4
 
 
 def test_dropped_records_are_accounted_and_no_period_spans_the_gap():
     rec = np.delete(synthetic(), [10, 11, 12])
-    s = summarize(rec, PERIOD)
+    s = summarize(rec, PERIOD).to_dict()
     assert s["records_expected"] == 1000 and s["records_missing"] == 3
     assert s["period_us"]["max"] == 250.0  # not the 1,000 µs from record 9 to record 13
 
 
 def test_empty_records():
-    s = summarize(np.zeros(0, dtype=RECORD_DTYPE), PERIOD)
+    s = summarize(np.zeros(0, dtype=RECORD_DTYPE), PERIOD).to_dict()
     assert s["cycles"] == 0 and s["period_us"]["max"] is None

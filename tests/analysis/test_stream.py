@@ -109,7 +109,7 @@ def chunks(rec, cuts):
 
 def test_summary_matches_numpy_with_gaps_overruns_and_rtt():
     rec = records(drops=[(100, 103), (5_000, 9_000), (19_990, 19_995)], rtt=True)
-    s = summarize(rec, PERIOD)
+    s = summarize(rec, PERIOD).to_dict()
     assert s["records_missing"] == 3 + 4_000 + 5
     assert s["misses"]["overruns"] > 0 and s["slack_us"]["min"] < 0  # slack's tail is its minimum
     assert s["slack_us"]["p0_01"] < 0 < s["slack_us"]["p1"]  # … and its low percentiles: the overruns show
@@ -123,7 +123,7 @@ def test_no_period_spans_a_gap_even_at_a_chunk_boundary():
     stats = RunStats(PERIOD)
     stats.add(rec[:500]).add(rec[500:])
     assert stats.hist["period"].n == rec.size - 2  # 999 records, 998 steps, one across the gap
-    assert stats.summary()["period_us"]["max"] == summarize(rec, PERIOD)["period_us"]["max"]
+    assert stats.summary().to_dict()["period_us"]["max"] == summarize(rec, PERIOD).to_dict()["period_us"]["max"]
 
 
 @settings(max_examples=60, deadline=None)
@@ -134,7 +134,7 @@ def test_chunk_boundaries_anywhere(cuts, gap):
     stats = RunStats(PERIOD)
     for part in chunks(rec, cuts):
         stats.add(part)
-    a, b = stats.summary(), whole.summary()
+    a, b = stats.summary().to_dict(), whole.summary().to_dict()
     assert_matches(a, [rec])
     for series in [k for k in b if k.endswith("_us")]:
         assert a[series].pop("std") == pytest.approx(b[series].pop("std"), rel=1e-9)
@@ -177,9 +177,9 @@ def test_merge_pools_runs_without_a_period_across_them():
     b["seq"] += 50_000  # another run: its own numbering, its own clock
     b["detect_ns"] += 7 * 10**12
     merged = RunStats(PERIOD).add(a).merge(RunStats(PERIOD).add(b))
-    assert merged.summary() == summarize([a, b], PERIOD)
+    assert merged.summary().to_dict() == summarize([a, b], PERIOD).to_dict()
     assert merged.hist["period"].n == a.size - 1 + b.size - 2
-    assert_matches(merged.summary(), [a, b])
+    assert_matches(merged.summary().to_dict(), [a, b])
     with pytest.raises(ValueError, match="different periods"):
         merged.merge(RunStats(1_000_000))
     with pytest.raises(ValueError, match="different late thresholds"):
@@ -191,8 +191,8 @@ def test_a_stats_file_from_before_the_late_count_reads_it_as_unknown():
     del doc["counters"]["late_cycles"], doc["late_threshold_ns"]
     doc["carry"].pop("done_ns")
     old = RunStats.from_dict(doc)
-    assert old.summary()["late_cycles"] is None and old.rule.threshold_ns == THRESHOLD
-    assert old.merge(RunStats(PERIOD).add(records(n=500))).summary()["late_cycles"] is None
+    assert old.summary().to_dict()["late_cycles"] is None and old.rule.threshold_ns == THRESHOLD
+    assert old.merge(RunStats(PERIOD).add(records(n=500))).summary().to_dict()["late_cycles"] is None
 
 
 def test_round_trip_through_json_and_continue():
@@ -200,10 +200,10 @@ def test_round_trip_through_json_and_continue():
     first = RunStats(PERIOD).add(rec[:4_000])
     doc = json.loads(json.dumps(first.to_dict()))
     back = RunStats.from_dict(doc)
-    assert back.summary() == first.summary() and back.to_dict() == first.to_dict()
+    assert back.summary().to_dict() == first.summary().to_dict() and back.to_dict() == first.to_dict()
     # The carried record survives: a checkpoint can be resumed, and a period spans the cut.
     back.add(rec[4_000:])
-    assert back.summary() == RunStats(PERIOD).add(rec[:4_000]).add(rec[4_000:]).summary()
+    assert back.summary().to_dict() == RunStats(PERIOD).add(rec[:4_000]).add(rec[4_000:]).summary().to_dict()
     keys = doc["series_ns"]["period"]["keys"]
     assert len(keys) < 2_000  # sparse: only the buckets that hold samples
 
@@ -237,9 +237,9 @@ def test_snapshot_names_the_worst_cycle_and_when():
 
 def test_empty_and_single_record():
     assert RunStats(PERIOD).snapshot().max_period_us is None
-    s = summarize(np.zeros(0, RECORD_DTYPE), PERIOD)
+    s = summarize(np.zeros(0, RECORD_DTYPE), PERIOD).to_dict()
     assert s["cycles"] == 0 and s["period_us"]["p99"] is None and s["misses"]["longest_miss_run"] == 0
-    one = summarize(records(n=1), PERIOD)
+    one = summarize(records(n=1), PERIOD).to_dict()
     assert one["cycles"] == 1 and one["period_us"]["max"] is None and one["latency_us"]["max"] is not None
 
 

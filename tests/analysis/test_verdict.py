@@ -7,7 +7,7 @@ import pytest
 from softrt.analysis import summarize
 from softrt.analysis.verdict import default_requirement, judge, verdict_lines
 from softrt.errors import ConfigError
-from softrt.report.synthetic import synthetic_records
+from ..synthetic import synthetic_records
 from softrt.schema.summary import Metrics, Verdict
 from softrt.schema.why_late import WhyLate
 
@@ -15,7 +15,7 @@ P, T = 250_000, 20_000
 
 
 def metrics(misses=()) -> Metrics:
-    return Metrics.from_dict(summarize(synthetic_records(19_950, P, list(misses), seed=2), P))
+    return summarize(synthetic_records(19_950, P, list(misses), seed=2), P)
 
 
 def why(culprits, window_us=50_000.0, steal_ms=None) -> WhyLate:
@@ -23,9 +23,9 @@ def why(culprits, window_us=50_000.0, steal_ms=None) -> WhyLate:
                               **({"steal": {"cpu": 1, "total_ms": steal_ms, "over_s": 5.0}} if steal_ms else {})})
 
 
-def culprit(kind, name, total_us, ident=None, detail=None):
-    return {"kind": kind, "name": name, "id": ident, "detail": detail, "cycles": 3, "total_us": total_us,
-            "worst_us": total_us}
+def culprit(kind, name, total_us, ident=None, detail=None, via=None):
+    return {"kind": kind, "name": name, "id": ident, "detail": detail, **({"via": via} if via else {}), "cycles": 3,
+            "total_us": total_us, "worst_us": total_us}
 
 
 def test_the_seeds_requirement_met():
@@ -94,7 +94,7 @@ def test_a_checkpoint_meets_so_far_and_a_partial_run_says_so():
 def test_culprits_that_share_a_fix_add_up_the_biggest_names_them():
     """Many SCHED_OTHER tasks through the fair server, each smaller than the tick: the fix that
     addresses most of the late time is the fair server's (named by its biggest task), not nohz_full."""
-    fair = [culprit("thread", name, us, pid, "OTHER nice 0, through the fair server")
+    fair = [culprit("thread", name, us, pid, "OTHER nice 0, through the fair server", via="fair_server")
             for name, us, pid in (("jemalloc_bg_thd", 4_944.4, 27_382), ("bash", 1_569.9, 27_390), ("bash", 1_564.4, 27_388))]
     v = judge(metrics([(1_000, 3)]), period_ns=P, threshold_ns=T,
               why_late=[why([culprit("kernel", "local timer", 5_000.0), *fair], window_us=20_000.0)])

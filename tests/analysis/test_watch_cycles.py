@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from softrt.schema.why_late import WhyLate
 from softrt.analysis.attribution import Attributor
 from softrt.analysis.cycles import CycleStream, LateRule, cycle_view
 from softrt.analysis.watch import RecordMaker, ThreadCycles, infer_period_ns
@@ -234,7 +235,7 @@ def test_each_late_cycle_is_explained_by_the_cpu_it_ran_on_and_the_cpus_add_up()
     records, cpus = RecordMaker(1_000_000).records(cycles)
     att.add_records(cycle_view(records, None, LateRule(1_000_000, 20_000)), cpus)
     att.advance(3_600 * US)
-    why = att.finish(lost_events=0, home_cpu=0)
+    why = att.finish(lost_events=0, home_cpu=0).to_dict()
     assert why["cycles"] == 3 and why["late_cycles"] == 2 and why["rt_cpu"] == 1
     threads = {c["name"]: c for c in why["culprits"] if c["kind"] == "thread"}
     assert set(threads) == {"hog-a", "hog-b"}
@@ -267,18 +268,18 @@ def test_chunks_on_one_cpu_go_as_the_watch_view_and_agree_with_one_chunk():
         for a, b in zip((0, *cuts), cuts):
             att.add_records(stream.view(records[a:b]), cpus[a:b])
         att.advance(6_000 * US)
-        results.append(att.finish(lost_events=0, home_cpu=1))
+        results.append(att.finish(lost_events=0, home_cpu=1).to_dict())
     assert results[0]["late_cycles"] == 2 and results[0] == results[1]
 
 
 def test_merge_adds_up_per_cpu_results():
-    a = Attributor(period_ns=1_000_000, rt_cpu=0, worker_pid=T).finish()
-    b = Attributor(period_ns=1_000_000, rt_cpu=1, worker_pid=T).finish()
+    a = Attributor(period_ns=1_000_000, rt_cpu=0, worker_pid=T).finish().to_dict()
+    b = Attributor(period_ns=1_000_000, rt_cpu=1, worker_pid=T).finish().to_dict()
     a.update(cycles=3, late_cycles=1, culprits=[{"kind": "thread", "name": "x", "id": 1, "detail": "", "cycles": 1,
                                                  "total_us": 5.0, "worst_us": 5.0}])
     b.update(cycles=5, late_cycles=2, culprits=[{"kind": "thread", "name": "x", "id": 1, "detail": "", "cycles": 2,
                                                  "total_us": 7.0, "worst_us": 6.0}])
-    m = merge([a, b], keep_worst=10, lost_events=3)
+    m = merge([WhyLate.from_dict(a), WhyLate.from_dict(b)], keep_worst=10, lost_events=3).to_dict()
     assert (m["cycles"], m["late_cycles"], m["rt_cpu"], m["lost_events"]) == (8, 3, 1, 3)
     assert m["culprits"] == [{"kind": "thread", "name": "x", "id": 1, "detail": "", "cycles": 3, "total_us": 12.0,
                               "worst_us": 6.0}]

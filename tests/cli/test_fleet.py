@@ -140,7 +140,7 @@ def test_a_row_that_cannot_be_read_is_left_out_with_a_warning(run_cli, lab, hist
 
 def test_diff_takes_run_directories_of_older_softrt(run_cli, lab, tmp_path):
     """A run folder (not in the history, written before provenance existed) against a stored run."""
-    from softrt.report.synthetic import write_synthetic_run
+    from ..synthetic import write_synthetic_run
 
     folder = write_synthetic_run(tmp_path / "copied", cycles=1_000, host="old-pc")
     code, out, err = run_cli("diff", str(folder), lab[0].run_id)

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 
 
 @pytest.fixture

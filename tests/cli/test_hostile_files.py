@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 
 from ..scenario.test_parse_fuzz import scenario_paths
 

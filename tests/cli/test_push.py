@@ -11,7 +11,7 @@ import click
 import pytest
 
 from softrt.cli.history import lab_options, remember
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.store.dialect import DB_SCHEMA_VERSION
 from softrt.store.history import History
 

@@ -7,7 +7,7 @@ from rich.console import Console
 from softrt.analysis.attribution import Attributor, unavailable
 from softrt.analysis.events import TraceEvent
 from softrt.cli.render import why_late
-from softrt.report.synthetic import synthetic_records
+from ..synthetic import synthetic_records
 from softrt.schema.summary import RunSummary
 
 P = 250_000
@@ -40,7 +40,7 @@ def _why(n_threads: int, lost: int) -> dict:
     att.add_events(events)
     att.add_records(rec)
     att.advance(int(rec["done_ns"][-1]))
-    return att.finish(lost_events=lost)
+    return att.finish(lost_events=lost).to_dict()
 
 
 def test_top_culprits_worst_cycles_and_lost_events():
@@ -68,7 +68,7 @@ def test_a_late_run_says_which_samples_it_kept(tmp_path):
     import json
 
     from softrt.cli.render import render_summary
-    from softrt.report.synthetic import write_synthetic_run
+    from ..synthetic import write_synthetic_run
 
     for samples in ("late", "all"):
         run = write_synthetic_run(tmp_path / samples, cycles=8_000, misses=[(4_000, 2)], samples=samples)
@@ -129,7 +129,7 @@ def test_a_failed_ethercat_run_says_why_and_shows_the_drives_as_last_confirmed(t
     import json
 
     from softrt.cli.render import render_summary
-    from softrt.report.synthetic import write_synthetic_run
+    from ..synthetic import write_synthetic_run
 
     run = write_synthetic_run(tmp_path, cycles=3_000, misses=[])
     summary = json.loads((run / "summary.json").read_text())
@@ -151,7 +151,7 @@ def test_ethercat_replies_that_were_not_taken_are_said(tmp_path):
     import json
 
     from softrt.cli.render import render_summary
-    from softrt.report.synthetic import write_synthetic_run
+    from ..synthetic import write_synthetic_run
 
     run = write_synthetic_run(tmp_path, cycles=3_000, misses=[])
     summary = json.loads((run / "summary.json").read_text())

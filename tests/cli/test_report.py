@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 
 from ..child import nobody
 from ..devices import device

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from softrt.platform import get_platform
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 
 from .conftest import wait_dead
 

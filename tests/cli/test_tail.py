@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.schema.tail import Tail
 
 

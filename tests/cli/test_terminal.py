@@ -16,7 +16,7 @@ from rich.console import Console
 
 from softrt.cli.render import clean, emit, render_summary
 from softrt.cli.watch import render_thread
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.schema.summary import RunSummary
 
 #: Every C0 control but NUL (no path holds one), DEL and every C1 control, then the sequences that a

@@ -177,7 +177,7 @@ def test_culprits_are_the_largest_sources_and_their_number_is_bounded():
 def test_the_live_culprits_are_the_attributions_own_sums():
     from softrt.analysis.attribution import Attributor
     from softrt.metrics.exporter import top_culprits
-    from softrt.report.synthetic import WORKER_PID, synthetic_records, synthetic_trace
+    from ..synthetic import WORKER_PID, synthetic_records, synthetic_trace
 
     rec = synthetic_records(3_000, misses=[(500, 2), (1_500, 1), (2_500, 3)])
     events, steal = synthetic_trace(rec)
@@ -189,6 +189,6 @@ def test_the_live_culprits_are_the_attributions_own_sums():
         att.add_records(rec[a:a + 1_000])
         att.advance(int(rec["done_ns"][min(a + 999, rec.size - 1)]))
         seen.append(top_culprits(att.culprit_totals()))
-    final = att.finish()
+    final = att.finish().to_dict()
     assert seen[-1] == top_culprits(final["culprits"]) and seen[-1]
     assert len(seen[0]) < len(seen[-1]) or seen[0] != seen[-1]  # live: it moved during the run

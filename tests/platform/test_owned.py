@@ -10,7 +10,7 @@ import pytest
 
 from softrt.errors import ConfigError
 from softrt.platform.owned import secure_dir
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.store.history import History
 from softrt.store.importers import import_file
 

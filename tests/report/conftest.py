@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from softrt.report import build_report
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.store.importers import import_file
 
 

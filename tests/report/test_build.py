@@ -238,10 +238,10 @@ def test_why_cycles_were_late_section_and_marks(shared_report):
 
 def test_late_marks_place_the_worst_cycles():
     from softrt.report.data import late_marks
-    from softrt.report.synthetic import synthetic_records, synthetic_why_late
+    from ..synthetic import synthetic_records, synthetic_why_late
     rec = synthetic_records(8_000, misses=[(1_000, 2), (5_000, 1)])
     from softrt.schema.why_late import WhyLate
-    why = WhyLate.from_dict(synthetic_why_late(rec, 250_000))
+    why = synthetic_why_late(rec, 250_000)
     marks = late_marks(why, int(rec["detect_ns"][0]))
     assert [round(m.t_s, 3) for m in marks[:2]] == [0.25, 1.25]  # cycles 1,000 and 5,000 at 250 µs
     assert marks[0].cause == "stress-ng-cpu" and marks[0].y_us > 400  # the write landed two edges on

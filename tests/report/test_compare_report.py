@@ -18,7 +18,7 @@ from softrt.report.html import CULPRIT_ROWS, WORST_ROWS, _facts, _why_late, conf
 from softrt.report.load import load_run
 from softrt.report.plots import (exceedance_curves, latency_histogram, motion_impact, period_histogram,
                                  period_series)
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 
 SCENARIOS = ("untuned", "tuned+load")
 

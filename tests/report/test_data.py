@@ -189,7 +189,7 @@ def test_the_reports_latency_exceedance_comes_from_the_hdr_histogram():
     from softrt.analysis import RunStats
     from softrt.report.load import RunView
     from softrt.report.plots import exceedance_curves
-    from softrt.report.synthetic import synthetic_records
+    from ..synthetic import synthetic_records
     from softrt.schema.summary import RunSummary
 
     rng = np.random.default_rng(3)

@@ -143,7 +143,7 @@ def test_after_a_ring_overflow_the_report_period_is_the_summary_period(synth_run
     assert view.period.max_ns == summary["period_us"]["max"] * 1e3
     assert view.period.max_ns // 250_000 == 4  # the 3-cycle stall, not the 500-record gap
     assert view.period.total == summary["cycles"] - 3  # one record and two gaps start no period
-    stats = view.stats.summary()
+    stats = view.stats.summary().to_dict()
     assert stats["period_us"] == summary["period_us"] and stats["records_missing"] == 504
     rec = read_samples(run)
     assert summary["period_us"]["max"] * 1e3 < np.diff(rec["detect_ns"]).max()  # the gap is not a period
@@ -174,7 +174,7 @@ def test_a_late_run_draws_what_the_same_run_with_every_sample_draws(tmp_path, sy
 
 def test_report_of_a_long_late_run_builds_without_its_cycles(tmp_path):
     from softrt.report import build_report
-    from softrt.report.synthetic import write_synthetic_long_late_run
+    from ..synthetic import write_synthetic_long_late_run
 
     run = write_synthetic_long_late_run(tmp_path / "runs", hours=0.5, events=40)
     view = load_run(run)

@@ -8,7 +8,7 @@ import numpy as np
 
 from softrt.analysis import summarize
 from softrt.ipc.layout import RECORD_DTYPE
-from softrt.report.synthetic import synthetic_records, write_synthetic_run
+from ..synthetic import synthetic_records, write_synthetic_run
 from softrt.scenario import load_scenario
 from softrt.scenario.compare import Planned, ScenarioRun, _pool, plan
 from softrt.scenario.model import Scenario
@@ -66,7 +66,7 @@ def test_pool_merges_stored_histograms_and_streams_older_runs(tmp_path):
     planned = Planned(scenario, RunConfig(scenario="tuned"), ())
     figures = _pool(planned, [_round(a, scenario, 1), _round(b, scenario, 2)])
     rec_a = synthetic_records(30_000, misses=[(100, 2)], seed=1)
-    expected = summarize([rec_a, read_samples(b)], 250_000)
+    expected = summarize([rec_a, read_samples(b)], 250_000).to_dict()
     assert {k: figures.to_dict()[k] for k in expected} == expected
     assert figures.metrics.records_missing == 100 and figures.metrics.misses.longest_miss_run == 7
     assert figures.rounds == 2 and figures.run_ids == ["a", "b"]

@@ -23,7 +23,7 @@ from rich.console import Console
 from softrt.cli.render import render_summary
 from softrt.cli.show import render_imported
 from softrt.errors import ConfigError
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.store.history import History
 from softrt.store.rundir import read_summary, update_summary
 from softrt.schema.summary import SCHEMA, STATUSES, Metrics, RunSummary

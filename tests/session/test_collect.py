@@ -8,7 +8,7 @@ import pytest
 
 from softrt.analysis import summarize
 from softrt.motion import MotionConfig, motion_impact
-from softrt.report.synthetic import synthetic_records
+from ..synthetic import synthetic_records
 from softrt.session.collect import Collector
 from softrt.store.rundir import STATS, RunDir
 
@@ -24,7 +24,7 @@ def test_drained_chunks_give_the_summary_and_motion_of_the_whole_run(tmp_path):
     assert collector.progress().cycles == rec.size - rec.size % 4_200  # batches of 21 drains: 4,200 records
     metrics, motion = collector.summary(worker_cycles=rec.size)
     summary = metrics.to_dict()
-    whole = summarize(rec, PERIOD)
+    whole = summarize(rec, PERIOD).to_dict()
     for key in [k for k in whole if k.endswith("_us")]:  # std: the same up to float rounding
         assert summary[key].pop("std") == pytest.approx(whole[key].pop("std"), rel=1e-9)
     assert summary == whole

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from softrt.ipc.ring import Ring
-from softrt.report.synthetic import synthetic_records
+from ..synthetic import synthetic_records
 from softrt.session import changes
 from softrt.session.collect import Collector
 from softrt.schema.config import RunConfig

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.store.archive import _host, archive_root, archive_run
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from softrt.errors import ConfigError, SoftRTError
 from softrt.report import load as report_load
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.store.importers import import_file
 from softrt.store.rundir import STATS, load_run_stats
 from softrt.store.validate import open_parquet

@@ -195,7 +195,7 @@ def test_short_ids_are_the_unique_prefixes_get_takes(tmp_path, history_db):
     another's prefix: each short id resolves to its run alone, and none is shorter than the start time."""
     from datetime import datetime, timezone
 
-    from softrt.report.synthetic import write_synthetic_run
+    from ..synthetic import write_synthetic_run
 
     t = datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
     runs = [write_synthetic_run(tmp_path / "r", cycles=100, host=h, seed=seed, started_at=t, run_id=run_id)
@@ -218,7 +218,7 @@ def test_short_ids_are_the_unique_prefixes_get_takes(tmp_path, history_db):
 def test_runs_started_in_one_second_are_listed_in_the_order_they_entered(history_db, tmp_path):
     from datetime import datetime, timezone
 
-    from softrt.report.synthetic import write_synthetic_run
+    from ..synthetic import write_synthetic_run
 
     t = datetime(2026, 12, 2, 4, 44, 27, tzinfo=timezone.utc)
     runs = [write_synthetic_run(tmp_path / "runs", cycles=1_000, started_at=t, seed=seed) for seed in (1, 2)]

@@ -23,7 +23,7 @@ import traceback
 import pytest
 
 from softrt.report.load import load_run
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.store.history import History, resolve_run
 
 WRITERS = 8

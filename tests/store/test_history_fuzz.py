@@ -16,7 +16,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from softrt.errors import ConfigError, SoftRTError
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.schema.summary import MAX_US
 from softrt.schema.text import printable
 from softrt.store.history import _COLUMNS, LAST, History, resolve_run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.schema.tail import Interval, Tail
 from softrt.store.history import History
 from softrt.store.rundir import update_summary

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.store.archive import ArchiveUnreachable
 from softrt.store.dbtarget import LabUnreachable
 from softrt.store.history import History

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from softrt.analysis.cycles import LateRule, cycle_view
 from softrt.ipc.layout import RECORD_DTYPE
-from softrt.report.synthetic import synthetic_records
+from ..synthetic import synthetic_records
 from softrt.store.late import AGGREGATES, LateSelector, SecondAggregator, read_aggregates, resolve_mode
 from softrt.store.rundir import RunDir, read_samples, space_needed
 
@@ -124,7 +124,7 @@ def test_a_late_run_directory_holds_the_late_cycles_and_the_aggregates(tmp_path)
     assert int(cols["records"].sum()) == rec.size and cols["second"].tolist() == list(range(11))
     late = int(cycle_view(rec, None, LateRule(PERIOD_NS, THRESHOLD_NS)).late.sum())
     assert late == int(cols["late"].sum()) >= 5  # the stalled writes, the periods after them, a late permit
-    assert rd.kept() == {"mode": "late", "rows": kept.size, "late_cycles": late, "context_records": 50,
+    assert rd.kept().to_dict() == {"mode": "late", "rows": kept.size, "late_cycles": late, "context_records": 50,
                          "aggregate_seconds": 11}
     assert pq.ParquetFile(rd.path / "samples.parquet").schema_arrow.names == list(RECORD_DTYPE.names)
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from softrt.analysis import RunStats
 from softrt.report.load import load_run
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.store.importers import import_file
 from softrt.store.late import AGGREGATE_FIELDS, AGGREGATES
 from softrt.store.rundir import SAMPLES, STATS, STREAM_COLUMNS, load_run_stats

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from softrt.platform import get_platform
-from softrt.report.synthetic import write_synthetic_run
+from ..synthetic import write_synthetic_run
 from softrt.store.history import History
 from softrt.store.running import run_state
 from softrt.store.rundir import read_summary

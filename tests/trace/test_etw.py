@@ -34,7 +34,7 @@ def test_a_late_cycle_credits_the_isr_the_dpc_and_the_thread_that_held_the_rt_co
     late = records(10, late={5: 100_000})
     att.add_records(late)
     att.advance(int(late["detect_ns"][-1]) + P)
-    out = att.finish()
+    out = att.finish().to_dict()
     rows = {(c["kind"], c["name"]): c for c in out["culprits"]}
     assert rows[("thread", "System")]["detail"] == "FIFO/RR 31" and rows[("thread", "System")]["total_us"] == 60
     assert rows[("softirq", "DPC 0xfffff80712345678")]["total_us"] == 25

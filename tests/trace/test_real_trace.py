@@ -69,7 +69,7 @@ def _attribute(events) -> dict:
     att.add_events(events)
     att.add_records(recs)
     att.advance(t1)
-    return att.finish()
+    return att.finish().to_dict()
 
 
 def test_the_sample_through_the_attribution(events):

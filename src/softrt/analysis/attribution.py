@@ -62,11 +62,13 @@ import bisect
 import heapq
 from array import array
 from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..schema.why_late import Cause, CauseSteal, Culprit, LateCycle, Steal, WhyLate, Window
 from .events import StealSample, TraceEvent
-from .cycles import CycleStream, CycleView, Late, LateRule
+from .cycles import DEFAULT_THRESHOLD_NS, CycleStream, CycleView, Late, LateRule
 from .timeline import RUN, CpuState, Segment, Source, apply, build_timeline, slice_window
 
 #: Events kept before the oldest window still to explain; older ones are folded into the base
@@ -113,42 +115,12 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     or more is a gap: the guest did not run (the loop's step takes a few µs, and its waits end as soon
     as the CPU is its); shorter ones are work (``loop``) and unexplained wait.
     """
-    cuts = {start_ns, end_ns}
-    for a, b in work_ns:
-        cuts.update((min(max(a, start_ns), end_ns), min(max(b, start_ns), end_ns)))
-    for s in segments:
-        cuts.add(s.start_ns)
-        cuts.add(s.end_ns)
-    events = [t for t in event_ts if start_ns < t < end_ns]
-    cuts.update(events)
-    bounds = sorted(c for c in cuts if start_ns <= c <= end_ns)
-    event_set = set(events)
-    tasks = sorted((s for s in segments if s.layer == 0), key=lambda s: s.start_ns)
-    runs = [s for s in segments if s.layer == RUN]
-    upper = [s for s in segments if s.layer > 0]
+    steps, own, event_set = _steps(segments, start_ns, end_ns, work_ns, event_ts)
     totals: dict[Source, int] = {}
     quiet: list[list[int]] = []  # [start, end, work ns]: runs of work or wait not broken by an event
     unknown = 0  # before the first event: nothing is known about the CPU
     blocking: list[list] = []  # [start, end, source, stolen ns]: a lower-priority task current after the wakeup
-    steps = []
-    own: dict[int, int] = {}  # a task segment's time not covered by an IRQ, softirq or item above it
     steal = Source("outside", f"hypervisor steal while another task held CPU {cpu}", cpu)
-    for a, b in zip(bounds, bounds[1:]):
-        if b <= a:
-            continue
-        task = next((s for s in tasks if s.start_ns <= a < s.end_ns), None)
-        best = None
-        for s in upper:
-            if s.start_ns <= a < s.end_ns and (s.layer != 1 or task is None or s.pid == task.pid):
-                if best is None or s.layer > best.layer or (s.layer == best.layer and s.start_ns >= best.start_ns):
-                    best = s
-        # A task's own time is what the scheduler counted as its run time (the rest of the stretch the
-        # hypervisor ran: steal); spread evenly, since where in the stretch it stopped is not known.
-        run = None if task is None else next((r for r in runs if r.pid == task.pid and r.start_ns <= a < r.end_ns),
-                                             None)
-        steps.append((a, b, task, best, round((b - a) * run.stolen) if run is not None else 0))
-        if best is None and task is not None:
-            own[id(task)] = own.get(id(task), 0) + (b - a)
     for a, b, task, best, stolen in steps:
         if best is not None and best.layer == 1 and task is not None and task.parked:
             src = _parked(task, rt_throttling, best.source)  # a kworker's item, run while the worker was parked
@@ -200,6 +172,44 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     return totals, gaps, unexplained
 
 
+def _steps(segments: list[Segment], start_ns: int, end_ns: int, work_ns: list[tuple[int, int]],
+           event_ts: list[int]) -> tuple[list[tuple], dict[int, int], set[int]]:
+    """``[start_ns, end_ns)`` cut at every segment edge, event and work edge: each stretch with the task
+    current, the innermost segment above it (an IRQ, a softirq, a workqueue item; None) and the
+    hypervisor's steal in it; each task segment's own time (not under anything above it); the events."""
+    cuts = {start_ns, end_ns}
+    for a, b in work_ns:
+        cuts.update((min(max(a, start_ns), end_ns), min(max(b, start_ns), end_ns)))
+    for s in segments:
+        cuts.add(s.start_ns)
+        cuts.add(s.end_ns)
+    events = [t for t in event_ts if start_ns < t < end_ns]
+    cuts.update(events)
+    bounds = sorted(c for c in cuts if start_ns <= c <= end_ns)
+    tasks = sorted((s for s in segments if s.layer == 0), key=lambda s: s.start_ns)
+    runs = [s for s in segments if s.layer == RUN]
+    upper = [s for s in segments if s.layer > 0]
+    steps = []
+    own: dict[int, int] = {}  # a task segment's time not covered by an IRQ, softirq or item above it
+    for a, b in zip(bounds, bounds[1:]):
+        if b <= a:
+            continue
+        task = next((s for s in tasks if s.start_ns <= a < s.end_ns), None)
+        best = None
+        for s in upper:
+            if s.start_ns <= a < s.end_ns and (s.layer != 1 or task is None or s.pid == task.pid):
+                if best is None or s.layer > best.layer or (s.layer == best.layer and s.start_ns >= best.start_ns):
+                    best = s
+        # A task's own time is what the scheduler counted as its run time (the rest of the stretch the
+        # hypervisor ran: steal); spread evenly, since where in the stretch it stopped is not known.
+        run = None if task is None else next((r for r in runs if r.pid == task.pid and r.start_ns <= a < r.end_ns),
+                                             None)
+        steps.append((a, b, task, best, round((b - a) * run.stolen) if run is not None else 0))
+        if best is None and task is not None:
+            own[id(task)] = own.get(id(task), 0) + (b - a)
+    return steps, own, set(events)
+
+
 def _parked(task: Segment, rt_throttling: bool | None, item: Source | None = None) -> Source:
     """Who held the CPU while the worker was runnable but switched out: a SCHED_OTHER task (or the
     workqueue *item* it ran) is named with the mechanism that let it run; idle and lower-priority RT
@@ -222,7 +232,7 @@ def _credit(totals: dict[Source, int], src: Source, ns: int, stolen: int, steal:
         totals[steal] = totals.get(steal, 0) + stolen
 
 
-def steal_between(times_ns, steal_ns, start_ns: int, end_ns: int) -> dict | None:
+def steal_between(times_ns, steal_ns, start_ns: int, end_ns: int) -> CauseSteal | None:
     """The steal counter's rise between the samples that bracket ``[start_ns, end_ns]``, or None.
 
     *times_ns*/*steal_ns*: the samples' times and cumulative steal, in time order.
@@ -231,13 +241,14 @@ def steal_between(times_ns, steal_ns, start_ns: int, end_ns: int) -> dict | None
     j = bisect.bisect_left(times_ns, end_ns)
     if i < 0 or j >= len(times_ns):
         return None
-    return {"from_ns": times_ns[i], "to_ns": times_ns[j], "steal_ms": round((steal_ns[j] - steal_ns[i]) / 1e6, 3),
-            "over_s": round((times_ns[j] - times_ns[i]) / 1e9, 3)}
+    return CauseSteal(from_ns=times_ns[i], to_ns=times_ns[j], steal_ms=round((steal_ns[j] - steal_ns[i]) / 1e6, 3),
+                      over_s=round((times_ns[j] - times_ns[i]) / 1e9, 3))
 
 
 def _via(via: str) -> dict:
-    """The ``via`` key of a culprit or cause, only where it has one (docs/run-format.md)."""
-    return {"via": via} if via else {}
+    """A culprit's or cause's mechanism, as a keyword only where it has one (no ``via`` key otherwise:
+    docs/run-format.md)."""
+    return dict(via=via) if via else {}
 
 
 def _us(ns: float) -> float:
@@ -252,7 +263,7 @@ class Attributor:
     detail, while the culprits table counts every late cycle.
     """
 
-    def __init__(self, *, period_ns: int, rt_cpu: int, worker_pid: int, threshold_ns: int = 20_000,
+    def __init__(self, *, period_ns: int, rt_cpu: int, worker_pid: int, threshold_ns: int = DEFAULT_THRESHOLD_NS,
                  keep_worst: int = 100, gap_min_ns: int = 10_000, rt_throttling: bool | None = None) -> None:
         self.period_ns, self.rt_cpu, self.worker_pid = period_ns, rt_cpu, worker_pid
         # RT throttling in force during the run (the caller read sched_rt_runtime_us and the kernel); None: unknown
@@ -268,7 +279,7 @@ class Attributor:
         self._steal_ts = array("q")
         self._steal_ns = array("q")
         self._worst: list = []  # min-heap of (window_ns, seq, detail)
-        self._culprits: dict[tuple, dict] = {}
+        self._culprits: dict[tuple, _Total] = {}
         self.cycles = 0
         self.late = 0
         self._explained_ns = 0
@@ -308,45 +319,35 @@ class Attributor:
             self._explain(self._pending.popleft())
         self._trim()
 
-    def culprit_totals(self) -> list[dict]:
+    def culprit_totals(self) -> list[Culprit]:
         """Every source's late time so far (``kind``, ``name``, ``total_us``; unordered), for a live
         exporter; the culprits table of :meth:`finish` holds the same sums."""
-        return [{"kind": c["kind"], "name": c["name"], "total_us": _us(c["total_ns"])} for c in self._culprits.values()]
+        return [Culprit(kind=c.kind, name=c.name, total_us=_us(c.total_ns)) for c in self._culprits.values()]
 
-    def finish(self, lost_events: int = 0) -> dict:
+    def finish(self, lost_events: int = 0) -> WhyLate:
         """Explain what is still pending with the events there are; return summary.json's ``why_late``."""
         while self._pending:
             self._explain(self._pending.popleft())
-        worst = [d for _w, _s, d in sorted(self._worst, key=lambda x: (-x[0], x[1]))]
-        for cycle in worst:
-            for c in cycle["causes"]:
-                if "gaps_ns" in c:
-                    c["steal"] = steal_between(self._steal_ts, self._steal_ns, c["gaps_ns"][0][0], c["gaps_ns"][-1][1])
-        culprits = sorted(self._culprits.values(), key=lambda c: (-c["total_ns"], c["kind"], c["name"]))
-        table = [{"kind": c["kind"], "name": c["name"], "id": c["id"], "detail": c["detail"], **_via(c["via"]),
-                  "cycles": c["cycles"], "total_us": _us(c["total_ns"]), "worst_us": _us(c["worst_ns"])}
-                 for c in culprits]
+        worst = [self._steal_of(d) for _w, _s, d in sorted(self._worst, key=lambda x: (-x[0], x[1]))]
+        culprits = sorted(self._culprits.values(), key=lambda c: (-c.total_ns, c.kind, c.name))
+        table = [Culprit.build(kind=c.kind, name=c.name, id=c.ident, detail=c.detail, **_via(c.via), cycles=c.cycles,
+                               total_us=_us(c.total_ns), worst_us=_us(c.worst_ns)) for c in culprits]
         steal = None
         if self._steal_ts:
-            steal = {"cpu": self.rt_cpu, "total_ms": round((self._steal_ns[-1] - self._steal_ns[0]) / 1e6, 3),
-                     "over_s": round((self._steal_ts[-1] - self._steal_ts[0]) / 1e9, 3)}
-        return {
-            "tracing": "on",
-            "rt_cpu": self.rt_cpu,
-            "worker_pid": self.worker_pid,
-            "threshold_us": _us(self.threshold_ns),
-            "gap_min_us": _us(self.gap_min_ns),
-            "rt_throttling": self.rt_throttling,
-            "cycles": self.cycles,
-            "late_cycles": self.late,
-            "window_us": _us(self._window_ns),
-            "explained_us": _us(self._explained_ns),
-            "events": self._events_seen,
-            "lost_events": int(lost_events),
-            "steal": steal,
-            "culprits": table,
-            "worst": worst,
-        }
+            steal = Steal(cpu=self.rt_cpu, total_ms=round((self._steal_ns[-1] - self._steal_ns[0]) / 1e6, 3),
+                          over_s=round((self._steal_ts[-1] - self._steal_ts[0]) / 1e9, 3))
+        return WhyLate.build(
+            tracing="on", rt_cpu=self.rt_cpu, worker_pid=self.worker_pid, threshold_us=_us(self.threshold_ns),
+            gap_min_us=_us(self.gap_min_ns), rt_throttling=self.rt_throttling, cycles=self.cycles,
+            late_cycles=self.late, window_us=_us(self._window_ns), explained_us=_us(self._explained_ns),
+            events=self._events_seen, lost_events=int(lost_events), steal=steal, culprits=table, worst=worst)
+
+    def _steal_of(self, cycle: LateCycle) -> LateCycle:
+        """*cycle* with the steal around its no-guest-activity gaps (the sample after a gap comes up to a
+        second later, so it is looked up at the end)."""
+        causes = [c.replace(steal=steal_between(self._steal_ts, self._steal_ns, c.gaps_ns[0][0], c.gaps_ns[-1][1]))
+                  if c.gaps_ns else c for c in cycle.causes]
+        return cycle.replace(causes=causes)
 
     # -- internals --------------------------------------------------------------------------------
     def _explain(self, late: Late) -> None:
@@ -376,11 +377,10 @@ class Attributor:
             key = (src.kind, src.name, src.ident, src.via)
             c = self._culprits.get(key)
             if c is None:
-                c = self._culprits[key] = {"kind": src.kind, "name": src.name, "id": src.ident, "detail": src.detail,
-                                           "via": src.via, "cycles": 0, "total_ns": 0, "worst_ns": 0}
-            c["cycles"] += 1
-            c["total_ns"] += ns
-            c["worst_ns"] = max(c["worst_ns"], ns)
+                c = self._culprits[key] = _Total(src.kind, src.name, src.ident, src.detail, src.via)
+            c.cycles += 1
+            c.total_ns += ns
+            c.worst_ns = max(c.worst_ns, ns)
         item = (window, -late.seq)
         if len(self._worst) >= self.keep_worst and (not self._worst or item <= self._worst[0][:2]):
             return  # not among the worst: counted in the culprits, no detail kept
@@ -392,36 +392,29 @@ class Attributor:
         elif self.keep_worst > 0:
             heapq.heapreplace(self._worst, entry)
 
-    def _detail(self, late: Late, start: int, totals, gaps, unexplained: int, window: int, traced: bool) -> dict:
+    def _detail(self, late: Late, start: int, totals, gaps, unexplained: int, window: int,
+                traced: bool) -> LateCycle:
         causes = sorted(totals.items(), key=lambda kv: (-kv[1], KIND_ORDER.index(kv[0].kind), kv[0].name))
         out_causes = []
         for src, ns in causes:
-            c = {"kind": src.kind, "name": src.name, "id": src.ident, "detail": src.detail, **_via(src.via),
-                 "duration_us": _us(ns), "share": round(ns / window, 4) if window else 0.0, "label": src.label()}
+            fields = dict(kind=src.kind, name=src.name, id=src.ident, detail=src.detail, **_via(src.via),
+                          duration_us=_us(ns), share=round(ns / window, 4) if window else 0.0, label=src.label())
             if src.kind == "outside" and gaps and src.name.startswith("no guest activity"):
-                c["gaps_ns"] = [[a, b] for a, b in gaps]
-                c["longest_gap_us"] = _us(max(b - a for a, b in gaps))
-                c["steal"] = None  # filled in by finish(): the sample after the gap may not be in yet
-            out_causes.append(c)
-        main = out_causes[0]["label"] if out_causes else "unexplained"
-        return {
-            "seq": late.seq,
-            "cycle": late.cycle,
-            "detect_ns": late.detect_ns,
-            "reasons": list(late.reasons),
-            "period_us": None if late.period_ns is None else _us(late.period_ns),
-            "latency_us": _us(late.detect_ns - late.edge_ns),
-            "missed": late.missed,
-            "window": {"start_ns": start, "end_ns": late.end_ns, "duration_us": _us(window),
-                       "from": "edge" if start == late.edge_ns else "previous permit (its work ran past the edge)"
-                       if start == late.start_ns else "end of the previous late cycle's window (explained there)",
-                       "to": "write (a missed update)" if late.end_ns != late.detect_ns else "permit seen"},
-            "causes": out_causes,
-            "unexplained_us": _us(unexplained),
-            "unexplained_share": round(unexplained / window, 4) if window else 0.0,
-            "main_cause": main,
-            "traced": traced,
-        }
+                # steal: filled in by finish() (the sample after the gap may not be in yet); null until then
+                fields.update(gaps_ns=[[a, b] for a, b in gaps], longest_gap_us=_us(max(b - a for a, b in gaps)),
+                              steal=None)
+            out_causes.append(Cause.build(**fields))
+        main = out_causes[0].label if out_causes else "unexplained"
+        frm = "edge" if start == late.edge_ns else "previous permit (its work ran past the edge)" \
+            if start == late.start_ns else "end of the previous late cycle's window (explained there)"
+        return LateCycle.build(
+            seq=late.seq, cycle=late.cycle, detect_ns=late.detect_ns, reasons=list(late.reasons),
+            period_us=None if late.period_ns is None else _us(late.period_ns),
+            latency_us=_us(late.detect_ns - late.edge_ns), missed=late.missed,
+            window=Window.build(start_ns=start, end_ns=late.end_ns, duration_us=_us(window), start=frm,
+                                to="write (a missed update)" if late.end_ns != late.detect_ns else "permit seen"),
+            causes=out_causes, unexplained_us=_us(unexplained),
+            unexplained_share=round(unexplained / window, 4) if window else 0.0, main_cause=main, traced=traced)
 
     def _fold(self, k: int) -> None:
         """Apply the first *k* buffered events to the base state and drop them."""
@@ -443,6 +436,20 @@ class Attributor:
         self._fold(bisect.bisect_left(self._times, cut_ns))
 
 
-def unavailable(reason: str) -> dict:
+def unavailable(reason: str) -> WhyLate:
     """summary.json's ``why_late`` when there was no tracing: the reason, e.g. ``off (--no-trace)``."""
-    return {"tracing": reason}
+    return WhyLate.build(tracing=reason)
+
+
+@dataclass(slots=True)
+class _Total:
+    """One source's late time over the run (a row of the culprits table, in ns while it adds up)."""
+
+    kind: str
+    name: str
+    ident: int
+    detail: str
+    via: str
+    cycles: int = 0
+    total_ns: int = 0
+    worst_ns: int = 0

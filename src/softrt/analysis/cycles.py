@@ -28,8 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-#: ``--late-threshold``'s default.
-DEFAULT_THRESHOLD_NS = 20_000
+from ..schema.config import DEFAULT_THRESHOLD_NS  # --late-threshold's default (its home: schema.config)
 
 
 @dataclass(frozen=True)

@@ -293,7 +293,19 @@ class Hdr:
         total, lo, hi = int(doc["sum_ns"]), int(doc["min_ns"]), int(doc["max_ns"])
         if not (lo <= hi and key_of(lo) <= keys[0] and keys[-1] <= key_of(hi)):
             raise ValueError("histogram min and max do not bound its buckets")
-        out._merge_moments(n, total, total / n, float(doc["m2_ns2"]), lo, hi)
+        return cls.of_buckets(keys, counts, total_ns=total, m2_ns2=float(doc["m2_ns2"]), min_ns=lo, max_ns=hi)
+
+    @classmethod
+    def of_buckets(cls, keys: np.ndarray | list[int], counts: np.ndarray | list[int], *, total_ns: int,
+                   m2_ns2: float, min_ns: int, max_ns: int) -> Hdr:
+        """A histogram of the non-empty buckets *keys* (increasing) holding *counts*, with its exact
+        moments (the sum, the sum of squared deviations) and extremes; no bucket: an empty one."""
+        out = cls()
+        keys, counts = np.asarray(keys, dtype=np.int64), np.asarray(counts, dtype=np.int64)
+        n = int(counts.sum())
+        if n == 0:
+            return out
+        out._merge_moments(n, total_ns, total_ns / n, m2_ns2, min_ns, max_ns)
         dense = np.zeros(int(keys[-1] - keys[0]) + 1, dtype=np.int64)
         dense[keys - keys[0]] = counts
         out._add_counts(int(keys[0]), dense)

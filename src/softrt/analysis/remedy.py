@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..schema.why_late import Culprit
+
 #: ``softrt tune`` applies the run-time fixes of these checks.
 TUNE = "softrt tune --apply"
 #: IRQ handler names of network queues (the driver names them after the interface or its queues).
@@ -59,35 +61,52 @@ LOOP = Remedy("the loop's own work ran past the edge: make the step shorter, or 
 OUTSIDE = Remedy("the hypervisor or firmware took the CPU{steal}: bare metal, or a dedicated vCPU",
                  "bare metal or a dedicated vCPU")
 
-def remedy_for(kind: str | None, name: str | None, detail: str | None = None) -> Remedy | None:
-    """The remedy for a culprit of *kind* named *name* (None: no fix is known for it).
+#: The mechanism that let a task run while the loop was parked (a culprit's ``via``, analysis.attribution)
+#: and its fix, whichever task ran: when RT throttling's state was unknown, the fair server (Linux 6.12+
+#: has it; a kernel with RT throttling in force names it).
+_BY_VIA = {"fair_server": FAIR_SERVER, "rt_throttling": RT_THROTTLING, "rt_throttling_or_fair_server": FAIR_SERVER}
 
-    The mechanisms come first: time taken through the fair server or RT throttling is fixed by
-    their checks whichever task ran (the attribution names the task, with the mechanism in its
-    name or detail).
+
+def remedy_for(culprit: Culprit) -> Remedy | None:
+    """The remedy for *culprit* (schema.why_late.Culprit: its ``kind``, ``via`` and name; None: no fix is
+    known for it).
+
+    The mechanism comes first: time taken through the fair server or RT throttling (``via``) is fixed
+    by their checks whichever task ran. The kernel's own culprits are told apart by their names
+    (analysis.attribution's, and summaries written before ``via``: "fair server: SCHED_OTHER tasks ran
+    ...").
     """
-    text = f"{name or ''} {detail or ''}".lower()
-    if "fair server" in text:
-        return FAIR_SERVER
-    if "rt throttling" in text:
-        return RT_THROTTLING
+    kind, name = culprit.kind, culprit.name or ""
+    if culprit.via in _BY_VIA:
+        return _BY_VIA[culprit.via]
     if kind == "thread":
-        return HOUSEKEEPING if (name or "").startswith(("kworker", "ksoftirqd", "rcu")) else THREAD
+        return HOUSEKEEPING if name.startswith(("kworker", "ksoftirqd", "rcu")) else THREAD
     if kind == "softirq":
         return HOUSEKEEPING
     if kind == "irq":
-        return NIC_IRQ if _NIC_IRQ.match(name or "") else IRQ
+        return NIC_IRQ if _NIC_IRQ.match(name) else IRQ
     if kind == "outside":
         return OUTSIDE
     if kind == "loop":
         return LOOP
     if kind == "kernel":
-        if "local timer" in text:
-            return LOCAL_TIMER
-        if "idle" in text:
-            return IDLE
-        if "lower-priority rt task" in text:
-            return THREAD
+        return _kernel(f"{name} {culprit.detail or ''}".lower())
+    return None
+
+
+def _kernel(text: str) -> Remedy | None:
+    """The kernel's own culprits, by their name and detail (analysis.attribution's ``_PARKED``,
+    ``_THROTTLING``, ...)."""
+    if "fair server" in text:
+        return FAIR_SERVER
+    if "rt throttling" in text:
+        return RT_THROTTLING
+    if "local timer" in text:
+        return LOCAL_TIMER
+    if "idle" in text:
+        return IDLE
+    if "lower-priority rt task" in text:
+        return THREAD
     return None
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ipc.layout import FLAG_DEVICE_ERROR, RECORD_DTYPE
+from ..schema.summary import Metrics, Misses, Stats
 from .cycles import DEFAULT_THRESHOLD_NS, Carry, CycleStream, CycleView, LateRule
 from .hdr import FORMAT as HDR_FORMAT
 from .hdr import RELATIVE_ERROR, SUB_BITS, Hdr
@@ -194,29 +195,22 @@ class RunStats:
         return out
 
     # -- results ---------------------------------------------------------------------------------
-    def summary(self) -> dict:
-        """The numeric part of summary.json (the keys and meaning of :func:`softrt.analysis.summarize`)."""
+    def summary(self) -> Metrics:
+        """The numeric part of summary.json (schema.summary.Metrics; the meaning of
+        :func:`softrt.analysis.summarize`). Slack's statistics hold its low percentiles only, and
+        ``rtt_us`` is there when a record carried a round trip."""
         c, h = self.counters, self.hist
-        out = {
-            "cycles": c["cycles"],
-            "records_expected": c["records_expected"],
-            "records_missing": c["records_expected"] - c["cycles"],
-            "late_cycles": c["late_cycles"],
-            "period_us": h["period"].stats_us(PERCENTILES),
-            "process_us": h["process"].stats_us(PERCENTILES),
-            "latency_us": h["latency"].stats_us(PERCENTILES),
-            "slack_us": h["slack"].stats_us(LOW_PERCENTILES),
-            "misses": {
-                "missed_updates": c["missed_updates"],
-                "cycles_with_miss": c["cycles_with_miss"],
-                "longest_miss_run": c["longest_miss_run"],
-                "overruns": c["overruns"],
-                "device_errors": c["device_errors"],
-            },
-        }
-        if self.rtt_seen:
-            out["rtt_us"] = h["rtt"].stats_us(PERCENTILES)
-        return out
+        misses = Misses.build(missed_updates=c["missed_updates"], cycles_with_miss=c["cycles_with_miss"],
+                              longest_miss_run=c["longest_miss_run"], overruns=c["overruns"],
+                              device_errors=c["device_errors"])
+        rtt = dict(rtt_us=Stats.build(**h["rtt"].stats_us(PERCENTILES))) if self.rtt_seen else {}
+        return Metrics.build(
+            cycles=c["cycles"], records_expected=c["records_expected"],
+            records_missing=c["records_expected"] - c["cycles"], late_cycles=c["late_cycles"],
+            period_us=Stats.build(**h["period"].stats_us(PERCENTILES)),
+            process_us=Stats.build(**h["process"].stats_us(PERCENTILES)),
+            latency_us=Stats.build(**h["latency"].stats_us(PERCENTILES)),
+            slack_us=Stats.build(**h["slack"].stats_us(LOW_PERCENTILES)), misses=misses, **rtt)
 
     def snapshot(self) -> Snapshot:
         """Live figures; costs one pass over the period histogram's buckets (a few thousand)."""
@@ -287,7 +281,7 @@ def _carry(doc: dict | None) -> Carry | None:
 
 
 def summarize(records: np.ndarray | list[np.ndarray], period_ns: int,
-              threshold_ns: int = DEFAULT_THRESHOLD_NS) -> dict:
+              threshold_ns: int = DEFAULT_THRESHOLD_NS) -> Metrics:
     """Return the statistics of a run's records (the numeric part of summary.json).
 
     A list pools several runs (``softrt compare --repeat``): each run is its own stream, so no

@@ -89,7 +89,7 @@ def main_culprit(why_late: Iterable[WhyLate | None]) -> tuple[VerdictCulprit | N
         return None, reasons[0] if reasons else "no late cycle was explained"
     groups: dict[object, list] = {}  # a remedy (or a culprit with none) -> its culprits with their totals
     for c, total in totals.values():
-        remedy = remedy_for(c.kind, c.name, c.detail)
+        remedy = remedy_for(c)
         groups.setdefault(remedy if remedy is not None else (c.kind, c.name, c.id), []).append((total, c))
     key, members = max(groups.items(), key=lambda g: sum(t for t, _ in g[1]))
     total_us = sum(t for t, _ in members)

@@ -20,6 +20,7 @@ from collections import deque
 
 import numpy as np
 
+from ..schema.why_late import Culprit, WhyLate
 from .attribution import Attributor
 from .cycles import CycleView
 from .events import StealSample, TraceEvent
@@ -78,7 +79,7 @@ class ThreadAttribution:
         self.recent = recent
         self._open: dict[int, Attributor] = {}
         self._last_ns: dict[int, int] = {}  # the latest cycle on each open CPU
-        self._done: list[dict] = []
+        self._done: list[WhyLate] = []
         self._last_cpu: int | None = None  # the CPU of the latest cycle
 
     def add_events(self, by_cpu: dict[int, list[TraceEvent]], steal: list[StealSample]) -> None:
@@ -122,7 +123,7 @@ class ThreadAttribution:
                 self._done.append(self._open.pop(cpu).finish())
                 del self._last_ns[cpu]
 
-    def finish(self, lost_events: int, home_cpu: int) -> dict:
+    def finish(self, lost_events: int, home_cpu: int) -> WhyLate:
         """summary.json's ``why_late`` for this thread (``rt_cpu``: the CPU with most of its cycles,
         *home_cpu* when it had none)."""
         results = self._done + [att.finish() for att in self._open.values()]
@@ -134,32 +135,27 @@ class ThreadAttribution:
         return merge(results, self.keep_worst, lost_events)
 
 
-def merge(results: list[dict], keep_worst: int, lost_events: int) -> dict:
+def merge(results: list[WhyLate], keep_worst: int, lost_events: int) -> WhyLate:
     """Add up Attributor results of one thread on several CPUs (or several stretches of one)."""
     by_cpu: dict[int, int] = {}
     for r in results:
-        by_cpu[r["rt_cpu"]] = by_cpu.get(r["rt_cpu"], 0) + r["cycles"]
+        by_cpu[r.rt_cpu] = by_cpu.get(r.rt_cpu, 0) + (r.cycles or 0)
     home = max(by_cpu, key=lambda c: (by_cpu[c], -c))
-    out = dict(results[0])
-    for key in ("cycles", "late_cycles", "events"):
-        out[key] = sum(r[key] for r in results)
-    for key in ("window_us", "explained_us"):
-        out[key] = round(sum(r[key] for r in results), 3)
-    culprits: dict[tuple, dict] = {}
+    culprits: dict[tuple, Culprit] = {}
     for r in results:
-        for c in r["culprits"]:
-            k = (c["kind"], c["name"], c["id"], c.get("via"))
+        for c in r.culprits or ():
+            k = (c.kind, c.name, c.id, c.via)
             have = culprits.get(k)
-            if have is None:
-                culprits[k] = dict(c)
-            else:
-                have["cycles"] += c["cycles"]
-                have["total_us"] = round(have["total_us"] + c["total_us"], 3)
-                have["worst_us"] = max(have["worst_us"], c["worst_us"])
-    out["culprits"] = sorted(culprits.values(), key=lambda c: (-c["total_us"], c["kind"], c["name"]))
-    worst = [w for r in results for w in r["worst"]]
-    out["worst"] = sorted(worst, key=lambda w: (-w["window"]["duration_us"], w["seq"]))[:keep_worst]
-    out["rt_cpu"] = home
-    out["steal"] = next((r["steal"] for r in results if r["rt_cpu"] == home and r["steal"]), None)
-    out["lost_events"] = int(lost_events)
-    return out
+            culprits[k] = c if have is None else have.replace(
+                cycles=have.cycles + c.cycles, total_us=round(have.total_us + c.total_us, 3),
+                worst_us=max(have.worst_us, c.worst_us))
+    worst = [w for r in results for w in r.worst or ()]
+    return results[0].replace(
+        cycles=sum(r.cycles for r in results), late_cycles=sum(r.late_cycles for r in results),
+        events=sum(r.events for r in results),
+        window_us=round(sum(r.window_us for r in results), 3),
+        explained_us=round(sum(r.explained_us for r in results), 3),
+        culprits=sorted(culprits.values(), key=lambda c: (-c.total_us, c.kind, c.name)),
+        worst=sorted(worst, key=lambda w: (-w.window.duration_us, w.seq))[:keep_worst],
+        rt_cpu=home, steal=next((r.steal for r in results if r.rt_cpu == home and r.steal), None),
+        lost_events=int(lost_events))

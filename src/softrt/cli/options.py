@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import click
 
 from ..errors import ConfigError
+from ..schema.config import DEFAULT_THRESHOLD_TEXT
 from ..units import format_time_ns, parse_time_ns
 
 #: ``--priority`` (run and compare): what it sets on each OS, as the run's "applied" lines state it
@@ -62,7 +63,8 @@ def trace_options(f):
     """``--trace/--no-trace``, ``--late-threshold``, ``--keep-late`` (run and compare; docs/trace.md)."""
     f = click.option("--keep-late", type=int, default=100, show_default=True,
                      help="Late cycles kept in the summary with their causes (the worst ones).")(f)
-    f = click.option("--late-threshold", "late_threshold_ns", type=TimeNs("us"), default="20us", show_default=True,
+    f = click.option("--late-threshold", "late_threshold_ns", type=TimeNs("us"), default=DEFAULT_THRESHOLD_TEXT,
+                     show_default=True,
                      help="A cycle is late when its period exceeds the nominal one by more (bare number: µs).")(f)
     f = click.option("--trace/--no-trace", default=True, show_default=True,
                      help="Trace the RT CPU (tracefs) and explain every late cycle.")(f)

@@ -417,7 +417,7 @@ def why_late(summary: RunSummary, top: int = 8, worst: int = 5, terms: dict[str,
         for col in ("kind", "source", "late cycles", "total µs", "worst µs", "fix (softrt check)"):
             table.add_column(col, justify="right" if col.endswith(("cycles", "µs")) else "left")
         for c in culprits[:top]:
-            remedy = remedy_for(c.kind, c.name, c.detail)
+            remedy = remedy_for(c)
             # Text, not markup: a workqueue item's name is "kworker/1:1 [function]"
             table.add_row(c.kind, Text(say(c.source, c.kind)), _n(c.cycles), _us(c.total_us), _us(c.worst_us),
                           remedy.column if remedy is not None else "-")

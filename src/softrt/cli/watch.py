@@ -12,8 +12,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..schema.config import DEFAULT_THRESHOLD_TEXT
 from ..schema.summary import RunSummary
-from ..schema.watch_report import WatchReport
+from ..schema.watch_report import WatchReport, WatchRow
 from ..session import interrupts
 from ..session.watch import WatchConfig, WatchResult
 from ..session.watch import watch as watch_threads
@@ -162,17 +163,13 @@ def report_of(result: WatchResult) -> WatchReport:
     for summary, path in result.runs:
         m = summary.metrics
         why = summary.why_late
-        rows.append({"run_id": summary.run_id, "path": str(path), "status": summary.status,
-                     "partial_reason": summary.partial_reason, "thread": summary.watch.thread.to_dict(),
-                     "waits": summary.watch.waits, "cycles": m.cycles or 0,
-                     "late_cycles": why.late_cycles if why else None,
-                     "overruns": m.misses.overruns if m.misses else None,
-                     "skipped": m.misses.missed_updates if m.misses else None,
-                     "latency_us": m.latency_us.to_dict(), "period_us": m.period_us.to_dict(),
-                     "runtime_us": m.process_us.to_dict(), "watch": summary.watch.to_dict(),
-                     "why_late": why.to_dict() if why else None})
-    return WatchReport.from_dict({"threads": rows, "duration_s": result.duration_s, "ended_early": result.ended_early},
-                                 "softrt watch's report")
+        rows.append(WatchRow.build(
+            run_id=summary.run_id, path=str(path), status=summary.status, partial_reason=summary.partial_reason,
+            thread=summary.watch.thread, waits=summary.watch.waits, cycles=m.cycles or 0,
+            late_cycles=why.late_cycles if why else None, overruns=m.misses.overruns if m.misses else None,
+            skipped=m.misses.missed_updates if m.misses else None, latency_us=m.latency_us,
+            period_us=m.period_us, runtime_us=m.process_us, watch=summary.watch, why_late=why))
+    return WatchReport.build(threads=rows, duration_s=result.duration_s, ended_early=result.ended_early)
 
 
 @click.command("watch", epilog="""\b
@@ -191,7 +188,8 @@ Examples:
 @click.option("--period", "period_ns", type=TimeNs("us"), default=None,
               help="The cycle the thread should keep (bare number: µs): checked against the one observed, and "
                    "the late rule's nominal period [default: the thread's own, from its requested wake-ups].")
-@click.option("--late-threshold", "late_threshold_ns", type=TimeNs("us"), default="20us", show_default=True,
+@click.option("--late-threshold", "late_threshold_ns", type=TimeNs("us"), default=DEFAULT_THRESHOLD_TEXT,
+              show_default=True,
               help="A cycle is late when its latency exceeds this, or its period the nominal one by more.")
 @click.option("--keep-late", type=int, default=100, show_default=True,
               help="Late cycles kept in each summary with their causes (the worst ones).")

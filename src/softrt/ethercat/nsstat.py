@@ -37,9 +37,8 @@ class NsStat:
         if not self.n:
             return None
         keys = sorted(self.keys)
-        hdr = Hdr.from_dict({"n": self.n, "sum_ns": self.total, "m2_ns2": max(self.sq - self.total ** 2 / self.n, 0.0),
-                             "min_ns": self.min, "max_ns": self.max, "keys": keys,
-                             "counts": [self.keys[k] for k in keys]})
+        hdr = Hdr.of_buckets(keys, [self.keys[k] for k in keys], total_ns=self.total,
+                             m2_ns2=max(self.sq - self.total ** 2 / self.n, 0.0), min_ns=self.min, max_ns=self.max)
         p50, p99 = hdr.percentiles((50, 99))
         return {"min": self.min, "max": self.max, "mean": round(self.total / self.n, 1), "p50": round(p50, 1),
                 "p99": round(p99, 1)}

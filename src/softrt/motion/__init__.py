@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from .config import MAX_AXES, MotionConfig, axis_scales
-from .impact import MotionImpact, MotionImpactStream, MotionTrace, motion_impact, motion_trace
+from .impact import MotionImpactStream, MotionTrace, motion_impact, motion_trace
 from .profile import SHAPES, MoveProfile, plan_move, plan_scurve, plan_trapezoid
 from .trajectory import Trajectory
 
@@ -18,7 +18,6 @@ __all__ = [
     "MAX_AXES",
     "SHAPES",
     "MotionConfig",
-    "MotionImpact",
     "MotionImpactStream",
     "MotionTrace",
     "MoveProfile",

@@ -25,43 +25,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..errors import ConfigError
+from ..schema.summary import Motion
 from .config import MotionConfig
 from .trajectory import Trajectory
 
 #: Board cycles per block.
 _BLOCK = 1 << 20
-
-
-@dataclass(frozen=True)
-class MotionImpact:
-    """Summary of the delivered vs commanded motion (counts, counts/s; cycles are board cycles)."""
-
-    period_ns: int
-    axes: int
-    writes: int
-    first_cycle: int  # window[0]
-    last_cycle: int  # window[-1]
-    board_cycles: int  # last_cycle - first_cycle + 1
-    missed_updates: int  # board cycles with no write from first_cycle on (the board also counts those before it)
-    longest_miss_run_cycles: int  # most consecutive board cycles with no write
-    final_lag_cycles: int  # commanded minus delivered sample in the last board cycle
-    lead_axis: int
-    max_deviation_counts: float  # max |delivered - commanded| position of the lead axis
-    worst_deviation_cycle: int  # board cycle of that maximum (first one if tied)
-    max_velocity_step_counts_per_s: float  # max |Δv| between consecutive cycles, delivered
-    worst_velocity_step_cycle: int  # board cycle of that step (first_cycle when there is none)
-    commanded_max_velocity_step_counts_per_s: float  # the same for the commanded profile
-    #: Largest error one run of misses causes by itself: the held position against the schedule
-    #: as already delayed by earlier misses (``max_deviation_counts`` also carries the slip of all
-    #: earlier misses, so on a long run with many misses it tends to the whole move distance).
-    max_run_deviation_counts: float
-    worst_run_cycle: int  # board cycle of that maximum (first_cycle when nothing was missed)
-    worst_axis: int  # axis with the largest deviation (axis 0 in the coordinated model)
-    worst_axis_max_deviation_counts: float
-
-    def to_dict(self) -> dict:
-        """Plain ints and floats, ready for JSON."""
-        return {k: (int(v) if isinstance(v, (int, np.integer)) else float(v)) for k, v in asdict(self).items()}
 
 
 @dataclass(frozen=True)
@@ -92,7 +61,7 @@ class MotionTrace:
 
 
 def motion_impact(window: np.ndarray, motion: Trajectory | MotionConfig, *,
-                  period_ns: int | None = None) -> MotionImpact:
+                  period_ns: int | None = None) -> Motion:
     """Reconstruct the delivered motion from the per-write board cycles *window* and summarise it.
 
     *motion* is the run's :class:`Trajectory` (its period is used) or its :class:`MotionConfig`
@@ -160,8 +129,12 @@ class MotionImpactStream:
             self._settle(rel[:-1], idx[:-1], int(rel[-1]))
         return self
 
-    def result(self) -> MotionImpact:
-        """The impact of every write fed so far (settles the last write's board cycle)."""
+    def result(self) -> Motion:
+        """The impact of every write fed so far (settles the last write's board cycle): summary.json's
+        ``motion`` (schema.summary.Motion: counts, counts/s; cycles are board cycles). Its
+        ``max_run_deviation_counts`` is the largest error one run of misses causes by itself (the
+        held position against the schedule as already delayed by earlier misses), where
+        ``max_deviation_counts`` also carries the slip of every earlier miss."""
         if self.pending is None:
             raise ConfigError("the write record is empty or not one-dimensional",
                               hint="pass one board cycle per write, in write order")
@@ -174,7 +147,7 @@ class MotionImpactStream:
             scales = np.abs(traj.scales)
             worst_axis = int(np.argmax(scales))
             w0 = self.w0
-            return MotionImpact(
+            return Motion(**{k: _plain(v) for k, v in dict(
                 period_ns=traj.period_ns, axes=traj.axes, writes=self.writes,
                 first_cycle=w0, last_cycle=w0 + k_end, board_cycles=n_cycles,
                 missed_updates=n_cycles - (self.distinct + 1), longest_miss_run_cycles=self.longest,
@@ -186,7 +159,7 @@ class MotionImpactStream:
                 max_run_deviation_counts=max(self.run_dev, 0.0), worst_run_cycle=w0 + self.run_k,
                 worst_axis=worst_axis,
                 worst_axis_max_deviation_counts=float(scales[worst_axis] * self.best_dev),
-            )
+            ).items()})
         finally:
             self.__dict__.update(state)  # result() does not consume the pending write
 
@@ -269,6 +242,11 @@ def motion_trace(window: np.ndarray, motion: Trajectory | MotionConfig, *, cente
 
 
 # -- helpers -----------------------------------------------------------------------------------
+def _plain(value: object) -> int | float:
+    """A figure as JSON holds it: a whole number stays one (numpy's too), the rest a float."""
+    return int(value) if isinstance(value, (int, np.integer)) else float(value)
+
+
 def _trajectory(motion: Trajectory | MotionConfig, period_ns: int | None) -> Trajectory:
     if isinstance(motion, Trajectory):
         if period_ns is not None and period_ns != motion.period_ns:

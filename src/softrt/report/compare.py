@@ -67,7 +67,7 @@ def _pooled(views: list[RunView]) -> Metrics:
     if len(views) == 1 or any(v.stats is None for v in views):
         return views[0].summary.metrics
     pooled = RunStats.pooled([v.stats for v in views], views[0].period_ns or 0)
-    return Metrics.from_dict(pooled.summary(), "the pooled figures")
+    return pooled.summary()
 
 
 def _verdict(col: Column) -> tuple[bool | None, str]:

@@ -299,7 +299,7 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
             pooled.merge(load_run_stats(r.result.path, config.period_ns, config.late_threshold_ns))
         except (SoftRTError, ValueError) as err:
             r.notes.append(str(err))
-    metrics = _authoritative_misses(Metrics.from_dict(pooled.summary(), "the pooled figures"), runs)
+    metrics = _authoritative_misses(pooled.summary(), runs)
     tail = _pooled_tail(runs, config.period_ns)
     judged = judge(metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns, require=config.require,
                    why_late=[r.result.summary.why_late for r in runs], tail=tail)

@@ -24,6 +24,11 @@ MAX_PERIOD_NS = 1 * NS_PER_S
 #: qualification runs are normal (issue 10); raise it with --max-duration.
 DEFAULT_MAX_DURATION_NS = 7 * 86400 * NS_PER_S
 MAX_KEEP_LATE = 100_000  # late cycles kept with their causes in summary.json
+#: ``--late-threshold``'s default, its one home: a cycle is late when its period exceeds nominal + this
+#: (analysis.cycles.LateRule; ``softrt run``, ``compare`` and ``watch``).
+DEFAULT_THRESHOLD_NS = 20 * NS_PER_US
+#: The same as --late-threshold's default text.
+DEFAULT_THRESHOLD_TEXT = f"{DEFAULT_THRESHOLD_NS // NS_PER_US}us"
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class RunConfig:
     scenario: str = "run"
     check: bool = False  # take a `softrt check` of the RT CPU before the run (stored with it)
     trace: bool = True  # trace the RT CPU and explain late cycles (where tracefs is usable)
-    late_threshold_ns: int = 20 * NS_PER_US  # a cycle is late when its period exceeds nominal + this
+    late_threshold_ns: int = DEFAULT_THRESHOLD_NS  # a cycle is late when its period exceeds nominal + this
     require: str | None = None  # --require: what the verdict judges (None: the seed's, analysis.verdict)
     keep_late: int = 100  # the worst late cycles kept with their causes
     samples: str | None = None  # "all" or "late" (store.late); None: "late" for runs longer than 1 h

@@ -9,6 +9,13 @@ document read and written again loses nothing and gains nothing: ``to_dict(from_
 doc``, also for a file written by an older version (a key it lacks is not added while its field
 keeps its default).
 
+A document built in code is checked as one read from disk (:meth:`Doc.__post_init__` runs the same
+checks, with the same messages, naming the class), so a producer returns documents and nobody reads
+its output back "to check it". :meth:`Doc.build` builds one by keyword whose JSON object holds
+exactly the keys given, in that order (None written as null), as a reader of that object would
+get it: what a writer glued as a dict before is built this way with the same bytes;
+:func:`present` leaves out the keys a document holds only sometimes.
+
 Every subclass is made a frozen, keyword-only dataclass. Field options (:func:`opt`,
 :func:`count`, :func:`key`, :func:`flatten`): a field is written as ``null`` when it is None
 unless it is *omitted* when None (:func:`opt`: a key only some documents have; one a file held
@@ -22,6 +29,7 @@ written; an ``int`` field accepts only whole numbers (``3.0`` is refused, as ``t
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import re
 import types
@@ -35,6 +43,10 @@ from ..errors import ConfigError
 from .text import printable, printable_strings, show_value
 
 T = TypeVar("T", bound="Doc")
+#: Set while :meth:`Doc.from_dict` reads: its values are checked as they are converted, so the
+#: documents it builds skip :meth:`Doc.__post_init__`'s second check (a summary holds tens of
+#: thousands of values).
+_READING: contextvars.ContextVar[bool] = contextvars.ContextVar("softrt_doc_reading", default=False)
 _HINT = "the file is corrupt or was not written by softrt"
 #: The longest time a document holds: int64 nanoseconds (about 292 years), as every clock softrt reads
 #: gives it (clock_gettime(2)'s struct timespec as one count). A time past it is no measurement but a
@@ -45,6 +57,12 @@ MAX_US = MAX_NS / 1_000
 #: bounded by MAX_NS in that unit; ``_per_s`` is a rate, not a time.
 _TIME_UNIT = re.compile(r"(?<!_per)_(ns|us|ms|s)$")
 _NS_PER_UNIT = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def present(**values: Any) -> dict[str, Any]:
+    """The keywords whose value is not None, for :meth:`Doc.build`: keys a document holds only
+    sometimes (absent, not null, when there is nothing to say)."""
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def opt(default: Any = None, **meta: Any) -> Any:
@@ -97,15 +115,57 @@ class Doc:
         super().__init_subclass__(**kwargs)
         dataclass(frozen=True, kw_only=True)(cls)
 
+    def __post_init__(self) -> None:
+        """Check every field as :meth:`from_dict` does (same messages, naming the class), so a document
+        built in code is as valid as one read from disk; text is made printable as a reader makes it.
+        Documents :meth:`from_dict` builds were checked as they were read: not twice."""
+        if _READING.get():
+            return
+        where = type(self).__name__
+        for name, key, convert, inner in _plan(type(self)):
+            value = getattr(self, name)
+            if inner is not None:
+                if not isinstance(value, inner):
+                    raise _bad(where, name, f"must be a {inner.__name__}, got {_show(value)}")
+                continue
+            checked = convert(value, where, key)
+            if checked is not value:
+                object.__setattr__(self, name, checked)
+        if self.extra:
+            object.__setattr__(self, "extra", {printable(k): printable_strings(v) for k, v in self.extra.items()})
+
+    @classmethod
+    def build(cls: type[T], **values: Any) -> T:
+        """A document built in code whose JSON object holds the keys given, in the order given, as a
+        reader of that object would get it: a default field not given is not written, one given as
+        None is written as null; a flattened document's keys sit where it is given. Keywords that
+        are not fields go to ``extra``."""
+        names = {f.name: (f.metadata.get("key", f.name), bool(f.metadata.get("flatten"))) for f, _ in _fields(cls)}
+        fields, extra, order = {}, {}, []
+        for name, value in values.items():
+            if name not in names:
+                extra[name] = value
+                order.append(name)
+                continue
+            fields[name] = value
+            json_key, flat = names[name]
+            order.extend(value.to_dict() if flat else (json_key,))
+        nulls = frozenset(names[n][0] for n, v in fields.items() if v is None)  # given as null: written as null
+        return cls(**fields, extra=extra, nulls=nulls, order=tuple(order))
+
     @classmethod
     def from_dict(cls: type[T], doc: object, where: object = "document", path: str = "") -> T:
         """Read *doc* (a parsed JSON object); ConfigError naming *where* and the field when a value
         has the wrong type or range. Missing fields take their defaults."""
         if not isinstance(doc, dict):
             raise _bad(where, path or "the document", f"must be an object, got {_show(doc)}")
-        values, known = cls._read(doc, where, path)
-        extra = {printable(k): printable_strings(v) for k, v in doc.items() if k not in known}
-        return cls(**values, extra=extra, nulls=_nulls(doc, known), order=tuple(printable(k) for k in doc))
+        token = _READING.set(True)
+        try:
+            values, known = cls._read(doc, where, path)
+            extra = {printable(k): printable_strings(v) for k, v in doc.items() if k not in known}
+            return cls(**values, extra=extra, nulls=_nulls(doc, known), order=tuple(printable(k) for k in doc))
+        finally:
+            _READING.reset(token)
 
     @classmethod
     def _read(cls, doc: dict, where: object, path: str) -> tuple[dict, frozenset]:
@@ -222,8 +282,8 @@ def _converter(hint: Any, minimum: int | None = None, bound: float | None = None
             except ConfigError:  # again, naming the item that is wrong
                 return [item(v, where, f"{path}[{i}]") for i, v in enumerate(value)]
         return many
-    if isinstance(hint, type) and issubclass(hint, Doc):
-        return hint.from_dict
+    if isinstance(hint, type) and issubclass(hint, Doc):  # a document built in code was checked when built
+        return lambda value, where, path: value if isinstance(value, hint) else hint.from_dict(value, where, path)
     if hint is bool:
         return _scalar(lambda v: isinstance(v, bool), "must be true or false")
     if hint is int:

@@ -86,7 +86,7 @@ class Collector:
         very end, after the last one the ring delivered.
         """
         self.flush()
-        metrics = Metrics.from_dict(self.stats.summary(), "the streaming pass's figures")
+        metrics = self.stats.summary()
         if worker_cycles is not None:
             metrics = metrics.replace(records_expected=worker_cycles,
                                       records_missing=worker_cycles - (metrics.cycles or 0))
@@ -96,7 +96,7 @@ class Collector:
             return metrics, Motion(not_computed=f"{metrics.records_missing} records were dropped by the ring, so the "
                                                 "delivered samples are unknown")
         self._feed_motion()
-        return metrics, Motion.from_dict(self.motion.result().to_dict(), "the motion impact")
+        return metrics, self.motion.result()
 
     def write(self, rundir: RunDir) -> None:
         """Store the pass's state with the run (``stats.json``, docs/run-format.md)."""

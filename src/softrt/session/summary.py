@@ -21,7 +21,10 @@ from ..ipc.ring import Ring
 from ..platform import get_platform
 from ..store.history import History, local_db_path
 from ..store.rundir import STATS, SUMMARY, RunDir
-from ..schema.summary import SCHEMA, RunSummary
+from ..schema.device import Board
+from ..schema.doc import present
+from ..schema import summary as doc
+from ..schema.summary import SCHEMA, Check, Config, RunSummary, Supervisor, Tuning
 from ..schema.tail import Tail
 from ..trace import TraceSession
 from . import changes as _changes
@@ -92,53 +95,34 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     attribution (computed when the trace is closed) and ``finished_at``.
     """
     config, out, rundir, tracer = parts.config, parts.out, parts.rundir, parts.tracer
-    summary = {
-        "schema": SCHEMA,
-        "run_id": rundir.run_id,
-        "scenario": config.scenario,
-        "started_at": parts.started_at,
-        "finished_at": None if running else utcnow(),
-        "status": "running" if running else out.status,
-        "partial_reason": out.reason,
-        "elapsed_s": parts.elapsed_s(),
-        "mode": mode_of(config, out.not_applied),
-        "config": config.to_dict(),
-        "host": parts.host,
-        **({"provenance": parts.provenance} if parts.provenance is not None else {}),
-        "tuning": {
-            "applied": out.applied,
-            "not_applied": out.not_applied,
-            "system_changes": [c.to_dict() for c in parts.journal.changes] + tracer.system_changes(),
-            "recovered_from_earlier_runs": [c.to_dict() for c in parts.recovered],
-            **({"fair_server": out.fair_server} if out.fair_server else {}),
-        },
-    }
     if running:
-        plat = get_platform()
-        summary["checkpoint_at"] = utcnow()
-        summary["supervisor"] = {"pid": os.getpid(), "identity": plat.process_identity(),
-                                 "checkpoint_interval_s": parts.checkpoint_interval_s}
-    if not running and not rundir.complete:
-        summary["samples_error"] = f"{rundir.failure}: the samples file has no footer and cannot be read"
+        head = dict(checkpoint_at=utcnow(), supervisor=Supervisor(
+            pid=os.getpid(), identity=get_platform().process_identity(),
+            checkpoint_interval_s=parts.checkpoint_interval_s))
+    else:
+        head = present(samples_error=None if rundir.complete else
+                       f"{rundir.failure}: the samples file has no footer and cannot be read")
     # Every figure comes from the streaming pass over the drained records (also those the disk
     # refused): the end of a run never re-reads samples.parquet.
     metrics, motion = parts.collector.summary(worker_cycles=None if running else out.worker.cycles)
-    summary.update(metrics.to_dict())
-    if motion is not None:
-        summary["motion"] = motion.to_dict()
     overflows = parts.drainer.reader.overflows if running and parts.drainer.reader is not None \
         else parts.drainer.overflows
-    summary["ring"] = {"capacity": parts.ring.capacity, "overflows": overflows}
-    summary["board"] = {} if running or out.worker.board is None else out.worker.board.to_dict()
-    summary["records_unwritten"] = rundir.unwritten
-    summary["samples"] = rundir.kept()
-    if not running:
-        summary["why_late"] = tracer.why_late()
-        if parts.check is not None:
-            summary["check"] = {k: parts.check[k] for k in ("ready", "verdict", "counts", "fix_first")}
-    # The parts come from the layers below as JSON-ready dicts: read them as the summary's model
-    # (the same checks as every reader, so what is written reads back).
-    model = RunSummary.from_dict(summary, f"the summary of {rundir.run_id}")
+    check = None if parts.check is None else Check.of_report(parts.check)
+    end = {} if running else present(why_late=tracer.why_late(), check=check)
+    model = RunSummary.build(
+        schema=SCHEMA, run_id=rundir.run_id, scenario=config.scenario, started_at=parts.started_at,
+        finished_at=None if running else utcnow(), status="running" if running else out.status,
+        partial_reason=out.reason, elapsed_s=parts.elapsed_s(), mode=mode_of(config, out.not_applied),
+        config=Config.build(**config.to_dict()), host=parts.host, **present(provenance=parts.provenance),
+        tuning=Tuning.build(
+            applied=out.applied, not_applied=out.not_applied,
+            system_changes=[c.to_dict() for c in parts.journal.changes] + tracer.system_changes(),
+            recovered_from_earlier_runs=[c.to_dict() for c in parts.recovered],
+            **present(fair_server=out.fair_server or None)),
+        **head, metrics=metrics, **present(motion=motion),
+        ring=doc.Ring(capacity=parts.ring.capacity, overflows=overflows),
+        board=Board() if running or out.worker.board is None else out.worker.board, records_unwritten=rundir.unwritten,
+        samples=rundir.kept(), **end)
     if not running:
         model = reconcile_misses(model)
     # Judged on the final figures: the board's own miss count, the attribution's culprits; the tail

@@ -31,7 +31,9 @@ from ..audit.state import in_force as tune_in_force
 from ..platform.linux.ktasks import Task
 from ..schema.config import (DEFAULT_MAX_DURATION_NS, RunConfig, check_duration, check_keep_late,
                              check_late_threshold_ns, check_period_ns)
-from ..schema.summary import SCHEMA, RunSummary
+from ..schema.summary import SCHEMA, Config, RunSummary, Supervisor, Tuning
+from ..schema.watch import Preemptor, Watch, WatchedThread
+from ..schema.why_late import WhyLate
 from ..schema.text import printable
 from ..store.history import History, local_db_path
 from ..store.late import resolve_mode
@@ -338,7 +340,7 @@ def _store(session: _Session) -> WatchResult:
         w.rundir.close()
         summary = _summary(session, w, running=False)
         w.collector.write(w.rundir)
-        w.rundir.write_json("config.json", _config(w))
+        w.rundir.write_json("config.json", _config(w).to_dict())
         w.rundir.write_json("host.json", session.host)
         w.rundir.write_json(SUMMARY, summary.to_dict())
         w.collector.write_tail(w.rundir)
@@ -364,31 +366,28 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
     status, reason = ("running", None) if running else _status(session, w)
     metrics, _ = w.collector.summary()
     trace = session.trace
-    summary = {
-        "schema": SCHEMA, "run_id": w.progress.run_id, "scenario": "watch", "started_at": session.started_at,
-        "finished_at": None if running else utcnow(), "status": status, "partial_reason": reason,
-        "elapsed_s": session.elapsed_s(), "mode": "real-time" if w.task.realtime else "not real-time",
-        "config": _config(w), "host": session.host, "provenance": session.provenance,
-        "tuning": {"applied": session.applied, "not_applied": session.not_applied, "system_changes": trace.system_changes(),
-                   "recovered_from_earlier_runs": [c.to_dict() for c in session.recovered]},
-        **metrics.to_dict(), "samples": w.rundir.kept(), "watch": _block(session, w),
-    }
     if running:
-        plat = get_platform()
-        summary["checkpoint_at"] = utcnow()
-        summary["supervisor"] = {"pid": os.getpid(), "identity": plat.process_identity(),
-                                 "checkpoint_interval_s": session.checkpoint_interval_s}
+        end = dict(checkpoint_at=utcnow(), supervisor=Supervisor(
+            pid=os.getpid(), identity=get_platform().process_identity(),
+            checkpoint_interval_s=session.checkpoint_interval_s))
     else:
-        summary["records_unwritten"] = w.rundir.unwritten
         if session.failure is not None:
-            why = {"tracing": f"failed: {session.failure}"}
+            why = WhyLate.build(tracing=f"failed: {session.failure}")
         elif w.attribution is None:
-            why = {"tracing": "off (--no-explain: only the thread's own events were traced)"}
+            why = WhyLate.build(tracing="off (--no-explain: only the thread's own events were traced)")
         else:
             why = w.attribution.finish(trace.lost_events, home_cpu=min(w.task.allowed))
-        why["trace"] = trace.info(session.attribution_cpu_s)
-        summary["why_late"] = why
-    model = RunSummary.from_dict(summary, f"the summary of {w.progress.run_id}")
+        end = dict(records_unwritten=w.rundir.unwritten,
+                   why_late=why.replace(trace=trace.info(session.attribution_cpu_s)))
+    model = RunSummary.build(
+        schema=SCHEMA, run_id=w.progress.run_id, scenario="watch", started_at=session.started_at,
+        finished_at=None if running else utcnow(), status=status, partial_reason=reason,
+        elapsed_s=session.elapsed_s(), mode="real-time" if w.task.realtime else "not real-time",
+        config=_config(w), host=session.host, provenance=session.provenance,
+        tuning=Tuning.build(applied=session.applied, not_applied=session.not_applied,
+                            system_changes=trace.system_changes(),
+                            recovered_from_earlier_runs=[c.to_dict() for c in session.recovered]),
+        metrics=metrics, samples=w.rundir.kept(), watch=_block(session, w), **end)
     # Judged as a run is (the same rule, the same words); a thread without a period has no verdict.
     # Its tail model is of the wake-up latency (late beyond the threshold): the series cyclictest
     # and rtla measure, fitted once at the end.
@@ -396,14 +395,15 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
     return judged(model, w.run_config, running=running, tail=tail) if w.period_ns else model
 
 
-def _config(w: _Watched) -> dict:
-    keys = ("period_ns", "duration_ns", "cpu", "priority", "scenario", "trace", "late_threshold_ns", "keep_late",
-            "samples", "out_dir")
-    full = w.run_config.to_dict()
-    return {k: full[k] for k in keys}
+def _config(w: _Watched) -> Config:
+    """The summary's configuration (and config.json): what a watch's own options set."""
+    c = w.run_config
+    return Config.build(period_ns=c.period_ns, duration_ns=c.duration_ns, cpu=c.cpu, priority=c.priority,
+                        scenario=c.scenario, trace=c.trace, late_threshold_ns=c.late_threshold_ns,
+                        keep_late=c.keep_late, samples=c.samples, out_dir=str(c.out_dir))
 
 
-def _block(session: _Session, w: _Watched) -> dict:
+def _block(session: _Session, w: _Watched) -> Watch:
     c, t = w.cycles, w.task
     expected = session.config.period_ns
     observed = w.observed_ns
@@ -411,19 +411,16 @@ def _block(session: _Session, w: _Watched) -> dict:
     if expected is not None and observed is not None:
         agrees = abs(observed - expected) <= max(expected // 100, 1_000)
     preemptors = sorted(c.preemptors.values(), key=lambda p: (-p.total_ns, p.pid))
-    return {
-        "thread": {"pid": t.pid, "tid": t.tid, "comm": printable(t.comm), "policy": t.policy_name,
-                   "priority": t.rt_priority, "cpus_allowed": str(t.allowed)},
-        "waits": c.kind, "timers": dict(c.timers), "timer_slack_us": round(c.timer_slack_ns / 1e3, 3),
-        "returns_seen_by": c.back, "sleeps": c.sleeps,
-        "woken_early": c.woken_early,
-        "period_expected_us": None if expected is None else expected / 1e3,
-        "period_observed_us": None if observed is None else observed / 1e3, "period_agrees": agrees,
-        "cpus": sorted(c.cpus), "migrations": c.migrations, "preemptions": c.preemptions,
-        "preempted_us": round(c.preempted_ns / 1e3, 3),
-        "longest_preemption_us": round(c.longest_preemption_ns / 1e3, 3),
-        "preemptors": [{"comm": printable(p.comm), "pid": p.pid, "detail": policy(p.prio) or None, "times": p.times,
-                        "total_us": round(p.total_ns / 1e3, 3), "worst_us": round(p.worst_ns / 1e3, 3)}
-                       for p in preemptors[:20]],
-        "exited_at_s": None if w.exited_ns is None else round(max(w.exited_ns - session.t0_ns, 0) / 1e9, 3),
-    }
+    return Watch.build(
+        thread=WatchedThread.build(pid=t.pid, tid=t.tid, comm=printable(t.comm), policy=t.policy_name,
+                                   priority=t.rt_priority, cpus_allowed=str(t.allowed)),
+        waits=c.kind, timers=dict(c.timers), timer_slack_us=round(c.timer_slack_ns / 1e3, 3),
+        returns_seen_by=c.back, sleeps=c.sleeps, woken_early=c.woken_early,
+        period_expected_us=None if expected is None else expected / 1e3,
+        period_observed_us=None if observed is None else observed / 1e3, period_agrees=agrees,
+        cpus=sorted(c.cpus), migrations=c.migrations, preemptions=c.preemptions,
+        preempted_us=round(c.preempted_ns / 1e3, 3), longest_preemption_us=round(c.longest_preemption_ns / 1e3, 3),
+        preemptors=[Preemptor.build(comm=printable(p.comm), pid=p.pid, detail=policy(p.prio) or None, times=p.times,
+                                    total_us=round(p.total_ns / 1e3, 3), worst_us=round(p.worst_ns / 1e3, 3))
+                    for p in preemptors[:20]],
+        exited_at_s=None if w.exited_ns is None else round(max(w.exited_ns - session.t0_ns, 0) / 1e9, 3))

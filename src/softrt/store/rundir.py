@@ -37,7 +37,7 @@ from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
 from ..platform import O_PRIVATE_BINARY, preallocate
 from ..platform.outfile import chmod_open
 from .late import AGGREGATES, LateSelector, SecondAggregator
-from ..schema.summary import RunSummary
+from ..schema.summary import Kept, RunSummary
 from .validate import check_path, load_json, open_parquet
 from ..schema.text import printable, safe_name
 
@@ -273,14 +273,14 @@ class RunDir:
         rundir._make()
         return rundir
 
-    def kept(self) -> dict:
+    def kept(self) -> Kept:
         """What the run keeps on disk, for summary.json's ``samples`` (docs/run-format.md)."""
-        out = {"mode": self.samples, "rows": self.rows}
-        if self._select is not None:
-            out.update(late_cycles=self._select.late, context_records=self._select.context,
-                       aggregate_seconds=self._aggregate.seconds + len(self._aggregate._rows)
-                       + (self._aggregate._open is not None))
-        return out
+        if self._select is None:
+            return Kept(mode=self.samples, rows=self.rows)
+        return Kept(mode=self.samples, rows=self.rows, late_cycles=self._select.late,
+                    context_records=self._select.context,
+                    aggregate_seconds=self._aggregate.seconds + len(self._aggregate._rows)
+                    + (self._aggregate._open is not None))
 
     def write_json(self, name: str, data: dict) -> Path:
         """Write *data* as ``name`` atomically; raise SoftRTError (with the reason) if it cannot be."""

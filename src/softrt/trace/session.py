@@ -22,6 +22,7 @@ from typing import Any
 from ..cpus import CpuSet
 from ..platform import get_platform
 from ..platform.linux import kfacts
+from ..schema.why_late import Culprit, TraceInfo, WhyLate
 from .consumer import Consumer, open_reader
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
 
@@ -175,7 +176,7 @@ class TraceSession:
             self._fail(err)
         self.attribution_cpu_s += time.thread_time() - t0
 
-    def culprits(self) -> list[dict]:
+    def culprits(self) -> list[Culprit]:
         """The sources of late time so far (Attributor.culprit_totals; none while not tracing)."""
         return self.attributor.culprit_totals() if self.attributor is not None and self.result is None else []
 
@@ -233,23 +234,17 @@ class TraceSession:
             self.mounted.undo()
 
     # -- results -----------------------------------------------------------------------------------
-    def why_late(self) -> dict:
-        """Return ``summary["why_late"]``: the attribution, ``tracing: "on"`` and how the trace went
-        under ``trace`` (docs/run-format.md); without a result, ``{"tracing": "<reason>"}``."""
+    def why_late(self) -> WhyLate:
+        """Return the summary's ``why_late``: the attribution, ``tracing: "on"`` and how the trace went
+        under ``trace`` (docs/run-format.md); without a result, only ``tracing: "<reason>"``."""
         if self.result is None or self.reason is not None:
-            return {"tracing": self.reason or "unavailable: tracing did not start"}
+            return WhyLate.build(tracing=self.reason or "unavailable: tracing did not start")
         consumer = self.consumer
-        return {**self.result, "tracing": "on", "trace": {
-            "events": self.enabled,
-            "events_missing": self.missing,
-            "events_read": consumer.events_read,
-            "lost_events": self.lost_events,
-            "unparsed_lines": consumer.parser.unparsed,
-            "consumer_cpu_s": round(consumer.cpu_s, 3),
-            "attribution_cpu_s": round(self.attribution_cpu_s, 3),
-            "traced_s": round(self._trace_s, 3),
-            "buffer_kb": RT_BUFFER_KB,
-        }}
+        return self.result.replace(tracing="on", trace=TraceInfo.build(
+            events=self.enabled, events_missing=self.missing, events_read=consumer.events_read,
+            lost_events=self.lost_events, unparsed_lines=consumer.parser.unparsed,
+            consumer_cpu_s=round(consumer.cpu_s, 3), attribution_cpu_s=round(self.attribution_cpu_s, 3),
+            traced_s=round(self._trace_s, 3), buffer_kb=RT_BUFFER_KB))
 
     def system_changes(self) -> list[dict]:
         """The system changes the trace made (a tracefs mount; an instance it could not remove), in

@@ -22,6 +22,7 @@ import time
 
 from ..analysis.timeline import FIELDS_READ
 from ..cpus import CpuSet
+from ..schema.why_late import TraceInfo
 from .consumer import Consumer, open_reader
 from .session import RT_BUFFER_KB, _describe, wanted_events
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
@@ -142,13 +143,14 @@ class WatchTrace:
         if self.mounted is not None and not self.mounted.restored:
             self.mounted.undo()
 
-    def info(self, attribution_cpu_s: float) -> dict:
-        """summary.json's ``why_late.trace``: how the trace went (the run's keys)."""
+    def info(self, attribution_cpu_s: float) -> TraceInfo:
+        """summary.json's ``why_late.trace``: how the trace went (the run's fields)."""
         c = self.consumer
-        return {"events": self.enabled, "events_missing": self.missing, "events_read": c.events_read if c else 0,
-                "lost_events": self.lost_events, "unparsed_lines": c.parser.unparsed if c else 0,
-                "consumer_cpu_s": round(c.cpu_s, 3) if c else 0.0, "attribution_cpu_s": round(attribution_cpu_s, 3),
-                "traced_s": round(self.traced_s, 3), "buffer_kb": self.buffer_kb}
+        return TraceInfo.build(
+            events=self.enabled, events_missing=self.missing, events_read=c.events_read if c else 0,
+            lost_events=self.lost_events, unparsed_lines=c.parser.unparsed if c else 0,
+            consumer_cpu_s=round(c.cpu_s, 3) if c else 0.0, attribution_cpu_s=round(attribution_cpu_s, 3),
+            traced_s=round(self.traced_s, 3), buffer_kb=self.buffer_kb)
 
     def system_changes(self) -> list[dict]:
         """A tracefs mount the watch made, and an instance it could not remove, in the journal's shape."""

@@ -426,9 +426,9 @@ def test_tracing_says_it_is_unavailable_and_touches_nothing(monkeypatch, fake_wi
     monkeypatch.setattr("softrt.trace.session.find_or_mount", lambda: pytest.fail("tracefs mounted"))
     with TraceSession(RunConfig(cpu=RT_CPU)) as session:
         session.start(4242)
-        assert session.why_late() == {"tracing": "unavailable: softrt reads the Linux kernel's trace (tracefs), "
-                                                 "which this OS does not have; no ETW kernel session is started "
-                                                 "(record one with wpr -start CPU and open it in WPA)"}
+        assert session.why_late().to_dict() == {
+            "tracing": "unavailable: softrt reads the Linux kernel's trace (tracefs), which this OS does not have; no "
+                       "ETW kernel session is started (record one with wpr -start CPU and open it in WPA)"}
     assert sweep_orphans() == []
 
 

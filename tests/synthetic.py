@@ -1,4 +1,4 @@
-"""Synthetic run directories with known properties, for tests, benchmarks and examples (report layer).
+"""Synthetic run directories with known properties, for the tests and the benchmarks (a test helper).
 
 The records follow the virtual board's rules (:mod:`softrt.board.virtual`, docs/run-format.md):
 write i sees the permit of board cycle ``cycle[i]`` and lands in ``cycle[i] + missed[i]``; the
@@ -17,13 +17,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis import RunStats
-from ..analysis.attribution import Attributor, unavailable
-from ..analysis.events import StealSample, TraceEvent
-from ..ipc.layout import RECORD_DTYPE
-from ..motion import MotionConfig, motion_impact
-from ..store.rundir import STATS, RunDir
-from ..schema.summary import SCHEMA, RunSummary
+from softrt.analysis import RunStats
+from softrt.analysis.attribution import Attributor, unavailable
+from softrt.analysis.events import StealSample, TraceEvent
+from softrt.ipc.layout import RECORD_DTYPE
+from softrt.schema.config import DEFAULT_THRESHOLD_NS
+from softrt.motion import MotionConfig, motion_impact
+from softrt.store.rundir import STATS, RunDir
+from softrt.schema.device import Board
+from softrt.schema.doc import present
+from softrt.schema.summary import SCHEMA, Config, Motion, Ring, RunSummary, Tuned, Tuning
+from softrt.schema.why_late import WhyLate
 
 T0_NS = 1_000_000_000_000  # an arbitrary CLOCK_MONOTONIC origin
 
@@ -58,6 +62,9 @@ def synthetic_records(cycles: int, period_ns: int = 250_000, misses: Iterable[tu
     return rec
 
 
+#: The synthetic machine's host facts.
+_HOST_FACTS = {"os": "linux", "hostname": "synthhost", "kernel": "6.1.0-synthetic-rt", "preemption": "PREEMPT_RT",
+               "cpu_model": "Synthetic CPU", "cpu_count": 2, "cmdline": "isolcpus=1", "clocksource": "tsc"}
 WORKER_PID = 4242
 HOG = ("stress-ng-cpu", 5151, 0)  # comm, pid, kernel prio (0: SCHED_FIFO 99)
 
@@ -95,7 +102,7 @@ def synthetic_trace(rec: np.ndarray, cpu: int = 1) -> tuple[list[TraceEvent], li
     return events, stolen
 
 
-def synthetic_why_late(rec: np.ndarray, period_ns: int, cpu: int = 1, keep_worst: int = 100) -> dict:
+def synthetic_why_late(rec: np.ndarray, period_ns: int, cpu: int = 1, keep_worst: int = 100) -> WhyLate:
     """summary.json's ``why_late`` for *rec*, from :func:`synthetic_trace` through the real Attributor."""
     events, steal = synthetic_trace(rec, cpu)
     att = Attributor(period_ns=period_ns, rt_cpu=cpu, worker_pid=WORKER_PID, keep_worst=keep_worst)
@@ -112,7 +119,8 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
                         scenario: str = "synthetic", host: str = "synthhost", motion: bool = True,
                         started_at: datetime | None = None, chunk_rows: int = 1 << 20,
                         why_late: bool | str = False, dropped: Iterable[tuple[int, int]] = (),
-                        samples: str = "all", late_threshold_ns: int = 20_000, compare_round: int | None = None) -> Path:
+                        samples: str = "all", late_threshold_ns: int = DEFAULT_THRESHOLD_NS,
+                        compare_round: int | None = None) -> Path:
     """Write a complete run directory under *base*; return its path.
 
     *why_late*: True adds the attribution of :func:`synthetic_why_late`; a string is the reason
@@ -137,44 +145,34 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
         rd.append(rec[a:a + chunk_rows], flush_rows=1)
     rd.close()
     cfg_motion = MotionConfig() if motion else None
-    config = {"period_ns": period_ns, "duration_ns": cycles * period_ns, "cpu": 1, "priority": 80, "profile": "rt",
-              "wait": "spin", "margin_ns": 50_000, "axes": 1 if motion else 0,
-              "motion": cfg_motion.to_dict() if cfg_motion else None, "out_dir": str(base),
-              "max_duration_ns": 3_600_000_000_000, "scenario": scenario, "extra": {}, "samples": samples,
-              "late_threshold_ns": late_threshold_ns}
-    host_facts = {"os": "linux", "hostname": host, "kernel": "6.1.0-synthetic-rt", "preemption": "PREEMPT_RT",
-                  "cpu_model": "Synthetic CPU", "cpu_count": 2, "cmdline": "isolcpus=1", "clocksource": "tsc"}
-    summary = {
-        "schema": SCHEMA, "run_id": run_id, "scenario": scenario,
-        "started_at": start.isoformat(timespec="seconds"),
-        "finished_at": (start + timedelta(seconds=cycles * period_ns / 1e9)).isoformat(timespec="seconds"),
-        "status": "complete", "partial_reason": None, "mode": "real-time", "config": config, "host": host_facts,
-        "tuning": {"applied": [{"what": "sched_fifo", "detail": "SCHED_FIFO priority 80"},
-                               {"what": "cpu_affinity", "detail": "worker pinned to CPU 1"}],
-                   "not_applied": [], "system_changes": [], "recovered_from_earlier_runs": []},
-        **stats.summary(),
-        "ring": {"capacity": 65536, "overflows": 0},
-        "board": {"writes": int(rec.size), "missed_updates": int(rec["missed"].sum())},
-    }
+    config = Config.build(period_ns=period_ns, duration_ns=cycles * period_ns, cpu=1, priority=80, profile="rt",
+                          wait="spin", margin_ns=50_000, axes=1 if motion else 0,
+                          motion=cfg_motion.to_dict() if cfg_motion else None, out_dir=str(base),
+                          max_duration_ns=3_600_000_000_000, scenario=scenario, extra={}, samples=samples,
+                          late_threshold_ns=late_threshold_ns)
     if motion and rec.size and keep.all():  # with records dropped the delivered samples are unknown
-        window = rec["cycle"] + rec["missed"]
-        summary["motion"] = motion_impact(window, cfg_motion, period_ns=period_ns).to_dict()
-    if compare_round is not None:  # a scenario run of softrt compare
-        summary["compare_round"] = compare_round
-    if why_late is True:
-        summary["why_late"] = synthetic_why_late(rec, period_ns, cpu=1)
-    elif why_late:
-        summary["why_late"] = unavailable(why_late)
-    rd.write_json("config.json", config)
-    rd.write_json("host.json", host_facts)
-    rd.write_json(STATS, stats.to_dict())
-    rd.write_json("summary.json", RunSummary.read(summary, rd.path).to_dict())  # what is written reads back
+        impact = motion_impact(rec["cycle"] + rec["missed"], cfg_motion, period_ns=period_ns)
+    else:
+        impact = None
+    why = synthetic_why_late(rec, period_ns, cpu=1) if why_late is True else unavailable(why_late) if why_late \
+        else None
+    summary = RunSummary.build(
+        schema=SCHEMA, run_id=run_id, scenario=scenario, started_at=start.isoformat(timespec="seconds"),
+        finished_at=(start + timedelta(seconds=cycles * period_ns / 1e9)).isoformat(timespec="seconds"),
+        status="complete", partial_reason=None, mode="real-time", config=config, host=_HOST_FACTS | {"hostname": host},
+        tuning=Tuning.build(applied=[Tuned.build(what="sched_fifo", detail="SCHED_FIFO priority 80"),
+                                     Tuned.build(what="cpu_affinity", detail="worker pinned to CPU 1")],
+                            not_applied=[], system_changes=[], recovered_from_earlier_runs=[]),
+        metrics=stats.summary(), ring=Ring(capacity=65536, overflows=0),
+        board=Board.build(writes=int(rec.size), missed_updates=int(rec["missed"].sum())),
+        **present(motion=impact, compare_round=compare_round, why_late=why))
+    _write(rd, summary, stats)
     return rd.path
 
 
 def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, period_ns: int = 250_000,
                                   events: int = 2_000, seed: int = 0, run_id: str | None = None,
-                                  late_threshold_ns: int = 20_000) -> Path:
+                                  late_threshold_ns: int = DEFAULT_THRESHOLD_NS) -> Path:
     """A ``--samples late`` run of *hours* (345.6 M cycles for 24 h at 250 µs), written in seconds.
 
     Its 345 M cycles are never generated one by one: what a late run stores is built directly —
@@ -184,7 +182,7 @@ def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, peri
     ``stats.json``: the streaming pass over 100 s of ordinary records with its counts scaled to the
     run, pooled with the pass over the kept records. For benchmark (c) (docs/benchmarks.md).
     """
-    from ..store.late import AGGREGATE_FIELDS, AGGREGATES, CONTEXT_RECORDS, aggregates_schema
+    from softrt.store.late import AGGREGATE_FIELDS, AGGREGATES, CONTEXT_RECORDS, aggregates_schema
 
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -246,25 +244,26 @@ def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, peri
     schema = aggregates_schema(T0_NS, period_ns, late_threshold_ns, 0, 0)
     pq.write_table(pa.table({k: cols[k] for k in AGGREGATE_FIELDS}, schema=schema), rd.path / AGGREGATES,
                    compression="zstd", row_group_size=3600)
-    config = {"period_ns": period_ns, "duration_ns": cycles * period_ns, "cpu": 1, "priority": 80, "profile": "rt",
-              "wait": "spin", "margin_ns": 50_000, "axes": 1, "motion": MotionConfig().to_dict(),
-              "out_dir": str(base), "max_duration_ns": 72 * 3_600_000_000_000, "scenario": "synthetic-24h",
-              "extra": {}, "samples": "late", "late_threshold_ns": late_threshold_ns}
-    host_facts = {"os": "linux", "hostname": "synthhost", "kernel": "6.1.0-synthetic-rt", "preemption": "PREEMPT_RT",
-                  "cpu_model": "Synthetic CPU", "cpu_count": 2, "cmdline": "isolcpus=1", "clocksource": "tsc"}
-    summary = {
-        "schema": SCHEMA, "run_id": run_id, "scenario": "synthetic-24h",
-        "started_at": start.isoformat(timespec="seconds"),
-        "finished_at": (start + timedelta(seconds=seconds)).isoformat(timespec="seconds"),
-        "status": "complete", "partial_reason": None, "mode": "real-time", "config": config, "host": host_facts,
-        "tuning": {"applied": [], "not_applied": [], "system_changes": [], "recovered_from_earlier_runs": []},
-        **stats.summary(),
-        "ring": {"capacity": 65536, "overflows": 0},
-        "board": {"writes": cycles, "missed_updates": int(lengths.sum())},
-        "motion": {"not_computed": "synthetic run: its 345 M writes are not generated"},
-    }
-    rd.write_json("config.json", config)
-    rd.write_json("host.json", host_facts)
-    rd.write_json(STATS, stats.to_dict())
-    rd.write_json("summary.json", RunSummary.read(summary, rd.path).to_dict())
+    config = Config.build(period_ns=period_ns, duration_ns=cycles * period_ns, cpu=1, priority=80, profile="rt",
+                          wait="spin", margin_ns=50_000, axes=1, motion=MotionConfig().to_dict(), out_dir=str(base),
+                          max_duration_ns=72 * 3_600_000_000_000, scenario="synthetic-24h", extra={},
+                          samples="late", late_threshold_ns=late_threshold_ns)
+    summary = RunSummary.build(
+        schema=SCHEMA, run_id=run_id, scenario="synthetic-24h", started_at=start.isoformat(timespec="seconds"),
+        finished_at=(start + timedelta(seconds=seconds)).isoformat(timespec="seconds"), status="complete",
+        partial_reason=None, mode="real-time", config=config, host=_HOST_FACTS,
+        tuning=Tuning.build(applied=[], not_applied=[], system_changes=[], recovered_from_earlier_runs=[]),
+        metrics=stats.summary(), ring=Ring(capacity=65536, overflows=0),
+        board=Board.build(writes=cycles, missed_updates=int(lengths.sum())),
+        motion=Motion(not_computed="synthetic run: its 345 M writes are not generated"))
+    _write(rd, summary, stats)
     return rd.path
+
+
+def _write(rd: RunDir, summary: RunSummary, stats: RunStats) -> None:
+    """The run's config.json, host.json, stats.json and summary.json (checked as a reader checks it)."""
+    summary.validate(rd.path)
+    rd.write_json("config.json", summary.config.to_dict())
+    rd.write_json("host.json", summary.host)
+    rd.write_json(STATS, stats.to_dict())
+    rd.write_json("summary.json", summary.to_dict())

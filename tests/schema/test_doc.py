@@ -1,0 +1,110 @@
+"""schema.doc: every document type reads back what it writes, and checks itself when built in code.
+
+The round trip ``from_dict(to_dict(x)) == x`` is held for every :class:`Doc` subclass (those of
+``softrt.schema`` and softrt compare's) by one Hypothesis test, whose documents are drawn from the
+fields' declared types and ranges (with keys a newer softrt may write, kept in ``extra``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import types
+import typing
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import softrt.schema
+from softrt.errors import ConfigError
+from softrt.schema.doc import Doc, _bound, _fields
+from softrt.schema.summary import Metrics, RunSummary, Stats
+from softrt.schema.why_late import Culprit
+
+for _mod in pkgutil.iter_modules(softrt.schema.__path__):
+    importlib.import_module(f"softrt.schema.{_mod.name}")
+importlib.import_module("softrt.scenario.compare")  # softrt compare's documents (its comparison.json)
+
+
+def _all_docs(cls: type = Doc) -> list[type]:
+    out = []
+    for sub in cls.__subclasses__():
+        out += [sub, *_all_docs(sub)]
+    return sorted(set(out), key=lambda c: f"{c.__module__}.{c.__qualname__}")
+
+
+DOCS = _all_docs()
+_TEXT = st.text(st.characters(codec="utf-8", categories=("L", "N", "P", "Zs")), max_size=8)
+_SCALARS = st.none() | st.booleans() | st.integers(-10**6, 10**6) | _TEXT
+_FREE = st.dictionaries(_TEXT, _SCALARS | st.lists(_SCALARS, max_size=2), max_size=2)
+
+
+def _value(hint: object, minimum: int | None, bound: float | None) -> st.SearchStrategy:
+    """Values of a field typed *hint* (and its range), as a producer gives them."""
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return st.one_of(*(st.none() if a is type(None) else _value(a, minimum, bound) for a in args))
+    if typing.get_origin(hint) is list:
+        return st.lists(_value(args[0], None, None), max_size=2)
+    if isinstance(hint, type) and issubclass(hint, Doc):
+        return st.deferred(lambda: _doc(hint))
+    if hint is bool:
+        return st.booleans()
+    if hint is int:
+        return st.integers(0 if minimum is not None else -(2**63), 2**63 - 1)
+    if hint is float:
+        limit = bound if bound is not None else 1e300
+        return st.floats(-limit, limit, allow_nan=False) | st.integers(-10**6, 10**6)
+    if hint is str:
+        return _TEXT
+    if hint is dict or typing.get_origin(hint) is dict:
+        return _FREE
+    return _SCALARS  # Any
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+@st.composite
+def _doc(draw: st.DrawFn, cls: type, flattened: bool = False) -> Doc:
+    values = {}
+    for f, hint in _fields(cls):
+        if f.metadata.get("flatten"):
+            values[f.name] = draw(_doc(hint, flattened=True))
+        elif _required(f) or draw(st.booleans()):  # else its default
+            values[f.name] = draw(_value(hint, f.metadata.get("min"), _bound(f)))
+    # A flattened document's unknown keys are its parent's (they share one JSON object).
+    extra = {} if flattened else draw(st.dictionaries(st.sampled_from(["zz_newer", "zz_later"]), _SCALARS, max_size=1))
+    return cls(**values, extra=extra)
+
+
+@pytest.mark.parametrize("cls", DOCS, ids=lambda c: c.__qualname__)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_every_document_reads_back_what_it_writes(cls: type, data: st.DataObject) -> None:
+    doc = data.draw(_doc(cls))
+    assert cls.from_dict(doc.to_dict()) == doc
+    assert cls.from_dict(doc.to_dict()).to_dict() == doc.to_dict()
+
+
+def test_a_document_built_in_code_is_checked_as_one_read() -> None:
+    for bad, message in ((dict(cycles=-1), "cycles cannot be negative, got -1"),
+                         (dict(cycles=True), "cycles must be a whole number, got True")):
+        with pytest.raises(ConfigError, match=message):
+            Metrics(**bad)
+    with pytest.raises(ConfigError, match=r"^Stats: max is out of range \(1e\+300; at most 9.22e\+15 in magnitude\)"):
+        Stats(max=1e300)
+    with pytest.raises(ConfigError, match=r"RunSummary: metrics must be a Metrics"):
+        RunSummary(metrics={"cycles": 1})
+    assert Culprit(name="a\x1b[2Jb").name == "a?[2Jb"  # text made printable as a reader makes it
+
+
+def test_build_writes_the_keys_given_in_their_order() -> None:
+    stats = Stats.build(mean=1.0, min=0.5, max=2.0, std=0.1, p50=1.0, p1=0.6)
+    assert list(stats.to_dict()) == ["mean", "min", "max", "std", "p50", "p1"]  # no p99: not given
+    summary = RunSummary.build(run_id="r", metrics=Metrics.build(cycles=2), host={}, future_key=1)
+    assert list(summary.to_dict()) == ["run_id", "cycles", "host", "future_key"]
+    assert RunSummary.from_dict(summary.to_dict()).to_dict() == summary.to_dict()
