@@ -172,8 +172,8 @@ def test_an_instance_that_cannot_be_removed_stops_tracing_and_the_run_says_so(li
         assert (inst.path / "tracing_on").read_text().strip() == "0"
         assert (inst.path / "events/raw_syscalls/sys_enter/enable").read_text().strip() == "0"
         (change,) = session.system_changes()
-        assert change["restored"] is False and change["path"] == str(inst.path)
-        assert change["note"].startswith(f"trace instance {inst.path} could not be removed (busy: a reader still holds "
+        assert change.restored is False and change.path == str(inst.path)
+        assert change.note.startswith(f"trace instance {inst.path} could not be removed (busy: a reader still holds "
                                          f"it open); its tracing and events are off; remove it by hand: rmdir ")
     finally:
         reader.close()

@@ -268,7 +268,7 @@ def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress
             notes.append(str(err))
         if loads:
             say(f"stopping the loads ({names})")
-    load_results = [LoadRun.from_dict(r.to_dict(), "a load's result") for r in group.results]
+    load_results = list(group.results)
     summary = update_summary(result.path, loads=load_results, notes=notes, compare_round=rnd,
                              compare_id=compare_id or result.summary.run_id)
     return ScenarioRun(item.scenario, rnd, RunResult(summary, result.path, result.recovered), load_results, notes)

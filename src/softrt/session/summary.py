@@ -116,7 +116,7 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
         config=Config.build(**config.to_dict()), host=parts.host, **present(provenance=parts.provenance),
         tuning=Tuning.build(
             applied=out.applied, not_applied=out.not_applied,
-            system_changes=[c.to_dict() for c in parts.journal.changes] + tracer.system_changes(),
+            system_changes=[*parts.journal.changes, *tracer.system_changes()],
             recovered_from_earlier_runs=[c.to_dict() for c in parts.recovered],
             **present(fair_server=out.fair_server or None)),
         **head, metrics=metrics, **present(motion=motion),

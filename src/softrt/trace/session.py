@@ -22,6 +22,7 @@ from typing import Any
 from ..cpus import CpuSet
 from ..platform import get_platform
 from ..platform.linux import kfacts
+from ..schema.summary import SystemChange
 from ..schema.why_late import Culprit, TraceInfo, WhyLate
 from .consumer import Consumer, open_reader
 from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
@@ -246,9 +247,9 @@ class TraceSession:
             consumer_cpu_s=round(consumer.cpu_s, 3), attribution_cpu_s=round(self.attribution_cpu_s, 3),
             traced_s=round(self._trace_s, 3), buffer_kb=RT_BUFFER_KB))
 
-    def system_changes(self) -> list[dict]:
-        """The system changes the trace made (a tracefs mount; an instance it could not remove), in
-        the journal's shape."""
+    def system_changes(self) -> list[SystemChange]:
+        """The system changes the trace made (a tracefs mount; an instance it could not remove), as
+        the journal's are."""
         out = [self.mounted.to_change()] if self.mounted is not None else []
         if self.left is not None:
             out.append(self.left.left_change("the run's trace"))

@@ -34,6 +34,7 @@ from ..errors import ConfigError
 from ..platform import get_platform, journal, state_dir
 from ..platform.linux import kfacts
 from ..platform.kfiles import kpath, read_text, write_raw
+from ..schema.summary import SystemChange
 
 MOUNT_POINT = "/sys/kernel/tracing"
 INSTANCE_PREFIX = "softrt-"  # softrt-<pid> (a run), softrt-check-<pid> (check's sample)
@@ -91,11 +92,12 @@ class Mounted:
         if self.restored and self.marker is not None:
             self.marker.unlink(missing_ok=True)
 
-    def to_change(self) -> dict:
-        """The run's system-change record, in the shape of the journal's entries."""
-        change = {"path": self.path, "before": "tracefs not mounted", "during": "tracefs mounted",
-                  "why": "the run's trace needs tracefs", "restored": self.restored, "verified": self.restored}
-        return {**change, "note": self.note} if self.note and not self.restored else change
+    def to_change(self) -> SystemChange:
+        """The run's system-change record, as the journal's entries are."""
+        note = {"note": self.note} if self.note and not self.restored else {}
+        return SystemChange.build(path=str(self.path), before="tracefs not mounted", during="tracefs mounted",
+                                  why="the run's trace needs tracefs", restored=self.restored,
+                                  verified=self.restored, **note)
 
 
 def _markers() -> Path:
@@ -244,11 +246,11 @@ class Instance:
                      f"remove it by hand: rmdir {self.path}")
         return False
 
-    def left_change(self, why: str) -> dict:
-        """An instance :meth:`remove` could not remove, as a system change in the journal's shape
+    def left_change(self, why: str) -> SystemChange:
+        """An instance :meth:`remove` could not remove, as a system change like the journal's
         (*why*: what it traced for)."""
-        return {"path": str(self.path), "before": "no trace instance", "during": "softrt's trace instance",
-                "why": why, "restored": False, "verified": False, "note": self.left}
+        return SystemChange.build(path=str(self.path), before="no trace instance", during="softrt's trace instance",
+                                  why=why, restored=False, verified=False, note=self.left)
 
 
 def remove_instance(path: Path, tries: int | None = None, events: list[str] = ()) -> str | None:

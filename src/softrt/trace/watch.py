@@ -22,6 +22,7 @@ import time
 
 from ..analysis.timeline import FIELDS_READ
 from ..cpus import CpuSet
+from ..schema.summary import SystemChange
 from ..schema.why_late import TraceInfo
 from .consumer import Consumer, open_reader
 from .session import RT_BUFFER_KB, _describe, wanted_events
@@ -152,8 +153,8 @@ class WatchTrace:
             consumer_cpu_s=round(c.cpu_s, 3) if c else 0.0, attribution_cpu_s=round(attribution_cpu_s, 3),
             traced_s=round(self.traced_s, 3), buffer_kb=self.buffer_kb)
 
-    def system_changes(self) -> list[dict]:
-        """A tracefs mount the watch made, and an instance it could not remove, in the journal's shape."""
+    def system_changes(self) -> list[SystemChange]:
+        """A tracefs mount the watch made, and an instance it could not remove, as the journal's changes."""
         out = [self.mounted.to_change()] if self.mounted is not None else []
         if self.left is not None:
             out.append(self.left.left_change("the watch's trace"))
