@@ -110,7 +110,9 @@ class World:
             return self.root / "imported" / IMPORTED[name]
         if name == SYNTHETIC:
             return self.root / "synthetic" / SYNTHETIC_RUN_ID
-        return self.root / "older" / name
+        if name.startswith("older/"):  # (an older summary's name may be a run's too: import-cyclictest)
+            return self.root / name
+        raise KeyError(name)
 
     @contextlib.contextmanager
     def env(self) -> Iterator[None]:
@@ -274,9 +276,9 @@ for _name in ALL_RUNS:
 
 for _name in OLDER:
     if _name not in OLDER_JSON_ONLY:
-        _case(f"older/show-{_name}.txt", _cli("show", _dir(_name)))
-    _case(f"older/show-{_name}.json", _cli("show", _dir(_name), "--json"))
-    _case(f"older/rewrite-{_name}.json", _rewrite(_name))
+        _case(f"older/show-{_name}.txt", _cli("show", _dir(f"older/{_name}")))
+    _case(f"older/show-{_name}.json", _cli("show", _dir(f"older/{_name}"), "--json"))
+    _case(f"older/rewrite-{_name}.json", _rewrite(f"older/{_name}"))
     ALIASES[f"older/show-{_name}.json"] = f"expected/older/rewrite-{_name}.json"
 
 # softrt tail of data softrt did not record (store/tailsource.py reads them).
