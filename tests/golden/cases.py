@@ -82,7 +82,7 @@ OLDER = ("older-885c5b1", "older-daa3854", "older-f14a215", "older-2233afd", "ol
 OLDER_JSON_ONLY = ("checkpoint",)
 SYNTHETIC = "synthetic"
 #: Where the synthetic writer may live (issue 29 moves it out of src/ to the tests' helpers).
-SYNTHETIC_MODULES = ("softrt.report.synthetic", "tests.synthetic", "tests.helpers.synthetic")
+SYNTHETIC_MODULES = ("softrt.report.synthetic", "..synthetic")  # (relative: tests/synthetic.py, from tests/golden)
 
 RERUN = "if this change is intended, re-run tests/golden/capture.py and review the diff"
 CLOCK = "<clock>"
@@ -183,7 +183,7 @@ def _synthetic_writer():
 
     for name in SYNTHETIC_MODULES:
         try:
-            return importlib.import_module(name).write_synthetic_run
+            return importlib.import_module(name, package=__package__).write_synthetic_run
         except (ImportError, AttributeError):
             continue
     raise AssertionError(f"the synthetic writer (write_synthetic_run) is in none of {SYNTHETIC_MODULES}: "
