@@ -13,7 +13,8 @@ The world (built once per process, in a temporary directory, never in the source
   files it writes are cases);
 * the older summaries of ``tests/fixtures/summaries`` (written by earlier softrt versions), each in a run
   directory of its own (summary.json only);
-* one run directory of the synthetic writer (report/synthetic.py), itself one of the things compared.
+* one run directory of the synthetic writer (report/synthetic.py), itself one of the things compared;
+* tests/fixtures/sysfs/debian12-vm-2cpu (a captured /proc and /sys), read in place by check and tune --root.
 
 Every command runs in this process through ``softrt.cli.main`` (the entry point ``softrt`` runs), with
 ``--color never``, ``NO_COLOR=1``, no ``COLUMNS`` (so the width of a pipe: every line as long as its
@@ -21,7 +22,8 @@ content), ``TZ=UTC`` and softrt's state, home and history in the world.
 
 Normalisation (:func:`normalise`), applied to every output before it is stored or compared:
 
-1. the world's temporary directory (as given and resolved) becomes ``<tmp>``: where the copies are;
+1. the world's temporary directory (as given and resolved) becomes ``<tmp>``: where the copies are; the
+   captured machine's tree (tests/fixtures/sysfs/debian12-vm-2cpu, read in place) becomes ``<captured>``;
 2. the values of ``added_at`` and ``imported_at`` (JSON) become ``<clock>``: when ``history add`` or
    ``import`` ran;
 3. the report's ``generated <ISO time>`` becomes ``generated <clock>``: when the report was built;
@@ -60,6 +62,8 @@ INPUTS = HERE / "inputs"
 EXPECTED = HERE / "expected"
 STATUS = EXPECTED / "status.json"
 OLDER_SUMMARIES = HERE.parent / "fixtures" / "summaries"
+#: The /proc and /sys of the development VM as the audit reads them (tests/fixtures/sysfs/README.md).
+CAPTURED = HERE.parent / "fixtures" / "sysfs" / "debian12-vm-2cpu"
 
 #: The input run directories, by the short name the cases use (make_inputs.py made them).
 RUNS = {
@@ -166,6 +170,7 @@ def normalise(text: str, root: Path) -> str:
     """The normalisation of the module docstring (rules 1-3)."""
     for where in sorted({str(root), str(root.resolve())}, key=len, reverse=True):
         text = text.replace(where, "<tmp>")
+    text = text.replace(str(CAPTURED), "<captured>")
     text = re.sub(r'("(?:added_at|imported_at)": )"[^"]*"', rf'\1"{CLOCK}"', text)
     return re.sub(r"generated \d{4}-\d\d-\d\dT[0-9:+.Z-]+", f"generated {CLOCK}", text)
 
@@ -363,6 +368,16 @@ _case("errors/import-not-rt-tests.txt", _cli("import", _src("periods.csv"), "--o
                                               lambda w: str(w.root / "imported-bad")))
 _case("errors/diff-not-a-run.txt", _cli("diff", _dir("run-traced"), lambda w: str(w.root / "sources")))
 _case("errors/history-bad-since.txt", _cli("history", "--since", "yesterday"))
+
+
+# softrt check and softrt tune (the plan; nothing applied) of the captured machine: the audit reads the tree
+# under --root, never this machine (no live sample: --sample 0; tune leaves the captured processes out).
+_CAP = ("--root", lambda w: str(CAPTURED))
+# (0.1 s each: the verbose text, which holds the plain one's lines and the evidence, and the JSON.)
+_case("check/captured-verbose.txt", _cli("check", *_CAP, "--sample", "0", "-v"))
+_case("check/captured.json", _cli("check", *_CAP, "--sample", "0", "--json"))
+_case("tune/captured.txt", _cli("tune", *_CAP))
+_case("tune/captured-rt-cpu-0.json", _cli("tune", *_CAP, "--rt-cpus", "0", "--json"))
 
 
 # softrt compare after its loops: the scenario runs pooled, judged and printed (scenario/compare.py's
