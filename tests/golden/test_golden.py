@@ -47,6 +47,7 @@ def _diff(name: str, expected: str, got: str) -> str:
     return f"{shown}{more}"
 
 
+_STATUS = read_status()  # (read once: 159 cases)
 #: The cases by folder (one test each: every test costs the suite's autouse fixtures, a tmp_path each).
 GROUPS = sorted({name.split("/")[0] for name in CASES})
 
@@ -63,7 +64,7 @@ def _check(world, name: str) -> str | None:
         return f"golden case {name}: raised {err!r}:\n" + "".join(traceback.format_exc(limit=-4))
     if result.out != expected:
         return f"golden case {name}: the output changed:\n{_diff(name, expected, result.out)}"
-    want = read_status().get(name)
+    want = _STATUS.get(name)
     if status_of(result) != want:
         return f"golden case {name}: exit status and stderr {status_of(result)}, stored {want}"
     return None
