@@ -195,6 +195,15 @@ def _synthetic_writer():
                          "add where it moved to SYNTHETIC_MODULES in tests/golden/cases.py")
 
 
+def _parquet_of_csv(csv_path: Path, parquet_path: Path) -> None:
+    """The CSV's period column as a Parquet file (``softrt tail FILE --column``'s other format)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    values = [float(line.split(",")[1]) for line in csv_path.read_text().splitlines()[1:]]
+    pq.write_table(pa.table({"period_us": pa.array(values, pa.float64())}), parquet_path)
+
+
 def build_world(root: Path) -> World:
     """Copy the inputs into *root* and make the history and the imported runs (see the docstring)."""
     root.mkdir(parents=True, exist_ok=True)
@@ -213,6 +222,7 @@ def build_world(root: Path) -> World:
     world.results["import/import.json"] = world.cli(
         "import", "--json", "--out-dir", str(root / "imported"),
         str(root / "sources" / "cyclictest.json"), str(root / "sources" / "oslat.json"))
+    _parquet_of_csv(root / "sources" / "periods.csv", root / "sources" / "periods.parquet")
     with world.env():
         _synthetic_writer()(root / "synthetic", cycles=4000, misses=[(1000, 2), (2500, 1), (3000, 5)], seed=7,
                             run_id=SYNTHETIC_RUN_ID, why_late=True)
@@ -237,6 +247,17 @@ def _text(text: str) -> Result:
 def _cli(*args: str | Callable[[World], str]) -> Case:
     """A case running ``softrt ARGS``; an argument that is a function gets the world (a path in it)."""
     return lambda w: w.cli(*(a(w) if callable(a) else a for a in args))
+
+
+def _args(w: World, args) -> list[str]:
+    return [a(w) if callable(a) else a for a in args]
+
+
+def _joined(*results: Result) -> Result:
+    """Several commands as one case: their outputs in order, each headed by its exit status and stderr."""
+    text = "".join(f"--- exit {r.status}" + (f"; stderr: {r.err.strip()}" if r.err else "") + f"\n{r.out}"
+                   for r in results)
+    return _text(text)
 
 
 def _dir(name: str) -> Callable[[World], str]:
@@ -309,6 +330,8 @@ for _fmt in ("txt", "json"):
                                                  "270", "--gap-ms", "0.5", *_json))
     _case(f"tail/source-cyclictest-v-checks.{_fmt}", _cli("tail", _src("cyclictest-v.txt"), "--gap-ms", "0.1",
                                                           "--deadline-us", "100", "--threshold-us", "40", *_json))
+_case("tail/source-parquet.json", _cli("tail", _src("periods.parquet"), "--column", "period_us", "--deadline-us", "270",
+                                       "--json"))
 _case("tail/source-cyclictest-hist.txt", _cli("tail", _src("cyclictest.json")))
 _case("tail/source-oslat-hist.txt", _cli("tail", _src("oslat.json"), "--deadline-us", "50"))
 _case("tail/source-cyclictest-v-threshold.json", _cli("tail", _src("cyclictest-v.txt"), "--threshold-us", "15",
@@ -348,6 +371,14 @@ for _a, _b in (("run-traced", "compare-load"), ("run-traced", "run-trapezoid"), 
 _QUERY = ("SELECT run_id, scenario, host, period_max_us, period_p99_99_us, missed_updates, late_cycles, meets, "
           "rig_label, kernel, preemption FROM runs ORDER BY run_id")
 _case("query/runs.json", _cli("query", _QUERY, "--json"))  # (DuckDB: 0.1 s a query; one is enough for the view)
+
+
+# history add and forget in a history of their own (the world's history stays as built).
+_OWN_DB = ("--db", lambda w: str(w.root / "forget.sqlite"))
+_case("history/add-forget.txt", lambda w: _joined(w.cli("history", "add", _dir("runs-all")(w), *_args(w, _OWN_DB)),
+                                                   w.cli("history", "forget", "20261204-20491", *_args(w, _OWN_DB)),
+                                                   w.cli("history", "forget", "20261204-204910", *_args(w, _OWN_DB)),
+                                                   w.cli("history", *_args(w, _OWN_DB))))
 
 
 # More of the readers' options, through the history.
