@@ -151,15 +151,19 @@ class World:
 
     def cli(self, *args: str) -> Result:
         """``softrt ARGS`` in this process, as the ``softrt`` entry point runs it; normalised."""
-        from softrt.cli import main
+        from softrt.cli import main, output
 
         out, err = io.StringIO(), io.StringIO()
         status = 0
+        state = getattr(output, "_color", {})  # (--color is process state: the tests that run after see theirs)
+        color = dict(state)
         with self.env(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 main(["--color", "never", *args])
             except SystemExit as exc:
                 status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            finally:
+                state.update(color)
         return Result(status, self.normalise(out.getvalue()), _drop_leftovers(self.normalise(err.getvalue())))
 
     def normalise(self, text: str) -> str:
