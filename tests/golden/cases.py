@@ -318,7 +318,10 @@ for _name in OLDER:
         _case(f"older/show-{_name}.txt", _cli("show", _dir(f"older/{_name}")))
     _case(f"older/show-{_name}.json", _cli("show", _dir(f"older/{_name}"), "--json"))
     _case(f"older/rewrite-{_name}.json", _rewrite(f"older/{_name}"))
-    ALIASES[f"older/show-{_name}.json"] = f"expected/older/rewrite-{_name}.json"
+    if _name.startswith(("older-", "import-")):  # upgraded, or normalised (imported_at)
+        ALIASES[f"older/show-{_name}.json"] = f"expected/older/rewrite-{_name}.json"
+    else:  # written by today's softrt: rewritten byte for byte, so the file itself is the expected output
+        ALIASES[f"older/show-{_name}.json"] = ALIASES[f"older/rewrite-{_name}.json"] = f"../fixtures/summaries/{_name}.json"
 
 # softrt tail of data softrt did not record (store/tailsource.py reads them).
 for _fmt in ("txt", "json"):
