@@ -28,12 +28,12 @@ from tests.golden.cases import (
     CASES,
     EXPECTED,
     STATUS,
-    build_world,
     expected_path,
     read_status,
     status_of,
     stored_cases,
 )
+from tests.golden.world import build_world
 
 
 def main(prefixes: list[str]) -> int:
