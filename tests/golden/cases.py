@@ -187,6 +187,18 @@ _case("history/add-forget.txt", lambda w: _joined(w.cli("history", "add", _dir("
                                                    w.cli("history", *_args(w, _OWN_DB))))
 
 
+# A terminal's width (COLUMNS=80): rich wraps and squeezes the tables to it.
+def _columns(width: int, *args: str | Callable[[World], str]) -> Case:
+    def run(w: World) -> Result:
+        narrow = World(w.root, {**w.env_vars, "COLUMNS": str(width)}, w.results)
+        return narrow.cli(*(a(w) if callable(a) else a for a in args))
+    return run
+
+
+_case("show/run-traced-80-columns.txt", _columns(80, "show", _dir("run-traced")))
+_case("history/list-80-columns.txt", _columns(80, "history"))
+
+
 # More of the readers' options, through the history.
 _case("history/since-until.json", _cli("history", "--since", "2026-12-04T20:49:10", "--until", "2026-12-04T20:51:56",
                                        "--json"))
