@@ -187,15 +187,17 @@ _case("history/add-forget.txt", lambda w: _joined(w.cli("history", "add", _dir("
                                                    w.cli("history", *_args(w, _OWN_DB))))
 
 
-# A terminal's width (COLUMNS=80): rich wraps and squeezes the tables to it.
-def _columns(width: int, *args: str | Callable[[World], str]) -> Case:
+# A terminal's width (COLUMNS=80): rich wraps and squeezes the tables to it. Run in the world with paths
+# relative to it: a line that names a path wraps where the path's length says (the world's is not fixed).
+def _columns(width: int, *args: str) -> Case:
     def run(w: World) -> Result:
         narrow = World(w.root, {**w.env_vars, "COLUMNS": str(width)}, w.results)
-        return narrow.cli(*(a(w) if callable(a) else a for a in args))
+        with contextlib.chdir(w.root):
+            return narrow.cli(*args)
     return run
 
 
-_case("show/run-traced-80-columns.txt", _columns(80, "show", _dir("run-traced")))
+_case("show/run-traced-80-columns.txt", _columns(80, "show", f"runs/{RUNS['run-traced']}"))
 _case("history/list-80-columns.txt", _columns(80, "history"))
 
 
