@@ -4,7 +4,8 @@ The golden outputs (``capture.py``) are only as good as their inputs, so the inp
 rt-tests really write on a machine, not synthetic ones. This script records how they were made; it runs
 real-time loops, so run it by hand (as root, on an idle machine), and only when an input must change
 (e.g. a new kind of run directory to cover). It writes into ``--work`` (a scratch directory); copy what
-you keep into ``tests/golden/inputs/`` with ``--keep``, then run ``capture.py`` and review the diff.
+you keep into ``tests/golden/inputs/`` (``--keep`` copies everything), name the run directories in
+``RUNS`` of world.py, then run ``capture.py`` and review the diff.
 
     PYTHONPATH=src python tests/golden/make_inputs.py --work /tmp/golden-work [--keep]
 
@@ -14,7 +15,7 @@ Made (each is small: 1-2 s at 250 µs):
   --motion trapezoid --axes 2 --wait sleep --no-trace``; ``softrt run --samples late --profile none``
   (the late-cycle sample layout, untuned); one round of ``softrt compare tuned+load --duration 1s
   --load-backend builtin`` (a run with loads); ``softrt watch --pid PID --duration 2s`` of a cyclictest
-  (a watch run per thread: its main thread and its real-time one).
+  (a watch run per thread: its main thread and its real-time one; inputs/ keeps the real-time one).
 * ``sources/``: ``cyclictest -v`` (per-cycle, text), ``cyclictest --json`` with a histogram (``-h 400``),
   ``oslat --json``, and a CSV of one run's periods (``period_us``, from its samples.parquet).
 

@@ -19,15 +19,12 @@ from .cases import (
     ALIASES,
     CASES,
     EXPECTED,
-    INPUTS,
-    OLDER_SUMMARIES,
-    RERUN,
-    build_world,
     expected_path,
     read_status,
     status_of,
     stored_cases,
 )
+from .world import INPUTS, OLDER_SUMMARIES, RERUN, build_world
 
 DIFF_LINES = 40
 #: On one pytest-xdist worker, so the world is built once (pyproject.toml: --dist loadgroup).
