@@ -75,9 +75,22 @@ def main() -> None:
         rundir = RunDir(config.out_dir, new_run_id())
         ring = Ring.create(1 << 10)
         try:
-            parts = RunParts(config, {"hostname": "bench"}, "2026-11-30T00:00:00+00:00", [], None, Outcome(), rundir,
-                             ring, collector, Drainer(ring, rundir, collector), changes.ChangeJournal(),
-                             TraceSession(config), 60.0, released_at=time.monotonic() - args.hours * 3600)
+            parts = RunParts(
+                config,
+                {"hostname": "bench"},
+                "2026-11-30T00:00:00+00:00",
+                [],
+                None,
+                Outcome(),
+                rundir,
+                ring,
+                collector,
+                Drainer(ring, rundir, collector),
+                changes.ChangeJournal(),
+                TraceSession(config),
+                60.0,
+                released_at=time.monotonic() - args.hours * 3600,
+            )
             held, written, whole = [], [], []
             for _ in range(args.repeats):
                 t = time.perf_counter()
@@ -94,14 +107,20 @@ def main() -> None:
             ring.close()
             rundir.close()
         hist_buckets = {k: int(h.counts.astype(bool).sum()) for k, h in collector.stats.hist.items()}
-        print(f"state: {total:,} records ({args.hours:g} h at {period / 1e3:g} µs) fed in {build_s:.1f} s; "
-              f"non-empty histogram buckets {hist_buckets}")
-        for label, xs in (("drain loop held (build summary + stats, start the writer)", held),
-                          ("until written (+ stats.json, summary.json with fsync, history row)", written),
-                          ("at the stop, all in the supervisor's thread", whole)):
+        print(
+            f"state: {total:,} records ({args.hours:g} h at {period / 1e3:g} µs) fed in {build_s:.1f} s; "
+            f"non-empty histogram buckets {hist_buckets}"
+        )
+        for label, xs in (
+            ("drain loop held (build summary + stats, start the writer)", held),
+            ("until written (+ stats.json, summary.json with fsync, history row)", written),
+            ("at the stop, all in the supervisor's thread", whole),
+        ):
             xs = sorted(xs)
-            print(f"{label}: min {xs[0] * 1e3:.1f} ms, median {xs[len(xs) // 2] * 1e3:.1f} ms, "
-                  f"max {xs[-1] * 1e3:.1f} ms ({len(xs)} repeats)")
+            print(
+                f"{label}: min {xs[0] * 1e3:.1f} ms, median {xs[len(xs) // 2] * 1e3:.1f} ms, "
+                f"max {xs[-1] * 1e3:.1f} ms ({len(xs)} repeats)"
+            )
         print(f"files: {sizes}; history row written: {parts.history_error is None} ({parts.history_error or 'ok'})")
 
 

@@ -41,9 +41,28 @@ class Sim:
         self.path = tmp / "sim.sock"
         env = {**os.environ, "PYTHONPATH": str(HERE_SRC)}
         prefix = ["taskset", "-c", "0", *(["chrt", "-f", "10"] if fifo else [])]
-        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, *prefix, sys.executable, "-m", "softrt", "ecat-sim",
-                                      "--iface", "ecs0", "--slaves", str(slaves), "--control", str(self.path)],
-                                     stdout=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                *prefix,
+                sys.executable,
+                "-m",
+                "softrt",
+                "ecat-sim",
+                "--iface",
+                "ecs0",
+                "--slaves",
+                str(slaves),
+                "--control",
+                str(self.path),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         line = self.proc.stdout.readline()
         assert "answering" in line, line
         while not self.path.exists():
@@ -71,8 +90,16 @@ def checkpoint_cycles(out: Path) -> int:
     return 0
 
 
-def one_run(src: Path, period: str, period_ns: int, duration_s: float, drop_every: int, slaves: int, fifo: bool,
-            extra: list[str]) -> dict:
+def one_run(
+    src: Path,
+    period: str,
+    period_ns: int,
+    duration_s: float,
+    drop_every: int,
+    slaves: int,
+    fifo: bool,
+    extra: list[str],
+) -> dict:
     ns = f"softrt-bench-{os.getpid()}"
     sh("ip", "netns", "add", ns)
     try:
@@ -83,12 +110,41 @@ def one_run(src: Path, period: str, period_ns: int, duration_s: float, drop_ever
             tmp = Path(tmp_name)
             sim = Sim(ns, slaves, fifo, tmp)
             try:
-                env = {**os.environ, "PYTHONPATH": str(src), "SOFTRT_STATE_DIR": str(tmp / "state"),
-                       "SOFTRT_CHECKPOINT_INTERVAL": "0.1"}
-                run = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "softrt", "run", "--device",
-                                        "ethercat:ecm0", "--axes", str(slaves), "--period", period, "--duration",
-                                        f"{duration_s}s", "--no-trace", "--json", "--out-dir", str(tmp / "runs"), *extra],
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                env = {
+                    **os.environ,
+                    "PYTHONPATH": str(src),
+                    "SOFTRT_STATE_DIR": str(tmp / "state"),
+                    "SOFTRT_CHECKPOINT_INTERVAL": "0.1",
+                }
+                run = subprocess.Popen(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        ns,
+                        sys.executable,
+                        "-m",
+                        "softrt",
+                        "run",
+                        "--device",
+                        "ethercat:ecm0",
+                        "--axes",
+                        str(slaves),
+                        "--period",
+                        period,
+                        "--duration",
+                        f"{duration_s}s",
+                        "--no-trace",
+                        "--json",
+                        "--out-dir",
+                        str(tmp / "runs"),
+                        *extra,
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=env,
+                )
                 scheduled = int(duration_s * 1e9 // period_ns)
                 while checkpoint_cycles(tmp / "runs") < 1 and run.poll() is None:
                     time.sleep(0.02)
@@ -106,11 +162,21 @@ def one_run(src: Path, period: str, period_ns: int, duration_s: float, drop_ever
     b = s["board"]
     dropped = last["injected"]["drop"] - first["injected"]["drop"]
     lost_cycles = scheduled - s["cycles"]
-    return {"period": period, "status": s["status"], "reason": s["partial_reason"], "scheduled": scheduled,
-            "run": s["cycles"], "never_ran": lost_cycles, "dropped": dropped, "lost_frames": b["lost_frames"],
-            "missed": s["misses"]["missed_updates"], "rtt_p50_us": (s.get("rtt_us") or {}).get("p50"),
-            "missed_per_drop": round(s["misses"]["missed_updates"] / dropped, 2) if dropped else None,
-            "never_ran_per_drop": round(lost_cycles / dropped, 2) if dropped else None, **per_drop}
+    return {
+        "period": period,
+        "status": s["status"],
+        "reason": s["partial_reason"],
+        "scheduled": scheduled,
+        "run": s["cycles"],
+        "never_ran": lost_cycles,
+        "dropped": dropped,
+        "lost_frames": b["lost_frames"],
+        "missed": s["misses"]["missed_updates"],
+        "rtt_p50_us": (s.get("rtt_us") or {}).get("p50"),
+        "missed_per_drop": round(s["misses"]["missed_updates"] / dropped, 2) if dropped else None,
+        "never_ran_per_drop": round(lost_cycles / dropped, 2) if dropped else None,
+        **per_drop,
+    }
 
 
 def drop_costs(run_dir: Path, drop_every: int) -> dict:
@@ -128,10 +194,14 @@ def drop_costs(run_dir: Path, drop_every: int) -> dict:
     drops = lost[lost % drop_every == residues[np.argmax(counts)]]
     drops = drops[drops < len(r) - 1]
     cost = r["missed"][drops] + r["missed"][drops + 1]
-    return {"drops_in_records": int(len(drops)), "late_replies": int(len(lost) - len(drops)),
-            "cost_per_drop_mean": round(float(cost.mean()), 2), "cost_per_drop_max": int(cost.max()),
-            "next_cycle_on_time": round(float(np.mean(r["missed"][drops + 1] == 0)), 3),
-            "lost_frame_rtt_us_p50": round(float(np.median(r["rtt_ns"][drops])) / 1e3, 1)}
+    return {
+        "drops_in_records": int(len(drops)),
+        "late_replies": int(len(lost) - len(drops)),
+        "cost_per_drop_mean": round(float(cost.mean()), 2),
+        "cost_per_drop_max": int(cost.max()),
+        "next_cycle_on_time": round(float(np.mean(r["missed"][drops + 1] == 0)), 3),
+        "lost_frame_rtt_us_p50": round(float(np.median(r["rtt_ns"][drops])) / 1e3, 1),
+    }
 
 
 def main() -> None:
@@ -149,8 +219,21 @@ def main() -> None:
     for period in args.periods.split(","):
         period_ns = int(float(period[:-2]) * units[period[-2:]])
         for _ in range(args.repeat):
-            print(json.dumps(one_run(args.src, period, period_ns, args.duration, args.drop_every, args.slaves,
-                                     args.fifo, args.extra.split())), flush=True)
+            print(
+                json.dumps(
+                    one_run(
+                        args.src,
+                        period,
+                        period_ns,
+                        args.duration,
+                        args.drop_every,
+                        args.slaves,
+                        args.fifo,
+                        args.extra.split(),
+                    )
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -41,14 +41,29 @@ def main(description: str, cycles: int, period_us: int) -> int:
     finally:
         dev.stop()
     frames = c["frames"]
-    out = {"device": name, "transport": dev.transport, "link": link,
-           "pcap": pcap.lib_version(), "bring_up_s": round(bring_up_s, 2), "writes": c["writes"],
-           "lost_frames": c["lost_frames"], "wkc_errors": c["wkc_errors"], "host_gaps": c["host_gaps"],
-           "frames": frames, "rtt_us": c["rtt_us"], "drives": [d["state"] for d in c["drives"]],
-           "dc_probe": c["distributed_clocks"].get("probe")}
+    out = {
+        "device": name,
+        "transport": dev.transport,
+        "link": link,
+        "pcap": pcap.lib_version(),
+        "bring_up_s": round(bring_up_s, 2),
+        "writes": c["writes"],
+        "lost_frames": c["lost_frames"],
+        "wkc_errors": c["wkc_errors"],
+        "host_gaps": c["host_gaps"],
+        "frames": frames,
+        "rtt_us": c["rtt_us"],
+        "drives": [d["state"] for d in c["drives"]],
+        "dc_probe": c["distributed_clocks"].get("probe"),
+    }
     print(json.dumps(out))
-    ok = (c["writes"] == cycles and frames["answered"] + frames["unanswered"] == frames["sent"]
-          and not frames["bad"] and not frames["duplicates"] and c["drives"][0]["state"] == "operation enabled")
+    ok = (
+        c["writes"] == cycles
+        and frames["answered"] + frames["unanswered"] == frames["sent"]
+        and not frames["bad"]
+        and not frames["duplicates"]
+        and c["drives"][0]["state"] == "operation enabled"
+    )
     return 0 if ok else 1
 
 

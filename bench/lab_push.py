@@ -34,9 +34,16 @@ def make_runs(base: Path, n: int, tag: str) -> list[Path]:
     from tests.synthetic import write_synthetic_run
 
     t0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
-    return [write_synthetic_run(base, cycles=2_000, seed=k, started_at=t0 + timedelta(seconds=k),
-                                run_id=f"20261201-{k // 3600:02d}{k // 60 % 60:02d}{k % 60:02d}-{tag}-{k:04x}")
-            for k in range(n)]
+    return [
+        write_synthetic_run(
+            base,
+            cycles=2_000,
+            seed=k,
+            started_at=t0 + timedelta(seconds=k),
+            run_id=f"20261201-{k // 3600:02d}{k // 60 % 60:02d}{k % 60:02d}-{tag}-{k:04x}",
+        )
+        for k in range(n)
+    ]
 
 
 def _writer(target: str, paths: list[str]) -> None:
@@ -62,9 +69,14 @@ def writers(target: str, runs: list[Path], n: int) -> dict:
     wall = time.perf_counter() - t
     ids = [r.run_id for r in History(target).list_runs()]
     rows = sum(len(part) for part in parts)
-    return {"writers": n, "rows_written": rows, "wall_s": round(wall, 2), "rows_per_s": round(rows / wall, 1),
-            "exit_codes_ok": all(p.exitcode == 0 for p in procs),
-            "exactly_once": len(ids) == len(set(ids)) == len(runs)}
+    return {
+        "writers": n,
+        "rows_written": rows,
+        "wall_s": round(wall, 2),
+        "rows_per_s": round(rows / wall, 1),
+        "exit_codes_ok": all(p.exitcode == 0 for p in procs),
+        "exactly_once": len(ids) == len(set(ids)) == len(runs),
+    }
 
 
 def pushes(target: str, runs: list[Path], tmp: Path, stop: str | None, start: str | None) -> dict:
@@ -80,8 +92,13 @@ def pushes(target: str, runs: list[Path], tmp: Path, stop: str | None, start: st
     t = time.perf_counter()
     again = push(lab, local)
     again_s = time.perf_counter() - t
-    out = {"runs": len(runs), "first_push_s": round(first_s, 2), "runs_per_s": round(len(first.sent) / first_s, 1),
-           "second_push_s": round(again_s, 3), "second_push_sent": len(again.sent)}
+    out = {
+        "runs": len(runs),
+        "first_push_s": round(first_s, 2),
+        "runs_per_s": round(len(first.sent) / first_s, 1),
+        "second_push_s": round(again_s, 3),
+        "second_push_sent": len(again.sent),
+    }
     if stop and start:
         local2 = History(tmp / "local2.sqlite")
         extra = make_runs(tmp / "runs2", len(runs), "cut")
@@ -103,8 +120,13 @@ def pushes(target: str, runs: list[Path], tmp: Path, stop: str | None, start: st
         rest = push(lab, local2)
         ids = [r.run_id for r in History(target).list_runs()]
         archived = sorted(p.name for p in (tmp / "archive").glob("rig=*/date=*/*"))
-        out.update({"after_cut_sent": len(rest.sent), "after_cut_s": round(time.perf_counter() - t, 2),
-                    "exactly_once": len(ids) == len(set(ids)) == 2 * len(runs) and archived == sorted(ids)})
+        out.update(
+            {
+                "after_cut_sent": len(rest.sent),
+                "after_cut_s": round(time.perf_counter() - t, 2),
+                "exactly_once": len(ids) == len(set(ids)) == 2 * len(runs) and archived == sorted(ids),
+            }
+        )
     return out
 
 
@@ -145,8 +167,12 @@ def main() -> int:
                 if name == "pg":
                     target2, drop2 = target2
                 try:
-                    print(name, "push", pushes(target2, runs, sub, *((args.stop, args.start) if name == "pg"
-                                                                     else (None, None))), flush=True)
+                    print(
+                        name,
+                        "push",
+                        pushes(target2, runs, sub, *((args.stop, args.start) if name == "pg" else (None, None))),
+                        flush=True,
+                    )
                 finally:
                     if name == "pg":
                         drop2()

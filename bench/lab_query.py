@@ -52,15 +52,33 @@ def _summary(i: int, rig: int, rng: np.random.Generator, runs_per_rig: int) -> R
     worst = float(rng.gamma(4.0, 30.0) + 260 + (400 if k == 1 and rig % 5 == 0 else 0))
     late = int(rng.poisson(2 + (30 if k == 1 and rig % 5 == 0 else 0)))
     doc = {
-        "schema": SCHEMA, "run_id": f"{start:%Y%m%d-%H%M%S}-rig{rig:02d}-{i:04x}", "scenario": "tuned",
-        "started_at": start.isoformat(timespec="seconds"), "finished_at": None, "status": "complete",
-        "partial_reason": None, "mode": "real-time", "config": {"period_ns": PERIOD_NS, "duration_ns": 600 * 10**9},
-        "host": {"os": "linux", "hostname": f"rig{rig:02d}", "kernel": KERNELS[k], "preemption": "PREEMPT_RT",
-                 "cpu_model": f"IPC model {rig % 4}", "cmdline": "isolcpus=3 nohz_full=3"},
-        "provenance": {"rig_id": f"{rig:016x}", "rig_label": f"line {rig // 10} / cell {rig % 10}",
-                       "bios_version": "1.0", "microcode": "0xde", "nics": []},
+        "schema": SCHEMA,
+        "run_id": f"{start:%Y%m%d-%H%M%S}-rig{rig:02d}-{i:04x}",
+        "scenario": "tuned",
+        "started_at": start.isoformat(timespec="seconds"),
+        "finished_at": None,
+        "status": "complete",
+        "partial_reason": None,
+        "mode": "real-time",
+        "config": {"period_ns": PERIOD_NS, "duration_ns": 600 * 10**9},
+        "host": {
+            "os": "linux",
+            "hostname": f"rig{rig:02d}",
+            "kernel": KERNELS[k],
+            "preemption": "PREEMPT_RT",
+            "cpu_model": f"IPC model {rig % 4}",
+            "cmdline": "isolcpus=3 nohz_full=3",
+        },
+        "provenance": {
+            "rig_id": f"{rig:016x}",
+            "rig_label": f"line {rig // 10} / cell {rig % 10}",
+            "bios_version": "1.0",
+            "microcode": "0xde",
+            "nics": [],
+        },
         "tuning": {"applied": [{"what": "sched_fifo"}]},
-        "cycles": 2_400_000, "late_cycles": late,
+        "cycles": 2_400_000,
+        "late_cycles": late,
         "period_us": {"max": worst, "p99_99": worst * 0.8, "p50": 250.0},
         "misses": {"missed_updates": 0},
         "verdict": {"meets": late == 0, "requirement": "no late cycle"},
@@ -71,9 +89,18 @@ def _summary(i: int, rig: int, rng: np.random.Generator, runs_per_rig: int) -> R
 def _samples(rows: int, rng: np.random.Generator) -> pa.Table:
     edge = np.arange(rows, dtype=np.int64) * PERIOD_NS
     detect = edge + rng.integers(2_000, 40_000, rows)
-    return pa.table({"seq": np.arange(rows), "cycle": np.arange(rows), "edge_ns": edge, "detect_ns": detect,
-                     "write_ns": detect + 3_000, "done_ns": detect + 6_000, "missed": np.zeros(rows, np.int64),
-                     "flags": np.zeros(rows, np.int64)})
+    return pa.table(
+        {
+            "seq": np.arange(rows),
+            "cycle": np.arange(rows),
+            "edge_ns": edge,
+            "detect_ns": detect,
+            "write_ns": detect + 3_000,
+            "done_ns": detect + 6_000,
+            "missed": np.zeros(rows, np.int64),
+            "flags": np.zeros(rows, np.int64),
+        }
+    )
 
 
 def build(root: Path, runs: int, rigs: int, rows: int) -> History:
@@ -104,11 +131,15 @@ def _best(fn, repeat: int) -> tuple[float, object]:
     return best, out
 
 
-INDEX_SQL = ("SELECT rig_label, count(*) AS runs, max(period_p99_99_us) AS p99_99_us FROM runs "
-             "WHERE kernel = '6.18.9-rt' GROUP BY ALL ORDER BY p99_99_us DESC")
-ARCHIVE_SQL = ("SELECT r.kernel, s.rig, count(*) AS cycles, max(s.detect_ns - s.edge_ns) / 1000 AS worst_latency_us, "
-               "count(DISTINCT s.run_id) AS runs FROM samples s JOIN runs r USING (run_id) "
-               "GROUP BY ALL ORDER BY worst_latency_us DESC")
+INDEX_SQL = (
+    "SELECT rig_label, count(*) AS runs, max(period_p99_99_us) AS p99_99_us FROM runs "
+    "WHERE kernel = '6.18.9-rt' GROUP BY ALL ORDER BY p99_99_us DESC"
+)
+ARCHIVE_SQL = (
+    "SELECT r.kernel, s.rig, count(*) AS cycles, max(s.detect_ns - s.edge_ns) / 1000 AS worst_latency_us, "
+    "count(DISTINCT s.run_id) AS runs FROM samples s JOIN runs r USING (run_id) "
+    "GROUP BY ALL ORDER BY worst_latency_us DESC"
+)
 
 
 def main() -> None:
@@ -124,8 +155,13 @@ def main() -> None:
         root = args.dir or Path(tmp)
         t = time.perf_counter()
         history = build(root, args.runs, args.rigs, args.rows)
-        out = {"synthetic": True, "runs": len(history), "rigs": args.rigs, "rows_per_run": args.rows,
-               "build_s": round(time.perf_counter() - t, 1)}
+        out = {
+            "synthetic": True,
+            "runs": len(history),
+            "rigs": args.rigs,
+            "rows_per_run": args.rows,
+            "build_s": round(time.perf_counter() - t, 1),
+        }
         archive = str(root / "archive")
         out["connect_s"], con = _best(lambda: connect(history, archive), args.repeat)
         out["index_query_s"], (_, index_rows, _) = _best(lambda: run(con, INDEX_SQL, 10_000), args.repeat)
@@ -133,10 +169,21 @@ def main() -> None:
         out["archive_cycles"] = sum(r[2] for r in archive_rows)
         out["index_rows"] = len(index_rows)
         env = {**os.environ, "SOFTRT_HOME": str(root / "home")}
-        cmd = [sys.executable, "-m", "softrt", "query", "--db", str(history.path), "--archive", archive, "--json",
-               ARCHIVE_SQL]
-        out["softrt_query_command_s"], proc = _best(lambda: subprocess.run(cmd, capture_output=True, env=env),
-                                                    args.repeat)
+        cmd = [
+            sys.executable,
+            "-m",
+            "softrt",
+            "query",
+            "--db",
+            str(history.path),
+            "--archive",
+            archive,
+            "--json",
+            ARCHIVE_SQL,
+        ]
+        out["softrt_query_command_s"], proc = _best(
+            lambda: subprocess.run(cmd, capture_output=True, env=env), args.repeat
+        )
         assert proc.returncode == 0, proc.stderr
         out["fleet_s"], rows = _best(lambda: fleet_rows(load_runs(history)), args.repeat)
         out["regressions_s"], found = _best(lambda: find(load_runs(history)), args.repeat)

@@ -34,6 +34,7 @@ def measure(mode: str, metrics: bool, duration_s: float, out_dir: str) -> dict:
     err = Console(file=io.StringIO(), force_terminal=mode == "live", width=100)
     spent, calls = 0.0, 0
     with Watch(err, WatchOptions(quiet=mode == "quiet", metrics_port=0 if metrics else None)) as watch:
+
         def on_progress(p):
             nonlocal spent, calls
             t = time.thread_time()
@@ -42,11 +43,17 @@ def measure(mode: str, metrics: bool, duration_s: float, out_dir: str) -> dict:
             calls += 1
 
         t0 = time.process_time()
-        result = run(RunConfig(duration_ns=int(duration_s * 1e9), out_dir=out_dir, trace=False),
-                     on_progress=on_progress)
+        result = run(
+            RunConfig(duration_ns=int(duration_s * 1e9), out_dir=out_dir, trace=False), on_progress=on_progress
+        )
         process_s = time.process_time() - t0
-    return {"mode": mode + (" + metrics" if metrics else ""), "callback_ms_per_s": spent / duration_s * 1e3,
-            "calls": calls, "supervisor_ms_per_s": process_s / duration_s * 1e3, "cycles": result.summary.metrics.cycles}
+    return {
+        "mode": mode + (" + metrics" if metrics else ""),
+        "callback_ms_per_s": spent / duration_s * 1e3,
+        "calls": calls,
+        "supervisor_ms_per_s": process_s / duration_s * 1e3,
+        "cycles": result.summary.metrics.cycles,
+    }
 
 
 def main() -> None:

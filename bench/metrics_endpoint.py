@@ -69,9 +69,13 @@ def measure(port: int, idle: int, hold_s: float) -> dict:
     held = _still_open(clients)
     for s in clients:
         s.close()
-    return {"idle_clients": len(clients), "connect_s": round(connect_s, 3),
-            "scrape_s": None if first is None else round(first, 4), "scrapes_per_s": count / 2.0,
-            f"idle_still_open_after_{hold_s:g}_s": held}
+    return {
+        "idle_clients": len(clients),
+        "connect_s": round(connect_s, 3),
+        "scrape_s": None if first is None else round(first, 4),
+        "scrapes_per_s": count / 2.0,
+        f"idle_still_open_after_{hold_s:g}_s": held,
+    }
 
 
 def main() -> None:

@@ -86,8 +86,12 @@ def generate_late_24h(base: Path) -> tuple[Path, float]:
 
 
 def measure(run: Path, out_html: Path, png_dir: Path | None) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(run), str(out_html), str(png_dir or "")],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(run), str(out_html), str(png_dir or "")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"report_scale: the report failed:\n{proc.stderr}")
     result = json.loads(proc.stdout)
@@ -107,15 +111,16 @@ SPIKES = ((0.137, 400, 0), (0.5, 58, 0), (0.731, 1_000, 0), (0.9, 3, 0), (0.31, 
 
 def _spike_rows(rows: int) -> dict[int, tuple[int, int]]:
     """Row -> (missed, extra latency), some rows into its generation chunk (never on a chunk's edge)."""
-    return {int(f * rows) // GEN_CHUNK * GEN_CHUNK + 1_000 + 10_000 * j: (k, lat)
-            for j, (f, k, lat) in enumerate(SPIKES)}
+    return {
+        int(f * rows) // GEN_CHUNK * GEN_CHUNK + 1_000 + 10_000 * j: (k, lat) for j, (f, k, lat) in enumerate(SPIKES)
+    }
 
 
 def generate_full(cache: Path, rows: int, period_ns: int = 250_000) -> Path:
     """A complete run directory of *rows* cycles stored with ``--samples all`` (cached in *cache*).
 
     Written the way softrt writes it (store.rundir's schema, writer options and row groups of
-    ROW_GROUP_ROWS), chunk by chunk with the virtual board's rules (report.synthetic), its summary
+    ROW_GROUP_ROWS), chunk by chunk with the virtual board's rules (tests/synthetic.py), its summary
     and stats.json from softrt's streaming pass over the same records (exact, not scaled). The
     injected spikes and the periods they make go to ``spikes.json``, written last (the cache's mark).
     """
@@ -125,10 +130,12 @@ def generate_full(cache: Path, rows: int, period_ns: int = 250_000) -> Path:
 
     from softrt.analysis import RunStats
     from softrt.motion import MotionConfig
-    from softrt.report.synthetic import T0_NS, synthetic_records
     from softrt.schema.summary import SCHEMA, RunSummary
     from softrt.store import rundir
     from softrt.store.rundir import write_json_atomic
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/synthetic.py
+    from tests.synthetic import T0_NS, synthetic_records
 
     run = cache / f"{rows}" / FULL_RUN_ID
     done = run / "spikes.json"
@@ -153,37 +160,72 @@ def generate_full(cache: Path, rows: int, period_ns: int = 250_000) -> Path:
         for name in ("edge_ns", "detect_ns", "done_ns", "write_ns"):
             rec[name] += cycle0 * period_ns
         for i, (k, lat) in here.items():
-            p = np.diff(rec["detect_ns"][i - 1:i + 3])  # the periods ending at rows i, i + 1, i + 2
+            p = np.diff(rec["detect_ns"][i - 1 : i + 3])  # the periods ending at rows i, i + 1, i + 2
             expect.append((a + i + 1, int(p[1]), "max") if k else (a + i, int(p[0]), "max"))
             if lat:
                 expect.append((a + i + 1, int(p[1]), "min"))
         cycle0 = int(rec["cycle"][-1] + rec["missed"][-1]) + 1
         stats.add(rec)
-        writer.write_table(pa.table({c: rec[c] for c in rundir._ARROW_SCHEMA.names}, schema=rundir._ARROW_SCHEMA),
-                           row_group_size=rundir.ROW_GROUP_ROWS)
+        writer.write_table(
+            pa.table({c: rec[c] for c in rundir._ARROW_SCHEMA.names}, schema=rundir._ARROW_SCHEMA),
+            row_group_size=rundir.ROW_GROUP_ROWS,
+        )
         if a // GEN_CHUNK % 32 == 0:
             print(f"report_scale: {a + n:,} of {rows:,} rows ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     writer.close()
     seconds = cycle0 * period_ns / 1e9
-    config = {"period_ns": period_ns, "duration_ns": cycle0 * period_ns, "cpu": 1, "priority": 80, "profile": "rt",
-              "wait": "spin", "margin_ns": 50_000, "axes": 1, "motion": MotionConfig().to_dict(), "out_dir": str(cache),
-              "max_duration_ns": 72 * 3_600_000_000_000, "scenario": "synthetic-24h-all", "extra": {}, "samples": "all",
-              "late_threshold_ns": stats.rule.threshold_ns}
-    host = {"os": "linux", "hostname": "synthhost", "kernel": "6.1.0-synthetic-rt", "preemption": "PREEMPT_RT",
-            "cpu_model": "Synthetic CPU", "cpu_count": 2, "cmdline": "isolcpus=1", "clocksource": "tsc"}
-    summary = {"schema": SCHEMA, "run_id": FULL_RUN_ID, "scenario": "synthetic-24h-all",
-               "started_at": "2026-11-30T07:15:02+00:00", "finished_at": "2026-12-01T07:15:02+00:00",
-               "status": "complete", "partial_reason": None, "mode": "real-time", "config": config, "host": host,
-               "tuning": {"applied": [], "not_applied": [], "system_changes": [], "recovered_from_earlier_runs": []},
-               **stats.summary(), "ring": {"capacity": 65536, "overflows": 0},
-               "board": {"writes": rows, "missed_updates": sum(k for k, _ in spikes.values())},
-               "motion": {"not_computed": f"synthetic run: motion_impact over {rows:,} writes is not computed"}}
+    config = {
+        "period_ns": period_ns,
+        "duration_ns": cycle0 * period_ns,
+        "cpu": 1,
+        "priority": 80,
+        "profile": "rt",
+        "wait": "spin",
+        "margin_ns": 50_000,
+        "axes": 1,
+        "motion": MotionConfig().to_dict(),
+        "out_dir": str(cache),
+        "max_duration_ns": 72 * 3_600_000_000_000,
+        "scenario": "synthetic-24h-all",
+        "extra": {},
+        "samples": "all",
+        "late_threshold_ns": stats.rule.threshold_ns,
+    }
+    host = {
+        "os": "linux",
+        "hostname": "synthhost",
+        "kernel": "6.1.0-synthetic-rt",
+        "preemption": "PREEMPT_RT",
+        "cpu_model": "Synthetic CPU",
+        "cpu_count": 2,
+        "cmdline": "isolcpus=1",
+        "clocksource": "tsc",
+    }
+    summary = {
+        "schema": SCHEMA,
+        "run_id": FULL_RUN_ID,
+        "scenario": "synthetic-24h-all",
+        "started_at": "2026-11-30T07:15:02+00:00",
+        "finished_at": "2026-12-01T07:15:02+00:00",
+        "status": "complete",
+        "partial_reason": None,
+        "mode": "real-time",
+        "config": config,
+        "host": host,
+        "tuning": {"applied": [], "not_applied": [], "system_changes": [], "recovered_from_earlier_runs": []},
+        **stats.summary(),
+        "ring": {"capacity": 65536, "overflows": 0},
+        "board": {"writes": rows, "missed_updates": sum(k for k, _ in spikes.values())},
+        "motion": {"not_computed": f"synthetic run: motion_impact over {rows:,} writes is not computed"},
+    }
     write_json_atomic(run / "config.json", config)
     write_json_atomic(run / "host.json", host)
     write_json_atomic(run / rundir.STATS, stats.to_dict())
     write_json_atomic(run / "summary.json", RunSummary.read(summary, run).to_dict())
-    write_json_atomic(done, {"rows": rows, "seconds": seconds, "t0_ns": T0_NS, "expect": expect,
-                             "generate_s": time.perf_counter() - t0})
+    write_json_atomic(
+        done,
+        {"rows": rows, "seconds": seconds, "t0_ns": T0_NS, "expect": expect, "generate_s": time.perf_counter() - t0},
+    )
     return run
 
 
@@ -198,8 +240,12 @@ def measure_cli(run: Path, out_html: Path) -> dict:
         raise SystemExit(f"report_scale: softrt report failed:\n{proc.stderr[-3000:]}")
     fields = dict(line.strip().split(": ", 1) for line in proc.stderr.splitlines() if ": " in line)
     cpu = float(fields.get("User time (seconds)", 0)) + float(fields.get("System time (seconds)", 0))
-    return {"total_s": wall, "cpu_s": cpu, "peak_rss_mib": int(fields["Maximum resident set size (kbytes)"]) / 1024,
-            "html_mib": out_html.stat().st_size / 2**20}
+    return {
+        "total_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_mib": int(fields["Maximum resident set size (kbytes)"]) / 1024,
+        "html_mib": out_html.stat().st_size / 2**20,
+    }
 
 
 def check_envelope(run: Path) -> dict:
@@ -220,9 +266,16 @@ def check_envelope(run: Path) -> dict:
         got = int(s.hi[b] if side == "max" else s.lo[b])
         found.append({"row": row, "period_us": period / 1e3, "side": side, "in_envelope": got == period})
     worst = max(p for _, p, side in doc["expect"] if side == "max")
-    return {"load_s": time.perf_counter() - t0, "spikes": found, "all_spikes_drawn": all(f["in_envelope"] for f in found),
-            "envelope_max_is_worst": int(y.max()) == worst, "slices": int(s.t_s.size), "periods": s.n,
-            "note": next(iter(view.notes), ""), "motion_note": view.motion_note}
+    return {
+        "load_s": time.perf_counter() - t0,
+        "spikes": found,
+        "all_spikes_drawn": all(f["in_envelope"] for f in found),
+        "envelope_max_is_worst": int(y.max()) == worst,
+        "slices": int(s.t_s.size),
+        "periods": s.n,
+        "note": next(iter(view.notes), ""),
+        "motion_note": view.motion_note,
+    }
 
 
 def main_full(args) -> None:
@@ -237,18 +290,25 @@ def main_full(args) -> None:
         result = measure_cli(run, Path(tmp) / "report.html")
         result["says_downsampled"] = "drawn downsampled" in (Path(tmp) / "report.html").read_text()
     print("report_scale: checking the envelope …", file=sys.stderr)
-    result.update(check_envelope(run), rows=args.rows, samples_mib=samples_mib, generate_s=gen["generate_s"],
-                  cpu_count=os.cpu_count())
+    result.update(
+        check_envelope(run),
+        rows=args.rows,
+        samples_mib=samples_mib,
+        generate_s=gen["generate_s"],
+        cpu_count=os.cpu_count(),
+    )
     if args.delete:
         shutil.rmtree(run.parent)
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"| rows | samples.parquet | softrt report (s) | CPU (s) | peak RSS (MiB) | spikes drawn | downsampled note |\n"
-          f"|---|---|---|---|---|---|---|\n"
-          f"| {args.rows:,} | {samples_mib:,.0f} MiB | {result['total_s']:.1f} | {result['cpu_s']:.1f} | "
-          f"{result['peak_rss_mib']:,.0f} | {sum(f['in_envelope'] for f in result['spikes'])}/{len(result['spikes'])}"
-          f" | {'yes' if result['says_downsampled'] else 'NO'} |")
+    print(
+        f"| rows | samples.parquet | softrt report (s) | CPU (s) | peak RSS (MiB) | spikes drawn | downsampled note |\n"
+        f"|---|---|---|---|---|---|---|\n"
+        f"| {args.rows:,} | {samples_mib:,.0f} MiB | {result['total_s']:.1f} | {result['cpu_s']:.1f} | "
+        f"{result['peak_rss_mib']:,.0f} | {sum(f['in_envelope'] for f in result['spikes'])}/{len(result['spikes'])}"
+        f" | {'yes' if result['says_downsampled'] else 'NO'} |"
+    )
     print(result["note"])
 
 
@@ -259,13 +319,23 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="generate into this directory and keep it")
     ap.add_argument("--png", action="store_true", help="also export every plot as PNG")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
-    ap.add_argument("--late-24h", action="store_true",
-                    help="generate a 24 h run stored with --samples late instead (issue 10, benchmark c)")
-    ap.add_argument("--full-24h", action="store_true",
-                    help="issue 31: a day stored with --samples all (345.6 M rows), past the report's row budget")
+    ap.add_argument(
+        "--late-24h",
+        action="store_true",
+        help="generate a 24 h run stored with --samples late instead (issue 10, benchmark c)",
+    )
+    ap.add_argument(
+        "--full-24h",
+        action="store_true",
+        help="issue 31: a day stored with --samples all (345.6 M rows), past the report's row budget",
+    )
     ap.add_argument("--rows", type=int, default=ROWS_24H, help="rows of the --full-24h run (default: 24 h)")
-    ap.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "softrt-report-scale-full",
-                    help="where the --full-24h run is generated once and kept (default: %(default)s)")
+    ap.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "softrt-report-scale-full",
+        help="where the --full-24h run is generated once and kept (default: %(default)s)",
+    )
     ap.add_argument("--delete", action="store_true", help="delete the --full-24h run when done")
     args = ap.parse_args()
     if args.full_24h:
@@ -289,16 +359,25 @@ def main() -> None:
         cycles = json.loads((run / "summary.json").read_text())["cycles"]
         print("report_scale: building the report …", file=sys.stderr)
         result = measure(run, tmp_path / "report.html", tmp_path / "png" if args.png else None)
-        result.update({"cycles": cycles, "samples_mib": samples_mib, "generate_s": gen_s, "cpu_count": os.cpu_count(),
-                       "python": sys.version.split()[0]})
+        result.update(
+            {
+                "cycles": cycles,
+                "samples_mib": samples_mib,
+                "generate_s": gen_s,
+                "cpu_count": os.cpu_count(),
+                "python": sys.version.split()[0],
+            }
+        )
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"| cycles | samples.parquet | report (s) | of which imports (s) | CPU (s) | peak RSS (MiB) | HTML (MiB) | PNGs |\n"
-          f"|---|---|---|---|---|---|---|---|\n"
-          f"| {cycles:,} | {samples_mib:,.1f} MiB | {result['total_s']:.1f} | {result['import_s']:.1f} | "
-          f"{result['cpu_s']:.1f} | "
-          f"{result['peak_rss_mib']:,.0f} | {result['html_mib']:.2f} | {result['pngs']} |")
+    print(
+        f"| cycles | samples.parquet | report (s) | of which imports (s) | CPU (s) | peak RSS (MiB) | HTML (MiB) | PNGs |\n"
+        f"|---|---|---|---|---|---|---|---|\n"
+        f"| {cycles:,} | {samples_mib:,.1f} MiB | {result['total_s']:.1f} | {result['import_s']:.1f} | "
+        f"{result['cpu_s']:.1f} | "
+        f"{result['peak_rss_mib']:,.0f} | {result['html_mib']:.2f} | {result['pngs']} |"
+    )
 
 
 if __name__ == "__main__":

@@ -74,14 +74,15 @@ QS = (50.0, 99.0, 99.9)
 #: What spin_ref.c writes per cycle (its own layout: the bench maps it onto softrt's by name).
 C_FIELDS = ("seq", "cycle", "edge_ns", "detect_ns", "write_ns", "done_ns", "missed", "flags", "rtt_ns", "wkc")
 C_DTYPE = np.dtype([(name, "<i8") for name in C_FIELDS])
-TOOLS = ("softrt-sleep", "softrt-sleep-untraced", "cyclictest", "softrt-spin", "softrt-spin-untraced", "c-ref",
-         "oslat")
+TOOLS = ("softrt-sleep", "softrt-sleep-untraced", "cyclictest", "softrt-spin", "softrt-spin-untraced", "c-ref", "oslat")
 UNTRACED = "-untraced"  # the tool name's suffix for a run with --no-trace
 #: (comparison key, label, softrt tool, reference tool)
-PAIRS = (("sleep_vs_cyclictest", "sleep (traced) / cyclictest", "softrt-sleep", "cyclictest"),
-         ("sleep_untraced_vs_cyclictest", "sleep (untraced) / cyclictest", "softrt-sleep-untraced", "cyclictest"),
-         ("spin_vs_c", "spin (traced) / C ref", "softrt-spin", "c-ref"),
-         ("spin_untraced_vs_c", "spin (untraced) / C ref", "softrt-spin-untraced", "c-ref"))
+PAIRS = (
+    ("sleep_vs_cyclictest", "sleep (traced) / cyclictest", "softrt-sleep", "cyclictest"),
+    ("sleep_untraced_vs_cyclictest", "sleep (untraced) / cyclictest", "softrt-sleep-untraced", "cyclictest"),
+    ("spin_vs_c", "spin (traced) / C ref", "softrt-spin", "c-ref"),
+    ("spin_untraced_vs_c", "spin (untraced) / C ref", "softrt-spin-untraced", "c-ref"),
+)
 
 # Targets of issue 2. "Within X of the reference" is read one-sided: softrt may not be more than X
 # worse (softrt - reference <= X); softrt doing better than the reference is noise, not overhead.
@@ -108,8 +109,14 @@ def stats_from_values(values_ns: np.ndarray) -> dict:
         return {"n": 0, "p50": None, "p99": None, "p99_9": None, "max": None, "mean": None}
     v = values_ns.astype(np.float64) / 1e3
     p = np.percentile(v, QS)
-    return {"n": int(v.size), "p50": float(p[0]), "p99": float(p[1]), "p99_9": float(p[2]),
-            "max": float(v.max()), "mean": float(v.mean())}
+    return {
+        "n": int(v.size),
+        "p50": float(p[0]),
+        "p99": float(p[1]),
+        "p99_9": float(p[2]),
+        "max": float(v.max()),
+        "mean": float(v.mean()),
+    }
 
 
 def stats_from_hist(hist: dict, unit_us: float, overflow: int = 0, max_us: float | None = None) -> dict:
@@ -190,12 +197,14 @@ def machine_facts(cpu: int, cc: str) -> dict:
     hyper = None
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5).stdout
-        hyper = next((ln.split(":", 1)[1].strip() for ln in lscpu.splitlines()
-                      if ln.startswith("Hypervisor vendor")), None)
+        hyper = next(
+            (ln.split(":", 1)[1].strip() for ln in lscpu.splitlines() if ln.startswith("Hypervisor vendor")), None
+        )
     except (OSError, subprocess.SubprocessError):
         pass
-    mem_kb = next((int(ln.split()[1]) for ln in (read("/proc/meminfo", "") or "").splitlines()
-                   if ln.startswith("MemTotal")), None)
+    mem_kb = next(
+        (int(ln.split()[1]) for ln in (read("/proc/meminfo", "") or "").splitlines() if ln.startswith("MemTotal")), None
+    )
     return {
         "cpu_model": host.get("cpu_model"),
         "cpus_online": host.get("cpu_count"),
@@ -256,7 +265,7 @@ def foreign_rt_tasks(cpu: int) -> list[dict]:
             if not st:
                 continue
             try:
-                comm = st[st.index("(") + 1: st.rindex(")")]
+                comm = st[st.index("(") + 1 : st.rindex(")")]
                 f = st.rsplit(")", 1)[1].split()
                 flags, rtprio, policy = int(f[6]), int(f[37]), int(f[38])
             except (ValueError, IndexError):
@@ -387,7 +396,9 @@ class Throttling:
     @contextmanager
     def off(self):
         try:
-            self.journal.set(RT_RUNTIME, "-1", "bench: RT throttling would stall the spinning reference 50 ms every second")
+            self.journal.set(
+                RT_RUNTIME, "-1", "bench: RT throttling would stall the spinning reference 50 ms every second"
+            )
             yield
         finally:
             self.restore()
@@ -418,8 +429,11 @@ class Throttling:
         now = read(f"/{RT_RUNTIME}")
         if now != self.initial:
             holders = self.others_holding()
-            self.notes.append(f"sched_rt_runtime_us is {now}, {self.initial} when the bench started: set by "
-                              + (f"the live softrt run(s) {holders}" if holders else "another process") + "; left alone")
+            self.notes.append(
+                f"sched_rt_runtime_us is {now}, {self.initial} when the bench started: set by "
+                + (f"the live softrt run(s) {holders}" if holders else "another process")
+                + "; left alone"
+            )
         return now
 
 
@@ -454,8 +468,10 @@ class Bench:
             except (Interrupted, KeyboardInterrupt):
                 raise
             except Exception as err:  # noqa: BLE001 - e.g. softrt's code changed under a running bench
-                log(f"{tool}: failed ({type(err).__name__}: {err})"
-                    + ("; measuring again" if attempt < self.a.retries else "; skipped"))
+                log(
+                    f"{tool}: failed ({type(err).__name__}: {err})"
+                    + ("; measuring again" if attempt < self.a.retries else "; skipped")
+                )
                 self.failures.append(f"{tool}: {type(err).__name__}: {err}")
                 m = None
                 continue
@@ -466,16 +482,26 @@ class Bench:
             m["foreign_rt_tasks"] = [f"{t['comm']}[{t['pid']}]" for t in intruders]
             if not intruders:
                 return m
-            log(f"{tool}: another real-time task shared CPU {self.a.cpu} ({', '.join(m['foreign_rt_tasks'][:3])}); "
-                + ("measuring again" if attempt < self.a.retries else "kept, flagged"))
+            log(
+                f"{tool}: another real-time task shared CPU {self.a.cpu} ({', '.join(m['foreign_rt_tasks'][:3])}); "
+                + ("measuring again" if attempt < self.a.retries else "kept, flagged")
+            )
         if m is not None:
             m["contaminated"] = True
         return m
 
     def softrt_run(self, wait: str, period_ns: int, duration_s: float, axes: int = 1, trace: bool = False) -> dict:
-        cfg = RunConfig(period_ns=period_ns, duration_ns=int(round(duration_s * 1e9)), cpu=self.a.cpu,
-                        priority=self.a.priority, wait=wait, axes=axes, out_dir=self.tmp / "runs", trace=trace,
-                        scenario=f"bench-{wait}-{axes}ax-{period_ns}ns{'' if trace else UNTRACED}")
+        cfg = RunConfig(
+            period_ns=period_ns,
+            duration_ns=int(round(duration_s * 1e9)),
+            cpu=self.a.cpu,
+            priority=self.a.priority,
+            wait=wait,
+            axes=axes,
+            out_dir=self.tmp / "runs",
+            trace=trace,
+            scenario=f"bench-{wait}-{axes}ax-{period_ns}ns{'' if trace else UNTRACED}",
+        )
         # softrt needs the RT CPU in the caller's affinity; it moves itself off it during the run
         saved = os.sched_getaffinity(0)
         os.sched_setaffinity(0, set(get_platform().online_cpus()))
@@ -490,15 +516,25 @@ class Bench:
         if not self.a.keep:
             shutil.rmtree(res.path, ignore_errors=True)
         out = self._from_records(recs, period_ns)
-        out.update(status=s.status, mode=s.mode, partial_reason=s.partial_reason,
-                   ring_overflows=s.ring.overflows if s.ring is not None else None,
-                   not_applied=[item.to_dict() for item in s.tuning.not_applied])
+        out.update(
+            status=s.status,
+            mode=s.mode,
+            partial_reason=s.partial_reason,
+            ring_overflows=s.ring.overflows if s.ring is not None else None,
+            not_applied=[item.to_dict() for item in s.tuning.not_applied],
+        )
         return out
 
     def cref_run(self, period_ns: int, duration_s: float) -> dict:
         outfile = self.tmp / f"cref-{period_ns}.bin"
-        cmd = [str(self.cref_bin), str(period_ns), str(int(round(duration_s * 1e9))), str(self.a.cpu),
-               str(self.a.priority), str(outfile)]
+        cmd = [
+            str(self.cref_bin),
+            str(period_ns),
+            str(int(round(duration_s * 1e9))),
+            str(self.a.cpu),
+            str(self.a.priority),
+            str(outfile),
+        ]
         with self.throttling.off():
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=duration_s + 60)
         if r.returncode != 0:
@@ -524,8 +560,9 @@ class Bench:
             "stats": stats_from_values(latency),
             "process": stats_from_values(process),
             # the slack that 99.9 % of cycles have at least (its 0.1th percentile)
-            "slack_p99_9_us": None if not recs.size else float(np.percentile(
-                (recs["edge_ns"] + period_ns - recs["done_ns"]).astype(np.float64) / 1e3, 0.1)),
+            "slack_p99_9_us": None
+            if not recs.size
+            else float(np.percentile((recs["edge_ns"] + period_ns - recs["done_ns"]).astype(np.float64) / 1e3, 0.1)),
             "period_max_us": s["period_us"]["max"],
             "misses": s["misses"],
             "cycles": s["cycles"],
@@ -537,8 +574,22 @@ class Bench:
         jf = self.tmp / "cyclictest.json"
         interval_us = self.period_ns // 1000
         loops = max(2, int(round(duration_s * 1e6 / interval_us)))
-        cmd = ["cyclictest", "-m", "-p", str(self.a.priority), "-a", str(self.a.cpu), "-t", "1",
-               "-i", str(interval_us), "-l", str(loops), "-q", f"--json={jf}"]
+        cmd = [
+            "cyclictest",
+            "-m",
+            "-p",
+            str(self.a.priority),
+            "-a",
+            str(self.a.cpu),
+            "-t",
+            "1",
+            "-i",
+            str(interval_us),
+            "-l",
+            str(loops),
+            "-q",
+            f"--json={jf}",
+        ]
         if self.a.cyclictest_us:
             cmd += ["-h", "2000"]
             unit = 1.0
@@ -547,8 +598,7 @@ class Bench:
             unit = 1e-3
         if self.housekeeping:
             cmd.append(f"--mainaffinity={','.join(map(str, self.housekeeping))}")
-        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                           timeout=duration_s + 60)
+        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=duration_s + 60)
         if r.returncode != 0 or not jf.exists():
             raise RuntimeError(f"cyclictest failed ({r.returncode}): {r.stderr.strip()}")
         data = json.loads(jf.read_text())
@@ -560,13 +610,30 @@ class Bench:
         if self.a.cyclictest_us:  # a µs bucket k holds [k, k+1) µs (truncated): shift to mid-bucket
             for key in ("p50", "p99", "p99_9", "mean"):
                 stats[key] += 0.5
-        return {"stats": stats, "hist": hist, "unit_us": unit, "overflow": overflow,
-                "max_us": th["max"] * unit, "cmdline": " ".join(cmd)}
+        return {
+            "stats": stats,
+            "hist": hist,
+            "unit_us": unit,
+            "overflow": overflow,
+            "max_us": th["max"] * unit,
+            "cmdline": " ".join(cmd),
+        }
 
     def oslat_run(self, duration_s: float) -> dict:
         jf = self.tmp / "oslat.json"
-        cmd = ["oslat", "-c", str(self.a.cpu), "-f", str(self.a.priority), "-D", str(max(1, int(round(duration_s)))),
-               "-b", "1024", "-q", f"--json={jf}"]
+        cmd = [
+            "oslat",
+            "-c",
+            str(self.a.cpu),
+            "-f",
+            str(self.a.priority),
+            "-D",
+            str(max(1, int(round(duration_s)))),
+            "-b",
+            "1024",
+            "-q",
+            f"--json={jf}",
+        ]
         if self.housekeeping:
             cmd += ["-C", str(self.housekeeping[0])]
         with self.throttling.off():
@@ -579,7 +646,9 @@ class Bench:
         hist = {int(k): int(v) for k, v in th["histogram"].items()}
         stats = stats_from_hist(hist, 1.0, 0, float(th["max"]))
         dur = float(th.get("duration") or duration_s)
-        gaps = {f"ge_{g}us_per_s": round(sum(c for k, c in hist.items() if k >= g) / dur, 2) for g in (5, 10, 20, 50, 100)}
+        gaps = {
+            f"ge_{g}us_per_s": round(sum(c for k, c in hist.items() if k >= g) / dur, 2) for g in (5, 10, 20, 50, 100)
+        }
         # time taken from the spinning thread: every gap of 2 µs or more, at its bucket value
         gaps["stolen_pct"] = round(100.0 * sum(k * c for k, c in hist.items() if k >= 2) / (dur * 1e6), 3)
         return {"stats": stats, "hist": hist, "duration_s": dur, "gaps": gaps, "cmdline": " ".join(cmd)}
@@ -616,6 +685,7 @@ def hot_path_breakdown(period_ns: int) -> dict:
     gc.collect()
     gc.disable()
     try:
+
         def cost(stmt, glb, number=200_000, repeat=7) -> float:
             t = timeit.Timer(stmt, globals=glb)
             return round(min(t.repeat(repeat=repeat, number=number)) / number * 1e9, 1)
@@ -646,9 +716,11 @@ def hot_path_breakdown(period_ns: int) -> dict:
             def reset(hdr=hdr):  # bound now: the finally below deletes hdr
                 hdr[L.H_WRITE_IDX] = 0
                 hdr[L.H_READ_IDX] = 0
+
             nf = len(RECORD_DTYPE.names)
-            t = timeit.Timer(f"put({', '.join(str(i) for i in range(nf))})", setup="reset()",
-                             globals={"put": put, "reset": reset})
+            t = timeit.Timer(
+                f"put({', '.join(str(i) for i in range(nf))})", setup="reset()", globals={"put": put, "reset": reset}
+            )
             out[f"ring put() ({nf} slots)"] = round(min(t.repeat(repeat=7, number=200_000)) / 200_000 * 1e9, 1)
             reset()
             # One whole iteration with no waiting: a board whose edges are all in the past.
@@ -707,15 +779,17 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
     per_round = []
     for i, rd in enumerate(rounds):
         d = {m["tool"]: m for m in rd}
-        per_round.append({
-            "round": i + 1,
-            "order": [m["tool"] for m in rd],
-            "latency_us": {t: d[t]["stats"] for t in d},
-            **{key: compare(d.get(a, {}).get("stats"), d.get(b, {}).get("stats")) for key, _l, a, b in PAIRS},
-            "misses": {t: d[t]["misses"] for t in d if "misses" in d[t]},
-            "load_1min": {t: d[t]["load_1min"] for t in d},
-            "foreign_rt_tasks": {t: d[t]["foreign_rt_tasks"] for t in d if d[t]["foreign_rt_tasks"]},
-        })
+        per_round.append(
+            {
+                "round": i + 1,
+                "order": [m["tool"] for m in rd],
+                "latency_us": {t: d[t]["stats"] for t in d},
+                **{key: compare(d.get(a, {}).get("stats"), d.get(b, {}).get("stats")) for key, _l, a, b in PAIRS},
+                "misses": {t: d[t]["misses"] for t in d if "misses" in d[t]},
+                "load_1min": {t: d[t]["load_1min"] for t in d},
+                "foreign_rt_tasks": {t: d[t]["foreign_rt_tasks"] for t in d if d[t]["foreign_rt_tasks"]},
+            }
+        )
     pooled_pairs = {key: compare(pool.get(a), pool.get(b)) for key, _l, a, b in PAIRS}
 
     def median_of_rounds(key: str) -> dict:
@@ -723,6 +797,7 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
         if not rows:
             return {}
         return {k: float(np.median([r[k] for r in rows if r[k] is not None])) for k in rows[0]}
+
     medians = {key: median_of_rounds(key) for key, *_ in PAIRS}
     work = {}
     for ax in sorted(axes_runs):
@@ -755,9 +830,14 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
     targets = []
     for key, _label, _a, _b in PAIRS:  # the latency targets, for each mode, with their per-round pass counts
         mode = "untraced" if "untraced" in key else "traced"
-        for stat, name, lim in ((("d_p50", "p50 - cyclictest p50 (µs)", T_SLEEP_P50_DIFF_US),
-                                 ("x_p99", "p99 / cyclictest p99", T_SLEEP_P99_RATIO)) if key.startswith("sleep") else
-                                (("d_p50", "p50 - C p50 (µs)", T_SPIN_DIFF_US), ("d_p99", "p99 - C p99 (µs)", T_SPIN_DIFF_US))):
+        for stat, name, lim in (
+            (
+                ("d_p50", "p50 - cyclictest p50 (µs)", T_SLEEP_P50_DIFF_US),
+                ("x_p99", "p99 / cyclictest p99", T_SLEEP_P99_RATIO),
+            )
+            if key.startswith("sleep")
+            else (("d_p50", "p50 - C p50 (µs)", T_SPIN_DIFF_US), ("d_p99", "p99 - C p99 (µs)", T_SPIN_DIFF_US))
+        ):
             value = g(pooled_pairs[key], stat)
             t = tgt(f"{key.split('_')[0]} ({mode}) {name}", value, f"<= {lim}", value is not None and value <= lim)
             ok = [v <= lim for v in (r[key].get(stat) for r in per_round if r[key]) if v is not None]
@@ -766,14 +846,27 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
             t["median_of_rounds"] = medians[key].get(stat) if medians[key] else None
             targets.append(t)
     work_targets = [
-        tgt("work p99, 1 axis (µs)", g(w1, "p99"), f"<= {T_WORK_P99_1AXIS_US}",
-            g(w1, "p99") is not None and w1["p99"] <= T_WORK_P99_1AXIS_US),
-        tgt("work p99, 64 axes (µs)", g(w64, "p99"), f"<= {T_WORK_P99_64AXES_US}",
-            g(w64, "p99") is not None and w64["p99"] <= T_WORK_P99_64AXES_US)]
+        tgt(
+            "work p99, 1 axis (µs)",
+            g(w1, "p99"),
+            f"<= {T_WORK_P99_1AXIS_US}",
+            g(w1, "p99") is not None and w1["p99"] <= T_WORK_P99_1AXIS_US,
+        ),
+        tgt(
+            "work p99, 64 axes (µs)",
+            g(w64, "p99"),
+            f"<= {T_WORK_P99_64AXES_US}",
+            g(w64, "p99") is not None and w64["p99"] <= T_WORK_P99_64AXES_US,
+        ),
+    ]
     targets += [
         *work_targets,
-        tgt("sustained spin period (µs)", shortest, f"<= {T_SUSTAINED_US}",
-            shortest is not None and shortest <= T_SUSTAINED_US),
+        tgt(
+            "sustained spin period (µs)",
+            shortest,
+            f"<= {T_SUSTAINED_US}",
+            shortest is not None and shortest <= T_SUSTAINED_US,
+        ),
     ]
     for t, ax, lim in ((work_targets[0], 1, T_WORK_P99_1AXIS_US), (work_targets[1], 64, T_WORK_P99_64AXES_US)):
         vals = [m["process"]["p99"] for m in axes_runs.get(ax, []) if m["process"]["p99"] is not None]
@@ -784,10 +877,17 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
         "schema": "softrt.bench/1",
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "settings": {"rounds": args.rounds, "duration_s": args.duration, "period_us": args.period, "cpu": args.cpu,
-                     "priority": args.priority, "axes": args.axes, "search_duration_s": args.search_duration,
-                     "search_periods_us": args.search_periods,
-                     "cyclictest_histogram": "1 µs buckets (-h 2000)" if args.cyclictest_us else "1 ns buckets (-N -h 1000000)"},
+        "settings": {
+            "rounds": args.rounds,
+            "duration_s": args.duration,
+            "period_us": args.period,
+            "cpu": args.cpu,
+            "priority": args.priority,
+            "axes": args.axes,
+            "search_duration_s": args.search_duration,
+            "search_periods_us": args.search_periods,
+            "cyclictest_histogram": "1 µs buckets (-h 2000)" if args.cyclictest_us else "1 ns buckets (-N -h 1000000)",
+        },
         "machine": machine,
         "load_before": load_before,
         "load_after": load_after,
@@ -797,10 +897,13 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
         "oslat_gaps_per_s": oslat_gaps,
         "work_us": work,
         "work_rounds": {str(ax): [m["process"] for m in ms] for ax, ms in axes_runs.items()},
-        "sustained_period": {"shortest_us": shortest, "runs": search,
-                             "shortest_99_9_on_time_us": on_time,
-                             "floor_us": min(args.search_periods) if args.search_periods else None,
-                             "criterion": "miss cycles <= 2 x those of the C reference at the same period (adjacent run) + 3"},
+        "sustained_period": {
+            "shortest_us": shortest,
+            "runs": search,
+            "shortest_99_9_on_time_us": on_time,
+            "floor_us": min(args.search_periods) if args.search_periods else None,
+            "criterion": "miss cycles <= 2 x those of the C reference at the same period (adjacent run) + 3",
+        },
         "hot_path_ns": breakdown,
         "targets": targets,
         "notes": notes,
@@ -822,77 +925,153 @@ def render(res: dict, out) -> None:
 
     m = res["machine"]
     con.print(f"[bold]softrt hot-loop benchmark[/bold]  {res['finished_at']}  ({res['command']})")
-    con.print(f"{m['cpu_model']}, {m['cpus_online']} CPUs, hypervisor {m['hypervisor']}; kernel {m['kernel']} "
-              f"({m['preemption']}); clocksource {m['clocksource']}; {m['python']}; rt-tests {m['rt_tests']}")
+    con.print(
+        f"{m['cpu_model']}, {m['cpus_online']} CPUs, hypervisor {m['hypervisor']}; kernel {m['kernel']} "
+        f"({m['preemption']}); clocksource {m['clocksource']}; {m['python']}; rt-tests {m['rt_tests']}"
+    )
     s = res["settings"]
-    con.print(f"CPU {s['cpu']}, SCHED_FIFO {s['priority']}, period {s['period_us']} µs, {s['rounds']} rounds x "
-              f"{s['duration_s']} s; load before {res['load_before']}  after {res['load_after']}")
+    con.print(
+        f"CPU {s['cpu']}, SCHED_FIFO {s['priority']}, period {s['period_us']} µs, {s['rounds']} rounds x "
+        f"{s['duration_s']} s; load before {res['load_before']}  after {res['load_after']}"
+    )
 
-    t = table("Wake-up latency (µs): detect - edge (cyclictest: wake-up - programmed time; oslat: busy-poll gaps)",
-              ["round", "tool", "p50", "p99", "p99.9", "max", "cycles", "miss cycles", "load"])
+    t = table(
+        "Wake-up latency (µs): detect - edge (cyclictest: wake-up - programmed time; oslat: busy-poll gaps)",
+        ["round", "tool", "p50", "p99", "p99.9", "max", "cycles", "miss cycles", "load"],
+    )
     for rd in res["latency_us"]["rounds"]:
         for tool in rd["order"]:
             st = rd["latency_us"][tool]
             mc = rd["misses"].get(tool, {}).get("cycles_with_miss", "")
             flag = " *" if tool in rd["foreign_rt_tasks"] else ""
-            t.add_row(str(rd["round"]), tool + flag, fmt(st["p50"]), fmt(st["p99"]), fmt(st["p99_9"]), fmt(st["max"], 1),
-                      f"{st['n']:,}", str(mc), fmt(rd["load_1min"][tool]))
+            t.add_row(
+                str(rd["round"]),
+                tool + flag,
+                fmt(st["p50"]),
+                fmt(st["p99"]),
+                fmt(st["p99_9"]),
+                fmt(st["max"], 1),
+                f"{st['n']:,}",
+                str(mc),
+                fmt(rd["load_1min"][tool]),
+            )
     for tool in TOOLS:
         st = res["latency_us"]["pooled"].get(tool)
         if st:
-            t.add_row("pooled", f"[bold]{tool}[/bold]", fmt(st["p50"]), fmt(st["p99"]), fmt(st["p99_9"]),
-                      fmt(st["max"], 1), f"{st['n']:,}", "", "")
+            t.add_row(
+                "pooled",
+                f"[bold]{tool}[/bold]",
+                fmt(st["p50"]),
+                fmt(st["p99"]),
+                fmt(st["p99_9"]),
+                fmt(st["max"], 1),
+                f"{st['n']:,}",
+                "",
+                "",
+            )
     con.print(t)
 
-    t = table("softrt vs reference: difference (softrt - ref, µs) and ratio (softrt / ref); median = of the rounds",
-              ["round", "pair", "Δp50", "Δp99", "Δp99.9", "p50 ×", "p99 ×", "p99.9 ×", "max ×"])
-    rows = [(str(r["round"]), r) for r in res["latency_us"]["rounds"]] + [("median", res["median_of_rounds"]),
-                                                                          ("pooled", None)]
+    t = table(
+        "softrt vs reference: difference (softrt - ref, µs) and ratio (softrt / ref); median = of the rounds",
+        ["round", "pair", "Δp50", "Δp99", "Δp99.9", "p50 ×", "p99 ×", "p99.9 ×", "max ×"],
+    )
+    rows = [(str(r["round"]), r) for r in res["latency_us"]["rounds"]] + [
+        ("median", res["median_of_rounds"]),
+        ("pooled", None),
+    ]
     for label, r in rows:
         for key, pair, _a, _b in PAIRS:
             c = r.get(key) if r is not None else res[key]
             if c:
-                t.add_row(label, pair, fmt(c["d_p50"]), fmt(c["d_p99"]), fmt(c["d_p99_9"]), fmt(c["x_p50"]),
-                          fmt(c["x_p99"]), fmt(c["x_p99_9"]), fmt(c["x_max"]))
+                t.add_row(
+                    label,
+                    pair,
+                    fmt(c["d_p50"]),
+                    fmt(c["d_p99"]),
+                    fmt(c["d_p99_9"]),
+                    fmt(c["x_p50"]),
+                    fmt(c["x_p99"]),
+                    fmt(c["x_p99_9"]),
+                    fmt(c["x_max"]),
+                )
     con.print(t)
 
     if res["oslat_gaps_per_s"]:
-        t = table("oslat: busy-poll gaps per second on the CPU, and the share of time they took (context)",
-                  ["round", "≥5 µs", "≥10 µs", "≥20 µs", "≥50 µs", "≥100 µs", "stolen %"])
+        t = table(
+            "oslat: busy-poll gaps per second on the CPU, and the share of time they took (context)",
+            ["round", "≥5 µs", "≥10 µs", "≥20 µs", "≥50 µs", "≥100 µs", "stolen %"],
+        )
         for i, gp in enumerate(res["oslat_gaps_per_s"]):
-            t.add_row(str(i + 1), *[fmt(gp[f"ge_{g}us_per_s"], 1) for g in (5, 10, 20, 50, 100)],
-                      fmt(gp.get("stolen_pct"), 3))
+            t.add_row(
+                str(i + 1), *[fmt(gp[f"ge_{g}us_per_s"], 1) for g in (5, 10, 20, 50, 100)], fmt(gp.get("stolen_pct"), 3)
+            )
         con.print(t)
 
-    t = table(f"Per-cycle work (process = done - detect: write + next target), spin at {s['period_us']} µs, pooled, "
-              "untraced unless said",
-              ["axes", "p50", "p99", "p99.9", "max", "cycles"])
+    t = table(
+        f"Per-cycle work (process = done - detect: write + next target), spin at {s['period_us']} µs, pooled, "
+        "untraced unless said",
+        ["axes", "p50", "p99", "p99.9", "max", "cycles"],
+    )
     for ax, st in res["work_us"].items():
         if st:
-            t.add_row(ax if ax != "c-ref" else "1 (C ref)", fmt(st["p50"]), fmt(st["p99"]), fmt(st["p99_9"]),
-                      fmt(st["max"], 1), f"{st['n']:,}")
+            t.add_row(
+                ax if ax != "c-ref" else "1 (C ref)",
+                fmt(st["p50"]),
+                fmt(st["p99"]),
+                fmt(st["p99_9"]),
+                fmt(st["max"], 1),
+                f"{st['n']:,}",
+            )
     con.print(t)
-    con.print("work p99 per round (µs): " + "; ".join(
-        f"{ax} ax: " + ", ".join(fmt(x["p99"]) for x in v) for ax, v in res["work_rounds"].items()))
+    con.print(
+        "work p99 per round (µs): "
+        + "; ".join(f"{ax} ax: " + ", ".join(fmt(x["p99"]) for x in v) for ax, v in res["work_rounds"].items())
+    )
 
     sp = res["sustained_period"]
     if sp["runs"]:
-        t = table(f"Shortest sustained spin period: {sp['criterion']}",
-                  ["period µs", "miss cyc", "missed upd", "slack 0.1%", "lat p99", "work p99", "C miss cyc",
-                   "C slack 0.1%", "tries", "sustained"])
+        t = table(
+            f"Shortest sustained spin period: {sp['criterion']}",
+            [
+                "period µs",
+                "miss cyc",
+                "missed upd",
+                "slack 0.1%",
+                "lat p99",
+                "work p99",
+                "C miss cyc",
+                "C slack 0.1%",
+                "tries",
+                "sustained",
+            ],
+        )
         for row in sp["runs"]:
-            t.add_row(fmt(row["period_us"], 0), str(row["softrt_miss_cycles"]), str(row["softrt_missed_updates"]),
-                      fmt(row["softrt_slack_p99_9_us"]), fmt(row["softrt_latency_p99_us"]),
-                      fmt(row["softrt_process_p99_us"]), str(row["c_miss_cycles"]), fmt(row["c_slack_p99_9_us"]),
-                      str(row["attempts"]) if row["attempts"] == 1 else "{} ({})".format(row["attempts"], ", ".join(
-                          "{}/{}".format(t["softrt_miss_cycles"], t["c_miss_cycles"]) for t in row["tries"])),
-                      ("yes" + ("" if row["c_on_time_99_9"] else " (machine-limited)")) if row["sustained"]
-                      else f"no: {row['why']}")
+            t.add_row(
+                fmt(row["period_us"], 0),
+                str(row["softrt_miss_cycles"]),
+                str(row["softrt_missed_updates"]),
+                fmt(row["softrt_slack_p99_9_us"]),
+                fmt(row["softrt_latency_p99_us"]),
+                fmt(row["softrt_process_p99_us"]),
+                str(row["c_miss_cycles"]),
+                fmt(row["c_slack_p99_9_us"]),
+                str(row["attempts"])
+                if row["attempts"] == 1
+                else "{} ({})".format(
+                    row["attempts"],
+                    ", ".join("{}/{}".format(t["softrt_miss_cycles"], t["c_miss_cycles"]) for t in row["tries"]),
+                ),
+                ("yes" + ("" if row["c_on_time_99_9"] else " (machine-limited)"))
+                if row["sustained"]
+                else f"no: {row['why']}",
+            )
         con.print(t)
         ot = sp["shortest_99_9_on_time_us"]
-        con.print(f"shortest sustained period (no self-caused misses): softrt {fmt(sp['shortest_us'], 0)} µs "
-                  f"(floor of the search {fmt(sp['floor_us'], 0)} µs); with >= 99.9 % of cycles on time: softrt "
-                  f"{fmt(ot['softrt'], 0)} µs, C reference {fmt(ot['c'], 0)} µs")
+        con.print(
+            f"shortest sustained period (no self-caused misses): softrt {fmt(sp['shortest_us'], 0)} µs "
+            f"(floor of the search {fmt(sp['floor_us'], 0)} µs); with >= 99.9 % of cycles on time: softrt "
+            f"{fmt(ot['softrt'], 0)} µs, C reference {fmt(ot['c'], 0)} µs"
+        )
 
     if res["hot_path_ns"]:
         t = table("Hot-path cost per call (ns, CPython, min of 7 repeats, not real-time)", ["piece", "ns"])
@@ -900,12 +1079,20 @@ def render(res: dict, out) -> None:
             t.add_row(k, fmt(v, 1))
         con.print(t)
 
-    t = table("Targets (value and met: pooled over rounds)", ["target", "value", "limit", "rounds met",
-                                                              "median of rounds", "met"])
+    t = table(
+        "Targets (value and met: pooled over rounds)",
+        ["target", "value", "limit", "rounds met", "median of rounds", "met"],
+    )
     for tg in res["targets"]:
         met = "-" if tg["met"] is None else ("[green]yes[/green]" if tg["met"] else "[red]NO[/red]")
-        t.add_row(tg["target"], fmt(tg["value"]), tg["limit"], tg.get("rounds_met", ""),
-                  fmt(tg.get("median_of_rounds")) if "median_of_rounds" in tg else "", met)
+        t.add_row(
+            tg["target"],
+            fmt(tg["value"]),
+            tg["limit"],
+            tg.get("rounds_met", ""),
+            fmt(tg.get("median_of_rounds")) if "median_of_rounds" in tg else "",
+            met,
+        )
     con.print(t)
     for n in res["notes"]:
         con.print(f"note: {n}")
@@ -925,33 +1112,61 @@ def strip_raw(obj):
 
 # --- main ------------------------------------------------------------------------------------
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--rounds", type=int, default=3, help="alternated rounds (default 3)")
     p.add_argument("--duration", type=float, default=5.0, help="seconds per measurement (default 5)")
     p.add_argument("--period", type=float, default=250.0, help="cycle period in µs (default 250, cyclictest -i)")
     p.add_argument("--cpu", type=int, default=None, help="the real-time CPU (default: the last online CPU)")
     p.add_argument("--priority", type=int, default=80, help="SCHED_FIFO priority (default 80)")
-    p.add_argument("--axes", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 64],
-                   help="axis counts for the work-time runs (default 1,8,64)")
-    p.add_argument("--search-periods", type=lambda s: [float(x) for x in s.split(",")],
-                   default=[100, 50, 30, 20, 15, 10, 8, 6, 5], help="periods (µs) tried, longest first")
+    p.add_argument(
+        "--axes",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[1, 8, 64],
+        help="axis counts for the work-time runs (default 1,8,64)",
+    )
+    p.add_argument(
+        "--search-periods",
+        type=lambda s: [float(x) for x in s.split(",")],
+        default=[100, 50, 30, 20, 15, 10, 8, 6, 5],
+        help="periods (µs) tried, longest first",
+    )
     p.add_argument("--search-duration", type=float, default=2.0, help="seconds per sustained-period run (default 2)")
-    p.add_argument("--search-attempts", type=int, default=3,
-                   help="pairs measured at a period before it counts as not sustained (default 3)")
-    p.add_argument("--modes", default=[True, False], help="softrt's modes: traced (its default: what users get), "
-                   "untraced (--no-trace: the loop's own cost; the work and sustained-period runs use it); default both",
-                   type=lambda v: [{"traced": True, "untraced": False}[m] for m in v.split(",")])
+    p.add_argument(
+        "--search-attempts",
+        type=int,
+        default=3,
+        help="pairs measured at a period before it counts as not sustained (default 3)",
+    )
+    p.add_argument(
+        "--modes",
+        default=[True, False],
+        help="softrt's modes: traced (its default: what users get), "
+        "untraced (--no-trace: the loop's own cost; the work and sustained-period runs use it); default both",
+        type=lambda v: [{"traced": True, "untraced": False}[m] for m in v.split(",")],
+    )
     p.add_argument("--no-search", action="store_true", help="skip the sustained-period search")
     p.add_argument("--no-oslat", action="store_true", help="skip oslat")
     p.add_argument("--no-breakdown", action="store_true", help="skip the hot-path cost breakdown")
-    p.add_argument("--cyclictest-us", action="store_true",
-                   help="cyclictest with 1 µs buckets (-h 2000, percentiles mid-bucket) instead of 1 ns (-N)")
-    p.add_argument("--quiet-wait", type=float, default=600.0,
-                   help="seconds to wait, before each measurement, for other real-time tasks to leave the CPU")
+    p.add_argument(
+        "--cyclictest-us",
+        action="store_true",
+        help="cyclictest with 1 µs buckets (-h 2000, percentiles mid-bucket) instead of 1 ns (-N)",
+    )
+    p.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=600.0,
+        help="seconds to wait, before each measurement, for other real-time tasks to leave the CPU",
+    )
     p.add_argument("--retries", type=int, default=2, help="re-measure when another RT task shared the CPU (default 2)")
-    p.add_argument("--max-load", type=float, default=0.0,
-                   help="before starting, wait (up to --load-wait s) for the 1-min load to drop below this")
+    p.add_argument(
+        "--max-load",
+        type=float,
+        default=0.0,
+        help="before starting, wait (up to --load-wait s) for the 1-min load to drop below this",
+    )
     p.add_argument("--load-wait", type=float, default=900.0)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout (progress on stderr)")
     p.add_argument("--save", type=Path, default=None, help="also write the JSON result to this file")
@@ -978,6 +1193,7 @@ def main(argv=None) -> int:
 
     def on_term(signum, frame):
         raise Interrupted()
+
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
 
@@ -1000,8 +1216,9 @@ def main(argv=None) -> int:
     bench = None
     try:
         cref_bin = tmp / "spin_ref"
-        cc = subprocess.run([args.cc, "-O2", "-Wall", "-o", str(cref_bin), str(SPIN_REF_C)],
-                            capture_output=True, text=True)
+        cc = subprocess.run(
+            [args.cc, "-O2", "-Wall", "-o", str(cref_bin), str(SPIN_REF_C)], capture_output=True, text=True
+        )
         if cc.returncode != 0:
             raise RuntimeError(f"compiling {SPIN_REF_C} failed:\n{cc.stderr}")
         machine = machine_facts(args.cpu, args.cc)
@@ -1011,10 +1228,17 @@ def main(argv=None) -> int:
             log("hot-path cost breakdown")
             breakdown = hot_path_breakdown(pn)
         for r in range(args.rounds):
-            groups = [[(f"softrt-{wait}{'' if trace else UNTRACED}", bench.softrt_run, wait, pn, args.duration, 1, trace)
-                       for trace in args.modes] + [ref] for wait, ref in
-                      (("sleep", ("cyclictest", bench.cyclictest_run, args.duration)),
-                       ("spin", ("c-ref", bench.cref_run, pn, args.duration)))]
+            groups = [
+                [
+                    (f"softrt-{wait}{'' if trace else UNTRACED}", bench.softrt_run, wait, pn, args.duration, 1, trace)
+                    for trace in args.modes
+                ]
+                + [ref]
+                for wait, ref in (
+                    ("sleep", ("cyclictest", bench.cyclictest_run, args.duration)),
+                    ("spin", ("c-ref", bench.cref_run, pn, args.duration)),
+                )
+            ]
             seq = [x for group in groups for x in (group if r % 2 == 0 else group[::-1])]  # A B, then B A
             if not args.no_oslat:
                 seq.append(("oslat", bench.oslat_run, args.duration))
@@ -1038,10 +1262,13 @@ def main(argv=None) -> int:
                     axes_runs.setdefault(ax, []).append(m)
         if not args.no_search:
             from softrt.schema.config import MIN_PERIOD_NS
+
             too_short = [p for p in args.search_periods if p * 1000 < MIN_PERIOD_NS]
             if too_short:
-                notes.append(f"search periods below softrt's shortest accepted period ({MIN_PERIOD_NS / 1000:g} µs) "
-                             f"skipped: {too_short}")
+                notes.append(
+                    f"search periods below softrt's shortest accepted period ({MIN_PERIOD_NS / 1000:g} µs) "
+                    f"skipped: {too_short}"
+                )
                 args.search_periods = [p for p in args.search_periods if p * 1000 >= MIN_PERIOD_NS]
             fails = 0
             for p_us in args.search_periods:
@@ -1056,26 +1283,38 @@ def main(argv=None) -> int:
                     if sr is None or cr is None:
                         break
                     ok, why = sustained_verdict(sr, cr)
-                    tries.append({"softrt_miss_cycles": sr["misses"]["cycles_with_miss"],
-                                  "c_miss_cycles": cr["misses"]["cycles_with_miss"], "sustained": ok})
+                    tries.append(
+                        {
+                            "softrt_miss_cycles": sr["misses"]["cycles_with_miss"],
+                            "c_miss_cycles": cr["misses"]["cycles_with_miss"],
+                            "sustained": ok,
+                        }
+                    )
                     if ok:
                         break
                 if sr is None or cr is None:
                     break
-                search.append({
-                    "period_us": p_us, "sustained": ok, "why": why, "attempts": attempt + 1, "tries": tries,
-                    "softrt_on_time_99_9": on_time_999(sr), "c_on_time_99_9": on_time_999(cr),
-                    "softrt_miss_cycles": sr["misses"]["cycles_with_miss"],
-                    "softrt_missed_updates": sr["misses"]["missed_updates"],
-                    "softrt_slack_p99_9_us": sr["slack_p99_9_us"],
-                    "softrt_latency_p99_us": sr["stats"]["p99"],
-                    "softrt_process_p99_us": sr["process"]["p99"],
-                    "softrt_cycles": sr["cycles"],
-                    "c_miss_cycles": cr["misses"]["cycles_with_miss"],
-                    "c_slack_p99_9_us": cr["slack_p99_9_us"],
-                    "c_cycles": cr["cycles"],
-                    "foreign_rt_tasks": sorted(set(sr["foreign_rt_tasks"] + cr["foreign_rt_tasks"])),
-                })
+                search.append(
+                    {
+                        "period_us": p_us,
+                        "sustained": ok,
+                        "why": why,
+                        "attempts": attempt + 1,
+                        "tries": tries,
+                        "softrt_on_time_99_9": on_time_999(sr),
+                        "c_on_time_99_9": on_time_999(cr),
+                        "softrt_miss_cycles": sr["misses"]["cycles_with_miss"],
+                        "softrt_missed_updates": sr["misses"]["missed_updates"],
+                        "softrt_slack_p99_9_us": sr["slack_p99_9_us"],
+                        "softrt_latency_p99_us": sr["stats"]["p99"],
+                        "softrt_process_p99_us": sr["process"]["p99"],
+                        "softrt_cycles": sr["cycles"],
+                        "c_miss_cycles": cr["misses"]["cycles_with_miss"],
+                        "c_slack_p99_9_us": cr["slack_p99_9_us"],
+                        "c_cycles": cr["cycles"],
+                        "foreign_rt_tasks": sorted(set(sr["foreign_rt_tasks"] + cr["foreign_rt_tasks"])),
+                    }
+                )
                 fails = 0 if ok else fails + 1
                 if fails >= 2:
                     break

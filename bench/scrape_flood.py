@@ -65,10 +65,31 @@ def one_round(args, rt_cpu: int) -> dict:
     env = dict(os.environ)
     if args.src:
         env["PYTHONPATH"] = args.src
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--duration", f"{args.duration}s", "--wait",
-                             "sleep", "--cpu", str(rt_cpu), "--json", "--metrics-port", "0", "--metrics-linger", "0",
-                             "--out-dir", args.out_dir], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--duration",
+            f"{args.duration}s",
+            "--wait",
+            "sleep",
+            "--cpu",
+            str(rt_cpu),
+            "--json",
+            "--metrics-port",
+            "0",
+            "--metrics-linger",
+            "0",
+            "--out-dir",
+            args.out_dir,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     url, said = None, []
     for line in proc.stderr:
         said.append(line)
@@ -86,8 +107,9 @@ def one_round(args, rt_cpu: int) -> dict:
     reader.start()
     stop, count = threading.Event(), []
     housekeeping = set(os.sched_getaffinity(0)) - {rt_cpu}
-    clients = [threading.Thread(target=_flood, args=(url, stop, count, housekeeping), daemon=True)
-               for _ in range(args.clients)]
+    clients = [
+        threading.Thread(target=_flood, args=(url, stop, count, housekeeping), daemon=True) for _ in range(args.clients)
+    ]
     for c in clients:
         c.start()
     ours: set[int] = set()
@@ -119,12 +141,17 @@ def one_round(args, rt_cpu: int) -> dict:
     why = summary.get("why_late") or {}
     mine = [c for c in why.get("culprits") or [] if c.get("kind") == "thread" and c.get("id") in ours]
     culprit = (summary.get("verdict") or {}).get("culprit") or {}
-    return {"scrapes": len(count), "threads_on_rt_cpu": sorted(f"{name} ({tid})" for (_, tid), name in on_rt.items()),
-            "late_cycles": why.get("late_cycles"), "softrt_culprit_us": round(sum(c["total_us"] for c in mine), 1),
-            "softrt_culprit_cycles": sum(c.get("cycles") or 0 for c in mine),
-            "main_culprit": f"{culprit.get('kind')}: {culprit.get('source')}" if culprit else None,
-            "supervisor_affinity": [a["detail"] for a in summary["tuning"]["applied"]
-                                    if a["what"] == "supervisor_affinity"]}
+    return {
+        "scrapes": len(count),
+        "threads_on_rt_cpu": sorted(f"{name} ({tid})" for (_, tid), name in on_rt.items()),
+        "late_cycles": why.get("late_cycles"),
+        "softrt_culprit_us": round(sum(c["total_us"] for c in mine), 1),
+        "softrt_culprit_cycles": sum(c.get("cycles") or 0 for c in mine),
+        "main_culprit": f"{culprit.get('kind')}: {culprit.get('source')}" if culprit else None,
+        "supervisor_affinity": [
+            a["detail"] for a in summary["tuning"]["applied"] if a["what"] == "supervisor_affinity"
+        ],
+    }
 
 
 def _cmdline(p: psutil.Process) -> list[str]:
@@ -149,9 +176,11 @@ def main() -> None:
         print(json.dumps(rounds, indent=2))
         return
     for i, r in enumerate(rounds, 1):
-        print(f"round {i}: {r['scrapes']:,} scrapes by {args.clients} clients; late cycles {r['late_cycles']}; "
-              f"softrt threads as culprits: {r['softrt_culprit_cycles']} late cycles, {r['softrt_culprit_us']:,} µs; "
-              f"main culprit {r['main_culprit']}")
+        print(
+            f"round {i}: {r['scrapes']:,} scrapes by {args.clients} clients; late cycles {r['late_cycles']}; "
+            f"softrt threads as culprits: {r['softrt_culprit_cycles']} late cycles, {r['softrt_culprit_us']:,} µs; "
+            f"main culprit {r['main_culprit']}"
+        )
         print(f"  threads other than the loop allowed on CPU {rt_cpu}: {', '.join(r['threads_on_rt_cpu']) or 'none'}")
         print(f"  applied: supervisor_affinity ({'; '.join(r['supervisor_affinity']) or 'NOT APPLIED'})")
 

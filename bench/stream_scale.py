@@ -37,7 +37,7 @@ from softrt.session.collect import Collector
 from softrt.store.rundir import RunDir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/synthetic.py
-from tests.synthetic import synthetic_records  # noqa: E402
+from tests.synthetic import synthetic_records
 
 PERIOD_NS = 250_000
 TEMPLATES = 8
@@ -146,12 +146,21 @@ def day(hours: float, chunk: int) -> dict:
     summary_s = time.perf_counter() - t
     ok = m.cycles == feed.fed and m.records_missing == feed.missing and m.misses.missed_updates == feed.missed
     return {
-        "hours": hours, "chunk_records": chunk, "records": feed.fed,
-        "wall_s": wall, "cpu_s": cpu, "shift_wall_s": gen_wall, "shift_cpu_s": gen_cpu,
-        "pass_cpu_s": cpu - gen_cpu, "records_per_s_cpu": feed.fed / cpu,
-        "summary_and_json_s": summary_s, "stats_json_bytes": len(doc),
+        "hours": hours,
+        "chunk_records": chunk,
+        "records": feed.fed,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "shift_wall_s": gen_wall,
+        "shift_cpu_s": gen_cpu,
+        "pass_cpu_s": cpu - gen_cpu,
+        "records_per_s_cpu": feed.fed / cpu,
+        "summary_and_json_s": summary_s,
+        "stats_json_bytes": len(doc),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "checked": ok, "period_us": m.period_us.to_dict(), "records_missing": m.records_missing,
+        "checked": ok,
+        "period_us": m.period_us.to_dict(),
+        "records_missing": m.records_missing,
         "missed_updates": m.misses.missed_updates,
     }
 
@@ -173,15 +182,19 @@ def main() -> int:
         print(json.dumps(result, indent=2))
         return 0
     for chunk, r in result.get("collector", {}).items():
-        print(f"(a) chunks of {chunk:>5} records: " + ", ".join(
-            f"{k} {wall / 1e6:.2f} M/s wall, {cpu / 1e6:.2f} M/s CPU" for k, (wall, cpu) in r.items()))
+        print(
+            f"(a) chunks of {chunk:>5} records: "
+            + ", ".join(f"{k} {wall / 1e6:.2f} M/s wall, {cpu / 1e6:.2f} M/s CPU" for k, (wall, cpu) in r.items())
+        )
     d = result["day"]
     print(f"    peak RSS above is after (b) alone ({d['peak_rss_mib']:.0f} MiB)")
-    print(f"(b) {d['hours']:g} h = {d['records']:,} records in chunks of {d['chunk_records']}: "
-          f"{d['wall_s']:.1f} s wall, {d['cpu_s']:.1f} s CPU (of which shifting the templates "
-          f"{d['shift_cpu_s']:.1f} s CPU), {d['records_per_s_cpu'] / 1e6:.2f} M records/s CPU; peak RSS "
-          f"{d['peak_rss_mib']:.0f} MiB; summary + stats.json {d['summary_and_json_s'] * 1e3:.0f} ms, "
-          f"{d['stats_json_bytes']:,} bytes; result checked: {d['checked']}")
+    print(
+        f"(b) {d['hours']:g} h = {d['records']:,} records in chunks of {d['chunk_records']}: "
+        f"{d['wall_s']:.1f} s wall, {d['cpu_s']:.1f} s CPU (of which shifting the templates "
+        f"{d['shift_cpu_s']:.1f} s CPU), {d['records_per_s_cpu'] / 1e6:.2f} M records/s CPU; peak RSS "
+        f"{d['peak_rss_mib']:.0f} MiB; summary + stats.json {d['summary_and_json_s'] * 1e3:.0f} ms, "
+        f"{d['stats_json_bytes']:,} bytes; result checked: {d['checked']}"
+    )
     print(f"    period µs: {d['period_us']}")
     print(f"load (1 min) before {result['load_1min_before']}, after {result['load_1min_after']}", file=sys.stderr)
     return 0 if d["checked"] else 1

@@ -90,8 +90,18 @@ def run_case(case: str, seeds: int, hours: float) -> dict:
     for seed in range(seeds):
         values, idx, cycles, xi, truth = make(case, seed, hours)
         start = time.perf_counter()
-        tail, reason = analyse(values, idx * PERIOD_S, deadline_us=1e6, hours=hours, cycles=cycles,
-                               series="period_us", threshold_us=None, gap_s=0.010, target_per_h=1 / 8766, seed=seed)
+        tail, reason = analyse(
+            values,
+            idx * PERIOD_S,
+            deadline_us=1e6,
+            hours=hours,
+            cycles=cycles,
+            series="period_us",
+            threshold_us=None,
+            gap_s=0.010,
+            target_per_h=1 / 8766,
+            seed=seed,
+        )
         spent += time.perf_counter() - start
         day = next(r for r in tail.return_levels if r.every_h == 24)
         a = tail.xi.low <= xi <= tail.xi.high
@@ -103,9 +113,17 @@ def run_case(case: str, seeds: int, hours: float) -> dict:
             xi_ok, day_ok = xi_ok + a, day_ok + b
         clusters.append(tail.clusters)
     kept = seeds - refused
-    return {"case": case, "seeds": seeds, "refused": refused, "xi": xi_in / seeds, "day": day_in / seeds,
-            "xi_kept": xi_ok / kept if kept else float("nan"), "day_kept": day_ok / kept if kept else float("nan"),
-            "clusters": float(np.median(clusters)), "s_per_fit": spent / seeds}
+    return {
+        "case": case,
+        "seeds": seeds,
+        "refused": refused,
+        "xi": xi_in / seeds,
+        "day": day_in / seeds,
+        "xi_kept": xi_ok / kept if kept else float("nan"),
+        "day_kept": day_ok / kept if kept else float("nan"),
+        "clusters": float(np.median(clusters)),
+        "s_per_fit": spent / seeds,
+    }
 
 
 def main() -> None:
@@ -115,12 +133,14 @@ def main() -> None:
     ap.add_argument("--cases", nargs="*", default=CASES)
     args = ap.parse_args()
     print(f"{args.hours} h per run at 250 µs, 95 % intervals; coverage over all seeds (accepted seeds only)")
-    print(f"{'case':<12} {'seeds':>5} {'refused':>7} {'ξ cover':>15} {'1/day cover':>15} {'clusters':>8} "
-          f"{'s/fit':>6}")
+    print(f"{'case':<12} {'seeds':>5} {'refused':>7} {'ξ cover':>15} {'1/day cover':>15} {'clusters':>8} {'s/fit':>6}")
     for case in args.cases:
         r = run_case(case, args.seeds, args.hours)
-        print(f"{r['case']:<12} {r['seeds']:>5} {r['refused']:>7} {r['xi']:>7.1%} ({r['xi_kept']:>5.1%}) "
-              f"{r['day']:>7.1%} ({r['day_kept']:>5.1%}) {r['clusters']:>8.0f} {r['s_per_fit']:>6.2f}", flush=True)
+        print(
+            f"{r['case']:<12} {r['seeds']:>5} {r['refused']:>7} {r['xi']:>7.1%} ({r['xi_kept']:>5.1%}) "
+            f"{r['day']:>7.1%} ({r['day_kept']:>5.1%}) {r['clusters']:>8.0f} {r['s_per_fit']:>6.2f}",
+            flush=True,
+        )
     sys.stdout.flush()
 
 

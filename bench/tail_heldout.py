@@ -53,8 +53,9 @@ def _cpu() -> int:
 
 
 def _run(out: Path, seconds: float):
-    config = RunConfig(duration_ns=int(seconds * 1e9), wait="spin", cpu=_cpu(), priority=80, out_dir=out,
-                       keep_late=100_000)
+    config = RunConfig(
+        duration_ns=int(seconds * 1e9), wait="spin", cpu=_cpu(), priority=80, out_dir=out, keep_late=100_000
+    )
     for _ in range(300):
         try:
             return run(config)
@@ -92,9 +93,15 @@ def heldout(path: Path, windows: int) -> list[dict]:
         level = float(peaks[4])
         tail = fit_tail(v1, t1, deadline_us=level, hours=half_h, cycles=half_cycles)
         observed = decluster(values[second], (times_ns[second] - t0) / 1e9, level, GAP_S, None).count
-        row = {"window": w, "level_us": round(level, 1), "observed": observed, "refused": tail.refused,
-               "xi": None if tail.xi is None else [round(tail.xi.estimate, 2), round(tail.xi.low, 2),
-                                                   round(tail.xi.high, 2)]}
+        row = {
+            "window": w,
+            "level_us": round(level, 1),
+            "observed": observed,
+            "refused": tail.refused,
+            "xi": None
+            if tail.xi is None
+            else [round(tail.xi.estimate, 2), round(tail.xi.low, 2), round(tail.xi.high, 2)],
+        }
         if tail.fitted and tail.late_rate_per_h is not None:
             lr = tail.late_rate_per_h
             lo, hi = int(poisson.ppf(0.025, lr.low * half_h)), int(poisson.ppf(0.975, lr.high * half_h))
@@ -110,16 +117,28 @@ def disturber_rate(result, spikes: int) -> dict:
     values, times_ns, seen, hours, first = _kept(result.path)
     index = {int(t) + first: i for i, t in enumerate(times_ns)}
     idx = [index[t] for t in hit_ns if t in index]  # a late cycle's window ends at its permit
-    tail = fit_tail(values[idx], times_ns[idx] / 1e9, deadline_us=270.0, hours=hours,
-                    cycles=seen, series="disturber-attributed period_us")
+    tail = fit_tail(
+        values[idx],
+        times_ns[idx] / 1e9,
+        deadline_us=270.0,
+        hours=hours,
+        cycles=seen,
+        series="disturber-attributed period_us",
+    )
     injected = 3600 * 1e6 / EVERY_US
     lr = tail.late_rate_per_h
-    return {"spikes_during_run": spikes, "attributed_late_cycles": len(hit_ns), "matched_to_kept": len(idx),
-            "injected_per_h": injected, "refused": tail.refused,
-            "fitted_per_h": None if lr is None else [lr.estimate, lr.low, lr.high],
-            "fitted_contains_injected": None if lr is None else lr.low <= injected <= lr.high,
-            "all_late": result.summary.tail.late, "all_late_bound_per_h": result.summary.tail.late_rate_bound_per_h,
-            "bound_above_injected": result.summary.tail.late_rate_bound_per_h >= injected}
+    return {
+        "spikes_during_run": spikes,
+        "attributed_late_cycles": len(hit_ns),
+        "matched_to_kept": len(idx),
+        "injected_per_h": injected,
+        "refused": tail.refused,
+        "fitted_per_h": None if lr is None else [lr.estimate, lr.low, lr.high],
+        "fitted_contains_injected": None if lr is None else lr.low <= injected <= lr.high,
+        "all_late": result.summary.tail.late,
+        "all_late_bound_per_h": result.summary.tail.late_rate_bound_per_h,
+        "bound_above_injected": result.summary.tail.late_rate_bound_per_h >= injected,
+    }
 
 
 def main() -> int:
@@ -131,8 +150,12 @@ def main() -> int:
     binary = tmp / "disturber"
     subprocess.run(["cc", "-O2", "-o", str(binary), str(ROOT / "tests/trace/disturber.c")], check=True)
     plain = _run(tmp / "plain", args.seconds)
-    proc = subprocess.Popen([str(binary), NAME, str(_cpu()), "fifo", "90", str(SPIN_US), str(EVERY_US)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(binary), NAME, str(_cpu()), "fifo", "90", str(SPIN_US), str(EVERY_US)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stderr.readline().strip() == "ready"
         disturbed = _run(tmp / "disturbed", args.seconds)
@@ -140,9 +163,14 @@ def main() -> int:
         proc.terminate()
         out, _ = proc.communicate(timeout=10)
     spikes = len(out.splitlines())
-    report = {"plain": {"run": str(plain.path), "heldout": heldout(plain.path, args.windows)},
-              "disturbed": {"run": str(disturbed.path), "heldout": heldout(disturbed.path, args.windows),
-                            "rate": disturber_rate(disturbed, spikes)}}
+    report = {
+        "plain": {"run": str(plain.path), "heldout": heldout(plain.path, args.windows)},
+        "disturbed": {
+            "run": str(disturbed.path),
+            "heldout": heldout(disturbed.path, args.windows),
+            "rate": disturber_rate(disturbed, spikes),
+        },
+    }
     rows = [r for part in ("plain", "disturbed") for r in report[part]["heldout"] if "inside" in r]
     report["coverage"] = {"windows_fitted": len(rows), "inside": sum(r["inside"] for r in rows)}
     json.dump(report, sys.stdout, indent=2, default=str)

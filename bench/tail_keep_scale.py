@@ -77,7 +77,7 @@ def main() -> int:
             periods = periods.copy()
             b = _burst(rng)
             at = int(rng.integers(0, CHUNK - b.size))
-            periods[at:at + b.size] = b
+            periods[at : at + b.size] = b
             injected += 1
         t1 = time.perf_counter()
         keeper.add(periods, times)
@@ -91,13 +91,22 @@ def main() -> int:
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     at_u = fit_kept(keeper, hours=keeper.hours(PERIOD_NS), series="period_us", threshold_us=U_NS / 1e3)
     out = {
-        "hours": args.hours, "cycles": keeper.seen, "chunks": chunks,
-        "keeper_s": round(keep_s, 2), "keeper_us_per_chunk": round(keep_s / chunks * 1e6, 1),
-        "generator_s": round(gen_s, 2), "held": keeper.held, "threshold_us": keeper.threshold / 1e3,
-        "raised": keeper.raised, "peak_rss_after_keeping_mb": round(rss_keep_mb, 1),
-        "fit_s": round(fit_s, 2), "peak_rss_after_fit_mb": round(rss_mb, 1),
+        "hours": args.hours,
+        "cycles": keeper.seen,
+        "chunks": chunks,
+        "keeper_s": round(keep_s, 2),
+        "keeper_us_per_chunk": round(keep_s / chunks * 1e6, 1),
+        "generator_s": round(gen_s, 2),
+        "held": keeper.held,
+        "threshold_us": keeper.threshold / 1e3,
+        "raised": keeper.raised,
+        "peak_rss_after_keeping_mb": round(rss_keep_mb, 1),
+        "fit_s": round(fit_s, 2),
+        "peak_rss_after_fit_mb": round(rss_mb, 1),
         "bursts_injected_per_h": round(injected / args.hours, 1),
-        "threshold_model_us": tail.threshold_us, "clusters": tail.clusters, "refused": tail.refused,
+        "threshold_model_us": tail.threshold_us,
+        "clusters": tail.clusters,
+        "refused": tail.refused,
         "xi": None if tail.xi is None else [tail.xi.estimate, tail.xi.low, tail.xi.high],
         "xi_at_injected_u": None if at_u.xi is None else [at_u.xi.estimate, at_u.xi.low, at_u.xi.high],
         "clusters_per_h_at_u": None if not at_u.clusters else round(at_u.clusters / at_u.hours, 1),

@@ -51,24 +51,39 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="softrt-tail-peer-"))
     ct_file = tmp / "ct.txt"
     with ct_file.open("w") as out:
-        ct = subprocess.Popen(["cyclictest", "-t1", "-p80", "-i250", f"-a{cpu}", "-m", "-q", "-v",
-                               f"-D{args.seconds}"], stdout=out, stderr=subprocess.PIPE, text=True)
+        ct = subprocess.Popen(
+            ["cyclictest", "-t1", "-p80", "-i250", f"-a{cpu}", "-m", "-q", "-v", f"-D{args.seconds}"],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         tid = _rt_thread_of(ct, 80)
-        result = watch(WatchConfig(target=Target(tid=tid), duration_ns=(args.seconds + 20) * 10**9,
-                                   keep_late=100, out_dir=tmp / "runs"))
+        result = watch(
+            WatchConfig(
+                target=Target(tid=tid), duration_ns=(args.seconds + 20) * 10**9, keep_late=100, out_dir=tmp / "runs"
+            )
+        )
         ct.wait(timeout=30)
     [(summary, path)] = result.runs
     mine = summary.tail
     theirs = load_tail(str(ct_file), TailOptions(deadline_us=mine.deadline_us)).tail
     report = {"watch_run": str(path), "file": str(ct_file)}
     for name, t in (("watch", mine), ("cyclictest_v", theirs)):
-        report[name] = {"cycles": t.cycles, "hours": t.hours, "threshold_us": t.threshold_us, "clusters": t.clusters,
-                        "refused": t.refused, "xi": None if t.xi is None else [t.xi.estimate, t.xi.low, t.xi.high],
-                        "return_levels": [[r.every_h, r.level_us, r.low_us, r.high_us] for r in t.return_levels]}
+        report[name] = {
+            "cycles": t.cycles,
+            "hours": t.hours,
+            "threshold_us": t.threshold_us,
+            "clusters": t.clusters,
+            "refused": t.refused,
+            "xi": None if t.xi is None else [t.xi.estimate, t.xi.low, t.xi.high],
+            "return_levels": [[r.every_h, r.level_us, r.low_us, r.high_us] for r in t.return_levels],
+        }
     if mine.fitted and theirs.fitted:
         report["xi_overlap"] = _overlap((mine.xi.low, mine.xi.high), (theirs.xi.low, theirs.xi.high))
-        report["return_levels_overlap"] = [_overlap((a.low_us, a.high_us), (b.low_us, b.high_us))
-                                           for a, b in zip(mine.return_levels, theirs.return_levels)]
+        report["return_levels_overlap"] = [
+            _overlap((a.low_us, a.high_us), (b.low_us, b.high_us))
+            for a, b in zip(mine.return_levels, theirs.return_levels)
+        ]
     json.dump(report, sys.stdout, indent=2)
     print()
     return 0

@@ -68,13 +68,15 @@ def run_kept(hours: float, kept: float) -> None:
 
 def _report(what: str, seconds: float, tail) -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    fit_mb = tracemalloc.get_traced_memory()[1] / 2 ** 20  # what fit_tail allocated at its peak
+    fit_mb = tracemalloc.get_traced_memory()[1] / 2**20  # what fit_tail allocated at its peak
     tracemalloc.stop()
     xi = tail.xi
     shown = f"ξ = {xi.estimate:+.3f} [{xi.low:+.3f}, {xi.high:+.3f}]" if xi else f"refused: {tail.refused}"
-    print(f"{what}: fit_tail {seconds:.2f} s, {fit_mb:.0f} MB at its peak (process RSS {peak_mb:.0f} MB); u = {tail.threshold_us:.1f} µs, "
-          f"{tail.clusters} clusters, θ = {tail.extremal_index}, {shown}, run_h_needed = {tail.run_h_needed}",
-          flush=True)
+    print(
+        f"{what}: fit_tail {seconds:.2f} s, {fit_mb:.0f} MB at its peak (process RSS {peak_mb:.0f} MB); u = {tail.threshold_us:.1f} µs, "
+        f"{tail.clusters} clusters, θ = {tail.extremal_index}, {shown}, run_h_needed = {tail.run_h_needed}",
+        flush=True,
+    )
 
 
 def main() -> None:

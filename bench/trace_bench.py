@@ -95,8 +95,15 @@ class _KindCounter:
 
 
 def _one(wait: str, trace: bool, args, out: Path) -> dict:
-    config = RunConfig(period_ns=args.period_us * 1000, duration_ns=int(args.duration * 1e9), wait=wait,
-                       cpu=args.cpu, priority=args.priority, trace=trace, out_dir=out)
+    config = RunConfig(
+        period_ns=args.period_us * 1000,
+        duration_ns=int(args.duration * 1e9),
+        wait=wait,
+        cpu=args.cpu,
+        priority=args.priority,
+        trace=trace,
+        out_dir=out,
+    )
     rt_cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
     # The interrupts are counted while the loop runs (from the first progress report to the last
     # one before its end): the start and the stop of a run (the events enabled and disabled, the
@@ -128,9 +135,15 @@ def _one(wait: str, trace: bool, args, out: Path) -> dict:
     recs = read_samples(result.path)
     latency_us = (recs["detect_ns"] - recs["edge_ns"]) / 1e3
     why = s.why_late
-    row = {"wait": wait, "trace": trace, "cycles": s.metrics.cycles, "latency_us": latency_us,
-           "period_max_us": s.metrics.period_us.max, "status": s.status,
-           "irqs_per_s": {k: round((irq1[k] - irq0.get(k, 0)) / secs, 1) for k in irq1}}
+    row = {
+        "wait": wait,
+        "trace": trace,
+        "cycles": s.metrics.cycles,
+        "latency_us": latency_us,
+        "period_max_us": s.metrics.period_us.max,
+        "status": s.status,
+        "irqs_per_s": {k: round((irq1[k] - irq0.get(k, 0)) / secs, 1) for k in irq1},
+    }
     if why is not None and why.on and why.trace is not None:
         row.update(_trace_figures(why.to_dict(), args.duration))
         traced_s = why.to_dict()["trace"].get("traced_s") or args.duration
@@ -144,9 +157,12 @@ def _trace_figures(why: dict | None, secs: float) -> dict:
     """events/s, lost events and the reader's and the attribution's share of a housekeeping CPU."""
     t = (why or {}).get("trace") or {}
     secs = t.get("traced_s") or secs
-    return {"events_per_s": (t.get("events_read") or 0) / secs, "lost_events": t.get("lost_events"),
-            "consumer_cpu_pct": 100 * (t.get("consumer_cpu_s") or 0) / secs,
-            "attribution_cpu_pct": 100 * (t.get("attribution_cpu_s") or 0) / secs}
+    return {
+        "events_per_s": (t.get("events_read") or 0) / secs,
+        "lost_events": t.get("lost_events"),
+        "consumer_cpu_pct": 100 * (t.get("consumer_cpu_s") or 0) / secs,
+        "attribution_cpu_pct": 100 * (t.get("attribution_cpu_s") or 0) / secs,
+    }
 
 
 def _ethercat(period_us: int, trace: bool, args, out: Path) -> dict:
@@ -155,26 +171,76 @@ def _ethercat(period_us: int, trace: bool, args, out: Path) -> dict:
     subprocess.run(["ip", "netns", "add", name], check=True)
     sim = None
     try:
-        for cmd in (["link", "add", "ecm0", "type", "veth", "peer", "name", "ecs0"], ["link", "set", "lo", "up"],
-                    ["link", "set", "ecm0", "up"], ["link", "set", "ecs0", "up"]):
+        for cmd in (
+            ["link", "add", "ecm0", "type", "veth", "peer", "name", "ecs0"],
+            ["link", "set", "lo", "up"],
+            ["link", "set", "ecm0", "up"],
+            ["link", "set", "ecs0", "up"],
+        ):
             subprocess.run(["ip", "-n", name, *cmd], check=True)
         # as docs/ethercat.md runs it: SCHED_FIFO and polling around the frame's due time, or a busy
         # housekeeping CPU holds its replies past the master's deadline
         fifo = ["chrt", "-f", str(args.sim_fifo)] if args.sim_fifo else []
-        sim = subprocess.Popen(["ip", "netns", "exec", name, "taskset", "-c", str(args.sim_cpu), *fifo, sys.executable,
-                                "-m", "softrt", "ecat-sim", "--iface", "ecs0", "--slaves", "2", *args.sim_args.split()],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        sim = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                name,
+                "taskset",
+                "-c",
+                str(args.sim_cpu),
+                *fifo,
+                sys.executable,
+                "-m",
+                "softrt",
+                "ecat-sim",
+                "--iface",
+                "ecs0",
+                "--slaves",
+                "2",
+                *args.sim_args.split(),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         line = sim.stdout.readline()
         while line.startswith("softrt: "):
             line = sim.stdout.readline()
         if "answering" not in line:
             raise SystemExit(f"ecat-sim did not start: {line}")
-        run = subprocess.run(["ip", "netns", "exec", name, sys.executable, "-m", "softrt", "run", "--device",
-                              "ethercat:ecm0", "--axes", "2", "--period", f"{period_us}us", "--duration",
-                              f"{args.duration}s", "--bus-timeout", "1s", "--quiet", "--json", "--out-dir", str(out),
-                              "--trace" if trace else "--no-trace"],
-                             capture_output=True, text=True, timeout=180 + 3 * args.duration,
-                             env={**os.environ, "SOFTRT_HOME": str(out / "home")})
+        run = subprocess.run(
+            [
+                "ip",
+                "netns",
+                "exec",
+                name,
+                sys.executable,
+                "-m",
+                "softrt",
+                "run",
+                "--device",
+                "ethercat:ecm0",
+                "--axes",
+                "2",
+                "--period",
+                f"{period_us}us",
+                "--duration",
+                f"{args.duration}s",
+                "--bus-timeout",
+                "1s",
+                "--quiet",
+                "--json",
+                "--out-dir",
+                str(out),
+                "--trace" if trace else "--no-trace",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180 + 3 * args.duration,
+            env={**os.environ, "SOFTRT_HOME": str(out / "home")},
+        )
     finally:
         if sim is not None:
             sim.terminate()
@@ -183,8 +249,14 @@ def _ethercat(period_us: int, trace: bool, args, out: Path) -> dict:
     if run.returncode not in (0, 1):
         return {"period_us": period_us, "trace": trace, "error": run.stderr.strip()[-300:]}
     s = json.loads(run.stdout)
-    row = {"period_us": period_us, "trace": trace, "status": s["status"], "cycles": s["cycles"],
-           "device_errors": s["misses"].get("device_errors"), "lost_frames": (s.get("board") or {}).get("lost_frames")}
+    row = {
+        "period_us": period_us,
+        "trace": trace,
+        "status": s["status"],
+        "cycles": s["cycles"],
+        "device_errors": s["misses"].get("device_errors"),
+        "lost_frames": (s.get("board") or {}).get("lost_frames"),
+    }
     if trace:
         row.update(_trace_figures(s.get("why_late"), args.duration), tracing=(s.get("why_late") or {}).get("tracing"))
     return row
@@ -200,19 +272,31 @@ def _ethercat_main(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"trace benchmark, EtherCAT: 2 simulated slaves (softrt ecat-sim on CPU {args.sim_cpu}, "
-          f"{f'SCHED_FIFO {args.sim_fifo}' if args.sim_fifo else 'SCHED_OTHER'} {args.sim_args}), "
-          f"{args.duration:g} s per run, load {os.getloadavg()[0]:.2f}")
-    print(f"{'cycle':>7} {'':9} {'status':9} {'cycles':>7} {'device errors':>13} {'lost frames':>11}  "
-          f"{'events/s':>9} {'lost':>5} {'reader %CPU':>11} {'attribution %CPU':>16}")
+    print(
+        f"trace benchmark, EtherCAT: 2 simulated slaves (softrt ecat-sim on CPU {args.sim_cpu}, "
+        f"{f'SCHED_FIFO {args.sim_fifo}' if args.sim_fifo else 'SCHED_OTHER'} {args.sim_args}), "
+        f"{args.duration:g} s per run, load {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"{'cycle':>7} {'':9} {'status':9} {'cycles':>7} {'device errors':>13} {'lost frames':>11}  "
+        f"{'events/s':>9} {'lost':>5} {'reader %CPU':>11} {'attribution %CPU':>16}"
+    )
     for r in rows:
         head = f"{r['period_us']:>5}µs {'traced' if r['trace'] else 'untraced':9}"
         if "error" in r:
             print(f"{head} error: {r['error']}")
             continue
-        trace = (f"{r['events_per_s']:9,.0f} {r['lost_events']:5} {r['consumer_cpu_pct']:11.1f} "
-                 f"{r['attribution_cpu_pct']:16.1f}") if r["trace"] and "events_per_s" in r else ""
-        print(f"{head} {r['status']:9} {r['cycles']:7,} {r['device_errors'] or 0:13,} {r['lost_frames'] or 0:11,}  {trace}")
+        trace = (
+            (
+                f"{r['events_per_s']:9,.0f} {r['lost_events']:5} {r['consumer_cpu_pct']:11.1f} "
+                f"{r['attribution_cpu_pct']:16.1f}"
+            )
+            if r["trace"] and "events_per_s" in r
+            else ""
+        )
+        print(
+            f"{head} {r['status']:9} {r['cycles']:7,} {r['device_errors'] or 0:13,} {r['lost_frames'] or 0:11,}  {trace}"
+        )
     return 0
 
 
@@ -223,9 +307,24 @@ def _oslat(trace: bool, args, out: Path) -> dict:
 
     cpu = args.cpu
     jf = out / "oslat.json"
-    proc = subprocess.Popen(["oslat", "-c", str(cpu), "-C", str(min(os.sched_getaffinity(0))), "-f",
-                             str(args.priority), "-D", f"{max(1, round(args.duration))}", "-q", f"--json={jf}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            "oslat",
+            "-c",
+            str(cpu),
+            "-C",
+            str(min(os.sched_getaffinity(0))),
+            "-f",
+            str(args.priority),
+            "-D",
+            f"{max(1, round(args.duration))}",
+            "-q",
+            f"--json={jf}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     tracer = None
     if trace:
         tid = None
@@ -247,8 +346,12 @@ def _oslat(trace: bool, args, out: Path) -> dict:
     th = json.loads(jf.read_text())["thread"]
     hist = {int(k): int(v) for k, v in next(iter(th.values()))["histogram"].items()}
     gaps = np.repeat(np.array([k for k in hist if k >= 2]), [hist[k] for k in hist if k >= 2])
-    row = {"trace": trace, "gaps_per_s": gaps.size / args.duration, "stolen_us_per_s": float(gaps.sum()) / args.duration,
-           "gap_p50_us": float(np.median(gaps)) if gaps.size else None}
+    row = {
+        "trace": trace,
+        "gaps_per_s": gaps.size / args.duration,
+        "stolen_us_per_s": float(gaps.sum()) / args.duration,
+        "gap_p50_us": float(np.median(gaps)) if gaps.size else None,
+    }
     if tracer is not None:
         why = tracer.why_late()
         row.update(_trace_figures(why, args.duration), tracing=why.get("tracing"))
@@ -275,7 +378,7 @@ def _oslat_main(args) -> int:
             journal = ChangeJournal()
             try:  # RT throttling would stop the spinning oslat 50 ms every second
                 journal.set(RT_RUNTIME, "-1", "bench: oslat spins")
-                for trace in ((False, True) if rnd % 2 else (True, False)):
+                for trace in (False, True) if rnd % 2 else (True, False):
                     print(f"round {rnd}: oslat {'traced' if trace else 'untraced'}", file=sys.stderr)
                     rows.append({"round": rnd, **_oslat(trace, args, Path(tmp))})
             finally:
@@ -286,26 +389,43 @@ def _oslat_main(args) -> int:
         mine = [r for r in rows if r["trace"] is trace]
         figs[label] = {k: [round(r[k], 2) for r in mine] for k in ("gaps_per_s", "stolen_us_per_s", "gap_p50_us")}
         if trace:
-            figs[label].update({k: round(float(np.mean([r[k] for r in mine])), 2) for k in
-                                ("events_per_s", "consumer_cpu_pct", "attribution_cpu_pct")},
-                               lost_events=sum(r["lost_events"] or 0 for r in mine))
-    paired = {k: [round(t - u, 2) for t, u in zip(figs["traced"][k], figs["untraced"][k])]
-              for k in ("stolen_us_per_s", "gap_p50_us")}
-    result = {"rounds": args.rounds, "duration_s": args.duration, **figs, "paired": paired,
-              "median": {k: round(float(np.median(v)), 2) for k, v in paired.items()}}
+            figs[label].update(
+                {
+                    k: round(float(np.mean([r[k] for r in mine])), 2)
+                    for k in ("events_per_s", "consumer_cpu_pct", "attribution_cpu_pct")
+                },
+                lost_events=sum(r["lost_events"] or 0 for r in mine),
+            )
+    paired = {
+        k: [round(t - u, 2) for t, u in zip(figs["traced"][k], figs["untraced"][k])]
+        for k in ("stolen_us_per_s", "gap_p50_us")
+    }
+    result = {
+        "rounds": args.rounds,
+        "duration_s": args.duration,
+        **figs,
+        "paired": paired,
+        "median": {k: round(float(np.median(v)), 2) for k, v in paired.items()},
+    }
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"trace benchmark, oslat on the RT CPU: {args.rounds} rounds x {args.duration:g} s, load "
-          f"{os.getloadavg()[0]:.2f}")
+    print(
+        f"trace benchmark, oslat on the RT CPU: {args.rounds} rounds x {args.duration:g} s, load "
+        f"{os.getloadavg()[0]:.2f}"
+    )
     for label in ("untraced", "traced"):
         f = figs[label]
-        print(f"{label:9} interruptions/s {f['gaps_per_s']}; their median µs {f['gap_p50_us']}; "
-              f"µs taken a second {f['stolen_us_per_s']}")
+        print(
+            f"{label:9} interruptions/s {f['gaps_per_s']}; their median µs {f['gap_p50_us']}; "
+            f"µs taken a second {f['stolen_us_per_s']}"
+        )
     m = result["median"]
-    print(f"traced - untraced, median of the rounds' pairs: {m['gap_p50_us']:+.2f} µs an interruption, "
-          f"{m['stolen_us_per_s']:+.1f} µs a second; {figs['traced']['events_per_s']:,.0f} events/s, "
-          f"{figs['traced']['lost_events']} lost, reader {figs['traced']['consumer_cpu_pct']:.1f} % of a CPU")
+    print(
+        f"traced - untraced, median of the rounds' pairs: {m['gap_p50_us']:+.2f} µs an interruption, "
+        f"{m['stolen_us_per_s']:+.1f} µs a second; {figs['traced']['events_per_s']:,.0f} events/s, "
+        f"{figs['traced']['lost_events']} lost, reader {figs['traced']['consumer_cpu_pct']:.1f} % of a CPU"
+    )
     return 0
 
 
@@ -329,11 +449,17 @@ def main() -> int:
     ap.add_argument("--priority", type=int, default=80)
     ap.add_argument("--waits", default="spin,sleep")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--max-load", type=float, default=0.0,
-                    help="before each round, wait (up to 15 minutes) for a 1-minute load below this")
+    ap.add_argument(
+        "--max-load",
+        type=float,
+        default=0.0,
+        help="before each round, wait (up to 15 minutes) for a 1-minute load below this",
+    )
     ap.add_argument("--ethercat", help="EtherCAT periods in µs (e.g. 1000,250): the EtherCAT benchmark instead")
     ap.add_argument("--sim-cpu", type=int, default=0, help="--ethercat: the simulator's CPU (housekeeping)")
-    ap.add_argument("--sim-fifo", type=int, default=10, help="--ethercat: the simulator's SCHED_FIFO priority (0: normal)")
+    ap.add_argument(
+        "--sim-fifo", type=int, default=10, help="--ethercat: the simulator's SCHED_FIFO priority (0: normal)"
+    )
     ap.add_argument("--sim-args", default="--busy-poll 60", help="--ethercat: more ecat-sim options, space-separated")
     ap.add_argument("--oslat", action="store_true", help="the interruptions of a spinning oslat, traced or not")
     args = ap.parse_args()
@@ -352,30 +478,38 @@ def main() -> int:
                     row = _one(wait, trace, args, Path(tmp))
                     row["round"] = rnd
                     rows.append(row)
-    result = {"rounds": args.rounds, "duration_s": args.duration,
-              "period_us": args.period_us, "waits": {}}
+    result = {"rounds": args.rounds, "duration_s": args.duration, "period_us": args.period_us, "waits": {}}
     for wait in args.waits.split(","):
         fig = {}
         for trace in (False, True):
             mine = [r for r in rows if r["wait"] == wait and r["trace"] == trace]
             lat = np.concatenate([r["latency_us"] for r in mine])
             fig["traced" if trace else "untraced"] = {
-                "p50_us": round(_pct(lat, 50), 2), "p99_us": round(_pct(lat, 99), 2),
-                "p99_9_us": round(_pct(lat, 99.9), 2), "max_us": round(float(lat.max()), 1),
+                "p50_us": round(_pct(lat, 50), 2),
+                "p99_us": round(_pct(lat, 99), 2),
+                "p99_9_us": round(_pct(lat, 99.9), 2),
+                "max_us": round(float(lat.max()), 1),
                 "p50_per_round_us": [round(_pct(r["latency_us"], 50), 2) for r in mine],
                 "p99_per_round_us": [round(_pct(r["latency_us"], 99), 2) for r in mine],
                 "period_max_us": [round(r["period_max_us"], 1) for r in mine],
-                "rt_cpu_irqs_per_s": {k: round(float(np.median([r["irqs_per_s"].get(k, 0) for r in mine])), 1)
-                                      for k in IRQ_ROWS},
+                "rt_cpu_irqs_per_s": {
+                    k: round(float(np.median([r["irqs_per_s"].get(k, 0) for r in mine])), 1) for k in IRQ_ROWS
+                },
             }
             if trace:
                 for key in ("events_per_s", "lost_events", "consumer_cpu_pct", "attribution_cpu_pct"):
                     vals = [r[key] for r in mine if key in r]
                     fig["traced"][key] = round(float(np.mean(vals)), 2) if vals else None
                 kinds = {k for r in mine for k in r.get("events_per_s_by_kind", {})}
-                fig["traced"]["events_per_s_by_kind"] = dict(sorted(
-                    ((k, round(float(np.mean([r.get("events_per_s_by_kind", {}).get(k, 0) for r in mine]))))
-                     for k in kinds), key=lambda kv: -kv[1]))
+                fig["traced"]["events_per_s_by_kind"] = dict(
+                    sorted(
+                        (
+                            (k, round(float(np.mean([r.get("events_per_s_by_kind", {}).get(k, 0) for r in mine]))))
+                            for k in kinds
+                        ),
+                        key=lambda kv: -kv[1],
+                    )
+                )
                 fig["traced"]["unavailable"] = sorted({r["tracing"] for r in mine if "tracing" in r})
         diff = fig["traced"]["p99_us"] - fig["untraced"]["p99_us"]
         fig["p99_difference_us"] = round(diff, 2)
@@ -386,36 +520,54 @@ def main() -> int:
         median = fig["p99_paired_median_us"]
         base = float(np.median(fig["untraced"]["p99_per_round_us"]))
         # issue 31: within 1 µs at p50 and p99 (and p99 within 10 % of untraced, issues 9 and 17)
-        fig["target_met"] = bool(fig["p50_paired_median_us"] <= 1.0
-                                 and (median <= 0 or median <= 1.0 and median <= 0.1 * base))
+        fig["target_met"] = bool(
+            fig["p50_paired_median_us"] <= 1.0 and (median <= 0 or (median <= 1.0 and median <= 0.1 * base))
+        )
         result["waits"][wait] = fig
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"trace benchmark: {args.rounds} rounds x {args.duration:g} s per run, period {args.period_us} µs, "
-          f"(traced: a private tracefs instance on the RT CPU); 1-minute load at the end {os.getloadavg()[0]:.2f}")
-    print(f"{'wait':6} {'':9} {'p50 µs':>7} {'p99 µs':>8} {'p99.9 µs':>9} {'max µs':>9}  {'events/s':>9} {'lost':>5} "
-          f"{'consumer %CPU':>13} {'attribution %CPU':>16}  p99 per round")
+    print(
+        f"trace benchmark: {args.rounds} rounds x {args.duration:g} s per run, period {args.period_us} µs, "
+        f"(traced: a private tracefs instance on the RT CPU); 1-minute load at the end {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"{'wait':6} {'':9} {'p50 µs':>7} {'p99 µs':>8} {'p99.9 µs':>9} {'max µs':>9}  {'events/s':>9} {'lost':>5} "
+        f"{'consumer %CPU':>13} {'attribution %CPU':>16}  p99 per round"
+    )
     for wait, fig in result["waits"].items():
         for label in ("untraced", "traced"):
             f = fig[label]
-            extra = (f"{f['events_per_s']:9,.0f} {f['lost_events']:5} {f['consumer_cpu_pct']:13.1f} "
-                     f"{f['attribution_cpu_pct']:16.1f}") if label == "traced" and f.get("events_per_s") is not None \
+            extra = (
+                (
+                    f"{f['events_per_s']:9,.0f} {f['lost_events']:5} {f['consumer_cpu_pct']:13.1f} "
+                    f"{f['attribution_cpu_pct']:16.1f}"
+                )
+                if label == "traced" and f.get("events_per_s") is not None
                 else f"{'':9} {'':5} {'':13} {'':16}"
-            print(f"{wait:6} {label:9} {f['p50_us']:7.2f} {f['p99_us']:8.2f} {f['p99_9_us']:9.2f} {f['max_us']:9.1f}  "
-                  f"{extra}  {f['p99_per_round_us']}")
+            )
+            print(
+                f"{wait:6} {label:9} {f['p50_us']:7.2f} {f['p99_us']:8.2f} {f['p99_9_us']:9.2f} {f['max_us']:9.1f}  "
+                f"{extra}  {f['p99_per_round_us']}"
+            )
             irqs = ", ".join(f"{k} {v:,.1f}" for k, v in f["rt_cpu_irqs_per_s"].items())
             print(f"{'':6} {'':9} RT CPU interrupts/s (median of runs): {irqs}")
             if f.get("events_per_s_by_kind"):
                 per_cycle = sum(f["events_per_s_by_kind"].values()) * args.period_us / 1e6
-                print(f"{'':6} {'':9} RT CPU events/s ({per_cycle:.1f} a cycle): " + ", ".join(
-                    f"{k} {v:,}" for k, v in f["events_per_s_by_kind"].items()))
+                print(
+                    f"{'':6} {'':9} RT CPU events/s ({per_cycle:.1f} a cycle): "
+                    + ", ".join(f"{k} {v:,}" for k, v in f["events_per_s_by_kind"].items())
+                )
         for q in ("p50", "p99"):
-            print(f"{wait:6} {q} traced - untraced: paired by round {fig[f'{q}_paired_differences_us']}, "
-                  f"median {fig[f'{q}_paired_median_us']:+.2f} µs")
-        print(f"{wait:6} pooled p99 difference {fig['p99_difference_us']:+.2f} µs "
-              f"({'target met' if fig['target_met'] else 'target MISSED'}: medians within 1 µs at p50 and p99, "
-              f"p99 within 10 %)")
+            print(
+                f"{wait:6} {q} traced - untraced: paired by round {fig[f'{q}_paired_differences_us']}, "
+                f"median {fig[f'{q}_paired_median_us']:+.2f} µs"
+            )
+        print(
+            f"{wait:6} pooled p99 difference {fig['p99_difference_us']:+.2f} µs "
+            f"({'target met' if fig['target_met'] else 'target MISSED'}: medians within 1 µs at p50 and p99, "
+            f"p99 within 10 %)"
+        )
     return 0
 
 

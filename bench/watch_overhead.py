@@ -52,28 +52,62 @@ def _rt_thread(proc: subprocess.Popen, priority: int) -> int:
 
 def one_round(watched: bool, args, tmp: Path) -> dict:
     out = tmp / f"ct-{time.monotonic_ns()}.json"
-    ct = subprocess.Popen(["cyclictest", "-t1", f"-p{args.priority}", f"-i{args.interval_us}", f"-a{args.cpu}", "-m",
-                           "-q", f"-h{args.histogram_us}", f"-D{args.duration}", f"--json={out}"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ct = subprocess.Popen(
+        [
+            "cyclictest",
+            "-t1",
+            f"-p{args.priority}",
+            f"-i{args.interval_us}",
+            f"-a{args.cpu}",
+            "-m",
+            "-q",
+            f"-h{args.histogram_us}",
+            f"-D{args.duration}",
+            f"--json={out}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     row: dict = {"watched": watched}
     if watched:
         tid = _rt_thread(ct, args.priority)
-        result = watch(WatchConfig(target=Target(tid=tid), duration_ns=(args.duration + 30) * 1_000_000_000,
-                                   late_threshold_ns=args.late_threshold_us * 1000, out_dir=tmp / "runs",
-                                   explain=not args.no_explain))
+        result = watch(
+            WatchConfig(
+                target=Target(tid=tid),
+                duration_ns=(args.duration + 30) * 1_000_000_000,
+                late_threshold_ns=args.late_threshold_us * 1000,
+                out_dir=tmp / "runs",
+                explain=not args.no_explain,
+            )
+        )
         summary = result.runs[0][0]
         lat, trace, why = summary.metrics.latency_us, summary.why_late.trace, summary.why_late
         secs = trace.traced_s or args.duration
-        row.update(watch_cycles=summary.metrics.cycles, watch_p50_us=lat.p50, watch_p99_us=lat.p99,
-                   watch_max_us=lat.max, late_cycles=why.late_cycles,
-                   events_per_s=round((trace.events_read or 0) / secs), lost_events=trace.lost_events,
-                   reader_cpu_pct=round(100 * (trace.consumer_cpu_s or 0) / secs, 1),
-                   attribution_cpu_pct=round(100 * (trace.attribution_cpu_s or 0) / secs, 1))
+        row.update(
+            watch_cycles=summary.metrics.cycles,
+            watch_p50_us=lat.p50,
+            watch_p99_us=lat.p99,
+            watch_max_us=lat.max,
+            late_cycles=why.late_cycles,
+            events_per_s=round((trace.events_read or 0) / secs),
+            lost_events=trace.lost_events,
+            reader_cpu_pct=round(100 * (trace.consumer_cpu_s or 0) / secs, 1),
+            attribution_cpu_pct=round(100 * (trace.attribution_cpu_s or 0) / secs, 1),
+        )
     if ct.wait(args.duration + 60) != 0:
         raise SystemExit(f"cyclictest failed: {ct.stderr.read()}")
     own = json.loads(out.read_text())["thread"]["0"]
     p50, p99, p999 = _percentiles(own["histogram"])
-    row.update(cycles=own["cycles"], min_us=own["min"], p50_us=p50, p99_us=p99, p99_9_us=p999, max_us=own["max"], avg_us=own["avg"])
+    row.update(
+        cycles=own["cycles"],
+        min_us=own["min"],
+        p50_us=p50,
+        p99_us=p99,
+        p99_9_us=p999,
+        max_us=own["max"],
+        avg_us=own["avg"],
+    )
     return row
 
 
@@ -92,36 +126,55 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="softrt-watch-bench-") as tmp:
         for r in range(args.rounds):
-            for watched in ((False, True) if r % 2 == 0 else (True, False)):
+            for watched in (False, True) if r % 2 == 0 else (True, False):
                 row = one_round(watched, args, Path(tmp))
                 row["round"] = r + 1
                 rows.append(row)
-                print(f"round {r + 1} {'watched' if watched else 'alone  '}: cyclictest p50 {row['p50_us']:.0f} "
-                      f"p99 {row['p99_us']:.0f} max {row['max_us']} µs", file=sys.stderr)
+                print(
+                    f"round {r + 1} {'watched' if watched else 'alone  '}: cyclictest p50 {row['p50_us']:.0f} "
+                    f"p99 {row['p99_us']:.0f} max {row['max_us']} µs",
+                    file=sys.stderr,
+                )
     keys = ("min_us", "p50_us", "p99_us", "p99_9_us", "max_us", "avg_us")
-    summary = {cond: {k: float(np.median([x[k] for x in rows if x["watched"] == w])) for k in keys}
-               for cond, w in (("alone", False), ("watched", True))}
+    summary = {
+        cond: {k: float(np.median([x[k] for x in rows if x["watched"] == w])) for k in keys}
+        for cond, w in (("alone", False), ("watched", True))
+    }
     watched = [x for x in rows if x["watched"]]
-    summary["watch"] = {k: float(np.median([x[k] for x in watched])) for k in
-                        ("watch_p50_us", "watch_p99_us", "events_per_s", "lost_events", "reader_cpu_pct",
-                         "attribution_cpu_pct")}
+    summary["watch"] = {
+        k: float(np.median([x[k] for x in watched]))
+        for k in (
+            "watch_p50_us",
+            "watch_p99_us",
+            "events_per_s",
+            "lost_events",
+            "reader_cpu_pct",
+            "attribution_cpu_pct",
+        )
+    }
     if args.json:
         print(json.dumps({"rounds": rows, "median": summary}, indent=2))
         return
-    print(f"cyclictest -t1 -p{args.priority} -i{args.interval_us} -a{args.cpu} -m, {args.duration} s a run, "
-          f"{args.rounds} rounds, watched {'--no-explain' if args.no_explain else 'explaining'}; its own figures "
-          "(µs), median over rounds")
+    print(
+        f"cyclictest -t1 -p{args.priority} -i{args.interval_us} -a{args.cpu} -m, {args.duration} s a run, "
+        f"{args.rounds} rounds, watched {'--no-explain' if args.no_explain else 'explaining'}; its own figures "
+        "(µs), median over rounds"
+    )
     print(f"{'':10}" + "".join(f"{k.removesuffix('_us'):>10}" for k in keys))
     for cond in ("alone", "watched"):
         print(f"{cond:10}" + "".join(f"{summary[cond][k]:>10.1f}" for k in keys))
     print("per round (alone | watched, p50 p99 max):")
     for r in range(args.rounds):
         a, b = (next(x for x in rows if x["round"] == r + 1 and x["watched"] == w) for w in (False, True))
-        print(f"  {r + 1}: {a['p50_us']:.0f} {a['p99_us']:.0f} {a['max_us']} | {b['p50_us']:.0f} {b['p99_us']:.0f} "
-              f"{b['max_us']}  (softrt saw p50 {b['watch_p50_us']:.1f} p99 {b['watch_p99_us']:.1f})")
+        print(
+            f"  {r + 1}: {a['p50_us']:.0f} {a['p99_us']:.0f} {a['max_us']} | {b['p50_us']:.0f} {b['p99_us']:.0f} "
+            f"{b['max_us']}  (softrt saw p50 {b['watch_p50_us']:.1f} p99 {b['watch_p99_us']:.1f})"
+        )
     w = summary["watch"]
-    print(f"watch: {w['events_per_s']:,.0f} events/s, {w['lost_events']:.0f} lost; reader {w['reader_cpu_pct']:.0f} % "
-          f"and attribution {w['attribution_cpu_pct']:.0f} % of a CPU (medians)")
+    print(
+        f"watch: {w['events_per_s']:,.0f} events/s, {w['lost_events']:.0f} lost; reader {w['reader_cpu_pct']:.0f} % "
+        f"and attribution {w['attribution_cpu_pct']:.0f} % of a CPU (medians)"
+    )
 
 
 if __name__ == "__main__":

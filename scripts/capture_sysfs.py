@@ -25,41 +25,69 @@ from pathlib import Path
 from softrt.cpus import CpuSet
 
 FILES = [
-    "/proc/cmdline", "/proc/interrupts", "/proc/swaps", "/proc/irq/default_smp_affinity",
-    "/proc/sys/kernel/osrelease", "/proc/sys/kernel/version", "/proc/sys/kernel/random/boot_id",
-    "/proc/sys/kernel/sched_rt_runtime_us", "/proc/sys/kernel/sched_rt_period_us",
-    "/proc/sys/kernel/watchdog", "/proc/sys/kernel/soft_watchdog", "/proc/sys/kernel/nmi_watchdog",
-    "/proc/sys/kernel/watchdog_cpumask", "/proc/sys/kernel/watchdog_thresh", "/proc/sys/kernel/timer_migration",
-    "/proc/sys/kernel/numa_balancing", "/proc/sys/vm/swappiness",
-    "/sys/devices/system/cpu/online", "/sys/devices/system/cpu/present", "/sys/devices/system/cpu/possible",
-    "/sys/devices/system/cpu/isolated", "/sys/devices/system/cpu/nohz_full",
-    "/sys/devices/system/cpu/cpuidle/current_driver", "/sys/devices/system/cpu/smt/control",
-    "/sys/devices/system/cpu/smt/active", "/sys/devices/system/cpu/cpufreq/boost",
-    "/sys/devices/system/cpu/intel_pstate/no_turbo", "/sys/devices/system/node/online",
+    "/proc/cmdline",
+    "/proc/interrupts",
+    "/proc/swaps",
+    "/proc/irq/default_smp_affinity",
+    "/proc/sys/kernel/osrelease",
+    "/proc/sys/kernel/version",
+    "/proc/sys/kernel/random/boot_id",
+    "/proc/sys/kernel/sched_rt_runtime_us",
+    "/proc/sys/kernel/sched_rt_period_us",
+    "/proc/sys/kernel/watchdog",
+    "/proc/sys/kernel/soft_watchdog",
+    "/proc/sys/kernel/nmi_watchdog",
+    "/proc/sys/kernel/watchdog_cpumask",
+    "/proc/sys/kernel/watchdog_thresh",
+    "/proc/sys/kernel/timer_migration",
+    "/proc/sys/kernel/numa_balancing",
+    "/proc/sys/vm/swappiness",
+    "/sys/devices/system/cpu/online",
+    "/sys/devices/system/cpu/present",
+    "/sys/devices/system/cpu/possible",
+    "/sys/devices/system/cpu/isolated",
+    "/sys/devices/system/cpu/nohz_full",
+    "/sys/devices/system/cpu/cpuidle/current_driver",
+    "/sys/devices/system/cpu/smt/control",
+    "/sys/devices/system/cpu/smt/active",
+    "/sys/devices/system/cpu/cpufreq/boost",
+    "/sys/devices/system/cpu/intel_pstate/no_turbo",
+    "/sys/devices/system/node/online",
     "/sys/devices/system/clocksource/clocksource0/current_clocksource",
     "/sys/devices/system/clocksource/clocksource0/available_clocksource",
-    "/sys/devices/virtual/workqueue/cpumask", "/sys/kernel/realtime", "/sys/kernel/mm/ksm/run",
-    "/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/mm/transparent_hugepage/defrag",
+    "/sys/devices/virtual/workqueue/cpumask",
+    "/sys/kernel/realtime",
+    "/sys/kernel/mm/ksm/run",
+    "/sys/kernel/mm/transparent_hugepage/enabled",
+    "/sys/kernel/mm/transparent_hugepage/defrag",
     "/sys/kernel/debug/sched/preempt",
-    "/etc/default/irqbalance", "/etc/sysconfig/irqbalance", "/etc/tuned/active_profile",
+    "/etc/default/irqbalance",
+    "/etc/sysconfig/irqbalance",
+    "/etc/tuned/active_profile",
     "/etc/apt/apt.conf.d/20auto-upgrades",
 ]
 GLOBS = [
-    "/proc/irq/[0-9]*/smp_affinity", "/proc/irq/[0-9]*/smp_affinity_list", "/proc/irq/[0-9]*/effective_affinity",
+    "/proc/irq/[0-9]*/smp_affinity",
+    "/proc/irq/[0-9]*/smp_affinity_list",
+    "/proc/irq/[0-9]*/effective_affinity",
     "/proc/irq/[0-9]*/effective_affinity_list",
     "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/name",
     "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/latency",
     "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/disable",
-    "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor", "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_driver",
+    "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor",
+    "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_driver",
     "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_available_governors",
     "/sys/devices/system/cpu/cpu[0-9]*/topology/core_cpus_list",
     "/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list",
-    "/sys/kernel/debug/sched/fair_server/cpu[0-9]*/runtime", "/var/lib/systemd/timers/stamp-*",
+    "/sys/kernel/debug/sched/fair_server/cpu[0-9]*/runtime",
+    "/var/lib/systemd/timers/stamp-*",
 ]
-KCONFIG = re.compile(r"^(# )?CONFIG_(PREEMPT\w*|HZ\w*|NO_HZ\w*|RT_GROUP_SCHED|RCU_NOCB_CPU|CPU_IDLE\w*|CPU_FREQ\w*|"
-                     r"LOCKUP_DETECTOR|SOFTLOCKUP_DETECTOR|HARDLOCKUP_DETECTOR|TRANSPARENT_HUGEPAGE\w*|KSM|"
-                     r"NUMA_BALANCING\w*|CPU_ISOLATION|CPUSETS|TRACING|EFI_DISABLE_RUNTIME|IRQSOFF_TRACER|"
-                     r"PREEMPT_TRACER|PROVE_LOCKING)[ =]")
+KCONFIG = re.compile(
+    r"^(# )?CONFIG_(PREEMPT\w*|HZ\w*|NO_HZ\w*|RT_GROUP_SCHED|RCU_NOCB_CPU|CPU_IDLE\w*|CPU_FREQ\w*|"
+    r"LOCKUP_DETECTOR|SOFTLOCKUP_DETECTOR|HARDLOCKUP_DETECTOR|TRANSPARENT_HUGEPAGE\w*|KSM|"
+    r"NUMA_BALANCING\w*|CPU_ISOLATION|CPUSETS|TRACING|EFI_DISABLE_RUNTIME|IRQSOFF_TRACER|"
+    r"PREEMPT_TRACER|PROVE_LOCKING)[ =]"
+)
 STATUS_KEYS = ("Name:", "Tgid:", "Pid:", "PPid:", "Cpus_allowed:", "Cpus_allowed_list:")
 PROC_MOUNT_TYPES = {"cgroup2", "tracefs", "debugfs", "proc", "sysfs"}
 
@@ -180,7 +208,9 @@ def capture_systemd(cap: Capture) -> None:
 def capture_cgroup(cap: Capture) -> None:
     """cgroup-v2 cpuset partitions (depth ≤ 3, as the audit reads them)."""
     mounts = [ln.split() for ln in Path("/proc/mounts").read_text().splitlines()]
-    cap.put("/proc/mounts", "".join(" ".join(m) + "\n" for m in mounts if len(m) > 2 and m[2] in PROC_MOUNT_TYPES).encode())
+    cap.put(
+        "/proc/mounts", "".join(" ".join(m) + "\n" for m in mounts if len(m) > 2 and m[2] in PROC_MOUNT_TYPES).encode()
+    )
     for m in mounts:
         if len(m) > 2 and m[2] == "cgroup2":
             base = m[1]

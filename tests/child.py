@@ -44,8 +44,9 @@ class ChildFailed(AssertionError):
     """The child died (a signal: its time ran out, or memory) or raised; the message says which."""
 
 
-def in_child(fn, *args, uid: int | None = None, gid: int | None = None, max_memory: int | None = None,
-             timeout_s: int = 30):
+def in_child(
+    fn, *args, uid: int | None = None, gid: int | None = None, max_memory: int | None = None, timeout_s: int = 30
+):
     """Return ``fn(*args)`` computed in a forked child (as *uid*/*gid*, with *max_memory* bytes of
     address space beyond what it has mapped, and *timeout_s* seconds); raise ChildFailed when it
     raises or dies."""
@@ -75,7 +76,9 @@ def in_child(fn, *args, uid: int | None = None, gid: int | None = None, max_memo
         data = inp.read()
     _, status = os.waitpid(pid, 0)
     if not data:
-        raise ChildFailed(f"the child died: {'signal ' + str(os.WTERMSIG(status)) if os.WIFSIGNALED(status) else status}")
+        raise ChildFailed(
+            f"the child died: {'signal ' + str(os.WTERMSIG(status)) if os.WIFSIGNALED(status) else status}"
+        )
     ok, value = pickle.loads(data)
     if not ok:
         raise ChildFailed(value)
@@ -99,19 +102,35 @@ def python_as(uid: int, gid: int, home: Path, *args: str, env: dict | None = Non
     need_root()
     home.mkdir(parents=True, exist_ok=True)
     os.chown(home, uid, gid)
-    base = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": SRC, "COLUMNS": "120",
-            "LANG": "C.UTF-8"}
+    base = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "PYTHONPATH": SRC,
+        "COLUMNS": "120",
+        "LANG": "C.UTF-8",
+    }
     for python in [_found[uid]] if _found.get(uid) else CANDIDATES:
         try:
-            proc = subprocess.run([python, *args], user=uid, group=gid, extra_groups=[], cwd=home,
-                                  env={**base, **(env or {})}, capture_output=True, text=True, **kwargs)
+            proc = subprocess.run(
+                [python, *args],
+                user=uid,
+                group=gid,
+                extra_groups=[],
+                cwd=home,
+                env={**base, **(env or {})},
+                capture_output=True,
+                text=True,
+                **kwargs,
+            )
         except OSError:  # not there, or not theirs to run
             continue
         if "ModuleNotFoundError" not in proc.stderr:
             _found[uid] = python
             return proc
-    pytest.skip(f"no Python with softrt's dependencies that uid {uid} may run (tried {', '.join(CANDIDATES)}; "
-                f"and {SRC} must be readable)")
+    pytest.skip(
+        f"no Python with softrt's dependencies that uid {uid} may run (tried {', '.join(CANDIDATES)}; "
+        f"and {SRC} must be readable)"
+    )
 
 
 def softrt_as(uid: int, gid: int, home: Path, *args: str, **kwargs):

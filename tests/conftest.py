@@ -62,8 +62,10 @@ def held_machine_lock():
         pytest.skip(f"cannot take the machine's real-time lock: {err}")
     if fd is None:
         _lock_waits["timed_out"] = True
-        pytest.skip(f"another softrt run (pid {plat.lock_holder(path)}) holds this machine's RT CPU "
-                    f"(waited {LOCK_WAIT_S:g} s; SOFTRT_TEST_LOCK_WAIT)")
+        pytest.skip(
+            f"another softrt run (pid {plat.lock_holder(path)}) holds this machine's RT CPU "
+            f"(waited {LOCK_WAIT_S:g} s; SOFTRT_TEST_LOCK_WAIT)"
+        )
     try:
         yield path
     finally:
@@ -79,9 +81,12 @@ def machine_lock(request, tmp_path, monkeypatch):
     if getattr(request.config.option, "loadgroup", False) and "@" not in request.node.nodeid:
         # pytest-xdist tells its controller a test's group by a suffix on its id; where the suffix is
         # lost the rt tests spread over every worker, each waiting for the others' machine lock.
-        pytest.fail("pytest-xdist did not keep the rt tests on one worker: this pytest and pytest-xdist lose "
-                    "test groups (pytest-xdist issue #1386); install the versions pyproject.toml's test extras "
-                    "name (bash scripts/setup --test), or run the rt tests with -n 0", pytrace=False)
+        pytest.fail(
+            "pytest-xdist did not keep the rt tests on one worker: this pytest and pytest-xdist lose "
+            "test groups (pytest-xdist issue #1386); install the versions pyproject.toml's test extras "
+            "name (bash scripts/setup --test), or run the rt tests with -n 0",
+            pytrace=False,
+        )
     with held_machine_lock() as path:
         monkeypatch.setenv("SOFTRT_STATE_DIR", str(tmp_path / "state"))  # the test's own runs: their own lock
         yield path
@@ -99,7 +104,7 @@ def _throttling_on():
 
 
 def _housekeeping_kind(item) -> str | None:
-    """"load" (marker ``housekeeping("load")``), "quiet" (``housekeeping``) or None."""
+    """ "load" (marker ``housekeeping("load")``), "quiet" (``housekeeping``) or None."""
     mark = item.get_closest_marker("housekeeping")
     return None if mark is None else ("load" if "load" in mark.args else "quiet")
 
@@ -121,7 +126,9 @@ def housekeeping_cpu(request, machine_lock, tmp_path_factory):
         return
     import fcntl  # (here: Windows has none, and runs these tests without pytest-xdist: scripts/ci-wine)
 
-    with open(tmp_path_factory.getbasetemp().parent / "housekeeping.lock", "a") as fh:  # (the workers' common directory)
+    with open(
+        tmp_path_factory.getbasetemp().parent / "housekeeping.lock", "a"
+    ) as fh:  # (the workers' common directory)
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 
@@ -151,17 +158,38 @@ def real_run(tmp_path_factory):
     directories, with the RT throttling setting read before and after the run.
     """
     base = tmp_path_factory.mktemp("real-run")
-    env = {**os.environ, "SOFTRT_STATE_DIR": str(base / "state"), "SOFTRT_HOME": str(base / "home"),
-           "COLUMNS": "120"}
+    env = {**os.environ, "SOFTRT_STATE_DIR": str(base / "state"), "SOFTRT_HOME": str(base / "home"), "COLUMNS": "120"}
     with held_machine_lock(), _throttling_on():
         before = RT_RUNTIME.read_text()
-        proc = subprocess.run([sys.executable, "-m", "softrt", "run", "--duration", "2s", "--check", "--json",
-                               "--out-dir", str(base / "runs")], capture_output=True, text=True, env=env,
-                              timeout=120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "softrt",
+                "run",
+                "--duration",
+                "2s",
+                "--check",
+                "--json",
+                "--out-dir",
+                str(base / "runs"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         after = RT_RUNTIME.read_text()
     summary = json.loads(proc.stdout) if proc.returncode == 0 else None
-    return SimpleNamespace(proc=proc, summary=summary, runs=base / "runs", home=base / "home",
-                           state_dir=base / "state", rt_runtime_before=before, rt_runtime_after=after)
+    return SimpleNamespace(
+        proc=proc,
+        summary=summary,
+        runs=base / "runs",
+        home=base / "home",
+        state_dir=base / "state",
+        rt_runtime_before=before,
+        rt_runtime_after=after,
+    )
 
 
 def restore_what_killed_sessions_left(base: Path) -> list[str]:
@@ -179,8 +207,9 @@ def restore_what_killed_sessions_left(base: Path) -> list[str]:
     said = []
     for state in sorted({journal.parent.parent for journal in journals if not _alive(_journal_pid(journal))}):
         env = {**os.environ, "SOFTRT_STATE_DIR": str(state), "SOFTRT_HOME": str(state / "recovery-home")}
-        proc = subprocess.run([sys.executable, "-m", "softrt", "history"], capture_output=True, text=True, env=env,
-                              timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "softrt", "history"], capture_output=True, text=True, env=env, timeout=60
+        )
         said += [line for line in proc.stderr.splitlines() if line.startswith("softrt: ")]
     return said
 
@@ -210,8 +239,12 @@ def pytest_sessionstart(session):
 #: Session- and module-scoped fixtures that take seconds to make, by the group of their tests: with
 #: ``--dist loadgroup`` a module's tests are otherwise shared out one by one, and every worker that
 #: got one made its own (the shared report: 7 s on one worker, 3.8 s again on the other).
-SHARED_FIXTURES = {"shared_report": "shared-report", "cyclictest_json": "real-tools", "oslat_json": "real-tools",
-                   "compare_runs": "compare-runs"}
+SHARED_FIXTURES = {
+    "shared_report": "shared-report",
+    "cyclictest_json": "real-tools",
+    "oslat_json": "real-tools",
+    "compare_runs": "compare-runs",
+}
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the groups (its nodeid suffix)
@@ -238,12 +271,17 @@ def pytest_collection_modifyitems(config, items):
         if "ecat_ns" in getattr(item, "fixturenames", ()) and item.get_closest_marker("housekeeping") is None:
             item.add_marker(pytest.mark.housekeeping)  # a master against the simulator: see housekeeping_cpu
         if item.get_closest_marker("rt") is None and "real_run" in getattr(item, "fixturenames", ()):
-            raise pytest.UsageError(f"{item.nodeid} reads the shared real run (real_run): mark it rt, so that "
-                                    "the run is made on the rt tests' worker, one at a time")
+            raise pytest.UsageError(
+                f"{item.nodeid} reads the shared real run (real_run): mark it rt, so that "
+                "the run is made on the rt tests' worker, one at a time"
+            )
     in_rt = {None: 0, "quiet": 1, "load": 2}
     elsewhere = {"quiet": 0, "load": 1, None: 2}
-    items.sort(key=lambda item: (in_rt if item.get_closest_marker("rt") or item.get_closest_marker("root")
-                                 else elsewhere)[_housekeeping_kind(item)])
+    items.sort(
+        key=lambda item: (in_rt if item.get_closest_marker("rt") or item.get_closest_marker("root") else elsewhere)[
+            _housekeeping_kind(item)
+        ]
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -298,8 +336,13 @@ def state_dir(tmp_path, monkeypatch):
 
 
 def _softrt_cmd(*args: str, prefix: tuple[str, ...] = (), **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([*prefix, sys.executable, "-m", "softrt", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "120"}, **kwargs)
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "softrt", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+        **kwargs,
+    )
 
 
 @pytest.fixture

@@ -39,8 +39,11 @@ def fuzz(examples: int) -> settings:
     ``--hypothesis-profile deep``; no deadline (the VM stalls for milliseconds; :func:`reads`
     bounds the time instead)."""
     deep = settings.get_current_profile_name() == "deep"
-    return settings(max_examples=examples * DEEP_FACTOR if deep else examples, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    return settings(
+        max_examples=examples * DEEP_FACTOR if deep else examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
 
 
 FUZZ = fuzz(100)
@@ -48,10 +51,15 @@ FUZZ = fuzz(100)
 #: Any JSON value, including what json.dumps writes but RFC 8259 forbids (NaN, Infinity) and integers
 #: far beyond 64 bits.
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(10**40), max_value=10**40) | st.floats()
-    | st.text(max_size=12) | st.sampled_from(["\x1b[2J\x1b[31m", "[/x]", "../../etc", "a/b", "\u202eevil"]),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats()
+    | st.text(max_size=12)
+    | st.sampled_from(["\x1b[2J\x1b[31m", "[/x]", "../../etc", "a/b", "\u202eevil"]),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 def one_line(err: BaseException) -> None:

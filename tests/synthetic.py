@@ -21,19 +21,20 @@ from softrt.analysis import RunStats
 from softrt.analysis.attribution import Attributor, unavailable
 from softrt.analysis.events import StealSample, TraceEvent
 from softrt.ipc.layout import RECORD_DTYPE
-from softrt.schema.config import DEFAULT_THRESHOLD_NS
 from softrt.motion import MotionConfig, motion_impact
-from softrt.store.rundir import STATS, RunDir
+from softrt.schema.config import DEFAULT_THRESHOLD_NS
 from softrt.schema.device import Board
 from softrt.schema.doc import present
 from softrt.schema.summary import SCHEMA, Config, Motion, Ring, RunSummary, Tuned, Tuning
 from softrt.schema.why_late import WhyLate
+from softrt.store.rundir import STATS, RunDir
 
 T0_NS = 1_000_000_000_000  # an arbitrary CLOCK_MONOTONIC origin
 
 
-def synthetic_records(cycles: int, period_ns: int = 250_000, misses: Iterable[tuple[int, int]] = (),
-                      seed: int = 0) -> np.ndarray:
+def synthetic_records(
+    cycles: int, period_ns: int = 250_000, misses: Iterable[tuple[int, int]] = (), seed: int = 0
+) -> np.ndarray:
     """Records (RECORD_DTYPE) of *cycles* writes; *misses* are (write index, missed board cycles)."""
     rng = np.random.default_rng(seed)
     n = int(cycles)
@@ -63,8 +64,16 @@ def synthetic_records(cycles: int, period_ns: int = 250_000, misses: Iterable[tu
 
 
 #: The synthetic machine's host facts.
-_HOST_FACTS = {"os": "linux", "hostname": "synthhost", "kernel": "6.1.0-synthetic-rt", "preemption": "PREEMPT_RT",
-               "cpu_model": "Synthetic CPU", "cpu_count": 2, "cmdline": "isolcpus=1", "clocksource": "tsc"}
+_HOST_FACTS = {
+    "os": "linux",
+    "hostname": "synthhost",
+    "kernel": "6.1.0-synthetic-rt",
+    "preemption": "PREEMPT_RT",
+    "cpu_model": "Synthetic CPU",
+    "cpu_count": 2,
+    "cmdline": "isolcpus=1",
+    "clocksource": "tsc",
+}
 WORKER_PID = 4242
 HOG = ("stress-ng-cpu", 5151, 0)  # comm, pid, kernel prio (0: SCHED_FIFO 99)
 
@@ -77,9 +86,24 @@ def synthetic_trace(rec: np.ndarray, cpu: int = 1) -> tuple[list[TraceEvent], li
     events: list[TraceEvent] = []
 
     def sw(ts, prev, nxt, state):
-        events.append(TraceEvent(ts, cpu, "sched_switch", prev[1], prev[0], {
-            "prev_comm": prev[0], "prev_pid": str(prev[1]), "prev_prio": str(prev[2]), "prev_state": state,
-            "next_comm": nxt[0], "next_pid": str(nxt[1]), "next_prio": str(nxt[2])}))
+        events.append(
+            TraceEvent(
+                ts,
+                cpu,
+                "sched_switch",
+                prev[1],
+                prev[0],
+                {
+                    "prev_comm": prev[0],
+                    "prev_pid": str(prev[1]),
+                    "prev_prio": str(prev[2]),
+                    "prev_state": state,
+                    "next_comm": nxt[0],
+                    "next_pid": str(nxt[1]),
+                    "next_prio": str(nxt[2]),
+                },
+            )
+        )
 
     start = int(rec["edge_ns"][0]) if rec.size else T0_NS
     events.append(TraceEvent(start - 1000, cpu, "sched_wakeup", WORKER_PID, worker[0], {"pid": "1"}))
@@ -109,18 +133,30 @@ def synthetic_why_late(rec: np.ndarray, period_ns: int, cpu: int = 1, keep_worst
     att.add_steal(steal)
     att.add_events(events)
     for a in range(0, rec.size, 4096):  # in chunks, as the supervisor drains the ring
-        att.add_records(rec[a:a + 4096])
+        att.add_records(rec[a : a + 4096])
         att.advance(int(rec["done_ns"][min(a + 4095, rec.size - 1)]))
     return att.finish(lost_events=0)
 
 
-def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_000,
-                        misses: Iterable[tuple[int, int]] = (), seed: int = 0, run_id: str | None = None,
-                        scenario: str = "synthetic", host: str = "synthhost", motion: bool = True,
-                        started_at: datetime | None = None, chunk_rows: int = 1 << 20,
-                        why_late: bool | str = False, dropped: Iterable[tuple[int, int]] = (),
-                        samples: str = "all", late_threshold_ns: int = DEFAULT_THRESHOLD_NS,
-                        compare_round: int | None = None) -> Path:
+def write_synthetic_run(
+    base: Path | str,
+    *,
+    cycles: int,
+    period_ns: int = 250_000,
+    misses: Iterable[tuple[int, int]] = (),
+    seed: int = 0,
+    run_id: str | None = None,
+    scenario: str = "synthetic",
+    host: str = "synthhost",
+    motion: bool = True,
+    started_at: datetime | None = None,
+    chunk_rows: int = 1 << 20,
+    why_late: bool | str = False,
+    dropped: Iterable[tuple[int, int]] = (),
+    samples: str = "all",
+    late_threshold_ns: int = DEFAULT_THRESHOLD_NS,
+    compare_round: int | None = None,
+) -> Path:
     """Write a complete run directory under *base*; return its path.
 
     *why_late*: True adds the attribution of :func:`synthetic_why_late`; a string is the reason
@@ -137,42 +173,75 @@ def write_synthetic_run(base: Path | str, *, cycles: int, period_ns: int = 250_0
     rec = rec[keep]
     stats = RunStats(period_ns, late_threshold_ns)
     for a in range(0, rec.size, chunk_rows):
-        stats.add(rec[a:a + chunk_rows])
+        stats.add(rec[a : a + chunk_rows])
     start = started_at or datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
     run_id = run_id or f"{start:%Y%m%d-%H%M%S}-{host}-{seed % 0x10000:04x}"
     rd = RunDir(Path(base), run_id, samples=samples, period_ns=period_ns, late_threshold_ns=late_threshold_ns)
     for a in range(0, rec.size, chunk_rows):
-        rd.append(rec[a:a + chunk_rows], flush_rows=1)
+        rd.append(rec[a : a + chunk_rows], flush_rows=1)
     rd.close()
     cfg_motion = MotionConfig() if motion else None
-    config = Config.build(period_ns=period_ns, duration_ns=cycles * period_ns, cpu=1, priority=80, profile="rt",
-                          wait="spin", margin_ns=50_000, axes=1 if motion else 0,
-                          motion=cfg_motion.to_dict() if cfg_motion else None, out_dir=str(base),
-                          max_duration_ns=3_600_000_000_000, scenario=scenario, extra={}, samples=samples,
-                          late_threshold_ns=late_threshold_ns)
+    config = Config.build(
+        period_ns=period_ns,
+        duration_ns=cycles * period_ns,
+        cpu=1,
+        priority=80,
+        profile="rt",
+        wait="spin",
+        margin_ns=50_000,
+        axes=1 if motion else 0,
+        motion=cfg_motion.to_dict() if cfg_motion else None,
+        out_dir=str(base),
+        max_duration_ns=3_600_000_000_000,
+        scenario=scenario,
+        extra={},
+        samples=samples,
+        late_threshold_ns=late_threshold_ns,
+    )
     if motion and rec.size and keep.all():  # with records dropped the delivered samples are unknown
         impact = motion_impact(rec["cycle"] + rec["missed"], cfg_motion, period_ns=period_ns)
     else:
         impact = None
-    why = synthetic_why_late(rec, period_ns, cpu=1) if why_late is True else unavailable(why_late) if why_late \
-        else None
+    why = synthetic_why_late(rec, period_ns, cpu=1) if why_late is True else unavailable(why_late) if why_late else None
     summary = RunSummary.build(
-        schema=SCHEMA, run_id=run_id, scenario=scenario, started_at=start.isoformat(timespec="seconds"),
+        schema=SCHEMA,
+        run_id=run_id,
+        scenario=scenario,
+        started_at=start.isoformat(timespec="seconds"),
         finished_at=(start + timedelta(seconds=cycles * period_ns / 1e9)).isoformat(timespec="seconds"),
-        status="complete", partial_reason=None, mode="real-time", config=config, host=_HOST_FACTS | {"hostname": host},
-        tuning=Tuning.build(applied=[Tuned.build(what="sched_fifo", detail="SCHED_FIFO priority 80"),
-                                     Tuned.build(what="cpu_affinity", detail="worker pinned to CPU 1")],
-                            not_applied=[], system_changes=[], recovered_from_earlier_runs=[]),
-        metrics=stats.summary(), ring=Ring(capacity=65536, overflows=0),
+        status="complete",
+        partial_reason=None,
+        mode="real-time",
+        config=config,
+        host=_HOST_FACTS | {"hostname": host},
+        tuning=Tuning.build(
+            applied=[
+                Tuned.build(what="sched_fifo", detail="SCHED_FIFO priority 80"),
+                Tuned.build(what="cpu_affinity", detail="worker pinned to CPU 1"),
+            ],
+            not_applied=[],
+            system_changes=[],
+            recovered_from_earlier_runs=[],
+        ),
+        metrics=stats.summary(),
+        ring=Ring(capacity=65536, overflows=0),
         board=Board.build(writes=int(rec.size), missed_updates=int(rec["missed"].sum())),
-        **present(motion=impact, compare_round=compare_round, why_late=why))
+        **present(motion=impact, compare_round=compare_round, why_late=why),
+    )
     _write(rd, summary, stats)
     return rd.path
 
 
-def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, period_ns: int = 250_000,
-                                  events: int = 2_000, seed: int = 0, run_id: str | None = None,
-                                  late_threshold_ns: int = DEFAULT_THRESHOLD_NS) -> Path:
+def write_synthetic_long_late_run(
+    base: Path | str,
+    *,
+    hours: float = 24.0,
+    period_ns: int = 250_000,
+    events: int = 2_000,
+    seed: int = 0,
+    run_id: str | None = None,
+    late_threshold_ns: int = DEFAULT_THRESHOLD_NS,
+) -> Path:
     """A ``--samples late`` run of *hours* (345.6 M cycles for 24 h at 250 µs), written in seconds.
 
     Its 345 M cycles are never generated one by one: what a late run stores is built directly —
@@ -182,10 +251,10 @@ def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, peri
     ``stats.json``: the streaming pass over 100 s of ordinary records with its counts scaled to the
     run, pooled with the pass over the kept records. For benchmark (c) (docs/benchmarks.md).
     """
-    from softrt.store.late import AGGREGATE_FIELDS, AGGREGATES, CONTEXT_RECORDS, aggregates_schema
-
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from softrt.store.late import AGGREGATE_FIELDS, AGGREGATES, CONTEXT_RECORDS, aggregates_schema
 
     rng = np.random.default_rng(seed)
     per_s = 1_000_000_000 // period_ns
@@ -211,7 +280,7 @@ def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, peri
         stats.merge(RunStats(period_ns).add(seg))
     ordinary = RunStats(period_ns).add(synthetic_records(100 * per_s, period_ns, seed=seed)).to_dict()
     scale = (cycles - kept.size) / (100 * per_s)
-    for name, h in ordinary["series_ns"].items():
+    for h in ordinary["series_ns"].values():
         h["counts"] = [max(int(round(x * scale)), 1) for x in h["counts"]]
         h["n"] = sum(h["counts"])
         h["sum_ns"] = int(h["sum_ns"] * scale)
@@ -221,15 +290,20 @@ def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, peri
     stats = RunStats.from_dict(ordinary).merge(stats)
     # One aggregate row a second.
     sec = np.arange(seconds, dtype=np.int64)
-    cols = {"second": sec, "records": np.full(seconds, per_s, np.int64), "periods": np.full(seconds, per_s, np.int64),
-            "period_min_ns": period_ns - 1_000 + rng.integers(0, 500, seconds),
-            "period_max_ns": period_ns + 1_000 + rng.integers(0, 3_000, seconds),
-            "period_mean_ns": period_ns + rng.normal(0, 5, seconds),
-            "latency_min_ns": 70 + rng.integers(0, 30, seconds),
-            "latency_max_ns": 1_000 + rng.integers(0, 2_000, seconds),
-            "latency_mean_ns": 190 + rng.normal(0, 3, seconds),
-            "missed": np.zeros(seconds, np.int64), "missed_cycles": np.zeros(seconds, np.int64),
-            "late": np.zeros(seconds, np.int64)}
+    cols = {
+        "second": sec,
+        "records": np.full(seconds, per_s, np.int64),
+        "periods": np.full(seconds, per_s, np.int64),
+        "period_min_ns": period_ns - 1_000 + rng.integers(0, 500, seconds),
+        "period_max_ns": period_ns + 1_000 + rng.integers(0, 3_000, seconds),
+        "period_mean_ns": period_ns + rng.normal(0, 5, seconds),
+        "latency_min_ns": 70 + rng.integers(0, 30, seconds),
+        "latency_max_ns": 1_000 + rng.integers(0, 2_000, seconds),
+        "latency_mean_ns": 190 + rng.normal(0, 3, seconds),
+        "missed": np.zeros(seconds, np.int64),
+        "missed_cycles": np.zeros(seconds, np.int64),
+        "late": np.zeros(seconds, np.int64),
+    }
     ev_sec = (at + lost_before) // per_s
     np.add.at(cols["missed"], ev_sec, lengths)
     np.add.at(cols["missed_cycles"], ev_sec, 1)
@@ -239,23 +313,49 @@ def write_synthetic_long_late_run(base: Path | str, *, hours: float = 24.0, peri
     run_id = run_id or f"{start:%Y%m%d-%H%M%S}-synthhost-{seed % 0x10000:04x}"
     rd = RunDir(Path(base), run_id)
     for a in range(0, kept.size, 1 << 16):
-        rd.append(kept[a:a + (1 << 16)])
+        rd.append(kept[a : a + (1 << 16)])
     rd.close()
     schema = aggregates_schema(T0_NS, period_ns, late_threshold_ns, 0, 0)
-    pq.write_table(pa.table({k: cols[k] for k in AGGREGATE_FIELDS}, schema=schema), rd.path / AGGREGATES,
-                   compression="zstd", row_group_size=3600)
-    config = Config.build(period_ns=period_ns, duration_ns=cycles * period_ns, cpu=1, priority=80, profile="rt",
-                          wait="spin", margin_ns=50_000, axes=1, motion=MotionConfig().to_dict(), out_dir=str(base),
-                          max_duration_ns=72 * 3_600_000_000_000, scenario="synthetic-24h", extra={},
-                          samples="late", late_threshold_ns=late_threshold_ns)
+    pq.write_table(
+        pa.table({k: cols[k] for k in AGGREGATE_FIELDS}, schema=schema),
+        rd.path / AGGREGATES,
+        compression="zstd",
+        row_group_size=3600,
+    )
+    config = Config.build(
+        period_ns=period_ns,
+        duration_ns=cycles * period_ns,
+        cpu=1,
+        priority=80,
+        profile="rt",
+        wait="spin",
+        margin_ns=50_000,
+        axes=1,
+        motion=MotionConfig().to_dict(),
+        out_dir=str(base),
+        max_duration_ns=72 * 3_600_000_000_000,
+        scenario="synthetic-24h",
+        extra={},
+        samples="late",
+        late_threshold_ns=late_threshold_ns,
+    )
     summary = RunSummary.build(
-        schema=SCHEMA, run_id=run_id, scenario="synthetic-24h", started_at=start.isoformat(timespec="seconds"),
-        finished_at=(start + timedelta(seconds=seconds)).isoformat(timespec="seconds"), status="complete",
-        partial_reason=None, mode="real-time", config=config, host=_HOST_FACTS,
+        schema=SCHEMA,
+        run_id=run_id,
+        scenario="synthetic-24h",
+        started_at=start.isoformat(timespec="seconds"),
+        finished_at=(start + timedelta(seconds=seconds)).isoformat(timespec="seconds"),
+        status="complete",
+        partial_reason=None,
+        mode="real-time",
+        config=config,
+        host=_HOST_FACTS,
         tuning=Tuning.build(applied=[], not_applied=[], system_changes=[], recovered_from_earlier_runs=[]),
-        metrics=stats.summary(), ring=Ring(capacity=65536, overflows=0),
+        metrics=stats.summary(),
+        ring=Ring(capacity=65536, overflows=0),
         board=Board.build(writes=cycles, missed_updates=int(lengths.sum())),
-        motion=Motion(not_computed="synthetic run: its 345 M writes are not generated"))
+        motion=Motion(not_computed="synthetic run: its 345 M writes are not generated"),
+    )
     _write(rd, summary, stats)
     return rd.path
 

@@ -20,8 +20,7 @@ def test_a_killed_sessions_journal_is_restored_by_the_next_session(tmp_path):
     f.write_text("950000\n")
     state = tmp_path / "pytest-7" / "popen-gw0" / "test_some_run0" / "state"
     (tmp_path / "pytest-8" / "popen-gw1").mkdir(parents=True)
-    code = ("from softrt.session.changes import ChangeJournal\n"
-            f"ChangeJournal({str(root)!r}).set({RT!r}, '-1', 'test')\n")
+    code = f"from softrt.session.changes import ChangeJournal\nChangeJournal({str(root)!r}).set({RT!r}, '-1', 'test')\n"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "SOFTRT_STATE_DIR": str(state)})
     assert f.read_text() == "-1\n" and list(state.glob("restore/*.jsonl"))
     said = restore_what_killed_sessions_left(tmp_path)

@@ -13,14 +13,30 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "softrt"
 
 # Rank of each top-level module or package; a module may import only from its rank or below.
 RANK = {
-    "errors": 0, "cpus": 0, "units": 0, "lazy": 0,
+    "errors": 0,
+    "cpus": 0,
+    "units": 0,
+    "lazy": 0,
     "schema": 1,  # typed documents (the summary, RunConfig): below every producer and reader
     "platform": 2,
-    "ipc": 3, "analysis": 3,
-    "board": 4, "motion": 4, "load": 4, "audit": 4, "store": 4, "loop": 4, "ethercat": 4, "ecatsim": 4, "report": 4,
-    "trace": 4, "metrics": 4,
-    "session": 5, "scenario": 5,
-    "cli": 6, "__init__": 6, "__main__": 7,
+    "ipc": 3,
+    "analysis": 3,
+    "board": 4,
+    "motion": 4,
+    "load": 4,
+    "audit": 4,
+    "store": 4,
+    "loop": 4,
+    "ethercat": 4,
+    "ecatsim": 4,
+    "report": 4,
+    "trace": 4,
+    "metrics": 4,
+    "session": 5,
+    "scenario": 5,
+    "cli": 6,
+    "__init__": 6,
+    "__main__": 7,
 }
 
 
@@ -128,8 +144,10 @@ def test_the_layer_checks_see_what_they_forbid():
     """The import scan finds a backend import in each spelling (else the checks above prove nothing)."""
     probe = SRC / "session" / "run.py"
     assert "platform" in _imported_modules(probe)
-    text = ("from ..platform.linux.backend import RT_RUNTIME\nfrom softrt.platform.windows import backend\n"
-            "import softrt.platform._x\nfrom ..platform.windows import _win32\nfrom ..platform.linux import kfacts\n")
+    text = (
+        "from ..platform.linux.backend import RT_RUNTIME\nfrom softrt.platform.windows import backend\n"
+        "import softrt.platform._x\nfrom ..platform.windows import _win32\nfrom ..platform.linux import kfacts\n"
+    )
     found = _imported_modules(probe, text)
     assert {"platform.linux.backend", "platform.windows.backend", "platform._x", "platform.windows._win32"} <= found
     assert {m for m in found if _private(m)} == found - {"platform.linux", "platform.linux.kfacts", "platform.windows"}
@@ -138,8 +156,13 @@ def test_the_layer_checks_see_what_they_forbid():
 def test_the_layer_rank_check_sees_every_import_spelling():
     """A lower layer importing the CLI is found however it is written (else the rank test proves nothing)."""
     probe = SRC / "store" / "summary.py"
-    for text in ("from ..cli import render", "from softrt.cli.render import x", "from softrt import cli",
-                 "import softrt.cli.render", "def f():\n    from ..cli import render\n"):
+    for text in (
+        "from ..cli import render",
+        "from softrt.cli.render import x",
+        "from softrt import cli",
+        "import softrt.cli.render",
+        "def f():\n    from ..cli import render\n",
+    ):
         assert "cli" in _imported_parts(probe, text), text
     assert _imported_parts(probe, "from . import model\nfrom ..errors import ConfigError") == {"store", "errors"}
 

@@ -41,18 +41,37 @@ ALLOWED = {
     ("platform/procs.py", "open"): "a child's log, a path softrt made in its own state or run directory",
     ("load/_worker.py", "os.open"): "the disk load's scratch file in the directory it was given (its own tmpdir)",
     ("session/run.py", "touch"): "RunDir.touch: os.utime of the run's own samples file (a killed run is timed by it)",
-    ("platform/windows/winsystem.py", "write_text"): "a task's XML in the private folder mkdtemp just made (Windows, as SYSTEM)",
+    (
+        "platform/windows/winsystem.py",
+        "write_text",
+    ): "a task's XML in the private folder mkdtemp just made (Windows, as SYSTEM)",
     ("store/query.py", "os.symlink"): "a DuckDB extension's link in the private folder TemporaryDirectory just made",
     ("store/query.py", "shutil.copy"): "the same extension copied where links are not allowed (a private folder)",
     ("cli/output.py", "os.open"): "/dev/null for fd 1 and 2 once the terminal is gone",
 }
 
 _WRITE_MODES = set("wax+")
-_ALWAYS = {"write_text": "write_text", "write_bytes": "write_bytes", "replace": "os.replace",
-           "rename": "os.rename", "mkstemp": "mkstemp", "mkdtemp": None, "NamedTemporaryFile": "mkstemp",
-           "ParquetWriter": "ParquetWriter", "write_table": "write_table", "connect": "sqlite3.connect",
-           "copy": "shutil.copy", "copyfile": "shutil.copy", "copy2": "shutil.copy", "move": "os.rename",
-           "savefig": "savefig", "symlink": "os.symlink", "link": "os.link", "touch": "touch", "mkfifo": "os.mkfifo"}
+_ALWAYS = {
+    "write_text": "write_text",
+    "write_bytes": "write_bytes",
+    "replace": "os.replace",
+    "rename": "os.rename",
+    "mkstemp": "mkstemp",
+    "mkdtemp": None,
+    "NamedTemporaryFile": "mkstemp",
+    "ParquetWriter": "ParquetWriter",
+    "write_table": "write_table",
+    "connect": "sqlite3.connect",
+    "copy": "shutil.copy",
+    "copyfile": "shutil.copy",
+    "copy2": "shutil.copy",
+    "move": "os.rename",
+    "savefig": "savefig",
+    "symlink": "os.symlink",
+    "link": "os.link",
+    "touch": "touch",
+    "mkfifo": "os.mkfifo",
+}
 
 
 def _name(func: ast.expr) -> tuple[str, str]:
@@ -66,8 +85,9 @@ def _name(func: ast.expr) -> tuple[str, str]:
 
 
 def _mode_writes(call: ast.Call, index: int) -> bool:
-    mode = call.args[index] if len(call.args) > index else next(
-        (k.value for k in call.keywords if k.arg == "mode"), None)
+    mode = (
+        call.args[index] if len(call.args) > index else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    )
     if mode is None:
         return False
     if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
@@ -76,8 +96,23 @@ def _mode_writes(call: ast.Call, index: int) -> bool:
 
 
 #: Names an os.open's flags may use and still only read; any other (O_WRONLY, a variable) counts as a write.
-_READ_ONLY = {"os", "getattr", "O_RDONLY", "O_NONBLOCK", "O_CLOEXEC", "O_NOFOLLOW", "O_PATH", "O_DIRECTORY",
-              "O_PRIVATE_BINARY", "O_BINARY", "O_NOINHERIT", "_NONBLOCK", "_CLOEXEC", "_NOFOLLOW", "_NOFOLLOW_CLOEXEC"}
+_READ_ONLY = {
+    "os",
+    "getattr",
+    "O_RDONLY",
+    "O_NONBLOCK",
+    "O_CLOEXEC",
+    "O_NOFOLLOW",
+    "O_PATH",
+    "O_DIRECTORY",
+    "O_PRIVATE_BINARY",
+    "O_BINARY",
+    "O_NOINHERIT",
+    "_NONBLOCK",
+    "_CLOEXEC",
+    "_NOFOLLOW",
+    "_NOFOLLOW_CLOEXEC",
+}
 
 
 def _flags_write(call: ast.Call) -> bool:
@@ -103,9 +138,12 @@ def writes_in(tree: ast.AST) -> list[tuple[int, str]]:
             kind = "open" if _mode_writes(node, 1) else None
         elif name == "open":  # Path(...).open("w"); another object's open(x) (a master's) is not a file's
             mode = node.args[0] if node.args else None
-            kind = "open" if (isinstance(mode, ast.Constant) and isinstance(mode.value, str)
-                              and _WRITE_MODES & set(mode.value)) or any(k.arg == "mode" for k in node.keywords) \
+            kind = (
+                "open"
+                if (isinstance(mode, ast.Constant) and isinstance(mode.value, str) and _WRITE_MODES & set(mode.value))
+                or any(k.arg == "mode" for k in node.keywords)
                 else None
+            )
         elif name == "write_table" and owner not in ("pq", "parquet", "pyarrow.parquet"):
             kind = None  # a ParquetWriter's next row group: its file was opened (and scanned) already
         elif name == "fdopen" and owner == "os":
@@ -136,10 +174,16 @@ def _writes() -> dict[str, list[tuple[int, str]]]:
 
 
 def test_nothing_writes_a_file_but_through_a_known_writer():
-    bad = [f"{module}:{line}: {kind}" for module, found in _writes().items() for line, kind in found
-           if (module, kind) not in ALLOWED]
-    assert not bad, ("files opened for writing outside softrt.platform.outfile (write_file) and the run "
-                     "directory's writer:\n" + "\n".join(bad))
+    bad = [
+        f"{module}:{line}: {kind}"
+        for module, found in _writes().items()
+        for line, kind in found
+        if (module, kind) not in ALLOWED
+    ]
+    assert not bad, (
+        "files opened for writing outside softrt.platform.outfile (write_file) and the run "
+        "directory's writer:\n" + "\n".join(bad)
+    )
 
 
 def test_every_allowance_is_still_used():
@@ -157,9 +201,24 @@ pq.ParquetWriter(p, s); pq.write_table(t, p); fig.savefig("x.png"); sqlite3.conn
 p.touch(); os.mkfifo(p)
 """
     kinds = [kind for _line, kind in writes_in(ast.parse(text))]
-    assert kinds.count("open") == 4 and kinds.count("os.rename") == 2 and "write_text" in kinds and "write_bytes" in kinds
-    assert {"os.open", "os.replace", "os.rename", "mkstemp", "ParquetWriter", "write_table", "savefig",
-            "sqlite3.connect", "shutil.copy", "touch", "os.mkfifo"} <= set(kinds)
-    quiet = 'open(p); open(p, "rb"); os.open(p, os.O_RDONLY | os.O_NONBLOCK); s.replace("a", "b"); d.copy()\n' \
-            'fig.savefig(buf, format="svg")'
+    assert (
+        kinds.count("open") == 4 and kinds.count("os.rename") == 2 and "write_text" in kinds and "write_bytes" in kinds
+    )
+    assert {
+        "os.open",
+        "os.replace",
+        "os.rename",
+        "mkstemp",
+        "ParquetWriter",
+        "write_table",
+        "savefig",
+        "sqlite3.connect",
+        "shutil.copy",
+        "touch",
+        "os.mkfifo",
+    } <= set(kinds)
+    quiet = (
+        'open(p); open(p, "rb"); os.open(p, os.O_RDONLY | os.O_NONBLOCK); s.replace("a", "b"); d.copy()\n'
+        'fig.savefig(buf, format="svg")'
+    )
     assert writes_in(ast.parse(quiet)) == []

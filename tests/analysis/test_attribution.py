@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import pytest
 
 from softrt.analysis.attribution import Attributor, account
 from softrt.analysis.cycles import LateRule, cycle_view
-from softrt.analysis.timeline import CpuState, apply, build_timeline, policy
 from softrt.analysis.events import StealSample, TraceEvent
+from softrt.analysis.timeline import CpuState, apply, build_timeline, policy
 from softrt.ipc.layout import RECORD_DTYPE
 
 P = 250_000  # ns
@@ -21,8 +21,15 @@ T0 = 10_000_000_000
 US = 1_000
 
 
-def records(n: int, *, late: dict[int, int] | None = None, seq0: int = 0, drop: set[int] = frozenset(),
-            work_ns: int = 5 * US, missed: dict[int, int] | None = None) -> np.ndarray:
+def records(
+    n: int,
+    *,
+    late: dict[int, int] | None = None,
+    seq0: int = 0,
+    drop: set[int] = frozenset(),
+    work_ns: int = 5 * US,
+    missed: dict[int, int] | None = None,
+) -> np.ndarray:
     """n cycles at P: detect 2 µs after the edge, plus ``late[k]`` ns for cycle k; records in *drop* are lost."""
     k = np.arange(seq0, seq0 + n, dtype=np.int64)
     recs = np.zeros(n, dtype=RECORD_DTYPE)
@@ -49,8 +56,18 @@ def ev(ts: int, event: str, task: tuple = ("softrt-worker", WORKER), **fields) -
 
 def switch(ts: int, prev: tuple, nxt: tuple, prev_state: str = "R") -> TraceEvent:
     """prev/nxt: (comm, pid, prio)."""
-    return ev(ts, "sched_switch", (prev[0], prev[1]), prev_comm=prev[0], prev_pid=prev[1], prev_prio=prev[2],
-              prev_state=prev_state, next_comm=nxt[0], next_pid=nxt[1], next_prio=nxt[2])
+    return ev(
+        ts,
+        "sched_switch",
+        (prev[0], prev[1]),
+        prev_comm=prev[0],
+        prev_pid=prev[1],
+        prev_prio=prev[2],
+        prev_state=prev_state,
+        next_comm=nxt[0],
+        next_pid=nxt[1],
+        next_prio=nxt[2],
+    )
 
 
 W = ("softrt-worker", WORKER, WPRIO)
@@ -92,19 +109,28 @@ def test_fifo99_thread_preempting_the_worker_is_named_with_its_duration():
     assert cycle["window"]["duration_us"] == 102.0  # edge -> detect (2 µs + 100 µs)
     assert cycle["unexplained_us"] == 8.0  # 1 µs before the switch, 7 µs after it: the worker's own spin
     assert cycle["causes"][0]["share"] == pytest.approx(94 / 102, abs=1e-4)
-    assert out["culprits"][0] == {"kind": "thread", "name": "hog", "id": 2000, "detail": "FIFO/RR 99", "cycles": 1,
-                                  "total_us": 94.0, "worst_us": 94.0}
+    assert out["culprits"][0] == {
+        "kind": "thread",
+        "name": "hog",
+        "id": 2000,
+        "detail": "FIFO/RR 99",
+        "cycles": 1,
+        "total_us": 94.0,
+        "worst_us": 94.0,
+    }
 
 
 def test_irq_with_nested_softirq_counts_the_nested_time_once():
     recs = records(20, late={5: 60 * US})
     e = edge(5)
-    events = [ev(e + 10 * US, "softirq_entry", vec=3, action="NET_RX"),
-              ev(e + 20 * US, "irq_handler_entry", irq=24, name="virtio0-input.0"),
-              ev(e + 30 * US, "irq_handler_exit", irq=24, ret="handled"),
-              ev(e + 50 * US, "softirq_exit", vec=3, action="NET_RX"),
-              ev(e + 52 * US, "local_timer_entry", vector=236),
-              ev(e + 56 * US, "local_timer_exit", vector=236)]
+    events = [
+        ev(e + 10 * US, "softirq_entry", vec=3, action="NET_RX"),
+        ev(e + 20 * US, "irq_handler_entry", irq=24, name="virtio0-input.0"),
+        ev(e + 30 * US, "irq_handler_exit", irq=24, ret="handled"),
+        ev(e + 50 * US, "softirq_exit", vec=3, action="NET_RX"),
+        ev(e + 52 * US, "local_timer_entry", vector=236),
+        ev(e + 56 * US, "local_timer_exit", vector=236),
+    ]
     got = causes(run(recs, events), 5)
     assert got["softirq NET_RX (vec 3)"] == 30.0  # 40 µs minus the irq inside it
     assert got["irq virtio0-input.0 (IRQ 24)"] == 10.0
@@ -121,8 +147,10 @@ def test_softirq_vector_name_without_action_field():
 def test_page_fault_of_the_worker_lasts_until_the_next_event():
     recs = records(20, late={7: 68 * US})
     e = edge(7)
-    events = [ev(e + 5 * US, "page_fault_user", address="0x7f0000001000", ip="0x401000", error_code="0x6"),
-              ev(e + 65 * US, "sched_wakeup", pid=33, comm="kworker/1:1", prio=120)]
+    events = [
+        ev(e + 5 * US, "page_fault_user", address="0x7f0000001000", ip="0x401000", error_code="0x6"),
+        ev(e + 65 * US, "sched_wakeup", pid=33, comm="kworker/1:1", prio=120),
+    ]
     got = causes(run(recs, events), 7)
     assert got == {"kernel page fault (user) of the worker: memory not locked?": 60.0}
 
@@ -130,8 +158,11 @@ def test_page_fault_of_the_worker_lasts_until_the_next_event():
 def test_page_fault_of_another_task_is_not_the_workers():
     recs = records(20, late={7: 80 * US})
     e = edge(7)
-    events = [switch(e + 1 * US, W, HOG), ev(e + 5 * US, "page_fault_user", task=("hog", 2000)),
-              switch(e + 80 * US, HOG, W, "S")]
+    events = [
+        switch(e + 1 * US, W, HOG),
+        ev(e + 5 * US, "page_fault_user", task=("hog", 2000)),
+        switch(e + 80 * US, HOG, W, "S"),
+    ]
     got = causes(run(recs, events), 7)
     assert got == {"thread hog (pid 2000, FIFO/RR 99)": 79.0}
 
@@ -142,8 +173,10 @@ def test_throttling_switch_to_idle_is_blamed_on_the_kernel_not_on_idle():
     events = [switch(e + 5 * US, W, IDLE, "R"), switch(e + 905 * US, IDLE, W, "R")]
     out = run(recs, events, rt_throttling=True)
     got = causes(out, 3)
-    assert got == {"kernel RT throttling (worker runnable, parked by sched_rt_runtime_us)": 900.0,
-                   "loop the loop's own work": 1.0}  # detect -> write of the missed update
+    assert got == {
+        "kernel RT throttling (worker runnable, parked by sched_rt_runtime_us)": 900.0,
+        "loop the loop's own work": 1.0,
+    }  # detect -> write of the missed update
     assert out["worst"][0]["reasons"] == ["period", "latency", "missed"] and out["rt_throttling"] is True
 
 
@@ -154,25 +187,44 @@ FAIR = [("ksoftirqd/1", 22, 120), ("rcu_preempt", 15, 120), ("python3", 4242, 12
 
 
 def _parked_by_other_tasks(e: int) -> list:
-    return [ev(e + 2 * US, "local_timer_entry", vector=236), ev(e + 20 * US, "local_timer_exit", vector=236),
-            switch(e + 30 * US, W, FAIR[0], "R"), switch(e + 40 * US, FAIR[0], FAIR[1], "S"),
-            switch(e + 50 * US, FAIR[1], FAIR[2], "I"), switch(e + 50_030 * US, FAIR[2], W, "R+")]
+    return [
+        ev(e + 2 * US, "local_timer_entry", vector=236),
+        ev(e + 20 * US, "local_timer_exit", vector=236),
+        switch(e + 30 * US, W, FAIR[0], "R"),
+        switch(e + 40 * US, FAIR[0], FAIR[1], "S"),
+        switch(e + 50 * US, FAIR[1], FAIR[2], "I"),
+        switch(e + 50_030 * US, FAIR[2], W, "R+"),
+    ]
 
 
-@pytest.mark.parametrize("rt_throttling, via, words", [
-    (False, "fair_server", "the fair server"), (True, "rt_throttling", "RT throttling"),
-    (None, "rt_throttling_or_fair_server", "RT throttling or the fair server")])
+@pytest.mark.parametrize(
+    "rt_throttling, via, words",
+    [
+        (False, "fair_server", "the fair server"),
+        (True, "rt_throttling", "RT throttling"),
+        (None, "rt_throttling_or_fair_server", "RT throttling or the fair server"),
+    ],
+)
 def test_tasks_that_ran_while_the_worker_was_parked_are_named_with_the_mechanism(rt_throttling, via, words):
     recs = records(20, late={3: 50_032 * US})
     out = run(recs, _parked_by_other_tasks(edge(3)), rt_throttling=rt_throttling)
     got = causes(out, 3)
     # each task that ran, from the switch away to the switch back: 10 + 10 + 49,980 µs
-    assert got == {f"thread ksoftirqd/1 (pid 22, OTHER nice 0, through {words})": 10.0,
-                   f"thread rcu_preempt (pid 15, OTHER nice 0, through {words})": 10.0,
-                   f"thread python3 (pid 4242, OTHER nice 0, through {words})": 49_980.0,
-                   "kernel local timer": 18.0, "outside no guest activity on CPU 1": 10.0}
+    assert got == {
+        f"thread ksoftirqd/1 (pid 22, OTHER nice 0, through {words})": 10.0,
+        f"thread rcu_preempt (pid 15, OTHER nice 0, through {words})": 10.0,
+        f"thread python3 (pid 4242, OTHER nice 0, through {words})": 49_980.0,
+        "kernel local timer": 18.0,
+        "outside no guest activity on CPU 1": 10.0,
+    }
     top = out["culprits"][0]
-    assert (top["kind"], top["name"], top["id"], top["via"], top["total_us"]) == ("thread", "python3", 4242, via, 49_980.0)
+    assert (top["kind"], top["name"], top["id"], top["via"], top["total_us"]) == (
+        "thread",
+        "python3",
+        4242,
+        via,
+        49_980.0,
+    )
     assert top["detail"] == f"OTHER nice 0, through {words}"
     assert {c["via"] for c in out["worst"][0]["causes"] if c["kind"] == "thread"} == {via}
     assert all("via" not in c for c in out["culprits"] if c["kind"] != "thread")  # no mechanism
@@ -181,8 +233,12 @@ def test_tasks_that_ran_while_the_worker_was_parked_are_named_with_the_mechanism
 def test_the_same_task_direct_and_through_the_fair_server_has_two_rows():
     recs = records(300, late={3: 50_032 * US, 250: 100 * US})
     py = ("python3", 4242, 120)
-    events = [*_parked_by_other_tasks(edge(3)), switch(edge(250) - 10 * US, W, py, "S"),
-              ev(edge(250) + 50 * US, "sched_wakeup", task=py[:2], pid=WORKER), switch(edge(250) + 100 * US, py, W, "R")]
+    events = [
+        *_parked_by_other_tasks(edge(3)),
+        switch(edge(250) - 10 * US, W, py, "S"),
+        ev(edge(250) + 50 * US, "sched_wakeup", task=py[:2], pid=WORKER),
+        switch(edge(250) + 100 * US, py, W, "R"),
+    ]
     out = run(recs, events, rt_throttling=False, gap_min_ns=200_000)
     rows = {(c["name"], c.get("via")): c["total_us"] for c in out["culprits"] if c["name"] == "python3"}
     assert rows == {("python3", "fair_server"): 49_980.0, ("python3", None): 50.0}  # after the wakeup: blocking
@@ -191,11 +247,16 @@ def test_the_same_task_direct_and_through_the_fair_server_has_two_rows():
 def test_idle_while_the_worker_is_parked_is_no_task():
     recs = records(20, late={3: 300 * US})
     e = edge(3)
-    events = [switch(e + 5 * US, W, FAIR[2], "R"), switch(e + 105 * US, FAIR[2], IDLE, "S"),
-              switch(e + 300 * US, IDLE, W, "R")]
+    events = [
+        switch(e + 5 * US, W, FAIR[2], "R"),
+        switch(e + 105 * US, FAIR[2], IDLE, "S"),
+        switch(e + 300 * US, IDLE, W, "R"),
+    ]
     got = causes(run(recs, events, rt_throttling=False), 3)
-    assert got == {"thread python3 (pid 4242, OTHER nice 0, through the fair server)": 100.0,
-                   "kernel worker runnable but switched out to idle": 195.0}
+    assert got == {
+        "thread python3 (pid 4242, OTHER nice 0, through the fair server)": 100.0,
+        "kernel worker runnable but switched out to idle": 195.0,
+    }
 
 
 def test_a_higher_priority_thread_running_while_the_worker_is_parked_is_blamed_itself():
@@ -205,11 +266,17 @@ def test_a_higher_priority_thread_running_while_the_worker_is_parked_is_blamed_i
     e = edge(3)
     dist = ("softrt-disturb", 3000, 9)  # FIFO 90
     py = ("python3", 4242, 120)
-    events = [switch(e + 30 * US, W, py, "R"), switch(e + 2_000 * US, py, dist, "R"),
-              switch(e + 2_500 * US, dist, py, "S"), switch(e + 8_030 * US, py, W, "R+")]
+    events = [
+        switch(e + 30 * US, W, py, "R"),
+        switch(e + 2_000 * US, py, dist, "R"),
+        switch(e + 2_500 * US, dist, py, "S"),
+        switch(e + 8_030 * US, py, W, "R+"),
+    ]
     got = causes(run(recs, events, rt_throttling=False), 3)
-    assert got == {"thread python3 (pid 4242, OTHER nice 0, through the fair server)": 7_500.0,
-                   "thread softrt-disturb (pid 3000, FIFO/RR 90)": 500.0}
+    assert got == {
+        "thread python3 (pid 4242, OTHER nice 0, through the fair server)": 7_500.0,
+        "thread softrt-disturb (pid 3000, FIFO/RR 90)": 500.0,
+    }
 
 
 def test_the_timer_irq_that_wakes_the_worker_does_not_count_against_the_switch_grace():
@@ -218,19 +285,30 @@ def test_the_timer_irq_that_wakes_the_worker_does_not_count_against_the_switch_g
     recs = records(20, late={3: 160 * US})
     e = edge(3)
     busy = ("softrt-disturb", 3000, 120)
-    events = [switch(e - 40 * US, W, busy, "S"), ev(e + 143 * US, "local_timer_entry", task=busy[:2], vector=236),
-              ev(e + 146 * US, "sched_wakeup", task=busy[:2], pid=WORKER, prio=WPRIO),
-              ev(e + 157 * US, "local_timer_exit", task=busy[:2], vector=236), switch(e + 160 * US, busy, W, "R")]
+    events = [
+        switch(e - 40 * US, W, busy, "S"),
+        ev(e + 143 * US, "local_timer_entry", task=busy[:2], vector=236),
+        ev(e + 146 * US, "sched_wakeup", task=busy[:2], pid=WORKER, prio=WPRIO),
+        ev(e + 157 * US, "local_timer_exit", task=busy[:2], vector=236),
+        switch(e + 160 * US, busy, W, "R"),
+    ]
     got = causes(run(recs, events), 3)
-    assert got == {"outside no guest activity on CPU 1": 143.0, "kernel local timer": 14.0,
-                   "kernel switch to the woken worker": 3.0}
+    assert got == {
+        "outside no guest activity on CPU 1": 143.0,
+        "kernel local timer": 14.0,
+        "kernel switch to the woken worker": 3.0,
+    }
     # a task that kept the CPU beyond the grace after the IRQ is blamed (rtla's blocking thread)
     late = [*events[:-1], switch(e + 200 * US, busy, W, "R")]
     got = causes(run(records(20, late={3: 200 * US}), late, gap_min_ns=50_000), 3)
     assert got["thread softrt-disturb (pid 3000, OTHER nice 0)"] == 43.0
     # 22 µs of its own, split by a second timer IRQ (seen in a real run): still the switch path
-    split = [*events[:-1], ev(e + 168 * US, "local_timer_entry", task=busy[:2], vector=236),
-             ev(e + 190 * US, "local_timer_exit", task=busy[:2], vector=236), switch(e + 201 * US, busy, W, "R")]
+    split = [
+        *events[:-1],
+        ev(e + 168 * US, "local_timer_entry", task=busy[:2], vector=236),
+        ev(e + 190 * US, "local_timer_exit", task=busy[:2], vector=236),
+        switch(e + 201 * US, busy, W, "R"),
+    ]
     got = causes(run(records(20, late={3: 201 * US}), split), 3)
     assert got["kernel switch to the woken worker"] == 22.0 and not any(k.startswith("thread") for k in got)
 
@@ -238,8 +316,9 @@ def test_the_timer_irq_that_wakes_the_worker_does_not_count_against_the_switch_g
 def test_worker_switched_out_runnable_to_idle_without_throttling_is_said_plainly():
     recs = records(20, late={3: 305 * US})
     e = edge(3)
-    got = causes(run(recs, [switch(e + 5 * US, W, IDLE, "R"), switch(e + 305 * US, IDLE, W, "R")],
-                     rt_throttling=False), 3)
+    got = causes(
+        run(recs, [switch(e + 5 * US, W, IDLE, "R"), switch(e + 305 * US, IDLE, W, "R")], rt_throttling=False), 3
+    )
     assert got == {"kernel worker runnable but switched out to idle": 300.0}
 
 
@@ -247,9 +326,13 @@ def test_worker_that_blocked_is_not_throttled():
     recs = records(20, late={3: 306 * US})
     e = edge(3)
     # The worker slept (S); idle ran; its timer fired late, then it was woken.
-    events = [switch(e - 20 * US, W, IDLE, "S"), ev(e + 300 * US, "local_timer_entry", task=("swapper/1", 0)),
-              ev(e + 303 * US, "sched_wakeup", task=("swapper/1", 0), pid=WORKER),
-              ev(e + 304 * US, "local_timer_exit", task=("swapper/1", 0)), switch(e + 306 * US, IDLE, W, "R")]
+    events = [
+        switch(e - 20 * US, W, IDLE, "S"),
+        ev(e + 300 * US, "local_timer_entry", task=("swapper/1", 0)),
+        ev(e + 303 * US, "sched_wakeup", task=("swapper/1", 0), pid=WORKER),
+        ev(e + 304 * US, "local_timer_exit", task=("swapper/1", 0)),
+        switch(e + 306 * US, IDLE, W, "R"),
+    ]
     got = causes(run(recs, events), 3)
     assert "RT throttling" not in " ".join(got)
     assert got["outside no guest activity on CPU 1"] == 300.0  # idle, no event, worker asleep
@@ -261,19 +344,27 @@ def test_worker_that_blocked_is_not_throttled():
 def test_lower_priority_task_that_ran_while_the_worker_slept_is_no_cause():
     e = edge(4)
     other, busy = ("busy", 3000, 120), ("busy", 3000)
-    slept = [switch(e - 100 * US, W, other, "S"), ev(e + 55 * US, "local_timer_entry", task=busy),
-             ev(e + 56 * US, "sched_wakeup", task=busy, pid=WORKER), ev(e + 57 * US, "local_timer_exit", task=busy)]
+    slept = [
+        switch(e - 100 * US, W, other, "S"),
+        ev(e + 55 * US, "local_timer_entry", task=busy),
+        ev(e + 56 * US, "sched_wakeup", task=busy, pid=WORKER),
+        ev(e + 57 * US, "local_timer_exit", task=busy),
+    ]
     out = run(records(20, late={4: 57 * US}), [*slept, switch(e + 57 * US, other, W, "R")])
     assert out["late_cycles"] == 1
     assert "busy" not in {c["name"] for c in out["culprits"]}
     # The busy task still current 3 µs after the timer: the scheduler's switch path, not the task.
     got = causes(run(records(20, late={4: 61 * US}), [*slept, switch(e + 60 * US, other, W, "R")]), 4)
-    assert got == {"kernel local timer": 2.0, "kernel switch to the woken worker": 3.0,
-                   "outside no guest activity on CPU 1": 55.0}
+    assert got == {
+        "kernel local timer": 2.0,
+        "kernel switch to the woken worker": 3.0,
+        "outside no guest activity on CPU 1": 55.0,
+    }
     # It kept the CPU 43 µs after the timer (beyond SWITCH_GRACE_NS): it ran non-preemptible, the blocking thread.
     # (with events inside that stretch: modelled here by a gap rule it does not reach)
-    got = causes(run(records(20, late={4: 102 * US}), [*slept, switch(e + 100 * US, other, W, "R")],
-                     gap_min_ns=50_000), 4)
+    got = causes(
+        run(records(20, late={4: 102 * US}), [*slept, switch(e + 100 * US, other, W, "R")], gap_min_ns=50_000), 4
+    )
     assert got["thread busy (pid 3000, OTHER nice 0)"] == 43.0 and "kernel switch to the woken worker" not in got
     # No event for 43 µs while it was current: the guest did not run (a hypervisor), not the task.
     got = causes(run(records(20, late={4: 102 * US}), [*slept, switch(e + 100 * US, other, W, "R")]), 4)
@@ -283,8 +374,11 @@ def test_lower_priority_task_that_ran_while_the_worker_slept_is_no_cause():
 
 def test_gap_without_events_is_outside_the_kernel_with_steal_as_evidence():
     recs = records(20, late={6: 300 * US})
-    steal = [StealSample(T0 - 500_000_000, CPU, 10_000_000_000), StealSample(T0 + 500_000_000, CPU, 10_005_000_000),
-             StealSample(T0 + 500_000_000, 0, 0)]
+    steal = [
+        StealSample(T0 - 500_000_000, CPU, 10_000_000_000),
+        StealSample(T0 + 500_000_000, CPU, 10_005_000_000),
+        StealSample(T0 + 500_000_000, 0, 0),
+    ]
     out = run(recs, [ev(T0 - 1_000_000, "sched_wakeup", pid=5)], steal)
     cycle = out["worst"][0]
     (cause,) = cycle["causes"]
@@ -304,8 +398,12 @@ def test_no_events_at_all_is_unexplained_not_outside():
 def test_short_quiet_stretch_stays_unexplained():
     recs = records(20, late={6: 26 * US})
     e = edge(6)
-    events = [ev(T0, "sched_wakeup", pid=5), ev(e + 8 * US, "local_timer_entry"), ev(e + 12 * US, "local_timer_exit"),
-              ev(e + 20 * US, "sched_wakeup", pid=5)]
+    events = [
+        ev(T0, "sched_wakeup", pid=5),
+        ev(e + 8 * US, "local_timer_entry"),
+        ev(e + 12 * US, "local_timer_exit"),
+        ev(e + 20 * US, "sched_wakeup", pid=5),
+    ]
     cycle = run(recs, events)["worst"][0]
     assert [c["name"] for c in cycle["causes"]] == ["local timer"]
     assert cycle["unexplained_us"] == 24.0  # 8 + 8 + 8 µs, each under gap_min (10 µs)
@@ -347,7 +445,9 @@ def test_late_cycles_period_only_and_overrun_window():
     assert lates == []
     recs = records(6, late={3: 30 * US}, work_ns=255 * US)
     (late,) = cycle_view(recs, None, LateRule(P, 20 * US)).late_cycles()
-    assert late.seq == 3 and late.start_ns == int(recs["detect_ns"][2]) and late.work_until_ns == int(recs["done_ns"][2])
+    assert (
+        late.seq == 3 and late.start_ns == int(recs["detect_ns"][2]) and late.work_until_ns == int(recs["done_ns"][2])
+    )
     assert late.end_ns == late.detect_ns  # no missed update: the window ends when the permit was seen
 
 
@@ -371,8 +471,13 @@ def test_overrun_window_credits_the_loops_own_work():
     recs["done_ns"][7] = edge(8) + 20 * US  # cycle 7's work ran 20 µs past edge 8
     e = edge(8)
     # The hog preempted cycle 7's work, which resumed at edge 8 + 15 µs and ended 5 µs later, then again.
-    events = [ev(T0, "sched_wakeup", pid=5), switch(edge(7) + 5 * US, W, HOG), switch(e + 15 * US, HOG, W, "R"),
-              switch(e + 23 * US, W, HOG), switch(e + 40 * US, HOG, W, "S")]
+    events = [
+        ev(T0, "sched_wakeup", pid=5),
+        switch(edge(7) + 5 * US, W, HOG),
+        switch(e + 15 * US, HOG, W, "R"),
+        switch(e + 23 * US, W, HOG),
+        switch(e + 40 * US, HOG, W, "S"),
+    ]
     cycle = run(recs, events)["worst"][0]
     assert cycle["window"]["from"].startswith("previous permit") and cycle["window"]["duration_us"] == 290.0
     got = {c["kind"]: c["duration_us"] for c in cycle["causes"]}
@@ -384,9 +489,12 @@ def test_overrun_window_credits_the_loops_own_work():
 @pytest.mark.parametrize("split", [1, 9, 10, 11, 19])
 def test_chunk_boundaries_anywhere_give_the_same_answer(split):
     recs = records(30, late={10: 100 * US, 20: 50 * US})
-    events = [switch(edge(10) + 1 * US, W, HOG), switch(edge(10) + 95 * US, HOG, W, "S"),
-              ev(edge(20) + 5 * US, "irq_handler_entry", irq=11, name="eth0"),
-              ev(edge(20) + 45 * US, "irq_handler_exit", irq=11)]
+    events = [
+        switch(edge(10) + 1 * US, W, HOG),
+        switch(edge(10) + 95 * US, HOG, W, "S"),
+        ev(edge(20) + 5 * US, "irq_handler_entry", irq=11, name="eth0"),
+        ev(edge(20) + 45 * US, "irq_handler_exit", irq=11),
+    ]
     whole = run(recs, events)
     att = Attributor(period_ns=P, rt_cpu=CPU, worker_pid=WORKER)
     att.add_records(recs[:split])
@@ -430,16 +538,21 @@ def test_bounded_memory_after_a_million_normal_cycles():
 
 
 def test_timeline_replay_from_a_folded_state_matches_a_full_build():
-    events = [switch(100, W, HOG), ev(150, "irq_handler_entry", task=("hog", 2000), irq=3, name="x"),
-              ev(160, "irq_handler_exit", task=("hog", 2000), irq=3), switch(200, HOG, W, "S")]
+    events = [
+        switch(100, W, HOG),
+        ev(150, "irq_handler_entry", task=("hog", 2000), irq=3, name="x"),
+        ev(160, "irq_handler_exit", task=("hog", 2000), irq=3),
+        switch(200, HOG, W, "S"),
+    ]
     full = build_timeline(CpuState(), events, 300, WORKER)
     folded = CpuState()
     apply(folded, events[0], WORKER, None)
     rest = build_timeline(folded, events[1:], 300, WORKER)
     order = lambda segs: sorted(segs, key=lambda s: (s.start_ns, s.layer, s.end_ns))  # noqa: E731
     assert order(s for s in full if s.start_ns >= 100) == order(rest)  # the switch at 100 is in both
-    totals, gaps, unexplained = account(full, 100, 300, worker_pid=WORKER, work_ns=[(100, 100)], event_ts=[100, 150, 160, 200],
-                                        cpu=CPU, gap_min_ns=1000)
+    totals, gaps, unexplained = account(
+        full, 100, 300, worker_pid=WORKER, work_ns=[(100, 100)], event_ts=[100, 150, 160, 200], cpu=CPU, gap_min_ns=1000
+    )
     assert {s.name: ns for s, ns in totals.items()} == {"hog": 90, "x": 10}
     assert gaps == [] and unexplained == 100
 
@@ -449,17 +562,24 @@ def test_fields_as_the_kernel_prints_them():
     recs = records(20, late={5: 40 * US})
     e = edge(5)
     kw = ("kworker/1:1", 77)
-    events = [ev(e + 1 * US, "softirq_entry", **{"vec": "1", "[action": "TIMER]"}), ev(e + 8 * US, "softirq_exit"),
-              switch(e + 9 * US, W, ("kworker/1:1", 77, 120)),
-              ev(e + 10 * US, "workqueue_execute_start", task=kw, function="vmstat_update"),
-              ev(e + 30 * US, "workqueue_execute_end", task=kw), switch(e + 32 * US, (*kw, 120), W, "S"),
-              ev(e + 33 * US, "sys_enter"), ev(e + 38 * US, "sys_exit")]
+    events = [
+        ev(e + 1 * US, "softirq_entry", **{"vec": "1", "[action": "TIMER]"}),
+        ev(e + 8 * US, "softirq_exit"),
+        switch(e + 9 * US, W, ("kworker/1:1", 77, 120)),
+        ev(e + 10 * US, "workqueue_execute_start", task=kw, function="vmstat_update"),
+        ev(e + 30 * US, "workqueue_execute_end", task=kw),
+        switch(e + 32 * US, (*kw, 120), W, "S"),
+        ev(e + 33 * US, "sys_enter"),
+        ev(e + 38 * US, "sys_exit"),
+    ]
     got = causes(run(recs, events), 5)
-    assert got == {"softirq TIMER (vec 1)": 7.0,
-                   "thread kworker/1:1 [vmstat_update] (pid 77, through RT throttling or the fair server)": 20.0,
-                   "kernel system call of the worker": 5.0,
-                   # the FIFO worker left runnable for a SCHED_OTHER kworker, throttling not known
-                   "thread kworker/1:1 (pid 77, OTHER nice 0, through RT throttling or the fair server)": 3.0}
+    assert got == {
+        "softirq TIMER (vec 1)": 7.0,
+        "thread kworker/1:1 [vmstat_update] (pid 77, through RT throttling or the fair server)": 20.0,
+        "kernel system call of the worker": 5.0,
+        # the FIFO worker left runnable for a SCHED_OTHER kworker, throttling not known
+        "thread kworker/1:1 (pid 77, OTHER nice 0, through RT throttling or the fair server)": 3.0,
+    }
 
 
 def runtime(ts: int, task: tuple, ns: int) -> TraceEvent:
@@ -507,9 +627,14 @@ OTHERS = {"hog": ("hog", 2000, 0), "py": ("python3", 4242, 120), "idle": IDLE}
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(50, 400), st.sampled_from(sorted(OTHERS)), st.integers(1, 150),
-                          st.integers(0, 90)), min_size=1, max_size=30),
-       st.sampled_from([True, False, None]))
+@given(
+    st.lists(
+        st.tuples(st.integers(50, 400), st.sampled_from(sorted(OTHERS)), st.integers(1, 150), st.integers(0, 90)),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from([True, False, None]),
+)
 def test_no_source_is_credited_more_than_it_ran(stretches, throttling):
     """Any schedule of a FIFO hog, a SCHED_OTHER task (through the fair server) and idle taking the CPU
     from the worker, each losing part of its stretch to steal: in every window and in total, a task is
@@ -527,8 +652,11 @@ def test_no_source_is_credited_more_than_it_ran(stretches, throttling):
         t += us * US
     n = (t - T0) // P + 2
     recs = records(n)
-    busy = [(e.ts_ns, nxt.ts_ns) for e, nxt in zip(events, events[1:]) if e.name == "sched_switch" and
-            e.fields["prev_pid"] == str(WORKER)]
+    busy = [
+        (e.ts_ns, nxt.ts_ns)
+        for e, nxt in zip(events, events[1:])
+        if e.name == "sched_switch" and e.fields["prev_pid"] == str(WORKER)
+    ]
     for i in range(n):  # the worker sees the permit once it has the CPU again
         d = int(recs["edge_ns"][i]) + 2 * US
         d = next((b for a, b in busy if a <= d < b), d)
@@ -540,8 +668,9 @@ def test_no_source_is_credited_more_than_it_ran(stretches, throttling):
         a, b = cycle["window"]["start_ns"], cycle["window"]["end_ns"]
         for c in cycle["causes"]:
             if c["kind"] == "thread":
-                ran = sum(r * (min(b, e) - max(a, s)) / (e - s) for pid, s, e, r in held if pid == c["id"] and e > a
-                          and s < b)
+                ran = sum(
+                    r * (min(b, e) - max(a, s)) / (e - s) for pid, s, e, r in held if pid == c["id"] and e > a and s < b
+                )
                 assert c["duration_us"] <= ran / 1e3 + 0.01, (cycle["window"], c)
                 total[c["id"]] = total.get(c["id"], 0.0) + c["duration_us"]
     for pid, credited in total.items():
@@ -552,9 +681,12 @@ def test_a_work_item_a_kworker_ran_through_the_fair_server_says_so():
     recs = records(20, late={3: 80 * US})
     e = edge(3)
     kw = ("kworker/u8:1", 77, 120)
-    events = [switch(e + 5 * US, W, kw, "R"), ev(e + 10 * US, "workqueue_execute_start", task=kw[:2],
-                                                  function="ext4_end_io_rsv_work"),
-              ev(e + 70 * US, "workqueue_execute_end", task=kw[:2]), switch(e + 75 * US, kw, W, "R")]
+    events = [
+        switch(e + 5 * US, W, kw, "R"),
+        ev(e + 10 * US, "workqueue_execute_start", task=kw[:2], function="ext4_end_io_rsv_work"),
+        ev(e + 70 * US, "workqueue_execute_end", task=kw[:2]),
+        switch(e + 75 * US, kw, W, "R"),
+    ]
     got = causes(run(recs, events, rt_throttling=False), 3)
     assert got["thread kworker/u8:1 [ext4_end_io_rsv_work] (pid 77, through the fair server)"] == 60.0
     assert got["thread kworker/u8:1 (pid 77, OTHER nice 0, through the fair server)"] == 10.0

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from softrt.analysis import RunStats
 from softrt.analysis.cycles import CycleStream, LateRule, concat, concat_records, cycle_view
-from ..synthetic import synthetic_records
 from softrt.store.late import LateSelector
+
+from ..synthetic import synthetic_records
 
 RULE = LateRule(250_000, 20_000)
 
@@ -51,7 +52,7 @@ def test_consumers_given_the_drainers_views_count_what_they_count_alone():
     stats, selector = RunStats(RULE.period_ns), LateSelector(RULE.period_ns, RULE.threshold_ns)
     kept = []
     for a in range(0, rec.size, 200):  # 50 ms drains
-        view = drainer.view(rec[a:a + 200])
+        view = drainer.view(rec[a : a + 200])
         stats.add(view)
         kept.append(selector.add(view))
     got, alone = stats.summary().to_dict(), RunStats(RULE.period_ns).add(rec).summary().to_dict()

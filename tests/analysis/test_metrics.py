@@ -28,7 +28,7 @@ def late(rec, i, late_ns):
     rec["missed"][i] = missed
     for name in ("cycle", "edge_ns", "detect_ns", "write_ns", "done_ns"):
         step = 1 if name == "cycle" else PERIOD
-        rec[name][i + 1:] += missed * step
+        rec[name][i + 1 :] += missed * step
     return rec
 
 
@@ -48,8 +48,13 @@ def test_one_late_cycle_shows_in_period_latency_slack():
     assert s["period_us"]["min"] == 200.0  # 500 -> next permit (edge 502): 500 - 300
     assert s["latency_us"]["max"] == 301.0
     assert s["slack_us"]["min"] == 250.0 - 303.0
-    assert s["misses"] == {"missed_updates": 1, "cycles_with_miss": 1, "longest_miss_run": 1,
-                           "overruns": 1, "device_errors": 0}
+    assert s["misses"] == {
+        "missed_updates": 1,
+        "cycles_with_miss": 1,
+        "longest_miss_run": 1,
+        "overruns": 1,
+        "device_errors": 0,
+    }
 
 
 def test_several_missed_edges_in_one_stall():

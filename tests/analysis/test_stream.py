@@ -62,9 +62,13 @@ def exact(runs, period_ns=PERIOD):
         "cycles": sum(r.size for r in runs),
         "records_expected": sum(int(r["seq"][-1] - r["seq"][0] + 1) for r in runs if r.size),
         "late_cycles": sum(int(_late(r, period_ns).sum()) for r in runs),
-        "misses": {"missed_updates": int(missed.sum()), "cycles_with_miss": int((missed > 0).sum()),
-                   "longest_miss_run": int(missed.max()), "overruns": int((cat["slack_ns"] < 0).sum()),
-                   "device_errors": int(((flags & FLAG_DEVICE_ERROR) != 0).sum())},
+        "misses": {
+            "missed_updates": int(missed.sum()),
+            "cycles_with_miss": int((missed > 0).sum()),
+            "longest_miss_run": int(missed.max()),
+            "overruns": int((cat["slack_ns"] < 0).sum()),
+            "device_errors": int(((flags & FLAG_DEVICE_ERROR) != 0).sum()),
+        },
     }
     out["rtt_ns"] = rtt[rtt > 0] if rtt.any() else None
     return out
@@ -245,7 +249,7 @@ def test_empty_and_single_record():
 
 def test_many_outliers_and_a_window_across_zero():
     rng = np.random.default_rng(9)
-    v = np.concatenate([rng.integers(-3_000, 3_000, 5_000), rng.integers(-10**9, 10**9, 500)])
+    v = np.concatenate([rng.integers(-3_000, 3_000, 5_000), rng.integers(-(10**9), 10**9, 500)])
     rng.shuffle(v)
     h = Hdr()
     for part in np.array_split(v, 7):

@@ -22,8 +22,15 @@ PERIOD_S = 250e-6
 CYCLES_PER_H = 3600 / PERIOD_S
 
 
-def kept_run(seed: int, xi: float, hours: float = 0.25, keep: float = 0.01, base_us: float = 100.0,
-             sigma_us: float = 10.0, bursts_per_h: float | None = None):
+def kept_run(
+    seed: int,
+    xi: float,
+    hours: float = 0.25,
+    keep: float = 0.01,
+    base_us: float = 100.0,
+    sigma_us: float = 10.0,
+    bursts_per_h: float | None = None,
+):
     """A run at 250 µs of which only the cycles above *base_us* are kept (a fraction *keep*, i.i.d.,
     or bursts of 3-10 cycles at *bursts_per_h*), their excesses GPD(ξ, σ) (a burst's peak; its other
     cycles lower). Returns values, times, cycles, and the true once-a-day cluster level."""
@@ -58,6 +65,7 @@ def test_the_mle_matches_scipys():
     rng = np.random.default_rng(5)
     y = sample_gpd(rng, 0.2, 3.0, (400,))
     from scipy.stats import genpareto
+
     c, _, scale = genpareto.fit(y, floc=0)
     xi, sigma, _ = mle(y[None, :])
     assert xi[0] == pytest.approx(c, abs=1e-4) and sigma[0] == pytest.approx(scale, rel=1e-4)
@@ -95,7 +103,7 @@ def test_five_clusters_are_refused_with_the_no_model_bound_kept():
     values = rng.uniform(10, 20, 20_000)
     times = np.arange(values.size) * PERIOD_S
     for at in (1000, 5000, 9000, 13000, 17000):
-        values[at:at + 4] = 300 + rng.uniform(0, 50, 4)
+        values[at : at + 4] = 300 + rng.uniform(0, 50, 4)
     tail = fit_tail(values, times, deadline_us=270.0, threshold_us=250.0)
     assert tail.refused.startswith("only 5 clusters above 250.0 µs") and "run about" in tail.refused
     assert tail.xi is None and tail.return_levels == [] and tail.late_rate_per_h is None and tail.run_h_needed is None
@@ -135,15 +143,18 @@ def test_a_histogram_expands_only_its_top_even_when_one_bucket_holds_most():
     assert tail.cycles == int(counts.sum()) and tail.threshold_us >= 10.0
 
 
-@pytest.mark.parametrize("values, times, problem", [
-    (np.array([]), None, "is empty"),
-    (np.full(5000, 7.0), None, "a constant has no tail"),
-    (np.r_[np.ones(4999), np.nan], None, "NaN"),
-    (np.r_[np.ones(4999), -1.0], None, "negative"),
-    (np.arange(500.0), np.arange(500.0), "only 500 cycles"),
-    (np.arange(5000.0), np.arange(10.0), "10 times for 5000 values"),
-    (np.arange(5000.0), None, "observed time of period_us is unknown"),
-])
+@pytest.mark.parametrize(
+    "values, times, problem",
+    [
+        (np.array([]), None, "is empty"),
+        (np.full(5000, 7.0), None, "a constant has no tail"),
+        (np.r_[np.ones(4999), np.nan], None, "NaN"),
+        (np.r_[np.ones(4999), -1.0], None, "negative"),
+        (np.arange(500.0), np.arange(500.0), "only 500 cycles"),
+        (np.arange(5000.0), np.arange(10.0), "10 times for 5000 values"),
+        (np.arange(5000.0), None, "observed time of period_us is unknown"),
+    ],
+)
 def test_bad_input_is_one_config_error_line(values, times, problem):
     with pytest.raises(ConfigError, match=problem) as err:
         fit_tail(values, times, deadline_us=270.0)
@@ -157,8 +168,18 @@ def test_cheap_coverage_of_xi_and_the_daily_level_with_bursts():
     xi_in = day_in = 0
     for seed in range(16):
         values, times, cycles, truth = kept_run(200 + seed, xi=0.0, hours=0.1, bursts_per_h=2000)
-        tail, _ = analyse(values, times, deadline_us=1e4, hours=0.1, cycles=cycles, series="period_us",
-                          threshold_us=None, gap_s=0.01, target_per_h=1 / 8766, seed=seed)
+        tail, _ = analyse(
+            values,
+            times,
+            deadline_us=1e4,
+            hours=0.1,
+            cycles=cycles,
+            series="period_us",
+            threshold_us=None,
+            gap_s=0.01,
+            target_per_h=1 / 8766,
+            seed=seed,
+        )
         day = next(r for r in tail.return_levels if r.every_h == 24)
         xi_in += tail.xi.low <= 0.0 <= tail.xi.high
         day_in += day.low_us <= truth <= day.high_us

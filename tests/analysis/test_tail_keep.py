@@ -13,7 +13,7 @@ from softrt.ipc.layout import RECORD_DTYPE
 
 def _feed(keeper: TailKeeper, values: np.ndarray, chunk: int = 997) -> None:
     for i in range(0, values.size, chunk):
-        keeper.add(values[i:i + chunk], np.arange(i, min(i + chunk, values.size)))
+        keeper.add(values[i : i + chunk], np.arange(i, min(i + chunk, values.size)))
 
 
 def test_it_holds_exactly_the_values_above_its_final_threshold():
@@ -43,7 +43,7 @@ def test_the_streaming_pass_keeps_period_and_latency_with_their_times():
     rec["detect_ns"][1000] += 80_000  # one late wake-up: a long period, then a short one
     stats = RunStats(250_000)
     for i in range(0, rec.size, 1024):
-        stats.add(rec[i:i + 1024])
+        stats.add(rec[i : i + 1024])
     period, latency = stats.keep["period"], stats.keep["latency"]
     values, times = period.arrays()
     assert list(values) == [330_000] and list(times) == [rec["detect_ns"][1000]]

@@ -12,14 +12,30 @@ from softrt.errors import ConfigError
 from softrt.schema.summary import Metrics, Stats
 from softrt.schema.tail import HOURS_PER_YEAR, Interval, ReturnLevel, Tail
 
-BASE = Tail(series="period_us", deadline_us=270.0, hours=6.0, cycles=86_400_000, late=0, late_rate_bound_per_h=0.5,
-            threshold_us=42.0, threshold_rule="rule", gap_ms=10.0, exceedances=5000, clusters=2150,
-            extremal_index=0.4)
-FITTED = BASE.replace(xi=Interval(estimate=-0.04, low=-0.12, high=0.05), sigma_us=Interval(estimate=6.1, low=5.8, high=6.4),
-                      late_rate_per_h=Interval(estimate=1 / 40, low=1 / 160, high=1 / 12),
-                      return_levels=[ReturnLevel(every_h=h, level_us=100 + h, low_us=90 + h, high_us=120 + h)
-                                     for h in (1.0, 24.0, 168.0, HOURS_PER_YEAR)],
-                      run_h_needed=9.0)
+BASE = Tail(
+    series="period_us",
+    deadline_us=270.0,
+    hours=6.0,
+    cycles=86_400_000,
+    late=0,
+    late_rate_bound_per_h=0.5,
+    threshold_us=42.0,
+    threshold_rule="rule",
+    gap_ms=10.0,
+    exceedances=5000,
+    clusters=2150,
+    extremal_index=0.4,
+)
+FITTED = BASE.replace(
+    xi=Interval(estimate=-0.04, low=-0.12, high=0.05),
+    sigma_us=Interval(estimate=6.1, low=5.8, high=6.4),
+    late_rate_per_h=Interval(estimate=1 / 40, low=1 / 160, high=1 / 12),
+    return_levels=[
+        ReturnLevel(every_h=h, level_us=100 + h, low_us=90 + h, high_us=120 + h)
+        for h in (1.0, 24.0, 168.0, HOURS_PER_YEAR)
+    ],
+    run_h_needed=9.0,
+)
 
 
 def test_a_fitted_tail_says_how_often_with_its_interval_and_how_long_to_run():
@@ -34,7 +50,8 @@ def test_a_fitted_tail_says_how_often_with_its_interval_and_how_long_to_run():
 def test_a_heavy_tail_says_fix_the_culprit_and_a_refusal_gives_only_its_reason_and_the_bound():
     heavy = FITTED.replace(heavy=True, xi=Interval(estimate=0.8, low=0.56, high=0.94), run_h_needed=None)
     assert rate_clause(heavy, "smi").startswith(
-        "heavy tail (ξ ≥ +0.56): a longer run will not qualify this machine; fix the cause first: smi;")
+        "heavy tail (ξ ≥ +0.56): a longer run will not qualify this machine; fix the cause first: smi;"
+    )
     refused = BASE.replace(refused="only 5 clusters above 42.0 µs (a fit needs 30): run about 30 h longer")
     clause = rate_clause(refused)
     assert clause.startswith("no tail model (only 5 clusters") and "every" not in clause and "≤ 0.5 late" in clause
@@ -51,7 +68,7 @@ def test_spans_and_rates_read_as_people_say_them():
 
 
 def test_the_late_rate_gate_holds_the_upper_bound_not_the_estimate():
-    req, = parse_requirements("late-rate <= 1/day")
+    (req,) = parse_requirements("late-rate <= 1/day")
     assert req.value == pytest.approx(1 / 24)
     ok, measured = req.check(Metrics(), FITTED)  # estimate 1/40 h passes, the upper 1/12 h does not
     assert not ok and measured == pytest.approx(1 / 12) and rate_bound(FITTED) == measured

@@ -7,9 +7,10 @@ import pytest
 from softrt.analysis import summarize
 from softrt.analysis.verdict import default_requirement, judge, verdict_lines
 from softrt.errors import ConfigError
-from ..synthetic import synthetic_records
 from softrt.schema.summary import Metrics, Verdict
 from softrt.schema.why_late import WhyLate
+
+from ..synthetic import synthetic_records
 
 P, T = 250_000, 20_000
 
@@ -19,13 +20,27 @@ def metrics(misses=()) -> Metrics:
 
 
 def why(culprits, window_us=50_000.0, steal_ms=None) -> WhyLate:
-    return WhyLate.from_dict({"tracing": "on", "window_us": window_us, "culprits": culprits,
-                              **({"steal": {"cpu": 1, "total_ms": steal_ms, "over_s": 5.0}} if steal_ms else {})})
+    return WhyLate.from_dict(
+        {
+            "tracing": "on",
+            "window_us": window_us,
+            "culprits": culprits,
+            **({"steal": {"cpu": 1, "total_ms": steal_ms, "over_s": 5.0}} if steal_ms else {}),
+        }
+    )
 
 
 def culprit(kind, name, total_us, ident=None, detail=None, via=None):
-    return {"kind": kind, "name": name, "id": ident, "detail": detail, **({"via": via} if via else {}), "cycles": 3,
-            "total_us": total_us, "worst_us": total_us}
+    return {
+        "kind": kind,
+        "name": name,
+        "id": ident,
+        "detail": detail,
+        **({"via": via} if via else {}),
+        "cycles": 3,
+        "total_us": total_us,
+        "worst_us": total_us,
+    }
 
 
 def test_the_seeds_requirement_met():
@@ -40,10 +55,16 @@ def test_the_seeds_requirement_met():
 
 def test_a_failure_names_the_worst_figures_the_main_culprit_by_time_and_its_fix():
     m = metrics([(1_000, 3), (9_000, 7)])
-    blocks = [why([culprit("outside", "no guest activity on CPU 1", 6_000.0),
-                   culprit("thread", "servo-poller", 16_221.0, 812, "FIFO/RR 90")]),
-              why([culprit("thread", "servo-poller", 9_000.0, 812, "FIFO/RR 90")], window_us=10_000.0),
-              None]  # a round without a trace adds nothing
+    blocks = [
+        why(
+            [
+                culprit("outside", "no guest activity on CPU 1", 6_000.0),
+                culprit("thread", "servo-poller", 16_221.0, 812, "FIFO/RR 90"),
+            ]
+        ),
+        why([culprit("thread", "servo-poller", 9_000.0, 812, "FIFO/RR 90")], window_us=10_000.0),
+        None,
+    ]  # a round without a trace adds nothing
     v = judge(m, period_ns=P, threshold_ns=T, why_late=blocks)
     assert v.meets is False and v.missed_updates == 10 and v.longest_miss_run == 7
     c = v.culprit
@@ -58,8 +79,12 @@ def test_a_failure_names_the_worst_figures_the_main_culprit_by_time_and_its_fix(
 
 def test_the_hypervisor_is_named_with_its_steal_and_an_untraced_run_says_why_no_culprit():
     m = metrics([(1_000, 3)])
-    v = judge(m, period_ns=P, threshold_ns=T, why_late=[why([culprit("outside", "no guest activity on CPU 1",
-                                                                      9_000.0, 1)], steal_ms=30.0)])
+    v = judge(
+        m,
+        period_ns=P,
+        threshold_ns=T,
+        why_late=[why([culprit("outside", "no guest activity on CPU 1", 9_000.0, 1)], steal_ms=30.0)],
+    )
     assert v.culprit.fix == "the hypervisor or firmware took the CPU (steal 30.0 ms): bare metal, or a dedicated vCPU"
     off = judge(m, period_ns=P, threshold_ns=T, why_late=[WhyLate(tracing="off (--no-trace)")])
     assert off.culprit is None and off.why_unknown == "tracing off (--no-trace)"
@@ -81,26 +106,44 @@ def test_a_given_requirement_replaces_the_seeds_and_its_failed_parts_are_shown()
 def test_nothing_measured_is_no_verdict():
     v = judge(Metrics(), period_ns=P, threshold_ns=T)
     assert v.meets is None and verdict_lines(v) == [
-        "NO VERDICT on the 250 µs cycle (0 missed updates, every period ≤ 270.0 µs): no cycle was measured"]
+        "NO VERDICT on the 250 µs cycle (0 missed updates, every period ≤ 270.0 µs): no cycle was measured"
+    ]
 
 
 def test_a_checkpoint_meets_so_far_and_a_partial_run_says_so():
     v = judge(metrics(), period_ns=P, threshold_ns=T)
     assert verdict_lines(v, state="running")[0].startswith("MEETS the 250 µs cycle so far (0 missed updates")
-    assert verdict_lines(v, state="partial")[1] == ("  19,950 cycles observed (a partial run), so events rarer than "
-                                                    "about 1 in 20,000 cycles are unseen")
+    assert verdict_lines(v, state="partial")[1] == (
+        "  19,950 cycles observed (a partial run), so events rarer than about 1 in 20,000 cycles are unseen"
+    )
 
 
 def test_culprits_that_share_a_fix_add_up_the_biggest_names_them():
     """Many SCHED_OTHER tasks through the fair server, each smaller than the tick: the fix that
     addresses most of the late time is the fair server's (named by its biggest task), not nohz_full."""
-    fair = [culprit("thread", name, us, pid, "OTHER nice 0, through the fair server", via="fair_server")
-            for name, us, pid in (("jemalloc_bg_thd", 4_944.4, 27_382), ("bash", 1_569.9, 27_390), ("bash", 1_564.4, 27_388))]
-    v = judge(metrics([(1_000, 3)]), period_ns=P, threshold_ns=T,
-              why_late=[why([culprit("kernel", "local timer", 5_000.0), *fair], window_us=20_000.0)])
+    fair = [
+        culprit("thread", name, us, pid, "OTHER nice 0, through the fair server", via="fair_server")
+        for name, us, pid in (
+            ("jemalloc_bg_thd", 4_944.4, 27_382),
+            ("bash", 1_569.9, 27_390),
+            ("bash", 1_564.4, 27_388),
+        )
+    ]
+    v = judge(
+        metrics([(1_000, 3)]),
+        period_ns=P,
+        threshold_ns=T,
+        why_late=[why([culprit("kernel", "local timer", 5_000.0), *fair], window_us=20_000.0)],
+    )
     c = v.culprit
-    assert (c.source, c.more, c.total_us, c.share) == ("jemalloc_bg_thd (pid 27382, OTHER nice 0, through the fair "
-                                                       "server)", 2, 8_078.7, 0.4039)
+    assert (c.source, c.more, c.total_us, c.share) == (
+        "jemalloc_bg_thd (pid 27382, OTHER nice 0, through the fair server)",
+        2,
+        8_078.7,
+        0.4039,
+    )
     assert c.checks == ["kernel.fair_server", "cores.tasks"]
-    assert verdict_lines(v)[1].startswith("  main culprit (thread): jemalloc_bg_thd (pid 27382, OTHER nice 0, through "
-                                          "the fair server) and 2 more with the same fix, 40 % of the late time; fix: ")
+    assert verdict_lines(v)[1].startswith(
+        "  main culprit (thread): jemalloc_bg_thd (pid 27382, OTHER nice 0, through "
+        "the fair server) and 2 more with the same fix, 40 % of the late time; fix: "
+    )

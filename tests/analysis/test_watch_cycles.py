@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from softrt.schema.why_late import WhyLate
 from softrt.analysis.attribution import Attributor
 from softrt.analysis.cycles import CycleStream, LateRule, cycle_view
 from softrt.analysis.watch import RecordMaker, ThreadCycles, infer_period_ns
 from softrt.analysis.watch_why import RecentEvents, ThreadAttribution, merge, split_by_cpu
+from softrt.schema.why_late import WhyLate
 from softrt.trace.parse import LineParser
 from softrt.trace.watch import WATCH_FIELDS
 
@@ -33,18 +33,35 @@ class Trace:
         return self
 
     def switch(self, us, cpu, prev, prev_pid, prev_prio, state, nxt, next_pid, next_prio):
-        return self.add(us, cpu, prev, prev_pid, "sched_switch",
-                        f"prev_comm={prev} prev_pid={prev_pid} prev_prio={prev_prio} prev_state={state} ==> "
-                        f"next_comm={nxt} next_pid={next_pid} next_prio={next_prio}")
+        return self.add(
+            us,
+            cpu,
+            prev,
+            prev_pid,
+            "sched_switch",
+            f"prev_comm={prev} prev_pid={prev_pid} prev_prio={prev_prio} prev_state={state} ==> "
+            f"next_comm={nxt} next_pid={next_pid} next_prio={next_prio}",
+        )
 
     def wakeup(self, us, cpu, waker="swapper/1", waker_pid=0, target=None):
-        return self.add(us, cpu, waker, waker_pid, "sched_wakeup",
-                        f"comm=ct pid={T} prio=19 target_cpu={cpu if target is None else target:03d}")
+        return self.add(
+            us,
+            cpu,
+            waker,
+            waker_pid,
+            "sched_wakeup",
+            f"comm=ct pid={T} prio=19 target_cpu={cpu if target is None else target:03d}",
+        )
 
     def start(self, us, cpu, expires_ns, ptr="00000000aa", function="hrtimer_wakeup", pid=T):
-        return self.add(us, cpu, "ct", pid, "hrtimer_start",
-                        f"hrtimer={ptr} function={function} expires={expires_ns} softexpires={expires_ns} "
-                        f"mode=ABS was_armed=0")
+        return self.add(
+            us,
+            cpu,
+            "ct",
+            pid,
+            "hrtimer_start",
+            f"hrtimer={ptr} function={function} expires={expires_ns} softexpires={expires_ns} mode=ABS was_armed=0",
+        )
 
     def events(self):
         return LineParser(WATCH_FIELDS).parse_text("\n".join(self.lines))
@@ -76,7 +93,9 @@ def test_sleeping_thread_cycles_have_cyclictests_latency_period_and_run_time():
         th.add(ev)
     cycles = th.take()
     assert [(c.edge_ns, c.detect_ns - c.edge_ns, c.done_ns - c.detect_ns, c.cpu) for c in cycles] == [
-        (1_000_000_000 + 250_000 * k, lat * US, run * US, 1) for k, (lat, run) in enumerate([(7, 20), (12, 25), (40, 30), (9, 300)])]
+        (1_000_000_000 + 250_000 * k, lat * US, run * US, 1)
+        for k, (lat, run) in enumerate([(7, 20), (12, 25), (40, 30), (9, 300)])
+    ]
     assert all(c.wake_ns == c.edge_ns + (c.detect_ns - c.edge_ns) - 3 * US for c in cycles)
     assert th.kind == "timer" and th.timers == {"hrtimer_wakeup": 4} and th.woken_early == 0
     records, cpus = RecordMaker(250_000).records(cycles)
@@ -275,12 +294,23 @@ def test_chunks_on_one_cpu_go_as_the_watch_view_and_agree_with_one_chunk():
 def test_merge_adds_up_per_cpu_results():
     a = Attributor(period_ns=1_000_000, rt_cpu=0, worker_pid=T).finish().to_dict()
     b = Attributor(period_ns=1_000_000, rt_cpu=1, worker_pid=T).finish().to_dict()
-    a.update(cycles=3, late_cycles=1, culprits=[{"kind": "thread", "name": "x", "id": 1, "detail": "", "cycles": 1,
-                                                 "total_us": 5.0, "worst_us": 5.0}])
-    b.update(cycles=5, late_cycles=2, culprits=[{"kind": "thread", "name": "x", "id": 1, "detail": "", "cycles": 2,
-                                                 "total_us": 7.0, "worst_us": 6.0}])
+    a.update(
+        cycles=3,
+        late_cycles=1,
+        culprits=[
+            {"kind": "thread", "name": "x", "id": 1, "detail": "", "cycles": 1, "total_us": 5.0, "worst_us": 5.0}
+        ],
+    )
+    b.update(
+        cycles=5,
+        late_cycles=2,
+        culprits=[
+            {"kind": "thread", "name": "x", "id": 1, "detail": "", "cycles": 2, "total_us": 7.0, "worst_us": 6.0}
+        ],
+    )
     m = merge([WhyLate.from_dict(a), WhyLate.from_dict(b)], keep_worst=10, lost_events=3).to_dict()
     assert (m["cycles"], m["late_cycles"], m["rt_cpu"], m["lost_events"]) == (8, 3, 1, 3)
-    assert m["culprits"] == [{"kind": "thread", "name": "x", "id": 1, "detail": "", "cycles": 3, "total_us": 12.0,
-                              "worst_us": 6.0}]
+    assert m["culprits"] == [
+        {"kind": "thread", "name": "x", "id": 1, "detail": "", "cycles": 3, "total_us": 12.0, "worst_us": 6.0}
+    ]
     assert np.isclose(m["window_us"], 0.0)

@@ -21,4 +21,3 @@ def captured(tmp_path) -> Tree:
     dest = tmp_path / "captured"
     shutil.copytree(CAPTURED, dest, symlinks=True)
     return Tree(dest)
-

@@ -62,14 +62,24 @@ CASES = [
     ("cores.isolation", _no_isolation, FAIL, "not reserved"),
     ("cores.isolation", _partition, OK, "partition"),
     ("cores.isolation", lambda t: t.rm("/sys/devices/system/cpu/isolated").rm("/proc/cmdline"), NA, "readable"),
-    ("cores.nohz_full", lambda t: t.set("/sys/devices/system/cpu/nohz_full", "(null)").set("/proc/cmdline", "ro"), WARN, "tick"),
+    (
+        "cores.nohz_full",
+        lambda t: t.set("/sys/devices/system/cpu/nohz_full", "(null)").set("/proc/cmdline", "ro"),
+        WARN,
+        "tick",
+    ),
     ("cores.nohz_full", lambda t: t.kconfig(KCONFIG_NO_RT), WARN, "NO_HZ_FULL"),
     ("cores.rcu_nocbs", None, OK, "rcuo"),
     ("cores.rcu_nocbs", lambda t: t.set("/proc/cmdline", "ro isolcpus=3"), WARN, "softirq"),
     ("cores.rcu_nocbs", lambda t: t.set("/proc/cmdline", "ro nohz_full=2-3"), OK, "rcuo"),
     ("cores.tasks", None, OK, "pinned application"),
     ("cores.tasks", lambda t: t.task(900, "MsMpEng", "0-3"), FAIL, "1 user process"),
-    ("cores.tasks", lambda t: t.task(900, "python3", "0-2").task(900, "worker", "0-3", tid=905), FAIL, "1 user process"),
+    (
+        "cores.tasks",
+        lambda t: t.task(900, "python3", "0-2").task(900, "worker", "0-3", tid=905),
+        FAIL,
+        "1 user process",
+    ),
     ("cores.tasks", lambda t: t.task(40, "khugepaged", "0-3", kthread=True), WARN, "kernel thread"),
     ("cores.tasks", lambda t: t.rm("/proc/1").rm("/proc/2").rm("/proc/30").rm("/proc/500"), NA, "no readable"),
     ("cores.workqueue", None, OK, "0-2"),
@@ -80,7 +90,12 @@ CASES = [
     ("idle.states", _deep_idle_under_qos, OK, "PM QoS limit of 20"),
     ("idle.states", lambda t: t.idle_state(3, 1, "C1", 1, False), WARN, "shallow"),
     ("idle.states", lambda t: t.rm("/sys/devices/system/cpu/cpu3/cpuidle"), WARN, "halts"),
-    ("idle.states", lambda t: t.rm("/sys/devices/system/cpu/cpu3/cpuidle").set("/proc/cmdline", "idle=poll"), OK, "poll"),
+    (
+        "idle.states",
+        lambda t: t.rm("/sys/devices/system/cpu/cpu3/cpuidle").set("/proc/cmdline", "idle=poll"),
+        OK,
+        "poll",
+    ),
     ("idle.cmdline", None, OK, "capped"),
     ("idle.cmdline", lambda t: t.set("/proc/cmdline", "ro isolcpus=3"), WARN, "133"),
     ("idle.pm_qos", None, OK, "rtapp (500)"),
@@ -88,53 +103,140 @@ CASES = [
     ("idle.pm_qos", lambda t: t.rm("/proc/500/fd").rm("/dev/cpu_dma_latency"), NA, "unreadable"),
     ("services.irqbalance", None, OK, "not running"),
     ("services.irqbalance", _irqbalance, FAIL, "may move IRQs onto CPU 3"),
-    ("services.irqbalance", lambda t: (_irqbalance(t), t.set("/etc/default/irqbalance", 'IRQBALANCE_BANNED_CPULIST="3"')),
-     OK, "alone"),
-    ("services.irqbalance", lambda t: (t.task(700, "irqbalance", "0-3")), OK, "alone"),
-    ("services.irqbalance", lambda t: (t.set("/sys/devices/system/cpu/isolated", ""), t.set("/sys/devices/system/cpu/nohz_full", ""),
-                                       t.link("/etc/systemd/system/multi-user.target.wants/irqbalance.service", "/x")),
-     WARN, "next boot"),
-    ("services.tuned", lambda t: t.task(710, "tuned", "0-2").set("/etc/tuned/active_profile", "throughput-performance"),
-     WARN, "throughput-performance"),
-    ("services.tuned", lambda t: t.task(710, "tuned", "0-2").set("/etc/tuned/active_profile", "realtime"), OK, "realtime"),
+    (
+        "services.irqbalance",
+        lambda t: (_irqbalance(t), t.set("/etc/default/irqbalance", 'IRQBALANCE_BANNED_CPULIST="3"')),
+        OK,
+        "alone",
+    ),
+    ("services.irqbalance", lambda t: t.task(700, "irqbalance", "0-3"), OK, "alone"),
+    (
+        "services.irqbalance",
+        lambda t: (
+            t.set("/sys/devices/system/cpu/isolated", ""),
+            t.set("/sys/devices/system/cpu/nohz_full", ""),
+            t.link("/etc/systemd/system/multi-user.target.wants/irqbalance.service", "/x"),
+        ),
+        WARN,
+        "next boot",
+    ),
+    (
+        "services.tuned",
+        lambda t: t.task(710, "tuned", "0-2").set("/etc/tuned/active_profile", "throughput-performance"),
+        WARN,
+        "throughput-performance",
+    ),
+    (
+        "services.tuned",
+        lambda t: t.task(710, "tuned", "0-2").set("/etc/tuned/active_profile", "realtime"),
+        OK,
+        "realtime",
+    ),
     ("services.ksm", lambda t: t.set("/sys/kernel/mm/ksm/run", "1"), WARN, "ksmd"),
     ("services.ksm", lambda t: t.rm("/sys/kernel/mm/ksm"), NA, "CONFIG_KSM"),
     ("services.watchdog", None, OK, "no lockup detector runs"),
     ("services.watchdog", lambda t: t.set("/proc/sys/kernel/watchdog_cpumask", "0-3"), FAIL, "CPU 3"),
-    ("services.watchdog", lambda t: t.set("/proc/sys/kernel/watchdog_cpumask", "0-3").set("/proc/sys/kernel/watchdog", "0"),
-     OK, "off"),
-    ("services.watchdog", lambda t: t.rm("/proc/sys/kernel/watchdog").rm("/proc/sys/kernel/soft_watchdog"), NA, "LOCKUP"),
-    ("services.thp", lambda t: t.set("/sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never"), WARN, "enabled"),
-    ("services.thp", lambda t: t.set("/sys/kernel/mm/transparent_hugepage/defrag", "[always] defer madvise never"), WARN,
-     "defrag"),
+    (
+        "services.watchdog",
+        lambda t: t.set("/proc/sys/kernel/watchdog_cpumask", "0-3").set("/proc/sys/kernel/watchdog", "0"),
+        OK,
+        "off",
+    ),
+    (
+        "services.watchdog",
+        lambda t: t.rm("/proc/sys/kernel/watchdog").rm("/proc/sys/kernel/soft_watchdog"),
+        NA,
+        "LOCKUP",
+    ),
+    (
+        "services.thp",
+        lambda t: t.set("/sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never"),
+        WARN,
+        "enabled",
+    ),
+    (
+        "services.thp",
+        lambda t: t.set("/sys/kernel/mm/transparent_hugepage/defrag", "[always] defer madvise never"),
+        WARN,
+        "defrag",
+    ),
     ("services.thp", lambda t: t.rm("/sys/kernel/mm/transparent_hugepage"), NA, "TRANSPARENT"),
-    ("services.numa_balancing", lambda t: t.set("/proc/sys/kernel/numa_balancing", "1").set(
-        "/sys/devices/system/node/online", "0-1"), WARN, "on"),
+    (
+        "services.numa_balancing",
+        lambda t: t.set("/proc/sys/kernel/numa_balancing", "1").set("/sys/devices/system/node/online", "0-1"),
+        WARN,
+        "on",
+    ),
     ("services.numa_balancing", lambda t: t.set("/proc/sys/kernel/numa_balancing", "1"), OK, "one NUMA node"),
     ("updates.agents", None, OK, "none"),
-    ("updates.agents", lambda t: t.link("/etc/systemd/system/timers.target.wants/apt-daily.timer", "/lib/x"), WARN, "1 enabled"),
-    ("updates.agents", lambda t: t.link("/etc/systemd/system/timers.target.wants/apt-daily.timer", "/lib/x").rm(
-        "/run/systemd"), OK, "systemd is not running"),
-    ("updates.agents", lambda t: (t.link("/etc/systemd/system/timers.target.wants/apt-daily.timer", "/lib/x"),
-                                  t.link("/etc/systemd/system/apt-daily.timer", "/dev/null")), OK, "none"),
+    (
+        "updates.agents",
+        lambda t: t.link("/etc/systemd/system/timers.target.wants/apt-daily.timer", "/lib/x"),
+        WARN,
+        "1 enabled",
+    ),
+    (
+        "updates.agents",
+        lambda t: t.link("/etc/systemd/system/timers.target.wants/apt-daily.timer", "/lib/x").rm("/run/systemd"),
+        OK,
+        "systemd is not running",
+    ),
+    (
+        "updates.agents",
+        lambda t: (
+            t.link("/etc/systemd/system/timers.target.wants/apt-daily.timer", "/lib/x"),
+            t.link("/etc/systemd/system/apt-daily.timer", "/dev/null"),
+        ),
+        OK,
+        "none",
+    ),
     ("updates.agents", lambda t: t.task(720, "unattended-upgr", "0-2"), WARN, "running now"),
-    ("updates.maintenance", lambda t: t.link("/etc/systemd/system/timers.target.wants/man-db.timer", "/lib/x"), WARN, "1 enabled"),
+    (
+        "updates.maintenance",
+        lambda t: t.link("/etc/systemd/system/timers.target.wants/man-db.timer", "/lib/x"),
+        WARN,
+        "1 enabled",
+    ),
     ("irq.nic", None, OK, "eth0"),
-    ("irq.nic", lambda t: t.set("/proc/irq/120/smp_affinity", "8").set("/proc/irq/120/effective_affinity", "8"), FAIL, "routed"),
+    (
+        "irq.nic",
+        lambda t: t.set("/proc/irq/120/smp_affinity", "8").set("/proc/irq/120/effective_affinity", "8"),
+        FAIL,
+        "routed",
+    ),
     ("irq.nic", lambda t: t.set("/proc/irq/120/smp_affinity", "f"), WARN, "allowed"),
     ("irq.nic", lambda t: t.rm("/sys/class/net/eth0"), OK, "no network-card"),
     ("irq.nic", lambda t: t.rm("/proc/irq"), NA, "unreadable"),
-    ("irq.devices", lambda t: t.set("/proc/irq/121/smp_affinity", "8").set("/proc/irq/121/effective_affinity", "8"),
-     FAIL, "1 IRQ(s) routed"),
+    (
+        "irq.devices",
+        lambda t: t.set("/proc/irq/121/smp_affinity", "8").set("/proc/irq/121/effective_affinity", "8"),
+        FAIL,
+        "1 IRQ(s) routed",
+    ),
     ("irq.devices", lambda t: t.set("/proc/irq/121/smp_affinity", "c"), WARN, "allowed"),
-    ("irq.devices", lambda t: t.set("/proc/irq/121/smp_affinity", "8").rm("/proc/irq/121/effective_affinity"), FAIL, "routed"),
+    (
+        "irq.devices",
+        lambda t: t.set("/proc/irq/121/smp_affinity", "8").rm("/proc/irq/121/effective_affinity"),
+        FAIL,
+        "routed",
+    ),
     ("irq.default_affinity", lambda t: t.set("/proc/irq/default_smp_affinity", "f"), WARN, "CPU 3"),
     ("irq.default_affinity", lambda t: t.rm("/proc/irq/default_smp_affinity"), NA, "unreadable"),
-    ("kernel.rt_throttling", lambda t: t.set("/proc/sys/kernel/sched_rt_runtime_us", "950000").kconfig(KCONFIG_NO_RT),
-     FAIL, "950000"),
+    (
+        "kernel.rt_throttling",
+        lambda t: t.set("/proc/sys/kernel/sched_rt_runtime_us", "950000").kconfig(KCONFIG_NO_RT),
+        FAIL,
+        "950000",
+    ),
     ("kernel.rt_throttling", lambda t: t.set("/proc/sys/kernel/sched_rt_runtime_us", "950000"), OK, "admission"),
-    ("kernel.rt_throttling", lambda t: t.set("/proc/sys/kernel/sched_rt_runtime_us", "950000").set(
-        "/proc/sys/kernel/osrelease", "6.1.0-18-amd64"), FAIL, "950000"),
+    (
+        "kernel.rt_throttling",
+        lambda t: t.set("/proc/sys/kernel/sched_rt_runtime_us", "950000").set(
+            "/proc/sys/kernel/osrelease", "6.1.0-18-amd64"
+        ),
+        FAIL,
+        "950000",
+    ),
     ("kernel.rt_throttling", lambda t: t.rm("/proc/sys/kernel/sched_rt_runtime_us"), NA, "unreadable"),
     ("kernel.fair_server", None, OK, "off on the RT CPUs"),
     ("kernel.fair_server", lambda t: t.set(FAIR3, "50000000").task(700, "python3", "0-3"), FAIL, "python3 (700)"),
@@ -142,39 +244,86 @@ CASES = [
     ("kernel.fair_server", lambda t: t.set("/proc/sys/kernel/osrelease", "6.6.0-amd64"), NA, "came with 6.12"),
     ("kernel.fair_server", lambda t: _no_debugfs(t).task(700, "python3", "0-3"), FAIL, "in force on CPU 3"),
     ("kernel.preemption", None, OK, "PREEMPT_RT"),
-    ("kernel.preemption", lambda t: (t.rm("/sys/kernel/realtime"), t.kconfig(KCONFIG_NO_RT),
-                                     t.set("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC")), FAIL, "voluntary"),
-    ("kernel.preemption", lambda t: (t.rm("/sys/kernel/realtime"), t.kconfig(KCONFIG_NO_RT),
-                                     t.set("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC"),
-                                     t.set("/sys/kernel/debug/sched/preempt", "none voluntary (full) lazy")), WARN, "full"),
-    ("kernel.preemption", lambda t: (t.rm("/sys/kernel/realtime"), t.kconfig(KCONFIG_NO_RT),
-                                     t.set("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC"),
-                                     t.set("/proc/cmdline", "preempt=lazy")), WARN, "lazy"),
-    ("kernel.preemption", lambda t: (t.rm("/sys/kernel/realtime"), t.rm("/proc/config.gz"),
-                                     t.set("/proc/sys/kernel/version", "#1 SMP")), NA, "cannot tell"),
+    (
+        "kernel.preemption",
+        lambda t: (
+            t.rm("/sys/kernel/realtime"),
+            t.kconfig(KCONFIG_NO_RT),
+            t.set("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC"),
+        ),
+        FAIL,
+        "voluntary",
+    ),
+    (
+        "kernel.preemption",
+        lambda t: (
+            t.rm("/sys/kernel/realtime"),
+            t.kconfig(KCONFIG_NO_RT),
+            t.set("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC"),
+            t.set("/sys/kernel/debug/sched/preempt", "none voluntary (full) lazy"),
+        ),
+        WARN,
+        "full",
+    ),
+    (
+        "kernel.preemption",
+        lambda t: (
+            t.rm("/sys/kernel/realtime"),
+            t.kconfig(KCONFIG_NO_RT),
+            t.set("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC"),
+            t.set("/proc/cmdline", "preempt=lazy"),
+        ),
+        WARN,
+        "lazy",
+    ),
+    (
+        "kernel.preemption",
+        lambda t: (t.rm("/sys/kernel/realtime"), t.rm("/proc/config.gz"), t.set("/proc/sys/kernel/version", "#1 SMP")),
+        NA,
+        "cannot tell",
+    ),
     ("kernel.tick", lambda t: t.kconfig(KCONFIG_NO_RT), WARN, "NO_HZ_IDLE"),
     ("kernel.tick", lambda t: t.kconfig("CONFIG_HZ=1000\nCONFIG_HZ_PERIODIC=y\n"), OK, "periodic"),
     ("kernel.tick", lambda t: t.rm("/proc/config.gz"), NA, "config"),
-    ("kernel.smt", lambda t: t.set("/sys/devices/system/cpu/smt/control", "on").set(
-        "/sys/devices/system/cpu/cpu3/topology/core_cpus_list", "1,3"), FAIL, "CPU 1 share"),
+    (
+        "kernel.smt",
+        lambda t: t.set("/sys/devices/system/cpu/smt/control", "on").set(
+            "/sys/devices/system/cpu/cpu3/topology/core_cpus_list", "1,3"
+        ),
+        FAIL,
+        "CPU 1 share",
+    ),
     ("kernel.smt", None, OK, "off"),
     ("kernel.governor", None, OK, "performance"),
-    ("kernel.governor", lambda t: t.set("/sys/devices/system/cpu/cpu3/cpufreq/scaling_governor", "powersave"), FAIL,
-     "powersave"),
+    (
+        "kernel.governor",
+        lambda t: t.set("/sys/devices/system/cpu/cpu3/cpufreq/scaling_governor", "powersave"),
+        FAIL,
+        "powersave",
+    ),
     ("kernel.governor", lambda t: t.rm("/sys/devices/system/cpu/cpu3/cpufreq"), NA, "cpufreq"),
     ("kernel.boost", lambda t: t.set("/sys/devices/system/cpu/intel_pstate/no_turbo", "0"), WARN, "on"),
     ("kernel.boost", lambda t: t.rm("/sys/devices/system/cpu/intel_pstate"), NA, "boost"),
-    ("kernel.clocksource", lambda t: t.set("/sys/devices/system/clocksource/clocksource0/current_clocksource", "hpet"),
-     WARN, "hpet"),
+    (
+        "kernel.clocksource",
+        lambda t: t.set("/sys/devices/system/clocksource/clocksource0/current_clocksource", "hpet"),
+        WARN,
+        "hpet",
+    ),
     ("kernel.clocksource", lambda t: t.rm("/sys/devices/system/clocksource"), NA, "unreadable"),
     ("kernel.timer_migration", lambda t: t.set("/proc/sys/kernel/timer_migration", "1"), WARN, "on"),
-    ("kernel.swap", lambda t: t.set("/proc/swaps", "Filename Type Size Used Priority\n/dev/sda2 partition 1024 0 -2"),
-     WARN, "/dev/sda2"),
+    (
+        "kernel.swap",
+        lambda t: t.set("/proc/swaps", "Filename Type Size Used Priority\n/dev/sda2 partition 1024 0 -2"),
+        WARN,
+        "/dev/sda2",
+    ),
 ]
 
 
-@pytest.mark.parametrize("check_id,breaks,status,words", CASES,
-                         ids=[f"{c[0]}-{c[2].name.lower()}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "check_id,breaks,status,words", CASES, ids=[f"{c[0]}-{c[2].name.lower()}-{i}" for i, c in enumerate(CASES)]
+)
 def test_check(good, check_id, breaks, status, words):
     if breaks:
         breaks(good)
@@ -205,23 +354,43 @@ def test_check_ids_follow_module_and_function_names(good):
     # The runner names an n/a finding after the function when a check raises; keep them in step.
     report = run_checks(RT, str(good), sample_s=0)
     assert [f.id for f in report.findings] == [
-        f"{c.__module__.rsplit('.', 1)[-1]}.{c.__name__.removeprefix('check_')}" for c in ALL]
+        f"{c.__module__.rsplit('.', 1)[-1]}.{c.__name__.removeprefix('check_')}" for c in ALL
+    ]
 
 
-@pytest.mark.parametrize("tasks,status", [
-    ([{"comm": "swapper/3", "pid": 0, "cpu_ms": 1990.0, "kind": "idle"},
-      {"comm": "ksoftirqd/3", "pid": 30, "cpu_ms": 0.2, "kind": "kthread-percpu"}], OK),
-    ([{"comm": "MsMpEng", "pid": 900, "cpu_ms": 12.5, "kind": "user"}], WARN),
-    ([{"comm": "cc1", "pid": 901, "cpu_ms": 300.0, "kind": "exited"}], WARN),
-    ([{"comm": "rtapp", "pid": 500, "cpu_ms": 1999.0, "kind": "rt-app"}], OK),
-    # Pinned to the RT CPUs only but SCHED_OTHER: not the real-time application, a finding.
-    ([{"comm": "rtapp", "pid": 500, "cpu_ms": 1999.0, "kind": "rt-app"},
-      {"comm": "MsMpEng", "pid": 902, "cpu_ms": 35.25, "kind": "pinned"}], WARN),
-])
+@pytest.mark.parametrize(
+    "tasks,status",
+    [
+        (
+            [
+                {"comm": "swapper/3", "pid": 0, "cpu_ms": 1990.0, "kind": "idle"},
+                {"comm": "ksoftirqd/3", "pid": 30, "cpu_ms": 0.2, "kind": "kthread-percpu"},
+            ],
+            OK,
+        ),
+        ([{"comm": "MsMpEng", "pid": 900, "cpu_ms": 12.5, "kind": "user"}], WARN),
+        ([{"comm": "cc1", "pid": 901, "cpu_ms": 300.0, "kind": "exited"}], WARN),
+        ([{"comm": "rtapp", "pid": 500, "cpu_ms": 1999.0, "kind": "rt-app"}], OK),
+        # Pinned to the RT CPUs only but SCHED_OTHER: not the real-time application, a finding.
+        (
+            [
+                {"comm": "rtapp", "pid": 500, "cpu_ms": 1999.0, "kind": "rt-app"},
+                {"comm": "MsMpEng", "pid": 902, "cpu_ms": 35.25, "kind": "pinned"},
+            ],
+            WARN,
+        ),
+    ],
+)
 def test_sample_check(good, tasks, status):
     ctx = Context(str(good), RT, CpuSet(range(4)))
-    ctx.sample = {"method": "tracefs sched_switch", "seconds": 2.0, "idle_share": 0.5, "lost_events": 0,
-                  "tasks": tasks, "error": None}
+    ctx.sample = {
+        "method": "tracefs sched_switch",
+        "seconds": 2.0,
+        "idle_share": 0.5,
+        "lost_events": 0,
+        "tasks": tasks,
+        "error": None,
+    }
     f = check_sample(ctx)
     assert f.status is status
     if status is WARN:
@@ -240,6 +409,7 @@ def test_sample_error_is_not_applicable(good):
 def test_classify_takes_only_a_real_time_task_for_the_application(good):
     """A task pinned to the RT CPUs only is the real-time application only with FIFO/RR/DEADLINE."""
     from softrt.audit.linux.sample import classify
+
     good.task(600, "indexer", "3", policy=0, processor=3)  # SCHED_OTHER, pinned to CPU 3 only
     good.task(601, "dl-app", "3", policy=6, processor=3)  # SCHED_DEADLINE
     good.task(602, "batch", "2-3", policy=3, processor=3)  # allowed elsewhere too

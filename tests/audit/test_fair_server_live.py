@@ -13,14 +13,15 @@ import subprocess
 
 import pytest
 
-from softrt.audit import run_checks
-from softrt.audit import plan_tune
+from softrt.audit import plan_tune, run_checks
 from softrt.cpus import CpuSet
 from softrt.platform.linux import fairserver
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="debugfs is root's"),
-              pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="debugfs is root's"),
+    pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare"),
+]
 
 CPU = max(os.sched_getaffinity(0))
 
@@ -35,8 +36,12 @@ def kernel_says() -> tuple[int, str]:
     if not fairserver.read("/", [CPU]).present:
         pytest.skip("this kernel has no fair server (Linux < 6.12)")
     path = fairserver.RUNTIME.format(cpu=CPU)
-    done = subprocess.run(["unshare", "--mount", "sh", "-c", f"mount -t debugfs none /sys/kernel/debug && cat {path}"],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", f"mount -t debugfs none /sys/kernel/debug && cat {path}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     return done.returncode, (done.stdout + done.stderr).strip()
 
 

@@ -17,16 +17,22 @@ def _report(*findings):
 
 
 def test_ready_when_only_medium_failures_and_warnings():
-    r = _report(_f("cores.isolation", Status.FAIL, Severity.MEDIUM), _f("kernel.preemption", Status.WARN, Severity.HIGH),
-                _f("kernel.swap", Status.OK, Severity.LOW))
+    r = _report(
+        _f("cores.isolation", Status.FAIL, Severity.MEDIUM),
+        _f("kernel.preemption", Status.WARN, Severity.HIGH),
+        _f("kernel.swap", Status.OK, Severity.LOW),
+    )
     assert r.ready
     assert r.verdict.startswith("READY")
     assert "Isolation" in r.verdict or "Cores.Isolation" in r.verdict
 
 
 def test_not_ready_names_the_most_severe_failure_first():
-    r = _report(_f("irq.nic", Status.FAIL, Severity.HIGH), _f("kernel.preemption", Status.FAIL, Severity.FATAL),
-                _f("kernel.swap", Status.WARN, Severity.LOW))
+    r = _report(
+        _f("irq.nic", Status.FAIL, Severity.HIGH),
+        _f("kernel.preemption", Status.FAIL, Severity.FATAL),
+        _f("kernel.swap", Status.WARN, Severity.LOW),
+    )
     assert not r.ready
     assert [f.id for f in r.blocking] == ["kernel.preemption", "irq.nic"]
     assert "NOT READY" in r.verdict and "Kernel.Preemption" in r.verdict and "2 fatal/high" in r.verdict
@@ -42,9 +48,20 @@ def test_to_dict_is_json_and_complete():
     r = _report(_f("irq.nic", Status.FAIL, Severity.HIGH), _f("kernel.swap", Status.OK, Severity.LOW, fix=None))
     d = json.loads(json.dumps(r.to_dict()))
     assert d["ready"] is False and d["rt_cpus"] == "3" and d["housekeeping_cpus"] == "0-2"
-    assert d["findings"][0] == {"id": "irq.nic", "group": "irq", "title": "Irq.Nic", "status": "fail", "severity": "high",
-                                "summary": "irq.nic summary", "evidence": ["a: 1"], "why": "because", "fix": "do it",
-                                "tunable": False, "reboot": False, "unreadable": False}
+    assert d["findings"][0] == {
+        "id": "irq.nic",
+        "group": "irq",
+        "title": "Irq.Nic",
+        "status": "fail",
+        "severity": "high",
+        "summary": "irq.nic summary",
+        "evidence": ["a: 1"],
+        "why": "because",
+        "fix": "do it",
+        "tunable": False,
+        "reboot": False,
+        "unreadable": False,
+    }
     assert d["fix_first"] == ["irq.nic"]
     assert d["counts"] == {"ok": 1, "warn": 0, "fail": 1, "n/a": 0}
 
@@ -56,10 +73,16 @@ def test_a_check_s_factory_says_its_id_title_and_severity_once():
 
     found = Found("kernel.swap", "Swap", Severity.MEDIUM)
     assert found.fail("on", ("swap: 1",), why="w", fix="swapoff -a", tunable=True) == Finding(
-        "kernel.swap", "Swap", Status.FAIL, Severity.MEDIUM, "on", ("swap: 1",), why="w", fix="swapoff -a", tunable=True)
+        "kernel.swap", "Swap", Status.FAIL, Severity.MEDIUM, "on", ("swap: 1",), why="w", fix="swapoff -a", tunable=True
+    )
     assert found.ok("off").status is Status.OK and found.warn("x", severity=Severity.LOW).severity is Severity.LOW
     assert found(Status.WARN, "x").status is Status.WARN
     assert found.na("no /proc/swaps") == not_applicable("kernel.swap", "Swap", "no /proc/swaps")
     unread = found.unreadable("refused", Severity.HIGH, "ev", reader="root")
     assert (unread.status, unread.severity, unread.evidence, unread.unreadable, unread.reader) == (
-        Status.NA, Severity.HIGH, ("ev",), True, "root")
+        Status.NA,
+        Severity.HIGH,
+        ("ev",),
+        True,
+        "root",
+    )

@@ -28,11 +28,14 @@ def test_default_rt_cpu_on_this_machine():
     assert default_rt_cpu() == max(allowed & set(CpuSet.parse(open("/sys/devices/system/cpu/online").read())))
 
 
-@pytest.mark.parametrize("cpus,error,words", [
-    ("", ConfigError, "no real-time CPU"),
-    ("7", InvalidCpu, "CPU 7 does not exist"),
-    ("0-3", ConfigError, "one housekeeping CPU must stay"),
-])
+@pytest.mark.parametrize(
+    "cpus,error,words",
+    [
+        ("", ConfigError, "no real-time CPU"),
+        ("7", InvalidCpu, "CPU 7 does not exist"),
+        ("0-3", ConfigError, "one housekeeping CPU must stay"),
+    ],
+)
 def test_bad_rt_cpus(good, cpus, error, words):
     with pytest.raises(error) as info:
         validate_rt_cpus(CpuSet.parse(cpus), str(good))
@@ -57,7 +60,8 @@ def test_the_captured_vm():
     assert report.sample is None and by_id["cores.sample"].status is Status.NA
     assert not report.ready
     assert {"kernel.preemption", "kernel.rt_throttling", "irq.nic", "cores.tasks", "services.watchdog"} <= {
-        f.id for f in report.blocking}
+        f.id for f in report.blocking
+    }
     assert "none" in by_id["kernel.preemption"].summary
     assert "eth0" in by_id["irq.nic"].summary
     assert by_id["kernel.governor"].status is Status.NA  # a VM without cpufreq

@@ -6,8 +6,8 @@ import pytest
 
 from softrt.audit import Status, run_checks
 from softrt.audit.linux import irqs
-from softrt.platform.linux import kfacts, ktasks
 from softrt.cpus import CpuSet
+from softrt.platform.linux import kfacts, ktasks
 
 from .trees import CAPTURED
 
@@ -21,12 +21,15 @@ def test_cmdline_keeps_quotes_and_drops_init_arguments(good):
     assert "--init-flag" not in params
 
 
-@pytest.mark.parametrize("value,cpus,flags", [
-    ("3", "3", ("domain",)),
-    ("managed_irq,domain,2-3", "2-3", ("managed_irq", "domain")),
-    ("nohz,1,3-4", "1,3-4", ("nohz",)),
-    ("domain,garbage", "", ("domain",)),
-])
+@pytest.mark.parametrize(
+    "value,cpus,flags",
+    [
+        ("3", "3", ("domain",)),
+        ("managed_irq,domain,2-3", "2-3", ("managed_irq", "domain")),
+        ("nohz,1,3-4", "1,3-4", ("nohz",)),
+        ("domain,garbage", "", ("domain",)),
+    ],
+)
 def test_parse_isolcpus(value, cpus, flags):
     got_cpus, got_flags = kfacts.parse_isolcpus(value)
     assert got_cpus == CpuSet.parse(cpus) and got_flags == flags
@@ -69,12 +72,26 @@ def test_an_empty_root_gives_reasons_not_crashes(tmp_path):
     assert all(f.summary for f in na)
 
 
-GARBAGE = ["/proc/cmdline", "/proc/interrupts", "/proc/irq/120/smp_affinity", "/proc/irq/default_smp_affinity",
-           "/proc/sys/kernel/sched_rt_runtime_us", "/proc/sys/kernel/watchdog_cpumask", "/proc/sys/kernel/osrelease",
-           "/sys/devices/system/cpu/isolated", "/sys/devices/system/cpu/cpu3/cpuidle/state2/latency",
-           "/sys/devices/system/cpu/nohz_full", "/proc/500/task/500/stat", "/proc/500/task/500/status",
-           "/sys/devices/virtual/workqueue/cpumask", "/proc/swaps", "/sys/kernel/mm/transparent_hugepage/enabled",
-           "/sys/devices/system/cpu/cpu3/topology/core_cpus_list", "/dev/cpu_dma_latency", "/proc/self/status"]
+GARBAGE = [
+    "/proc/cmdline",
+    "/proc/interrupts",
+    "/proc/irq/120/smp_affinity",
+    "/proc/irq/default_smp_affinity",
+    "/proc/sys/kernel/sched_rt_runtime_us",
+    "/proc/sys/kernel/watchdog_cpumask",
+    "/proc/sys/kernel/osrelease",
+    "/sys/devices/system/cpu/isolated",
+    "/sys/devices/system/cpu/cpu3/cpuidle/state2/latency",
+    "/sys/devices/system/cpu/nohz_full",
+    "/proc/500/task/500/stat",
+    "/proc/500/task/500/status",
+    "/sys/devices/virtual/workqueue/cpumask",
+    "/proc/swaps",
+    "/sys/kernel/mm/transparent_hugepage/enabled",
+    "/sys/devices/system/cpu/cpu3/topology/core_cpus_list",
+    "/dev/cpu_dma_latency",
+    "/proc/self/status",
+]
 
 
 @pytest.mark.parametrize("rel", GARBAGE)

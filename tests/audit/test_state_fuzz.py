@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.fuzz import fuzz, reads
 
 from softrt.audit import state
 from softrt.errors import SoftRTError
 from softrt.platform import journal
-
-from tests.fuzz import fuzz, reads
 
 FUZZ = fuzz(100)
 
@@ -38,20 +37,41 @@ def _load(root: Path, lines: list[str]):
 def _kernel_file(target: str) -> bool:
     """A target revert may write: a file under /proc/sys or /sys, not reached through a process's root."""
     parts = target.split("/")
-    return (target.startswith(("/proc/sys/", "/proc/irq/", "/sys/")) and ".." not in parts
-            and "root" not in parts and "cwd" not in parts)
+    return (
+        target.startswith(("/proc/sys/", "/proc/irq/", "/sys/"))
+        and ".." not in parts
+        and "root" not in parts
+        and "cwd" not in parts
+    )
 
 
-TARGETS = st.sampled_from(["/proc/sys/kernel/sched_rt_runtime_us", "/proc/irq/5/smp_affinity",
-                           "/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "/etc/passwd", "/proc/../etc/x",
-                           "1234", "x.service", "a/b.service", ""]) | st.text(max_size=12)
-VALUES = st.recursive(st.none() | st.booleans() | st.integers(-(10**20), 10**20) | st.floats() | st.text(max_size=8),
-                      lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
-                      max_leaves=6)
+TARGETS = st.sampled_from(
+    [
+        "/proc/sys/kernel/sched_rt_runtime_us",
+        "/proc/irq/5/smp_affinity",
+        "/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor",
+        "/etc/passwd",
+        "/proc/../etc/x",
+        "1234",
+        "x.service",
+        "a/b.service",
+        "",
+    ]
+) | st.text(max_size=12)
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**20), 10**20) | st.floats() | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
+    max_leaves=6,
+)
 ENTRIES = st.fixed_dictionaries(
     {"kind": st.sampled_from(["file", "affinity", "service", "other"]) | VALUES},
-    optional={"target": TARGETS | VALUES, "before": st.sampled_from(["0-1", "0-99999999999", "1"]) | VALUES,
-              "restore": st.text(max_size=8) | VALUES, "tid": st.integers(-5, 2**40) | VALUES})
+    optional={
+        "target": TARGETS | VALUES,
+        "before": st.sampled_from(["0-1", "0-99999999999", "1"]) | VALUES,
+        "restore": st.text(max_size=8) | VALUES,
+        "tid": st.integers(-5, 2**40) | VALUES,
+    },
+)
 
 
 @FUZZ

@@ -17,9 +17,22 @@ from .trees import files_under as _all_files
 from .trees import kernel_writer
 
 RT = CpuSet([3])
-FIXED = {"irq.nic", "irq.devices", "irq.default_affinity", "cores.workqueue", "services.watchdog", "kernel.rt_throttling",
-         "idle.states", "kernel.governor", "services.ksm", "services.thp", "services.numa_balancing",
-         "kernel.timer_migration", "kernel.clocksource", "kernel.fair_server"}
+FIXED = {
+    "irq.nic",
+    "irq.devices",
+    "irq.default_affinity",
+    "cores.workqueue",
+    "services.watchdog",
+    "kernel.rt_throttling",
+    "idle.states",
+    "kernel.governor",
+    "services.ksm",
+    "services.thp",
+    "services.numa_balancing",
+    "kernel.timer_migration",
+    "kernel.clocksource",
+    "kernel.fair_server",
+}
 
 
 def files_under(root):
@@ -125,26 +138,59 @@ def test_a_second_apply_is_refused_and_changes_nothing(untuned, state_dir):
     assert files_under(untuned.root) == tuned_files
 
 
-@pytest.mark.parametrize("content,words", [
-    (None, "nothing to revert"),
-    ("this is not json\n{}\n", "corrupt"),
-    ('{"format": "something-else", "version": 1}\n', "not a softrt tune state"),
-    ('{"format": "softrt-tune-state", "version": 99, "root": "R"}\n', "version 99"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "/elsewhere"}\n', "saved for root"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R", "boot_id": "another-boot"}\n', "earlier boot"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "teleport", "target": "x"}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file"}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\nnot json\n{"kind": "file"}\n', "corrupt"),    # Crafted entries: revert must never write outside /proc and /sys, nor crash on wrong types.
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/../../tmp/victim", "before": "x", "restore": "x"}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/etc/passwd", "before": "x", "restore": "x"}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/proc/../etc/x", "before": "x", "restore": "x"}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": 5, "before": "x", "restore": "x"}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/proc/sys/x", "before": "x", "restore": 0}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": [], "target": "x"}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "affinity", "target": "abc", "tid": 1, "before": "0"}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "affinity", "target": "12", "tid": 12, "before": "zero"}\n', "corrupt"),
-    ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "service", "target": "../../bin/sh", "before": "active"}\n', "corrupt"),
-])
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        (None, "nothing to revert"),
+        ("this is not json\n{}\n", "corrupt"),
+        ('{"format": "something-else", "version": 1}\n', "not a softrt tune state"),
+        ('{"format": "softrt-tune-state", "version": 99, "root": "R"}\n', "version 99"),
+        ('{"format": "softrt-tune-state", "version": 1, "root": "/elsewhere"}\n', "saved for root"),
+        ('{"format": "softrt-tune-state", "version": 1, "root": "R", "boot_id": "another-boot"}\n', "earlier boot"),
+        (
+            '{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "teleport", "target": "x"}\n',
+            "corrupt",
+        ),
+        ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file"}\n', "corrupt"),
+        (
+            '{"format": "softrt-tune-state", "version": 1, "root": "R"}\nnot json\n{"kind": "file"}\n',
+            "corrupt",
+        ),  # Crafted entries: revert must never write outside /proc and /sys, nor crash on wrong types.
+        (
+            '{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/../../tmp/victim", "before": "x", "restore": "x"}\n',
+            "corrupt",
+        ),
+        (
+            '{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/etc/passwd", "before": "x", "restore": "x"}\n',
+            "corrupt",
+        ),
+        (
+            '{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/proc/../etc/x", "before": "x", "restore": "x"}\n',
+            "corrupt",
+        ),
+        (
+            '{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": 5, "before": "x", "restore": "x"}\n',
+            "corrupt",
+        ),
+        (
+            '{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "file", "target": "/proc/sys/x", "before": "x", "restore": 0}\n',
+            "corrupt",
+        ),
+        ('{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": [], "target": "x"}\n', "corrupt"),
+        (
+            '{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "affinity", "target": "abc", "tid": 1, "before": "0"}\n',
+            "corrupt",
+        ),
+        (
+            '{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "affinity", "target": "12", "tid": 12, "before": "zero"}\n',
+            "corrupt",
+        ),
+        (
+            '{"format": "softrt-tune-state", "version": 1, "root": "R"}\n{"kind": "service", "target": "../../bin/sh", "before": "active"}\n',
+            "corrupt",
+        ),
+    ],
+)
 def test_bad_state_files_are_refused_and_nothing_changes(untuned, state_dir, content, words):
     path = state_dir / "tune-state.jsonl"
     if content is not None:
@@ -171,7 +217,9 @@ def test_revert_reports_a_value_that_does_not_read_back(untuned, state_dir):
 
 
 def test_apply_on_this_machine_needs_root(monkeypatch, state_dir):
-    plan = Plan(CpuSet([1]), CpuSet([0]), "/", steps=[Step("file", "/proc/sys/kernel/timer_migration", "1", "0", "x", "y")])
+    plan = Plan(
+        CpuSet([1]), CpuSet([0]), "/", steps=[Step("file", "/proc/sys/kernel/timer_migration", "1", "0", "x", "y")]
+    )
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(ConfigError, match="needs root"):
         apply_plan(plan)
@@ -195,22 +243,36 @@ class FakeSystemctl:
 
 
 def test_services_are_stopped_and_started_again(good, state_dir):
-    plan = Plan(RT, CpuSet([0, 1, 2]), str(good), steps=[
-        Step("service", "irqbalance.service", "active", "inactive", "services.irqbalance", "why"),
-        Step("service", "apt-daily.timer", "active", "inactive", "updates.agents", "why")])
+    plan = Plan(
+        RT,
+        CpuSet([0, 1, 2]),
+        str(good),
+        steps=[
+            Step("service", "irqbalance.service", "active", "inactive", "services.irqbalance", "why"),
+            Step("service", "apt-daily.timer", "active", "inactive", "updates.agents", "why"),
+        ],
+    )
     systemctl = FakeSystemctl()
     assert apply_plan(plan, runner=systemctl).complete
     assert systemctl.active == {"irqbalance.service": False, "apt-daily.timer": False}
     assert revert(str(good), runner=systemctl).complete
     assert systemctl.active == {"irqbalance.service": True, "apt-daily.timer": True}
-    assert systemctl.calls[-4:] == [["start", "apt-daily.timer"], ["is-active", "apt-daily.timer"],
-                                    ["start", "irqbalance.service"], ["is-active", "irqbalance.service"]]
+    assert systemctl.calls[-4:] == [
+        ["start", "apt-daily.timer"],
+        ["is-active", "apt-daily.timer"],
+        ["start", "irqbalance.service"],
+        ["is-active", "irqbalance.service"],
+    ]
 
 
 def test_an_apply_that_changes_nothing_keeps_no_state(untuned, state_dir):
     untuned.set("/proc/sys/kernel/timer_migration", "0")  # already as planned when apply reads it
-    plan = Plan(RT, CpuSet([0, 1, 2]), str(untuned),
-                steps=[Step("file", "/proc/sys/kernel/timer_migration", "1", "0", "kernel.timer_migration", "why")])
+    plan = Plan(
+        RT,
+        CpuSet([0, 1, 2]),
+        str(untuned),
+        steps=[Step("file", "/proc/sys/kernel/timer_migration", "1", "0", "kernel.timer_migration", "why")],
+    )
     result = apply_plan(plan, writer=kernel_writer)
     assert [o.status for o in result.outcomes] == ["skipped"] and not result.saved
     assert not result.state_path.exists() and result.to_dict()["state_path"] is None
@@ -274,6 +336,7 @@ def test_kernel_file_writers_share_one_raw_write(tmp_path, monkeypatch):
 
 # --- hostile state files: revert writes only the kernel files tune writes (issue 12, defect 1) -------
 
+
 def _state_with(root, target, boot_id=None):
     header = {"format": "softrt-tune-state", "version": 1, "root": os.path.realpath(str(root))}
     if boot_id:
@@ -318,14 +381,17 @@ def test_revert_refuses_a_target_that_is_a_symlink_out_of_the_tree(untuned, stat
     assert victim.read_text() == "precious\n"
 
 
-@pytest.mark.parametrize("target,restore", [
-    ("/proc/sys/kernel/sched_rt_runtime_us", "2000000"),  # above sched_rt_period_us
-    ("/proc/sys/kernel/sched_rt_runtime_us", "-1; reboot"),
-    ("/proc/irq/120/smp_affinity", "zz"),
-    ("/sys/devices/system/cpu/cpu3/cpuidle/state1/disable", "2"),
-    ("/sys/devices/system/cpu/cpu3/cpufreq/scaling_governor", "../../x"),
-    ("/proc/sys/kernel/core_pattern", "|/tmp/x"),  # a kernel file, but not one tune writes
-])
+@pytest.mark.parametrize(
+    "target,restore",
+    [
+        ("/proc/sys/kernel/sched_rt_runtime_us", "2000000"),  # above sched_rt_period_us
+        ("/proc/sys/kernel/sched_rt_runtime_us", "-1; reboot"),
+        ("/proc/irq/120/smp_affinity", "zz"),
+        ("/sys/devices/system/cpu/cpu3/cpuidle/state1/disable", "2"),
+        ("/sys/devices/system/cpu/cpu3/cpufreq/scaling_governor", "../../x"),
+        ("/proc/sys/kernel/core_pattern", "|/tmp/x"),  # a kernel file, but not one tune writes
+    ],
+)
 def test_revert_refuses_a_value_the_file_does_not_take(untuned, state_dir, target, restore):
     header = {"format": "softrt-tune-state", "version": 1, "root": os.path.realpath(str(untuned))}
     entry = {"kind": "file", "target": target, "before": "x\n", "restore": restore}

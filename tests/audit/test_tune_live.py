@@ -16,8 +16,8 @@ import pytest
 from softrt.audit import AFFINITY, Status, apply_plan, plan_tune, revert, run_checks
 from softrt.audit.linux import FILE, online_cpus, write_kernel_file
 from softrt.audit.linux.irqs import irqs
-from softrt.platform.linux import ktasks
 from softrt.cpus import CpuSet
+from softrt.platform.linux import ktasks
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0, reason="needs root")]
 
@@ -44,8 +44,11 @@ def plan_for_test(rt, victim):
     """The full plan, minus moves of processes this test did not start."""
     plan = plan_tune(rt)
     kthreads = {t.tid for t in ktasks.tasks("/") if t.kthread}
-    plan.steps = [s for s in plan.steps if s.kind == FILE or (s.kind == AFFINITY and (
-        s.tid in kthreads or int(s.target) == victim.pid))]
+    plan.steps = [
+        s
+        for s in plan.steps
+        if s.kind == FILE or (s.kind == AFFINITY and (s.tid in kthreads or int(s.target) == victim.pid))
+    ]
     return plan
 
 
@@ -80,8 +83,11 @@ def test_apply_then_revert_restores_every_byte(rt, victim, tmp_path):
     fixed = {s.check for s in plan.steps if s.kind == FILE}
     refused = {s.check for s, o in zip(plan.steps, applied.outcomes) if o.status == "failed"}
     # An IRQ the kernel keeps (a managed virtio-blk queue here) has no step: its check stays as it was.
-    refused |= {"irq.nic" if i.nic else "irq.devices" for i in irqs("/")
-                if not i.movable and i.affinity is not None and not i.affinity.isdisjoint(rt)}
+    refused |= {
+        "irq.nic" if i.nic else "irq.devices"
+        for i in irqs("/")
+        if not i.movable and i.affinity is not None and not i.affinity.isdisjoint(rt)
+    }
     statuses = {f.id: f.status for f in report.findings}
     assert {c: statuses[c] for c in fixed - refused if statuses[c] is not Status.OK} == {}
     tasks = next(f for f in report.findings if f.id == "cores.tasks")
@@ -156,14 +162,17 @@ def test_tune_apply_then_run_from_the_same_shell(rt, victim, tmp_path, state_dir
         "    s.tid in kthreads or int(s.target) in mine)]\n"
         "apply_plan(plan, state_path=Path(sys.argv[3]))\n"
     )
-    script = (f'grep Cpus_allowed_list /proc/$$/status > {tmp_path}/before && '
-              f'"{sys.executable}" -c "$APPLY" {rt} {victim.pid} {state} && '
-              f'grep Cpus_allowed_list /proc/$$/status > {tmp_path}/after && '
-              f'"{sys.executable}" -m softrt run --duration 0.3s --json --out-dir {tmp_path}/runs > {tmp_path}/run.json')
+    script = (
+        f"grep Cpus_allowed_list /proc/$$/status > {tmp_path}/before && "
+        f'"{sys.executable}" -c "$APPLY" {rt} {victim.pid} {state} && '
+        f"grep Cpus_allowed_list /proc/$$/status > {tmp_path}/after && "
+        f'"{sys.executable}" -m softrt run --duration 0.3s --json --out-dir {tmp_path}/runs > {tmp_path}/run.json'
+    )
     rt_runtime = Path("/proc/sys/kernel/sched_rt_runtime_us").read_bytes()
     try:
-        proc = subprocess.run(["sh", "-c", script], env={**os.environ, "APPLY": apply_code},
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            ["sh", "-c", script], env={**os.environ, "APPLY": apply_code}, capture_output=True, text=True, timeout=120
+        )
     finally:
         undone = revert(state_path=state) if state.exists() else None
     assert undone is not None and undone.complete, proc.stderr

@@ -10,7 +10,9 @@ from softrt.cpus import CpuSet
 from .trees import CAPTURED
 
 RT = CpuSet([3])
-KCONFIG_DYNAMIC_NONE = "CONFIG_PREEMPT_DYNAMIC=y\nCONFIG_PREEMPT_NONE=y\nCONFIG_HZ=250\nCONFIG_NO_HZ_IDLE=y\nCONFIG_RT_GROUP_SCHED=y\n"
+KCONFIG_DYNAMIC_NONE = (
+    "CONFIG_PREEMPT_DYNAMIC=y\nCONFIG_PREEMPT_NONE=y\nCONFIG_HZ=250\nCONFIG_NO_HZ_IDLE=y\nCONFIG_RT_GROUP_SCHED=y\n"
+)
 
 
 def break_everything(t):
@@ -56,19 +58,26 @@ def test_plan_for_an_untuned_machine(good):
         "/sys/devices/system/cpu/cpu3/cpufreq/scaling_governor": ("powersave", "performance", "kernel.governor"),
         "/sys/kernel/mm/ksm/run": ("1", "0", "services.ksm"),
         "/sys/kernel/mm/transparent_hugepage/enabled": ("[always] madvise never", "madvise", "services.thp"),
-        "/sys/kernel/mm/transparent_hugepage/defrag": ("[always] defer defer+madvise madvise never", "madvise",
-                                                       "services.thp"),
+        "/sys/kernel/mm/transparent_hugepage/defrag": (
+            "[always] defer defer+madvise madvise never",
+            "madvise",
+            "services.thp",
+        ),
         "/proc/sys/kernel/numa_balancing": ("1", "0", "services.numa_balancing"),
         "/proc/sys/kernel/timer_migration": ("1", "0", "kernel.timer_migration"),
         "/sys/devices/system/clocksource/clocksource0/current_clocksource": ("hpet", "tsc", "kernel.clocksource"),
         "/sys/kernel/debug/sched/fair_server/cpu3/runtime": ("50000000", "0", "kernel.fair_server"),
     }
-    assert plan.notes == ["fair server off on CPU 3: its per-CPU kernel threads (ksoftirqd, kworkers) can starve "
-                          "while a loop spins there, as with sched_rt_runtime_us = -1"]
+    assert plan.notes == [
+        "fair server off on CPU 3: its per-CPU kernel threads (ksoftirqd, kworkers) can starve "
+        "while a loop spins there, as with sched_rt_runtime_us = -1"
+    ]
     assert plan.steps[0].target.startswith("/proc/irq/")  # IRQs first: the seed's "important" step
     # No nohz_full=: this kernel is built without CONFIG_NO_HZ_FULL (the check says so instead).
-    assert plan.kernel_cmdline == ("isolcpus=managed_irq,domain,3 rcu_nocbs=3 irqaffinity=0-2 preempt=full "
-                                   "processor.max_cstate=1 intel_idle.max_cstate=1")
+    assert plan.kernel_cmdline == (
+        "isolcpus=managed_irq,domain,3 rcu_nocbs=3 irqaffinity=0-2 preempt=full "
+        "processor.max_cstate=1 intel_idle.max_cstate=1"
+    )
     # A captured tree's processes are not this machine's: the MsMpEng move is left out, and said so.
     assert not [s for s in plan.steps if s.kind != "file"]
     assert any("captured tree" in note for note in plan.skipped)
@@ -85,9 +94,12 @@ def test_plan_for_the_captured_vm():
     plan = plan_tune(CpuSet([1]), str(CAPTURED))
     irq_steps = [s for s in plan.steps if s.target.startswith("/proc/irq/") and s.target.endswith("/smp_affinity")]
     assert len(irq_steps) == 19 and all(s.after == "00000001" for s in irq_steps)
-    assert {s.target for s in plan.steps} >= {"/proc/sys/kernel/sched_rt_runtime_us",
-                                              "/sys/devices/system/cpu/cpu1/cpuidle/state1/disable",
-                                              "/proc/sys/kernel/watchdog_cpumask", "/proc/irq/default_smp_affinity"}
+    assert {s.target for s in plan.steps} >= {
+        "/proc/sys/kernel/sched_rt_runtime_us",
+        "/sys/devices/system/cpu/cpu1/cpuidle/state1/disable",
+        "/proc/sys/kernel/watchdog_cpumask",
+        "/proc/irq/default_smp_affinity",
+    }
     assert "preempt=full" in plan.kernel_cmdline and "isolcpus=managed_irq,domain,1" in plan.kernel_cmdline
     assert "cpu1/cpuidle/state0" not in " ".join(s.target for s in plan.steps)  # POLL is never disabled
 
@@ -97,15 +109,21 @@ def _managed(tree, irq: int, how: str):
     if how == "mode":
         tree.path(f"/proc/irq/{irq}/smp_affinity").chmod(0o444)
     else:
-        tree.set(f"/sys/kernel/debug/irq/irqs/{irq}", "handler:  handle_edge_irq\ndstate:   0x33600200\n"
-                                                     "            IRQD_ACTIVATED\n            IRQD_AFFINITY_MANAGED\n")
+        tree.set(
+            f"/sys/kernel/debug/irq/irqs/{irq}",
+            "handler:  handle_edge_irq\ndstate:   0x33600200\n"
+            "            IRQD_ACTIVATED\n            IRQD_AFFINITY_MANAGED\n",
+        )
     return tree
 
 
 @pytest.mark.parametrize("how", ["mode", "debugfs"])
 def test_an_irq_the_kernel_keeps_is_reboot_only(good, how):
-    good.set("/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz ro isolcpus=domain,3 nohz_full=3 rcu_nocbs=3 irqaffinity=0-2 "
-             "processor.max_cstate=1 intel_idle.max_cstate=1 nosmt")
+    good.set(
+        "/proc/cmdline",
+        "BOOT_IMAGE=/boot/vmlinuz ro isolcpus=domain,3 nohz_full=3 rcu_nocbs=3 irqaffinity=0-2 "
+        "processor.max_cstate=1 intel_idle.max_cstate=1 nosmt",
+    )
     good.set("/proc/irq/121/smp_affinity", "c")  # nvme0q1 on CPUs 2-3, a managed queue
     plan = plan_tune(RT, str(_managed(good, 121, how)))
     assert plan.steps == []  # no write the kernel would refuse

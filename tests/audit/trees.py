@@ -83,14 +83,46 @@ class Tree:
     def kconfig(self, body: str) -> Tree:
         return self.set("/proc/config.gz", gzip.compress(body.encode(), mtime=0))
 
-    def task(self, pid: int, comm: str, allowed: str, *, tid: int | None = None, kthread: bool = False,
-             percpu: bool = False, policy: int = 0, rt_priority: int = 0, starttime: int = 100,
-             processor: int = 0) -> Tree:
+    def task(
+        self,
+        pid: int,
+        comm: str,
+        allowed: str,
+        *,
+        tid: int | None = None,
+        kthread: bool = False,
+        percpu: bool = False,
+        policy: int = 0,
+        rt_priority: int = 0,
+        starttime: int = 100,
+        processor: int = 0,
+    ) -> Tree:
         """Add a thread (and its process's own stat/status when it is the leader)."""
         tid = tid or pid
         flags = (0x00200000 if kthread else 0) | (0x04000000 if percpu else 0) | 0x40
-        after = ["S", "1", str(pid), str(pid), "0", "-1", str(flags), *["0"] * 4, "5", "3", *["0"] * 4, "1", "0",
-                 str(starttime), *["0"] * 16, str(processor), str(rt_priority), str(policy), "0", "0", "0"]
+        after = [
+            "S",
+            "1",
+            str(pid),
+            str(pid),
+            "0",
+            "-1",
+            str(flags),
+            *["0"] * 4,
+            "5",
+            "3",
+            *["0"] * 4,
+            "1",
+            "0",
+            str(starttime),
+            *["0"] * 16,
+            str(processor),
+            str(rt_priority),
+            str(policy),
+            "0",
+            "0",
+            "0",
+        ]
         stat = f"{tid} ({comm}) " + " ".join(after)
         status = f"Name:\t{comm}\nTgid:\t{pid}\nPid:\t{tid}\nCpus_allowed_list:\t{allowed}\n"
         if tid == pid:
@@ -107,24 +139,37 @@ class Tree:
 
     def idle_state(self, cpu: int, index: int, name: str, latency: int, disabled: bool) -> Tree:
         base = f"/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{index}"
-        return self.set(f"{base}/name", name).set(f"{base}/latency", str(latency)).set(
-            f"{base}/disable", "1" if disabled else "0")
+        return (
+            self.set(f"{base}/name", name)
+            .set(f"{base}/latency", str(latency))
+            .set(f"{base}/disable", "1" if disabled else "0")
+        )
 
 
 def build_good(root: Path) -> Tree:
     """A well-tuned machine: 4 CPUs, CPU 3 reserved for the loop, PREEMPT_RT, nothing left on CPU 3."""
     t = Tree(root)
-    t.set("/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-6.12.0-rt-amd64 root=/dev/sda1 ro isolcpus=managed_irq,domain,3 "
-          "nohz_full=3 rcu_nocbs=3 irqaffinity=0-2 processor.max_cstate=1 intel_idle.max_cstate=1 nosmt -- quiet")
+    t.set(
+        "/proc/cmdline",
+        "BOOT_IMAGE=/boot/vmlinuz-6.12.0-rt-amd64 root=/dev/sda1 ro isolcpus=managed_irq,domain,3 "
+        "nohz_full=3 rcu_nocbs=3 irqaffinity=0-2 processor.max_cstate=1 intel_idle.max_cstate=1 nosmt -- quiet",
+    )
     t.set("/proc/sys/kernel/osrelease", "6.12.0-rt-amd64")
     t.set("/proc/sys/kernel/version", "#1 SMP PREEMPT_RT Debian 6.12.0-1 (2025-01-01)")
     t.set("/proc/sys/kernel/random/boot_id", "5e1f0c3a-0000-4000-8000-000000000001")
     t.set("/sys/kernel/realtime", "1")
     t.kconfig(GOOD_CONFIG)
     cpu = "/sys/devices/system/cpu"
-    for name, value in (("online", "0-3"), ("present", "0-3"), ("possible", "0-3"), ("isolated", "3"),
-                        ("nohz_full", "3"), ("cpuidle/current_driver", "intel_idle"), ("smt/control", "off"),
-                        ("intel_pstate/no_turbo", "1")):
+    for name, value in (
+        ("online", "0-3"),
+        ("present", "0-3"),
+        ("possible", "0-3"),
+        ("isolated", "3"),
+        ("nohz_full", "3"),
+        ("cpuidle/current_driver", "intel_idle"),
+        ("smt/control", "off"),
+        ("intel_pstate/no_turbo", "1"),
+    ):
         t.set(f"{cpu}/{name}", value)
     for c in range(4):
         t.idle_state(c, 0, "POLL", 0, False)
@@ -141,14 +186,24 @@ def build_good(root: Path) -> Tree:
     t.set("/sys/kernel/mm/ksm/run", "0")
     t.set("/sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never")
     t.set("/sys/kernel/mm/transparent_hugepage/defrag", "always defer defer+madvise [madvise] never")
-    for name, value in (("sched_rt_runtime_us", "-1"), ("sched_rt_period_us", "1000000"), ("watchdog", "1"),
-                        ("soft_watchdog", "1"), ("nmi_watchdog", "0"), ("watchdog_cpumask", "0-2"),
-                        ("watchdog_thresh", "10"), ("timer_migration", "0"), ("numa_balancing", "0")):
+    for name, value in (
+        ("sched_rt_runtime_us", "-1"),
+        ("sched_rt_period_us", "1000000"),
+        ("watchdog", "1"),
+        ("soft_watchdog", "1"),
+        ("nmi_watchdog", "0"),
+        ("watchdog_cpumask", "0-2"),
+        ("watchdog_thresh", "10"),
+        ("timer_migration", "0"),
+        ("numa_balancing", "0"),
+    ):
         t.set(f"/proc/sys/kernel/{name}", value)
     t.set("/proc/sys/vm/swappiness", "10")
     t.set("/proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority")
-    t.set("/proc/mounts", "proc /proc proc rw 0 0\ncgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"
-          "debugfs /sys/kernel/debug debugfs rw 0 0")
+    t.set(
+        "/proc/mounts",
+        "proc /proc proc rw 0 0\ncgroup2 /sys/fs/cgroup cgroup2 rw 0 0\ndebugfs /sys/kernel/debug debugfs rw 0 0",
+    )
     t.set("/proc/filesystems", "nodev\tproc\nnodev\tdebugfs\nnodev\ttracefs")
     for c in range(4):  # the fair server (Linux 6.12+): off on the RT CPU
         t.set(f"/sys/kernel/debug/sched/fair_server/cpu{c}/runtime", "0" if c == 3 else "50000000")
@@ -156,10 +211,13 @@ def build_good(root: Path) -> Tree:
     t.set("/proc/self/status", "Cpus_allowed_list:\t0-3")
     # Interrupts: the NIC's queues and an NVMe queue on the housekeeping CPUs.
     t.set("/proc/irq/default_smp_affinity", "7")
-    t.set("/proc/interrupts", "           CPU0       CPU1       CPU2       CPU3\n"
-          " 120:       100        200        300          0  PCI-MSIX-0000:00:1f.6   0-edge      eth0-TxRx-0\n"
-          " 121:        50          0          0          0  PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\n"
-          " LOC:      1000       1000       1000       1000   Local timer interrupts\n")
+    t.set(
+        "/proc/interrupts",
+        "           CPU0       CPU1       CPU2       CPU3\n"
+        " 120:       100        200        300          0  PCI-MSIX-0000:00:1f.6   0-edge      eth0-TxRx-0\n"
+        " 121:        50          0          0          0  PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\n"
+        " LOC:      1000       1000       1000       1000   Local timer interrupts\n",
+    )
     t.irq(120, "eth0-TxRx-0", "1", "1").irq(121, "nvme0q1", "4", "4")
     t.link("/sys/class/net/eth0", "../../devices/pci0000:00/0000:00:1f.6/net/eth0")
     t.keep("/sys/devices/pci0000:00/0000:00:1f.6/net/eth0")

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-
-_spec = importlib.util.spec_from_file_location("softrt_audit_trees", Path(__file__).parent.parent / "audit" / "trees.py")
+_spec = importlib.util.spec_from_file_location(
+    "softrt_audit_trees", Path(__file__).parent.parent / "audit" / "trees.py"
+)
 trees = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(trees)
 CAPTURED = str(trees.CAPTURED)
-
-
 
 
 @pytest.fixture
@@ -27,8 +26,14 @@ def test_ready_machine_exits_0_with_tables_and_verdict(run_cli, state_dir, good,
     monkeypatch.setenv("COLUMNS", "160")
     code, out, err = run_cli("check", "--root", str(good), "--rt-cpus", "3")
     assert code == 0, err
-    for title in ("Reserved cores", "(1) CPU idle states", "(2) Disturbing services", "(3) Updates and maintenance",
-                  "(4) Interrupts", "Kernel and CPU"):
+    for title in (
+        "Reserved cores",
+        "(1) CPU idle states",
+        "(2) Disturbing services",
+        "(3) Updates and maintenance",
+        "(4) Interrupts",
+        "Kernel and CPU",
+    ):
         assert title in out
     assert "READY: a 250 µs loop can be expected to hold on CPU 3" in out
 
@@ -54,16 +59,19 @@ def test_json_output(run_cli, state_dir):
     assert data["fix_first"][0] == "kernel.preemption"
 
 
-@pytest.mark.parametrize("args,words", [
-    (["--rt-cpus", "5"], "CPU 5 does not exist"),
-    (["--rt-cpus", "0-1"], "one housekeeping CPU must stay"),
-    (["--rt-cpus", ""], "no real-time CPU"),
-    (["--rt-cpus", "one"], "invalid CPU list"),
-    (["--rt-cpus", "1-0"], "invalid CPU range"),
-    (["--sample", "-1"], "--sample"),
-    (["--sample", "90s"], "at most 1 min"),
-    (["--sample", "2 parsecs"], "unknown unit"),
-])
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--rt-cpus", "5"], "CPU 5 does not exist"),
+        (["--rt-cpus", "0-1"], "one housekeeping CPU must stay"),
+        (["--rt-cpus", ""], "no real-time CPU"),
+        (["--rt-cpus", "one"], "invalid CPU list"),
+        (["--rt-cpus", "1-0"], "invalid CPU range"),
+        (["--sample", "-1"], "--sample"),
+        (["--sample", "90s"], "at most 1 min"),
+        (["--sample", "2 parsecs"], "unknown unit"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(run_cli, state_dir, args, words):
     code, out, err = run_cli("check", "--root", CAPTURED, *args)
     assert code == 2

@@ -12,7 +12,6 @@ import uuid
 import psutil
 import pytest
 
-
 TEST_ID = "SOFTRT_TEST_ID"
 
 
@@ -46,8 +45,9 @@ def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_res
     # The default settle (1 s): the loads start once the worker is armed, so they run that and the
     # 0.3 s; with 0.1 s a stress-ng was stopped before it wrote its figures, and an ffmpeg on these
     # two busy CPUs had decoded no frame yet.
-    proc = softrt_cmd("compare", "--duration", "0.3s", "--settle", "1s", "--no-trace", "--json",
-                      "--out-dir", str(tmp_path))
+    proc = softrt_cmd(
+        "compare", "--duration", "0.3s", "--settle", "1s", "--no-trace", "--json", "--out-dir", str(tmp_path)
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["scenarios"] == ["untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus"]
@@ -80,19 +80,37 @@ def test_short_compare_of_the_four_builtins(tmp_path, state_dir, rt_settings_res
 @pytest.mark.rt
 def test_repeat_alternates_and_require_gates(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
     report = tmp_path / "compare.html"
-    proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.3s", "--repeat", "2", "--json",
-                      "--require", "period.max<=1us", "--out-dir", str(tmp_path), "--report", str(report))
+    proc = softrt_cmd(
+        "compare",
+        "tuned",
+        "untuned",
+        "--duration",
+        "0.3s",
+        "--repeat",
+        "2",
+        "--json",
+        "--require",
+        "period.max<=1us",
+        "--out-dir",
+        str(tmp_path),
+        "--report",
+        str(report),
+    )
     assert proc.returncode == 1, proc.stderr  # a ~250 µs period never meets max <= 1 µs
     result = json.loads(proc.stdout)
     # --report: the comparison's report, its scenarios side by side (rounds pooled) with the verdict lines.
     html = report.read_text()
-    side = html[html.index('<table id="side-table">'):html.index("</table>", html.index('<table id="side-table">'))]
+    side = html[html.index('<table id="side-table">') : html.index("</table>", html.index('<table id="side-table">'))]
     assert ">tuned</th>" in side and ">untuned</th>" in side and "<td>rounds</td><td>2</td><td>2</td>" in side
     assert all(f"<li>{line}</li>" in html for line in result["verdict"])
     assert all(r["run_id"] in html for r in result["rounds"])
     assert f"report of 4 run(s) written to {report}" in proc.stderr
     assert [(r["scenario"], r["round"]) for r in result["rounds"]] == [
-        ("tuned", 1), ("untuned", 1), ("tuned", 2), ("untuned", 2)]
+        ("tuned", 1),
+        ("untuned", 1),
+        ("tuned", 2),
+        ("untuned", 2),
+    ]
     assert result["pooled"]["tuned"]["rounds"] == 2
     assert [c["scenario"] for c in result["requirements"]] == ["tuned"]  # only tuned scenarios are judged
     assert result["passed"] is False
@@ -100,26 +118,47 @@ def test_repeat_alternates_and_require_gates(tmp_path, state_dir, rt_settings_re
 
 @pytest.mark.rt
 def test_table_output_and_a_requirement_met(tmp_path, state_dir, rt_settings_restored, softrt_cmd):
-    proc = softrt_cmd("compare", "tuned", "untuned", "--duration", "0.3s", "--require", "period.min>=1us,period.max>=1us",
-                      "--out-dir", str(tmp_path))
+    proc = softrt_cmd(
+        "compare",
+        "tuned",
+        "untuned",
+        "--duration",
+        "0.3s",
+        "--require",
+        "period.min>=1us,period.max>=1us",
+        "--out-dir",
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr  # the requirement passed
-    for needle in ("period max", "process mean", "missed updates", "max deviation", "untuned", "tuned",
-                   "Tuning", "pass tuned: period.min>=1us (measured ", "pass tuned: period.max>=1us (measured "):
+    for needle in (
+        "period max",
+        "process mean",
+        "missed updates",
+        "max deviation",
+        "untuned",
+        "tuned",
+        "Tuning",
+        "pass tuned: period.min>=1us (measured ",
+        "pass tuned: period.max>=1us (measured ",
+    ):
         assert needle in proc.stdout
     assert "fail " not in proc.stdout
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["nosuch"], "unknown scenario 'nosuch'"),
-    (["{bad}"], "malformed TOML"),
-    (["{on_rt}"], "placed on real-time CPU"),
-    (["tuned", "--require", "jitter<3us"], "unknown metric"),
-    (["tuned", "tuned"], "listed twice"),
-    (["tuned", "--repeat", "0"], "--repeat"),
-    (["tuned", "--samples", "some"], "--samples"),
-    (["tuned", "--report", "{runs}/no/such/dir/r.html"], "cannot write the report"),
-    (["tuned", "--report", "{runs}"], "--report"),  # a directory (made below)
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["nosuch"], "unknown scenario 'nosuch'"),
+        (["{bad}"], "malformed TOML"),
+        (["{on_rt}"], "placed on real-time CPU"),
+        (["tuned", "--require", "jitter<3us"], "unknown metric"),
+        (["tuned", "tuned"], "listed twice"),
+        (["tuned", "--repeat", "0"], "--repeat"),
+        (["tuned", "--samples", "some"], "--samples"),
+        (["tuned", "--report", "{runs}/no/such/dir/r.html"], "cannot write the report"),
+        (["tuned", "--report", "{runs}"], "--report"),  # a directory (made below)
+    ],
+)
 def test_bad_input(tmp_path, state_dir, args, needle, run_cli):
     (tmp_path / "bad.toml").write_text('name = "bad"\nprofile = \n')
     (tmp_path / "on_rt.toml").write_text('name = "on_rt"\n[[load]]\nname = "cpu"\ncpus = "all"\n')
@@ -145,8 +184,7 @@ def _fifo_child(pid: int) -> bool:
 
 @pytest.mark.rt
 @pytest.mark.parametrize("moment", ["first", pytest.param("second", marks=pytest.mark.housekeeping("load"))])
-def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt_settings_restored, interrupts,
-                                                          moment):
+def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt_settings_restored, interrupts, moment):
     import subprocess
     import sys
 
@@ -155,11 +193,30 @@ def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt
     out_dir = tmp_path / "runs"
     loaded = tmp_path / "loaded.toml"  # two of tuned+load's loads: those that start at once (no clip to encode)
     # Its own 5 s: it is interrupted while its loop runs, however long its loads took to start.
-    loaded.write_text('name = "loaded"\nprofile = "rt"\nwait = "spin"\nduration = "5s"\n'
-                      '[[load]]\nname = "disk"\n[[load]]\nname = "memory"\n')
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "compare", "untuned", str(loaded), "--duration", "0.5s",
-                             "--settle", "0.3s", "--json", "--out-dir", str(out_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    loaded.write_text(
+        'name = "loaded"\nprofile = "rt"\nwait = "spin"\nduration = "5s"\n'
+        '[[load]]\nname = "disk"\n[[load]]\nname = "memory"\n'
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "softrt",
+            "compare",
+            "untuned",
+            str(loaded),
+            "--duration",
+            "0.5s",
+            "--settle",
+            "0.3s",
+            "--json",
+            "--out-dir",
+            str(out_dir),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     if moment == "first":  # the untuned run's worker (no SCHED_FIFO) is up
         interrupts.wait_for(lambda: interrupts.worker_started(proc.pid))
     else:  # the first scenario is stored and the second one's loop is running under its loads
@@ -185,8 +242,9 @@ def test_a_burst_of_ctrl_c_keeps_every_finished_scenario(tmp_path, state_dir, rt
 
 @pytest.mark.rt
 @pytest.mark.housekeeping("load")
-def test_the_worker_is_armed_before_the_loads_start_and_released_after_they_settled(tmp_path, state_dir,
-                                                                                     rt_settings_restored):
+def test_the_worker_is_armed_before_the_loads_start_and_released_after_they_settled(
+    tmp_path, state_dir, rt_settings_restored
+):
     """Arm, then load, then release (rteval's order): the worker's start (a new interpreter, its
     imports, memory locking) no longer competes with the loads; under tuned+load-on-rt-cpus it took
     seconds there. The loads still settle before the first measured cycle."""

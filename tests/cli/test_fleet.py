@@ -7,7 +7,6 @@ in HTML; ``softrt query`` opens the index read-only and never lets DuckDB reach 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -22,8 +21,15 @@ HOSTILE = "[bold red]evil[/]\x1b[2J<script>alert(1)</script>$x$'"
 def lab(history_db, tmp_path, home):
     runs = [summary(n, worst_us=300 + n) for n in range(3)]
     runs += [summary(n, kernel="6.18.9-rt", worst_us=900 + n) for n in (3, 4)]
-    runs[-1] = summary(4, kernel="6.18.9-rt", worst_us=904, tail={  # a fitted tail model: the rate with its interval
-        "late_rate_per_h": {"estimate": 1.5, "low": 0.5, "high": 400.0}, "late_rate_bound_per_h": 6.0})
+    runs[-1] = summary(
+        4,
+        kernel="6.18.9-rt",
+        worst_us=904,
+        tail={  # a fitted tail model: the rate with its interval
+            "late_rate_per_h": {"estimate": 1.5, "low": 0.5, "high": 400.0},
+            "late_rate_bound_per_h": 6.0,
+        },
+    )
     runs += [summary(n, rig="dddd000000000004", label=HOSTILE, host="evil<host>", hours=0.5) for n in range(2)]
     store(History(history_db), runs, tmp_path)
     return runs
@@ -70,13 +76,20 @@ def test_report_fleet_escapes_every_label(run_cli, lab, tmp_path):
 
 
 def test_query_reads_the_index_read_only_and_offline(run_cli, lab, history_db):
-    code, out, err = run_cli("query", "SELECT rig_label, count(*) AS n, max(period_max_us) AS worst FROM runs "
-                                      "WHERE kernel = '6.18.9-rt' GROUP BY 1", "--json")
+    code, out, err = run_cli(
+        "query",
+        "SELECT rig_label, count(*) AS n, max(period_max_us) AS worst FROM runs WHERE kernel = '6.18.9-rt' GROUP BY 1",
+        "--json",
+    )
     assert code == 0, err
     assert json.loads(out) == [{"rig_label": "rig-1", "n": 2, "worst": 904.0}]
-    code, out, _ = run_cli("query", "SELECT current_setting('autoinstall_known_extensions') AS i, "
-                                    "current_setting('autoload_known_extensions') AS l, schema_name FROM duckdb_tables() "
-                                    "WHERE database_name = 'idx' AND table_name = 'runs'", "--json")
+    code, out, _ = run_cli(
+        "query",
+        "SELECT current_setting('autoinstall_known_extensions') AS i, "
+        "current_setting('autoload_known_extensions') AS l, schema_name FROM duckdb_tables() "
+        "WHERE database_name = 'idx' AND table_name = 'runs'",
+        "--json",
+    )
     (row,) = json.loads(out)  # schema: main (SQLite), or the PostgreSQL schema of the URL's search_path
     assert code == 0 and (row["i"], row["l"]) == (False, False)
     code, _, err = run_cli("query", f"DELETE FROM idx.{row['schema_name']}.runs")
@@ -93,22 +106,33 @@ def test_query_over_the_archive(run_cli, lab, tmp_path):
     for rig, run_id, rows in (("dddd000000000004", "r1", 3), ("000123", "r2", 2)):
         d = tmp_path / "archive" / f"rig={rig}" / "date=2026-03-01" / run_id
         d.mkdir(parents=True)
-        pq.write_table(pa.table({"seq": list(range(rows)), "edge_ns": [i * 250_000 for i in range(rows)]}),
-                       d / "samples.parquet")
-    code, out, err = run_cli("query", "--archive", str(tmp_path / "archive"), "--json",
-                             "SELECT rig, run_id, count(*) AS n, typeof(rig) AS t FROM samples GROUP BY ALL ORDER BY n")
+        pq.write_table(
+            pa.table({"seq": list(range(rows)), "edge_ns": [i * 250_000 for i in range(rows)]}), d / "samples.parquet"
+        )
+    code, out, err = run_cli(
+        "query",
+        "--archive",
+        str(tmp_path / "archive"),
+        "--json",
+        "SELECT rig, run_id, count(*) AS n, typeof(rig) AS t FROM samples GROUP BY ALL ORDER BY n",
+    )
     assert code == 0, err
-    assert json.loads(out) == [{"rig": "000123", "run_id": "r2", "n": 2, "t": "VARCHAR"},
-                               {"rig": "dddd000000000004", "run_id": "r1", "n": 3, "t": "VARCHAR"}]
+    assert json.loads(out) == [
+        {"rig": "000123", "run_id": "r2", "n": 2, "t": "VARCHAR"},
+        {"rig": "dddd000000000004", "run_id": "r1", "n": 3, "t": "VARCHAR"},
+    ]
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["fleet", "--since", "yesterday"], "cannot read the date"),
-    (["diff", "nope", "last"], "unknown run id 'nope'"),
-    (["query", "SELEC 1"], "query failed"),
-    (["query", "SELECT 1", "--archive", "/no/such/archive"], "no archive directory"),
-    (["report", "--fleet", "x.html", "last"], "give no RUNS"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["fleet", "--since", "yesterday"], "cannot read the date"),
+        (["diff", "nope", "last"], "unknown run id 'nope'"),
+        (["query", "SELEC 1"], "query failed"),
+        (["query", "SELECT 1", "--archive", "/no/such/archive"], "no archive directory"),
+        (["report", "--fleet", "x.html", "last"], "give no RUNS"),
+    ],
+)
 def test_bad_input(run_cli, lab, args, needle):
     code, out, err = run_cli(*args)
     assert code == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err

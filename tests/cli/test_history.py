@@ -16,9 +16,17 @@ def lab(tmp_path):
     """Run directories as copied from two PCs."""
     out = []
     for host, day, seed in (("pc-a", 28, 1), ("pc-b", 29, 2), ("pc-b", 30, 3)):
-        out.append(write_synthetic_run(tmp_path / "lab" / host, cycles=2_000, host=host, seed=seed,
-                                       scenario="tuned" if seed != 2 else "untuned", misses=[(100, seed)],
-                                       started_at=datetime(2026, 11, day, 8, 0, tzinfo=timezone.utc)))
+        out.append(
+            write_synthetic_run(
+                tmp_path / "lab" / host,
+                cycles=2_000,
+                host=host,
+                seed=seed,
+                scenario="tuned" if seed != 2 else "untuned",
+                misses=[(100, seed)],
+                started_at=datetime(2026, 11, day, 8, 0, tzinfo=timezone.utc),
+            )
+        )
     return out
 
 
@@ -108,13 +116,16 @@ def _one_line_exit_2(code, out, err, needle):
     assert lines[0].startswith("softrt: error:") and needle in lines[0] and "Traceback" not in err
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["show", "nope"], "unknown run id 'nope'"),
-    (["show", "/no/such/run"], "not a run directory"),
-    (["history", "--since", "last week"], "cannot read the date"),
-    (["history", "add", "/no/such/dir"], "no such run directory"),
-    (["history", "forget", "nope"], "unknown run id"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["show", "nope"], "unknown run id 'nope'"),
+        (["show", "/no/such/run"], "not a run directory"),
+        (["history", "--since", "last week"], "cannot read the date"),
+        (["history", "add", "/no/such/dir"], "no such run directory"),
+        (["history", "forget", "nope"], "unknown run id"),
+    ],
+)
 def test_bad_input(run_cli, home, args, needle):
     _one_line_exit_2(*run_cli(*args), needle)
 
@@ -148,8 +159,9 @@ def test_history_at_80_columns_shows_every_column(run_cli, home, lab, tmp_path, 
 def test_show_prints_why_cycles_were_late(run_cli, home, tmp_path):
     """The attribution a run stored (made by the real Attributor on a synthetic trace), and the one
     line for a run without tracing."""
-    traced = write_synthetic_run(tmp_path / "t", cycles=20_000, misses=[(2_600, 3), (9_000, 1), (15_000, 12)],
-                                 why_late=True)
+    traced = write_synthetic_run(
+        tmp_path / "t", cycles=20_000, misses=[(2_600, 3), (9_000, 1), (15_000, 12)], why_late=True
+    )
     why = json.loads((traced / "summary.json").read_text())["why_late"]
     assert why["culprits"][0]["name"] == "no guest activity on CPU 1"  # the 12-miss stall had no event
     code, out, _ = run_cli("show", str(traced))
@@ -169,9 +181,17 @@ def test_the_runs_of_one_compare_are_grouped(run_cli, home, tmp_path, monkeypatc
     from softrt.store.rundir import update_summary
 
     monkeypatch.setenv("COLUMNS", "80")
-    dirs = [write_synthetic_run(tmp_path / "runs", cycles=500, host="pc", seed=i, scenario=name,
-                                started_at=datetime(2026, 11, 30, 8, i, tzinfo=timezone.utc))
-            for i, name in enumerate(["alone", "untuned", "tuned", "tuned+load", "later"])]
+    dirs = [
+        write_synthetic_run(
+            tmp_path / "runs",
+            cycles=500,
+            host="pc",
+            seed=i,
+            scenario=name,
+            started_at=datetime(2026, 11, 30, 8, i, tzinfo=timezone.utc),
+        )
+        for i, name in enumerate(["alone", "untuned", "tuned", "tuned+load", "later"])
+    ]
     first = json.loads((dirs[1] / "summary.json").read_text())["run_id"]
     for d in dirs[1:4]:  # as softrt compare stores its scenario runs
         update_summary(d, compare_round=1, compare_id=first)
@@ -181,8 +201,10 @@ def test_the_runs_of_one_compare_are_grouped(run_cli, home, tmp_path, monkeypatc
     code, out, _ = run_cli("history")
     lines = out.splitlines()
     blank = [i for i, line in enumerate(lines) if not line.strip()]
-    at = {name: next(i for i, line in enumerate(lines) if f" {name} " in line) for name in ("alone", "untuned",
-                                                                                          "tuned+load", "later")}
+    at = {
+        name: next(i for i, line in enumerate(lines) if f" {name} " in line)
+        for name in ("alone", "untuned", "tuned+load", "later")
+    }
     # a blank line before the compare's first run and one after its last, none elsewhere among the runs
     assert [b for b in blank if at["alone"] < b < at["later"]] == [at["untuned"] - 1, at["tuned+load"] + 1], out
     assert "blank lines group a compare" in out and all(len(line) <= 80 for line in lines)

@@ -9,16 +9,21 @@ import shutil
 
 import pytest
 
-from ..synthetic import write_synthetic_run
-
 from ..scenario.test_parse_fuzz import scenario_paths
+from ..synthetic import write_synthetic_run
 
 
 def _cyclictest(nodename: str = "labpc", **thread) -> dict:
     t = {"histogram": {"8": 3, "9": 1}, "cycles": 4, "min": 8, "max": 9, "avg": 8.2, "cpu": 1, **thread}
-    return {"file_version": 1, "cmdline:": "cyclictest -m -p 90 -i 250 -h 400", "rt_test_version:": "2.40",
-            "start_time": "Mon, 30 Nov 2026 06:48:43 +0000", "return_code": 0,
-            "sysinfo": {"sysname": "Linux", "nodename": nodename, "release": "6.1"}, "thread": {"0": t}}
+    return {
+        "file_version": 1,
+        "cmdline:": "cyclictest -m -p 90 -i 250 -h 400",
+        "rt_test_version:": "2.40",
+        "start_time": "Mon, 30 Nov 2026 06:48:43 +0000",
+        "return_code": 0,
+        "sysinfo": {"sysname": "Linux", "nodename": nodename, "release": "6.1"},
+        "thread": {"0": t},
+    }
 
 
 def _one_error_line(code: int, out: str, err: str) -> str:
@@ -34,19 +39,42 @@ def good_run(tmp_path):
     return write_synthetic_run(tmp_path / "runs", cycles=300)
 
 
-@pytest.mark.parametrize("field,value,match", [
-    ("config", [1, 2], "config must be an object"), ("host", "pc", "host must be an object"),
-    ("cycles", 10**30, "cycles is out of range"), ("cycles", -4, "cycles cannot be negative"),
-    ("records_missing", True, "records_missing must be a whole number"),
-    ("cycles", float("nan"), "not valid JSON"), ("cycles", float("inf"), "not valid JSON"),
-    ("run_id", "../../etc", "run_id"),
-    ("why_late", {"tracing": "on", "culprits": [{"cycles": "many"}]}, "why_late.culprits[0].cycles must be a whole"),
-    ("schema", "softrt.summary/2", "written by a newer softrt"),
-    # issue 32: a µs figure past int64 ns listed as one 400-digit number, hiding the run id
-    ("period_us", {"max": 1e308}, "period_us.max is out of range"),
-    ("latency_us", {"p99_99": -1e17}, "latency_us.p99_99 is out of range"),
-], ids=["config-list", "host-string", "cycles-10e30", "cycles-negative", "bool-count", "nan", "infinity",
-        "run-id-path", "mistyped-culprit", "newer-major", "period-max-1e308", "latency-p99_99-past-int64-ns"])
+@pytest.mark.parametrize(
+    "field,value,match",
+    [
+        ("config", [1, 2], "config must be an object"),
+        ("host", "pc", "host must be an object"),
+        ("cycles", 10**30, "cycles is out of range"),
+        ("cycles", -4, "cycles cannot be negative"),
+        ("records_missing", True, "records_missing must be a whole number"),
+        ("cycles", float("nan"), "not valid JSON"),
+        ("cycles", float("inf"), "not valid JSON"),
+        ("run_id", "../../etc", "run_id"),
+        (
+            "why_late",
+            {"tracing": "on", "culprits": [{"cycles": "many"}]},
+            "why_late.culprits[0].cycles must be a whole",
+        ),
+        ("schema", "softrt.summary/2", "written by a newer softrt"),
+        # issue 32: a µs figure past int64 ns listed as one 400-digit number, hiding the run id
+        ("period_us", {"max": 1e308}, "period_us.max is out of range"),
+        ("latency_us", {"p99_99": -1e17}, "latency_us.p99_99 is out of range"),
+    ],
+    ids=[
+        "config-list",
+        "host-string",
+        "cycles-10e30",
+        "cycles-negative",
+        "bool-count",
+        "nan",
+        "infinity",
+        "run-id-path",
+        "mistyped-culprit",
+        "newer-major",
+        "period-max-1e308",
+        "latency-p99_99-past-int64-ns",
+    ],
+)
 def test_history_add_of_a_hostile_run_directory(run_cli, home, state_dir, good_run, field, value, match):
     summary = json.loads((good_run / "summary.json").read_text())
     summary[field] = value
@@ -64,17 +92,29 @@ def test_show_of_a_deeply_nested_summary(run_cli, home, state_dir, good_run):
     assert "nested too deeply" in _one_error_line(*run_cli("show", str(good_run)))
 
 
-@pytest.mark.parametrize("text,match", [
-    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    (json.dumps(_cyclictest(cycles=10**30)), "out of range"),
-    (json.dumps(_cyclictest(avg=float("nan"))), "not valid JSON"),
-    (json.dumps(_cyclictest(max=float("inf"))), "not valid JSON"),
-    (json.dumps(_cyclictest(cycles=-5)), "cycles"),
-    (json.dumps(_cyclictest(histogram={"8": 10**19})), "out of range"),
-    (json.dumps(_cyclictest(histogram={"nan": 3})), "malformed histogram"),
-    (json.dumps({**_cyclictest(), "cmdline:": 'cyclictest "unterminated', "thread": {}}), "no thread results"),
-], ids=["deep", "cycles-10e30", "nan", "infinity", "negative", "count-beyond-64-bits", "nan-bucket",
-        "unterminated-quote"])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        (json.dumps(_cyclictest(cycles=10**30)), "out of range"),
+        (json.dumps(_cyclictest(avg=float("nan"))), "not valid JSON"),
+        (json.dumps(_cyclictest(max=float("inf"))), "not valid JSON"),
+        (json.dumps(_cyclictest(cycles=-5)), "cycles"),
+        (json.dumps(_cyclictest(histogram={"8": 10**19})), "out of range"),
+        (json.dumps(_cyclictest(histogram={"nan": 3})), "malformed histogram"),
+        (json.dumps({**_cyclictest(), "cmdline:": 'cyclictest "unterminated', "thread": {}}), "no thread results"),
+    ],
+    ids=[
+        "deep",
+        "cycles-10e30",
+        "nan",
+        "infinity",
+        "negative",
+        "count-beyond-64-bits",
+        "nan-bucket",
+        "unterminated-quote",
+    ],
+)
 def test_import_of_a_hostile_result(run_cli, home, state_dir, tmp_path, text, match):
     f = tmp_path / "ct.json"
     f.write_text(text)
@@ -97,8 +137,16 @@ def test_import_nodename_with_a_slash_stays_in_the_output_directory(run_cli, hom
 @pytest.mark.parametrize("nodename", ["pc\x1b[2J\x1b[31mRED\x1b]0;title\x07", "[/x]", "[bold]x[/bold]"])
 def test_history_and_show_never_print_terminal_codes_or_markup(run_cli, home, state_dir, tmp_path, nodename):
     f = tmp_path / "ct.json"
-    f.write_text(json.dumps({**_cyclictest(nodename=nodename), "thread": {
-        "[/y]\x1b[1m": {"histogram": {"8": 3}, "cycles": 3, "min": 8, "max": 8, "avg": 8.0, "cpu": 1}}}))
+    f.write_text(
+        json.dumps(
+            {
+                **_cyclictest(nodename=nodename),
+                "thread": {
+                    "[/y]\x1b[1m": {"histogram": {"8": 3}, "cycles": 3, "min": 8, "max": 8, "avg": 8.0, "cpu": 1}
+                },
+            }
+        )
+    )
     code, _, err = run_cli("import", str(f))
     assert code == 0, err
     code, out, err = run_cli("history")
@@ -113,12 +161,16 @@ def test_history_and_show_never_print_terminal_codes_or_markup(run_cli, home, st
     assert "\x1b" not in out and "[/y]" in out
 
 
-@pytest.mark.parametrize("body,match", [
-    (b'name = "x"\n\x00\xff\xfe binary\n', "not UTF-8"),
-    (b'name = "x"\nduration = [1]\n', "duration [1] is not a time"),
-    (b'name = "x"\nload = [1, 2]\n', "must be a table"),
-    (b'name = "x"\n[[load]]\nname = "cpu"\ncpus = "0-99999999999"\n', "cannot exist"),
-], ids=["binary", "duration-list", "load-ints", "cpus-huge"])
+@pytest.mark.parametrize(
+    "body,match",
+    [
+        (b'name = "x"\n\x00\xff\xfe binary\n', "not UTF-8"),
+        (b'name = "x"\nduration = [1]\n', "duration [1] is not a time"),
+        (b'name = "x"\nload = [1, 2]\n', "must be a table"),
+        (b'name = "x"\n[[load]]\nname = "cpu"\ncpus = "0-99999999999"\n', "cannot exist"),
+    ],
+    ids=["binary", "duration-list", "load-ints", "cpus-huge"],
+)
 def test_compare_of_a_hostile_scenario(run_cli, home, state_dir, tmp_path, body, match):
     f = tmp_path / "s.toml"
     f.write_bytes(body)

@@ -26,9 +26,9 @@ from softrt.cli.options import WatchOptions
 from softrt.cli.render import progress_line
 from softrt.ipc.layout import RECORD_DTYPE
 from softrt.schema.config import RunConfig
-from softrt.session.drain import Progress
 from softrt.schema.summary import RunSummary
 from softrt.session import interrupts
+from softrt.session.drain import Progress
 
 PERIOD = 250_000
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -47,8 +47,15 @@ def _progress(n=20_000, elapsed_s=75.0, duration_s=3600.0):
     rec["done_ns"] = rec["detect_ns"] + 5_000
     rec["missed"][min(9_000, n - 1)] = 5
     stats = RunStats(PERIOD).add(rec)
-    return Progress(elapsed_s=elapsed_s, duration_s=duration_s, cycles=n, stats=stats, snapshot=stats.snapshot(),
-                    run_id="20261130-120000-vm-abcd", config=RunConfig(cpu=1, scenario="tuned+load"))
+    return Progress(
+        elapsed_s=elapsed_s,
+        duration_s=duration_s,
+        cycles=n,
+        stats=stats,
+        snapshot=stats.snapshot(),
+        run_id="20261130-120000-vm-abcd",
+        config=RunConfig(cpu=1, scenario="tuned+load"),
+    )
 
 
 def test_live_view_shows_the_runs_figures():
@@ -106,8 +113,11 @@ def test_the_endpoint_serves_each_run_and_its_final_state():
         first = _progress(elapsed_s=3.0)
         watch.on_progress(first)
         url = re.search(r"serving metrics at (\S+)", err.getvalue()).group(1)
-        watch.finished(RunSummary.from_dict({"run_id": first.run_id, "status": "partial", "ring": {"overflows": 3},
-                                             "misses": {"missed_updates": 9}}))  # the board saw more than the records the ring kept
+        watch.finished(
+            RunSummary.from_dict(
+                {"run_id": first.run_id, "status": "partial", "ring": {"overflows": 3}, "misses": {"missed_updates": 9}}
+            )
+        )  # the board saw more than the records the ring kept
         second = _progress(n=1_000, elapsed_s=0.5)
         second.run_id = "20261130-120100-vm-ef01"
         watch.on_progress(second)
@@ -134,9 +144,19 @@ def test_the_live_views_last_frame_shows_the_final_figures():
         assert watch.mode == "live"
         p = _progress(elapsed_s=9.5, duration_s=10.0)
         watch.on_progress(p)
-        watch.finished(RunSummary.from_dict({"run_id": p.run_id, "status": "complete", "elapsed_s": 10.0,
-                                             "cycles": 20_000, "late_cycles": 3, "ring": {"overflows": 2},
-                                             "misses": {"missed_updates": 9}}))
+        watch.finished(
+            RunSummary.from_dict(
+                {
+                    "run_id": p.run_id,
+                    "status": "complete",
+                    "elapsed_s": 10.0,
+                    "cycles": 20_000,
+                    "late_cycles": 3,
+                    "ring": {"overflows": 2},
+                    "misses": {"missed_updates": 9},
+                }
+            )
+        )
     missed = _frames(err.getvalue(), r"missed updates (\d+)")
     assert missed[0] == "5" and missed[-1] == "9"
     assert _frames(err.getvalue(), r"elapsed (\S+) of")[-1] == "0:00:10"
@@ -234,8 +254,10 @@ def test_ctrl_c_ends_the_linger_at_once():
 @pytest.mark.parametrize("linger_ns", [0, 30_000_000_000])
 def test_no_linger_when_zero_or_when_the_command_failed(linger_ns):
     err = io.StringIO()
-    with pytest.raises(RuntimeError), \
-            Watch(Console(file=err, width=200), WatchOptions(metrics_port=0, metrics_linger_ns=linger_ns)) as w:
+    with (
+        pytest.raises(RuntimeError),
+        Watch(Console(file=err, width=200), WatchOptions(metrics_port=0, metrics_linger_ns=linger_ns)) as w,
+    ):
         url = w.server.url
         if linger_ns:
             raise RuntimeError("the run could not start")
@@ -248,8 +270,9 @@ def test_no_linger_when_zero_or_when_the_command_failed(linger_ns):
 
 @pytest.mark.parametrize("value", ["-5s", "soon", "5 parsecs"])
 def test_a_bad_linger_time_is_one_line_exit_2(run_cli, tmp_path, state_dir, value):
-    code, out, err = run_cli("run", "--out-dir", str(tmp_path / "runs"), "--metrics-port", "0",
-                             "--metrics-linger", value)
+    code, out, err = run_cli(
+        "run", "--out-dir", str(tmp_path / "runs"), "--metrics-port", "0", "--metrics-linger", value
+    )
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "--metrics-linger" in lines[0], err
@@ -280,13 +303,19 @@ def test_a_taken_port_is_one_line_exit_2_before_anything_starts(run_cli, tmp_pat
     assert not out_dir.exists() or not any(out_dir.iterdir())
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--metrics-port", "0", "--metrics-addr", "no-such-host.invalid"], "cannot serve metrics on no-such-host.invalid"),
-    (["--metrics-port", "0", "--metrics-addr", "203.0.113.7"], "cannot serve metrics on 203.0.113.7"),
-    (["--metrics-port", "70000"], "--metrics-port"),
-    (["--metrics-port", "http"], "--metrics-port"),
-    (["--metrics-port", "0", "--cpu", "99"], "CPU 99"),  # bad input found by the run: still one line
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (
+            ["--metrics-port", "0", "--metrics-addr", "no-such-host.invalid"],
+            "cannot serve metrics on no-such-host.invalid",
+        ),
+        (["--metrics-port", "0", "--metrics-addr", "203.0.113.7"], "cannot serve metrics on 203.0.113.7"),
+        (["--metrics-port", "70000"], "--metrics-port"),
+        (["--metrics-port", "http"], "--metrics-port"),
+        (["--metrics-port", "0", "--cpu", "99"], "CPU 99"),  # bad input found by the run: still one line
+    ],
+)
 def test_a_bad_address_or_port_is_one_line_exit_2(run_cli, tmp_path, state_dir, args, needle):
     out_dir = tmp_path / "runs"
     code, out, err = run_cli("run", "--out-dir", str(out_dir), *args)
@@ -310,13 +339,31 @@ def _scrape(url: str) -> dict:
 
 
 @pytest.mark.rt
-def test_the_metrics_endpoint_during_a_real_run_serves_the_documented_series(tmp_path, state_dir,
-                                                                             rt_settings_restored):
+def test_the_metrics_endpoint_during_a_real_run_serves_the_documented_series(tmp_path, state_dir, rt_settings_restored):
     documented = _documented_series()
     assert len(documented) >= 14
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--duration", "2.5s", "--no-trace", "--json",
-                             "--metrics-port", "0", "--metrics-linger", "1s", "--out-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--duration",
+            "2.5s",
+            "--no-trace",
+            "--json",
+            "--metrics-port",
+            "0",
+            "--metrics-linger",
+            "1s",
+            "--out-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     try:
         first = proc.stderr.readline()
         match = re.search(r"serving metrics at (http://\S+)", first)

@@ -63,12 +63,22 @@ def test_every_command_works_for_a_user_without_privileges_after_root_ran(away):
     os.close(held)
     uid, gid = nobody()
     result = away / "ct.json"
-    result.write_text(json.dumps(cyclictest_doc({"0": {"histogram": {"8": 3}, "cycles": 3, "min": 8, "max": 8,
-                                                       "avg": 8.0, "cpu": 1}})))
+    result.write_text(
+        json.dumps(
+            cyclictest_doc({"0": {"histogram": {"8": 3}, "cycles": 3, "min": 8, "max": 8, "avg": 8.0, "cpu": 1}})
+        )
+    )
     result.chmod(0o644)
-    commands = [["run", "--duration", "1s", "--json", "--out-dir", str(home / "runs")], ["history"], ["show"],
-                ["check", "--sample", "0.2"], ["import", str(result)], ["tune", "--rt-cpus", "1"],
-                ["tune", "--rt-cpus", "1", "--apply"], ["tune", "--revert"]]
+    commands = [
+        ["run", "--duration", "1s", "--json", "--out-dir", str(home / "runs")],
+        ["history"],
+        ["show"],
+        ["check", "--sample", "0.2"],
+        ["import", str(result)],
+        ["tune", "--rt-cpus", "1"],
+        ["tune", "--rt-cpus", "1", "--apply"],
+        ["tune", "--revert"],
+    ]
     env = {"SOFTRT_STATE_DIR": str(state)}
     proc = python_as(uid, gid, home, "-c", SCRIPT, json.dumps(commands), env=env, timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
@@ -86,7 +96,7 @@ def test_every_command_works_for_a_user_without_privileges_after_root_ran(away):
     assert summary["why_late"]["tracing"].startswith("unavailable: ")
     assert history[0] == 0 and summary["run_id"][:15] in history[1]
     assert show[0] == 0 and "not real-time" in show[1]
-    assert check[0] in (0, 1) and "Fix first" in check[1] + check[2] or check[0] == 0
+    assert (check[0] in (0, 1) and "Fix first" in check[1] + check[2]) or check[0] == 0
     assert imported[0] == 0 and "imported" in imported[1]
     assert plan[0] == 0 and "Nothing was changed" in plan[1]
     for code, _, err in (apply, revert):  # bad input: one line, exit 2

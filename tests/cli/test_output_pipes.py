@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import fcntl
-import io
 import os
 import pty
 import re
@@ -33,16 +32,16 @@ WIDE = 200
 
 
 def _env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR", "FORCE_COLOR",
-                                                            "PYTHONIOENCODING")}
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR", "FORCE_COLOR", "PYTHONIOENCODING")}
     env.update(extra)
     return env
 
 
 def piped(*args: str, **env) -> subprocess.CompletedProcess:
     """``python -m softrt ARGS`` with stdout and stderr pipes and no COLUMNS."""
-    return subprocess.run([sys.executable, "-m", "softrt", *args], capture_output=True, text=True,
-                          env=_env(**env), timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "softrt", *args], capture_output=True, text=True, env=_env(**env), timeout=120
+    )
 
 
 def _read_all(fd: int, into: bytearray) -> None:
@@ -69,7 +68,7 @@ def terminal(monkeypatch, columns: int = WIDE):
     reader = threading.Thread(target=_read_all, args=(master, got))
     reader.start()
     try:
-        with monkeypatch.context() as m, io.open(slave, "w", encoding="utf-8") as tty:
+        with monkeypatch.context() as m, open(slave, "w", encoding="utf-8") as tty:
             m.setenv("COLUMNS", str(columns))
             m.setattr(sys, "stdout", tty)
             yield text
@@ -92,6 +91,7 @@ def cli(*args: str) -> int:
 @pytest.fixture
 def both(monkeypatch, capsys):
     """``both(*args)``: a command's output in a pipe (no COLUMNS) and on a terminal of 200 columns."""
+
     def run(*args: str) -> tuple[str, str]:
         monkeypatch.delenv("COLUMNS", raising=False)
         assert cli(*args) in (0, 1)
@@ -149,9 +149,12 @@ def test_columns_and_colours_are_honoured_in_a_pipe(stored_run, monkeypatch, run
     monkeypatch.delenv("COLUMNS")
     plain = run_cli("show", str(stored_run))[1]
     assert all(line == line.rstrip() for line in plain.splitlines())  # no cell padding at the ends of lines
-    for env, args, coloured in (({}, ("--color", "always"), True), ({"FORCE_COLOR": "1"}, (), True),
-                                ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, (), False),
-                                ({"FORCE_COLOR": "1"}, ("--color", "never"), False)):
+    for env, args, coloured in (
+        ({}, ("--color", "always"), True),
+        ({"FORCE_COLOR": "1"}, (), True),
+        ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, (), False),
+        ({"FORCE_COLOR": "1"}, ("--color", "never"), False),
+    ):
         with monkeypatch.context() as m:
             for k, v in env.items():
                 m.setenv(k, v)
@@ -161,29 +164,37 @@ def test_columns_and_colours_are_honoured_in_a_pipe(stored_run, monkeypatch, run
     run_cli("--color", "auto", "--help")  # (the choice is the process's: back to the default)
 
 
-@pytest.mark.parametrize("env,encoding", [({"PYTHONIOENCODING": "cp1252"}, "cp1252"),
-                                          ({"PYTHONIOENCODING": "cp932"}, "cp932"),
-                                          ({"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}, "ascii"),
-                                          ({"LC_ALL": "C"}, "utf-8")])
+@pytest.mark.parametrize(
+    "env,encoding",
+    [
+        ({"PYTHONIOENCODING": "cp1252"}, "cp1252"),
+        ({"PYTHONIOENCODING": "cp932"}, "cp932"),
+        ({"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}, "ascii"),
+        ({"LC_ALL": "C"}, "utf-8"),
+    ],
+)
 def test_no_encoding_makes_a_command_fail(stored_run, env, encoding):
     """cp1252 lacks "≤", cp932 and ASCII lack "µ": written "<=" and "us", never a traceback (LC_ALL=C:
     Python coerces the C locale to C.UTF-8, PEP 538, unless told not to)."""
-    proc = subprocess.run([sys.executable, "-m", "softrt", "show", str(stored_run)], capture_output=True,
-                          env=_env(**env), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "softrt", "show", str(stored_run)], capture_output=True, env=_env(**env), timeout=120
+    )
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr[-2000:]
     text = proc.stdout.decode(encoding)
     unit = "µs" if encoding in ("utf-8", "cp1252") else "us"
     assert f"every period {'≤' if encoding == 'utf-8' else '<='} 270.0 {unit}" in text
     assert "Culprits" in text and "Run stored in" in text
     if encoding == "cp932":  # "µ" is in click's help too, which crashed every command's --help
-        proc = subprocess.run([sys.executable, "-m", "softrt", "run", "--help"], capture_output=True,
-                              env=_env(**env), timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "softrt", "run", "--help"], capture_output=True, env=_env(**env), timeout=120
+        )
         assert proc.returncode == 0 and b"Traceback" not in proc.stderr and b"250 us" in proc.stdout
 
 
 @pytest.mark.rt
-def test_a_run_and_a_watch_in_a_pipe_hold_what_show_prints_on_a_wide_terminal(tmp_path, state_dir, monkeypatch,
-                                                                              rt_settings_restored):
+def test_a_run_and_a_watch_in_a_pipe_hold_what_show_prints_on_a_wide_terminal(
+    tmp_path, state_dir, monkeypatch, rt_settings_restored
+):
     out = piped("run", "--duration", "0.3s", "--out-dir", str(tmp_path / "runs"))
     assert out.returncode == 0, out.stderr
     [path] = (tmp_path / "runs").iterdir()
@@ -192,8 +203,11 @@ def test_a_run_and_a_watch_in_a_pipe_hold_what_show_prints_on_a_wide_terminal(tm
     assert_whole(out.stdout, wide[0])
     # stderr's last line (the plain progress) says the run ended, after the tables, without the verdict's figures
     assert out.stderr.splitlines()[-1].startswith("softrt run: complete, ") and " µs" not in out.stderr.splitlines()[-1]
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time\nprint('ready', flush=True)\n"
-                                "for _ in range(4000): time.sleep(0.0005)\n"], stdout=subprocess.PIPE, text=True)
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time\nprint('ready', flush=True)\nfor _ in range(4000): time.sleep(0.0005)\n"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert sleeper.stdout.readline().strip() == "ready"
         out = piped("watch", "--pid", str(sleeper.pid), "--duration", "0.5s", "--out-dir", str(tmp_path / "watch"))
@@ -208,8 +222,9 @@ def test_a_run_and_a_watch_in_a_pipe_hold_what_show_prints_on_a_wide_terminal(tm
 
 
 @pytest.mark.rt
-def test_compare_in_a_pipe_holds_what_a_wide_terminal_shows(tmp_path, state_dir, rt_settings_restored, monkeypatch,
-                                                           run_cli):
+def test_compare_in_a_pipe_holds_what_a_wide_terminal_shows(
+    tmp_path, state_dir, rt_settings_restored, monkeypatch, run_cli
+):
     from softrt.cli import compare as cli_compare
 
     printed = []

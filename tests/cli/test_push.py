@@ -11,9 +11,10 @@ import click
 import pytest
 
 from softrt.cli.history import lab_options, remember
-from ..synthetic import write_synthetic_run
 from softrt.store.dialect import DB_SCHEMA_VERSION
 from softrt.store.history import History
+
+from ..synthetic import write_synthetic_run
 
 SECRET = "pw-SECRET-41"
 DOWN = f"postgresql://rig:{SECRET}@127.0.0.1:1/softrt?connect_timeout=3"  # port 1: refused at once
@@ -21,8 +22,16 @@ DOWN = f"postgresql://rig:{SECRET}@127.0.0.1:1/softrt?connect_timeout=3"  # port
 
 @pytest.fixture
 def runs(tmp_path):
-    return [write_synthetic_run(tmp_path / "runs", cycles=200, seed=k, run_id=f"20261201-0600{k:02d}-rig-000{k}",
-                                started_at=datetime(2026, 12, 1, 6, 0, k, tzinfo=timezone.utc)) for k in range(2)]
+    return [
+        write_synthetic_run(
+            tmp_path / "runs",
+            cycles=200,
+            seed=k,
+            run_id=f"20261201-0600{k:02d}-rig-000{k}",
+            started_at=datetime(2026, 12, 1, 6, 0, k, tzinfo=timezone.utc),
+        )
+        for k in range(2)
+    ]
 
 
 def _one_line(err: str) -> str:
@@ -54,11 +63,14 @@ def test_push_without_a_lab_or_to_a_server_that_is_down(run_cli, home, runs):
     assert "softrt push sends them when it answers" in line
 
 
-@pytest.mark.parametrize("url, problem", [
-    (f"postgresql://rig:{SECRET}@lab:port/softrt", "the port 'port' is no port number"),
-    (f"postgresql://rig:{SECRET}@lab/softrt?sslmode=require&bogus=1", 'invalid URI query parameter: "bogus"'),
-    (f"mysql://rig:{SECRET}@lab/softrt", "softrt stores its history in SQLite or PostgreSQL"),
-])
+@pytest.mark.parametrize(
+    "url, problem",
+    [
+        (f"postgresql://rig:{SECRET}@lab:port/softrt", "the port 'port' is no port number"),
+        (f"postgresql://rig:{SECRET}@lab/softrt?sslmode=require&bogus=1", 'invalid URI query parameter: "bogus"'),
+        (f"mysql://rig:{SECRET}@lab/softrt", "softrt stores its history in SQLite or PostgreSQL"),
+    ],
+)
 def test_a_malformed_url_is_bad_input_in_one_line(run_cli, home, url, problem):
     for args in (("push", "--db", url), ("history", "--db", url), ("show", "last", "--db", url)):
         code, out, err = run_cli(*args)
@@ -91,8 +103,10 @@ def _made_a_run(run_dir):
 
 
 def test_a_run_the_lab_cannot_take_stays_on_the_rig(home, runs, tmp_path, capsys):
-    assert _made_a_run.main(["--db", DOWN, "--archive", str(tmp_path / "archive"), str(runs[0])],
-                            standalone_mode=False) == 0
+    assert (
+        _made_a_run.main(["--db", DOWN, "--archive", str(tmp_path / "archive"), str(runs[0])], standalone_mode=False)
+        == 0
+    )
     line = _one_line(capsys.readouterr().err)
     assert line.startswith("softrt: the lab has not got the run yet, kept in this rig's history") and "push" in line
     assert [r.run_id for r in History(home / "history.sqlite").list_runs()] == [runs[0].name]
@@ -127,12 +141,15 @@ def _a_wrong_password_is_bad_input_and_the_run_stays(home, runs, capsys):
 
 if os.environ.get("SOFTRT_TEST_PG"):  # a server to refuse the login (tests/labdb.py): not listed otherwise
     test_a_wrong_password_is_bad_input_and_the_run_stays = pytest.mark.pg(
-        _a_wrong_password_is_bad_input_and_the_run_stays)
+        _a_wrong_password_is_bad_input_and_the_run_stays
+    )
 
 
 #: The README's grants for a rig's role ("A lab of many machines"), on the test's schema.
-RIG_GRANTS = ("GRANT USAGE ON SCHEMA {schema} TO {rig}",
-              "ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT, INSERT, UPDATE ON TABLES TO {rig}")
+RIG_GRANTS = (
+    "GRANT USAGE ON SCHEMA {schema} TO {rig}",
+    "ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT, INSERT, UPDATE ON TABLES TO {rig}",
+)
 
 
 def _a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete(run_cli, home, runs, tmp_path):
@@ -165,9 +182,11 @@ def _a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete(run_c
         with psycopg.connect(os.environ["SOFTRT_TEST_PG"], autocommit=True) as conn:
             conn.execute(f"DROP ROLE {rig}")
 
+
 if os.environ.get("SOFTRT_TEST_PG"):
     test_a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete = pytest.mark.pg(
-        _a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete)
+        _a_rig_role_with_the_readme_grants_stores_and_pushes_but_cannot_delete
+    )
 
 
 def _pgservice_and_pgpassfile_pass_through_untouched(run_cli, home, runs, tmp_path, monkeypatch):
@@ -181,7 +200,8 @@ def _pgservice_and_pgpassfile_pass_through_untouched(run_cli, home, runs, tmp_pa
         options = parse_qs(parts.query)["options"][0]
         (tmp_path / "pg_service.conf").write_text(
             f"[lab]\nhost={parts.hostname}\nport={parts.port}\nuser={parts.username}\ndbname={parts.path[1:]}\n"
-            f"options={options}\n")
+            f"options={options}\n"
+        )
         monkeypatch.setenv("PGSERVICEFILE", str(tmp_path / "pg_service.conf"))
         monkeypatch.setenv("PGSERVICE", "lab")
         History(home / "history.sqlite").add_runs(runs)
@@ -192,4 +212,5 @@ def _pgservice_and_pgpassfile_pass_through_untouched(run_cli, home, runs, tmp_pa
 
 if os.environ.get("SOFTRT_TEST_PG"):
     test_pgservice_and_pgpassfile_pass_through_untouched = pytest.mark.pg(
-        _pgservice_and_pgpassfile_pass_through_untouched)
+        _pgservice_and_pgpassfile_pass_through_untouched
+    )

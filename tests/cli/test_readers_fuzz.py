@@ -18,7 +18,6 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ..synthetic import write_synthetic_run
 from softrt.schema.text import printable
 from softrt.store.history import _COLUMNS, History
 
@@ -26,8 +25,11 @@ from ..fuzz import JSON_VALUES, bounded, fuzz, one_error_line
 from ..schema.test_summary import _FIELDS, _set
 from ..store.test_history_fuzz import SQL_VALUES
 from ..store.test_importers_fuzz import documents
+from ..synthetic import write_synthetic_run
 
-_spec = importlib.util.spec_from_file_location("softrt_audit_trees", Path(__file__).parent.parent / "audit" / "trees.py")
+_spec = importlib.util.spec_from_file_location(
+    "softrt_audit_trees", Path(__file__).parent.parent / "audit" / "trees.py"
+)
 trees = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(trees)
 
@@ -42,7 +44,7 @@ def _command(run_cli, *args: str, may_fail: bool = False) -> int:
     if code == 2:
         one_error_line(code, out, err)
     else:
-        assert code == 0 or may_fail and code == 1, (args, code, err[-600:])
+        assert code == 0 or (may_fail and code == 1), (args, code, err[-600:])
     return code
 
 
@@ -107,20 +109,29 @@ def test_report_of_a_run_whose_samples_and_stats_are_damaged(run_cli, home, good
     assert not (tmp_path / "r.html").exists()
 
 
-_ENTRY = st.fixed_dictionaries({"kind": st.sampled_from(["file", "affinity", "service"]) | JSON_VALUES},
-                               optional={"target": st.sampled_from(["/proc/sys/kernel/sched_rt_runtime_us",
-                                                                     "/proc/irq/38/smp_affinity", "/etc/passwd",
-                                                                     "/proc/self/root/x"]) | JSON_VALUES,
-                                         "before": st.sampled_from(["950000", "3", "0-99999999999"]) | JSON_VALUES,
-                                         "tid": st.integers(-2, 2**40) | JSON_VALUES})
+_ENTRY = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["file", "affinity", "service"]) | JSON_VALUES},
+    optional={
+        "target": st.sampled_from(
+            ["/proc/sys/kernel/sched_rt_runtime_us", "/proc/irq/38/smp_affinity", "/etc/passwd", "/proc/self/root/x"]
+        )
+        | JSON_VALUES,
+        "before": st.sampled_from(["950000", "3", "0-99999999999"]) | JSON_VALUES,
+        "tid": st.integers(-2, 2**40) | JSON_VALUES,
+    },
+)
 
 
 @pytest.fixture(scope="module")
 def captured_vm(tmp_path_factory):
     """The files of the captured VM that the state entries above name (the whole tree is 4 MB)."""
     tree = tmp_path_factory.mktemp("vm") / "vm"
-    for name in ("proc/sys/kernel/sched_rt_runtime_us", "proc/irq/38/smp_affinity",
-                 "sys/devices/system/cpu/possible", "sys/devices/system/cpu/online"):
+    for name in (
+        "proc/sys/kernel/sched_rt_runtime_us",
+        "proc/irq/38/smp_affinity",
+        "sys/devices/system/cpu/possible",
+        "sys/devices/system/cpu/online",
+    ):
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(trees.CAPTURED / name, tree / name)
     return tree
@@ -135,8 +146,14 @@ def test_fuzz_tune_revert_of_a_hostile_state_file(run_cli, state_dir, captured_v
 
     vm = captured_vm  # one copy for every example (4 MB): what a revert writes there is the tree's own business
     with tempfile.TemporaryDirectory() as tmp:
-        header = {"format": state.FORMAT, "version": journal.VERSION, "created": 1.0, "host": "pc", "pid": 1,
-                  "root": str(vm)}
+        header = {
+            "format": state.FORMAT,
+            "version": journal.VERSION,
+            "created": 1.0,
+            "host": "pc",
+            "pid": 1,
+            "root": str(vm),
+        }
         file = Path(tmp) / "tune-state.jsonl"
         file.write_text("".join(json.dumps(x) + "\n" for x in [header, *entries]) + tail)
         _command(run_cli, "tune", "--revert", "--root", str(vm), "--state-file", str(file), may_fail=True)

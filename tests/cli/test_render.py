@@ -7,8 +7,9 @@ from rich.console import Console
 from softrt.analysis.attribution import Attributor, unavailable
 from softrt.analysis.events import TraceEvent
 from softrt.cli.render import why_late
-from ..synthetic import synthetic_records
 from softrt.schema.summary import RunSummary
+
+from ..synthetic import synthetic_records
 
 P = 250_000
 
@@ -31,11 +32,28 @@ def _why(n_threads: int, lost: int) -> dict:
     events = [TraceEvent(int(rec["edge_ns"][0]) - 1, 1, "sched_wakeup", 7, "w", {"pid": "1"})]
     for k, (i, _m) in enumerate(misses):
         a, b = int(rec["detect_ns"][i]), int(rec["write_ns"][i])
-        for ts, prev, nxt in ((a + 1_000, ("w", 7, 19), (f"hog{k}", 100 + k, 0)),
-                              (b - 1_000, (f"hog{k}", 100 + k, 0), ("w", 7, 19))):
-            events.append(TraceEvent(ts, 1, "sched_switch", prev[1], prev[0], {
-                "prev_comm": prev[0], "prev_pid": str(prev[1]), "prev_prio": str(prev[2]), "prev_state": "R",
-                "next_comm": nxt[0], "next_pid": str(nxt[1]), "next_prio": str(nxt[2])}))
+        for ts, prev, nxt in (
+            (a + 1_000, ("w", 7, 19), (f"hog{k}", 100 + k, 0)),
+            (b - 1_000, (f"hog{k}", 100 + k, 0), ("w", 7, 19)),
+        ):
+            events.append(
+                TraceEvent(
+                    ts,
+                    1,
+                    "sched_switch",
+                    prev[1],
+                    prev[0],
+                    {
+                        "prev_comm": prev[0],
+                        "prev_pid": str(prev[1]),
+                        "prev_prio": str(prev[2]),
+                        "prev_state": "R",
+                        "next_comm": nxt[0],
+                        "next_pid": str(nxt[1]),
+                        "next_prio": str(nxt[2]),
+                    },
+                )
+            )
     att = Attributor(period_ns=P, rt_cpu=1, worker_pid=7)
     att.add_events(events)
     att.add_records(rec)
@@ -68,6 +86,7 @@ def test_a_late_run_says_which_samples_it_kept(tmp_path):
     import json
 
     from softrt.cli.render import render_summary
+
     from ..synthetic import write_synthetic_run
 
     for samples in ("late", "all"):
@@ -80,21 +99,51 @@ def test_the_distribution_shows_each_tail_slack_s_is_its_low_one():
     from softrt.cli.render import percentile_table
 
     def stats(p50, top, low):
-        return {"mean": p50, "min": low, "max": top, "std": 1.0, "p50": p50, "p99": top * 0.9, "p99_9": top * 0.95,
-                "p99_99": top * 0.99}
+        return {
+            "mean": p50,
+            "min": low,
+            "max": top,
+            "std": 1.0,
+            "p50": p50,
+            "p99": top * 0.9,
+            "p99_9": top * 0.95,
+            "p99_99": top * 0.99,
+        }
 
-    slack = {"mean": 240.0, "min": -2_852.2, "max": 249.3, "std": 1.0, "p50": 246.9, "p1": 236.3, "p0_1": -602.9,
-             "p0_01": -2_317.0}
-    summary = {"period_us": stats(250.0, 3_337.1, 101.9), "latency_us": stats(0.2, 3_087.4, 0.1),
-               "process_us": stats(2.9, 175.0, 0.6), "slack_us": slack}
+    slack = {
+        "mean": 240.0,
+        "min": -2_852.2,
+        "max": 249.3,
+        "std": 1.0,
+        "p50": 246.9,
+        "p1": 236.3,
+        "p0_1": -602.9,
+        "p0_01": -2_317.0,
+    }
+    summary = {
+        "period_us": stats(250.0, 3_337.1, 101.9),
+        "latency_us": stats(0.2, 3_087.4, 0.1),
+        "process_us": stats(2.9, 175.0, 0.6),
+        "slack_us": slack,
+    }
     text = _text(percentile_table(RunSummary.from_dict(summary)))
     lines = {line.split()[0]: line for line in text.splitlines() if line.strip()}
     header = next(line for line in text.splitlines() if "p50" in line)
     assert header.rstrip().endswith("worst") and "max" not in header
     assert lines["period"].rstrip().endswith("3,337.1")
     # slack's own header names its low tail, and its row shows it (negative: overruns)
-    assert next(line for line in text.splitlines() if "p0.01" in line).split() == \
-        ["│", "p50", "│", "p1", "│", "p0.1", "│", "p0.01", "│", "min"]
+    assert next(line for line in text.splitlines() if "p0.01" in line).split() == [
+        "│",
+        "p50",
+        "│",
+        "p1",
+        "│",
+        "p0.1",
+        "│",
+        "p0.01",
+        "│",
+        "min",
+    ]
     assert lines["slack"].split()[::2] == ["slack", "246.9", "236.3", "-602.9", "-2,317.0", "-2,852.2"]
     assert "shortest slack" in text and "overran" in text  # the caption says what "worst" is
     # A summary written before softrt kept slack's low tail (it held p99…): its low tail is unknown, not its top.
@@ -103,16 +152,26 @@ def test_the_distribution_shows_each_tail_slack_s_is_its_low_one():
     assert old_slack.split()[::2] == ["slack", "246.9", "-", "-", "-", "-2,852.2"]
 
 
-TRACE = {"events": ["sched:sched_switch"], "events_missing": ["raw_syscalls:sys_enter"], "events_read": 51234,
-         "lost_events": 7, "unparsed_lines": 0, "consumer_cpu_s": 0.4, "attribution_cpu_s": 0.1, "traced_s": 5.0,
-         "buffer_kb": 8192}
+TRACE = {
+    "events": ["sched:sched_switch"],
+    "events_missing": ["raw_syscalls:sys_enter"],
+    "events_read": 51234,
+    "lost_events": 7,
+    "unparsed_lines": 0,
+    "consumer_cpu_s": 0.4,
+    "attribution_cpu_s": 0.1,
+    "traced_s": 5.0,
+    "buffer_kb": 8192,
+}
 
 
 def test_the_trace_figures_in_one_line_never_the_raw_dict():
     why = {**_why(n_threads=2, lost=7), "tracing": "on", "trace": TRACE}
     out = _text(why_late(_summary(why)))
-    assert ("trace: 51,234 events read, 7 lost; reader and attribution used 0.50 s CPU over 5.0 s "
-            "(10 % of a housekeeping CPU); not on this kernel: raw_syscalls:sys_enter") in out
+    assert (
+        "trace: 51,234 events read, 7 lost; reader and attribution used 0.50 s CPU over 5.0 s "
+        "(10 % of a housekeeping CPU); not on this kernel: raw_syscalls:sys_enter"
+    ) in out
     assert "{" not in out and "buffer_kb" not in out
     # a run stored while the figures were under "tracing" reads the same
     old = {**_why(n_threads=2, lost=7), "tracing": {"status": "on", **TRACE}}
@@ -129,21 +188,47 @@ def test_a_failed_ethercat_run_says_why_and_shows_the_drives_as_last_confirmed(t
     import json
 
     from softrt.cli.render import render_summary
+
     from ..synthetic import write_synthetic_run
 
     run = write_synthetic_run(tmp_path, cycles=3_000, misses=[])
     summary = json.loads((run / "summary.json").read_text())
     reason = "bus lost: no frame answered: 40 frames sent in a row (10.0 ms of cycles) since cycle 2,871"
     summary.update(status="failed", partial_reason=reason)
-    summary["board"] = {"writes": 2_880, "missed_updates": 10, "drives": [
-        {"name": "AX5101", "slave": 0, "statusword": 0x0237, "state": "operation enabled", "error_code": 0,
-         "position_counts": 1, "origin_counts": 0, "confirmed_cycle": 2_870, "confirmed_at_s": 0.7175},
-        {"name": "EL7211", "slave": 1, "statusword": 0x0040, "state": "switch on disabled", "error_code": 0,
-         "position_counts": 1, "origin_counts": 0, "confirmed_cycle": -1, "confirmed_at_s": None}]}
+    summary["board"] = {
+        "writes": 2_880,
+        "missed_updates": 10,
+        "drives": [
+            {
+                "name": "AX5101",
+                "slave": 0,
+                "statusword": 0x0237,
+                "state": "operation enabled",
+                "error_code": 0,
+                "position_counts": 1,
+                "origin_counts": 0,
+                "confirmed_cycle": 2_870,
+                "confirmed_at_s": 0.7175,
+            },
+            {
+                "name": "EL7211",
+                "slave": 1,
+                "statusword": 0x0040,
+                "state": "switch on disabled",
+                "error_code": 0,
+                "position_counts": 1,
+                "origin_counts": 0,
+                "confirmed_cycle": -1,
+                "confirmed_at_s": None,
+            },
+        ],
+    }
     text = _text(render_summary(RunSummary.from_dict(summary)))
     assert f"[FAILED: {reason}]" in text
-    assert ("Drive 'AX5101' (slave 0): operation enabled (statusword 0x0237, error code 0x0000), "
-            "last confirmed at cycle 2,870 (0.718 s)") in text
+    assert (
+        "Drive 'AX5101' (slave 0): operation enabled (statusword 0x0237, error code 0x0000), "
+        "last confirmed at cycle 2,870 (0.718 s)"
+    ) in text
     assert "Drive 'EL7211' (slave 1): switch on disabled" in text and "never (no valid frame in the run)" in text
 
 
@@ -151,28 +236,56 @@ def test_ethercat_replies_that_were_not_taken_are_said(tmp_path):
     import json
 
     from softrt.cli.render import render_summary
+
     from ..synthetic import write_synthetic_run
 
     run = write_synthetic_run(tmp_path, cycles=3_000, misses=[])
     summary = json.loads((run / "summary.json").read_text())
     summary["rtt_us"] = {"mean": 40.0, "min": 30.0, "max": 90.0, "p50": 40.0, "p99": 60.0, "p99_9": 80.0}
-    summary["board"] = {"frames": {"sent": 3_000, "answered": 2_990, "unanswered": 10, "late": 7,
-                                   "late_rtt_us": {"min": 900.0, "max": 8_700.0, "mean": 2_000.0, "p50": 1_000.0,
-                                                   "p99": 8_000.0},
-                                   "duplicates": 1, "bad": {"command": 2, "short": 1}, "foreign": 0, "send_errors": 0}}
+    summary["board"] = {
+        "frames": {
+            "sent": 3_000,
+            "answered": 2_990,
+            "unanswered": 10,
+            "late": 7,
+            "late_rtt_us": {"min": 900.0, "max": 8_700.0, "mean": 2_000.0, "p50": 1_000.0, "p99": 8_000.0},
+            "duplicates": 1,
+            "bad": {"command": 2, "short": 1},
+            "foreign": 0,
+            "send_errors": 0,
+        }
+    }
     text = _text(render_summary(RunSummary.from_dict(summary)))
-    assert ("; 7 replies late (up to 8.7 ms), not taken; 3 changed (command 2, short 1), not taken; 1 duplicates"
-            in " ".join(text.split())), text
+    assert (
+        "; 7 replies late (up to 8.7 ms), not taken; 3 changed (command 2, short 1), not taken; 1 duplicates"
+        in " ".join(text.split())
+    ), text
 
 
 def test_the_axes_of_a_two_axis_drive_are_told_apart():
     from softrt.cli.render import drives_lines
     from softrt.schema.device import Board
 
-    axis = {"name": "2-axis drive", "slave": 0, "statusword": 0x0237, "state": "operation enabled", "error_code": 0,
-            "position_counts": 1, "origin_counts": 0, "confirmed_cycle": 10, "confirmed_at_s": 0.01}
-    board = Board.from_dict({"drives": [{**axis, "axis": 0}, {**axis, "axis": 1, "statusword": 0x0218, "state": "fault"},
-                                        {**axis, "name": "1-axis drive", "slave": 1, "axis": 0}]})
+    axis = {
+        "name": "2-axis drive",
+        "slave": 0,
+        "statusword": 0x0237,
+        "state": "operation enabled",
+        "error_code": 0,
+        "position_counts": 1,
+        "origin_counts": 0,
+        "confirmed_cycle": 10,
+        "confirmed_at_s": 0.01,
+    }
+    board = Board.from_dict(
+        {
+            "drives": [
+                {**axis, "axis": 0},
+                {**axis, "axis": 1, "statusword": 0x0218, "state": "fault"},
+                {**axis, "name": "1-axis drive", "slave": 1, "axis": 0},
+            ]
+        }
+    )
     lines = drives_lines(board)
     assert lines[0].startswith("Drive '2-axis drive' (slave 0, axis 0): operation enabled")
     assert lines[1].startswith("Drive '2-axis drive' (slave 0, axis 1): fault (statusword 0x0218")
@@ -183,17 +296,47 @@ def test_the_dc_block_with_a_lock_and_without_dc():
     from softrt.cli.render import dc_text
     from softrt.schema.device import Board
 
-    dc = {"reference": {"slave": 0, "name": "drive"}, "sync0": {"active": True, "cycle_ns": 1_000_000, "start_ns": 0},
-          "target_shift_us": -200.0, "cycles": 3000,
-          "phase": {"n": 2990, "mean_us": 1.5, "min_us": -40.0, "max_us": 60.0, "p1_us": -20.0, "p50_us": 1.0,
-                    "p99_us": 30.0, "abs_mean_us": 8.0, "abs_p99_us": 35.0, "abs_max_us": 60.0, "resolution_us": 0.98},
-          "phase_series": {"every_cycles": 100, "mean_us": [], "abs_mean_us": []}, "dc_vs_host_ppm": 300.2,
-          "lock": {"kp": 0.05, "ki": 0.000625, "max_step_us": 10.0, "correction_ppm": -299.0, "moved_us": -900.0,
-                   "first_tenth_abs_mean_us": 120.0, "last_tenth_abs_mean_us": 8.0},
-          "sample_every": 100,
-          "slaves": [{"slave": 1, "name": "drive", "samples": 29, "unanswered": 1,
-                      "abs_diff_ns": {"min": 10, "max": 30_000, "mean": 12_000.0, "p50": 11_000.0, "p99": 29_000.0}},
-                     {"slave": 2, "name": "other", "samples": 0, "unanswered": 29, "abs_diff_ns": None}]}
+    dc = {
+        "reference": {"slave": 0, "name": "drive"},
+        "sync0": {"active": True, "cycle_ns": 1_000_000, "start_ns": 0},
+        "target_shift_us": -200.0,
+        "cycles": 3000,
+        "phase": {
+            "n": 2990,
+            "mean_us": 1.5,
+            "min_us": -40.0,
+            "max_us": 60.0,
+            "p1_us": -20.0,
+            "p50_us": 1.0,
+            "p99_us": 30.0,
+            "abs_mean_us": 8.0,
+            "abs_p99_us": 35.0,
+            "abs_max_us": 60.0,
+            "resolution_us": 0.98,
+        },
+        "phase_series": {"every_cycles": 100, "mean_us": [], "abs_mean_us": []},
+        "dc_vs_host_ppm": 300.2,
+        "lock": {
+            "kp": 0.05,
+            "ki": 0.000625,
+            "max_step_us": 10.0,
+            "correction_ppm": -299.0,
+            "moved_us": -900.0,
+            "first_tenth_abs_mean_us": 120.0,
+            "last_tenth_abs_mean_us": 8.0,
+        },
+        "sample_every": 100,
+        "slaves": [
+            {
+                "slave": 1,
+                "name": "drive",
+                "samples": 29,
+                "unanswered": 1,
+                "abs_diff_ns": {"min": 10, "max": 30_000, "mean": 12_000.0, "p50": 11_000.0, "p99": 29_000.0},
+            },
+            {"slave": 2, "name": "other", "samples": 0, "unanswered": 29, "abs_diff_ns": None},
+        ],
+    }
     text = " ".join(dc_text(Board.from_dict({"distributed_clocks": dc})).plain.split())
     assert "frame at the reference vs SYNC0 -200.0 µs: mean +1.5 µs" in text
     assert "DC time runs +300.2 ppm against the host clock" in text and "walks" not in text
@@ -210,8 +353,11 @@ def test_a_dc_phase_lacking_figures_shows_dashes_not_a_traceback():
     from softrt.cli.render import dc_text
     from softrt.schema.device import Board
 
-    dc = {"reference": {"slave": 0, "name": "drive"}, "sync0": {"active": True, "cycle_ns": 1_000_000},
-          "phase": {"n": 10, "mean_us": 1.5, "p99_us": None}}
+    dc = {
+        "reference": {"slave": 0, "name": "drive"},
+        "sync0": {"active": True, "cycle_ns": 1_000_000},
+        "phase": {"n": 10, "mean_us": 1.5, "p99_us": None},
+    }
     text = " ".join(dc_text(Board.from_dict({"distributed_clocks": dc})).plain.split())
     assert "mean +1.5 µs, p1 -, p99 -; |error| mean -" in text
 
@@ -223,11 +369,13 @@ def test_the_mode_block_says_whether_the_fair_server_was_in_force():
         tuning = {"applied": []} | ({"fair_server": fair} if fair else {})
         return _text(mode_text(RunSummary.from_dict({"mode": "real-time", "status": "complete", "tuning": tuning})))
 
-    locked = mode({"cpu": 1, "in_force": True, "runtime_ns": None, "period_ns": None,
-                   "unreadable": "debugfs is locked down"})
+    locked = mode(
+        {"cpu": 1, "in_force": True, "runtime_ns": None, "period_ns": None, "unreadable": "debugfs is locked down"}
+    )
     assert "fair server: in force on CPU 1 (runtime unreadable: debugfs is locked down; the default is 50 ms" in locked
     assert "fair server: in force on CPU 3 (50 ms of every 1000 ms" in mode(
-        {"cpu": 3, "in_force": True, "runtime_ns": 50_000_000, "period_ns": 1_000_000_000})
+        {"cpu": 3, "in_force": True, "runtime_ns": 50_000_000, "period_ns": 1_000_000_000}
+    )
     assert "fair server: off on CPU 3 (runtime 0)" in mode({"cpu": 3, "in_force": False, "runtime_ns": 0})
     assert "fair server" not in mode(None)  # a kernel without one
 
@@ -251,7 +399,8 @@ def test_loads_are_shown_failed_with_their_problems_in_compare_and_show():
         "tuned+load: disk (builtin): FAILED, it achieved nothing (see its problems)",
         "tuned+load:   disk problem: io worker ended on its own (exit status 1)",
         "tuned+load:   disk problem: AttributeError: module 'os' has no attribute 'pwrite'",
-        "tuned+load: gpu skipped: ffmpeg is not on PATH"]
+        "tuned+load: gpu skipped: ffmpeg is not on PATH",
+    ]
     shown = _text(render_summary(RunSummary.from_dict({"loads": LOADS})))
     assert "  disk (builtin): FAILED, it achieved nothing (see its problems)\n" in shown
     assert "    disk problem: AttributeError: module 'os' has no attribute 'pwrite'\n" in shown

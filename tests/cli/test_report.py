@@ -9,12 +9,11 @@ import stat
 
 import pytest
 
-from ..synthetic import write_synthetic_run
-
 from ..child import nobody
 from ..devices import device
 from ..report.conftest import write_cyclictest_run
 from ..report.test_build import assert_pngs_drawn
+from ..synthetic import write_synthetic_run
 
 
 def test_report_with_png_and_a_broken_run(run_cli, home, tmp_path):
@@ -32,11 +31,14 @@ def test_report_with_png_and_a_broken_run(run_cli, home, tmp_path):
     assert_pngs_drawn(png)
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["report", "nope"], "unknown run id 'nope'"),
-    (["report", "/no/such/dir"], "not a run directory"),
-    (["report"], "Missing argument"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["report", "nope"], "unknown run id 'nope'"),
+        (["report", "/no/such/dir"], "not a run directory"),
+        (["report"], "Missing argument"),
+    ],
+)
 def test_bad_input(run_cli, home, args, needle):
     code, out, err = run_cli(*args)
     assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err

@@ -28,38 +28,41 @@ RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 
 # Bad input is refused before anything runs: these tests are not rt (they run beside the rest); every
 # test that runs a loop is.
-@pytest.mark.parametrize("args,needle", [
-    (["--period", "0"], "period"),
-    (["--period", "-5us"], "not a time"),
-    (["--period", "5s"], "period"),
-    (["--duration", "0"], "duration"),
-    (["--duration", "-1"], "not a time"),
-    (["--duration", "8d"], "safety bound"),
-    (["--cpu", "99"], "CPU 99"),
-    (["--priority", "0"], "priority"),
-    (["--priority", "100"], "priority"),
-    (["--axes", "0"], "axes"),
-    (["--profile", "fast"], "--profile"),
-    (["--wait", "yield"], "--wait"),
-    (["--period", "abc"], "not a time"),
-    (["--late-threshold", "0"], "late threshold"),
-    (["--late-threshold", "2s"], "late threshold"),
-    (["--late-threshold", "abc"], "not a time"),
-    (["--keep-late", "-1"], "--keep-late"),
-    (["--keep-late", "many"], "--keep-late"),
-    (["--samples", "some"], "--samples"),
-    (["--samples", ""], "--samples"),
-    (["--require", "jitter<3us"], "unknown metric 'jitter'"),
-    (["--require", "slack.p99>=3us"], "unknown statistic 'p99'"),
-    (["--require", "misses<0"], "can never be met"),
-    (["--require", ""], "--require is empty"),
-    # Motion limits whose arithmetic overflows (issue 32: an OverflowError after the run entered the history).
-    (["--distance", "1e300"], "distance_counts"),
-    (["--accel", "1e-300"], "cannot be planned"),
-    (["--velocity", "1e-300"], "cannot be planned"),
-    (["--jerk", "1e-300"], "cannot be planned"),
-    (["--velocity", "1e-3"], "the run may last"),  # a 3-year move: more cycles than --max-duration
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--period", "0"], "period"),
+        (["--period", "-5us"], "not a time"),
+        (["--period", "5s"], "period"),
+        (["--duration", "0"], "duration"),
+        (["--duration", "-1"], "not a time"),
+        (["--duration", "8d"], "safety bound"),
+        (["--cpu", "99"], "CPU 99"),
+        (["--priority", "0"], "priority"),
+        (["--priority", "100"], "priority"),
+        (["--axes", "0"], "axes"),
+        (["--profile", "fast"], "--profile"),
+        (["--wait", "yield"], "--wait"),
+        (["--period", "abc"], "not a time"),
+        (["--late-threshold", "0"], "late threshold"),
+        (["--late-threshold", "2s"], "late threshold"),
+        (["--late-threshold", "abc"], "not a time"),
+        (["--keep-late", "-1"], "--keep-late"),
+        (["--keep-late", "many"], "--keep-late"),
+        (["--samples", "some"], "--samples"),
+        (["--samples", ""], "--samples"),
+        (["--require", "jitter<3us"], "unknown metric 'jitter'"),
+        (["--require", "slack.p99>=3us"], "unknown statistic 'p99'"),
+        (["--require", "misses<0"], "can never be met"),
+        (["--require", ""], "--require is empty"),
+        # Motion limits whose arithmetic overflows (issue 32: an OverflowError after the run entered the history).
+        (["--distance", "1e300"], "distance_counts"),
+        (["--accel", "1e-300"], "cannot be planned"),
+        (["--velocity", "1e-300"], "cannot be planned"),
+        (["--jerk", "1e-300"], "cannot be planned"),
+        (["--velocity", "1e-3"], "the run may last"),  # a 3-year move: more cycles than --max-duration
+    ],
+)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, tmp_path, state_dir, args, needle):
     out_dir = tmp_path / "runs"
     code, out, err = run_cli("run", "--out-dir", str(out_dir), *args)
@@ -81,8 +84,9 @@ def test_unwritable_output_directory(run_cli, tmp_path, state_dir):
 
 def test_the_plain_final_line_says_why_a_run_failed():
     """stderr's one line (CI logs) is all a failed run may leave in a log: it names the reason."""
-    failed = RunSummary.from_dict({"status": "failed", "partial_reason": "bus lost: no frame answered for 1 s",
-                                   "mode": "real-time", "cycles": 1})
+    failed = RunSummary.from_dict(
+        {"status": "failed", "partial_reason": "bus lost: no frame answered for 1 s", "mode": "real-time", "cycles": 1}
+    )
     assert "failed (bus lost: no frame answered for 1 s)" in progress_line_final(failed)
     assert "(" not in progress_line_final(failed.replace(status="complete"))
 
@@ -96,7 +100,9 @@ def test_with_require_the_exit_status_follows_the_verdict(tmp_path, state_dir, r
     code, out, err = run_cli(*args, "--require", "period.max>=1us,late_cycles>=0", "--json")
     assert code == 0, err
     verdict = json.loads(out)["verdict"]
-    assert verdict["meets"] is True and not verdict["default"] and [c["passed"] for c in verdict["checks"]] == [True] * 2
+    assert (
+        verdict["meets"] is True and not verdict["default"] and [c["passed"] for c in verdict["checks"]] == [True] * 2
+    )
 
 
 @pytest.mark.rt
@@ -138,7 +144,9 @@ def test_two_second_run_is_structurally_right(real_run):
 @pytest.mark.rt
 @pytest.mark.parametrize("wait", ["sleep", "hybrid"])
 def test_sleep_and_hybrid_waits_run(tmp_path, state_dir, rt_settings_restored, wait, run_cli):
-    code, out, err = run_cli("run", "--duration", "0.5s", "--wait", wait, "--axes", "8", "--json", "--out-dir", str(tmp_path))
+    code, out, err = run_cli(
+        "run", "--duration", "0.5s", "--wait", wait, "--axes", "8", "--json", "--out-dir", str(tmp_path)
+    )
     assert code == 0, err
     s = json.loads(out)
     assert s["config"]["wait"] == wait and s["config"]["axes"] == 8
@@ -177,8 +185,12 @@ def start_run(rt_settings_restored):
     procs: list[subprocess.Popen] = []
 
     def start(out_dir, *args) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--json", "--out-dir", str(out_dir), *args],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "softrt", "run", "--json", "--out-dir", str(out_dir), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         procs.append(proc)
         return proc
 
@@ -251,16 +263,18 @@ def test_ctrl_c_keeps_every_record_and_restores(tmp_path, state_dir, start_run):
 @pytest.mark.rt
 def test_crashing_step_is_a_partial_run_with_the_reason(tmp_path, state_dir, rt_settings_restored):
     script = tmp_path / "crash.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import json, softrt
         def step(seq):
             if seq == 300:
                 raise RuntimeError("boom at 300")
             return float(seq)
         if __name__ == "__main__":
-            r = softrt.run_cyclic(step, duration_s=5, out_dir={str(tmp_path / 'runs')!r})
+            r = softrt.run_cyclic(step, duration_s=5, out_dir={str(tmp_path / "runs")!r})
             print(json.dumps(r.summary.to_dict()))
-    """))
+    """)
+    )
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
@@ -287,8 +301,9 @@ def test_killed_worker_is_a_partial_run(tmp_path, state_dir, start_run):
 
 @pytest.mark.rt
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
-def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path, state_dir, rt_throttling_on,
-                                                                       start_run, run_cli):
+def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(
+    tmp_path, state_dir, rt_throttling_on, start_run, run_cli
+):
     import psutil
 
     before, mounted_before = RT_RUNTIME.read_text(), _tracefs_mounted()
@@ -323,8 +338,7 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(tmp_path,
 
 @pytest.mark.rt
 @pytest.mark.skipif(os.geteuid() != 0, reason="RT throttling is only changed as root")
-def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt_throttling_on, start_run,
-                                                        run_cli):
+def test_a_run_after_a_killed_one_lists_what_it_restored(tmp_path, state_dir, rt_throttling_on, start_run, run_cli):
     import psutil
 
     proc = start_run(tmp_path, "--duration", "20s")
@@ -349,8 +363,9 @@ def test_check_before_the_run_is_stored_with_it(real_run):
 
 
 @pytest.mark.rt
-def test_a_second_real_time_run_is_refused_while_one_runs_and_a_watch_works(tmp_path, state_dir, start_run, run_cli,
-                                                                            softrt_cmd):
+def test_a_second_real_time_run_is_refused_while_one_runs_and_a_watch_works(
+    tmp_path, state_dir, start_run, run_cli, softrt_cmd
+):
     """Issue 32.5: a second real-time run, even on another CPU, says which run holds the machine (pid,
     start, its real-time CPU) and exits 2 having started nothing; ``softrt watch`` of the running
     loop works beside it. (The second run sleeps rather than spins: were it not refused, it still
@@ -364,16 +379,28 @@ def test_a_second_real_time_run_is_refused_while_one_runs_and_a_watch_works(tmp_
     first = start_run(tmp_path, "--duration", "20s")
     try:
         _wait_for_records(first)
-        code, _, err = run_cli("run", "--duration", "1s", "--cpu", str(other), "--wait", "sleep",
-                               "--out-dir", str(tmp_path / "second"))
+        code, _, err = run_cli(
+            "run", "--duration", "1s", "--cpu", str(other), "--wait", "sleep", "--out-dir", str(tmp_path / "second")
+        )
         assert code == 2, err
         line = err.strip()
         assert f"another real-time softrt run or tune holds this machine: pid {first.pid} (user " in line
         assert re.search(r", since (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d; real-time on CPU " + str(rt_cpu) + r"\)", line)
         assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
         worker = next(c for c in psutil.Process(first.pid).children() if "spawn_main" in " ".join(c.cmdline()))
-        watch = softrt_cmd("watch", "--pid", str(worker.pid), "--duration", "1s", "--no-explain", "-q", "--json",
-                           "--out-dir", str(tmp_path / "watch"), timeout=60)
+        watch = softrt_cmd(
+            "watch",
+            "--pid",
+            str(worker.pid),
+            "--duration",
+            "1s",
+            "--no-explain",
+            "-q",
+            "--json",
+            "--out-dir",
+            str(tmp_path / "watch"),
+            timeout=60,
+        )
         assert watch.returncode == 0, watch.stderr
         assert first.poll() is None  # the run goes on
     finally:
@@ -398,6 +425,7 @@ def test_a_second_ctrl_c_cannot_cut_the_cleanup_short(tmp_path, state_dir, start
 
 # Fault cases of issue 12: a run that started is never lost, and no command crashes on it.
 
+
 def _history_ids() -> list[str]:
     from softrt.store.history import History
 
@@ -406,8 +434,7 @@ def _history_ids() -> list[str]:
 
 @pytest.mark.rt
 @pytest.mark.parametrize("moment", ["arming", "running", "ending"])
-def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, start_run, interrupts,
-                                                           moment):
+def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, start_run, interrupts, moment):
     duration_s = 1.5
     proc = start_run(tmp_path, "--duration", f"{duration_s}s")
     if moment == "arming":
@@ -434,12 +461,18 @@ def test_a_burst_of_ctrl_c_keeps_prints_and_stores_the_run(tmp_path, state_dir, 
 
 
 @pytest.mark.rt
-def test_ring_overflow_is_counted_printed_stored_and_shown(tmp_path, state_dir, rt_settings_restored, run_cli,
-                                                          monkeypatch):
+def test_ring_overflow_is_counted_printed_stored_and_shown(
+    tmp_path, state_dir, rt_settings_restored, run_cli, monkeypatch
+):
     # A 512-record ring holds 0.13 s at 250 µs; the supervisor is stopped for 0.6 s.
     env = {**os.environ, "SOFTRT_RING_CAPACITY": "512", "COLUMNS": "200"}
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--duration", "1.2s", "--out-dir",
-                             str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "softrt", "run", "--duration", "1.2s", "--out-dir", str(tmp_path / "runs")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     _wait_for_records(proc)
     proc.send_signal(signal.SIGSTOP)
     time.sleep(0.6)
@@ -511,8 +544,7 @@ def test_a_full_disk_is_refused_before_the_run_with_the_figures(tmp_path, state_
 @pytest.mark.rt
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
-def test_a_disk_that_fills_during_the_run_leaves_a_readable_partial_run(tmp_path, state_dir, start_run,
-                                                                        small_tmpfs):
+def test_a_disk_that_fills_during_the_run_leaves_a_readable_partial_run(tmp_path, state_dir, start_run, small_tmpfs):
     mnt = small_tmpfs("8m")
     # 50 µs: a 2 s run is about three row groups, so the disk fills with records still to come.
     proc = start_run(mnt, "--duration", "2s", "--period", "50us")
@@ -529,7 +561,12 @@ def test_a_disk_that_fills_during_the_run_leaves_a_readable_partial_run(tmp_path
         assert "not_computed" not in s["motion"]
     run_dir = mnt / s["run_id"]
     assert pq.read_table(run_dir / "samples.parquet").num_rows == s["cycles"] - s["records_unwritten"]
-    assert sorted(p.name for p in run_dir.iterdir()) == ["config.json", "host.json", "samples.parquet", "stats.json",
-                                                         "summary.json"]
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "config.json",
+        "host.json",
+        "samples.parquet",
+        "stats.json",
+        "summary.json",
+    ]
     assert json.loads((run_dir / "summary.json").read_text())["records_unwritten"] == s["records_unwritten"]
     assert _history_ids() == [s["run_id"]]

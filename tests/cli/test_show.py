@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from softrt.platform import get_platform
-from ..synthetic import write_synthetic_run
 
+from ..synthetic import write_synthetic_run
 from .conftest import wait_dead
 
 
@@ -37,8 +37,12 @@ def test_a_running_run_then_a_killed_one(tmp_path, state_dir, rt_settings_restor
 
     monkeypatch.setenv("SOFTRT_CHECKPOINT_INTERVAL", "0.3")
     monkeypatch.setenv("COLUMNS", "80")
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--duration", "20s", "--json",
-                             "--out-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "softrt", "run", "--duration", "20s", "--json", "--out-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         ckpt = _wait_for_checkpoint(tmp_path, proc)
         run_dir = tmp_path / ckpt["run_id"]
@@ -70,15 +74,30 @@ def test_history_at_80_columns_has_one_line_per_run(tmp_path, softrt_home, run_c
     monkeypatch.setenv("COLUMNS", "80")  # (each command makes its console: it reads the width then)
     base = tmp_path / "lab"
     t = datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
-    runs = [write_synthetic_run(base, cycles=2_000, host=host, seed=seed, started_at=when, scenario=scenario)
-            for host, seed, when, scenario in (
-                ("pc-a", 1, t, "tuned"), ("pc-b", 2, t, "untuned"),
-                ("qualification-rig-b", 3, t.replace(hour=9), "tuned-with-a-long-scenario-name"),
-                ("pc", 4, t.replace(day=29), "tuned"), ("pc", 5, t.replace(day=28), "tuned"))]
-    edits = [{"cycles": 345_600_000, "mode": "not real-time"}, {"status": "partial", "partial_reason": "x"},
-             {"status": "running", "elapsed_s": 7_200.0, "checkpoint_at": "2026-11-30T09:15:02+00:00",
-              "supervisor": {"pid": 2**22 + 1, "identity": get_platform().process_identity().split("/")[0]
-                             + f"/{2**22 + 1}/1", "checkpoint_interval_s": 60.0}}]
+    runs = [
+        write_synthetic_run(base, cycles=2_000, host=host, seed=seed, started_at=when, scenario=scenario)
+        for host, seed, when, scenario in (
+            ("pc-a", 1, t, "tuned"),
+            ("pc-b", 2, t, "untuned"),
+            ("qualification-rig-b", 3, t.replace(hour=9), "tuned-with-a-long-scenario-name"),
+            ("pc", 4, t.replace(day=29), "tuned"),
+            ("pc", 5, t.replace(day=28), "tuned"),
+        )
+    ]
+    edits = [
+        {"cycles": 345_600_000, "mode": "not real-time"},
+        {"status": "partial", "partial_reason": "x"},
+        {
+            "status": "running",
+            "elapsed_s": 7_200.0,
+            "checkpoint_at": "2026-11-30T09:15:02+00:00",
+            "supervisor": {
+                "pid": 2**22 + 1,
+                "identity": get_platform().process_identity().split("/")[0] + f"/{2**22 + 1}/1",
+                "checkpoint_interval_s": 60.0,
+            },
+        },
+    ]
     for run, edit in zip(runs, edits):
         summary = json.loads((run / "summary.json").read_text())
         summary.update(edit)
@@ -107,8 +126,10 @@ def test_show_of_a_run_with_overruns_says_the_verdict_first_and_the_slack_low_ta
     status, out, _ = run_cli("show", str(run))
     assert status == 0
     lines = out.splitlines()
-    assert lines[0].startswith("FAILS the 250 µs cycle (0 missed updates, every period ≤ 270.0 µs): worst period "
-                               "1,000.2 µs (4.0× nominal), 30 missed updates (longest run 3)")
+    assert lines[0].startswith(
+        "FAILS the 250 µs cycle (0 missed updates, every period ≤ 270.0 µs): worst period "
+        "1,000.2 µs (4.0× nominal), 30 missed updates (longest run 3)"
+    )
     assert "10,000 cycles observed, so events rarer than about 1 in 10,000 cycles are unseen" in out
     slack = next(line for line in lines if line.split()[:1] == ["slack"]).split()[2::2]  # p50, p1, p0.1, p0.01, min
     p50, p1, p01, p001, low = (float(x.replace(",", "")) for x in slack)

@@ -24,10 +24,12 @@ import pytest
 from softrt.session import interrupts as deferral
 from softrt.store.history import History
 
+
 def test_sigterm_and_sighup_are_counted_like_ctrl_c_and_named():
     escaped = []
-    before = {sig: signal.signal(sig, lambda signum, frame: escaped.append(signum))
-              for sig in (signal.SIGTERM, signal.SIGHUP)}  # without the deferral these would end pytest
+    before = {
+        sig: signal.signal(sig, lambda signum, frame: escaped.append(signum)) for sig in (signal.SIGTERM, signal.SIGHUP)
+    }  # without the deferral these would end pytest
     try:
         with deferral.deferred():
             os.kill(os.getpid(), signal.SIGTERM)
@@ -68,13 +70,18 @@ def _stored(out_dir) -> dict:
 
 
 @pytest.mark.rt
-def test_sigterm_to_the_process_group_stores_the_partial_run_with_the_cycles_so_far(tmp_path, state_dir,
-                                                                                      rt_settings_restored):
+def test_sigterm_to_the_process_group_stores_the_partial_run_with_the_cycles_so_far(
+    tmp_path, state_dir, rt_settings_restored
+):
     """The issue's probe: SIGTERM a few seconds into a 6 s run, sent as ``timeout`` sends it (to the group)."""
     out_dir = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--duration", "6s", "--json", "--out-dir",
-                             str(out_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "softrt", "run", "--duration", "6s", "--json", "--out-dir", str(out_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     _wait(lambda: _running(out_dir))
     os.killpg(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
@@ -82,22 +89,32 @@ def test_sigterm_to_the_process_group_stores_the_partial_run_with_the_cycles_so_
     s = json.loads(out)  # printed
     assert s["status"] == "partial" and s["partial_reason"] == "interrupted by SIGTERM"
     assert 0 < s["cycles"] < 6 * 4000 and s["records_missing"] == 0  # the worker ignored it and ended cleanly
-    assert _stored(out_dir)["cycles"] == s["cycles"] == pq.read_metadata(out_dir / s["run_id"] / "samples.parquet").num_rows
+    assert (
+        _stored(out_dir)["cycles"]
+        == s["cycles"]
+        == pq.read_metadata(out_dir / s["run_id"] / "samples.parquet").num_rows
+    )
     assert [r.status for r in History().list_runs()] == ["partial"]
     assert all(c["restored"] for c in s["tuning"]["system_changes"])
     assert list(state_dir.glob("restore/*.jsonl")) == []
 
 
 @pytest.mark.rt
-def test_a_closed_terminal_sighup_stops_compare_keeps_its_run_and_nothing_crashes(tmp_path, state_dir,
-                                                                                  rt_settings_restored):
+def test_a_closed_terminal_sighup_stops_compare_keeps_its_run_and_nothing_crashes(
+    tmp_path, state_dir, rt_settings_restored
+):
     """A closed ssh session: SIGHUP, and the terminal gone (every later write fails with EIO)."""
     out_dir = tmp_path / "runs"
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "compare", "untuned", "tuned", "--duration", "6s",
-                             "--out-dir", str(out_dir)], stdin=slave, stdout=slave, stderr=slave,
-                            start_new_session=True, env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
-                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))  # the command's terminal
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "softrt", "compare", "untuned", "tuned", "--duration", "6s", "--out-dir", str(out_dir)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+    )  # the command's terminal
     os.close(slave)
     try:
         _wait(lambda: _drained(master) and _running(out_dir))  # (a full terminal would stop the live view)

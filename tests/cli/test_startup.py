@@ -38,7 +38,8 @@ def test_the_worker_and_the_simulator_start_without_the_session_layer():
     assert _loaded_after("import softrt.loop.worker") == set()
     # softrt ecat-sim, started dozens of times by the EtherCAT tests: its control requests are read
     # by the store's bounded reader (so the store and pyarrow, loaded before it answers a frame).
-    assert _loaded_after("from softrt.cli import main\ntry:\n    main(['ecat-sim', '--help'])\n"
-                         "except SystemExit:\n    pass") <= {"softrt.store", "pyarrow"}
+    assert _loaded_after(
+        "from softrt.cli import main\ntry:\n    main(['ecat-sim', '--help'])\nexcept SystemExit:\n    pass"
+    ) <= {"softrt.store", "pyarrow"}
     # The public API still reaches the session layer, on first use.
     assert _loaded_after("import softrt\nsoftrt.RunConfig, softrt.run") >= {"softrt.session.run"}

@@ -11,8 +11,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from ..synthetic import write_synthetic_run
 from softrt.schema.tail import Tail
+
+from ..synthetic import write_synthetic_run
 
 
 def _cyclictest_v(path, latencies_us, thread: int = 0) -> None:
@@ -28,7 +29,7 @@ def _latencies(n: int, seed: int = 0) -> np.ndarray:
     lat = rng.integers(8, 30, n).astype(float)
     tail = rng.random(n) < 0.02
     u = rng.random(tail.sum())
-    lat[tail] = 30 + 20 / -0.2 * (u ** 0.2 - 1)  # GPD(ξ = -0.2, σ = 20) by inversion
+    lat[tail] = 30 + 20 / -0.2 * (u**0.2 - 1)  # GPD(ξ = -0.2, σ = 20) by inversion
     return np.floor(lat)
 
 
@@ -55,11 +56,16 @@ def test_a_refusal_is_an_answer_and_bad_input_one_line(tmp_path, run_cli):
     (tmp_path / "const.csv").write_text("period_us\n" + "250\n" * 5000)
     (tmp_path / "neg.csv").write_text("x\n" + "".join(f"{v}\n" for v in np.arange(-5, 4995)))
     (tmp_path / "empty.txt").write_text("")
-    cases = [(str(tmp_path / "empty.txt"),), (str(tmp_path / "const.csv"), "--column", "period_us", "--deadline-us", "270"),
-             (str(tmp_path / "const.csv"), "--column", "nope", "--deadline-us", "270"),
-             (str(tmp_path / "neg.csv"), "--column", "x", "--deadline-us", "270"),
-             (str(tmp_path / "const.csv"), "--column", "period_us"),  # no deadline for a column
-             (str(few), "--target", "1/fortnight"), (str(few), "--gap-ms", "0"), (str(tmp_path / "missing"),)]
+    cases = [
+        (str(tmp_path / "empty.txt"),),
+        (str(tmp_path / "const.csv"), "--column", "period_us", "--deadline-us", "270"),
+        (str(tmp_path / "const.csv"), "--column", "nope", "--deadline-us", "270"),
+        (str(tmp_path / "neg.csv"), "--column", "x", "--deadline-us", "270"),
+        (str(tmp_path / "const.csv"), "--column", "period_us"),  # no deadline for a column
+        (str(few), "--target", "1/fortnight"),
+        (str(few), "--gap-ms", "0"),
+        (str(tmp_path / "missing"),),
+    ]
     for args in cases:
         code, out, err = run_cli("tail", *args)
         assert code == 2 and out == "" and err.startswith("softrt: error: ") and err.count("\n") == 1, (args, err)
@@ -83,11 +89,24 @@ def test_an_rt_tests_histogram_has_no_time_order(tmp_path, run_cli):
     rng = np.random.default_rng(2)
     lat = np.floor(10 + rng.exponential(4, 50_000)).astype(int)
     values, counts = np.unique(lat, return_counts=True)
-    doc = {"file_version": 1, "cmdline:": "cyclictest -m -p80 -i250 -t1 -h400 --json=x.json",
-           "rt_test_version:": "2.5", "num_threads": 1, "resolution_in_ns": 0,
-           "thread": {"0": {"histogram": {str(v): int(c) for v, c in zip(values, counts)}, "cycles": int(lat.size),
-                            "min": int(lat.min()), "max": int(lat.max()), "avg": float(lat.mean()), "cpu": 1,
-                            "node": 0}}}
+    doc = {
+        "file_version": 1,
+        "cmdline:": "cyclictest -m -p80 -i250 -t1 -h400 --json=x.json",
+        "rt_test_version:": "2.5",
+        "num_threads": 1,
+        "resolution_in_ns": 0,
+        "thread": {
+            "0": {
+                "histogram": {str(v): int(c) for v, c in zip(values, counts)},
+                "cycles": int(lat.size),
+                "min": int(lat.min()),
+                "max": int(lat.max()),
+                "avg": float(lat.mean()),
+                "cpu": 1,
+                "node": 0,
+            }
+        },
+    }
     f = tmp_path / "ct.json"
     f.write_text(json.dumps(doc))
     code, out, err = run_cli("tail", str(f), "--deadline-us", "60", "--json")
@@ -102,8 +121,9 @@ def test_a_file_cyclictest_wrote(tmp_path, run_cli, machine_lock):
     """cyclictest's own -v output, 1 s (its header's "Interval" is not -i's: the interval is ours)."""
     f = tmp_path / "ct.txt"
     with f.open("w") as out:
-        subprocess.run(["cyclictest", "-m", "-p80", "-i250", "-a1", "-t1", "-D1", "-q", "-v"], stdout=out, check=True,
-                       timeout=30)
+        subprocess.run(
+            ["cyclictest", "-m", "-p80", "-i250", "-a1", "-t1", "-D1", "-q", "-v"], stdout=out, check=True, timeout=30
+        )
     code, out, err = run_cli("tail", str(f), "--json")
     tail = Tail.from_dict(json.loads(out))
     assert code == 0, err

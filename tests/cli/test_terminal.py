@@ -16,14 +16,23 @@ from rich.console import Console
 
 from softrt.cli.render import clean, emit, render_summary
 from softrt.cli.watch import render_thread
-from ..synthetic import write_synthetic_run
 from softrt.schema.summary import RunSummary
+
+from ..synthetic import write_synthetic_run
 
 #: Every C0 control but NUL (no path holds one), DEL and every C1 control, then the sequences that a
 #: terminal acts on: CSI (colour, cursor), OSC (title; 52 writes the clipboard), DCS, in 7 and 8 bits.
 CONTROLS = "".join(chr(c) for c in (*range(1, 0x20), 0x7F, *range(0x80, 0xA0)))
-SEQUENCES = ("\x1b[31m", "\x1b]0;PWNED\x1b\\", "\x1b]52;c;cHduZWQ=\x07", "\x1bP1$r0m\x1b\\", "\x9b2J",
-             "\x9d0;PWNED\x9c", "\x90q\x9c", "\x1b[2J\x1b[H")
+SEQUENCES = (
+    "\x1b[31m",
+    "\x1b]0;PWNED\x1b\\",
+    "\x1b]52;c;cHduZWQ=\x07",
+    "\x1bP1$r0m\x1b\\",
+    "\x9b2J",
+    "\x9d0;PWNED\x9c",
+    "\x90q\x9c",
+    "\x1b[2J\x1b[H",
+)
 HOSTILE = "x" + "".join(SEQUENCES) + CONTROLS.replace("\n", "")
 
 
@@ -55,23 +64,32 @@ def test_every_command_shows_a_hostile_run_directory_cleanly(run_cli, home, host
     runs = str(hostile_run.parent)
     out_dir = tmp_path / _dirname("out" + HOSTILE)
     out_dir.mkdir()
-    for args in (["show", str(hostile_run)], ["history", "add", runs], ["history"],
-                 ["history", "--host", HOSTILE], ["report", str(hostile_run), "-o", str(out_dir)]):
+    for args in (
+        ["show", str(hostile_run)],
+        ["history", "add", runs],
+        ["history"],
+        ["history", "--host", HOSTILE],
+        ["report", str(hostile_run), "-o", str(out_dir)],
+    ):
         code, out, err = run_cli(*args)
-        assert code in (0, 1) or args[0] == "report" and "is a directory" in err, (args, err)
+        assert code in (0, 1) or (args[0] == "report" and "is a directory" in err), (args, err)
         assert_clean(out + err, " ".join(args[:2]))
     assert "Run stored in" in run_cli("show", str(hostile_run))[1]
 
 
-@pytest.mark.parametrize("args", [
-    ["show", HOSTILE],                          # not a run: the error quotes the argument
-    ["report", HOSTILE],                        # an unknown run id
-    ["report", "last", "-o", "/no/such/" + _dirname(HOSTILE)],
-    [_dirname(HOSTILE)],                        # click's own error: no such command
-    ["history", "--limit", HOSTILE],            # click's own error: not an integer
-    ["import", "/no/" + _dirname(HOSTILE)],
-    ["run", "--duration", HOSTILE],
-], ids=["show", "report-id", "report-o", "command", "option", "import", "run"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", HOSTILE],  # not a run: the error quotes the argument
+        ["report", HOSTILE],  # an unknown run id
+        ["report", "last", "-o", "/no/such/" + _dirname(HOSTILE)],
+        [_dirname(HOSTILE)],  # click's own error: no such command
+        ["history", "--limit", HOSTILE],  # click's own error: not an integer
+        ["import", "/no/" + _dirname(HOSTILE)],
+        ["run", "--duration", HOSTILE],
+    ],
+    ids=["show", "report-id", "report-o", "command", "option", "import", "run"],
+)
 def test_error_messages_are_one_clean_line(run_cli, home, args):
     code, out, err = run_cli(*args)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
@@ -98,8 +116,11 @@ def test_run_and_watch_print_run_stored_in_cleanly(tmp_path, render):
 def test_a_styled_terminal_gets_only_richs_own_sequences(tmp_path):
     """On a terminal rich adds its colours (SGR): those are the only escape sequences left."""
     buf = io.StringIO()
-    emit(Console(file=buf, width=100, force_terminal=True, color_system="standard"),
-         f"[bold]softrt[/]: {HOSTILE}", markup=True)
+    emit(
+        Console(file=buf, width=100, force_terminal=True, color_system="standard"),
+        f"[bold]softrt[/]: {HOSTILE}",
+        markup=True,
+    )
     text = buf.getvalue()
     assert "PWNED" in text and "\x1b[1m" in text  # rich's bold
     assert_clean(re.sub("\x1b\\[[0-9;]*m", "", text), "styled")
@@ -128,8 +149,11 @@ def test_the_cli_prints_only_through_emit():
     assert not bad, bad
 
 
-_EMITTERS = {f"render.py:{i + 1}" for i, line in enumerate((CLI / "render.py").read_text().splitlines())
-             if "con.print(*(cleaned(" in line}
+_EMITTERS = {
+    f"render.py:{i + 1}"
+    for i, line in enumerate((CLI / "render.py").read_text().splitlines())
+    if "con.print(*(cleaned(" in line
+}
 
 
 def test_a_huge_figure_is_shown_in_scientific_form_with_the_run_id(run_cli, home, tmp_path):

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-
-_spec = importlib.util.spec_from_file_location("softrt_audit_trees", Path(__file__).parent.parent / "audit" / "trees.py")
+_spec = importlib.util.spec_from_file_location(
+    "softrt_audit_trees", Path(__file__).parent.parent / "audit" / "trees.py"
+)
 trees = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(trees)
-
-
 
 
 @pytest.fixture
@@ -75,14 +74,17 @@ def test_the_rt_cpu_defaults_and_an_irq_the_kernel_keeps_is_reboot_only(run_cli,
     assert "only at boot (managed or per-CPU): IRQ 36 virtio1-req.0" in out
 
 
-@pytest.mark.parametrize("args,words", [
-    (["--rt-cpus", "7"], "CPU 7 does not exist"),
-    (["--rt-cpus", "0-1"], "one housekeeping CPU must stay"),
-    (["--rt-cpus", ""], "no real-time CPU"),
-    (["--rt-cpus", "1", "--apply", "--revert"], "cannot be combined"),
-    (["--revert", "--rt-cpus", "1"], "drop --rt-cpus"),
-    (["--revert"], "nothing to revert"),
-])
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--rt-cpus", "7"], "CPU 7 does not exist"),
+        (["--rt-cpus", "0-1"], "one housekeeping CPU must stay"),
+        (["--rt-cpus", ""], "no real-time CPU"),
+        (["--rt-cpus", "1", "--apply", "--revert"], "cannot be combined"),
+        (["--revert", "--rt-cpus", "1"], "drop --rt-cpus"),
+        (["--revert"], "nothing to revert"),
+    ],
+)
 def test_bad_input(run_cli, state_dir, vm, args, words):
     before = trees.files_under(vm)
     code, out, err = run_cli("tune", "--root", str(vm), *args)
@@ -91,10 +93,13 @@ def test_bad_input(run_cli, state_dir, vm, args, words):
     assert trees.files_under(vm) == before
 
 
-@pytest.mark.parametrize("content,words", [
-    ("garbage\n{}\n", "corrupt"),
-    ('{"format": "someone-else"}\n', "not a softrt tune state file"),
-])
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        ("garbage\n{}\n", "corrupt"),
+        ('{"format": "someone-else"}\n', "not a softrt tune state file"),
+    ],
+)
 def test_corrupt_or_foreign_state(run_cli, state_dir, vm, content, words):
     state_dir.mkdir(parents=True)
     (state_dir / "tune-state.jsonl").write_text(content)
@@ -129,8 +134,9 @@ def test_apply_and_revert_wait_for_a_real_time_run(run_cli, state_dir, verb):
     if verb == ["--revert"]:  # something to revert, on a tree-free state: an empty tune of this machine
         state_dir.mkdir(parents=True)
         boot = open("/proc/sys/kernel/random/boot_id").read().strip()
-        (state_dir / "tune-state.jsonl").write_text(json.dumps(
-            {"format": "softrt-tune-state", "version": 1, "root": "/", "boot_id": boot}) + "\n")
+        (state_dir / "tune-state.jsonl").write_text(
+            json.dumps({"format": "softrt-tune-state", "version": 1, "root": "/", "boot_id": boot}) + "\n"
+        )
     plat = get_platform()
     fd = plat.try_lock(plat.machine_lock_path("rt-loop"))  # held as softrt run holds it
     try:
@@ -138,7 +144,10 @@ def test_apply_and_revert_wait_for_a_real_time_run(run_cli, state_dir, verb):
     finally:
         os.close(fd)
     assert code == 2 and out == ""
-    assert f"real-time softrt run is in progress (pid {os.getpid()} (user {pwd.getpwuid(os.geteuid()).pw_name}" in err and err.count("\n") == 1
+    assert (
+        f"real-time softrt run is in progress (pid {os.getpid()} (user {pwd.getpwuid(os.geteuid()).pw_name}" in err
+        and err.count("\n") == 1
+    )
     assert f"kill {os.getpid()}" in err
     assert (state_dir / "tune-state.jsonl").exists() == (verb == ["--revert"])
 
@@ -163,18 +172,23 @@ def test_threads_that_exited_are_counted_not_listed():
     from rich.console import Console
 
     from softrt.audit import Result
-    from softrt.platform.journal import Outcome
     from softrt.cli.tune import render_result
+    from softrt.platform.journal import Outcome
 
-    result = Result(Path("state"), [Outcome(f"python3 (30492/{tid})", "gone", "the thread exited") for tid in range(51)]
-                    + [Outcome(f"bash ({pid}/{pid})", "restored", "CPUs 0-1") for pid in range(64)]
-                    + [Outcome("/proc/sys/kernel/sched_rt_runtime_us", "restored", "950000")])
+    result = Result(
+        Path("state"),
+        [Outcome(f"python3 (30492/{tid})", "gone", "the thread exited") for tid in range(51)]
+        + [Outcome(f"bash ({pid}/{pid})", "restored", "CPUs 0-1") for pid in range(64)]
+        + [Outcome("/proc/sys/kernel/sched_rt_runtime_us", "restored", "950000")],
+    )
     console = Console(width=200, record=True)
     console.print(render_result(result, "Reverted"))
     lines = console.export_text().splitlines()
-    assert lines == ["Reverted: 65 restored, 51 gone",
-                     "  kernel settings: restored sched_rt_runtime_us 950000",
-                     "  threads: restored 64 to CPUs 0-1; 51 left alone (exited, gone or already set)"]
+    assert lines == [
+        "Reverted: 65 restored, 51 gone",
+        "  kernel settings: restored sched_rt_runtime_us 950000",
+        "  threads: restored 64 to CPUs 0-1; 51 left alone (exited, gone or already set)",
+    ]
 
 
 def test_the_undo_hint_acts_where_the_apply_did(run_cli, state_dir, vm, tmp_path, monkeypatch):
@@ -213,9 +227,13 @@ def test_windows_tune_on_a_blind_machine_lists_what_it_could_not_read(run_cli, s
     assert "No run-time change found, but 2 fatal/high check(s) could not be read" in out
     lines = out.splitlines()
     head = lines.index("Could not be read, so nothing is planned for them (4):")
-    assert [ln.split(":", 1)[0] for ln in lines[head + 1:head + 5]] == [
-        "  idle.idle_disable (high)", "  irq.rss (high)", "  cores.csp (medium)", "  services.defender (medium)"]
-    listed = "\n".join(lines[head + 1:head + 5])
+    assert [ln.split(":", 1)[0] for ln in lines[head + 1 : head + 5]] == [
+        "  idle.idle_disable (high)",
+        "  irq.rss (high)",
+        "  cores.csp (medium)",
+        "  services.defender (medium)",
+    ]
+    listed = "\n".join(lines[head + 1 : head + 5])
     assert "read it with: powercfg.exe, missing here" in listed
     assert listed.count("read it with: a working Windows PowerShell (it printed nothing") == 3
     assert "(as Administrator); undo with: softrt tune --revert" in out and "as root" not in out

@@ -21,12 +21,15 @@ from softrt.platform import get_platform
 from ..child import call_as, nobody
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--comm", "no-such-thread-x"), "no thread named 'no-such-thread-x' is running"),
-    (("--tid", "999999999"), "no thread 999999999 is running"),
-    (("--pid", "1", "--comm", "init"), "exactly one of --pid, --tid or --comm"),
-    (("--tid", "SELF", "--period", "1us"), "period 1.0 µs is out of range"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--comm", "no-such-thread-x"), "no thread named 'no-such-thread-x' is running"),
+        (("--tid", "999999999"), "no thread 999999999 is running"),
+        (("--pid", "1", "--comm", "init"), "exactly one of --pid, --tid or --comm"),
+        (("--tid", "SELF", "--period", "1us"), "period 1.0 µs is out of range"),
+    ],
+)
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, run_cli, args, message):
     args = tuple(str(os.getpid()) if a == "SELF" else a for a in args)
     code, out, err = run_cli("watch", *args, "--out-dir", str(tmp_path / "runs"))
@@ -38,10 +41,18 @@ def test_a_thread_id_given_as_a_process_and_too_many_threads_say_what_to_do(tmp_
     stop = threading.Event()
     helper = threading.Thread(target=stop.wait)
     helper.start()
-    many = subprocess.Popen([sys.executable, "-c", "import threading, sys\nev = threading.Event()\n"
-                             "[threading.Thread(target=ev.wait, daemon=True).start() for _ in range(40)]\n"
-                             "print('ready', flush=True)\nsys.stdin.read()"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    many = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import threading, sys\nev = threading.Event()\n"
+            "[threading.Thread(target=ev.wait, daemon=True).start() for _ in range(40)]\n"
+            "print('ready', flush=True)\nsys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert many.stdout.readline().strip() == "ready"
         code, _, err = run_cli("watch", "--pid", str(helper.native_id), "--out-dir", str(tmp_path))

@@ -7,8 +7,9 @@ import importlib.util
 import sys
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location("softrt_tests_ecat_harness",
-                                               Path(__file__).parents[1] / "ethercat" / "conftest.py")
+_spec = importlib.util.spec_from_file_location(
+    "softrt_tests_ecat_harness", Path(__file__).parents[1] / "ethercat" / "conftest.py"
+)
 _harness = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = _harness  # (its dataclasses look their module up)
 _spec.loader.exec_module(_harness)

@@ -19,7 +19,7 @@ MS = 1_000_000
 
 class FakeClock:
     def __init__(self) -> None:
-        self.now = 10 ** 12
+        self.now = 10**12
 
     def __call__(self) -> int:
         return self.now
@@ -53,7 +53,7 @@ def test_diff_register_sign_and_filter_reset():
 
 def test_correction_is_bounded():
     c = DcClock(0, 0)
-    c.compare(0, 0, 10 ** 9, 0)  # a second ahead
+    c.compare(0, 0, 10**9, 0)  # a second ahead
     assert c.correction_ppb == -787_401
 
 

@@ -32,7 +32,7 @@ SDO_UPLOAD = struct.pack("<HHBBHBHB4x", 10, 0, 0, 0x13, 0x2000, 0x40, 0x1000, 0)
 
 class Clock:
     def __init__(self) -> None:
-        self.now = 10 ** 12
+        self.now = 10**12
 
     def __call__(self) -> int:
         return self.now
@@ -41,18 +41,30 @@ class Clock:
 def _bring_up() -> list[bytearray]:
     """Station addresses, SM2/SM3 and FMMUs of three CSP drives (:data:`MAP`), then PRE-OP,
     SAFE-OP, OP: as a master configures them."""
-    frames = [encode_frame([(Cmd.APWR, 0, -pos & 0xFFFF, 0x0010, struct.pack("<H", station))])
-              for pos, station in enumerate(STATIONS)]
-    frames.append(encode_frame([
-        (Cmd.FPWR, 1, THIRD, 0x0800, struct.pack("<HHBBBB", 0x1000, 128, 0x26, 0, 1, 0)),
-        (Cmd.FPWR, 2, THIRD, 0x0808, struct.pack("<HHBBBB", 0x1080, 128, 0x22, 0, 1, 0)),
-        (Cmd.FPWR, 3, THIRD, 0x0620, struct.pack("<IHBBHBBB3x", MAILBOX_AT, 128, 0, 7, 0x1000, 0, 2, 1))]))
+    frames = [
+        encode_frame([(Cmd.APWR, 0, -pos & 0xFFFF, 0x0010, struct.pack("<H", station))])
+        for pos, station in enumerate(STATIONS)
+    ]
+    frames.append(
+        encode_frame(
+            [
+                (Cmd.FPWR, 1, THIRD, 0x0800, struct.pack("<HHBBBB", 0x1000, 128, 0x26, 0, 1, 0)),
+                (Cmd.FPWR, 2, THIRD, 0x0808, struct.pack("<HHBBBB", 0x1080, 128, 0x22, 0, 1, 0)),
+                (Cmd.FPWR, 3, THIRD, 0x0620, struct.pack("<IHBBHBBB3x", MAILBOX_AT, 128, 0, 7, 0x1000, 0, 2, 1)),
+            ]
+        )
+    )
     for station, (out_at, in_at) in zip(STATIONS, MAP):
-        frames.append(encode_frame([
-            (Cmd.FPWR, 1, station, 0x0810, struct.pack("<HHBBBB", 0x1100, 8, 0x64, 0, 1, 0)),
-            (Cmd.FPWR, 2, station, 0x0818, struct.pack("<HHBBBB", 0x1400, 14, 0x20, 0, 1, 0)),
-            (Cmd.FPWR, 3, station, 0x0600, struct.pack("<IHBBHBBB3x", out_at, 8, 0, 7, 0x1100, 0, 2, 1)),
-            (Cmd.FPWR, 4, station, 0x0610, struct.pack("<IHBBHBBB3x", in_at, 14, 0, 7, 0x1400, 0, 1, 1))]))
+        frames.append(
+            encode_frame(
+                [
+                    (Cmd.FPWR, 1, station, 0x0810, struct.pack("<HHBBBB", 0x1100, 8, 0x64, 0, 1, 0)),
+                    (Cmd.FPWR, 2, station, 0x0818, struct.pack("<HHBBBB", 0x1400, 14, 0x20, 0, 1, 0)),
+                    (Cmd.FPWR, 3, station, 0x0600, struct.pack("<IHBBHBBB3x", out_at, 8, 0, 7, 0x1100, 0, 2, 1)),
+                    (Cmd.FPWR, 4, station, 0x0610, struct.pack("<IHBBHBBB3x", in_at, 14, 0, 7, 0x1400, 0, 1, 1)),
+                ]
+            )
+        )
     for state in (AlState.PREOP, AlState.SAFEOP, AlState.OP):
         frames.append(encode_frame([(Cmd.BWR, 5, 0, 0x0120, struct.pack("<H", state))]))
     return frames
@@ -67,12 +79,25 @@ CYCLIC = [(Cmd.NOP, 0xC0, 0, 0, 8), (Cmd.LRW, 0xC0, 0, 0, 44), (Cmd.FRMW, 0xC0, 
 #: What else a master sends (data drawn per frame): other logical windows, register and process
 #: RAM reads, RMWs, writes that change the configuration (AL control) or the process RAM.
 OTHERS = [
-    (Cmd.LRD, 7, 16, 0, 42), (Cmd.LWR, 7, 0, 0, 24), (Cmd.LRW, 7, 8, 0, 16), (Cmd.LRW, 7, 0, 0, 58),
-    (Cmd.FRMW, 8, OTHER, 0x0910, 8), (Cmd.FRMW, 8, 0x7777, 0x0910, 4), (Cmd.ARMW, 9, 0xFFFF, 0x0910, 8),
-    (Cmd.FRMW, 8, 0x7777, 0x0120, 2), (Cmd.LWR, 7, MAILBOX_AT, 0, 128), (Cmd.FPRD, 1, THIRD, 0x080D, 1),
-    (Cmd.FPRD, 1, REF, 0x0130, 2), (Cmd.FPRD, 1, THIRD, 0x092C, 4), (Cmd.FPRD, 1, OTHER, 0x1100, 8),
-    (Cmd.BRD, 2, 0, 0x0130, 2), (Cmd.APRD, 3, 0xFFFF, 0x0010, 2), (Cmd.FPWR, 4, OTHER, 0x1100, 8),
-    (Cmd.FPWR, 5, OTHER, 0x0120, 2), (Cmd.BWR, 6, 0, 0x0120, 2), (Cmd.FPRW, 6, REF, 0x0910, 8),
+    (Cmd.LRD, 7, 16, 0, 42),
+    (Cmd.LWR, 7, 0, 0, 24),
+    (Cmd.LRW, 7, 8, 0, 16),
+    (Cmd.LRW, 7, 0, 0, 58),
+    (Cmd.FRMW, 8, OTHER, 0x0910, 8),
+    (Cmd.FRMW, 8, 0x7777, 0x0910, 4),
+    (Cmd.ARMW, 9, 0xFFFF, 0x0910, 8),
+    (Cmd.FRMW, 8, 0x7777, 0x0120, 2),
+    (Cmd.LWR, 7, MAILBOX_AT, 0, 128),
+    (Cmd.FPRD, 1, THIRD, 0x080D, 1),
+    (Cmd.FPRD, 1, REF, 0x0130, 2),
+    (Cmd.FPRD, 1, THIRD, 0x092C, 4),
+    (Cmd.FPRD, 1, OTHER, 0x1100, 8),
+    (Cmd.BRD, 2, 0, 0x0130, 2),
+    (Cmd.APRD, 3, 0xFFFF, 0x0010, 2),
+    (Cmd.FPWR, 4, OTHER, 0x1100, 8),
+    (Cmd.FPWR, 5, OTHER, 0x0120, 2),
+    (Cmd.BWR, 6, 0, 0x0120, 2),
+    (Cmd.FPRW, 6, REF, 0x0910, 8),
 ]
 
 
@@ -109,8 +134,16 @@ def _frame(layout, cycle: int, draw=None) -> bytearray:
 
 
 def _state(sim: Simulator) -> list:
-    return [(bytes(e.mem), e.al.status, e.dc.clock.correction_ppb, e.dc.clock.diff_mean_ns,
-             [(d.state, d.position, d.velocity, d.target) for d in sim.apps[e.position].drives]) for e in sim.escs]
+    return [
+        (
+            bytes(e.mem),
+            e.al.status,
+            e.dc.clock.correction_ppb,
+            e.dc.clock.diff_mean_ns,
+            [(d.state, d.position, d.velocity, d.target) for d in sim.apps[e.position].drives],
+        )
+        for e in sim.escs
+    ]
 
 
 def _pair() -> tuple[Clock, Simulator, Simulator]:

@@ -8,16 +8,16 @@ import struct
 
 import pytest
 
-from softrt.ethercat.al import AlState, AlStateMachine, AlStatusCode
 from softrt.ecatsim.bus import Segment
 from softrt.ecatsim.cia402 import ERROR_FOLLOWING, Drive, DriveState
 from softrt.ecatsim.coe import CoeServer, ObjectDictionary
-from softrt.ethercat.description import FAKE_VENDOR_ID, csp_drive
 from softrt.ecatsim.esc import Esc
 from softrt.ecatsim.faults import FaultPlan
+from softrt.ecatsim.slave import make_app
+from softrt.ethercat.al import AlState, AlStateMachine, AlStatusCode
+from softrt.ethercat.description import FAKE_VENDOR_ID, csp_drive
 from softrt.ethercat.mapping import drive_map
 from softrt.ethercat.sii import build_image, crc8, parse_image
-from softrt.ecatsim.slave import make_app
 from softrt.ethercat.wire import Cmd, FrameError, encode_frame, parse_frame, read_wkc
 
 
@@ -39,7 +39,12 @@ def test_sii_image_round_trip():
     image = build_image(desc, serial=5)
     assert image[14] == crc8(image[:14])
     info = parse_image(image)
-    assert (info.vendor_id, info.product_code, info.serial, info.name) == (FAKE_VENDOR_ID, desc.product_code, 5, desc.name)
+    assert (info.vendor_id, info.product_code, info.serial, info.name) == (
+        FAKE_VENDOR_ID,
+        desc.product_code,
+        5,
+        desc.name,
+    )
     assert info.rx_pdos[0].index == 0x1600 and [e.index for e in info.tx_pdos[0].entries][:2] == [0x6041, 0x6064]
     m = drive_map(info.rx_pdos, info.tx_pdos)
     assert (m.controlword, m.target_position, m.modes_of_operation) == (0, 2, 6)
@@ -193,10 +198,10 @@ def test_coe_server_sdo_protocol():
     assert struct.unpack_from("<H", r, 6)[0] >> 12 == 2  # aborts travel as SDO requests
     r = request(0x40, 0x1008, 0)  # normal upload, then segments
     assert r[8] == 0x41 and struct.unpack_from("<I", r, 12)[0] == 300
-    got, toggle = bytes(r[16:16 + struct.unpack_from("<H", r, 0)[0] - 10]), 0
+    got, toggle = bytes(r[16 : 16 + struct.unpack_from("<H", r, 0)[0] - 10]), 0
     while True:
         r = request(0x60 | toggle, 0x1008, 0)
-        got += bytes(r[9:6 + struct.unpack_from("<H", r, 0)[0]])
+        got += bytes(r[9 : 6 + struct.unpack_from("<H", r, 0)[0]])
         toggle ^= 0x10
         if r[8] & 0x01:
             break
@@ -215,9 +220,12 @@ def test_a_mailbox_write_sent_again_is_answered_once():
     desc = csp_drive(coe=True)
     esc = Esc(desc, 0, make_app(desc), last=True)
     seg, station = Segment([esc]), 0x1001
-    _send(seg, (Cmd.APWR, 0, 0, 0x0010, struct.pack("<H", station)),
-          (Cmd.FPWR, 0, station, 0x0800, struct.pack("<HHBBBB", 0x1000, 128, 0x26, 0, 1, 0)),
-          (Cmd.FPWR, 0, station, 0x0808, struct.pack("<HHBBBB", 0x1080, 128, 0x22, 0, 1, 0)))
+    _send(
+        seg,
+        (Cmd.APWR, 0, 0, 0x0010, struct.pack("<H", station)),
+        (Cmd.FPWR, 0, station, 0x0800, struct.pack("<HHBBBB", 0x1000, 128, 0x26, 0, 1, 0)),
+        (Cmd.FPWR, 0, station, 0x0808, struct.pack("<HHBBBB", 0x1080, 128, 0x22, 0, 1, 0)),
+    )
     _request([esc], AlState.PREOP)
 
     def write(counter: int, sub: int) -> None:  # an SDO upload request of 0x1600:sub
@@ -261,7 +269,7 @@ def test_coe_sdo_information_fragments_a_long_object_list():
     assert len(replies) == 3
     lefts = [struct.unpack_from("<H", r, 10)[0] for r in replies]
     assert lefts == [2, 1, 0] and [r[8] & 0x80 for r in replies] == [0x80, 0x80, 0]  # "incomplete" until the last
-    data = b"".join(r[12:6 + struct.unpack_from("<H", r, 0)[0]] for r in replies)
+    data = b"".join(r[12 : 6 + struct.unpack_from("<H", r, 0)[0]] for r in replies)
     assert struct.unpack_from("<H", data)[0] == 1
     assert list(struct.unpack_from("<64H", data, 2)) == list(range(0x2000, 0x2040))
 

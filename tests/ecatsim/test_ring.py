@@ -22,8 +22,10 @@ def test_the_ring_hands_over_every_frame_with_its_receive_time(ecat_ns):
         assert select.select([rx], [], [], 0)[0] == []
         for burst in range(3):  # 9 frames through 4 slots
             before = time.clock_gettime_ns(time.CLOCK_REALTIME)
-            sent = [bytes(encode_frame([(Cmd.FPRD, 3 * burst + i, 0x1001, 0x0130, bytes(2 + i))])).ljust(60, b"\0")
-                    for i in range(3)]
+            sent = [
+                bytes(encode_frame([(Cmd.FPRD, 3 * burst + i, 0x1001, 0x0130, bytes(2 + i))])).ljust(60, b"\0")
+                for i in range(3)
+            ]
             for frame in sent:
                 tx.send(frame)
             assert select.select([rx], [], [], 2)[0] == [rx]

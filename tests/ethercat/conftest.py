@@ -65,8 +65,9 @@ class NetNs:
         return ["ip", "netns", "exec", self.name, *args] if self.name else list(args)
 
     def ip(self, *args: str) -> None:
-        subprocess.run(["ip", *(["-n", self.name] if self.name else []), *args], check=True,
-                       capture_output=True, text=True)
+        subprocess.run(
+            ["ip", *(["-n", self.name] if self.name else []), *args], check=True, capture_output=True, text=True
+        )
 
     @contextlib.contextmanager
     def inside(self):
@@ -117,8 +118,11 @@ def ecat_ns():
     else:  # e.g. under `unshare -rn`: use the private namespace we are already in
         ns = NetNs(None, f"ecm{os.getpid() % 1000}", f"ecs{os.getpid() % 1000}")
         try:
-            subprocess.run(["ip", "link", "add", ns.master_iface, "type", "veth", "peer", "name", ns.slave_iface],
-                           check=True, capture_output=True)
+            subprocess.run(
+                ["ip", "link", "add", ns.master_iface, "type", "veth", "peer", "name", ns.slave_iface],
+                check=True,
+                capture_output=True,
+            )
         except subprocess.CalledProcessError:
             pytest.skip("needs root, or run under `unshare -rn` (CAP_NET_ADMIN in a private netns)")
     try:
@@ -182,10 +186,23 @@ def start_sim(ecat_ns, tmp_path):
     def start(*args: str, fifo: bool = False) -> SimProcess:
         control = tmp_path / f"sim{len(started)}.sock"
         proc = subprocess.Popen(
-            ecat_ns.cmd(*(["taskset", "-c", str(HOUSEKEEPING_CPU), "chrt", "-f", "10"] if fifo else []),
-                        sys.executable, "-m", "softrt", "ecat-sim",
-                        "--iface", ecat_ns.slave_iface, "--control", str(control), *SIM_WATCHDOG, *args),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            ecat_ns.cmd(
+                *(["taskset", "-c", str(HOUSEKEEPING_CPU), "chrt", "-f", "10"] if fifo else []),
+                sys.executable,
+                "-m",
+                "softrt",
+                "ecat-sim",
+                "--iface",
+                ecat_ns.slave_iface,
+                "--control",
+                str(control),
+                *SIM_WATCHDOG,
+                *args,
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         line = proc.stdout.readline()  # "ecat-sim: N slave(s) answering on ecs0" once bound
         while line.startswith("softrt: "):  # what the start of every softrt command cleaned up first
             line = proc.stdout.readline()

@@ -85,19 +85,24 @@ def test_slave_refusing_op_is_reported_with_state_and_code(start_sim, ecat_ns):
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
 def test_no_raw_socket_privilege():
     # Drop CAP_NET_RAW from the bounding set: even root then cannot open a raw socket.
-    code = ("from softrt.ethercat import EcatError, open_device\n"
-            "try:\n    open_device('ethercat:lo', 250000)\nexcept EcatError as e:\n    print(e.reason)\n")
-    out = subprocess.run(["setpriv", "--bounding-set=-net_raw", sys.executable, "-c", code],
-                         capture_output=True, text=True)
+    code = (
+        "from softrt.ethercat import EcatError, open_device\n"
+        "try:\n    open_device('ethercat:lo', 250000)\nexcept EcatError as e:\n    print(e.reason)\n"
+    )
+    out = subprocess.run(
+        ["setpriv", "--bounding-set=-net_raw", sys.executable, "-c", code], capture_output=True, text=True
+    )
     assert out.stdout.strip() == "permission", out.stderr
 
 
 def test_ecat_sim_cli_bad_interface():
-    out = subprocess.run([sys.executable, "-m", "softrt", "ecat-sim", "--iface", "nosuch0"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "softrt", "ecat-sim", "--iface", "nosuch0"], capture_output=True, text=True
+    )
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        "softrt: error: EtherCAT on nosuch0: no such network interface (list interfaces with 'ip link')"]
+        "softrt: error: EtherCAT on nosuch0: no such network interface (list interfaces with 'ip link')"
+    ]
 
 
 def test_ecat_sim_delay_is_a_time(run_cli):
@@ -118,19 +123,38 @@ def test_device_state_errors():
         EtherCATMaster("x", 0)
 
 
-@pytest.mark.parametrize("content, device, says", [
-    ("[defaults]\nrx = [\"0x6040/16\"]\n", "ethercat:nosuch0", "rx: lacks 0x607A/32"),
-    ("[defaults\n", "ethercat:nosuch0", "is not valid TOML"),
-    (b"\x00\xff" * 100, "ethercat:nosuch0", "is not UTF-8 text"),
-    ("", "virtual", "--ecat-drives describes EtherCAT drives"),
-])
+@pytest.mark.parametrize(
+    "content, device, says",
+    [
+        ('[defaults]\nrx = ["0x6040/16"]\n', "ethercat:nosuch0", "rx: lacks 0x607A/32"),
+        ("[defaults\n", "ethercat:nosuch0", "is not valid TOML"),
+        (b"\x00\xff" * 100, "ethercat:nosuch0", "is not UTF-8 text"),
+        ("", "virtual", "--ecat-drives describes EtherCAT drives"),
+    ],
+)
 def test_a_bad_drive_description_is_one_line_and_exit_2(tmp_path, content, device, says):
     drives = tmp_path / "drives.toml"
     drives.write_bytes(content if isinstance(content, bytes) else content.encode())
-    proc = subprocess.run([sys.executable, "-m", "softrt", "run", "--device", device, "--ecat-drives", str(drives),
-                           "--duration", "1s", "--out-dir", str(tmp_path / "runs")],
-                          capture_output=True, text=True, env={**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "s")},
-                          timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--device",
+            device,
+            "--ecat-drives",
+            str(drives),
+            "--duration",
+            "1s",
+            "--out-dir",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "s")},
+        timeout=60,
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], proc.stderr
@@ -150,4 +174,5 @@ def test_a_bus_that_dies_in_the_scan_ends_bring_up_in_seconds(start_sim, ecat_ns
     assert str(info.value).startswith("EtherCAT on ecm0: bring-up, step scan: the bus went silent (no slave answers)")
     assert took_s < 20  # seconds, not minutes
     import pysoem  # SOEM's timeouts are back as they were (the patient ones of this test)
+
     assert pysoem.settings.timeouts.eeprom == 200_000

@@ -46,10 +46,10 @@ def segment(frame: bytearray) -> bytearray:
     """What a segment does to softrt's frame: inputs and WKC 3 into the LRW, a time into the FRMW."""
     out = bytearray(frame)
     nop, lrw, *rest = parse_frame(out)
-    out[lrw.data_offset + 6:lrw.data_offset + 12] = b"INPUTS"
+    out[lrw.data_offset + 6 : lrw.data_offset + 12] = b"INPUTS"
     write_wkc(out, lrw, 3)
     for dg in rest:
-        out[dg.data_offset:dg.data_offset + 8] = struct.pack("<Q", 123_456_789)
+        out[dg.data_offset : dg.data_offset + 8] = struct.pack("<Q", 123_456_789)
         write_wkc(out, dg, 1)
     return out
 
@@ -73,17 +73,29 @@ def wire():
 def test_the_frame_carries_its_number_and_takes_its_own_reply(wire):
     frame = wire(lambda f: [segment(f)])
     nop, lrw, frmw = parse_frame(frame.tx)
-    assert [(d.cmd, d.idx) for d in (nop, lrw, frmw)] == [(Cmd.NOP, CYCLIC_INDEX), (Cmd.LRW, CYCLIC_INDEX),
-                                                         (Cmd.FRMW, CYCLIC_INDEX)]
+    assert [(d.cmd, d.idx) for d in (nop, lrw, frmw)] == [
+        (Cmd.NOP, CYCLIC_INDEX),
+        (Cmd.LRW, CYCLIC_INDEX),
+        (Cmd.FRMW, CYCLIC_INDEX),
+    ]
     assert (lrw.logical_address, lrw.length, frmw.adp, frmw.ado) == (0x100, 12, 0x1001, 0x0910)
-    frame.tx[frame.data_at:frame.data_at + 6] = b"OUTPUT"
+    frame.tx[frame.data_at : frame.data_at + 6] = b"OUTPUT"
     for n in (1, 2, 3):
         assert frame.exchange(TIMEOUT_NS) == 3
         assert struct.unpack_from("<Q", frame.rx, nop.data_offset)[0] == frame.seq == n
-        assert frame.rx[frame.data_at + 6:frame.data_at + 12] == b"INPUTS"
+        assert frame.rx[frame.data_at + 6 : frame.data_at + 12] == b"INPUTS"
         assert frame.rtt_ns > 0 and frame.dc_time == 123_456_789
-    assert frame.report() == {"sent": 3, "answered": 3, "unanswered": 0, "late": 0, "late_rtt_us": None,
-                              "duplicates": 0, "bad": {}, "foreign": 0, "send_errors": 0}
+    assert frame.report() == {
+        "sent": 3,
+        "answered": 3,
+        "unanswered": 0,
+        "late": 0,
+        "late_rtt_us": None,
+        "duplicates": 0,
+        "bad": {},
+        "foreign": 0,
+        "send_errors": 0,
+    }
 
 
 def test_a_reply_for_an_earlier_frame_is_late_never_the_answer():
@@ -111,12 +123,15 @@ def test_a_reply_for_an_earlier_frame_is_late_never_the_answer():
     assert frame.rtt_ns == 0  # no round trip from a frame not proven fresh
 
 
-@pytest.mark.parametrize("change, kind", [
-    (lambda f, lrw: f.__setitem__(lrw.header_offset, Cmd.LRD), "command"),
-    (lambda f, lrw: f.__setitem__(lrw.header_offset + 6, f[lrw.header_offset + 6] - 2), "length"),
-    (lambda f, lrw: f.__setitem__(lrw.header_offset + 2, f[lrw.header_offset + 2] + 1), "address"),
-    (lambda f, lrw: f.__setitem__(lrw.header_offset + 1, 0x05), "index"),
-])
+@pytest.mark.parametrize(
+    "change, kind",
+    [
+        (lambda f, lrw: f.__setitem__(lrw.header_offset, Cmd.LRD), "command"),
+        (lambda f, lrw: f.__setitem__(lrw.header_offset + 6, f[lrw.header_offset + 6] - 2), "length"),
+        (lambda f, lrw: f.__setitem__(lrw.header_offset + 2, f[lrw.header_offset + 2] + 1), "address"),
+        (lambda f, lrw: f.__setitem__(lrw.header_offset + 1, 0x05), "index"),
+    ],
+)
 def test_a_changed_reply_is_bad_by_kind_never_accepted(wire, change, kind):
     def changed(f):
         out = segment(f)
@@ -129,12 +144,14 @@ def test_a_changed_reply_is_bad_by_kind_never_accepted(wire, change, kind):
 
 
 def test_short_duplicate_foreign_and_unsent_frames(wire):
-    answers = iter([
-        lambda f: [segment(f)[:30]],  # cut short
-        lambda f: [segment(f), segment(f)],  # answered twice: the copy is a duplicate
-        lambda f: [encode_frame([(Cmd.BRD, 3, 0, 0x130, bytes(2))]), segment(f)],  # SOEM's own, then ours
-        lambda f: [_renumbered(segment(f), 99)],  # a number never sent
-    ])
+    answers = iter(
+        [
+            lambda f: [segment(f)[:30]],  # cut short
+            lambda f: [segment(f), segment(f)],  # answered twice: the copy is a duplicate
+            lambda f: [encode_frame([(Cmd.BRD, 3, 0, 0x130, bytes(2))]), segment(f)],  # SOEM's own, then ours
+            lambda f: [_renumbered(segment(f), 99)],  # a number never sent
+        ]
+    )
     frame = wire(lambda f: next(answers)(f))
     assert frame.exchange(20_000_000) == NOFRAME
     assert frame.exchange(TIMEOUT_NS) == 3

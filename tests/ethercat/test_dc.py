@@ -21,11 +21,11 @@ def test_0x092c_is_sign_and_magnitude():
     assert decode_diff(0x0000_0064) == 100
     assert decode_diff(0x8000_0064) == -100
     assert decode_diff(0x8000_0000) == 0
-    assert decode_diff(0xFFFF_FFFF) == -(2 ** 31 - 1)  # not two's complement (that would be -1)
-    for v in (0, 1, -1, 12_345, -987_654, 2 ** 31 - 1, -(2 ** 31 - 1)):
+    assert decode_diff(0xFFFF_FFFF) == -(2**31 - 1)  # not two's complement (that would be -1)
+    for v in (0, 1, -1, 12_345, -987_654, 2**31 - 1, -(2**31 - 1)):
         assert decode_diff(encode_diff(v)) == v
     assert encode_diff(-5) == 0x8000_0005
-    assert encode_diff(2 ** 40) == 0x7FFF_FFFF  # saturates
+    assert encode_diff(2**40) == 0x7FFF_FFFF  # saturates
 
 
 def test_phase_error_wraps_to_half_a_cycle():
@@ -39,8 +39,9 @@ def test_phase_error_wraps_to_half_a_cycle():
     assert phase_error(sync0 - 7 * period - 250_000, sync0, period, -250_000) == 0
 
 
-def _plant(lock: PhaseLock, period: int, drift_ppm: float, start_error: int, cycles: int, jitter_ns: int = 0,
-           seed: int = 1) -> list[int]:
+def _plant(
+    lock: PhaseLock, period: int, drift_ppm: float, start_error: int, cycles: int, jitter_ns: int = 0, seed: int = 1
+) -> list[int]:
     """The phase the lock sees, cycle by cycle: the frame's DC time runs drift_ppm fast, and each edge
     move shifts the next frame by as much (plus random wake-up jitter)."""
     rng = random.Random(seed)
@@ -128,8 +129,7 @@ def test_monitor_phase_rate_and_series():
 
 def test_monitor_lock_moves_the_edges():
     period = 500_000
-    mon = DcMonitor(period, 0, (0, "ref"), None, lock=True, shift_ns=-100_000, sample_every=100,
-                    sync0_active=True)
+    mon = DcMonitor(period, 0, (0, "ref"), None, lock=True, shift_ns=-100_000, sample_every=100, sync0_active=True)
     origin = 0  # the host's cycle origin, moved by the lock
     for k in range(4000):
         host = origin + k * period
@@ -148,10 +148,13 @@ def test_probe_reads_every_slave_and_matches_its_sequence():
     probe.send()
     frame = bytearray(b.recv(2048))
     dgs = parse_frame(frame)
-    assert [(d.cmd, d.adp, d.ado, d.length) for d in dgs[:2]] == [(Cmd.FPRD, 0x1001, 0x092C, 4), (Cmd.FPRD, 0x1002, 0x092C, 4)]
+    assert [(d.cmd, d.adp, d.ado, d.length) for d in dgs[:2]] == [
+        (Cmd.FPRD, 0x1001, 0x092C, 4),
+        (Cmd.FPRD, 0x1002, 0x092C, 4),
+    ]
     assert frame[INDEX_OFFSET] == 0xDC and len(frame) >= 60
     # An answer: slave 1 is 1.5 µs behind; slave 2 did not answer (working counter 0).
-    frame[dgs[0].data_offset:dgs[0].data_offset + 4] = encode_diff(-1500).to_bytes(4, "little")
+    frame[dgs[0].data_offset : dgs[0].data_offset + 4] = encode_diff(-1500).to_bytes(4, "little")
     write_wkc(frame, dgs[0], 1)
     stale = bytearray(frame)
     stale[dgs[2].data_offset] ^= 0xFF  # another sequence number: an older probe's answer

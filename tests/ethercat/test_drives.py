@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.schema.config import RunConfig
-from softrt.session.config import device_options
 from softrt.ethercat.description import CSP_RX_ENTRIES, CSP_TX_ENTRIES
 from softrt.ethercat.drives import DriveConfig, entry_text, load_drives
 from softrt.ethercat.mapping import drive_maps
 from softrt.ethercat.preop import wanted_objects
+from softrt.schema.config import RunConfig
+from softrt.session.config import device_options
 
 GOOD = """
 [defaults]
@@ -65,31 +65,36 @@ def test_axis_n_uses_objects_plus_0x800_and_pdos_plus_0x10():
     tx = pdos_from_mapping([(p, wanted[p]) for p in wanted[0x1C13]])
     maps = drive_maps(rx, tx)
     assert [(m.controlword, m.target_position, m.statusword, m.position_actual) for m in maps] == [
-        (0, 2, 0, 2), (8, 10, 14, 16)]
+        (0, 2, 0, 2),
+        (8, 10, 14, 16),
+    ]
 
 
-@pytest.mark.parametrize("text, says", [
-    ("[defaults\n", "not valid TOML"),
-    (b"\xff\xfe\x00garbage", "not UTF-8"),
-    ("color = 1\n", "color: unknown key"),
-    ("[defaults]\nspeed = 3\n", "unknown key speed"),
-    ("[defaults]\nassign = \"sometimes\"\n", "assign: must be one of auto, always, never"),
-    ("[defaults]\nrx = [\"0x6040/16\"]\n", "rx: lacks 0x607A/32"),
-    ("[defaults]\ntx = [\"0x6041/16\", \"0x6064/24\"]\n", "an object has 8, 16 or 32 bits"),
-    ("[defaults]\nrx = [\"0x6040/16\", \"0x607A/32\", \"0x6840/16\"]\n", "give axis 0's object"),
-    ("[defaults]\nrx = [\"0x6040/16\", \"0x607A/32\", \"0x6040/16\"]\n", "maps an object twice"),
-    ("[defaults]\nrx = \"0x6040/16\"\n", "must be a list"),
-    ("[defaults]\nrx = [\"rm -rf /\"]\n", "is not of the form"),
-    ("[[drive]]\naxes = 2\n", "says which drive it is for"),
-    ("[[drive]]\nposition = -1\n", "position: must be a whole number"),
-    ("[[drive]]\nposition = true\n", "position: must be a whole number"),
-    ("[[drive]]\nposition = 1\naxes = 9\n", "axes: must be a whole number from 1 to 8"),
-    ("[[drive]]\nposition = 1\n[[drive]]\nposition = 1\n", "position 1 is described twice"),
-    ("drive = 3\n", "must be an array of tables"),
-    ("[defaults]\nrx = [\"\\u001b[31m\"]\n", "is not of the form"),
-    ("x = " + "[" * 2000 + "]" * 2000 + "\n", "not valid TOML"),
-    ("[[drive]]\nposition = " + "9" * 5000 + "\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("[defaults\n", "not valid TOML"),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+        ("color = 1\n", "color: unknown key"),
+        ("[defaults]\nspeed = 3\n", "unknown key speed"),
+        ('[defaults]\nassign = "sometimes"\n', "assign: must be one of auto, always, never"),
+        ('[defaults]\nrx = ["0x6040/16"]\n', "rx: lacks 0x607A/32"),
+        ('[defaults]\ntx = ["0x6041/16", "0x6064/24"]\n', "an object has 8, 16 or 32 bits"),
+        ('[defaults]\nrx = ["0x6040/16", "0x607A/32", "0x6840/16"]\n', "give axis 0's object"),
+        ('[defaults]\nrx = ["0x6040/16", "0x607A/32", "0x6040/16"]\n', "maps an object twice"),
+        ('[defaults]\nrx = "0x6040/16"\n', "must be a list"),
+        ('[defaults]\nrx = ["rm -rf /"]\n', "is not of the form"),
+        ("[[drive]]\naxes = 2\n", "says which drive it is for"),
+        ("[[drive]]\nposition = -1\n", "position: must be a whole number"),
+        ("[[drive]]\nposition = true\n", "position: must be a whole number"),
+        ("[[drive]]\nposition = 1\naxes = 9\n", "axes: must be a whole number from 1 to 8"),
+        ("[[drive]]\nposition = 1\n[[drive]]\nposition = 1\n", "position 1 is described twice"),
+        ("drive = 3\n", "must be an array of tables"),
+        ('[defaults]\nrx = ["\\u001b[31m"]\n', "is not of the form"),
+        ("x = " + "[" * 2000 + "]" * 2000 + "\n", "not valid TOML"),
+        ("[[drive]]\nposition = " + "9" * 5000 + "\n", "not valid TOML"),
+    ],
+)
 def test_bad_descriptions_are_one_line_with_the_fix(text, says):
     with pytest.raises(ConfigError) as err:
         load(text)
@@ -105,8 +110,12 @@ def test_the_file_is_read_bounded_before_anything_starts(tmp_path):
     assert device_options_of(good)["drives"].plan_for(1, 0, 0).axes == 2
     huge = tmp_path / "huge.toml"
     huge.write_text("# x\n" * 20_000)
-    for path, says in ((tmp_path / "nope.toml", "cannot read drive description"), (tmp_path, "not a regular file"),
-                       ("/dev/zero", "not a regular file"), (huge, "larger than 64 KiB")):
+    for path, says in (
+        (tmp_path / "nope.toml", "cannot read drive description"),
+        (tmp_path, "not a regular file"),
+        ("/dev/zero", "not a regular file"),
+        (huge, "larger than 64 KiB"),
+    ):
         with pytest.raises(ConfigError, match=says):
             device_options_of(path)
     with pytest.raises(ConfigError, match="--ecat-drives describes EtherCAT drives"):

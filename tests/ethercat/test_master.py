@@ -69,12 +69,21 @@ CYCLES = 4_000  # a second at 250 µs, with faults of each kind every 1,000-1,60
 
 
 def test_csp_4000_cycles_with_counted_faults(start_sim, ecat_ns):
-    sim = start_sim("--slaves", "3", "--device", "csp-drive", "--device", "io-16di", "--device", "csp-drive",
-                    fifo=True)  # (lost frames are counted exactly: a stalled simulator would lose one more)
+    sim = start_sim(
+        "--slaves", "3", "--device", "csp-drive", "--device", "io-16di", "--device", "csp-drive", fifo=True
+    )  # (lost frames are counted exactly: a stalled simulator would lose one more)
     dev = open_master(ecat_ns, axes=2)
-    trajectory = Trajectory(MotionConfig(axes=2, distance_counts=20_000, velocity_counts_per_s=40_000,
-                                         accel_counts_per_s2=400_000, jerk_counts_per_s3=8e6, dwell_s=0.1),
-                            PERIOD_NS)
+    trajectory = Trajectory(
+        MotionConfig(
+            axes=2,
+            distance_counts=20_000,
+            velocity_counts_per_s=40_000,
+            accel_counts_per_s2=400_000,
+            jerk_counts_per_s3=8e6,
+            dwell_s=0.1,
+        ),
+        PERIOD_NS,
+    )
     targets = []
 
     def values(k):
@@ -132,7 +141,10 @@ def test_watchdog_faults_the_drive(start_sim, ecat_ns):
         # Out of OP, the slave no longer takes outputs: the working counter drops, AL status is
         # read in that (lost) cycle and names the cause; the device has failed.
         assert dev.flags & FLAG_DEVICE_ERROR and dev.flags & FLAG_DEVICE_FAILED
-        assert dev.failure == "slave 0 'softrt virtual CSP drive' left OP: SAFEOP+ERR, AL status 0x001B sync manager watchdog"
+        assert (
+            dev.failure
+            == "slave 0 'softrt virtual CSP drive' left OP: SAFEOP+ERR, AL status 0x001B sync manager watchdog"
+        )
         assert dev.counters().to_dict()["wkc_errors"] == 1 and dev.al_reads == 1
         assert dev.drive_status()[0]["confirmed_cycle"] == -1  # no valid frame in the run
     finally:
@@ -171,10 +183,9 @@ def run_cycles_more(dev: EtherCATMaster, n: int) -> list[int]:
 
 def test_ctrl_c_disables_drives_and_returns_bus_to_init(start_sim, ecat_ns):
     sim = start_sim("--slaves", "2")
-    with pytest.raises(KeyboardInterrupt):
-        with open_master(ecat_ns, axes=2) as dev:
-            run_cycles(dev, 100, lambda k: [k * 1.0, -k * 1.0])
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), open_master(ecat_ns, axes=2) as dev:
+        run_cycles(dev, 100, lambda k: [k * 1.0, -k * 1.0])
+        raise KeyboardInterrupt
     assert dev.state is MasterState.CLOSED
     slaves = sim.stats()["slaves"]
     assert [s["al_state"] for s in slaves] == ["INIT", "INIT"]
@@ -192,7 +203,9 @@ def test_coe_drive_configured_by_sdo(start_sim, ecat_ns):
         assert s["cycle_ns"] == 500_000  # 0x60C2 written by SDO (no DC here)
         assert s["sdo_requests"] > 0 and s["drive_state"] == "OPERATION_ENABLED"
         assert not dev.dc_active
-        assert dev.counters().to_dict()["distributed_clocks"] == {"absent": "distributed clocks were turned off (dc=False)"}
+        assert dev.counters().to_dict()["distributed_clocks"] == {
+            "absent": "distributed clocks were turned off (dc=False)"
+        }
         run_cycles(dev, 50, lambda k: 10.0 * k)
     finally:
         dev.stop()
@@ -227,9 +240,8 @@ def test_enable_failure_after_a_drive_enabled_runs_the_disable_sequence(start_si
     monkeypatch.setattr(EtherCATMaster, "_enable", enable_then_fail)
     seen = _drive_states_at_shutdown(monkeypatch, sim)
     dev = EtherCATMaster(ecat_ns.master_iface, PERIOD_NS, 2, receive_timeout_us=TIMEOUT_US, watchdog_ms=1000)
-    with pytest.raises(EcatError, match="injected"):
-        with ecat_ns.inside():
-            dev.open()
+    with pytest.raises(EcatError, match="injected"), ecat_ns.inside():
+        dev.open()
     assert dev.state is MasterState.CLOSED
     # Disabled by CiA 402 commands before the bus left OP (not stopped by the AL change).
     assert seen == [["SWITCH_ON_DISABLED"] * 2]
@@ -322,8 +334,10 @@ def test_an_enable_step_not_reached_names_every_drive(start_sim, ecat_ns, monkey
     monkeypatch.setattr(EtherCATMaster, "_enable", enable_then_wait_for_the_impossible)
     with pytest.raises(EcatError, match="a state no drive reaches") as info:
         open_master(ecat_ns, axes=2, enable_timeout_s=0.05)
-    assert sorted(info.value.seen) == ["drive 'softrt virtual CSP drive' (slave 0)",
-                                       "drive 'softrt virtual CSP drive' (slave 1)"]
+    assert sorted(info.value.seen) == [
+        "drive 'softrt virtual CSP drive' (slave 0)",
+        "drive 'softrt virtual CSP drive' (slave 1)",
+    ]
     assert "(slave 0) statusword 0x" in str(info.value) and "(slave 1) statusword 0x" in str(info.value)
 
 
@@ -337,8 +351,9 @@ def test_a_slave_leaving_op_early_in_the_run_is_named_not_a_lost_bus(start_sim, 
         sim.control(cmd="al_error", slave=0, state="SAFEOP", code=0x001A)
         flags = run_cycles(dev, dev.bus_timeout_frames + 5, lambda k: 0.0, start=False)
         assert flags[-1] & FLAG_DEVICE_FAILED
-        assert dev.failure == ("slave 0 'softrt virtual CSP drive' left OP: SAFEOP+ERR, "
-                               "AL status 0x001A synchronization error")
+        assert dev.failure == (
+            "slave 0 'softrt virtual CSP drive' left OP: SAFEOP+ERR, AL status 0x001A synchronization error"
+        )
     finally:
         dev.stop()
 
@@ -356,8 +371,9 @@ def test_a_link_that_goes_down_is_named_not_a_silent_bus(start_sim, ecat_ns):
         ecat_ns.ip("link", "set", ecat_ns.slave_iface, "down")
         flags = run_cycles(dev, 25, lambda k: 0.0, start=False)
         assert flags[-1] & FLAG_DEVICE_FAILED
-        assert dev.failure.startswith(f"link down on {ecat_ns.master_iface} (no carrier): 20 frames sent in a row"), \
+        assert dev.failure.startswith(f"link down on {ecat_ns.master_iface} (no carrier): 20 frames sent in a row"), (
             dev.failure
+        )
         assert link_problem(ecat_ns.master_iface, dev._sock) == "no carrier"
         ecat_ns.ip("link", "set", ecat_ns.master_iface, "down")
         assert link_problem(ecat_ns.master_iface, dev._sock) == "the interface is down"
@@ -402,10 +418,10 @@ def test_an_sii_read_of_zeros_is_read_again_and_zeros_of_its_own_are_kept():
             if word in self.missed:
                 self.missed.discard(word)
                 return bytes(4)
-            return true[2 * word:2 * word + 4].ljust(4, b"\xff")
+            return true[2 * word : 2 * word + 4].ljust(4, b"\xff")
 
     image = read_sii(Slave())
-    assert len(image) > 2 * 0x50 and image == true[:len(image)]
+    assert len(image) > 2 * 0x50 and image == true[: len(image)]
     info = parse_image(image)
     assert drive_map(info.rx_pdos, info.tx_pdos) is not None
 
@@ -434,8 +450,17 @@ class _MappedBus:
     SAFE-OP with) and the process data sizes SOEM mapped for it."""
 
     def __init__(self, output_bytes: int, input_bytes: int, al_status: int = 0x001E) -> None:
-        slave = type("Slave", (), {"name": "softrt virtual CSP drive", "state": 0x12, "al_status": al_status,
-                                   "output": bytes(output_bytes), "input": bytes(input_bytes)})
+        slave = type(
+            "Slave",
+            (),
+            {
+                "name": "softrt virtual CSP drive",
+                "state": 0x12,
+                "al_status": al_status,
+                "output": bytes(output_bytes),
+                "input": bytes(input_bytes),
+            },
+        )
         self.slaves = [slave()]
 
     def config_map(self) -> int:
@@ -448,8 +473,18 @@ class _MappedBus:
 def _drive_info():
     from softrt.ethercat.bringup import SlaveInfo
 
-    return SlaveInfo(position=0, name="softrt virtual CSP drive", vendor_id=0x1337, product_code=1, has_coe=True,
-                     has_dc=True, drives=[], missing=[], output_bytes=12, input_bytes=14)
+    return SlaveInfo(
+        position=0,
+        name="softrt virtual CSP drive",
+        vendor_id=0x1337,
+        product_code=1,
+        has_coe=True,
+        has_dc=True,
+        drives=[],
+        missing=[],
+        output_bytes=12,
+        input_bytes=14,
+    )
 
 
 def test_a_slave_refusing_its_syncmanagers_is_a_refused_mapping_named_with_soems_sizes():
@@ -469,8 +504,9 @@ def test_a_slave_refusing_its_syncmanagers_is_a_refused_mapping_named_with_soems
     err = refused(_MappedBus(12, 0))
     assert isinstance(err, MappingRefused) and err.reason == "state_timeout"
     assert "AL status code 0x001E (invalid input config)" in str(err)
-    assert str(err).endswith("on slave 0 'softrt virtual CSP drive': SOEM mapped 12 output and 0 input "
-                             "bytes, its PDOs take 12 and 14")
+    assert str(err).endswith(
+        "on slave 0 'softrt virtual CSP drive': SOEM mapped 12 output and 0 input bytes, its PDOs take 12 and 14"
+    )
     err = refused(_MappedBus(12, 14, al_status=0x001D))  # the sizes its PDOs take: a write that did not land
     assert isinstance(err, MappingRefused) and "0x001D (invalid output config)" in str(err)
     assert "SOEM mapped" not in str(err)
@@ -489,23 +525,32 @@ def test_a_refused_mapping_is_brought_up_again_once_and_said(start_sim, ecat_ns,
         calls.append(len(m.slaves))
         if len(calls) == 1:  # SOEM's first mapping (done, then refused): the bus is left in INIT, SOEM closed
             real(m, iface, *args, **kw)
-            raise MappingRefused("state_timeout", iface, "bring-up, step SAFE-OP: not all slaves reached SAFE-OP; "
-                                 "on slave 0 'softrt virtual CSP drive': SOEM mapped 12 output and 0 input bytes, "
-                                 "its PDOs take 12 and 14")
+            raise MappingRefused(
+                "state_timeout",
+                iface,
+                "bring-up, step SAFE-OP: not all slaves reached SAFE-OP; "
+                "on slave 0 'softrt virtual CSP drive': SOEM mapped 12 output and 0 input bytes, "
+                "its PDOs take 12 and 14",
+            )
         return real(m, iface, *args, **kw)
 
     monkeypatch.setattr(bringup, "map_and_safeop", refused)
     dev = open_master(ecat_ns)
     try:
         assert calls == [1, 1]  # a whole second bring-up, from a new SOEM context
-        assert dev.warnings[-1] == ("bring-up was tried twice: bring-up, step SAFE-OP: not all slaves reached "
-                                    "SAFE-OP; on slave 0 'softrt virtual CSP drive': SOEM mapped 12 output and 0 "
-                                    "input bytes, its PDOs take 12 and 14")
+        assert dev.warnings[-1] == (
+            "bring-up was tried twice: bring-up, step SAFE-OP: not all slaves reached "
+            "SAFE-OP; on slave 0 'softrt virtual CSP drive': SOEM mapped 12 output and 0 "
+            "input bytes, its PDOs take 12 and 14"
+        )
         assert sim.stats()["slaves"][0]["al_state"] == "OP"
     finally:
         dev.stop()
-    monkeypatch.setattr(bringup, "map_and_safeop", lambda *a, **kw: (_ for _ in ()).throw(
-        MappingRefused("state_timeout", "ecm0", "refused again")))
+    monkeypatch.setattr(
+        bringup,
+        "map_and_safeop",
+        lambda *a, **kw: (_ for _ in ()).throw(MappingRefused("state_timeout", "ecm0", "refused again")),
+    )
     with pytest.raises(MappingRefused, match="refused again"):  # refused again: the run fails
         open_master(ecat_ns)
     assert sim.stats()["slaves"][0]["al_state"] == "INIT"

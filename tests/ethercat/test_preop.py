@@ -11,16 +11,17 @@ import time
 
 import pytest
 
+from softrt.ethercat.description import FAKE_VENDOR_ID
 from softrt.ethercat.drives import parse_drives
 from softrt.ethercat.errors import EcatError
 from softrt.ethercat.master import SW_MASK, SW_OE, EtherCATMaster
-from softrt.ethercat.description import FAKE_VENDOR_ID
 
 PERIOD_NS = 1_000_000
 COE = ("--device", "csp-drive-coe")
 #: Target first and no mode object; statusword after the position, plus the error code.
-REORDERED = parse_drives({"defaults": {"rx": ["0x607A/32", "0x6040/16"],
-                                       "tx": ["0x6064/32", "0x6041/16", "0x603F/16"]}}, "test")
+REORDERED = parse_drives(
+    {"defaults": {"rx": ["0x607A/32", "0x6040/16"], "tx": ["0x6064/32", "0x6041/16", "0x603F/16"]}}, "test"
+)
 
 
 def open_master(ns, axes=1, **options) -> EtherCATMaster:
@@ -62,7 +63,9 @@ def test_a_drive_that_refuses_assignment_keeps_its_own_mapping(start_sim, ecat_n
     start_sim(*COE, "--fixed-pdos")
     dev = open_master(ecat_ns, drives=REORDERED)
     try:
-        assert dev.slaves[0].pdo_source.startswith("the drive's own (0x1600:00 = 0 is not writable: SDO abort 0x06010002")
+        assert dev.slaves[0].pdo_source.startswith(
+            "the drive's own (0x1600:00 = 0 is not writable: SDO abort 0x06010002"
+        )
         assert dev.drive_status()[0]["statusword"] & SW_MASK == SW_OE
     finally:
         dev.stop()
@@ -82,7 +85,9 @@ def test_a_mapping_the_drive_rejects_is_a_failure_naming_the_object(start_sim, e
     bad = parse_drives({"defaults": {"rx": ["0x6040/16", "0x607A/32", "0x6065/32"]}}, "test")  # not mappable
     with pytest.raises(EcatError) as err:
         open_master(ecat_ns, drives=bad)
-    assert "slave 0 'softrt virtual CSP drive (CoE)': writing 0x1600:00 = 3 failed: SDO abort 0x06040041" in str(err.value)
+    assert "slave 0 'softrt virtual CSP drive (CoE)': writing 0x1600:00 = 3 failed: SDO abort 0x06040041" in str(
+        err.value
+    )
     assert sim.stats()["slaves"][0]["al_state"] == "INIT"  # the bus was left safe
 
 
@@ -120,8 +125,10 @@ def test_a_complete_access_abort_reaches_op_with_a_warning(start_sim, ecat_ns):
     dev = open_master(ecat_ns)
     try:
         assert dev.drive_status()[0]["statusword"] & SW_MASK == SW_OE
-        assert dev.warnings == ["PDO mapping: slave 0: 0x1C00:00 SDO abort 0x06010000 (Unsupported access to an "
-                                "object); SOEM recovered (the mapping is complete)"]
+        assert dev.warnings == [
+            "PDO mapping: slave 0: 0x1C00:00 SDO abort 0x06010000 (Unsupported access to an "
+            "object); SOEM recovered (the mapping is complete)"
+        ]
         assert dev.counters().to_dict()["warnings"] == dev.warnings
     finally:
         dev.stop()
@@ -142,8 +149,9 @@ def test_identity_error_code_and_emergency_are_reported(start_sim, ecat_ns):
         dev.stop()  # reads the faulted drive's errors by SDO; the emergency comes with them
     report = dev.counters().to_dict()["slaves"][0]
     assert report["error_register"] == 0x03 and report["error_codes"] == [0x2310]
-    assert dev.counters().to_dict()["emergencies"] == [{"slave": 0, "error_code": 0x2310, "error_register": 0x03,
-                                              "data": "0000000000"}]
+    assert dev.counters().to_dict()["emergencies"] == [
+        {"slave": 0, "error_code": 0x2310, "error_register": 0x03, "data": "0000000000"}
+    ]
 
 
 class _SoemMailbox:

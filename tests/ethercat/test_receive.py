@@ -24,8 +24,11 @@ def raw_socket(iface: str, proto: int) -> socket.socket:
 
 def test_finds_only_the_ethercat_socket_on_that_interface():
     assert ethercat_sockets("lo") == []
-    with raw_socket("lo", ETH_P_ECAT) as ecat, raw_socket("lo", ETH_P_IP), \
-            socket.socket(socket.AF_INET, socket.SOCK_DGRAM):
+    with (
+        raw_socket("lo", ETH_P_ECAT) as ecat,
+        raw_socket("lo", ETH_P_IP),
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM),
+    ):
         assert ethercat_sockets("lo") == [ecat.fileno()]
         assert ethercat_sockets("nosuch0") == []
 
@@ -35,6 +38,5 @@ def test_soem_socket_is_the_one_ethercat_socket_on_the_interface():
         soem_socket("lo")
     with raw_socket("lo", ETH_P_ECAT) as ecat:
         assert soem_socket("lo") == ecat.fileno()
-        with raw_socket("lo", ETH_P_ECAT):
-            with pytest.raises(EcatError, match="found 2"):
-                soem_socket("lo")
+        with raw_socket("lo", ETH_P_ECAT), pytest.raises(EcatError, match="found 2"):
+            soem_socket("lo")

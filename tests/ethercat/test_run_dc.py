@@ -27,22 +27,51 @@ def _run(ecat_ns, tmp_path, *extra: str, as_json: bool = True, duration: str = "
     """A run at 1 ms; 3 s by default, for the rates over seconds (the drift, the lock's correction)."""
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
     return subprocess.run(
-        ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
-                    "--period", "1ms", "--duration", duration, "--no-trace", *RUN_WAIT, "--out-dir", str(tmp_path / "runs"),
-                    "--bus-timeout", "1s",  # about the clocks, not a bus lost when this VM stalls the simulator
-                    *(["--json"] if as_json else []), *extra),
-        capture_output=True, text=True, env=env, timeout=180)
+        ecat_ns.cmd(
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--device",
+            f"ethercat:{ecat_ns.master_iface}",
+            "--period",
+            "1ms",
+            "--duration",
+            duration,
+            "--no-trace",
+            *RUN_WAIT,
+            "--out-dir",
+            str(tmp_path / "runs"),
+            "--bus-timeout",
+            "1s",  # about the clocks, not a bus lost when this VM stalls the simulator
+            *(["--json"] if as_json else []),
+            *extra,
+        ),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
 
 
 def _late_abs_mean(dc: dict) -> float:
     series = [v for v in dc["phase_series"]["abs_mean_us"] if v is not None]
-    late = series[len(series) // 2:]
+    late = series[len(series) // 2 :]
     return sum(late) / len(late)
 
 
 def test_dc_block_drift_and_phase_lock(start_sim, ecat_ns, tmp_path, run_cli):
-    sim = start_sim("--slaves", "3", "--dc-drift-ppm", str(REF_PPM), "--dc-drift-ppm", str(FAST_PPM),
-                    "--dc-drift-ppm", str(REF_PPM), fifo=True)
+    sim = start_sim(
+        "--slaves",
+        "3",
+        "--dc-drift-ppm",
+        str(REF_PPM),
+        "--dc-drift-ppm",
+        str(FAST_PPM),
+        "--dc-drift-ppm",
+        str(REF_PPM),
+        fifo=True,
+    )
     free = _run(ecat_ns, tmp_path, "--axes", "3")
     assert free.returncode == 0, free.stderr
     dc = json.loads(free.stdout)["board"]["distributed_clocks"]

@@ -35,9 +35,25 @@ def start_run(ecat_ns, tmp_path: Path, *args: str) -> subprocess.Popen:
     cycles would take the trace reader seconds."""
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state"), "SOFTRT_CHECKPOINT_INTERVAL": "0.1"}
     return subprocess.Popen(
-        ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
-                    "--json", "--no-trace", *RUN_WAIT, "--out-dir", str(tmp_path / "runs"), *args),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        ecat_ns.cmd(
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--device",
+            f"ethercat:{ecat_ns.master_iface}",
+            "--json",
+            "--no-trace",
+            *RUN_WAIT,
+            "--out-dir",
+            str(tmp_path / "runs"),
+            *args,
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def wait_for_cycles(proc: subprocess.Popen, tmp_path: Path, cycles: int, timeout_s: float = 60) -> None:
@@ -85,7 +101,9 @@ def test_killed_simulator_fails_the_run_and_keeps_its_records(start_sim, ecat_ns
     # Lost means 50 frames *sent* in a row and not answered (--bus-timeout 50 ms of 1 ms cycles),
     # whatever the host's own stalls: windows it missed sent no frame and are not counted.
     reason = s["partial_reason"]
-    assert reason.startswith("bus lost: no frame answered: 50 frames sent in a row (50.0 ms of cycles) since cycle "), reason
+    assert reason.startswith("bus lost: no frame answered: 50 frames sent in a row (50.0 ms of cycles) since cycle "), (
+        reason
+    )
     assert s["elapsed_s"] < 20  # it stopped when the bus was lost, not at the end
     # Every record up to the failure is kept; the last ones are the lost frames.
     records = read_samples(run_path(tmp_path, s))
@@ -201,9 +219,23 @@ def test_al_status_code_ends_the_run_with_that_code(start_sim, ecat_ns, tmp_path
 def test_a_bus_that_does_not_answer_is_a_runtime_failure_not_bad_input(ecat_ns, tmp_path):
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state")}
     proc = subprocess.run(
-        ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
-                    "--duration", "1s", "--out-dir", str(tmp_path / "runs")),
-        capture_output=True, text=True, env=env, timeout=120)
+        ecat_ns.cmd(
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--device",
+            f"ethercat:{ecat_ns.master_iface}",
+            "--duration",
+            "1s",
+            "--out-dir",
+            str(tmp_path / "runs"),
+        ),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 1  # the bus failed (exit 2 is for bad input: no such interface)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "no slaves answered" in lines[0], proc.stderr
@@ -221,8 +253,9 @@ def test_a_bus_that_dies_in_bring_up_fails_in_seconds_naming_the_step(start_sim,
     assert proc.returncode == 1, err
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith("softrt: error: EtherCAT on ecm0: bring-up, step SII (slave 0 'softrt virtual CSP "
-                               "drive'): the bus went silent (no slave answers) while expecting its SII EEPROM"), err
+    assert lines[0].startswith(
+        "softrt: error: EtherCAT on ecm0: bring-up, step SII (slave 0 'softrt virtual CSP "
+        "drive'): the bus went silent (no slave answers) while expecting its SII EEPROM"
+    ), err
     assert took_s < 20  # seconds (the worker's 60 s arming timeout never comes into it)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
-

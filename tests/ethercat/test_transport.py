@@ -25,7 +25,7 @@ def test_the_transport_is_chosen_by_argument_then_environment(monkeypatch):
     assert transport.choose() == "pcap"
     assert transport.choose("af_packet") == "af_packet"
     monkeypatch.setenv(transport.ENV, "npcap")
-    with pytest.raises(ConfigError, match="unknown EtherCAT transport: SOFTRT_ECAT_TRANSPORT='npcap'.*pcap"):
+    with pytest.raises(ConfigError, match=r"unknown EtherCAT transport: SOFTRT_ECAT_TRANSPORT='npcap'.*pcap"):
         transport.choose()
     monkeypatch.delenv(transport.ENV)
     assert transport.choose() == "af_packet"  # Linux's own
@@ -34,8 +34,9 @@ def test_the_transport_is_chosen_by_argument_then_environment(monkeypatch):
 @pytest.mark.rt  # a SCHED_FIFO simulator and exact frame counts: one at a time, as test_run_health
 def test_the_master_runs_over_pcap_and_never_takes_a_late_reply(start_sim, ecat_ns):
     sim = start_sim("--slaves", "2", fifo=True)  # (lost frames are counted exactly)
-    dev = EtherCATMaster(ecat_ns.master_iface, PERIOD_NS, 2, receive_timeout_us=TIMEOUT_US, watchdog_ms=1000,
-                         transport="pcap")
+    dev = EtherCATMaster(
+        ecat_ns.master_iface, PERIOD_NS, 2, receive_timeout_us=TIMEOUT_US, watchdog_ms=1000, transport="pcap"
+    )
     with ecat_ns.inside():
         dev.open()
     try:

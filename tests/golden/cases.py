@@ -58,8 +58,9 @@ def _args(w: World, args) -> list[str]:
 
 def _joined(*results: Result) -> Result:
     """Several commands as one case: their outputs in order, each headed by its exit status and stderr."""
-    text = "".join(f"--- exit {r.status}" + (f"; stderr: {r.err.strip()}" if r.err else "") + f"\n{r.out}"
-                   for r in results)
+    text = "".join(
+        f"--- exit {r.status}" + (f"; stderr: {r.err.strip()}" if r.err else "") + f"\n{r.out}" for r in results
+    )
     return _text(text)
 
 
@@ -73,12 +74,14 @@ def _src(name: str) -> Callable[[World], str]:
 
 def _rewrite(name: str) -> Case:
     """The summary.json that reading this run and writing it again produces (as store.rundir writes it)."""
+
     def run(w: World) -> Result:
         from softrt.schema.summary import RunSummary
 
         path = w.run_dir(name) / "summary.json"
         summary = RunSummary.read(json.loads(path.read_text()), path)
         return _text(w.normalise(json.dumps(summary.to_dict(), indent=2) + "\n"))
+
     return run
 
 
@@ -121,37 +124,60 @@ for _name in OLDER:
     if _name.startswith(("older-", "import-")):  # upgraded, or normalised (imported_at)
         ALIASES[f"older/show-{_name}.json"] = f"expected/older/rewrite-{_name}.json"
     else:  # written by today's softrt: rewritten byte for byte, so the file itself is the expected output
-        ALIASES[f"older/show-{_name}.json"] = ALIASES[f"older/rewrite-{_name}.json"] = f"../fixtures/summaries/{_name}.json"
+        ALIASES[f"older/show-{_name}.json"] = ALIASES[f"older/rewrite-{_name}.json"] = (
+            f"../fixtures/summaries/{_name}.json"
+        )
 
 # softrt tail of data softrt did not record (store/tailsource.py reads them).
 for _fmt in ("txt", "json"):
     _json = ("--json",) if _fmt == "json" else ()
     # (the rt-tests --json files are fitted as imported runs: tail/import-*; as a file, text only, below)
     _case(f"tail/source-cyclictest-v.{_fmt}", _cli("tail", _src("cyclictest-v.txt"), "--interval-us", "250", *_json))
-    _case(f"tail/source-csv.{_fmt}", _cli("tail", _src("periods.csv"), "--column", "period_us", "--deadline-us",
-                                          "270", *_json))
+    _case(
+        f"tail/source-csv.{_fmt}",
+        _cli("tail", _src("periods.csv"), "--column", "period_us", "--deadline-us", "270", *_json),
+    )
 # Declustered fits that reach the checks (and fail one): 1 s of data has too few clusters at the default gap.
 for _fmt in ("txt", "json"):
     _json = ("--json",) if _fmt == "json" else ()
-    _case(f"tail/source-csv-checks.{_fmt}", _cli("tail", _src("periods.csv"), "--column", "period_us", "--deadline-us",
-                                                 "270", "--gap-ms", "0.5", *_json))
-    _case(f"tail/source-cyclictest-v-checks.{_fmt}", _cli("tail", _src("cyclictest-v.txt"), "--gap-ms", "0.1",
-                                                          "--deadline-us", "100", "--threshold-us", "40", *_json))
-_case("tail/source-parquet.json", _cli("tail", _src("periods.parquet"), "--column", "period_us", "--deadline-us", "270",
-                                       "--json"))
+    _case(
+        f"tail/source-csv-checks.{_fmt}",
+        _cli("tail", _src("periods.csv"), "--column", "period_us", "--deadline-us", "270", "--gap-ms", "0.5", *_json),
+    )
+    _case(
+        f"tail/source-cyclictest-v-checks.{_fmt}",
+        _cli(
+            "tail", _src("cyclictest-v.txt"), "--gap-ms", "0.1", "--deadline-us", "100", "--threshold-us", "40", *_json
+        ),
+    )
+_case(
+    "tail/source-parquet.json",
+    _cli("tail", _src("periods.parquet"), "--column", "period_us", "--deadline-us", "270", "--json"),
+)
 _case("tail/source-cyclictest-hist.txt", _cli("tail", _src("cyclictest.json")))
 _case("tail/source-oslat-hist.txt", _cli("tail", _src("oslat.json"), "--deadline-us", "50"))
-_case("tail/source-cyclictest-v-threshold.json", _cli("tail", _src("cyclictest-v.txt"), "--threshold-us", "15",
-                                                       "--deadline-us", "60", "--target", "1/h", "--json"))
+_case(
+    "tail/source-cyclictest-v-threshold.json",
+    _cli("tail", _src("cyclictest-v.txt"), "--threshold-us", "15", "--deadline-us", "60", "--target", "1/h", "--json"),
+)
 
 # softrt import: its output, the files it wrote, and an import printed as text (into a history of its own).
 _case("import/import.json", _set_up("import/import.json"))
 for _name in IMPORTED:
     for _file_name in ("summary.json", "histogram.json", "config.json", "host.json"):
         _case(f"import/{_name}-{_file_name}", _file(_name, _file_name))
-_case("import/import-text.txt", _cli("import", _src("cyclictest.json"), _src("oslat.json"),
-                                     "--out-dir", lambda w: str(w.root / "imported-text"),
-                                     "--db", lambda w: str(w.root / "import-text.sqlite")))
+_case(
+    "import/import-text.txt",
+    _cli(
+        "import",
+        _src("cyclictest.json"),
+        _src("oslat.json"),
+        "--out-dir",
+        lambda w: str(w.root / "imported-text"),
+        "--db",
+        lambda w: str(w.root / "import-text.sqlite"),
+    ),
+)
 _case(f"synthetic/{SYNTHETIC}-summary.json", _file(SYNTHETIC, "summary.json"))
 _case(f"synthetic/{SYNTHETIC}-stats.json", _file(SYNTHETIC, "stats.json"))
 
@@ -175,17 +201,24 @@ _case("fleet/regressions.json", _cli("fleet", "--regressions", "--json"))
 for _a, _b in (("run-traced", "compare-load"), ("run-traced", "run-trapezoid"), ("run-traced", "import-oslat")):
     _case(f"diff/{_a}--{_b}.txt", _cli("diff", _dir(_a), _dir(_b)))
     _case(f"diff/{_a}--{_b}.json", _cli("diff", _dir(_a), _dir(_b), "--json"))
-_QUERY = ("SELECT run_id, scenario, host, period_max_us, period_p99_99_us, missed_updates, late_cycles, meets, "
-          "rig_label, kernel, preemption FROM runs ORDER BY run_id")
+_QUERY = (
+    "SELECT run_id, scenario, host, period_max_us, period_p99_99_us, missed_updates, late_cycles, meets, "
+    "rig_label, kernel, preemption FROM runs ORDER BY run_id"
+)
 _case("query/runs.json", _cli("query", _QUERY, "--json"))  # (DuckDB: 0.1 s a query; one is enough for the view)
 
 
 # history add and forget in a history of their own (the world's history stays as built).
 _OWN_DB = ("--db", lambda w: str(w.root / "forget.sqlite"))
-_case("history/add-forget.txt", lambda w: _joined(w.cli("history", "add", _dir("runs-all")(w), *_args(w, _OWN_DB)),
-                                                   w.cli("history", "forget", "20261204-20491", *_args(w, _OWN_DB)),
-                                                   w.cli("history", "forget", "20261204-204910", *_args(w, _OWN_DB)),
-                                                   w.cli("history", *_args(w, _OWN_DB))))
+_case(
+    "history/add-forget.txt",
+    lambda w: _joined(
+        w.cli("history", "add", _dir("runs-all")(w), *_args(w, _OWN_DB)),
+        w.cli("history", "forget", "20261204-20491", *_args(w, _OWN_DB)),
+        w.cli("history", "forget", "20261204-204910", *_args(w, _OWN_DB)),
+        w.cli("history", *_args(w, _OWN_DB)),
+    ),
+)
 
 
 # A terminal's width (COLUMNS=80): rich wraps and squeezes the tables to it. Run in the world with paths
@@ -195,6 +228,7 @@ def _columns(width: int, *args: str) -> Case:
         narrow = World(w.root, {**w.env_vars, "COLUMNS": str(width)}, w.results)
         with contextlib.chdir(w.root):
             return narrow.cli(*args)
+
     return run
 
 
@@ -203,21 +237,27 @@ _case("history/list-80-columns.txt", _columns(80, "history"))
 
 
 # More of the readers' options, through the history.
-_case("history/since-until.json", _cli("history", "--since", "2026-12-04T20:49:10", "--until", "2026-12-04T20:51:56",
-                                       "--json"))
+_case(
+    "history/since-until.json",
+    _cli("history", "--since", "2026-12-04T20:49:10", "--until", "2026-12-04T20:51:56", "--json"),
+)
 _case("fleet/scenario-run.json", _cli("fleet", "--scenario", "run", "--json"))
 _case("fleet/kernel-none.txt", _cli("fleet", "--kernel", "0.0-none"))
 _case("diff/last-1--last.txt", _cli("diff", "last~1", "last"))
-_case("tail/run-traced-options.json", _cli("tail", _dir("run-traced"), "--target", "1/week", "--gap-ms", "5",
-                                            "--threshold-us", "251", "--json"))
+_case(
+    "tail/run-traced-options.json",
+    _cli("tail", _dir("run-traced"), "--target", "1/week", "--gap-ms", "5", "--threshold-us", "251", "--json"),
+)
 _case("tail/run-traced-options.txt", _cli("tail", _dir("run-traced"), "--target", "1/day", "--deadline-us", "260"))
 
 # Bad input: one line on stderr, exit status 2 (the stored status holds both).
 _case("errors/show-unknown.txt", _cli("show", "nosuchrun"))
 _case("errors/tail-csv-no-column.txt", _cli("tail", _src("periods.csv")))
 _case("errors/tail-bad-interval.txt", _cli("tail", _src("cyclictest-v.txt"), "--interval-us", "0"))
-_case("errors/import-not-rt-tests.txt", _cli("import", _src("periods.csv"), "--out-dir",
-                                              lambda w: str(w.root / "imported-bad")))
+_case(
+    "errors/import-not-rt-tests.txt",
+    _cli("import", _src("periods.csv"), "--out-dir", lambda w: str(w.root / "imported-bad")),
+)
 _case("errors/diff-not-a-run.txt", _cli("diff", _dir("run-traced"), lambda w: str(w.root / "sources")))
 _case("errors/history-bad-since.txt", _cli("history", "--since", "yesterday"))
 
@@ -235,8 +275,11 @@ _case("tune/captured-rt-cpu-0.json", _cli("tune", *_CAP, "--rt-cpus", "0", "--js
 # softrt compare after its loops: the scenario runs pooled, judged and printed (scenario/compare.py's
 # _pool and verdict, cli/compare.py's _print), over stored runs standing for the rounds. Only this adapter
 # reaches into the modules; if the refactor renames what it calls, change the adapter, not the outputs.
-COMPARE = (("untuned", ("run-late-untuned",)), ("tuned", ("run-traced", "run-trapezoid")),
-           ("tuned+load", ("compare-load",)))
+COMPARE = (
+    ("untuned", ("run-late-untuned",)),
+    ("tuned", ("run-traced", "run-trapezoid")),
+    ("tuned+load", ("compare-load",)),
+)
 
 
 def _compare_result(w: World):
@@ -253,8 +296,14 @@ def _compare_result(w: World):
         rounds = []
         for i, source in enumerate(sources, 1):
             summary = load_run_summary(w.run_dir(source))
-            rounds.append(sc.ScenarioRun(scenario=scenario, round=i, result=RunResult(summary, w.run_dir(source)),
-                                         loads=list(summary.loads or [])))
+            rounds.append(
+                sc.ScenarioRun(
+                    scenario=scenario,
+                    round=i,
+                    result=RunResult(summary, w.run_dir(source)),
+                    loads=list(summary.loads or []),
+                )
+            )
         pooled[name] = sc._pool(planned, rounds)
         runs += rounds
     return sc.CompareResult(runs=runs, pooled=pooled, verdict=sc.verdict(pooled), checks=[])
@@ -305,20 +354,24 @@ def _plots_not_rendered() -> Iterator[None]:
 
 def _report(*args: str | Callable[[World], str], html: str) -> Case:
     """``softrt report ARGS``: what it prints, and the HTML it wrote (at *html* in the world) as its own case."""
+
     def run(w: World) -> Result:
         with _plots_not_rendered():
             result = _cli("report", *args)(w)
         w.results[f"report/{html}"] = _text(w.normalise((w.root / html).read_text(encoding="utf-8")))
         return result
+
     return run
 
 
 def _written(key: str, maker: str) -> Case:
     """A file a command of another case wrote (*maker* runs it first when it has not run yet)."""
+
     def run(w: World) -> Result:
         if key not in w.results:
             CASES[maker](w)
         return w.results[key]
+
     return run
 
 
@@ -332,8 +385,18 @@ def _broken_run(w: World) -> str:
     return str(path)
 
 
-_case("report/report.txt", _report(_dir("runs-all"), lambda w: str(w.root / "imported"), _dir(SYNTHETIC), _broken_run,
-                                   "-o", lambda w: str(w.root / "report.html"), html="report.html"))
+_case(
+    "report/report.txt",
+    _report(
+        _dir("runs-all"),
+        lambda w: str(w.root / "imported"),
+        _dir(SYNTHETIC),
+        _broken_run,
+        "-o",
+        lambda w: str(w.root / "report.html"),
+        html="report.html",
+    ),
+)
 _case("report/report.html", _written("report/report.html", "report/report.txt"))
 _case("report/fleet.txt", _report("--fleet", lambda w: str(w.root / "fleet.html"), html="fleet.html"))
 _case("report/fleet.html", _written("report/fleet.html", "report/fleet.txt"))
@@ -346,6 +409,7 @@ def _report_model(name: str) -> Case:
         with w.env():
             view = load_run(w.run_dir(name))
         return _text(w.normalise(json.dumps(model(view), indent=1) + "\n"))
+
     return run
 
 
@@ -371,5 +435,4 @@ def status_of(result: Result) -> dict:
 
 def stored_cases() -> list[str]:
     """Every file under expected/ (status.json aside), by the name of the case that owns it."""
-    return sorted(p.relative_to(EXPECTED).as_posix() for p in EXPECTED.rglob("*")
-                  if p.is_file() and p != STATUS)
+    return sorted(p.relative_to(EXPECTED).as_posix() for p in EXPECTED.rglob("*") if p.is_file() and p != STATUS)

@@ -59,24 +59,64 @@ def make_runs(work: Path) -> None:
     runs = work / "runs"
     common = ["--out-dir", str(runs), "-q", "--metrics-linger", "0"]
     _sh([*SOFTRT, "run", "--duration", "1s", *common])
-    _sh([*SOFTRT, "run", "--duration", "1s", "--motion", "trapezoid", "--axes", "2", "--wait", "sleep",
-         "--no-trace", *common])
+    _sh(
+        [
+            *SOFTRT,
+            "run",
+            "--duration",
+            "1s",
+            "--motion",
+            "trapezoid",
+            "--axes",
+            "2",
+            "--wait",
+            "sleep",
+            "--no-trace",
+            *common,
+        ]
+    )
     _sh([*SOFTRT, "run", "--duration", "1s", "--samples", "late", "--profile", "none", *common])
-    _sh([*SOFTRT, "compare", "tuned+load", "--duration", "1s", "--load-backend", "builtin", "--out-dir", str(runs),
-         "-q", "--metrics-linger", "0"])
+    _sh(
+        [
+            *SOFTRT,
+            "compare",
+            "tuned+load",
+            "--duration",
+            "1s",
+            "--load-backend",
+            "builtin",
+            "--out-dir",
+            str(runs),
+            "-q",
+            "--metrics-linger",
+            "0",
+        ]
+    )
 
 
 def make_watch(work: Path) -> None:
     runs = work / "runs"
     # A watch of a thread softrt did not write: cyclictest on CPU 0 at 1 ms, watched for 2 s.
-    ct = subprocess.Popen(["cyclictest", "-m", "-p", "70", "-i", "1000", "-a", "0", "-t", "1", "-D", "6", "-q"],
-                          stdout=subprocess.DEVNULL)
+    ct = subprocess.Popen(
+        ["cyclictest", "-m", "-p", "70", "-i", "1000", "-a", "0", "-t", "1", "-D", "6", "-q"], stdout=subprocess.DEVNULL
+    )
     try:
         time.sleep(1.0)
         # --pid: this cyclictest's threads only (not another one on the machine); its main thread sleeps
         # until the end, so the watch may say PARTIAL (exit 1) when cyclictest exits first: not an error.
-        cmd = [*SOFTRT, "watch", "--pid", str(ct.pid), "--duration", "2s", "--out-dir", str(runs), "-q",
-               "--metrics-linger", "0"]
+        cmd = [
+            *SOFTRT,
+            "watch",
+            "--pid",
+            str(ct.pid),
+            "--duration",
+            "2s",
+            "--out-dir",
+            str(runs),
+            "-q",
+            "--metrics-linger",
+            "0",
+        ]
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=False)
     finally:
@@ -88,8 +128,27 @@ def make_sources(work: Path) -> None:
     src.mkdir(parents=True, exist_ok=True)
     with open(src / "cyclictest-v.txt", "wb") as fh:
         _sh(["cyclictest", "-m", "-p", "80", "-i", "250", "-a", "1", "-t", "1", "-D", "1", "-q", "-v"], stdout=fh)
-    _sh(["cyclictest", "-m", "-p", "80", "-i", "250", "-a", "1", "-t", "1", "-h", "400", "-D", "2", "-q",
-         f"--json={src / 'cyclictest.json'}"], stdout=subprocess.DEVNULL)
+    _sh(
+        [
+            "cyclictest",
+            "-m",
+            "-p",
+            "80",
+            "-i",
+            "250",
+            "-a",
+            "1",
+            "-t",
+            "1",
+            "-h",
+            "400",
+            "-D",
+            "2",
+            "-q",
+            f"--json={src / 'cyclictest.json'}",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     _sh(["oslat", "--cpu-list", "1", "-D", "2", f"--json={src / 'oslat.json'}"], stdout=subprocess.DEVNULL)
     # A CSV of one softrt run's periods (µs), as a user exports a column from another tool.
     import numpy as np

@@ -37,8 +37,11 @@ def world(tmp_path_factory):
 
 
 def _diff(name: str, expected: str, got: str) -> str:
-    lines = list(difflib.unified_diff(expected.splitlines(keepends=True), got.splitlines(keepends=True),
-                                      f"expected/{name}", f"now/{name}", n=2))
+    lines = list(
+        difflib.unified_diff(
+            expected.splitlines(keepends=True), got.splitlines(keepends=True), f"expected/{name}", f"now/{name}", n=2
+        )
+    )
     shown = "".join(lines[:DIFF_LINES])
     more = f"\n... {len(lines) - DIFF_LINES} more diff lines" if len(lines) > DIFF_LINES else ""
     return f"{shown}{more}"
@@ -83,8 +86,14 @@ def test_every_stored_output_has_its_case():
 
 
 def _summaries() -> list[Path]:
-    return sorted([*INPUTS.glob("runs/*/summary.json"), *OLDER_SUMMARIES.glob("*.json"),
-                   *EXPECTED.glob("import/*-summary.json"), *EXPECTED.glob("synthetic/*-summary.json")])
+    return sorted(
+        [
+            *INPUTS.glob("runs/*/summary.json"),
+            *OLDER_SUMMARIES.glob("*.json"),
+            *EXPECTED.glob("import/*-summary.json"),
+            *EXPECTED.glob("synthetic/*-summary.json"),
+        ]
+    )
 
 
 def test_summaries_read_and_rewrite():
@@ -102,4 +111,6 @@ def test_summaries_read_and_rewrite():
         assert again == summary, f"{path}: reading what was written gives another summary"
         if not path.name.startswith("older-"):
             text = path.read_text(encoding="utf-8")
-            assert json.dumps(summary.to_dict(), indent=2) + "\n" == text, f"{path}: not rewritten byte for byte; {RERUN}"
+            assert json.dumps(summary.to_dict(), indent=2) + "\n" == text, (
+                f"{path}: not rewritten byte for byte; {RERUN}"
+            )

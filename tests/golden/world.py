@@ -72,9 +72,23 @@ IMPORTED = {
     "import-oslat": "20261204-205157-vm-oslat-dd6e",
 }
 #: Summaries written by earlier versions and by today's (tests/fixtures/summaries/README.md says which).
-OLDER = ("older-885c5b1", "older-daa3854", "older-f14a215", "older-2233afd", "older-c8ee4e4", "older-53f075b",
-         "older-6b13447", "older-4e8d169", "older-337eb10", "older-compare-round-7ce7", "run", "checkpoint",
-         "compare-round", "import-cyclictest", "import-oslat")
+OLDER = (
+    "older-885c5b1",
+    "older-daa3854",
+    "older-f14a215",
+    "older-2233afd",
+    "older-c8ee4e4",
+    "older-53f075b",
+    "older-6b13447",
+    "older-4e8d169",
+    "older-337eb10",
+    "older-compare-round-7ce7",
+    "run",
+    "checkpoint",
+    "compare-round",
+    "import-cyclictest",
+    "import-oslat",
+)
 #: A checkpoint's plain rendering says whether its process still runs (a pid on this machine): JSON only.
 OLDER_JSON_ONLY = ("checkpoint",)
 SYNTHETIC = "synthetic"
@@ -173,8 +187,9 @@ def normalise(text: str, root: Path) -> str:
 
 
 def _drop_leftovers(err: str) -> str:
-    return "".join(line for line in err.splitlines(keepends=True)
-                   if not line.startswith(("softrt: removed ", "softrt: restored ")))
+    return "".join(
+        line for line in err.splitlines(keepends=True) if not line.startswith(("softrt: removed ", "softrt: restored "))
+    )
 
 
 SYNTHETIC_RUN_ID = "20261130-071502-synthhost-0007"
@@ -188,8 +203,10 @@ def _synthetic_writer():
             return importlib.import_module(name, package=__package__).write_synthetic_run
         except (ImportError, AttributeError):
             continue
-    raise AssertionError(f"the synthetic writer (write_synthetic_run) is in none of {SYNTHETIC_MODULES}: "
-                         "add where it moved to SYNTHETIC_MODULES in tests/golden/cases.py")
+    raise AssertionError(
+        f"the synthetic writer (write_synthetic_run) is in none of {SYNTHETIC_MODULES}: "
+        "add where it moved to SYNTHETIC_MODULES in tests/golden/cases.py"
+    )
 
 
 def _parquet_of_csv(csv_path: Path, parquet_path: Path) -> None:
@@ -210,19 +227,40 @@ def build_world(root: Path) -> World:
         (root / "older" / name).mkdir(parents=True)
         shutil.copyfile(OLDER_SUMMARIES / f"{name}.json", root / "older" / name / "summary.json")
     (root / "state").mkdir()
-    world = World(root, env_vars={
-        "SOFTRT_HOME": str(root / "home"), "SOFTRT_STATE_DIR": str(root / "state"),
-        "SOFTRT_DB": str(root / "history.sqlite"), "NO_COLOR": "1", "TZ": "UTC",
-        "COLUMNS": None, "LINES": None, "FORCE_COLOR": None, "SOFTRT_ARCHIVE": None, "SOFTRT_RIG_LABEL": None,
-    })
+    world = World(
+        root,
+        env_vars={
+            "SOFTRT_HOME": str(root / "home"),
+            "SOFTRT_STATE_DIR": str(root / "state"),
+            "SOFTRT_DB": str(root / "history.sqlite"),
+            "NO_COLOR": "1",
+            "TZ": "UTC",
+            "COLUMNS": None,
+            "LINES": None,
+            "FORCE_COLOR": None,
+            "SOFTRT_ARCHIVE": None,
+            "SOFTRT_RIG_LABEL": None,
+        },
+    )
     world.results["history/add.txt"] = world.cli("history", "add", str(root / "runs"))
     world.results["import/import.json"] = world.cli(
-        "import", "--json", "--out-dir", str(root / "imported"),
-        str(root / "sources" / "cyclictest.json"), str(root / "sources" / "oslat.json"))
+        "import",
+        "--json",
+        "--out-dir",
+        str(root / "imported"),
+        str(root / "sources" / "cyclictest.json"),
+        str(root / "sources" / "oslat.json"),
+    )
     _parquet_of_csv(root / "sources" / "periods.csv", root / "sources" / "periods.parquet")
     with world.env():
-        _synthetic_writer()(root / "synthetic", cycles=4000, misses=[(1000, 2), (2500, 1), (3000, 5)], seed=7,
-                            run_id=SYNTHETIC_RUN_ID, why_late=True)
+        _synthetic_writer()(
+            root / "synthetic",
+            cycles=4000,
+            misses=[(1000, 2), (2500, 1), (3000, 5)],
+            seed=7,
+            run_id=SYNTHETIC_RUN_ID,
+            why_late=True,
+        )
     return world
 
 
@@ -247,8 +285,11 @@ def model(obj: object) -> object:
         return {"summary of": obj.run_id}
     if isinstance(obj, np.ndarray):
         arr = np.ascontiguousarray(obj)
-        out: dict = {"dtype": str(arr.dtype), "shape": list(arr.shape),
-                     "sha256": hashlib.sha256(arr.tobytes()).hexdigest()[:16]}
+        out: dict = {
+            "dtype": str(arr.dtype),
+            "shape": list(arr.shape),
+            "sha256": hashlib.sha256(arr.tobytes()).hexdigest()[:16],
+        }
         if arr.dtype.kind in "biuf" and arr.size:
             out["nansum"] = model(np.nansum(arr.astype(np.float64)))
         if arr.size <= 12:

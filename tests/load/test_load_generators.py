@@ -17,8 +17,8 @@ import pytest
 from softrt.cpus import CpuSet
 from softrt.errors import InvalidState
 from softrt.load import LoadState, _worker, make_load
-from softrt.schema.summary import LoadRun
 from softrt.platform import get_platform
+from softrt.schema.summary import LoadRun
 
 from .conftest import LOAD_CPU, assert_nothing_left, descendants, needs_ffmpeg, needs_stress_ng
 
@@ -118,13 +118,15 @@ def test_video_prepared_but_never_started_leaves_nothing(load_cpus, tmp_path):
 
 @needs_ffmpeg
 def test_the_clip_is_encoded_once_per_process_and_removed_at_its_exit(tmp_path):
-    code = ("from softrt.cpus import CpuSet\nfrom softrt.load import make_load\nclips = []\n"
-            "for _ in range(2):\n"
-            f"    load = make_load('video', CpuSet([{LOAD_CPU}]), timeout_s=60, workdir={str(tmp_path)!r})\n"
-            "    load.prepare()\n"
-            "    clips.append((str(load._clip), load._clip.stat().st_mtime_ns))\n"
-            "    load.stop()\n"
-            "print(clips[0][0], clips[0] == clips[1])\n")
+    code = (
+        "from softrt.cpus import CpuSet\nfrom softrt.load import make_load\nclips = []\n"
+        "for _ in range(2):\n"
+        f"    load = make_load('video', CpuSet([{LOAD_CPU}]), timeout_s=60, workdir={str(tmp_path)!r})\n"
+        "    load.prepare()\n"
+        "    clips.append((str(load._clip), load._clip.stat().st_mtime_ns))\n"
+        "    load.stop()\n"
+        "print(clips[0][0], clips[0] == clips[1])\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     clip, same = out.stdout.split()

@@ -67,9 +67,8 @@ def test_load_that_dies_while_settling_is_reported(backend, load_cpus, tmp_path)
 
     watcher = Watch()
     watcher.start()
-    with pytest.raises(LoadFailed) as info:
-        with LoadGroup([victim, other], settle_s=5.0):
-            pytest.fail("the group must not hand over with a dead load")
+    with pytest.raises(LoadFailed) as info, LoadGroup([victim, other], settle_s=5.0):
+        pytest.fail("the group must not hand over with a dead load")
     watcher.join()
     assert info.value.name == "cpu"
     assert "settled" in str(info.value)
@@ -79,10 +78,9 @@ def test_load_that_dies_while_settling_is_reported(backend, load_cpus, tmp_path)
 
 def test_keyboard_interrupt_stops_every_load(load_cpus, tmp_path):
     loads = [make_load(n, load_cpus, "builtin", timeout_s=60, workdir=tmp_path) for n in ("cpu", "disk")]
-    with pytest.raises(KeyboardInterrupt):
-        with LoadGroup(loads, settle_s=0.3) as group:
-            procs = descendants()
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), LoadGroup(loads, settle_s=0.3) as group:
+        procs = descendants()
+        raise KeyboardInterrupt
     assert {r.name for r in group.results} == {"cpu", "disk"}
     assert_nothing_left(procs, {pid for load in loads for pid in load.pids()}, tmp_path)
 
@@ -152,9 +150,8 @@ def test_gpu_load_that_cannot_render_is_reported_with_stress_ngs_reason(load_cpu
     # A render node path that does not exist: stress-ng's gpu stressor skips itself and exits,
     # which is exactly what happens on a machine whose GPU has no usable EGL/GBM driver.
     load = media.gpu(load_cpus, str(tmp_path / "renderD128"), timeout_s=60, workdir=tmp_path)
-    with pytest.raises(LoadFailed) as info:
-        with LoadGroup([load], settle_s=3.0):
-            pytest.fail("the group must not hand over with a dead load")
+    with pytest.raises(LoadFailed) as info, LoadGroup([load], settle_s=3.0):
+        pytest.fail("the group must not hand over with a dead load")
     assert info.value.name == "gpu"
     assert "renderD128" in str(info.value)
     assert not descendants()

@@ -11,8 +11,7 @@ import pytest
 
 from softrt.cpus import CpuSet
 from softrt.errors import ConfigError, InvalidCpu
-from softrt.load import LOAD_NAMES, SkippedLoad, make_load, resolve_backend
-from softrt.load import media
+from softrt.load import LOAD_NAMES, SkippedLoad, make_load, media, resolve_backend
 from softrt.load.stressng import MIB_TO_MB, parse_metrics_yaml
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -76,8 +75,17 @@ def test_skipped_result_is_the_summary_document(tmp_path, monkeypatch):
     load.stop()
     data = json.loads(json.dumps(load.result().to_dict()))
     assert data["cpus"] == "0" and data["achieved"] == {} and "ffmpeg" in data["skipped_reason"]
-    assert list(data) == ["name", "backend", "cpus", "achieved", "duration_s", "skipped_reason", "command",
-                          "notes", "problems"]
+    assert list(data) == [
+        "name",
+        "backend",
+        "cpus",
+        "achieved",
+        "duration_s",
+        "skipped_reason",
+        "command",
+        "notes",
+        "problems",
+    ]
 
 
 def test_parse_stress_ng_yaml():
@@ -89,13 +97,14 @@ def test_parse_stress_ng_yaml():
 
 
 def test_stress_ng_mib_is_converted_to_mb():
-    assert MIB_TO_MB == pytest.approx(1.048576)
+    assert pytest.approx(1.048576) == MIB_TO_MB
 
 
 def test_a_missing_stress_ng_is_bad_input_exit_2(run_cli, tmp_path, monkeypatch, state_dir):
     """compare --load-backend stress-ng without stress-ng: one line, exit 2 (it was 1), nothing run."""
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    code, out, err = run_cli("compare", "tuned+load", "--load-backend", "stress-ng", "--duration", "1s",
-                             "--out-dir", str(tmp_path / "runs"))
+    code, out, err = run_cli(
+        "compare", "tuned+load", "--load-backend", "stress-ng", "--duration", "1s", "--out-dir", str(tmp_path / "runs")
+    )
     assert code == 2 and out == "" and err.count("\n") == 1 and "stress-ng is not installed" in err
     assert not (tmp_path / "runs").exists()

@@ -18,14 +18,12 @@ from softrt.platform import procs
 
 def test_churn_without_fork_creates_real_processes():
     """Windows has no fork: the worker creates each process with subprocess (CreateProcess there)."""
-    counters = _worker.churn({"program": sys.executable, "args": ["-c", "pass"], "spawn": True},
-                             time.monotonic() + 0.5)
+    counters = _worker.churn({"program": sys.executable, "args": ["-c", "pass"], "spawn": True}, time.monotonic() + 0.5)
     assert counters["ops"] >= 1 and counters["failures"] == 0
 
 
 def test_churn_without_fork_counts_a_program_that_fails():
-    counters = _worker.churn({"program": "/nonexistent/softrt-no-such-program", "spawn": True},
-                             time.monotonic() + 0.2)
+    counters = _worker.churn({"program": "/nonexistent/softrt-no-such-program", "spawn": True}, time.monotonic() + 0.2)
     assert counters["ops"] == 0 and counters["failures"] >= 1
 
 
@@ -54,6 +52,7 @@ def test_place_puts_a_started_process_on_its_cpus_through_the_platform():
 
 def test_a_refused_placement_ends_the_process_before_it_runs_misplaced():
     from softrt.errors import SoftRTError
+
     proc = subprocess.Popen(["sleep", "5"])
     with pytest.raises(SoftRTError):
         procs.place(proc, CpuSet([4095]))  # no such CPU: the platform refuses
@@ -62,8 +61,11 @@ def test_a_refused_placement_ends_the_process_before_it_runs_misplaced():
 
 def test_ask_to_stop_makes_a_worker_report():
     cfg = {"kind": "spin", "cpus": sorted(os.sched_getaffinity(0)), "timeout_s": 30}
-    proc = subprocess.Popen([sys.executable, _worker.__file__, __import__("json").dumps(cfg)],
-                            stdout=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, _worker.__file__, __import__("json").dumps(cfg)],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
     time.sleep(0.5)
     procs.ask_to_stop(proc)
     out, _ = proc.communicate(timeout=10)
@@ -81,8 +83,12 @@ def test_a_worker_without_a_console_stops_when_its_stdin_closes():
 
     with socket.create_server(("127.0.0.1", 0)) as srv:
         cfg["fd"] = srv.fileno()
-        proc = subprocess.Popen([sys.executable, _worker.__file__, json.dumps(cfg)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, pass_fds=(srv.fileno(),))
+        proc = subprocess.Popen(
+            [sys.executable, _worker.__file__, json.dumps(cfg)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            pass_fds=(srv.fileno(),),
+        )
         with socket.create_connection(srv.getsockname()) as c:
             c.sendall(b"x" * 1000)
         time.sleep(0.5)
@@ -108,8 +114,9 @@ def test_the_gpu_load_on_windows_says_what_it_lacks_not_that_dev_dri_is_missing(
     if shutil.which("ffmpeg") is None:
         pytest.skip("ffmpeg is not installed")
     monkeypatch.setattr(procs, "gpu_video_api", lambda: "d3d11va")
-    assert media.gpu_skip_reason("builtin") == ("this ffmpeg cannot decode on the GPU through d3d11va "
-                                                "(ffmpeg -hwaccels does not list it)")
+    assert media.gpu_skip_reason("builtin") == (
+        "this ffmpeg cannot decode on the GPU through d3d11va (ffmpeg -hwaccels does not list it)"
+    )
 
 
 def test_the_disk_worker_without_pwrite_and_pread_writes_and_reads_at_each_offset(monkeypatch, tmp_path):
@@ -124,8 +131,12 @@ def test_the_disk_worker_without_pwrite_and_pread_writes_and_reads_at_each_offse
     finally:
         os.close(fd)
     counters = _worker.disk({"dir": str(tmp_path), "passes": 1, "file_bytes": 2 << 20}, time.monotonic() + 30)
-    assert counters == {"bytes_written": (2 << 20) + 256 * 4096, "bytes_read": 2 << 20, "fsyncs": 2 + 16,
-                        "uncached_reads": 0}
+    assert counters == {
+        "bytes_written": (2 << 20) + 256 * 4096,
+        "bytes_read": 2 << 20,
+        "fsyncs": 2 + 16,
+        "uncached_reads": 0,
+    }
     assert list(tmp_path.iterdir()) == [path]  # its file removed
 
 

@@ -37,8 +37,16 @@ def _records(n=40_000, seed=5):
 
 def _progress(rec, **kw):
     stats = RunStats(PERIOD).add(rec)
-    return Progress(elapsed_s=10.0, duration_s=60.0, cycles=rec.size, stats=stats, snapshot=stats.snapshot(),
-                    run_id="20261130-120000-rig-01ab", config=RunConfig(cpu=1, scenario="tuned"), **kw)
+    return Progress(
+        elapsed_s=10.0,
+        duration_s=60.0,
+        cycles=rec.size,
+        stats=stats,
+        snapshot=stats.snapshot(),
+        run_id="20261130-120000-rig-01ab",
+        config=RunConfig(cpu=1, scenario="tuned"),
+        **kw,
+    )
 
 
 def scrape(url: str) -> dict:
@@ -141,10 +149,14 @@ def test_latency_process_and_slack_figures_and_the_info_series():
         q = {labels["quantile"]: v for labels, v in got[f"softrt_{name}_quantile_seconds"]}
         assert set(q) == {"0.5", "0.99", "0.9999"}
         assert q["0.99"] == pytest.approx(np.percentile(values, 99) / 1e9, rel=2**-9, abs=1e-9)
-    (labels, value), = got["softrt_info"]
+    ((labels, value),) = got["softrt_info"]
     assert value == 1.0
-    assert {k: labels[k] for k in ("version", "kernel", "preemption", "rt_cpu")} == \
-        {"version": "1.2.3", "kernel": "6.18.0-rt", "preemption": "PREEMPT_RT", "rt_cpu": "1"}
+    assert {k: labels[k] for k in ("version", "kernel", "preemption", "rt_cpu")} == {
+        "version": "1.2.3",
+        "kernel": "6.18.0-rt",
+        "preemption": "PREEMPT_RT",
+        "rt_cpu": "1",
+    }
 
 
 def test_the_info_series_describes_this_machine_by_default():
@@ -156,8 +168,10 @@ def test_the_info_series_describes_this_machine_by_default():
 def test_culprits_are_the_largest_sources_and_their_number_is_bounded():
     rec = _records()
     table = [{"kind": "thread", "name": f"kworker/1:{k}", "total_us": 100.0 * k} for k in range(1, 16)]
-    table += [{"kind": "kernel", "name": "local timer", "total_us": 5_000.0},
-              {"kind": "thread", "name": "kworker/1:3", "total_us": 2_000.0}]  # the same name again: added up
+    table += [
+        {"kind": "kernel", "name": "local timer", "total_us": 5_000.0},
+        {"kind": "thread", "name": "kworker/1:3", "total_us": 2_000.0},
+    ]  # the same name again: added up
     p = _progress(rec, culprits=lambda: table)
     with MetricsServer("127.0.0.1", 0, info=("t", "k", "p")) as server:
         server.publish(view_of(p, "rig-01"))
@@ -177,6 +191,7 @@ def test_culprits_are_the_largest_sources_and_their_number_is_bounded():
 def test_the_live_culprits_are_the_attributions_own_sums():
     from softrt.analysis.attribution import Attributor
     from softrt.metrics.exporter import top_culprits
+
     from ..synthetic import WORKER_PID, synthetic_records, synthetic_trace
 
     rec = synthetic_records(3_000, misses=[(500, 2), (1_500, 1), (2_500, 3)])
@@ -186,7 +201,7 @@ def test_the_live_culprits_are_the_attributions_own_sums():
     att.add_events(events)
     seen = []
     for a in range(0, rec.size, 1_000):  # as the supervisor drains: the table grows
-        att.add_records(rec[a:a + 1_000])
+        att.add_records(rec[a : a + 1_000])
         att.advance(int(rec["done_ns"][min(a + 999, rec.size - 1)]))
         seen.append(top_culprits(att.culprit_totals()))
     final = att.finish().to_dict()

@@ -51,8 +51,9 @@ def _scrape_s(url: str) -> float:
 
 @pytest.fixture
 def server():
-    with MetricsServer("127.0.0.1", 0, info=("test", "6.18", "PREEMPT_DYNAMIC"), read_timeout_s=TIMEOUT_S,
-                       max_connections=24) as s:
+    with MetricsServer(
+        "127.0.0.1", 0, info=("test", "6.18", "PREEMPT_DYNAMIC"), read_timeout_s=TIMEOUT_S, max_connections=24
+    ) as s:
         yield s
 
 
@@ -127,7 +128,8 @@ def test_only_get_of_metrics_is_served(server):
 @pytest.mark.skipif(shutil.which("ss") is None, reason="ss (iproute2) is not installed")
 def test_the_listen_backlog_is_a_normal_one(server):
     # For a listening socket ss shows the backlog the kernel uses as Send-Q (min(backlog, somaxconn)).
-    out = subprocess.run(["ss", "-Hltn", f"sport = :{server.port}"], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = subprocess.run(
+        ["ss", "-Hltn", f"sport = :{server.port}"], capture_output=True, text=True, check=True
+    ).stdout.split()
     somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
     assert int(out[2]) == min(BACKLOG, somaxconn) >= 128

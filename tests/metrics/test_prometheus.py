@@ -24,8 +24,12 @@ import urllib.request
 import pytest
 
 PROMETHEUS = os.environ.get("SOFTRT_PROMETHEUS")
-pytestmark = [pytest.mark.rt, pytest.mark.skipif(
-    not PROMETHEUS, reason="needs a Prometheus server: run scripts/ci-prometheus (SOFTRT_PROMETHEUS=its path)")]
+pytestmark = [
+    pytest.mark.rt,
+    pytest.mark.skipif(
+        not PROMETHEUS, reason="needs a Prometheus server: run scripts/ci-prometheus (SOFTRT_PROMETHEUS=its path)"
+    ),
+]
 
 
 def _free_port() -> int:
@@ -44,12 +48,21 @@ def prometheus(tmp_path):
     """(API base URL, softrt's metrics port) of a Prometheus scraping that port every second."""
     target, api = _free_port(), _free_port()
     config = tmp_path / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                      f"scrape_configs:\n  - job_name: softrt\n    static_configs:\n"
-                      f"      - targets: ['127.0.0.1:{target}']\n")
-    proc = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                             f"--web.listen-address=127.0.0.1:{api}"],
-                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "w"))
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+        f"scrape_configs:\n  - job_name: softrt\n    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{target}']\n"
+    )
+    proc = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{api}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "prometheus.log", "w"),
+    )
     base = f"http://127.0.0.1:{api}"
     try:
         deadline = time.monotonic() + 30
@@ -75,9 +88,27 @@ def _query(base: str, promql: str) -> list[tuple[dict, float]]:
 
 def test_prometheus_records_the_final_state_and_the_counters(prometheus, tmp_path, state_dir, rt_settings_restored):
     base, port = prometheus
-    run = subprocess.run([sys.executable, "-m", "softrt", "run", "--duration", "3s", "--json", "--quiet",
-                          "--metrics-port", str(port), "--metrics-linger", "3s", "--out-dir", str(tmp_path / "runs")],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--duration",
+            "3s",
+            "--json",
+            "--quiet",
+            "--metrics-port",
+            str(port),
+            "--metrics-linger",
+            "3s",
+            "--out-dir",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout)
     run_id = summary["run_id"]

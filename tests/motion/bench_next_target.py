@@ -1,6 +1,6 @@
 """Per-call time of Trajectory.next_target (run by hand; not a test: the VM is too noisy to assert on).
 
-    cd /work/main && PYTHONPATH=src python tests/motion/bench_next_target.py
+cd /work/main && PYTHONPATH=src python tests/motion/bench_next_target.py
 """
 
 from __future__ import annotations
@@ -35,10 +35,12 @@ def bench(axes: int, shape: str, calls: int = 200_000, repeats: int = 7) -> None
             single[i] = now() - a
     finally:
         gc.enable()
-    print(f"axes={axes:3d} {shape:9s}: {min(per_call):5.0f} ns/call best of {repeats}, "
-          f"median {statistics.median(per_call):5.0f} ns | single calls (incl. ~40 ns clock): "
-          f"p50 {np.percentile(single, 50):.0f}, p99 {np.percentile(single, 99):.0f}, "
-          f"p99.9 {np.percentile(single, 99.9):.0f}, max {single.max()} ns")
+    print(
+        f"axes={axes:3d} {shape:9s}: {min(per_call):5.0f} ns/call best of {repeats}, "
+        f"median {statistics.median(per_call):5.0f} ns | single calls (incl. ~40 ns clock): "
+        f"p50 {np.percentile(single, 50):.0f}, p99 {np.percentile(single, 99):.0f}, "
+        f"p99.9 {np.percentile(single, 99.9):.0f}, max {single.max()} ns"
+    )
 
 
 def bench_analysis() -> None:

@@ -21,23 +21,40 @@ def test_defaults_make_several_moves_in_ten_seconds():
     assert cfg.axes == 1 and cfg.shape == "scurve"
 
 
-@pytest.mark.parametrize("kwargs,field", [
-    ({"axes": 0}, "axes"), ({"axes": -3}, "axes"), ({"axes": 1.5}, "axes"), ({"axes": True}, "axes"),
-    ({"axes": "4"}, "axes"), ({"axes": MAX_AXES + 1}, "axes"),
-    ({"shape": "sine"}, "shape"), ({"shape": ""}, "shape"),
-    ({"distance_counts": 0}, "distance_counts"), ({"distance_counts": -10}, "distance_counts"),
-    ({"distance_counts": math.nan}, "distance_counts"), ({"distance_counts": math.inf}, "distance_counts"),
-    ({"velocity_counts_per_s": 0}, "velocity_counts_per_s"), ({"velocity_counts_per_s": -1.0}, "velocity_counts_per_s"),
-    ({"accel_counts_per_s2": 0}, "accel_counts_per_s2"), ({"accel_counts_per_s2": "fast"}, "accel_counts_per_s2"),
-    ({"jerk_counts_per_s3": 0}, "jerk_counts_per_s3"), ({"jerk_counts_per_s3": -4e7}, "jerk_counts_per_s3"),
-    ({"jerk_counts_per_s3": math.inf}, "jerk_counts_per_s3"),  # an S-curve needs a finite jerk
-    ({"dwell_s": -0.1}, "dwell_s"), ({"dwell_s": math.nan}, "dwell_s"), ({"dwell_s": None}, "dwell_s"),
-    # Limits whose planning overflows or divides by an underflowed zero (issue 32).
-    ({"distance_counts": 1e300}, "distance_counts"), ({"velocity_counts_per_s": 1e-300}, "velocity_counts_per_s"),
-    ({"accel_counts_per_s2": 1e-300}, "accel_counts_per_s2"), ({"jerk_counts_per_s3": 1e-300}, "jerk_counts_per_s3"),
-    ({"dwell_s": 1e300}, "dwell_s"),
-    ({"shape": "trapezoid", "jerk_counts_per_s3": math.inf, "accel_counts_per_s2": 1e-300}, "accel_counts_per_s2"),
-])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"axes": 0}, "axes"),
+        ({"axes": -3}, "axes"),
+        ({"axes": 1.5}, "axes"),
+        ({"axes": True}, "axes"),
+        ({"axes": "4"}, "axes"),
+        ({"axes": MAX_AXES + 1}, "axes"),
+        ({"shape": "sine"}, "shape"),
+        ({"shape": ""}, "shape"),
+        ({"distance_counts": 0}, "distance_counts"),
+        ({"distance_counts": -10}, "distance_counts"),
+        ({"distance_counts": math.nan}, "distance_counts"),
+        ({"distance_counts": math.inf}, "distance_counts"),
+        ({"velocity_counts_per_s": 0}, "velocity_counts_per_s"),
+        ({"velocity_counts_per_s": -1.0}, "velocity_counts_per_s"),
+        ({"accel_counts_per_s2": 0}, "accel_counts_per_s2"),
+        ({"accel_counts_per_s2": "fast"}, "accel_counts_per_s2"),
+        ({"jerk_counts_per_s3": 0}, "jerk_counts_per_s3"),
+        ({"jerk_counts_per_s3": -4e7}, "jerk_counts_per_s3"),
+        ({"jerk_counts_per_s3": math.inf}, "jerk_counts_per_s3"),  # an S-curve needs a finite jerk
+        ({"dwell_s": -0.1}, "dwell_s"),
+        ({"dwell_s": math.nan}, "dwell_s"),
+        ({"dwell_s": None}, "dwell_s"),
+        # Limits whose planning overflows or divides by an underflowed zero (issue 32).
+        ({"distance_counts": 1e300}, "distance_counts"),
+        ({"velocity_counts_per_s": 1e-300}, "velocity_counts_per_s"),
+        ({"accel_counts_per_s2": 1e-300}, "accel_counts_per_s2"),
+        ({"jerk_counts_per_s3": 1e-300}, "jerk_counts_per_s3"),
+        ({"dwell_s": 1e300}, "dwell_s"),
+        ({"shape": "trapezoid", "jerk_counts_per_s3": math.inf, "accel_counts_per_s2": 1e-300}, "accel_counts_per_s2"),
+    ],
+)
 def test_bad_values_raise_config_error_naming_the_field(kwargs, field):
     with pytest.raises(ConfigError) as err:
         MotionConfig(**kwargs)
@@ -56,13 +73,16 @@ def test_a_move_longer_than_the_run_may_last_is_refused_with_its_figures():
     with pytest.raises(ConfigError, match="more than the 2,419,200,000 cycles") as err:
         slow.check_run(250_000, 2_419_200_000)  # 7 days at 250 µs
     assert "--max-duration" in err.value.hint
-    Trajectory(MotionConfig(distance_counts=2.0 ** 62, velocity_counts_per_s=1e18, accel_counts_per_s2=1e18,
-                            jerk_counts_per_s3=1e18), 250_000)  # the bounds themselves plan and count
+    Trajectory(
+        MotionConfig(
+            distance_counts=2.0**62, velocity_counts_per_s=1e18, accel_counts_per_s2=1e18, jerk_counts_per_s3=1e18
+        ),
+        250_000,
+    )  # the bounds themselves plan and count
 
 
 def test_valid_variants_and_normalisation():
-    cfg = MotionConfig(axes=np.int64(64), distance_counts=5, velocity_counts_per_s=np.float32(1000),
-                       dwell_s=0)
+    cfg = MotionConfig(axes=np.int64(64), distance_counts=5, velocity_counts_per_s=np.float32(1000), dwell_s=0)
     assert cfg.axes == 64 and type(cfg.axes) is int
     assert type(cfg.distance_counts) is float and type(cfg.velocity_counts_per_s) is float
     trap = MotionConfig(shape="trapezoid", jerk_counts_per_s3=math.inf)

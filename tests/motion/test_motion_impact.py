@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 import softrt.motion.impact as impact_mod
 from softrt.errors import ConfigError
-from softrt.schema.summary import Motion
 from softrt.motion import MotionConfig, Trajectory, motion_impact, motion_trace
 from softrt.motion.impact import MotionImpactStream
+from softrt.schema.summary import Motion
 
 PERIOD_NS = 250_000
 DT = PERIOD_NS / 1e9
@@ -53,11 +53,14 @@ def _reference(window: np.ndarray, traj: Trajectory) -> dict:
         run = 0 if k in written else run + 1
         runs.append(run)
     return {
-        "missed": sum(1 for k in cycles if k not in written), "longest": max(runs),
-        "max_dev": dev.max(), "worst": w0 + int(np.argmax(dev)),
+        "missed": sum(1 for k in cycles if k not in written),
+        "longest": max(runs),
+        "max_dev": dev.max(),
+        "worst": w0 + int(np.argmax(dev)),
         "step": np.abs(np.diff(v_del)).max() if v_del.size > 1 else 0.0,
         "cmd_step": np.abs(np.diff(v_cmd)).max() if v_cmd.size > 1 else 0.0,
-        "lag": int(commanded[-1] - delivered[-1]), "dev": p_del - p_cmd,
+        "lag": int(commanded[-1] - delivered[-1]),
+        "dev": p_del - p_cmd,
     }
 
 
@@ -195,9 +198,15 @@ def test_trace_around_the_worst_deviation():
         motion_trace(w, traj, center_cycle=W0 - 1)
 
 
-@pytest.mark.parametrize("window", [
-    np.array([], dtype=np.int64), np.array([5, 4, 6]), np.array([1.0, 2.0]), np.zeros((2, 2), dtype=np.int64),
-])
+@pytest.mark.parametrize(
+    "window",
+    [
+        np.array([], dtype=np.int64),
+        np.array([5, 4, 6]),
+        np.array([1.0, 2.0]),
+        np.zeros((2, 2), dtype=np.int64),
+    ],
+)
 def test_bad_records(window):
     with pytest.raises(ConfigError):
         motion_impact(window, Trajectory(MotionConfig(), PERIOD_NS))
@@ -252,9 +261,11 @@ def test_block_edges_do_not_change_the_answer(block, monkeypatch):
 
 
 @settings(max_examples=40, deadline=None)
-@given(cuts=st.lists(st.integers(0, 2_500), max_size=10),
-       misses=st.dictionaries(st.integers(1, 2_499), st.integers(0, 12), max_size=12),
-       twice=st.lists(st.integers(1, 2_499), max_size=3))
+@given(
+    cuts=st.lists(st.integers(0, 2_500), max_size=10),
+    misses=st.dictionaries(st.integers(1, 2_499), st.integers(0, 12), max_size=12),
+    twice=st.lists(st.integers(1, 2_499), max_size=3),
+)
 def test_streamed_in_chunks_equals_the_whole(cuts, misses, twice):
     """Fed chunk by chunk (the run's drainer), the impact is the one of the whole record, also when
     two writes share a cycle right at a chunk edge."""

@@ -39,7 +39,7 @@ def _plan(shape, d, v, a, j) -> MoveProfile:
 def _tol(limit: float, distance: float, dt: float, order: int) -> float:
     """Limit tolerance for an order-th finite difference: relative 1e-9 plus the rounding of
     positions of size ~distance (each difference adds at most 2**order such errors)."""
-    return limit * 1e-9 + (2 ** order) * 4 * EPS * max(distance, 1.0) / dt ** order
+    return limit * 1e-9 + (2**order) * 4 * EPS * max(distance, 1.0) / dt**order
 
 
 @pytest.mark.parametrize("shape,d,v,a,j,case", CASES)
@@ -70,8 +70,8 @@ def test_limits_end_position_and_continuity(shape, d, v, a, j, case):
     # numeric derivatives of the position itself (what the axis gets), within the limits
     p = prof.position(t)
     fd1 = np.diff(p) / dt
-    fd2 = np.diff(p, 2) / dt ** 2
-    fd3 = np.diff(p, 3) / dt ** 3
+    fd2 = np.diff(p, 2) / dt**2
+    fd3 = np.diff(p, 3) / dt**3
     assert np.all(np.abs(fd1) <= v + _tol(v, d, dt, 1))
     assert np.all(np.abs(fd2) <= a + _tol(a, d, dt, 2))
     if shape == "scurve":
@@ -155,11 +155,26 @@ def test_zero_distance_is_an_empty_move():
     assert np.all(p.position(np.linspace(-1, 1, 11)) == 0.0)
 
 
-@pytest.mark.parametrize("args", [
-    (100, 0, A, J), (100, -1, A, J), (100, V, 0, J), (100, V, -A, J), (100, V, A, 0), (100, V, A, -J),
-    (100, math.nan, A, J), (100, V, math.inf, J), (100, V, A, math.inf), (-5, V, A, J), (math.nan, V, A, J),
-    (math.inf, V, A, J), ("100", V, A, J), (100, True, A, J), (100, V, None, J),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        (100, 0, A, J),
+        (100, -1, A, J),
+        (100, V, 0, J),
+        (100, V, -A, J),
+        (100, V, A, 0),
+        (100, V, A, -J),
+        (100, math.nan, A, J),
+        (100, V, math.inf, J),
+        (100, V, A, math.inf),
+        (-5, V, A, J),
+        (math.nan, V, A, J),
+        (math.inf, V, A, J),
+        ("100", V, A, J),
+        (100, True, A, J),
+        (100, V, None, J),
+    ],
+)
 def test_scurve_rejects_bad_limits(args):
     with pytest.raises(ConfigError) as err:
         plan_scurve(*args)

@@ -86,7 +86,7 @@ def test_repeated_back_and_forth_moves_with_dwell():
         s = 2 * c * H
         assert p[s] == 0.0  # every forward move starts at 0
         assert p[s + H] == D  # every backward move starts at D
-        fwd, back = p[s:s + H], p[s + H:s + 2 * H]
+        fwd, back = p[s : s + H], p[s + H : s + 2 * H]
         assert np.all(np.diff(fwd) >= 0) and np.all(np.diff(back) <= 0)  # monotonic moves
         # the dwell at each end holds exactly the end position for at least dwell_s
         assert np.count_nonzero(fwd == D) * period_s >= cfg.dwell_s
@@ -95,7 +95,7 @@ def test_repeated_back_and_forth_moves_with_dwell():
         moving = np.flatnonzero(fwd != D)
         assert (moving[-1] + 1) * period_s == pytest.approx(prof.duration_s, abs=period_s)
     # back is the mirror of forth
-    assert np.allclose(p[H:2 * H], D - p[:H], rtol=0, atol=1e-9 * D)
+    assert np.allclose(p[H : 2 * H], D - p[:H], rtol=0, atol=1e-9 * D)
 
 
 @pytest.mark.parametrize("cfg", [MotionConfig(axes=64), MotionConfig(axes=3, shape="trapezoid", dwell_s=0.0)])
@@ -106,12 +106,12 @@ def test_sampled_motion_respects_the_limits_per_axis(cfg):
     k = cfg.scales()
     D = cfg.distance_counts
     v = np.abs(np.diff(p, axis=0)) / dt
-    a = np.abs(np.diff(p, 2, axis=0)) / dt ** 2
+    a = np.abs(np.diff(p, 2, axis=0)) / dt**2
     assert np.all(v <= k * cfg.velocity_counts_per_s * (1 + 1e-9) + 4 * EPS * D / dt)
-    assert np.all(a <= k * cfg.accel_counts_per_s2 * (1 + 1e-9) + 8 * EPS * D / dt ** 2)
+    assert np.all(a <= k * cfg.accel_counts_per_s2 * (1 + 1e-9) + 8 * EPS * D / dt**2)
     if cfg.shape == "scurve":
-        j = np.abs(np.diff(p, 3, axis=0)) / dt ** 3
-        assert np.all(j <= k * cfg.jerk_counts_per_s3 * (1 + 1e-9) + 16 * EPS * D / dt ** 3)
+        j = np.abs(np.diff(p, 3, axis=0)) / dt**3
+        assert np.all(j <= k * cfg.jerk_counts_per_s3 * (1 + 1e-9) + 16 * EPS * D / dt**3)
     # the lead axis really gets close to the limits (the test above is not vacuous)
     assert v[:, 0].max() == pytest.approx(cfg.velocity_counts_per_s, rel=1e-3)
 

@@ -61,16 +61,19 @@ def _write(path, *records, tail=""):
 HEADER = {"format": FMT, "version": 1, "pid": 1, "boot_id": "b", "root": "R"}
 
 
-@pytest.mark.parametrize("records,tail,words", [
-    ([HEADER, entry()], '{"kind": "file", "tar', None),  # cut short while written: ignored
-    ([HEADER, entry()], "[" * 100_000 + "\n", "corrupt"),  # nesting deeper than the parser's recursion
-    ([{**HEADER, "format": "other"}], "", "not a softrt test journal"),
-    ([{**HEADER, "pid": "1"}], "", "corrupt"),
-    ([{**HEADER, "root": 5}], "", "corrupt"),
-    ([HEADER, entry(target="/proc/self/root/etc/passwd")], "", "forged"),
-    ([HEADER, {"kind": "affinity", "target": "12", "tid": True, "before": "0"}], "", "forged"),
-    ([HEADER, {"kind": "service", "target": "x.service", "before": "inactive"}], "", "forged"),
-])
+@pytest.mark.parametrize(
+    "records,tail,words",
+    [
+        ([HEADER, entry()], '{"kind": "file", "tar', None),  # cut short while written: ignored
+        ([HEADER, entry()], "[" * 100_000 + "\n", "corrupt"),  # nesting deeper than the parser's recursion
+        ([{**HEADER, "format": "other"}], "", "not a softrt test journal"),
+        ([{**HEADER, "pid": "1"}], "", "corrupt"),
+        ([{**HEADER, "root": 5}], "", "corrupt"),
+        ([HEADER, entry(target="/proc/self/root/etc/passwd")], "", "forged"),
+        ([HEADER, {"kind": "affinity", "target": "12", "tid": True, "before": "0"}], "", "forged"),
+        ([HEADER, {"kind": "service", "target": "x.service", "before": "inactive"}], "", "forged"),
+    ],
+)
 def test_load(root, tmp_path, records, tail, words):
     path = tmp_path / "j.jsonl"
     _write(path, *[{**r, "root": str(root)} if r.get("root") == "R" else r for r in records], tail=tail)
@@ -102,7 +105,10 @@ def test_set_aside_moves_it_with_the_reason(tmp_path):
     path.write_text("y\n")
     second = journal.set_aside(path, "again")
     assert first != second and first.parent == d / "failed" and not path.exists()
-    assert first.read_text() == "x\n" and (first.parent / (first.name + ".reason")).read_text() == "the kernel refused it\n"
+    assert (
+        first.read_text() == "x\n"
+        and (first.parent / (first.name + ".reason")).read_text() == "the kernel refused it\n"
+    )
 
 
 def test_restore_file(root):

@@ -10,8 +10,8 @@ import pytest
 
 from softrt.errors import SoftRTError
 from softrt.platform import journal
-from softrt.platform.linux import writable
 from softrt.platform.kfiles import MAX_KFILE_BYTES, read_gzip_text, read_text, write_raw
+from softrt.platform.linux import writable
 
 from ..child import in_child
 
@@ -46,7 +46,8 @@ def test_a_hostile_kernel_file_is_unreadable_at_once_never_a_hang_or_a_memory_er
     assert in_child(read_text, str(tree), "/proc/cmdline", "fallback", max_memory=LIMIT, timeout_s=20) == "fallback"
     said = in_child(_error_of_reading, str(tree), max_memory=LIMIT, timeout_s=20)
     assert said.startswith("cannot read /proc/cmdline: ") and any(
-        why in said for why in ("not a regular file", "larger than 64 MiB", "a link that leads out of the tree")), said
+        why in said for why in ("not a regular file", "larger than 64 MiB", "a link that leads out of the tree")
+    ), said
 
 
 def _error_of_reading(tree: str) -> str:
@@ -80,8 +81,12 @@ def test_a_directory_swapped_for_a_link_after_the_check_is_never_written_through
     outside = tmp_path / "outside/sys/kernel"
     outside.mkdir(parents=True)
     (outside / "sched_rt_runtime_us").write_text("precious\n")
-    entry = {"kind": "file", "target": "/proc/sys/kernel/sched_rt_runtime_us", "before": "950000\n",
-             "restore": "950000"}
+    entry = {
+        "kind": "file",
+        "target": "/proc/sys/kernel/sched_rt_runtime_us",
+        "before": "950000\n",
+        "restore": "950000",
+    }
 
     def swap_then_write(path, value):  # what the racing process did between the check and the write
         os.rename(root / "proc/sys", tmp_path / "moved")

@@ -10,12 +10,12 @@ import pytest
 
 from softrt.errors import ConfigError
 from softrt.platform.owned import secure_dir
-from ..synthetic import write_synthetic_run
 from softrt.store.history import History
 from softrt.store.importers import import_file
 
 from ..child import need_root, nobody
 from ..store.conftest import cyclictest_doc
+from ..synthetic import write_synthetic_run
 
 
 @pytest.fixture
@@ -35,15 +35,18 @@ def theirs(tmp_path):
     return d, victim
 
 
-def test_a_data_directory_reached_through_another_users_link_is_refused_and_nothing_written(theirs, run, monkeypatch,
-                                                                                              tmp_path):
+def test_a_data_directory_reached_through_another_users_link_is_refused_and_nothing_written(
+    theirs, run, monkeypatch, tmp_path
+):
     """The issue's probe: SOFTRT_HOME in a directory another user owns, their link pointing at root's."""
     d, victim = theirs
     (d / "home").symlink_to(victim)
     os.lchown(d / "home", *nobody())
     for home in ("home", "real"):  # their link, or a directory root would make there: theirs to swap for a link
         monkeypatch.setenv("SOFTRT_HOME", str(d / home))
-        with pytest.raises(ConfigError, match=f"lies in {d}, which belongs to uid {nobody()[0]}, not root or this user"):
+        with pytest.raises(
+            ConfigError, match=f"lies in {d}, which belongs to uid {nobody()[0]}, not root or this user"
+        ):
             History().add_run(run)
     assert not (d / "real").exists()  # nothing was made on their way
     (tmp_path / "link").symlink_to(victim)  # a link of root's own is not followed either
@@ -51,8 +54,11 @@ def test_a_data_directory_reached_through_another_users_link_is_refused_and_noth
     with pytest.raises(ConfigError, match=r"directory .*/link is a symlink"):
         History().add_run(run)
     result = tmp_path / "result.json"
-    result.write_text(json.dumps(cyclictest_doc({"0": {"histogram": {"8": 1}, "cycles": 1, "min": 8, "max": 8,
-                                                       "avg": 8.0, "cpu": 1}})))
+    result.write_text(
+        json.dumps(
+            cyclictest_doc({"0": {"histogram": {"8": 1}, "cycles": 1, "min": 8, "max": 8, "avg": 8.0, "cpu": 1}})
+        )
+    )
     with pytest.raises(ConfigError, match="softrt's data directory"):
         import_file(result)
     assert list(victim.iterdir()) == []

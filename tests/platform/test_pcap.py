@@ -42,8 +42,11 @@ def veth():
         os.close(here)
         pytest.skip("cannot create a network namespace")
     try:
-        for cmd in (["ip", "link", "add", "pa0", "type", "veth", "peer", "name", "pb0"],
-                    ["ip", "link", "set", "pa0", "up"], ["ip", "link", "set", "pb0", "up"]):
+        for cmd in (
+            ["ip", "link", "add", "pa0", "type", "veth", "peer", "name", "pb0"],
+            ["ip", "link", "set", "pa0", "up"],
+            ["ip", "link", "set", "pb0", "up"],
+        ):
             subprocess.run(cmd, check=True, capture_output=True)
         yield "pa0", "pb0"
     finally:
@@ -57,8 +60,10 @@ def _ip(*args: str) -> None:
 
 def test_frames_go_out_and_come_in_filtered_never_our_own(veth):
     a_name, b_name = veth
-    with contextlib.closing(pcap.Capture(a_name, f"{ECAT} and ether[17] = 0xc0")) as a, \
-            contextlib.closing(pcap.Capture(b_name, ECAT)) as b:
+    with (
+        contextlib.closing(pcap.Capture(a_name, f"{ECAT} and ether[17] = 0xc0")) as a,
+        contextlib.closing(pcap.Capture(b_name, ECAT)) as b,
+    ):
         assert a.fileno() >= 0 and a.nanoseconds
         buf = bytearray(2048)
         a.send(_frame(0xC0, 1))
@@ -81,7 +86,7 @@ def test_frames_go_out_and_come_in_filtered_never_our_own(veth):
 
 
 def test_a_missing_or_down_device_says_so_with_the_fix(veth):
-    with pytest.raises(pcap.PcapError, match="no network interface 'nosuch0'.*ip link") as err:
+    with pytest.raises(pcap.PcapError, match=r"no network interface 'nosuch0'.*ip link") as err:
         pcap.Capture("nosuch0", ECAT)
     assert err.value.reason == "no_device"
     _ip("link", "set", "pa0", "down")

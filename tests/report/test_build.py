@@ -61,7 +61,7 @@ def test_report_has_every_plot_and_table(shared_report):
     assert f"{sa['period_us']['max']:,.1f}" in html and "Timer int. process" in html
     assert "otherpc" in html and "SCHED_FIFO priority 90 (-p)" in html
     # The verdict banner first: each softrt run's answer (none for the imported tool's), before the runs table.
-    banner = html[html.index('<div id="verdict">'):html.index('<table id="runs-table">')]
+    banner = html[html.index('<div id="verdict">') : html.index('<table id="runs-table">')]
     verdicts = re.findall(r'<p class="verdict" data-meets="(\w+)">.*?<span class="(\w+)">([^<]*)</span>', banner)
     assert [(meets, cls) for meets, cls, _ in verdicts] == [("false", "bad"), ("false", "bad")]
     assert all(text.startswith("FAILS the 250 µs cycle") for _, _, text in verdicts)
@@ -74,13 +74,29 @@ def test_report_has_every_plot_and_table(shared_report):
 def test_check_verdict_and_findings_are_shown(tmp_path, synth_run):
     run = synth_run(cycles=2_000)
     summary = json.loads((run / "summary.json").read_text())
-    summary["check"] = {"ready": False, "verdict": "NOT READY: a 250 µs loop cannot be expected to hold on CPU 1",
-                        "counts": {"ok": 3, "warn": 1, "fail": 1, "n/a": 0}, "fix_first": ["idle.states"]}
+    summary["check"] = {
+        "ready": False,
+        "verdict": "NOT READY: a 250 µs loop cannot be expected to hold on CPU 1",
+        "counts": {"ok": 3, "warn": 1, "fail": 1, "n/a": 0},
+        "fix_first": ["idle.states"],
+    }
     (run / "summary.json").write_text(json.dumps(summary))
-    (run / "check.json").write_text(json.dumps({"findings": [
-        {"title": "CPU idle states", "status": "fail", "severity": "high", "summary": "C6 <enabled>",
-         "fix": "cpupower idle-set -D 0"},
-        {"title": "Clocksource", "status": "ok", "severity": "low", "summary": "tsc"}]}))
+    (run / "check.json").write_text(
+        json.dumps(
+            {
+                "findings": [
+                    {
+                        "title": "CPU idle states",
+                        "status": "fail",
+                        "severity": "high",
+                        "summary": "C6 <enabled>",
+                        "fix": "cpupower idle-set -D 0",
+                    },
+                    {"title": "Clocksource", "status": "ok", "severity": "low", "summary": "tsc"},
+                ]
+            }
+        )
+    )
     out = tmp_path / "r.html"
     build_report([run], out)
     html = out.read_text()
@@ -93,8 +109,15 @@ def test_check_verdict_and_findings_are_shown(tmp_path, synth_run):
 #: disk load on Windows, shown as "0.0 MB/s" with its problems hidden), one this machine cannot run.
 LOADS = [
     {"name": "memory", "backend": "builtin", "achieved": {"copy_MB_per_s": 2100.5, "cpu_pct_per_worker": 99.0}},
-    {"name": "disk", "backend": "builtin", "achieved": {"io_MB_per_s": 0.0, "write_MB_per_s": 0.0},
-     "problems": ["io worker ended on its own (exit status 1)", "AttributeError: module 'os' has no attribute 'pwrite'"]},
+    {
+        "name": "disk",
+        "backend": "builtin",
+        "achieved": {"io_MB_per_s": 0.0, "write_MB_per_s": 0.0},
+        "problems": [
+            "io worker ended on its own (exit status 1)",
+            "AttributeError: module 'os' has no attribute 'pwrite'",
+        ],
+    },
     {"name": "gpu", "backend": "ffmpeg", "achieved": {}, "skipped_reason": "ffmpeg is not on PATH"},
 ]
 
@@ -108,12 +131,14 @@ def test_a_load_that_achieved_nothing_is_failed_with_its_problems(tmp_path, synt
     build_report([run], out)
     html = out.read_text()
     assert "<li>memory (builtin): copy_MB_per_s 2,100.5, cpu_pct_per_worker 99.0</li>" in html
-    assert ('<li class="bad" data-load-failed="1">disk (builtin): FAILED, it achieved nothing (see its problems)<ul>'
-            '<li class="bad">problem: io worker ended on its own (exit status 1)</li>'
-            '<li class="bad">problem: AttributeError: module &#x27;os&#x27; has no attribute &#x27;pwrite&#x27;</li>'
-            "</ul></li>") in html
+    assert (
+        '<li class="bad" data-load-failed="1">disk (builtin): FAILED, it achieved nothing (see its problems)<ul>'
+        '<li class="bad">problem: io worker ended on its own (exit status 1)</li>'
+        '<li class="bad">problem: AttributeError: module &#x27;os&#x27; has no attribute &#x27;pwrite&#x27;</li>'
+        "</ul></li>"
+    ) in html
     assert "<li>gpu skipped: ffmpeg is not on PATH</li>" in html
-    assert "0.0" not in html[html.index("<h4>Loads</h4>"):html.index("gpu skipped")]
+    assert "0.0" not in html[html.index("<h4>Loads</h4>") : html.index("gpu skipped")]
 
 
 def test_report_is_self_contained(shared_report):
@@ -125,7 +150,7 @@ def test_report_is_self_contained(shared_report):
     # No SVG pulls anything in either.
     for svg in figures(html).values():
         if svg:
-            assert "xlink:href=\"http" not in svg and "<image" not in svg
+            assert 'xlink:href="http' not in svg and "<image" not in svg
 
 
 def test_broken_run_is_a_visible_note(shared_report):
@@ -220,7 +245,7 @@ def test_run_references_resolve_as_softrt_show_does(tmp_path, synth_run, monkeyp
 def test_why_cycles_were_late_section_and_marks(shared_report):
     """A run whose why_late block the real Attributor made from a synthetic trace; one run without tracing."""
     traced, html = shared_report.a, shared_report.html
-    section = html[html.index('<h2 id="why-late">'):html.index('<h2 id="plots">')]
+    section = html[html.index('<h2 id="why-late">') : html.index('<h2 id="plots">')]
     why = json.loads((traced / "summary.json").read_text())["why_late"]
     assert why["late_cycles"] > 0 and why["worst"]
     # The culprits table and the worst cycles, as the Attributor produced them.
@@ -238,9 +263,12 @@ def test_why_cycles_were_late_section_and_marks(shared_report):
 
 def test_late_marks_place_the_worst_cycles():
     from softrt.report.data import late_marks
+
     from ..synthetic import synthetic_records, synthetic_why_late
+
     rec = synthetic_records(8_000, misses=[(1_000, 2), (5_000, 1)])
     from softrt.schema.why_late import WhyLate
+
     why = synthetic_why_late(rec, 250_000)
     marks = late_marks(why, int(rec["detect_ns"][0]))
     assert [round(m.t_s, 3) for m in marks[:2]] == [0.25, 1.25]  # cycles 1,000 and 5,000 at 250 µs

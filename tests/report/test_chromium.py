@@ -47,11 +47,25 @@ def open_in_chromium(page, tmp_path, probe: bool) -> tuple[list[dict] | None, li
         target = tmp_path / f"probe-{page.name}"
         target.write_text(text)
     proc = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-         f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0",
-         "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=10000", "--dump-dom",
-         target.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120)
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            target.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
     m = re.search(r'data-probe="([^"]*)"', proc.stdout)
@@ -86,10 +100,12 @@ def test_every_plot_is_drawn(report, tmp_path):
 
 def test_the_check_catches_errors(tmp_path):
     page = tmp_path / "bad.html"
-    page.write_text(f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{CSP}"></head>'
-                    '<body><figure data-plot="x"><img src="https://example.com/plot.svg"></figure>'
-                    '<figure data-plot="y"><img src="data:image/svg+xml;base64,bm90IGFuIHN2Zw=="></figure>'
-                    "</body></html>")
+    page.write_text(
+        f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{CSP}"></head>'
+        '<body><figure data-plot="x"><img src="https://example.com/plot.svg"></figure>'
+        '<figure data-plot="y"><img src="data:image/svg+xml;base64,bm90IGFuIHN2Zw=="></figure>'
+        "</body></html>"
+    )
     probe, console = open_in_chromium(page, tmp_path, probe=True)
     assert any("example.com" in line for line in console)  # the CSP blocked the fetch and said so
     assert [f["width"] for f in probe] == [0, 0]  # neither image was drawn

@@ -9,15 +9,14 @@ import json
 import re
 
 import pytest
-
 from matplotlib.text import Text
 
 from softrt.report.compare import columns, is_one_compare, side_by_side
 from softrt.report.data import late_marks
 from softrt.report.html import CULPRIT_ROWS, WORST_ROWS, _facts, _why_late, config_rows
 from softrt.report.load import load_run
-from softrt.report.plots import (exceedance_curves, latency_histogram, motion_impact, period_histogram,
-                                 period_series)
+from softrt.report.plots import exceedance_curves, latency_histogram, motion_impact, period_histogram, period_series
+
 from ..synthetic import write_synthetic_run
 
 SCENARIOS = ("untuned", "tuned+load")
@@ -30,9 +29,18 @@ def compare_runs(tmp_path_factory):
     runs = []
     for rnd in (1, 2):
         for k, name in enumerate(SCENARIOS):
-            runs.append(write_synthetic_run(base, cycles=2_000, seed=10 * rnd + k, scenario=name, compare_round=rnd,
-                                            misses=[(500 + 300 * k, 1 + k + rnd)], why_late=name != "untuned",
-                                            run_id=f"20261130-07{rnd}{k}00-synthhost-{name.replace('+', '-')}"))
+            runs.append(
+                write_synthetic_run(
+                    base,
+                    cycles=2_000,
+                    seed=10 * rnd + k,
+                    scenario=name,
+                    compare_round=rnd,
+                    misses=[(500 + 300 * k, 1 + k + rnd)],
+                    why_late=name != "untuned",
+                    run_id=f"20261130-07{rnd}{k}00-synthhost-{name.replace('+', '-')}",
+                )
+            )
     return runs
 
 
@@ -42,11 +50,12 @@ def views(compare_runs):
 
 
 def _side_table(html: str) -> list[list[str]]:
-    table = html[html.index('<table id="side-table">'):]
-    table = table[:table.index("</table>")]
+    table = html[html.index('<table id="side-table">') :]
+    table = table[: table.index("</table>")]
     rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)
-    return [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r, re.S)]
-            for r in rows]
+    return [
+        [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r, re.S)] for r in rows
+    ]
 
 
 def test_the_scenarios_of_one_compare_are_columns_with_their_rounds_pooled(compare_runs, views):
@@ -115,10 +124,17 @@ def test_a_cut_table_says_how_much_was_left_out(views):
 
 
 def test_the_configuration_is_in_human_units(views):
-    assert config_rows({"max_duration_ns": 604_800_000_000_000, "period_ns": 250_000, "dc_shift_ns": -20_000,
-                        "margin_ns": 1_500_000, "wait": "spin", "motion": {"axes": 1}, "cpu": None}) == \
-        [("max_duration", "7 d"), ("period", "250 µs"), ("dc_shift", "-20 µs"), ("margin", "1.5 ms"),
-         ("wait", "spin")]
+    assert config_rows(
+        {
+            "max_duration_ns": 604_800_000_000_000,
+            "period_ns": 250_000,
+            "dc_shift_ns": -20_000,
+            "margin_ns": 1_500_000,
+            "wait": "spin",
+            "motion": {"axes": 1},
+            "cpu": None,
+        }
+    ) == [("max_duration", "7 d"), ("period", "250 µs"), ("dc_shift", "-20 µs"), ("margin", "1.5 ms"), ("wait", "spin")]
     facts = _facts(0, views[0])
     assert "<td>config.max_duration</td><td>1 h</td>" in facts
     assert "max_duration_ns" not in facts and "3600000000000" not in facts
@@ -132,7 +148,8 @@ def test_a_stored_verdict_is_the_columns_verdict_the_worst_round_first(views):
     cols = columns([judged(views[0], True), judged(views[1], True), judged(views[2], False), judged(views[3], True)])
     assert [(c.name, c.verdict_ok, c.verdict) for c in cols] == [
         ("untuned", False, "fails misses==0,period.max<=270us (1 of 2 rounds failed)"),
-        ("tuned+load", True, "meets misses==0,period.max<=270us")]
+        ("tuned+load", True, "meets misses==0,period.max<=270us"),
+    ]
     html = side_by_side([judged(v, True) for v in views], None)
     assert '<td class="text good">meets misses==0,period.max&lt;=270us</td>' in html
     assert "carry no verdict" not in html

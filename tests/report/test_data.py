@@ -5,15 +5,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from softrt.report.data import (Hist, MinMaxDownsampler, StreamHist, common_width_ns, envelope, exceedance,
-                                hist_from_buckets, merge, nice_width_ns, rebin)
+from softrt.report.data import (
+    Hist,
+    MinMaxDownsampler,
+    StreamHist,
+    common_width_ns,
+    envelope,
+    exceedance,
+    hist_from_buckets,
+    merge,
+    nice_width_ns,
+    rebin,
+)
 
 
 def _chunks(values, rng):
     i = 0
     while i < values.size:
         n = int(rng.integers(1, 5000))
-        yield values[i:i + n]
+        yield values[i : i + n]
         i += n
 
 
@@ -64,10 +74,16 @@ def test_rebin_preserves_counts_and_is_exact_on_multiples():
         assert np.array_equal(coarse.counts, expected), width
 
 
-@pytest.mark.parametrize("span,max_bins,floor,expected", [
-    (1_160_000, 2000, 1000, 1000), (3_250_000, 2000, 1000, 2000), (14_608_000, 2000, 1000, 10_000),
-    (40_000, 2000, 100, 100), (7e9, 2000, 1000, 5_000_000),
-])
+@pytest.mark.parametrize(
+    "span,max_bins,floor,expected",
+    [
+        (1_160_000, 2000, 1000, 1000),
+        (3_250_000, 2000, 1000, 2000),
+        (14_608_000, 2000, 1000, 10_000),
+        (40_000, 2000, 100, 100),
+        (7e9, 2000, 1000, 5_000_000),
+    ],
+)
 def test_nice_width(span, max_bins, floor, expected):
     assert nice_width_ns(span, max_bins, floor) == expected
 
@@ -104,8 +120,9 @@ def test_exceedance_is_limited_in_points_and_keeps_the_tail():
 
 
 def test_exceedance_with_overflow_has_a_tail():
-    h = hist_from_buckets(np.array([8_000, 9_000]), np.array([10, 5]), 1_000, over_count=5, over_from_ns=400_000,
-                          max_ns=3_937_000)
+    h = hist_from_buckets(
+        np.array([8_000, 9_000]), np.array([10, 5]), 1_000, over_count=5, over_from_ns=400_000, max_ns=3_937_000
+    )
     e = exceedance(h)
     assert e.total == 20
     assert e.tail == (400_000.0, 3_937_000.0, 0.25)
@@ -114,8 +131,9 @@ def test_exceedance_with_overflow_has_a_tail():
 
 def test_merge_sums_threads():
     a = hist_from_buckets(np.array([1_000, 2_000]), np.array([3, 4]), 1_000, min_ns=1_000, max_ns=2_500)
-    b = hist_from_buckets(np.array([2_000, 5_000]), np.array([1, 1]), 1_000, over_count=2, over_from_ns=6_000,
-                          min_ns=2_000, max_ns=9_000)
+    b = hist_from_buckets(
+        np.array([2_000, 5_000]), np.array([1, 1]), 1_000, over_count=2, over_from_ns=6_000, min_ns=2_000, max_ns=9_000
+    )
     m = merge([a, b])
     assert m.total == 11 and m.over_count == 2 and m.min_ns == 1_000 and m.max_ns == 9_000
     assert dict(zip(m.edges_ns()[:-1].tolist(), m.counts.tolist()))[2_000] == 5
@@ -124,8 +142,11 @@ def test_merge_sums_threads():
 def _brute(values, times, buckets):
     n = values.size
     b = np.arange(n) * buckets // n
-    return ([values[b == k].min() for k in range(buckets)], [values[b == k].max() for k in range(buckets)],
-            [times[b == k][0] for k in range(buckets)])
+    return (
+        [values[b == k].min() for k in range(buckets)],
+        [values[b == k].max() for k in range(buckets)],
+        [times[b == k][0] for k in range(buckets)],
+    )
 
 
 def test_min_max_downsampler_matches_brute_force_with_any_chunking():
@@ -139,7 +160,7 @@ def test_min_max_downsampler_matches_brute_force_with_any_chunking():
     ds = MinMaxDownsampler(n, 300)
     i = 0
     for c in _chunks(v, rng):
-        ds.add(c, t[i:i + c.size], marked[i:i + c.size])
+        ds.add(c, t[i : i + c.size], marked[i : i + c.size])
         i += c.size
     s = ds.result()
     lo, hi, first_t = _brute(v, t, 300)
@@ -171,8 +192,9 @@ def test_exceedance_of_the_runs_hdr_histogram_is_exact_at_every_point():
     from softrt.report.data import exceedance_of_hdr
 
     rng = np.random.default_rng(7)
-    v = np.concatenate([rng.integers(100, 1_000, 9_800), rng.integers(1_000, 40_000, 180),
-                        rng.integers(1_000_000, 20_000_000, 20)])
+    v = np.concatenate(
+        [rng.integers(100, 1_000, 9_800), rng.integers(1_000, 40_000, 180), rng.integers(1_000_000, 20_000_000, 20)]
+    )
     h = Hdr()
     for c in _chunks(v, rng):
         h.add(c)
@@ -189,8 +211,9 @@ def test_the_reports_latency_exceedance_comes_from_the_hdr_histogram():
     from softrt.analysis import RunStats
     from softrt.report.load import RunView
     from softrt.report.plots import exceedance_curves
-    from ..synthetic import synthetic_records
     from softrt.schema.summary import RunSummary
+
+    from ..synthetic import synthetic_records
 
     rng = np.random.default_rng(3)
     rec = synthetic_records(20_000, 250_000, [(5_000, 40)], seed=3)

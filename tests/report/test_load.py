@@ -69,14 +69,25 @@ def test_run_without_motion(synth_run):
 def test_check_verdict_from_summary_and_check_json(synth_run):
     run = synth_run(cycles=2_000)
     assert load_run(run).check is None
-    finding = {"id": "idle.states", "title": "CPU idle states", "status": "fail", "severity": "high",
-               "summary": "C6 enabled", "fix": "cpupower idle-set -D 0"}
-    (run / "check.json").write_text(json.dumps({"ready": False, "verdict": "NOT READY (full report)",
-                                                "findings": [finding]}))
+    finding = {
+        "id": "idle.states",
+        "title": "CPU idle states",
+        "status": "fail",
+        "severity": "high",
+        "summary": "C6 enabled",
+        "fix": "cpupower idle-set -D 0",
+    }
+    (run / "check.json").write_text(
+        json.dumps({"ready": False, "verdict": "NOT READY (full report)", "findings": [finding]})
+    )
     assert load_run(run).check["verdict"] == "NOT READY (full report)"
     summary = json.loads((run / "summary.json").read_text())
-    summary["check"] = {"ready": False, "verdict": "NOT READY: fix idle states", "counts": {"fail": 1},
-                        "fix_first": ["idle.states"]}
+    summary["check"] = {
+        "ready": False,
+        "verdict": "NOT READY: fix idle states",
+        "counts": {"fail": 1},
+        "fix_first": ["idle.states"],
+    }
     (run / "summary.json").write_text(json.dumps(summary))
     check = load_run(run).check
     assert check["verdict"] == "NOT READY: fix idle states" and check["findings"] == [finding]
@@ -100,6 +111,7 @@ def test_corrupt_samples(synth_run, damage, tmp_path):
         file.write_bytes(b"PAR1" + b"\0" * 100)
     else:
         import pyarrow as pa
+
         pq.write_table(pa.table({"x": [1, 2, 3]}), file)
     # Issue 32: the run was refused although its summary and stats.json were intact; now it is
     # reported from stats.json, and the first note says why.
@@ -127,6 +139,7 @@ def test_empty_run(synth_run, tmp_path):
     target = tmp_path / "empty"
     shutil.copytree(run, target)
     import pyarrow as pa
+
     pq.write_table(pa.table({n: rec[n] for n in rec.dtype.names}), target / "samples.parquet")
     view = load_run(target)
     assert view.period is None and view.series is None and view.latency is None
@@ -162,8 +175,13 @@ def test_a_late_run_draws_what_the_same_run_with_every_sample_draws(tmp_path, sy
     assert late.series.n == full.series.n and late.series.hi.max() == full.series.hi.max()
     assert late.series.marks.sum() == full.series.marks.sum() == 3
     assert late.t0_ns == full.t0_ns
-    for field in ("board_cycle", "commanded_sample", "delivered_sample", "commanded_position_counts",
-                  "delivered_position_counts"):
+    for field in (
+        "board_cycle",
+        "commanded_sample",
+        "delivered_sample",
+        "commanded_position_counts",
+        "delivered_position_counts",
+    ):
         assert np.array_equal(getattr(late.motion, field), getattr(full.motion, field)), field
     for field in ("commanded_velocity_counts_per_s", "delivered_velocity_counts_per_s"):
         assert np.allclose(getattr(late.motion, field), getattr(full.motion, field), equal_nan=True), field
@@ -174,6 +192,7 @@ def test_a_late_run_draws_what_the_same_run_with_every_sample_draws(tmp_path, sy
 
 def test_report_of_a_long_late_run_builds_without_its_cycles(tmp_path):
     from softrt.report import build_report
+
     from ..synthetic import write_synthetic_long_late_run
 
     run = write_synthetic_long_late_run(tmp_path / "runs", hours=0.5, events=40)

@@ -14,12 +14,13 @@ from softrt.report.data import envelope
 
 @pytest.fixture(scope="module")
 def long_run(tmp_path_factory):
-    from softrt.report.synthetic import write_synthetic_run
+    from ..synthetic import write_synthetic_run
 
     # 30,000 cycles in 2 row groups of 16,384; a 12-cycle stall (the worst period, 3.25 ms), a short
     # one and a 1-cycle miss; the worst period sits in a row group of its own batch.
-    return write_synthetic_run(tmp_path_factory.mktemp("runs"), cycles=30_000,
-                               misses=[(2_600, 3), (9_000, 1), (21_000, 12)], seed=4)
+    return write_synthetic_run(
+        tmp_path_factory.mktemp("runs"), cycles=30_000, misses=[(2_600, 3), (9_000, 1), (21_000, 12)], seed=4
+    )
 
 
 def _raw_periods(run):
@@ -52,15 +53,22 @@ def test_past_the_budget_the_report_draws_the_same_series_and_motion_with_exact_
     monkeypatch.setattr(report_load, "ROW_BUDGET", 1_000)
     monkeypatch.setattr(longrun, "SCAN_BATCH_ROWS", 4_096)  # the motion's row groups are read alone
     big = report_load.load_run(long_run)
-    assert big.notes[0].startswith("samples.parquet holds 30,000 cycles, more than the report keeps one by one "
-                                   "(1,000): the period over time was read by row group (2 batches) and is drawn "
-                                   "downsampled, as the minimum and maximum of 2,000 slices of about 15 periods")
+    assert big.notes[0].startswith(
+        "samples.parquet holds 30,000 cycles, more than the report keeps one by one "
+        "(1,000): the period over time was read by row group (2 batches) and is drawn "
+        "downsampled, as the minimum and maximum of 2,000 slices of about 15 periods"
+    )
     for name in ("t_s", "lo", "hi", "mean", "marks"):
         assert np.array_equal(getattr(small.series, name), getattr(big.series, name)), name
     assert big.period.max_ns == small.period.max_ns and big.period.total == small.period.total == 29_999
     assert big.motion_note == small.motion_note
-    for name in ("board_cycle", "commanded_sample", "delivered_sample", "delivered_position_counts",
-                 "delivered_velocity_counts_per_s"):
+    for name in (
+        "board_cycle",
+        "commanded_sample",
+        "delivered_sample",
+        "delivered_position_counts",
+        "delivered_velocity_counts_per_s",
+    ):
         assert np.array_equal(getattr(small.motion, name), getattr(big.motion, name), equal_nan=True), name
     assert big.motion_reference.lag_cycles == small.motion_reference.lag_cycles
 
@@ -71,6 +79,9 @@ def test_past_the_budget_without_stats_json_the_run_is_refused_with_one_line(syn
     run = synth_run(cycles=3_000, misses=[])
     (run / "stats.json").unlink()
     monkeypatch.setattr(report_load, "ROW_BUDGET", 1_000)
-    with pytest.raises(SoftRTError, match=r"^run \S+: samples.parquet holds 3,000 cycles, more than the report keeps "
-                                          r"one by one \(1,000\), and its stats.json cannot be read: .*stats.json is missing"):
+    with pytest.raises(
+        SoftRTError,
+        match=r"^run \S+: samples.parquet holds 3,000 cycles, more than the report keeps "
+        r"one by one \(1,000\), and its stats.json cannot be read: .*stats.json is missing",
+    ):
         report_load.load_run(run)

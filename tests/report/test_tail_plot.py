@@ -12,10 +12,21 @@ from softrt.report.tail_plot import empirical_points, fitted_level_us, return_le
 from softrt.schema.tail import Interval, ReturnLevel, Tail
 from softrt.store.tailkeep import TAIL_KEEP, read_tail_keep, write_tail_keep
 
-TAIL = Tail(deadline_us=270.0, hours=2.0, cycles=28_800_000, threshold_us=40.0, gap_ms=10.0, exceedances=300,
-            clusters=200, xi=Interval(estimate=0.0, low=-0.1, high=0.1), sigma_us=Interval(estimate=5.0, low=4, high=6),
-            return_levels=[ReturnLevel(every_h=h, level_us=50.0 + h / 1000, low_us=45.0, high_us=60.0 + h)
-                           for h in (1.0, 24.0, 168.0, 8766.0)])
+TAIL = Tail(
+    deadline_us=270.0,
+    hours=2.0,
+    cycles=28_800_000,
+    threshold_us=40.0,
+    gap_ms=10.0,
+    exceedances=300,
+    clusters=200,
+    xi=Interval(estimate=0.0, low=-0.1, high=0.1),
+    sigma_us=Interval(estimate=5.0, low=4, high=6),
+    return_levels=[
+        ReturnLevel(every_h=h, level_us=50.0 + h / 1000, low_us=45.0, high_us=60.0 + h)
+        for h in (1.0, 24.0, 168.0, 8766.0)
+    ],
+)
 
 
 def test_the_curve_the_points_and_the_figure():
@@ -25,8 +36,9 @@ def test_the_curve_the_points_and_the_figure():
     times = np.array([0.0, 0.001, 1.0, 5.0])  # the first two are one burst
     h, peaks = empirical_points(TAIL, values, times)
     assert list(peaks) == [50.0, 45.0] and list(h) == [2.0, 1.0]  # the k-th worst: once every T/k hours
-    plot = return_level_plot([("a", TAIL, values, times), ("b", TAIL.replace(refused="too few"), None, None),
-                              ("c", None, None, None)])
+    plot = return_level_plot(
+        [("a", TAIL, values, times), ("b", TAIL.replace(refused="too few"), None, None), ("c", None, None, None)]
+    )
     assert plot.figure is not None and any("c: no tail model" in n for n in plot.not_applicable)
     assert any("b: fit refused: too few" in n for n in plot.not_applicable)
     assert return_level_plot([("c", None, None, None)]).figure is None
@@ -44,4 +56,3 @@ def test_tail_npz_reads_back_and_a_corrupt_one_is_one_error(tmp_path):
     (tmp_path / TAIL_KEEP).write_bytes(b"not a zip")
     with pytest.raises(SoftRTError, match="cannot read"):
         read_tail_keep(tmp_path)
-

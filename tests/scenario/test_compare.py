@@ -3,20 +3,20 @@ the board's miss count, and a run without motion figures."""
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from softrt.analysis import summarize
+from softrt.analysis.require import parse_requirements
 from softrt.ipc.layout import RECORD_DTYPE
-from ..synthetic import synthetic_records, write_synthetic_run
 from softrt.scenario import load_scenario
 from softrt.scenario.compare import Planned, ScenarioRun, _pool, plan
 from softrt.scenario.model import Scenario
-from softrt.analysis.require import parse_requirements
 from softrt.schema.config import RunConfig
+from softrt.schema.summary import Metrics, RunSummary
 from softrt.session.run import RunResult
 from softrt.store.rundir import STATS, RunDir, read_samples, read_summary
-from softrt.schema.summary import Metrics, RunSummary
+
+from ..synthetic import synthetic_records, write_synthetic_run
 
 
 def _records(seqs: np.ndarray, period_ns: int = 250_000) -> np.ndarray:
@@ -36,10 +36,15 @@ def test_pooled_misses_are_the_boards_and_a_run_without_motion_figures_pools(tmp
     rundir = RunDir(tmp_path, "run-with-overflow")
     rundir.append(_records(np.concatenate([np.arange(0, 1000), np.arange(2000, 3000)])))
     rundir.close()
-    summary = RunSummary.from_dict({
-        "run_id": rundir.run_id, "mode": "real-time", "status": "complete",
-        "misses": {"missed_updates": 7, "missed_updates_in_records": 0, "source": "board"},
-        "motion": {"not_computed": "1,000 records were dropped by the ring"}})
+    summary = RunSummary.from_dict(
+        {
+            "run_id": rundir.run_id,
+            "mode": "real-time",
+            "status": "complete",
+            "misses": {"missed_updates": 7, "missed_updates_in_records": 0, "source": "board"},
+            "motion": {"not_computed": "1,000 records were dropped by the ring"},
+        }
+    )
     run = ScenarioRun(item.scenario, 1, RunResult(summary, rundir.path))
     figures = _pool(item, [run])
     assert figures.metrics.records_missing == 1000
@@ -49,7 +54,9 @@ def test_pooled_misses_are_the_boards_and_a_run_without_motion_figures_pools(tmp
     assert req.check(figures.metrics) == (False, 7)
     pooled = figures.to_dict()  # compare --json: the metrics at the top, as in a summary
     assert pooled["misses"]["missed_updates"] == 7 and pooled["motion"] == {
-        "max_deviation_counts": None, "max_velocity_step_counts_per_s": None}
+        "max_deviation_counts": None,
+        "max_velocity_step_counts_per_s": None,
+    }
 
 
 def _round(path, scenario, rnd):
@@ -59,8 +66,7 @@ def _round(path, scenario, rnd):
 def test_pool_merges_stored_histograms_and_streams_older_runs(tmp_path):
     scenario = Scenario(name="tuned")
     a = write_synthetic_run(tmp_path, cycles=30_000, misses=[(100, 2)], seed=1, run_id="a")
-    b = write_synthetic_run(tmp_path, cycles=20_000, misses=[(5_000, 7)], seed=2, run_id="b",
-                            dropped=[(9_000, 9_100)])
+    b = write_synthetic_run(tmp_path, cycles=20_000, misses=[(5_000, 7)], seed=2, run_id="b", dropped=[(9_000, 9_100)])
     (b / STATS).unlink()  # a run from before stats.json: its samples are streamed instead
     (a / "samples.parquet").unlink()  # a stored run's samples are not needed to pool it
     planned = Planned(scenario, RunConfig(scenario="tuned"), ())
@@ -78,30 +84,49 @@ def _pooled(name, worst_us, missed, loads=(), period_ns=250_000):
     from softrt.scenario.compare import Pooled
     from softrt.schema.summary import LoadRun
 
-    metrics = Metrics.from_dict({"cycles": 8_000, "records_expected": 8_000, "records_missing": 0,
-                                 "period_us": {"max": worst_us, "mean": 250.0, "min": 200.0},
-                                 "misses": {"missed_updates": missed, "longest_miss_run": min(missed, 5)}})
-    return Pooled(metrics=metrics, scenario=name, tuned=name != "untuned", loads=[LoadRun(name=n) for n in loads],
-                  verdict=judge(metrics, period_ns=period_ns, threshold_ns=20_000))
+    metrics = Metrics.from_dict(
+        {
+            "cycles": 8_000,
+            "records_expected": 8_000,
+            "records_missing": 0,
+            "period_us": {"max": worst_us, "mean": 250.0, "min": 200.0},
+            "misses": {"missed_updates": missed, "longest_miss_run": min(missed, 5)},
+        }
+    )
+    return Pooled(
+        metrics=metrics,
+        scenario=name,
+        tuned=name != "untuned",
+        loads=[LoadRun(name=n) for n in loads],
+        verdict=judge(metrics, period_ns=period_ns, threshold_ns=20_000),
+    )
 
 
 def test_compare_judges_the_requirement_before_the_change_against_the_baseline():
     from softrt.scenario.compare import overall, verdict
 
     # An unloaded run that was already bad makes a loaded one "within 1.5x": it still fails the requirement.
-    pooled = {"untuned": _pooled("untuned", 14_608.6, 900), "tuned": _pooled("tuned", 30_000.0, 300),
-              "tuned+load": _pooled("tuned+load", 36_083.0, 444, loads=["disk"])}
+    pooled = {
+        "untuned": _pooled("untuned", 14_608.6, 900),
+        "tuned": _pooled("tuned", 30_000.0, 300),
+        "tuned+load": _pooled("tuned+load", 36_083.0, 444, loads=["disk"]),
+    }
     lines = verdict(pooled)
     assert lines[0] == "Tuning did not lower the worst period (14,608.6 µs untuned, 30,000.0 µs tuned)."
-    assert lines[1] == ("Under load (tuned+load) it failed the requirement (misses==0,period.max<=270us): worst "
-                        "period 36,083.0 µs vs 30,000.0 µs unloaded, 444 vs 300 missed updates.")
+    assert lines[1] == (
+        "Under load (tuned+load) it failed the requirement (misses==0,period.max<=270us): worst "
+        "period 36,083.0 µs vs 30,000.0 µs unloaded, 444 vs 300 missed updates."
+    )
     assert not any("held" in line for line in lines)
     assert overall(pooled) == "Overall: the machine fails the 250 µs cycle in untuned, tuned, tuned+load"
     good = {"tuned": _pooled("tuned", 262.0, 0), "tuned+load": _pooled("tuned+load", 268.0, 0, loads=["disk"])}
-    assert verdict(good) == ["Under load (tuned+load) it held: worst period 268.0 µs vs 262.0 µs unloaded, "
-                             "0 vs 0 missed updates."]
-    assert overall({**good, "untuned": pooled["untuned"]}) == \
-        "Overall: the machine meets the 250 µs cycle in tuned, tuned+load; fails it in untuned"
+    assert verdict(good) == [
+        "Under load (tuned+load) it held: worst period 268.0 µs vs 262.0 µs unloaded, 0 vs 0 missed updates."
+    ]
+    assert (
+        overall({**good, "untuned": pooled["untuned"]})
+        == "Overall: the machine meets the 250 µs cycle in tuned, tuned+load; fails it in untuned"
+    )
 
 
 def test_compare_prints_the_verdicts_first_and_notes_dropped_records():
@@ -119,8 +144,10 @@ def test_compare_prints_the_verdicts_first_and_notes_dropped_records():
     assert lines[0].startswith("tuned: MEETS the 250 µs cycle") and lines[2].startswith("tuned+load: FAILS the 250 µs")
     assert "Overall: the machine meets the 250 µs cycle in tuned; fails it in tuned+load" in lines
     assert any(line.split()[:1] == ["cycles"] and line.rstrip().endswith("2,560 of 8,000") for line in lines)
-    assert ("tuned+load: 2,560 of 8,000 cycles shown: 5,440 records were dropped by the ring (its misses are the "
-            "board's count)") in lines
+    assert (
+        "tuned+load: 2,560 of 8,000 cycles shown: 5,440 records were dropped by the ring (its misses are the "
+        "board's count)"
+    ) in lines
 
 
 def test_what_is_left_learns_the_cost_of_runs_with_and_without_loads_apart():

@@ -27,24 +27,30 @@ def test_user_file(tmp_path):
     assert s.wait == "sleep" and s.duration_ns == 3_000_000_000 and s.loads[0].cpus == "0"
 
 
-@pytest.mark.parametrize("text,needle", [
-    ('name = "x"\nprofile = "fast"\n', "line 2, key profile: unknown profile 'fast'"),
-    ('name = "x"\nwiat = "spin"\n', "line 2, key wiat: unknown key"),
-    ('name = "x"\n\n[[load]]\nname = "disk"\n[[load]]\nname = "gpu2"\n', "line 6, key load[1].name: unknown load 'gpu2'"),
-    ('name = "x"\n[[load]]\nname = "disk"\ncpus = "rt"\n', "line 4, key load[0].cpus: invalid placement"),
-    ('name = "x"\nduration = "soon"\n', "line 2, key duration"),
-    ('name = "x"\nduration = "0s"\n', "key duration: must be positive"),
-    ('name = "x" "y"\n', "malformed TOML"),
-    ('profile = "rt"\n', "key name"),
-    ('name = "x"\nloads_on_rt_cpus = "yes"\n', "line 2, key loads_on_rt_cpus"),
-    ('name = "x"\n\ntrace = "off"\n', "line 3, key trace: must be true or false"),
-    ('name = "x"\nsamples = "some"\n', "line 2, key samples: unknown value 'some'"),
-    ('name = "x"\ndc_lock = true\n', "line 2, key dc_lock: needs an EtherCAT device"),
-    ('name = "x"\ndevice = "ethercat:eth1"\ndc_lock = 1\n', "line 3, key dc_lock: must be true or false"),
-    ('name = "x"\ndevice = "ethercat:eth1"\ndc_shift = "-soon"\n', "line 3, key dc_shift"),
-    ('name = "x"\necat_drives = "d.toml"\n', "line 2, key ecat_drives: describes EtherCAT drives"),
-    ('name = "x"\ndevice = "ethercat:eth1"\necat_drives = 3\n', "line 3, key ecat_drives: must be the path"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ('name = "x"\nprofile = "fast"\n', "line 2, key profile: unknown profile 'fast'"),
+        ('name = "x"\nwiat = "spin"\n', "line 2, key wiat: unknown key"),
+        (
+            'name = "x"\n\n[[load]]\nname = "disk"\n[[load]]\nname = "gpu2"\n',
+            "line 6, key load[1].name: unknown load 'gpu2'",
+        ),
+        ('name = "x"\n[[load]]\nname = "disk"\ncpus = "rt"\n', "line 4, key load[0].cpus: invalid placement"),
+        ('name = "x"\nduration = "soon"\n', "line 2, key duration"),
+        ('name = "x"\nduration = "0s"\n', "key duration: must be positive"),
+        ('name = "x" "y"\n', "malformed TOML"),
+        ('profile = "rt"\n', "key name"),
+        ('name = "x"\nloads_on_rt_cpus = "yes"\n', "line 2, key loads_on_rt_cpus"),
+        ('name = "x"\n\ntrace = "off"\n', "line 3, key trace: must be true or false"),
+        ('name = "x"\nsamples = "some"\n', "line 2, key samples: unknown value 'some'"),
+        ('name = "x"\ndc_lock = true\n', "line 2, key dc_lock: needs an EtherCAT device"),
+        ('name = "x"\ndevice = "ethercat:eth1"\ndc_lock = 1\n', "line 3, key dc_lock: must be true or false"),
+        ('name = "x"\ndevice = "ethercat:eth1"\ndc_shift = "-soon"\n', "line 3, key dc_shift"),
+        ('name = "x"\necat_drives = "d.toml"\n', "line 2, key ecat_drives: describes EtherCAT drives"),
+        ('name = "x"\ndevice = "ethercat:eth1"\necat_drives = 3\n', "line 3, key ecat_drives: must be the path"),
+    ],
+)
 def test_mistakes_name_file_line_and_key(tmp_path, text, needle):
     with pytest.raises(ConfigError) as info:
         parse_scenario(text, source="my.toml")

@@ -20,19 +20,40 @@ from ..fuzz import fuzz, reads
 FUZZ = fuzz(100)
 
 
-@pytest.mark.parametrize("body,match", [
-    ('name = "x"\nduration = [1]\n', "key duration: duration \\[1\\] is not a time"),
-    ('name = "x"\nduration = nan\n', "key duration: .* out of range"),
-    ('name = "x"\nduration = 1e400\n', "key duration: .* out of range"),
-    ('name = "x"\nload = [1, 2]\n', "key load\\[0\\]: must be a table"),
-    ('name = "x"\n[[load]]\nname = "cpu"\ncpus = "0-99999999999"\n', "line 4, key load\\[0\\].cpus: .*cannot exist"),
-    ('name = "x"\nprofile = ["rt"]\n', "key profile"), ('name = "x"\nwait = {a = 1}\n', "key wait"),
-    ('name = "x"\ndevice = 5\n', "key device"), ('name = "x"\ndescription = [1]\n', "key description"),
-    ('name = "x"\n[[load]]\nname = ["cpu"]\n', "key load\\[0\\].name"),
-    ('name = "x"\na = ' + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
-    ('name = "x"\nduration = ' + "9" * 5000 + "\n", "malformed TOML"),
-], ids=["duration-list", "duration-nan", "duration-inf", "load-ints", "cpus-huge", "profile-list", "wait-table",
-        "device-int", "description-list", "load-name-list", "deep", "huge-int"])
+@pytest.mark.parametrize(
+    "body,match",
+    [
+        ('name = "x"\nduration = [1]\n', "key duration: duration \\[1\\] is not a time"),
+        ('name = "x"\nduration = nan\n', "key duration: .* out of range"),
+        ('name = "x"\nduration = 1e400\n', "key duration: .* out of range"),
+        ('name = "x"\nload = [1, 2]\n', "key load\\[0\\]: must be a table"),
+        (
+            'name = "x"\n[[load]]\nname = "cpu"\ncpus = "0-99999999999"\n',
+            "line 4, key load\\[0\\].cpus: .*cannot exist",
+        ),
+        ('name = "x"\nprofile = ["rt"]\n', "key profile"),
+        ('name = "x"\nwait = {a = 1}\n', "key wait"),
+        ('name = "x"\ndevice = 5\n', "key device"),
+        ('name = "x"\ndescription = [1]\n', "key description"),
+        ('name = "x"\n[[load]]\nname = ["cpu"]\n', "key load\\[0\\].name"),
+        ('name = "x"\na = ' + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        ('name = "x"\nduration = ' + "9" * 5000 + "\n", "malformed TOML"),
+    ],
+    ids=[
+        "duration-list",
+        "duration-nan",
+        "duration-inf",
+        "load-ints",
+        "cpus-huge",
+        "profile-list",
+        "wait-table",
+        "device-int",
+        "description-list",
+        "load-name-list",
+        "deep",
+        "huge-int",
+    ],
+)
 def test_hostile_scenarios_are_one_line(tmp_path, body, match):
     f = tmp_path / "s.toml"
     f.write_text(body)
@@ -56,13 +77,39 @@ def test_huge_scenario_file(tmp_path):
         load_scenario(str(f))
 
 
-_LINES = st.sampled_from([
-    'name = "x"', 'name = "a\\u001b[2J"', 'profile = "rt"', 'profile = "none"', 'wait = "spin"', 'wait = 1',
-    'duration = "10s"', "duration = 5", "duration = -1", "duration = [1]", "duration = nan", "duration = inf",
-    'device = "virtual"', "device = 1", "loads_on_rt_cpus = true", "loads_on_rt_cpus = 1", "load = [1, 2]",
-    "[[load]]", 'name = "cpu"', 'name = "disk"', 'cpus = "0"', 'cpus = "0-99999999999"', 'cpus = "all"',
-    'cpus = "1-0"', "cpus = 3", 'description = "d"', "x = {a = [[[1]]]}", "[load]", "[other]",
-])
+_LINES = st.sampled_from(
+    [
+        'name = "x"',
+        'name = "a\\u001b[2J"',
+        'profile = "rt"',
+        'profile = "none"',
+        'wait = "spin"',
+        "wait = 1",
+        'duration = "10s"',
+        "duration = 5",
+        "duration = -1",
+        "duration = [1]",
+        "duration = nan",
+        "duration = inf",
+        'device = "virtual"',
+        "device = 1",
+        "loads_on_rt_cpus = true",
+        "loads_on_rt_cpus = 1",
+        "load = [1, 2]",
+        "[[load]]",
+        'name = "cpu"',
+        'name = "disk"',
+        'cpus = "0"',
+        'cpus = "0-99999999999"',
+        'cpus = "all"',
+        'cpus = "1-0"',
+        "cpus = 3",
+        'description = "d"',
+        "x = {a = [[[1]]]}",
+        "[load]",
+        "[other]",
+    ]
+)
 
 
 @FUZZ
@@ -71,7 +118,7 @@ def test_fuzz_parse_scenario(lines):
     """Any TOML-ish text: a Scenario or one ConfigError line (never another exception)."""
     scenario = reads(lambda: parse_scenario("\n".join(lines), source="fuzz.toml"))
     if not isinstance(scenario, SoftRTError):
-        assert scenario.name and scenario.description.isprintable() or scenario.description == ""
+        assert (scenario.name and scenario.description.isprintable()) or scenario.description == ""
         assert scenario.duration_ns is None or scenario.duration_ns > 0
 
 
@@ -91,9 +138,14 @@ def scenario_paths(tmp_path) -> dict[str, str]:
     (tmp_path / "zero.toml").symlink_to("/dev/zero")
     (tmp_path / "gone.toml").symlink_to(tmp_path / "nothing")
     (tmp_path / "notes.txt").write_text('name = "x"\n')
-    return {"dir.toml": "is a directory, not a file", "fifo.toml": "is a FIFO, not a file",
-            "zero.toml": "is a character device, not a file", "gone.toml": "is a link to nothing, not a file",
-            "notes.txt": "is not a .toml file", "missing.toml": "no scenario file"}
+    return {
+        "dir.toml": "is a directory, not a file",
+        "fifo.toml": "is a FIFO, not a file",
+        "zero.toml": "is a character device, not a file",
+        "gone.toml": "is a link to nothing, not a file",
+        "notes.txt": "is not a .toml file",
+        "missing.toml": "no scenario file",
+    }
 
 
 def test_a_scenario_path_that_is_no_toml_file_says_what_it_is(tmp_path):
@@ -103,4 +155,3 @@ def test_a_scenario_path_that_is_no_toml_file_says_what_it_is(tmp_path):
         err = reads(lambda name=name: load_scenario(str(tmp_path / name)))
         assert isinstance(err, ConfigError) and says in str(err), (name, err)
         assert "use the path of a .toml file" not in str(err) or "built-in" in err.hint
-

@@ -37,7 +37,7 @@ def _all_docs(cls: type = Doc) -> list[type]:
 
 DOCS = _all_docs()
 _TEXT = st.text(st.characters(codec="utf-8", categories=("L", "N", "P", "Zs")), max_size=8)
-_SCALARS = st.none() | st.booleans() | st.integers(-10**6, 10**6) | _TEXT
+_SCALARS = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | _TEXT
 _FREE = st.dictionaries(_TEXT, _SCALARS | st.lists(_SCALARS, max_size=2), max_size=2)
 
 
@@ -56,7 +56,7 @@ def _value(hint: object, minimum: int | None, bound: float | None) -> st.SearchS
         return st.integers(0 if minimum is not None else -(2**63), 2**63 - 1)
     if hint is float:
         limit = bound if bound is not None else 1e300
-        return st.floats(-limit, limit, allow_nan=False) | st.integers(-10**6, 10**6)
+        return st.floats(-limit, limit, allow_nan=False) | st.integers(-(10**6), 10**6)
     if hint is str:
         return _TEXT
     if hint is dict or typing.get_origin(hint) is dict:
@@ -91,8 +91,10 @@ def test_every_document_reads_back_what_it_writes(cls: type, data: st.DataObject
 
 
 def test_a_document_built_in_code_is_checked_as_one_read() -> None:
-    for bad, message in ((dict(cycles=-1), "cycles cannot be negative, got -1"),
-                         (dict(cycles=True), "cycles must be a whole number, got True")):
+    for bad, message in (
+        (dict(cycles=-1), "cycles cannot be negative, got -1"),
+        (dict(cycles=True), "cycles must be a whole number, got True"),
+    ):
         with pytest.raises(ConfigError, match=message):
             Metrics(**bad)
     with pytest.raises(ConfigError, match=r"^Stats: max is out of range \(1e\+300; at most 9.22e\+15 in magnitude\)"):

@@ -10,9 +10,15 @@ from softrt.schema.provenance import FIELDS, provenance_fields
 from softrt.schema.summary import RunSummary
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "summaries"
-BLOCK = {"rig_id": "0123456789abcdef", "rig_label": "line 3", "bios_vendor": "ACME", "bios_version": "F.42",
-         "bios_date": "03/14/2026", "microcode": "0xde",
-         "nics": [{"interface": "enp3s0", "driver": "igb", "version": "5.4.0-k", "firmware": "3.25, 0x800005d0"}]}
+BLOCK = {
+    "rig_id": "0123456789abcdef",
+    "rig_label": "line 3",
+    "bios_vendor": "ACME",
+    "bios_version": "F.42",
+    "bios_date": "03/14/2026",
+    "microcode": "0xde",
+    "nics": [{"interface": "enp3s0", "driver": "igb", "version": "5.4.0-k", "firmware": "3.25, 0x800005d0"}],
+}
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("older-*.json")), ids=lambda p: p.name)

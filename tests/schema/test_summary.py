@@ -23,13 +23,14 @@ from rich.console import Console
 from softrt.cli.render import render_summary
 from softrt.cli.show import render_imported
 from softrt.errors import ConfigError
-from ..synthetic import write_synthetic_run
-from softrt.store.history import History
-from softrt.store.rundir import read_summary, update_summary
 from softrt.schema.summary import SCHEMA, STATUSES, Metrics, RunSummary
 from softrt.schema.text import printable
+from softrt.store.history import History
+from softrt.store.rundir import read_summary, update_summary
 
-from ..fuzz import JSON_VALUES, fuzz, one_line as _one_line
+from ..fuzz import JSON_VALUES, fuzz
+from ..fuzz import one_line as _one_line
+from ..synthetic import write_synthetic_run
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "summaries"
 CURRENT = ["run", "checkpoint", "compare-round", "import-cyclictest", "import-oslat"]
@@ -139,21 +140,31 @@ def test_a_newer_minor_version_is_read():
     assert SCHEMA == "softrt.summary/1"
 
 
-@pytest.mark.parametrize("field,value,match", [
-    ("config", [], "config must be an object"), ("host", "x", "host must be an object"),
-    ("cycles", -1, "cycles cannot be negative"), ("cycles", True, "cycles must be a whole number"),
-    ("cycles", 1.5, "cycles must be a whole number"), ("run_id", "../x", "run_id"), ("run_id", None, "run_id"),
-    ("misses", {"missed_updates": "3"}, "misses.missed_updates must be a whole number"),
-    ("period_us", {"max": [1]}, "period_us.max must be a number"), ("period_us", None, "period_us must be an object"),
-    ("mode", "fast", "mode must be one of"), ("status", "done", "status must be one of"),
-    ("notes", "x", "notes must be a list"), ("notes", [1], r"notes\[0\] must be text"),
-    ("tuning", {"applied": [1]}, r"tuning.applied\[0\] must be an object"),
-    ("threads", {"0": {}}, "threads must be a list"),
-    ("why_late", {"tracing": "on", "worst": [{"seq": "x"}]}, r"why_late.worst\[0\].seq must be a whole number"),
-    ("ring", {"overflows": 2**40 + 0.5}, "ring.overflows must be a whole number"),
-    ("supervisor", {"pid": -3}, "supervisor.pid cannot be negative"),
-    ("loads", [{"name": "fio", "achieved": []}], r"loads\[0\].achieved must be an object"),
-])
+@pytest.mark.parametrize(
+    "field,value,match",
+    [
+        ("config", [], "config must be an object"),
+        ("host", "x", "host must be an object"),
+        ("cycles", -1, "cycles cannot be negative"),
+        ("cycles", True, "cycles must be a whole number"),
+        ("cycles", 1.5, "cycles must be a whole number"),
+        ("run_id", "../x", "run_id"),
+        ("run_id", None, "run_id"),
+        ("misses", {"missed_updates": "3"}, "misses.missed_updates must be a whole number"),
+        ("period_us", {"max": [1]}, "period_us.max must be a number"),
+        ("period_us", None, "period_us must be an object"),
+        ("mode", "fast", "mode must be one of"),
+        ("status", "done", "status must be one of"),
+        ("notes", "x", "notes must be a list"),
+        ("notes", [1], r"notes\[0\] must be text"),
+        ("tuning", {"applied": [1]}, r"tuning.applied\[0\] must be an object"),
+        ("threads", {"0": {}}, "threads must be a list"),
+        ("why_late", {"tracing": "on", "worst": [{"seq": "x"}]}, r"why_late.worst\[0\].seq must be a whole number"),
+        ("ring", {"overflows": 2**40 + 0.5}, "ring.overflows must be a whole number"),
+        ("supervisor", {"pid": -3}, "supervisor.pid cannot be negative"),
+        ("loads", [{"name": "fio", "achieved": []}], r"loads\[0\].achieved must be an object"),
+    ],
+)
 def test_mistyped_fields_are_one_clear_error(field, value, match):
     doc = {**_doc("run"), field: value}
     with pytest.raises(ConfigError, match=match) as info:
@@ -162,15 +173,23 @@ def test_mistyped_fields_are_one_clear_error(field, value, match):
     _one_line(info.value)
 
 
-@pytest.mark.parametrize("field,value,refused", [
-    ("period_us", {"max": 1e308}, "period_us.max is out of range"),
-    ("slack_us", {"min": -9.3e15}, "slack_us.min is out of range"),
-    ("elapsed_s", 1e300, "elapsed_s is out of range"),
-    ("why_late", {"tracing": "on", "culprits": [{"total_us": 1e20}]}, "why_late.culprits[0].total_us is out of range"),
-    ("board", {"rtt_us": {"max": 1e16}}, "board.rtt_us.max is out of range"),
-    ("period_us", {"max": 9.2e15}, None),  # 292 years in µs: absurd, but still a time in int64 ns
-    ("motion", {"max_velocity_step_counts_per_s": 1e300}, None),  # a rate, not a time
-], ids=["period-max-1e308", "slack-min", "elapsed-s", "culprit-total", "round-trip", "at-the-bound", "a-rate"])
+@pytest.mark.parametrize(
+    "field,value,refused",
+    [
+        ("period_us", {"max": 1e308}, "period_us.max is out of range"),
+        ("slack_us", {"min": -9.3e15}, "slack_us.min is out of range"),
+        ("elapsed_s", 1e300, "elapsed_s is out of range"),
+        (
+            "why_late",
+            {"tracing": "on", "culprits": [{"total_us": 1e20}]},
+            "why_late.culprits[0].total_us is out of range",
+        ),
+        ("board", {"rtt_us": {"max": 1e16}}, "board.rtt_us.max is out of range"),
+        ("period_us", {"max": 9.2e15}, None),  # 292 years in µs: absurd, but still a time in int64 ns
+        ("motion", {"max_velocity_step_counts_per_s": 1e300}, None),  # a rate, not a time
+    ],
+    ids=["period-max-1e308", "slack-min", "elapsed-s", "culprit-total", "round-trip", "at-the-bound", "a-rate"],
+)
 def test_a_time_past_int64_ns_is_refused(field, value, refused):
     """Issue 32: ``period_us.max = 1e308`` was accepted and listed as one 400-digit number. Every time the
     summary holds (``within``, or a float field named for its unit: ``_ns``, ``_us``, ``_ms``, ``_s``) is
@@ -192,8 +211,14 @@ def test_large_counts_and_missing_optional_fields_are_fine():
 
 
 def test_every_string_is_made_printable():
-    doc = {"schema": SCHEMA, "run_id": "r1", "scenario": "\x1b]0;title\x07x", "host": {"hostname": "a\x1b[2Jb"},
-           "notes": ["n\x9bm"], "unknown\x1b": "v\x1b"}
+    doc = {
+        "schema": SCHEMA,
+        "run_id": "r1",
+        "scenario": "\x1b]0;title\x07x",
+        "host": {"hostname": "a\x1b[2Jb"},
+        "notes": ["n\x9bm"],
+        "unknown\x1b": "v\x1b",
+    }
     s = RunSummary.read(doc)
     assert s.scenario == "?]0;title?x" and s.hostname == "a?[2Jb" and s.notes == ["n?m"]
     assert s.extra == {"unknown?": "v?"}
@@ -201,8 +226,23 @@ def test_every_string_is_made_printable():
 
 def test_metrics_are_the_streaming_pass_figures():
     """The same block in a summary and in compare's pooled figures."""
-    m = Metrics.from_dict({k: v for k, v in _doc("run").items() if k in (
-        "cycles", "records_expected", "records_missing", "period_us", "process_us", "latency_us", "slack_us", "misses")})
+    m = Metrics.from_dict(
+        {
+            k: v
+            for k, v in _doc("run").items()
+            if k
+            in (
+                "cycles",
+                "records_expected",
+                "records_missing",
+                "period_us",
+                "process_us",
+                "latency_us",
+                "slack_us",
+                "misses",
+            )
+        }
+    )
     assert m == RunSummary.read(_doc("run")).metrics
 
 
@@ -213,12 +253,51 @@ def good_summary(tmp_path_factory) -> dict:
     return json.loads((run / "summary.json").read_text())
 
 
-_FIELDS = ["run_id", "scenario", "source", "status", "mode", "started_at", "partial_reason", "config", "host",
-           "tuning", "cycles", "records_missing", "period_us", "latency_us", "misses", "ring", "board", "motion",
-           "notes", "threads", "loads", "config.period_ns", "config.motion", "host.hostname", "misses.missed_updates",
-           "misses.note", "period_us.max", "tuning.applied", "tuning.system_changes", "ring.overflows", "schema",
-           "why_late", "why_late.tracing", "why_late.culprits", "why_late.worst", "why_late.trace", "samples",
-           "check", "supervisor", "elapsed_s", "motion.max_run_deviation_counts", "slack_us.min", "rtt_us"]
+_FIELDS = [
+    "run_id",
+    "scenario",
+    "source",
+    "status",
+    "mode",
+    "started_at",
+    "partial_reason",
+    "config",
+    "host",
+    "tuning",
+    "cycles",
+    "records_missing",
+    "period_us",
+    "latency_us",
+    "misses",
+    "ring",
+    "board",
+    "motion",
+    "notes",
+    "threads",
+    "loads",
+    "config.period_ns",
+    "config.motion",
+    "host.hostname",
+    "misses.missed_updates",
+    "misses.note",
+    "period_us.max",
+    "tuning.applied",
+    "tuning.system_changes",
+    "ring.overflows",
+    "schema",
+    "why_late",
+    "why_late.tracing",
+    "why_late.culprits",
+    "why_late.worst",
+    "why_late.trace",
+    "samples",
+    "check",
+    "supervisor",
+    "elapsed_s",
+    "motion.max_run_deviation_counts",
+    "slack_us.min",
+    "rtt_us",
+]
 
 
 def _set(doc: dict, dotted: str, value) -> None:
@@ -278,15 +357,35 @@ def test_a_drive_without_an_error_code_object_is_a_valid_board():
     from softrt.ethercat.preop import Identity
     from softrt.schema.device import Board
 
-    info = SlaveInfo(0, "drive", 0x0EC0FFEE, 0x402, True, True, [], [], identity=Identity(
-        vendor_id=0x0EC0FFEE, error_register=0, error_codes=(None, 0x2310)))
+    info = SlaveInfo(
+        0,
+        "drive",
+        0x0EC0FFEE,
+        0x402,
+        True,
+        True,
+        [],
+        [],
+        identity=Identity(vendor_id=0x0EC0FFEE, error_register=0, error_codes=(None, 0x2310)),
+    )
     board = Board.from_dict({"slaves": [info.report()]}, "summary.json", "board")
     assert board.slaves[0].error_codes == [None, 0x2310]
     assert Board.from_dict(board.to_dict()) == board
 
 
-@pytest.mark.parametrize("drop", [("status",), ("partial_reason",), ("ring",), ("board",), ("records_expected",),
-                                  ("period_us",), ("tuning", "recovered_from_earlier_runs"), ("misses", "overruns")])
+@pytest.mark.parametrize(
+    "drop",
+    [
+        ("status",),
+        ("partial_reason",),
+        ("ring",),
+        ("board",),
+        ("records_expected",),
+        ("period_us",),
+        ("tuning", "recovered_from_earlier_runs"),
+        ("misses", "overruns"),
+    ],
+)
 def test_a_file_lacking_a_field_is_written_back_without_it(drop):
     """An older writer's file (a key it did not have yet) reads and writes back unchanged: nothing is added."""
     doc = _doc("run")

@@ -16,16 +16,38 @@ numbers = st.floats(min_value=-9e12, max_value=9e12, allow_nan=False, allow_infi
 maybe = st.none() | numbers
 intervals = st.builds(Interval, estimate=maybe, low=maybe, high=maybe)
 levels = st.builds(ReturnLevel, every_h=numbers, level_us=maybe, low_us=maybe, high_us=maybe)
-tests = st.builds(TailTest, name=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40),
-                  p_value=maybe, ok=st.none() | st.booleans())
-counts = st.integers(min_value=0, max_value=2 ** 53)
+tests = st.builds(
+    TailTest,
+    name=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40),
+    p_value=maybe,
+    ok=st.none() | st.booleans(),
+)
+counts = st.integers(min_value=0, max_value=2**53)
 tails = st.builds(
-    Tail, series=st.sampled_from(["period_us", "latency_us"]), deadline_us=numbers, hours=numbers, cycles=counts,
-    late=counts, late_rate_bound_per_h=numbers, threshold_us=maybe, threshold_rule=st.none() | st.just("given"),
-    gap_ms=maybe, exceedances=st.none() | counts, clusters=st.none() | counts, extremal_index=maybe,
-    xi=st.none() | intervals, sigma_us=st.none() | intervals, late_rate_per_h=st.none() | intervals,
-    return_levels=st.lists(levels, max_size=4), target_per_h=numbers, run_h_needed=maybe, heavy=st.booleans(),
-    tests=st.lists(tests, max_size=3), refused=st.none() | st.just("only 5 clusters"), caveat=st.none())
+    Tail,
+    series=st.sampled_from(["period_us", "latency_us"]),
+    deadline_us=numbers,
+    hours=numbers,
+    cycles=counts,
+    late=counts,
+    late_rate_bound_per_h=numbers,
+    threshold_us=maybe,
+    threshold_rule=st.none() | st.just("given"),
+    gap_ms=maybe,
+    exceedances=st.none() | counts,
+    clusters=st.none() | counts,
+    extremal_index=maybe,
+    xi=st.none() | intervals,
+    sigma_us=st.none() | intervals,
+    late_rate_per_h=st.none() | intervals,
+    return_levels=st.lists(levels, max_size=4),
+    target_per_h=numbers,
+    run_h_needed=maybe,
+    heavy=st.booleans(),
+    tests=st.lists(tests, max_size=3),
+    refused=st.none() | st.just("only 5 clusters"),
+    caveat=st.none(),
+)
 
 
 @settings(max_examples=60, deadline=None)

@@ -10,8 +10,9 @@ from softrt.schema.worker import ARMED, DONE, FAILED, NOTHING, WorkerReport
 
 
 def test_each_kind_of_report_survives_the_pipe():
-    armed = WorkerReport.armed([{"what": "mlockall", "detail": "current|future"}],
-                               [{"what": "fifo", "detail": "80", "why": "EPERM"}], pid=42)
+    armed = WorkerReport.armed(
+        [{"what": "mlockall", "detail": "current|future"}], [{"what": "fifo", "detail": "80", "why": "EPERM"}], pid=42
+    )
     done = WorkerReport.done(4000, Board(writes=4000, missed_updates=1), "bus lost")
     failed = WorkerReport.failed(ConfigError("no such interface", hint="ip link"))
     for report in (armed, done, failed):

@@ -61,10 +61,7 @@ def test_set_to_the_current_value_changes_nothing(tree):
 def test_recover_restores_the_journal_of_a_dead_process(tree, tmp_path):
     root, f = tree
     # A process that changes the value and dies without restoring (as a SIGKILLed supervisor would).
-    code = (
-        "from softrt.session.changes import ChangeJournal\n"
-        f"ChangeJournal({str(root)!r}).set({RT!r}, '-1', 'test')\n"
-    )
+    code = f"from softrt.session.changes import ChangeJournal\nChangeJournal({str(root)!r}).set({RT!r}, '-1', 'test')\n"
     subprocess.run([sys.executable, "-c", code], check=True)
     assert f.read_text() == "-1\n"
     restored = changes.recover()
@@ -183,8 +180,13 @@ def test_a_journal_from_an_earlier_boot_is_dropped_not_replayed(tree, tmp_path):
     root, f = tree
     d = tmp_path / "state" / "restore"
     d.mkdir(parents=True)
-    stale = {"format": "softrt-run-journal", "version": 1, "pid": 999999, "boot_id": "an-earlier-boot",
-             "root": str(root)}
+    stale = {
+        "format": "softrt-run-journal",
+        "version": 1,
+        "pid": 999999,
+        "boot_id": "an-earlier-boot",
+        "root": str(root),
+    }
     entry = {"kind": "file", "target": RT, "before": "123\n", "restore": "123", "after": "-1"}
     (d / "999999.jsonl").write_text(json.dumps(stale) + "\n" + json.dumps(entry) + "\n")
     assert changes.recover() == []
@@ -193,6 +195,7 @@ def test_a_journal_from_an_earlier_boot_is_dropped_not_replayed(tree, tmp_path):
 
 
 # --- hostile and unrestorable journals (issue 12, defect 2) ---------------------------------------
+
 
 def _boot_id():
     return open("/proc/sys/kernel/random/boot_id").read().strip()
@@ -206,8 +209,16 @@ def _legacy_journal(state, target, before, root="/"):
     d = state / "restore"
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{DEAD_PID}.json"
-    path.write_text(json.dumps({"pid": DEAD_PID, "boot_id": _boot_id(), "root": root,
-                                "changes": [{"path": target, "before": before, "during": "x", "why": "t"}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "pid": DEAD_PID,
+                "boot_id": _boot_id(),
+                "root": root,
+                "changes": [{"path": target, "before": before, "during": "x", "why": "t"}],
+            }
+        )
+    )
     return path
 
 
@@ -224,7 +235,8 @@ def _jsonl_journal(state, target, restore, root="/"):
 
 @pytest.mark.parametrize("fmt", ["legacy", "jsonl"])
 def test_a_journal_naming_any_other_file_is_never_written_reported_once_and_set_aside(
-        tmp_path, state_dir, softrt_cmd, fmt):
+    tmp_path, state_dir, softrt_cmd, fmt
+):
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     journal = (_legacy_journal if fmt == "legacy" else _jsonl_journal)(state_dir, str(victim), "PWNED")
@@ -242,7 +254,8 @@ def test_a_journal_naming_any_other_file_is_never_written_reported_once_and_set_
 
 @pytest.mark.parametrize("fmt", ["legacy", "jsonl"])
 def test_a_value_the_kernel_refuses_is_reported_once_and_never_blocks_later_commands(
-        tmp_path, state_dir, softrt_cmd, fmt):
+    tmp_path, state_dir, softrt_cmd, fmt
+):
     root = tmp_path / "root"
     (root / RT.lstrip("/")).mkdir(parents=True)  # a write there fails, as the kernel refusing it would
     (root / "proc/sys/kernel/sched_rt_period_us").write_text("1000000\n")

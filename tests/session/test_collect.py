@@ -8,9 +8,10 @@ import pytest
 
 from softrt.analysis import summarize
 from softrt.motion import MotionConfig, motion_impact
-from ..synthetic import synthetic_records
 from softrt.session.collect import Collector
 from softrt.store.rundir import STATS, RunDir
+
+from ..synthetic import synthetic_records
 
 PERIOD = 250_000
 
@@ -19,7 +20,7 @@ def test_drained_chunks_give_the_summary_and_motion_of_the_whole_run(tmp_path):
     rec = synthetic_records(30_000, PERIOD, [(2_600, 3), (9_000, 1), (20_000, 12)], seed=3)
     collector = Collector(PERIOD, MotionConfig())
     for a in range(0, rec.size, 200):  # 50 ms drains at 250 µs
-        collector.add(rec[a:a + 200])
+        collector.add(rec[a : a + 200])
         collector.add(rec[:0])  # an empty drain changes nothing
     assert collector.progress().cycles == rec.size - rec.size % 4_200  # batches of 21 drains: 4,200 records
     metrics, motion = collector.summary(worker_cycles=rec.size)

@@ -17,22 +17,25 @@ def test_profile_none_does_not_pin():
     assert validate(RunConfig(profile="none"), TWO, TWO).cpu is None
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"period_ns": 0}, "period"),
-    ({"period_ns": 2_000_000_000}, "period"),
-    ({"duration_ns": 0}, "duration must be positive"),
-    ({"duration_ns": -5}, "duration must be positive"),
-    ({"duration_ns": 8 * 86400 * 10**9}, "safety bound"),
-    ({"priority": 0}, "priority"),
-    ({"priority": 100}, "priority"),
-    ({"profile": "turbo"}, "profile"),
-    ({"wait": "yield"}, "wait strategy"),
-    ({"axes": 0}, "axes"),
-    ({"wait": "hybrid", "margin_ns": 300_000}, "margin"),
-    ({"dc_lock": True}, "--dc-lock needs an EtherCAT device"),
-    ({"device": "ethercat:eth1", "dc_shift_ns": -250_000}, "--dc-shift"),
-    ({"samples": "some"}, "--samples"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"period_ns": 0}, "period"),
+        ({"period_ns": 2_000_000_000}, "period"),
+        ({"duration_ns": 0}, "duration must be positive"),
+        ({"duration_ns": -5}, "duration must be positive"),
+        ({"duration_ns": 8 * 86400 * 10**9}, "safety bound"),
+        ({"priority": 0}, "priority"),
+        ({"priority": 100}, "priority"),
+        ({"profile": "turbo"}, "profile"),
+        ({"wait": "yield"}, "wait strategy"),
+        ({"axes": 0}, "axes"),
+        ({"wait": "hybrid", "margin_ns": 300_000}, "margin"),
+        ({"dc_lock": True}, "--dc-lock needs an EtherCAT device"),
+        ({"device": "ethercat:eth1", "dc_shift_ns": -250_000}, "--dc-shift"),
+        ({"samples": "some"}, "--samples"),
+    ],
+)
 def test_bad_values_say_what_and_how(kwargs, match):
     with pytest.raises(ConfigError, match=match) as info:
         validate(RunConfig(**kwargs), TWO, TWO)
@@ -41,8 +44,11 @@ def test_bad_values_say_what_and_how(kwargs, match):
 
 def test_a_72_hour_run_is_a_normal_run_and_the_bound_says_how_to_raise_it():
     assert validate(RunConfig(duration_ns=72 * 3600 * 10**9), TWO, TWO).duration_ns == 72 * 3600 * 10**9
-    with pytest.raises(ConfigError, match=r"864,000 s \(10 d 00 h\) exceeds the safety bound of 604,800 s "
-                                          r"\(7 d 00 h\)") as info:
+    with pytest.raises(
+        ConfigError,
+        match=r"864,000 s \(10 d 00 h\) exceeds the safety bound of 604,800 s "
+        r"\(7 d 00 h\)",
+    ) as info:
         validate(RunConfig(duration_ns=10 * 86400 * 10**9), TWO, TWO)
     assert "--max-duration 10d" in info.value.hint
 
@@ -92,8 +98,9 @@ def test_a_run_is_resolved_once_into_a_frozen_plan(monkeypatch):
     calls = []
     real = session_config.choose_cpus
     monkeypatch.setattr(session_config, "choose_cpus", lambda *a, **k: calls.append(a) or real(*a, **k))
-    plan = session_config.resolve_plan(RunConfig(device="ethercat:eth1", axes=2), CpuSet.parse("0-3"),
-                                       CpuSet.parse("0-3"))
+    plan = session_config.resolve_plan(
+        RunConfig(device="ethercat:eth1", axes=2), CpuSet.parse("0-3"), CpuSet.parse("0-3")
+    )
     assert len(calls) == 1  # the RT CPU and the housekeeping set come from one choice
     assert (plan.rt_cpu, plan.housekeeping, plan.config.cpu) == (3, CpuSet.parse("0-2"), 3)
     assert plan.device_options == {"bus_timeout_ns": 10_000_000, "dc_lock": False, "dc_shift_ns": 0}

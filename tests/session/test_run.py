@@ -53,12 +53,15 @@ def test_an_error_after_the_run_entered_the_history_ends_it_failed(tmp_path, sta
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(collect.Collector, "summary", summary)
-    code, out, err = run_cli("run", "--duration", "0.3s", "--profile", "none", "--no-trace", "--quiet",
-                             "--out-dir", str(tmp_path))
+    code, out, err = run_cli(
+        "run", "--duration", "0.3s", "--profile", "none", "--no-trace", "--quiet", "--out-dir", str(tmp_path)
+    )
     assert code == 1 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
-    assert lines[0].startswith("softrt: error: the run failed: OverflowError: Python int too large") and "--debug" in err
+    assert (
+        lines[0].startswith("softrt: error: the run failed: OverflowError: Python int too large") and "--debug" in err
+    )
     [row] = History().list_runs()
     assert row.status == "failed" and "OverflowError" in row.summary.partial_reason
     stored = read_summary(row.path)

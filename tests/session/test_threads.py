@@ -18,9 +18,9 @@ import urllib.request
 
 import psutil
 import pytest
+from tests.conftest import held_machine_lock
 
 from softrt.platform.linux.threads import masks
-from tests.conftest import held_machine_lock
 
 FLOOD_CLIENTS = 20
 FLOOD_S = 2.0
@@ -67,10 +67,31 @@ def flooded_run(tmp_path_factory):
     samples: list[dict] = []
     scrapes: list[int] = []
     with held_machine_lock():
-        proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--duration", "2s", "--wait", "sleep", "--json", "--cpu",
-                                 str(rt_cpu), "--metrics-port", "0", "--metrics-linger", "0",
-                                 "--out-dir", str(base / "runs")],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "softrt",
+                "run",
+                "--duration",
+                "2s",
+                "--wait",
+                "sleep",
+                "--json",
+                "--cpu",
+                str(rt_cpu),
+                "--metrics-port",
+                "0",
+                "--metrics-linger",
+                "0",
+                "--out-dir",
+                str(base / "runs"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         url, said = None, []
         for line in proc.stderr:  # said once the loop runs: the supervisor's threads were walked before "go"
             said.append(line)
@@ -79,8 +100,10 @@ def flooded_run(tmp_path_factory):
                 break
         assert url is not None, "".join(said)
         stop = threading.Event()
-        clients = [threading.Thread(target=_flood, args=(url, stop, scrapes, housekeeping), daemon=True)
-                   for _ in range(FLOOD_CLIENTS)]
+        clients = [
+            threading.Thread(target=_flood, args=(url, stop, scrapes, housekeeping), daemon=True)
+            for _ in range(FLOOD_CLIENTS)
+        ]
         for c in clients:
             c.start()
         worker = _worker_pid(proc.pid)
@@ -93,8 +116,14 @@ def flooded_run(tmp_path_factory):
         for c in clients:
             c.join(5)
     assert proc.returncode == 0, err
-    return dict(summary=json.loads(out), rt_cpu=rt_cpu, samples=samples, worker=worker, supervisor=proc.pid,
-                scrapes=len(scrapes))
+    return dict(
+        summary=json.loads(out),
+        rt_cpu=rt_cpu,
+        samples=samples,
+        worker=worker,
+        supervisor=proc.pid,
+        scrapes=len(scrapes),
+    )
 
 
 @pytest.mark.rt
@@ -106,8 +135,12 @@ def test_only_the_loop_thread_may_run_on_the_rt_cpu(flooded_run):
     assert worker is not None and samples
     assert max(len(s[supervisor]) for s in samples) >= 3  # the metrics server's and pyarrow's threads exist
     for sample in samples:
-        on_rt = [(pid, tid, name) for pid, threads in sample.items() for tid, (name, cpus) in threads.items()
-                 if rt_cpu in cpus]
+        on_rt = [
+            (pid, tid, name)
+            for pid, threads in sample.items()
+            for tid, (name, cpus) in threads.items()
+            if rt_cpu in cpus
+        ]
         assert on_rt == [(worker, worker, sample[worker][worker][0])], sample  # the loop: the worker's main thread
         assert set(sample[worker][worker][1]) == {rt_cpu}
     tuning = flooded_run["summary"]["tuning"]

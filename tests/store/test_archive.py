@@ -10,8 +10,9 @@ import sys
 import pytest
 
 from softrt.errors import ConfigError
-from ..synthetic import write_synthetic_run
 from softrt.store.archive import _host, archive_root, archive_run
+
+from ..synthetic import write_synthetic_run
 
 
 @pytest.fixture
@@ -25,8 +26,9 @@ def test_a_run_is_copied_once_read_only_under_its_rig_and_utc_day(run, tmp_path)
     assert copy == root / "rig=c49e52cc6fcd360d" / "date=2026-11-30" / run.name  # the day in UTC
     assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in run.iterdir())
     assert all((copy / p.name).read_bytes() == p.read_bytes() for p in run.iterdir() if p.is_file())
-    assert all(not (p.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) for p in copy.iterdir()
-               if p.is_file())
+    assert all(
+        not (p.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) for p in copy.iterdir() if p.is_file()
+    )
     before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in copy.iterdir()}
     (run / "summary.json").write_text((run / "summary.json").read_text().replace("synthetic", "changed"))
     assert archive_run(run, root, run.name, "2026-12-01T00:30:00+01:00", rig="c49e52cc6fcd360d") == copy
@@ -36,8 +38,9 @@ def test_a_run_is_copied_once_read_only_under_its_rig_and_utc_day(run, tmp_path)
 def test_a_copy_left_by_a_killed_softrt_is_removed_and_a_live_ones_kept(run, tmp_path):
     root = tmp_path / "archive"
     day = root / "rig=r" / "date=2026-11-30"
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     stale, live = (day / f".{run.name}.{_host()}.{pid}.0a0b{'.tmp'}" for pid in (dead, os.getppid()))
     for d in (stale, live):
         (d / "sub").mkdir(parents=True)

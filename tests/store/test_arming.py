@@ -29,9 +29,26 @@ def _wait_dead(pid: int, timeout_s: float = 10.0) -> None:
 
 def test_a_run_killed_while_arming_is_removed_by_the_next_command(tmp_path, state_dir, run_cli):
     out = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--profile", "none", "--wait", "sleep",
-                             "--duration", "5s", "--no-trace", "--quiet", "--out-dir", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--profile",
+            "none",
+            "--wait",
+            "sleep",
+            "--duration",
+            "5s",
+            "--no-trace",
+            "--quiet",
+            "--out-dir",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         end = time.monotonic() + 60
         while not list(out.glob(f"*/{RESERVE}")) and time.monotonic() < end:
@@ -63,8 +80,9 @@ def _dead_entry(state_dir, path) -> None:
     child.kill()
     child.wait()
     (state_dir / "rundirs").mkdir(parents=True, exist_ok=True, mode=0o700)
-    (state_dir / "rundirs" / f"{child.pid}-0.json").write_text(json.dumps(
-        {"format": arming.FORMAT, "identity": identity, "path": str(path)}))
+    (state_dir / "rundirs" / f"{child.pid}-0.json").write_text(
+        json.dumps({"format": arming.FORMAT, "identity": identity, "path": str(path)})
+    )
 
 
 def test_the_sweep_deletes_only_what_softrt_left(tmp_path, state_dir):

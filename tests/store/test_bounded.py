@@ -14,12 +14,12 @@ import pytest
 
 from softrt.errors import ConfigError, SoftRTError
 from softrt.report import load as report_load
-from ..synthetic import write_synthetic_run
 from softrt.store.importers import import_file
 from softrt.store.rundir import STATS, load_run_stats
 from softrt.store.validate import open_parquet
 
 from ..child import in_child
+from ..synthetic import write_synthetic_run
 from .conftest import cyclictest_doc
 
 LIMIT = 512 << 20  # more address space for the child: a small run fits, 15 GiB does not
@@ -61,8 +61,13 @@ def test_a_hostile_stats_json_is_one_line_before_anything_is_allocated(tmp_path,
 
 def test_a_parquet_footer_over_the_row_budget_or_of_other_types_is_refused_unread(tmp_path):
     path = tmp_path / "samples.parquet"
-    pq.write_table(pa.table({"seq": pa.array(np.arange(100, dtype=np.int64)),
-                             "cycle": pa.array(np.arange(100, dtype=np.float64))}), path, row_group_size=10)
+    pq.write_table(
+        pa.table(
+            {"seq": pa.array(np.arange(100, dtype=np.int64)), "cycle": pa.array(np.arange(100, dtype=np.float64))}
+        ),
+        path,
+        row_group_size=10,
+    )
     with pytest.raises(ConfigError, match="holds 100 rows, more than softrt reads \\(99\\)"):
         open_parquet(path, "samples", 99, ["seq"])
     with pytest.raises(ConfigError, match="column cycle is double, not numbers"):
@@ -79,27 +84,37 @@ def test_a_parquet_footer_over_the_row_budget_or_of_other_types_is_refused_unrea
 def test_a_run_over_the_report_budget_is_drawn_from_an_envelope_and_stats_json_and_says_so_first(run, monkeypatch):
     monkeypatch.setattr(report_load, "ROW_BUDGET", 1_000)  # the 4,000-cycle run stands for a 24 h one
     view = report_load.load_run(run)
-    assert view.notes[0].startswith("samples.parquet holds 4,000 cycles, more than the report keeps one by one "
-                                    "(1,000): the period over time was read by row group")
+    assert view.notes[0].startswith(
+        "samples.parquet holds 4,000 cycles, more than the report keeps one by one "
+        "(1,000): the period over time was read by row group"
+    )
     assert view.period is not None and view.period.total == view.stats.hist["period"].n
     assert view.series is not None and view.series.n == 3_999 and view.motion is not None
 
 
 def test_an_imported_label_beyond_the_tools_range_is_refused(tmp_path, write_doc):
-    huge = cyclictest_doc({"0": {"histogram": {"8": 3, str(10**12): 1}, "cycles": 4, "min": 8, "max": 10**12,
-                                 "avg": 9.0, "cpu": 1}}, cmdline="cyclictest -m -p 90 -i 250 --json=x.json")
-    with pytest.raises(ConfigError, match="histogram bucket 1e\\+12 is not one of cyclictest's "
-                                          "\\(whole numbers 0 to 999,999\\)"):
+    huge = cyclictest_doc(
+        {"0": {"histogram": {"8": 3, str(10**12): 1}, "cycles": 4, "min": 8, "max": 10**12, "avg": 9.0, "cpu": 1}},
+        cmdline="cyclictest -m -p 90 -i 250 --json=x.json",
+    )
+    with pytest.raises(
+        ConfigError, match="histogram bucket 1e\\+12 is not one of cyclictest's \\(whole numbers 0 to 999,999\\)"
+    ):
         import_file(write_doc(huge), tmp_path / "out")
-    ranged = cyclictest_doc({"0": {"histogram": {"8": 3, "400": 1}, "cycles": 4, "min": 8, "max": 400, "avg": 9.0,
-                                   "cpu": 1}})  # -h 400: buckets 0-399
+    ranged = cyclictest_doc(
+        {"0": {"histogram": {"8": 3, "400": 1}, "cycles": 4, "min": 8, "max": 400, "avg": 9.0, "cpu": 1}}
+    )  # -h 400: buckets 0-399
     with pytest.raises(ConfigError, match="bucket 400 is not one of cyclictest's \\(whole numbers 0 to 399\\)"):
         import_file(write_doc(ranged), tmp_path / "out")
 
 
 def test_a_histogram_json_spanning_more_than_the_tools_write_is_refused_by_the_report(tmp_path, write_doc):
-    run_dir = import_file(write_doc(cyclictest_doc({"0": {"histogram": {"8": 3}, "cycles": 3, "min": 8, "max": 8,
-                                                          "avg": 8.0, "cpu": 1}})), tmp_path / "out")
+    run_dir = import_file(
+        write_doc(
+            cyclictest_doc({"0": {"histogram": {"8": 3}, "cycles": 3, "min": 8, "max": 8, "avg": 8.0, "cpu": 1}})
+        ),
+        tmp_path / "out",
+    )
     hist = json.loads((run_dir / "histogram.json").read_text())
     hist["threads"][0]["lower_ns"] = [0, 10**18]  # 10^15 buckets of 1 µs
     hist["threads"][0]["counts"] = [2, 1]

@@ -55,7 +55,12 @@ def test_regressions_name_the_change_and_rank_kernels(lab):
     assert entry["last_good"]["run_id"].endswith("-0003") and entry["first_bad"]["run_id"].endswith("-0004")
     assert "period_max_us" in entry["worse"] and entry["figures"]["period_max_us"]["after"] == 925
     assert entry["figures"]["period_max_us"]["noise"] == {"runs": 4, "median": 307.5, "range": 20.0, "known": True}
-    assert found["kernels"][0] == {"kernel": "6.18.9-rt", "rigs_worse": 1, "rigs_tested": 2, "rigs": ["aaaa000000000001"]}
+    assert found["kernels"][0] == {
+        "kernel": "6.18.9-rt",
+        "rigs_worse": 1,
+        "rigs_tested": 2,
+        "rigs": ["aaaa000000000001"],
+    }
     assert found["changes_with_unknown_noise"] == 1  # rig-3's BIOS: two runs before it
 
 
@@ -80,5 +85,9 @@ def test_late_rate_from_the_tail_block_when_present():
     s = summary(1, tail={"late_rate_per_h": {"estimate": 1.5, "low": 0.5, "high": 4.0}, "late_rate_bound_per_h": 6.0})
     assert late_rate(s) == {"estimate": 1.5, "low": 0.5, "high": 4.0, "bound": 6.0}
     assert late_rate(summary(1, tail={"late_rate_per_h": None, "late_rate_bound_per_h": 3.0})) == {
-        "estimate": None, "low": None, "high": None, "bound": 3.0}  # no model fitted: the bound only
+        "estimate": None,
+        "low": None,
+        "high": None,
+        "bound": 3.0,
+    }  # no model fitted: the bound only
     assert late_rate(summary(1)) is None

@@ -11,8 +11,15 @@ import pytest
 
 from softrt.errors import ConfigError
 from softrt.store.dialect import SQLITE
-from softrt.store.history import (DB_SCHEMA_VERSION, History, data_dir, default_db_path, find_run_dirs,
-                                  parse_when, resolve_run)
+from softrt.store.history import (
+    DB_SCHEMA_VERSION,
+    History,
+    data_dir,
+    default_db_path,
+    find_run_dirs,
+    parse_when,
+    resolve_run,
+)
 
 
 def test_data_dir_precedence(monkeypatch, tmp_path):
@@ -64,8 +71,9 @@ def test_add_is_idempotent_and_refreshes(history_db, three_runs):
 
 def test_list_filters(history_db, three_runs):
     history = History()
-    assert history.add_runs([three_runs[0].parent]) == [json.loads((r / "summary.json").read_text())["run_id"]
-                                                        for r in sorted(three_runs)]
+    assert history.add_runs([three_runs[0].parent]) == [
+        json.loads((r / "summary.json").read_text())["run_id"] for r in sorted(three_runs)
+    ]
     hosts = [r.host for r in history.list_runs()]
     assert hosts == ["pc-a", "pc-a", "pc-b"]  # oldest first
     assert [r.scenario for r in history.list_runs(host="pc-a")] == ["tuned", "untuned"]
@@ -198,9 +206,16 @@ def test_short_ids_are_the_unique_prefixes_get_takes(tmp_path, history_db):
     from ..synthetic import write_synthetic_run
 
     t = datetime(2026, 11, 30, 7, 15, 2, tzinfo=timezone.utc)
-    runs = [write_synthetic_run(tmp_path / "r", cycles=100, host=h, seed=seed, started_at=t, run_id=run_id)
-            for h, seed, run_id in (("pc-a", 1, None), ("pc-b", 2, None), ("pc-b", 3, None),
-                                    ("pc-b", 4, "20261130-071502-pc-b"), ("pc", 5, "20261129-000000-pc-0001"))]
+    runs = [
+        write_synthetic_run(tmp_path / "r", cycles=100, host=h, seed=seed, started_at=t, run_id=run_id)
+        for h, seed, run_id in (
+            ("pc-a", 1, None),
+            ("pc-b", 2, None),
+            ("pc-b", 3, None),
+            ("pc-b", 4, "20261130-071502-pc-b"),
+            ("pc", 5, "20261129-000000-pc-0001"),
+        )
+    ]
     history = History()
     ids = history.add_runs(runs)
     short = history.short_ids()

@@ -23,8 +23,9 @@ import traceback
 import pytest
 
 from softrt.report.load import load_run
-from ..synthetic import write_synthetic_run
 from softrt.store.history import History, resolve_run
+
+from ..synthetic import write_synthetic_run
 
 WRITERS = 8
 RUNS_EACH = 3
@@ -88,8 +89,9 @@ def test_eight_writers_while_history_and_report_read(tmp_path, softrt_home):
     writers = [ctx.Process(target=_child, args=(lambda g=g: _write(db, g),)) for g in groups]
     for proc in readers + writers:
         proc.start()
-    listing = subprocess.Popen([sys.executable, "-m", "softrt", "history", "--json"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    listing = subprocess.Popen(
+        [sys.executable, "-m", "softrt", "history", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     for proc in writers:
         proc.join(120)
     done.set()

@@ -16,23 +16,36 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from softrt.errors import ConfigError, SoftRTError
-from ..synthetic import write_synthetic_run
 from softrt.schema.summary import MAX_US
 from softrt.schema.text import printable
 from softrt.store.history import _COLUMNS, LAST, History, resolve_run
 
 from ..fuzz import JSON_VALUES, fuzz, reads
+from ..synthetic import write_synthetic_run
 
 ROWS = fuzz(40)
 NAMES = fuzz(15)  # each example makes a run directory and adds it
 
-SQL_VALUES = (st.none() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(max_size=16) | st.binary(max_size=8)
-              | st.sampled_from(["\x1b]0;pwn\x07", "../../etc", "\x00", "[red]x[/red]", "", "1e308", "last"])
-              | JSON_VALUES.map(lambda v: __import__("json").dumps(v)))
+SQL_VALUES = (
+    st.none()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats()
+    | st.text(max_size=16)
+    | st.binary(max_size=8)
+    | st.sampled_from(["\x1b]0;pwn\x07", "../../etc", "\x00", "[red]x[/red]", "", "1e308", "last"])
+    | JSON_VALUES.map(lambda v: __import__("json").dumps(v))
+)
 #: A stored summary_json: not JSON, nested too deep, NaN, or a summary with a mistyped or huge figure.
-SUMMARIES = st.sampled_from(["{", "[" * 50_000 + "]" * 50_000, '{"schema": "softrt.summary/1", "run_id": "x", '
-                             '"period_us": {"max": NaN}}', '{"schema": "softrt.summary/1", "run_id": "x", '
-                             '"period_us": {"max": 1e308}}', '{"cycles": "many"}', "null"])
+SUMMARIES = st.sampled_from(
+    [
+        "{",
+        "[" * 50_000 + "]" * 50_000,
+        '{"schema": "softrt.summary/1", "run_id": "x", "period_us": {"max": NaN}}',
+        '{"schema": "softrt.summary/1", "run_id": "x", "period_us": {"max": 1e308}}',
+        '{"cycles": "many"}',
+        "null",
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +67,11 @@ def _check(history: History) -> None:
     reads(history.short_ids)
     for r in runs:
         for figure in (r.period_max_us, r.period_p99_99_us, r.latency_max_us, r.process_max_us):
-            assert figure is None or isinstance(figure, (int, float)) and -MAX_US <= figure <= MAX_US
+            assert figure is None or (isinstance(figure, (int, float)) and -MAX_US <= figure <= MAX_US)
         for n in (r.cycles, r.period_ns, r.missed_updates):
-            assert n is None or isinstance(n, int) and n >= 0
+            assert n is None or (isinstance(n, int) and n >= 0)
         for text in (r.run_id, r.host, r.scenario, r.status, r.mode, r.source, r.started_at, r.added_at):
-            assert text is None or isinstance(text, str) and printable(text) == text
+            assert text is None or (isinstance(text, str) and printable(text) == text)
         got = reads(lambda r=r: history.get(r.run_id))
         # (a run id of "last" or "last~N" names the newest runs: such a run is shown by its directory)
         assert isinstance(got, SoftRTError) or got.run_id == r.run_id or LAST.fullmatch(r.run_id)
@@ -67,8 +80,11 @@ def _check(history: History) -> None:
 
 
 @ROWS
-@given(changes=st.lists(st.tuples(st.sampled_from(_COLUMNS), SQL_VALUES), min_size=1, max_size=3),
-       summary=st.none() | SUMMARIES, which=st.sampled_from(["first", "every"]))
+@given(
+    changes=st.lists(st.tuples(st.sampled_from(_COLUMNS), SQL_VALUES), min_size=1, max_size=3),
+    summary=st.none() | SUMMARIES,
+    which=st.sampled_from(["first", "every"]),
+)
 @example(changes=[("period_max_us", 1e308)], summary=None, which="every")  # listed as one 400-digit number
 @example(changes=[("cycles", "many")], summary=None, which="first")  # a TypeError traceback
 @example(changes=[("host", b"\x1b[31m")], summary=None, which="first")  # bytes in --json: a TypeError
@@ -95,13 +111,15 @@ def test_fuzz_history_rows(good_db, changes, summary, which):
 
 def test_a_history_row_of_the_wrong_type_or_range_is_one_line(good_db, tmp_path):
     """Issue 32: text in ``cycles`` was a TypeError traceback in ``history``; 1e308 µs one 400-digit number."""
-    for column, value, says in (("cycles", "many", "column cycles is not a whole number"),
-                                ("period_max_us", 1e308, "column period_max_us is out of range"),
-                                ("host", b"\x1b[31m", "column host is not text"),
-                                ("missed_updates", -3, "column missed_updates is negative"),
-                                ("path", "/x" * 3000, "column path is too long to be a path"),  # deep profile
-                                ("path", "a" * 300, "column path is too long to be a path"),
-                                ("run_id", "../../x", "a row's run_id is not a run id")):
+    for column, value, says in (
+        ("cycles", "many", "column cycles is not a whole number"),
+        ("period_max_us", 1e308, "column period_max_us is out of range"),
+        ("host", b"\x1b[31m", "column host is not text"),
+        ("missed_updates", -3, "column missed_updates is negative"),
+        ("path", "/x" * 3000, "column path is too long to be a path"),  # deep profile
+        ("path", "a" * 300, "column path is too long to be a path"),
+        ("run_id", "../../x", "a row's run_id is not a run id"),
+    ):
         db = tmp_path / f"{column}.sqlite"
         shutil.copyfile(good_db, db)
         with sqlite3.connect(db) as conn:
@@ -115,10 +133,14 @@ NAME_TEXT = st.text(st.characters(blacklist_characters="/\x00", blacklist_catego
 
 
 @NAMES
-@given(name=NAME_TEXT | st.sampled_from(["x\x1b]0;PWNED\x1b\\\x1b[31m", "..", ".", "-rf", "last", "last~1", "a\nb",
-                                          "\x9b31m", "é" * 60]),
-       ref=NAME_TEXT | st.sampled_from(["", " ", "last~999999999", "last~-1", "../x", "/dev/zero", "a\x00b",
-                                        "a" * 300, "a/" * 2100, "\ud800"]))
+@given(
+    name=NAME_TEXT
+    | st.sampled_from(["x\x1b]0;PWNED\x1b\\\x1b[31m", "..", ".", "-rf", "last", "last~1", "a\nb", "\x9b31m", "é" * 60]),
+    ref=NAME_TEXT
+    | st.sampled_from(
+        ["", " ", "last~999999999", "last~-1", "../x", "/dev/zero", "a\x00b", "a" * 300, "a/" * 2100, "\ud800"]
+    ),
+)
 def test_fuzz_run_directory_names_and_references(name, ref):
     """Any run directory name is added and read back (the history keeps its path as given, the listing
     shows it printable), and any reference resolves or is one line."""

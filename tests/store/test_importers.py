@@ -111,8 +111,13 @@ def test_an_import_keeps_no_reserve_and_no_empty_samples_file(tmp_path, write_do
     hist = {str(i): 10 for i in range(10, 20)}
     doc = _ct({"0": {"histogram": hist, "cycles": 100, "min": 10, "max": 19, "avg": 14.5, "cpu": 1, "node": 0}})
     run = import_file(write_doc(doc), tmp_path / "i")
-    assert sorted(p.name for p in run.iterdir()) == ["config.json", "histogram.json", "host.json", "source.json",
-                                                     "summary.json"]
+    assert sorted(p.name for p in run.iterdir()) == [
+        "config.json",
+        "histogram.json",
+        "host.json",
+        "source.json",
+        "summary.json",
+    ]
 
 
 def test_percentiles_are_bucket_labels(tmp_path, write_doc):
@@ -126,8 +131,10 @@ def test_percentiles_are_bucket_labels(tmp_path, write_doc):
 
 
 def test_cyclictest_without_histogram(tmp_path, write_doc):
-    doc = _ct({"0": {"histogram": {}, "cycles": 3984, "min": 9, "max": 3937, "avg": 21.1, "cpu": 1, "node": 0}},
-              cmdline="cyclictest -q -D 1 -i 250 -m -p 80 --json=x.json")
+    doc = _ct(
+        {"0": {"histogram": {}, "cycles": 3984, "min": 9, "max": 3937, "avg": 21.1, "cpu": 1, "node": 0}},
+        cmdline="cyclictest -q -D 1 -i 250 -m -p 80 --json=x.json",
+    )
     s = _summary(import_file(write_doc(doc), tmp_path / "i"))
     assert s["latency_us"]["max"] == 3937.0 and s["latency_us"]["p50"] is None
     assert "without -h" in s["notes"][0]
@@ -136,10 +143,18 @@ def test_cyclictest_without_histogram(tmp_path, write_doc):
 
 
 def test_cyclictest_nanoseconds_and_threads(tmp_path, write_doc):
-    threads = {"0": {"histogram": {"800": 5, "900": 5}, "cycles": 10, "min": 800, "max": 950, "avg": 870.0,
-                     "cpu": 2, "node": 0},
-               "1": {"histogram": {"1000": 10}, "cycles": 12, "min": 1000, "max": 5000, "avg": 1500.0,
-                     "cpu": 3, "node": 0}}
+    threads = {
+        "0": {
+            "histogram": {"800": 5, "900": 5},
+            "cycles": 10,
+            "min": 800,
+            "max": 950,
+            "avg": 870.0,
+            "cpu": 2,
+            "node": 0,
+        },
+        "1": {"histogram": {"1000": 10}, "cycles": 12, "min": 1000, "max": 5000, "avg": 1500.0, "cpu": 3, "node": 0},
+    }
     doc = _ct(threads, cmdline="cyclictest -N -t 2 -h 2000 --json=x.json", resolution_in_ns=1)
     s = _summary(import_file(write_doc(doc), tmp_path / "i"))
     assert s["latency_us"]["min"] == 0.8 and s["latency_us"]["max"] == 5.0
@@ -150,10 +165,12 @@ def test_cyclictest_nanoseconds_and_threads(tmp_path, write_doc):
 
 
 def test_osadl_command_line_is_understood(tmp_path, write_doc):
-    cmd = "cyclictest -l100000000 -m -Sp90 -i200 -h400 -q --json=x.json".split()
+    cmd = ["cyclictest", "-l100000000", "-m", "-Sp90", "-i200", "-h400", "-q", "--json=x.json"]
     assert _option(cmd, ("-p",)) == "90" and _option(cmd, ("-i",)) == "200" and _option(cmd, ("-h",)) == "400"
-    doc = _ct({"0": {"histogram": {"5": 1}, "cycles": 1, "min": 5, "max": 5, "avg": 5.0, "cpu": 0, "node": 0}},
-              cmdline=" ".join(cmd))
+    doc = _ct(
+        {"0": {"histogram": {"5": 1}, "cycles": 1, "min": 5, "max": 5, "avg": 5.0, "cpu": 0, "node": 0}},
+        cmdline=" ".join(cmd),
+    )
     s = _summary(import_file(write_doc(doc), tmp_path / "i"))
     applied = {a["what"]: a["detail"] for a in s["tuning"]["applied"]}
     assert "90" in applied["sched_fifo"] and "mlockall" in applied and "cpu_dma_latency" in applied

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from softrt.errors import SoftRTError
+from softrt.schema.text import is_safe_name, printable
 from softrt.store.history import load_run_summary
 from softrt.store.importers import import_file
-from softrt.schema.text import is_safe_name, printable
 
 from ..fuzz import fuzz, reads
 from .conftest import cyclictest_doc
@@ -23,11 +23,18 @@ FUZZ = fuzz(100)
 DOCS = fuzz(60)  # each accepted example writes a run directory
 
 HOSTILE_TEXT = st.text(max_size=12) | st.sampled_from(["a/b/../../c", "\x1b[2J\x1b]0;pwn\x07", "[/x]", "..", ""])
-NUMBERS = (st.integers(min_value=-(10**30), max_value=10**30) | st.floats() | st.booleans() | st.none()
-           | st.sampled_from([2**63, 2**63 - 1, -1, 0]))
-VALUES = st.recursive(NUMBERS | HOSTILE_TEXT, lambda c: st.lists(c, max_size=3) | st.dictionaries(HOSTILE_TEXT, c,
-                                                                                                   max_size=3),
-                      max_leaves=8)
+NUMBERS = (
+    st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats()
+    | st.booleans()
+    | st.none()
+    | st.sampled_from([2**63, 2**63 - 1, -1, 0])
+)
+VALUES = st.recursive(
+    NUMBERS | HOSTILE_TEXT,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(HOSTILE_TEXT, c, max_size=3),
+    max_leaves=8,
+)
 
 
 def _valid_thread(tool: str) -> dict:
@@ -46,8 +53,19 @@ def documents(draw):
     tool = draw(st.sampled_from(["cyclictest", "oslat"]))
     names = draw(st.lists(st.sampled_from(["0", "1", "²"]) | HOSTILE_TEXT, min_size=1, max_size=2, unique=True))
     threads = {n: _valid_thread(tool) for n in names}
-    cmd = draw(st.sampled_from([f"{tool} -m -p 90 -i 250 -h 400", f'{tool} "unterminated', f"{tool} -h 99999999999",
-                                f"{tool} -W 0 -i -5", f"{tool} -W 500", ""]) | HOSTILE_TEXT)
+    cmd = draw(
+        st.sampled_from(
+            [
+                f"{tool} -m -p 90 -i 250 -h 400",
+                f'{tool} "unterminated',
+                f"{tool} -h 99999999999",
+                f"{tool} -W 0 -i -5",
+                f"{tool} -W 500",
+                "",
+            ]
+        )
+        | HOSTILE_TEXT
+    )
     doc = cyclictest_doc(threads, cmdline=cmd)
     doc["sysinfo"]["nodename"] = draw(HOSTILE_TEXT | NUMBERS)
     for _ in range(draw(st.integers(0, 3))):
@@ -58,8 +76,13 @@ def documents(draw):
         elif where == "histogram" and isinstance(t.get("histogram"), dict):
             t["histogram"][draw(_HIST_KEYS)] = draw(NUMBERS)
         else:
-            doc[draw(st.sampled_from(["sysinfo", "start_time", "return_code", "rt_test_version:",
-                                      "resolution_in_ns", "thread"]))] = draw(VALUES)
+            doc[
+                draw(
+                    st.sampled_from(
+                        ["sysinfo", "start_time", "return_code", "rt_test_version:", "resolution_in_ns", "thread"]
+                    )
+                )
+            ] = draw(VALUES)
     return doc
 
 

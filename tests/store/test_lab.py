@@ -14,18 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from ..synthetic import write_synthetic_run
 from softrt.store.archive import ArchiveUnreachable
 from softrt.store.dbtarget import LabUnreachable
 from softrt.store.history import History
 from softrt.store.lab import Lab, push
 
+from ..synthetic import write_synthetic_run
+
 T0 = datetime(2026, 12, 1, 6, 0, tzinfo=timezone.utc)
 
 
 def _runs(base: Path, n: int, tag: str = "r") -> list[Path]:
-    return [write_synthetic_run(base, cycles=200, seed=k, started_at=T0 + timedelta(minutes=k),
-                                run_id=f"20261201-06{k:02d}00-{tag}-{k:04x}") for k in range(n)]
+    return [
+        write_synthetic_run(
+            base, cycles=200, seed=k, started_at=T0 + timedelta(minutes=k), run_id=f"20261201-06{k:02d}00-{tag}-{k:04x}"
+        )
+        for k in range(n)
+    ]
 
 
 def _local(tmp_path: Path, runs: list[Path]) -> History:
@@ -53,8 +58,10 @@ def _add_all(target: str, paths: list[str]) -> None:
 def test_eight_writers_at_once_store_every_run_exactly_once(history_db, tmp_path):
     runs = _runs(tmp_path / "runs", 8 * 4 + 1)
     shared = str(runs[-1])  # every writer also stores this one: one row, not eight
-    procs = [_fork().Process(target=_add_all, args=(history_db, [str(p) for p in runs[k::8][:4]] + [shared]))
-             for k in range(8)]
+    procs = [
+        _fork().Process(target=_add_all, args=(history_db, [str(p) for p in runs[k::8][:4]] + [shared]))
+        for k in range(8)
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -157,4 +164,5 @@ def _a_server_stopped_in_the_middle_of_a_push_loses_and_doubles_nothing(tmp_path
 # Only where scripts/ci-postgres gave a server it may stop: the main suite neither runs nor lists it.
 if os.environ.get("SOFTRT_TEST_PG_STOP"):
     test_a_server_stopped_in_the_middle_of_a_push_loses_and_doubles_nothing = pytest.mark.pg(
-        _a_server_stopped_in_the_middle_of_a_push_loses_and_doubles_nothing)
+        _a_server_stopped_in_the_middle_of_a_push_loses_and_doubles_nothing
+    )

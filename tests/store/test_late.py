@@ -4,7 +4,6 @@ tests/cli/test_live.py, where every late count is held to the same cycles)."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pyarrow.parquet as pq
 from hypothesis import given, settings
@@ -12,9 +11,10 @@ from hypothesis import strategies as st
 
 from softrt.analysis.cycles import LateRule, cycle_view
 from softrt.ipc.layout import RECORD_DTYPE
-from ..synthetic import synthetic_records
 from softrt.store.late import AGGREGATES, LateSelector, SecondAggregator, read_aggregates, resolve_mode
 from softrt.store.rundir import RunDir, read_samples, space_needed
+
+from ..synthetic import synthetic_records
 
 PERIOD_NS, THRESHOLD_NS = 250_000, 20_000
 
@@ -35,19 +35,22 @@ def _expected(rec: np.ndarray, context: int) -> np.ndarray:
     late = np.flatnonzero(cycle_view(rec, None, LateRule(PERIOD_NS, THRESHOLD_NS)).late)
     keep = np.zeros(rec.size, dtype=bool)
     for j in late:
-        keep[max(j - context, 0):j + context + 1] = True
+        keep[max(j - context, 0) : j + context + 1] = True
     return rec[keep]
 
 
 @settings(max_examples=150, deadline=None)
-@given(n=st.integers(1, 1_500),
-       misses=st.lists(st.tuples(st.integers(0, 1_499), st.integers(1, 6)), max_size=8),
-       late_latency=st.lists(st.integers(0, 1_499), max_size=5),
-       dropped=st.lists(st.tuples(st.integers(0, 1_499), st.integers(1, 40)), max_size=3),
-       cuts=st.lists(st.integers(0, 1_500), max_size=15),
-       context=st.integers(0, 60))
+@given(
+    n=st.integers(1, 1_500),
+    misses=st.lists(st.tuples(st.integers(0, 1_499), st.integers(1, 6)), max_size=8),
+    late_latency=st.lists(st.integers(0, 1_499), max_size=5),
+    dropped=st.lists(st.tuples(st.integers(0, 1_499), st.integers(1, 40)), max_size=3),
+    cuts=st.lists(st.integers(0, 1_500), max_size=15),
+    context=st.integers(0, 60),
+)
 def test_selector_keeps_every_late_record_with_its_context_however_the_stream_is_cut(
-        n, misses, late_latency, dropped, cuts, context):
+    n, misses, late_latency, dropped, cuts, context
+):
     rec = _records(n, misses, late_latency, [(a, a + k) for a, k in dropped])
     sel = LateSelector(PERIOD_NS, THRESHOLD_NS, context=context)
     bounds = sorted({0, rec.size, *(c for c in cuts if c <= rec.size)})
@@ -75,19 +78,27 @@ def _numpy_aggregates(rec: np.ndarray) -> dict[int, dict]:
     for s in np.unique(sec):
         m = sec == s
         p = flags.period_ns[m & flags.consecutive]
-        out[int(s)] = {"records": int(m.sum()), "periods": p.size,
-                       "period_min_ns": int(p.min()) if p.size else None,
-                       "period_max_ns": int(p.max()) if p.size else None,
-                       "period_mean_ns": float(p.mean()) if p.size else None,
-                       "latency_min_ns": int(latency[m].min()), "latency_max_ns": int(latency[m].max()),
-                       "latency_mean_ns": float(latency[m].mean()), "missed": int(rec["missed"][m].sum()),
-                       "missed_cycles": int((rec["missed"][m] > 0).sum()), "late": int(flags.late[m].sum())}
+        out[int(s)] = {
+            "records": int(m.sum()),
+            "periods": p.size,
+            "period_min_ns": int(p.min()) if p.size else None,
+            "period_max_ns": int(p.max()) if p.size else None,
+            "period_mean_ns": float(p.mean()) if p.size else None,
+            "latency_min_ns": int(latency[m].min()),
+            "latency_max_ns": int(latency[m].max()),
+            "latency_mean_ns": float(latency[m].mean()),
+            "missed": int(rec["missed"][m].sum()),
+            "missed_cycles": int((rec["missed"][m] > 0).sum()),
+            "late": int(flags.late[m].sum()),
+        }
     return out
 
 
 @settings(max_examples=25, deadline=None)
-@given(cuts=st.lists(st.integers(0, 14_000), max_size=10),
-       dropped=st.lists(st.tuples(st.integers(0, 13_000), st.integers(1, 6_000)), max_size=2))
+@given(
+    cuts=st.lists(st.integers(0, 14_000), max_size=10),
+    dropped=st.lists(st.tuples(st.integers(0, 13_000), st.integers(1, 6_000)), max_size=2),
+)
 def test_per_second_aggregates_equal_numpy_however_the_stream_is_cut(tmp_path_factory, cuts, dropped):
     rec = _records(14_000, [(100, 2), (4_000, 1), (7_999, 9)], [3_000, 12_500], [(a, a + k) for a, k in dropped])
     path = tmp_path_factory.mktemp("agg") / AGGREGATES
@@ -115,7 +126,7 @@ def test_a_late_run_directory_holds_the_late_cycles_and_the_aggregates(tmp_path)
     rec = _records(40_000, [(2_600, 3), (30_000, 12)], [20_000])
     rd = RunDir(tmp_path, "r", len(rec), samples="late", period_ns=PERIOD_NS, late_threshold_ns=THRESHOLD_NS)
     for a in range(0, rec.size, 4_096):
-        rd.append(rec[a:a + 4_096])
+        rd.append(rec[a : a + 4_096])
     rd.close()
     kept = read_samples(rd.path)
     assert np.array_equal(kept["seq"], _expected(rec, 50)["seq"]) and rd.rows == kept.size
@@ -124,8 +135,13 @@ def test_a_late_run_directory_holds_the_late_cycles_and_the_aggregates(tmp_path)
     assert int(cols["records"].sum()) == rec.size and cols["second"].tolist() == list(range(11))
     late = int(cycle_view(rec, None, LateRule(PERIOD_NS, THRESHOLD_NS)).late.sum())
     assert late == int(cols["late"].sum()) >= 5  # the stalled writes, the periods after them, a late permit
-    assert rd.kept().to_dict() == {"mode": "late", "rows": kept.size, "late_cycles": late, "context_records": 50,
-                         "aggregate_seconds": 11}
+    assert rd.kept().to_dict() == {
+        "mode": "late",
+        "rows": kept.size,
+        "late_cycles": late,
+        "context_records": 50,
+        "aggregate_seconds": 11,
+    }
     assert pq.ParquetFile(rd.path / "samples.parquet").schema_arrow.names == list(RECORD_DTYPE.names)
 
 

@@ -17,21 +17,23 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from softrt.analysis import RunStats
+from softrt.errors import SoftRTError
 from softrt.report.load import load_run
-from ..synthetic import write_synthetic_run
 from softrt.store.importers import import_file
 from softrt.store.late import AGGREGATE_FIELDS, AGGREGATES
 from softrt.store.rundir import SAMPLES, STATS, STREAM_COLUMNS, load_run_stats
 
-from softrt.errors import SoftRTError
-
 from ..fuzz import JSON_VALUES, fuzz, reads
+from ..synthetic import write_synthetic_run
 from .conftest import cyclictest_doc
 
 FEW = fuzz(40)  # each example writes and reads a run directory
 HALF = fuzz(30)
-NUMBERS = (st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.floats(allow_nan=False)
-           | st.sampled_from([2_000_000_000, -2_000_000_000, 2**53, 10**12, 0, -1]))
+NUMBERS = (
+    st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False)
+    | st.sampled_from([2_000_000_000, -2_000_000_000, 2**53, 10**12, 0, -1])
+)
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +76,14 @@ def test_fuzz_stats_json(run, data):
             assert hdr.counts.size <= 50_000 and int(hdr.counts.sum()) == hdr.n
 
 
-_TYPES = {"int64": pa.int64(), "int32": pa.int32(), "float64": pa.float64(), "string": pa.string(),
-          "bool": pa.bool_(), "null": pa.null()}
+_TYPES = {
+    "int64": pa.int64(),
+    "int32": pa.int32(),
+    "float64": pa.float64(),
+    "string": pa.string(),
+    "bool": pa.bool_(),
+    "null": pa.null(),
+}
 
 
 def _column(kind: str, n: int, rng: np.random.Generator) -> pa.Array:
@@ -90,9 +98,14 @@ def _column(kind: str, n: int, rng: np.random.Generator) -> pa.Array:
 
 
 @FEW
-@given(columns=st.dictionaries(st.sampled_from([*STREAM_COLUMNS, "process_ns", "rtt_ns", "x"]),
-                               st.sampled_from(sorted(_TYPES)), max_size=8),
-       rows=st.integers(0, 60), group=st.integers(1, 25), damage=st.lists(st.integers(1, 80), max_size=3))
+@given(
+    columns=st.dictionaries(
+        st.sampled_from([*STREAM_COLUMNS, "process_ns", "rtt_ns", "x"]), st.sampled_from(sorted(_TYPES)), max_size=8
+    ),
+    rows=st.integers(0, 60),
+    group=st.integers(1, 25),
+    damage=st.lists(st.integers(1, 80), max_size=3),
+)
 def test_fuzz_samples_parquet_shape_and_footer(run, columns, rows, group, damage):
     with tempfile.TemporaryDirectory() as tmp:
         target = _copy(run, Path(tmp))
@@ -112,10 +125,19 @@ def test_fuzz_samples_parquet_shape_and_footer(run, columns, rows, group, damage
 
 
 @FEW
-@given(labels=st.lists(st.sampled_from(["0", "8", "999999", "1000000", "400", "1e12", "1000000000000", "2.5", "-1"])
-                       | st.integers(0, 10**13).map(str), min_size=1, max_size=4, unique=True),
-       tool=st.sampled_from(["cyclictest", "oslat"]), hist_range=st.sampled_from(["", " -h 400", " -h 99999999"]),
-       lower=st.lists(NUMBERS | JSON_VALUES, max_size=3), width=NUMBERS | JSON_VALUES)
+@given(
+    labels=st.lists(
+        st.sampled_from(["0", "8", "999999", "1000000", "400", "1e12", "1000000000000", "2.5", "-1"])
+        | st.integers(0, 10**13).map(str),
+        min_size=1,
+        max_size=4,
+        unique=True,
+    ),
+    tool=st.sampled_from(["cyclictest", "oslat"]),
+    hist_range=st.sampled_from(["", " -h 400", " -h 99999999"]),
+    lower=st.lists(NUMBERS | JSON_VALUES, max_size=3),
+    width=NUMBERS | JSON_VALUES,
+)
 # Found by this test in a suite run: widths and bucket starts past int64 (numpy's OverflowError).
 @example(labels=["0"], tool="cyclictest", hist_range="", lower=[0], width=2.0**63)
 @example(labels=["0"], tool="oslat", hist_range="", lower=[2**70], width=1000)
@@ -138,20 +160,28 @@ def test_fuzz_imported_histograms_and_their_histogram_json(labels, tool, hist_ra
 
 @pytest.fixture(scope="module")
 def late_run(tmp_path_factory):
-    return write_synthetic_run(tmp_path_factory.mktemp("late"), cycles=20_000, misses=[(2_600, 3), (9_000, 1)],
-                               samples="late")
+    return write_synthetic_run(
+        tmp_path_factory.mktemp("late"), cycles=20_000, misses=[(2_600, 3), (9_000, 1)], samples="late"
+    )
 
 
-_META = st.dictionaries(st.sampled_from(["t0_ns", "period_ns", "late_threshold_ns", "first_seq", "first_window"])
-                        | st.text(max_size=6), st.sampled_from(["0", "-1", "250000", "9" * 30, "1e3", "x", "\xff"])
-                        | st.binary(max_size=4).map(lambda b: b.decode("latin-1")), max_size=5)
+_META = st.dictionaries(
+    st.sampled_from(["t0_ns", "period_ns", "late_threshold_ns", "first_seq", "first_window"]) | st.text(max_size=6),
+    st.sampled_from(["0", "-1", "250000", "9" * 30, "1e3", "x", "\xff"])
+    | st.binary(max_size=4).map(lambda b: b.decode("latin-1")),
+    max_size=5,
+)
 
 
 @FEW
-@given(columns=st.just({n: "float64" if n.endswith("mean_ns") else "int64" for n in AGGREGATE_FIELDS})  # softrt's
-       | st.dictionaries(st.sampled_from([*AGGREGATE_FIELDS, "x"]), st.sampled_from(sorted(_TYPES)), max_size=14),
-       rows=st.integers(0, 30), meta=_META | st.none(), raw_key=st.booleans(),
-       damage=st.lists(st.integers(1, 80), max_size=2))
+@given(
+    columns=st.just({n: "float64" if n.endswith("mean_ns") else "int64" for n in AGGREGATE_FIELDS})  # softrt's
+    | st.dictionaries(st.sampled_from([*AGGREGATE_FIELDS, "x"]), st.sampled_from(sorted(_TYPES)), max_size=14),
+    rows=st.integers(0, 30),
+    meta=_META | st.none(),
+    raw_key=st.booleans(),
+    damage=st.lists(st.integers(1, 80), max_size=2),
+)
 def test_fuzz_aggregates_parquet_of_a_late_run(late_run, columns, rows, meta, raw_key, damage):
     """A ``--samples late`` run's aggregates.parquet of any shape, types, metadata (t0_ns, period_ns, …: text
     that is no integer, a key that is no UTF-8) and damaged footer: the report reads it or says one line."""

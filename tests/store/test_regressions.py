@@ -37,8 +37,19 @@ CANDIDATE = "-candidate-kernel"
 
 
 def _run(softrt_cmd, out: Path, *extra: str) -> Path:
-    proc = softrt_cmd("run", "--duration", "0.5s", "--no-trace", "-q", "--rig-label", "lab-rig-1",
-                      "--out-dir", str(out), *extra, timeout=120)
+    proc = softrt_cmd(
+        "run",
+        "--duration",
+        "0.5s",
+        "--no-trace",
+        "-q",
+        "--rig-label",
+        "lab-rig-1",
+        "--out-dir",
+        str(out),
+        *extra,
+        timeout=120,
+    )
     assert proc.returncode in (0, 1), proc.stderr  # 1: the run did not meet the cycle (this VM, or the load)
     (run,) = [p for p in out.iterdir() if (p / "summary.json").is_file()]
     return run
@@ -64,16 +75,34 @@ def _worker_started(pid: int) -> bool:
 def _loaded_run(out: Path) -> Path:
     """An untuned run while a busy loop runs on every CPU, from its worker's start for 2 s (not during
     softrt's start-up, which the loops would only slow down)."""
-    cmd = [sys.executable, "-m", "softrt", "run", "--duration", "0.5s", "--no-trace", "-q", "--rig-label",
-           "lab-rig-1", "--out-dir", str(out), "--profile", "none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "softrt",
+        "run",
+        "--duration",
+        "0.5s",
+        "--no-trace",
+        "-q",
+        "--rig-label",
+        "lab-rig-1",
+        "--out-dir",
+        str(out),
+        "--profile",
+        "none",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     hogs = []
     try:
         end = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < end and not _worker_started(proc.pid):
             time.sleep(0.01)
-        hogs = [subprocess.Popen([sys.executable, "-c", "import time\nend = time.monotonic() + 2\n"
-                                  "while time.monotonic() < end: pass"]) for _ in range(os.cpu_count() or 1)]
+        hogs = [
+            subprocess.Popen(
+                [sys.executable, "-c", "import time\nend = time.monotonic() + 2\nwhile time.monotonic() < end: pass"]
+            )
+            for _ in range(os.cpu_count() or 1)
+        ]
         _, err = proc.communicate(timeout=120)
     finally:
         for hog in hogs:

@@ -14,17 +14,24 @@ import pytest
 
 from softrt.errors import ConfigError
 from softrt.platform import get_platform
-from softrt.store.running import run_state
 from softrt.schema.summary import RunSummary
+from softrt.store.running import run_state
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
 
-def _checkpoint(identity: str | None, pid: int, *, age_s: float = 30.0, host: str | None = None,
-                interval_s: float = 60.0) -> RunSummary:
-    return RunSummary.from_dict({"status": "running", "elapsed_s": 600.0, "checkpoint_at": (NOW - timedelta(seconds=age_s)).isoformat(),
+def _checkpoint(
+    identity: str | None, pid: int, *, age_s: float = 30.0, host: str | None = None, interval_s: float = 60.0
+) -> RunSummary:
+    return RunSummary.from_dict(
+        {
+            "status": "running",
+            "elapsed_s": 600.0,
+            "checkpoint_at": (NOW - timedelta(seconds=age_s)).isoformat(),
             "host": {"hostname": host or socket.gethostname()},
-            "supervisor": {"pid": pid, "identity": identity, "checkpoint_interval_s": interval_s}})
+            "supervisor": {"pid": pid, "identity": identity, "checkpoint_interval_s": interval_s},
+        }
+    )
 
 
 def test_a_live_supervisor_is_running_and_its_elapsed_time_goes_on():
@@ -81,7 +88,6 @@ def test_odd_fields_are_refused_when_read():
         RunSummary.from_dict({"status": "running", "supervisor": []}, "s.json")
 
 
-
 def test_a_killed_run_is_listed_with_the_time_of_its_last_record(tmp_path, state_dir, run_cli):
     """Issue 32: a run killed 7 s in was listed "died 0s" (its only checkpoint, at the start)."""
     import signal
@@ -90,9 +96,26 @@ def test_a_killed_run_is_listed_with_the_time_of_its_last_record(tmp_path, state
     import psutil
 
     out = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--profile", "none", "--wait", "sleep",
-                             "--duration", "20s", "--no-trace", "--quiet", "--out-dir", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--profile",
+            "none",
+            "--wait",
+            "sleep",
+            "--duration",
+            "20s",
+            "--no-trace",
+            "--quiet",
+            "--out-dir",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     workers = []
     try:
         end = time.monotonic() + 60

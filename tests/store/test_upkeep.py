@@ -17,10 +17,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from softrt.platform import get_platform
-from ..synthetic import write_synthetic_run
 from softrt.store.history import History
-from softrt.store.running import run_state
 from softrt.store.rundir import read_summary
+from softrt.store.running import run_state
+
+from ..synthetic import write_synthetic_run
 
 STARTED = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
 
@@ -33,13 +34,19 @@ def _dead_identity() -> tuple[str, int]:
     return identity, child.pid
 
 
-def _as_checkpoint(run_dir, identity: str, pid: int, *, elapsed_s: float = 0.0,
-                   checkpoint_at: datetime = STARTED) -> dict:
+def _as_checkpoint(
+    run_dir, identity: str, pid: int, *, elapsed_s: float = 0.0, checkpoint_at: datetime = STARTED
+) -> dict:
     """Make *run_dir*'s summary.json a checkpoint of supervisor *identity*; return the final one."""
     final = json.loads((run_dir / "summary.json").read_text())
-    doc = dict(final, status="running", finished_at=None, elapsed_s=elapsed_s,
-               checkpoint_at=checkpoint_at.isoformat(timespec="seconds"),
-               supervisor={"pid": pid, "identity": identity, "checkpoint_interval_s": 60.0})
+    doc = dict(
+        final,
+        status="running",
+        finished_at=None,
+        elapsed_s=elapsed_s,
+        checkpoint_at=checkpoint_at.isoformat(timespec="seconds"),
+        supervisor={"pid": pid, "identity": identity, "checkpoint_interval_s": 60.0},
+    )
     doc["host"] = dict(doc["host"], hostname=socket.gethostname())
     doc["config"] = dict(doc["config"], duration_ns=20_000_000_000)  # a 20 s run, cut short
     (run_dir / "summary.json").write_text(json.dumps(doc))
@@ -86,8 +93,7 @@ def test_a_killed_run_is_timed_to_its_last_record_not_its_last_checkpoint(tmp_pa
 def test_a_running_run_cannot_be_forgotten(tmp_path, softrt_home, run_cli):
     """Forgotten, its next checkpoint put it back: refused, one line."""
     run_dir = write_synthetic_run(tmp_path / "runs", cycles=2_000, started_at=STARTED)
-    _as_checkpoint(run_dir, get_platform().process_identity(), os.getpid(),
-                   checkpoint_at=datetime.now(timezone.utc))
+    _as_checkpoint(run_dir, get_platform().process_identity(), os.getpid(), checkpoint_at=datetime.now(timezone.utc))
     run_id = History().add_run(run_dir)
     code, out, err = run_cli("history", "forget", run_id)
     lines = err.strip().splitlines()
@@ -101,8 +107,7 @@ def test_a_running_run_cannot_be_forgotten(tmp_path, softrt_home, run_cli):
 
 def test_history_add_adds_every_good_run_and_names_each_bad_one(tmp_path, softrt_home, run_cli):
     tree = tmp_path / "copied"
-    runs = [write_synthetic_run(tree, cycles=2_000, seed=k, started_at=STARTED + timedelta(hours=k))
-            for k in range(4)]
+    runs = [write_synthetic_run(tree, cycles=2_000, seed=k, started_at=STARTED + timedelta(hours=k)) for k in range(4)]
     (runs[1] / "summary.json").write_text("{")  # corrupt: sorted before two good ones
     (runs[2] / "summary.json").write_text(json.dumps({"schema": "softrt.summary/1", "status": "bogus"}))
     junk = tree / "20261130-090000-pc-dead"  # a run killed before it started: its files, no summary
@@ -139,8 +144,9 @@ def test_the_warning_of_a_failed_history_update_names_what_exists(tmp_path, monk
 
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
-def test_a_run_whose_history_disk_filled_is_listed_complete_once_there_is_space(tmp_path, state_dir, run_cli,
-                                                                              monkeypatch):
+def test_a_run_whose_history_disk_filled_is_listed_complete_once_there_is_space(
+    tmp_path, state_dir, run_cli, monkeypatch
+):
     """End to end: SOFTRT_HOME on a small tmpfs that fills while the run goes (a real ENOSPC)."""
     mnt = tmp_path / "home-disk"
     mnt.mkdir()
@@ -148,9 +154,28 @@ def test_a_run_whose_history_disk_filled_is_listed_complete_once_there_is_space(
     try:
         monkeypatch.setenv("SOFTRT_HOME", str(mnt / "home"))
         out = tmp_path / "runs"
-        proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--profile", "none", "--wait", "sleep",
-                                 "--duration", "1.5s", "--no-trace", "--quiet", "--json", "--out-dir", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "softrt",
+                "run",
+                "--profile",
+                "none",
+                "--wait",
+                "sleep",
+                "--duration",
+                "1.5s",
+                "--no-trace",
+                "--quiet",
+                "--json",
+                "--out-dir",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         end = time.monotonic() + 60
         while not list(out.glob("*/summary.json")) and time.monotonic() < end:
             time.sleep(0.02)  # the first checkpoint put the run in the history
@@ -176,6 +201,10 @@ def test_a_run_whose_history_disk_filled_is_listed_complete_once_there_is_space(
         os.unlink(mnt / "filler")
         code, text, err = run_cli("history", "--json")
         [row] = json.loads(text)
-        assert code == 0 and row["run_id"] == run_id and row["status"] == "complete" and row["cycles"] > 0, (err, row, stderr)
+        assert code == 0 and row["run_id"] == run_id and row["status"] == "complete" and row["cycles"] > 0, (
+            err,
+            row,
+            stderr,
+        )
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)

@@ -13,11 +13,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from softrt.errors import ConfigError
+from softrt.schema.text import is_safe_name, printable, safe_name
 from softrt.store.rundir import read_summary
 from softrt.store.validate import INT64_MAX, MAX_JSON_DEPTH, load_json, parse_json
-from softrt.schema.text import is_safe_name, printable, safe_name
 
-from ..fuzz import FUZZ, JSON_VALUES, one_line as _one_line
+from ..fuzz import FUZZ, JSON_VALUES
+from ..fuzz import one_line as _one_line
+
 
 # -- helpers ------------------------------------------------------------------------------------------
 def test_printable_drops_control_characters():
@@ -36,13 +38,20 @@ def test_safe_name_keeps_a_path_component():
     assert is_safe_name("20261130-071502-pc-1a2b") and not is_safe_name("a/b") and not is_safe_name(3)
 
 
-@pytest.mark.parametrize("raw,match", [
-    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), "nested too deeply"),
-    ('{"cycles": NaN}', "not valid JSON"), ('{"cycles": Infinity}', "not valid JSON"),
-    ('{"cycles": 1e999}', "not a finite number"), ('{"cycles": ' + "9" * 30 + "}", "out of range"),
-    ('{"cycles": ' + "9" * 5000 + "}", "not valid JSON"), (b"\xff\xfe\x00", "not valid JSON"),
-], ids=["deep", "depth-limit", "nan", "infinity", "1e999", "int-30-digits", "int-5000-digits", "binary"])
+@pytest.mark.parametrize(
+    "raw,match",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), "nested too deeply"),
+        ('{"cycles": NaN}', "not valid JSON"),
+        ('{"cycles": Infinity}', "not valid JSON"),
+        ('{"cycles": 1e999}', "not a finite number"),
+        ('{"cycles": ' + "9" * 30 + "}", "out of range"),
+        ('{"cycles": ' + "9" * 5000 + "}", "not valid JSON"),
+        (b"\xff\xfe\x00", "not valid JSON"),
+    ],
+    ids=["deep", "depth-limit", "nan", "infinity", "1e999", "int-30-digits", "int-5000-digits", "binary"],
+)
 def test_parse_json_bounds(raw, match):
     with pytest.raises(ConfigError, match=match) as info:
         parse_json(raw, "f.json")

@@ -15,7 +15,9 @@ from softrt.trace.consumer import Consumer, read_steal_ns
 
 def test_steal_is_the_eighth_value_in_user_hz_ticks(tmp_path):
     (tmp_path / "proc").mkdir()
-    (tmp_path / "proc/stat").write_text("cpu  1 2 3 4 5 6 7 8 0 0\ncpu0 1 0 0 0 0 0 0 3 0 0\ncpu1 9 9 9 9 9 9 9 42 0 0\n")
+    (tmp_path / "proc/stat").write_text(
+        "cpu  1 2 3 4 5 6 7 8 0 0\ncpu0 1 0 0 0 0 0 0 3 0 0\ncpu1 9 9 9 9 9 9 9 42 0 0\n"
+    )
     tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
     assert read_steal_ns(1, str(tmp_path)) == 42 * tick_ns
     assert read_steal_ns(5, str(tmp_path)) is None
@@ -65,8 +67,13 @@ def test_the_horizon_follows_the_events_read_while_the_pipe_is_busy(tmp_path):
     writer = os.open(fifo, os.O_RDWR)  # holds the FIFO open (the reader opens it non-blocking)
     consumer = Consumer(fifo, 0)
     later_s = time.monotonic_ns() // 1_000_000_000 + 3600  # an hour ahead of the clock: never "found empty" yet
-    os.write(writer, "".join(f"           x-1     [000] {later_s}.{i:06d}: sched_waking: comm=x pid=1 prio=1 "
-                             f"target_cpu=000\n" for i in range(100)).encode())
+    os.write(
+        writer,
+        "".join(
+            f"           x-1     [000] {later_s}.{i:06d}: sched_waking: comm=x pid=1 prio=1 target_cpu=000\n"
+            for i in range(100)
+        ).encode(),
+    )
     consumer.start()
     time.sleep(0.2)
     consumer.stop()

@@ -24,9 +24,12 @@ from softrt.schema.config import RunConfig
 from softrt.session.run import run
 from softrt.store.rundir import read_samples
 
-pytestmark = [pytest.mark.rt, pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="tracing and SCHED_FIFO need root"),
-              pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the disturber")]
+pytestmark = [
+    pytest.mark.rt,
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="tracing and SCHED_FIFO need root"),
+    pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the disturber"),
+]
 
 NAME = "softrt-disturb"
 # 500 µs every 100 ms. The disturber held the CPU at least for its spin less the stretches its
@@ -74,12 +77,18 @@ class Disturber:
 
 
 def _run(tmp_path, wait: str, keep_late: int = 1000):
-    config = RunConfig(duration_ns=2_500_000_000, wait=wait, cpu=_last_cpu(), priority=LOOP_PRIORITY,
-                       out_dir=tmp_path, keep_late=keep_late)
+    config = RunConfig(
+        duration_ns=2_500_000_000,
+        wait=wait,
+        cpu=_last_cpu(),
+        priority=LOOP_PRIORITY,
+        out_dir=tmp_path,
+        keep_late=keep_late,
+    )
     for _ in range(30):  # another real-time test (of another checkout) may hold the machine lock
         try:
             return run(config)
-        except Exception as err:  # noqa: BLE001 - only the lock is retried
+        except Exception as err:
             if "another real-time softrt run" not in str(err):
                 raise
             time.sleep(2)
@@ -171,9 +180,11 @@ def test_b_a_sched_other_busy_task_never_makes_a_sleeping_cycle_late(tmp_path, d
     assert busy_ticks > 0
     why = result.summary.to_dict()["why_late"]
     _traced(why)
+
     # the busy task was on the RT CPU in the trace (switched to while the loop slept)
     def blamed(c: dict) -> bool:
         return (c["kind"] == "thread" and c["id"] == dist.pid) or NAME in c["name"]
+
     # It ran only while the loop slept, so it is never what made a cycle late: never a cycle's
     # main cause and never more than a few µs of a window. (Seen in about one run in ten on this
     # VM: 4-12.5 µs of a window that a hypervisor stall filled, credited to the task around the
@@ -214,8 +225,9 @@ def test_d_a_sched_other_task_on_the_rt_cpu_is_named_through_the_fair_server(tmp
     # never credited with more than the CPU time the kernel counted for it over the run
     assert row["total_us"] <= ran_us, (row, ran_us)
     stalls = [c for lc in why["worst"] for c in lc["causes"] if c["kind"] == "thread" and c["id"] == busy.pid]
-    assert stalls and all(c["label"] == f"thread {NAME} (pid {busy.pid}, OTHER nice 0, through the fair server)"
-                          for c in stalls), stalls[:3]
+    assert stalls and all(
+        c["label"] == f"thread {NAME} (pid {busy.pid}, OTHER nice 0, through the fair server)" for c in stalls
+    ), stalls[:3]
 
 
 def _every_cause_carries_its_evidence(why: dict) -> None:

@@ -25,7 +25,13 @@ def test_every_line_becomes_one_event_with_its_header():
     events = parser.parse_text(PIPE)
     assert len(events) == 10 and parser.lost == 17 and parser.unparsed == 0
     first = events[0]
-    assert (first.ts_ns, first.cpu, first.name, first.pid, first.comm) == (227_320_031_000, 1, "sched_switch", 0, "<idle>")
+    assert (first.ts_ns, first.cpu, first.name, first.pid, first.comm) == (
+        227_320_031_000,
+        1,
+        "sched_switch",
+        0,
+        "<idle>",
+    )
     assert events[2].comm == "MsMpEng helper-c" and events[2].pid == 900  # spaces and dashes in a comm
     assert events[8].name == "local_timer_entry" and events[8].pid == 1234  # with the tgid column
 
@@ -33,8 +39,15 @@ def test_every_line_becomes_one_event_with_its_header():
 def test_fields_as_the_kernel_printed_them():
     events = LineParser().parse_text(PIPE)
     by_name = {e.name: e.fields for e in events}
-    assert by_name["sched_switch"] == {"prev_comm": "swapper/1", "prev_pid": "0", "prev_prio": "120", "prev_state": "R",
-                                       "next_comm": "My Task - x", "next_pid": "1234", "next_prio": "19"}
+    assert by_name["sched_switch"] == {
+        "prev_comm": "swapper/1",
+        "prev_pid": "0",
+        "prev_prio": "120",
+        "prev_state": "R",
+        "next_comm": "My Task - x",
+        "next_pid": "1234",
+        "next_prio": "19",
+    }
     assert by_name["irq_handler_entry"] == {"irq": "24", "name": "virtio0 input.0"}
     assert by_name["softirq_entry"] == {"vec": "9", "action": "RCU"}
     assert by_name["workqueue_execute_start"] == {"work": "00000000c0ffee00", "function": "vmstat_update"}

@@ -81,8 +81,9 @@ def _event(delta: int, payload: bytes) -> bytes:
 
 
 def _switch(pid: int, prev: tuple, nxt: tuple, state: int) -> bytes:
-    return struct.pack("<H2xi16siiq16sii", 330, pid, prev[0].encode(), prev[1], prev[2], state, nxt[0].encode(),
-                       nxt[1], nxt[2])
+    return struct.pack(
+        "<H2xi16siiq16sii", 330, pid, prev[0].encode(), prev[1], prev[2], state, nxt[0].encode(), nxt[1], nxt[2]
+    )
 
 
 def _runtime(pid: int, comm: str, runtime: int) -> bytes:
@@ -106,13 +107,16 @@ def _decoder() -> RawDecoder:
 
 
 def test_a_page_decodes_into_the_events_and_fields_the_text_pipe_prints():
-    data = (_event(0, _switch(7, ("loop", 7, 19), ("softrt-disturb", 9, 9), 0x100))  # preempted: R+
-            + _event(1_000, _runtime(9, "softrt-disturb", 450_000))
-            + struct.pack("<II", (3 << 5) | 30, 1)  # a time extend: 1 << 27 ns plus 3 more
-            + _event(0, struct.pack("<H2xiI", 150, 9, 9))  # softirq RCU
-            + _event(499, struct.pack("<H2xii", 90, 9, 236))  # a local timer: no fields read
-            + struct.pack("<II", (1 << 5) | 29, 40) + b"\0" * 40  # a discarded event: its delta is not read
-            + _event(2, _switch(9, ("softrt-disturb", 9, 9), ("loop", 7, 19), 1)))  # slept: S
+    data = (
+        _event(0, _switch(7, ("loop", 7, 19), ("softrt-disturb", 9, 9), 0x100))  # preempted: R+
+        + _event(1_000, _runtime(9, "softrt-disturb", 450_000))
+        + struct.pack("<II", (3 << 5) | 30, 1)  # a time extend: 1 << 27 ns plus 3 more
+        + _event(0, struct.pack("<H2xiI", 150, 9, 9))  # softirq RCU
+        + _event(499, struct.pack("<H2xii", 90, 9, 236))  # a local timer: no fields read
+        + struct.pack("<II", (1 << 5) | 29, 40)
+        + b"\0" * 40  # a discarded event: its delta is not read
+        + _event(2, _switch(9, ("softrt-disturb", 9, 9), ("loop", 7, 19), 1))
+    )  # slept: S
     events = _decoder().decode_page(_page(5_000_000_000, data), 1)
     t0 = 5_000_000_000
     assert [(e.ts_ns, e.name, e.pid, e.comm) for e in events] == [
@@ -120,9 +124,17 @@ def test_a_page_decodes_into_the_events_and_fields_the_text_pipe_prints():
         (t0 + 1_000, "sched_stat_runtime", 9, "softrt-disturb"),
         ((t0 + 1_000 + (1 << 27) + 3 + 500) // 1000 * 1000, "softirq_entry", 9, "softrt-disturb"),  # µs, rounded
         ((t0 + 1_000 + (1 << 27) + 3 + 499 + 500) // 1000 * 1000, "local_timer_entry", 9, "softrt-disturb"),
-        ((t0 + 1_000 + (1 << 27) + 3 + 501 + 500) // 1000 * 1000, "sched_switch", 9, "softrt-disturb")]
-    assert events[0].fields == {"prev_comm": "loop", "prev_pid": "7", "prev_prio": "19", "prev_state": "R+",
-                                "next_comm": "softrt-disturb", "next_pid": "9", "next_prio": "9"}
+        ((t0 + 1_000 + (1 << 27) + 3 + 501 + 500) // 1000 * 1000, "sched_switch", 9, "softrt-disturb"),
+    ]
+    assert events[0].fields == {
+        "prev_comm": "loop",
+        "prev_pid": "7",
+        "prev_prio": "19",
+        "prev_state": "R+",
+        "next_comm": "softrt-disturb",
+        "next_pid": "9",
+        "next_prio": "9",
+    }
     assert events[1].fields == {"comm": "softrt-disturb", "pid": "9", "runtime": "450000"}
     assert events[2].fields == {"vec": "9", "action": "RCU"} and events[3].fields == {}
     assert events[4].fields["prev_state"] == "S"

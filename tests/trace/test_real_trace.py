@@ -37,21 +37,52 @@ def events():
 def test_every_event_the_attribution_reads_has_its_fields(events):
     names = Counter(e.name for e in events)
     assert len(events) == 2_960
-    for name in ("sched_switch", "sched_wakeup", "irq_handler_entry", "irq_handler_exit", "softirq_entry",
-                 "softirq_exit", "workqueue_execute_start", "workqueue_execute_end", "sys_enter", "sys_exit",
-                 "local_timer_entry", "local_timer_exit", "reschedule_entry", "call_function_single_entry"):
+    for name in (
+        "sched_switch",
+        "sched_wakeup",
+        "irq_handler_entry",
+        "irq_handler_exit",
+        "softirq_entry",
+        "softirq_exit",
+        "workqueue_execute_start",
+        "workqueue_execute_end",
+        "sys_enter",
+        "sys_exit",
+        "local_timer_entry",
+        "local_timer_exit",
+        "reschedule_entry",
+        "call_function_single_entry",
+    ):
         assert names[name] > 0, name
-    need = {"sched_switch": {"prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid", "next_prio"},
-            "sched_wakeup": {"pid"}, "irq_handler_entry": {"irq", "name"}, "irq_handler_exit": {"irq"},
-            "softirq_entry": {"vec", "action"}, "workqueue_execute_start": {"function"}, "sys_enter": {"id"}}
+    need = {
+        "sched_switch": {"prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid", "next_prio"},
+        "sched_wakeup": {"pid"},
+        "irq_handler_entry": {"irq", "name"},
+        "irq_handler_exit": {"irq"},
+        "softirq_entry": {"vec", "action"},
+        "workqueue_execute_start": {"function"},
+        "sys_enter": {"id"},
+    }
     for e in events:
         missing = need.get(e.name, set()) - set(e.fields)
         assert not missing, (e, missing)
         assert e.cpu == 1 and e.ts_ns % 1000 == 0
-    ints = [int(e.fields[k]) for e in events for k in ("prev_pid", "next_pid", "pid", "irq", "vec", "id") if k in e.fields]
+    ints = [
+        int(e.fields[k]) for e in events for k in ("prev_pid", "next_pid", "pid", "irq", "vec", "id") if k in e.fields
+    ]
     assert len(ints) > 3_000  # numbers, not text with a bracket or a comma attached
     assert {e.fields["action"] for e in events if e.name == "softirq_entry"} <= {
-        "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"}
+        "HI",
+        "TIMER",
+        "NET_TX",
+        "NET_RX",
+        "BLOCK",
+        "IRQ_POLL",
+        "TASKLET",
+        "SCHED",
+        "HRTIMER",
+        "RCU",
+    }
     assert all(e.fields["function"].isidentifier() for e in events if e.name == "workqueue_execute_start")
     assert [e.ts_ns for e in events] == sorted(e.ts_ns for e in events)
 
@@ -83,7 +114,9 @@ def test_the_sample_through_the_attribution(events):
     irq_names = {e.fields["name"] for e in events if e.name == "irq_handler_entry"}
     assert any(k == "thread" and "[" in n and n.split("[")[1].rstrip("]") in functions for k, n in names)
     assert any(k == "irq" and n in irq_names for k, n in names)
-    assert ("kernel", "local timer") in names and any(k == "softirq" and n in ("TIMER", "RCU", "SCHED") for k, n in names)
+    assert ("kernel", "local timer") in names and any(
+        k == "softirq" and n in ("TIMER", "RCU", "SCHED") for k, n in names
+    )
     assert any(k == "kernel" and n.startswith("system call ") and n.split()[2].isdigit() for k, n in names), names
     assert not any("?" in n or n.startswith("vec ") for _k, n in names), names  # every name was found
     for cyc in why["worst"]:

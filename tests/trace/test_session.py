@@ -45,16 +45,22 @@ def test_an_instance_that_cannot_be_created_leaves_the_run_going(tmp_path, state
         if mounted is not None:
             mounted.undo()
     assert summary["status"] == "complete" and summary["cycles"] > 0
-    assert summary["why_late"]["tracing"].startswith("unavailable: ") and "File exists" in summary["why_late"]["tracing"]
+    assert (
+        summary["why_late"]["tracing"].startswith("unavailable: ") and "File exists" in summary["why_late"]["tracing"]
+    )
 
 
-@pytest.mark.parametrize("runtime, release, config, expected", [
-    ("-1", "6.18.44", None, False),
-    ("950000", "6.1.0-28-amd64", None, True),
-    ("950000", "6.18.44", "CONFIG_SMP=y\n# CONFIG_RT_GROUP_SCHED is not set\n", False),  # the fair server instead
-    ("950000", "6.18.44", "CONFIG_SMP=y\nCONFIG_RT_GROUP_SCHED=y\n", True),
-    ("950000", "6.18.44", None, None),  # config not exposed: either
-    (None, "6.18.44", None, None)])
+@pytest.mark.parametrize(
+    "runtime, release, config, expected",
+    [
+        ("-1", "6.18.44", None, False),
+        ("950000", "6.1.0-28-amd64", None, True),
+        ("950000", "6.18.44", "CONFIG_SMP=y\n# CONFIG_RT_GROUP_SCHED is not set\n", False),  # the fair server instead
+        ("950000", "6.18.44", "CONFIG_SMP=y\nCONFIG_RT_GROUP_SCHED=y\n", True),
+        ("950000", "6.18.44", None, None),  # config not exposed: either
+        (None, "6.18.44", None, None),
+    ],
+)
 def test_rt_throttling_in_force_from_the_sysctl_and_the_kernel(tmp_path, runtime, release, config, expected):
     import gzip
 

@@ -25,14 +25,20 @@ def _tree(tmp_path, mounts: str, dirs=()):
 
 
 def test_find_reads_proc_mounts(tmp_path):
-    root = _tree(tmp_path, "sysfs /sys sysfs rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n",
-                 ["/sys/kernel/tracing/instances"])
+    root = _tree(
+        tmp_path,
+        "sysfs /sys sysfs rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n",
+        ["/sys/kernel/tracing/instances"],
+    )
     assert tracefs.find(root) == tmp_path / "sys/kernel/tracing"
 
 
 def test_find_prefers_the_standard_mount_point(tmp_path):
-    root = _tree(tmp_path, "nodev /tmp/private tracefs rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n",
-                 ["/tmp/private/instances", "/sys/kernel/tracing/instances"])
+    root = _tree(
+        tmp_path,
+        "nodev /tmp/private tracefs rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n",
+        ["/tmp/private/instances", "/sys/kernel/tracing/instances"],
+    )
     assert tracefs.find(root) == tmp_path / "sys/kernel/tracing"
 
 
@@ -45,13 +51,21 @@ def test_find_falls_back_to_debugfs_and_needs_instances(tmp_path):
 def test_wanted_events_take_what_the_kernel_has():
     from softrt.trace.session import wanted_events
 
-    available = {"sched:sched_switch", "irq_vectors:local_timer_entry", "irq_vectors:local_timer_exit",
-                 "irq_vectors:vector_alloc", "ipi:ipi_send_cpu", "raw_syscalls:sys_enter"}
+    available = {
+        "sched:sched_switch",
+        "irq_vectors:local_timer_entry",
+        "irq_vectors:local_timer_exit",
+        "irq_vectors:vector_alloc",
+        "ipi:ipi_send_cpu",
+        "raw_syscalls:sys_enter",
+    }
     wanted = dict(wanted_events(available))
     assert "irq_vectors:local_timer_entry" in wanted and "irq_vectors:vector_alloc" not in wanted
     assert "ipi:ipi_send_cpu" in wanted and wanted["raw_syscalls:sys_enter"] == "worker"
     assert wanted["exceptions:page_fault_user"] == "worker"  # asked for; the session skips what is missing
-    assert wanted["sched:sched_wakeup"] == "wakeup" and wanted["sched:sched_switch"] is None  # only the worker's wakeups
+    assert (
+        wanted["sched:sched_wakeup"] == "wakeup" and wanted["sched:sched_switch"] is None
+    )  # only the worker's wakeups
     # a sleeping loop's own clock_nanosleep would pay the syscall tracepoint on every wake-up
     assert "raw_syscalls:sys_enter" not in dict(wanted_events(available, "sleep"))
     # a device worker polls its socket with one call after another: the trace would flood
@@ -91,16 +105,25 @@ def test_instance_is_private_mono_on_the_cpu_and_removed(live_tracefs):
 
 def _dead_process_makes(state_dir, code: str) -> None:
     """Run *code* (with ``tracefs`` and ``CpuSet`` imported) in a process that then dies without cleaning up."""
-    subprocess.run([sys.executable, "-c", "import os\nfrom softrt.cpus import CpuSet\nfrom softrt.trace import tracefs\n"
-                    + code + "\nos._exit(0)"], check=True, env={**os.environ, "SOFTRT_STATE_DIR": str(state_dir)})
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os\nfrom softrt.cpus import CpuSet\nfrom softrt.trace import tracefs\n" + code + "\nos._exit(0)",
+        ],
+        check=True,
+        env={**os.environ, "SOFTRT_STATE_DIR": str(state_dir)},
+    )
 
 
 @root_only
 @pytest.mark.root
 def test_sweep_removes_only_what_a_dead_softrt_marked_as_its_own(live_tracefs, state_dir):
     """Issue 22.4: an instance named softrt-<dead pid> is not softrt's by its name alone."""
-    _dead_process_makes(state_dir, "tracefs.Instance.create(tracefs.find(), f'softrt-{os.getpid()}', CpuSet([0]), 16)"
-                                   "\nprint(os.getpid())")
+    _dead_process_makes(
+        state_dir,
+        "tracefs.Instance.create(tracefs.find(), f'softrt-{os.getpid()}', CpuSet([0]), 16)\nprint(os.getpid())",
+    )
     (marker,) = (state_dir / "trace").glob("instance-softrt-*.json")
     orphan = live_tracefs / "instances" / marker.name.removeprefix("instance-").removesuffix(".json")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -138,9 +161,17 @@ def test_a_marker_softrt_did_not_write_never_unmounts_anything(tmp_path, state_d
         if forged == "legacy":  # what softrt used to write, naming any path
             (markers / "mounted-999999999").write_text(str(target))
         else:
-            (markers / "mount-999999999.json").write_text(json.dumps(
-                {"format": "softrt-trace-marker", "version": 1, "kind": "mount", "what": str(target),
-                 "identity": f"{boot}/999999999/1"}))
+            (markers / "mount-999999999.json").write_text(
+                json.dumps(
+                    {
+                        "format": "softrt-trace-marker",
+                        "version": 1,
+                        "kind": "mount",
+                        "what": str(target),
+                        "identity": f"{boot}/999999999/1",
+                    }
+                )
+            )
         if forged == "another_users":
             os.chown(state_dir, 65534, 65534)
             with pytest.raises(ConfigError, match="belongs to uid 65534"):
@@ -173,8 +204,10 @@ def test_an_instance_that_cannot_be_removed_stops_tracing_and_the_run_says_so(li
         assert (inst.path / "events/raw_syscalls/sys_enter/enable").read_text().strip() == "0"
         (change,) = session.system_changes()
         assert change.restored is False and change.path == str(inst.path)
-        assert change.note.startswith(f"trace instance {inst.path} could not be removed (busy: a reader still holds "
-                                         f"it open); its tracing and events are off; remove it by hand: rmdir ")
+        assert change.note.startswith(
+            f"trace instance {inst.path} could not be removed (busy: a reader still holds "
+            f"it open); its tracing and events are off; remove it by hand: rmdir "
+        )
     finally:
         reader.close()
     assert tracefs.sweep_orphans() == []  # its process (this one) is alive: the next command's to remove

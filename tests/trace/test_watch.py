@@ -24,10 +24,12 @@ import pytest
 from softrt.session.watch import WatchConfig, watch
 from softrt.session.watch_targets import Target
 from softrt.store.rundir import read_samples
-from softrt.trace import tracefs
 
-pytestmark = [pytest.mark.rt, pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="tracing and SCHED_FIFO need root")]
+pytestmark = [
+    pytest.mark.rt,
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="tracing and SCHED_FIFO need root"),
+]
 
 CPU = max(os.sched_getaffinity(0))
 DISTURBER = "servo-poller"
@@ -60,8 +62,8 @@ def _same_cycles(mine_us: np.ndarray, theirs_us: np.ndarray) -> np.ndarray:
     both have one value per wake-up, in order)."""
     n = min(500, mine_us.size)
     offsets = range(0, min(theirs_us.size - mine_us.size, 20_000) + 1)
-    best = min(offsets, key=lambda o: float(np.abs(theirs_us[o:o + n] - mine_us[:n]).mean()))
-    return theirs_us[best:best + mine_us.size]
+    best = min(offsets, key=lambda o: float(np.abs(theirs_us[o : o + n] - mine_us[:n]).mean()))
+    return theirs_us[best : best + mine_us.size]
 
 
 @pytest.mark.skipif(shutil.which("cyclictest") is None, reason="needs rt-tests (scripts/setup installs it)")
@@ -74,20 +76,39 @@ def test_watch_agrees_with_cyclictest_and_names_the_disturber(tmp_path, disturbe
     switch out of the idle task, so a disturber that wakes on an idle CPU is not seen until its
     first logged event (the attribution then says "exit from idle"; reported with issue 21).
     """
-    busy = subprocess.Popen([disturber_bin, "busy-other", str(CPU), "other", "0", "0", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    dist = subprocess.Popen([disturber_bin, DISTURBER, str(CPU), "fifo", "90", "300", "100000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    busy = subprocess.Popen(
+        [disturber_bin, "busy-other", str(CPU), "other", "0", "0", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    dist = subprocess.Popen(
+        [disturber_bin, DISTURBER, str(CPU), "fifo", "90", "300", "100000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert busy.stderr.readline().strip() == "ready" and dist.stderr.readline().strip() == "ready"
-        ct = subprocess.Popen(["cyclictest", "-t1", "-p80", "-i250", f"-a{CPU}", "-m", "-q", "-v", "-D2"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ct = subprocess.Popen(
+            ["cyclictest", "-t1", "-p80", "-i250", f"-a{CPU}", "-m", "-q", "-v", "-D2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         tid = _rt_thread_of(ct, 80)
         # Until cyclictest's thread exits.
         # A 300 µs spike delays at least one 250 µs expiry by 50 µs or more: each makes a late cycle at
         # 40 µs (at 150 µs only those that began early enough in a cycle did: 8 of 19 in one CI run).
-        result = watch(WatchConfig(target=Target(tid=tid), duration_ns=20_000_000_000,
-                                   late_threshold_ns=40_000, keep_late=1000, out_dir=tmp_path / "runs"))
+        result = watch(
+            WatchConfig(
+                target=Target(tid=tid),
+                duration_ns=20_000_000_000,
+                late_threshold_ns=40_000,
+                keep_late=1000,
+                out_dir=tmp_path / "runs",
+            )
+        )
         out, err = ct.communicate(timeout=10)
         assert ct.returncode == 0, err
     finally:
@@ -129,8 +150,10 @@ def test_watch_agrees_with_cyclictest_and_names_the_disturber(tmp_path, disturbe
 
 
 # Pinned, so that one CPU's events are traced (a loaded VM's busy scheduler fills a second one).
-SLEEPER = (f"import os, time\nos.sched_setaffinity(0, {{{CPU}}})\nprint('ready', flush=True)\n"
-           "for _ in range(1500): time.sleep(0.0005)\n")
+SLEEPER = (
+    f"import os, time\nos.sched_setaffinity(0, {{{CPU}}})\nprint('ready', flush=True)\n"
+    "for _ in range(1500): time.sleep(0.0005)\n"
+)
 
 
 def test_a_thread_that_exits_mid_watch_keeps_its_cycles_and_says_when(tmp_path, state_dir, run_cli):
@@ -138,8 +161,18 @@ def test_a_thread_that_exits_mid_watch_keeps_its_cycles_and_says_when(tmp_path, 
     the run. (--no-explain: the cycles need only the thread's own events.)"""
     proc = subprocess.Popen([sys.executable, "-c", SLEEPER], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
-    code, out, err = run_cli("watch", "--pid", str(proc.pid), "--duration", "20s", "--no-explain", "--json", "-q",
-                             "--out-dir", str(tmp_path / "runs"))
+    code, out, err = run_cli(
+        "watch",
+        "--pid",
+        str(proc.pid),
+        "--duration",
+        "20s",
+        "--no-explain",
+        "--json",
+        "-q",
+        "--out-dir",
+        str(tmp_path / "runs"),
+    )
     proc.wait(10)
     assert code == 1, err
     [row] = json.loads(out)["threads"]
@@ -158,21 +191,50 @@ def test_watching_softrts_own_worker_agrees_with_its_records(tmp_path, state_dir
     """softrt's sleeping worker records its own latency (the permit seen after clock_nanosleep to the
     edge); watching it from outside finds the same expiries, each returning to user space before
     the worker read its clock."""
-    proc = subprocess.Popen([sys.executable, "-m", "softrt", "run", "--wait", "sleep", "--cpu", str(CPU), "--duration",
-                             "1s", "--no-trace", "--json", "-q", "--out-dir", str(tmp_path / "run")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--wait",
+            "sleep",
+            "--cpu",
+            str(CPU),
+            "--duration",
+            "1s",
+            "--no-trace",
+            "--json",
+            "-q",
+            "--out-dir",
+            str(tmp_path / "run"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         worker = None
         for _ in range(1000):  # its worker, once it went SCHED_FIFO (armed)
-            kids = [p for p in psutil.Process(proc.pid).children(recursive=True)
-                    if os.sched_getscheduler(p.pid) == os.SCHED_FIFO]
+            kids = [
+                p
+                for p in psutil.Process(proc.pid).children(recursive=True)
+                if os.sched_getscheduler(p.pid) == os.SCHED_FIFO
+            ]
             if kids:
                 worker = kids[0].pid
                 break
             time.sleep(0.01)
         assert worker is not None, "the run's worker never went SCHED_FIFO"
-        result = watch(WatchConfig(target=Target(tid=worker), duration_ns=20_000_000_000, period_ns=250_000,
-                                   late_threshold_ns=200_000, out_dir=tmp_path / "watch"))
+        result = watch(
+            WatchConfig(
+                target=Target(tid=worker),
+                duration_ns=20_000_000_000,
+                period_ns=250_000,
+                late_threshold_ns=200_000,
+                out_dir=tmp_path / "watch",
+            )
+        )
     finally:
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
@@ -193,11 +255,22 @@ def test_ctrl_c_ends_the_watch_and_keeps_what_it_measured(tmp_path, state_dir, r
     timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
-        code, out, err = run_cli("watch", "--tid", str(threading.get_native_id()), "--duration", "30s", "--json",
-                                 "-q", "--out-dir", str(tmp_path / "runs"))
+        code, out, err = run_cli(
+            "watch",
+            "--tid",
+            str(threading.get_native_id()),
+            "--duration",
+            "30s",
+            "--json",
+            "-q",
+            "--out-dir",
+            str(tmp_path / "runs"),
+        )
     finally:
         timer.cancel()
     assert code == 1, err
     [row] = json.loads(out)["threads"]
     assert row["status"] == "partial" and "interrupted by Ctrl-C" in row["partial_reason"]
-    assert row["cycles"] > 5 and row["waits"] == "timer" and (tmp_path / "runs" / row["run_id"] / "summary.json").exists()
+    assert (
+        row["cycles"] > 5 and row["waits"] == "timer" and (tmp_path / "runs" / row["run_id"] / "summary.json").exists()
+    )

@@ -66,9 +66,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..schema.config import DEFAULT_THRESHOLD_NS
 from ..schema.why_late import Cause, CauseSteal, Culprit, LateCycle, Steal, WhyLate, Window
+from .cycles import CycleStream, CycleView, Late, LateRule
 from .events import StealSample, TraceEvent
-from .cycles import DEFAULT_THRESHOLD_NS, CycleStream, CycleView, Late, LateRule
 from .timeline import RUN, CpuState, Segment, Source, apply, build_timeline, slice_window
 
 #: Events kept before the oldest window still to explain; older ones are folded into the base
@@ -87,8 +88,11 @@ _PARKED = {  # rt_throttling False: what the events show; None: the value in for
 }
 #: A SCHED_OTHER task that ran while the worker was parked is named itself, with the mechanism that let
 #: it run (``via``, and in words in its detail) by the RT throttling in force (True, False, None: unknown).
-_THROUGH = {True: ("rt_throttling", "RT throttling"), False: ("fair_server", "the fair server"),
-            None: ("rt_throttling_or_fair_server", "RT throttling or the fair server")}
+_THROUGH = {
+    True: ("rt_throttling", "RT throttling"),
+    False: ("fair_server", "the fair server"),
+    None: ("rt_throttling_or_fair_server", "RT throttling or the fair server"),
+}
 _LOOP = Source("loop", "the loop's own work")
 _IDLE_EXIT = Source("kernel", "exit from idle to the woken worker")
 _SWITCH = Source("kernel", "switch to the woken worker")
@@ -104,9 +108,19 @@ _SWITCH = Source("kernel", "switch to the woken worker")
 SWITCH_GRACE_NS = 30_000
 
 
-def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: int, work_ns: list[tuple[int, int]],
-            event_ts: list[int], cpu: int, gap_min_ns: int, rt_throttling: bool | None = None,
-            switch_grace_ns: int = SWITCH_GRACE_NS) -> tuple[dict[Source, int], list[tuple[int, int]], int]:
+def account(
+    segments: list[Segment],
+    start_ns: int,
+    end_ns: int,
+    *,
+    worker_pid: int,
+    work_ns: list[tuple[int, int]],
+    event_ts: list[int],
+    cpu: int,
+    gap_min_ns: int,
+    rt_throttling: bool | None = None,
+    switch_grace_ns: int = SWITCH_GRACE_NS,
+) -> tuple[dict[Source, int], list[tuple[int, int]], int]:
     """Credit every ns of ``[start_ns, end_ns)`` to the innermost source holding it.
 
     Returns ``(durations by source, no-guest-activity gaps as (start, end), unexplained ns)``.
@@ -172,8 +186,9 @@ def account(segments: list[Segment], start_ns: int, end_ns: int, *, worker_pid: 
     return totals, gaps, unexplained
 
 
-def _steps(segments: list[Segment], start_ns: int, end_ns: int, work_ns: list[tuple[int, int]],
-           event_ts: list[int]) -> tuple[list[tuple], dict[int, int], set[int]]:
+def _steps(
+    segments: list[Segment], start_ns: int, end_ns: int, work_ns: list[tuple[int, int]], event_ts: list[int]
+) -> tuple[list[tuple], dict[int, int], set[int]]:
     """``[start_ns, end_ns)`` cut at every segment edge, event and work edge: each stretch with the task
     current, the innermost segment above it (an IRQ, a softirq, a workqueue item; None) and the
     hypervisor's steal in it; each task segment's own time (not under anything above it); the events."""
@@ -202,8 +217,9 @@ def _steps(segments: list[Segment], start_ns: int, end_ns: int, work_ns: list[tu
                     best = s
         # A task's own time is what the scheduler counted as its run time (the rest of the stretch the
         # hypervisor ran: steal); spread evenly, since where in the stretch it stopped is not known.
-        run = None if task is None else next((r for r in runs if r.pid == task.pid and r.start_ns <= a < r.end_ns),
-                                             None)
+        run = (
+            None if task is None else next((r for r in runs if r.pid == task.pid and r.start_ns <= a < r.end_ns), None)
+        )
         steps.append((a, b, task, best, round((b - a) * run.stolen) if run is not None else 0))
         if best is None and task is not None:
             own[id(task)] = own.get(id(task), 0) + (b - a)
@@ -241,8 +257,12 @@ def steal_between(times_ns, steal_ns, start_ns: int, end_ns: int) -> CauseSteal 
     j = bisect.bisect_left(times_ns, end_ns)
     if i < 0 or j >= len(times_ns):
         return None
-    return CauseSteal(from_ns=times_ns[i], to_ns=times_ns[j], steal_ms=round((steal_ns[j] - steal_ns[i]) / 1e6, 3),
-                      over_s=round((times_ns[j] - times_ns[i]) / 1e9, 3))
+    return CauseSteal(
+        from_ns=times_ns[i],
+        to_ns=times_ns[j],
+        steal_ms=round((steal_ns[j] - steal_ns[i]) / 1e6, 3),
+        over_s=round((times_ns[j] - times_ns[i]) / 1e9, 3),
+    )
 
 
 def _via(via: str) -> dict:
@@ -263,8 +283,17 @@ class Attributor:
     detail, while the culprits table counts every late cycle.
     """
 
-    def __init__(self, *, period_ns: int, rt_cpu: int, worker_pid: int, threshold_ns: int = DEFAULT_THRESHOLD_NS,
-                 keep_worst: int = 100, gap_min_ns: int = 10_000, rt_throttling: bool | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        period_ns: int,
+        rt_cpu: int,
+        worker_pid: int,
+        threshold_ns: int = DEFAULT_THRESHOLD_NS,
+        keep_worst: int = 100,
+        gap_min_ns: int = 10_000,
+        rt_throttling: bool | None = None,
+    ) -> None:
         self.period_ns, self.rt_cpu, self.worker_pid = period_ns, rt_cpu, worker_pid
         # RT throttling in force during the run (the caller read sched_rt_runtime_us and the kernel); None: unknown
         self.rt_throttling = rt_throttling
@@ -330,23 +359,53 @@ class Attributor:
             self._explain(self._pending.popleft())
         worst = [self._steal_of(d) for _w, _s, d in sorted(self._worst, key=lambda x: (-x[0], x[1]))]
         culprits = sorted(self._culprits.values(), key=lambda c: (-c.total_ns, c.kind, c.name))
-        table = [Culprit.build(kind=c.kind, name=c.name, id=c.ident, detail=c.detail, **_via(c.via), cycles=c.cycles,
-                               total_us=_us(c.total_ns), worst_us=_us(c.worst_ns)) for c in culprits]
+        table = [
+            Culprit.build(
+                kind=c.kind,
+                name=c.name,
+                id=c.ident,
+                detail=c.detail,
+                **_via(c.via),
+                cycles=c.cycles,
+                total_us=_us(c.total_ns),
+                worst_us=_us(c.worst_ns),
+            )
+            for c in culprits
+        ]
         steal = None
         if self._steal_ts:
-            steal = Steal(cpu=self.rt_cpu, total_ms=round((self._steal_ns[-1] - self._steal_ns[0]) / 1e6, 3),
-                          over_s=round((self._steal_ts[-1] - self._steal_ts[0]) / 1e9, 3))
+            steal = Steal(
+                cpu=self.rt_cpu,
+                total_ms=round((self._steal_ns[-1] - self._steal_ns[0]) / 1e6, 3),
+                over_s=round((self._steal_ts[-1] - self._steal_ts[0]) / 1e9, 3),
+            )
         return WhyLate.build(
-            tracing="on", rt_cpu=self.rt_cpu, worker_pid=self.worker_pid, threshold_us=_us(self.threshold_ns),
-            gap_min_us=_us(self.gap_min_ns), rt_throttling=self.rt_throttling, cycles=self.cycles,
-            late_cycles=self.late, window_us=_us(self._window_ns), explained_us=_us(self._explained_ns),
-            events=self._events_seen, lost_events=int(lost_events), steal=steal, culprits=table, worst=worst)
+            tracing="on",
+            rt_cpu=self.rt_cpu,
+            worker_pid=self.worker_pid,
+            threshold_us=_us(self.threshold_ns),
+            gap_min_us=_us(self.gap_min_ns),
+            rt_throttling=self.rt_throttling,
+            cycles=self.cycles,
+            late_cycles=self.late,
+            window_us=_us(self._window_ns),
+            explained_us=_us(self._explained_ns),
+            events=self._events_seen,
+            lost_events=int(lost_events),
+            steal=steal,
+            culprits=table,
+            worst=worst,
+        )
 
     def _steal_of(self, cycle: LateCycle) -> LateCycle:
         """*cycle* with the steal around its no-guest-activity gaps (the sample after a gap comes up to a
         second later, so it is looked up at the end)."""
-        causes = [c.replace(steal=steal_between(self._steal_ts, self._steal_ns, c.gaps_ns[0][0], c.gaps_ns[-1][1]))
-                  if c.gaps_ns else c for c in cycle.causes]
+        causes = [
+            c.replace(steal=steal_between(self._steal_ts, self._steal_ns, c.gaps_ns[0][0], c.gaps_ns[-1][1]))
+            if c.gaps_ns
+            else c
+            for c in cycle.causes
+        ]
         return cycle.replace(causes=causes)
 
     # -- internals --------------------------------------------------------------------------------
@@ -366,9 +425,17 @@ class Attributor:
         j = bisect.bisect_right(times, end)
         segments = build_timeline(state, self._events[:j], end, self.worker_pid)
         segments = slice_window(segments, start, end)
-        totals, gaps, unexplained = account(segments, start, end, worker_pid=self.worker_pid,
-                                            work_ns=work, event_ts=times[:j], cpu=self.rt_cpu,
-                                            gap_min_ns=self.gap_min_ns, rt_throttling=self.rt_throttling)
+        totals, gaps, unexplained = account(
+            segments,
+            start,
+            end,
+            worker_pid=self.worker_pid,
+            work_ns=work,
+            event_ts=times[:j],
+            cpu=self.rt_cpu,
+            gap_min_ns=self.gap_min_ns,
+            rt_throttling=self.rt_throttling,
+        )
         window = max(end - start, 0)
         self.late += 1
         self._window_ns += window
@@ -392,29 +459,55 @@ class Attributor:
         elif self.keep_worst > 0:
             heapq.heapreplace(self._worst, entry)
 
-    def _detail(self, late: Late, start: int, totals, gaps, unexplained: int, window: int,
-                traced: bool) -> LateCycle:
+    def _detail(self, late: Late, start: int, totals, gaps, unexplained: int, window: int, traced: bool) -> LateCycle:
         causes = sorted(totals.items(), key=lambda kv: (-kv[1], KIND_ORDER.index(kv[0].kind), kv[0].name))
         out_causes = []
         for src, ns in causes:
-            fields = dict(kind=src.kind, name=src.name, id=src.ident, detail=src.detail, **_via(src.via),
-                          duration_us=_us(ns), share=round(ns / window, 4) if window else 0.0, label=src.label())
+            fields = dict(
+                kind=src.kind,
+                name=src.name,
+                id=src.ident,
+                detail=src.detail,
+                **_via(src.via),
+                duration_us=_us(ns),
+                share=round(ns / window, 4) if window else 0.0,
+                label=src.label(),
+            )
             if src.kind == "outside" and gaps and src.name.startswith("no guest activity"):
                 # steal: filled in by finish() (the sample after the gap may not be in yet); null until then
-                fields.update(gaps_ns=[[a, b] for a, b in gaps], longest_gap_us=_us(max(b - a for a, b in gaps)),
-                              steal=None)
+                fields.update(
+                    gaps_ns=[[a, b] for a, b in gaps], longest_gap_us=_us(max(b - a for a, b in gaps)), steal=None
+                )
             out_causes.append(Cause.build(**fields))
         main = out_causes[0].label if out_causes else "unexplained"
-        frm = "edge" if start == late.edge_ns else "previous permit (its work ran past the edge)" \
-            if start == late.start_ns else "end of the previous late cycle's window (explained there)"
+        frm = (
+            "edge"
+            if start == late.edge_ns
+            else "previous permit (its work ran past the edge)"
+            if start == late.start_ns
+            else "end of the previous late cycle's window (explained there)"
+        )
         return LateCycle.build(
-            seq=late.seq, cycle=late.cycle, detect_ns=late.detect_ns, reasons=list(late.reasons),
+            seq=late.seq,
+            cycle=late.cycle,
+            detect_ns=late.detect_ns,
+            reasons=list(late.reasons),
             period_us=None if late.period_ns is None else _us(late.period_ns),
-            latency_us=_us(late.detect_ns - late.edge_ns), missed=late.missed,
-            window=Window.build(start_ns=start, end_ns=late.end_ns, duration_us=_us(window), start=frm,
-                                to="write (a missed update)" if late.end_ns != late.detect_ns else "permit seen"),
-            causes=out_causes, unexplained_us=_us(unexplained),
-            unexplained_share=round(unexplained / window, 4) if window else 0.0, main_cause=main, traced=traced)
+            latency_us=_us(late.detect_ns - late.edge_ns),
+            missed=late.missed,
+            window=Window.build(
+                start_ns=start,
+                end_ns=late.end_ns,
+                duration_us=_us(window),
+                start=frm,
+                to="write (a missed update)" if late.end_ns != late.detect_ns else "permit seen",
+            ),
+            causes=out_causes,
+            unexplained_us=_us(unexplained),
+            unexplained_share=round(unexplained / window, 4) if window else 0.0,
+            main_cause=main,
+            traced=traced,
+        )
 
     def _fold(self, k: int) -> None:
         """Apply the first *k* buffered events to the base state and drop them."""

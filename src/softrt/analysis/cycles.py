@@ -129,14 +129,32 @@ class CycleView:
             else:
                 p_detect = p_done = 0
             overran = bool(self.consecutive[i]) and p_done > edge
-            reasons = tuple(name for name, flags in (("period", self.by_period), ("latency", self.by_latency),
-                                                     ("missed", self.by_missed)) if flags[i])
+            reasons = tuple(
+                name
+                for name, flags in (
+                    ("period", self.by_period),
+                    ("latency", self.by_latency),
+                    ("missed", self.by_missed),
+                )
+                if flags[i]
+            )
             # A missed update is the write landing late: when it came well after the permit was seen,
             # the window runs to the write (the worker's own time in between is its work).
             end = max(detect, int(r["write_ns"])) if self.by_missed[i] else detect
-            out.append(Late(int(r["seq"]), int(r["cycle"]), edge, detect, p_detect if overran else edge,
-                            p_done if overran else edge, end,
-                            int(self.period_ns[i]) if self.consecutive[i] else None, int(r["missed"]), reasons))
+            out.append(
+                Late(
+                    int(r["seq"]),
+                    int(r["cycle"]),
+                    edge,
+                    detect,
+                    p_detect if overran else edge,
+                    p_done if overran else edge,
+                    end,
+                    int(self.period_ns[i]) if self.consecutive[i] else None,
+                    int(r["missed"]),
+                    reasons,
+                )
+            )
         return out
 
 
@@ -144,10 +162,16 @@ def concat(views: list[CycleView]) -> CycleView:
     """Consecutive views of one stream as one (the collector's batches)."""
     if len(views) == 1:
         return views[0]
-    cat = {name: np.concatenate([getattr(v, name) for v in views])
-           for name in ("period_ns", "consecutive", "by_period", "by_latency", "by_missed", "late")}
-    return CycleView(records=concat_records([v.records for v in views]), prev=views[0].prev,
-                     linked=all(v.linked for v in views), **cat)
+    cat = {
+        name: np.concatenate([getattr(v, name) for v in views])
+        for name in ("period_ns", "consecutive", "by_period", "by_latency", "by_missed", "late")
+    }
+    return CycleView(
+        records=concat_records([v.records for v in views]),
+        prev=views[0].prev,
+        linked=all(v.linked for v in views),
+        **cat,
+    )
 
 
 def concat_records(parts: list[np.ndarray]) -> np.ndarray:
@@ -203,5 +227,6 @@ def cycle_view(recs: np.ndarray, prev: Carry | None, rule: LateRule) -> CycleVie
         by_period &= consecutive
     by_latency = detect - recs["edge_ns"] > rule.threshold_ns
     by_missed = recs["missed"] > 0
-    return CycleView(recs, prev, period, consecutive, by_period, by_latency, by_missed,
-                     by_period | by_latency | by_missed, linked)
+    return CycleView(
+        recs, prev, period, consecutive, by_period, by_latency, by_missed, by_period | by_latency | by_missed, linked
+    )

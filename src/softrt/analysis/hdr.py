@@ -33,7 +33,7 @@ import numpy as np
 SUB_BITS = 10
 HALF = 1 << (SUB_BITS - 1)  # 512 buckets per power of two above the exact range
 EXACT_BELOW_NS = 1 << SUB_BITS
-RELATIVE_ERROR = 2.0 ** -SUB_BITS
+RELATIVE_ERROR = 2.0**-SUB_BITS
 _CLIP = (1 << 53) - 1  # float64 holds every integer below 2^53 exactly (frexp gives the bit length)
 FORMAT = "softrt.hdr/1"
 #: A chunk of n values is counted value by value in a window of 2 n + this many ns.
@@ -96,7 +96,7 @@ def _ramps(m: int) -> tuple[np.ndarray, np.ndarray]:
 class Hdr:
     """Exact moments and extremes plus a log-linear histogram of int64 ns values, fed in chunks."""
 
-    __slots__ = ("n", "total", "mean", "m2", "min", "max", "origin", "counts")
+    __slots__ = ("counts", "m2", "max", "mean", "min", "n", "origin", "total")
 
     def __init__(self) -> None:
         self.n = 0
@@ -129,24 +129,25 @@ class Hdr:
             return
         # A window around the median of ~64 samples holds all but the outliers (a stall moves the
         # mean of a short chunk further than the window reaches; the median stays put).
-        sample = v[::max(n >> 6, 1)]
+        sample = v[:: max(n >> 6, 1)]
         base = int(np.partition(sample, sample.size >> 1)[sample.size >> 1]) - width // 2
         rel = v - (base - 1)
         np.clip(rel, 0, width + 1, out=rel)  # bin 0: below the window, width + 1: above it
-        window = np.bincount(rel, minlength=width + 2)[1:width + 1]
+        window = np.bincount(rel, minlength=width + 2)[1 : width + 1]
         outliers = v[(rel == 0) | (rel == width + 1)]
         if outliers.size < n:
             nz = np.flatnonzero(window)
             a, b = int(nz[0]), int(nz[-1])
-            self._add_window(window[a:b + 1], n - int(outliers.size), base + a, base + b)
+            self._add_window(window[a : b + 1], n - int(outliers.size), base + a, base + b)
         if outliers.size <= 64:
             self._add_few(outliers.tolist())
             return
         total = int(outliers.sum())
         mean = total / outliers.size
         d = outliers - mean
-        self._merge_moments(int(outliers.size), total, mean, float(np.dot(d, d)), int(outliers.min()),
-                            int(outliers.max()))
+        self._merge_moments(
+            int(outliers.size), total, mean, float(np.dot(d, d)), int(outliers.min()), int(outliers.max())
+        )
         keys = bucket_keys(outliers)
         k0 = int(keys.min())
         self._add_counts(k0, np.bincount(keys - k0))
@@ -179,7 +180,7 @@ class Hdr:
             self._add_counts(k_lo, np.array([n], np.int64))
             return
         # Buckets k_lo + 1 … k_hi start at these offsets in the window (key -1 holds no value: skipped).
-        starts = _START[k_lo + 1 - _KEY_MIN:k_hi + 1 - _KEY_MIN] - lo
+        starts = _START[k_lo + 1 - _KEY_MIN : k_hi + 1 - _KEY_MIN] - lo
         hole = k_lo < -1 < k_hi
         if hole:
             starts = np.delete(starts, -2 - k_lo)
@@ -211,9 +212,9 @@ class Hdr:
         stop = max(self.origin + self.counts.size, end)
         if start != self.origin or stop != self.origin + self.counts.size:
             grown = np.zeros(stop - start, dtype=np.int64)
-            grown[self.origin - start:self.origin - start + self.counts.size] = self.counts
+            grown[self.origin - start : self.origin - start + self.counts.size] = self.counts
             self.origin, self.counts = start, grown
-        self.counts[first_key - self.origin:end - self.origin] += counts
+        self.counts[first_key - self.origin : end - self.origin] += counts
 
     def merge(self, other: Hdr) -> Hdr:
         """Add *other*'s samples to this histogram (in place); return self."""
@@ -270,8 +271,15 @@ class Hdr:
     def to_dict(self) -> dict:
         """Compact JSON form: exact moments and the non-empty buckets (docs/run-format.md)."""
         keys, counts = self.buckets()
-        return {"n": self.n, "sum_ns": self.total, "m2_ns2": self.m2, "min_ns": self.min, "max_ns": self.max,
-                "keys": keys.tolist(), "counts": counts.tolist()}
+        return {
+            "n": self.n,
+            "sum_ns": self.total,
+            "m2_ns2": self.m2,
+            "min_ns": self.min,
+            "max_ns": self.max,
+            "keys": keys.tolist(),
+            "counts": counts.tolist(),
+        }
 
     @classmethod
     def from_dict(cls, doc: dict) -> Hdr:
@@ -296,8 +304,16 @@ class Hdr:
         return cls.of_buckets(keys, counts, total_ns=total, m2_ns2=float(doc["m2_ns2"]), min_ns=lo, max_ns=hi)
 
     @classmethod
-    def of_buckets(cls, keys: np.ndarray | list[int], counts: np.ndarray | list[int], *, total_ns: int,
-                   m2_ns2: float, min_ns: int, max_ns: int) -> Hdr:
+    def of_buckets(
+        cls,
+        keys: np.ndarray | list[int],
+        counts: np.ndarray | list[int],
+        *,
+        total_ns: int,
+        m2_ns2: float,
+        min_ns: int,
+        max_ns: int,
+    ) -> Hdr:
         """A histogram of the non-empty buckets *keys* (increasing) holding *counts*, with its exact
         moments (the sum, the sum of squared deviations) and extremes; no bucket: an empty one."""
         out = cls()

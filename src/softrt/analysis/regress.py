@@ -19,15 +19,21 @@ import statistics
 from dataclasses import dataclass
 
 #: The headline figures: (key, name, unit). Lower is better for every one.
-HEADLINE = (("period_max_us", "worst period", "µs"), ("period_p99_99_us", "p99.99 period", "µs"),
-            ("late_cycles", "late cycles", ""), ("missed_updates", "missed updates", ""),
-            ("late_rate_per_h", "late rate", "/h"))
+HEADLINE = (
+    ("period_max_us", "worst period", "µs"),
+    ("period_p99_99_us", "p99.99 period", "µs"),
+    ("late_cycles", "late cycles", ""),
+    ("missed_updates", "missed updates", ""),
+    ("late_rate_per_h", "late rate", "/h"),
+)
 #: The figures a regression is judged on (counts depend on a run's length; their rate does not).
 JUDGED = ("period_max_us", "period_p99_99_us", "late_rate_per_h")
 MIN_RUNS = 3
-HOW = ("noise = the range (max - min) of the figure over the rig's earlier runs of the same scenario with "
-       f"the same provenance (at least {MIN_RUNS}); a change beyond it differs from their median by more than "
-       "that range")
+HOW = (
+    "noise = the range (max - min) of the figure over the rig's earlier runs of the same scenario with "
+    f"the same provenance (at least {MIN_RUNS}); a change beyond it differs from their median by more than "
+    "that range"
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class Noise:
         return self.n >= MIN_RUNS and self.spread is not None
 
     def judge(self, value: float | None) -> str:
-        """"worse", "better", "within noise", or why it cannot be said."""
+        """ "worse", "better", "within noise", or why it cannot be said."""
         if value is None:
             return "not measured"
         if not self.known:

@@ -42,24 +42,41 @@ class Remedy:
         return f"{self.short} ({self.checks[0]})" if self.checks else self.short
 
 
-THREAD = Remedy(f"move it off the RT CPU ({TUNE} moves every movable task) or give it a lower priority than the "
-                "loop's", "move it, or lower its priority", ("cores.tasks",))
-HOUSEKEEPING = Remedy(f"keep kernel work off the RT CPU with the housekeeping masks: unbound workqueues ({TUNE}) "
-                      "and rcu_nocbs= (reboot)", "housekeeping masks", ("cores.workqueue", "cores.rcu_nocbs"))
+THREAD = Remedy(
+    f"move it off the RT CPU ({TUNE} moves every movable task) or give it a lower priority than the loop's",
+    "move it, or lower its priority",
+    ("cores.tasks",),
+)
+HOUSEKEEPING = Remedy(
+    f"keep kernel work off the RT CPU with the housekeeping masks: unbound workqueues ({TUNE}) and rcu_nocbs= (reboot)",
+    "housekeeping masks",
+    ("cores.workqueue", "cores.rcu_nocbs"),
+)
 IRQ = Remedy(f"move the interrupt off the RT CPU: its smp_affinity ({TUNE})", "its IRQ affinity", ("irq.devices",))
-NIC_IRQ = Remedy(f"move the network card's queue interrupts off the RT CPU: their smp_affinity ({TUNE})",
-                 "its IRQ affinity", ("irq.nic",))
-LOCAL_TIMER = Remedy("stop the scheduler tick on the RT CPU: kernel parameter nohz_full= (reboot; the loop must "
-                     "be the CPU's only task)", "nohz_full=, a reboot", ("cores.nohz_full",), reboot=True)
-FAIR_SERVER = Remedy(f"move every movable task off the RT CPU ({TUNE}); the fair server's runtime 0 there where "
-                     "debugfs allows", "move tasks off; runtime 0",
-                     ("kernel.fair_server", "cores.tasks"))
-RT_THROTTLING = Remedy(f"RT throttling parked the loop: turn it off ({TUNE})", "RT throttling off",
-                       ("kernel.rt_throttling",))
+NIC_IRQ = Remedy(
+    f"move the network card's queue interrupts off the RT CPU: their smp_affinity ({TUNE})",
+    "its IRQ affinity",
+    ("irq.nic",),
+)
+LOCAL_TIMER = Remedy(
+    "stop the scheduler tick on the RT CPU: kernel parameter nohz_full= (reboot; the loop must be the CPU's only task)",
+    "nohz_full=, a reboot",
+    ("cores.nohz_full",),
+    reboot=True,
+)
+FAIR_SERVER = Remedy(
+    f"move every movable task off the RT CPU ({TUNE}); the fair server's runtime 0 there where debugfs allows",
+    "move tasks off; runtime 0",
+    ("kernel.fair_server", "cores.tasks"),
+)
+RT_THROTTLING = Remedy(
+    f"RT throttling parked the loop: turn it off ({TUNE})", "RT throttling off", ("kernel.rt_throttling",)
+)
 IDLE = Remedy(f"keep the RT CPU out of deep idle states ({TUNE})", "no deep idle states", ("idle.states",))
 LOOP = Remedy("the loop's own work ran past the edge: make the step shorter, or the period longer", "a shorter step")
-OUTSIDE = Remedy("the hypervisor or firmware took the CPU{steal}: bare metal, or a dedicated vCPU",
-                 "bare metal or a dedicated vCPU")
+OUTSIDE = Remedy(
+    "the hypervisor or firmware took the CPU{steal}: bare metal, or a dedicated vCPU", "bare metal or a dedicated vCPU"
+)
 
 #: The mechanism that let a task run while the loop was parked (a culprit's ``via``, analysis.attribution)
 #: and its fix, whichever task ran: when RT throttling's state was unknown, the fair server (Linux 6.12+

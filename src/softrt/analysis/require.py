@@ -26,8 +26,10 @@ from ..units import parse_time_ns
 _OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq}
 _TIME_SERIES = {"period": "period_us", "latency": "latency_us", "process": "process_us", "slack": "slack_us"}
 _COMMON = ("mean", "min", "max", "std", "p50")
-_STATS = {series: _COMMON + (("p1", "p0.1", "p0.01") if series == "slack" else ("p99", "p99.9", "p99.99"))
-          for series in _TIME_SERIES}
+_STATS = {
+    series: _COMMON + (("p1", "p0.1", "p0.01") if series == "slack" else ("p99", "p99.9", "p99.99"))
+    for series in _TIME_SERIES
+}
 #: Counts in the summary's ``misses`` block, and the late cycles at its top (softrt.analysis.cycles).
 _COUNTS = {
     "misses": "missed_updates",
@@ -83,8 +85,10 @@ def parse_requirements(text: str) -> list[Requirement]:
             continue
         if series in _TIME_SERIES:
             if stat not in _STATS[series]:
-                raise ConfigError(f"requirement {part!r}: unknown statistic {stat!r}",
-                                  hint=f"use {series}.{{{','.join(_STATS[series])}}}")
+                raise ConfigError(
+                    f"requirement {part!r}: unknown statistic {stat!r}",
+                    hint=f"use {series}.{{{','.join(_STATS[series])}}}",
+                )
             value = parse_time_ns(raw, default_unit="us", what=f"requirement {part!r}") / 1e3
             non_negative = series != "slack"
         elif series in _COUNTS and not stat:
@@ -124,13 +128,17 @@ def parse_rate(text: str, what: str = "rate") -> float:
 def _rate_per_h(part: str, op: str, raw: str) -> float:
     m = _RATE.match(raw)
     if not m:
-        raise ConfigError(f"requirement {part!r}: {raw!r} is not a rate", hint="e.g. late-rate<=1/year (per h, day, "
-                                                                                 "week or year)")
+        raise ConfigError(
+            f"requirement {part!r}: {raw!r} is not a rate", hint="e.g. late-rate<=1/year (per h, day, week or year)"
+        )
     if op not in ("<=", "<"):
-        raise ConfigError(f"requirement {part!r}: a late rate can only be bounded from above",
-                          hint="e.g. late-rate<=1/year")
+        raise ConfigError(
+            f"requirement {part!r}: a late rate can only be bounded from above", hint="e.g. late-rate<=1/year"
+        )
     value = float(m.group(1)) / _PER_H[m.group(2)]
     if value <= 0:
-        raise ConfigError(f"requirement {part!r} can never be met (no run shows a rate of 0)",
-                          hint="give a positive rate, e.g. late-rate<=1/year")
+        raise ConfigError(
+            f"requirement {part!r} can never be met (no run shows a rate of 0)",
+            hint="give a positive rate, e.g. late-rate<=1/year",
+        )
     return value

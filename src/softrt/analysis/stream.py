@@ -31,8 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ipc.layout import FLAG_DEVICE_ERROR, RECORD_DTYPE
+from ..schema.config import DEFAULT_THRESHOLD_NS
 from ..schema.summary import Metrics, Misses, Stats
-from .cycles import DEFAULT_THRESHOLD_NS, Carry, CycleStream, CycleView, LateRule
+from .cycles import Carry, CycleStream, CycleView, LateRule
 from .hdr import FORMAT as HDR_FORMAT
 from .hdr import RELATIVE_ERROR, SUB_BITS, Hdr
 from .tail_keep import TailKeeper
@@ -42,8 +43,16 @@ PERCENTILES = (50.0, 99.0, 99.9, 99.99)
 LOW_PERCENTILES = (50.0, 1.0, 0.1, 0.01)
 SERIES = ("period", "process", "latency", "slack", "rtt")
 FORMAT = "softrt.runstats/1"
-_COUNTERS = ("cycles", "records_expected", "missed_updates", "cycles_with_miss", "longest_miss_run",
-             "overruns", "device_errors", "late_cycles")
+_COUNTERS = (
+    "cycles",
+    "records_expected",
+    "missed_updates",
+    "cycles_with_miss",
+    "longest_miss_run",
+    "overruns",
+    "device_errors",
+    "late_cycles",
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,9 @@ class RunStats:
         # The tail model's raw material (analysis.tail_keep): the top of the period and latency
         # series with their permit times (ns); None once runs are pooled (their clocks differ).
         self.keep: dict[str, TailKeeper] | None = {
-            "period": TailKeeper(self.period_ns, self.rule.bound_ns), "latency": TailKeeper(0, self.rule.threshold_ns)}
+            "period": TailKeeper(self.period_ns, self.rule.bound_ns),
+            "latency": TailKeeper(0, self.rule.threshold_ns),
+        }
 
     @property
     def rule(self) -> LateRule:
@@ -161,8 +172,10 @@ class RunStats:
         if other.period_ns != self.period_ns:
             raise ValueError(f"cannot pool runs of different periods ({self.period_ns} and {other.period_ns} ns)")
         if other.rule != self.rule:
-            raise ValueError(f"cannot pool runs of different late thresholds ({self.rule.threshold_ns} and "
-                             f"{other.rule.threshold_ns} ns)")
+            raise ValueError(
+                f"cannot pool runs of different late thresholds ({self.rule.threshold_ns} and "
+                f"{other.rule.threshold_ns} ns)"
+            )
         for name in SERIES:
             self.hist[name].merge(other.hist[name])
         for key in _COUNTERS:
@@ -175,8 +188,9 @@ class RunStats:
                 self.counters[key] = mine + theirs
         self.rtt_seen = self.rtt_seen or other.rtt_seen
         self.keep = None  # a pooled tail would mix the runs' clocks
-        if other.worst_period_ns is not None and (self.worst_period_ns is None
-                                                  or other.worst_period_ns > self.worst_period_ns):
+        if other.worst_period_ns is not None and (
+            self.worst_period_ns is None or other.worst_period_ns > self.worst_period_ns
+        ):
             self.worst_period_ns, self.worst_seq = other.worst_period_ns, other.worst_seq
             self.worst_detect_ns = other.worst_detect_ns
             self.first_detect_ns = other.first_detect_ns
@@ -200,17 +214,26 @@ class RunStats:
         :func:`softrt.analysis.summarize`). Slack's statistics hold its low percentiles only, and
         ``rtt_us`` is there when a record carried a round trip."""
         c, h = self.counters, self.hist
-        misses = Misses.build(missed_updates=c["missed_updates"], cycles_with_miss=c["cycles_with_miss"],
-                              longest_miss_run=c["longest_miss_run"], overruns=c["overruns"],
-                              device_errors=c["device_errors"])
+        misses = Misses.build(
+            missed_updates=c["missed_updates"],
+            cycles_with_miss=c["cycles_with_miss"],
+            longest_miss_run=c["longest_miss_run"],
+            overruns=c["overruns"],
+            device_errors=c["device_errors"],
+        )
         rtt = dict(rtt_us=Stats.build(**h["rtt"].stats_us(PERCENTILES))) if self.rtt_seen else {}
         return Metrics.build(
-            cycles=c["cycles"], records_expected=c["records_expected"],
-            records_missing=c["records_expected"] - c["cycles"], late_cycles=c["late_cycles"],
+            cycles=c["cycles"],
+            records_expected=c["records_expected"],
+            records_missing=c["records_expected"] - c["cycles"],
+            late_cycles=c["late_cycles"],
             period_us=Stats.build(**h["period"].stats_us(PERCENTILES)),
             process_us=Stats.build(**h["process"].stats_us(PERCENTILES)),
             latency_us=Stats.build(**h["latency"].stats_us(PERCENTILES)),
-            slack_us=Stats.build(**h["slack"].stats_us(LOW_PERCENTILES)), misses=misses, **rtt)
+            slack_us=Stats.build(**h["slack"].stats_us(LOW_PERCENTILES)),
+            misses=misses,
+            **rtt,
+        )
 
     def snapshot(self) -> Snapshot:
         """Live figures; costs one pass over the period histogram's buckets (a few thousand)."""
@@ -219,11 +242,13 @@ class RunStats:
         if self.worst_detect_ns is not None and self.first_detect_ns is not None:
             at = (self.worst_detect_ns - self.first_detect_ns) / 1e9
         return Snapshot(
-            cycles=self.counters["cycles"], missed_updates=self.counters["missed_updates"],
+            cycles=self.counters["cycles"],
+            missed_updates=self.counters["missed_updates"],
             late_cycles=self.counters["late_cycles"],
             max_period_us=p.max / 1e3 if p.n else None,
             p99_period_us=p.percentiles((99.0,))[0] / 1e3 if p.n else None,
-            worst_seq=self.worst_seq, worst_at_s=at,
+            worst_seq=self.worst_seq,
+            worst_at_s=at,
         )
 
     # -- storage ---------------------------------------------------------------------------------
@@ -236,8 +261,12 @@ class RunStats:
             "late_threshold_ns": self.rule.threshold_ns,
             "counters": dict(self.counters),
             "rtt_seen": self.rtt_seen,
-            "worst_period": {"period_ns": self.worst_period_ns, "seq": self.worst_seq,
-                             "detect_ns": self.worst_detect_ns, "first_detect_ns": self.first_detect_ns},
+            "worst_period": {
+                "period_ns": self.worst_period_ns,
+                "seq": self.worst_seq,
+                "detect_ns": self.worst_detect_ns,
+                "first_detect_ns": self.first_detect_ns,
+            },
             "carry": None if self.cycles.prev is None else self.cycles.prev._asdict(),
             "series_ns": {name: self.hist[name].to_dict() for name in SERIES},
         }
@@ -249,13 +278,16 @@ class RunStats:
             if doc.get("format") != FORMAT:
                 raise ValueError(f"not a softrt run statistics document (format {str(doc.get('format'))[:40]!r})")
             if int(doc["histogram"]["sub_bucket_bits"]) != SUB_BITS:
-                raise ValueError(f"histogram with {str(doc['histogram']['sub_bucket_bits'])[:20]} sub-bucket bits "
-                                 f"(this softrt reads {SUB_BITS})")
+                raise ValueError(
+                    f"histogram with {str(doc['histogram']['sub_bucket_bits'])[:20]} sub-bucket bits "
+                    f"(this softrt reads {SUB_BITS})"
+                )
             out = cls(int(doc["period_ns"]), int(doc.get("late_threshold_ns", DEFAULT_THRESHOLD_NS)))
             for key in _COUNTERS:
                 # late_cycles: absent from files written before softrt counted them (unknown)
-                out.counters[key] = _opt_int(doc["counters"].get(key)) if key == "late_cycles" \
-                    else int(doc["counters"][key])
+                out.counters[key] = (
+                    _opt_int(doc["counters"].get(key)) if key == "late_cycles" else int(doc["counters"][key])
+                )
             out.rtt_seen = bool(doc["rtt_seen"])
             worst = doc["worst_period"]
             out.worst_period_ns, out.worst_seq = _opt_int(worst["period_ns"]), _opt_int(worst["seq"])
@@ -280,13 +312,13 @@ def _carry(doc: dict | None) -> Carry | None:
     return Carry(int(doc["seq"]), int(doc["detect_ns"]), int(doc.get("done_ns") or 0))
 
 
-def summarize(records: np.ndarray | list[np.ndarray], period_ns: int,
-              threshold_ns: int = DEFAULT_THRESHOLD_NS) -> Metrics:
+def summarize(
+    records: np.ndarray | list[np.ndarray], period_ns: int, threshold_ns: int = DEFAULT_THRESHOLD_NS
+) -> Metrics:
     """Return the statistics of a run's records (the numeric part of summary.json).
 
     A list pools several runs (``softrt compare --repeat``): each run is its own stream, so no
     period spans two runs.
     """
     runs = records if isinstance(records, list) else [records]
-    return RunStats.pooled([RunStats(period_ns, threshold_ns).add(r) for r in runs], period_ns,
-                           threshold_ns).summary()
+    return RunStats.pooled([RunStats(period_ns, threshold_ns).add(r) for r in runs], period_ns, threshold_ns).summary()

@@ -38,7 +38,7 @@ from scipy.special import chdtri  # χ² quantiles; scipy.stats would add half a
 
 from ..errors import ConfigError
 from ..schema.doc import MAX_US
-from ..schema.tail import RETURN_EVERY_H, HOURS_PER_YEAR, Interval, ReturnLevel, Tail, TailTest
+from ..schema.tail import HOURS_PER_YEAR, RETURN_EVERY_H, Interval, ReturnLevel, Tail, TailTest
 from . import tail_tests
 from .tail_clusters import MIN_CLUSTERS, Choice, Clusters, choose_threshold, decluster, lowest_candidate
 from .tail_gpd import BUDGET_95, Region, poisson_range, rate_above, region, return_level
@@ -67,27 +67,32 @@ def _check_values(values_us: np.ndarray, series: str) -> np.ndarray:
     if not np.all(np.isfinite(values)):
         raise ConfigError(f"the {series} series holds NaN or infinite values", hint="remove them from the input")
     if values.min() < 0:
-        raise ConfigError(f"the {series} series holds negative values (lowest {values.min():g})",
-                          hint="give a non-negative per-cycle series such as a latency or a period")
+        raise ConfigError(
+            f"the {series} series holds negative values (lowest {values.min():g})",
+            hint="give a non-negative per-cycle series such as a latency or a period",
+        )
     if values.min() == values.max():
-        raise ConfigError(f"every value of the {series} series is {values[0]:g}: a constant has no tail",
-                          hint="check that the right column or file was given")
+        raise ConfigError(
+            f"every value of the {series} series is {values[0]:g}: a constant has no tail",
+            hint="check that the right column or file was given",
+        )
     return values
 
 
-def _check_run(values: np.ndarray, times_s: np.ndarray | None, hours: float | None, cycles: int | None,
-               series: str) -> tuple[np.ndarray | None, float, int]:
+def _check_run(
+    values: np.ndarray, times_s: np.ndarray | None, hours: float | None, cycles: int | None, series: str
+) -> tuple[np.ndarray | None, float, int]:
     cycles = int(values.size if cycles is None else cycles)
     if cycles < values.size:
         raise ConfigError(f"{values.size} values but only {cycles} cycles", hint="give the run's total cycle count")
     if cycles < MIN_CYCLES:
-        raise ConfigError(f"only {cycles} cycles of {series}: a tail needs at least {MIN_CYCLES:,}",
-                          hint="run longer")
+        raise ConfigError(f"only {cycles} cycles of {series}: a tail needs at least {MIN_CYCLES:,}", hint="run longer")
     if times_s is not None:
         times_s = np.asarray(times_s, dtype=float).ravel()
         if times_s.size != values.size or not np.all(np.isfinite(times_s)):
-            raise ConfigError(f"{times_s.size} times for {values.size} values of {series}",
-                              hint="give one finite time per value")
+            raise ConfigError(
+                f"{times_s.size} times for {values.size} values of {series}", hint="give one finite time per value"
+            )
         if hours is None:
             hours = float(times_s.max() - times_s.min()) / 3600 * cycles / max(cycles - 1, 1)
     if hours is None or not hours > 0:
@@ -102,9 +107,19 @@ def _dequantise(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return values
 
 
-def fit_tail(values_us: np.ndarray, times_s: np.ndarray | None, *, deadline_us: float, hours: float | None = None,
-             cycles: int | None = None, series: str = "period_us", threshold_us: float | None = None,
-             gap_s: float = 0.010, target_per_h: float = 1 / HOURS_PER_YEAR, seed: int = 0) -> Tail:
+def fit_tail(
+    values_us: np.ndarray,
+    times_s: np.ndarray | None,
+    *,
+    deadline_us: float,
+    hours: float | None = None,
+    cycles: int | None = None,
+    series: str = "period_us",
+    threshold_us: float | None = None,
+    gap_s: float = 0.010,
+    target_per_h: float = 1 / HOURS_PER_YEAR,
+    seed: int = 0,
+) -> Tail:
     """The tail of one per-cycle series (the module docstring says how).
 
     *values_us*: per-cycle values, all of them or only those above a low keep-threshold (then *cycles*
@@ -112,22 +127,42 @@ def fit_tail(values_us: np.ndarray, times_s: np.ndarray | None, *, deadline_us: 
     of the run (any origin when every cycle is given; None: no time order, no declustering); *hours*
     defaults to the span of *times_s*. Bad input raises ConfigError;
     a fit that cannot be trusted is a Tail with ``refused`` set (not an error)."""
-    tail, reason = analyse(values_us, times_s, deadline_us=deadline_us, hours=hours, cycles=cycles, series=series,
-                           threshold_us=threshold_us, gap_s=gap_s, target_per_h=target_per_h, seed=seed)
+    tail, reason = analyse(
+        values_us,
+        times_s,
+        deadline_us=deadline_us,
+        hours=hours,
+        cycles=cycles,
+        series=series,
+        threshold_us=threshold_us,
+        gap_s=gap_s,
+        target_per_h=target_per_h,
+        seed=seed,
+    )
     return refuse(tail, reason) if reason else tail
 
 
-def fit_tail_histogram(edges_us: np.ndarray, counts: np.ndarray, *, hours: float, deadline_us: float,
-                       series: str = "latency_us", threshold_us: float | None = None,
-                       target_per_h: float = 1 / HOURS_PER_YEAR, seed: int = 0) -> Tail:
+def fit_tail_histogram(
+    edges_us: np.ndarray,
+    counts: np.ndarray,
+    *,
+    hours: float,
+    deadline_us: float,
+    series: str = "latency_us",
+    threshold_us: float | None = None,
+    target_per_h: float = 1 / HOURS_PER_YEAR,
+    seed: int = 0,
+) -> Tail:
     """The tail of a histogram (oslat, cyclictest -h): bucket i holds ``counts[i]`` values in
     [edges_us[i], edges_us[i+1]). Only the top buckets are expanded (uniformly within each), enough
     for the 99th percentile (where the threshold search starts); a late cycle is one in a bucket whose lower edge is above the deadline."""
     edges = np.asarray(edges_us, dtype=float).ravel()
     counts = np.asarray(counts).ravel()
     if counts.size == 0 or edges.size != counts.size + 1:
-        raise ConfigError(f"a histogram of {counts.size} buckets needs {counts.size + 1} edges, got {edges.size}",
-                          hint="check the histogram file")
+        raise ConfigError(
+            f"a histogram of {counts.size} buckets needs {counts.size + 1} edges, got {edges.size}",
+            hint="check the histogram file",
+        )
     if not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
         raise ConfigError("the histogram's bucket edges must increase", hint="check the histogram file")
     if np.any(counts < 0) or not np.all(counts == np.round(counts)):
@@ -135,14 +170,26 @@ def fit_tail_histogram(edges_us: np.ndarray, counts: np.ndarray, *, hours: float
     counts = counts.astype(np.int64)
     total = int(counts.sum())
     if np.count_nonzero(counts) == 1:
-        raise ConfigError(f"every value of the {series} histogram is in one bucket: a constant has no tail",
-                          hint="check that the right histogram was given")
-    values = _top_of_histogram(edges, counts, max(math.ceil(0.01 * total), 2 * MIN_CYCLES),
-                               np.random.default_rng(seed))
+        raise ConfigError(
+            f"every value of the {series} histogram is in one bucket: a constant has no tail",
+            hint="check that the right histogram was given",
+        )
+    values = _top_of_histogram(edges, counts, max(math.ceil(0.01 * total), 2 * MIN_CYCLES), np.random.default_rng(seed))
     late = int(counts[edges[:-1] > deadline_us].sum())
-    tail, reason = analyse(values, None, deadline_us=deadline_us, hours=hours, cycles=total, series=series,
-                           threshold_us=threshold_us, gap_s=0.0, target_per_h=target_per_h, seed=seed,
-                           late=late, jitter=False)
+    tail, reason = analyse(
+        values,
+        None,
+        deadline_us=deadline_us,
+        hours=hours,
+        cycles=total,
+        series=series,
+        threshold_us=threshold_us,
+        gap_s=0.0,
+        target_per_h=target_per_h,
+        seed=seed,
+        late=late,
+        jitter=False,
+    )
     return refuse(tail, reason) if reason else tail
 
 
@@ -165,13 +212,26 @@ def _top_of_histogram(edges: np.ndarray, counts: np.ndarray, wanted: int, rng: n
 
 def refuse(tail: Tail, reason: str) -> Tail:
     """*tail* without its fitted figures, with the reason (a figure is never shown without its fit)."""
-    return tail.replace(refused=reason, xi=None, sigma_us=None, late_rate_per_h=None, return_levels=[],
-                        run_h_needed=None, heavy=False)
+    return tail.replace(
+        refused=reason, xi=None, sigma_us=None, late_rate_per_h=None, return_levels=[], run_h_needed=None, heavy=False
+    )
 
 
-def analyse(values_us: np.ndarray, times_s: np.ndarray | None, *, deadline_us: float, hours: float | None,
-            cycles: int | None, series: str, threshold_us: float | None, gap_s: float, target_per_h: float,
-            seed: int, late: int | None = None, jitter: bool = True) -> tuple[Tail, str | None]:
+def analyse(
+    values_us: np.ndarray,
+    times_s: np.ndarray | None,
+    *,
+    deadline_us: float,
+    hours: float | None,
+    cycles: int | None,
+    series: str,
+    threshold_us: float | None,
+    gap_s: float,
+    target_per_h: float,
+    seed: int,
+    late: int | None = None,
+    jitter: bool = True,
+) -> tuple[Tail, str | None]:
     """The whole analysis with every fitted figure, and the reason to refuse it (None: trust it).
     :func:`fit_tail` blanks a refused fit; the coverage benchmark looks at the figures either way."""
     values = _check_values(values_us, series)
@@ -187,45 +247,72 @@ def analyse(values_us: np.ndarray, times_s: np.ndarray | None, *, deadline_us: f
     period_s = hours * 3600 / cycles
     if threshold_us is not None:
         c = decluster(fit_values, times_s, float(threshold_us), gap_s, period_s)
-        choice = Choice(c, "given", decluster(fit_values, times_s, lowest_candidate(fit_values, cycles), gap_s,
-                                              period_s))
+        choice = Choice(
+            c, "given", decluster(fit_values, times_s, lowest_candidate(fit_values, cycles), gap_s, period_s)
+        )
     else:
         choice = choose_threshold(fit_values, times_s, cycles, gap_s, period_s)
     c = choice.clusters
-    tail = Tail(series=series, deadline_us=float(deadline_us), hours=hours, cycles=cycles, late=late,
-                late_rate_bound_per_h=poisson_upper_rate(late, hours), threshold_us=c.threshold,
-                threshold_rule=choice.rule, gap_ms=gap_s * 1000 if times_s is not None else None,
-                exceedances=c.exceedances, clusters=c.count, extremal_index=c.extremal_index,
-                target_per_h=target_per_h, caveat=None if times_s is not None else HISTOGRAM_CAVEAT)
+    tail = Tail(
+        series=series,
+        deadline_us=float(deadline_us),
+        hours=hours,
+        cycles=cycles,
+        late=late,
+        late_rate_bound_per_h=poisson_upper_rate(late, hours),
+        threshold_us=c.threshold,
+        threshold_rule=choice.rule,
+        gap_ms=gap_s * 1000 if times_s is not None else None,
+        exceedances=c.exceedances,
+        clusters=c.count,
+        extremal_index=c.extremal_index,
+        target_per_h=target_per_h,
+        caveat=None if times_s is not None else HISTOGRAM_CAVEAT,
+    )
     if c.count < MIN_CLUSTERS:
         more = hours * (MIN_CLUSTERS / max(choice.lowest.count, 1) - 1)
-        return tail, (f"only {c.count} clusters above {c.threshold:.1f} µs (a fit needs {MIN_CLUSTERS}): "
-                      f"run about {_hours(max(more, 0.0))} longer")
+        return tail, (
+            f"only {c.count} clusters above {c.threshold:.1f} µs (a fit needs {MIN_CLUSTERS}): "
+            f"run about {_hours(max(more, 0.0))} longer"
+        )
     return _fitted(tail, c, fit_values, times_s, rng)
 
 
-def _fitted(tail: Tail, c: Clusters, values: np.ndarray, times_s: np.ndarray | None,
-            rng: np.random.Generator) -> tuple[Tail, str | None]:
+def _fitted(
+    tail: Tail, c: Clusters, values: np.ndarray, times_s: np.ndarray | None, rng: np.random.Generator
+) -> tuple[Tail, str | None]:
     excess = c.peaks - c.threshold
     reg = region(excess)
     rate = c.count / tail.hours
     u, deadline = c.threshold, tail.deadline_us
     levels = [_level(reg, u, rate, c.count, h) for h in RETURN_EVERY_H]
     if deadline > u:
-        late_rate = _range(reg, c.count, rate, lambda lam: rate_above(u, reg.xi, reg.sigma, lam, deadline),
-                           float(rate_above(u, np.array(reg.xi_hat), np.array(reg.sigma_hat), rate, deadline)))
+        late_rate = _range(
+            reg,
+            c.count,
+            rate,
+            lambda lam: rate_above(u, reg.xi, reg.sigma, lam, deadline),
+            float(rate_above(u, np.array(reg.xi_hat), np.array(reg.sigma_hat), rate, deadline)),
+        )
     else:  # the deadline is below the threshold: late bursts are common enough to count
         late_c = decluster(values, times_s, deadline, (tail.gap_ms or 0) / 1000, None).count
         late_rate = _poisson_interval(late_c, tail.hours)
     sig = _range(reg, c.count, rate, lambda lam: reg.sigma + 0 * lam, reg.sigma_hat)
     t_start, t_end = _span(times_s, tail.hours)
-    tests = [tail_tests.goodness_of_fit(excess, reg.xi_hat, reg.sigma_hat, rng),
-             tail_tests.ljung_box(c.peaks) if c.starts_s is not None
-             else TailTest(name=tail_tests.INDEPENDENCE),
-             tail_tests.stationarity(excess, c.starts_s, t_start, t_end)]
+    tests = [
+        tail_tests.goodness_of_fit(excess, reg.xi_hat, reg.sigma_hat, rng),
+        tail_tests.ljung_box(c.peaks) if c.starts_s is not None else TailTest(name=tail_tests.INDEPENDENCE),
+        tail_tests.stationarity(excess, c.starts_s, t_start, t_end),
+    ]
     heavy = reg.xi_low > 0
-    tail = tail.replace(xi=Interval(estimate=reg.xi_hat, low=reg.xi_low, high=reg.xi_high), sigma_us=sig,
-                        late_rate_per_h=late_rate, return_levels=levels, heavy=heavy, tests=tests)
+    tail = tail.replace(
+        xi=Interval(estimate=reg.xi_hat, low=reg.xi_low, high=reg.xi_high),
+        sigma_us=sig,
+        late_rate_per_h=late_rate,
+        return_levels=levels,
+        heavy=heavy,
+        tests=tests,
+    )
     tail = tail.replace(run_h_needed=run_hours_needed(tail, reg, excess, c.count, rate))
     return tail, _reason(tests)
 
@@ -262,10 +349,11 @@ def _level(reg: Region, u: float, rate: float, clusters: int, every_h: float) ->
 def _reason(tests: list[TailTest]) -> str | None:
     """The first failed test's line: stationarity first (a tail that changed also shows as correlated
     peaks and a poor fit, but the change is the cause to remove), then independence, then the fit."""
-    fixes = {tail_tests.STATIONARITY: "the tail changed during the run: remove the load that changed halfway "
-                                      "and run again",
-             tail_tests.INDEPENDENCE: "bursts are still correlated: give a longer declustering gap",
-             tail_tests.FIT: "the tail mixes causes: set a higher threshold, or fit each culprit's cycles alone"}
+    fixes = {
+        tail_tests.STATIONARITY: "the tail changed during the run: remove the load that changed halfway and run again",
+        tail_tests.INDEPENDENCE: "bursts are still correlated: give a longer declustering gap",
+        tail_tests.FIT: "the tail mixes causes: set a higher threshold, or fit each culprit's cycles alone",
+    }
     failed = {t.name: t for t in tests if t.ok is False}
     for name, fix in fixes.items():
         if name in failed:
@@ -302,15 +390,17 @@ def run_hours_needed(tail: Tail, reg: Region, excess: np.ndarray, clusters: int,
         return no_model
     factor = _solve_factor(reg, u, tail.deadline_us, clusters, rate, tail.target_per_h, 1.0)
     if factor is not None and factor > 4:  # again on a grid sized for the answer's smaller region
-        factor = _solve_factor(region(excess, BUDGET_95 * 2 / factor), u, tail.deadline_us, clusters, rate,
-                               tail.target_per_h, factor / 2)
+        factor = _solve_factor(
+            region(excess, BUDGET_95 * 2 / factor), u, tail.deadline_us, clusters, rate, tail.target_per_h, factor / 2
+        )
     model = tail.hours * (factor - 1) if factor is not None else None
     options = [h for h in (model, no_model) if h is not None]
     return min(options) if options else None
 
 
-def _solve_factor(reg: Region, u: float, deadline: float, clusters: int, rate: float, target: float,
-                  f_low: float) -> float | None:
+def _solve_factor(
+    reg: Region, u: float, deadline: float, clusters: int, rate: float, target: float, f_low: float
+) -> float | None:
     """The run-length factor f at which the upper bound of Λ(deadline), over the region with budget
     95 %-cut / f, meets *target* (bisection on log f); None when no f up to 10⁹ does."""
 

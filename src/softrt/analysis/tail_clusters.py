@@ -57,8 +57,9 @@ class Clusters:
         return int(self.peaks.size)
 
 
-def decluster(values: np.ndarray, times_s: np.ndarray | None, threshold: float, gap_s: float,
-              period_s: float | None) -> Clusters:
+def decluster(
+    values: np.ndarray, times_s: np.ndarray | None, threshold: float, gap_s: float, period_s: float | None
+) -> Clusters:
     """Group the values above *threshold* (*times_s* sorted) into clusters split by gaps > *gap_s*.
     Without times every exceedance is its own cluster and the extremal index is unknown."""
     above = values > threshold
@@ -80,7 +81,7 @@ def ferro_segers(times_s: np.ndarray, period_s: float | None) -> float | None:
     gaps = np.maximum(np.round(np.diff(times_s) / period_s), 1.0)
     n = gaps.size + 1
     if gaps.max() <= 2:
-        est = 2 * gaps.sum() ** 2 / ((n - 1) * (gaps ** 2).sum())
+        est = 2 * gaps.sum() ** 2 / ((n - 1) * (gaps**2).sum())
     else:
         denom = ((gaps - 1) * (gaps - 2)).sum()
         est = 2 * (gaps - 1).sum() ** 2 / ((n - 1) * denom) if denom > 0 else 1.0
@@ -93,9 +94,9 @@ def wald(xi: float, sigma: float, u: float, n: int) -> tuple[float, float]:
     information is infinite."""
     x = max(xi, -0.45)
     var_xi = (1 + x) ** 2 / n
-    var_sigma = 2 * sigma ** 2 * (1 + x) / n
+    var_sigma = 2 * sigma**2 * (1 + x) / n
     cov = sigma * (1 + x) / n
-    var_star = var_sigma + u ** 2 * var_xi - 2 * u * cov
+    var_star = var_sigma + u**2 * var_xi - 2 * u * cov
     return math.sqrt(var_xi), math.sqrt(max(var_star, 0.0))
 
 
@@ -129,8 +130,9 @@ class Choice:
     lowest: Clusters  # the clusters at the lowest candidate (to say how much longer to run)
 
 
-def choose_threshold(values: np.ndarray, times_s: np.ndarray | None, cycles: int, gap_s: float,
-                     period_s: float | None) -> Choice:
+def choose_threshold(
+    values: np.ndarray, times_s: np.ndarray | None, cycles: int, gap_s: float, period_s: float | None
+) -> Choice:
     """The parameter-stability rule of the module docstring; fewer than 30 clusters at the lowest
     candidate gives that candidate (the caller refuses)."""
     u0 = lowest_candidate(values, cycles)
@@ -158,7 +160,9 @@ def choose_threshold(values: np.ndarray, times_s: np.ndarray | None, cycles: int
             chosen = j
             break
     c = cands[chosen]
-    rule = (f"parameter stability: the lowest of {len(cands)} candidates ({cands[0].count} to {cands[-1].count} "
-            f"clusters) whose ξ and modified scale lie in the 95 % intervals of the higher ones: "
-            f"candidate {chosen + 1}, {c.count} clusters")
+    rule = (
+        f"parameter stability: the lowest of {len(cands)} candidates ({cands[0].count} to {cands[-1].count} "
+        f"clusters) whose ξ and modified scale lie in the 95 % intervals of the higher ones: "
+        f"candidate {chosen + 1}, {c.count} clusters"
+    )
     return Choice(c, rule, first)

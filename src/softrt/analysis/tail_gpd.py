@@ -109,15 +109,18 @@ def profile_sigma(y: np.ndarray, xis: np.ndarray) -> tuple[np.ndarray, np.ndarra
     n, top = y.size, y.max()
     lo = np.where(xis < 0, np.log(np.maximum(-xis, 1e-300) * top) + 1e-12, np.log(y.mean()) - 30)
     hi = np.full_like(xis, np.log(top) + 30 + np.log1p(np.maximum(xis, 0) * 100))
-    s = np.clip(np.log(np.median(y) * np.where(np.abs(xis) < 1e-9, 1 / np.log(2),
-                                               xis / np.expm1(xis * np.log(2)))), lo + 1e-9, hi)
+    s = np.clip(
+        np.log(np.median(y) * np.where(np.abs(xis) < 1e-9, 1 / np.log(2), xis / np.expm1(xis * np.log(2)))),
+        lo + 1e-9,
+        hi,
+    )
     floor = np.log(np.maximum(-xis, 1e-300) * top) + 0.05  # inside the support of a bounded tail
     s = np.where(xis < 0, np.maximum(s, floor), s)
     for _ in range(60):
         z = y[None, :] / np.exp(s)[:, None]
         den = 1 + xis[:, None] * z
         g = -n + (1 + xis) * (z / den).sum(axis=1)
-        h = (1 + xis) * (z / den ** 2).sum(axis=1)
+        h = (1 + xis) * (z / den**2).sum(axis=1)
         lo = np.where(g > 0, s, lo)
         hi = np.where(g > 0, hi, s)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -130,7 +133,7 @@ def profile_sigma(y: np.ndarray, xis: np.ndarray) -> tuple[np.ndarray, np.ndarra
     sigma = np.exp(s)
     z = y[None, :] / sigma[:, None]
     den = 1 + xis[:, None] * z
-    h = (1 + xis) * (z / den ** 2).sum(axis=1)
+    h = (1 + xis) * (z / den**2).sum(axis=1)
     edge = xis <= XI_MIN  # ξ = -1: the supremum is at σ = max(y), l = -n ln max(y)
     sigma = np.where(edge, top, sigma)
     ll = np.where(edge, -n * np.log(top), loglik(y, xis, sigma))
@@ -216,8 +219,9 @@ def region(y: np.ndarray, budget: float = BUDGET_95, steps: int = 41) -> Region:
     xi_hat, sigma_hat, l_max = (float(v[0]) for v in mle(y[None, :]))
     xi_low, xi_high, _ = _xi_interval(y, xi_hat, l_max, budget)
     margin = 0.1 * (xi_high - xi_low) + 1e-6
-    xis = np.unique(np.r_[np.linspace(max(xi_low - margin, XI_MIN), min(xi_high + margin, XI_MAX), steps),
-                          xi_hat, xi_low, xi_high])
+    xis = np.unique(
+        np.r_[np.linspace(max(xi_low - margin, XI_MIN), min(xi_high + margin, XI_MAX), steps), xi_hat, xi_low, xi_high]
+    )
     sig, prof, curv = profile_sigma(y, xis)
     l_max = max(l_max, float(np.max(prof)))
     half = np.minimum(1.8 * np.sqrt(2 * budget / np.maximum(curv, 1e-12)), 5.0)  # in ln σ: e^±5 is far enough
@@ -234,13 +238,20 @@ def region(y: np.ndarray, budget: float = BUDGET_95, steps: int = 41) -> Region:
     keep[np.argmin(np.abs(xis - xi_hat)), steps // 2] = True  # the maximum itself (t = 0 at ξ̂)
     rows = np.broadcast_to(xis[:, None], sigma.shape)
     edge_xi, edge_sigma, edge_deficit = _edges(y, xis, sig, sigma, deficit, l_max, budget)
-    return Region(xi=np.r_[rows[keep], edge_xi], sigma=np.r_[sigma[keep], edge_sigma],
-                  deficit=np.maximum(np.r_[deficit[keep], edge_deficit], 0.0), xi_hat=xi_hat,
-                  sigma_hat=sigma_hat, xi_low=xi_low, xi_high=xi_high)
+    return Region(
+        xi=np.r_[rows[keep], edge_xi],
+        sigma=np.r_[sigma[keep], edge_sigma],
+        deficit=np.maximum(np.r_[deficit[keep], edge_deficit], 0.0),
+        xi_hat=xi_hat,
+        sigma_hat=sigma_hat,
+        xi_low=xi_low,
+        xi_high=xi_high,
+    )
 
 
-def _edges(y: np.ndarray, xis: np.ndarray, sig: np.ndarray, sigma: np.ndarray, deficit: np.ndarray,
-           l_max: float, budget: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _edges(
+    y: np.ndarray, xis: np.ndarray, sig: np.ndarray, sigma: np.ndarray, deficit: np.ndarray, l_max: float, budget: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The region's edge in each ξ row, between the last grid point inside and the first outside
     (linear in ln σ), so that a coarse grid does not cut the interval's ends short. At ξ = -1 the
     likelihood is -n ln σ for σ > max(y) and -inf below, so its edge is solved exactly (and calibrated

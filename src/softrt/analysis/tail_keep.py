@@ -33,8 +33,15 @@ MIN_KEEP = 50_000
 class TailKeeper:
     """Every value above a rising threshold with its time (the module docstring says how)."""
 
-    def __init__(self, floor: int | float, deadline: int | float | None = None, *, share: float = SHARE,
-                 cap: int = CAP, min_keep: int = MIN_KEEP) -> None:
+    def __init__(
+        self,
+        floor: int | float,
+        deadline: int | float | None = None,
+        *,
+        share: float = SHARE,
+        cap: int = CAP,
+        min_keep: int = MIN_KEEP,
+    ) -> None:
         self.threshold = floor  # values strictly above it are kept
         self.deadline = deadline  # values above it are counted (late), also once the threshold passes it
         self.late = 0
@@ -95,9 +102,19 @@ class TailKeeper:
         return self.seen * period_ns / 3.6e12
 
     @classmethod
-    def restore(cls, values: np.ndarray, times: np.ndarray, *, threshold: float, seen: int, raised: int = 0,
-                deadline: float | None = None, late: int = 0, first: float | None = None,
-                last: float | None = None) -> TailKeeper:
+    def restore(
+        cls,
+        values: np.ndarray,
+        times: np.ndarray,
+        *,
+        threshold: float,
+        seen: int,
+        raised: int = 0,
+        deadline: float | None = None,
+        late: int = 0,
+        first: float | None = None,
+        last: float | None = None,
+    ) -> TailKeeper:
         """A keeper holding what a stored one held (store.tailkeep reads it back)."""
         out = cls(threshold, deadline)
         out.seen, out.raised, out.late = int(seen), int(raised), int(late)
@@ -125,14 +142,29 @@ def pool(keepers: list[TailKeeper], period_ns: int) -> TailKeeper:
     # The pooled span counts each run's own, not the gaps set between them.
     span_ns = sum(int(k.hours(period_ns) * 3.6e12) for k in keepers)
     seen = sum(k.seen for k in keepers)
-    return TailKeeper.restore(np.concatenate(values), np.concatenate(times), threshold=threshold, seen=seen,
-                              raised=sum(k.raised for k in keepers), deadline=keepers[0].deadline,
-                              late=sum(k.late for k in keepers), first=0,
-                              last=span_ns * (seen - 1) / seen if seen > 1 else None)
+    return TailKeeper.restore(
+        np.concatenate(values),
+        np.concatenate(times),
+        threshold=threshold,
+        seen=seen,
+        raised=sum(k.raised for k in keepers),
+        deadline=keepers[0].deadline,
+        late=sum(k.late for k in keepers),
+        first=0,
+        last=span_ns * (seen - 1) / seen if seen > 1 else None,
+    )
 
 
-def fit_kept(keeper: TailKeeper, *, hours: float, series: str, scale: float = 1e-3, gap_s: float = 0.010,
-             target_per_h: float = 1 / HOURS_PER_YEAR, threshold_us: float | None = None) -> Tail:
+def fit_kept(
+    keeper: TailKeeper,
+    *,
+    hours: float,
+    series: str,
+    scale: float = 1e-3,
+    gap_s: float = 0.010,
+    target_per_h: float = 1 / HOURS_PER_YEAR,
+    threshold_us: float | None = None,
+) -> Tail:
     """The tail model (analysis.tail) of what *keeper* held over a run of *hours*: values times
     *scale* in µs (ns by default), times in ns; the late cycles are the keeper's count above its
     deadline. Too little to fit (fewer than 1,000 cycles, a constant) is a refusal here, not an
@@ -144,17 +176,35 @@ def fit_kept(keeper: TailKeeper, *, hours: float, series: str, scale: float = 1e
     deadline_us = float(keeper.deadline) * scale
     values, times = keeper.arrays()
     bound = poisson_upper_rate(keeper.late, hours) if hours > 0 else None
-    base = Tail(series=series, deadline_us=deadline_us, hours=hours, cycles=keeper.seen, late=keeper.late,
-                late_rate_bound_per_h=bound or 0.0, target_per_h=target_per_h)
+    base = Tail(
+        series=series,
+        deadline_us=deadline_us,
+        hours=hours,
+        cycles=keeper.seen,
+        late=keeper.late,
+        late_rate_bound_per_h=bound or 0.0,
+        target_per_h=target_per_h,
+    )
     if keeper.raised:
-        base = base.replace(caveat=f"only the cycles above {keeper.threshold * scale:.1f} µs were kept "
-                                   f"(the top of {keeper.seen:,}): the threshold starts there")
+        base = base.replace(
+            caveat=f"only the cycles above {keeper.threshold * scale:.1f} µs were kept "
+            f"(the top of {keeper.seen:,}): the threshold starts there"
+        )
     try:
         start = keeper.first if keeper.first is not None else (times[0] if times.size else 0)
-        tail, reason = analyse(values * scale, (times - start) / 1e9 if times.size else None,
-                               deadline_us=deadline_us, hours=hours, cycles=keeper.seen, series=series,
-                               threshold_us=threshold_us, gap_s=gap_s, target_per_h=target_per_h, seed=0,
-                               late=keeper.late)
+        tail, reason = analyse(
+            values * scale,
+            (times - start) / 1e9 if times.size else None,
+            deadline_us=deadline_us,
+            hours=hours,
+            cycles=keeper.seen,
+            series=series,
+            threshold_us=threshold_us,
+            gap_s=gap_s,
+            target_per_h=target_per_h,
+            seed=0,
+            late=keeper.late,
+        )
     except ConfigError as err:
         return base.replace(refused=err.msg)
     if base.caveat and not tail.caveat:
@@ -169,5 +219,6 @@ def prefetch_fit() -> None:
     import importlib
     import threading
 
-    threading.Thread(target=importlib.import_module, args=("softrt.analysis.tail",), name="softrt-prefetch",
-                     daemon=True).start()
+    threading.Thread(
+        target=importlib.import_module, args=("softrt.analysis.tail",), name="softrt-prefetch", daemon=True
+    ).start()

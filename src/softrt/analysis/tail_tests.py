@@ -74,7 +74,7 @@ def ljung_box(peaks: np.ndarray, lags: int | None = None) -> TailTest:
         return TailTest(name=INDEPENDENCE, p_value=None, ok=None)
     k = np.arange(1, lags + 1)
     acf = np.array([np.dot(r[:-j], r[j:]) for j in k]) / denom
-    q = n * (n + 2) * np.sum(acf ** 2 / (n - k))
+    q = n * (n + 2) * np.sum(acf**2 / (n - k))
     p = float(chdtrc(lags, q))
     return TailTest(name=INDEPENDENCE, p_value=p, ok=p >= ALPHA)
 

@@ -46,8 +46,10 @@ def _rate(x: float) -> str:
 
 def bound_clause(tail: Tail) -> str:
     """The no-model bound: needs no fit, so it is always given."""
-    return (f"{tail.late:,} cycles > {tail.deadline_us:,.0f} µs in {span(tail.hours)} → ≤ "
-            f"{_rate(tail.late_rate_bound_per_h)} late per hour (95 %, no model)")
+    return (
+        f"{tail.late:,} cycles > {tail.deadline_us:,.0f} µs in {span(tail.hours)} → ≤ "
+        f"{_rate(tail.late_rate_bound_per_h)} late per hour (95 %, no model)"
+    )
 
 
 def rate_clause(tail: Tail, culprit: str | None = None) -> str:
@@ -57,14 +59,17 @@ def rate_clause(tail: Tail, culprit: str | None = None) -> str:
         head = f"no tail model ({tail.refused})"
     elif tail.heavy and tail.xi is not None:
         fix = f": {culprit}" if culprit else " (a traced run names it)"
-        head = (f"heavy tail (ξ ≥ {tail.xi.low:+.2f}): a longer run will not qualify this machine; "
-                f"fix the cause first{fix}")
+        head = (
+            f"heavy tail (ξ ≥ {tail.xi.low:+.2f}): a longer run will not qualify this machine; fix the cause first{fix}"
+        )
     elif tail.fitted and tail.late_rate_per_h is not None and tail.late_rate_per_h.estimate:
         lr = tail.late_rate_per_h
         low_h = 1 / lr.high if lr.high else math.inf
         high_h = 1 / lr.low if lr.low else math.inf
-        head = (f"at this tail, one late cycle every ~{span(1 / lr.estimate)} "
-                f"(95 %: {span(low_h)}–{span(high_h)}); {plan(tail)}")
+        head = (
+            f"at this tail, one late cycle every ~{span(1 / lr.estimate)} "
+            f"(95 %: {span(low_h)}–{span(high_h)}); {plan(tail)}"
+        )
     elif tail.fitted:
         head = f"at this tail, no late cycle is expected; {plan(tail)}"
     else:
@@ -99,28 +104,36 @@ def _iv(est: float | None, low: float | None, high: float | None, fmt: str = "{:
 
 def tail_lines(tail: Tail, culprit: str | None = None) -> list[str]:
     """The full account of *tail*: observed, the fit, its checks, the return levels, the plan."""
-    lines = [f"Tail of {tail.series}, {span(tail.hours)}, {tail.cycles:,} cycles (deadline {tail.deadline_us:,.1f} µs):",
-             "  " + bound_clause(tail)]
+    lines = [
+        f"Tail of {tail.series}, {span(tail.hours)}, {tail.cycles:,} cycles (deadline {tail.deadline_us:,.1f} µs):",
+        "  " + bound_clause(tail),
+    ]
     if tail.threshold_us is not None:
         theta = f", extremal index {tail.extremal_index:.2f}" if tail.extremal_index is not None else ""
         gap = f" (gap {tail.gap_ms:g} ms)" if tail.gap_ms else ""
-        lines.append(f"  threshold u = {tail.threshold_us:,.1f} µs: {tail.exceedances or 0:,} exceedances, "
-                     f"{tail.clusters or 0:,} clusters{gap}{theta}")
+        lines.append(
+            f"  threshold u = {tail.threshold_us:,.1f} µs: {tail.exceedances or 0:,} exceedances, "
+            f"{tail.clusters or 0:,} clusters{gap}{theta}"
+        )
         if tail.threshold_rule:
             lines.append(f"    rule: {tail.threshold_rule}")
     if tail.caveat:
         lines.append(f"  caveat: {tail.caveat}")
     if tail.tests:
-        checks = " · ".join(f"{t.name} p = {t.p_value:.2g}{'' if t.ok else ' FAILED'}" for t in tail.tests
-                            if t.p_value is not None)
+        checks = " · ".join(
+            f"{t.name} p = {t.p_value:.2g}{'' if t.ok else ' FAILED'}" for t in tail.tests if t.p_value is not None
+        )
         if checks:
             lines.append(f"  checks: {checks}")
     if not tail.fitted:
         lines.append(f"  REFUSED: {tail.refused or 'no fit'}")
         return lines
-    lines.append(f"  GPD ξ = {_iv(tail.xi.estimate, tail.xi.low, tail.xi.high)}, σ = "
-                 f"{_iv(tail.sigma_us.estimate, tail.sigma_us.low, tail.sigma_us.high, '{:.2f}')} µs"
-                 if tail.sigma_us is not None else f"  GPD ξ = {_iv(tail.xi.estimate, tail.xi.low, tail.xi.high)}")
+    lines.append(
+        f"  GPD ξ = {_iv(tail.xi.estimate, tail.xi.low, tail.xi.high)}, σ = "
+        f"{_iv(tail.sigma_us.estimate, tail.sigma_us.low, tail.sigma_us.high, '{:.2f}')} µs"
+        if tail.sigma_us is not None
+        else f"  GPD ξ = {_iv(tail.xi.estimate, tail.xi.low, tail.xi.high)}"
+    )
     lr = tail.late_rate_per_h
     if lr is not None and lr.estimate is not None:
         lines.append(f"  late bursts per hour (fitted): {_iv(lr.estimate, lr.low, lr.high, '{:.3g}')}")
@@ -128,7 +141,9 @@ def tail_lines(tail: Tail, culprit: str | None = None) -> list[str]:
         if r.level_us is not None and r.low_us is not None:  # high None: past any time (analysis.tail._level)
             every = _EVERY.get(r.every_h, f"{r.every_h:g} h")
             high = time_us(r.high_us) if r.high_us is not None else "unbounded"
-            lines.append(f"  worst cycle once {'an' if every == 'hour' else 'a'} {every}: {time_us(r.level_us)} "
-                         f"[{time_us(r.low_us)}, {high}]")
+            lines.append(
+                f"  worst cycle once {'an' if every == 'hour' else 'a'} {every}: {time_us(r.level_us)} "
+                f"[{time_us(r.low_us)}, {high}]"
+            )
     lines.append("  " + rate_clause(tail, culprit).split("; " + bound_clause(tail))[0])
     return lines

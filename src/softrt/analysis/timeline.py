@@ -51,9 +51,20 @@ _NOT_VECTORS = frozenset({"irq_handler", "softirq", "hrtimer_expire", "timer_exp
 
 #: The events whose fields the attribution reads (every other event is used by its name, time and
 #: task only): the trace layer need not split the others' text (trace.parse.LineParser).
-FIELDS_READ = frozenset({"sched_switch", "sched_wakeup", "sched_waking", "irq_handler_entry", "irq_handler_exit",
-                         "softirq_entry", "workqueue_execute_start", "sys_enter", "ipi_entry",
-                         "sched_stat_runtime"})
+FIELDS_READ = frozenset(
+    {
+        "sched_switch",
+        "sched_wakeup",
+        "sched_waking",
+        "irq_handler_entry",
+        "irq_handler_exit",
+        "softirq_entry",
+        "workqueue_execute_start",
+        "sys_enter",
+        "ipi_entry",
+        "sched_stat_runtime",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +122,19 @@ class CpuState:
     ran_since_ns: int = 0  # the current task's last run-time update (or its switch-in)
 
     def copy(self) -> CpuState:
-        return CpuState(self.task, self.task_pid, self.task_prio, self.since_ns, self.parked, self.asleep,
-                        self.woken, self.worker_prio, list(self.open), self.fault, self.ran_since_ns)
+        return CpuState(
+            self.task,
+            self.task_pid,
+            self.task_prio,
+            self.since_ns,
+            self.parked,
+            self.asleep,
+            self.woken,
+            self.worker_prio,
+            list(self.open),
+            self.fault,
+            self.ran_since_ns,
+        )
 
 
 def policy(prio: int | None) -> str:
@@ -160,8 +182,13 @@ def _vector(name: str) -> tuple[str, bool] | None:
 def _parked(state: CpuState) -> str:
     """The worker's parked reason for the current task's time: a task above the worker that runs
     meanwhile (a FIFO thread preempting it while it is parked) is blamed itself, not the parking."""
-    if state.parked and state.task_pid != 0 and state.task_prio is not None and state.worker_prio is not None \
-            and state.task_prio < state.worker_prio:
+    if (
+        state.parked
+        and state.task_pid != 0
+        and state.task_prio is not None
+        and state.worker_prio is not None
+        and state.task_prio < state.worker_prio
+    ):
         return ""
     return state.parked
 
@@ -183,14 +210,16 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
     if name == "sched_switch":
         prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
         prev_prio, next_prio = _int(f.get("prev_prio"), None), _int(f.get("next_prio"), None)
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), state.asleep,
-                           state.woken))
+        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), state.asleep, state.woken))
         state.woken = False
         if prev_pid == worker_pid and next_pid != worker_pid:
             runnable = (f.get("prev_state") or "").startswith("R")
             lower = next_pid == 0 or (next_prio is not None and prev_prio is not None and next_prio > prev_prio)
-            state.parked = "" if not (runnable and lower) else (
-                "idle" if next_pid == 0 else "rt" if next_prio is not None and next_prio < 100 else "other")
+            state.parked = (
+                ""
+                if not (runnable and lower)
+                else ("idle" if next_pid == 0 else "rt" if next_prio is not None and next_prio < 100 else "other")
+            )
             state.asleep = not runnable
             state.worker_prio = prev_prio
         elif next_pid == worker_pid:
@@ -202,16 +231,24 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         if _int(f.get("pid")) == state.task_pid and state.task_pid not in (worker_pid, 0):
             length, ran = t - state.ran_since_ns, _int(f.get("runtime"), 0)
             if length > 0:
-                _emit(out, Segment(state.ran_since_ns, t, RUN, state.task, state.task_pid,
-                                   stolen=max(0, length - ran) / length))
+                _emit(
+                    out,
+                    Segment(
+                        state.ran_since_ns, t, RUN, state.task, state.task_pid, stolen=max(0, length - ran) / length
+                    ),
+                )
             state.ran_since_ns = t
         return
     if name in ("sched_wakeup", "sched_waking") and _int(f.get("pid")) == worker_pid and state.asleep:
         # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
         _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), True))
         state.since_ns, state.asleep = t, False
-        state.woken = (state.task_pid == 0 or state.task_prio is None or state.worker_prio is None
-                       or state.task_prio > state.worker_prio)
+        state.woken = (
+            state.task_pid == 0
+            or state.task_prio is None
+            or state.worker_prio is None
+            or state.task_prio > state.worker_prio
+        )
         return
     layer, tag, src = _classify(ev, worker_pid)
     if layer is None:
@@ -276,8 +313,9 @@ def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worke
             break
         apply(state, ev, worker_pid, out)
     if state.task is not None:
-        out.append(Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, _parked(state), state.asleep,
-                           state.woken))
+        out.append(
+            Segment(state.since_ns, end_ns, 0, state.task, state.task_pid, _parked(state), state.asleep, state.woken)
+        )
     for layer, _tag, src, start, pid in state.open:
         out.append(Segment(start, end_ns, layer, src, pid))
     if state.fault is not None:
@@ -288,6 +326,18 @@ def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worke
 
 def slice_window(segments: list[Segment], start_ns: int, end_ns: int) -> list[Segment]:
     """The segments' parts inside ``[start_ns, end_ns)``."""
-    return [Segment(max(s.start_ns, start_ns), min(s.end_ns, end_ns), s.layer, s.source, s.pid, s.parked, s.asleep,
-                    s.woken, s.stolen)
-            for s in segments if s.end_ns > start_ns and s.start_ns < end_ns and s.end_ns > s.start_ns]
+    return [
+        Segment(
+            max(s.start_ns, start_ns),
+            min(s.end_ns, end_ns),
+            s.layer,
+            s.source,
+            s.pid,
+            s.parked,
+            s.asleep,
+            s.woken,
+            s.stolen,
+        )
+        for s in segments
+        if s.end_ns > start_ns and s.start_ns < end_ns and s.end_ns > s.start_ns
+    ]

@@ -16,12 +16,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from ..schema.config import DEFAULT_THRESHOLD_NS
 from ..schema.summary import Metrics, RunSummary, Verdict, VerdictCheck, VerdictCulprit
 from ..schema.tail import Tail
 from ..schema.why_late import WhyLate
 from ..units import MAX_FIXED
 from ..units import format_number as num
-from .cycles import DEFAULT_THRESHOLD_NS
 from .remedy import Remedy, remedy_for
 from .require import parse_requirements
 from .tail_text import rate_clause
@@ -32,23 +32,43 @@ def default_requirement(period_ns: int, threshold_ns: int) -> str:
     return f"misses==0,period.max<={(period_ns + threshold_ns) / 1e3:g}us"
 
 
-def judge(metrics: Metrics, *, period_ns: int, threshold_ns: int, require: str | None = None,
-          why_late: Iterable[WhyLate | None] = (), tail: Tail | None = None) -> Verdict:
+def judge(
+    metrics: Metrics,
+    *,
+    period_ns: int,
+    threshold_ns: int,
+    require: str | None = None,
+    why_late: Iterable[WhyLate | None] = (),
+    tail: Tail | None = None,
+) -> Verdict:
     """The verdict of *metrics* (and of the *tail* model, for a ``late-rate`` gate) against *require*
     (None: the seed's requirement); the main culprit comes from the *why_late* blocks (one run's, or
     every round of a compare scenario)."""
     text = require if require is not None else default_requirement(period_ns, threshold_ns)
-    checks = [VerdictCheck(requirement=r.text, measured=value, passed=ok)
-              for r in parse_requirements(text) for ok, value in [r.check(metrics, tail)]]
+    checks = [
+        VerdictCheck(requirement=r.text, measured=value, passed=ok)
+        for r in parse_requirements(text)
+        for ok, value in [r.check(metrics, tail)]
+    ]
     misses = metrics.misses
     cycles = metrics.cycles or 0
     meets = all(c.passed for c in checks) if cycles else None
     culprit, why_unknown = (None, None) if meets is not False else main_culprit(why_late)
-    return Verdict(meets=meets, requirement=text, default=require is None, checks=checks,
-                   period_us=period_ns / 1e3, threshold_us=threshold_ns / 1e3, worst_period_us=metrics.period_us.max,
-                   missed_updates=misses.missed_updates if misses is not None else None,
-                   longest_miss_run=misses.longest_miss_run if misses is not None else None,
-                   late_cycles=metrics.late_cycles, cycles=cycles, culprit=culprit, why_unknown=why_unknown)
+    return Verdict(
+        meets=meets,
+        requirement=text,
+        default=require is None,
+        checks=checks,
+        period_us=period_ns / 1e3,
+        threshold_us=threshold_ns / 1e3,
+        worst_period_us=metrics.period_us.max,
+        missed_updates=misses.missed_updates if misses is not None else None,
+        longest_miss_run=misses.longest_miss_run if misses is not None else None,
+        late_cycles=metrics.late_cycles,
+        cycles=cycles,
+        culprit=culprit,
+        why_unknown=why_unknown,
+    )
 
 
 def verdict_of(summary: RunSummary) -> Verdict | None:
@@ -60,8 +80,13 @@ def verdict_of(summary: RunSummary) -> Verdict | None:
     if summary.origin != "softrt" or not config.period_ns:
         return None
     threshold_ns = config.late_threshold_ns or DEFAULT_THRESHOLD_NS
-    return judge(summary.metrics, period_ns=config.period_ns, threshold_ns=threshold_ns, require=config.require,
-                 why_late=[summary.why_late])
+    return judge(
+        summary.metrics,
+        period_ns=config.period_ns,
+        threshold_ns=threshold_ns,
+        require=config.require,
+        why_late=[summary.why_late],
+    )
 
 
 def main_culprit(why_late: Iterable[WhyLate | None]) -> tuple[VerdictCulprit | None, str | None]:
@@ -98,9 +123,15 @@ def main_culprit(why_late: Iterable[WhyLate | None]) -> tuple[VerdictCulprit | N
     fix = None
     if remedy is not None:
         fix = remedy.fix.format(steal=f" (steal {num(steal_ms, 1)} ms)" if steal_ms else "")
-    return VerdictCulprit(kind=top.kind, source=top.source, more=len(members) - 1,
-                          share=round(total_us / window_us, 4) if window_us else None, total_us=round(total_us, 3),
-                          fix=fix, checks=list(remedy.checks) if remedy is not None else []), None
+    return VerdictCulprit(
+        kind=top.kind,
+        source=top.source,
+        more=len(members) - 1,
+        share=round(total_us / window_us, 4) if window_us else None,
+        total_us=round(total_us, 3),
+        fix=fix,
+        checks=list(remedy.checks) if remedy is not None else [],
+    ), None
 
 
 def verdict_lines(v: Verdict, *, state: str = "complete", tail: Tail | None = None) -> list[str]:
@@ -117,8 +148,9 @@ def verdict_lines(v: Verdict, *, state: str = "complete", tail: Tail | None = No
 def _verdict_lines(v: Verdict, state: str) -> list[str]:
     cycle = f"the {v.period_us:g} µs cycle" if v.period_us else "the cycle"
     bound = (v.period_us or 0) + (v.threshold_us or 0)
-    required = f" (0 missed updates, every period ≤ {num(bound, 1)} µs)" if v.default else \
-        f" (required: {v.requirement})"
+    required = (
+        f" (0 missed updates, every period ≤ {num(bound, 1)} µs)" if v.default else f" (required: {v.requirement})"
+    )
     if v.meets is None:
         return [f"NO VERDICT on {cycle}{required}: no cycle was measured"]
     worst = _worst(v)
@@ -145,8 +177,11 @@ def _worst(v: Verdict) -> str:
     parts = []
     if v.worst_period_us is not None:
         over = v.worst_period_us - (v.period_us or 0)
-        ratio = f" ({num(v.worst_period_us / v.period_us, 1)}× nominal)" if v.period_us and over > 0.5 * v.period_us \
+        ratio = (
+            f" ({num(v.worst_period_us / v.period_us, 1)}× nominal)"
+            if v.period_us and over > 0.5 * v.period_us
             else f" (nominal {num(over, 1, sign=True)} µs)"
+        )
         parts.append(f"worst period {num(v.worst_period_us, 1)} µs{ratio}")
     if v.missed_updates is not None:
         runs = f" (longest run {v.longest_miss_run:,})" if v.missed_updates else ""

@@ -32,12 +32,21 @@ RETIRE_NS = 2_000_000_000
 def split_by_cpu(events: list[TraceEvent], tids: frozenset[int]) -> dict[int, list[TraceEvent]]:
     """Events by CPU, a watched thread's wake-up on the CPU it wakes it onto."""
     texts = {str(t) for t in tids}
-    moved = {id(e) for e in events if e.name == "sched_wakeup" and e.fields.get("pid") in texts
-             and e.fields.get("target_cpu", "").isdigit() and int(e.fields["target_cpu"]) != e.cpu}
+    moved = {
+        id(e)
+        for e in events
+        if e.name == "sched_wakeup"
+        and e.fields.get("pid") in texts
+        and e.fields.get("target_cpu", "").isdigit()
+        and int(e.fields["target_cpu"]) != e.cpu
+    }
     if not moved:
         cpus = {e.cpu for e in events}
-        return {cpu: [e for e in events if e.cpu == cpu] for cpu in cpus} if len(cpus) > 1 else \
-            {cpu: list(events) for cpu in cpus}
+        return (
+            {cpu: [e for e in events if e.cpu == cpu] for cpu in cpus}
+            if len(cpus) > 1
+            else {cpu: list(events) for cpu in cpus}
+        )
     out: dict[int, list[TraceEvent]] = {}
     for ev in events:
         if id(ev) in moved:
@@ -72,8 +81,15 @@ class RecentEvents:
 class ThreadAttribution:
     """The late cycles of one watched thread, explained by the Attributors of the CPUs it ran on."""
 
-    def __init__(self, tid: int, period_ns: int, threshold_ns: int, keep_worst: int, recent: RecentEvents,
-                 rt_throttling: bool | None = None) -> None:
+    def __init__(
+        self,
+        tid: int,
+        period_ns: int,
+        threshold_ns: int,
+        keep_worst: int,
+        recent: RecentEvents,
+        rt_throttling: bool | None = None,
+    ) -> None:
         self.tid, self.period_ns, self.threshold_ns, self.keep_worst = tid, period_ns, threshold_ns, keep_worst
         self.rt_throttling = rt_throttling
         self.recent = recent
@@ -106,9 +122,14 @@ class ThreadAttribution:
         for cpu in unique:
             att = self._open.get(cpu)
             if att is None:
-                att = self._open[cpu] = Attributor(period_ns=self.period_ns, rt_cpu=cpu, worker_pid=self.tid,
-                                                   threshold_ns=self.threshold_ns, keep_worst=self.keep_worst,
-                                                   rt_throttling=self.rt_throttling)
+                att = self._open[cpu] = Attributor(
+                    period_ns=self.period_ns,
+                    rt_cpu=cpu,
+                    worker_pid=self.tid,
+                    threshold_ns=self.threshold_ns,
+                    keep_worst=self.keep_worst,
+                    rt_throttling=self.rt_throttling,
+                )
                 att.add_events(self.recent.of(cpu))
                 att.add_steal(self.recent.steal)
             mine = records[cpus == cpu]
@@ -129,9 +150,16 @@ class ThreadAttribution:
         results = self._done + [att.finish() for att in self._open.values()]
         self._open.clear()
         if not results:
-            results = [Attributor(period_ns=self.period_ns, rt_cpu=home_cpu, worker_pid=self.tid,
-                                  threshold_ns=self.threshold_ns, keep_worst=self.keep_worst,
-                                  rt_throttling=self.rt_throttling).finish()]
+            results = [
+                Attributor(
+                    period_ns=self.period_ns,
+                    rt_cpu=home_cpu,
+                    worker_pid=self.tid,
+                    threshold_ns=self.threshold_ns,
+                    keep_worst=self.keep_worst,
+                    rt_throttling=self.rt_throttling,
+                ).finish()
+            ]
         return merge(results, self.keep_worst, lost_events)
 
 
@@ -146,16 +174,25 @@ def merge(results: list[WhyLate], keep_worst: int, lost_events: int) -> WhyLate:
         for c in r.culprits or ():
             k = (c.kind, c.name, c.id, c.via)
             have = culprits.get(k)
-            culprits[k] = c if have is None else have.replace(
-                cycles=have.cycles + c.cycles, total_us=round(have.total_us + c.total_us, 3),
-                worst_us=max(have.worst_us, c.worst_us))
+            culprits[k] = (
+                c
+                if have is None
+                else have.replace(
+                    cycles=have.cycles + c.cycles,
+                    total_us=round(have.total_us + c.total_us, 3),
+                    worst_us=max(have.worst_us, c.worst_us),
+                )
+            )
     worst = [w for r in results for w in r.worst or ()]
     return results[0].replace(
-        cycles=sum(r.cycles for r in results), late_cycles=sum(r.late_cycles for r in results),
+        cycles=sum(r.cycles for r in results),
+        late_cycles=sum(r.late_cycles for r in results),
         events=sum(r.events for r in results),
         window_us=round(sum(r.window_us for r in results), 3),
         explained_us=round(sum(r.explained_us for r in results), 3),
         culprits=sorted(culprits.values(), key=lambda c: (-c.total_us, c.kind, c.name)),
         worst=sorted(worst, key=lambda w: (-w.window.duration_us, w.seq))[:keep_worst],
-        rt_cpu=home, steal=next((r.steal for r in results if r.rt_cpu == home and r.steal), None),
-        lost_events=int(lost_events))
+        rt_cpu=home,
+        steal=next((r.steal for r in results if r.rt_cpu == home and r.steal), None),
+        lost_events=int(lost_events),
+    )

@@ -47,8 +47,10 @@ def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0, as_syste
     if not as_system:
         return backend(root).run_checks(rt_cpus, str(root), sample_s)
     if backend(root) is not windows:
-        raise ConfigError("--as-system reads Windows' SoftRealTime CSP as SYSTEM; this is not a Windows machine "
-                          "or a capture of one", hint="drop --as-system")
+        raise ConfigError(
+            "--as-system reads Windows' SoftRealTime CSP as SYSTEM; this is not a Windows machine or a capture of one",
+            hint="drop --as-system",
+        )
     return windows.run_checks(rt_cpus, str(root), sample_s, as_system=True)
 
 
@@ -67,6 +69,25 @@ def revert(root: str = "/", state_path: Path | None = None, **kwargs) -> Result:
     return backend(root).revert(str(root), state_path, **kwargs)
 
 
-__all__ = ["AFFINITY", "GROUPS", "KINDS", "Finding", "Plan", "Report", "Result", "Severity", "Status", "Step",
-           "apply_plan", "backend", "change_kind", "default_path", "default_rt_cpu", "plan_tune", "privilege", "revert",
-           "run_checks", "short_target"]
+__all__ = [
+    "AFFINITY",
+    "GROUPS",
+    "KINDS",
+    "Finding",
+    "Plan",
+    "Report",
+    "Result",
+    "Severity",
+    "Status",
+    "Step",
+    "apply_plan",
+    "backend",
+    "change_kind",
+    "default_path",
+    "default_rt_cpu",
+    "plan_tune",
+    "privilege",
+    "revert",
+    "run_checks",
+    "short_target",
+]

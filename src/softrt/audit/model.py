@@ -100,8 +100,9 @@ class Finding:
     def unknown(self) -> bool:
         """True when this finding keeps the verdict from READY without failing: a fatal check that is
         n/a, or a high one that could not be read (what it would have said is not known)."""
-        return self.status is Status.NA and (self.severity is Severity.FATAL
-                                             or (self.unreadable and self.severity is Severity.HIGH))
+        return self.status is Status.NA and (
+            self.severity is Severity.FATAL or (self.unreadable and self.severity is Severity.HIGH)
+        )
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict."""
@@ -122,8 +123,15 @@ class Finding:
         }
 
 
-def not_applicable(id: str, title: str, reason: str, severity: Severity = Severity.LOW, *evidence: str,
-                   unreadable: bool = False, reader: str | None = None) -> Finding:
+def not_applicable(
+    id: str,
+    title: str,
+    reason: str,
+    severity: Severity = Severity.LOW,
+    *evidence: str,
+    unreadable: bool = False,
+    reader: str | None = None,
+) -> Finding:
     """Return an n/a finding that says why (a missing file, no such hardware, …); *unreadable* when
     the source exists on such a machine but could not be read here, *reader* what would read it."""
     return Finding(id, title, Status.NA, severity, reason, tuple(evidence), unreadable=unreadable, reader=reader)
@@ -155,13 +163,20 @@ class Found:
     def fail(self, summary: str, *rest, **kw) -> Finding:
         return self(Status.FAIL, summary, *rest, **kw)
 
-    def na(self, reason: str, severity: Severity = Severity.LOW, *evidence: str, unreadable: bool = False,
-           reader: str | None = None) -> Finding:
+    def na(
+        self,
+        reason: str,
+        severity: Severity = Severity.LOW,
+        *evidence: str,
+        unreadable: bool = False,
+        reader: str | None = None,
+    ) -> Finding:
         """n/a, saying why (:func:`not_applicable`)."""
         return not_applicable(self.id, self.title, reason, severity, *evidence, unreadable=unreadable, reader=reader)
 
-    def unreadable(self, reason: str, severity: Severity = Severity.LOW, *evidence: str,
-                   reader: str | None = None) -> Finding:
+    def unreadable(
+        self, reason: str, severity: Severity = Severity.LOW, *evidence: str, reader: str | None = None
+    ) -> Finding:
         """n/a because the source exists on such a machine but could not be read here; *reader* would read it."""
         return self.na(reason, severity, *evidence, unreadable=True, reader=reader)
 
@@ -169,23 +184,29 @@ class Found:
 def declare(id: str, severity: Severity):
     """Bind a check function to its finding id and severity, for what it is reported under if it raises
     (a Windows check's id is not its module's name)."""
+
     def bind(check):
         check.finding_id, check.severity = id, severity
         return check
+
     return bind
 
 
 def check_id(check) -> str:
     """A check function's id: the one it declared, else ``<module>.<name>`` (``kernel.rt_throttling``
     for checks/kernel.py's ``check_rt_throttling``)."""
-    return getattr(check, "finding_id", None) or f"{check.__module__.rsplit('.', 1)[-1]}.{check.__name__.removeprefix('check_')}"
+    return (
+        getattr(check, "finding_id", None)
+        or f"{check.__module__.rsplit('.', 1)[-1]}.{check.__name__.removeprefix('check_')}"
+    )
 
 
 def crashed(check, err: Exception) -> Finding:
     """The finding of a check whose source exists but could not be parsed: n/a, unreadable, saying why."""
     title = (check.__doc__ or check_id(check)).strip().splitlines()[0]
-    return not_applicable(check_id(check), title, f"could not be read: {err}", getattr(check, "severity", Severity.LOW),
-                          unreadable=True)
+    return not_applicable(
+        check_id(check), title, f"could not be read: {err}", getattr(check, "severity", Severity.LOW), unreadable=True
+    )
 
 
 @dataclass
@@ -231,22 +252,33 @@ class Report:
     @property
     def verdict(self) -> str:
         """One line: can a 250 µs loop be expected to hold here, and what matters most to fix."""
-        cpus = (f"CPU {self.rt_cpus}" if len(self.rt_cpus) == 1 else f"CPUs {self.rt_cpus}" if self.rt_cpus
-                else "the RT CPU (unknown)")
+        cpus = (
+            f"CPU {self.rt_cpus}"
+            if len(self.rt_cpus) == 1
+            else f"CPUs {self.rt_cpus}"
+            if self.rt_cpus
+            else "the RT CPU (unknown)"
+        )
         if self.ready:
             lesser = [f for f in self.findings if f.status in (Status.WARN, Status.FAIL)]
             first = self.priorities(1)
             tail = f"; {len(lesser)} lesser issue(s) remain, first: {first[0].title}" if first else ""
-            return (f"READY: a {LOOP_PERIOD_US} µs loop can be expected to hold on {cpus}{tail}. "
-                    f"Confirm with a measurement (softrt run).")
+            return (
+                f"READY: a {LOOP_PERIOD_US} µs loop can be expected to hold on {cpus}{tail}. "
+                f"Confirm with a measurement (softrt run)."
+            )
         if not self.blocking:
             first = self.unknown[0]
-            return (f"UNKNOWN: whether a {LOOP_PERIOD_US} µs loop can hold on {cpus} cannot be told: "
-                    f"{len(self.unknown)} fatal/high check(s) could not be read. First: {first.title} ({first.summary}).")
+            return (
+                f"UNKNOWN: whether a {LOOP_PERIOD_US} µs loop can hold on {cpus} cannot be told: "
+                f"{len(self.unknown)} fatal/high check(s) could not be read. First: {first.title} ({first.summary})."
+            )
         first = self.blocking[0]
         unknown = f" {len(self.unknown)} more could not be read." if self.unknown else ""
-        return (f"NOT READY: a {LOOP_PERIOD_US} µs loop cannot be expected to hold on {cpus}: "
-                f"{len(self.blocking)} fatal/high problem(s). Fix first: {first.title} ({first.summary}).{unknown}")
+        return (
+            f"NOT READY: a {LOOP_PERIOD_US} µs loop cannot be expected to hold on {cpus}: "
+            f"{len(self.blocking)} fatal/high problem(s). Fix first: {first.title} ({first.summary}).{unknown}"
+        )
 
     def counts(self) -> dict[str, int]:
         """Number of findings per status."""

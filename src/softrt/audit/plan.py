@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cpus import CpuSet
-from ..platform.windows import winsettings
 from ..platform.journal import Outcome
+from ..platform.windows import winsettings
 from .model import Finding, Report
 
 FILE, AFFINITY, SERVICE = "file", "affinity", "service"
@@ -86,14 +86,23 @@ class Plan:
 
     def to_dict(self) -> dict:
         """JSON-ready form (``softrt tune --json``)."""
-        return {"rt_cpus": str(self.rt_cpus), "housekeeping_cpus": str(self.housekeeping), "root": self.root,
-                "steps": [s.to_dict() for s in self.steps], "kernel_cmdline": self.kernel_cmdline,
-                "kernel_params": [{"param": p, "check": c} for p, c in self.kernel_params],
-                "manual": [{"check": c, "fix": f} for c, f in self.manual], "skipped": self.skipped,
-                "reboot_only_irqs": self.fixed_irqs, "notes": self.notes,
-                "unknown": [f.id for f in self.report.unknown] if self.report is not None else [],
-                "unreadable": [{"check": f.id, "severity": f.severity.value, "summary": f.summary, "reader": f.reader}
-                               for f in self.unreadable]}
+        return {
+            "rt_cpus": str(self.rt_cpus),
+            "housekeeping_cpus": str(self.housekeeping),
+            "root": self.root,
+            "steps": [s.to_dict() for s in self.steps],
+            "kernel_cmdline": self.kernel_cmdline,
+            "kernel_params": [{"param": p, "check": c} for p, c in self.kernel_params],
+            "manual": [{"check": c, "fix": f} for c, f in self.manual],
+            "skipped": self.skipped,
+            "reboot_only_irqs": self.fixed_irqs,
+            "notes": self.notes,
+            "unknown": [f.id for f in self.report.unknown] if self.report is not None else [],
+            "unreadable": [
+                {"check": f.id, "severity": f.severity.value, "summary": f.summary, "reader": f.reader}
+                for f in self.unreadable
+            ],
+        }
 
 
 @dataclass
@@ -112,15 +121,32 @@ class Result:
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
-        return {"state_path": str(self.state_path) if self.saved else None, "complete": self.complete,
-                "outcomes": [o.to_dict() for o in self.outcomes]}
+        return {
+            "state_path": str(self.state_path) if self.saved else None,
+            "complete": self.complete,
+            "outcomes": [o.to_dict() for o in self.outcomes],
+        }
 
 
 #: The kinds of change, in the order a summary lists them (:func:`change_kind`).
-KINDS = ("IRQ affinity", "default IRQ affinity", "kernel settings", "idle states", "CPU governor", "threads",
-         "services", "settings")
-_SHORT_PREFIXES = ("/proc/sys/kernel/", "/proc/sys/", "/sys/devices/virtual/", "/sys/devices/system/",
-                   "/sys/kernel/mm/", "/sys/kernel/")
+KINDS = (
+    "IRQ affinity",
+    "default IRQ affinity",
+    "kernel settings",
+    "idle states",
+    "CPU governor",
+    "threads",
+    "services",
+    "settings",
+)
+_SHORT_PREFIXES = (
+    "/proc/sys/kernel/",
+    "/proc/sys/",
+    "/sys/devices/virtual/",
+    "/sys/devices/system/",
+    "/sys/kernel/mm/",
+    "/sys/kernel/",
+)
 
 
 def change_kind(target: str) -> str:
@@ -146,5 +172,5 @@ def short_target(target: str) -> str:
     """``sched_rt_runtime_us`` for ``/proc/sys/kernel/sched_rt_runtime_us`` (kernel settings in a summary)."""
     for prefix in _SHORT_PREFIXES:
         if target.startswith(prefix):
-            return target[len(prefix):]
+            return target[len(prefix) :]
     return target

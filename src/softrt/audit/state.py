@@ -36,8 +36,9 @@ def create(path: Path, root: str, **header) -> journal.Journal:
     try:
         return journal.Journal(path, FORMAT, root, **header)
     except FileExistsError:
-        raise ConfigError(f"a tune is already applied (state file {path})",
-                          hint="run softrt tune --revert first") from None
+        raise ConfigError(
+            f"a tune is already applied (state file {path})", hint="run softrt tune --revert first"
+        ) from None
 
 
 def load(path: Path, root: str) -> tuple[dict, list[dict]]:
@@ -49,12 +50,16 @@ def load(path: Path, root: str) -> tuple[dict, list[dict]]:
     try:
         header, entries = journal.load(path, FORMAT, WHAT, root)
     except FileNotFoundError:
-        raise ConfigError(f"nothing to revert: no saved tune state at {path}",
-                          hint="softrt tune --apply saves one; SOFTRT_STATE_DIR changes where") from None
+        raise ConfigError(
+            f"nothing to revert: no saved tune state at {path}",
+            hint="softrt tune --apply saves one; SOFTRT_STATE_DIR changes where",
+        ) from None
     now = boot_id(root)
     if header.get("boot_id") and now and header["boot_id"] != now:
-        raise ConfigError(f"the tune state {path} is from an earlier boot: the reboot already undid every change",
-                          hint=f"delete {path}")
+        raise ConfigError(
+            f"the tune state {path} is from an earlier boot: the reboot already undid every change",
+            hint=f"delete {path}",
+        )
     return header, entries
 
 

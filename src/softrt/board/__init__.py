@@ -18,8 +18,9 @@ def check_device_spec(spec: str) -> str:
     raise ConfigError(f"unknown device {spec!r}", hint="use virtual or ethercat:IFACE (e.g. ethercat:eth1)")
 
 
-def open_device(spec: str, period_ns: int, axes: int, clock: Callable[[], int] = time.monotonic_ns,
-                **options) -> Device:
+def open_device(
+    spec: str, period_ns: int, axes: int, clock: Callable[[], int] = time.monotonic_ns, **options
+) -> Device:
     """Open the device *spec*, ready for ``start()`` (an EtherCAT bus is brought to OP).
 
     *clock* is the loop's clock (the platform's ``clock_ns``): the virtual board's edges are on it.
@@ -30,11 +31,13 @@ def open_device(spec: str, period_ns: int, axes: int, clock: Callable[[], int] =
     if spec == "virtual":
         return VirtualBoard(period_ns, axes, clock=clock)
     # On Windows a friendly name or GUID becomes Npcap's \\Device\\NPF_{GUID}; missing Npcap is one line with the fix.
-    spec = "ethercat:" + ethercat_adapter(spec[len("ethercat:"):])
+    spec = "ethercat:" + ethercat_adapter(spec[len("ethercat:") :])
     try:
         from ..ethercat import open_device as open_ethercat
     except ImportError as err:  # pragma: no cover - the extra is not installed, or a module this OS lacks
-        raise ConfigError(f"{spec} cannot load the EtherCAT master: {err}",
-                          hint="pip install 'softrt[ethercat]' (pysoem); on Windows the master's receive path "
-                               "(AF_PACKET) is still Linux-only") from None
+        raise ConfigError(
+            f"{spec} cannot load the EtherCAT master: {err}",
+            hint="pip install 'softrt[ethercat]' (pysoem); on Windows the master's receive path "
+            "(AF_PACKET) is still Linux-only",
+        ) from None
     return open_ethercat(spec, period_ns, axes, **options)

@@ -19,9 +19,17 @@ _COMMAND_MODULES = (
     "run",
     "compare",
     "watch",
-    "check", "tune",
-    "history", "show", "report", "import_", "push", "tail",
-    "fleet", "diff", "query",
+    "check",
+    "tune",
+    "history",
+    "show",
+    "report",
+    "import_",
+    "push",
+    "tail",
+    "fleet",
+    "diff",
+    "query",
     "ecat_sim",
 )
 
@@ -52,9 +60,16 @@ _debug = False
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="softrt")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
-              help="Colours: auto is on a terminal only (NO_COLOR set: never; FORCE_COLOR set: always).")
-@click.option("--debug", is_flag=True, help="On an error, also print where it came from (a traceback, for a bug report).")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colours: auto is on a terminal only (NO_COLOR set: never; FORCE_COLOR set: always).",
+)
+@click.option(
+    "--debug", is_flag=True, help="On an error, also print where it came from (a traceback, for a bug report)."
+)
 @click.pass_context
 def cli(ctx: click.Context, color: str, debug: bool) -> None:
     """Can this PC run my 250 µs control loop, and if not, why not?"""
@@ -121,7 +136,10 @@ def main(argv: list[str] | None = None) -> None:
         fail("interrupted", EXIT_INTERRUPTED)
     except click.ClickException as err:
         # Usage errors: click's own one-line message, exit status 2.
-        fail(err.format_message(), EXIT_BAD_INPUT if isinstance(err, click.UsageError) or err.exit_code == 2 else err.exit_code)
+        fail(
+            err.format_message(),
+            EXIT_BAD_INPUT if isinstance(err, click.UsageError) or err.exit_code == 2 else err.exit_code,
+        )
     except ConfigError as err:
         fail(str(err), EXIT_BAD_INPUT, err)
     except SoftRTError as err:

@@ -39,8 +39,13 @@ class CpuList(click.ParamType):
 def render_report(report: Report, verbose: bool = False, expand: bool = True) -> Group:
     """The check tables, one per group, then the verdict and what to fix first; the tables fill the
     width (*expand*) unless it is a pipe's, where they are as wide as their content (cli.output)."""
-    parts = [Text(f"softrt check: real-time CPU(s) {report.rt_cpus}, housekeeping CPU(s) {report.housekeeping}"
-                  + (f", read from {report.root}" if report.root != "/" else ""), style="bold")]
+    parts = [
+        Text(
+            f"softrt check: real-time CPU(s) {report.rt_cpus}, housekeeping CPU(s) {report.housekeeping}"
+            + (f", read from {report.root}" if report.root != "/" else ""),
+            style="bold",
+        )
+    ]
     for group, label in GROUPS.items():
         rows = [f for f in report.findings if f.group == group]
         if not rows:
@@ -73,27 +78,54 @@ def render_report(report: Report, verbose: bool = False, expand: bool = True) ->
             tag = " [softrt tune]" if f.tunable else " [reboot]" if f.reboot else ""
             parts.append(Text(f"  {i}. {f.title}: {f.fix}{tag}"))
     counts = report.counts()
-    parts.append(Text(f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail, {counts['n/a']} n/a. "
-                      "Run-time fixes: softrt tune --rt-cpus " + str(report.rt_cpus), style="dim"))
+    parts.append(
+        Text(
+            f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail, {counts['n/a']} n/a. "
+            "Run-time fixes: softrt tune --rt-cpus " + str(report.rt_cpus),
+            style="dim",
+        )
+    )
     return Group(*parts)
 
 
-@click.command("check", epilog="""\b
+@click.command(
+    "check",
+    epilog="""\b
 Examples:
   softrt check                                the CPU softrt run would use
   softrt check --rt-cpus 2-3 --sample 10s -v
-  softrt check --root capture/ --json         a tree captured by scripts/capture_sysfs.py""")
-@click.option("--rt-cpus", type=CpuList(), default=None,
-              help="Real-time CPU(s), e.g. 3 or 2-3 [default: the CPU softrt run uses, the highest online one (P-core on a hybrid CPU)].")
-@click.option("--sample", "sample_ns", type=TimeNs("s", max_ns=60 * NS_PER_S), default="2s", show_default=True,
-              help="How long to sample what runs on the RT CPUs (0: no sample; bare number: s; at most 60s).")
+  softrt check --root capture/ --json         a tree captured by scripts/capture_sysfs.py""",
+)
+@click.option(
+    "--rt-cpus",
+    type=CpuList(),
+    default=None,
+    help="Real-time CPU(s), e.g. 3 or 2-3 [default: the CPU softrt run uses, the highest online one (P-core on a hybrid CPU)].",
+)
+@click.option(
+    "--sample",
+    "sample_ns",
+    type=TimeNs("s", max_ns=60 * NS_PER_S),
+    default="2s",
+    show_default=True,
+    help="How long to sample what runs on the RT CPUs (0: no sample; bare number: s; at most 60s).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every check's evidence.")
-@click.option("--root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False),
-              help="Read /proc and /sys under this directory (a tree captured by scripts/capture_sysfs.py).")
-@click.option("--as-system", "as_system", is_flag=True,
-              help="Windows, elevated: read the SoftRealTime CSP (SetRTCores) as SYSTEM through a one-off scheduled "
-                   "task; softrt itself, its history and state stay yours.")
+@click.option(
+    "--root",
+    default="/",
+    show_default=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Read /proc and /sys under this directory (a tree captured by scripts/capture_sysfs.py).",
+)
+@click.option(
+    "--as-system",
+    "as_system",
+    is_flag=True,
+    help="Windows, elevated: read the SoftRealTime CSP (SetRTCores) as SYSTEM through a one-off scheduled "
+    "task; softrt itself, its history and state stay yours.",
+)
 def command(rt_cpus, sample_ns, as_json, verbose, root, as_system):
     """Check whether this machine can hold a 250 µs loop; say what is wrong, why, and the fix.
 
@@ -102,8 +134,9 @@ def command(rt_cpus, sample_ns, as_json, verbose, root, as_system):
     sample_s = sample_ns / NS_PER_S
     if rt_cpus is not None and not rt_cpus:
         example = default_rt_cpu(root)
-        raise ConfigError("no real-time CPU given",
-                          hint=f"name one or more CPUs, e.g. --rt-cpus {1 if example is None else example}")
+        raise ConfigError(
+            "no real-time CPU given", hint=f"name one or more CPUs, e.g. --rt-cpus {1 if example is None else example}"
+        )
     if rt_cpus is None:
         cpu = default_rt_cpu(root)  # None: a Windows capture that does not say how many CPUs (the report says so)
         rt_cpus = CpuSet([cpu] if cpu is not None else [])

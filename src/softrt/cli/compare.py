@@ -71,9 +71,12 @@ def _cycles(m) -> str:
 
 def dropped_text(pooled: dict[str, Pooled]) -> Text | None:
     """A note for each scenario whose figures lack records the ring dropped."""
-    lines = [f"{name}: {f.metrics.cycles or 0:,} of {f.metrics.records_expected:,} cycles shown: "
-             f"{f.metrics.records_missing:,} records were dropped by the ring (its misses are the board's count)"
-             for name, f in pooled.items() if f.metrics.records_missing and f.metrics.records_expected]
+    lines = [
+        f"{name}: {f.metrics.cycles or 0:,} of {f.metrics.records_expected:,} cycles shown: "
+        f"{f.metrics.records_missing:,} records were dropped by the ring (its misses are the board's count)"
+        for name, f in pooled.items()
+        if f.metrics.records_missing and f.metrics.records_expected
+    ]
     return Text("\n".join(lines), style="yellow") if lines else None
 
 
@@ -98,37 +101,90 @@ def pooled_loads_text(pooled: dict[str, Pooled]) -> Text:
     return out
 
 
-@click.command("compare", epilog="""\b
+@click.command(
+    "compare",
+    epilog="""\b
 Examples:
   softrt compare                              untuned, tuned, tuned+load, tuned+load-on-rt-cpus
-  softrt compare tuned tuned+load --duration 30s --repeat 3 --require 'period.max<=300us,misses==0'""")
+  softrt compare tuned tuned+load --duration 30s --repeat 3 --require 'period.max<=300us,misses==0'""",
+)
 @click.argument("scenarios", nargs=-1)
-@click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True,
-              help="Measurement time per scenario and round (a scenario file may set its own).")
-@click.option("--repeat", type=int, default=1, show_default=True,
-              help="Rounds; scenarios alternate A B C D A B C D … to cancel drift.")
-@click.option("--require", "require", default=None,
-              help="What every scenario's verdict judges, e.g. 'period.max<=300us,misses==0'; a gate for tuned "
-                   "scenarios (exit 1 when one misses it) [default verdict: 0 missed updates and no period over "
-                   "nominal + --late-threshold].")
+@click.option(
+    "--duration",
+    "duration_ns",
+    type=TimeNs("s"),
+    default="10s",
+    show_default=True,
+    help="Measurement time per scenario and round (a scenario file may set its own).",
+)
+@click.option(
+    "--repeat",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Rounds; scenarios alternate A B C D A B C D … to cancel drift.",
+)
+@click.option(
+    "--require",
+    "require",
+    default=None,
+    help="What every scenario's verdict judges, e.g. 'period.max<=300us,misses==0'; a gate for tuned "
+    "scenarios (exit 1 when one misses it) [default verdict: 0 missed updates and no period over "
+    "nominal + --late-threshold].",
+)
 @click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True)
-@click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)].")
+@click.option(
+    "--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)]."
+)
 @click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
 @click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
-@click.option("--settle", "settle_ns", type=TimeNs("s"), default="1s", show_default=True,
-              help="Time the loads run before the measurement starts.")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=default_runs_dir,
-              help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].")
+@click.option(
+    "--settle",
+    "settle_ns",
+    type=TimeNs("s"),
+    default="1s",
+    show_default=True,
+    help="Time the loads run before the measurement starts.",
+)
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=default_runs_dir,
+    help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].",
+)
 @trace_options
 @samples_option
 @watch_options
 @lab_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-@click.option("--report", "report_html", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
-              metavar="FILE.html", help="Also write the HTML report of the comparison: the scenarios side by side "
-                                        "with their verdicts, every plot (docs/report.md).")
-def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, load_backend, settle_ns, out_dir,
-            trace, late_threshold_ns, keep_late, samples, watch, as_json, report_html):
+@click.option(
+    "--report",
+    "report_html",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    default=None,
+    metavar="FILE.html",
+    help="Also write the HTML report of the comparison: the scenarios side by side "
+    "with their verdicts, every plot (docs/report.md).",
+)
+def command(
+    scenarios,
+    duration_ns,
+    repeat,
+    require,
+    period_ns,
+    cpu,
+    priority,
+    load_backend,
+    settle_ns,
+    out_dir,
+    trace,
+    late_threshold_ns,
+    keep_late,
+    samples,
+    watch,
+    as_json,
+    report_html,
+):
     """Run scenarios side by side [default: untuned tuned tuned+load tuned+load-on-rt-cpus].
 
     A SCENARIO is a built-in name or the path of a TOML file (see docs/scenarios.md).
@@ -137,9 +193,18 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
     if report_html is not None:
         check_target(report_html, "the report", "choose another file with --report")  # before anything runs
     chosen = [load_scenario(s) for s in (scenarios or BUILTIN_NAMES)]
-    base = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, out_dir=out_dir,
-                     trace=trace, late_threshold_ns=late_threshold_ns, require=require, keep_late=keep_late,
-                     samples=samples)
+    base = RunConfig(
+        period_ns=period_ns,
+        duration_ns=duration_ns,
+        cpu=cpu,
+        priority=priority,
+        out_dir=out_dir,
+        trace=trace,
+        late_threshold_ns=late_threshold_ns,
+        require=require,
+        keep_late=keep_late,
+        samples=samples,
+    )
     planned = plan(chosen, base, load_backend)
     # Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the running scenario; every scenario that
     # finished is already in the history, and the comparison so far is printed before the command exits 1.
@@ -148,10 +213,16 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
         err = console(stderr=True)
         with unless_gone():  # a closed terminal stops the printing, never the storing
             with Watch(err, watch, title="softrt compare") as live:  # one metrics endpoint, labels per scenario
-                result = compare(planned, repeat=repeat, backend=load_backend, requirements=requirements,
-                                 settle_s=settle_ns / 1e9, on_event=lambda msg: live.say(f"softrt compare: {msg}"),
-                                 on_run=lambda r: (remember([r.result.path]), live.finished(r.result.summary)),
-                                 on_progress=live.on_progress)
+                result = compare(
+                    planned,
+                    repeat=repeat,
+                    backend=load_backend,
+                    requirements=requirements,
+                    settle_s=settle_ns / 1e9,
+                    on_event=lambda msg: live.say(f"softrt compare: {msg}"),
+                    on_run=lambda r: (remember([r.result.path]), live.finished(r.result.summary)),
+                    on_progress=live.on_progress,
+                )
             late = not result.interrupted and interrupts.requested()  # a signal after every scenario had run
             status = interrupts.exit_status() if late else 0 if result.passed else 1
             if as_json:
@@ -159,8 +230,11 @@ def command(scenarios, duration_ns, repeat, require, period_ns, cpu, priority, l
             else:
                 _print(result, repeat, out_dir)
             if result.interrupted:
-                emit(err, f"softrt compare: {interrupts.reason()} after {len(result.runs)} of "
-                          f"{repeat * len(planned)} scenario runs; the runs so far are stored")
+                emit(
+                    err,
+                    f"softrt compare: {interrupts.reason()} after {len(result.runs)} of "
+                    f"{repeat * len(planned)} scenario runs; the runs so far are stored",
+                )
             elif late:
                 emit(err, f"softrt compare: {interrupts.reason()} after every scenario had run; they are stored")
             if report_html is not None and result.runs:
@@ -183,8 +257,9 @@ def _print(result, repeat: int, out_dir: Path) -> None:
         line = Text("pass", style="green") if check.passed else Text("FAIL", style="red")
         line.append(f" {check.scenario}: {check.requirement} (measured {_f(check.measured, 2)})")  # never markup
         emit(out, line)
-    emit(out, Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary.run_id for r in result.runs),
-                   style="dim"))
+    emit(
+        out, Text(f"Runs stored in {out_dir}: " + ", ".join(r.result.summary.run_id for r in result.runs), style="dim")
+    )
 
 
 def _write_report(result, path: Path, err) -> None:
@@ -193,10 +268,21 @@ def _write_report(result, path: Path, err) -> None:
 
     report = build_report([r.result.path for r in result.runs], path, comparison=result.verdict, option="--report")
     for ref, message in report.broken:
-        emit(err, f"softrt: warning: left out of the report {ref}: {message}", style="yellow", markup=False,
-                  highlight=False, soft_wrap=True)
-    emit(err, f"softrt compare: report of {len(report.runs)} run(s) written to {report.path}", markup=False,
-              highlight=False, soft_wrap=True)
+        emit(
+            err,
+            f"softrt: warning: left out of the report {ref}: {message}",
+            style="yellow",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    emit(
+        err,
+        f"softrt compare: report of {len(report.runs)} run(s) written to {report.path}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _rounds_table(result) -> Table:

@@ -26,31 +26,44 @@ def _v(value: object, unit: str = "") -> str:
 
 def diff_lines(d: dict) -> list[Text]:
     a, b = d["a"], d["b"]
-    lines = [Text(f"A {printable(a['run_id'])}: rig {printable(a['label'])}, {printable(a['scenario'])}, "
-                  f"{printable(a['started_at'] or '?')}"),
-             Text(f"B {printable(b['run_id'])}: rig {printable(b['label'])}, {printable(b['scenario'])}, "
-                  f"{printable(b['started_at'] or '?')}")]
+    lines = [
+        Text(
+            f"A {printable(a['run_id'])}: rig {printable(a['label'])}, {printable(a['scenario'])}, "
+            f"{printable(a['started_at'] or '?')}"
+        ),
+        Text(
+            f"B {printable(b['run_id'])}: rig {printable(b['label'])}, {printable(b['scenario'])}, "
+            f"{printable(b['started_at'] or '?')}"
+        ),
+    ]
     for title, part in (("Provenance", d["provenance"]), ("Configuration", d["config"])):
         lines.append(Text(f"{title}: " + ("the same" if not part else f"{len(part)} difference(s)"), style="bold"))
         lines += [Text(f"  {printable(k)}: {_v(v['a'])} → {_v(v['b'])}") for k, v in part.items()]
-    lines.append(Text("Headline figures (A → B, change; judged against the noise of A's rig and scenario):",
-                      style="bold"))
+    lines.append(
+        Text("Headline figures (A → B, change; judged against the noise of A's rig and scenario):", style="bold")
+    )
     for h in d["headline"]:
         change = "" if h["change"] is None else f", {'+' if h['change'] >= 0 else ''}{_v(h['change'], h['unit'])}"
         noise = h["noise"]
         band = f"; noise range {_v(noise['range'], h['unit'])} over {noise['runs']} runs" if noise["known"] else ""
-        lines.append(Text(f"  {h['name']}: {_v(h['a'], h['unit'])} → {_v(h['b'], h['unit'])}{change}: "
-                          f"{h['judged']}{band}",
-                          style="red" if h["judged"] == "worse" else "green" if h["judged"] == "better" else ""))
+        lines.append(
+            Text(
+                f"  {h['name']}: {_v(h['a'], h['unit'])} → {_v(h['b'], h['unit'])}{change}: {h['judged']}{band}",
+                style="red" if h["judged"] == "worse" else "green" if h["judged"] == "better" else "",
+            )
+        )
     lines.append(Text(printable(d["noise_how"]), style="dim"))
     return lines
 
 
-@click.command("diff", epilog="""\b
+@click.command(
+    "diff",
+    epilog="""\b
 Examples:
   softrt diff last~1 last
   softrt diff 20261130-071502 /mnt/lab/softrt/rig=4f2a…/date=2026-12-01/20261201-080000-rig7-ab12
-  softrt diff RUN_A RUN_B --db postgresql://lab@lab-db/softrt     two rigs' runs""")
+  softrt diff RUN_A RUN_B --db postgresql://lab@lab-db/softrt     two rigs' runs""",
+)
 @click.argument("run_a")
 @click.argument("run_b")
 @DB_OPTION

@@ -40,9 +40,15 @@ def warn_unreadable(unreadable: list) -> None:
     """One line for the rows left out (their stored summaries could not be read)."""
     if unreadable:
         shown = ", ".join(run_id for run_id, _ in unreadable[:3]) + (", …" if len(unreadable) > 3 else "")
-        emit(console(stderr=True), Text(f"softrt: warning: {len(unreadable)} run(s) left out, their stored summary "
-                                        f"unreadable ({shown}): {printable(unreadable[0][1])[:200]}",
-                                        style="yellow"), soft_wrap=True)
+        emit(
+            console(stderr=True),
+            Text(
+                f"softrt: warning: {len(unreadable)} run(s) left out, their stored summary "
+                f"unreadable ({shown}): {printable(unreadable[0][1])[:200]}",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
 
 
 def _us(value: float | None) -> str:
@@ -66,53 +72,85 @@ def _rate(row: dict) -> str:
 
 def fleet_table(rows: list[dict]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False)
-    for name in ("rig", "CPU", "kernel", "last run", "verdict", "late rate / worst", f"trend (last {TREND_RUNS} worst, µs)"):
+    for name in (
+        "rig",
+        "CPU",
+        "kernel",
+        "last run",
+        "verdict",
+        "late rate / worst",
+        f"trend (last {TREND_RUNS} worst, µs)",
+    ):
         table.add_column(name, overflow="fold")
     for row in rows:
         trend = " ".join(_us(v) for v in row["trend_worst_period_us"])
         verdict = row["verdict"] or "—"
-        table.add_row(Text(printable(row["label"])), Text(printable(row["cpu"] or "—")),
-                      Text(printable(row["kernel"] or "—")),
-                      Text(f"{printable(row['last_run'])} ({printable(row['scenario'])})"),
-                      Text(verdict, style="green" if verdict == "pass" else "red" if verdict == "fail" else ""),
-                      Text(_rate(row)), Text(f"{row['trend']} {trend}"))
+        table.add_row(
+            Text(printable(row["label"])),
+            Text(printable(row["cpu"] or "—")),
+            Text(printable(row["kernel"] or "—")),
+            Text(f"{printable(row['last_run'])} ({printable(row['scenario'])})"),
+            Text(verdict, style="green" if verdict == "pass" else "red" if verdict == "fail" else ""),
+            Text(_rate(row)),
+            Text(f"{row['trend']} {trend}"),
+        )
     return table
 
 
 def regressions_text(found: dict) -> list[Text]:
     lines = []
     for e in found["regressions"]:
-        worse = ", ".join(f"{f['name']} {_us(f['after'])}{f['unit'] and ' ' + f['unit']} (before: median "
-                          f"{_us(f['noise']['median'])}, range {_us(f['noise']['range'])}, {f['noise']['runs']} runs)"
-                          for k, f in e["figures"].items() if k in e["worse"])
+        worse = ", ".join(
+            f"{f['name']} {_us(f['after'])}{f['unit'] and ' ' + f['unit']} (before: median "
+            f"{_us(f['noise']['median'])}, range {_us(f['noise']['range'])}, {f['noise']['runs']} runs)"
+            for k, f in e["figures"].items()
+            if k in e["worse"]
+        )
         change = "; ".join(f"{k}: {printable(v['before'])} → {printable(v['after'])}" for k, v in e["change"].items())
-        lines.append(Text(f"{printable(e['label'])} ({printable(e['rig'])}), {printable(e['scenario'])}: worse after "
-                          f"{change or 'no recorded change'}\n  last good {printable(e['last_good']['run_id'])}, first "
-                          f"bad {printable(e['first_bad']['run_id'])} ({e['runs_after']} run(s) since): {worse}"))
+        lines.append(
+            Text(
+                f"{printable(e['label'])} ({printable(e['rig'])}), {printable(e['scenario'])}: worse after "
+                f"{change or 'no recorded change'}\n  last good {printable(e['last_good']['run_id'])}, first "
+                f"bad {printable(e['first_bad']['run_id'])} ({e['runs_after']} run(s) since): {worse}"
+            )
+        )
     if found["kernels"]:
-        lines.append(Text("Kernels by rigs made worse: " + "; ".join(
-            f"{printable(k['kernel'])}: {k['rigs_worse']} of {k['rigs_tested']}" for k in found["kernels"])))
+        lines.append(
+            Text(
+                "Kernels by rigs made worse: "
+                + "; ".join(
+                    f"{printable(k['kernel'])}: {k['rigs_worse']} of {k['rigs_tested']}" for k in found["kernels"]
+                )
+            )
+        )
     return lines
 
 
-@click.command("fleet", epilog="""\b
+@click.command(
+    "fleet",
+    epilog="""\b
 Examples:
   softrt fleet --db postgresql://lab@lab-db/softrt
   softrt fleet --kernel 6.18.9-rt --since 2026-03-01 --json
   softrt fleet --regressions        exit status 1 when a change made a rig worse
-  softrt report --fleet lab.html    the same rigs' trends, each provenance change marked""")
+  softrt report --fleet lab.html    the same rigs' trends, each provenance change marked""",
+)
 @DB_OPTION
 @filter_options
-@click.option("--regressions", is_flag=True,
-              help="List each rig and scenario where a provenance change (kernel, BIOS, microcode, cmdline, "
-                   "tuning, NIC) was followed by figures worse beyond the rig's own noise.")
+@click.option(
+    "--regressions",
+    is_flag=True,
+    help="List each rig and scenario where a provenance change (kernel, BIOS, microcode, cmdline, "
+    "tuning, NIC) was followed by figures worse beyond the rig's own noise.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def command(db, rig, scenario, kernel, since, until, regressions, as_json):
     """One row per rig in the history: its label, CPU, kernel, last run and verdict, the late rate with its
     interval (where the run has a tail model, else the worst cycle), and the trend of its worst periods."""
     unreadable: list = []
-    runs = load_runs(History(db), rig=rig, scenario=scenario, kernel=kernel, since=since, until=until,
-                     unreadable=unreadable)
+    runs = load_runs(
+        History(db), rig=rig, scenario=scenario, kernel=kernel, since=since, until=until, unreadable=unreadable
+    )
     warn_unreadable(unreadable)
     if regressions:
         from ..store.regressions import find
@@ -121,11 +159,17 @@ def command(db, rig, scenario, kernel, since, until, regressions, as_json):
         if as_json:
             sys.stdout.write(json.dumps(found, indent=2) + "\n")
         else:
-            lines = regressions_text(found) or [Text("No regression: no provenance change was followed by figures "
-                                                     "worse beyond the rig's noise.")]
+            lines = regressions_text(found) or [
+                Text("No regression: no provenance change was followed by figures worse beyond the rig's noise.")
+            ]
             if found["changes_with_unknown_noise"]:
-                lines.append(Text(f"{found['changes_with_unknown_noise']} change(s) not judged: fewer than 3 runs "
-                                  "before them with one provenance (noise unknown).", style="dim"))
+                lines.append(
+                    Text(
+                        f"{found['changes_with_unknown_noise']} change(s) not judged: fewer than 3 runs "
+                        "before them with one provenance (noise unknown).",
+                        style="dim",
+                    )
+                )
             for line in lines:
                 emit(console(), line, soft_wrap=True)
         return 1 if found["regressions"] else 0
@@ -135,6 +179,12 @@ def command(db, rig, scenario, kernel, since, until, regressions, as_json):
     elif rows:
         emit(console(), fleet_table(rows))
     else:
-        emit(console(stderr=True), Text("No runs match in the history. Runs are stored by softrt run, compare and "
-                                        "import, or with softrt history add DIR."), soft_wrap=True)
+        emit(
+            console(stderr=True),
+            Text(
+                "No runs match in the history. Runs are stored by softrt run, compare and "
+                "import, or with softrt history add DIR."
+            ),
+            soft_wrap=True,
+        )
     return 0

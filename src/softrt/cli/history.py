@@ -21,19 +21,28 @@ from ..units import format_number as num
 from .render import console, emit
 
 DB_OPTION = click.option(
-    "--db", metavar="PATH|URL", default=None,
+    "--db",
+    metavar="PATH|URL",
+    default=None,
     help="History database: a SQLite file, or a lab's postgresql://user@host/dbname (password in ~/.pgpass) "
-         "[default: $SOFTRT_DB, else $SOFTRT_HOME/history.sqlite, else ~/.local/share/softrt/history.sqlite].")
+    "[default: $SOFTRT_DB, else $SOFTRT_HOME/history.sqlite, else ~/.local/share/softrt/history.sqlite].",
+)
 
 
 ARCHIVE_OPTION = click.option(
-    "--archive", metavar="PATH", default=None,
+    "--archive",
+    metavar="PATH",
+    default=None,
     help="Lab archive (a shared directory): each run folder is copied there once, immutable, as "
-         "rig=<id>/date=<YYYY-MM-DD>/<run id>/ [default: $SOFTRT_ARCHIVE, else none].")
+    "rig=<id>/date=<YYYY-MM-DD>/<run id>/ [default: $SOFTRT_ARCHIVE, else none].",
+)
 RIG_LABEL_OPTION = click.option(
-    "--rig-label", metavar="TEXT", default=None,
+    "--rig-label",
+    metavar="TEXT",
+    default=None,
     help="This rig's name in the lab (softrt fleet shows it), recorded in each run's provenance "
-         "[default: $SOFTRT_RIG_LABEL].")
+    "[default: $SOFTRT_RIG_LABEL].",
+)
 _LAB = "softrt.lab"  # click context meta: the command's lab, and whether it was refused as bad input
 
 
@@ -86,11 +95,16 @@ def remember(run_paths) -> None:
         # softrt history add, never an option the command lacks.
         where = printable(run_paths[0])
         held = printable(history.path) if history is not None else "this rig's history"
-        emit(err, Text(
-            f"softrt: warning: the history {held} could not be updated with the run in {where}: "
-            f"{printable(error.msg)}. The next softrt command that reads the history brings its entry up to "
-            f"date from {where} (or: softrt history add {where}). The history lives in $SOFTRT_HOME (default "
-            "~/.local/share/softrt): free space there, or set SOFTRT_HOME to another directory."), soft_wrap=True)
+        emit(
+            err,
+            Text(
+                f"softrt: warning: the history {held} could not be updated with the run in {where}: "
+                f"{printable(error.msg)}. The next softrt command that reads the history brings its entry up to "
+                f"date from {where} (or: softrt history add {where}). The history lives in $SOFTRT_HOME (default "
+                "~/.local/share/softrt): free space there, or set SOFTRT_HOME to another directory."
+            ),
+            soft_wrap=True,
+        )
         history = None
     where = f"this rig's history ({history.path})" if history is not None else str(run_paths[0])
     what = "run" if len(run_paths) == 1 else f"{len(run_paths)} runs"
@@ -105,12 +119,21 @@ def remember(run_paths) -> None:
     except SoftRTError as error:
         if isinstance(error, ConfigError):
             meta["refused"] = True
-            emit(err, Text(f"softrt: error: {error}; the {what} stays in {where}: softrt push sends it once this is "
-                           "fixed"), soft_wrap=True)
+            emit(
+                err,
+                Text(f"softrt: error: {error}; the {what} stays in {where}: softrt push sends it once this is fixed"),
+                soft_wrap=True,
+            )
         else:
             meta["down"] = True
-            emit(err, Text(f"softrt: the lab has not got the {what} yet, kept in {where}: {error.msg}; softrt push "
-                           "sends it later"), soft_wrap=True)
+            emit(
+                err,
+                Text(
+                    f"softrt: the lab has not got the {what} yet, kept in {where}: {error.msg}; softrt push "
+                    "sends it later"
+                ),
+                soft_wrap=True,
+            )
 
 
 _MODES = {"real-time": "RT", "not real-time": "not RT"}  # "untuned" stays
@@ -150,19 +173,34 @@ def _listing(r: RunRecord) -> dict:
     out = r.to_dict()
     if r.status == "running":
         state = run_state(r.summary, run_dir=r.path)
-        out["running"] = {"alive": state.alive, "elapsed_s": state.elapsed_s,
-                          "checkpoint_age_s": state.checkpoint_age_s}
+        out["running"] = {
+            "alive": state.alive,
+            "elapsed_s": state.elapsed_s,
+            "checkpoint_age_s": state.checkpoint_age_s,
+        }
     return out
 
 
-_HEADERS = ("run", "host", "scenario", "mode", "status", "cycles", "period\nmax", "period\np99.99", "latency\nmax",
-            "missed", "late/h\n≤ 95 %")
+_HEADERS = (
+    "run",
+    "host",
+    "scenario",
+    "mode",
+    "status",
+    "cycles",
+    "period\nmax",
+    "period\np99.99",
+    "latency\nmax",
+    "missed",
+    "late/h\n≤ 95 %",
+)
 _HOST, _SCENARIO, _STATUS, _LATENCY, _RATE = 1, 2, 4, 8, 10
 _TEXT_MIN_WIDTH = 4  # host and scenario give way down to this (with an ellipsis)
 
 
-def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None, width: int = 80,
-                  by_rate: bool = False) -> Table:
+def history_table(
+    runs: list[RunRecord], short_ids: dict[str, str] | None = None, width: int = 80, by_rate: bool = False
+) -> Table:
     """One line per run within *width* columns: identity, then the seed's headline figures.
 
     Run ids are abbreviated to *short_ids* (their unique prefixes, which softrt show takes). The
@@ -180,16 +218,33 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
         scenario = r.scenario or "-"
         if r.source != "softrt" and r.source != scenario:
             scenario += f" [{r.source}]"
-        rows.append([short_ids.get(r.run_id, r.run_id), r.host or "-", scenario,
-                     _MODES.get(r.mode or "-", r.mode or "-"), _state(r), _count(r.cycles), _num(r.period_max_us),
-                     _num(r.period_p99_99_us), _num(r.latency_max_us),
-                     "-" if r.missed_updates is None else f"{r.missed_updates:,}", _rate(r.late_rate_high_per_h)])
+        rows.append(
+            [
+                short_ids.get(r.run_id, r.run_id),
+                r.host or "-",
+                scenario,
+                _MODES.get(r.mode or "-", r.mode or "-"),
+                _state(r),
+                _count(r.cycles),
+                _num(r.period_max_us),
+                _num(r.period_p99_99_us),
+                _num(r.latency_max_us),
+                "-" if r.missed_updates is None else f"{r.missed_updates:,}",
+                _rate(r.late_rate_high_per_h),
+            ]
+        )
     rows = [[printable(cell) for cell in row] for row in rows]
-    widths = [max([len(row[k]) for row in rows] + [len(line) for line in _HEADERS[k].split("\n")])
-              for k in range(len(_HEADERS))]
-    keep = [k for k in range(len(_HEADERS)) if not (k == _HOST and one_host)
-            and not (k == _STATUS and not any(row[_STATUS] for row in rows))
-            and not (k == _RATE and all(r.late_rate_high_per_h is None for r in runs))]
+    widths = [
+        max([len(row[k]) for row in rows] + [len(line) for line in _HEADERS[k].split("\n")])
+        for k in range(len(_HEADERS))
+    ]
+    keep = [
+        k
+        for k in range(len(_HEADERS))
+        if not (k == _HOST and one_host)
+        and not (k == _STATUS and not any(row[_STATUS] for row in rows))
+        and not (k == _RATE and all(r.late_rate_high_per_h is None for r in runs))
+    ]
     text = [k for k in (_HOST, _SCENARIO) if k in keep]
 
     # Two spaces between columns when everything fits so, else one.
@@ -213,14 +268,22 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
     title += " (µs; RT: real-time)"
     if any(r.compare_id for r in runs):
         title += "; blank lines group a compare"
-    table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
-                  pad_edge=False, padding=(0, gap - 1, 0, 0))  # the box puts one space between columns
+    table = Table(
+        title=Text(printable(title)),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, gap - 1, 0, 0),
+    )  # the box puts one space between columns
     for k in keep:
         if k in text:
             w = limit.get(k, widths[k])
             table.add_column(_HEADERS[k], overflow="ellipsis", no_wrap=True, width=w)
         else:
-            table.add_column(_HEADERS[k], no_wrap=True, min_width=widths[k], justify="left" if k in (0, 3, 4) else "right")
+            table.add_column(
+                _HEADERS[k], no_wrap=True, min_width=widths[k], justify="left" if k in (0, 3, 4) else "right"
+            )
     groups = [r.compare_id for r in runs]
     for i, row in enumerate(rows):
         # Text cells: a host or scenario read from a file is shown as it is, never as rich markup
@@ -231,21 +294,32 @@ def history_table(runs: list[RunRecord], short_ids: dict[str, str] | None = None
     return table
 
 
-@click.group("history", invoke_without_command=True, epilog="""\b
+@click.group(
+    "history",
+    invoke_without_command=True,
+    epilog="""\b
 Examples:
   softrt history --host rig-7 --since 2026-11-01
   softrt history --limit 5 --json
-  softrt history --by-rate                    rank by the late rate's 95 % upper bound""")
+  softrt history --by-rate                    rank by the late rate's 95 % upper bound""",
+)
 @DB_OPTION
 @click.option("--host", default=None, help="Only runs on this host.")
 @click.option("--scenario", default=None, help="Only this scenario (imported results: the tool's name).")
-@click.option("--source", type=click.Choice(["softrt", "cyclictest", "oslat"]), default=None,
-              help="Only runs measured by softrt, or imported from this tool.")
+@click.option(
+    "--source",
+    type=click.Choice(["softrt", "cyclictest", "oslat"]),
+    default=None,
+    help="Only runs measured by softrt, or imported from this tool.",
+)
 @click.option("--since", default=None, help="Only runs started at or after this date/time (UTC), e.g. 2026-11-01.")
 @click.option("--until", default=None, help="Only runs started up to this date (inclusive) or time (UTC).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the newest N runs.")
-@click.option("--by-rate", is_flag=True,
-              help="Rank by the late rate's 95 % upper bound, lowest first (runs without a tail block last).")
+@click.option(
+    "--by-rate",
+    is_flag=True,
+    help="Rank by the late rate's 95 % upper bound, lowest first (runs without a tail block last).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON list.")
 @click.pass_context
 def command(ctx, db, host, scenario, source, since, until, limit, by_rate, as_json):
@@ -269,14 +343,22 @@ def command(ctx, db, host, scenario, source, since, until, limit, by_rate, as_js
         out = console()
         emit(out, history_table(runs, history.short_ids(), width=out.width, by_rate=by_rate))
     else:
-        emit(console(stderr=True), f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
-                                   "import, or with softrt history add DIR.", soft_wrap=True, markup=False)
+        emit(
+            console(stderr=True),
+            f"No runs in {history.path} match. Runs are stored by softrt run, compare and "
+            "import, or with softrt history add DIR.",
+            soft_wrap=True,
+            markup=False,
+        )
     return 0
 
 
-@command.command("add", epilog="""\b
+@command.command(
+    "add",
+    epilog="""\b
 Example:
-  softrt history add /mnt/rig-7/softrt-runs   the runs another PC made""")
+  softrt history add /mnt/rig-7/softrt-runs   the runs another PC made""",
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @DB_OPTION
 @click.pass_context
@@ -300,9 +382,12 @@ def add(ctx, paths, db):
     return 1 if bad else 0
 
 
-@command.command("init", epilog="""\b
+@command.command(
+    "init",
+    epilog="""\b
 Example:
-  softrt history init --db postgresql://softrt@lab-db/softrt   once, as the role that owns the lab's database""")
+  softrt history init --db postgresql://softrt@lab-db/softrt   once, as the role that owns the lab's database""",
+)
 @DB_OPTION
 @click.pass_context
 def init(ctx, db):
@@ -313,9 +398,12 @@ def init(ctx, db):
     return 0
 
 
-@command.command("forget", epilog="""\b
+@command.command(
+    "forget",
+    epilog="""\b
 Example:
-  softrt history forget last                  the newest run leaves the history; its directory stays""")
+  softrt history forget last                  the newest run leaves the history; its directory stays""",
+)
 @click.argument("run")
 @DB_OPTION
 @click.pass_context

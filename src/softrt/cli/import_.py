@@ -20,11 +20,21 @@ def _fmt(value, spec: str) -> str:
 
 @click.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--format", "source", type=click.Choice(["auto", *SOURCES]), default="auto", show_default=True,
-              help="The tool that wrote FILE (auto: read it from the file).")
+@click.option(
+    "--format",
+    "source",
+    type=click.Choice(["auto", *SOURCES]),
+    default="auto",
+    show_default=True,
+    help="The tool that wrote FILE (auto: read it from the file).",
+)
 @click.option("--scenario", default=None, help="Scenario name to store [default: the tool's name].")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the run directories go [default: $SOFTRT_HOME/imported or ~/.local/share/softrt/imported].")
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the run directories go [default: $SOFTRT_HOME/imported or ~/.local/share/softrt/imported].",
+)
 @DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the imported runs' summaries as a JSON list.")
 def command(files, source, scenario, out_dir, db, as_json):
@@ -38,15 +48,24 @@ def command(files, source, scenario, out_dir, db, as_json):
     out = console()
     summaries = []
     for file in files:
-        path = import_file(file, out_dir if out_dir is not None else default_import_dir(), scenario=scenario,
-                           source=None if source == "auto" else source)
+        path = import_file(
+            file,
+            out_dir if out_dir is not None else default_import_dir(),
+            scenario=scenario,
+            source=None if source == "auto" else source,
+        )
         run_id = history.add_run(path)
         summary = load_run_summary(path)
         summaries.append(summary.to_dict())
         if not as_json:
-            emit(out, f"imported {file} ({summary.origin}, {_fmt(summary.metrics.cycles, ',')} samples, "
-                      f"latency max {_fmt(summary.metrics.latency_us.max, ',.1f')} µs) as run {run_id} in {path}",
-                      markup=False, highlight=False, soft_wrap=True)
+            emit(
+                out,
+                f"imported {file} ({summary.origin}, {_fmt(summary.metrics.cycles, ',')} samples, "
+                f"latency max {_fmt(summary.metrics.latency_us.max, ',.1f')} µs) as run {run_id} in {path}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     if as_json:
         click.echo(json.dumps(summaries, indent=2))
     return 0

@@ -97,7 +97,9 @@ def live_view(p, title: str = "softrt run", final: RunSummary | None = None) -> 
         f"ring overflows {overflows:,}",
     ]
     if snap is not None and snap.worst_seq is not None:
-        lines.append(f"worst cycle #{snap.worst_seq:,} at {clock(snap.worst_at_s)} (period {_us(stats.worst_period_ns)})")
+        lines.append(
+            f"worst cycle #{snap.worst_seq:,} at {clock(snap.worst_at_s)} (period {_us(stats.worst_period_ns)})"
+        )
     body = Text("\n".join(lines), no_wrap=True)
     if not period.n:  # the streaming pass takes its first batch after about a second
         return Group(head, body)
@@ -129,8 +131,11 @@ class Watch:
     def __init__(self, err: Console, options: WatchOptions, title: str = "softrt run") -> None:
         self.err, self.title = err, title
         self.mode = "quiet" if options.quiet else "live" if err.is_terminal else "plain"
-        self.server = metrics.MetricsServer(options.metrics_addr, options.metrics_port) \
-            if options.metrics_port is not None else None
+        self.server = (
+            metrics.MetricsServer(options.metrics_addr, options.metrics_port)
+            if options.metrics_port is not None
+            else None
+        )
         self.linger_s = options.metrics_linger_ns / 1e9
         self.host = socket.gethostname()
         self.live: Live | None = None
@@ -172,8 +177,12 @@ class Watch:
             return
         try:
             if self.linger_s > 0:
-                emit(self.err, f"softrt: serving the final metrics at {self.server.url} for {self.linger_s:g} s "
-                               "(--metrics-linger; Ctrl-C stops)", soft_wrap=True)
+                emit(
+                    self.err,
+                    f"softrt: serving the final metrics at {self.server.url} for {self.linger_s:g} s "
+                    "(--metrics-linger; Ctrl-C stops)",
+                    soft_wrap=True,
+                )
                 end = time.monotonic() + self.linger_s
                 with interrupts.deferred(then_ignore=True):  # a Ctrl-C ends the wait, never the exit status
                     seen = interrupts.requested()
@@ -217,9 +226,13 @@ class Watch:
         p = self._latest.get(summary.run_id)
         if self.server is not None and p is not None:
             why = summary.why_late
-            view = metrics.view_of(p, self.host, state=summary.state,
-                           ring_overflows=summary.ring.overflows if summary.ring is not None else None,
-                           culprits=why.culprits if why is not None and why.on else None)
+            view = metrics.view_of(
+                p,
+                self.host,
+                state=summary.state,
+                ring_overflows=summary.ring.overflows if summary.ring is not None else None,
+                culprits=why.culprits if why is not None and why.on else None,
+            )
             # The board's own count when the ring dropped records (session.summary.reconcile_misses): never fewer.
             misses = summary.metrics.misses
             board = (misses.missed_updates if misses is not None else None) or 0

@@ -13,10 +13,12 @@ from ..units import format_time_ns, parse_time_ns
 
 #: ``--priority`` (run and compare): what it sets on each OS, as the run's "applied" lines state it
 #: (Windows: platform.windows.realtime_level, tests/cli/test_options.py checks the figures).
-PRIORITY_HELP = ("Real-time priority 1-99. Linux: SCHED_FIFO at this priority. Windows: a base priority in "
-                 "REALTIME_PRIORITY_CLASS, 16 + (N-1)×15/98 rounded: 1-4 → 16 (THREAD_PRIORITY_IDLE), 50 → 24, "
-                 "80 → 28, 96-99 → 31 (THREAD_PRIORITY_TIME_CRITICAL); the run's 'applied: thread_priority' "
-                 "line says which.")
+PRIORITY_HELP = (
+    "Real-time priority 1-99. Linux: SCHED_FIFO at this priority. Windows: a base priority in "
+    "REALTIME_PRIORITY_CLASS, 16 + (N-1)×15/98 rounded: 1-4 → 16 (THREAD_PRIORITY_IDLE), 50 → 24, "
+    "80 → 28, 96-99 → 31 (THREAD_PRIORITY_TIME_CRITICAL); the run's 'applied: thread_priority' "
+    "line says which."
+)
 
 
 class TimeNs(click.ParamType):
@@ -51,31 +53,58 @@ class SignedTimeNs(TimeNs):
 
 def dc_options(f):
     """``--dc-lock``, ``--dc-shift`` (EtherCAT with distributed clocks; docs/ethercat.md)."""
-    f = click.option("--dc-shift", "dc_shift_ns", type=SignedTimeNs("us"), default="0us", show_default=True,
-                     help="With --dc-lock: where the frame meets the drives' cycle, after SYNC0 (negative: "
-                          "before; bare number: µs).")(f)
-    f = click.option("--dc-lock", is_flag=True,
-                     help="EtherCAT: phase-lock the host's cycle to the drives' SYNC0 (distributed clocks).")(f)
+    f = click.option(
+        "--dc-shift",
+        "dc_shift_ns",
+        type=SignedTimeNs("us"),
+        default="0us",
+        show_default=True,
+        help="With --dc-lock: where the frame meets the drives' cycle, after SYNC0 (negative: "
+        "before; bare number: µs).",
+    )(f)
+    f = click.option(
+        "--dc-lock",
+        is_flag=True,
+        help="EtherCAT: phase-lock the host's cycle to the drives' SYNC0 (distributed clocks).",
+    )(f)
     return f
 
 
 def trace_options(f):
     """``--trace/--no-trace``, ``--late-threshold``, ``--keep-late`` (run and compare; docs/trace.md)."""
-    f = click.option("--keep-late", type=int, default=100, show_default=True,
-                     help="Late cycles kept in the summary with their causes (the worst ones).")(f)
-    f = click.option("--late-threshold", "late_threshold_ns", type=TimeNs("us"), default=DEFAULT_THRESHOLD_TEXT,
-                     show_default=True,
-                     help="A cycle is late when its period exceeds the nominal one by more (bare number: µs).")(f)
-    f = click.option("--trace/--no-trace", default=True, show_default=True,
-                     help="Trace the RT CPU (tracefs) and explain every late cycle.")(f)
+    f = click.option(
+        "--keep-late",
+        type=int,
+        default=100,
+        show_default=True,
+        help="Late cycles kept in the summary with their causes (the worst ones).",
+    )(f)
+    f = click.option(
+        "--late-threshold",
+        "late_threshold_ns",
+        type=TimeNs("us"),
+        default=DEFAULT_THRESHOLD_TEXT,
+        show_default=True,
+        help="A cycle is late when its period exceeds the nominal one by more (bare number: µs).",
+    )(f)
+    f = click.option(
+        "--trace/--no-trace",
+        default=True,
+        show_default=True,
+        help="Trace the RT CPU (tracefs) and explain every late cycle.",
+    )(f)
     return f
 
 
 def samples_option(f):
     """``--samples all|late`` (run and compare; docs/run-format.md, "Files of a late run")."""
-    return click.option("--samples", type=click.Choice(["all", "late"]), default=None,
-                        help="Keep every cycle (all) or the late cycles with their context and per-second "
-                             "aggregates (late) [default: late for runs longer than 1 h, else all].")(f)
+    return click.option(
+        "--samples",
+        type=click.Choice(["all", "late"]),
+        default=None,
+        help="Keep every cycle (all) or the late cycles with their context and per-second "
+        "aggregates (late) [default: late for runs longer than 1 h, else all].",
+    )(f)
 
 
 @dataclass(frozen=True)
@@ -96,14 +125,26 @@ def watch_options(f):
     def command(*args, quiet, metrics_port, metrics_addr, metrics_linger_ns, **kwargs):
         return f(*args, watch=WatchOptions(quiet, metrics_port, metrics_addr, metrics_linger_ns), **kwargs)
 
-    command = click.option("--metrics-linger", "metrics_linger_ns", type=TimeNs("s"), default="30s",
-                           show_default=True,
-                           help="With --metrics-port: keep serving the final figures and state this long after "
-                                "the command is done, so a scraper records them (0: close at once; Ctrl-C "
-                                "ends it).")(command)
-    command = click.option("--metrics-addr", default="127.0.0.1", show_default=True,
-                           help="Address the metrics endpoint listens on (0.0.0.0: every interface).")(command)
-    command = click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
-                           help="Serve Prometheus metrics on this port while it runs (0: any free port; "
-                                "docs/metrics.md).")(command)
+    command = click.option(
+        "--metrics-linger",
+        "metrics_linger_ns",
+        type=TimeNs("s"),
+        default="30s",
+        show_default=True,
+        help="With --metrics-port: keep serving the final figures and state this long after "
+        "the command is done, so a scraper records them (0: close at once; Ctrl-C "
+        "ends it).",
+    )(command)
+    command = click.option(
+        "--metrics-addr",
+        default="127.0.0.1",
+        show_default=True,
+        help="Address the metrics endpoint listens on (0.0.0.0: every interface).",
+    )(command)
+    command = click.option(
+        "--metrics-port",
+        type=click.IntRange(0, 65535),
+        default=None,
+        help="Serve Prometheus metrics on this port while it runs (0: any free port; docs/metrics.md).",
+    )(command)
     return click.option("--quiet", "-q", is_flag=True, help="No live view or progress lines.")(command)

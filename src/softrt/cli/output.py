@@ -87,7 +87,7 @@ class _TrimmedLines:
     def write(self, text: str) -> int:
         whole = self._held + text
         body = whole.rstrip(" ")
-        self._held = whole[len(body):]
+        self._held = whole[len(body) :]
         self._stream.write("\n".join(line.rstrip(" ") for line in body.split("\n")))
         return len(text)
 
@@ -111,9 +111,15 @@ def make_console(stderr: bool = False) -> Console:
     tty = _isatty(stream)
     color = wants_color(tty)
     # On a terminal without colours (NO_COLOR), bold and the like stay, as rich does it; elsewhere plain text.
-    return Console(stderr=stderr, highlight=False, force_terminal=tty, width=None if tty else pipe_width(),
-                   color_system="auto" if tty else "standard" if color else None, no_color=not color,
-                   file=None if tty or color else _TrimmedLines(stream))
+    return Console(
+        stderr=stderr,
+        highlight=False,
+        force_terminal=tty,
+        width=None if tty else pipe_width(),
+        color_system="auto" if tty else "standard" if color else None,
+        no_color=not color,
+        file=None if tty or color else _TrimmedLines(stream),
+    )
 
 
 def unbounded(console: Console) -> bool:
@@ -142,14 +148,38 @@ class _WholeWrites(io.RawIOBase):
         view = memoryview(data).cast("B")
         total = len(view)
         while view:
-            view = view[os.write(self._fd, view):]
+            view = view[os.write(self._fd, view) :]
         return total
 
 
 #: What a character becomes in an encoding that lacks it (ASCII, so every code page has it).
-FALLBACKS = {"µ": "u", "≤": "<=", "≥": ">=", "×": "x", "–": "-", "—": "-", "…": "...", "·": "-", "→": "->",
-             "←": "<-", "█": "#", "²": "^2", "³": "^3", "±": "+-", "≈": "~", "°": " deg", "’": "'", "‘": "'",
-             "“": '"', "”": '"', "━": "-", "─": "-", "┃": "|", "│": "|", "\u00a0": " "}
+FALLBACKS = {
+    "µ": "u",
+    "≤": "<=",
+    "≥": ">=",
+    "×": "x",
+    "–": "-",
+    "—": "-",
+    "…": "...",
+    "·": "-",
+    "→": "->",
+    "←": "<-",
+    "█": "#",
+    "²": "^2",
+    "³": "^3",
+    "±": "+-",
+    "≈": "~",
+    "°": " deg",
+    "’": "'",
+    "‘": "'",
+    "“": '"',
+    "”": '"',
+    "━": "-",
+    "─": "-",
+    "┃": "|",
+    "│": "|",
+    "\u00a0": " ",
+}
 FALLBACK_ERRORS = "softrt-fallback"
 
 
@@ -158,7 +188,7 @@ def _fallback(err: UnicodeError) -> tuple[str, int]:
     ``+``, anything else unknown ``?``."""
     if not isinstance(err, UnicodeEncodeError):
         raise err
-    chunk = err.object[err.start:err.end]
+    chunk = err.object[err.start : err.end]
     return "".join(FALLBACKS.get(ch) or ("+" if "\u2500" <= ch <= "\u257f" else "?") for ch in chunk), err.end
 
 
@@ -187,8 +217,13 @@ def install() -> None:
     except (OSError, ValueError):
         return
     stdout.flush()
-    sys.stdout = io.TextIOWrapper(_WholeWrites(fd), encoding=stdout.encoding, errors=_errors_for(stdout),
-                                  line_buffering=stdout.line_buffering, write_through=True)
+    sys.stdout = io.TextIOWrapper(
+        _WholeWrites(fd),
+        encoding=stdout.encoding,
+        errors=_errors_for(stdout),
+        line_buffering=stdout.line_buffering,
+        write_through=True,
+    )
 
 
 @contextmanager

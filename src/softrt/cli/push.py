@@ -11,15 +11,23 @@ from .history import ARCHIVE_OPTION, DB_OPTION
 from .render import console, emit
 
 
-@click.command("push", epilog="""\b
+@click.command(
+    "push",
+    epilog="""\b
 Examples:
   softrt push --db postgresql://rig7@lab-db/softrt --archive /mnt/lab/softrt
-  */15 * * * * softrt push       (cron, with SOFTRT_DB and SOFTRT_ARCHIVE set; the password in ~/.pgpass)""")
+  */15 * * * * softrt push       (cron, with SOFTRT_DB and SOFTRT_ARCHIVE set; the password in ~/.pgpass)""",
+)
 @DB_OPTION
 @ARCHIVE_OPTION
-@click.option("--from", "local_db", metavar="PATH", default=None,
-              help="This rig's history to send from [default: $SOFTRT_HOME/history.sqlite, else "
-                   "~/.local/share/softrt/history.sqlite].")
+@click.option(
+    "--from",
+    "local_db",
+    metavar="PATH",
+    default=None,
+    help="This rig's history to send from [default: $SOFTRT_HOME/history.sqlite, else "
+    "~/.local/share/softrt/history.sqlite].",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing when nothing was sent (for cron).")
 def command(db, archive, local_db, quiet):
     """Send the lab's database and archive every run of this rig they lack (index rows and run folders).
@@ -40,11 +48,20 @@ def command(db, archive, local_db, quiet):
     if result.running:
         notes.append(f"{len(result.running)} still running (a later push sends them)")
     if result.gone:
-        notes.append(f"{len(result.gone)} whose folder is gone from this rig (not sent): "
-                     + ", ".join(printable(r) for r in result.gone[:3]) + (", …" if len(result.gone) > 3 else ""))
+        notes.append(
+            f"{len(result.gone)} whose folder is gone from this rig (not sent): "
+            + ", ".join(printable(r) for r in result.gone[:3])
+            + (", …" if len(result.gone) > 3 else "")
+        )
     if result.sent or notes or not quiet:
         where = History(lab.index()).path
-        emit(console(stderr=True), Text(f"{len(result.sent)} run(s) sent to {printable(where)}, {result.already} "
-                                        f"already there" + "".join(f"; {n}" for n in notes), style="dim"),
-                                   soft_wrap=True)
+        emit(
+            console(stderr=True),
+            Text(
+                f"{len(result.sent)} run(s) sent to {printable(where)}, {result.already} "
+                f"already there" + "".join(f"; {n}" for n in notes),
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
     return 0

@@ -23,7 +23,9 @@ def _cell(value: object) -> object:
     return str(value)  # dates, decimals, lists: as DuckDB prints them
 
 
-@click.command("query", epilog="""\b
+@click.command(
+    "query",
+    epilog="""\b
 Views: runs (the index: run_id, started_at, host, scenario, period_max_us, period_p99_99_us,
        missed_updates, summary_json…, and rig, rig_label, kernel, cpu_model, microcode,
        bios_version, preemption, cmdline, late_cycles, meets), samples (with --archive:
@@ -31,14 +33,20 @@ Views: runs (the index: run_id, started_at, host, scenario, period_max_us, perio
 Examples:
   softrt query "SELECT rig_label, max(period_p99_99_us) FROM runs WHERE kernel = '6.18.9-rt' GROUP BY 1"
   softrt query --archive /mnt/lab/softrt "SELECT rig, count(*) AS cycles FROM samples GROUP BY rig"
-""")
+""",
+)
 @click.argument("sql")
 @DB_OPTION
 @ARCHIVE_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as a JSON list of objects.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print the rows as CSV.")
-@click.option("--max-rows", type=click.IntRange(min=1), default=10000, show_default=True,
-              help="Print at most this many rows (a note says when more matched).")
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=1),
+    default=10000,
+    show_default=True,
+    help="Print at most this many rows (a note says when more matched).",
+)
 def command(sql, db, archive, as_json, as_csv, max_rows):
     """Run SQL with DuckDB over the history (opened read-only) and the archive's Parquet files.
 
@@ -69,6 +77,9 @@ def command(sql, db, archive, as_json, as_csv, max_rows):
             table.add_row(*(Text("NULL" if v is None else printable(_cell(v))) for v in r))
         emit(console(), table)
     if more:
-        emit(console(stderr=True), Text(f"softrt: more than {max_rows} rows matched; the first {max_rows} are shown "
-                                        "(--max-rows, or a LIMIT)"), soft_wrap=True)
+        emit(
+            console(stderr=True),
+            Text(f"softrt: more than {max_rows} rows matched; the first {max_rows} are shown (--max-rows, or a LIMIT)"),
+            soft_wrap=True,
+        )
     return 0

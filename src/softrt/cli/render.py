@@ -64,8 +64,9 @@ class _Cleaned:
         return Measurement.get(console, options, self.renderable)
 
 
-def cleaned(thing: object, con: Console | None = None, *, markup: bool | None = None,
-            highlight: bool | None = None) -> object:
+def cleaned(
+    thing: object, con: Console | None = None, *, markup: bool | None = None, highlight: bool | None = None
+) -> object:
     """*thing* (a str, possibly rich markup, a Text, any renderable) with nothing a terminal acts on.
 
     A Text keeps its styles: each control character becomes one ``?``, so every span still fits.
@@ -78,21 +79,22 @@ def cleaned(thing: object, con: Console | None = None, *, markup: bool | None = 
         out = thing.copy()
         out.plain = clean(thing.plain)
         return out
-    if isinstance(thing, (Segment, _Cleaned)) or (not hasattr(thing, "__rich_console__") and not hasattr(
-            thing, "__rich__")):
+    if isinstance(thing, (Segment, _Cleaned)) or (
+        not hasattr(thing, "__rich_console__") and not hasattr(thing, "__rich__")
+    ):
         return thing
     return _Cleaned(thing)
 
 
-def emit(con: Console, *objects: object, markup: bool | None = None, highlight: bool | None = None,
-         **kwargs) -> None:
+def emit(con: Console, *objects: object, markup: bool | None = None, highlight: bool | None = None, **kwargs) -> None:
     """``con.print(*objects, **kwargs)`` of what :func:`cleaned` makes of each: how every command
     puts text on a terminal."""
     con.print(*(cleaned(o, con, markup=markup, highlight=highlight) for o in objects), **kwargs)
 
 
-def verdict_text(verdict: Verdict | None, *, state: str = "complete", prefix: str = "",
-                 tail: Tail | None = None) -> Text | None:
+def verdict_text(
+    verdict: Verdict | None, *, state: str = "complete", prefix: str = "", tail: Tail | None = None
+) -> Text | None:
     """The verdict (softrt.analysis.verdict) in words: MEETS in green, FAILS in red; None without one."""
     if verdict is None:
         return None
@@ -109,14 +111,20 @@ def seed_table(summary: RunSummary) -> Table:
     table = Table(title="Cycle (µs)", title_justify="left", show_edge=False)
     for col in ("", "mean", "max", "min"):
         table.add_column(col, justify="right" if col else "left")
-    for label, s in (("Timer int. period", summary.metrics.period_us), ("Timer int. process", summary.metrics.process_us)):
+    for label, s in (
+        ("Timer int. period", summary.metrics.period_us),
+        ("Timer int. process", summary.metrics.process_us),
+    ):
         table.add_row(label, _us(s.mean), _us(s.max), _us(s.min))
     return table
 
 
-def percentile_table(summary: RunSummary, process: str = "process",
-                     caption: str = "worst: the longest period, latency and process time; the shortest slack "
-                                    "(negative: the work overran the next edge)") -> Table:
+def percentile_table(
+    summary: RunSummary,
+    process: str = "process",
+    caption: str = "worst: the longest period, latency and process time; the shortest slack "
+    "(negative: the work overran the next edge)",
+) -> Table:
     """Percentiles of period, latency, processing time and slack (µs), and each one's worst cycle.
 
     A long period, latency or processing time is bad, so their tail is the upper one (p99, p99.9,
@@ -125,8 +133,9 @@ def percentile_table(summary: RunSummary, process: str = "process",
     the work overran the edge. A summary written before softrt kept slack's low tail shows "-".
     *process* and *caption* name the work time otherwise (``softrt watch``: a thread's run time).
     """
-    table = Table(title="Distribution (µs)", title_justify="left", show_edge=False, caption=caption,
-                  caption_justify="left")
+    table = Table(
+        title="Distribution (µs)", title_justify="left", show_edge=False, caption=caption, caption_justify="left"
+    )
     table.add_column("")
     for col in ("p50", "p99", "p99.9", "p99.99"):
         table.add_column(col, justify="right")
@@ -138,8 +147,9 @@ def percentile_table(summary: RunSummary, process: str = "process",
     table.add_row("", "p50", "p1", "p0.1", "p0.01", "min", style="bold")
     s = m.slack_us
     low = (s.p1, s.p0_1, s.p0_01) if s.low_tail else (None, None, None)
-    table.add_row("slack", *(Text(_us(x), style="red" if x is not None and x < 0 else "")
-                             for x in (s.p50, *low, s.min)))
+    table.add_row(
+        "slack", *(Text(_us(x), style="red" if x is not None and x < 0 else "") for x in (s.p50, *low, s.min))
+    )
     return table
 
 
@@ -167,13 +177,17 @@ def misses_text(summary: RunSummary) -> Text:
         )
     if metrics.rtt_us is not None:
         rtt = metrics.rtt_us
-        lines.append(f"EtherCAT frames: round trip p50 {_us(rtt.p50)} µs, p99.9 {_us(rtt.p99_9)} µs, "
-                     f"max {_us(rtt.max)} µs; cycles with a device error (wrong working counter, lost frame, "
-                     f"drive not enabled): {m.device_errors}" + _frame_fates(summary.board))
+        lines.append(
+            f"EtherCAT frames: round trip p50 {_us(rtt.p50)} µs, p99.9 {_us(rtt.p99_9)} µs, "
+            f"max {_us(rtt.max)} µs; cycles with a device error (wrong working counter, lost frame, "
+            f"drive not enabled): {m.device_errors}" + _frame_fates(summary.board)
+        )
     lines.extend(drives_lines(summary.board))
     overflows = summary.ring.overflows if summary.ring is not None else None
-    line = (f"Cycles: {_n(metrics.cycles)} at {period_us:g} µs; records missing: {_n(metrics.records_missing or 0)}; "
-            f"ring overflows: {_n(overflows or 0)}")
+    line = (
+        f"Cycles: {_n(metrics.cycles)} at {period_us:g} µs; records missing: {_n(metrics.records_missing or 0)}; "
+        f"ring overflows: {_n(overflows or 0)}"
+    )
     if summary.records_unwritten:
         line += f"; not written (disk): {summary.records_unwritten:,}"
     lines.append(line)
@@ -196,12 +210,16 @@ def _frame_fates(board: Board | None) -> str:
     parts = []
     if frames.late:
         worst = frames.late_rtt_us.max if frames.late_rtt_us is not None else None
-        parts.append(f"{frames.late:,} replies late" + (f" (up to {_us(worst / 1e3)} ms)" if worst else "")
-                     + ", not taken")
+        parts.append(
+            f"{frames.late:,} replies late" + (f" (up to {_us(worst / 1e3)} ms)" if worst else "") + ", not taken"
+        )
     bad = frames.bad or {}
     if bad:
-        parts.append(f"{sum(bad.values()):,} changed (" + ", ".join(f"{k} {v:,}" for k, v in sorted(bad.items()))
-                     + "), not taken")
+        parts.append(
+            f"{sum(bad.values()):,} changed ("
+            + ", ".join(f"{k} {v:,}" for k, v in sorted(bad.items()))
+            + "), not taken"
+        )
     if frames.duplicates:
         parts.append(f"{frames.duplicates:,} duplicates")
     return "; " + "; ".join(parts) if parts else ""
@@ -215,11 +233,16 @@ def drives_lines(board: Board | None) -> list[str]:
     for d in drives:
         if d.confirmed_cycle is None:
             continue
-        when = (f"cycle {d.confirmed_cycle:,} ({num(d.confirmed_at_s, 3, grouping=False)} s)" if d.confirmed_cycle >= 0
-                and d.confirmed_at_s is not None else "never (no valid frame in the run)")
+        when = (
+            f"cycle {d.confirmed_cycle:,} ({num(d.confirmed_at_s, 3, grouping=False)} s)"
+            if d.confirmed_cycle >= 0 and d.confirmed_at_s is not None
+            else "never (no valid frame in the run)"
+        )
         axis = f", axis {d.axis or 0}" if per_slave[d.slave] > 1 else ""
-        out.append(f"Drive '{d.name}' (slave {d.slave}{axis}): {d.state} (statusword 0x{d.statusword or 0:04X}, "
-                   f"error code 0x{d.error_code or 0:04X}), last confirmed at {when}")
+        out.append(
+            f"Drive '{d.name}' (slave {d.slave}{axis}): {d.state} (statusword 0x{d.statusword or 0:04X}, "
+            f"error code 0x{d.error_code or 0:04X}), last confirmed at {when}"
+        )
     return out
 
 
@@ -232,8 +255,10 @@ def ethercat_text(board: Board | None) -> Text | None:
     out = Text("EtherCAT slaves")
     for s in board.slaves:
         named = f" ({s.device_name})" if s.device_name and s.device_name != s.name else ""
-        out.append(f"\n  slave {s.position} '{s.name}'{named}: vendor 0x{s.vendor_id or 0:08X}, product "
-                   f"0x{s.product_code or 0:08X}, revision 0x{s.revision or 0:08X}, serial {s.serial}; PDOs {s.pdo}")
+        out.append(
+            f"\n  slave {s.position} '{s.name}'{named}: vendor 0x{s.vendor_id or 0:08X}, product "
+            f"0x{s.product_code or 0:08X}, revision 0x{s.revision or 0:08X}, serial {s.serial}; PDOs {s.pdo}"
+        )
         if s.error_register is not None:
             out.append(f"; error register 0x{s.error_register:02X}", style="red" if s.error_register else "")
         codes = s.error_codes
@@ -242,49 +267,68 @@ def ethercat_text(board: Board | None) -> Text | None:
                 continue
             code = d.error_code or (codes[axis] if axis < len(codes) and codes[axis] else 0)
             fault = (d.statusword or 0) & 0x4F == 0x08  # CiA 402-2 Table 30: fault
-            out.append(f"\n    axis {axis}: statusword 0x{d.statusword or 0:04X}{' (fault)' if fault else ''}, "
-                       f"error code 0x{code:04X}", style="red" if fault or code else "")
+            out.append(
+                f"\n    axis {axis}: statusword 0x{d.statusword or 0:04X}{' (fault)' if fault else ''}, "
+                f"error code 0x{code:04X}",
+                style="red" if fault or code else "",
+            )
     for warning in board.warnings or []:
         out.append(f"\n  warning: {warning}", style="yellow")
     for e in board.emergencies or []:
-        out.append(f"\n  emergency from slave {e.slave}: error code 0x{e.error_code or 0:04X}, error register "
-                   f"0x{e.error_register or 0:02X} (data {e.data})", style="red")
+        out.append(
+            f"\n  emergency from slave {e.slave}: error code 0x{e.error_code or 0:04X}, error register "
+            f"0x{e.error_register or 0:02X} (data {e.data})",
+            style="red",
+        )
     return out
 
 
 def dc_text(board: Board | None) -> Text | None:
-    """"Distributed clocks": the host's phase against SYNC0, the lock, each slave's 0x092C (EtherCAT runs)."""
+    """ "Distributed clocks": the host's phase against SYNC0, the lock, each slave's 0x092C (EtherCAT runs)."""
     dc = board.distributed_clocks if board is not None else None
     if dc is None:
         return None
     if dc.absent is not None or dc.reference is None or dc.sync0 is None:
         return Text(f"Distributed clocks: none ({dc.absent})" if dc.absent else "Distributed clocks: none")
     ref, sync0 = dc.reference, dc.sync0
-    lines = [f"Distributed clocks (reference clock: slave {ref.slave} '{ref.name}'; SYNC0 every "
-             f"{(sync0.cycle_ns or 0) / 1e3:,g} µs" + ("" if sync0.active else ", not active") + ")"]
+    lines = [
+        f"Distributed clocks (reference clock: slave {ref.slave} '{ref.name}'; SYNC0 every "
+        f"{(sync0.cycle_ns or 0) / 1e3:,g} µs" + ("" if sync0.active else ", not active") + ")"
+    ]
     ph = dc.phase
     target = "SYNC0" if not dc.target_shift_us else f"SYNC0 {num(dc.target_shift_us, 1, sign=True)} µs"
     if ph is not None:
-        lines.append(f"  frame at the reference vs {target}: mean {_signed(ph.mean_us)} µs, p1 {_signed(ph.p1_us)}, "
-                     f"p99 {_signed(ph.p99_us)}; |error| mean {_us(ph.abs_mean_us)}, p99 {_us(ph.abs_p99_us)}, "
-                     f"max {_us(ph.abs_max_us)} µs")
+        lines.append(
+            f"  frame at the reference vs {target}: mean {_signed(ph.mean_us)} µs, p1 {_signed(ph.p1_us)}, "
+            f"p99 {_signed(ph.p99_us)}; |error| mean {_us(ph.abs_mean_us)}, p99 {_us(ph.abs_p99_us)}, "
+            f"max {_us(ph.abs_max_us)} µs"
+        )
     else:
         lines.append("  phase: no frame came back with the DC time")
     if dc.dc_vs_host_ppm is not None:
-        lines.append(f"  DC time runs {num(dc.dc_vs_host_ppm, 1, sign=True)} ppm against the host clock"
-                     + (" (unlocked, the frame walks through the drives' cycle at this rate)" if dc.lock is None else ""))
+        lines.append(
+            f"  DC time runs {num(dc.dc_vs_host_ppm, 1, sign=True)} ppm against the host clock"
+            + (" (unlocked, the frame walks through the drives' cycle at this rate)" if dc.lock is None else "")
+        )
     lock = dc.lock
     if lock is not None:
         ppm = "-" if lock.correction_ppm is None else num(lock.correction_ppm, 1, sign=True)
-        lines.append(f"  phase lock (--dc-lock): host cycle corrected {ppm} ppm (later half), at most "
-                     f"{lock.max_step_us or 0:,g} µs a cycle; |error| first tenth of the run "
-                     f"{_us(lock.first_tenth_abs_mean_us)} µs, last tenth {_us(lock.last_tenth_abs_mean_us)} µs")
+        lines.append(
+            f"  phase lock (--dc-lock): host cycle corrected {ppm} ppm (later half), at most "
+            f"{lock.max_step_us or 0:,g} µs a cycle; |error| first tenth of the run "
+            f"{_us(lock.first_tenth_abs_mean_us)} µs, last tenth {_us(lock.last_tenth_abs_mean_us)} µs"
+        )
     for sl in dc.slaves or []:
         d = sl.abs_diff_ns
-        what = (f"|0x092C| mean {num(d.mean / 1e3, 3)} µs, p99 {num(d.p99 / 1e3, 3)}, max {num(d.max / 1e3, 3)}"
-                if d is not None and None not in (d.mean, d.p99, d.max) else "0x092C never answered")
-        lines.append(f"  slave {sl.slave} '{sl.name}': {what} ({sl.samples or 0:,} samples, every "
-                     f"{dc.sample_every} cycles; {sl.unanswered or 0:,} unanswered)")
+        what = (
+            f"|0x092C| mean {num(d.mean / 1e3, 3)} µs, p99 {num(d.p99 / 1e3, 3)}, max {num(d.max / 1e3, 3)}"
+            if d is not None and None not in (d.mean, d.p99, d.max)
+            else "0x092C never answered"
+        )
+        lines.append(
+            f"  slave {sl.slave} '{sl.name}': {what} ({sl.samples or 0:,} samples, every "
+            f"{dc.sample_every} cycles; {sl.unanswered or 0:,} unanswered)"
+        )
     return Text("\n".join(lines))
 
 
@@ -296,16 +340,20 @@ def mode_text(summary: RunSummary) -> Text:
     out.append(f"Mode: {mode}", style=style)
     running = summary.running  # a checkpoint (docs/run-format.md)
     if running:
-        out.append(f"  [RUNNING: the figures of the first {format_duration_s(summary.elapsed_s)}]",
-                   style="bold yellow")
+        out.append(f"  [RUNNING: the figures of the first {format_duration_s(summary.elapsed_s)}]", style="bold yellow")
     elif summary.state != "complete":  # partial (Ctrl-C, worker crash) or failed (bus, drives)
         out.append(f"  [{summary.state.upper()}: {summary.partial_reason}]", style="bold red")
     tuning = summary.tuning
     for item in tuning.applied:
         out.append(f"\n  applied: {item.what} ({item.detail})")
     for change in tuning.system_changes:
-        state = ("in effect while the run goes; restored when it ends, or by the next softrt command" if running
-                 else "restored" if change.restored else f"NOT RESTORED: {change.note}")
+        state = (
+            "in effect while the run goes; restored when it ends, or by the next softrt command"
+            if running
+            else "restored"
+            if change.restored
+            else f"NOT RESTORED: {change.note}"
+        )
         out.append(f"\n  system change: {change.path} {change.before} -> {change.during} ({state})")
     for item in tuning.not_applied:
         out.append(f"\n  not applied: {item.what}: {item.why}", style="red")
@@ -330,8 +378,10 @@ def fair_server_line(fair) -> str:
         share = f"{fair.runtime_ns / 1e6:g} ms of every {(fair.period_ns or 1e9) / 1e6:g} ms"
     else:
         share = f"runtime unreadable: {fair.unreadable}; the default is 50 ms of every 1000 ms"
-    return (f"fair server: in force on CPU {fair.cpu} ({share} for SCHED_OTHER tasks there, ahead of the loop; "
-            "softrt check: kernel.fair_server)")
+    return (
+        f"fair server: in force on CPU {fair.cpu} ({share} for SCHED_OTHER tasks there, ahead of the loop; "
+        "softrt check: kernel.fair_server)"
+    )
 
 
 def loads_text(loads: list[LoadRun], prefix: str = "") -> Text:
@@ -386,11 +436,12 @@ def verdict_head(summary: RunSummary, notice: Text | None = None) -> list:
 
 
 def why_late(summary: RunSummary, top: int = 8, worst: int = 5, terms: dict[str, str] | None = None) -> Group | None:
-    """"Why cycles were late": the top culprits and the worst cycles with their causes (issue 9).
+    """ "Why cycles were late": the top culprits and the worst cycles with their causes (issue 9).
 
     None for a run without a ``why_late`` block (older runs, imported results). *terms* renames the
     loop's words in the culprits and the worst cycles (``softrt watch``: the edge is the requested expiry).
     """
+
     def say(text: str, kind: str = "kernel") -> str:  # softrt's own words only, never a task's name
         for word, term in (terms or {}).items() if kind in ("kernel", "loop") else ():
             text = text.replace(word, term)
@@ -402,10 +453,13 @@ def why_late(summary: RunSummary, top: int = 8, worst: int = 5, terms: dict[str,
     if not why.on:
         return Group(Text(f"Why cycles were late: tracing {why.tracing}", style="yellow"))
     head = Text("Why cycles were late", style="bold")
-    head.append(f"  (trace of CPU {why.rt_cpu}: {_n(why.late_cycles)} late cycles of {_n(why.cycles)}, "
-                f"threshold {why.threshold_us or 0:g} µs; {num(why.explained_us or 0, 0)} of "
-                f"{num(why.window_us or 0, 0)} µs "
-                "of their windows explained)", style="dim")
+    head.append(
+        f"  (trace of CPU {why.rt_cpu}: {_n(why.late_cycles)} late cycles of {_n(why.cycles)}, "
+        f"threshold {why.threshold_us or 0:g} µs; {num(why.explained_us or 0, 0)} of "
+        f"{num(why.window_us or 0, 0)} µs "
+        "of their windows explained)",
+        style="dim",
+    )
     parts: list = [head]
     if why.trace is not None:
         parts.append(Text(_trace_line(why.trace, why.lost_events or 0), style="dim"))
@@ -419,8 +473,14 @@ def why_late(summary: RunSummary, top: int = 8, worst: int = 5, terms: dict[str,
         for c in culprits[:top]:
             remedy = remedy_for(c)
             # Text, not markup: a workqueue item's name is "kworker/1:1 [function]"
-            table.add_row(c.kind, Text(say(c.source, c.kind)), _n(c.cycles), _us(c.total_us), _us(c.worst_us),
-                          remedy.column if remedy is not None else "-")
+            table.add_row(
+                c.kind,
+                Text(say(c.source, c.kind)),
+                _n(c.cycles),
+                _us(c.total_us),
+                _us(c.worst_us),
+                remedy.column if remedy is not None else "-",
+            )
         if len(culprits) > top:
             table.caption = f"… and {len(culprits) - top} more (softrt show --json)"
         parts.append(table)
@@ -428,22 +488,33 @@ def why_late(summary: RunSummary, top: int = 8, worst: int = 5, terms: dict[str,
     worst_cycles = why.worst or []
     for cyc in worst_cycles[:worst]:
         window = cyc.window
-        lines.append(say(f"cycle {cyc.seq:,}: period {_us(cyc.period_us)} µs, latency {_us(cyc.latency_us)} µs, "
-                         f"missed {cyc.missed}; window {num(window.duration_us, 1)} µs from the {window.start} to the "
-                         + ("late write" if (window.to or "").startswith("write") else "permit")))
+        lines.append(
+            say(
+                f"cycle {cyc.seq:,}: period {_us(cyc.period_us)} µs, latency {_us(cyc.latency_us)} µs, "
+                f"missed {cyc.missed}; window {num(window.duration_us, 1)} µs from the {window.start} to the "
+                + ("late write" if (window.to or "").startswith("write") else "permit")
+            )
+        )
         for c in cyc.causes[:4]:
-            lines.append(f"    {num(c.duration_us, 1):>9} µs {_pct(c.share):>5} %  {say(c.label, c.kind)}" + _steal_note(c))
+            lines.append(
+                f"    {num(c.duration_us, 1):>9} µs {_pct(c.share):>5} %  {say(c.label, c.kind)}" + _steal_note(c)
+            )
         if len(cyc.causes) > 4:
             rest = sum(c.duration_us for c in cyc.causes[4:])
             lines.append(f"    {num(rest, 1):>9} µs          {len(cyc.causes) - 4} more sources")
         lines.append(f"    {num(cyc.unexplained_us, 1):>9} µs {_pct(cyc.unexplained_share):>5} %  unexplained")
     if lines:
-        parts.append(Text(f"Worst cycles ({min(worst, len(worst_cycles))} of {_n(why.late_cycles)}):\n"
-                          + "\n".join(lines)))
+        parts.append(
+            Text(f"Worst cycles ({min(worst, len(worst_cycles))} of {_n(why.late_cycles)}):\n" + "\n".join(lines))
+        )
     if why.steal is not None:
         st = why.steal
-        parts.append(Text(f"Hypervisor steal on CPU {st.cpu}: {num(st.total_ms, 1)} ms over {num(st.over_s, 0)} s "
-                          "(/proc/stat)", style="dim"))
+        parts.append(
+            Text(
+                f"Hypervisor steal on CPU {st.cpu}: {num(st.total_ms, 1)} ms over {num(st.over_s, 0)} s (/proc/stat)",
+                style="dim",
+            )
+        )
     return Group(*parts)
 
 
@@ -456,8 +527,10 @@ def _trace_line(trace: TraceInfo, lost: int) -> str:
     secs = trace.traced_s or 0
     cpu_s = (trace.consumer_cpu_s or 0) + (trace.attribution_cpu_s or 0)
     share = f" ({num(100 * cpu_s / secs, 0, grouping=False)} % of a housekeeping CPU)" if secs else ""
-    line = (f"  trace: {trace.events_read or 0:,} events read, {max(lost, trace.lost_events or 0):,} lost; "
-            f"reader and attribution used {num(cpu_s, 2)} s CPU over {num(secs, 1)} s{share}")
+    line = (
+        f"  trace: {trace.events_read or 0:,} events read, {max(lost, trace.lost_events or 0):,} lost; "
+        f"reader and attribution used {num(cpu_s, 2)} s CPU over {num(secs, 1)} s{share}"
+    )
     if trace.events_missing:
         line += f"; not on this kernel: {', '.join(trace.events_missing)}"
     return line
@@ -477,8 +550,10 @@ def progress_line(p) -> str:
     if stats is None or config is None or not stats.hist["period"].n:
         return f"{line}  max period {format_ns(p.max_period_us * 1e3)}  missed updates {p.missed_updates:,}"
     period = stats.hist["period"]
-    return (f"{line}  period p99 {format_ns(period.percentiles((99.0,))[0])} max {format_ns(period.max)}  "
-            f"missed updates {stats.counters['missed_updates']:,}  late cycles {stats.counters['late_cycles']:,}")
+    return (
+        f"{line}  period p99 {format_ns(period.percentiles((99.0,))[0])} max {format_ns(period.max)}  "
+        f"missed updates {stats.counters['missed_updates']:,}  late cycles {stats.counters['late_cycles']:,}"
+    )
 
 
 def console(stderr: bool = False) -> Console:

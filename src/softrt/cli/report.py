@@ -13,21 +13,41 @@ from .history import DB_OPTION
 from .render import console, emit
 
 
-@click.command("report", epilog="""\b
+@click.command(
+    "report",
+    epilog="""\b
 Examples:
   softrt report last -o report.html
   softrt report last~3 last~2 last~1 last     the four runs of a softrt compare, overlaid
   softrt report softrt-runs/ --png plots/     every run in a directory
-  softrt report --fleet lab.html --since 2026-03-01    every rig's trend, provenance changes marked""")
+  softrt report --fleet lab.html --since 2026-03-01    every rig's trend, provenance changes marked""",
+)
 @click.argument("runs", nargs=-1)
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-              default=Path("report.html"), show_default=True,
-              help="The HTML file to write (- or /dev/stdout: standard output).")
-@click.option("--png", "png_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also write every plot as a PNG into this directory.")
-@click.option("--fleet", "fleet_html", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="FILE.html", help="Write the lab's fleet page instead: each rig's trend with every provenance "
-                                        "change marked (the filters of softrt fleet apply).")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="The HTML file to write (- or /dev/stdout: standard output).",
+)
+@click.option(
+    "--png",
+    "png_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write every plot as a PNG into this directory.",
+)
+@click.option(
+    "--fleet",
+    "fleet_html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE.html",
+    help="Write the lab's fleet page instead: each rig's trend with every provenance "
+    "change marked (the filters of softrt fleet apply).",
+)
 @filter_options
 @DB_OPTION
 def command(runs, output, png_dir, fleet_html, rig, scenario, kernel, since, until, db):
@@ -40,20 +60,32 @@ def command(runs, output, png_dir, fleet_html, rig, scenario, kernel, since, unt
     if fleet_html is not None:
         return _fleet(runs, fleet_html, db, rig=rig, scenario=scenario, kernel=kernel, since=since, until=until)
     if not runs:
-        raise click.UsageError("Missing argument 'RUNS...': give the runs to report (run ids, last, run directories), "
-                               "or --fleet FILE.html")
+        raise click.UsageError(
+            "Missing argument 'RUNS...': give the runs to report (run ids, last, run directories), or --fleet FILE.html"
+        )
     from ..report import build_report  # matplotlib: imported only when a report is made
 
     result = build_report(runs, output, png_dir, db=db)
     err = console(stderr=True)
     for ref, message in result.broken:
-        emit(err, f"softrt: warning: left out {ref}: {message}", style="yellow", markup=False, highlight=False,
-                  soft_wrap=True)
+        emit(
+            err,
+            f"softrt: warning: left out {ref}: {message}",
+            style="yellow",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     # The report on standard output (-o -): the line that says so goes to stderr, not into the HTML.
     done = err if is_stdout(output) else console()
-    emit(done, f"Report of {len(result.runs)} run(s) written to {result.path}"
-               + (f"; {len(result.pngs)} PNG(s) in {png_dir}" if png_dir is not None else ""),
-               markup=False, highlight=False, soft_wrap=True)
+    emit(
+        done,
+        f"Report of {len(result.runs)} run(s) written to {result.path}"
+        + (f"; {len(result.pngs)} PNG(s) in {png_dir}" if png_dir is not None else ""),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     return 1 if result.broken else 0
 
 
@@ -64,8 +96,10 @@ def _fleet(runs, fleet_html: Path, db, **filters) -> int:
     from ..store.history import History
 
     if runs:
-        raise click.UsageError("--fleet reports the history's rigs: give no RUNS (filter with --rig, --scenario, "
-                               "--kernel, --since, --until)")
+        raise click.UsageError(
+            "--fleet reports the history's rigs: give no RUNS (filter with --rig, --scenario, "
+            "--kernel, --since, --until)"
+        )
     check_target(fleet_html, "the fleet report", "choose another file with --fleet")  # before reading
     unreadable: list = []
     fleet = load_runs(History(db), unreadable=unreadable, **filters)
@@ -73,6 +107,11 @@ def _fleet(runs, fleet_html: Path, db, **filters) -> int:
     if not fleet:
         raise ConfigError("no run in the history matches", hint="see softrt fleet; loosen the filters")
     path = build_fleet_report(fleet, fleet_html)
-    emit(console(), f"Fleet report of {len({r.rig for r in fleet})} rig(s), {len(fleet)} run(s) written to {path}",
-         markup=False, highlight=False, soft_wrap=True)
+    emit(
+        console(),
+        f"Fleet report of {len({r.rig for r in fleet})} rig(s), {len(fleet)} run(s) written to {path}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     return 0

@@ -27,71 +27,202 @@ from .render import console, emit, render_summary
 LONG_RUN_NS = 600 * NS_PER_S  # runs from 10 min on print what they keep and their disk use first
 
 
-@click.command("run", epilog="""\b
+@click.command(
+    "run",
+    epilog="""\b
 Examples:
   softrt run                                  10 s of the seed's 250 µs loop on the last CPU
   softrt run --duration 72h --max-duration 72h --samples late
   softrt run --wait sleep --period 1ms --json > summary.json
-  softrt run --device ethercat:eth1 --axes 2  CiA 402 drives through SOEM""")
-@click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True,
-              help="Board cycle (a bare number is µs, like cyclictest -i).")
-@click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True,
-              help="How long to run (a bare number is seconds).")
-@click.option("--max-duration", "max_duration_ns", type=TimeNs("s"), default="7d", show_default=True,
-              help="Safety bound on --duration (72 h runs are normal; raise it for longer ones).")
-@click.option("--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)].")
+  softrt run --device ethercat:eth1 --axes 2  CiA 402 drives through SOEM""",
+)
+@click.option(
+    "--period",
+    "period_ns",
+    type=TimeNs("us"),
+    default="250us",
+    show_default=True,
+    help="Board cycle (a bare number is µs, like cyclictest -i).",
+)
+@click.option(
+    "--duration",
+    "duration_ns",
+    type=TimeNs("s"),
+    default="10s",
+    show_default=True,
+    help="How long to run (a bare number is seconds).",
+)
+@click.option(
+    "--max-duration",
+    "max_duration_ns",
+    type=TimeNs("s"),
+    default="7d",
+    show_default=True,
+    help="Safety bound on --duration (72 h runs are normal; raise it for longer ones).",
+)
+@click.option(
+    "--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)]."
+)
 @click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
-@click.option("--profile", type=click.Choice(["rt", "none"]), default="rt", show_default=True,
-              help="rt: pin, real-time priority, memory locked (Linux: SCHED_FIFO, mlockall, cpu_dma_latency; "
-                   "Windows: REALTIME_PRIORITY_CLASS, TIME_CRITICAL, a locked working set, 1 ms timer); "
-                   "none: the seed's 'not tuned'.")
-@click.option("--wait", type=click.Choice(["spin", "sleep", "hybrid"]), default="spin", show_default=True,
-              help="spin: poll the permit bit (the seed); sleep: clock_nanosleep (Windows: a high-resolution "
-                   "waitable timer) to the edge; hybrid: both.")
-@click.option("--margin", "margin_ns", type=TimeNs("us"), default="50us", show_default=True,
-              help="hybrid: wake this long before the edge, then spin.")
-@click.option("--device", default="virtual", show_default=True,
-              help="virtual (an ideal board), or ethercat:IFACE (CiA 402 drives via SOEM; needs softrt[ethercat]).")
-@click.option("--bus-timeout", "bus_timeout_ns", type=TimeNs("ms"), default="10ms", show_default=True,
-              help="EtherCAT: fail the run when no valid frame came back for this long (bus lost).")
-@click.option("--axes", type=int, default=1, show_default=True,
-              help=f"Number of axes (1-{MAX_AXES}; EtherCAT: axes of all drives together, in bus order).")
-@click.option("--ecat-drives", "ecat_drives", default=None, metavar="FILE.toml",
-              help="EtherCAT: a drive description (TOML) saying which PDOs to assign by SDO in PRE-OP "
-                   "[default: the CiA 402 CSP PDOs].")
-@click.option("--motion", "shape", type=click.Choice(["scurve", "trapezoid"]), default="scurve", show_default=True,
-              help="Point-to-point profile shape.")
+@click.option(
+    "--profile",
+    type=click.Choice(["rt", "none"]),
+    default="rt",
+    show_default=True,
+    help="rt: pin, real-time priority, memory locked (Linux: SCHED_FIFO, mlockall, cpu_dma_latency; "
+    "Windows: REALTIME_PRIORITY_CLASS, TIME_CRITICAL, a locked working set, 1 ms timer); "
+    "none: the seed's 'not tuned'.",
+)
+@click.option(
+    "--wait",
+    type=click.Choice(["spin", "sleep", "hybrid"]),
+    default="spin",
+    show_default=True,
+    help="spin: poll the permit bit (the seed); sleep: clock_nanosleep (Windows: a high-resolution "
+    "waitable timer) to the edge; hybrid: both.",
+)
+@click.option(
+    "--margin",
+    "margin_ns",
+    type=TimeNs("us"),
+    default="50us",
+    show_default=True,
+    help="hybrid: wake this long before the edge, then spin.",
+)
+@click.option(
+    "--device",
+    default="virtual",
+    show_default=True,
+    help="virtual (an ideal board), or ethercat:IFACE (CiA 402 drives via SOEM; needs softrt[ethercat]).",
+)
+@click.option(
+    "--bus-timeout",
+    "bus_timeout_ns",
+    type=TimeNs("ms"),
+    default="10ms",
+    show_default=True,
+    help="EtherCAT: fail the run when no valid frame came back for this long (bus lost).",
+)
+@click.option(
+    "--axes",
+    type=int,
+    default=1,
+    show_default=True,
+    help=f"Number of axes (1-{MAX_AXES}; EtherCAT: axes of all drives together, in bus order).",
+)
+@click.option(
+    "--ecat-drives",
+    "ecat_drives",
+    default=None,
+    metavar="FILE.toml",
+    help="EtherCAT: a drive description (TOML) saying which PDOs to assign by SDO in PRE-OP "
+    "[default: the CiA 402 CSP PDOs].",
+)
+@click.option(
+    "--motion",
+    "shape",
+    type=click.Choice(["scurve", "trapezoid"]),
+    default="scurve",
+    show_default=True,
+    help="Point-to-point profile shape.",
+)
 @click.option("--distance", type=float, default=None, help="Move distance, counts.")
 @click.option("--velocity", type=float, default=None, help="Max velocity, counts/s.")
 @click.option("--accel", type=float, default=None, help="Max acceleration, counts/s².")
 @click.option("--jerk", type=float, default=None, help="Max jerk, counts/s³ (S-curve).")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=default_runs_dir,
-              help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].")
-@click.option("--check", "take_check", is_flag=True,
-              help="Take a `softrt check` of the RT CPU first and store its verdict with the run.")
-@click.option("--require", "require", default=None,
-              help="What the verdict judges, e.g. 'period.max<=300us,misses==0'; exit 1 when the run misses it "
-                   "[default: 0 missed updates and no period over nominal + --late-threshold].")
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=default_runs_dir,
+    help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].",
+)
+@click.option(
+    "--check",
+    "take_check",
+    is_flag=True,
+    help="Take a `softrt check` of the RT CPU first and store its verdict with the run.",
+)
+@click.option(
+    "--require",
+    "require",
+    default=None,
+    help="What the verdict judges, e.g. 'period.max<=300us,misses==0'; exit 1 when the run misses it "
+    "[default: 0 missed updates and no period over nominal + --late-threshold].",
+)
 @dc_options
 @trace_options
 @samples_option
 @watch_options
 @lab_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
-def command(period_ns, duration_ns, max_duration_ns, cpu, priority, profile, wait, margin_ns, device, bus_timeout_ns, axes,
-            ecat_drives, shape, distance, velocity, accel, jerk, out_dir, take_check, require, dc_lock, dc_shift_ns,
-            trace, late_threshold_ns, keep_late, samples, watch, as_json):
+def command(
+    period_ns,
+    duration_ns,
+    max_duration_ns,
+    cpu,
+    priority,
+    profile,
+    wait,
+    margin_ns,
+    device,
+    bus_timeout_ns,
+    axes,
+    ecat_drives,
+    shape,
+    distance,
+    velocity,
+    accel,
+    jerk,
+    out_dir,
+    take_check,
+    require,
+    dc_lock,
+    dc_shift_ns,
+    trace,
+    late_threshold_ns,
+    keep_late,
+    samples,
+    watch,
+    as_json,
+):
     """Run the seed's cyclic motion test and measure every cycle."""
     from ..motion import MotionConfig
 
-    limits = {k: v for k, v in (("distance_counts", distance), ("velocity_counts_per_s", velocity),
-                                ("accel_counts_per_s2", accel), ("jerk_counts_per_s3", jerk)) if v is not None}
+    limits = {
+        k: v
+        for k, v in (
+            ("distance_counts", distance),
+            ("velocity_counts_per_s", velocity),
+            ("accel_counts_per_s2", accel),
+            ("jerk_counts_per_s3", jerk),
+        )
+        if v is not None
+    }
     motion = MotionConfig(axes=axes, shape=shape, **limits) if axes >= 1 else None
-    config = RunConfig(period_ns=period_ns, duration_ns=duration_ns, cpu=cpu, priority=priority, profile=profile,
-                       wait=wait, margin_ns=margin_ns, device=device, bus_timeout_ns=bus_timeout_ns, axes=axes, motion=motion, out_dir=out_dir,
-                       max_duration_ns=max_duration_ns, check=take_check, trace=trace,
-                       late_threshold_ns=late_threshold_ns, require=require, keep_late=keep_late, samples=samples,
-                       dc_lock=dc_lock, dc_shift_ns=dc_shift_ns, ecat_drives=ecat_drives)
+    config = RunConfig(
+        period_ns=period_ns,
+        duration_ns=duration_ns,
+        cpu=cpu,
+        priority=priority,
+        profile=profile,
+        wait=wait,
+        margin_ns=margin_ns,
+        device=device,
+        bus_timeout_ns=bus_timeout_ns,
+        axes=axes,
+        motion=motion,
+        out_dir=out_dir,
+        max_duration_ns=max_duration_ns,
+        check=take_check,
+        trace=trace,
+        late_threshold_ns=late_threshold_ns,
+        require=require,
+        keep_late=keep_late,
+        samples=samples,
+        dc_lock=dc_lock,
+        dc_shift_ns=dc_shift_ns,
+        ecat_drives=ecat_drives,
+    )
     # From here on Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the run, which is then
     # stored, printed and added to the history before the command exits 1.
     with interrupts.deferred(then_ignore=True):

@@ -33,11 +33,13 @@ def render_imported(summary: RunSummary, path: str) -> Group:
     for c in cols:
         table.add_column(c, justify="right")
     for t in summary.threads or []:
-        table.add_row(Text(f"thread {t.thread} (CPU {t.cpu})"), _us(t.min_us), _us(t.mean_us), "", "", "", "",
-                      _us(t.max_us))
+        table.add_row(
+            Text(f"thread {t.thread} (CPU {t.cpu})"), _us(t.min_us), _us(t.mean_us), "", "", "", "", _us(t.max_us)
+        )
     lat = summary.metrics.latency_us
-    table.add_row("all", *(_us(x) for x in (lat.min, lat.mean, lat.p50, lat.p99, lat.p99_9, lat.p99_99, lat.max)),
-                  style="bold")
+    table.add_row(
+        "all", *(_us(x) for x in (lat.min, lat.mean, lat.p50, lat.p99, lat.p99_9, lat.p99_99, lat.max)), style="bold"
+    )
     cycles = summary.metrics.cycles
     lines = [f"Samples: {'-' if cycles is None else format(cycles, ',')}; command: {summary.config.cmdline or '?'}"]
     lines += [f"Note: {n}" for n in summary.notes or []]
@@ -45,11 +47,14 @@ def render_imported(summary: RunSummary, path: str) -> Group:
     return Group(table, Text(""), Text("\n".join(lines)), Text(f"Run stored in {path}", style="dim"))
 
 
-@click.command("show", epilog="""\b
+@click.command(
+    "show",
+    epilog="""\b
 Examples:
   softrt show last                            the newest run (last~1: the one before)
   softrt show 20261130-071502 --json          a run id, or its shortest prefix from softrt history
-  softrt show softrt-runs/20261130-071502-vm-e760""")
+  softrt show softrt-runs/20261130-071502-vm-e760""",
+)
 @click.argument("run")
 @DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary.json.")

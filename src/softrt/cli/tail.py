@@ -20,7 +20,9 @@ from .history import DB_OPTION
 from .render import console, emit
 
 
-@click.command("tail", epilog="""\b
+@click.command(
+    "tail",
+    epilog="""\b
 Examples:
   softrt tail last                                 the newest run: its periods (a watch: its latency)
   softrt tail 20261130-071502 --target 1/week      how long to run to show at most one late cycle a week
@@ -28,19 +30,42 @@ Examples:
   softrt tail ct.txt --interval-us 250             late beyond 270 µs (--deadline-us to change)
   softrt tail oslat.json --deadline-us 50          a histogram (no time order: no declustering)
   softrt tail cycles.parquet --column period_us --deadline-us 270 --json
-  softrt tail last --plot tail.png                 the return-level plot""")
+  softrt tail last --plot tail.png                 the return-level plot""",
+)
 @click.argument("source")
-@click.option("--deadline-us", type=float, default=None,
-              help="A cycle beyond this is late [default: a run's late rule; for a latency file the interval + 20 µs, "
-                   "the period bound a late wake-up breaks].")
-@click.option("--threshold-us", type=float, default=None,
-              help="The model's threshold [default: chosen by the parameter-stability rule].")
-@click.option("--gap-ms", type=float, default=10.0, show_default=True,
-              help="Bursts end after this long without an exceedance (runs declustering).")
-@click.option("--target", default="1/year", show_default=True,
-              help="The late rate to show, per h, day, week or year: how long to run is counted for it.")
-@click.option("--interval-us", type=float, default=250.0, show_default=True,
-              help="The cycle of a cyclictest -v file, a column or a histogram (cyclictest's -i).")
+@click.option(
+    "--deadline-us",
+    type=float,
+    default=None,
+    help="A cycle beyond this is late [default: a run's late rule; for a latency file the interval + 20 µs, "
+    "the period bound a late wake-up breaks].",
+)
+@click.option(
+    "--threshold-us",
+    type=float,
+    default=None,
+    help="The model's threshold [default: chosen by the parameter-stability rule].",
+)
+@click.option(
+    "--gap-ms",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Bursts end after this long without an exceedance (runs declustering).",
+)
+@click.option(
+    "--target",
+    default="1/year",
+    show_default=True,
+    help="The late rate to show, per h, day, week or year: how long to run is counted for it.",
+)
+@click.option(
+    "--interval-us",
+    type=float,
+    default=250.0,
+    show_default=True,
+    help="The cycle of a cyclictest -v file, a column or a histogram (cyclictest's -i).",
+)
 @click.option("--column", default=None, help="The column of a CSV or Parquet file (per-cycle values in µs).")
 @click.option("--thread", type=int, default=None, help="The thread of a cyclictest -v file [default: its first].")
 @click.option("--json", "as_json", is_flag=True, help="Print the tail block as JSON (the summary's 'tail').")
@@ -56,9 +81,15 @@ def command(source, deadline_us, threshold_us, gap_ms, target, interval_us, colu
     for name, value in (("--interval-us", interval_us), ("--gap-ms", gap_ms)):
         if not value > 0:
             raise click.BadParameter(f"must be positive, got {value:g}", param_hint=name)
-    opts = TailOptions(deadline_us=deadline_us, threshold_us=threshold_us, gap_s=gap_ms / 1e3,
-                       target_per_h=parse_rate(target, "--target"), interval_us=interval_us, column=column,
-                       thread=thread)
+    opts = TailOptions(
+        deadline_us=deadline_us,
+        threshold_us=threshold_us,
+        gap_s=gap_ms / 1e3,
+        target_per_h=parse_rate(target, "--target"),
+        interval_us=interval_us,
+        column=column,
+        thread=thread,
+    )
     fitted = load_tail(source, opts, db)
     tail = fitted.tail
     if plot_file:

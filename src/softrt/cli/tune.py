@@ -35,8 +35,14 @@ from .check import CpuList
 from .output import make_console, unbounded
 from .render import emit
 
-STYLE = {"applied": "green", "restored": "green", "gone": "dim", "skipped": "yellow", "failed": "bold red",
-         "mismatch": "bold red"}
+STYLE = {
+    "applied": "green",
+    "restored": "green",
+    "gone": "dim",
+    "skipped": "yellow",
+    "failed": "bold red",
+    "mismatch": "bold red",
+}
 
 
 def _rows(plan: Plan) -> list[tuple[str, str, str, str]]:
@@ -58,8 +64,13 @@ def render_plan(plan: Plan, who: str = "root", expand: bool = True) -> Group:
     """The plan: run-time changes, the kernel command line for the rest, what is left to do by hand, and
     each check that could not be read with what would read it (*who*: root, or Administrator); the
     table fills the width, *expand*, unless it is a pipe's (cli.output)."""
-    table = Table(title=f"Run-time changes for real-time CPU(s) {plan.rt_cpus} ({len(plan.steps)})",
-                  title_justify="left", title_style="bold", show_edge=False, expand=expand)
+    table = Table(
+        title=f"Run-time changes for real-time CPU(s) {plan.rt_cpus} ({len(plan.steps)})",
+        title_justify="left",
+        title_style="bold",
+        show_edge=False,
+        expand=expand,
+    )
     for col in ("#", "change", "now", "after", "fixes"):
         table.add_column(col, overflow="fold")
     for i, (what, now, after, check) in enumerate(_rows(plan), 1):
@@ -67,26 +78,45 @@ def render_plan(plan: Plan, who: str = "root", expand: bool = True) -> Group:
     if plan.steps:
         parts = [table]
     elif plan.blind:  # never "no change needed" when a fatal/high check could not be read (issue 34)
-        parts = [Text(f"No run-time change found, but {len(plan.report.unknown)} fatal/high check(s) could not be "
-                      "read: what they would need is not known (below).", style="bold yellow")]
+        parts = [
+            Text(
+                f"No run-time change found, but {len(plan.report.unknown)} fatal/high check(s) could not be "
+                "read: what they would need is not known (below).",
+                style="bold yellow",
+            )
+        ]
     else:
         parts = [Text("No run-time change needed.", style="green")]
     if plan.kernel_params:
-        parts += [Text(""), Text("Needs a reboot (never applied): add to the kernel command line", style="bold"),
-                  Text(f"  {plan.kernel_cmdline}", style="cyan"),
-                  Text("  (Debian/Ubuntu: GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub; "
-                       "Fedora/RHEL: grubby --update-kernel=ALL --args=\"…\")", style="dim")]
+        parts += [
+            Text(""),
+            Text("Needs a reboot (never applied): add to the kernel command line", style="bold"),
+            Text(f"  {plan.kernel_cmdline}", style="cyan"),
+            Text(
+                "  (Debian/Ubuntu: GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub; "
+                'Fedora/RHEL: grubby --update-kernel=ALL --args="…")',
+                style="dim",
+            ),
+        ]
     if plan.fixed_irqs:
-        parts.append(Text("  The kernel moves these IRQs only at boot (managed or per-CPU): "
-                          + ", ".join(plan.fixed_irqs)))
+        parts.append(
+            Text("  The kernel moves these IRQs only at boot (managed or per-CPU): " + ", ".join(plan.fixed_irqs))
+        )
     if plan.manual:
         parts += [Text(""), Text("Not done by softrt tune (by hand):", style="bold")]
         parts += [Text(f"  {check}: {fix}") for check, fix in plan.manual]
     if plan.unreadable:
-        parts += [Text(""), Text(f"Could not be read, so nothing is planned for them ({len(plan.unreadable)}):",
-                                 style="bold")]
-        parts += [Text(f"  {f.id} ({f.severity.value}): {f.summary}; read it with: {f.reader or 'softrt as ' + who}",
-                       style="yellow" if f.unknown else "") for f in plan.unreadable]
+        parts += [
+            Text(""),
+            Text(f"Could not be read, so nothing is planned for them ({len(plan.unreadable)}):", style="bold"),
+        ]
+        parts += [
+            Text(
+                f"  {f.id} ({f.severity.value}): {f.summary}; read it with: {f.reader or 'softrt as ' + who}",
+                style="yellow" if f.unknown else "",
+            )
+            for f in plan.unreadable
+        ]
     for note in plan.notes:
         parts.append(Text(f"Trade-off: {note}", style="yellow"))
     for note in plan.skipped:
@@ -148,21 +178,41 @@ def _same(root: str, state_file: Path | None) -> str:
     return "".join(f" {printable(shlex.quote(part))}" for part in parts)
 
 
-@click.command("tune", epilog="""\b
+@click.command(
+    "tune",
+    epilog="""\b
 Examples:
   softrt tune                                 print the plan for the CPU softrt run uses
   softrt tune --apply && softrt run           apply it (root or Administrator), then measure
-  softrt tune --revert                        put back every value --apply replaced""")
-@click.option("--rt-cpus", type=CpuList(), default=None,
-              help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one (P-core on a hybrid CPU)].")
-@click.option("--apply", "do_apply", is_flag=True,
-              help="Apply the plan (root; Administrator on Windows); every previous value is saved first.")
+  softrt tune --revert                        put back every value --apply replaced""",
+)
+@click.option(
+    "--rt-cpus",
+    type=CpuList(),
+    default=None,
+    help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one (P-core on a hybrid CPU)].",
+)
+@click.option(
+    "--apply",
+    "do_apply",
+    is_flag=True,
+    help="Apply the plan (root; Administrator on Windows); every previous value is saved first.",
+)
 @click.option("--revert", "do_revert", is_flag=True, help="Restore exactly what --apply changed, and verify it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan (and the result) as JSON.")
-@click.option("--root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False),
-              help="Work on /proc and /sys under this directory (a captured tree) instead of this machine.")
-@click.option("--state-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Where the previous values are saved [default: <state dir>/tune-state.jsonl; SOFTRT_STATE_DIR].")
+@click.option(
+    "--root",
+    default="/",
+    show_default=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Work on /proc and /sys under this directory (a captured tree) instead of this machine.",
+)
+@click.option(
+    "--state-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where the previous values are saved [default: <state dir>/tune-state.jsonl; SOFTRT_STATE_DIR].",
+)
 def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
     """Plan every fix that can be applied at run time; change nothing unless --apply.
 
@@ -181,8 +231,14 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
         else:
             emit(out, render_result(result, "Reverted"))
             if not result.complete:
-                emit(out, Text(f"The state file {result.state_path} is kept; fix the values above and run "
-                               f"softrt tune --revert{_same(root, state_file)} again.", style="red"))
+                emit(
+                    out,
+                    Text(
+                        f"The state file {result.state_path} is kept; fix the values above and run "
+                        f"softrt tune --revert{_same(root, state_file)} again.",
+                        style="red",
+                    ),
+                )
         return 0 if result.complete else 1
     if rt_cpus is None:
         cpu = default_rt_cpu(root)  # as check and run choose it (None: a Windows capture that does not say)
@@ -197,15 +253,33 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
         emit(out, render_plan(plan, who, expand=not unbounded(out)))
         emit(out)
         if result is None:
-            emit(out, Text(f"Nothing was changed. Apply with: softrt tune --rt-cpus {plan.rt_cpus} --apply"
-                           f"{_same(root, state_file)} (as {who}); undo with: softrt tune --revert"
-                           f"{_same(root, state_file)}", style="bold"))
+            emit(
+                out,
+                Text(
+                    f"Nothing was changed. Apply with: softrt tune --rt-cpus {plan.rt_cpus} --apply"
+                    f"{_same(root, state_file)} (as {who}); undo with: softrt tune --revert"
+                    f"{_same(root, state_file)}",
+                    style="bold",
+                ),
+            )
         else:
             emit(out, render_result(result, "Applied"))
             if result.saved:
-                emit(out, Text(f"Previous values saved in {result.state_path}. Undo with: softrt tune --revert"
-                               f"{_same(root, state_file)}", style="bold"))
+                emit(
+                    out,
+                    Text(
+                        f"Previous values saved in {result.state_path}. Undo with: softrt tune --revert"
+                        f"{_same(root, state_file)}",
+                        style="bold",
+                    ),
+                )
             else:
-                emit(out, Text("Nothing was changed (every setting was already as planned, or was skipped); "
-                               "no state was saved.", style="bold"))
+                emit(
+                    out,
+                    Text(
+                        "Nothing was changed (every setting was already as planned, or was skipped); "
+                        "no state was saved.",
+                        style="bold",
+                    ),
+                )
     return 0 if result is None or result.complete else 1

@@ -12,6 +12,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..platform import RUNS_DIR_SHOWN, default_runs_dir
+from ..platform.outfile import check_target
 from ..schema.config import DEFAULT_THRESHOLD_TEXT
 from ..schema.summary import RunSummary
 from ..schema.watch_report import WatchReport, WatchRow
@@ -20,8 +22,6 @@ from ..session.watch import WatchConfig, WatchResult
 from ..session.watch import watch as watch_threads
 from ..session.watch_targets import Target
 from ..units import format_number as num
-from ..platform import RUNS_DIR_SHOWN, default_runs_dir
-from ..platform.outfile import check_target
 from .history import lab_options, remember
 from .live import Watch
 from .options import TimeNs, samples_option, watch_options
@@ -31,18 +31,29 @@ from .render import console, emit, percentile_table, tail_text, verdict_head, wh
 WAITS = {
     "timer": "sleeps on a timer",
     "polls": "polls: it never blocked during the watch, so it has no requested wake-up to measure against; "
-             "what can be measured is who preempted it, below",
+    "what can be measured is who preempted it, below",
     "sleeps": "sleeps without a timer (woken by other threads or by I/O), so it has no requested wake-up to "
-              "measure against; what can be measured is who preempted it, below",
+    "measure against; what can be measured is who preempted it, below",
     "idle": "did not run during the watch",
 }
-TIMERS = {"hrtimer_wakeup": "clock_nanosleep, nanosleep, or a select/poll/epoll/futex timeout",
-          "timerfd_tmrproc": "timerfd", "posix_timer_fn": "a POSIX timer", "it_real_fn": "setitimer"}
+TIMERS = {
+    "hrtimer_wakeup": "clock_nanosleep, nanosleep, or a select/poll/epoll/futex timeout",
+    "timerfd_tmrproc": "timerfd",
+    "posix_timer_fn": "a POSIX timer",
+    "it_real_fn": "setitimer",
+}
 #: The loop's words in the attribution's lines, for a watched thread (render.why_late).
-TERMS = {"missed": "skipped", "permit": "return to user space", "edge": "expiry", " worker": " thread",
-         "the loop's": "the thread's"}
-CAPTION = ("worst: the longest period, latency and run time; the shortest slack (the next expiry minus when it "
-           "blocked; negative: still running at its next expiry, an overrun)")
+TERMS = {
+    "missed": "skipped",
+    "permit": "return to user space",
+    "edge": "expiry",
+    " worker": " thread",
+    "the loop's": "the thread's",
+}
+CAPTION = (
+    "worst: the longest period, latency and run time; the shortest slack (the next expiry minus when it "
+    "blocked; negative: still running at its next expiry, an overrun)"
+)
 
 
 def _us(value: float | None) -> str:
@@ -54,32 +65,42 @@ def thread_head(summary: RunSummary) -> Text:
     w = summary.watch
     t = w.thread
     ran = ", ".join(str(c) for c in w.cpus) or "-"
-    out = Text(f"{t.comm} (pid {t.pid}, tid {t.tid}) · {t.policy} {t.priority} · CPUs allowed {t.cpus_allowed}, "
-               f"ran on {ran}", style="bold")
+    out = Text(
+        f"{t.comm} (pid {t.pid}, tid {t.tid}) · {t.policy} {t.priority} · CPUs allowed {t.cpus_allowed}, ran on {ran}",
+        style="bold",
+    )
     waits = WAITS.get(w.waits or "", w.waits or "?")
     if w.timers:
         waits += " (" + "; ".join(f"{TIMERS.get(k, k)}: {n:,} cycles" for k, n in w.timers.items()) + ")"
     out.append(f"\nIt {waits}.", style="")
     if w.timer_slack_us:
-        out.append(f"\nIts timers may fire up to {num(w.timer_slack_us, 1)} µs late (its timer slack: SCHED_OTHER's "
-                   "default is 50 µs, prctl(PR_SET_TIMERSLACK); real-time threads have none): the latency counts "
-                   "from the wake-up it asked for, so it includes that.", style="yellow")
+        out.append(
+            f"\nIts timers may fire up to {num(w.timer_slack_us, 1)} µs late (its timer slack: SCHED_OTHER's "
+            "default is 50 µs, prctl(PR_SET_TIMERSLACK); real-time threads have none): the latency counts "
+            "from the wake-up it asked for, so it includes that.",
+            style="yellow",
+        )
     period = summary.period_ns
     if w.waits == "timer" and period:
         if w.period_expected_us is None:
             out.append(f"\nPeriod: {num(period / 1e3, 1)} µs, its own (the median step of its requested wake-ups)")
         else:
             verdict = "agrees" if w.period_agrees else "DIFFERS"
-            out.append(f"\nPeriod: expected {num(w.period_expected_us, 1)} µs (--period), observed "
-                       f"{_us(w.period_observed_us)} µs: {verdict}", style="" if w.period_agrees else "bold red")
+            out.append(
+                f"\nPeriod: expected {num(w.period_expected_us, 1)} µs (--period), observed "
+                f"{_us(w.period_observed_us)} µs: {verdict}",
+                style="" if w.period_agrees else "bold red",
+            )
     return out
 
 
 def preemptions(summary: RunSummary, top: int = 8) -> Group:
     """Its involuntary preemptions and who held its CPU meanwhile."""
     w = summary.watch
-    line = Text(f"Preemptions (switched out while runnable): {w.preemptions or 0:,}, {_us(w.preempted_us)} µs in "
-                f"all, the longest {_us(w.longest_preemption_us)} µs")
+    line = Text(
+        f"Preemptions (switched out while runnable): {w.preemptions or 0:,}, {_us(w.preempted_us)} µs in "
+        f"all, the longest {_us(w.longest_preemption_us)} µs"
+    )
     if not w.preemptors:
         return Group(line)
     table = Table(title="Who held its CPU meanwhile", title_justify="left", show_edge=False)
@@ -98,10 +119,13 @@ def cost_line(summary: RunSummary) -> Text | None:
     if trace is None or not trace.traced_s:
         return None
     secs = trace.traced_s
-    return Text(f"Watch cost: {num((trace.events_read or 0) / secs, 0)} trace events/s, {trace.lost_events or 0:,} "
-                f"lost; the reader used {num(100 * (trace.consumer_cpu_s or 0) / secs, 0, grouping=False)} % and the "
-                "attribution "
-                f"{num(100 * (trace.attribution_cpu_s or 0) / secs, 0, grouping=False)} % of a CPU", style="dim")
+    return Text(
+        f"Watch cost: {num((trace.events_read or 0) / secs, 0)} trace events/s, {trace.lost_events or 0:,} "
+        f"lost; the reader used {num(100 * (trace.consumer_cpu_s or 0) / secs, 0, grouping=False)} % and the "
+        "attribution "
+        f"{num(100 * (trace.attribution_cpu_s or 0) / secs, 0, grouping=False)} % of a CPU",
+        style="dim",
+    )
 
 
 def render_thread(summary: RunSummary, path: str | None = None, notice: Text | None = None) -> Group:
@@ -112,11 +136,16 @@ def render_thread(summary: RunSummary, path: str | None = None, notice: Text | N
     parts: list = [*verdict_head(summary, notice), thread_head(summary)]
     if m.cycles:
         misses = m.misses
-        parts += [Text(""), percentile_table(summary, process="run time", caption=CAPTION),
-                  Text(f"Cycles: {m.cycles:,}; overruns (still running at its next expiry): "
-                       f"{misses.overruns if misses else 0:,}; expiries skipped: "
-                       f"{misses.missed_updates if misses else 0:,}; sleeps ended before their timer: "
-                       f"{w.woken_early or 0:,}")]
+        parts += [
+            Text(""),
+            percentile_table(summary, process="run time", caption=CAPTION),
+            Text(
+                f"Cycles: {m.cycles:,}; overruns (still running at its next expiry): "
+                f"{misses.overruns if misses else 0:,}; expiries skipped: "
+                f"{misses.missed_updates if misses else 0:,}; sleeps ended before their timer: "
+                f"{w.woken_early or 0:,}"
+            ),
+        ]
         if (why := why_late(summary, terms=TERMS)) is not None:
             parts += [Text(""), why]
         if (tail := tail_text(summary)) is not None:
@@ -151,9 +180,15 @@ def overview(result: WatchResult) -> Table:
     for summary, _path in result.runs:
         w, m = summary.watch, summary.metrics
         why = summary.why_late
-        table.add_row(Text(f"{w.thread.comm} {w.thread.tid}"), w.waits or "-", f"{m.cycles or 0:,}",
-                      _us(m.latency_us.p50), _us(m.latency_us.p99), _us(m.latency_us.max),
-                      f"{why.late_cycles:,}" if why and why.late_cycles is not None else "-")
+        table.add_row(
+            Text(f"{w.thread.comm} {w.thread.tid}"),
+            w.waits or "-",
+            f"{m.cycles or 0:,}",
+            _us(m.latency_us.p50),
+            _us(m.latency_us.p99),
+            _us(m.latency_us.max),
+            f"{why.late_cycles:,}" if why and why.late_cycles is not None else "-",
+        )
     return table
 
 
@@ -163,58 +198,136 @@ def report_of(result: WatchResult) -> WatchReport:
     for summary, path in result.runs:
         m = summary.metrics
         why = summary.why_late
-        rows.append(WatchRow.build(
-            run_id=summary.run_id, path=str(path), status=summary.status, partial_reason=summary.partial_reason,
-            thread=summary.watch.thread, waits=summary.watch.waits, cycles=m.cycles or 0,
-            late_cycles=why.late_cycles if why else None, overruns=m.misses.overruns if m.misses else None,
-            skipped=m.misses.missed_updates if m.misses else None, latency_us=m.latency_us,
-            period_us=m.period_us, runtime_us=m.process_us, watch=summary.watch, why_late=why))
+        rows.append(
+            WatchRow.build(
+                run_id=summary.run_id,
+                path=str(path),
+                status=summary.status,
+                partial_reason=summary.partial_reason,
+                thread=summary.watch.thread,
+                waits=summary.watch.waits,
+                cycles=m.cycles or 0,
+                late_cycles=why.late_cycles if why else None,
+                overruns=m.misses.overruns if m.misses else None,
+                skipped=m.misses.missed_updates if m.misses else None,
+                latency_us=m.latency_us,
+                period_us=m.period_us,
+                runtime_us=m.process_us,
+                watch=summary.watch,
+                why_late=why,
+            )
+        )
     return WatchReport.build(threads=rows, duration_s=result.duration_s, ended_early=result.ended_early)
 
 
-@click.command("watch", epilog="""\b
+@click.command(
+    "watch",
+    epilog="""\b
 Examples:
   softrt watch --comm cyclictest              10 s of every thread named cyclictest
   softrt watch --pid 4242 --period 1ms        every thread of process 4242, checked against a 1 ms cycle
   softrt watch --tid 4243 --duration 1h --report watch.html
-  softrt watch --comm servo --no-explain --json   cycles only (less cost to the thread)""")
+  softrt watch --comm servo --no-explain --json   cycles only (less cost to the thread)""",
+)
 @click.option("--pid", type=int, default=None, help="Watch every thread of this process.")
 @click.option("--tid", type=int, default=None, help="Watch this thread.")
 @click.option("--comm", default=None, help="Watch every thread of this name (as ps -L shows it).")
-@click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True,
-              help="How long to watch (a bare number is seconds).")
-@click.option("--max-duration", "max_duration_ns", type=TimeNs("s"), default="7d", show_default=True,
-              help="Safety bound on --duration.")
-@click.option("--period", "period_ns", type=TimeNs("us"), default=None,
-              help="The cycle the thread should keep (bare number: µs): checked against the one observed, and "
-                   "the late rule's nominal period [default: the thread's own, from its requested wake-ups].")
-@click.option("--late-threshold", "late_threshold_ns", type=TimeNs("us"), default=DEFAULT_THRESHOLD_TEXT,
-              show_default=True,
-              help="A cycle is late when its latency exceeds this, or its period the nominal one by more.")
-@click.option("--keep-late", type=int, default=100, show_default=True,
-              help="Late cycles kept in each summary with their causes (the worst ones).")
-@click.option("--explain/--no-explain", default=True, show_default=True,
-              help="Trace what ran on the threads' CPUs and explain every late cycle; --no-explain traces only "
-                   "the threads' own events (about 1 µs of latency to them instead of 6.5 µs on the benchmark VM; "
-                   "docs/watch.md).")
+@click.option(
+    "--duration",
+    "duration_ns",
+    type=TimeNs("s"),
+    default="10s",
+    show_default=True,
+    help="How long to watch (a bare number is seconds).",
+)
+@click.option(
+    "--max-duration",
+    "max_duration_ns",
+    type=TimeNs("s"),
+    default="7d",
+    show_default=True,
+    help="Safety bound on --duration.",
+)
+@click.option(
+    "--period",
+    "period_ns",
+    type=TimeNs("us"),
+    default=None,
+    help="The cycle the thread should keep (bare number: µs): checked against the one observed, and "
+    "the late rule's nominal period [default: the thread's own, from its requested wake-ups].",
+)
+@click.option(
+    "--late-threshold",
+    "late_threshold_ns",
+    type=TimeNs("us"),
+    default=DEFAULT_THRESHOLD_TEXT,
+    show_default=True,
+    help="A cycle is late when its latency exceeds this, or its period the nominal one by more.",
+)
+@click.option(
+    "--keep-late",
+    type=int,
+    default=100,
+    show_default=True,
+    help="Late cycles kept in each summary with their causes (the worst ones).",
+)
+@click.option(
+    "--explain/--no-explain",
+    default=True,
+    show_default=True,
+    help="Trace what ran on the threads' CPUs and explain every late cycle; --no-explain traces only "
+    "the threads' own events (about 1 µs of latency to them instead of 6.5 µs on the benchmark VM; "
+    "docs/watch.md).",
+)
 @samples_option
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=default_runs_dir,
-              help=f"Where run directories are written (one per thread) [default: {RUNS_DIR_SHOWN}].")
-@click.option("--report", "report", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
-              help="Also write an HTML report of the threads' runs to this file.")
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=default_runs_dir,
+    help=f"Where run directories are written (one per thread) [default: {RUNS_DIR_SHOWN}].",
+)
+@click.option(
+    "--report",
+    "report",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    default=None,
+    help="Also write an HTML report of the threads' runs to this file.",
+)
 @watch_options
 @lab_options
 @click.option("--json", "as_json", is_flag=True, help="Print a row per thread as JSON (progress goes to stderr).")
-def command(pid, tid, comm, duration_ns, max_duration_ns, period_ns, late_threshold_ns, keep_late, explain, samples,
-            out_dir, report, watch, as_json):
+def command(
+    pid,
+    tid,
+    comm,
+    duration_ns,
+    max_duration_ns,
+    period_ns,
+    late_threshold_ns,
+    keep_late,
+    explain,
+    samples,
+    out_dir,
+    report,
+    watch,
+    as_json,
+):
     """Measure the cycles of threads softrt did not write, from the kernel's trace, and explain the late ones.
 
     Nothing is changed on the threads. Exit status 0 when the watch ran its time, 1 when it ended
     early (a thread exited, Ctrl-C: what was measured is kept), 2 for bad input.
     """
-    config = WatchConfig(target=Target(pid, tid, comm), duration_ns=duration_ns, max_duration_ns=max_duration_ns,
-                         period_ns=period_ns, late_threshold_ns=late_threshold_ns, keep_late=keep_late,
-                         samples=samples, out_dir=out_dir, explain=explain)
+    config = WatchConfig(
+        target=Target(pid, tid, comm),
+        duration_ns=duration_ns,
+        max_duration_ns=max_duration_ns,
+        period_ns=period_ns,
+        late_threshold_ns=late_threshold_ns,
+        keep_late=keep_late,
+        samples=samples,
+        out_dir=out_dir,
+        explain=explain,
+    )
     if report is not None:
         check_target(report, "the report", "choose another file with --report")  # before anything runs
     with interrupts.deferred(then_ignore=True):
@@ -237,6 +350,11 @@ def command(pid, tid, comm, duration_ns, max_duration_ns, period_ns, late_thresh
             from ..report import build_report  # matplotlib: imported only when a report is made
 
             written = build_report([str(path) for _s, path in result.runs], report, option="--report")
-            emit(err, f"softrt: report of {len(written.runs)} run(s) written to {written.path}", markup=False,
-                      highlight=False, soft_wrap=True)
+            emit(
+                err,
+                f"softrt: report of {len(written.runs)} run(s) written to {written.path}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
         return 1 if result.ended_early else 0

@@ -29,8 +29,8 @@ import struct
 import time
 from collections.abc import Callable
 
-from .esc import PROCESS_RAM, REG_DC_RECV_TIME0, Esc
 from ..ethercat.wire import DATAGRAM_HEADER_BYTES, Cmd, Datagram, parse_frame, read_wkc, write_adp, write_wkc
+from .esc import PROCESS_RAM, REG_DC_RECV_TIME0, Esc
 
 #: Modelled forward delay per slave (cable plus ESC forwarding), used for DC receive times.
 HOP_DELAY_NS = 600
@@ -52,8 +52,13 @@ class Segment:
         #: Writes of the frame being processed that wait for :meth:`finish` (``(method, *args)``).
         self._deferred: list[tuple] = []
 
-    def process(self, frame: bytearray, skip_pd: SkipHook | None = None, defer_apps: bool = False,
-                datagrams: list[Datagram] | None = None) -> list[Datagram]:
+    def process(
+        self,
+        frame: bytearray,
+        skip_pd: SkipHook | None = None,
+        defer_apps: bool = False,
+        datagrams: list[Datagram] | None = None,
+    ) -> list[Datagram]:
         """Process every datagram of *frame* in place; return them (raises wire.FrameError).
 
         The slave applications (the drives) run after the frame has passed, as behind a real ESC
@@ -124,7 +129,7 @@ class Segment:
             wkc = self._logical(frame, dg, skip_pd, defer)
         else:  # every write takes the data as the master sent it: one copy serves them all
             later = self._deferred if defer and plan.plain else None
-            data = frame[plan.data_lo:plan.data_hi] if plan.writes else None
+            data = frame[plan.data_lo : plan.data_hi] if plan.writes else None
             for lo, hi, mem, p, q in plan.reads:
                 frame[lo:hi] = mem[p:q]
             for esc in plan.readers:
@@ -178,8 +183,9 @@ class Segment:
         for esc in self.escs:
             esc.poll(now_ns)
 
-    def _datagram(self, frame: bytearray, dg: Datagram, now: int, skip_pd: SkipHook | None,
-                  defer: bool = False) -> None:
+    def _datagram(
+        self, frame: bytearray, dg: Datagram, now: int, skip_pd: SkipHook | None, defer: bool = False
+    ) -> None:
         cmd = dg.cmd
         wkc = read_wkc(frame, dg)
         if cmd in _LOGICAL:
@@ -210,13 +216,13 @@ class Segment:
         cmd, lo = dg.cmd, dg.data_offset
         reads = cmd in (Cmd.APRD, Cmd.FPRD, Cmd.BRD, Cmd.APRW, Cmd.FPRW, Cmd.BRW)
         writes = cmd in (Cmd.APWR, Cmd.FPWR, Cmd.BWR, Cmd.APRW, Cmd.FPRW, Cmd.BRW)
-        incoming = bytes(frame[lo:lo + dg.length]) if writes else b""
+        incoming = bytes(frame[lo : lo + dg.length]) if writes else b""
         if reads:
             data = esc.read(dg.ado, dg.length)
             if cmd == Cmd.BRD or cmd == Cmd.BRW:
-                frame[lo:lo + dg.length] = bytes(a | b for a, b in zip(frame[lo:lo + dg.length], data))
+                frame[lo : lo + dg.length] = bytes(a | b for a, b in zip(frame[lo : lo + dg.length], data))
             else:
-                frame[lo:lo + dg.length] = data
+                frame[lo : lo + dg.length] = data
         if writes:
             if dg.ado <= REG_DC_RECV_TIME0 < dg.ado + dg.length:
                 self._latch(esc, now)
@@ -226,11 +232,11 @@ class Segment:
     def _rmw(self, frame: bytearray, dg: Datagram, esc: Esc, reader: bool, defer: bool = False) -> int:
         lo = dg.data_offset
         if reader:
-            frame[lo:lo + dg.length] = esc.read(dg.ado, dg.length)
+            frame[lo : lo + dg.length] = esc.read(dg.ado, dg.length)
         elif defer:
-            self._deferred.append((esc.write, dg.ado, bytes(frame[lo:lo + dg.length])))
+            self._deferred.append((esc.write, dg.ado, bytes(frame[lo : lo + dg.length])))
         else:
-            esc.write(dg.ado, bytes(frame[lo:lo + dg.length]))
+            esc.write(dg.ado, bytes(frame[lo : lo + dg.length]))
         return 1
 
     def _latch(self, esc: Esc, now: int) -> None:
@@ -262,7 +268,7 @@ class Segment:
                 continue
             incoming = [frame[lo:hi] for lo, hi, _p in writes]  # as it arrived (read first)
             for lo, hi, p in reads:
-                frame[lo:hi] = esc.mem[p:p + hi - lo]
+                frame[lo:hi] = esc.mem[p : p + hi - lo]
             if reads:
                 esc.pd_read = True
             for (_lo, _hi, p), data in zip(writes, incoming):
@@ -283,7 +289,7 @@ class _LogicalPlan:
     from, so the data as the master sent it is what every write takes.
     """
 
-    __slots__ = ("slaves", "reads", "readers", "writes", "wkc", "plain", "one_copy", "data_lo", "data_hi")
+    __slots__ = ("data_hi", "data_lo", "one_copy", "plain", "readers", "reads", "slaves", "wkc", "writes")
 
     def __init__(self, escs: list[Esc], cmd: int, laddr: int, length: int, base: int) -> None:
         self.slaves, self.reads, self.readers, self.writes = [], [], [], []
@@ -291,10 +297,16 @@ class _LogicalPlan:
         self.data_lo, self.data_hi = base, base + length
         read_so_far: list[tuple[int, int]] = []
         for esc in escs:
-            reads = [(base + lo, base + hi, p) for lo, hi, p in esc.spans(laddr, length, write=False)] \
-                if cmd != Cmd.LWR else []
-            writes = [(base + lo, base + hi, p) for lo, hi, p in esc.spans(laddr, length, write=True)] \
-                if cmd != Cmd.LRD else []
+            reads = (
+                [(base + lo, base + hi, p) for lo, hi, p in esc.spans(laddr, length, write=False)]
+                if cmd != Cmd.LWR
+                else []
+            )
+            writes = (
+                [(base + lo, base + hi, p) for lo, hi, p in esc.spans(laddr, length, write=True)]
+                if cmd != Cmd.LRD
+                else []
+            )
             add = (1 if reads else 0) + ((2 if cmd == Cmd.LRW else 1) if writes else 0)
             if not add:
                 continue

@@ -46,10 +46,14 @@ class DriveState(enum.Enum):
 #: Statusword bits 0-3, 5, 6 per state (CiA 402-2 Table 30); bit 4 (voltage enabled) is added
 #: when the power stage is on.
 STATUSWORD = {
-    DriveState.NOT_READY: 0x0000, DriveState.SWITCH_ON_DISABLED: 0x0040,
-    DriveState.READY_TO_SWITCH_ON: 0x0021, DriveState.SWITCHED_ON: 0x0023,
-    DriveState.OPERATION_ENABLED: 0x0027, DriveState.QUICK_STOP_ACTIVE: 0x0007,
-    DriveState.FAULT_REACTION_ACTIVE: 0x000F, DriveState.FAULT: 0x0008,
+    DriveState.NOT_READY: 0x0000,
+    DriveState.SWITCH_ON_DISABLED: 0x0040,
+    DriveState.READY_TO_SWITCH_ON: 0x0021,
+    DriveState.SWITCHED_ON: 0x0023,
+    DriveState.OPERATION_ENABLED: 0x0027,
+    DriveState.QUICK_STOP_ACTIVE: 0x0007,
+    DriveState.FAULT_REACTION_ACTIVE: 0x000F,
+    DriveState.FAULT: 0x0008,
 }
 SW_VOLTAGE_ENABLED, SW_REMOTE, SW_FOLLOWS_COMMAND, SW_FOLLOWING_ERROR = 0x0010, 0x0200, 0x1000, 0x2000
 CW_FAULT_RESET = 0x0080
@@ -57,8 +61,12 @@ MODE_CSP = 8
 ERROR_FOLLOWING = 0x8611  # CiA 402-2 error codes: "following error"
 ERROR_COMMUNICATION = 0x8100  # CiA 301 Table 21: "communication" (here: SM watchdog expired)
 
-_POWERED = (DriveState.READY_TO_SWITCH_ON, DriveState.SWITCHED_ON, DriveState.OPERATION_ENABLED,
-            DriveState.QUICK_STOP_ACTIVE)
+_POWERED = (
+    DriveState.READY_TO_SWITCH_ON,
+    DriveState.SWITCHED_ON,
+    DriveState.OPERATION_ENABLED,
+    DriveState.QUICK_STOP_ACTIVE,
+)
 
 
 def command_of(cw: int) -> str | None:
@@ -79,9 +87,15 @@ def command_of(cw: int) -> str | None:
 class Drive:
     """State machine, CSP position loop and faults of one axis (see the module docstring)."""
 
-    def __init__(self, bandwidth_hz: float = 150.0, window_counts: int = 20_000,
-                 window_time_ms: int = 10, start_counts: int = 0,
-                 max_velocity_counts_per_s: float = 2.0e6, max_accel_counts_per_s2: float = 5.0e7) -> None:
+    def __init__(
+        self,
+        bandwidth_hz: float = 150.0,
+        window_counts: int = 20_000,
+        window_time_ms: int = 10,
+        start_counts: int = 0,
+        max_velocity_counts_per_s: float = 2.0e6,
+        max_accel_counts_per_s2: float = 5.0e7,
+    ) -> None:
         self.state = DriveState.SWITCH_ON_DISABLED  # transition 0 happens at power-up
         self.position = float(start_counts)
         self.velocity = 0.0
@@ -149,8 +163,11 @@ class Drive:
                 self.velocity = 0.0
             elif s in (DriveState.READY_TO_SWITCH_ON, DriveState.SWITCHED_ON):  # 7, 10
                 self.state = DriveState.SWITCH_ON_DISABLED
-        elif cmd == "shutdown" and s in (DriveState.SWITCH_ON_DISABLED, DriveState.SWITCHED_ON,
-                                         DriveState.OPERATION_ENABLED):  # 2, 6, 8
+        elif cmd == "shutdown" and s in (
+            DriveState.SWITCH_ON_DISABLED,
+            DriveState.SWITCHED_ON,
+            DriveState.OPERATION_ENABLED,
+        ):  # 2, 6, 8
             self.state = DriveState.READY_TO_SWITCH_ON
         elif cmd == "switch on":
             if s is DriveState.READY_TO_SWITCH_ON or s is DriveState.OPERATION_ENABLED:  # 3, 5
@@ -220,4 +237,3 @@ class Drive:
             elif self.state in _POWERED:
                 self.state = DriveState.SWITCH_ON_DISABLED
         self._last_cw = 0
-

@@ -88,20 +88,32 @@ class ObjectDictionary:
     entries: dict[tuple[int, int], ObjectEntry] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
 
-    def add(self, index: int, sub: int, size: int, reader, writer=None, *, data_type: int = 0, name: str = "",
-            access: int = 0) -> ObjectEntry:
+    def add(
+        self,
+        index: int,
+        sub: int,
+        size: int,
+        reader,
+        writer=None,
+        *,
+        data_type: int = 0,
+        name: str = "",
+        access: int = 0,
+    ) -> ObjectEntry:
         entry = ObjectEntry(size, reader, writer, data_type, name, access)
         self.entries[(index, sub)] = entry
         return entry
 
-    def add_value(self, index: int, sub: int, fmt: str, value: int, writable: bool = False, *, name: str = "",
-                  access: int = 0) -> ObjectEntry:
+    def add_value(
+        self, index: int, sub: int, fmt: str, value: int, writable: bool = False, *, name: str = "", access: int = 0
+    ) -> ObjectEntry:
         """Add a plain stored value of struct format *fmt*."""
         s = struct.Struct("<" + fmt)
         cell = [value]
         writer = (lambda b: cell.__setitem__(0, s.unpack(b)[0])) if writable else None
-        return self.add(index, sub, s.size, lambda: s.pack(cell[0]), writer, data_type=DATA_TYPES[fmt], name=name,
-                        access=access)
+        return self.add(
+            index, sub, s.size, lambda: s.pack(cell[0]), writer, data_type=DATA_TYPES[fmt], name=name, access=access
+        )
 
     def upload(self, index: int, sub: int) -> bytes:
         entry = self._find(index, sub)
@@ -154,7 +166,7 @@ class ObjectDictionary:
         pos = 0
         for s in subs[:count]:
             size = self.entries[(index, s)].size
-            self.download(index, s, data[pos:pos + size])
+            self.download(index, s, data[pos : pos + size])
             pos += size
         if count_writable:
             self.download(index, 0, bytes([count]))
@@ -224,7 +236,7 @@ class CoeServer:
             return []
         (coe,) = struct.unpack_from("<H", request, 6)
         counter = mtype & 0x70
-        body = request[8:6 + length]
+        body = request[8 : 6 + length]
         if coe >> 12 == COE_SDO_INFO:
             self.counters.info_requests += 1
             return self._info(counter, body)
@@ -275,10 +287,10 @@ class CoeServer:
         if ccs == 1:  # initiate download
             if cmd & 0x02:  # expedited: 4 - n bytes in the data field
                 n = (cmd >> 2) & 0x03 if cmd & 0x01 else 0
-                self._store(index, sub, complete, bytes(body[4:8 - n]))
+                self._store(index, sub, complete, bytes(body[4 : 8 - n]))
                 return struct.pack("<BHBI", 0x60, index, sub, 0)
             (size,) = struct.unpack_from("<I", body, 4)
-            data = bytes(body[8:8 + size])
+            data = bytes(body[8 : 8 + size])
             if len(data) < size:  # segments follow (CiA 301 §7.2.4.3.3)
                 self._download = (index, sub, complete, size, bytearray(data), 0)
                 self.counters.segmented_downloads += 1
@@ -316,7 +328,7 @@ class CoeServer:
             raise SdoAbort(ABORT_TOGGLE)
         chunk = body[1:]
         if cmd & 0x01 and len(chunk) == 7:  # a short last segment: 7 - n bytes are data
-            chunk = chunk[:7 - ((cmd >> 1) & 0x07)]
+            chunk = chunk[: 7 - ((cmd >> 1) & 0x07)]
         data += chunk
         if len(data) > size:
             raise SdoAbort(ABORT_LENGTH)
@@ -337,22 +349,29 @@ class CoeServer:
             if opcode == INFO_OD_LIST_REQ and len(data) >= 2:
                 (list_type,) = struct.unpack_from("<H", data, 0)
                 wanted = self.od.indices() if list_type == 1 else self._mappable(list_type)
-                return self._fragments(counter, INFO_OD_LIST_RES,
-                                       struct.pack("<H", list_type) + b"".join(struct.pack("<H", i) for i in wanted))
+                return self._fragments(
+                    counter,
+                    INFO_OD_LIST_RES,
+                    struct.pack("<H", list_type) + b"".join(struct.pack("<H", i) for i in wanted),
+                )
             if opcode == INFO_OD_REQ and len(data) >= 2:
                 (index,) = struct.unpack_from("<H", data, 0)
                 dtype, max_sub, code, name = self.od.describe(index)
-                return self._fragments(counter, INFO_OD_RES,
-                                       struct.pack("<HHBB", index, dtype, max_sub, code) + name.encode()[:64])
+                return self._fragments(
+                    counter, INFO_OD_RES, struct.pack("<HHBB", index, dtype, max_sub, code) + name.encode()[:64]
+                )
             if opcode == INFO_OE_REQ and len(data) >= 4:
                 index, sub, value_info = struct.unpack_from("<HBB", data, 0)
                 entry = self.od._find(index, sub)
                 bits = 8 * (entry.size or len(entry.reader()))
                 dtype = entry.data_type or (VISIBLE_STRING if not entry.size else 0)
                 # Only the value-info bits that add no fields (0-2) are answered.
-                return self._fragments(counter, INFO_OE_RES,
-                                       struct.pack("<HBBHHH", index, sub, value_info & 0x07, dtype, bits,
-                                                   entry.access_bits()) + entry.name.encode()[:64])
+                return self._fragments(
+                    counter,
+                    INFO_OE_RES,
+                    struct.pack("<HBBHHH", index, sub, value_info & 0x07, dtype, bits, entry.access_bits())
+                    + entry.name.encode()[:64],
+                )
             raise SdoAbort(ABORT_COMMAND)
         except SdoAbort as abort:
             self.counters.aborts += 1
@@ -365,7 +384,7 @@ class CoeServer:
 
     def _fragments(self, counter: int, opcode: int, data: bytes) -> list[bytes]:
         room = (self.mailbox_bytes - 6 - _INFO.size) & ~1  # even: OD lists are u16 indices
-        chunks = [data[i:i + room] for i in range(0, len(data), room)] or [b""]
+        chunks = [data[i : i + room] for i in range(0, len(data), room)] or [b""]
         return [self._info_message(counter, opcode, len(chunks) - 1 - k, chunk) for k, chunk in enumerate(chunks)]
 
     def _info_message(self, counter: int, opcode: int, left: int, data: bytes) -> bytes:

@@ -43,7 +43,7 @@ def parse_request(raw: bytes, slaves: int) -> dict:
     except ConfigError as err:
         raise RequestError(err.msg) from None
     if not isinstance(doc, dict):
-        raise RequestError("a request is a JSON object, e.g. {\"cmd\": \"stats\"}")
+        raise RequestError('a request is a JSON object, e.g. {"cmd": "stats"}')
     cmd = doc.get("cmd")
     if cmd not in COMMANDS:
         raise RequestError(f"unknown command {str(cmd)[:40]!r}; known: {', '.join(COMMANDS)}")
@@ -85,8 +85,12 @@ def _field(cmd: str, key: str, value, slaves: int):
             raise RequestError(f"state must be one of {', '.join(AlState.__members__)}")
         return AlState[value.upper()]
     if key == "ppm" and cmd == "dc_drift":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or abs(value) > MAX_DRIFT_PPM:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or abs(value) > MAX_DRIFT_PPM
+        ):
             raise RequestError(f"ppm must be a number from -{MAX_DRIFT_PPM:g} to {MAX_DRIFT_PPM:g}")
         return float(value)
     if key == "kind" and cmd == "bad_frame":

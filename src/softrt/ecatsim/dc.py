@@ -30,9 +30,19 @@ from __future__ import annotations
 
 import struct
 
-from ..ethercat.dc import (REG_DIFF_FILTER_DEPTH, REG_SPEED_START, REG_SYNC0_CYCLE, REG_SYNC0_START,
-                           REG_SYNC_ACTIVATION, REG_SYSTEM_DELAY, REG_SYSTEM_DIFF, REG_SYSTEM_OFFSET,
-                           REG_SYSTEM_TIME, SYNC0_ACTIVE, encode_diff)
+from ..ethercat.dc import (
+    REG_DIFF_FILTER_DEPTH,
+    REG_SPEED_START,
+    REG_SYNC0_CYCLE,
+    REG_SYNC0_START,
+    REG_SYNC_ACTIVATION,
+    REG_SYSTEM_DELAY,
+    REG_SYSTEM_DIFF,
+    REG_SYSTEM_OFFSET,
+    REG_SYSTEM_TIME,
+    SYNC0_ACTIVE,
+    encode_diff,
+)
 
 #: The fastest correction the speed counter allows (1 ns per 0x7F x 10 ns), ppb.
 MAX_CORRECTION_PPB = 1_000_000_000 // (0x7F * 10)
@@ -138,10 +148,20 @@ class Sync0Watch:
 
     def to_dict(self) -> dict:
         n = self.frames
-        return {"frames": n, "cycles_without_frame": self.cycles_without_frame,
-                "frames_in_same_cycle": self.frames_in_same_cycle,
-                "phase_us": ({"min": self.phase_min_ns / 1e3, "max": self.phase_max_ns / 1e3,
-                              "mean": round(self.phase_total_ns / n / 1e3, 2)} if n else None)}
+        return {
+            "frames": n,
+            "cycles_without_frame": self.cycles_without_frame,
+            "frames_in_same_cycle": self.frames_in_same_cycle,
+            "phase_us": (
+                {
+                    "min": self.phase_min_ns / 1e3,
+                    "max": self.phase_max_ns / 1e3,
+                    "mean": round(self.phase_total_ns / n / 1e3, 2),
+                }
+                if n
+                else None
+            ),
+        }
 
 
 _U16, _U32, _U64, _I64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q"), struct.Struct("<q")
@@ -195,8 +215,12 @@ class EscDc:
         changes nothing in that frame)."""
         m = self.mem
         if ado <= REG_SYSTEM_TIME and end >= REG_SYSTEM_TIME + 4:  # distribution: lower 32 bits compared
-            self._pending = (_U32.unpack_from(m, REG_SYSTEM_TIME)[0], now_ns,
-                             _I64.unpack_from(m, REG_SYSTEM_OFFSET)[0], _U32.unpack_from(m, REG_SYSTEM_DELAY)[0])
+            self._pending = (
+                _U32.unpack_from(m, REG_SYSTEM_TIME)[0],
+                now_ns,
+                _I64.unpack_from(m, REG_SYSTEM_OFFSET)[0],
+                _U32.unpack_from(m, REG_SYSTEM_DELAY)[0],
+            )
             if not defer:
                 self.settle()
         if _touches(ado, end, REG_SPEED_START, 2):

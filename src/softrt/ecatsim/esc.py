@@ -50,8 +50,16 @@ EEP_CMD_READ, EEP_CMD_WRITE, EEP_CMD_RELOAD = 1, 2, 3
 
 #: Registers a master cannot write (ETG.1000.4 §6: "ECAT: r/-"). AL status, DL status, SM status
 #: (+5) and PDI control (+7) of every SM, latched receive times, watchdog status.
-_READ_ONLY = [(0x0000, 0x0010), (0x0110, 0x0112), (0x0130, 0x0136), (0x0140, 0x0142), (0x0440, 0x0442),
-              (0x0900, 0x0910), (0x0918, 0x0920), (0x092C, 0x0930)]
+_READ_ONLY = [
+    (0x0000, 0x0010),
+    (0x0110, 0x0112),
+    (0x0130, 0x0136),
+    (0x0140, 0x0142),
+    (0x0440, 0x0442),
+    (0x0900, 0x0910),
+    (0x0918, 0x0920),
+    (0x092C, 0x0930),
+]
 _READ_ONLY += [(REG_SM0 + 8 * n + 5, REG_SM0 + 8 * n + 6) for n in range(16)]
 _READ_ONLY += [(REG_SM0 + 8 * n + 7, REG_SM0 + 8 * n + 8) for n in range(16)]
 
@@ -76,9 +84,16 @@ class SlaveApp(Protocol):
 class Esc:
     """Register-level model of one ESC (see the module docstring)."""
 
-    def __init__(self, desc: DeviceDescription, position: int, app: SlaveApp | None = None,
-                 clock: Callable[[], int] = time.monotonic_ns, last: bool = True, drift_ppm: float = 0.0,
-                 watchdog_ns: int = 100_000_000) -> None:
+    def __init__(
+        self,
+        desc: DeviceDescription,
+        position: int,
+        app: SlaveApp | None = None,
+        clock: Callable[[], int] = time.monotonic_ns,
+        last: bool = True,
+        drift_ppm: float = 0.0,
+        watchdog_ns: int = 100_000_000,
+    ) -> None:
         self.desc = desc
         self.position = position
         self.app = app
@@ -229,8 +244,9 @@ class Esc:
         if new >= AlState.SAFEOP > old:
             out_bytes, in_bytes = self.pd_bytes()
             for n, start, length, direction, code in (
-                    (2, d.outputs_start, out_bytes, 0x04, AlStatusCode.INVALID_OUTPUT_CONFIG),
-                    (3, d.inputs_start, in_bytes, 0x00, AlStatusCode.INVALID_INPUT_CONFIG)):
+                (2, d.outputs_start, out_bytes, 0x04, AlStatusCode.INVALID_OUTPUT_CONFIG),
+                (3, d.inputs_start, in_bytes, 0x00, AlStatusCode.INVALID_INPUT_CONFIG),
+            ):
                 if not length:
                     continue
                 s_start, s_len, ctrl, on = sms[n]
@@ -267,12 +283,12 @@ class Esc:
             self.eeprom_reads += 1
             if self.al.state >= AlState.PREOP:
                 self.eeprom_reads_preop += 1
-            chunk = bytes(self.sii[byte:byte + 8])
-            m[REG_EEP_DATA:REG_EEP_DATA + 8] = chunk + b"\xff" * (8 - len(chunk))
+            chunk = bytes(self.sii[byte : byte + 8])
+            m[REG_EEP_DATA : REG_EEP_DATA + 8] = chunk + b"\xff" * (8 - len(chunk))
         elif cmd == EEP_CMD_WRITE:
             # The write-enable bit must come in the same access as the command (self-clearing).
             if at >= 0 and data[at] & EEP_WRITE_ENABLE and byte + 2 <= len(self.sii):
-                self.sii[byte:byte + 2] = m[REG_EEP_DATA:REG_EEP_DATA + 2]
+                self.sii[byte : byte + 2] = m[REG_EEP_DATA : REG_EEP_DATA + 2]
             else:
                 status |= EEP_ERR_WRITE_ENABLE
         elif cmd == EEP_CMD_RELOAD:
@@ -344,7 +360,7 @@ class Esc:
 
     def store_outputs(self, phys: int, data) -> None:
         """A logical write through an FMMU: *data* into process RAM at *phys*."""
-        self.mem[phys:phys + len(data)] = data
+        self.mem[phys : phys + len(data)] = data
         self._after_ram_write(phys, phys + len(data))
 
     @property
@@ -362,7 +378,7 @@ class Esc:
         if self.desc.coe:
             start, length, _c, on = sms[0]
             if on and length and lo < start + length <= hi:  # last byte written: mailbox full
-                self._mailbox_request(bytes(self.mem[start:start + length]))
+                self._mailbox_request(bytes(self.mem[start : start + length]))
 
     def _after_ram_read(self, lo: int, hi: int) -> None:
         if self.desc.coe:
@@ -401,7 +417,7 @@ class Esc:
             return
         reply = self._mbx_queue.pop(0)[:length]
         self._mbx_last = reply
-        self.mem[start:start + length] = reply + bytes(length - len(reply))
+        self.mem[start : start + length] = reply + bytes(length - len(reply))
         self.mem[REG_SM0 + 8 + 5] |= 0x08
 
     def _repeat_request(self) -> None:
@@ -423,7 +439,7 @@ class Esc:
             outputs = None
             if self._pd_written and self.al.state is AlState.OP:
                 start, length, _c, _on = self._sms[2]
-                outputs = bytes(self.mem[start:start + length])
+                outputs = bytes(self.mem[start : start + length])
                 self.dc.outputs_arrived(self._now())
             self._pd_written = self.pd_read = False
             self._exchange(outputs)
@@ -438,7 +454,7 @@ class Esc:
             start, length, _c, _on = self._sms_now()[3]
             if not length:
                 start, length = self.desc.inputs_start, self.pd_bytes()[1]
-            self.app.exchange(outputs, memoryview(self.mem)[start:start + length])
+            self.app.exchange(outputs, memoryview(self.mem)[start : start + length])
 
     def poll(self, now_ns: int) -> None:
         """Check the process-data watchdog (ETG.1000.4 §6.6): expiry in OP → SAFEOP+ERR 0x001B."""

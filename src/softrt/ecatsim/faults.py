@@ -76,8 +76,11 @@ class FaultPlan:
         skip = None
         if "bad_wkc" in hit:
             skip = self.bad_wkc_slave if self.bad_wkc_slave >= 0 else slaves - 1
-        return Decision(delay_us=self.delay_us if "delay" in hit else 0, skip_slave=skip,
-                        corrupt=self.corrupt if "bad_frame" in hit else None)
+        return Decision(
+            delay_us=self.delay_us if "delay" in hit else 0,
+            skip_slave=skip,
+            corrupt=self.corrupt if "bad_frame" in hit else None,
+        )
 
     def _take(self, kind: str) -> bool:
         if self.pending.get(kind, 0) > 0:

@@ -36,7 +36,7 @@ class Layout:
         if len(frame) != self.size or frame[_FRAME_HEADER] != self.frame_header:
             return False
         for at, header in self.headers:
-            if frame[at:at + DATAGRAM_HEADER_BYTES] != header:
+            if frame[at : at + DATAGRAM_HEADER_BYTES] != header:
                 return False
         return True
 
@@ -61,10 +61,16 @@ class Layouts:
                 return layout
         datagrams = parse_frame(frame)
         self.misses += 1
-        layout = Layout(len(frame), bytes(frame[_FRAME_HEADER]),
-                        tuple((dg.header_offset, bytes(frame[dg.header_offset:dg.header_offset
-                                                             + DATAGRAM_HEADER_BYTES])) for dg in datagrams),
-                        datagrams, next((dg for dg in datagrams if dg.cmd in LOGICAL), None))
+        layout = Layout(
+            len(frame),
+            bytes(frame[_FRAME_HEADER]),
+            tuple(
+                (dg.header_offset, bytes(frame[dg.header_offset : dg.header_offset + DATAGRAM_HEADER_BYTES]))
+                for dg in datagrams
+            ),
+            datagrams,
+            next((dg for dg in datagrams if dg.cmd in LOGICAL), None),
+        )
         recent.insert(0, layout)
-        del recent[self.keep:]
+        del recent[self.keep :]
         return layout

@@ -23,9 +23,19 @@ from collections.abc import Callable
 
 from ..ethercat.al import AlState
 from ..ethercat.description import AXIS_PDO_OFFSET, DeviceDescription, Pdo, PdoEntry
-from .coe import (ABORT_DEVICE_STATE, ABORT_NOT_MAPPABLE, ABORT_PDO_LENGTH, ABORT_SUB0_NOT_ZERO,
-                  ABORT_VALUE_RANGE, ACCESS_READ, ACCESS_RXPDO, ACCESS_TXPDO, ACCESS_WRITE_PREOP,
-                  ObjectDictionary, SdoAbort)
+from .coe import (
+    ABORT_DEVICE_STATE,
+    ABORT_NOT_MAPPABLE,
+    ABORT_PDO_LENGTH,
+    ABORT_SUB0_NOT_ZERO,
+    ABORT_VALUE_RANGE,
+    ACCESS_READ,
+    ACCESS_RXPDO,
+    ACCESS_TXPDO,
+    ACCESS_WRITE_PREOP,
+    ObjectDictionary,
+    SdoAbort,
+)
 
 RX_ASSIGN, TX_ASSIGN = 0x1C12, 0x1C13
 PDOS_PER_AXIS = 4
@@ -61,8 +71,10 @@ class PdoConfig:
             self.mapping[pdo.index] = [entry_value(e) for e in pdo.entries]
         self.assign = {RX_ASSIGN: [p.index for p in desc.rx_pdos], TX_ASSIGN: [p.index for p in desc.tx_pdos]}
         # Entries written while subindex 0 is 0 (the count), per object: what the count enables.
-        self._slots = {idx: list(v) + [0] * (self._capacity(idx) - len(v))
-                       for idx, v in (*self.assign.items(), *self.mapping.items())}
+        self._slots = {
+            idx: list(v) + [0] * (self._capacity(idx) - len(v))
+            for idx, v in (*self.assign.items(), *self.mapping.items())
+        }
         self._count = {idx: len(v) for idx, v in (*self.assign.items(), *self.mapping.items())}
         for idx in self._slots:
             self._add(idx)
@@ -73,8 +85,10 @@ class PdoConfig:
     # --- the live layout ---------------------------------------------------------------------
     def pdos(self, assign: int) -> tuple[Pdo, ...]:
         """The PDOs assigned now to SM2 (0x1C12) or SM3 (0x1C13), with their entries."""
-        return tuple(Pdo(i, tuple(PdoEntry(v >> 16, (v >> 8) & 0xFF, v & 0xFF, 0) for v in self.mapping[i]))
-                     for i in self.assign[assign])
+        return tuple(
+            Pdo(i, tuple(PdoEntry(v >> 16, (v >> 8) & 0xFF, v & 0xFF, 0) for v in self.mapping[i]))
+            for i in self.assign[assign]
+        )
 
     def report(self) -> dict:
         """``{"0x1C12": ["0x1600"], "0x1600": ["0x6040:00/16", ...], ...}``: what is assigned now."""
@@ -90,16 +104,34 @@ class PdoConfig:
         is_assign = index in (RX_ASSIGN, TX_ASSIGN)
         access = ACCESS_READ | (ACCESS_WRITE_PREOP if self.writable else 0)
         fmt = _U16 if is_assign else _U32
-        self.od.names[index] = ("Sync manager 2 PDO assignment" if index == RX_ASSIGN else
-                                "Sync manager 3 PDO assignment" if index == TX_ASSIGN else
-                                f"{'Rx' if index < 0x1A00 else 'Tx'}PDO mapping 0x{index:04X}")
-        self.od.add(index, 0, 1, lambda: _U8.pack(self._count[index]),
-                    (lambda b: self._set_count(index, b[0])) if self.writable else None,
-                    data_type=0x0005, name="Number of entries", access=access)
+        self.od.names[index] = (
+            "Sync manager 2 PDO assignment"
+            if index == RX_ASSIGN
+            else "Sync manager 3 PDO assignment"
+            if index == TX_ASSIGN
+            else f"{'Rx' if index < 0x1A00 else 'Tx'}PDO mapping 0x{index:04X}"
+        )
+        self.od.add(
+            index,
+            0,
+            1,
+            lambda: _U8.pack(self._count[index]),
+            (lambda b: self._set_count(index, b[0])) if self.writable else None,
+            data_type=0x0005,
+            name="Number of entries",
+            access=access,
+        )
         for sub in range(1, self._capacity(index) + 1):
-            self.od.add(index, sub, fmt.size, lambda s=sub: fmt.pack(self._slots[index][s - 1]),
-                        (lambda b, s=sub: self._set_slot(index, s, fmt.unpack(b)[0])) if self.writable else None,
-                        data_type=0x0006 if is_assign else 0x0007, name=f"Subindex {sub:03d}", access=access)
+            self.od.add(
+                index,
+                sub,
+                fmt.size,
+                lambda s=sub: fmt.pack(self._slots[index][s - 1]),
+                (lambda b, s=sub: self._set_slot(index, s, fmt.unpack(b)[0])) if self.writable else None,
+                data_type=0x0006 if is_assign else 0x0007,
+                name=f"Subindex {sub:03d}",
+                access=access,
+            )
 
     def _check_state(self) -> None:
         if self._state() is not AlState.PREOP:

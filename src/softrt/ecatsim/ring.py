@@ -50,9 +50,9 @@ class RxRing:
         status, _length, snap, mac, _net, sec, nsec = _HEADER.unpack_from(ring, at)
         if not status & TP_STATUS_USER:
             return None
-        frame = bytearray(ring[at + mac:at + mac + snap])
+        frame = bytearray(ring[at + mac : at + mac + snap])
         kind = ring[at + _PKTTYPE_AT]
-        ring[at:at + 4] = b"\0\0\0\0"  # TP_STATUS_KERNEL: the slot is the kernel's again
+        ring[at : at + 4] = b"\0\0\0\0"  # TP_STATUS_KERNEL: the slot is the kernel's again
         self._next = (self._next + 1) % self._slots
         return frame, sec * 1_000_000_000 + nsec, kind
 

@@ -26,17 +26,17 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..ethercat.al import AlState, state_name
+from ..ethercat.description import DeviceDescription
+from ..ethercat.nsstat import NsStat
+from ..ethercat.rawsock import open_raw_socket
+from ..ethercat.wire import ETH_HEADER_BYTES, FrameError
 from .bus import Segment
 from .control import RequestError, parse_request
-from ..ethercat.description import DeviceDescription
 from .esc import Esc
 from .faults import KINDS, FaultPlan
 from .layouts import Layouts
 from .ring import RxRing
-from ..ethercat.rawsock import open_raw_socket
 from .slave import DriveApp, make_app
-from ..ethercat.nsstat import NsStat
-from ..ethercat.wire import ETH_HEADER_BYTES, FrameError
 
 POLL_MS = 1  #: wake-up period for the watchdog check when no frames arrive
 
@@ -59,18 +59,27 @@ class SimCounters:
 class Simulator:
     """N slaves on one segment plus the fault plan (no I/O: :func:`serve` adds the socket)."""
 
-    def __init__(self, descriptions: list[DeviceDescription], clock=time.monotonic_ns,
-                 drift_ppm: list[float] | tuple[float, ...] = (), ca_abort: bool = False,
-                 watchdog_ns: int = 100_000_000) -> None:
+    def __init__(
+        self,
+        descriptions: list[DeviceDescription],
+        clock=time.monotonic_ns,
+        drift_ppm: list[float] | tuple[float, ...] = (),
+        ca_abort: bool = False,
+        watchdog_ns: int = 100_000_000,
+    ) -> None:
         n = len(descriptions)
         self._clock = clock
         # ca_abort: CoE slaves answer complete access with an abort (coe.CoeServer).
-        self.apps = [make_app(d, start_counts=1000 * (i + 1), ca_abort=ca_abort, serial=i + 1)
-                     for i, d in enumerate(descriptions)]
+        self.apps = [
+            make_app(d, start_counts=1000 * (i + 1), ca_abort=ca_abort, serial=i + 1)
+            for i, d in enumerate(descriptions)
+        ]
         # DC quartz error per slave (the i-th applies to slave i; the rest run true).
         drifts = list(drift_ppm) + [0.0] * (n - len(drift_ppm))
-        self.escs = [Esc(d, i, app, clock=clock, last=i == n - 1, drift_ppm=drifts[i], watchdog_ns=watchdog_ns)
-                     for i, (d, app) in enumerate(zip(descriptions, self.apps))]
+        self.escs = [
+            Esc(d, i, app, clock=clock, last=i == n - 1, drift_ppm=drifts[i], watchdog_ns=watchdog_ns)
+            for i, (d, app) in enumerate(zip(descriptions, self.apps))
+        ]
         for esc, app in zip(self.escs, self.apps):
             if isinstance(app, DriveApp):
                 app.esc = esc
@@ -196,33 +205,64 @@ class Simulator:
         """Return counters and the state of every slave."""
         slaves = []
         for esc, app in zip(self.escs, self.apps):
-            s = {"position": esc.position, "name": esc.desc.name, "al_status": esc.al.status,
-                 "al_state": state_name(esc.al.status), "al_code": int(esc.al.code),
-                 "watchdog_expiries": esc.watchdog_expiries, "mailbox_repeats": esc.mailbox_repeats}
+            s = {
+                "position": esc.position,
+                "name": esc.desc.name,
+                "al_status": esc.al.status,
+                "al_state": state_name(esc.al.status),
+                "al_code": int(esc.al.code),
+                "watchdog_expiries": esc.watchdog_expiries,
+                "mailbox_repeats": esc.mailbox_repeats,
+            }
             if esc.desc.dc:
                 clock = esc.dc.clock
-                s["dc"] = {"drift_ppm": clock.drift_ppb / 1000, "correction_ppm": clock.correction_ppb / 1000,
-                           "diff_ns": round(clock.diff_mean_ns, 1), "compares": clock.compares,
-                           "sync0": esc.dc.sync0.to_dict()}
+                s["dc"] = {
+                    "drift_ppm": clock.drift_ppb / 1000,
+                    "correction_ppm": clock.correction_ppb / 1000,
+                    "diff_ns": round(clock.diff_mean_ns, 1),
+                    "compares": clock.compares,
+                    "sync0": esc.dc.sync0.to_dict(),
+                }
             if isinstance(app, DriveApp):
                 d = app.drive
-                s.update(drive_state=d.state.name, statusword=d.statusword, position_counts=d.position_counts,
-                         target_counts=d.target, error_code=d.error_code, drive_faults=d.faults,
-                         following_error_counts=d.following_error, cycles=app.cycles, cycle_ns=app.cycle_ns(),
-                         sdo_requests=app.coe.requests if app.coe else 0,
-                         # every axis (axis 0 is also the fields above), the PDOs the master left
-                         # assigned and mapped, and what the CoE server was asked
-                         axes=[{"drive_state": a.state.name, "position_counts": a.position_counts,
-                                "target_counts": a.target, "error_code": a.error_code, "drive_faults": a.faults}
-                               for a in app.drives],
-                         pdo=app.pdo.report(), coe=dataclasses.asdict(app.coe.counters) if app.coe else None)
+                s.update(
+                    drive_state=d.state.name,
+                    statusword=d.statusword,
+                    position_counts=d.position_counts,
+                    target_counts=d.target,
+                    error_code=d.error_code,
+                    drive_faults=d.faults,
+                    following_error_counts=d.following_error,
+                    cycles=app.cycles,
+                    cycle_ns=app.cycle_ns(),
+                    sdo_requests=app.coe.requests if app.coe else 0,
+                    # every axis (axis 0 is also the fields above), the PDOs the master left
+                    # assigned and mapped, and what the CoE server was asked
+                    axes=[
+                        {
+                            "drive_state": a.state.name,
+                            "position_counts": a.position_counts,
+                            "target_counts": a.target,
+                            "error_code": a.error_code,
+                            "drive_faults": a.faults,
+                        }
+                        for a in app.drives
+                    ],
+                    pdo=app.pdo.report(),
+                    coe=dataclasses.asdict(app.coe.counters) if app.coe else None,
+                )
             slaves.append(s)
-        return {"frames": self.counters.frames, "replies": self.counters.replies,
-                "pd_frames": self.faults.pd_frames, "injected": dict(self.faults.injected),
-                "mute_at": self.mute_at, "muted": self.counters.muted,
-                "answer_us": {k: round(v / 1e3, 1) for k, v in (self.counters.answer.summary() or {}).items()},
-                "wait_us": {k: round(v / 1e3, 1) for k, v in (self.counters.wait.summary() or {}).items()},
-                "slaves": slaves}
+        return {
+            "frames": self.counters.frames,
+            "replies": self.counters.replies,
+            "pd_frames": self.faults.pd_frames,
+            "injected": dict(self.faults.injected),
+            "mute_at": self.mute_at,
+            "muted": self.counters.muted,
+            "answer_us": {k: round(v / 1e3, 1) for k, v in (self.counters.answer.summary() or {}).items()},
+            "wait_us": {k: round(v / 1e3, 1) for k, v in (self.counters.wait.summary() or {}).items()},
+            "slaves": slaves,
+        }
 
 
 def bind_control(path: str) -> tuple[socket.socket, int]:
@@ -237,12 +277,16 @@ def bind_control(path: str) -> tuple[socket.socket, int]:
             ctrl.bind(path)
         except OSError as err:
             if err.errno != errno.EADDRINUSE:
-                raise ConfigError(f"--control {path}: cannot bind a socket there ({err.strerror})",
-                                  hint="give a path in a directory you may write") from None
+                raise ConfigError(
+                    f"--control {path}: cannot bind a socket there ({err.strerror})",
+                    hint="give a path in a directory you may write",
+                ) from None
             mode = os.lstat(path).st_mode
             if not stat.S_ISSOCK(mode):
-                raise ConfigError(f"--control {path} exists and is not a socket; it was left alone",
-                                  hint="give a path that does not exist (e.g. /tmp/ecat-sim.sock)") from None
+                raise ConfigError(
+                    f"--control {path} exists and is not a socket; it was left alone",
+                    hint="give a path that does not exist (e.g. /tmp/ecat-sim.sock)",
+                ) from None
             os.unlink(path)  # a socket left by an earlier simulator
             ctrl.bind(path)
         return ctrl, os.lstat(path).st_ino
@@ -299,8 +343,14 @@ class Pacer:
         return due - self.early_ns, due + self.early_ns
 
 
-def serve(sim: Simulator, iface: str, control_path: str | None = None, stop=lambda: False,
-          on_ready=lambda: None, busy_poll_ns: int = 0) -> None:
+def serve(
+    sim: Simulator,
+    iface: str,
+    control_path: str | None = None,
+    stop=lambda: False,
+    on_ready=lambda: None,
+    busy_poll_ns: int = 0,
+) -> None:
     """Answer frames on *iface* until ``stop()`` is true.
 
     With *busy_poll_ns*, busy-poll that long either side of the moment the next process-data
@@ -426,7 +476,7 @@ def _corrupt(frame: bytearray, dg, how: str) -> int:
     elif how == "length":
         lenw = frame[dg.header_offset + 6] | frame[dg.header_offset + 7] << 8
         lenw = (lenw & ~0x07FF) | ((lenw & 0x07FF) - 2 & 0x07FF)
-        frame[dg.header_offset + 6:dg.header_offset + 8] = lenw.to_bytes(2, "little")
+        frame[dg.header_offset + 6 : dg.header_offset + 8] = lenw.to_bytes(2, "little")
     else:  # "short": cut inside the process data
         return min(len(frame), max(ETH_HEADER_BYTES + 16, dg.data_offset + dg.length // 2))
     return len(frame)

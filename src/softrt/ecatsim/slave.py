@@ -19,8 +19,19 @@ from ..ethercat.al import AlState
 from ..ethercat.description import DeviceDescription, axis_index
 from ..ethercat.mapping import byte_offsets
 from .cia402 import MODE_CSP, Drive, DriveState
-from .coe import (ABORT_DEVICE_STATE, ABORT_VALUE_RANGE, ACCESS_READ, ACCESS_RXPDO, ACCESS_TXPDO, ACCESS_WRITE,
-                  DATA_TYPES, VISIBLE_STRING, CoeServer, ObjectDictionary, SdoAbort)
+from .coe import (
+    ABORT_DEVICE_STATE,
+    ABORT_VALUE_RANGE,
+    ACCESS_READ,
+    ACCESS_RXPDO,
+    ACCESS_TXPDO,
+    ACCESS_WRITE,
+    DATA_TYPES,
+    VISIBLE_STRING,
+    CoeServer,
+    ObjectDictionary,
+    SdoAbort,
+)
 from .esc import REG_DC_CYCLE0, REG_DC_SYNC_ACT, Esc
 from .pdomap import RX_ASSIGN, TX_ASSIGN, PdoConfig
 
@@ -36,7 +47,7 @@ _ERROR_CLASS = {0x2: 0x02, 0x3: 0x04, 0x4: 0x08, 0x8: 0x10}
 _FMT = {8: "b", 16: "H", 32: "i"}
 _STRUCT = {fmt: struct.Struct("<" + fmt) for fmt in _FMT.values()}
 #: What a value written into the inputs is held to: signed ones saturate, unsigned 16 bits wrap (None).
-_RANGE = {"b": (-128, 127), "H": (None, None), "i": (-2**31, 2**31 - 1)}
+_RANGE = {"b": (-128, 127), "H": (None, None), "i": (-(2**31), 2**31 - 1)}
 _U32 = struct.Struct("<I")
 
 
@@ -62,8 +73,7 @@ class PlainApp:
 class DriveApp:
     """A CiA 402 drive (one or more axes) behind an ESC (see the module docstring)."""
 
-    def __init__(self, desc: DeviceDescription, start_counts: int = 0, ca_abort: bool = False,
-                 serial: int = 0) -> None:
+    def __init__(self, desc: DeviceDescription, start_counts: int = 0, ca_abort: bool = False, serial: int = 0) -> None:
         self.desc = desc
         self.serial = serial  #: 0x1018:4, as in the SII
         self.drives = [Drive(start_counts=start_counts + AXIS_START_STEP * n) for n in range(desc.axes)]
@@ -78,8 +88,10 @@ class DriveApp:
         self.cycles = 0
         #: Per axis: the indices of its controlword, target, mode; statusword, actual, display,
         #: following error, error code (axis n: + n·0x800).
-        self._objects = [tuple(axis_index(i, n) for i in (0x6040, 0x607A, 0x6060, 0x6041, 0x6064, 0x6061, 0x60F4,
-                                                          0x603F)) for n in range(desc.axes)]
+        self._objects = [
+            tuple(axis_index(i, n) for i in (0x6040, 0x607A, 0x6060, 0x6041, 0x6064, 0x6061, 0x60F4, 0x603F))
+            for n in range(desc.axes)
+        ]
         self._apply_layout()
 
     @property
@@ -98,9 +110,17 @@ class DriveApp:
         self._io = []
         for d, (cw, target, mode, sw, actual, display, ferr, err) in zip(self.drives, self._objects):
             gets = tuple((_STRUCT[out[i][1]].unpack_from, out[i][0]) if i in out else None for i in (cw, target, mode))
-            puts = tuple((_STRUCT[inp[i][1]].pack_into, inp[i][0], operator.attrgetter(attr), *_RANGE[inp[i][1]])
-                         for i, attr in ((sw, "statusword"), (actual, "position_counts"), (display, "mode_display"),
-                                         (ferr, "following_error"), (err, "error_code")) if i in inp)
+            puts = tuple(
+                (_STRUCT[inp[i][1]].pack_into, inp[i][0], operator.attrgetter(attr), *_RANGE[inp[i][1]])
+                for i, attr in (
+                    (sw, "statusword"),
+                    (actual, "position_counts"),
+                    (display, "mode_display"),
+                    (ferr, "following_error"),
+                    (err, "error_code"),
+                )
+                if i in inp
+            )
             self._io.append((d, gets, puts))
 
     def pd_bytes(self) -> tuple[int, int]:
@@ -136,9 +156,12 @@ class DriveApp:
         dt_s = self.cycle_ns() * 1e-9
         for d, (cw, target, mode), puts in self._io:
             if outputs is not None:
-                d.step(None if cw is None else cw[0](outputs, cw[1])[0],
-                       None if target is None else target[0](outputs, target[1])[0],
-                       None if mode is None else mode[0](outputs, mode[1])[0], dt_s)
+                d.step(
+                    None if cw is None else cw[0](outputs, cw[1])[0],
+                    None if target is None else target[0](outputs, target[1])[0],
+                    None if mode is None else mode[0](outputs, mode[1])[0],
+                    dt_s,
+                )
             for pack, at, value_of, lo, hi in puts:
                 value = value_of(d)
                 if lo is None:  # unsigned 16 bits: wraps
@@ -161,16 +184,33 @@ class DriveApp:
     # --- object dictionary (CiA 301 §7.5, CiA 402-2 §7) ---------------------------------------------
     def _build_od(self) -> None:
         od, desc = self.od, self.desc
-        od.names.update({0x1000: "Device type", 0x1001: "Error register", 0x1008: "Device name",
-                         0x1018: "Identity", 0x1C00: "Sync manager type", 0x60C2: "Interpolation time period",
-                         0x6502: "Supported drive modes"})
+        od.names.update(
+            {
+                0x1000: "Device type",
+                0x1001: "Error register",
+                0x1008: "Device name",
+                0x1018: "Identity",
+                0x1C00: "Sync manager type",
+                0x60C2: "Interpolation time period",
+                0x6502: "Supported drive modes",
+            }
+        )
         od.add_value(0x1000, 0, "I", DEVICE_TYPE_SERVO)
-        od.add(0x1001, 0, 1, lambda: bytes([self.error_register()]), data_type=0x0005, access=ACCESS_READ | ACCESS_TXPDO)
+        od.add(
+            0x1001, 0, 1, lambda: bytes([self.error_register()]), data_type=0x0005, access=ACCESS_READ | ACCESS_TXPDO
+        )
         name = desc.name.encode()
         od.add(0x1008, 0, 0, lambda: name, data_type=VISIBLE_STRING)
         od.add_value(0x1018, 0, "B", 4)
-        for sub, (value, what) in enumerate(((desc.vendor_id, "Vendor ID"), (desc.product_code, "Product code"),
-                                             (desc.revision, "Revision"), (self.serial, "Serial number")), start=1):
+        for sub, (value, what) in enumerate(
+            (
+                (desc.vendor_id, "Vendor ID"),
+                (desc.product_code, "Product code"),
+                (desc.revision, "Revision"),
+                (self.serial, "Serial number"),
+            ),
+            start=1,
+        ):
             od.add_value(0x1018, sub, "I", value, name=what)
         # Sync manager communication types (ETG.1000.6 §5.6.7.4.9): mailbox out/in, outputs, inputs.
         od.add_value(0x1C00, 0, "B", 4)
@@ -181,10 +221,24 @@ class DriveApp:
         od.add_value(0x6502, 0, "I", 1 << (MODE_CSP - 1))  # supported drive modes: bit 7 = CSP
         # 0x60C2 interpolation time period: value × 10^index s (CiA 402-2 §12.3.1.3), one for all axes.
         od.add_value(0x60C2, 0, "B", 2)
-        od.add(0x60C2, 1, 1, lambda: bytes([self._ip_value()[0]]), lambda b: self._set_ip(b[0], None),
-               data_type=0x0005, name="Interpolation time period value")
-        od.add(0x60C2, 2, 1, lambda: struct.pack("<b", self._ip_value()[1]),
-               lambda b: self._set_ip(None, struct.unpack("<b", b)[0]), data_type=0x0002, name="Interpolation time index")
+        od.add(
+            0x60C2,
+            1,
+            1,
+            lambda: bytes([self._ip_value()[0]]),
+            lambda b: self._set_ip(b[0], None),
+            data_type=0x0005,
+            name="Interpolation time period value",
+        )
+        od.add(
+            0x60C2,
+            2,
+            1,
+            lambda: struct.pack("<b", self._ip_value()[1]),
+            lambda b: self._set_ip(None, struct.unpack("<b", b)[0]),
+            data_type=0x0002,
+            name="Interpolation time index",
+        )
 
     def _axis_objects(self, n: int, d: Drive) -> None:
         """The CiA 402 objects of axis *n* (at + n·0x800), bound to its drive model *d*."""
@@ -194,9 +248,15 @@ class DriveApp:
             s = struct.Struct("<" + fmt)
             index = axis_index(index, n)
             od.names[index] = name + (f" (axis {n})" if n else "")
-            od.add(index, 0, s.size, lambda: s.pack(getattr(d, attribute)),
-                   (lambda b: writer(s.unpack(b)[0])) if writer else None,
-                   data_type=DATA_TYPES[fmt], access=ACCESS_READ | (ACCESS_WRITE if writer else 0) | pdo)
+            od.add(
+                index,
+                0,
+                s.size,
+                lambda: s.pack(getattr(d, attribute)),
+                (lambda b: writer(s.unpack(b)[0])) if writer else None,
+                data_type=DATA_TYPES[fmt],
+                access=ACCESS_READ | (ACCESS_WRITE if writer else 0) | pdo,
+            )
 
         def set_mode(value: int) -> None:
             if value not in (0, MODE_CSP):
@@ -212,8 +272,7 @@ class DriveApp:
         attr(0x6064, "i", "Position actual value", "position_counts", pdo=ACCESS_TXPDO)
         attr(0x607A, "i", "Target position", "target", lambda v: setattr(d, "target", v), ACCESS_RXPDO)
         attr(0x6065, "I", "Following error window", "following_window", lambda v: setattr(d, "following_window", v))
-        attr(0x6066, "H", "Following error time out", "following_time_ms",
-             lambda v: setattr(d, "following_time_ms", v))
+        attr(0x6066, "H", "Following error time out", "following_time_ms", lambda v: setattr(d, "following_time_ms", v))
         attr(0x60F4, "i", "Following error actual value", "following_error", pdo=ACCESS_TXPDO)
 
     def _ip_value(self) -> tuple[int, int]:
@@ -235,7 +294,8 @@ class DriveApp:
         self.interpolation_period_ns = int(ns)
 
 
-def make_app(desc: DeviceDescription, start_counts: int = 0, ca_abort: bool = False,
-             serial: int = 0) -> DriveApp | PlainApp:
+def make_app(
+    desc: DeviceDescription, start_counts: int = 0, ca_abort: bool = False, serial: int = 0
+) -> DriveApp | PlainApp:
     """Return the application a description asks for (``ca_abort``: see :class:`.coe.CoeServer`)."""
     return DriveApp(desc, start_counts, ca_abort, serial) if desc.profile == "cia402" else PlainApp(desc)

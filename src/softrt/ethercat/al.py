@@ -53,11 +53,19 @@ class AlStatusCode(enum.IntEnum):
 
 
 _VALID = {
-    (AlState.INIT, AlState.INIT), (AlState.INIT, AlState.PREOP),
-    (AlState.PREOP, AlState.INIT), (AlState.PREOP, AlState.PREOP), (AlState.PREOP, AlState.SAFEOP),
-    (AlState.SAFEOP, AlState.INIT), (AlState.SAFEOP, AlState.PREOP), (AlState.SAFEOP, AlState.SAFEOP),
+    (AlState.INIT, AlState.INIT),
+    (AlState.INIT, AlState.PREOP),
+    (AlState.PREOP, AlState.INIT),
+    (AlState.PREOP, AlState.PREOP),
+    (AlState.PREOP, AlState.SAFEOP),
+    (AlState.SAFEOP, AlState.INIT),
+    (AlState.SAFEOP, AlState.PREOP),
+    (AlState.SAFEOP, AlState.SAFEOP),
     (AlState.SAFEOP, AlState.OP),
-    (AlState.OP, AlState.INIT), (AlState.OP, AlState.PREOP), (AlState.OP, AlState.SAFEOP), (AlState.OP, AlState.OP),
+    (AlState.OP, AlState.INIT),
+    (AlState.OP, AlState.PREOP),
+    (AlState.OP, AlState.SAFEOP),
+    (AlState.OP, AlState.OP),
 }
 
 #: ``check(current, requested) -> AL status code`` (0 = the configuration allows the transition).
@@ -66,14 +74,27 @@ TransitionCheck = Callable[[AlState, AlState], int]
 
 #: What an AL status code means, in words (ETG.1000.6 Table 11).
 CODE_TEXT = {
-    0x0000: "no error", 0x0001: "unspecified error", 0x0011: "invalid requested state change",
-    0x0012: "unknown requested state", 0x0013: "bootstrap not supported", 0x0016: "invalid mailbox configuration",
-    0x0017: "invalid sync manager configuration", 0x0018: "no valid inputs available",
-    0x0019: "no valid outputs", 0x001A: "synchronization error", 0x001B: "sync manager watchdog",
-    0x001D: "invalid output configuration", 0x001E: "invalid input configuration",
-    0x0024: "invalid input mapping", 0x0025: "invalid output mapping", 0x002C: "fatal sync error",
-    0x002D: "no sync error", 0x0030: "invalid DC SYNC configuration", 0x0032: "DC PLL synchronization error",
-    0x0033: "DC sync IO error", 0x0034: "DC sync timeout error",
+    0x0000: "no error",
+    0x0001: "unspecified error",
+    0x0011: "invalid requested state change",
+    0x0012: "unknown requested state",
+    0x0013: "bootstrap not supported",
+    0x0016: "invalid mailbox configuration",
+    0x0017: "invalid sync manager configuration",
+    0x0018: "no valid inputs available",
+    0x0019: "no valid outputs",
+    0x001A: "synchronization error",
+    0x001B: "sync manager watchdog",
+    0x001D: "invalid output configuration",
+    0x001E: "invalid input configuration",
+    0x0024: "invalid input mapping",
+    0x0025: "invalid output mapping",
+    0x002C: "fatal sync error",
+    0x002D: "no sync error",
+    0x0030: "invalid DC SYNC configuration",
+    0x0032: "DC PLL synchronization error",
+    0x0033: "DC sync IO error",
+    0x0034: "DC sync timeout error",
 }
 
 

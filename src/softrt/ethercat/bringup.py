@@ -65,13 +65,19 @@ class SlaveInfo:
     def report(self) -> dict:
         """Identity, PDO source and errors, for the run summary's board section."""
         ident = self.identity or preop.Identity()
-        return {"position": self.position, "name": self.name,
-                "vendor_id": ident.vendor_id if ident.vendor_id is not None else self.vendor_id,
-                "product_code": ident.product_code if ident.product_code is not None else self.product_code,
-                "revision": ident.revision if ident.revision is not None else self.revision,
-                "serial": ident.serial if ident.serial is not None else self.serial,
-                "device_name": ident.device_name, "axes": len(self.drives), "pdo": self.pdo_source,
-                "error_register": ident.error_register, "error_codes": list(ident.error_codes)}
+        return {
+            "position": self.position,
+            "name": self.name,
+            "vendor_id": ident.vendor_id if ident.vendor_id is not None else self.vendor_id,
+            "product_code": ident.product_code if ident.product_code is not None else self.product_code,
+            "revision": ident.revision if ident.revision is not None else self.revision,
+            "serial": ident.serial if ident.serial is not None else self.serial,
+            "device_name": ident.device_name,
+            "axes": len(self.drives),
+            "pdo": self.pdo_source,
+            "error_register": ident.error_register,
+            "error_codes": list(ident.error_codes),
+        }
 
 
 def open_master(iface: str):
@@ -162,8 +168,15 @@ def read_sii(slave, steps: Steps | None = None) -> bytes:
         pos += 4 + 2 * words
 
 
-def discover(m, iface: str, want_dc: bool, config: DriveConfig | None = None, on_emergency=None,
-             steps: Steps | None = None, state_timeout_s: float = 3.0) -> list[SlaveInfo]:
+def discover(
+    m,
+    iface: str,
+    want_dc: bool,
+    config: DriveConfig | None = None,
+    on_emergency=None,
+    steps: Steps | None = None,
+    state_timeout_s: float = 3.0,
+) -> list[SlaveInfo]:
     """Run ``config_init`` and learn every slave's identity, protocols, axes and CSP maps.
 
     A CoE drive (one whose statusword 0x6041 answers) gets the PDOs of its plan in *config*
@@ -177,9 +190,13 @@ def discover(m, iface: str, want_dc: bool, config: DriveConfig | None = None, on
     with steps.step("scan", "every slave to answer the scan and its identity", SCAN_S):
         count = m.config_init(release_gil=True)
         if count <= 0:
-            raise EcatError("no_slaves", iface, f"no slaves answered (config_init returned {count})",
-                            seen={"config_init": count},
-                            hint="check the cable/link and that the first slave is powered")
+            raise EcatError(
+                "no_slaves",
+                iface,
+                f"no slaves answered (config_init returned {count})",
+                seen={"config_init": count},
+                hint="check the cable/link and that the first slave is powered",
+            )
     wait_state(m, steps, _PREOP, state_timeout_s)
     infos = []
     for i, s in enumerate(m.slaves):
@@ -193,14 +210,25 @@ def discover(m, iface: str, want_dc: bool, config: DriveConfig | None = None, on
     return infos
 
 
-def _configure(s, i: int, image: bytes, iface: str, want_dc: bool, config: DriveConfig, on_emergency,
-               steps: Steps) -> SlaveInfo:
+def _configure(
+    s, i: int, image: bytes, iface: str, want_dc: bool, config: DriveConfig, on_emergency, steps: Steps
+) -> SlaveInfo:
     """What :func:`discover` learns about slave *i* in PRE-OP (see there)."""
     sii = parse_image(image if len(image) >= 0x3A else image + bytes(0x3A))
     # Identity from softrt's own SII read, which reads a word of zeros again (read_sii); SOEM's,
     # read once in config_init, had a name cut at a zero ("softrt vir") when this VM stalled.
-    info = SlaveInfo(i, sii.name or s.name, sii.vendor_id or s.man, sii.product_code or s.id, sii.has_coe, False,
-                     [], [], sii.revision, sii.serial)
+    info = SlaveInfo(
+        i,
+        sii.name or s.name,
+        sii.vendor_id or s.man,
+        sii.product_code or s.id,
+        sii.has_coe,
+        False,
+        [],
+        [],
+        sii.revision,
+        sii.serial,
+    )
     rx, tx, axes = sii.rx_pdos, sii.tx_pdos, MAX_AXES_PER_DEVICE
     if info.has_coe:
         if on_emergency is not None:
@@ -249,8 +277,12 @@ def description_warnings(config: DriveConfig | None, infos: list[SlaveInfo]) -> 
         hits = [i for i in infos if match.matches(i.position, i.vendor_id, i.product_code)]
         if not hits:
             warnings.append(f"drive description {config.source}: [[drive]] {n} matches no slave on the bus")
-        warnings += [f"drive description {config.source}: [[drive]] {n} matches {i.where()}, which has no CoE "
-                     "mailbox: its SII PDOs are used" for i in hits if not i.has_coe]
+        warnings += [
+            f"drive description {config.source}: [[drive]] {n} matches {i.where()}, which has no CoE "
+            "mailbox: its SII PDOs are used"
+            for i in hits
+            if not i.has_coe
+        ]
     return warnings
 
 
@@ -267,8 +299,11 @@ def configure_csp(m, iface: str, axes: list[tuple[SlaveInfo, int]], period_ns: i
         try:
             preop.sdo_write(s, mode, 0, struct.pack("<b", 8))
         except preop.sdo_errors() as err:
-            raise EcatError("unsupported_drive", iface, f"{info.where()} refuses CSP mode (0x{mode:04X} = 8): "
-                            f"{preop.sdo_error_text(err)}") from err
+            raise EcatError(
+                "unsupported_drive",
+                iface,
+                f"{info.where()} refuses CSP mode (0x{mode:04X} = 8): {preop.sdo_error_text(err)}",
+            ) from err
         period = axis_index(0x60C2, axis)
         try:  # optional on many drives (and one for all axes on some): a refusal is not fatal
             preop.sdo_write(s, period, 1, bytes([value & 0xFF]))
@@ -293,8 +328,9 @@ def set_watchdog(m, iface: str, watchdog_ms: float, steps: Steps | None = None) 
                     s.set_watchdog("processdata", watchdog_ms)
                 break
             except AttributeError as err:
-                raise EcatError("config", iface, f"slave {i} '{s.name}': cannot set the watchdog to "
-                                f"{watchdog_ms} ms ({err})") from err
+                raise EcatError(
+                    "config", iface, f"slave {i} '{s.name}': cannot set the watchdog to {watchdog_ms} ms ({err})"
+                ) from err
             except pysoem.WkcError:
                 steps.at(f"slave {i} '{s.name}'")
                 steps.failure(f"its watchdog registers (0x0400, 0x0420) did not take {watchdog_ms} ms")
@@ -322,8 +358,9 @@ def map_and_safeop(m, iface: str, timeout_s: float, infos: list[SlaveInfo], step
             wrong = _mapped_otherwise(m, infos)
             if wrong:
                 steps.confirm(f"PDO mapping failed on {wrong[0].where()}")
-                raise EcatError("config", iface, f"PDO mapping failed on {_sizes(m, wrong[0])} "
-                                f"({'; '.join(errors)})") from err
+                raise EcatError(
+                    "config", iface, f"PDO mapping failed on {_sizes(m, wrong[0])} ({'; '.join(errors)})"
+                ) from err
             warnings += [f"PDO mapping: {e}; SOEM recovered (the mapping is complete)" for e in errors]
         steps.confirm("the slaves stopped answering during the mapping")  # SOEM does not check its writes
     try:
@@ -340,14 +377,20 @@ def map_and_safeop(m, iface: str, timeout_s: float, infos: list[SlaveInfo], step
 
 def _mapped_otherwise(m, infos: list[SlaveInfo]) -> list[SlaveInfo]:
     """The slaves whose process data SOEM mapped with other sizes than softrt read their PDOs take."""
-    return [i for i in infos if i.output_bytes + i.input_bytes
-            and (len(m.slaves[i.position].output), len(m.slaves[i.position].input)) != (i.output_bytes, i.input_bytes)]
+    return [
+        i
+        for i in infos
+        if i.output_bytes + i.input_bytes
+        and (len(m.slaves[i.position].output), len(m.slaves[i.position].input)) != (i.output_bytes, i.input_bytes)
+    ]
 
 
 def _sizes(m, info: SlaveInfo) -> str:
     s = m.slaves[info.position]
-    return (f"{info.where()}: SOEM mapped {len(s.output)} output and {len(s.input)} input bytes, its PDOs take "
-            f"{info.output_bytes} and {info.input_bytes}")
+    return (
+        f"{info.where()}: SOEM mapped {len(s.output)} output and {len(s.input)} input bytes, its PDOs take "
+        f"{info.output_bytes} and {info.input_bytes}"
+    )
 
 
 def _map_error_text(err: Exception) -> str:

@@ -24,16 +24,22 @@ SW_MASK, SW_SOD, SW_RTSO, SW_SO, SW_OE, SW_FAULT_MASK, SW_FAULT = 0x6F, 0x40, 0x
 _I32 = struct.Struct("<i")
 _U16 = struct.Struct("<H")
 _I8 = struct.Struct("<b")
-INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_EMERGENCIES = 64  #: emergencies kept for the report (a faulting drive may repeat them)
 
 
 def cia402_state(statusword: int) -> str:
     """Name the CiA 402 state a statusword shows (CiA 402-2 §6.2, Table 30)."""
-    for mask, value, name in ((0x4F, 0x00, "not ready to switch on"), (0x4F, 0x40, "switch on disabled"),
-                              (0x6F, 0x21, "ready to switch on"), (0x6F, 0x23, "switched on"),
-                              (0x6F, 0x27, "operation enabled"), (0x6F, 0x07, "quick stop active"),
-                              (0x4F, 0x0F, "fault reaction active"), (0x4F, 0x08, "fault")):
+    for mask, value, name in (
+        (0x4F, 0x00, "not ready to switch on"),
+        (0x4F, 0x40, "switch on disabled"),
+        (0x6F, 0x21, "ready to switch on"),
+        (0x6F, 0x23, "switched on"),
+        (0x6F, 0x27, "operation enabled"),
+        (0x6F, 0x07, "quick stop active"),
+        (0x4F, 0x0F, "fault reaction active"),
+        (0x4F, 0x08, "fault"),
+    ):
         if statusword & mask == value:
             return name
     return "unknown"
@@ -44,11 +50,26 @@ class Axis:
     ``tx``, inputs in its ``rx``: the slave's share of the image plus the object's offset) and
     its last inputs."""
 
-    __slots__ = ("slave", "name", "origin", "statusword", "position", "error_code", "info", "axis",
-                 "controlword_at", "target_at", "mode_at", "statusword_at", "position_at", "error_code_at")
+    __slots__ = (
+        "axis",
+        "controlword_at",
+        "error_code",
+        "error_code_at",
+        "info",
+        "mode_at",
+        "name",
+        "origin",
+        "position",
+        "position_at",
+        "slave",
+        "statusword",
+        "statusword_at",
+        "target_at",
+    )
 
-    def __init__(self, slave, name: str, drive_map: DriveMap, out_at: int, in_at: int, info: bringup.SlaveInfo,
-                 axis: int) -> None:
+    def __init__(
+        self, slave, name: str, drive_map: DriveMap, out_at: int, in_at: int, info: bringup.SlaveInfo, axis: int
+    ) -> None:
         self.slave, self.name = slave, name
         self.info, self.axis = info, axis
         self.controlword_at = out_at + drive_map.controlword
@@ -133,14 +154,24 @@ class Cia402Drives:
                 return
             if time.monotonic() > deadline:
                 # One entry per axis, named by slave and axis: identical drives share a name.
-                seen = {ax.where(): {"statusword": f"0x{ax.statusword:04X}", "error_code": f"0x{ax.error_code:04X}"}
-                        for ax in self._axes}
-                text = "; ".join(f"{k} statusword {v['statusword']}, error code {v['error_code']}"
-                                 for k, v in seen.items())
-                raise EcatError("drive_fault", self.iface,
-                                f"CiA 402 '{what}' (controlword 0x{controlword:04X}) not reached: {text}"
-                                + (f" (last working counter {wkc}, expected {self.expected_wkc})"
-                                   if wkc != self.expected_wkc else ""), seen=seen)
+                seen = {
+                    ax.where(): {"statusword": f"0x{ax.statusword:04X}", "error_code": f"0x{ax.error_code:04X}"}
+                    for ax in self._axes
+                }
+                text = "; ".join(
+                    f"{k} statusword {v['statusword']}, error code {v['error_code']}" for k, v in seen.items()
+                )
+                raise EcatError(
+                    "drive_fault",
+                    self.iface,
+                    f"CiA 402 '{what}' (controlword 0x{controlword:04X}) not reached: {text}"
+                    + (
+                        f" (last working counter {wkc}, expected {self.expected_wkc})"
+                        if wkc != self.expected_wkc
+                        else ""
+                    ),
+                    seen=seen,
+                )
             time.sleep(period_s)
 
     def _disable(self) -> None:
@@ -156,10 +187,16 @@ class Cia402Drives:
     def _on_emergency(self, emcy) -> None:
         """A pysoem emergency callback (it runs inside whichever SDO transfer received it)."""
         if len(self.emergencies) < MAX_EMERGENCIES:
-            self.emergencies.append({"slave": emcy.slave_pos - 1, "error_code": emcy.error_code,
-                                     "error_register": emcy.error_reg,
-                                     "data": bytes([emcy.b1]).hex() + emcy.w1.to_bytes(2, "little").hex()
-                                     + emcy.w2.to_bytes(2, "little").hex()})
+            self.emergencies.append(
+                {
+                    "slave": emcy.slave_pos - 1,
+                    "error_code": emcy.error_code,
+                    "error_register": emcy.error_reg,
+                    "data": bytes([emcy.b1]).hex()
+                    + emcy.w1.to_bytes(2, "little").hex()
+                    + emcy.w2.to_bytes(2, "little").hex(),
+                }
+            )
 
     def _read_errors(self) -> None:
         # After the run, a drive that faulted says why by SDO: error register and error code

@@ -104,8 +104,12 @@ def read_layout(m, iface: str, read=lambda slave, reg, size: slave._fprd(reg, si
         for ftype, table in ((2, outputs), (1, inputs)):
             if want[ftype]:
                 if ftype not in found:
-                    raise EcatError("config", iface, f"slave {pos} '{s.name}': no active FMMU maps its "
-                                    f"{want[ftype]} {'output' if ftype == 2 else 'input'} bytes")
+                    raise EcatError(
+                        "config",
+                        iface,
+                        f"slave {pos} '{s.name}': no active FMMU maps its "
+                        f"{want[ftype]} {'output' if ftype == 2 else 'input'} bytes",
+                    )
                 spans.append((found[ftype], found[ftype] + want[ftype]))
                 table[pos] = found[ftype]
     if not spans:
@@ -113,10 +117,16 @@ def read_layout(m, iface: str, read=lambda slave, reg, size: slave._fprd(reg, si
     start = min(a for a, _ in spans)
     length = max(b for _, b in spans) - start
     if length > MAX_DATA_BYTES - 64:
-        raise EcatError("config", iface, f"the process image takes {length} bytes; softrt's cyclic frame carries "
-                        f"at most {MAX_DATA_BYTES - 64} in one LRW", hint="map fewer PDOs")
-    return ImageLayout(start, length, {p: o - start for p, o in outputs.items()},
-                       {p: o - start for p, o in inputs.items()})
+        raise EcatError(
+            "config",
+            iface,
+            f"the process image takes {length} bytes; softrt's cyclic frame carries "
+            f"at most {MAX_DATA_BYTES - 64} in one LRW",
+            hint="map fewer PDOs",
+        )
+    return ImageLayout(
+        start, length, {p: o - start for p, o in outputs.items()}, {p: o - start for p, o in inputs.items()}
+    )
 
 
 class CyclicFrame:
@@ -127,10 +137,11 @@ class CyclicFrame:
     Outputs go into ``tx`` at ``data_at + offset``, inputs are read from ``rx`` at the same place.
     """
 
-    def __init__(self, sock, layout: ImageLayout, dc_reference: int | None = None,
-                 clock=time.monotonic_ns) -> None:
-        datagrams = [(Cmd.NOP, CYCLIC_INDEX, 0, 0, bytes(8)),
-                     (Cmd.LRW, CYCLIC_INDEX, layout.start & 0xFFFF, layout.start >> 16, bytes(layout.length))]
+    def __init__(self, sock, layout: ImageLayout, dc_reference: int | None = None, clock=time.monotonic_ns) -> None:
+        datagrams = [
+            (Cmd.NOP, CYCLIC_INDEX, 0, 0, bytes(8)),
+            (Cmd.LRW, CYCLIC_INDEX, layout.start & 0xFFFF, layout.start >> 16, bytes(layout.length)),
+        ]
         if dc_reference is not None:
             datagrams.append((Cmd.FRMW, CYCLIC_INDEX, dc_reference, REG_DC_SYSTEM_TIME, bytes(8)))
         frame = encode_frame(datagrams)
@@ -144,8 +155,14 @@ class CyclicFrame:
         self._wkc_at = parsed[1].wkc_offset
         self._dc_at = parsed[2].data_offset if dc_reference is not None else None
         # What each datagram header must say on the way back: (offset, command, index, address, length word).
-        self._heads = [(dg.header_offset, *_HEAD.unpack_from(frame, dg.header_offset),
-                        _LEN.unpack_from(frame, dg.header_offset + 6)[0]) for dg in parsed]
+        self._heads = [
+            (
+                dg.header_offset,
+                *_HEAD.unpack_from(frame, dg.header_offset),
+                _LEN.unpack_from(frame, dg.header_offset + 6)[0],
+            )
+            for dg in parsed
+        ]
         self._ecat_header = _LEN.unpack_from(frame, ETH_HEADER_BYTES)[0]
         self._link = as_link(sock)
         self._clock = clock
@@ -233,8 +250,11 @@ class CyclicFrame:
             return -1
         tag = _U64.unpack_from(rx, self._tag_at)[0]
         seq = self.seq
-        if tag == seq and _LEN.unpack_from(rx, self._wkc_at)[0] == 0 and rx[:self.frame_bytes] == \
-                self.tx[:self.frame_bytes]:
+        if (
+            tag == seq
+            and _LEN.unpack_from(rx, self._wkc_at)[0] == 0
+            and rx[: self.frame_bytes] == self.tx[: self.frame_bytes]
+        ):
             self.bad["echo"] += 1  # this frame as it was sent: never its own answer
             return -1
         if tag == 0 or tag > seq:
@@ -281,8 +301,14 @@ class CyclicFrame:
     def report(self) -> dict:
         """Frames sent and how each ended (the board's ``frames`` block; docs/ethercat.md)."""
         late = self.late.summary()
-        return {"sent": self.sent, "answered": self.answered, "unanswered": self.unanswered,
-                "late": self.late.n + self.late_untimed,
-                "late_rtt_us": {k: round(v / 1e3, 1) for k, v in late.items()} if late else None,
-                "duplicates": self.duplicates, "bad": {k: v for k, v in self.bad.items() if v},
-                "foreign": self.foreign, "send_errors": self.send_errors}
+        return {
+            "sent": self.sent,
+            "answered": self.answered,
+            "unanswered": self.unanswered,
+            "late": self.late.n + self.late_untimed,
+            "late_rtt_us": {k: round(v / 1e3, 1) for k, v in late.items()} if late else None,
+            "duplicates": self.duplicates,
+            "bad": {k: v for k, v in self.bad.items() if v},
+            "foreign": self.foreign,
+            "send_errors": self.send_errors,
+        }

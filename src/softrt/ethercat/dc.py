@@ -79,8 +79,9 @@ class PhaseLock:
     overshoot), slow enough that one late wake-up moves the next edge by only ``kp`` of it.
     """
 
-    def __init__(self, period_ns: int, kp: float = 0.05, ki: float | None = None,
-                 max_step_ns: int | None = None) -> None:
+    def __init__(
+        self, period_ns: int, kp: float = 0.05, ki: float | None = None, max_step_ns: int | None = None
+    ) -> None:
         if period_ns <= 0:
             raise ValueError(f"period must be positive, got {period_ns} ns")
         if not 0 < kp < 1:

@@ -26,8 +26,15 @@ from __future__ import annotations
 import struct
 import time
 
-from .dc import (REG_SYNC0_CYCLE, REG_SYNC0_START, REG_SYNC_ACTIVATION, REG_SYSTEM_DIFF, SYNC0_ACTIVE, PhaseLock,
-                 decode_diff)
+from .dc import (
+    REG_SYNC0_CYCLE,
+    REG_SYNC0_START,
+    REG_SYNC_ACTIVATION,
+    REG_SYSTEM_DIFF,
+    SYNC0_ACTIVE,
+    PhaseLock,
+    decode_diff,
+)
 from .errors import EcatError, EcatInputError
 from .nsstat import NsStat
 from .transport import as_link, open_link
@@ -45,7 +52,7 @@ REG_STATION_ADDRESS = 0x0010
 
 
 class _SlaveDiff:
-    __slots__ = ("position", "name", "address", "stat", "unanswered")
+    __slots__ = ("address", "name", "position", "stat", "unanswered")
 
     def __init__(self, position: int, name: str, address: int) -> None:
         self.position, self.name, self.address = position, name, address
@@ -91,7 +98,7 @@ class DiffProbe:
         end = time.monotonic() + grace_s if grace_s else 0.0
         while True:
             while (got := self.link.receive_into(buf)) is not None:
-                if self._take(memoryview(buf)[:got[0]]):
+                if self._take(memoryview(buf)[: got[0]]):
                     self.outstanding = False
                     return
             if not grace_s or time.monotonic() >= end:
@@ -152,7 +159,7 @@ class _Series:
 
     def late_correction_ppm(self, period_ns: int) -> float | None:
         """The lock's edge moves over the later half of the run, in ppm of the period (the drift it follows)."""
-        late = self.points[len(self.points) // 2:]
+        late = self.points[len(self.points) // 2 :]
         if not late:
             return None
         return round(sum(p[3] for p in late) / (len(late) * self.every * period_ns) * 1e6, 1)
@@ -161,9 +168,19 @@ class _Series:
 class DcMonitor:
     """Per-run DC figures and the optional phase lock (see the module docstring)."""
 
-    def __init__(self, period_ns: int, sync0_ns: int, reference: tuple[int, str], probe: DiffProbe | None,
-                 *, lock: bool, shift_ns: int, sample_every: int, sync0_active: bool,
-                 reference_address: int = 0) -> None:
+    def __init__(
+        self,
+        period_ns: int,
+        sync0_ns: int,
+        reference: tuple[int, str],
+        probe: DiffProbe | None,
+        *,
+        lock: bool,
+        shift_ns: int,
+        sample_every: int,
+        sync0_active: bool,
+        reference_address: int = 0,
+    ) -> None:
         self.period_ns = period_ns
         self.sync0_ns = sync0_ns
         self.sync0_active = sync0_active
@@ -261,41 +278,81 @@ class DcMonitor:
         phase = None
         if n:
             clamp = lambda v: min(max(v, self.min), self.max)  # noqa: E731 - a bin centre never beyond the extremes
-            phase = {"n": n, "mean_us": us(self.total / n), "min_us": us(self.min), "max_us": us(self.max),
-                     "p1_us": us(clamp(self._percentile(1, False))), "p50_us": us(clamp(self._percentile(50, False))),
-                     "p99_us": us(clamp(self._percentile(99, False))), "abs_mean_us": us(self.total_abs / n),
-                     "abs_p99_us": us(min(self._percentile(99, True), max(-self.min, self.max))),
-                     "abs_max_us": us(max(-self.min, self.max)), "resolution_us": us(self.period_ns / PHASE_BINS)}
+            phase = {
+                "n": n,
+                "mean_us": us(self.total / n),
+                "min_us": us(self.min),
+                "max_us": us(self.max),
+                "p1_us": us(clamp(self._percentile(1, False))),
+                "p50_us": us(clamp(self._percentile(50, False))),
+                "p99_us": us(clamp(self._percentile(99, False))),
+                "abs_mean_us": us(self.total_abs / n),
+                "abs_p99_us": us(min(self._percentile(99, True), max(-self.min, self.max))),
+                "abs_max_us": us(max(-self.min, self.max)),
+                "resolution_us": us(self.period_ns / PHASE_BINS),
+            }
         rate = None
         if self.first and self.last and self.last[1] - self.first[1] >= 100 * self.period_ns:
             rate = round((self.last[0] - self.first[0]) / (self.last[1] - self.first[1]) * 1e6, 1)
         mean, abs_mean = self.series.means_us()
-        out = {"reference": {"slave": self.reference[0], "name": self.reference[1]},
-               "sync0": {"active": self.sync0_active, "cycle_ns": self.period_ns, "start_ns": self.sync0_ns},
-               "target_shift_us": us(self.shift_ns), "cycles": self.cycles, "phase": phase,
-               "phase_series": {"every_cycles": self.series.every, "mean_us": mean, "abs_mean_us": abs_mean},
-               "dc_vs_host_ppm": rate, "lock": None, "sample_every": self.sample_every, "slaves": []}
+        out = {
+            "reference": {"slave": self.reference[0], "name": self.reference[1]},
+            "sync0": {"active": self.sync0_active, "cycle_ns": self.period_ns, "start_ns": self.sync0_ns},
+            "target_shift_us": us(self.shift_ns),
+            "cycles": self.cycles,
+            "phase": phase,
+            "phase_series": {"every_cycles": self.series.every, "mean_us": mean, "abs_mean_us": abs_mean},
+            "dc_vs_host_ppm": rate,
+            "lock": None,
+            "sample_every": self.sample_every,
+            "slaves": [],
+        }
         if self.lock is not None:
             known = [a for a in abs_mean if a is not None]
             tenth = max(1, len(known) // 10)
-            out["lock"] = {"kp": self.lock.kp, "ki": self.lock.ki, "max_step_us": us(self.lock.max_step_ns),
-                           "correction_ppm": self.series.late_correction_ppm(self.period_ns),
-                           "moved_us": us(self.moved_ns),
-                           "first_tenth_abs_mean_us": round(sum(known[:tenth]) / tenth, 2) if known else None,
-                           "last_tenth_abs_mean_us": round(sum(known[-tenth:]) / tenth, 2) if known else None}
+            out["lock"] = {
+                "kp": self.lock.kp,
+                "ki": self.lock.ki,
+                "max_step_us": us(self.lock.max_step_ns),
+                "correction_ppm": self.series.late_correction_ppm(self.period_ns),
+                "moved_us": us(self.moved_ns),
+                "first_tenth_abs_mean_us": round(sum(known[:tenth]) / tenth, 2) if known else None,
+                "last_tenth_abs_mean_us": round(sum(known[-tenth:]) / tenth, 2) if known else None,
+            }
         if self.probe is not None:
-            out["probe"] = {"sent": self.probe.sent, "unanswered": self.probe.unanswered_frames,
-                            "send_errors": self.probe.send_errors}
+            out["probe"] = {
+                "sent": self.probe.sent,
+                "unanswered": self.probe.unanswered_frames,
+                "send_errors": self.probe.send_errors,
+            }
             for s in self.probe.slaves:
-                out["slaves"].append({"slave": s.position, "name": s.name, "samples": s.stat.n,
-                                      "unanswered": s.unanswered, "abs_diff_ns": s.stat.summary()})
+                out["slaves"].append(
+                    {
+                        "slave": s.position,
+                        "name": s.name,
+                        "samples": s.stat.n,
+                        "unanswered": s.unanswered,
+                        "abs_diff_ns": s.stat.summary(),
+                    }
+                )
         return out
 
 
-def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *, dc_active: bool, lock: bool,
-           shift_ns: int, sample_every: int = 100, wanted: bool = True,
-           read=lambda slave, reg, size: slave._fprd(reg, size),
-           transport: str = "af_packet") -> tuple[DcMonitor | None, str | None]:
+def attach(
+    m,
+    iface: str,
+    slaves,
+    drive_positions: list[int],
+    period_ns: int,
+    *,
+    dc_active: bool,
+    lock: bool,
+    shift_ns: int,
+    sample_every: int = 100,
+    wanted: bool = True,
+    read=lambda slave, reg, size: slave._fprd(reg, size),
+    transport: str = "af_packet",
+) -> tuple[DcMonitor | None, str | None]:
     """Set up the run's DC figures after ``setup_dc``; return ``(monitor, None)`` or ``(None, why absent)``.
 
     *slaves* are :class:`.bringup.SlaveInfo`; the lock needs DC, so asking for it without is an
@@ -314,8 +371,12 @@ def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *,
         why = "distributed clocks were not configured (SOEM's config_dc found no DC slave)"
     if why:
         if lock:
-            raise EcatInputError("config", iface, f"--dc-lock needs distributed clocks: {why}",
-                            hint="run without --dc-lock, or put a DC-capable drive on the bus")
+            raise EcatInputError(
+                "config",
+                iface,
+                f"--dc-lock needs distributed clocks: {why}",
+                hint="run without --dc-lock, or put a DC-capable drive on the bus",
+            )
         return None, why
     ref = dc_slaves[0]
     # SYNC0 of the first DC drive (the cycle the frame must meet); the reference's if no drive has DC.
@@ -325,12 +386,23 @@ def attach(m, iface: str, slaves, drive_positions: list[int], period_ns: int, *,
     sync0 = _U64.unpack(read(sl, REG_SYNC0_START, 8))[0]
     cycle = _U32.unpack(read(sl, REG_SYNC0_CYCLE, 4))[0]
     if active and cycle and cycle != period_ns:
-        raise EcatError("config", iface, f"slave {timing.position} runs SYNC0 every {cycle} ns, the cycle is {period_ns} ns")
+        raise EcatError(
+            "config", iface, f"slave {timing.position} runs SYNC0 every {cycle} ns, the cycle is {period_ns} ns"
+        )
     probe = None
     behind = [s for s in dc_slaves if s is not ref]
     address = {s.position: _U16.unpack(read(m.slaves[s.position], REG_STATION_ADDRESS, 2))[0] for s in dc_slaves}
     if behind:
         diffs = [_SlaveDiff(s.position, s.name, address[s.position]) for s in behind]
         probe = DiffProbe(open_link(iface, PROBE_INDEX, transport), diffs)
-    return DcMonitor(period_ns, sync0, (ref.position, ref.name), probe, lock=lock, shift_ns=shift_ns,
-                     sample_every=sample_every, sync0_active=active, reference_address=address[ref.position]), None
+    return DcMonitor(
+        period_ns,
+        sync0,
+        (ref.position, ref.name),
+        probe,
+        lock=lock,
+        shift_ns=shift_ns,
+        sample_every=sample_every,
+        sync0_active=active,
+        reference_address=address[ref.position],
+    ), None

@@ -137,9 +137,11 @@ CSP_TX_ENTRIES = (
 
 def axis_pdo(pdo_index: int, entries: tuple[PdoEntry, ...], axis: int, name: str = "") -> Pdo:
     """Return the PDO of *axis*: index + axis·0x10, profile objects + axis·0x800."""
-    return Pdo(pdo_index + axis * AXIS_PDO_OFFSET,
-               tuple(PdoEntry(axis_index(e.index, axis), e.subindex, e.bits, e.data_type, e.name) for e in entries),
-               name + (f" axis {axis}" if axis else ""))
+    return Pdo(
+        pdo_index + axis * AXIS_PDO_OFFSET,
+        tuple(PdoEntry(axis_index(e.index, axis), e.subindex, e.bits, e.data_type, e.name) for e in entries),
+        name + (f" axis {axis}" if axis else ""),
+    )
 
 
 def csp_drive(coe: bool = False, axes: int = 1) -> DeviceDescription:
@@ -151,23 +153,30 @@ def csp_drive(coe: bool = False, axes: int = 1) -> DeviceDescription:
     return DeviceDescription(
         name="softrt virtual CSP drive" + (f" ({axes} axes)" if axes > 1 else "") + (" (CoE)" if coe else ""),
         product_code=(0x0000_0402 if not coe else 0x0001_0402) | ((axes - 1) << 20),
-        rx_pdos=rx, tx_pdos=tx, coe=coe, axes=axes,
+        rx_pdos=rx,
+        tx_pdos=tx,
+        coe=coe,
+        axes=axes,
     )
 
 
 def io_block() -> DeviceDescription:
     """Return a drive-less slave (16 digital inputs) to test "unsupported drive" handling."""
     tx = Pdo(0x1A00, (PdoEntry(0x6000, 1, 16, UINT16, "Inputs"),), "Inputs")
-    return DeviceDescription(name="softrt virtual 16DI", product_code=0x0000_1016, group="IO",
-                             tx_pdos=(tx,), profile="", dc=False)
+    return DeviceDescription(
+        name="softrt virtual 16DI", product_code=0x0000_1016, group="IO", tx_pdos=(tx,), profile="", dc=False
+    )
 
 
 #: Descriptions the simulator knows by name (``softrt ecat-sim --device NAME``); drives take
 #: ``axes`` (CiA 402 axes per device).
-BUILTIN = {"csp-drive": lambda axes=1: csp_drive(False, axes), "csp-drive-coe": lambda axes=1: csp_drive(True, axes),
-           "io-16di": lambda axes=1: io_block(),
-           # A drive whose ESC has no distributed clocks (free-running, SM-synchronous).
-           "csp-drive-nodc": lambda axes=1: dataclasses.replace(csp_drive(False, axes), dc=False)}
+BUILTIN = {
+    "csp-drive": lambda axes=1: csp_drive(False, axes),
+    "csp-drive-coe": lambda axes=1: csp_drive(True, axes),
+    "io-16di": lambda axes=1: io_block(),
+    # A drive whose ESC has no distributed clocks (free-running, SM-synchronous).
+    "csp-drive-nodc": lambda axes=1: dataclasses.replace(csp_drive(False, axes), dc=False),
+}
 
 
 def builtin(name: str, axes: int = 1) -> DeviceDescription:

@@ -22,8 +22,9 @@ Without a file (or for keys a table leaves out) the built-in CSP defaults above 
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
+
+import tomllib
 
 from ..errors import ConfigError
 from .description import CSP_RX_ENTRIES, CSP_TX_ENTRIES, MAX_AXES_PER_DEVICE, PROFILE_OBJECTS, PdoEntry
@@ -59,9 +60,11 @@ class DriveMatch:
     product_code: int | None = None
 
     def matches(self, position: int, vendor_id: int, product_code: int) -> bool:
-        return ((self.position is None or self.position == position)
-                and (self.vendor_id is None or self.vendor_id == vendor_id)
-                and (self.product_code is None or self.product_code == product_code))
+        return (
+            (self.position is None or self.position == position)
+            and (self.vendor_id is None or self.vendor_id == vendor_id)
+            and (self.product_code is None or self.product_code == product_code)
+        )
 
 
 @dataclass(frozen=True)
@@ -90,19 +93,25 @@ def load_drives(raw: bytes, name: str) -> DriveConfig:
     except UnicodeDecodeError:
         raise ConfigError(f"drive description {_shown(name)} is not UTF-8 text", hint="save it as UTF-8 TOML") from None
     except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"drive description {_shown(name)} is not valid TOML: {_shown(str(err))}",
-                          hint="see docs/ethercat.md, 'Drive descriptions'") from None
+        raise ConfigError(
+            f"drive description {_shown(name)} is not valid TOML: {_shown(str(err))}",
+            hint="see docs/ethercat.md, 'Drive descriptions'",
+        ) from None
     except (RecursionError, ValueError):  # nested too deeply; an integer of thousands of digits
-        raise ConfigError(f"drive description {_shown(name)} is not valid TOML (nested too deeply or a huge number)",
-                          hint="see docs/ethercat.md, 'Drive descriptions'") from None
+        raise ConfigError(
+            f"drive description {_shown(name)} is not valid TOML (nested too deeply or a huge number)",
+            hint="see docs/ethercat.md, 'Drive descriptions'",
+        ) from None
     return parse_drives(data, name)
 
 
 def parse_drives(data: dict, source: str) -> DriveConfig:
     """Check a decoded drive description (see the module docstring)."""
+
     def fail(where: str, msg: str) -> ConfigError:
-        return ConfigError(f"drive description {_shown(source)}: {where}: {msg}",
-                           hint="see docs/ethercat.md, 'Drive descriptions'")
+        return ConfigError(
+            f"drive description {_shown(source)}: {where}: {msg}", hint="see docs/ethercat.md, 'Drive descriptions'"
+        )
 
     unknown = set(data) - {"defaults", "drive"}
     if unknown:
@@ -124,8 +133,10 @@ def parse_drives(data: dict, source: str) -> DriveConfig:
         _no_unknown(table, _PLAN_KEYS | _MATCH_KEYS, where, fail)
         if not _MATCH_KEYS & set(table):
             raise fail(where, "says which drive it is for with position, vendor_id or product_code")
-        match = {k: _int(table[k], f"{where}: {k}", 0, 0xFFFF if k == "position" else 0xFFFF_FFFF, fail)
-                 for k in _MATCH_KEYS & set(table)}
+        match = {
+            k: _int(table[k], f"{where}: {k}", 0, 0xFFFF if k == "position" else 0xFFFF_FFFF, fail)
+            for k in _MATCH_KEYS & set(table)
+        }
         if "position" in match:
             if match["position"] in positions:
                 raise fail(where, f"position {match['position']} is described twice")
@@ -150,7 +161,7 @@ def _plan(table: dict, base: DrivePlan, where: str, fail) -> DrivePlan:
 
 def _entries(value, where: str, required: tuple[int, ...], fail) -> tuple[PdoEntry, ...]:
     if not isinstance(value, list) or not value or len(value) > MAX_ENTRIES:
-        raise fail(where, f"must be a list of 1 to {MAX_ENTRIES} entries such as \"0x6040/16\"")
+        raise fail(where, f'must be a list of 1 to {MAX_ENTRIES} entries such as "0x6040/16"')
     entries = []
     for k, text in enumerate(value):
         m = _ENTRY.match(text) if isinstance(text, str) else None
@@ -175,8 +186,10 @@ def _entries(value, where: str, required: tuple[int, ...], fail) -> tuple[PdoEnt
 
 def _int(value, where: str, lo: int, hi: int, fail) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise fail(where, f"must be a whole number from {lo} to {hi:#x}" if hi > 255 else
-                   f"must be a whole number from {lo} to {hi}")
+        raise fail(
+            where,
+            f"must be a whole number from {lo} to {hi:#x}" if hi > 255 else f"must be a whole number from {lo} to {hi}",
+        )
     return value
 
 

@@ -33,8 +33,7 @@ REASONS = (
 class EcatError(SoftRTError):
     """An EtherCAT bus that cannot be used as asked (the bus has been left in a safe state)."""
 
-    def __init__(self, reason: str, iface: str, msg: str, *, seen: dict | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(self, reason: str, iface: str, msg: str, *, seen: dict | None = None, hint: str | None = None) -> None:
         self.reason = reason
         self.iface = iface
         self.seen = dict(seen or {})

@@ -67,8 +67,15 @@ def drive_map(rx_pdos: tuple[Pdo, ...], tx_pdos: tuple[Pdo, ...], axis: int = 0)
         where = table.get(axis_index(index, axis))
         return where[0] if where and where[1] == bits else None
 
-    return DriveMap(at(outs, 0x6040), at(outs, 0x607A), at(ins, 0x6041), at(ins, 0x6064),
-                    opt(outs, 0x6060, 8), opt(ins, 0x603F, 16), opt(ins, 0x60F4, 32))
+    return DriveMap(
+        at(outs, 0x6040),
+        at(outs, 0x607A),
+        at(ins, 0x6041),
+        at(ins, 0x6064),
+        opt(outs, 0x6060, 8),
+        opt(ins, 0x603F, 16),
+        opt(ins, 0x60F4, 32),
+    )
 
 
 def drive_maps(rx_pdos: tuple[Pdo, ...], tx_pdos: tuple[Pdo, ...], axes: int = MAX_AXES_PER_DEVICE) -> list[DriveMap]:
@@ -86,5 +93,6 @@ def pdos_from_mapping(assigned: list[tuple[int, list[int]]]) -> tuple[Pdo, ...]:
     """Build PDOs from CoE mapping values: ``[(pdo index, [u32 index<<16|sub<<8|bits, ...])]``."""
     from .description import PdoEntry
 
-    return tuple(Pdo(idx, tuple(PdoEntry(v >> 16, (v >> 8) & 0xFF, v & 0xFF, 0) for v in values))
-                 for idx, values in assigned)
+    return tuple(
+        Pdo(idx, tuple(PdoEntry(v >> 16, (v >> 8) & 0xFF, v & 0xFF, 0) for v in values)) for idx, values in assigned
+    )

@@ -72,12 +72,26 @@ class MasterState(enum.Enum):
 class EtherCATMaster(Cia402Drives):
     """CiA 402 CSP drives on one EtherCAT segment, driven through pysoem (a softrt Device)."""
 
-    def __init__(self, iface: str, period_ns: int, axes: int = 1, *, dc: bool = True,
-                 receive_timeout_us: int | None = None, state_timeout_s: float = 3.0,
-                 enable_timeout_s: float = 1.0, watchdog_ms: float | None = None,
-                 bus_timeout_ns: int = 10_000_000, al_check_ns: int = 100_000_000,
-                 log_cycles: int = 1 << 20, dc_lock: bool = False, dc_shift_ns: int = 0,
-                 dc_sample_every: int = 100, drives: DriveConfig | None = None, transport: str | None = None) -> None:
+    def __init__(
+        self,
+        iface: str,
+        period_ns: int,
+        axes: int = 1,
+        *,
+        dc: bool = True,
+        receive_timeout_us: int | None = None,
+        state_timeout_s: float = 3.0,
+        enable_timeout_s: float = 1.0,
+        watchdog_ms: float | None = None,
+        bus_timeout_ns: int = 10_000_000,
+        al_check_ns: int = 100_000_000,
+        log_cycles: int = 1 << 20,
+        dc_lock: bool = False,
+        dc_shift_ns: int = 0,
+        dc_sample_every: int = 100,
+        drives: DriveConfig | None = None,
+        transport: str | None = None,
+    ) -> None:
         if period_ns <= 0:
             raise ConfigError(f"EtherCAT cycle must be positive, got {period_ns} ns")
         if axes < 1:
@@ -192,19 +206,28 @@ class EtherCATMaster(Cia402Drives):
         self.warnings, self.emergencies = [], []
         steps = Steps(m, iface, self.bus_timeout_frames * self.period_ns)
         read = functools.partial(read_register, steps)
-        self.slaves = bringup.discover(m, iface, self.dc, self.drive_config, self._on_emergency, steps,
-                                       self.state_timeout_s)
+        self.slaves = bringup.discover(
+            m, iface, self.dc, self.drive_config, self._on_emergency, steps, self.state_timeout_s
+        )
         self.warnings += bringup.description_warnings(self.drive_config, self.slaves)
         # Every axis of every drive, in bus order (--axes counts axes, not slaves).
         found = [(s, n) for s in self.slaves for n in range(len(s.drives))]
         if len(found) < self.axes:
-            lacking = "; ".join(f"slave {s.position} '{s.name}' lacks " + ", ".join(f"0x{i:04X}" for i in s.missing)
-                                + f" in its PDOs ({s.pdo_source})" for s in self.slaves if s.drive is None)
-            raise EcatInputError("unsupported_drive", iface,
-                                 f"{self.axes} axis(es) asked, {len(found)} CSP drive axis(es) found"
-                                 + (f" ({lacking})" if lacking else ""),
-                                 seen={"slaves": [s.name for s in self.slaves]},
-                                 hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)")
+            lacking = "; ".join(
+                f"slave {s.position} '{s.name}' lacks "
+                + ", ".join(f"0x{i:04X}" for i in s.missing)
+                + f" in its PDOs ({s.pdo_source})"
+                for s in self.slaves
+                if s.drive is None
+            )
+            raise EcatInputError(
+                "unsupported_drive",
+                iface,
+                f"{self.axes} axis(es) asked, {len(found)} CSP drive axis(es) found"
+                + (f" ({lacking})" if lacking else ""),
+                seen={"slaves": [s.name for s in self.slaves]},
+                hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)",
+            )
         used = found[: self.axes]
         n = len(self.slaves)
         with steps.step("CSP configuration", "CSP mode and the cycle by SDO, the watchdog", bringup.PREOP_CONFIG_S * n):
@@ -218,14 +241,34 @@ class EtherCATMaster(Cia402Drives):
         with steps.step("DC", "distributed clocks: delays, offsets, SYNC0", bringup.MAPPING_S * n):
             self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
             self._dc, self.dc_absent = dcmonitor.attach(
-                m, iface, self.slaves, sorted({s.position for s, _n in used}), self.period_ns,
-                dc_active=self.dc_active, lock=self.dc_lock, shift_ns=self.dc_shift_ns,
-                sample_every=self.dc_sample_every, wanted=self.dc, read=read, transport=self.transport)
-        frame = self._frame = cyclic.CyclicFrame(self._sock, layout,
-                                                 None if self._dc is None else self._dc.reference_address,
-                                                 clock=self._clock_ns)
-        self._axes = [Axis(m.slaves[s.position], s.name, s.drives[n], frame.data_at + layout.outputs[s.position],
-                            frame.data_at + layout.inputs[s.position], s, n) for s, n in used]
+                m,
+                iface,
+                self.slaves,
+                sorted({s.position for s, _n in used}),
+                self.period_ns,
+                dc_active=self.dc_active,
+                lock=self.dc_lock,
+                shift_ns=self.dc_shift_ns,
+                sample_every=self.dc_sample_every,
+                wanted=self.dc,
+                read=read,
+                transport=self.transport,
+            )
+        frame = self._frame = cyclic.CyclicFrame(
+            self._sock, layout, None if self._dc is None else self._dc.reference_address, clock=self._clock_ns
+        )
+        self._axes = [
+            Axis(
+                m.slaves[s.position],
+                s.name,
+                s.drives[n],
+                frame.data_at + layout.outputs[s.position],
+                frame.data_at + layout.inputs[s.position],
+                s,
+                n,
+            )
+            for s, n in used
+        ]
         # Outputs before OP: no command, target = where the drive is (inputs are valid in SAFEOP).
         for _ in range(max(1, int(0.1e9 // self.period_ns))):
             if self._exchange() > 0:
@@ -343,12 +386,14 @@ class EtherCATMaster(Cia402Drives):
                 if ax.statusword & SW_MASK != SW_OE:
                     flags = FLAG_DEVICE_ERROR
                     if ax.statusword & SW_FAULT_MASK == SW_FAULT:
-                        self._fail(f"{ax.where()} faulted: statusword 0x{ax.statusword:04X}, "
-                                   f"error code 0x{ax.error_code:04X}")
+                        self._fail(
+                            f"{ax.where()} faulted: statusword 0x{ax.statusword:04X}, error code 0x{ax.error_code:04X}"
+                        )
             if flags:
                 self.not_enabled += 1
-            elif window >= self._next_al_read and \
-                    self.t0_ns + (window + 1) * self.period_ns - self._clock_ns() > 2 * rtt:
+            elif (
+                window >= self._next_al_read and self.t0_ns + (window + 1) * self.period_ns - self._clock_ns() > 2 * rtt
+            ):
                 self._check_al(window, self.al_check_cycles)  # in the slack: two round trips are left
         if self.failure is not None:
             flags |= FLAG_DEVICE_ERROR | FLAG_DEVICE_FAILED
@@ -376,12 +421,14 @@ class EtherCATMaster(Cia402Drives):
             return f"link down on {self.iface} ({link}): {run} unanswered"
         late = self._frame.late.n - self._late_before
         if self._answered_since_valid:
-            what = f"working counter {wkc} of {self.expected_wkc}" if wkc >= 0 else \
-                "frames lost or with a wrong working counter"
+            what = (
+                f"working counter {wkc} of {self.expected_wkc}"
+                if wkc >= 0
+                else "frames lost or with a wrong working counter"
+            )
             return f"no valid frame ({what}): {run}"
         if late:
-            return (f"no valid frame: {run}, {late:,} of them answered late "
-                    f"(up to {self._frame.late.max / 1e6:,.1f} ms)")
+            return f"no valid frame: {run}, {late:,} of them answered late (up to {self._frame.late.max / 1e6:,.1f} ms)"
         return f"bus lost: no frame answered: {run}"
 
     def _check_al(self, window: int, next_in_cycles: int) -> None:
@@ -402,8 +449,9 @@ class EtherCATMaster(Cia402Drives):
             if s.state == AlState.OP:  # OP, no error indication
                 continue
             try:
-                status, _reserved, code = _AL_STATUS.unpack(s._fprd(REG_AL_STATUS, _AL_STATUS.size,
-                                                                    self.receive_timeout_us))
+                status, _reserved, code = _AL_STATUS.unpack(
+                    s._fprd(REG_AL_STATUS, _AL_STATUS.size, self.receive_timeout_us)
+                )
             except pysoem.WkcError:
                 continue
             if status & 0x1F != AlState.OP:
@@ -453,36 +501,63 @@ class EtherCATMaster(Cia402Drives):
             return self._final_drives
         running = self.state is MasterState.RUNNING
         at_s = round((self.confirmed_ns - self.start_ns) / 1e9, 6) if running and self.confirmed_cycle >= 0 else None
-        return [{"name": ax.name, "slave": ax.info.position, "axis": ax.axis, "statusword": ax.statusword,
-                 "state": cia402_state(ax.statusword), "position_counts": ax.position,
-                 "origin_counts": ax.origin, "error_code": ax.error_code,
-                 **({"confirmed_cycle": self.confirmed_cycle, "confirmed_at_s": at_s} if running else {})}
-                for ax in self._axes]
+        return [
+            {
+                "name": ax.name,
+                "slave": ax.info.position,
+                "axis": ax.axis,
+                "statusword": ax.statusword,
+                "state": cia402_state(ax.statusword),
+                "position_counts": ax.position,
+                "origin_counts": ax.origin,
+                "error_code": ax.error_code,
+                **({"confirmed_cycle": self.confirmed_cycle, "confirmed_at_s": at_s} if running else {}),
+            }
+            for ax in self._axes
+        ]
 
     def counters(self) -> Board:
         """Return the device's report, the summary's ``board``: writes, missed updates, lost frames, WKC
         errors, the frames' fates, host gaps, the round trip of the frames answered in time, the drives."""
-        rtt = self.rtt_ns[:min(self.writes, len(self.rtt_ns))]
+        rtt = self.rtt_ns[: min(self.writes, len(self.rtt_ns))]
         rtt = rtt[rtt > 0]  # only this cycle's own replies, by their deadline
-        rtt_us = RoundTrip(min=float(rtt.min()) / 1e3, median=float(np.median(rtt)) / 1e3,
-                           max=float(rtt.max()) / 1e3) if len(rtt) else None
+        rtt_us = (
+            RoundTrip(min=float(rtt.min()) / 1e3, median=float(np.median(rtt)) / 1e3, max=float(rtt.max()) / 1e3)
+            if len(rtt)
+            else None
+        )
         frames = None if self._frame is None else Frames.from_dict(self._frame.report(), "the frames' report")
-        dc = DistributedClocks(absent=self.dc_absent, nulls=frozenset() if self.dc_absent else {"absent"}) \
-            if self._dc is None else DistributedClocks.from_dict(self._dc.report(), "the distributed clocks' report")
-        return Board(writes=self.writes, missed_updates=self.missed_total, lost_frames=self.lost_frames,
-                     wkc_errors=self.wkc_errors, drive_not_enabled_cycles=self.not_enabled,
-                     expected_wkc=self.expected_wkc, dc=self.dc_active, al_reads=self.al_reads,
-                     receive_timeout_us=self.receive_timeout_us,
-                     bus_timeout_ms=self.bus_timeout_frames * self.period_ns / 1e6,
-                     bus_timeout_frames=self.bus_timeout_frames, failure=self.failure, frames=frames,
-                     host_gaps=HostGaps(gaps=self.host_gaps, cycles=self.host_gap_cycles), distributed_clocks=dc,
-                     rtt_us=rtt_us, drives=[Drive.from_dict(d, "a drive's status") for d in self.drive_status()],
-                     slaves=[Slave.from_dict(s.report(), "a slave's report") for s in self.slaves],
-                     warnings=list(self.warnings),
-                     emergencies=[Emergency.from_dict(e, "an emergency") for e in self.emergencies],
-                     # the master has always written these as null when unknown, not left them out
-                     nulls=frozenset(k for k, v in (("failure", self.failure), ("frames", frames), ("rtt_us", rtt_us))
-                                     if v is None))
+        dc = (
+            DistributedClocks(absent=self.dc_absent, nulls=frozenset() if self.dc_absent else {"absent"})
+            if self._dc is None
+            else DistributedClocks.from_dict(self._dc.report(), "the distributed clocks' report")
+        )
+        return Board(
+            writes=self.writes,
+            missed_updates=self.missed_total,
+            lost_frames=self.lost_frames,
+            wkc_errors=self.wkc_errors,
+            drive_not_enabled_cycles=self.not_enabled,
+            expected_wkc=self.expected_wkc,
+            dc=self.dc_active,
+            al_reads=self.al_reads,
+            receive_timeout_us=self.receive_timeout_us,
+            bus_timeout_ms=self.bus_timeout_frames * self.period_ns / 1e6,
+            bus_timeout_frames=self.bus_timeout_frames,
+            failure=self.failure,
+            frames=frames,
+            host_gaps=HostGaps(gaps=self.host_gaps, cycles=self.host_gap_cycles),
+            distributed_clocks=dc,
+            rtt_us=rtt_us,
+            drives=[Drive.from_dict(d, "a drive's status") for d in self.drive_status()],
+            slaves=[Slave.from_dict(s.report(), "a slave's report") for s in self.slaves],
+            warnings=list(self.warnings),
+            emergencies=[Emergency.from_dict(e, "an emergency") for e in self.emergencies],
+            # the master has always written these as null when unknown, not left them out
+            nulls=frozenset(
+                k for k, v in (("failure", self.failure), ("frames", frames), ("rtt_us", rtt_us)) if v is None
+            ),
+        )
 
 
 def parse_spec(spec: str) -> str:

@@ -52,8 +52,12 @@ def check_interface(iface: str) -> None:
     try:
         socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ECAT)).close()
     except PermissionError as err:
-        raise EcatError("permission", iface, "raw sockets are not permitted (needs CAP_NET_RAW)",
-                        hint="run as root, or: setcap cap_net_raw,cap_net_admin+ep $(readlink -f $(which python3))") from err
+        raise EcatError(
+            "permission",
+            iface,
+            "raw sockets are not permitted (needs CAP_NET_RAW)",
+            hint="run as root, or: setcap cap_net_raw,cap_net_admin+ep $(readlink -f $(which python3))",
+        ) from err
 
 
 def carrier(iface: str, sock: socket.socket | None = None) -> bool | None:

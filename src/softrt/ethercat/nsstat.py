@@ -13,7 +13,7 @@ from ..analysis.hdr import Hdr, key_of
 class NsStat:
     """Count, min, max, exact sum and a log-linear histogram (analysis.hdr keys) of |values| in ns."""
 
-    __slots__ = ("n", "total", "sq", "min", "max", "keys")
+    __slots__ = ("keys", "max", "min", "n", "sq", "total")
 
     def __init__(self) -> None:
         self.n = self.total = self.sq = 0
@@ -37,8 +37,19 @@ class NsStat:
         if not self.n:
             return None
         keys = sorted(self.keys)
-        hdr = Hdr.of_buckets(keys, [self.keys[k] for k in keys], total_ns=self.total,
-                             m2_ns2=max(self.sq - self.total ** 2 / self.n, 0.0), min_ns=self.min, max_ns=self.max)
+        hdr = Hdr.of_buckets(
+            keys,
+            [self.keys[k] for k in keys],
+            total_ns=self.total,
+            m2_ns2=max(self.sq - self.total**2 / self.n, 0.0),
+            min_ns=self.min,
+            max_ns=self.max,
+        )
         p50, p99 = hdr.percentiles((50, 99))
-        return {"min": self.min, "max": self.max, "mean": round(self.total / self.n, 1), "p50": round(p50, 1),
-                "p99": round(p99, 1)}
+        return {
+            "min": self.min,
+            "max": self.max,
+            "mean": round(self.total / self.n, 1),
+            "p50": round(p50, 1),
+            "p99": round(p99, 1),
+        }

@@ -43,7 +43,7 @@ def sdo_error_text(err: Exception) -> str:
     if code is not None:
         return f"SDO abort 0x{code:08X} ({getattr(err, 'desc', '')})"
     if hasattr(err, "error_code"):
-        return f"{type(err).__name__} {getattr(err, 'error_code')} ({getattr(err, 'desc', '')})".replace(" ()", "")
+        return f"{type(err).__name__} {err.error_code} ({getattr(err, 'desc', '')})".replace(" ()", "")
     return f"no answer ({type(err).__name__}: working counter {getattr(err, 'wkc', 0)})"
 
 
@@ -171,8 +171,9 @@ def wanted_objects(plan: DrivePlan, axes: int) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
     for base, entries in ((0x1600, plan.rx), (0x1A00, plan.tx)):
         for n in range(axes):
-            out[base + n * AXIS_PDO_OFFSET] = [(axis_index(e.index, n) << 16) | (e.subindex << 8) | e.bits
-                                               for e in entries]
+            out[base + n * AXIS_PDO_OFFSET] = [
+                (axis_index(e.index, n) << 16) | (e.subindex << 8) | e.bits for e in entries
+            ]
     out[RX_ASSIGN] = [0x1600 + n * AXIS_PDO_OFFSET for n in range(axes)]
     out[TX_ASSIGN] = [0x1A00 + n * AXIS_PDO_OFFSET for n in range(axes)]
     return out
@@ -189,8 +190,12 @@ def assign_pdos(slave, where: str, iface: str, plan: DrivePlan, axes: int) -> st
         rx, tx = read_assigned(slave, RX_ASSIGN), read_assigned(slave, TX_ASSIGN)
     except sdo_errors() as err:  # it cannot say what it has: nothing to compare with, nothing written
         if plan.assign == "always":
-            raise EcatError("config", iface, f"{where}: reading its PDO assignment (0x1C12/0x1C13) failed: "
-                            f"{sdo_error_text(err)}", hint="set assign = \"auto\" to use its SII PDOs") from None
+            raise EcatError(
+                "config",
+                iface,
+                f"{where}: reading its PDO assignment (0x1C12/0x1C13) failed: {sdo_error_text(err)}",
+                hint='set assign = "auto" to use its SII PDOs',
+            ) from None
         return f"the SII's (0x1C12/0x1C13 cannot be read: {sdo_error_text(err)})"
     current = {pdo: values for pdo, values in (*rx, *tx)}
     current[RX_ASSIGN], current[TX_ASSIGN] = [p for p, _ in rx], [p for p, _ in tx]
@@ -204,14 +209,22 @@ def assign_pdos(slave, where: str, iface: str, plan: DrivePlan, axes: int) -> st
             _write_object(slave, index, values, first)
         except _Refused as refused:
             if plan.assign == "always":
-                raise EcatError("config", iface, f"{where} refuses PDO assignment: writing {refused.what} "
-                                f"got {refused.text}", hint="set assign = \"auto\" to use the drive's own mapping, "
-                                "or configure its PDOs with the vendor's tool") from None
+                raise EcatError(
+                    "config",
+                    iface,
+                    f"{where} refuses PDO assignment: writing {refused.what} got {refused.text}",
+                    hint='set assign = "auto" to use the drive\'s own mapping, '
+                    "or configure its PDOs with the vendor's tool",
+                ) from None
             return f"the drive's own ({refused.what} is not writable: {refused.text})"
         except _Failed as failed:
-            raise EcatError("config", iface, f"{where}: writing {failed.what} failed: {failed.text}",
-                            hint="check the drive description (--ecat-drives) against the drive's manual: "
-                                 "which objects it can map, and how many") from None
+            raise EcatError(
+                "config",
+                iface,
+                f"{where}: writing {failed.what} failed: {failed.text}",
+                hint="check the drive description (--ecat-drives) against the drive's manual: "
+                "which objects it can map, and how many",
+            ) from None
         first = False
     return "assigned by SDO"
 
@@ -242,8 +255,9 @@ def _current(slave, index: int, known: dict[int, list[int]]) -> list[int] | None
 
 def _write_object(slave, index: int, values: list[int], first: bool) -> None:
     fmt = "<H" if index in (RX_ASSIGN, TX_ASSIGN) else "<I"
-    steps = [(0, b"\x00", "0")] + [(sub, struct.pack(fmt, v), _value_text(index, v))
-                                   for sub, v in enumerate(values, start=1)]
+    steps = [(0, b"\x00", "0")] + [
+        (sub, struct.pack(fmt, v), _value_text(index, v)) for sub, v in enumerate(values, start=1)
+    ]
     steps.append((0, bytes([len(values)]), str(len(values))))
     for k, (sub, data, shown) in enumerate(steps):
         try:

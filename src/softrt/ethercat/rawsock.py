@@ -30,12 +30,12 @@ _LD_H_ABS, _LD_B_ABS, _JEQ_K, _RET_K = 0x28, 0x30, 0x15, 0x06
 def index_filter(index: int) -> bytes:
     """Return the BPF program (struct sock_filter[]) accepting EtherCAT frames whose first datagram has *index*."""
     prog = [
-        (_LD_H_ABS, 0, 0, 12),            # EtherType
-        (_JEQ_K, 0, 3, ETH_P_ECAT),       # not EtherCAT: drop
+        (_LD_H_ABS, 0, 0, 12),  # EtherType
+        (_JEQ_K, 0, 3, ETH_P_ECAT),  # not EtherCAT: drop
         (_LD_B_ABS, 0, 0, INDEX_OFFSET),  # first datagram's index
-        (_JEQ_K, 0, 1, index),            # not ours: drop
-        (_RET_K, 0, 0, 0xFFFF),           # keep the whole frame
-        (_RET_K, 0, 0, 0),                # drop
+        (_JEQ_K, 0, 1, index),  # not ours: drop
+        (_RET_K, 0, 0, 0xFFFF),  # keep the whole frame
+        (_RET_K, 0, 0, 0),  # drop
     ]
     return b"".join(struct.pack("HBBI", *ins) for ins in prog)
 
@@ -48,8 +48,12 @@ def open_raw_socket(iface: str, index: int | None = None) -> socket.socket:
     try:
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ECAT))
     except PermissionError as err:
-        raise EcatError("permission", iface, "raw sockets are not permitted",
-                        hint="run as root, or grant CAP_NET_RAW (setcap cap_net_raw+ep)") from err
+        raise EcatError(
+            "permission",
+            iface,
+            "raw sockets are not permitted",
+            hint="run as root, or grant CAP_NET_RAW (setcap cap_net_raw+ep)",
+        ) from err
     try:
         if index is not None:
             code = index_filter(index)

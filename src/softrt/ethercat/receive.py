@@ -64,6 +64,10 @@ def soem_socket(iface: str) -> int:
     this process there); raise :class:`EcatError` when there is not exactly one."""
     fds = ethercat_sockets(iface)
     if len(fds) != 1:
-        raise EcatError("config", iface, f"expected SOEM's one raw socket on the interface, found {len(fds)}",
-                        hint="one EtherCAT master per interface and process")
+        raise EcatError(
+            "config",
+            iface,
+            f"expected SOEM's one raw socket on the interface, found {len(fds)}",
+            hint="one EtherCAT master per interface and process",
+        )
     return fds[0]

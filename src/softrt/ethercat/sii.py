@@ -70,8 +70,14 @@ def build_image(desc: DeviceDescription, serial: int = 0, alias: int = 0) -> byt
     words += struct.pack("<IIII", desc.vendor_id, desc.product_code, desc.revision, serial)
     words += b"\x00" * 8  # 0x10-0x13 execution delay, port delays, reserved
     words += b"\x00" * 8  # 0x14-0x17 bootstrap mailbox (no bootstrap)
-    words += struct.pack("<HHHHH", desc.mailbox_out_start if mbx else 0, mbx,
-                         desc.mailbox_in_start if mbx else 0, mbx, MBX_PROTO_COE if desc.coe else 0)
+    words += struct.pack(
+        "<HHHHH",
+        desc.mailbox_out_start if mbx else 0,
+        mbx,
+        desc.mailbox_in_start if mbx else 0,
+        mbx,
+        MBX_PROTO_COE if desc.coe else 0,
+    )
     words += b"\x00" * (0x3E * 2 - len(words))
     words += struct.pack("<HH", SII_BYTES * 8 // 1024 - 1, 1)
     strings = [desc.name, desc.group, desc.name, *desc.extra_strings]
@@ -90,10 +96,18 @@ def build_image(desc: DeviceDescription, serial: int = 0, alias: int = 0) -> byt
         sms += struct.pack("<HHBBBB", desc.mailbox_in_start, mbx, SM_CTRL_MBX_IN, 0, 1, SM_TYPE_MBX_IN)
     else:  # placeholders keep SM2/SM3 at their numbers; SOEM skips SMs whose start is 0
         sms += b"\x00" * 16
-    sms += struct.pack("<HHBBBB", desc.outputs_start, desc.output_bytes, SM_CTRL_OUTPUTS, 0,
-                       1 if desc.output_bytes else 0, SM_TYPE_OUTPUTS)
-    sms += struct.pack("<HHBBBB", desc.inputs_start, desc.input_bytes, SM_CTRL_INPUTS, 0,
-                       1 if desc.input_bytes else 0, SM_TYPE_INPUTS)
+    sms += struct.pack(
+        "<HHBBBB",
+        desc.outputs_start,
+        desc.output_bytes,
+        SM_CTRL_OUTPUTS,
+        0,
+        1 if desc.output_bytes else 0,
+        SM_TYPE_OUTPUTS,
+    )
+    sms += struct.pack(
+        "<HHBBBB", desc.inputs_start, desc.input_bytes, SM_CTRL_INPUTS, 0, 1 if desc.input_bytes else 0, SM_TYPE_INPUTS
+    )
     body += _category(CAT_SYNCM, sms)
     if desc.tx_pdos:
         body += _category(CAT_TXPDO, _pdo_category(desc.tx_pdos, 3, strings))
@@ -134,7 +148,7 @@ def iter_categories(image: bytes):
         cat, words = struct.unpack_from("<HH", image, pos)
         if cat == CAT_END:
             return
-        yield cat, image[pos + 4: pos + 4 + 2 * words]
+        yield cat, image[pos + 4 : pos + 4 + 2 * words]
         pos += 4 + 2 * words
 
 
@@ -168,7 +182,7 @@ def parse_image(image: bytes) -> SiiInfo:
             pos = 1
             for _ in range(data[0]):
                 n = data[pos]
-                strings.append(data[pos + 1: pos + 1 + n].decode("ascii", "replace"))
+                strings.append(data[pos + 1 : pos + 1 + n].decode("ascii", "replace"))
                 pos += 1 + n
     rx = tuple(p for cat, d in cats if cat == CAT_RXPDO for p in _parse_pdos(d, strings))
     tx = tuple(p for cat, d in cats if cat == CAT_TXPDO for p in _parse_pdos(d, strings))

@@ -74,7 +74,7 @@ class Steps:
                 raise self.failed(f"did not finish in {self.seconds:.1f} s", "state_timeout")
         except EcatError:
             raise
-        except Exception as err:  # noqa: BLE001 - pysoem's exceptions, named with the step
+        except Exception as err:
             raise self.failed(_text(err)) from err
         finally:
             timer.cancel()
@@ -94,11 +94,16 @@ class Steps:
         silent = self.settle()
         where = f" ({self.slave})" if self.slave else ""
         if silent:
-            return EcatError("bus_lost", self.iface, f"bring-up, step {self.name}{where}: the bus went silent "
-                             f"(no slave answers) while expecting {self.expect}",
-                             hint="check the cable/link and the slaves' power")
-        return EcatError(reason, self.iface, f"bring-up, step {self.name}{where}: {what} (expected {self.expect})",
-                         seen=self.seen)
+            return EcatError(
+                "bus_lost",
+                self.iface,
+                f"bring-up, step {self.name}{where}: the bus went silent "
+                f"(no slave answers) while expecting {self.expect}",
+                hint="check the cable/link and the slaves' power",
+            )
+        return EcatError(
+            reason, self.iface, f"bring-up, step {self.name}{where}: {what} (expected {self.expect})", seen=self.seen
+        )
 
     def settle(self) -> bool:
         """Probe until the bus answers (False) or has been silent for ``silence_s`` (True)."""

@@ -49,8 +49,10 @@ def choose(asked: str | None = None) -> str:
         where = f"{ENV}={kind!r}" if not asked else f"transport {kind!r}"
         raise ConfigError(f"unknown EtherCAT transport: {where}", hint=f"use one of {', '.join(TRANSPORTS)}")
     if kind == "af_packet" and not hasattr(socket, "AF_PACKET"):
-        raise ConfigError("AF_PACKET raw sockets are Linux's; this system reaches the bus through pcap (Npcap)",
-                          hint=f"unset {ENV} or set it to pcap")
+        raise ConfigError(
+            "AF_PACKET raw sockets are Linux's; this system reaches the bus through pcap (Npcap)",
+            hint=f"unset {ENV} or set it to pcap",
+        )
     return kind
 
 
@@ -157,8 +159,9 @@ def open_pcap(iface: str, index: int | None) -> PcapLink:
             raise EcatInputError("interface_down", iface, err.msg, hint=err.hint) from None
         if err.reason == "missing":
             raise EcatInputError("config", iface, err.msg, hint=err.hint) from None
-        raise EcatError("permission" if err.reason == "permission" else "config", iface, err.msg,
-                        hint=err.hint) from None
+        raise EcatError(
+            "permission" if err.reason == "permission" else "config", iface, err.msg, hint=err.hint
+        ) from None
 
 
 def open_cyclic(iface: str, kind: str):

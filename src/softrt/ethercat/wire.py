@@ -147,10 +147,14 @@ def encode_datagram(cmd: int, idx: int, adp: int, ado: int, data: bytes, more: b
     return _HDR.pack(cmd, idx, adp & 0xFFFF, ado & 0xFFFF, lenw, 0) + bytes(data) + _U16.pack(wkc)
 
 
-def encode_frame(datagrams: list[tuple[int, int, int, int, bytes]], src_mac: bytes = b"\x01\x01\x01\x01\x01\x01",
-                 dst_mac: bytes = b"\xff" * 6) -> bytearray:
+def encode_frame(
+    datagrams: list[tuple[int, int, int, int, bytes]],
+    src_mac: bytes = b"\x01\x01\x01\x01\x01\x01",
+    dst_mac: bytes = b"\xff" * 6,
+) -> bytearray:
     """Return an Ethernet frame with the datagrams ``(cmd, idx, adp, ado, data)`` (for masters and tests)."""
-    body = b"".join(encode_datagram(c, i, p, o, d, n < len(datagrams) - 1)
-                    for n, (c, i, p, o, d) in enumerate(datagrams))
+    body = b"".join(
+        encode_datagram(c, i, p, o, d, n < len(datagrams) - 1) for n, (c, i, p, o, d) in enumerate(datagrams)
+    )
     ecat = _U16.pack(len(body) | (ECAT_TYPE_PDU << 12))
     return bytearray(dst_mac + src_mac + ETH_P_ECAT.to_bytes(2, "big") + ecat + body)

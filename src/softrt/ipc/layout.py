@@ -23,4 +23,3 @@ FLAG_DEVICE_FAILED = 4  # the device can no longer run (bus lost, drive fault): 
 H_MAGIC, H_CAPACITY, H_WRITE_IDX, H_READ_IDX, H_OVERFLOWS, H_STOP = range(6)
 HEADER_SLOTS = 16
 MAGIC = 0x534F465452540001  # "SOFTRT" + layout version 1
-

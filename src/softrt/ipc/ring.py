@@ -109,7 +109,7 @@ def remove_stale() -> list[str]:
 class RingWriter:
     """Producer side: ``put`` one record per cycle, never blocking."""
 
-    __slots__ = ("_buf", "_hdr", "_mask", "_cap", "_pack")
+    __slots__ = ("_buf", "_cap", "_hdr", "_mask", "_pack")
 
     def __init__(self, ring: Ring) -> None:
         self._buf = ring._mm
@@ -119,8 +119,19 @@ class RingWriter:
         # One struct.pack_into stores the whole record: about half the cost of ten slot stores.
         self._pack = struct.Struct(f"<{L.RECORD_SLOTS}q").pack_into
 
-    def put(self, seq: int, cycle: int, edge_ns: int, detect_ns: int, write_ns: int, done_ns: int,
-            missed: int, flags: int, rtt_ns: int, wkc: int) -> None:
+    def put(
+        self,
+        seq: int,
+        cycle: int,
+        edge_ns: int,
+        detect_ns: int,
+        write_ns: int,
+        done_ns: int,
+        missed: int,
+        flags: int,
+        rtt_ns: int,
+        wkc: int,
+    ) -> None:
         """Append one record, or count an overflow when the supervisor has fallen behind."""
         hdr = self._hdr
         w = hdr[2]  # H_WRITE_IDX (literal: this is the hot path)
@@ -128,8 +139,20 @@ class RingWriter:
             hdr[4] += 1  # H_OVERFLOWS
             return
         # Byte offset of slot HEADER_SLOTS + index * RECORD_SLOTS (16 and 10, literal here).
-        self._pack(self._buf, (16 + (w & self._mask) * 10) * 8, seq, cycle, edge_ns, detect_ns, write_ns,
-                   done_ns, missed, flags, rtt_ns, wkc)
+        self._pack(
+            self._buf,
+            (16 + (w & self._mask) * 10) * 8,
+            seq,
+            cycle,
+            edge_ns,
+            detect_ns,
+            write_ns,
+            done_ns,
+            missed,
+            flags,
+            rtt_ns,
+            wkc,
+        )
         hdr[2] = w + 1
 
 
@@ -139,8 +162,9 @@ class RingReader:
     def __init__(self, ring: Ring) -> None:
         self._hdr = ring.header
         self._cap = ring.capacity
-        self._records = np.frombuffer(ring.slots.obj, dtype=L.RECORD_DTYPE, count=ring.capacity,
-                                      offset=L.HEADER_SLOTS * SLOT_BYTES)
+        self._records = np.frombuffer(
+            ring.slots.obj, dtype=L.RECORD_DTYPE, count=ring.capacity, offset=L.HEADER_SLOTS * SLOT_BYTES
+        )
 
     def drain(self) -> np.ndarray:
         """Return (a copy of) the records published since the last drain, oldest first."""

@@ -23,8 +23,8 @@ import os
 import random
 import signal
 import socket
-import sys
 import subprocess
+import sys
 import threading
 import time
 
@@ -37,7 +37,7 @@ MIB = 1 << 20
 _stop = False
 
 
-def _on_term(signum, frame):  # noqa: ARG001 (signal handler signature)
+def _on_term(signum, frame):
     global _stop
     _stop = True
 
@@ -224,8 +224,12 @@ def _churn_spawn(argv: list[str], deadline: float) -> dict:
     ops = failures = 0
     while _running(deadline):
         try:
-            ok = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, check=False).returncode == 0
+            ok = (
+                subprocess.run(
+                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+                ).returncode
+                == 0
+            )
         except OSError:
             ok = False
         ops, failures = ops + ok, failures + (not ok)

@@ -144,10 +144,17 @@ class LoadGenerator(abc.ABC):
             raise InvalidState(LoadState.STOPPED.value, self._state.value, what=f"load {self.name!r}")
         duration = max(0.0, self._t_stop - self._t_start)
         achieved = self._achieved(duration) if duration > 0 else {}
-        return LoadRun(name=self.name, backend=self.backend, cpus=str(self.cpus),
-                       achieved={k: float(v) for k, v in sorted(achieved.items())}, duration_s=duration,
-                       skipped_reason=None, command=self.command(), notes=list(self.notes),
-                       problems=list(self.problems))
+        return LoadRun(
+            name=self.name,
+            backend=self.backend,
+            cpus=str(self.cpus),
+            achieved={k: float(v) for k, v in sorted(achieved.items())},
+            duration_s=duration,
+            skipped_reason=None,
+            command=self.command(),
+            notes=list(self.notes),
+            problems=list(self.problems),
+        )
 
     def command(self) -> str:
         """Return the command line(s) the load runs, for the report."""
@@ -161,7 +168,7 @@ class LoadGenerator(abc.ABC):
     def pids(self) -> list[int]:
         """Return the process ids this load launched directly (its process-group leaders)."""
 
-    def _prepare(self) -> None:
+    def _prepare(self) -> None:  # noqa: B027 - an optional hook
         """Slow set-up before start (default: none)."""
 
     @abc.abstractmethod
@@ -223,5 +230,14 @@ class SkippedLoad(LoadGenerator):
     def result(self) -> LoadRun:
         if self._state is not LoadState.STOPPED:
             raise InvalidState(LoadState.STOPPED.value, self._state.value, what=f"load {self.name!r}")
-        return LoadRun(name=self.name, backend=self.backend, cpus=str(self.cpus), achieved={}, duration_s=0.0,
-                       skipped_reason=self.reason, command="", notes=[], problems=[])
+        return LoadRun(
+            name=self.name,
+            backend=self.backend,
+            cpus=str(self.cpus),
+            achieved={},
+            duration_s=0.0,
+            skipped_reason=self.reason,
+            command="",
+            notes=[],
+            problems=[],
+        )

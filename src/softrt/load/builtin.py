@@ -91,9 +91,16 @@ class BuiltinLoad(LoadGenerator):
             argv = procs.guarded_argv([sys.executable, str(_WORKER), json.dumps(cfg)], w.cpus)
             w.log = self._dir / f"{w.role}-{i}.log"
             share = cfg.get("shared", False)
-            w.proc = procs.spawn(argv, cwd=self._dir, log=w.log, stdout=subprocess.PIPE, pass_fds=pass_fds,
-                                 stdin=subprocess.PIPE if share or cfg["stop_on_eof"] else None, cpus=w.cpus,
-                                 term_held=True)  # (a stop at once still gets its report: _worker.main)
+            w.proc = procs.spawn(
+                argv,
+                cwd=self._dir,
+                log=w.log,
+                stdout=subprocess.PIPE,
+                pass_fds=pass_fds,
+                stdin=subprocess.PIPE if share or cfg["stop_on_eof"] else None,
+                cpus=w.cpus,
+                term_held=True,
+            )  # (a stop at once still gets its report: _worker.main)
             if share and w.proc.stdin is not None:
                 w.proc.stdin.write(self._listener.share(w.proc.pid).hex().encode() + b"\n")
                 w.proc.stdin.flush()

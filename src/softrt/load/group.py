@@ -114,7 +114,7 @@ class LoadGroup:
         def stop(load: LoadGenerator) -> None:
             try:
                 load.stop()
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - one load failing to stop must not stop the others
                 errors[load.name] = str(err)
 
         threads = [threading.Thread(target=stop, args=(load,), name=f"stop-{load.name}") for load in self.loads]

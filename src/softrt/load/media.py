@@ -50,8 +50,10 @@ def gpu_skip_reason(backend: str, dri_dir: str = DRI_DIR) -> str | None:
     if api is not None:  # ffmpeg decoding on the GPU (Windows: Direct3D 11 video)
         ffmpeg = shutil.which("ffmpeg")
         if ffmpeg is None:
-            return (f"the GPU load here is ffmpeg decoding video on the GPU ({api}), and ffmpeg is not on PATH "
-                    "(install it, e.g. winget install Gyan.FFmpeg)")
+            return (
+                f"the GPU load here is ffmpeg decoding video on the GPU ({api}), and ffmpeg is not on PATH "
+                "(install it, e.g. winget install Gyan.FFmpeg)"
+            )
         if api not in _hwaccels(ffmpeg):
             return f"this ffmpeg cannot decode on the GPU through {api} (ffmpeg -hwaccels does not list it)"
         return None
@@ -186,8 +188,11 @@ class VideoLoad(ProcessLoad):
         codec = _encoder(ffmpeg)
         self._clip = _clip(ffmpeg, codec, self.cpus, self.name)
         self._dir = procs.make_private_dir(self.workdir)
-        self.notes.append(f"GPU decoding ({self._hwaccel}) of a 1080p30 {codec} clip at playback speed" if self._hwaccel
-                          else f"software decoding of a 1080p30 {codec} clip at playback speed")
+        self.notes.append(
+            f"GPU decoding ({self._hwaccel}) of a 1080p30 {codec} clip at playback speed"
+            if self._hwaccel
+            else f"software decoding of a 1080p30 {codec} clip at playback speed"
+        )
 
     def _start(self) -> None:
         ffmpeg = procs.which_or_raise("ffmpeg", "ffmpeg")

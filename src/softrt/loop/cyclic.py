@@ -17,9 +17,16 @@ from ..ipc.ring import RingWriter
 WAITS = ("spin", "sleep", "hybrid")
 
 
-def run_cycles(device, step: Callable[[int], Any], writer: RingWriter, header, end_ns: int,
-               sleep_until: Callable[[int], None] | None = None, margin_ns: int = 0,
-               clock_ns: Callable[[], int] = time.monotonic_ns) -> int:
+def run_cycles(
+    device,
+    step: Callable[[int], Any],
+    writer: RingWriter,
+    header,
+    end_ns: int,
+    sleep_until: Callable[[int], None] | None = None,
+    margin_ns: int = 0,
+    clock_ns: Callable[[], int] = time.monotonic_ns,
+) -> int:
     """Run cycles until *end_ns* (on *clock_ns*, the platform's clock), a stop request or a failed
     device (its ``flags`` carry FLAG_DEVICE_FAILED; ``device.failure`` says why); return the cycle count.
 

@@ -15,8 +15,9 @@ import gc
 import os
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..board import open_device
 from ..cpus import CpuSet
@@ -53,8 +54,15 @@ class WorkerSpec:
     device_options: dict = field(default_factory=dict)
 
 
-def _arm(spec: WorkerSpec, ring: Ring, undo: list[Callable[[], None]], applied: list[dict],
-         not_applied: list[dict], *, before_device: bool) -> None:
+def _arm(
+    spec: WorkerSpec,
+    ring: Ring,
+    undo: list[Callable[[], None]],
+    applied: list[dict],
+    not_applied: list[dict],
+    *,
+    before_device: bool,
+) -> None:
     """Apply the platform's real-time controls for ``--profile rt`` that come before the device
     opens (*before_device*) or after it; add them to *applied* / *not_applied*.
 
@@ -143,13 +151,14 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
         gc.disable()
         t0 = plat.clock_ns() + START_LEAD_NS
         board.start(t0)
-        cycles = run_cycles(board, step, writer, header, t0 + spec.duration_ns, sleep_until, margin_ns,
-                            clock_ns=plat.clock_ns)
+        cycles = run_cycles(
+            board, step, writer, header, t0 + spec.duration_ns, sleep_until, margin_ns, clock_ns=plat.clock_ns
+        )
         gc.enable()
         board.stop()
         # A failed device (bus lost, drive fault) ended the loop: the run failed, its records stand.
         conn.send(WorkerReport.done(cycles, board.counters(), board.failure))
-    except BaseException as err:  # report anything (a user's step may raise anything), then die
+    except BaseException as err:  # noqa: BLE001  # report anything (a user's step may raise anything), then die
         try:
             # softrt errors travel whole (the supervisor re-raises bad input as bad input).
             conn.send(WorkerReport.failed(err if isinstance(err, SoftRTError) else f"{type(err).__name__}: {err}"))

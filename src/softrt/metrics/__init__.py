@@ -6,13 +6,20 @@ serves it over HTTP with the official client library (prometheus_client). docs/m
 the series.
 """
 
-from .buckets import above, at_or_below, latency_bounds_ns, period_bounds_ns, snap_ns
-
 from ..lazy import lazy
+from .buckets import above, at_or_below, latency_bounds_ns, period_bounds_ns, snap_ns
 
 # The exporter on first use: prometheus_client and asyncio cost ~45 ms at every command's start-up,
 # and only --metrics-port serves anything.
 __getattr__ = lazy(__name__, {name: ".exporter" for name in ("MetricsServer", "RunView", "view_of")})
 
-__all__ = ["MetricsServer", "RunView", "view_of", "above", "at_or_below", "latency_bounds_ns", "period_bounds_ns",
-           "snap_ns"]
+__all__ = [
+    "MetricsServer",
+    "RunView",
+    "above",
+    "at_or_below",
+    "latency_bounds_ns",
+    "period_bounds_ns",
+    "snap_ns",
+    "view_of",
+]

@@ -20,8 +20,7 @@ from ..analysis.hdr import Hdr, bucket_bounds, key_of
 #: 300, 400, 500 µs, 1, 2, 5, 10, 15 ms (a bucket per missed edge up to 2 periods, then the stalls).
 PERIOD_FACTORS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.04, 1.1, 1.2, 1.6, 2.0, 4.0, 8.0, 20.0, 40.0, 60.0)
 #: Latency bounds (permit detected after the board's edge), ns.
-LATENCY_BOUNDS_NS = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000,
-                     5_000_000)
+LATENCY_BOUNDS_NS = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 5_000_000)
 
 
 def snap_ns(bound_ns: int) -> int:

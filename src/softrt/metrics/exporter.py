@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import choose_encoder
@@ -35,9 +34,12 @@ STATES = ("running", "complete", "partial", "failed")
 COUNTERS = (
     ("softrt_cycles", "cycles", "Cycles measured (records received from the real-time loop)."),
     ("softrt_missed_updates", "missed_updates", "Board cycles that received no new target."),
-    ("softrt_late_cycles", "late_cycles",
-     "Late cycles by softrt's one rule: period over softrt_late_bound_seconds (nominal + --late-threshold), "
-     "latency over --late-threshold, or a missed update (the summary's late_cycles)."),
+    (
+        "softrt_late_cycles",
+        "late_cycles",
+        "Late cycles by softrt's one rule: period over softrt_late_bound_seconds (nominal + --late-threshold), "
+        "latency over --late-threshold, or a missed update (the summary's late_cycles).",
+    ),
     ("softrt_ring_overflows", "ring_overflows", "Records the loop dropped because the shared-memory ring was full."),
     ("softrt_overruns", "overruns", "Cycles whose work ended after the next board edge (negative slack)."),
     ("softrt_device_errors", "device_errors", "Cycles with a device error (EtherCAT working counter, lost frame)."),
@@ -110,8 +112,7 @@ def top_culprits(table, n: int = TOP_CULPRITS) -> tuple[tuple[str, str, float], 
     return tuple((kind, name, seconds) for (kind, name), seconds in ranked)
 
 
-def view_of(progress, host: str, state: str = "running", ring_overflows: int | None = None,
-            culprits=None) -> RunView:
+def view_of(progress, host: str, state: str = "running", ring_overflows: int | None = None, culprits=None) -> RunView:
     """The figures of a run from its progress (``session.drain.Progress``: its ``stats``, ``config``,
     ``run_id``, ``culprits``); call it in the thread that feeds the stats (the supervisor's), never
     elsewhere. *culprits* (the summary's, at the end) replaces the live table."""
@@ -121,11 +122,16 @@ def view_of(progress, host: str, state: str = "running", ring_overflows: int | N
     live = progress.culprits
     return RunView(
         labels=(host, config.scenario, progress.run_id, "none" if config.cpu is None else str(config.cpu)),
-        state=state, elapsed_s=progress.elapsed_s, duration_s=progress.duration_s,
-        cycles=c["cycles"], missed_updates=c["missed_updates"], late_cycles=c["late_cycles"] or 0,
+        state=state,
+        elapsed_s=progress.elapsed_s,
+        duration_s=progress.duration_s,
+        cycles=c["cycles"],
+        missed_updates=c["missed_updates"],
+        late_cycles=c["late_cycles"] or 0,
         late_bound_s=stats.rule.bound_ns / 1e9,
         ring_overflows=progress.ring_overflows if ring_overflows is None else ring_overflows,
-        overruns=c["overruns"], device_errors=c["device_errors"],
+        overruns=c["overruns"],
+        device_errors=c["device_errors"],
         period=_histogram(period, period_bounds_ns(config.period_ns)),
         latency=_histogram(latency, latency_bounds_ns()),
         period_max_s=period.max / 1e9 if period.n else None,
@@ -152,8 +158,9 @@ class MetricsServer:
     endpoint's bounds (:mod:`.http`) are its keyword arguments.
     """
 
-    def __init__(self, addr: str = "127.0.0.1", port: int = 0, *, info: tuple[str, str, str] | None = None,
-                 **bounds) -> None:
+    def __init__(
+        self, addr: str = "127.0.0.1", port: int = 0, *, info: tuple[str, str, str] | None = None, **bounds
+    ) -> None:
         self._lock = threading.Lock()
         self._views: dict[str, RunView] = {}
         self.info = info if info is not None else host_info()
@@ -164,9 +171,11 @@ class MetricsServer:
             sock = bind(addr, port)
         except OSError as err:  # also socket.gaierror (an address that does not resolve)
             why = err.strerror or str(err)
-            raise ConfigError(f"cannot serve metrics on {addr} port {port}: {why}",
-                              hint="choose a free --metrics-port (0: any free port) and an address of this "
-                                   "machine for --metrics-addr") from None
+            raise ConfigError(
+                f"cannot serve metrics on {addr} port {port}: {why}",
+                hint="choose a free --metrics-port (0: any free port) and an address of this "
+                "machine for --metrics-addr",
+            ) from None
         self.http = BoundedHttp(sock, self._render, **bounds)
         self.addr, self.port = addr, self.http.port  # the port chosen for port 0
 
@@ -212,10 +221,13 @@ class _Collector:
             for v in views:
                 fam.add_metric(v.labels, getattr(v, field))
             yield fam
-        for name, attr, doc in (("softrt_period_seconds", "period", "Cycle period (permit to next permit)."),
-                                ("softrt_latency_seconds", "latency", "Permit detected after the board's edge.")):
-            fam = HistogramMetricFamily(name, doc + " Bounds are softrt histogram edges (docs/metrics.md).",
-                                        labels=LABELS)
+        for name, attr, doc in (
+            ("softrt_period_seconds", "period", "Cycle period (permit to next permit)."),
+            ("softrt_latency_seconds", "latency", "Permit detected after the board's edge."),
+        ):
+            fam = HistogramMetricFamily(
+                name, doc + " Bounds are softrt histogram edges (docs/metrics.md).", labels=LABELS
+            )
             for v in views:
                 h: Histogram = getattr(v, attr)
                 buckets = [(floatToGoString(b), c) for b, c in zip(h.bounds_s, h.cumulative)]
@@ -223,14 +235,27 @@ class _Collector:
             yield fam
         gauges = (
             ("softrt_period_max_seconds", "Longest period so far.", lambda v: v.period_max_s),
-            ("softrt_latency_max_seconds", "Longest latency (permit detected after the edge) so far.",
-             lambda v: v.latency_max_s),
-            ("softrt_process_max_seconds", "Longest processing time (write + next target) so far.",
-             lambda v: v.process_max_s),
-            ("softrt_slack_min_seconds", "Smallest slack so far (next edge - end of work; negative: an overrun).",
-             lambda v: v.slack_min_s),
-            ("softrt_late_bound_seconds", "A cycle is late when its period exceeds this (or its latency "
-             "--late-threshold, or it missed an update).", lambda v: v.late_bound_s),
+            (
+                "softrt_latency_max_seconds",
+                "Longest latency (permit detected after the edge) so far.",
+                lambda v: v.latency_max_s,
+            ),
+            (
+                "softrt_process_max_seconds",
+                "Longest processing time (write + next target) so far.",
+                lambda v: v.process_max_s,
+            ),
+            (
+                "softrt_slack_min_seconds",
+                "Smallest slack so far (next edge - end of work; negative: an overrun).",
+                lambda v: v.slack_min_s,
+            ),
+            (
+                "softrt_late_bound_seconds",
+                "A cycle is late when its period exceeds this (or its latency "
+                "--late-threshold, or it missed an update).",
+                lambda v: v.late_bound_s,
+            ),
             ("softrt_run_elapsed_seconds", "Time since the loop started.", lambda v: v.elapsed_s),
             ("softrt_run_duration_seconds", "Planned measurement time.", lambda v: v.duration_s),
         )
@@ -241,27 +266,38 @@ class _Collector:
                     fam.add_metric(v.labels, get(v))
             yield fam
         for name in ("period", "latency", "process"):
-            fam = GaugeMetricFamily(f"softrt_{name}_quantile_seconds",
-                                    f"{name.capitalize()} percentiles from softrt's histogram (within 0.1 %).",
-                                    labels=(*LABELS, "quantile"))
+            fam = GaugeMetricFamily(
+                f"softrt_{name}_quantile_seconds",
+                f"{name.capitalize()} percentiles from softrt's histogram (within 0.1 %).",
+                labels=(*LABELS, "quantile"),
+            )
             for v in views:
                 for q, value in getattr(v, f"{name}_quantiles_s"):
                     fam.add_metric((*v.labels, q), value)
             yield fam
-        fam = CounterMetricFamily("softrt_late_seconds", "Late-cycle time the trace charged to a source, for the "
-                                  f"{TOP_CULPRITS} largest sources of the run (docs/metrics.md).",
-                                  labels=(*LABELS, "kind", "source"))
+        fam = CounterMetricFamily(
+            "softrt_late_seconds",
+            "Late-cycle time the trace charged to a source, for the "
+            f"{TOP_CULPRITS} largest sources of the run (docs/metrics.md).",
+            labels=(*LABELS, "kind", "source"),
+        )
         for v in views:
             for kind, source, seconds in v.culprits:
                 fam.add_metric((*v.labels, kind, source), seconds)
         yield fam
-        fam = GaugeMetricFamily("softrt_info", "1, with softrt's version and the machine's kernel and preemption "
-                                "model as labels.", labels=(*LABELS, *INFO_LABELS))
+        fam = GaugeMetricFamily(
+            "softrt_info",
+            "1, with softrt's version and the machine's kernel and preemption model as labels.",
+            labels=(*LABELS, *INFO_LABELS),
+        )
         for v in views:
             fam.add_metric((*v.labels, *self._server.info), 1.0)
         yield fam
-        fam = GaugeMetricFamily("softrt_run_state", "1 for the run's state (running, complete, partial, failed), 0 otherwise.",
-                                labels=(*LABELS, "state"))
+        fam = GaugeMetricFamily(
+            "softrt_run_state",
+            "1 for the run's state (running, complete, partial, failed), 0 otherwise.",
+            labels=(*LABELS, "state"),
+        )
         for v in views:
             for state in STATES:
                 fam.add_metric((*v.labels, state), 1.0 if v.state == state else 0.0)

@@ -62,8 +62,14 @@ def bind(addr: str, port: int) -> socket.socket:
 class BoundedHttp:
     """Serve ``/metrics`` from *sock* in a thread of its own until :meth:`close`."""
 
-    def __init__(self, sock: socket.socket, render: Render, *, read_timeout_s: float = READ_TIMEOUT_S,
-                 max_connections: int = MAX_CONNECTIONS) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        render: Render,
+        *,
+        read_timeout_s: float = READ_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
         self._sock, self._render = sock, render
         self.read_timeout_s, self.max_connections = float(read_timeout_s), int(max_connections)
         self._open: set[asyncio.StreamWriter] = set()  # connections open (an evicted one leaves at once)
@@ -89,7 +95,8 @@ class BoundedHttp:
     def _main(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._serve, sock=self._sock, limit=MAX_HEAD_BYTES, backlog=BACKLOG))
+            asyncio.start_server(self._serve, sock=self._sock, limit=MAX_HEAD_BYTES, backlog=BACKLOG)
+        )
         self._ready.set()
         self._loop.run_forever()
         self._server.close()  # no new connections; the open ones are dropped with their tasks
@@ -141,8 +148,11 @@ class BoundedHttp:
                 status = "200 OK"
             except Exception as err:  # noqa: BLE001 - a collector's bug: said to the scraper, never a dead endpoint
                 status, body, ctype = "500 Internal Server Error", f"{err!r}\n".encode(), "text/plain; charset=utf-8"
-        writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                     "Connection: close\r\n\r\n".encode("latin-1") + (b"" if method == "HEAD" else body))
+        writer.write(
+            f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n".encode("latin-1")
+            + (b"" if method == "HEAD" else body)
+        )
         await writer.drain()
 
     def close(self) -> None:

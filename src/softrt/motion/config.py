@@ -60,8 +60,10 @@ class MotionConfig:
         if isinstance(axes, bool) or not isinstance(axes, (int, np.integer)):
             raise ConfigError(f"motion axes must be a whole number, got {axes!r}", hint="use e.g. axes = 1 or 64")
         if not 1 <= axes <= MAX_AXES:
-            raise ConfigError(f"motion axes must be between 1 and {MAX_AXES}, got {axes}",
-                              hint="use at least one axis (64 is a large machine)")
+            raise ConfigError(
+                f"motion axes must be between 1 and {MAX_AXES}, got {axes}",
+                hint="use at least one axis (64 is a large machine)",
+            )
         object.__setattr__(self, "axes", int(axes))
         if self.shape not in SHAPES:
             raise ConfigError(f"unknown motion shape {self.shape!r}", hint=f"use one of: {', '.join(SHAPES)}")
@@ -71,16 +73,24 @@ class MotionConfig:
             ("accel_counts_per_s2", "the acceleration limit"),
             ("jerk_counts_per_s3", "the jerk limit"),
         ):
-            object.__setattr__(self, name, _positive(name, getattr(self, name), what,
-                                                     allow_inf=name == "jerk_counts_per_s3"))
+            object.__setattr__(
+                self, name, _positive(name, getattr(self, name), what, allow_inf=name == "jerk_counts_per_s3")
+            )
         if self.shape == "scurve" and math.isinf(self.jerk_counts_per_s3):
-            raise ConfigError("an S-curve needs a finite jerk_counts_per_s3",
-                              hint='use shape = "trapezoid" for an unlimited jerk')
+            raise ConfigError(
+                "an S-curve needs a finite jerk_counts_per_s3", hint='use shape = "trapezoid" for an unlimited jerk'
+            )
         dwell = self.dwell_s
-        if isinstance(dwell, bool) or not isinstance(dwell, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(float(dwell)) or float(dwell) < 0.0:
-            raise ConfigError(f"dwell_s must be a finite number of seconds >= 0, got {dwell!r}",
-                              hint="use e.g. dwell_s = 0.5 (0 means back-to-back moves)")
+        if (
+            isinstance(dwell, bool)
+            or not isinstance(dwell, (int, float, np.integer, np.floating))
+            or not math.isfinite(float(dwell))
+            or float(dwell) < 0.0
+        ):
+            raise ConfigError(
+                f"dwell_s must be a finite number of seconds >= 0, got {dwell!r}",
+                hint="use e.g. dwell_s = 0.5 (0 means back-to-back moves)",
+            )
         object.__setattr__(self, "dwell_s", float(dwell))
         self._check_plan()
 
@@ -88,24 +98,35 @@ class MotionConfig:
         """Refuse limits whose move cannot be planned in finite, bounded figures (``--distance 1e300``,
         ``--velocity 1e-300``): the planner's arithmetic would overflow or divide by an underflowed 0."""
         if self.distance_counts > MAX_DISTANCE_COUNTS:
-            raise ConfigError(f"distance_counts (the move length) must be at most {MAX_DISTANCE_COUNTS:.3g} counts "
-                              f"(an int64 position), got {self.distance_counts:.6g}",
-                              hint="give the move in encoder counts, e.g. --distance 100000")
+            raise ConfigError(
+                f"distance_counts (the move length) must be at most {MAX_DISTANCE_COUNTS:.3g} counts "
+                f"(an int64 position), got {self.distance_counts:.6g}",
+                hint="give the move in encoder counts, e.g. --distance 100000",
+            )
         try:
             plan = self.plan()
-            figures = (plan.duration_s, plan.peak_velocity_counts_per_s, plan.peak_accel_counts_per_s2,
-                       plan.t_jerk_s, plan.t_accel_s, plan.t_const_s, *plan.bounds_s,
-                       *(c for piece in plan.coeffs for c in piece))
+            figures = (
+                plan.duration_s,
+                plan.peak_velocity_counts_per_s,
+                plan.peak_accel_counts_per_s2,
+                plan.t_jerk_s,
+                plan.t_accel_s,
+                plan.t_const_s,
+                *plan.bounds_s,
+                *(c for piece in plan.coeffs for c in piece),
+            )
             ok = all(math.isfinite(x) for x in figures)
         except (ArithmeticError, ValueError):  # OverflowError, ZeroDivisionError (an underflowed limit)
             ok = False
         if not ok or (plan.duration_s + self.dwell_s) * 1e9 > MAX_MOVE_NS:
-            raise ConfigError(f"the move cannot be planned: {self.distance_counts:.6g} counts at velocity "
-                              f"{self.velocity_counts_per_s:.6g}, accel {self.accel_counts_per_s2:.6g}, jerk "
-                              f"{self.jerk_counts_per_s3:.6g} (and a {self.dwell_s:.6g} s dwell) would take "
-                              f"{'longer than 292 years' if ok else 'for ever'}",
-                              hint="use limits of the same order as the defaults (--distance 100000 --velocity 200000 "
-                                   "--accel 2e6 --jerk 4e7)")
+            raise ConfigError(
+                f"the move cannot be planned: {self.distance_counts:.6g} counts at velocity "
+                f"{self.velocity_counts_per_s:.6g}, accel {self.accel_counts_per_s2:.6g}, jerk "
+                f"{self.jerk_counts_per_s3:.6g} (and a {self.dwell_s:.6g} s dwell) would take "
+                f"{'longer than 292 years' if ok else 'for ever'}",
+                hint="use limits of the same order as the defaults (--distance 100000 --velocity 200000 "
+                "--accel 2e6 --jerk 4e7)",
+            )
 
     def check_run(self, period_ns: int, max_cycles: int) -> None:
         """Refuse a move that the run cannot hold in bounded figures: its cycles (move and dwell at
@@ -115,16 +136,23 @@ class MotionConfig:
         period_s = period_ns / 1e9
         half_s = self.plan().duration_s + self.dwell_s
         if half_s / period_s > max_cycles:
-            raise ConfigError(f"one move and its dwell take {half_s:.6g} s, more than the {max_cycles:,} cycles "
-                              f"({max_cycles * period_s:,.0f} s) the run may last",
-                              hint="raise --velocity/--accel/--jerk or shorten --distance (a scenario: its [motion] "
-                                   "table), or raise --max-duration")
+            raise ConfigError(
+                f"one move and its dwell take {half_s:.6g} s, more than the {max_cycles:,} cycles "
+                f"({max_cycles * period_s:,.0f} s) the run may last",
+                hint="raise --velocity/--accel/--jerk or shorten --distance (a scenario: its [motion] "
+                "table), or raise --max-duration",
+            )
 
     # -- derived --------------------------------------------------------------------------
     def plan(self) -> MoveProfile:
         """The lead axis's single move 0 → distance_counts."""
-        return plan_move(self.distance_counts, self.velocity_counts_per_s, self.accel_counts_per_s2,
-                         self.jerk_counts_per_s3, self.shape)
+        return plan_move(
+            self.distance_counts,
+            self.velocity_counts_per_s,
+            self.accel_counts_per_s2,
+            self.jerk_counts_per_s3,
+            self.shape,
+        )
 
     def scales(self) -> np.ndarray:
         """Per-axis scale factors of the coordinated move (see :func:`axis_scales`)."""
@@ -143,8 +171,10 @@ class MotionConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ConfigError(f"unknown motion setting(s) {', '.join(map(repr, unknown))}",
-                              hint=f"known settings: {', '.join(sorted(known))}")
+            raise ConfigError(
+                f"unknown motion setting(s) {', '.join(map(repr, unknown))}",
+                hint=f"known settings: {', '.join(sorted(known))}",
+            )
         kwargs = dict(values)
         if kwargs.get("jerk_counts_per_s3", 0.0) is None:
             kwargs["jerk_counts_per_s3"] = math.inf
@@ -156,6 +186,7 @@ def _positive(name: str, value: object, what: str, *, allow_inf: bool) -> float:
         raise ConfigError(f"{name} ({what}) must be a number, got {value!r}", hint=f"give {name} as a number above 0")
     value = float(value)
     if math.isnan(value) or value <= 0.0 or (math.isinf(value) and not allow_inf):
-        raise ConfigError(f"{name} ({what}) must be a positive finite number, got {value!r}",
-                          hint=f"set {name} above 0")
+        raise ConfigError(
+            f"{name} ({what}) must be a positive finite number, got {value!r}", hint=f"set {name} above 0"
+        )
     return value

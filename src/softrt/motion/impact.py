@@ -60,8 +60,7 @@ class MotionTrace:
         return out
 
 
-def motion_impact(window: np.ndarray, motion: Trajectory | MotionConfig, *,
-                  period_ns: int | None = None) -> Motion:
+def motion_impact(window: np.ndarray, motion: Trajectory | MotionConfig, *, period_ns: int | None = None) -> Motion:
     """Reconstruct the delivered motion from the per-write board cycles *window* and summarise it.
 
     *motion* is the run's :class:`Trajectory` (its period is used) or its :class:`MotionConfig`
@@ -69,11 +68,12 @@ def motion_impact(window: np.ndarray, motion: Trajectory | MotionConfig, *,
     """
     w = _check_window(window, 0)
     if w.size == 0:
-        raise ConfigError("the write record is empty or not one-dimensional",
-                          hint="pass one board cycle per write, in write order")
+        raise ConfigError(
+            "the write record is empty or not one-dimensional", hint="pass one board cycle per write, in write order"
+        )
     stream = MotionImpactStream(motion, period_ns=period_ns)
     for a in range(0, w.size, _BLOCK):
-        stream.add(w[a:a + _BLOCK])
+        stream.add(w[a : a + _BLOCK])
     return stream.result()
 
 
@@ -136,8 +136,10 @@ class MotionImpactStream:
         held position against the schedule as already delayed by earlier misses), where
         ``max_deviation_counts`` also carries the slip of every earlier miss."""
         if self.pending is None:
-            raise ConfigError("the write record is empty or not one-dimensional",
-                              hint="pass one board cycle per write, in write order")
+            raise ConfigError(
+                "the write record is empty or not one-dimensional",
+                hint="pass one board cycle per write, in write order",
+            )
         k_end, i_end = self.pending
         state = self.__dict__.copy()
         state["_prev"] = list(self._prev)
@@ -147,19 +149,32 @@ class MotionImpactStream:
             scales = np.abs(traj.scales)
             worst_axis = int(np.argmax(scales))
             w0 = self.w0
-            return Motion(**{k: _plain(v) for k, v in dict(
-                period_ns=traj.period_ns, axes=traj.axes, writes=self.writes,
-                first_cycle=w0, last_cycle=w0 + k_end, board_cycles=n_cycles,
-                missed_updates=n_cycles - (self.distinct + 1), longest_miss_run_cycles=self.longest,
-                final_lag_cycles=(n_cycles - 1) - self.last_delivered,
-                lead_axis=0, max_deviation_counts=self.best_dev, worst_deviation_cycle=w0 + self.best_dev_k,
-                max_velocity_step_counts_per_s=self.best_step,
-                worst_velocity_step_cycle=w0 + max(self.best_step_k, 0),
-                commanded_max_velocity_step_counts_per_s=self.best_cmd_step,
-                max_run_deviation_counts=max(self.run_dev, 0.0), worst_run_cycle=w0 + self.run_k,
-                worst_axis=worst_axis,
-                worst_axis_max_deviation_counts=float(scales[worst_axis] * self.best_dev),
-            ).items()})
+            return Motion(
+                **{
+                    k: _plain(v)
+                    for k, v in dict(
+                        period_ns=traj.period_ns,
+                        axes=traj.axes,
+                        writes=self.writes,
+                        first_cycle=w0,
+                        last_cycle=w0 + k_end,
+                        board_cycles=n_cycles,
+                        missed_updates=n_cycles - (self.distinct + 1),
+                        longest_miss_run_cycles=self.longest,
+                        final_lag_cycles=(n_cycles - 1) - self.last_delivered,
+                        lead_axis=0,
+                        max_deviation_counts=self.best_dev,
+                        worst_deviation_cycle=w0 + self.best_dev_k,
+                        max_velocity_step_counts_per_s=self.best_step,
+                        worst_velocity_step_cycle=w0 + max(self.best_step_k, 0),
+                        commanded_max_velocity_step_counts_per_s=self.best_cmd_step,
+                        max_run_deviation_counts=max(self.run_dev, 0.0),
+                        worst_run_cycle=w0 + self.run_k,
+                        worst_axis=worst_axis,
+                        worst_axis_max_deviation_counts=float(scales[worst_axis] * self.best_dev),
+                    ).items()
+                }
+            )
         finally:
             self.__dict__.update(state)  # result() does not consume the pending write
 
@@ -201,23 +216,36 @@ class MotionImpactStream:
             self.run_dev, self.run_k = dev, k
 
 
-def motion_trace(window: np.ndarray, motion: Trajectory | MotionConfig, *, center_cycle: int | None = None,
-                 half_width_cycles: int = 50, axis: int = 0, period_ns: int | None = None) -> MotionTrace:
+def motion_trace(
+    window: np.ndarray,
+    motion: Trajectory | MotionConfig,
+    *,
+    center_cycle: int | None = None,
+    half_width_cycles: int = 50,
+    axis: int = 0,
+    period_ns: int | None = None,
+) -> MotionTrace:
     """Commanded and delivered position and velocity of *axis* for board cycles
     ``center_cycle ± half_width_cycles`` (clipped to the record); by default around the worst
     deviation found by :func:`motion_impact`."""
     traj = _trajectory(motion, period_ns)
-    if isinstance(half_width_cycles, bool) or not isinstance(half_width_cycles, (int, np.integer)) \
-            or half_width_cycles < 0:
-        raise ConfigError(f"half_width_cycles must be a whole number >= 0, got {half_width_cycles!r}",
-                          hint="e.g. 50 cycles either side")
+    if (
+        isinstance(half_width_cycles, bool)
+        or not isinstance(half_width_cycles, (int, np.integer))
+        or half_width_cycles < 0
+    ):
+        raise ConfigError(
+            f"half_width_cycles must be a whole number >= 0, got {half_width_cycles!r}",
+            hint="e.g. 50 cycles either side",
+        )
     w, rel_u, idx_u = _writes(window)
     w0 = int(w[0])
     if center_cycle is None:
         center_cycle = motion_impact(w, traj).worst_deviation_cycle
     if not w0 <= center_cycle <= int(w[-1]):
-        raise ConfigError(f"board cycle {center_cycle} is outside the record",
-                          hint=f"choose a cycle from {w0} to {int(w[-1])}")
+        raise ConfigError(
+            f"board cycle {center_cycle} is outside the record", hint=f"choose a cycle from {w0} to {int(w[-1])}"
+        )
     c = int(center_cycle) - w0
     lo = max(c - int(half_width_cycles), 0)
     hi = min(c + int(half_width_cycles) + 1, int(w[-1]) - w0 + 1)
@@ -234,10 +262,15 @@ def motion_trace(window: np.ndarray, motion: Trajectory | MotionConfig, *, cente
     v_del[1:] = np.diff(p_del) / period_s
     s = slice(lo - first, None)
     return MotionTrace(
-        axis=axis, center_cycle=int(center_cycle), board_cycle=ks[s] + w0,
-        commanded_sample=ks[s], delivered_sample=delivered[s],
-        commanded_position_counts=p_cmd[s], delivered_position_counts=p_del[s],
-        commanded_velocity_counts_per_s=v_cmd[s], delivered_velocity_counts_per_s=v_del[s],
+        axis=axis,
+        center_cycle=int(center_cycle),
+        board_cycle=ks[s] + w0,
+        commanded_sample=ks[s],
+        delivered_sample=delivered[s],
+        commanded_position_counts=p_cmd[s],
+        delivered_position_counts=p_del[s],
+        commanded_velocity_counts_per_s=v_cmd[s],
+        delivered_velocity_counts_per_s=v_del[s],
     )
 
 
@@ -250,16 +283,21 @@ def _plain(value: object) -> int | float:
 def _trajectory(motion: Trajectory | MotionConfig, period_ns: int | None) -> Trajectory:
     if isinstance(motion, Trajectory):
         if period_ns is not None and period_ns != motion.period_ns:
-            raise ConfigError(f"period {period_ns} ns differs from the trajectory's {motion.period_ns} ns",
-                              hint="pass the trajectory alone, or its config with the run's period")
+            raise ConfigError(
+                f"period {period_ns} ns differs from the trajectory's {motion.period_ns} ns",
+                hint="pass the trajectory alone, or its config with the run's period",
+            )
         return motion
     if isinstance(motion, MotionConfig):
         if period_ns is None:
-            raise ConfigError("a MotionConfig needs the cycle period to rebuild the trajectory",
-                              hint="pass period_ns=... (the run's period)")
+            raise ConfigError(
+                "a MotionConfig needs the cycle period to rebuild the trajectory",
+                hint="pass period_ns=... (the run's period)",
+            )
         return Trajectory(motion, period_ns)
-    raise ConfigError(f"motion must be a Trajectory or a MotionConfig, got {type(motion).__name__}",
-                      hint="pass the run's Trajectory")
+    raise ConfigError(
+        f"motion must be a Trajectory or a MotionConfig, got {type(motion).__name__}", hint="pass the run's Trajectory"
+    )
 
 
 def _writes(window: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -269,8 +307,9 @@ def _writes(window: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | No
     the later one is latched."""
     w = np.asarray(window)
     if w.ndim != 1 or w.size == 0:
-        raise ConfigError("the write record is empty or not one-dimensional",
-                          hint="pass one board cycle per write, in write order")
+        raise ConfigError(
+            "the write record is empty or not one-dimensional", hint="pass one board cycle per write, in write order"
+        )
     if w.dtype.kind not in "iu":
         raise ConfigError(f"board cycles must be integers, got dtype {w.dtype}", hint="pass an int64 array")
     w = w.astype(np.int64, copy=False)
@@ -278,8 +317,10 @@ def _writes(window: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | No
     if step.size and int(step.min()) <= 0:
         if int(step.min()) < 0:
             i = int(np.argmin(step))
-            raise ConfigError(f"board cycles go backwards at write {i + 1} ({int(w[i])} then {int(w[i + 1])})",
-                              hint="writes must be in order: the window of write i+1 is not before that of write i")
+            raise ConfigError(
+                f"board cycles go backwards at write {i + 1} ({int(w[i])} then {int(w[i + 1])})",
+                hint="writes must be in order: the window of write i+1 is not before that of write i",
+            )
         last = np.ones(w.size, dtype=bool)
         last[:-1] = step != 0
         del step
@@ -293,21 +334,25 @@ def _check_window(window: np.ndarray, first_write: int, previous: int | None = N
     """Validate the board cycles of writes *first_write* … (after a write in cycle *previous*)."""
     w = np.asarray(window)
     if w.ndim != 1:
-        raise ConfigError("the write record is empty or not one-dimensional",
-                          hint="pass one board cycle per write, in write order")
+        raise ConfigError(
+            "the write record is empty or not one-dimensional", hint="pass one board cycle per write, in write order"
+        )
     if w.size and w.dtype.kind not in "iu":
         raise ConfigError(f"board cycles must be integers, got dtype {w.dtype}", hint="pass an int64 array")
     w = w.astype(np.int64, copy=False)
     if w.size and previous is not None and int(w[0]) < previous:
-        raise ConfigError(f"board cycles go backwards at write {first_write} ({previous} then {int(w[0])})",
-                          hint="writes must be in order: the window of write i+1 is not before that of write i")
+        raise ConfigError(
+            f"board cycles go backwards at write {first_write} ({previous} then {int(w[0])})",
+            hint="writes must be in order: the window of write i+1 is not before that of write i",
+        )
     if w.size > 1:
         step = np.diff(w)
         if int(step.min()) < 0:
             i = int(np.argmin(step))
-            raise ConfigError(f"board cycles go backwards at write {first_write + i + 1} ({int(w[i])} then "
-                              f"{int(w[i + 1])})",
-                              hint="writes must be in order: the window of write i+1 is not before that of write i")
+            raise ConfigError(
+                f"board cycles go backwards at write {first_write + i + 1} ({int(w[i])} then {int(w[i + 1])})",
+                hint="writes must be in order: the window of write i+1 is not before that of write i",
+            )
     return w
 
 
@@ -327,8 +372,9 @@ def _delivered(rel_u: np.ndarray, idx_u: np.ndarray | None, k0: int, k1: int, ca
     return out
 
 
-def _run_deviation(traj: Trajectory, rel_u: np.ndarray, idx_u: np.ndarray | None,
-                   gaps: np.ndarray | None = None) -> tuple[float, int]:
+def _run_deviation(
+    traj: Trajectory, rel_u: np.ndarray, idx_u: np.ndarray | None, gaps: np.ndarray | None = None
+) -> tuple[float, int]:
     """Max over runs of missed cycles of |p(d + j) - p(d)|, j = 1 … run length, where d is the
     sample held through the run: what the schedule (delayed by the earlier misses) asked for
     while the board repeated p(d). Returns it and its relative board cycle."""

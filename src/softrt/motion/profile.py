@@ -95,8 +95,11 @@ def half_position(profile: MoveProfile, tt: np.ndarray) -> np.ndarray:
 def half_tables(profile: MoveProfile) -> tuple[np.ndarray, ...]:
     """(bounds, starts, c0, c1, c2, c3) as float64 arrays, for :func:`half_position_tables`."""
     c = np.asarray(profile.coeffs, dtype=np.float64)
-    return (np.asarray(profile.bounds_s, dtype=np.float64), np.asarray(profile.starts_s, dtype=np.float64),
-            *(np.ascontiguousarray(c[:, i]) for i in range(4)))
+    return (
+        np.asarray(profile.bounds_s, dtype=np.float64),
+        np.asarray(profile.starts_s, dtype=np.float64),
+        *(np.ascontiguousarray(c[:, i]) for i in range(4)),
+    )
 
 
 def half_position_tables(tables: tuple[np.ndarray, ...], tt: np.ndarray) -> np.ndarray:
@@ -141,8 +144,7 @@ def _check_limit(name: str, value: float) -> float:
         raise ConfigError(f"{name} must be a number, got {value!r}", hint=f"give {name} as a positive number")
     value = float(value)
     if not math.isfinite(value) or value <= 0.0:
-        raise ConfigError(f"{name} must be a positive finite number, got {value!r}",
-                          hint=f"set {name} above 0")
+        raise ConfigError(f"{name} must be a positive finite number, got {value!r}", hint=f"set {name} above 0")
     return value
 
 
@@ -151,13 +153,16 @@ def _check_distance(distance: float) -> float:
         raise ConfigError(f"distance must be a number of counts, got {distance!r}", hint="give it as a number >= 0")
     distance = float(distance)
     if not math.isfinite(distance) or distance < 0.0:
-        raise ConfigError(f"distance must be a finite number >= 0 counts, got {distance!r}",
-                          hint="plan the move forward; the reverse move is its mirror")
+        raise ConfigError(
+            f"distance must be a finite number >= 0 counts, got {distance!r}",
+            hint="plan the move forward; the reverse move is its mirror",
+        )
     return distance
 
 
-def plan_scurve(distance_counts: float, velocity_counts_per_s: float, accel_counts_per_s2: float,
-                jerk_counts_per_s3: float) -> MoveProfile:
+def plan_scurve(
+    distance_counts: float, velocity_counts_per_s: float, accel_counts_per_s2: float, jerk_counts_per_s3: float
+) -> MoveProfile:
     """Plan a jerk-limited (7-segment, "double S") rest-to-rest move of *distance_counts*."""
     D = _check_distance(distance_counts)
     vmax = _check_limit("velocity", velocity_counts_per_s)
@@ -177,7 +182,7 @@ def plan_scurve(distance_counts: float, velocity_counts_per_s: float, accel_coun
     Tv = D / vmax - Ta
     if Tv <= 0.0:  # vmax is not reached (or just touched): no constant-velocity phase
         Tv = 0.0
-        if D >= 2.0 * amax ** 3 / (jmax * jmax):  # amax is still reached (eq. 3.26a, v0 = v1 = 0)
+        if 2.0 * amax**3 / (jmax * jmax) <= D:  # amax is still reached (eq. 3.26a, v0 = v1 = 0)
             Tj = amax / jmax
             Ta = 0.5 * (Tj + math.sqrt(Tj * Tj + 4.0 * D / amax))
             Ta = max(Ta, 2.0 * Tj)  # rounding at the boundary of the two cases
@@ -189,8 +194,7 @@ def plan_scurve(distance_counts: float, velocity_counts_per_s: float, accel_coun
     return _build("scurve", D, vmax, amax, jmax, jmax, Tj, Ta, Tv, a_peak, case)
 
 
-def plan_trapezoid(distance_counts: float, velocity_counts_per_s: float,
-                   accel_counts_per_s2: float) -> MoveProfile:
+def plan_trapezoid(distance_counts: float, velocity_counts_per_s: float, accel_counts_per_s2: float) -> MoveProfile:
     """Plan a trapezoidal (infinite jerk) rest-to-rest move; triangular when vmax is not reached."""
     D = _check_distance(distance_counts)
     vmax = _check_limit("velocity", velocity_counts_per_s)
@@ -205,8 +209,13 @@ def plan_trapezoid(distance_counts: float, velocity_counts_per_s: float,
     return _build("trapezoid", D, vmax, amax, math.inf, 0.0, 0.0, Ta, Tv, amax if Ta > 0.0 else 0.0, case)
 
 
-def plan_move(distance_counts: float, velocity_counts_per_s: float, accel_counts_per_s2: float,
-              jerk_counts_per_s3: float = math.inf, shape: str = "scurve") -> MoveProfile:
+def plan_move(
+    distance_counts: float,
+    velocity_counts_per_s: float,
+    accel_counts_per_s2: float,
+    jerk_counts_per_s3: float = math.inf,
+    shape: str = "scurve",
+) -> MoveProfile:
     """Plan a move of *shape* ("scurve" or "trapezoid"); an infinite jerk means a trapezoid."""
     if shape not in SHAPES:
         raise ConfigError(f"unknown motion shape {shape!r}", hint=f"use one of {', '.join(SHAPES)}")
@@ -215,13 +224,24 @@ def plan_move(distance_counts: float, velocity_counts_per_s: float, accel_counts
     return plan_scurve(distance_counts, velocity_counts_per_s, accel_counts_per_s2, jerk_counts_per_s3)
 
 
-def _build(shape: str, D: float, vmax: float, amax: float, jlimit: float, j: float,
-           Tj: float, Ta: float, Tv: float, a_peak: float, case: str) -> MoveProfile:
+def _build(
+    shape: str,
+    D: float,
+    vmax: float,
+    amax: float,
+    jlimit: float,
+    j: float,
+    Tj: float,
+    Ta: float,
+    Tv: float,
+    a_peak: float,
+    case: str,
+) -> MoveProfile:
     """Integrate the half move piece by piece into position polynomials (local time u)."""
     Tc = max(Ta - 2.0 * Tj, 0.0)  # constant-acceleration time
     # piece 0: jerk +j from rest               p = j u^3 / 6
     c0 = (0.0, 0.0, 0.0, j / 6.0)
-    p1 = j * Tj ** 3 / 6.0
+    p1 = j * Tj**3 / 6.0
     v1 = 0.5 * j * Tj * Tj
     # piece 1: constant acceleration a_peak    p = p1 + v1 u + a u^2 / 2
     c1 = (p1, v1, 0.5 * a_peak, 0.0)
@@ -229,7 +249,7 @@ def _build(shape: str, D: float, vmax: float, amax: float, jlimit: float, j: flo
     v2 = v1 + a_peak * Tc
     # piece 2: jerk -j from a_peak             p = p2 + v2 u + a u^2 / 2 - j u^3 / 6
     c2 = (p2, v2, 0.5 * a_peak, -j / 6.0)
-    p3 = p2 + v2 * Tj + 0.5 * a_peak * Tj * Tj - j * Tj ** 3 / 6.0
+    p3 = p2 + v2 * Tj + 0.5 * a_peak * Tj * Tj - j * Tj**3 / 6.0
     v3 = v2 + a_peak * Tj - 0.5 * j * Tj * Tj  # = a_peak (Ta - Tj): the peak velocity
     if Tv > 0.0:
         v3 = vmax  # reached: the constant-velocity piece runs exactly at the limit
@@ -242,9 +262,21 @@ def _build(shape: str, D: float, vmax: float, amax: float, jlimit: float, j: flo
     t3 = 2.0 * Tj + Tc
     T = 2.0 * t3 + Tv
     return MoveProfile(
-        shape=shape, case=case, distance_counts=D,
-        velocity_limit_counts_per_s=vmax, accel_limit_counts_per_s2=amax, jerk_limit_counts_per_s3=jlimit,
-        peak_velocity_counts_per_s=v3, peak_accel_counts_per_s2=a_peak, jerk_counts_per_s3=j,
-        t_jerk_s=Tj, t_accel_s=t3, t_const_s=Tv, duration_s=T, half_s=0.5 * T,
-        bounds_s=(t1, t2, t3), starts_s=(0.0, t1, t2, t3), coeffs=(c0, c1, c2, c3),
+        shape=shape,
+        case=case,
+        distance_counts=D,
+        velocity_limit_counts_per_s=vmax,
+        accel_limit_counts_per_s2=amax,
+        jerk_limit_counts_per_s3=jlimit,
+        peak_velocity_counts_per_s=v3,
+        peak_accel_counts_per_s2=a_peak,
+        jerk_counts_per_s3=j,
+        t_jerk_s=Tj,
+        t_accel_s=t3,
+        t_const_s=Tv,
+        duration_s=T,
+        half_s=0.5 * T,
+        bounds_s=(t1, t2, t3),
+        starts_s=(0.0, t1, t2, t3),
+        coeffs=(c0, c1, c2, c3),
     )

@@ -37,21 +37,48 @@ class Trajectory:
     """The per-cycle target generator of the seed's motion test (see the module docstring)."""
 
     __slots__ = (
-        "config", "profile", "period_ns", "axes", "half_cycle_samples", "sample_index",
-        "_period_s", "_t_move", "_t_half", "_distance", "_half_f", "_k", "_back",
-        "_b1", "_b2", "_b3", "_s1", "_s2", "_s3", "_j6", "_c1", "_c2", "_c3",
-        "_scale", "_buf", "_mul", "_p0", "_tables",
+        "_b1",
+        "_b2",
+        "_b3",
+        "_back",
+        "_buf",
+        "_c1",
+        "_c2",
+        "_c3",
+        "_distance",
+        "_half_f",
+        "_j6",
+        "_k",
+        "_mul",
+        "_p0",
+        "_period_s",
+        "_s1",
+        "_s2",
+        "_s3",
+        "_scale",
+        "_t_half",
+        "_t_move",
+        "_tables",
+        "axes",
+        "config",
+        "half_cycle_samples",
+        "period_ns",
+        "profile",
+        "sample_index",
     )
 
     def __init__(self, config: MotionConfig | None, period_ns: int) -> None:
         if config is None:
             config = MotionConfig()
         if not isinstance(config, MotionConfig):
-            raise ConfigError(f"a trajectory needs a MotionConfig, got {type(config).__name__}",
-                              hint="build one with softrt.motion.MotionConfig(...)")
+            raise ConfigError(
+                f"a trajectory needs a MotionConfig, got {type(config).__name__}",
+                hint="build one with softrt.motion.MotionConfig(...)",
+            )
         if isinstance(period_ns, bool) or not isinstance(period_ns, (int, np.integer)) or period_ns <= 0:
-            raise ConfigError(f"cycle period must be a positive whole number of ns, got {period_ns!r}",
-                              hint="e.g. 250000 for 250 µs")
+            raise ConfigError(
+                f"cycle period must be a positive whole number of ns, got {period_ns!r}", hint="e.g. 250000 for 250 µs"
+            )
         self.config = config
         self.profile: MoveProfile = config.plan()
         self.period_ns = int(period_ns)
@@ -98,8 +125,10 @@ class Trajectory:
     def reset(self, sample_index: int = 0) -> None:
         """Restart so that the next :meth:`next_target` returns sample *sample_index*."""
         if isinstance(sample_index, bool) or not isinstance(sample_index, (int, np.integer)) or sample_index < 0:
-            raise ConfigError(f"sample index must be a whole number >= 0, got {sample_index!r}",
-                              hint="sample 0 is the start of the first move")
+            raise ConfigError(
+                f"sample index must be a whole number >= 0, got {sample_index!r}",
+                hint="sample 0 is the start of the first move",
+            )
         m = int(sample_index) % (2 * self.half_cycle_samples)
         self._back = m >= self.half_cycle_samples
         self._k = float(m - self.half_cycle_samples if self._back else m)
@@ -159,15 +188,16 @@ class Trajectory:
             raise ConfigError(f"axis {axis!r} does not exist", hint=f"use 0 to {self.axes - 1}")
         n = np.asarray(sample_indices)
         if n.dtype.kind not in "iu":
-            raise ConfigError(f"sample indices must be integers, got dtype {n.dtype}",
-                              hint="pass an int64 array of sample numbers")
+            raise ConfigError(
+                f"sample indices must be integers, got dtype {n.dtype}", hint="pass an int64 array of sample numbers"
+            )
         if n.size and int(n.min()) < 0:
             raise ConfigError("sample indices must be >= 0", hint="sample 0 is the start of the first move")
         flat = n.reshape(-1).astype(np.int64, copy=False)
         out = np.empty(flat.shape, dtype=np.float64)
         scale = None if self.axes == 1 else float(self.config.scales()[axis])
         for lo in range(0, flat.size, _BLOCK):
-            out[lo:lo + _BLOCK] = self._block(flat[lo:lo + _BLOCK], scale)
+            out[lo : lo + _BLOCK] = self._block(flat[lo : lo + _BLOCK], scale)
         return out.reshape(n.shape)
 
     def _block(self, n: np.ndarray, scale: float | None) -> np.ndarray:

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from ..errors import NotSupported
-from .base import Capabilities, Control, Platform, ThreadPins, softrt_version
+from .base import Capabilities, Control, Platform, ThreadPins
+from .base import softrt_version as softrt_version
 
 IS_LINUX = sys.platform.startswith("linux")
 IS_WINDOWS = sys.platform == "win32"
@@ -77,8 +78,10 @@ def lock_stop_hint(holder: str) -> str:
     pid = holder.split()[0] if holder[:1].isdigit() else None
     if pid is None or IS_WINDOWS:  # (no SIGTERM there: a run stops cleanly on Ctrl-C in its console)
         return "wait for it to end, or stop it with Ctrl-C where it runs; softrt runs one real-time loop at a time"
-    return (f"softrt runs one real-time loop at a time: wait for it to end, or stop it with kill {pid}; "
-            "a softrt run stops cleanly on SIGTERM and keeps what it measured")
+    return (
+        f"softrt runs one real-time loop at a time: wait for it to end, or stop it with kill {pid}; "
+        "a softrt run stops cleanly on SIGTERM and keeps what it measured"
+    )
 
 
 def state_dir() -> Path:
@@ -132,7 +135,6 @@ def default_runs_dir() -> Path:
     return Path("softrt-runs")
 
 
-
 def performance_cpus(root: str = "/"):
     """The logical processors of the most performant core type on a hybrid CPU; None when every core is of one
     type or it cannot be read. Windows: GetSystemCpuSetInformation's top EfficiencyClass (platform.windows.wincpusets);
@@ -144,6 +146,7 @@ def performance_cpus(root: str = "/"):
     try:
         if IS_WINDOWS and os.path.realpath(root) == os.path.realpath(os.sep):
             from .windows.wincpusets import system_cpu_sets, topology
+
             topo = topology(system_cpu_sets())
             return topo.performance() if topo.hybrid else None
         with open(os.path.join(root, "sys/devices/cpu_core/cpus"), encoding="ascii") as f:
@@ -164,6 +167,21 @@ def ethercat_adapter(name: str) -> str:
     return resolve(name, list_adapters())
 
 
-__all__ = ["Capabilities", "Control", "O_PRIVATE_BINARY", "Platform", "RUNS_DIR_SHOWN", "STOP_SIGNALS", "ThreadPins",
-           "data_dir", "default_runs_dir", "ethercat_adapter", "get_platform", "lock_stop_hint", "performance_cpus",
-           "state_dir", "IS_LINUX", "IS_WINDOWS"]
+__all__ = [
+    "IS_LINUX",
+    "IS_WINDOWS",
+    "O_PRIVATE_BINARY",
+    "RUNS_DIR_SHOWN",
+    "STOP_SIGNALS",
+    "Capabilities",
+    "Control",
+    "Platform",
+    "ThreadPins",
+    "data_dir",
+    "default_runs_dir",
+    "ethercat_adapter",
+    "get_platform",
+    "lock_stop_hint",
+    "performance_cpus",
+    "state_dir",
+]

@@ -109,4 +109,3 @@ def softrt_version() -> str:
         return version("softrt")
     except PackageNotFoundError:
         return "unknown"
-

@@ -33,15 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from .linux import writable
 from .kfiles import read_raw, read_text
+from .linux import writable
 from .owned import secure_dir  # (re-exported: journals live in such a directory)
 
 VERSION = 1
 FILE, AFFINITY, SERVICE = "file", "affinity", "service"
 #: The keys each kind of entry must have.
-REQUIRED = {FILE: {"target", "before", "restore"}, AFFINITY: {"target", "tid", "before"},
-            SERVICE: {"target", "before"}}
+REQUIRED = {FILE: {"target", "before", "restore"}, AFFINITY: {"target", "tid", "before"}, SERVICE: {"target", "before"}}
 MAX_JOURNAL_BYTES = 4 << 20  # a tune of every IRQ, thread and state of a large machine fits many times
 MAX_TEXT_CHARS = 4096
 _UNIT = re.compile(r"[A-Za-z0-9@_.:-]{1,200}\.(service|timer)")
@@ -96,8 +95,17 @@ class Journal:
         self.path = path
         self.root = os.path.realpath(str(root))
         self._fd = os.open(path, _CREATE | os.O_APPEND, 0o600)
-        self._write({"format": fmt, "version": VERSION, "created": time.time(), "host": socket.gethostname(),
-                     "pid": os.getpid(), **header, "root": self.root})
+        self._write(
+            {
+                "format": fmt,
+                "version": VERSION,
+                "created": time.time(),
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                **header,
+                "root": self.root,
+            }
+        )
 
     def append(self, entry: dict) -> None:
         """Check *entry* (a hostile or malformed one is never written), then write it and fsync.
@@ -145,8 +153,15 @@ def check_entry(entry: object, root: str) -> None:
             raise ConfigError(f"{target}: its new value is not text")
     elif entry["kind"] == AFFINITY:
         tid = entry["tid"]
-        if not (isinstance(target, str) and target.isascii() and target.isdigit() and len(target) <= 10
-                and type(tid) is int and 0 < tid < 2**31 and writable.is_cpulist(before)):
+        if not (
+            isinstance(target, str)
+            and target.isascii()
+            and target.isdigit()
+            and len(target) <= 10
+            and type(tid) is int
+            and 0 < tid < 2**31
+            and writable.is_cpulist(before)
+        ):
             raise ConfigError("an affinity entry must name a process, a thread and a CPU list")
     elif not (isinstance(target, str) and _UNIT.fullmatch(target) and before == "active"):
         raise ConfigError("a service entry must name an active systemd .service or .timer")
@@ -164,13 +179,17 @@ def read_own(path: Path, what: str) -> bytes:
     except FileNotFoundError:
         raise
     except OSError as err:
-        raise JournalError(f"cannot read the {what} {path}: {err.strerror}", hint="delete it if it is a symlink") from None
+        raise JournalError(
+            f"cannot read the {what} {path}: {err.strerror}", hint="delete it if it is a symlink"
+        ) from None
     try:
         info = os.fstat(fd)
         foreign = _POSIX and info.st_uid != os.geteuid()
         if not stat.S_ISREG(info.st_mode) or foreign or info.st_size > MAX_JOURNAL_BYTES:
-            raise JournalError(f"the {what} {path} is not a regular file of this user's under "
-                               f"{MAX_JOURNAL_BYTES >> 20} MiB", hint="delete it if you do not know where it came from")
+            raise JournalError(
+                f"the {what} {path} is not a regular file of this user's under {MAX_JOURNAL_BYTES >> 20} MiB",
+                hint="delete it if you do not know where it came from",
+            )
         return os.read(fd, MAX_JOURNAL_BYTES + 1)
     finally:
         os.close(fd)
@@ -203,15 +222,20 @@ def load(path: Path, fmt: str, what: str, root: str | None = None) -> tuple[dict
     if not isinstance(header, dict) or header.get("format") != fmt:
         raise JournalError(f"{path} is not a softrt {what} file", hint="delete it if it is stray")
     if header.get("version") != VERSION:
-        raise JournalError(f"{path} has {what} format version {str(header.get('version'))[:20]}, "
-                           f"this softrt reads {VERSION}", hint=hint)
+        raise JournalError(
+            f"{path} has {what} format version {str(header.get('version'))[:20]}, this softrt reads {VERSION}",
+            hint=hint,
+        )
     saved_root = header.get("root")
     if not isinstance(saved_root, str) or not os.path.isabs(saved_root) or "\0" in saved_root:
         raise JournalError(f"the {what} {path} is corrupt (no root)", hint=hint)
     if root is not None and os.path.realpath(saved_root) != os.path.realpath(str(root)):
         raise JournalError(f"{path} was saved for root {saved_root[:200]!r}, not {os.path.realpath(str(root))!r}")
-    if (not isinstance(header.get("boot_id"), (str, type(None))) or type(header.get("pid", 0)) is not int
-            or not isinstance(header.get("identity"), (str, type(None)))):
+    if (
+        not isinstance(header.get("boot_id"), (str, type(None)))
+        or type(header.get("pid", 0)) is not int
+        or not isinstance(header.get("identity"), (str, type(None)))
+    ):
         raise JournalError(f"the {what} {path} is corrupt (header)", hint=hint)
     entries = records[1:]
     for i, entry in enumerate(entries, start=2):
@@ -235,7 +259,9 @@ def set_aside(path: Path, reason: str) -> Path:
     return dest
 
 
-def restore_file(root: str, entry: dict, writer: Writer = writable.write_line, *, only_if_after: bool = False) -> Outcome:
+def restore_file(
+    root: str, entry: dict, writer: Writer = writable.write_line, *, only_if_after: bool = False
+) -> Outcome:
     """Write a file entry's previous value back and read it again; return what happened.
 
     With *only_if_after* the value is restored only while the file still holds the value the

@@ -80,8 +80,9 @@ def _beneath(root: str | os.PathLike[str], rel: str) -> str:
     return real
 
 
-def read_bytes(root: str | os.PathLike[str], rel: str, max_bytes: int = MAX_KFILE_BYTES, *,
-               special_ok: bool = False) -> bytes:
+def read_bytes(
+    root: str | os.PathLike[str], rel: str, max_bytes: int = MAX_KFILE_BYTES, *, special_ok: bool = False
+) -> bytes:
     """Return the bytes of *rel* under *root* (bounded, see the module docstring); OSError as raised.
 
     With *special_ok* a device or FIFO is read too (at most *max_bytes*, without waiting):

@@ -51,8 +51,12 @@ def _ours(uid: int) -> bool:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISLNK, "a symbolic link")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -74,8 +78,11 @@ def _plan(path: str, what: str, hint: str) -> tuple[str, os.stat_result | None]:
         return "in place", None
     if stat.S_ISLNK(info.st_mode):
         if not _ours(info.st_uid):
-            raise ConfigError(f"cannot write {what} to {path}: it is a symbolic link of uid {info.st_uid}, "
-                              "not root's or this user's; softrt never follows it", hint=hint)
+            raise ConfigError(
+                f"cannot write {what} to {path}: it is a symbolic link of uid {info.st_uid}, "
+                "not root's or this user's; softrt never follows it",
+                hint=hint,
+            )
         try:
             target = os.stat(path)
         except OSError:
@@ -83,8 +90,11 @@ def _plan(path: str, what: str, hint: str) -> tuple[str, os.stat_result | None]:
         if target is not None and (stat.S_ISCHR(target.st_mode) or stat.S_ISFIFO(target.st_mode)):
             return "in place", None
         real = os.path.realpath(path)
-        raise ConfigError(f"cannot write {what} to {path}: it is a symbolic link (to {real}); softrt writes a "
-                          "file only at its real path", hint=f"give {real} itself" if target is not None else hint)
+        raise ConfigError(
+            f"cannot write {what} to {path}: it is a symbolic link (to {real}); softrt writes a "
+            "file only at its real path",
+            hint=f"give {real} itself" if target is not None else hint,
+        )
     raise ConfigError(f"cannot write {what} to {path}: it is {_kind(info.st_mode)}", hint=hint)
 
 
@@ -115,8 +125,11 @@ def check_dir(path: str | os.PathLike[str], what: str = "files", hint: str = "ch
     try:
         info = os.lstat(name)
         if stat.S_ISLNK(info.st_mode) and not _ours(info.st_uid):
-            raise ConfigError(f"cannot write {what} to {name}: it is a symbolic link of uid {info.st_uid}, "
-                              "not root's or this user's; softrt never follows it", hint=hint)
+            raise ConfigError(
+                f"cannot write {what} to {name}: it is a symbolic link of uid {info.st_uid}, "
+                "not root's or this user's; softrt never follows it",
+                hint=hint,
+            )
     except FileNotFoundError:
         pass
     except OSError as err:
@@ -131,8 +144,9 @@ def check_dir(path: str | os.PathLike[str], what: str = "files", hint: str = "ch
     return name
 
 
-def write_file(path: str | os.PathLike[str], data: bytes | str, *, what: str = "the file",
-               hint: str = "choose another file") -> str:
+def write_file(
+    path: str | os.PathLike[str], data: bytes | str, *, what: str = "the file", hint: str = "choose another file"
+) -> str:
     """Write *data* (str: UTF-8) to the file the user named *path*, as the module docstring says.
 
     Returns where it went, for a message: the path, or ``"standard output"``.
@@ -156,8 +170,9 @@ def write_file(path: str | os.PathLike[str], data: bytes | str, *, what: str = "
     except OSError as err:
         shown = "standard output" if how == "stdout" else name
         if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):  # (a quota: as full)
-            raise DiskFull(f"no space left on {shown} (writing {what})",
-                           hint="free some space, or write to another disk") from None
+            raise DiskFull(
+                f"no space left on {shown} (writing {what})", hint="free some space, or write to another disk"
+            ) from None
         raise ConfigError(f"cannot write {what} to {shown}: {err.strerror or err}", hint=hint) from None
     return name
 
@@ -165,7 +180,7 @@ def write_file(path: str | os.PathLike[str], data: bytes | str, *, what: str = "
 def _write_all(fd: int, raw: bytes) -> None:
     view = memoryview(raw)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _to_stdout(raw: bytes) -> None:

@@ -51,19 +51,26 @@ def secure_dir(path: str | os.PathLike[str], what: str = "softrt's state directo
             pass
         info = os.lstat(path)
     except OSError as err:
-        raise ConfigError(f"cannot create {what} {path}: {err.strerror or err}",
-                          hint="choose a directory you may write (SOFTRT_STATE_DIR, SOFTRT_HOME or --db)") from None
+        raise ConfigError(
+            f"cannot create {what} {path}: {err.strerror or err}",
+            hint="choose a directory you may write (SOFTRT_STATE_DIR, SOFTRT_HOME or --db)",
+        ) from None
     if stat.S_ISLNK(info.st_mode):
-        raise ConfigError(f"{what} {path} is a symlink",
-                          hint=f"remove it (rm {path}); softrt creates its own, mode 0700")
+        raise ConfigError(
+            f"{what} {path} is a symlink", hint=f"remove it (rm {path}); softrt creates its own, mode 0700"
+        )
     if not stat.S_ISDIR(info.st_mode):
         raise ConfigError(f"{what} {path} is not a directory", hint=f"remove it (rm {path})")
     if _POSIX and info.st_uid != os.geteuid():
-        raise ConfigError(f"{what} {path} belongs to uid {info.st_uid}, not to this user (uid {os.geteuid()})",
-                          hint=f"remove it (rm -r {path}) if you do not know why, or choose another")
+        raise ConfigError(
+            f"{what} {path} belongs to uid {info.st_uid}, not to this user (uid {os.geteuid()})",
+            hint=f"remove it (rm -r {path}) if you do not know why, or choose another",
+        )
     if _POSIX and info.st_mode & 0o022:
-        raise ConfigError(f"{what} {path} may be written by other users",
-                          hint=f"chmod 700 {path}, or choose a directory only you may write")
+        raise ConfigError(
+            f"{what} {path} may be written by other users",
+            hint=f"chmod 700 {path}, or choose a directory only you may write",
+        )
     check_way(path, what)  # again, as made
     return path
 
@@ -82,14 +89,18 @@ def check_way(path: str | os.PathLike[str], what: str) -> None:
                 continue
             info = os.lstat(parent)
             if not _ours(info.st_uid):
-                raise ConfigError(f"{what} {given} lies in {parent}, which belongs to {_who(info.st_uid)}",
-                                  hint="choose a directory that only you and root can change")
+                raise ConfigError(
+                    f"{what} {given} lies in {parent}, which belongs to {_who(info.st_uid)}",
+                    hint="choose a directory that only you and root can change",
+                )
             if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o022:
                 below = os.lstat(child) if os.path.lexists(child) else None
                 if not info.st_mode & stat.S_ISVTX or (below is not None and not _ours(below.st_uid)):
-                    raise ConfigError(f"{what} {given} lies in {parent}, which other users may change "
-                                      f"(mode {stat.filemode(info.st_mode)})",
-                                      hint="choose a directory that only you and root can change")
+                    raise ConfigError(
+                        f"{what} {given} lies in {parent}, which other users may change "
+                        f"(mode {stat.filemode(info.st_mode)})",
+                        hint="choose a directory that only you and root can change",
+                    )
             child = parent
 
 
@@ -101,8 +112,12 @@ def check_own_file(path: str | os.PathLike[str], what: str) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f"{what} {path} is {'a symlink' if stat.S_ISLNK(info.st_mode) else 'not a regular file'}",
-                          hint="give the file itself, or move it away")
+        raise ConfigError(
+            f"{what} {path} is {'a symlink' if stat.S_ISLNK(info.st_mode) else 'not a regular file'}",
+            hint="give the file itself, or move it away",
+        )
     if _POSIX and info.st_uid != os.geteuid():
-        raise ConfigError(f"{what} {path} belongs to uid {info.st_uid}, not to this user (uid {os.geteuid()})",
-                          hint="copy it to a directory of yours and use the copy")
+        raise ConfigError(
+            f"{what} {path} belongs to uid {info.st_uid}, not to this user (uid {os.geteuid()})",
+            hint="copy it to a directory of yours and use the copy",
+        )

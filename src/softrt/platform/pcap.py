@@ -68,8 +68,12 @@ class PcapError(SoftRTError):
 
 class _PktHdr(ctypes.Structure):
     # struct pcap_pkthdr: struct timeval (two C longs: 32-bit on Windows, 64-bit on LP64 Linux), caplen, len.
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_frac", ctypes.c_long), ("caplen", ctypes.c_uint32),
-                ("len", ctypes.c_uint32)]
+    _fields_ = [
+        ("tv_sec", ctypes.c_long),
+        ("tv_frac", ctypes.c_long),
+        ("caplen", ctypes.c_uint32),
+        ("len", ctypes.c_uint32),
+    ]
 
 
 class _BpfProgram(ctypes.Structure):
@@ -80,28 +84,53 @@ class _PcapIf(ctypes.Structure):
     pass
 
 
-_PcapIf._fields_ = [("next", ctypes.POINTER(_PcapIf)), ("name", ctypes.c_char_p), ("description", ctypes.c_char_p),
-                    ("addresses", ctypes.c_void_p), ("flags", ctypes.c_uint32)]
+_PcapIf._fields_ = [
+    ("next", ctypes.POINTER(_PcapIf)),
+    ("name", ctypes.c_char_p),
+    ("description", ctypes.c_char_p),
+    ("addresses", ctypes.c_void_p),
+    ("flags", ctypes.c_uint32),
+]
 
 _P, _S, _I, _C = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p
 #: name: (restype, argtypes); the optional ones are looked up with hasattr.
 _PROTOTYPES = {
-    "pcap_lib_version": (_S, []), "pcap_create": (_P, [_C, _C]), "pcap_set_snaplen": (_I, [_P, _I]),
-    "pcap_set_promisc": (_I, [_P, _I]), "pcap_set_timeout": (_I, [_P, _I]),
-    "pcap_set_immediate_mode": (_I, [_P, _I]), "pcap_set_tstamp_precision": (_I, [_P, _I]),
-    "pcap_get_tstamp_precision": (_I, [_P]), "pcap_activate": (_I, [_P]), "pcap_statustostr": (_S, [_I]),
-    "pcap_geterr": (_S, [_P]), "pcap_compile": (_I, [_P, ctypes.POINTER(_BpfProgram), _C, _I, ctypes.c_uint32]),
-    "pcap_setfilter": (_I, [_P, ctypes.POINTER(_BpfProgram)]), "pcap_freecode": (None, [ctypes.POINTER(_BpfProgram)]),
-    "pcap_setdirection": (_I, [_P, _I]), "pcap_setnonblock": (_I, [_P, _I, _C]),
+    "pcap_lib_version": (_S, []),
+    "pcap_create": (_P, [_C, _C]),
+    "pcap_set_snaplen": (_I, [_P, _I]),
+    "pcap_set_promisc": (_I, [_P, _I]),
+    "pcap_set_timeout": (_I, [_P, _I]),
+    "pcap_set_immediate_mode": (_I, [_P, _I]),
+    "pcap_set_tstamp_precision": (_I, [_P, _I]),
+    "pcap_get_tstamp_precision": (_I, [_P]),
+    "pcap_activate": (_I, [_P]),
+    "pcap_statustostr": (_S, [_I]),
+    "pcap_geterr": (_S, [_P]),
+    "pcap_compile": (_I, [_P, ctypes.POINTER(_BpfProgram), _C, _I, ctypes.c_uint32]),
+    "pcap_setfilter": (_I, [_P, ctypes.POINTER(_BpfProgram)]),
+    "pcap_freecode": (None, [ctypes.POINTER(_BpfProgram)]),
+    "pcap_setdirection": (_I, [_P, _I]),
+    "pcap_setnonblock": (_I, [_P, _I, _C]),
     "pcap_sendpacket": (_I, [_P, _P, _I]),
     "pcap_next_ex": (_I, [_P, ctypes.POINTER(ctypes.POINTER(_PktHdr)), ctypes.POINTER(_P)]),
-    "pcap_close": (None, [_P]), "pcap_findalldevs": (_I, [ctypes.POINTER(ctypes.POINTER(_PcapIf)), _C]),
+    "pcap_close": (None, [_P]),
+    "pcap_findalldevs": (_I, [ctypes.POINTER(ctypes.POINTER(_PcapIf)), _C]),
     "pcap_freealldevs": (None, [ctypes.POINTER(_PcapIf)]),
-    "pcap_get_selectable_fd": (_I, [_P]), "pcap_getevent": (_P, [_P]),
+    "pcap_get_selectable_fd": (_I, [_P]),
+    "pcap_getevent": (_P, [_P]),
     "pcap_open": (_P, [_C, _I, _I, _I, _P, _C]),
 }
-_REQUIRED = ("pcap_create", "pcap_activate", "pcap_compile", "pcap_setfilter", "pcap_sendpacket", "pcap_next_ex",
-             "pcap_setnonblock", "pcap_close", "pcap_geterr")
+_REQUIRED = (
+    "pcap_create",
+    "pcap_activate",
+    "pcap_compile",
+    "pcap_setfilter",
+    "pcap_sendpacket",
+    "pcap_next_ex",
+    "pcap_setnonblock",
+    "pcap_close",
+    "pcap_geterr",
+)
 _lib = None
 
 
@@ -139,16 +168,23 @@ def load():
             continue
     if lib is None:
         if IS_WINDOWS:
-            raise PcapError("missing", f"raw Ethernet on Windows goes through Npcap: {missing_reason()}",
-                            hint=NPCAP_DOWNLOAD)
-        raise PcapError("missing", f"no pcap library could be loaded (tried {', '.join(tried)})",
-                        hint="install libpcap (apt-get install libpcap0.8, dnf install libpcap)")
+            raise PcapError(
+                "missing", f"raw Ethernet on Windows goes through Npcap: {missing_reason()}", hint=NPCAP_DOWNLOAD
+            )
+        raise PcapError(
+            "missing",
+            f"no pcap library could be loaded (tried {', '.join(tried)})",
+            hint="install libpcap (apt-get install libpcap0.8, dnf install libpcap)",
+        )
     # Immediate mode: pcap_open's MAX_RESPONSIVENESS on Windows, pcap_set_immediate_mode (libpcap 1.5) elsewhere.
     immediate = "pcap_open" if IS_WINDOWS else "pcap_set_immediate_mode"
     lacking = [name for name in (*_REQUIRED, immediate) if not hasattr(lib, name)]
     if lacking:
-        raise PcapError("missing", f"the pcap library is too old: it lacks {', '.join(lacking)}",
-                        hint=NPCAP_DOWNLOAD + " (1.0 or later)" if IS_WINDOWS else "install libpcap 1.5 or later")
+        raise PcapError(
+            "missing",
+            f"the pcap library is too old: it lacks {', '.join(lacking)}",
+            hint=NPCAP_DOWNLOAD + " (1.0 or later)" if IS_WINDOWS else "install libpcap 1.5 or later",
+        )
     for name, (restype, argtypes) in _PROTOTYPES.items():
         if hasattr(lib, name):
             fn = getattr(lib, name)
@@ -189,8 +225,11 @@ def devices() -> list[Device]:
     try:
         while node:
             d = node.contents
-            out.append(Device((d.name or b"").decode(errors="replace"), (d.description or b"").decode(errors="replace"),
-                              d.flags))
+            out.append(
+                Device(
+                    (d.name or b"").decode(errors="replace"), (d.description or b"").decode(errors="replace"), d.flags
+                )
+            )
             node = d.next
     finally:
         lib.pcap_freealldevs(head)
@@ -200,17 +239,25 @@ def devices() -> list[Device]:
 def _open_error(status: int, device: str, text: str) -> PcapError:
     """The PcapError of a pcap_activate/pcap_open failure, with its fix."""
     if status == ERROR_NO_SUCH_DEVICE or "No such device" in text or "doesn't exist" in text:
-        return PcapError("no_device", f"no network interface {device!r} ({text})",
-                         hint="name an adapter by its friendly name or GUID" if IS_WINDOWS
-                         else "list interfaces with 'ip link'")
+        return PcapError(
+            "no_device",
+            f"no network interface {device!r} ({text})",
+            hint="name an adapter by its friendly name or GUID" if IS_WINDOWS else "list interfaces with 'ip link'",
+        )
     if status in (ERROR_PERM_DENIED, ERROR_PROMISC_PERM_DENIED) or "ermission" in text or "denied" in text:
-        return PcapError("permission", f"capturing on {device!r} is not permitted ({text})",
-                         hint="run as Administrator (Npcap installed with 'Restrict Npcap driver's access to "
-                              "Administrators only')" if IS_WINDOWS
-                         else "run as root, or grant CAP_NET_RAW (setcap cap_net_raw+ep)")
+        return PcapError(
+            "permission",
+            f"capturing on {device!r} is not permitted ({text})",
+            hint="run as Administrator (Npcap installed with 'Restrict Npcap driver's access to Administrators only')"
+            if IS_WINDOWS
+            else "run as root, or grant CAP_NET_RAW (setcap cap_net_raw+ep)",
+        )
     if status == ERROR_IFACE_NOT_UP:
-        return PcapError("down", f"network interface {device!r} is down ({text})",
-                         hint="enable the adapter" if IS_WINDOWS else f"bring it up: ip link set {device} up")
+        return PcapError(
+            "down",
+            f"network interface {device!r} is down ({text})",
+            hint="enable the adapter" if IS_WINDOWS else f"bring it up: ip link set {device} up",
+        )
     return PcapError("failed", f"pcap could not open {device!r}: {text}")
 
 
@@ -238,8 +285,10 @@ class Capture:
             if not self._p:
                 raise _open_error(0, device, err.value.decode(errors="replace"))
             self._configure(snaplen, promisc)
-        self.nanoseconds = hasattr(lib, "pcap_get_tstamp_precision") and \
-            lib.pcap_get_tstamp_precision(self._p) == TSTAMP_PRECISION_NANO
+        self.nanoseconds = (
+            hasattr(lib, "pcap_get_tstamp_precision")
+            and lib.pcap_get_tstamp_precision(self._p) == TSTAMP_PRECISION_NANO
+        )
         try:
             self._finish(filter_expr)
         except BaseException:
@@ -276,8 +325,11 @@ class Capture:
         finally:
             lib.pcap_freecode(ctypes.byref(prog))
         if not self.skips_own and lib.pcap_setdirection(p, PCAP_D_IN) != 0:
-            raise PcapError("failed", f"pcap cannot keep the frames {self.device!r} sends away from its capture "
-                                      f"({self._error_text(-1)})", hint=NPCAP_DOWNLOAD if IS_WINDOWS else None)
+            raise PcapError(
+                "failed",
+                f"pcap cannot keep the frames {self.device!r} sends away from its capture ({self._error_text(-1)})",
+                hint=NPCAP_DOWNLOAD if IS_WINDOWS else None,
+            )
         err = ctypes.create_string_buffer(ERRBUF_SIZE)
         if lib.pcap_setnonblock(p, 1, err) != 0:
             raise PcapError("failed", f"pcap could not make {self.device!r} non-blocking: {err.value.decode()}")

@@ -40,8 +40,10 @@ _KILL_WAIT_S = 5.0
 DISK_WORKDIR = tempfile.gettempdir() if IS_WINDOWS else "/var/tmp"
 
 #: What a load on Windows does without (said in every Windows load's notes).
-WINDOWS_NOT_APPLIED = ("Windows: placed on its CPUs just after it started (not before its first instruction); "
-                       "not killed with softrt if softrt itself is killed (no death signal)")
+WINDOWS_NOT_APPLIED = (
+    "Windows: placed on its CPUs just after it started (not before its first instruction); "
+    "not killed with softrt if softrt itself is killed (no death signal)"
+)
 
 
 def placement_note() -> str | None:
@@ -60,6 +62,7 @@ def smallest_program() -> list[str]:
     if IS_WINDOWS:
         return [os.environ.get("ComSpec", "cmd.exe"), "/c", "rem"]
     return [shutil.which("true") or "/bin/true"]
+
 
 # The unprivileged account used when a stressor refuses to run as root (stress-ng's exec).
 UNPRIVILEGED_USER = "nobody"
@@ -130,8 +133,11 @@ def spawn(
     killing the interpreter half-started (sigprocmask(2): the mask survives fork and execve).
     """
     logf = open(log, "wb") if log is not None else None  # noqa: SIM115 (closed below, child keeps its copy)
-    where = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if IS_WINDOWS else {
-        "pass_fds": tuple(pass_fds), "start_new_session": True}
+    where = (
+        {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        if IS_WINDOWS
+        else {"pass_fds": tuple(pass_fds), "start_new_session": True}
+    )
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}) if term_held and not IS_WINDOWS else None
     try:
         proc = subprocess.Popen(

@@ -33,8 +33,13 @@ MAX_LABEL = 80
 DMI = "/sys/class/dmi/id"
 _DMI_FIELDS = ("bios_vendor", "bios_version", "bios_date", "product_name", "board_name")
 _BIOS_KEY = r"HARDWARE\DESCRIPTION\System\BIOS"
-_WIN_BIOS = {"bios_vendor": "BIOSVendor", "bios_version": "BIOSVersion", "bios_date": "BIOSReleaseDate",
-             "product_name": "SystemProductName", "board_name": "BaseBoardProduct"}
+_WIN_BIOS = {
+    "bios_vendor": "BIOSVendor",
+    "bios_version": "BIOSVersion",
+    "bios_date": "BIOSReleaseDate",
+    "product_name": "SystemProductName",
+    "board_name": "BaseBoardProduct",
+}
 SIOCETHTOOL = 0x8946  #: linux/sockios.h
 ETHTOOL_GDRVINFO = 0x00000003  #: linux/ethtool.h
 #: struct ethtool_drvinfo: u32 cmd; char driver[32], version[32], fw_version[32], bus_info[32],
@@ -116,8 +121,12 @@ def _drvinfo(iface: str) -> dict | None:
     def text(raw: bytes) -> str | None:
         return _clean(raw.split(b"\0", 1)[0].decode(errors="replace"))
 
-    return {"driver": text(fields[1]), "version": text(fields[2]), "firmware": text(fields[3]),
-            "bus_info": text(fields[4])}
+    return {
+        "driver": text(fields[1]),
+        "version": text(fields[2]),
+        "firmware": text(fields[3]),
+        "bus_info": text(fields[4]),
+    }
 
 
 def _windows() -> dict:
@@ -134,7 +143,8 @@ def _windows() -> dict:
     out = {name: _clean(value(_BIOS_KEY, reg)) for name, reg in _WIN_BIOS.items()}
     revision = value(r"HARDWARE\DESCRIPTION\System\CentralProcessor\0", "Update Revision")
     # REG_BINARY, 8 bytes: the revision in the high DWORD (as Intel's microcode tools print it).
-    out["microcode"] = hex(int.from_bytes(revision[4:8], "little")) if isinstance(revision, bytes) and \
-        len(revision) >= 8 else None
+    out["microcode"] = (
+        hex(int.from_bytes(revision[4:8], "little")) if isinstance(revision, bytes) and len(revision) >= 8 else None
+    )
     out["nics"] = []
     return out

@@ -28,9 +28,19 @@ from .kfiles import read_text
 
 #: Values firmware vendors leave in DMI fields they did not fill (dmidecode's ``dmi_system_uuid``
 #: and the common placeholders): no identity.
-_PLACEHOLDERS = {"", "none", "not specified", "default string", "to be filled by o.e.m.", "not applicable",
-                 "system serial number", "0", "00000000-0000-0000-0000-000000000000",
-                 "ffffffff-ffff-ffff-ffff-ffffffffffff", "03000200-0400-0500-0006-000700080009"}
+_PLACEHOLDERS = {
+    "",
+    "none",
+    "not specified",
+    "default string",
+    "to be filled by o.e.m.",
+    "not applicable",
+    "system serial number",
+    "0",
+    "00000000-0000-0000-0000-000000000000",
+    "ffffffff-ffff-ffff-ffff-ffffffffffff",
+    "03000200-0400-0500-0006-000700080009",
+}
 ID_HEX_DIGITS = 16
 
 

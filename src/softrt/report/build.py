@@ -19,8 +19,8 @@ from ..errors import ConfigError, SoftRTError
 from ..platform import softrt_version
 from ..platform.outfile import check_dir, check_target, write_file
 from ..store.history import find_run_dirs, resolve_run
-from ..store.validate import check_path
 from ..store.rundir import SAMPLES, SUMMARY
+from ..store.validate import check_path
 from .html import page
 from .load import RunView, load_run
 from .plots import make_plots, render
@@ -65,9 +65,15 @@ def resolve_runs(refs: Iterable[str | os.PathLike], db: Path | str | None = None
 _PNG_HINT = "choose another --png directory"
 
 
-def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | os.PathLike,
-                 png_dir: str | os.PathLike | None = None, *, db: Path | str | None = None,
-                 comparison: list[str] | None = None, option: str = "-o") -> ReportResult:
+def build_report(
+    run_dirs_or_ids: Iterable[str | os.PathLike],
+    out_html: str | os.PathLike,
+    png_dir: str | os.PathLike | None = None,
+    *,
+    db: Path | str | None = None,
+    comparison: list[str] | None = None,
+    option: str = "-o",
+) -> ReportResult:
     """Write the report of the runs *run_dirs_or_ids* to *out_html* (and every plot to *png_dir*).
 
     *comparison*: the verdict lines of the ``softrt compare`` that made the runs, shown under the
@@ -89,9 +95,12 @@ def build_report(run_dirs_or_ids: Iterable[str | os.PathLike], out_html: str | o
         except SoftRTError as err:  # ConfigError included: a corrupt run is a note here, not the end
             broken.append((str(path), str(err)))
     if not runs:
-        raise ConfigError(f"no run could be read: {broken[0][1]}" if len(broken) == 1 else
-                          f"none of the {len(broken)} runs could be read; first: {broken[0][1]}",
-                          hint="check the run directories (samples.parquet, summary.json)")
+        raise ConfigError(
+            f"no run could be read: {broken[0][1]}"
+            if len(broken) == 1
+            else f"none of the {len(broken)} runs could be read; first: {broken[0][1]}",
+            hint="check the run directories (samples.parquet, summary.json)",
+        )
     plots = make_plots(runs)
     plots.append(return_levels(runs))  # the tail model's (issue 33): after the exceedance curves it extends
     svgs: dict[str, bytes] = {}

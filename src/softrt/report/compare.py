@@ -11,7 +11,6 @@ report's HTML section.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
 from html import escape
 
 from ..analysis import RunStats
@@ -82,8 +81,10 @@ def _verdict(col: Column) -> tuple[bool | None, str]:
     if m.period_us.max is None:
         return None, "no period measured"
     missed = m.misses.missed_updates if m.misses is not None else None
-    return None, (f"worst period {num(m.period_us.max, 1)} µs, "
-                  + (f"{missed:,} missed updates" if missed is not None else "missed updates unknown"))
+    return None, (
+        f"worst period {num(m.period_us.max, 1)} µs, "
+        + (f"{missed:,} missed updates" if missed is not None else "missed updates unknown")
+    )
 
 
 def verdict_of(summary) -> tuple[bool | None, str] | None:
@@ -140,8 +141,11 @@ def _loads(c: Column) -> str:
 
 
 def _deviation(c: Column) -> str:
-    values = [v.summary.motion_impact.max_deviation_counts for v in c.views
-              if v.summary.motion_impact is not None and v.summary.motion_impact.max_deviation_counts is not None]
+    values = [
+        v.summary.motion_impact.max_deviation_counts
+        for v in c.views
+        if v.summary.motion_impact is not None and v.summary.motion_impact.max_deviation_counts is not None
+    ]
     return fmt_us(max(values)) if values else "–"
 
 
@@ -180,10 +184,11 @@ def side_by_side(runs: list[RunView], comparison: list[str] | None = None) -> st
     if len(runs) < 2:
         return ""
     cols = columns(runs)
-    head = "".join(f'<th>{"".join(swatch(i) for i in c.runs)}{escape(c.name)}</th>' for c in cols)
+    head = "".join(f"<th>{''.join(swatch(i) for i in c.runs)}{escape(c.name)}</th>" for c in cols)
     verdicts = "".join(
         f'<td class="text { {True: "good", False: "bad"}.get(c.verdict_ok, "") }">{escape(c.verdict)}</td>'
-        for c in cols)
+        for c in cols
+    )
     rows = [f"<tr><td>verdict</td>{verdicts}</tr>"]
     for label, cell in SIDE_ROWS:
         if label == "rounds" and all(len(c.views) == 1 for c in cols):
@@ -191,10 +196,17 @@ def side_by_side(runs: list[RunView], comparison: list[str] | None = None) -> st
         cls = ' class="text"' if label in TEXT_ROWS else ""
         rows.append(f"<tr><td>{label}</td>" + "".join(f"<td{cls}>{cell(c)}</td>" for c in cols) + "</tr>")
     what = "scenario (its rounds pooled)" if is_one_compare(runs) else "run"
-    unjudged = "" if any(c.verdict_ok is not None for c in cols) else (
-        " These runs carry no verdict (recorded before softrt stored one): the verdict row states the worst "
-        "period and the missed updates.")
+    unjudged = (
+        ""
+        if any(c.verdict_ok is not None for c in cols)
+        else (
+            " These runs carry no verdict (recorded before softrt stored one): the verdict row states the worst "
+            "period and the missed updates."
+        )
+    )
     lines = "".join(f"<li>{escape(line)}</li>" for line in comparison or [])
-    return (f'<h2 id="side-by-side">Side by side</h2><p class="na">One column per {what}; times in µs.{unjudged}</p>'
-            f'<table id="side-table"><tr><th></th>{head}</tr>{"".join(rows)}</table>'
-            + (f'<ul class="verdict-lines">{lines}</ul>' if lines else ""))
+    return (
+        f'<h2 id="side-by-side">Side by side</h2><p class="na">One column per {what}; times in µs.{unjudged}</p>'
+        f'<table id="side-table"><tr><th></th>{head}</tr>{"".join(rows)}</table>'
+        + (f'<ul class="verdict-lines">{lines}</ul>' if lines else "")
+    )

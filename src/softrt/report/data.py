@@ -61,11 +61,27 @@ class Hist:
         """The same histogram without empty bins at either end."""
         nz = np.flatnonzero(self.counts)
         if nz.size == 0:
-            return Hist(self.width_ns, np.zeros(0, np.int64), self.origin_ns, self.over_count, self.over_from_ns,
-                        self.min_ns, self.max_ns, self.under_count)
+            return Hist(
+                self.width_ns,
+                np.zeros(0, np.int64),
+                self.origin_ns,
+                self.over_count,
+                self.over_from_ns,
+                self.min_ns,
+                self.max_ns,
+                self.under_count,
+            )
         a, b = int(nz[0]), int(nz[-1]) + 1
-        return Hist(self.width_ns, self.counts[a:b].copy(), self.origin_ns + a * self.width_ns, self.over_count,
-                    self.over_from_ns, self.min_ns, self.max_ns, self.under_count)
+        return Hist(
+            self.width_ns,
+            self.counts[a:b].copy(),
+            self.origin_ns + a * self.width_ns,
+            self.over_count,
+            self.over_from_ns,
+            self.min_ns,
+            self.max_ns,
+            self.under_count,
+        )
 
 
 class StreamHist:
@@ -117,9 +133,16 @@ class StreamHist:
         return Hist(self.width_ns, self.counts.copy(), 0, 0, None, self.min_ns, self.max_ns, self.under).trimmed()
 
 
-def hist_from_buckets(lower_ns: np.ndarray, counts: np.ndarray, width_ns: int, *, over_count: int = 0,
-                      over_from_ns: int | None = None, min_ns: float | None = None,
-                      max_ns: float | None = None) -> Hist:
+def hist_from_buckets(
+    lower_ns: np.ndarray,
+    counts: np.ndarray,
+    width_ns: int,
+    *,
+    over_count: int = 0,
+    over_from_ns: int | None = None,
+    min_ns: float | None = None,
+    max_ns: float | None = None,
+) -> Hist:
     """Build a Hist from sparse buckets (imported tools), on a grid of *width_ns* from 0."""
     lower = np.asarray(lower_ns, dtype=np.int64)
     cnt = np.asarray(counts, dtype=np.int64)
@@ -143,12 +166,20 @@ def merge(hists: list[Hist]) -> Hist:
     out = np.zeros((hi - lo) // width, np.int64)
     for p in parts:
         a = (p.origin_ns - lo) // width
-        out[a:a + p.counts.size] += p.counts
+        out[a : a + p.counts.size] += p.counts
     overs = [h.over_from_ns for h in hists if h.over_count]
     mins = [h.min_ns for h in hists if h.min_ns is not None]
     maxs = [h.max_ns for h in hists if h.max_ns is not None]
-    return Hist(width, out, lo, sum(h.over_count for h in hists), min(overs) if overs else None,
-                min(mins) if mins else None, max(maxs) if maxs else None, sum(h.under_count for h in hists))
+    return Hist(
+        width,
+        out,
+        lo,
+        sum(h.over_count for h in hists),
+        min(overs) if overs else None,
+        min(mins) if mins else None,
+        max(maxs) if maxs else None,
+        sum(h.under_count for h in hists),
+    )
 
 
 def rebin(h: Hist, width_ns: int) -> Hist:
@@ -305,15 +336,22 @@ class MinMaxDownsampler:
         self.t_ns[ids[fresh]] = t_ns[starts[fresh]]
         if marked is not None and marked.any():
             mb = b[marked]
-            self.marks[mb[0]:mb[-1] + 1] += np.bincount(mb - mb[0])
+            self.marks[mb[0] : mb[-1] + 1] += np.bincount(mb - mb[0])
         self.seen += n
 
     def result(self) -> Series:
         """The buckets filled so far (all of them once every sample was fed)."""
         filled = self.t_ns >= 0
         mean = self.sum[filled] / np.maximum(self.count[filled], 1)
-        return Series(self.t_ns[filled] / 1e9, self.lo[filled], self.hi[filled], mean, self.marks[filled],
-                      self.seen, self.buckets < self.total)
+        return Series(
+            self.t_ns[filled] / 1e9,
+            self.lo[filled],
+            self.hi[filled],
+            mean,
+            self.marks[filled],
+            self.seen,
+            self.buckets < self.total,
+        )
 
 
 def envelope(series: Series) -> tuple[np.ndarray, np.ndarray]:
@@ -347,6 +385,12 @@ def late_marks(why_late: WhyLate | None, t0_ns: int | None, limit: int = 10) -> 
             continue
         top = cyc.causes[0] if cyc.causes else None
         height = max(cyc.period_us or 0.0, cyc.window.duration_us)
-        out.append(LateMark((cyc.detect_ns - t0_ns) / 1e9, height,
-                            (top.name or top.label) if top else "unexplained", top.share if top else None))
+        out.append(
+            LateMark(
+                (cyc.detect_ns - t0_ns) / 1e9,
+                height,
+                (top.name or top.label) if top else "unexplained",
+                top.share if top else None,
+            )
+        )
     return out

@@ -19,8 +19,8 @@ from pathlib import Path
 import matplotlib
 from matplotlib.figure import Figure
 
-from ..platform.outfile import write_file
 from ..platform import softrt_version
+from ..platform.outfile import write_file
 from ..schema.provenance import FIELDS
 from ..schema.text import printable
 from ..store.fleet import FleetRun, by_rig, changed, fleet_rows
@@ -63,8 +63,16 @@ def rig_figure(label: str, runs: list[FleetRun]) -> Figure:
         if when is None:
             continue
         ax.axvline(when, color="#7f7f7f", ls="--", lw=1)
-        ax.annotate(_plain(", ".join(diff))[:60], (when, 1), xycoords=("data", "axes fraction"), rotation=90,
-                    va="top", ha="right", fontsize=7, color="#555555")
+        ax.annotate(
+            _plain(", ".join(diff))[:60],
+            (when, 1),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            va="top",
+            ha="right",
+            fontsize=7,
+            color="#555555",
+        )
     ax.set_yscale("log")
     ax.set_ylabel("µs")
     ax.set_title(_plain(label)[:100])
@@ -75,13 +83,27 @@ def rig_figure(label: str, runs: list[FleetRun]) -> Figure:
 
 
 def _table(rows: list[dict]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in ("rig", "CPU", "kernel", "runs", "last run", "verdict",
-                                              "worst period (µs)", "trend"))
+    head = "".join(
+        f"<th>{h}</th>" for h in ("rig", "CPU", "kernel", "runs", "last run", "verdict", "worst period (µs)", "trend")
+    )
     body = "".join(
-        "<tr>" + "".join(f"<td>{escape(printable('—' if v is None else v))}</td>" for v in (
-            r["label"], r["cpu"], r["kernel"], r["runs"], r["last_run"], r["verdict"],
-            None if r["worst_period_us"] is None else f"{r['worst_period_us']:,.1f}", r["trend"])) + "</tr>"
-        for r in rows)
+        "<tr>"
+        + "".join(
+            f"<td>{escape(printable('—' if v is None else v))}</td>"
+            for v in (
+                r["label"],
+                r["cpu"],
+                r["kernel"],
+                r["runs"],
+                r["last_run"],
+                r["verdict"],
+                None if r["worst_period_us"] is None else f"{r['worst_period_us']:,.1f}",
+                r["trend"],
+            )
+        )
+        + "</tr>"
+        for r in rows
+    )
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -90,29 +112,39 @@ def _rig_section(rig: str, runs: list[FleetRun]) -> str:
     with matplotlib.rc_context(RC):
         svg = render(rig_figure(label, runs), "svg")
     items = "".join(
-        f"<li>{escape(printable(run.started_at or '?'))} {escape(printable(run.run_id))}: " + "; ".join(
+        f"<li>{escape(printable(run.started_at or '?'))} {escape(printable(run.run_id))}: "
+        + "; ".join(
             f"{escape(k)}: {escape(printable(a if a is not None else '—'))} → {escape(printable(b if b is not None else '—'))}"
-            for k, (a, b) in diff.items()) + "</li>" for run, diff in changes(runs))
-    return (f'<h2 id="rig-{escape(printable(rig))}">{escape(printable(label))} <small>{escape(printable(rig))}, '
-            f"{len(runs)} run(s)</small></h2>"
-            f'<img alt="trend of {escape(printable(label))}" src="data:image/svg+xml;base64,'
-            f'{base64.b64encode(svg).decode("ascii")}">'
-            + (f"<ul>{items}</ul>" if items else "<p>No provenance change.</p>"))
+            for k, (a, b) in diff.items()
+        )
+        + "</li>"
+        for run, diff in changes(runs)
+    )
+    return (
+        f'<h2 id="rig-{escape(printable(rig))}">{escape(printable(label))} <small>{escape(printable(rig))}, '
+        f"{len(runs)} run(s)</small></h2>"
+        f'<img alt="trend of {escape(printable(label))}" src="data:image/svg+xml;base64,'
+        f'{base64.b64encode(svg).decode("ascii")}">'
+        + (f"<ul>{items}</ul>" if items else "<p>No provenance change.</p>")
+    )
 
 
 def build_fleet_report(runs: list[FleetRun], out_html: str | os.PathLike) -> Path:
     """Write the fleet page for *runs* (oldest first) to *out_html* (platform.outfile); return its path."""
     out = Path(out_html)
     rigs = by_rig(runs)
-    sections = "".join(_rig_section(rig, mine) for rig, mine in sorted(rigs.items(), key=lambda kv: kv[1][-1].label)
-                       [:MAX_RIGS])
-    text = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>softrt fleet</title><style>"
-            "body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}img{max-width:100%}small{color:#777}"
-            "</style></head><body>"
-            f"<h1>softrt fleet: {len(rigs)} rig(s), {len(runs)} run(s)</h1>{_table(fleet_rows(runs))}{sections}"
-            f"<p><small>softrt {escape(softrt_version())}. Dashed lines: a run whose kernel, build, preemption, "
-            "command line, CPU, microcode, BIOS, tuning or NIC differs from the run before.</small></p></body></html>")
+    sections = "".join(
+        _rig_section(rig, mine) for rig, mine in sorted(rigs.items(), key=lambda kv: kv[1][-1].label)[:MAX_RIGS]
+    )
+    text = (
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>softrt fleet</title><style>'
+        "body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}img{max-width:100%}small{color:#777}"
+        "</style></head><body>"
+        f"<h1>softrt fleet: {len(rigs)} rig(s), {len(runs)} run(s)</h1>{_table(fleet_rows(runs))}{sections}"
+        f"<p><small>softrt {escape(softrt_version())}. Dashed lines: a run whose kernel, build, preemption, "
+        "command line, CPU, microcode, BIOS, tuning or NIC differs from the run before.</small></p></body></html>"
+    )
     # The one writer of files the user names (platform.outfile): a random O_EXCL temporary renamed
     # over a regular file only, a device in place, never through a planted link.
     write_file(out, text, what="the fleet report", hint="choose another file with --fleet")

@@ -17,16 +17,16 @@ import numpy as np
 import pyarrow as pa
 
 from ..analysis import RunStats
+from ..analysis.hdr import Hdr, bucket_bounds
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE
+from ..schema.summary import RunSummary
+from ..schema.text import printable
 from ..store.history import HISTOGRAM, load_run_summary
 from ..store.importers import check_histograms
-from ..analysis.hdr import Hdr, bucket_bounds
 from ..store.late import AGGREGATES, read_aggregates
 from ..store.rundir import MAX_SAMPLE_ROWS, SAMPLES, iter_samples, load_run_stats, open_samples
-from ..schema.summary import RunSummary
 from ..store.validate import load_json
-from ..schema.text import printable
 from .data import MAX_BINS, MIN_WIDTH_NS, Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
 from .longrun import absolute_trace, downsample_note, read_windows, scan_envelope
 
@@ -43,11 +43,11 @@ MOTION_HALF_WIDTH_CYCLES = 50  # 12.5 ms either side at 250 µs: a miss run and 
 TOOL_MEANING = {
     "softrt": "latency = permit detected − board edge (the busy-polling loop's detection delay)",
     "cyclictest": "latency = timer wake-up − programmed wake-up time (cyclictest; sleep-based, no work, "
-                  "missed periods are skipped, not counted)",
+    "missed periods are skipped, not counted)",
     "oslat": "latency = gap between two consecutive counter reads of a busy loop (oslat: time stolen from "
-             "the spinning thread)",
+    "the spinning thread)",
     "watch": "latency = back in user space − the wake-up the thread asked for (softrt watch, from the kernel's "
-             "trace; process = its run time until it blocked again, missed updates = expiries it skipped)",
+    "trace; process = its run time until it blocked again, missed updates = expiries it skipped)",
 }
 
 
@@ -143,10 +143,18 @@ def _load_histogram(view: RunView) -> None:
         doc = load_json(file, "histogram")  # bounded (store.validate)
         threads = doc["threads"]
         check_histograms(threads, file)  # a span the tools never write is refused before it is allocated
-        hists = [hist_from_buckets(np.asarray(t["lower_ns"], np.int64), np.asarray(t["counts"], np.int64),
-                                   int(t["width_ns"]), over_count=int(t["overflow"]),
-                                   over_from_ns=int(t["overflow_from_ns"]), min_ns=float(t["min_ns"]),
-                                   max_ns=float(t["max_ns"])) for t in threads]
+        hists = [
+            hist_from_buckets(
+                np.asarray(t["lower_ns"], np.int64),
+                np.asarray(t["counts"], np.int64),
+                int(t["width_ns"]),
+                over_count=int(t["overflow"]),
+                over_from_ns=int(t["overflow_from_ns"]),
+                min_ns=float(t["min_ns"]),
+                max_ns=float(t["max_ns"]),
+            )
+            for t in threads
+        ]
     except (ConfigError, OSError, ValueError, KeyError, TypeError, OverflowError) as err:
         raise ConfigError(f"run {view.run_id}: cannot read its histogram {printable(file)}: {printable(err)}") from None
     if not hists:
@@ -160,8 +168,10 @@ def _load_histogram(view: RunView) -> None:
         view.latency = merged
     else:  # only min/mean/max are known: nothing to draw
         view.notes.append(f"{tool}: no latency histogram (run without -h, or every sample beyond its range)")
-    view.notes.append(f"{tool} result: no per-cycle samples, so the period, processing time, time series and "
-                      "motion plots do not apply")
+    view.notes.append(
+        f"{tool} result: no per-cycle samples, so the period, processing time, time series and "
+        "motion plots do not apply"
+    )
     view.motion_note = f"does not apply ({tool} drives no axis)"
 
 
@@ -176,8 +186,10 @@ def _load_samples(view: RunView) -> None:
         return
     file = view.path / SAMPLES
     if not file.is_file():
-        raise SoftRTError(f"run {view.run_id}: samples file {file} is missing",
-                          hint="copy the whole run directory, samples.parquet included")
+        raise SoftRTError(
+            f"run {view.run_id}: samples file {file} is missing",
+            hint="copy the whole run directory, samples.parquet included",
+        )
     try:
         n = open_samples(view.path).metadata.num_rows  # the footer checked first (store.validate)
     except ConfigError as err:
@@ -189,10 +201,13 @@ def _load_samples(view: RunView) -> None:
             return
         n = MAX_SAMPLE_ROWS + 1
     if n > MAX_SAMPLE_ROWS:
-        _load_stats_only(view, f"samples.parquet holds {n:,} cycles, more than the report reads "
-                               f"({MAX_SAMPLE_ROWS:,}), so the figures and histograms are those of the run's stats.json",
-                         f"samples.parquet holds {n:,} cycles, more than the report reads ({MAX_SAMPLE_ROWS:,})",
-                         "a run this long is reported from its stats.json; record long runs with --samples late")
+        _load_stats_only(
+            view,
+            f"samples.parquet holds {n:,} cycles, more than the report reads "
+            f"({MAX_SAMPLE_ROWS:,}), so the figures and histograms are those of the run's stats.json",
+            f"samples.parquet holds {n:,} cycles, more than the report reads ({MAX_SAMPLE_ROWS:,})",
+            "a run this long is reported from its stats.json; record long runs with --samples late",
+        )
         return
     try:
         _stream_long(view, n) if n > ROW_BUDGET else _stream(view, n)
@@ -207,9 +222,12 @@ def _load_damaged(view: RunView, why: str) -> None:
     """A finished run whose ``samples.parquet`` cannot be read (*why*): the figures and histograms
     of its ``stats.json``, written beside it, and a note saying so first (issue 32: such a run was
     refused although its summary and stats were intact)."""
-    _load_stats_only(view, f"samples.parquet is damaged ({why}), so the figures and histograms are those of the "
-                           "run's stats.json", f"{why}; and stats.json",
-                     "copy the run directory again (samples.parquet and stats.json) from where it was recorded")
+    _load_stats_only(
+        view,
+        f"samples.parquet is damaged ({why}), so the figures and histograms are those of the run's stats.json",
+        f"{why}; and stats.json",
+        "copy the run directory again (samples.parquet and stats.json) from where it was recorded",
+    )
 
 
 def _never_closed(view: RunView) -> bool:
@@ -222,9 +240,13 @@ def _never_closed(view: RunView) -> bool:
 def _load_checkpoint(view: RunView, why: str) -> None:
     """A run whose samples were never closed: the figures and histograms of its last checkpoint
     (``stats.json``), no time series and no motion plot."""
-    _load_stats_only(view, f"{why}: the run was stopped before it closed its files, so the figures and histograms "
-                           "are those of its last checkpoint", f"{why}; and its last checkpoint",
-                     "the run was killed before its first checkpoint: nothing of it can be read")
+    _load_stats_only(
+        view,
+        f"{why}: the run was stopped before it closed its files, so the figures and histograms "
+        "are those of its last checkpoint",
+        f"{why}; and its last checkpoint",
+        "the run was killed before its first checkpoint: nothing of it can be read",
+    )
     view.motion_note = "not available: the samples were never closed"
 
 
@@ -235,8 +257,11 @@ def _load_stats_only(view: RunView, note: str, failed: str, hint: str) -> None:
     except SoftRTError as err:
         raise SoftRTError(f"run {view.run_id}: {failed}: {err.msg}", hint=hint) from None
     _hists_from_stats(view, stats)
-    view.notes.insert(0, f"{note} ({stats.counters['cycles']:,} cycles, stats.json); the time series and the "
-                         "motion plot are not available")
+    view.notes.insert(
+        0,
+        f"{note} ({stats.counters['cycles']:,} cycles, stats.json); the time series and the "
+        "motion plot are not available",
+    )
     view.motion_note = "not available: the report read stats.json only"
 
 
@@ -300,9 +325,11 @@ def _stream_long(view: RunView, n: int) -> None:
     try:
         view.stats = stats = load_run_stats(view.path, view.period_ns or 0, samples_pass=False)
     except SoftRTError as err:
-        raise SoftRTError(f"run {view.run_id}: samples.parquet holds {n:,} cycles, more than the report keeps one "
-                          f"by one ({ROW_BUDGET:,}), and its stats.json cannot be read: {err.msg}",
-                          hint="copy the whole run directory, stats.json included") from None
+        raise SoftRTError(
+            f"run {view.run_id}: samples.parquet holds {n:,} cycles, more than the report keeps one "
+            f"by one ({ROW_BUDGET:,}), and its stats.json cannot be read: {err.msg}",
+            hint="copy the whole run directory, stats.json included",
+        ) from None
     _hists_from_stats(view, stats)
     env = scan_envelope(view.path, n, SERIES_BUCKETS, windows=view.has_motion)
     view.series, view.t0_ns = env.series, env.t0_ns
@@ -312,9 +339,11 @@ def _stream_long(view: RunView, n: int) -> None:
     elif not view.has_motion:
         view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
     else:
+
         def windows(first: int, last: int) -> tuple[np.ndarray, int, int]:
             row, window = read_windows(view.path, env, first, last)
             return window, int(window[0]) - env.group_windows[0], row
+
         _motion(view, windows, env.worst)
 
 
@@ -327,8 +356,9 @@ def _load_late(view: RunView) -> None:
         view.stats = stats = load_run_stats(view.path, period_ns)
         cols, meta = read_aggregates(view.path)
     except (OSError, pa.ArrowException, ValueError, KeyError) as err:
-        raise SoftRTError(f"run {view.run_id}: cannot read {AGGREGATES}: {err}",
-                          hint="the file is corrupt or truncated") from None
+        raise SoftRTError(
+            f"run {view.run_id}: cannot read {AGGREGATES}: {err}", hint="the file is corrupt or truncated"
+        ) from None
     except SoftRTError as err:
         raise SoftRTError(f"run {view.run_id}: {err.msg}", hint=err.hint) from None
     _hists_from_stats(view, stats)
@@ -337,9 +367,11 @@ def _load_late(view: RunView) -> None:
     records = [r for r in iter_samples(view.path, BATCH_ROWS) if r.size]
     kept = np.concatenate(records) if records else np.zeros(0, dtype=RECORD_DTYPE)
     late = int(cols["late"].sum()) if cols["late"].size else 0
-    view.notes.append(f"samples kept: late cycles only (--samples late): the {late:,} late cycles of "
-                      f"{int(cols['records'].sum()):,} with their context, {kept.size:,} records in all; the "
-                      "histograms come from stats.json and the period over time from per-second aggregates")
+    view.notes.append(
+        f"samples kept: late cycles only (--samples late): the {late:,} late cycles of "
+        f"{int(cols['records'].sum()):,} with their context, {kept.size:,} records in all; the "
+        "histograms come from stats.json and the period over time from per-second aggregates"
+    )
     if not view.has_motion:
         view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
         return
@@ -383,9 +415,15 @@ def series_from_aggregates(cols: dict[str, np.ndarray], buckets: int = SERIES_BU
     k = min(buckets, sec.size)
     starts = np.flatnonzero(np.diff(np.arange(sec.size) * k // sec.size, prepend=-1))
     counts = np.add.reduceat(n, starts)
-    return Series(t_s=sec[starts].astype(np.float64), lo=np.minimum.reduceat(lo, starts),
-                  hi=np.maximum.reduceat(hi, starts), mean=np.add.reduceat(total, starts) / counts,
-                  marks=np.add.reduceat(marks, starts), n=int(n.sum()), downsampled=True)
+    return Series(
+        t_s=sec[starts].astype(np.float64),
+        lo=np.minimum.reduceat(lo, starts),
+        hi=np.maximum.reduceat(hi, starts),
+        mean=np.add.reduceat(total, starts) / counts,
+        marks=np.add.reduceat(marks, starts),
+        n=int(n.sum()),
+        downsampled=True,
+    )
 
 
 def _late_motion(view: RunView, kept: np.ndarray, meta: dict[str, int]) -> None:
@@ -404,12 +442,16 @@ def _late_motion(view: RunView, kept: np.ndarray, meta: dict[str, int]) -> None:
     i = int(np.argmax(missed))
     if impact is not None and (impact.max_run_deviation_counts or 0) > 0 and impact.worst_run_cycle is not None:
         center = impact.worst_run_cycle
-        what = (f"around board cycle {center:,}: the largest position error one run of missed updates caused "
-                f"({impact.max_run_deviation_counts:,.1f} counts)")
+        what = (
+            f"around board cycle {center:,}: the largest position error one run of missed updates caused "
+            f"({impact.max_run_deviation_counts:,.1f} counts)"
+        )
     else:
         center = int(window[i]) - int(missed[i]) + int(missed[i]) // 2
-        what = (f"around the longest run of missed updates ({int(missed[i])} cycles, write {int(kept['seq'][i]):,}); "
-                "the axis stood still or moved slowly then, so the delivered motion barely differs")
+        what = (
+            f"around the longest run of missed updates ({int(missed[i])} cycles, write {int(kept['seq'][i]):,}); "
+            "the axis stood still or moved slowly then, so the delivered motion barely differs"
+        )
     # The stretch of consecutive kept records (no seq gap) that holds the centre cycle.
     breaks = np.flatnonzero(np.diff(kept["seq"]) != 1) + 1
     starts, ends = np.concatenate([[0], breaks]), np.concatenate([breaks, [kept.size]])
@@ -439,9 +481,15 @@ def _late_motion(view: RunView, kept: np.ndarray, meta: dict[str, int]) -> None:
         velocity[0] = np.nan
     view.motion = trace
     view.motion_reference = MotionReference(lag, positions[1:], velocity)
-    view.motion_note = what + (f"; {lag:,} cycles had been lost before this window, so the reference is the "
-                               f"schedule delayed by them" if lag else "") + \
-        " (from the late cycles kept with their context: --samples late)"
+    view.motion_note = (
+        what
+        + (
+            f"; {lag:,} cycles had been lost before this window, so the reference is the schedule delayed by them"
+            if lag
+            else ""
+        )
+        + " (from the late cycles kept with their context: --samples late)"
+    )
 
 
 def _motion(view: RunView, windows, worst: tuple[int, int, int]) -> None:
@@ -457,12 +505,16 @@ def _motion(view: RunView, windows, worst: tuple[int, int, int]) -> None:
     missed, index, landed = worst
     if impact is not None and (impact.max_run_deviation_counts or 0) > 0 and impact.worst_run_cycle is not None:
         center = impact.worst_run_cycle
-        what = (f"around board cycle {center:,}: the largest position error one run of missed updates caused "
-                f"({impact.max_run_deviation_counts:,.1f} counts)")
+        what = (
+            f"around board cycle {center:,}: the largest position error one run of missed updates caused "
+            f"({impact.max_run_deviation_counts:,.1f} counts)"
+        )
     elif missed > 0:
         center = landed - missed + missed // 2
-        what = (f"around the longest run of missed updates ({missed} cycles, write {index:,}); the axis stood "
-                "still or moved slowly then, so the delivered motion barely differs")
+        what = (
+            f"around the longest run of missed updates ({missed} cycles, write {index:,}); the axis stood "
+            "still or moved slowly then, so the delivered motion barely differs"
+        )
     else:
         view.motion_note = "no missed updates: the delivered motion is the commanded motion"
         return
@@ -475,8 +527,13 @@ def _motion(view: RunView, windows, worst: tuple[int, int, int]) -> None:
         period_ns = int(config.period_ns or 0)
         trace = motion_trace(window[:end], cfg, center_cycle=center, half_width_cycles=half, period_ns=period_ns)
         if cmd0 or row0:  # a stretch of a long run: its samples made the run's (as a late run's)
-            trace = absolute_trace(trace, Trajectory(cfg, period_ns), trace.commanded_sample + cmd0,
-                              trace.delivered_sample + row0, period_ns)
+            trace = absolute_trace(
+                trace,
+                Trajectory(cfg, period_ns),
+                trace.commanded_sample + cmd0,
+                trace.delivered_sample + row0,
+                period_ns,
+            )
         lag = int(trace.commanded_sample[0] - trace.delivered_sample[0])  # cycles lost before the window
         samples = np.concatenate([trace.commanded_sample[:1] - 1, trace.commanded_sample]) - lag
         positions = Trajectory(cfg, period_ns).positions(np.maximum(samples, 0))
@@ -488,5 +545,8 @@ def _motion(view: RunView, windows, worst: tuple[int, int, int]) -> None:
         velocity[0] = np.nan  # no cycle before the first one
     view.motion = trace
     view.motion_reference = MotionReference(lag, positions[1:], velocity)
-    view.motion_note = what + (f"; {lag:,} cycles had been lost before this window, so the reference is the "
-                               f"schedule delayed by them" if lag else "")
+    view.motion_note = what + (
+        f"; {lag:,} cycles had been lost before this window, so the reference is the schedule delayed by them"
+        if lag
+        else ""
+    )

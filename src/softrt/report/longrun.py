@@ -63,12 +63,15 @@ def _read(pf, run_path: Path, groups: list[int], columns: list[str]):
     try:
         return pf.read_row_groups(groups, columns=columns)
     except (OSError, pa.ArrowException, ValueError, TypeError) as err:
-        raise SoftRTError(f"cannot read samples {Path(run_path) / SAMPLES}: {printable(err)[:200]}",
-                          hint="the file is corrupt or truncated") from None
+        raise SoftRTError(
+            f"cannot read samples {Path(run_path) / SAMPLES}: {printable(err)[:200]}",
+            hint="the file is corrupt or truncated",
+        ) from None
 
 
-def scan_envelope(run_path: Path, total_rows: int, buckets: int, *, windows: bool = False,
-                  batch_rows: int | None = None) -> Envelope:
+def scan_envelope(
+    run_path: Path, total_rows: int, buckets: int, *, windows: bool = False, batch_rows: int | None = None
+) -> Envelope:
     """One pass over *run_path*'s samples, a few row groups at a time (``read_row_groups``: the
     memory of one batch, whatever the run's length; ``iter_batches`` over the whole file was
     measured holding 430 MB of decoded pages by the end of a 24 h run): the min/max/mean period of
@@ -130,10 +133,12 @@ def downsample_note(rows: int, env: Envelope, budget: int) -> str:
     """What the report says about a run past the budget: how it was read and by how much it is reduced."""
     slices = env.series.t_s.size if env.series is not None else 0
     per = env.periods / max(slices, 1)
-    return (f"samples.parquet holds {rows:,} cycles, more than the report keeps one by one ({budget:,}): the period "
-            f"over time was read by row group ({env.batches:,} batches) and is drawn downsampled, as the minimum and "
-            f"maximum of {slices:,} slices of about {per:,.0f} periods each (every spike is drawn, ×{per:,.0f} "
-            "fewer points); the figures, histograms and percentiles are the exact counts of the run's stats.json")
+    return (
+        f"samples.parquet holds {rows:,} cycles, more than the report keeps one by one ({budget:,}): the period "
+        f"over time was read by row group ({env.batches:,} batches) and is drawn downsampled, as the minimum and "
+        f"maximum of {slices:,} slices of about {per:,.0f} periods each (every spike is drawn, ×{per:,.0f} "
+        "fewer points); the figures, histograms and percentiles are the exact counts of the run's stats.json"
+    )
 
 
 def absolute_trace(rel, traj, cmd: np.ndarray, dlv: np.ndarray, period_ns: int):
@@ -148,9 +153,15 @@ def absolute_trace(rel, traj, cmd: np.ndarray, dlv: np.ndarray, period_ns: int):
         v_cmd[0] = np.nan
     if dlv[0] <= 0:
         v_dlv[0] = np.nan
-    return dataclasses.replace(rel, commanded_sample=cmd, delivered_sample=dlv,
-                               commanded_position_counts=p_cmd[1:], delivered_position_counts=p_dlv[1:],
-                               commanded_velocity_counts_per_s=v_cmd, delivered_velocity_counts_per_s=v_dlv)
+    return dataclasses.replace(
+        rel,
+        commanded_sample=cmd,
+        delivered_sample=dlv,
+        commanded_position_counts=p_cmd[1:],
+        delivered_position_counts=p_dlv[1:],
+        commanded_velocity_counts_per_s=v_cmd,
+        delivered_velocity_counts_per_s=v_dlv,
+    )
 
 
 __all__ = ["SCAN_BATCH_ROWS", "Envelope", "absolute_trace", "downsample_note", "read_windows", "scan_envelope"]

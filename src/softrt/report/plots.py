@@ -43,10 +43,10 @@ def _decade(value: float, _pos: object = None) -> str:
     if value <= 0:
         return ""
     exp = int(round(np.log10(value)))
-    if not np.isclose(value, 10.0 ** exp):
+    if not np.isclose(value, 10.0**exp):
         return ""
     if -2 <= exp <= 3:
-        return f"{10.0 ** exp:g}"
+        return f"{10.0**exp:g}"
     return "10" + str(exp).translate(_SUPERSCRIPT)
 
 
@@ -100,9 +100,19 @@ def _stairs(ax, counts: np.ndarray, edges: np.ndarray, **kw) -> None:
     ax.plot(x, y, **kw)
 
 
-def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]],
-               get: Callable[[RunView], Hist | None], why_missing: Callable[[RunView], str], *, floor_ns: int,
-               marks_us: tuple[float, ...] = (), zoom_us: tuple[float, float] | None = None, caption: str) -> Plot:
+def _hist_plot(
+    key: str,
+    title: str,
+    xlabel: str,
+    runs: list[tuple[int, RunView]],
+    get: Callable[[RunView], Hist | None],
+    why_missing: Callable[[RunView], str],
+    *,
+    floor_ns: int,
+    marks_us: tuple[float, ...] = (),
+    zoom_us: tuple[float, float] | None = None,
+    caption: str,
+) -> Plot:
     """OSADL-style histograms of every run: counts on a log axis, x on a log axis (µs to the longest
     stall in one view); with *zoom_us*, a linear panel of that range beside it, where the ordinary
     cycles are (the classes are the same in both panels)."""
@@ -111,10 +121,16 @@ def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]
     if not have:
         return Plot(key, title, caption, None, na)
     # With a zoom beside it the whole range needs no fine classes (a quarter of the drawing).
-    width = common_width_ns([h for _, _, h in have], floor_ns=floor_ns,
-                            max_bins=HIST_MAX_BINS if zoom_us is None else HIST_MAX_BINS // 4)
-    zoom_width = width if zoom_us is None else nice_width_ns(
-        (zoom_us[1] - zoom_us[0]) * 1e3, HIST_MAX_BINS, max(floor_ns, *(h.width_ns for _, _, h in have)))
+    width = common_width_ns(
+        [h for _, _, h in have], floor_ns=floor_ns, max_bins=HIST_MAX_BINS if zoom_us is None else HIST_MAX_BINS // 4
+    )
+    zoom_width = (
+        width
+        if zoom_us is None
+        else nice_width_ns(
+            (zoom_us[1] - zoom_us[0]) * 1e3, HIST_MAX_BINS, max(floor_ns, *(h.width_ns for _, _, h in have))
+        )
+    )
     if zoom_us is not None:
         fig, axes = _fig(1, 2, width_ratios=(2, 3))
         zoom, whole = axes[0]
@@ -133,7 +149,7 @@ def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]
                 a = max(int(np.searchsorted(ze, zoom_us[0], "right")) - 1, 0)
                 z = min(int(np.searchsorted(ze, zoom_us[1], "left")), zb.counts.size)
                 if z > a:
-                    _stairs(zoom, zb.counts[a:z], ze[a:z + 1], color=color(i), lw=1.0)
+                    _stairs(zoom, zb.counts[a:z], ze[a : z + 1], color=color(i), lw=1.0)
             positive = edges[edges > 0]
             smallest = min(smallest, positive[0] if positive.size else np.inf)
         if zoom is not None and b.counts.size:
@@ -141,12 +157,26 @@ def _hist_plot(key: str, title: str, xlabel: str, runs: list[tuple[int, RunView]
             left = int(b.counts[edges[1:] <= lo].sum()) + h.under_count
             right = int(b.counts[edges[:-1] >= hi].sum()) + h.over_count
             if left or right:  # what the zoom leaves out, so the eye does not take it for all
-                zoom.text(0.98, 0.97 - 0.07 * (k % 10), f"{left:,} below, {right:,} above", color=color(i),
-                          transform=zoom.transAxes, ha="right", va="top", fontsize=7)
+                zoom.text(
+                    0.98,
+                    0.97 - 0.07 * (k % 10),
+                    f"{left:,} below, {right:,} above",
+                    color=color(i),
+                    transform=zoom.transAxes,
+                    ha="right",
+                    va="top",
+                    fontsize=7,
+                )
         if h.over_count:
             x = (h.over_from_ns or 0) / 1e3
-            whole.annotate(f"{h.over_count:,} beyond {x:g} µs (max {(h.max_ns or 0) / 1e3:,.0f} µs)",
-                           xy=(x, h.over_count), xytext=(4, 4), textcoords="offset points", color=color(i), fontsize=8)
+            whole.annotate(
+                f"{h.over_count:,} beyond {x:g} µs (max {(h.max_ns or 0) / 1e3:,.0f} µs)",
+                xy=(x, h.over_count),
+                xytext=(4, 4),
+                textcoords="offset points",
+                color=color(i),
+                fontsize=8,
+            )
             whole.plot([x], [h.over_count], marker=">", color=color(i), ls="none")
     for ax in (zoom, whole):
         if ax is None:
@@ -188,51 +218,80 @@ def _around_nominal(runs: list[tuple[int, RunView]]) -> tuple[float, float] | No
 
 def period_histogram(runs: list[tuple[int, RunView]]) -> Plot:
     return _hist_plot(
-        "period_hist", "Timer int. period (permit to permit)", "period (µs)", runs, lambda r: r.period,
+        "period_hist",
+        "Timer int. period (permit to permit)",
+        "period (µs)",
+        runs,
+        lambda r: r.period,
         lambda r: "no per-cycle period (imported latency histogram)" if r.source != "softrt" else "fewer than 2 cycles",
-        floor_ns=1000, marks_us=_nominal(runs), zoom_us=_around_nominal(runs),
+        floor_ns=1000,
+        marks_us=_nominal(runs),
+        zoom_us=_around_nominal(runs),
         caption="Histogram of the cycle period, count on a log axis (as OSADL latency plots): left the nominal "
-                "period ±100 µs on a linear axis in finer classes, right the whole range on a log axis in {width} "
-                "classes, so the "
-                "ordinary cycles and the longest stall are both readable. The dotted line is the nominal period; "
-                "everything right of it is a late cycle.")
+        "period ±100 µs on a linear axis in finer classes, right the whole range on a log axis in {width} "
+        "classes, so the "
+        "ordinary cycles and the longest stall are both readable. The dotted line is the nominal period; "
+        "everything right of it is a late cycle.",
+    )
 
 
 def latency_histogram(runs: list[tuple[int, RunView]]) -> Plot:
     meanings = "; ".join(m for m in dict.fromkeys(r.meaning for _, r in runs) if m)
     return _hist_plot(
-        "latency_hist", "Latency", "latency (µs)", runs, lambda r: r.latency,
-        lambda r: "no latency histogram (run without -h, or every sample beyond its range)"
-        if r.source != "softrt" else "no cycles",
-        floor_ns=1000, zoom_us=(0.0, 100.0),
+        "latency_hist",
+        "Latency",
+        "latency (µs)",
+        runs,
+        lambda r: r.latency,
+        lambda r: (
+            "no latency histogram (run without -h, or every sample beyond its range)"
+            if r.source != "softrt"
+            else "no cycles"
+        ),
+        floor_ns=1000,
+        zoom_us=(0.0, 100.0),
         caption="Histogram, count on a log axis: left 0 to 100 µs on a linear axis in finer classes, right the "
-                "whole range on a log axis in {width} classes. " + meanings + ".")
+        "whole range on a log axis in {width} classes. " + meanings + ".",
+    )
 
 
 def process_histogram(runs: list[tuple[int, RunView]]) -> Plot:
     return _hist_plot(
-        "process_hist", "Timer int. process (write + next-target computation)", "processing time (µs)", runs,
-        lambda r: r.process, lambda r: "does not apply (no per-cycle work measured by " + r.source + ")"
-        if r.source != "softrt" else "no cycles", floor_ns=100,
+        "process_hist",
+        "Timer int. process (write + next-target computation)",
+        "processing time (µs)",
+        runs,
+        lambda r: r.process,
+        lambda r: (
+            "does not apply (no per-cycle work measured by " + r.source + ")" if r.source != "softrt" else "no cycles"
+        ),
+        floor_ns=100,
         caption="Histogram of the processing time in {width} classes, counts and time on log axes: "
-                "its spread is the work's own jitter, separate from the wait for the permit.")
+        "its spread is the work's own jitter, separate from the wait for the permit.",
+    )
 
 
 def period_series(runs: list[tuple[int, RunView]]) -> Plot:
     """The period over time, one panel per run (same axes), the worst late cycles numbered by cause."""
     key, title = "period_series", "Period over time"
     have = [(i, r) for i, r in runs if r.series is not None and r.series.t_s.size]
-    na = [f"{r.run_id}: " + ("no per-cycle samples (imported)" if r.source != "softrt" else "fewer than 2 cycles")
-          for i, r in runs if r.series is None or not r.series.t_s.size]
-    caption = ("One panel per run, on the same axes. The light band joins the minimum and maximum period of every "
-               "slice of the run (about 2,000 slices), so every spike of the raw series is drawn however long the "
-               "run; the solid line is each slice's mean; triangles on top mark slices with missed updates; "
-               "diamonds mark the worst late cycles of a traced run, numbered by their main cause in the trace "
-               "(the numbers are listed under the plot; see Why cycles were late).")
+    na = [
+        f"{r.run_id}: " + ("no per-cycle samples (imported)" if r.source != "softrt" else "fewer than 2 cycles")
+        for i, r in runs
+        if r.series is None or not r.series.t_s.size
+    ]
+    caption = (
+        "One panel per run, on the same axes. The light band joins the minimum and maximum period of every "
+        "slice of the run (about 2,000 slices), so every spike of the raw series is drawn however long the "
+        "run; the solid line is each slice's mean; triangles on top mark slices with missed updates; "
+        "diamonds mark the worst late cycles of a traced run, numbered by their main cause in the trace "
+        "(the numbers are listed under the plot; see Why cycles were late)."
+    )
     if not have:
         return Plot(key, title, caption, None, na)
-    fig, axes = _fig(len(have), 1, height_in=3.8 if len(have) == 1 else 0.9 + 1.75 * len(have),
-                     sharex=True, sharey=True)
+    fig, axes = _fig(
+        len(have), 1, height_in=3.8 if len(have) == 1 else 0.9 + 1.75 * len(have), sharex=True, sharey=True
+    )
     top = 0.0
     causes: dict[str, int] = {}  # main cause -> its number, the worst cycle's cause first
     for k, (i, r) in enumerate(have):
@@ -244,50 +303,97 @@ def period_series(runs: list[tuple[int, RunView]]) -> Plot:
         top = max(top, float(s.hi.max()) / 1e3)
         hit = s.marks > 0
         if hit.any():
-            ax.scatter(s.t_s[hit], np.full(int(hit.sum()), 0.96), transform=ax.get_xaxis_transform(),
-                       marker="v", s=14, color=color(i), edgecolors="none", clip_on=False)
+            ax.scatter(
+                s.t_s[hit],
+                np.full(int(hit.sum()), 0.96),
+                transform=ax.get_xaxis_transform(),
+                marker="v",
+                s=14,
+                color=color(i),
+                edgecolors="none",
+                clip_on=False,
+            )
         marks = late_marks(r.summary.why_late, r.t0_ns)
         if marks:
-            ax.scatter([m.t_s for m in marks], [m.y_us for m in marks], marker="D", s=22, color=color(i),
-                       edgecolors="black", linewidths=0.5, zorder=20)
+            ax.scatter(
+                [m.t_s for m in marks],
+                [m.y_us for m in marks],
+                marker="D",
+                s=22,
+                color=color(i),
+                edgecolors="black",
+                linewidths=0.5,
+                zorder=20,
+            )
             top = max(top, max(m.y_us for m in marks))
             for m in marks:
                 number = causes.setdefault(m.cause, len(causes) + 1)
-                ax.annotate(str(number), (m.t_s, m.y_us), xytext=(0, 5), textcoords="offset points", ha="center",
-                            va="bottom", fontsize=7, fontweight="bold", zorder=21)
+                ax.annotate(
+                    str(number),
+                    (m.t_s, m.y_us),
+                    xytext=(0, 5),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    fontweight="bold",
+                    zorder=21,
+                )
         for m in _nominal(runs):
             ax.axhline(m, color="0.4", lw=0.8, ls=":")
         counted = r.summary.metrics.misses
-        misses = counted.cycles_with_miss if counted is not None and counted.cycles_with_miss is not None \
+        misses = (
+            counted.cycles_with_miss
+            if counted is not None and counted.cycles_with_miss is not None
             else int(s.marks.sum())
+        )
         per = s.n / max(s.t_s.size, 1)
         slices = f"; min/max per slice of {per:,.0f} cycles" if s.downsampled else ""
-        ax.set_title(f"{r.label}: {s.n:,} periods{slices}; missed updates in {misses:,} cycles", loc="left",
-                     fontsize=8, color=color(i))
+        ax.set_title(
+            f"{r.label}: {s.n:,} periods{slices}; missed updates in {misses:,} cycles",
+            loc="left",
+            fontsize=8,
+            color=color(i),
+        )
         ax.set_ylabel("period (µs)")
     axes[0, 0].set_ylim(top=top * 1.18)  # headroom for the miss marks and the numbers (shared by every panel)
     axes[-1, 0].set_xlabel("time since the first cycle (s)")
     if len(have) == 1:
         axes[0, 0].set_title(title, fontsize=10)
     gray = "0.35"
-    handles = [Line2D([], [], color=gray, lw=0.6, label="period: min/max band (line: mean per slice)"),
-               Line2D([], [], color=gray, ls="none", marker="v", markersize=5, label="slice with missed updates"),
-               Line2D([], [], color=gray, ls="none", marker="D", markersize=5, markeredgecolor="black",
-                      label="worst late cycle (traced), numbered by its main cause:")]
-    handles += [Line2D([], [], ls="none", marker=f"${n}$", color="black", markersize=6, label=cause)
-                for cause, n in causes.items()]
-    fig.legend(handles=handles, loc="outside lower center", ncols=1 if len(handles) > 6 else 2, frameon=False,
-               fontsize=7.5)
+    handles = [
+        Line2D([], [], color=gray, lw=0.6, label="period: min/max band (line: mean per slice)"),
+        Line2D([], [], color=gray, ls="none", marker="v", markersize=5, label="slice with missed updates"),
+        Line2D(
+            [],
+            [],
+            color=gray,
+            ls="none",
+            marker="D",
+            markersize=5,
+            markeredgecolor="black",
+            label="worst late cycle (traced), numbered by its main cause:",
+        ),
+    ]
+    handles += [
+        Line2D([], [], ls="none", marker=f"${n}$", color="black", markersize=6, label=cause)
+        for cause, n in causes.items()
+    ]
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=1 if len(handles) > 6 else 2, frameon=False, fontsize=7.5
+    )
     fig.set_figheight(fig.get_figheight() + 0.16 * (len(handles) if len(handles) > 6 else -(-len(handles) // 2)))
     return Plot(key, title, caption, fig, na)
 
 
 def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
     key, title = "exceedance", "Exceedance: how often is the value above x?"
-    caption = ("Fraction of cycles (samples) whose period (left) or latency (right) is at least x, both axes "
-               "logarithmic: the curve's end is the longest value seen, its height there is 1 / samples. "
-               "A dotted tail: samples beyond an imported histogram's range, known only to lie below the maximum. "
-               "Dash-dot: the fitted tail model (generalized Pareto above its threshold).")
+    caption = (
+        "Fraction of cycles (samples) whose period (left) or latency (right) is at least x, both axes "
+        "logarithmic: the curve's end is the longest value seen, its height there is 1 / samples. "
+        "A dotted tail: samples beyond an imported histogram's range, known only to lie below the maximum. "
+        "Dash-dot: the fitted tail model (generalized Pareto above its threshold)."
+    )
     panels = (("period", lambda r: r.period), ("latency", lambda r: r.latency))
 
     if not any(get(r) is not None and get(r).total for _, get in panels for _, r in runs):
@@ -334,12 +440,14 @@ def motion_impact(runs: list[tuple[int, RunView]]) -> Plot:
     """Small multiples: a column per run (position, velocity, their difference), velocity and
     difference on the same scale in every column."""
     key, title = "motion", "Motion impact around the worst miss"
-    caption = ("One column per run: commanded (dashed) and delivered (solid) position and velocity of axis 0 "
-               "around the run's worst miss, and their difference; x is board cycles relative to that miss, shaded "
-               "cycles are missed updates. Velocity and difference share their scale across the runs. "
-               "A missed update repeats the previous target: the delivered position stalls, its velocity drops "
-               "and jumps back. The commanded motion is the schedule as already delayed by earlier misses, so "
-               "the difference is what this miss did.")
+    caption = (
+        "One column per run: commanded (dashed) and delivered (solid) position and velocity of axis 0 "
+        "around the run's worst miss, and their difference; x is board cycles relative to that miss, shaded "
+        "cycles are missed updates. Velocity and difference share their scale across the runs. "
+        "A missed update repeats the previous target: the delivered position stalls, its velocity drops "
+        "and jumps back. The commanded motion is the schedule as already delayed by earlier misses, so "
+        "the difference is what this miss did."
+    )
     have = [(i, r) for i, r in runs if r.motion is not None]
     na = [f"{r.run_id}: {r.motion_note or 'no motion trace'}" for i, r in runs if r.motion is None]
     if not have:
@@ -350,7 +458,7 @@ def motion_impact(runs: list[tuple[int, RunView]]) -> Plot:
     fig, axes = _fig(3 * blocks, cols, height_in=0.8 + 5.6 * blocks if cols > 1 else 6.4, sharex="col")
     for k, (i, r) in enumerate(have):
         b, c = divmod(k, cols)
-        ax_p, ax_v, ax_d = axes[3 * b:3 * b + 3, c]
+        ax_p, ax_v, ax_d = axes[3 * b : 3 * b + 3, c]
         if k:  # the same velocity and difference scale in every column
             ax_v.sharey(axes[1, 0])
             ax_d.sharey(axes[2, 0])
@@ -370,8 +478,16 @@ def motion_impact(runs: list[tuple[int, RunView]]) -> Plot:
         for ax in (ax_p, ax_v, ax_d):  # one collection per axes, not a patch per cycle
             ax.broken_barh(spans, (0, 1), transform=ax.get_xaxis_transform(), color=color(i), alpha=0.15, lw=0)
         if not np.any(np.abs(dev) > 0):
-            ax_d.text(0.02, 0.9, "no deviation: the axis stood still during these missed cycles",
-                      transform=ax_d.transAxes, color=color(i), fontsize=7, va="top", wrap=True)
+            ax_d.text(
+                0.02,
+                0.9,
+                "no deviation: the axis stood still during these missed cycles",
+                transform=ax_d.transAxes,
+                color=color(i),
+                fontsize=7,
+                va="top",
+                wrap=True,
+            )
         ax_p.set_title(r.label if cols == 1 else r.label.replace(" (", "\n("), fontsize=8, color=color(i))
         ax_d.set_xlabel("board cycles from the worst miss" if cols == 1 else "cycles from the worst miss")
         if c == 0:
@@ -380,21 +496,32 @@ def motion_impact(runs: list[tuple[int, RunView]]) -> Plot:
             ax_d.set_ylabel("delivered − commanded\n(counts)")
     for k in range(len(have), blocks * cols):  # empty places of the last row of runs
         b, c = divmod(k, cols)
-        for ax in axes[3 * b:3 * b + 3, c]:
+        for ax in axes[3 * b : 3 * b + 3, c]:
             ax.set_visible(False)
     fig.suptitle(title, fontsize=10)
     gray = "0.35"
-    fig.legend(handles=[Line2D([], [], color=gray, ls="--", lw=0.9, label="commanded"),
-                        Line2D([], [], color=gray, lw=1.2, label="delivered"),
-                        Patch(color=gray, alpha=0.3, label="missed update (the target repeated)")],
-               loc="outside lower center", ncols=3, frameon=False)
+    fig.legend(
+        handles=[
+            Line2D([], [], color=gray, ls="--", lw=0.9, label="commanded"),
+            Line2D([], [], color=gray, lw=1.2, label="delivered"),
+            Patch(color=gray, alpha=0.3, label="missed update (the target repeated)"),
+        ],
+        loc="outside lower center",
+        ncols=3,
+        frameon=False,
+    )
     fig.set_figheight(fig.get_figheight() + 0.2)
     return Plot(key, title, caption, fig, na)
 
 
 #: The report's figures, in page order.
 PLOTS: tuple[Callable[[list[tuple[int, RunView]]], Plot], ...] = (
-    period_histogram, latency_histogram, period_series, exceedance_curves, process_histogram, motion_impact,
+    period_histogram,
+    latency_histogram,
+    period_series,
+    exceedance_curves,
+    process_histogram,
+    motion_impact,
 )
 
 

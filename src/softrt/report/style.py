@@ -9,10 +9,16 @@ from matplotlib.figure import Figure
 
 #: rcParams for every figure: browser-rendered text in SVG (smaller, selectable), fixed SVG ids
 #: (the same report twice gives the same file), a compact font.
-RC = {"svg.fonttype": "none", "svg.hashsalt": "softrt-report", "font.size": 9, "axes.titlesize": 10,
-      "legend.fontsize": 8, "axes.grid": True, "grid.alpha": 0.3}
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-          "#17becf")
+RC = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "softrt-report",
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "legend.fontsize": 8,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+}
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 WIDTH_IN = 10.0
 
 

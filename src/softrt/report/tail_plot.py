@@ -33,10 +33,12 @@ def fitted_level_us(tail: Tail, every_h: np.ndarray) -> np.ndarray | None:
     lam_h = np.maximum(tail.clusters / tail.hours * every_h, 1.0)
     if abs(xi) < 1e-9:
         return u + sigma * np.log(lam_h)
-    return u + sigma * (lam_h ** xi - 1) / xi
+    return u + sigma * (lam_h**xi - 1) / xi
 
 
-def empirical_points(tail: Tail, values_us: np.ndarray | None, times_s: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def empirical_points(
+    tail: Tail, values_us: np.ndarray | None, times_s: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
     """(return period h, level µs) of each cluster peak above the model's threshold."""
     if values_us is None or tail.threshold_us is None or not values_us.size:
         return np.zeros(0), np.zeros(0)
@@ -45,8 +47,9 @@ def empirical_points(tail: Tail, values_us: np.ndarray | None, times_s: np.ndarr
     return tail.hours / np.arange(1, peaks.size + 1), peaks
 
 
-def draw_return_levels(ax, tail: Tail, colour: str, label: str, values_us: np.ndarray | None = None,
-                       times_s: np.ndarray | None = None) -> None:
+def draw_return_levels(
+    ax, tail: Tail, colour: str, label: str, values_us: np.ndarray | None = None, times_s: np.ndarray | None = None
+) -> None:
     """One run's (or scenario's) points, fitted curve and band on *ax*."""
     h, peaks = empirical_points(tail, values_us, times_s)
     if h.size:
@@ -60,8 +63,15 @@ def draw_return_levels(ax, tail: Tail, colour: str, label: str, values_us: np.nd
     if rl:
         first = [(start_h, tail.threshold_us, tail.threshold_us)] if start_h < rl[0].every_h else []
         band = first + [(r.every_h, r.low_us, r.high_us) for r in rl]
-        ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band], color=colour, alpha=0.18,
-                        lw=0, label=f"{label}: 95 % interval")
+        ax.fill_between(
+            [b[0] for b in band],
+            [b[1] for b in band],
+            [b[2] for b in band],
+            color=colour,
+            alpha=0.18,
+            lw=0,
+            label=f"{label}: 95 % interval",
+        )
     elif tail.refused:
         ax.plot([], [], " ", label=f"{label}: no fit ({tail.refused[:60]})")
 
@@ -77,8 +87,15 @@ def return_level_figure(items: list[tuple[str, Tail, np.ndarray | None, np.ndarr
         deadlines.add(tail.deadline_us)
     for d in sorted(deadlines):
         ax.axhline(d, color="0.2", ls="--", lw=0.9)
-        ax.annotate(f"deadline {d:,.0f} µs", (1, d), xycoords=("axes fraction", "data"), ha="right", va="bottom",
-                    fontsize=7, color="0.2")
+        ax.annotate(
+            f"deadline {d:,.0f} µs",
+            (1, d),
+            xycoords=("axes fraction", "data"),
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color="0.2",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks([t for t, _ in _TICKS], [n for _, n in _TICKS])
@@ -91,12 +108,16 @@ def return_level_figure(items: list[tuple[str, Tail, np.ndarray | None, np.ndarr
 def return_level_plot(items: list[tuple[str, Tail, np.ndarray | None, np.ndarray | None]]) -> Plot:
     """The report's figure (a Plot; None when no run has a tail block)."""
     key, title = "return_levels", "Return levels: the worst cycle once an hour, day, week, year"
-    caption = ("x: a return period (log axis); y: the level a cycle exceeds about once in that period. Points: the "
-               "declustered bursts' peaks (the k-th worst of n in T hours: once every T/k hours); line: the fitted "
-               "tail (generalized Pareto, peaks over threshold); band: its 95 % interval; dashed: the deadline. "
-               "A heavy tail (ξ > 0) bends up: a longer run only finds worse cycles.")
+    caption = (
+        "x: a return period (log axis); y: the level a cycle exceeds about once in that period. Points: the "
+        "declustered bursts' peaks (the k-th worst of n in T hours: once every T/k hours); line: the fitted "
+        "tail (generalized Pareto, peaks over threshold); band: its 95 % interval; dashed: the deadline. "
+        "A heavy tail (ξ > 0) bends up: a longer run only finds worse cycles."
+    )
     have = [it for it in items if it[1] is not None]
-    na = [f"{label}: no tail model (a run recorded before softrt kept its tail)" for label, t, _, _ in items if t is None]
+    na = [
+        f"{label}: no tail model (a run recorded before softrt kept its tail)" for label, t, _, _ in items if t is None
+    ]
     for label, tail, _, _ in have:
         if tail.refused:
             na.append(f"{label}: fit refused: {tail.refused}")
@@ -135,13 +156,14 @@ def overlay_fitted_tail(ax, tail: Tail | None, colour: str, scale: float = 1.0) 
     ax.plot(x * scale, share * survival, color=colour, lw=1.0, ls="-.", alpha=0.9)
 
 
-def write_return_level_plot(tail: Tail, file: str, values_us: np.ndarray | None = None,
-                            times_s: np.ndarray | None = None, label: str = "") -> None:
+def write_return_level_plot(
+    tail: Tail, file: str, values_us: np.ndarray | None = None, times_s: np.ndarray | None = None, label: str = ""
+) -> None:
     """``softrt tail --plot FILE``: the return-level plot of one tail, PNG or SVG by the file's suffix."""
+    import matplotlib
+
     from ..errors import ConfigError
     from ..platform.outfile import write_file
-
-    import matplotlib
 
     with matplotlib.rc_context(RC):
         fig = return_level_figure([(label or tail.series, tail, values_us, times_s)])
@@ -149,8 +171,9 @@ def write_return_level_plot(tail: Tail, file: str, values_us: np.ndarray | None 
         # never through a planted link, a device in place); the format from the file's suffix.
         suffix = Path(str(file)).suffix.lower().lstrip(".")
         if suffix not in ("png", "svg"):
-            raise ConfigError(f"cannot write the plot to {file}: give it a .png or .svg name",
-                              hint="e.g. --plot tail.png")
+            raise ConfigError(
+                f"cannot write the plot to {file}: give it a .png or .svg name", hint="e.g. --plot tail.png"
+            )
         buf = io.BytesIO()
         fig.savefig(buf, format=suffix, dpi=110)
     write_file(file, buf.getvalue(), what="the plot", hint="give a writable .png or .svg file")

@@ -20,26 +20,26 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from ..analysis import RunStats
+from ..analysis.require import Requirement
+from ..analysis.tail_keep import fit_kept, pool
+from ..analysis.verdict import judge
 from ..cpus import CpuSet
 from ..errors import ConfigError, SoftRTError
 from ..load import LoadFailed, LoadGroup, check_placement, make_load
 from ..platform import get_platform
-from ..session import interrupts
 from ..schema.config import RunConfig
+from ..schema.doc import Doc, flatten, many
+from ..schema.summary import LoadRun, Metrics, Verdict
+from ..schema.tail import Tail
+from ..session import interrupts
 from ..session.config import validate
 from ..session.drain import Progress
 from ..session.run import RunResult, run
-from ..schema.doc import Doc, flatten, many
 from ..store.rundir import check_free, load_run_stats, space_needed, update_summary
 from ..store.tailkeep import read_tail_keep
-from ..analysis.tail_keep import fit_kept, pool
-from ..schema.tail import Tail
 from ..units import format_duration_s
 from ..units import format_number as num
-from ..analysis.verdict import judge
-from ..schema.summary import LoadRun, Metrics, Verdict
 from .model import Scenario
-from ..analysis.require import Requirement
 
 #: Verdict rule: a loaded scenario that meets the requirement "held" when its worst period stays
 #: within this factor of the unloaded tuned run's and it missed no more than twice as many updates.
@@ -122,11 +122,20 @@ class CompareResult:
             "schema": "softrt.compare/1",
             "scenarios": list(self.pooled),
             "pooled": {name: f.to_dict() for name, f in self.pooled.items()},
-            "rounds": [{"scenario": r.scenario.name, "round": r.round, "run_id": r.result.summary.run_id,
-                        "path": str(r.result.path), "status": r.result.summary.status,
-                        "period_max_us": r.result.summary.metrics.period_us.max,
-                        "missed_updates": _missed(r.result.summary.metrics),
-                        "loads": [load.to_dict() for load in r.loads], "notes": r.notes} for r in self.runs],
+            "rounds": [
+                {
+                    "scenario": r.scenario.name,
+                    "round": r.round,
+                    "run_id": r.result.summary.run_id,
+                    "path": str(r.result.path),
+                    "status": r.result.summary.status,
+                    "period_max_us": r.result.summary.metrics.period_us.max,
+                    "missed_updates": _missed(r.result.summary.metrics),
+                    "loads": [load.to_dict() for load in r.loads],
+                    "notes": r.notes,
+                }
+                for r in self.runs
+            ],
             "overall": overall(self.pooled),
             "verdict": self.verdict,
             "requirements": [c.to_dict() for c in self.checks],
@@ -149,32 +158,50 @@ def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> l
     rt_cpu = CpuSet([validate(dataclasses.replace(base, profile="rt"), online, allowed).cpu])
     planned = []
     for scenario in scenarios:
-        config = validate(dataclasses.replace(base, profile=scenario.profile, wait=scenario.wait, device=scenario.device,
-                                              scenario=scenario.name,
-                                              trace=base.trace if scenario.trace is None else scenario.trace,
-                                              samples=base.samples if scenario.samples is None else scenario.samples,
-                                              ecat_drives=scenario.ecat_drives or base.ecat_drives,
-                                              duration_ns=scenario.duration_ns or base.duration_ns,
-                                              dc_lock=scenario.dc_lock, dc_shift_ns=scenario.dc_shift_ns), online, allowed)
+        config = validate(
+            dataclasses.replace(
+                base,
+                profile=scenario.profile,
+                wait=scenario.wait,
+                device=scenario.device,
+                scenario=scenario.name,
+                trace=base.trace if scenario.trace is None else scenario.trace,
+                samples=base.samples if scenario.samples is None else scenario.samples,
+                ecat_drives=scenario.ecat_drives or base.ecat_drives,
+                duration_ns=scenario.duration_ns or base.duration_ns,
+                dc_lock=scenario.dc_lock,
+                dc_shift_ns=scenario.dc_shift_ns,
+            ),
+            online,
+            allowed,
+        )
         placed = tuple((spec.name, spec.resolve_cpus(rt_cpu, online & allowed)) for spec in scenario.loads)
         for name, cpus in placed:
             if not len(cpus):
-                raise ConfigError(f"scenario {scenario.name}: load {name!r} has no CPU to run on",
-                                  hint="a housekeeping CPU is needed besides the RT CPU")
+                raise ConfigError(
+                    f"scenario {scenario.name}: load {name!r} has no CPU to run on",
+                    hint="a housekeeping CPU is needed besides the RT CPU",
+                )
         try:
-            check_placement([make_load(name, cpus, backend) for name, cpus in placed], rt_cpu,
-                            allow_rt=scenario.loads_on_rt_cpus)
+            check_placement(
+                [make_load(name, cpus, backend) for name, cpus in placed], rt_cpu, allow_rt=scenario.loads_on_rt_cpus
+            )
         except ConfigError as err:
             raise ConfigError(f"scenario {scenario.name}: {err.msg}", hint=err.hint) from None
         planned.append(Planned(scenario, config, placed))
     return planned
 
 
-def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
-            requirements: list[Requirement] = (), settle_s: float = 1.0,
-            on_event: Callable[[str], None] | None = None,
-            on_run: Callable[[ScenarioRun], None] | None = None,
-            on_progress: Callable[[Progress], None] | None = None) -> CompareResult:
+def compare(
+    planned: list[Planned],
+    repeat: int = 1,
+    backend: str = "auto",
+    requirements: list[Requirement] = (),
+    settle_s: float = 1.0,
+    on_event: Callable[[str], None] | None = None,
+    on_run: Callable[[ScenarioRun], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> CompareResult:
     """Run every planned scenario *repeat* times, alternating; return the comparison.
 
     *on_run* gets each scenario run as soon as it is stored (the command line adds it to the
@@ -185,9 +212,17 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
         raise ConfigError(f"--repeat must be at least 1, got {repeat}")
     # Refuse up front a comparison whose runs cannot all fit (each run checks its own too).
     for out_dir in {item.config.out_dir for item in planned}:
-        check_free(out_dir, repeat * sum(space_needed(item.config.duration_ns // item.config.period_ns,
-                                                      item.config.samples, item.config.period_ns)
-                                         for item in planned if item.config.out_dir == out_dir))
+        check_free(
+            out_dir,
+            repeat
+            * sum(
+                space_needed(
+                    item.config.duration_ns // item.config.period_ns, item.config.samples, item.config.period_ns
+                )
+                for item in planned
+                if item.config.out_dir == out_dir
+            ),
+        )
     say = on_event or (lambda msg: None)
     runs: list[ScenarioRun] = []
     left = _Remaining([(item.config.duration_ns / 1e9, bool(item.load_cpus)) for item in planned] * repeat, settle_s)
@@ -198,9 +233,17 @@ def compare(planned: list[Planned], repeat: int = 1, backend: str = "auto",
                     break
                 step = f"[{left.done + 1}/{left.total}] {item.scenario.name}"
                 step += f", round {rnd}/{repeat}" if repeat > 1 else ""
-                runs.append(_run_one(item, rnd, backend, settle_s, on_progress,
-                                     lambda what, step=step: say(f"{step}: {what}; {left.sentence()}"),
-                                     compare_id=runs[0].result.summary.run_id if runs else None))
+                runs.append(
+                    _run_one(
+                        item,
+                        rnd,
+                        backend,
+                        settle_s,
+                        on_progress,
+                        lambda what, step=step: say(f"{step}: {what}; {left.sentence()}"),
+                        compare_id=runs[0].result.summary.run_id if runs else None,
+                    )
+                )
                 left.finished()
                 if on_run is not None:
                     on_run(runs[-1])
@@ -236,14 +279,21 @@ class _Remaining:
         self._run_started = now
 
     def sentence(self) -> str:
-        estimates = [measure_s + self._overhead_s(loaded) for measure_s, loaded in self.runs[self.done:]]
+        estimates = [measure_s + self._overhead_s(loaded) for measure_s, loaded in self.runs[self.done :]]
         if estimates:
             estimates[0] = max(0.0, estimates[0] - (self._clock() - self._run_started))
         return f"{self.done} of {self.total} done, about {format_duration_s(sum(estimates))} left"
 
 
-def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress=None,
-             say: Callable[[str], None] = lambda what: None, compare_id: str | None = None) -> ScenarioRun:
+def _run_one(
+    item: Planned,
+    rnd: int,
+    backend: str,
+    settle_s: float,
+    on_progress=None,
+    say: Callable[[str], None] = lambda what: None,
+    compare_id: str | None = None,
+) -> ScenarioRun:
     """One scenario run under its loads; *compare_id* names the comparison (None: this run is its first)."""
     timeout_s = item.config.duration_ns / 1e9 + 120.0  # the loads' own safety net, past the measurement
     loads = [make_load(name, cpus, backend, timeout_s=timeout_s) for name, cpus in item.load_cpus]
@@ -269,8 +319,9 @@ def _run_one(item: Planned, rnd: int, backend: str, settle_s: float, on_progress
         if loads:
             say(f"stopping the loads ({names})")
     load_results = list(group.results)
-    summary = update_summary(result.path, loads=load_results, notes=notes, compare_round=rnd,
-                             compare_id=compare_id or result.summary.run_id)
+    summary = update_summary(
+        result.path, loads=load_results, notes=notes, compare_round=rnd, compare_id=compare_id or result.summary.run_id
+    )
     return ScenarioRun(item.scenario, rnd, RunResult(summary, result.path, result.recovered), load_results, notes)
 
 
@@ -301,8 +352,14 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
             r.notes.append(str(err))
     metrics = _authoritative_misses(pooled.summary(), runs)
     tail = _pooled_tail(runs, config.period_ns)
-    judged = judge(metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns, require=config.require,
-                   why_late=[r.result.summary.why_late for r in runs], tail=tail)
+    judged = judge(
+        metrics,
+        period_ns=config.period_ns,
+        threshold_ns=config.late_threshold_ns,
+        require=config.require,
+        why_late=[r.result.summary.why_late for r in runs],
+        tail=tail,
+    )
     motions = [m for m in (r.result.summary.motion_impact for r in runs) if m is not None]
     return Pooled(
         metrics=metrics,
@@ -313,10 +370,14 @@ def _pool(item: Planned, runs: list[ScenarioRun]) -> Pooled:
         modes=sorted({r.result.summary.mode for r in runs if r.result.summary.mode}),
         partial=[r.round for r in runs if r.result.summary.state != "complete"],
         motion=PooledMotion(
-            max_deviation_counts=max((m.max_deviation_counts for m in motions
-                                      if m.max_deviation_counts is not None), default=None),
-            max_velocity_step_counts_per_s=max((m.max_velocity_step_counts_per_s for m in motions
-                                                if m.max_velocity_step_counts_per_s is not None), default=None)),
+            max_deviation_counts=max(
+                (m.max_deviation_counts for m in motions if m.max_deviation_counts is not None), default=None
+            ),
+            max_velocity_step_counts_per_s=max(
+                (m.max_velocity_step_counts_per_s for m in motions if m.max_velocity_step_counts_per_s is not None),
+                default=None,
+            ),
+        ),
         loads=_merge_loads({r.round: r.loads for r in runs}),
         run_ids=[r.result.summary.run_id for r in runs],
         tail=tail,
@@ -338,8 +399,11 @@ def _authoritative_misses(metrics: Metrics, runs: list[ScenarioRun]) -> Metrics:
     if misses is None or counted <= (misses.missed_updates or 0):
         return metrics
     notes = "; ".join(m.note or "" for m in (r.result.summary.metrics.misses for r in runs) if m is not None)
-    return metrics.replace(misses=misses.replace(missed_updates_in_records=misses.missed_updates,
-                                                 missed_updates=counted, note=notes.strip("; ") or None))
+    return metrics.replace(
+        misses=misses.replace(
+            missed_updates_in_records=misses.missed_updates, missed_updates=counted, note=notes.strip("; ") or None
+        )
+    )
 
 
 def _merge_loads(per_round: dict[int, list[LoadRun]]) -> list[LoadRun]:
@@ -360,10 +424,19 @@ def _merge_loads(per_round: dict[int, list[LoadRun]]) -> list[LoadRun]:
             problems.update(dict.fromkeys(load.problems or []))
         failed = [rnd for rnd, load in rounds if load.failed]
         if failed and len(failed) < len(rounds):
-            problems[f"achieved nothing in {len(failed)} of {len(rounds)} rounds (round {', '.join(map(str, failed))})"] = None
+            problems[
+                f"achieved nothing in {len(failed)} of {len(rounds)} rounds (round {', '.join(map(str, failed))})"
+            ] = None
         first = rounds[0][1]
-        out.append(LoadRun(name=name, backend=first.backend, skipped_reason=first.skipped_reason,
-                           achieved={k: v / len(rounds) for k, v in sums.items()}, problems=list(problems) or None))
+        out.append(
+            LoadRun(
+                name=name,
+                backend=first.backend,
+                skipped_reason=first.skipped_reason,
+                achieved={k: v / len(rounds) for k, v in sums.items()},
+                problems=list(problems) or None,
+            )
+        )
     return out
 
 
@@ -407,8 +480,9 @@ def verdict(pooled: dict[str, Pooled]) -> list[str]:
             lines.append(f"Under load ({name}): worst period {num(worst, 1)} µs, {missed} missed updates.")
             continue
         unloaded_missed = _missed(tuned.metrics) or 0
-        versus = (f"worst period {num(worst, 1)} µs vs {num(t, 1)} µs unloaded, {missed} vs {unloaded_missed} "
-                  "missed updates.")
+        versus = (
+            f"worst period {num(worst, 1)} µs vs {num(t, 1)} µs unloaded, {missed} vs {unloaded_missed} missed updates."
+        )
         if f.verdict is not None and f.verdict.meets is False:
             lines.append(f"Under load ({name}) it failed the requirement ({f.verdict.requirement}): {versus}")
             continue

@@ -26,8 +26,10 @@ class LoadSpec:
             return online
         cpus = CpuSet.parse(self.cpus, limit=get_platform().cpu_limit())  # bounded by the possible CPUs
         if not cpus <= online:
-            raise ConfigError(f"load {self.name!r} is placed on CPUs {cpus - online}, which are not online",
-                              hint=f"online CPUs: {online}")
+            raise ConfigError(
+                f"load {self.name!r} is placed on CPUs {cpus - online}, which are not online",
+                hint=f"online CPUs: {online}",
+            )
         return cpus
 
 

@@ -10,9 +10,10 @@ import dataclasses
 import os
 import re
 import sys
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -25,17 +26,30 @@ from ..errors import ConfigError
 from ..load import LOAD_NAMES
 from ..loop.cyclic import WAITS
 from ..schema.config import PROFILES
+from ..schema.text import printable
 from ..session.config import SAMPLE_MODES
 from ..store.validate import path_kind, read_bounded
-from ..schema.text import printable
 from ..units import parse_time_ns
 from .model import PLACEMENTS, LoadSpec, Scenario
 
 #: The largest scenario file read (the built-ins are a few hundred bytes).
 MAX_SCENARIO_BYTES = 256 * 1024
 BUILTIN_NAMES = ("untuned", "tuned", "tuned+load", "tuned+load-on-rt-cpus")
-_TOP_KEYS = {"name", "description", "profile", "wait", "device", "ecat_drives", "duration", "loads_on_rt_cpus", "trace",
-             "samples", "load", "dc_lock", "dc_shift"}
+_TOP_KEYS = {
+    "name",
+    "description",
+    "profile",
+    "wait",
+    "device",
+    "ecat_drives",
+    "duration",
+    "loads_on_rt_cpus",
+    "trace",
+    "samples",
+    "load",
+    "dc_lock",
+    "dc_shift",
+}
 _LOAD_KEYS = {"name", "cpus"}
 
 
@@ -57,13 +71,19 @@ def load_scenario(name_or_path: str) -> Scenario:
         raise ConfigError(f"scenario {printable(name_or_path)!r} is {kind}, not a file", hint=hint)
     if path.suffix != ".toml":
         raise ConfigError(f"scenario {printable(name_or_path)!r} is not a .toml file", hint=hint)
-    raw = read_bounded(path, "scenario", max_bytes=MAX_SCENARIO_BYTES,
-                       hint="a scenario file is a few lines of TOML (see docs/scenarios.md)")
+    raw = read_bounded(
+        path,
+        "scenario",
+        max_bytes=MAX_SCENARIO_BYTES,
+        hint="a scenario file is a few lines of TOML (see docs/scenarios.md)",
+    )
     try:
         text = raw.decode("utf-8")  # TOML is UTF-8 (toml.io, "Spec")
     except UnicodeDecodeError as err:
-        raise ConfigError(f"scenario {printable(path)} is not UTF-8 text (byte {err.start})",
-                          hint="a scenario file is TOML text (see docs/scenarios.md)") from None
+        raise ConfigError(
+            f"scenario {printable(path)} is not UTF-8 text (byte {err.start})",
+            hint="a scenario file is TOML text (see docs/scenarios.md)",
+        ) from None
     scenario = parse_scenario(text, source=printable(path))
     if scenario.ecat_drives is not None:  # a drive description beside the scenario file
         scenario = dataclasses.replace(scenario, ecat_drives=str(path.parent / scenario.ecat_drives))
@@ -109,7 +129,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
         except ConfigError as err:
             raise fail("duration", err.msg, err.hint) from None
         if duration_ns <= 0:
-            raise fail("duration", "must be positive", "e.g. duration = \"10s\"")
+            raise fail("duration", "must be positive", 'e.g. duration = "10s"')
     on_rt = data.get("loads_on_rt_cpus", False)
     if not isinstance(on_rt, bool):
         raise fail("loads_on_rt_cpus", f"must be true or false, got {_shown(on_rt)}")
@@ -120,10 +140,22 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     if samples is not None and samples not in SAMPLE_MODES:
         raise fail("samples", f"unknown value {_shown(samples)}", f"use one of {', '.join(SAMPLE_MODES)}")
     dc_lock, dc_shift_ns = _dc(data, device, fail)
-    return Scenario(name=name, description=printable(description), profile=profile, wait=wait,
-                    device=device, duration_ns=duration_ns, loads=_loads(data, fail), loads_on_rt_cpus=on_rt,
-                    trace=trace, samples=samples, ecat_drives=ecat_drives, source=source, dc_lock=dc_lock,
-                    dc_shift_ns=dc_shift_ns)
+    return Scenario(
+        name=name,
+        description=printable(description),
+        profile=profile,
+        wait=wait,
+        device=device,
+        duration_ns=duration_ns,
+        loads=_loads(data, fail),
+        loads_on_rt_cpus=on_rt,
+        trace=trace,
+        samples=samples,
+        ecat_drives=ecat_drives,
+        source=source,
+        dc_lock=dc_lock,
+        dc_shift_ns=dc_shift_ns,
+    )
 
 
 _Fail = Callable[..., ConfigError]  # fail(key, problem, hint=None): the error, with the key's line
@@ -133,7 +165,7 @@ def _device(data: dict[str, Any], fail: _Fail) -> tuple[str, str | None]:
     """The scenario's device and its EtherCAT drive description, checked together."""
     device = data.get("device", "virtual")
     if not isinstance(device, str):
-        raise fail("device", f"must be text such as \"virtual\" or \"ethercat:eth1\", got {_shown(device)}")
+        raise fail("device", f'must be text such as "virtual" or "ethercat:eth1", got {_shown(device)}')
     try:
         check_device_spec(device)
     except ConfigError as err:
@@ -142,8 +174,11 @@ def _device(data: dict[str, Any], fail: _Fail) -> tuple[str, str | None]:
     if ecat_drives is not None and (not isinstance(ecat_drives, str) or not ecat_drives):
         raise fail("ecat_drives", f"must be the path of a drive description (TOML), got {_shown(ecat_drives)}")
     if ecat_drives is not None and not device.startswith("ethercat:"):
-        raise fail("ecat_drives", "describes EtherCAT drives, but the device is " + _shown(device),
-                   "set device = \"ethercat:IFACE\", or leave out ecat_drives")
+        raise fail(
+            "ecat_drives",
+            "describes EtherCAT drives, but the device is " + _shown(device),
+            'set device = "ethercat:IFACE", or leave out ecat_drives',
+        )
     return device, ecat_drives
 
 
@@ -153,7 +188,7 @@ def _dc(data: dict[str, Any], device: str, fail: _Fail) -> tuple[bool, int]:
     if not isinstance(dc_lock, bool):
         raise fail("dc_lock", f"must be true or false, got {_shown(dc_lock)}")
     if dc_lock and not device.startswith("ethercat:"):
-        raise fail("dc_lock", "needs an EtherCAT device (distributed clocks)", "set device = \"ethercat:IFACE\"")
+        raise fail("dc_lock", "needs an EtherCAT device (distributed clocks)", 'set device = "ethercat:IFACE"')
     if "dc_shift" not in data:
         return dc_lock, 0
     raw = data["dc_shift"]
@@ -162,7 +197,7 @@ def _dc(data: dict[str, Any], device: str, fail: _Fail) -> tuple[bool, int]:
     try:
         dc_shift_ns = parse_time_ns(shift[1:] if negative else shift, default_unit="us", what="dc_shift")
     except ConfigError as err:
-        raise fail("dc_shift", err.msg, "e.g. dc_shift = \"-200us\" (the frame 200 µs before SYNC0)") from None
+        raise fail("dc_shift", err.msg, 'e.g. dc_shift = "-200us" (the frame 200 µs before SYNC0)') from None
     return dc_lock, -dc_shift_ns if negative else dc_shift_ns
 
 
@@ -177,15 +212,19 @@ def _loads(data: dict[str, Any], fail: _Fail) -> tuple[LoadSpec, ...]:
             raise fail(f"load[{i}]", f"must be a table ([[load]] with name = ...), got {_shown(entry)}")
         for key in entry:
             if key not in _LOAD_KEYS:
-                raise fail(f"load[{i}].{printable(key)[:40]}", "unknown key",
-                           f"known keys: {', '.join(sorted(_LOAD_KEYS))}")
+                raise fail(
+                    f"load[{i}].{printable(key)[:40]}", "unknown key", f"known keys: {', '.join(sorted(_LOAD_KEYS))}"
+                )
         lname = entry.get("name")
         if not isinstance(lname, str) or lname not in LOAD_NAMES:
             raise fail(f"load[{i}].name", f"unknown load {_shown(lname)}", f"known loads: {', '.join(LOAD_NAMES)}")
         cpus = entry.get("cpus", "housekeeping")
         if not isinstance(cpus, str) or (cpus not in PLACEMENTS and not re.fullmatch(r"[0-9,\- ]+", cpus)):
-            raise fail(f"load[{i}].cpus", f"invalid placement {_shown(cpus)}",
-                       "use housekeeping, all, or a CPU list like \"0-2\"")
+            raise fail(
+                f"load[{i}].cpus",
+                f"invalid placement {_shown(cpus)}",
+                'use housekeeping, all, or a CPU list like "0-2"',
+            )
         if cpus not in PLACEMENTS:
             try:
                 CpuSet.parse(cpus)  # bounded (cpus.MAX_CPUS): "0-99999999999" is refused here

@@ -11,7 +11,17 @@ from ..lazy import lazy
 
 # The models on first use: a reader of .text alone (the EtherCAT simulator, through the bounded
 # JSON reader) need not build the summary's fifty classes (~40 ms).
-__getattr__ = lazy(__name__, {"RunConfig": ".config", "SCHEMA": ".summary", "RunSummary": ".summary",
-                                "Tail": ".tail", "Interval": ".tail", "ReturnLevel": ".tail", "TailTest": ".tail"})
+__getattr__ = lazy(
+    __name__,
+    {
+        "RunConfig": ".config",
+        "SCHEMA": ".summary",
+        "RunSummary": ".summary",
+        "Tail": ".tail",
+        "Interval": ".tail",
+        "ReturnLevel": ".tail",
+        "TailTest": ".tail",
+    },
+)
 
 __all__ = ["SCHEMA", "Interval", "ReturnLevel", "RunConfig", "RunSummary", "Tail", "TailTest"]

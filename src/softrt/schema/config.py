@@ -71,21 +71,24 @@ class RunConfig:
 def check_period_ns(period_ns: int, example: str = "e.g. --period 250us") -> None:
     """The loop's period: MIN_PERIOD_NS to MAX_PERIOD_NS."""
     if not MIN_PERIOD_NS <= period_ns <= MAX_PERIOD_NS:
-        raise ConfigError(f"period {format_ns(period_ns)} is out of range",
-                          hint=f"use {format_ns(MIN_PERIOD_NS, digits=0)} to {format_ns(MAX_PERIOD_NS, 'ms', 0)}, "
-                               f"{example}")
+        raise ConfigError(
+            f"period {format_ns(period_ns)} is out of range",
+            hint=f"use {format_ns(MIN_PERIOD_NS, digits=0)} to {format_ns(MAX_PERIOD_NS, 'ms', 0)}, {example}",
+        )
 
 
 def check_duration(duration_ns: int, max_duration_ns: int) -> None:
     """Raise ConfigError unless 0 < *duration_ns* <= *max_duration_ns* (--duration, --max-duration)."""
     if duration_ns <= 0:
-        raise ConfigError(f"duration must be positive, got {format_ns(duration_ns, 's', 3)}",
-                          hint="e.g. --duration 10s")
+        raise ConfigError(
+            f"duration must be positive, got {format_ns(duration_ns, 's', 3)}", hint="e.g. --duration 10s"
+        )
     if duration_ns > max_duration_ns:
-        raise ConfigError(f"duration {_long(duration_ns)} exceeds the safety bound of "
-                          f"{_long(max_duration_ns)} (--max-duration)",
-                          hint=f"check --duration, or raise the bound explicitly, e.g. --max-duration "
-                               f"{-(-duration_ns // (86400 * NS_PER_S))}d")
+        raise ConfigError(
+            f"duration {_long(duration_ns)} exceeds the safety bound of {_long(max_duration_ns)} (--max-duration)",
+            hint=f"check --duration, or raise the bound explicitly, e.g. --max-duration "
+            f"{-(-duration_ns // (86400 * NS_PER_S))}d",
+        )
 
 
 def _long(ns: int) -> str:
@@ -97,8 +100,10 @@ def _long(ns: int) -> str:
 def check_late_threshold_ns(threshold_ns: int) -> None:
     """The late threshold: more than 0, at most MAX_PERIOD_NS."""
     if not 0 < threshold_ns <= MAX_PERIOD_NS:
-        raise ConfigError(f"late threshold {format_ns(threshold_ns)} is out of range",
-                          hint="use more than 0 and at most 1 s, e.g. --late-threshold 20us")
+        raise ConfigError(
+            f"late threshold {format_ns(threshold_ns)} is out of range",
+            hint="use more than 0 and at most 1 s, e.g. --late-threshold 20us",
+        )
 
 
 def check_keep_late(keep_late: int) -> None:
@@ -122,11 +127,17 @@ def check_timing(config: RunConfig) -> None:
 def check_bus(config: RunConfig) -> None:
     """An EtherCAT run's bus timeout and distributed-clock options."""
     if not 0 < config.bus_timeout_ns <= MAX_PERIOD_NS * 10:
-        raise ConfigError(f"bus timeout {format_ns(config.bus_timeout_ns)} is out of range",
-                          hint="use more than 0 and at most 10 s, e.g. --bus-timeout 10ms")
+        raise ConfigError(
+            f"bus timeout {format_ns(config.bus_timeout_ns)} is out of range",
+            hint="use more than 0 and at most 10 s, e.g. --bus-timeout 10ms",
+        )
     if config.dc_lock and not config.device.startswith("ethercat:"):
-        raise ConfigError("--dc-lock needs an EtherCAT device (distributed clocks)",
-                          hint="use --device ethercat:IFACE, or drop --dc-lock")
+        raise ConfigError(
+            "--dc-lock needs an EtherCAT device (distributed clocks)",
+            hint="use --device ethercat:IFACE, or drop --dc-lock",
+        )
     if not abs(config.dc_shift_ns) < config.period_ns:
-        raise ConfigError(f"--dc-shift {format_ns(config.dc_shift_ns)} must be shorter than the period",
-                          hint="e.g. --dc-shift -50us (the frame 50 µs before SYNC0)")
+        raise ConfigError(
+            f"--dc-shift {format_ns(config.dc_shift_ns)} must be shorter than the period",
+            hint="e.g. --dc-shift -50us (the frame 50 µs before SYNC0)",
+        )

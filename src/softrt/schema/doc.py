@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -101,6 +102,19 @@ def flatten(cls: type) -> Any:
     return field(default_factory=cls, metadata={"flatten": True})
 
 
+if typing.TYPE_CHECKING:  # (mypy checks as Python 3.10, whose typing lacks it)
+    from typing_extensions import dataclass_transform
+elif sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # Python 3.10: only type checkers read it (PEP 681)
+
+    def dataclass_transform(**_: Any) -> Callable[[type], type]:
+        return lambda cls: cls
+
+
+# PEP 681: every subclass is made a frozen keyword-only dataclass (__init_subclass__), which a type
+# checker sees only through this marker.
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
 @dataclass(frozen=True, kw_only=True)
 class Doc:
     """A JSON object with typed fields; ``extra`` keeps the keys this softrt does not know."""
@@ -173,8 +187,9 @@ class Doc:
         for name, key, convert, inner in _plan(cls):
             if inner is not None:  # flattened: its keys are in *doc*, whose key order its parent keeps
                 inner_values, _ = inner._read(doc, where, path)
-                values[name] = inner(**inner_values, nulls=_nulls(doc, _keys(inner)),
-                                     order=tuple(k for k in doc if k in _keys(inner)))
+                values[name] = inner(
+                    **inner_values, nulls=_nulls(doc, _keys(inner)), order=tuple(k for k in doc if k in _keys(inner))
+                )
             elif key in doc:
                 values[name] = convert(doc[key], where, f"{path}.{key}" if path else key)
         return values, _keys(cls)
@@ -212,8 +227,15 @@ def _fields(cls: type) -> tuple[tuple[dataclasses.Field, Any], ...]:
 @cache
 def _plan(cls: type) -> tuple[tuple[str, str, Callable, type | None], ...]:
     """How *cls* reads a JSON object: (field, key, converter, flattened Doc or None) per field."""
-    return tuple((f.name, f.metadata.get("key", f.name), _converter(hint, f.metadata.get("min"), _bound(f)),
-                  hint if f.metadata.get("flatten") else None) for f, hint in _fields(cls))
+    return tuple(
+        (
+            f.name,
+            f.metadata.get("key", f.name),
+            _converter(hint, f.metadata.get("min"), _bound(f)),
+            hint if f.metadata.get("flatten") else None,
+        )
+        for f, hint in _fields(cls)
+    )
 
 
 def _bound(f: dataclasses.Field) -> float | None:
@@ -249,8 +271,9 @@ def _dump(value: Any) -> Any:
 
 
 @cache
-def _converter(hint: Any, minimum: int | None = None, bound: float | None = None
-               ) -> Callable[[object, object, str], Any]:
+def _converter(
+    hint: Any, minimum: int | None = None, bound: float | None = None
+) -> Callable[[object, object, str], Any]:
     """A function checking a value against *hint* (and a number's magnitude against *bound*), made
     once per type (reading a summary with a hundred late cycles checks tens of thousands of values)."""
     args = typing.get_args(hint)
@@ -270,6 +293,7 @@ def _converter(hint: Any, minimum: int | None = None, bound: float | None = None
                 except ConfigError:
                     continue
             raise _bad(where, path, f"must be {' or '.join(_name(k) for k in kinds)}, got {_show(value)}")
+
         return union
     if typing.get_origin(hint) is list:
         item = _converter(args[0])
@@ -281,6 +305,7 @@ def _converter(hint: Any, minimum: int | None = None, bound: float | None = None
                 return [item(v, where, path) for v in value]
             except ConfigError:  # again, naming the item that is wrong
                 return [item(v, where, f"{path}[{i}]") for i, v in enumerate(value)]
+
         return many
     if isinstance(hint, type) and issubclass(hint, Doc):  # a document built in code was checked when built
         return lambda value, where, path: value if isinstance(value, hint) else hint.from_dict(value, where, path)
@@ -295,6 +320,7 @@ def _converter(hint: Any, minimum: int | None = None, bound: float | None = None
             if whole(value, where, path) < minimum:
                 raise _bad(where, path, f"cannot be negative, got {_show(value)}")
             return value
+
         return count
     if hint is float:  # JSON has one number type: an integral float may be written as 3
         number = _scalar(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "must be a number")
@@ -306,6 +332,7 @@ def _converter(hint: Any, minimum: int | None = None, bound: float | None = None
             if not -bound <= number(value, where, path) <= bound:
                 raise _bad(where, path, f"is out of range ({_show(value)}; at most {bound:.3g} in magnitude)")
             return value
+
         return figure
     if hint is str:
         text = _scalar(lambda v: isinstance(v, str), "must be text")
@@ -323,12 +350,14 @@ def _scalar(fits: Callable[[object], bool], problem: str) -> Callable[[object, o
         if not fits(value):
             raise _bad(where, path, f"{problem}, got {_show(value)}")
         return value
+
     return check
 
 
 def _name(kind: Any) -> str:
     return {int: "a whole number", float: "a number", str: "text", bool: "true or false", dict: "an object"}.get(
-        kind, "a list" if typing.get_origin(kind) is list else "an object")
+        kind, "a list" if typing.get_origin(kind) is list else "an object"
+    )
 
 
 def _show(value: object) -> str:

@@ -45,11 +45,26 @@ class Provenance(Doc):
 
 #: The fields a change of which may explain a change of timing, in the order they are shown, and
 #: whether ``softrt fleet --regressions`` names them as a cause (the others are shown, not blamed).
-FIELDS = ("rig_id", "rig_label", "hostname", "product_name", "board_name", "cpu_model", "microcode",
-          "bios_vendor", "bios_version", "bios_date", "kernel", "kernel_build", "preemption", "cmdline",
-          "tuning", "nic", "softrt")
-CAUSES = ("kernel", "kernel_build", "preemption", "cmdline", "microcode", "bios_version", "bios_date",
-          "tuning", "nic")
+FIELDS = (
+    "rig_id",
+    "rig_label",
+    "hostname",
+    "product_name",
+    "board_name",
+    "cpu_model",
+    "microcode",
+    "bios_vendor",
+    "bios_version",
+    "bios_date",
+    "kernel",
+    "kernel_build",
+    "preemption",
+    "cmdline",
+    "tuning",
+    "nic",
+    "softrt",
+)
+CAUSES = ("kernel", "kernel_build", "preemption", "cmdline", "microcode", "bios_version", "bios_date", "tuning", "nic")
 
 
 def provenance_fields(summary) -> dict[str, str | None]:
@@ -68,15 +83,37 @@ def provenance_fields(summary) -> dict[str, str | None]:
         return None if value is None or isinstance(value, (dict, list)) else str(value)
 
     out: dict[str, str | None] = {
-        "hostname": hosted("hostname"), "cpu_model": hosted("cpu_model"), "kernel": hosted("kernel"),
-        "kernel_build": hosted("kernel_version"), "preemption": hosted("preemption"), "cmdline": hosted("cmdline"),
-        "softrt": hosted("softrt"), "tuning": _tuning(summary),
+        "hostname": hosted("hostname"),
+        "cpu_model": hosted("cpu_model"),
+        "kernel": hosted("kernel"),
+        "kernel_build": hosted("kernel_version"),
+        "preemption": hosted("preemption"),
+        "cmdline": hosted("cmdline"),
+        "softrt": hosted("softrt"),
+        "tuning": _tuning(summary),
     }
-    for name in ("rig_id", "rig_label", "bios_vendor", "bios_version", "bios_date", "product_name", "board_name",
-                 "microcode"):
+    for name in (
+        "rig_id",
+        "rig_label",
+        "bios_vendor",
+        "bios_version",
+        "bios_date",
+        "product_name",
+        "board_name",
+        "microcode",
+    ):
         out[name] = getattr(prov, name) if prov is not None else None
-    out["nic"] = ("; ".join(f"{n.interface}: {n.driver or '?'} {n.version or ''} fw {n.firmware or '?'}".replace("  ", " ")
-                            for n in prov.nics) or None) if prov is not None else None
+    out["nic"] = (
+        (
+            "; ".join(
+                f"{n.interface}: {n.driver or '?'} {n.version or ''} fw {n.firmware or '?'}".replace("  ", " ")
+                for n in prov.nics
+            )
+            or None
+        )
+        if prov is not None
+        else None
+    )
     return {name: out.get(name) for name in FIELDS}
 
 

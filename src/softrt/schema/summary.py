@@ -257,8 +257,9 @@ class Check(Doc):
     @classmethod
     def of_report(cls, report: dict) -> Check:
         """The summary's part of a check's report (``softrt check --json``, audit.model.Report.to_dict)."""
-        return cls(ready=report["ready"], verdict=report["verdict"], counts=report["counts"],
-                   fix_first=report["fix_first"])
+        return cls(
+            ready=report["ready"], verdict=report["verdict"], counts=report["counts"], fix_first=report["fix_first"]
+        )
 
 
 class Supervisor(Doc):
@@ -311,8 +312,11 @@ class LoadRun(Doc):
         zero, as when its worker died at once (issue 34: the disk load on Windows was shown as 0.0 MB/s)."""
         if self.skipped_reason:
             return False
-        return not any(isinstance(v, (int, float)) and v > 0 for k, v in self.achieved.items()
-                       if not any(part in k for part in NOT_WORK))
+        return not any(
+            isinstance(v, (int, float)) and v > 0
+            for k, v in self.achieved.items()
+            if not any(part in k for part in NOT_WORK)
+        )
 
     def describe(self) -> str:
         """One line for people: the load's figures, FAILED when it achieved nothing, or why it was skipped
@@ -322,8 +326,9 @@ class LoadRun(Doc):
         head = f"{self.name} ({self.backend or '?'})"
         if self.failed:
             return f"{head}: FAILED, it achieved nothing" + (" (see its problems)" if self.problems else "")
-        return f"{head}: " + ", ".join(f"{k} {format_number(v, 1) if isinstance(v, (int, float)) else v}"
-                                       for k, v in self.achieved.items())
+        return f"{head}: " + ", ".join(
+            f"{k} {format_number(v, 1) if isinstance(v, (int, float)) else v}" for k, v in self.achieved.items()
+        )
 
 
 class RunSummary(Doc):
@@ -369,8 +374,10 @@ class RunSummary(Doc):
         """Check *doc* (a parsed summary.json): its schema version, then every field."""
         if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("softrt.summary/"):
             schema = doc.get("schema") if isinstance(doc, dict) else None
-            raise ConfigError(f"{printable(where)} is not a softrt summary (schema {printable(repr(schema))[:60]})",
-                              hint="give a run directory written by softrt run, compare or import")
+            raise ConfigError(
+                f"{printable(where)} is not a softrt summary (schema {printable(repr(schema))[:60]})",
+                hint="give a run directory written by softrt run, compare or import",
+            )
         check_version(doc, where)
         summary = cls.from_dict(doc, where)
         summary.validate(where)
@@ -379,17 +386,21 @@ class RunSummary(Doc):
     def validate(self, where: object = "summary.json") -> None:
         """Raise ConfigError for a value outside its choices (the types are checked by from_dict)."""
         if not is_safe_name(self.run_id) or len(self.run_id) > 2 * MAX_NAME:
-            raise _bad(where, "run_id", f"must be a name of letters, digits, '.', '_' and '-', got "
-                                        f"{show_value(self.run_id)}")
-        for name, value, choices in (("status", self.status, STATUSES), ("mode", self.mode, MODES),
-                                     ("source", self.source, SOURCES)):
+            raise _bad(
+                where, "run_id", f"must be a name of letters, digits, '.', '_' and '-', got {show_value(self.run_id)}"
+            )
+        for name, value, choices in (
+            ("status", self.status, STATUSES),
+            ("mode", self.mode, MODES),
+            ("source", self.source, SOURCES),
+        ):
             if value is not None and value not in choices:
                 raise _bad(where, name, f"must be one of {', '.join(choices)}, got {show_value(value)}")
 
     # -- what readers ask ---------------------------------------------------------------------
     @property
     def origin(self) -> str:
-        """"softrt", or the tool an imported result came from."""
+        """ "softrt", or the tool an imported result came from."""
         return self.source or "softrt"
 
     @property
@@ -423,11 +434,16 @@ def check_version(doc: dict, where: Path | str | object) -> None:
     try:
         major = int(schema.split("/", 1)[1].split(".", 1)[0])
     except (IndexError, ValueError):
-        raise ConfigError(f"{printable(where)}: unreadable summary schema {printable(repr(schema))[:60]}",
-                          hint="expected softrt.summary/<major>") from None
+        raise ConfigError(
+            f"{printable(where)}: unreadable summary schema {printable(repr(schema))[:60]}",
+            hint="expected softrt.summary/<major>",
+        ) from None
     if major > SUMMARY_MAJOR:
-        raise ConfigError(f"{printable(where)} was written by a newer softrt (summary schema {printable(schema)[:60]}; "
-                          f"this softrt reads softrt.summary/{SUMMARY_MAJOR})", hint="upgrade softrt to read it")
+        raise ConfigError(
+            f"{printable(where)} was written by a newer softrt (summary schema {printable(schema)[:60]}; "
+            f"this softrt reads softrt.summary/{SUMMARY_MAJOR})",
+            hint="upgrade softrt to read it",
+        )
 
 
 def _bad(where: object, field: str, problem: str) -> ConfigError:

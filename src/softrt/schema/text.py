@@ -47,7 +47,9 @@ def is_safe_name(text: object) -> bool:
 # -- JSON ---------------------------------------------------------------------------------------------
 def show_value(value: object) -> str:
     """*value* for an error message: printable, at most 60 characters (a huge number by its digits)."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
+    text = (
+        repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
+    )
     return printable(text)[:60]
 
 

@@ -23,8 +23,8 @@ import psutil
 
 from ..errors import ConfigError
 from ..platform import get_platform, journal, state_dir
+from ..platform.kfiles import read_raw, translate_error
 from ..platform.linux import writable
-from ..platform.kfiles import translate_error, read_raw
 from ..schema.summary import SystemChange
 
 FORMAT = "softrt-run-journal"
@@ -36,12 +36,21 @@ def _journal_dir() -> Path:
     return state_dir() / "restore"
 
 
-def _change(path: str, before: str, during: str, why: str, *, restored: bool = False, verified: bool = False,
-            note: str | None = None) -> SystemChange:
+def _change(
+    path: str,
+    before: str,
+    during: str,
+    why: str,
+    *,
+    restored: bool = False,
+    verified: bool = False,
+    note: str | None = None,
+) -> SystemChange:
     """One kernel file changed for the duration of a run (or a journal set aside, with *note*), as the
     summary's ``tuning.system_changes`` entry: ``note`` (why it was not restored, and the fix) only when said."""
-    return SystemChange(path=path, before=before, during=during, why=why, restored=restored, verified=verified,
-                        note=note or None)
+    return SystemChange(
+        path=path, before=before, during=during, why=why, restored=restored, verified=verified, note=note or None
+    )
 
 
 class ChangeJournal:
@@ -66,12 +75,19 @@ class ChangeJournal:
             raise translate_error(err, "read", path) from err
         if raw.strip() == value:
             return None
-        entry = {"kind": journal.FILE, "target": path, "before": raw, "restore": raw.strip(), "after": value,
-                 "why": why}
+        entry = {
+            "kind": journal.FILE,
+            "target": path,
+            "before": raw,
+            "restore": raw.strip(),
+            "after": value,
+            "why": why,
+        }
         if self._file is None:
             journal.secure_dir(state_dir())
-            self._file = journal.Journal(self.path, FORMAT, self.root, boot_id=journal.boot_id(),
-                                         identity=get_platform().process_identity())
+            self._file = journal.Journal(
+                self.path, FORMAT, self.root, boot_id=journal.boot_id(), identity=get_platform().process_identity()
+            )
         self._file.append(entry)  # journal first: a crash between here and the write restores a no-op
         try:
             writable.write_line(target, value)
@@ -130,16 +146,26 @@ def _recover_legacy(path: Path, this_boot: str | None) -> list[SystemChange]:
             return []
         if psutil.pid_exists(int(data["pid"])):
             return []  # an older softrt's run in progress owns it
-        fixes = [writable.manual_fix(c["path"], c["before"]) for c in data["changes"][:64]
-                 if writable.check(data["root"], c["path"], c["before"])]
+        fixes = [
+            writable.manual_fix(c["path"], c["before"])
+            for c in data["changes"][:64]
+            if writable.check(data["root"], c["path"], c["before"])
+        ]
         fix = "restore by hand: " + " && ".join(fixes) if fixes else "nothing to restore"
     except FileNotFoundError:
         return []
     except (ConfigError, ValueError, RecursionError, KeyError, TypeError, AttributeError, IndexError) as err:
         fix = f"it names something softrt never writes ({str(err)[:200]}); check it by hand"
     dest = journal.set_aside(path, f"an older softrt's restore journal; {fix}")
-    return [_change(str(dest), "", "", SET_ASIDE,
-                    note=f"an older softrt's restore journal {path}: nothing in it was written; set aside as {dest}; {fix}")]
+    return [
+        _change(
+            str(dest),
+            "",
+            "",
+            SET_ASIDE,
+            note=f"an older softrt's restore journal {path}: nothing in it was written; set aside as {dest}; {fix}",
+        )
+    ]
 
 
 def _alive(header: dict) -> bool:
@@ -181,9 +207,16 @@ def recover() -> list[SystemChange]:
             continue  # its run ended and removed it while we looked
         except ConfigError as err:
             dest = journal.set_aside(path, str(err))
-            done.append(_change(str(dest), "", "", SET_ASIDE,
-                                note=f"{err.msg}; nothing in it was written; set aside as {dest}; check the "
-                                     "settings it names by hand"))
+            done.append(
+                _change(
+                    str(dest),
+                    "",
+                    "",
+                    SET_ASIDE,
+                    note=f"{err.msg}; nothing in it was written; set aside as {dest}; check the "
+                    "settings it names by hand",
+                )
+            )
             continue
         if header.get("boot_id") != this_boot:
             path.unlink(missing_ok=True)  # from before a reboot, which reset every value already
@@ -192,9 +225,16 @@ def recover() -> list[SystemChange]:
             continue  # a run in progress owns it
         failures, failed = [], []
         for entry in reversed(entries):
-            change, failure = _apply(header["root"], entry, _change(entry["target"], entry["before"].strip(),
-                                                                    str(entry.get("after", "")),
-                                                                    str(entry.get("why", ""))[:200]))
+            change, failure = _apply(
+                header["root"],
+                entry,
+                _change(
+                    entry["target"],
+                    entry["before"].strip(),
+                    str(entry.get("after", "")),
+                    str(entry.get("why", ""))[:200],
+                ),
+            )
             if failure:
                 failures.append(failure)
                 failed.append(len(done))
@@ -207,4 +247,3 @@ def recover() -> list[SystemChange]:
         else:
             path.unlink(missing_ok=True)
     return done
-

@@ -15,13 +15,12 @@ import numpy as np
 from ..analysis import RunStats, Snapshot
 from ..analysis.cycles import CycleView, concat
 from ..analysis.tail_keep import fit_kept
-from ..motion import MotionConfig, MotionImpactStream
 from ..errors import SoftRTError
-from ..store.rundir import STATS, RunDir
-from ..store.tailkeep import write_tail_keep
+from ..motion import MotionConfig, MotionImpactStream
 from ..schema.summary import Metrics, Motion
 from ..schema.tail import Tail
-
+from ..store.rundir import STATS, RunDir
+from ..store.tailkeep import write_tail_keep
 
 #: Drained records are passed on in batches of at least this many (about 1 s at 250 µs): the pass
 #: costs a few hundred µs per call whatever its size, so 50 ms drains of 200 records would run at
@@ -88,13 +87,16 @@ class Collector:
         self.flush()
         metrics = self.stats.summary()
         if worker_cycles is not None:
-            metrics = metrics.replace(records_expected=worker_cycles,
-                                      records_missing=worker_cycles - (metrics.cycles or 0))
+            metrics = metrics.replace(
+                records_expected=worker_cycles, records_missing=worker_cycles - (metrics.cycles or 0)
+            )
         if self.motion is None or not metrics.cycles:
             return metrics, None
         if metrics.records_missing:
-            return metrics, Motion(not_computed=f"{metrics.records_missing} records were dropped by the ring, so the "
-                                                "delivered samples are unknown")
+            return metrics, Motion(
+                not_computed=f"{metrics.records_missing} records were dropped by the ring, so the "
+                "delivered samples are unknown"
+            )
         self._feed_motion()
         return metrics, self.motion.result()
 

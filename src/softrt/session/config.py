@@ -16,15 +16,15 @@ from ..analysis.require import parse_requirements
 from ..board import check_device_spec
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError
-from ..platform import performance_cpus
-from ..schema.config import RunConfig, check_bus, check_keep_late, check_late_threshold_ns, check_timing
 from ..loop.cyclic import WAITS
 from ..motion.config import MAX_AXES
+from ..platform import performance_cpus
+from ..schema.config import RunConfig, check_bus, check_keep_late, check_late_threshold_ns, check_timing
+from ..schema.text import printable
 from ..store.late import MODES as SAMPLE_MODES
 from ..store.late import resolve_mode
 from ..store.rundir import check_space
 from ..store.validate import read_bounded
-from ..schema.text import printable
 from ..units import format_ns
 
 
@@ -66,10 +66,13 @@ def resolve_plan(config: RunConfig, online: CpuSet, allowed: CpuSet, *, motion: 
     if config.profile == "rt" and not housekeeping:
         # A SCHED_FIFO task spinning on every CPU we may use would starve the kernel's work there
         # and the supervisor, which must drain the ring from a housekeeping CPU.
-        raise ConfigError(f"CPU {cpu} is the only CPU this process may use; softrt keeps one housekeeping CPU free",
-                          hint="widen the CPU affinity (taskset, cgroup cpuset) or use --profile none")
-    config = dataclasses.replace(config, cpu=cpu if config.profile == "rt" else None,
-                                 samples=resolve_mode(config.samples, config.duration_ns))
+        raise ConfigError(
+            f"CPU {cpu} is the only CPU this process may use; softrt keeps one housekeeping CPU free",
+            hint="widen the CPU affinity (taskset, cgroup cpuset) or use --profile none",
+        )
+    config = dataclasses.replace(
+        config, cpu=cpu if config.profile == "rt" else None, samples=resolve_mode(config.samples, config.duration_ns)
+    )
     if motion:
         config = resolve_motion(config)
     return RunPlan(config=config, rt_cpu=cpu, housekeeping=housekeeping, device_options=options)
@@ -81,8 +84,9 @@ def _checked(config: RunConfig) -> dict:
     if config.wait not in WAITS:
         raise ConfigError(f"unknown wait strategy {config.wait!r}", hint=f"use one of {', '.join(WAITS)}")
     if config.wait == "hybrid" and not 0 < config.margin_ns < config.period_ns:
-        raise ConfigError(f"hybrid margin {format_ns(config.margin_ns)} must be between 0 and the period",
-                          hint="e.g. --margin 50us")
+        raise ConfigError(
+            f"hybrid margin {format_ns(config.margin_ns)} must be between 0 and the period", hint="e.g. --margin 50us"
+        )
     check_late_threshold_ns(config.late_threshold_ns)
     check_keep_late(config.keep_late)
     if config.samples is not None and config.samples not in SAMPLE_MODES:
@@ -101,16 +105,22 @@ def device_options(config: RunConfig) -> dict:
     """Return the options the device is opened with (``board.open_device``; EtherCAT: the bus
     timeout, the DC phase lock, the drive description); raise ConfigError."""
     if config.ecat_drives is not None and not config.device.startswith("ethercat:"):
-        raise ConfigError("--ecat-drives describes EtherCAT drives, but the device is " + repr(config.device),
-                          hint="add --device ethercat:IFACE, or leave out --ecat-drives")
+        raise ConfigError(
+            "--ecat-drives describes EtherCAT drives, but the device is " + repr(config.device),
+            hint="add --device ethercat:IFACE, or leave out --ecat-drives",
+        )
     if not config.device.startswith("ethercat:"):
         return {}
     options = {"bus_timeout_ns": config.bus_timeout_ns, "dc_lock": config.dc_lock, "dc_shift_ns": config.dc_shift_ns}
     if config.ecat_drives is not None:
         from ..ethercat.drives import MAX_FILE_BYTES, load_drives
 
-        raw = read_bounded(config.ecat_drives, "drive description", max_bytes=MAX_FILE_BYTES,
-                           hint="give a drive description: a few lines of TOML (docs/ethercat.md, 'Drive descriptions')")
+        raw = read_bounded(
+            config.ecat_drives,
+            "drive description",
+            max_bytes=MAX_FILE_BYTES,
+            hint="give a drive description: a few lines of TOML (docs/ethercat.md, 'Drive descriptions')",
+        )
         options["drives"] = load_drives(raw, printable(config.ecat_drives))
     return options
 
@@ -123,8 +133,7 @@ def disk_estimate(config: RunConfig) -> tuple[str, int]:
 
     plat = get_platform()
     config = validate(config, plat.online_cpus(), plat.allowed_cpus())
-    needed = check_space(Path(config.out_dir), config.duration_ns // config.period_ns, config.samples,
-                         config.period_ns)
+    needed = check_space(Path(config.out_dir), config.duration_ns // config.period_ns, config.samples, config.period_ns)
     return config.samples, needed
 
 

@@ -22,28 +22,28 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..analysis.tail_keep import prefetch_fit
+from ..audit.state import in_force as tune_in_force
 from ..cpus import CpuSet
 from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
-from ..analysis.tail_keep import prefetch_fit
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
 from ..platform import get_platform, lock_stop_hint
 from ..platform.linux import fairserver
-from ..store import arming
 from ..platform.provenance import collect as collect_provenance
-from ..audit.state import in_force as tune_in_force
-from ..store.history import History, local_db_path
-from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id, read_summary
+from ..schema.config import RunConfig
 from ..schema.summary import RunSummary
 from ..schema.worker import ARMED, DONE, FAILED, NOTHING, WorkerReport
+from ..store import arming
+from ..store.history import History, local_db_path
+from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id, read_summary
 from ..trace import TraceSession, sweep_orphans
 from . import changes as _changes
 from . import interrupts
 from .collect import Collector
-from .drain import Drainer, Outcome, Progress
-from ..schema.config import RunConfig
 from .config import RunPlan, resolve_plan
+from .drain import Drainer, Outcome, Progress
 from .summary import RunParts, checkpoint, checkpoint_interval_s, run_summary, utcnow
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
@@ -70,9 +70,13 @@ class _Interrupted(Exception):
     """Ctrl-C before the loop was released: stop arming, keep the (empty) run."""
 
 
-def run(config: RunConfig, step: Callable[[int], Any] | None = None, setup: Callable[[], None] | None = None,
-        on_progress: Callable[[Progress], None] | None = None,
-        before_go: Callable[[], None] | None = None) -> RunResult:
+def run(
+    config: RunConfig,
+    step: Callable[[int], Any] | None = None,
+    setup: Callable[[], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    before_go: Callable[[], None] | None = None,
+) -> RunResult:
     """Run the cyclic test described by *config*; return its summary and run directory.
 
     With *step*, the loop runs the user's ``step(seq) -> output`` instead of the motion test.
@@ -106,15 +110,22 @@ def _ended_failed(parts: RunParts, err: Exception) -> SoftRTError:
     kept = f"the run is kept in {path} as failed"
     try:
         last = read_summary(path)  # the last checkpoint (the first one put the run in the history)
-        last = last.replace(status="failed", partial_reason=f"softrt failed: {reason}; the figures are the last "
-                                                            f"checkpoint's", finished_at=utcnow(),
-                            elapsed_s=parts.elapsed_s(), checkpoint_at=None, supervisor=None)
+        last = last.replace(
+            status="failed",
+            partial_reason=f"softrt failed: {reason}; the figures are the last checkpoint's",
+            finished_at=utcnow(),
+            elapsed_s=parts.elapsed_s(),
+            checkpoint_at=None,
+            supervisor=None,
+        )
         parts.rundir.write_json(SUMMARY, last.to_dict())
         History().add_run(path)
     except SoftRTError as store_err:
         kept = f"its directory {path} could not be marked failed ({store_err.msg})"
-    return SoftRTError(f"the run failed: {reason}",
-                       hint=f"a softrt bug, please report it with the output of softrt --debug run ...; {kept}")
+    return SoftRTError(
+        f"the run failed: {reason}",
+        hint=f"a softrt bug, please report it with the output of softrt --debug run ...; {kept}",
+    )
 
 
 def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) -> RunResult:
@@ -143,8 +154,9 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
             cleanup.callback(os.close, lock_fd)
         rundir = _open_rundir(config, out_dir, expected_rows, out, cleanup)
         ring = Ring.create(_ring_capacity())
-        collector = Collector(config.period_ns, config.motion if step is None else None,
-                              threshold_ns=config.late_threshold_ns)
+        collector = Collector(
+            config.period_ns, config.motion if step is None else None, threshold_ns=config.late_threshold_ns
+        )
         drainer = Drainer(ring, rundir, collector)
         drainer.progress.config = config
         cleanup.callback(ring.close)
@@ -154,17 +166,42 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
         pins = _apply_system_changes(plan, plat, journal, out, cleanup)
         # Before the worker: on every path its last records are fed before the trace closes.
         tracer = cleanup.enter_context(TraceSession(config))
-        parts = RunParts(config, host, started_at, recovered, check, out, rundir, ring, collector, drainer, journal,
-                         tracer, checkpoint_interval_s(), provenance=provenance)
+        parts = RunParts(
+            config,
+            host,
+            started_at,
+            recovered,
+            check,
+            out,
+            rundir,
+            ring,
+            collector,
+            drainer,
+            journal,
+            tracer,
+            checkpoint_interval_s(),
+            provenance=provenance,
+        )
         started.append(parts)
 
         ctx = multiprocessing.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe()
-        spec = WorkerSpec(period_ns=config.period_ns, duration_ns=config.duration_ns, wait=config.wait,
-                          margin_ns=config.margin_ns, cpu=config.cpu, priority=config.priority,
-                          profile=config.profile, device=config.device, axes=config.axes, motion=config.motion,
-                          step=step, setup=setup, device_options=plan.device_options,
-                          housekeeping=tuple(pins.cpus) if pins is not None else ())
+        spec = WorkerSpec(
+            period_ns=config.period_ns,
+            duration_ns=config.duration_ns,
+            wait=config.wait,
+            margin_ns=config.margin_ns,
+            cpu=config.cpu,
+            priority=config.priority,
+            profile=config.profile,
+            device=config.device,
+            axes=config.axes,
+            motion=config.motion,
+            step=step,
+            setup=setup,
+            device_options=plan.device_options,
+            housekeeping=tuple(pins.cpus) if pins is not None else (),
+        )
         proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
         # Entered before _stop_worker is registered, so it is left after it: the worker's tie to
         # this process (a job object on Windows, which kills it when closed) outlasts the clean stop.
@@ -178,8 +215,9 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
     return RunResult(summary=_store(parts, check), path=rundir.path, recovered=recovered)
 
 
-def _release(parts: RunParts, plat, proc, conns, tie: ExitStack, pins, before_go, on_progress,
-             cleanup: ExitStack) -> None:
+def _release(
+    parts: RunParts, plat, proc, conns, tie: ExitStack, pins, before_go, on_progress, cleanup: ExitStack
+) -> None:
     """Start the worker, wait until it is armed, release its loop and measure until it ends;
     _Interrupted when Ctrl-C comes before the release."""
     config, out, tracer, drainer = parts.config, parts.out, parts.tracer, parts.drainer
@@ -233,9 +271,11 @@ def _store(parts: RunParts, check: dict | None) -> RunSummary:
     try:
         summary = run_summary(parts, running=False)
     except ConfigError as err:  # the model refused what the layers below produced: a bug, not bad input
-        raise SoftRTError(f"the run's summary could not be built: {err.msg}",
-                          hint=f"a softrt bug, please report it; the samples, stats.json and the last checkpoint "
-                               f"are kept in {rundir.path}") from err
+        raise SoftRTError(
+            f"the run's summary could not be built: {err.msg}",
+            hint=f"a softrt bug, please report it; the samples, stats.json and the last checkpoint "
+            f"are kept in {rundir.path}",
+        ) from err
     try:
         if stored_error is not None:
             raise stored_error
@@ -243,8 +283,9 @@ def _store(parts: RunParts, check: dict | None) -> RunSummary:
         parts.collector.write_tail(rundir)  # last: never at the cost of the summary's space
     except SoftRTError as err:  # (the reserve makes this rare) the caller still gets the figures to print
         reason = f"the results could not be stored: {err.msg}"
-        summary = summary.replace(status="partial", partial_reason="; ".join(filter(None, (summary.partial_reason,
-                                                                                           reason))))
+        summary = summary.replace(
+            status="partial", partial_reason="; ".join(filter(None, (summary.partial_reason, reason)))
+        )
     if parts.checkpoints:  # its history row says "running": make it the final one
         try:
             History(local_db_path()).add_run(rundir.path)  # the rig's own history (store.lab forwards)
@@ -270,8 +311,10 @@ def _ring_capacity() -> int:
     except ValueError:
         capacity = 0
     if not 64 <= capacity <= 1 << 24 or capacity & (capacity - 1):
-        raise ConfigError(f"{RING_CAPACITY_ENV}={raw!r} is not a power of two between 64 and {1 << 24}",
-                          hint=f"unset {RING_CAPACITY_ENV} (it is a test knob)")
+        raise ConfigError(
+            f"{RING_CAPACITY_ENV}={raw!r} is not a power of two between 64 and {1 << 24}",
+            hint=f"unset {RING_CAPACITY_ENV} (it is a test knob)",
+        )
     return capacity
 
 
@@ -300,7 +343,7 @@ def _apply_system_changes(plan: RunPlan, plat, journal, out: Outcome, cleanup: E
 
 
 def _say_supervisor_pins(pins, out: Outcome) -> None:
-    """"applied: supervisor_affinity" only when every thread of the supervisor is off the RT CPU;
+    """ "applied: supervisor_affinity" only when every thread of the supervisor is off the RT CPU;
     else "not applied", naming each thread that could not be moved and why."""
     out.applied[:] = [a for a in out.applied if a["what"] != "supervisor_affinity"]
     out.not_applied[:] = [a for a in out.not_applied if a["what"] != "supervisor_affinity"]
@@ -327,8 +370,9 @@ def _tie_worker(plat, pid: int, tie: ExitStack, out: Outcome) -> None:
     try:
         tie.callback(plat.adopt_worker(pid))
     except SoftRTError as err:
-        out.not_applied.append({"what": "worker_tied", "detail": "the worker dies with the supervisor",
-                                "why": str(err)})
+        out.not_applied.append(
+            {"what": "worker_tied", "detail": "the worker dies with the supervisor", "why": str(err)}
+        )
 
 
 def _measure(config: RunConfig, proc, drainer: Drainer, out: Outcome, on_progress, parts: RunParts) -> None:
@@ -404,8 +448,14 @@ def _open_rundir(config: RunConfig, out_dir: Path, expected_rows: int, out: Outc
     it (store.arming)."""
     run_id = new_run_id()
     cleanup.callback(arming.unregister, arming.register(out_dir / run_id))  # named before it exists: no gap
-    rundir = RunDir(out_dir, run_id, expected_rows, samples=config.samples, period_ns=config.period_ns,
-                    late_threshold_ns=config.late_threshold_ns)
+    rundir = RunDir(
+        out_dir,
+        run_id,
+        expected_rows,
+        samples=config.samples,
+        period_ns=config.period_ns,
+        late_threshold_ns=config.late_threshold_ns,
+    )
     cleanup.callback(_close_rundir, rundir, out)
     return rundir
 
@@ -430,8 +480,9 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
     if fd is None:
         holder = plat.lock_holder(path)
         # ConfigError: exit status 2, as tune's refusal; nothing was started or written
-        raise ConfigError(f"another real-time softrt run or tune holds this machine: pid {holder}",
-                          hint=lock_stop_hint(holder))
+        raise ConfigError(
+            f"another real-time softrt run or tune holds this machine: pid {holder}", hint=lock_stop_hint(holder)
+        )
     return fd
 
 

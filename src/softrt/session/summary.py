@@ -19,19 +19,18 @@ from ..analysis.verdict import judge
 from ..errors import ConfigError, SoftRTError
 from ..ipc.ring import Ring
 from ..platform import get_platform
-from ..store.history import History, local_db_path
-from ..store.rundir import STATS, SUMMARY, RunDir
+from ..schema import summary as doc
+from ..schema.config import RunConfig
 from ..schema.device import Board
 from ..schema.doc import present
-from ..schema import summary as doc
 from ..schema.summary import SCHEMA, Check, Config, RunSummary, Supervisor, Tuning
 from ..schema.tail import Tail
+from ..store.history import History, local_db_path
+from ..store.rundir import STATS, SUMMARY, RunDir
 from ..trace import TraceSession
 from . import changes as _changes
 from .collect import Collector
 from .drain import Drainer, Outcome
-from ..schema.config import RunConfig
-
 
 #: The summary-so-far is written this often (and when the run stops): a killed supervisor or a power
 #: cut loses at most this much of the statistics (docs/run-format.md, "Checkpoints").
@@ -96,33 +95,57 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     """
     config, out, rundir, tracer = parts.config, parts.out, parts.rundir, parts.tracer
     if running:
-        head = dict(checkpoint_at=utcnow(), supervisor=Supervisor(
-            pid=os.getpid(), identity=get_platform().process_identity(),
-            checkpoint_interval_s=parts.checkpoint_interval_s))
+        head = dict(
+            checkpoint_at=utcnow(),
+            supervisor=Supervisor(
+                pid=os.getpid(),
+                identity=get_platform().process_identity(),
+                checkpoint_interval_s=parts.checkpoint_interval_s,
+            ),
+        )
     else:
-        head = present(samples_error=None if rundir.complete else
-                       f"{rundir.failure}: the samples file has no footer and cannot be read")
+        head = present(
+            samples_error=None
+            if rundir.complete
+            else f"{rundir.failure}: the samples file has no footer and cannot be read"
+        )
     # Every figure comes from the streaming pass over the drained records (also those the disk
     # refused): the end of a run never re-reads samples.parquet.
     metrics, motion = parts.collector.summary(worker_cycles=None if running else out.worker.cycles)
-    overflows = parts.drainer.reader.overflows if running and parts.drainer.reader is not None \
-        else parts.drainer.overflows
+    overflows = (
+        parts.drainer.reader.overflows if running and parts.drainer.reader is not None else parts.drainer.overflows
+    )
     check = None if parts.check is None else Check.of_report(parts.check)
     end = {} if running else present(why_late=tracer.why_late(), check=check)
     model = RunSummary.build(
-        schema=SCHEMA, run_id=rundir.run_id, scenario=config.scenario, started_at=parts.started_at,
-        finished_at=None if running else utcnow(), status="running" if running else out.status,
-        partial_reason=out.reason, elapsed_s=parts.elapsed_s(), mode=mode_of(config, out.not_applied),
-        config=Config.build(**config.to_dict()), host=parts.host, **present(provenance=parts.provenance),
+        schema=SCHEMA,
+        run_id=rundir.run_id,
+        scenario=config.scenario,
+        started_at=parts.started_at,
+        finished_at=None if running else utcnow(),
+        status="running" if running else out.status,
+        partial_reason=out.reason,
+        elapsed_s=parts.elapsed_s(),
+        mode=mode_of(config, out.not_applied),
+        config=Config.build(**config.to_dict()),
+        host=parts.host,
+        **present(provenance=parts.provenance),
         tuning=Tuning.build(
-            applied=out.applied, not_applied=out.not_applied,
+            applied=out.applied,
+            not_applied=out.not_applied,
             system_changes=[*parts.journal.changes, *tracer.system_changes()],
             recovered_from_earlier_runs=[c.to_dict() for c in parts.recovered],
-            **present(fair_server=out.fair_server or None)),
-        **head, metrics=metrics, **present(motion=motion),
+            **present(fair_server=out.fair_server or None),
+        ),
+        **head,
+        metrics=metrics,
+        **present(motion=motion),
         ring=doc.Ring(capacity=parts.ring.capacity, overflows=overflows),
-        board=Board() if running or out.worker.board is None else out.worker.board, records_unwritten=rundir.unwritten,
-        samples=rundir.kept(), **end)
+        board=Board() if running or out.worker.board is None else out.worker.board,
+        records_unwritten=rundir.unwritten,
+        samples=rundir.kept(),
+        **end,
+    )
     if not running:
         model = reconcile_misses(model)
     # Judged on the final figures: the board's own miss count, the attribution's culprits; the tail
@@ -135,8 +158,14 @@ def judged(model: RunSummary, config: RunConfig, *, running: bool, tail: Tail | 
     """*model* with its *tail* block and its verdict (analysis.verdict.judge), for a run and for a
     watched thread alike; a checkpoint's late cycles are explained only when the run ends."""
     model = model.replace(tail=tail)
-    verdict = judge(model.metrics, period_ns=config.period_ns, threshold_ns=config.late_threshold_ns,
-                    require=config.require, why_late=[] if running else [model.why_late], tail=tail)
+    verdict = judge(
+        model.metrics,
+        period_ns=config.period_ns,
+        threshold_ns=config.late_threshold_ns,
+        require=config.require,
+        why_late=[] if running else [model.why_late],
+        tail=tail,
+    )
     if running and verdict.meets is False:
         verdict = verdict.replace(why_unknown="the late cycles are explained when the run ends")
     return model.replace(verdict=verdict)
@@ -170,8 +199,9 @@ def checkpoint(parts: RunParts, *, wait: bool = False) -> None:
     if wait:
         _write_checkpoint(parts, docs)
     else:
-        parts.writer = threading.Thread(target=_write_checkpoint, args=(parts, docs), name="softrt-checkpoint",
-                                        daemon=True)
+        parts.writer = threading.Thread(
+            target=_write_checkpoint, args=(parts, docs), name="softrt-checkpoint", daemon=True
+        )
         parts.writer.start()
 
 
@@ -198,8 +228,10 @@ def checkpoint_interval_s() -> float:
     except ValueError:
         interval = 0.0
     if not 0.1 <= interval <= 86400:
-        raise ConfigError(f"{CHECKPOINT_INTERVAL_ENV}={raw!r} is not a number of seconds between 0.1 and 86400",
-                          hint=f"unset {CHECKPOINT_INTERVAL_ENV} (it is a test knob)")
+        raise ConfigError(
+            f"{CHECKPOINT_INTERVAL_ENV}={raw!r} is not a number of seconds between 0.1 and 86400",
+            hint=f"unset {CHECKPOINT_INTERVAL_ENV} (it is a test knob)",
+        )
     return interval
 
 
@@ -216,8 +248,10 @@ def reconcile_misses(summary: RunSummary) -> RunSummary:
         return summary
     in_records = misses.missed_updates or 0
     overflows = summary.ring.overflows if summary.ring is not None else 0
-    note = (f"the board counted {board:,} missed updates; the records received hold {in_records:,}: "
-            f"{metrics.records_missing or 0:,} records were dropped by the ring ({overflows or 0:,} overflows), "
-            "so the per-cycle figures (cycles with a miss, longest run) cover the records received only")
+    note = (
+        f"the board counted {board:,} missed updates; the records received hold {in_records:,}: "
+        f"{metrics.records_missing or 0:,} records were dropped by the ring ({overflows or 0:,} overflows), "
+        "so the per-cycle figures (cycles with a miss, longest run) cover the records received only"
+    )
     misses = misses.replace(missed_updates=board, missed_updates_in_records=in_records, source="board", note=note)
     return summary.replace(metrics=metrics.replace(misses=misses))

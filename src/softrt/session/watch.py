@@ -19,22 +19,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..analysis.cycles import DEFAULT_THRESHOLD_NS, CycleStream
+from ..analysis.cycles import CycleStream
 from ..analysis.timeline import policy
 from ..analysis.watch import Cycle, RecordMaker, ThreadCycles, infer_period_ns
 from ..analysis.watch_why import RecentEvents, ThreadAttribution, split_by_cpu
+from ..audit.state import in_force as tune_in_force
 from ..cpus import CpuSet
 from ..errors import ConfigError, SoftRTError
 from ..platform import get_platform
-from ..platform.provenance import collect as collect_provenance
-from ..audit.state import in_force as tune_in_force
 from ..platform.linux.ktasks import Task
-from ..schema.config import (DEFAULT_MAX_DURATION_NS, RunConfig, check_duration, check_keep_late,
-                             check_late_threshold_ns, check_period_ns)
+from ..platform.provenance import collect as collect_provenance
+from ..schema.config import (
+    DEFAULT_MAX_DURATION_NS,
+    DEFAULT_THRESHOLD_NS,
+    RunConfig,
+    check_duration,
+    check_keep_late,
+    check_late_threshold_ns,
+    check_period_ns,
+)
 from ..schema.summary import SCHEMA, Config, RunSummary, Supervisor, Tuning
+from ..schema.text import printable
 from ..schema.watch import Preemptor, Watch, WatchedThread
 from ..schema.why_late import WhyLate
-from ..schema.text import printable
 from ..store.history import History, local_db_path
 from ..store.late import resolve_mode
 from ..store.rundir import SUMMARY, RunDir, check_space, check_writable, new_run_id
@@ -104,8 +111,15 @@ def clock_offsets_ns() -> dict[str, int]:
 class _Watched:
     """One thread: its cycles, and once its period is known, its run (records, pass, attribution)."""
 
-    def __init__(self, task: Task, config: WatchConfig, offsets: dict[str, int], back: str, recent: RecentEvents,
-                 throttling: bool | None) -> None:
+    def __init__(
+        self,
+        task: Task,
+        config: WatchConfig,
+        offsets: dict[str, int],
+        back: str,
+        recent: RecentEvents,
+        throttling: bool | None,
+    ) -> None:
         self.task, self.config, self.recent, self.throttling = task, config, recent, throttling
         self.cycles = ThreadCycles(task.tid, offsets, back)
         self.pending: list[Cycle] = []
@@ -127,11 +141,21 @@ class _Watched:
     def run_config(self) -> RunConfig:
         """The run's shape, as the live view, metrics and summary read it."""
         cpus = list(self.task.allowed)
-        return RunConfig(period_ns=self.period_ns or 0, duration_ns=self.config.duration_ns,
-                         cpu=cpus[0] if len(cpus) == 1 else None, priority=self.task.rt_priority, profile="none",
-                         wait="sleep", device="none", axes=0, out_dir=self.config.out_dir, scenario="watch",
-                         late_threshold_ns=self.config.late_threshold_ns, keep_late=self.config.keep_late,
-                         samples=resolve_mode(self.config.samples, self.config.duration_ns))
+        return RunConfig(
+            period_ns=self.period_ns or 0,
+            duration_ns=self.config.duration_ns,
+            cpu=cpus[0] if len(cpus) == 1 else None,
+            priority=self.task.rt_priority,
+            profile="none",
+            wait="sleep",
+            device="none",
+            axes=0,
+            out_dir=self.config.out_dir,
+            scenario="watch",
+            late_threshold_ns=self.config.late_threshold_ns,
+            keep_late=self.config.keep_late,
+            samples=resolve_mode(self.config.samples, self.config.duration_ns),
+        )
 
     def feed(self, events, by_cpu, steal, horizon_ns: int, final: bool = False) -> None:
         add = self.cycles.add
@@ -139,7 +163,7 @@ class _Watched:
             add(ev)
         new = self.cycles.take()
         if len(self.edges) < PERIOD_PROBE_CYCLES:
-            self.edges += [c.edge_ns for c in new[:PERIOD_PROBE_CYCLES - len(self.edges)]]
+            self.edges += [c.edge_ns for c in new[: PERIOD_PROBE_CYCLES - len(self.edges)]]
         if self.attribution is not None:
             self.attribution.add_events(by_cpu, steal)
         if self.maker is None:
@@ -168,14 +192,21 @@ class _Watched:
             self.period_ns = self.observed_ns or 0
         c = self.config
         samples = resolve_mode(c.samples, c.duration_ns)
-        self.rundir = RunDir(c.out_dir, self.progress.run_id, c.duration_ns // (self.period_ns or 1_000_000),
-                             samples=samples, period_ns=self.period_ns, late_threshold_ns=c.late_threshold_ns)
+        self.rundir = RunDir(
+            c.out_dir,
+            self.progress.run_id,
+            c.duration_ns // (self.period_ns or 1_000_000),
+            samples=samples,
+            period_ns=self.period_ns,
+            late_threshold_ns=c.late_threshold_ns,
+        )
         self.collector = Collector(self.period_ns, threshold_ns=c.late_threshold_ns)
         self.late = CycleStream(self.collector.stats.rule)
         self.maker = RecordMaker(self.period_ns)
         if c.explain:
-            self.attribution = ThreadAttribution(self.task.tid, self.period_ns, c.late_threshold_ns, c.keep_late,
-                                                 self.recent, self.throttling)
+            self.attribution = ThreadAttribution(
+                self.task.tid, self.period_ns, c.late_threshold_ns, c.keep_late, self.recent, self.throttling
+            )
         self.progress.stats, self.progress.config = self.collector.stats, self.run_config
 
     @property
@@ -230,8 +261,10 @@ def watch(config: WatchConfig, on_progress: Callable[[Progress], None] | None = 
 def _watch(config: WatchConfig, on_progress, root: str) -> WatchResult:
     plat = get_platform()
     if not plat.caps.kernel_trace:
-        raise ConfigError("softrt watch reads the Linux kernel's trace (tracefs), which this OS does not have",
-                          hint="watch threads on a Linux machine")
+        raise ConfigError(
+            "softrt watch reads the Linux kernel's trace (tracefs), which this OS does not have",
+            hint="watch threads on a Linux machine",
+        )
     recovered = _changes.recover()
     sweep_orphans()
     validate(config)
@@ -240,8 +273,9 @@ def _watch(config: WatchConfig, on_progress, root: str) -> WatchResult:
     made = not out_dir.exists()
     check_writable(out_dir)
     rows = config.duration_ns // (config.period_ns or 250_000)
-    check_space(out_dir, rows * len(threads), resolve_mode(config.samples, config.duration_ns),
-                config.period_ns or 250_000)
+    check_space(
+        out_dir, rows * len(threads), resolve_mode(config.samples, config.duration_ns), config.period_ns or 250_000
+    )
     cpus = CpuSet(sorted(set().union(*(set(t.allowed) for t in threads)) & set(plat.online_cpus())))
     previous = plat.allowed_cpus()
     free = CpuSet(sorted(set(previous) - set(cpus)))
@@ -261,8 +295,9 @@ def _watch(config: WatchConfig, on_progress, root: str) -> WatchResult:
             except TracingUnavailable as err:
                 if made:  # bad input leaves nothing behind, not even the empty --out-dir it checked
                     out_dir.rmdir()
-                raise ConfigError(f"cannot trace the threads: {err}",
-                                  hint="run softrt watch as root on a kernel with tracefs") from None
+                raise ConfigError(
+                    f"cannot trace the threads: {err}", hint="run softrt watch as root on a kernel with tracefs"
+                ) from None
             session = _Session(config, threads, trace)
             session.applied, session.not_applied, session.recovered = applied, not_applied, recovered
             throttling = rt_throttling()
@@ -345,8 +380,9 @@ def _store(session: _Session) -> WatchResult:
         w.rundir.write_json(SUMMARY, summary.to_dict())
         w.collector.write_tail(w.rundir)
         runs.append((summary, w.rundir.path))
-    ended_early = session.interrupted or session.failure is not None or any(
-        w.exited_ns is not None for w in session.threads)
+    ended_early = (
+        session.interrupted or session.failure is not None or any(w.exited_ns is not None for w in session.threads)
+    )
     return WatchResult(runs, session.elapsed_s(), ended_early)
 
 
@@ -367,9 +403,14 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
     metrics, _ = w.collector.summary()
     trace = session.trace
     if running:
-        end = dict(checkpoint_at=utcnow(), supervisor=Supervisor(
-            pid=os.getpid(), identity=get_platform().process_identity(),
-            checkpoint_interval_s=session.checkpoint_interval_s))
+        end = dict(
+            checkpoint_at=utcnow(),
+            supervisor=Supervisor(
+                pid=os.getpid(),
+                identity=get_platform().process_identity(),
+                checkpoint_interval_s=session.checkpoint_interval_s,
+            ),
+        )
     else:
         if session.failure is not None:
             why = WhyLate.build(tracing=f"failed: {session.failure}")
@@ -377,17 +418,33 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
             why = WhyLate.build(tracing="off (--no-explain: only the thread's own events were traced)")
         else:
             why = w.attribution.finish(trace.lost_events, home_cpu=min(w.task.allowed))
-        end = dict(records_unwritten=w.rundir.unwritten,
-                   why_late=why.replace(trace=trace.info(session.attribution_cpu_s)))
+        end = dict(
+            records_unwritten=w.rundir.unwritten, why_late=why.replace(trace=trace.info(session.attribution_cpu_s))
+        )
     model = RunSummary.build(
-        schema=SCHEMA, run_id=w.progress.run_id, scenario="watch", started_at=session.started_at,
-        finished_at=None if running else utcnow(), status=status, partial_reason=reason,
-        elapsed_s=session.elapsed_s(), mode="real-time" if w.task.realtime else "not real-time",
-        config=_config(w), host=session.host, provenance=session.provenance,
-        tuning=Tuning.build(applied=session.applied, not_applied=session.not_applied,
-                            system_changes=trace.system_changes(),
-                            recovered_from_earlier_runs=[c.to_dict() for c in session.recovered]),
-        metrics=metrics, samples=w.rundir.kept(), watch=_block(session, w), **end)
+        schema=SCHEMA,
+        run_id=w.progress.run_id,
+        scenario="watch",
+        started_at=session.started_at,
+        finished_at=None if running else utcnow(),
+        status=status,
+        partial_reason=reason,
+        elapsed_s=session.elapsed_s(),
+        mode="real-time" if w.task.realtime else "not real-time",
+        config=_config(w),
+        host=session.host,
+        provenance=session.provenance,
+        tuning=Tuning.build(
+            applied=session.applied,
+            not_applied=session.not_applied,
+            system_changes=trace.system_changes(),
+            recovered_from_earlier_runs=[c.to_dict() for c in session.recovered],
+        ),
+        metrics=metrics,
+        samples=w.rundir.kept(),
+        watch=_block(session, w),
+        **end,
+    )
     # Judged as a run is (the same rule, the same words); a thread without a period has no verdict.
     # Its tail model is of the wake-up latency (late beyond the threshold): the series cyclictest
     # and rtla measure, fitted once at the end.
@@ -398,9 +455,18 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
 def _config(w: _Watched) -> Config:
     """The summary's configuration (and config.json): what a watch's own options set."""
     c = w.run_config
-    return Config.build(period_ns=c.period_ns, duration_ns=c.duration_ns, cpu=c.cpu, priority=c.priority,
-                        scenario=c.scenario, trace=c.trace, late_threshold_ns=c.late_threshold_ns,
-                        keep_late=c.keep_late, samples=c.samples, out_dir=str(c.out_dir))
+    return Config.build(
+        period_ns=c.period_ns,
+        duration_ns=c.duration_ns,
+        cpu=c.cpu,
+        priority=c.priority,
+        scenario=c.scenario,
+        trace=c.trace,
+        late_threshold_ns=c.late_threshold_ns,
+        keep_late=c.keep_late,
+        samples=c.samples,
+        out_dir=str(c.out_dir),
+    )
 
 
 def _block(session: _Session, w: _Watched) -> Watch:
@@ -412,15 +478,38 @@ def _block(session: _Session, w: _Watched) -> Watch:
         agrees = abs(observed - expected) <= max(expected // 100, 1_000)
     preemptors = sorted(c.preemptors.values(), key=lambda p: (-p.total_ns, p.pid))
     return Watch.build(
-        thread=WatchedThread.build(pid=t.pid, tid=t.tid, comm=printable(t.comm), policy=t.policy_name,
-                                   priority=t.rt_priority, cpus_allowed=str(t.allowed)),
-        waits=c.kind, timers=dict(c.timers), timer_slack_us=round(c.timer_slack_ns / 1e3, 3),
-        returns_seen_by=c.back, sleeps=c.sleeps, woken_early=c.woken_early,
+        thread=WatchedThread.build(
+            pid=t.pid,
+            tid=t.tid,
+            comm=printable(t.comm),
+            policy=t.policy_name,
+            priority=t.rt_priority,
+            cpus_allowed=str(t.allowed),
+        ),
+        waits=c.kind,
+        timers=dict(c.timers),
+        timer_slack_us=round(c.timer_slack_ns / 1e3, 3),
+        returns_seen_by=c.back,
+        sleeps=c.sleeps,
+        woken_early=c.woken_early,
         period_expected_us=None if expected is None else expected / 1e3,
-        period_observed_us=None if observed is None else observed / 1e3, period_agrees=agrees,
-        cpus=sorted(c.cpus), migrations=c.migrations, preemptions=c.preemptions,
-        preempted_us=round(c.preempted_ns / 1e3, 3), longest_preemption_us=round(c.longest_preemption_ns / 1e3, 3),
-        preemptors=[Preemptor.build(comm=printable(p.comm), pid=p.pid, detail=policy(p.prio) or None, times=p.times,
-                                    total_us=round(p.total_ns / 1e3, 3), worst_us=round(p.worst_ns / 1e3, 3))
-                    for p in preemptors[:20]],
-        exited_at_s=None if w.exited_ns is None else round(max(w.exited_ns - session.t0_ns, 0) / 1e9, 3))
+        period_observed_us=None if observed is None else observed / 1e3,
+        period_agrees=agrees,
+        cpus=sorted(c.cpus),
+        migrations=c.migrations,
+        preemptions=c.preemptions,
+        preempted_us=round(c.preempted_ns / 1e3, 3),
+        longest_preemption_us=round(c.longest_preemption_ns / 1e3, 3),
+        preemptors=[
+            Preemptor.build(
+                comm=printable(p.comm),
+                pid=p.pid,
+                detail=policy(p.prio) or None,
+                times=p.times,
+                total_us=round(p.total_ns / 1e3, 3),
+                worst_us=round(p.worst_ns / 1e3, 3),
+            )
+            for p in preemptors[:20]
+        ],
+        exited_at_s=None if w.exited_ns is None else round(max(w.exited_ns - session.t0_ns, 0) / 1e9, 3),
+    )

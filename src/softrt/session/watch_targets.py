@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..platform.linux.ktasks import Task, parse_stat, read_task, tasks
 from ..errors import ConfigError
 from ..platform.kfiles import kpath, read_text
+from ..platform.linux.ktasks import Task, parse_stat, read_task, tasks
 from ..schema.text import printable
 
 #: At most this many threads are watched at once (each is its own run, attribution and row).
@@ -28,8 +28,13 @@ class Target:
     comm: str | None = None
 
     def describe(self) -> str:
-        return f"--pid {self.pid}" if self.pid is not None else f"--tid {self.tid}" if self.tid is not None \
+        return (
+            f"--pid {self.pid}"
+            if self.pid is not None
+            else f"--tid {self.tid}"
+            if self.tid is not None
             else f"--comm {printable(self.comm or '')}"
+        )
 
 
 def find_threads(target: Target, root: str = "/", exclude_pid: int | None = None) -> list[Task]:
@@ -40,8 +45,10 @@ def find_threads(target: Target, root: str = "/", exclude_pid: int | None = None
     """
     given = [x for x in (target.pid, target.tid, target.comm) if x is not None]
     if len(given) != 1:
-        raise ConfigError("say which thread to watch with exactly one of --pid, --tid or --comm",
-                          hint="e.g. softrt watch --comm cyclictest")
+        raise ConfigError(
+            "say which thread to watch with exactly one of --pid, --tid or --comm",
+            hint="e.g. softrt watch --comm cyclictest",
+        )
     if target.tid is not None:
         task = read_task(root, target.tid, target.tid) if target.tid > 0 else None
         if task is None:
@@ -52,8 +59,10 @@ def find_threads(target: Target, root: str = "/", exclude_pid: int | None = None
         if not found:
             raise ConfigError(f"no process {target.pid} is running", hint=_LIST_HINT)
         if found[0].pid != target.pid:
-            raise ConfigError(f"{target.pid} is a thread of process {found[0].pid}, not a process",
-                              hint=f"watch that thread with --tid {target.pid}")
+            raise ConfigError(
+                f"{target.pid} is a thread of process {found[0].pid}, not a process",
+                hint=f"watch that thread with --tid {target.pid}",
+            )
     else:
         name = target.comm or ""
         if not name or len(name) > 64:
@@ -62,8 +71,10 @@ def find_threads(target: Target, root: str = "/", exclude_pid: int | None = None
         if not found:
             raise ConfigError(f"no thread named {printable(name)!r} is running", hint=_LIST_HINT)
     if len(found) > MAX_THREADS:
-        raise ConfigError(f"{target.describe()} matches {len(found)} threads; softrt watches at most {MAX_THREADS} "
-                          "at once", hint=f"name one with --tid ({_LIST_HINT})")
+        raise ConfigError(
+            f"{target.describe()} matches {len(found)} threads; softrt watches at most {MAX_THREADS} at once",
+            hint=f"name one with --tid ({_LIST_HINT})",
+        )
     return sorted(found, key=lambda t: t.tid)
 
 

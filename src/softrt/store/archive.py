@@ -47,17 +47,21 @@ def archive_root(path: str | os.PathLike[str] | None) -> Path | None:
             return None
     text = str(path).strip()
     if is_url(text):
-        raise ConfigError(f"softrt writes its archive to a directory, not to {text.split('://')[0]}://",
-                          hint="mount the share or bucket (NFS, SMB, s3fs or rclone mount) and give its path; "
-                               "DuckDB reads s3:// itself (README, A lab of many machines)")
+        raise ConfigError(
+            f"softrt writes its archive to a directory, not to {text.split('://')[0]}://",
+            hint="mount the share or bucket (NFS, SMB, s3fs or rclone mount) and give its path; "
+            "DuckDB reads s3:// itself (README, A lab of many machines)",
+        )
     return Path(text).expanduser().absolute()
 
 
 def archive_path(root: Path, run_id: str, started_at: str | None, rig: str) -> Path:
     """Where the run goes: ``root/rig=<rig>/date=<YYYY-MM-DD, UTC>/<run_id>``."""
     if not is_safe_name(run_id):
-        raise ConfigError(f"the run id {safe_name(run_id)!r} cannot name a folder of the archive",
-                          hint="a run id is letters, digits, '.', '_' and '-' (softrt's own always are)")
+        raise ConfigError(
+            f"the run id {safe_name(run_id)!r} cannot name a folder of the archive",
+            hint="a run id is letters, digits, '.', '_' and '-' (softrt's own always are)",
+        )
     day = _day(started_at)
     return root / f"rig={safe_name(rig or UNKNOWN_RIG)}" / f"date={day}" / run_id
 
@@ -98,9 +102,10 @@ def archive_run(run_dir: Path, root: Path, run_id: str, started_at: str | None, 
             shutil.rmtree(tmp, ignore_errors=True)
             raise
     except OSError as err:
-        raise ArchiveUnreachable(f"cannot write the archive {root}: {err.strerror or err}",
-                                 hint="check the share is mounted and writable; the run stays on this rig and "
-                                      "softrt push sends it later") from None
+        raise ArchiveUnreachable(
+            f"cannot write the archive {root}: {err.strerror or err}",
+            hint="check the share is mounted and writable; the run stays on this rig and softrt push sends it later",
+        ) from None
     return final
 
 
@@ -146,7 +151,7 @@ def _remove_stale(final: Path) -> None:
         name = entry.name
         if not (name.startswith(prefix) and name.endswith(TMP_SUFFIX)):
             continue
-        pid = name[len(prefix):].split(".", 1)[0]
+        pid = name[len(prefix) :].split(".", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
 

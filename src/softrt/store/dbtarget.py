@@ -65,8 +65,10 @@ def resolve(target: str | os.PathLike[str] | None) -> str | Path:
         return text
     if scheme == "sqlite":
         return Path(unquote(urlsplit(text).path))
-    raise ConfigError(f"unknown history database {redact(text)}: softrt stores its history in SQLite or PostgreSQL",
-                      hint="give a file path, or postgresql://user@host/dbname (--db or SOFTRT_DB)")
+    raise ConfigError(
+        f"unknown history database {redact(text)}: softrt stores its history in SQLite or PostgreSQL",
+        hint="give a file path, or postgresql://user@host/dbname (--db or SOFTRT_DB)",
+    )
 
 
 def local_db_path() -> Path:

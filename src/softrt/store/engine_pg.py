@@ -31,25 +31,38 @@ T = TypeVar("T")
 
 RETRIES = 8
 CONNECT_TIMEOUT_MAX_S = 10  # libpq waits this long for a server that does not answer (minimum 2 s)
-_LOST_NETWORK = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
-                 "tcp_user_timeout": 30_000}
+_LOST_NETWORK = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
 _LOCK_KEY = 0x736F667472740001  # pg_advisory_xact_lock key of softrt's layout changes ("softrt" + 1)
 _SCHEMA_TABLE = "softrt_schema"
 _AUTH_STATES = {"28P01", "28000"}  # invalid_password, invalid_authorization_specification
 # libpq reports a refused login while connecting, before any SQLSTATE (PostgreSQL's auth.c messages).
-_AUTH_WORDS = ("password authentication failed", "no password supplied", "authentication failed for user",
-               "pg_hba.conf", "role \"")
+_AUTH_WORDS = (
+    "password authentication failed",
+    "no password supplied",
+    "authentication failed for user",
+    "pg_hba.conf",
+    'role "',
+)
 _FIX_URL = "write it as postgresql://user@host[:port]/dbname[?sslmode=require]"
-_FIX_AUTH = ("check the user, and the password in ~/.pgpass or PGPASSFILE (never in the URL), "
-             "or the server's pg_hba.conf")
+_FIX_AUTH = (
+    "check the user, and the password in ~/.pgpass or PGPASSFILE (never in the URL), or the server's pg_hba.conf"
+)
 
 
 def _psycopg():
     try:
         import psycopg
     except ImportError:
-        raise ConfigError("a postgresql:// history needs psycopg 3, which is not installed",
-                          hint="bash scripts/setup installs it (or pip install 'psycopg[binary]')") from None
+        raise ConfigError(
+            "a postgresql:// history needs psycopg 3, which is not installed",
+            hint="bash scripts/setup installs it (or pip install 'psycopg[binary]')",
+        ) from None
     return psycopg
 
 
@@ -77,8 +90,10 @@ class PgEngine:
                         return fn(conn)
             except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected):
                 if attempt == RETRIES - 1:
-                    raise LabUnreachable(f"the lab history {self.where} stayed busy after {RETRIES} tries",
-                                         hint="run it again (softrt push resends what is missing)") from None
+                    raise LabUnreachable(
+                        f"the lab history {self.where} stayed busy after {RETRIES} tries",
+                        hint="run it again (softrt push resends what is missing)",
+                    ) from None
                 time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
             except psycopg.Error as err:
                 raise self._error(err) from None
@@ -90,12 +105,14 @@ class PgEngine:
         try:
             info = psycopg.conninfo.conninfo_to_dict(self._url)
         except psycopg.ProgrammingError as err:
-            raise ConfigError(f"cannot read the history URL {self.where}: {scrub(err, self._url)}",
-                              hint=_FIX_URL) from None
+            raise ConfigError(
+                f"cannot read the history URL {self.where}: {scrub(err, self._url)}", hint=_FIX_URL
+            ) from None
         port = str(info.get("port") or "")
         if port and not all(p.isdigit() and 0 < int(p) < 65536 for p in port.split(",")):
-            raise ConfigError(f"cannot read the history URL {self.where}: the port {port!r} is no port number",
-                              hint=_FIX_URL)
+            raise ConfigError(
+                f"cannot read the history URL {self.where}: the port {port!r} is no port number", hint=_FIX_URL
+            )
         return info
 
     def _connect(self, psycopg):
@@ -115,10 +132,11 @@ class PgEngine:
         """Return the layout version (0: no tables yet); a writer migrates an older one under a lock."""
         version = self._version(conn)
         if version > DB_SCHEMA_VERSION:
-            raise ConfigError(f"the lab history {self.where} was written by a newer softrt (layout {version}; "
-                              f"this softrt reads up to {DB_SCHEMA_VERSION})",
-                              hint="upgrade softrt on this rig; the run stays in the local history "
-                                   "(softrt push sends it later)")
+            raise ConfigError(
+                f"the lab history {self.where} was written by a newer softrt (layout {version}; "
+                f"this softrt reads up to {DB_SCHEMA_VERSION})",
+                hint="upgrade softrt on this rig; the run stays in the local history (softrt push sends it later)",
+            )
         if version < DB_SCHEMA_VERSION and write:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
@@ -126,13 +144,18 @@ class PgEngine:
                 if version > DB_SCHEMA_VERSION:
                     return self._check_version(conn, write=write)
                 if version == 0:
-                    conn.execute(f"CREATE TABLE IF NOT EXISTS {_SCHEMA_TABLE} (id INTEGER PRIMARY KEY "
-                                 "CHECK (id = 1), version INTEGER NOT NULL)")
+                    conn.execute(
+                        f"CREATE TABLE IF NOT EXISTS {_SCHEMA_TABLE} (id INTEGER PRIMARY KEY "
+                        "CHECK (id = 1), version INTEGER NOT NULL)"
+                    )
                 for step in range(version + 1, DB_SCHEMA_VERSION + 1):
                     for statement in migrations(PG)[step]:
                         conn.execute(statement)
-                conn.execute(f"INSERT INTO {_SCHEMA_TABLE} (id, version) VALUES (1, %s) "
-                             "ON CONFLICT (id) DO UPDATE SET version = excluded.version", (DB_SCHEMA_VERSION,))
+                conn.execute(
+                    f"INSERT INTO {_SCHEMA_TABLE} (id, version) VALUES (1, %s) "
+                    "ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+                    (DB_SCHEMA_VERSION,),
+                )
         return version
 
     @staticmethod
@@ -149,17 +172,25 @@ class PgEngine:
         if state in _AUTH_STATES or any(words in text for words in _AUTH_WORDS):
             return ConfigError(f"the lab history {self.where} refused the login: {text}", hint=_FIX_AUTH)
         if state == "3D000" or ("database" in text and "does not exist" in text):
-            return ConfigError(f"the lab history {self.where} does not exist: {text}",
-                               hint="create it on the server (README, A lab of many machines) or fix the URL")
+            return ConfigError(
+                f"the lab history {self.where} does not exist: {text}",
+                hint="create it on the server (README, A lab of many machines) or fix the URL",
+            )
         if state == "42501":
-            return ConfigError(f"the lab history {self.where}: this role lacks a privilege: {text}",
-                               hint="grant the rig's role what the README lists (A lab of many machines); the "
-                                    "tables are made by the owner's first softrt history --db URL")
+            return ConfigError(
+                f"the lab history {self.where}: this role lacks a privilege: {text}",
+                hint="grant the rig's role what the README lists (A lab of many machines); the "
+                "tables are made by the owner's first softrt history --db URL",
+            )
         if state.startswith("08") or not state:
             if "invalid" in text and ("URI" in text or "option" in text or "integer value" in text):
                 return ConfigError(f"cannot read the history URL {self.where}: {text}", hint=_FIX_URL)
-            return LabUnreachable(f"cannot reach the lab history {self.where}: {text}",
-                                  hint="check the server runs and this rig reaches it; runs stay in this rig's "
-                                       "history and softrt push sends them when it answers")
-        return SoftRTError(f"the lab history {self.where} failed: {text}",
-                           hint="see the server's log; softrt push resends what is missing")
+            return LabUnreachable(
+                f"cannot reach the lab history {self.where}: {text}",
+                hint="check the server runs and this rig reaches it; runs stay in this rig's "
+                "history and softrt push sends them when it answers",
+            )
+        return SoftRTError(
+            f"the lab history {self.where} failed: {text}",
+            hint="see the server's log; softrt push resends what is missing",
+        )

@@ -53,8 +53,9 @@ class SqliteEngine:
         try:
             conn = sqlite3.connect(self.path, timeout=self.timeout_s)
         except sqlite3.Error as err:
-            raise ConfigError(f"cannot open the history database {self.path}: {err}",
-                              hint="set SOFTRT_HOME or use --db PATH") from None
+            raise ConfigError(
+                f"cannot open the history database {self.path}: {err}", hint="set SOFTRT_HOME or use --db PATH"
+            ) from None
         try:
             if self._check_version(conn, write=write) == 0 and not write:
                 yield None  # made by a softrt killed before it gave it its tables: no runs yet
@@ -63,11 +64,15 @@ class SqliteEngine:
                     yield conn
         except sqlite3.DatabaseError as err:
             if getattr(err, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:  # the database is fine, its disk is not
-                raise ConfigError(f"cannot write the history database {self.path}: {err}",
-                                  hint="free space on its disk, or set SOFTRT_HOME to a directory on another") from None
-            raise ConfigError(f"history database {self.path} is unusable: {err}",
-                              hint="move it away (runs stay in their directories; re-add them with "
-                                   "softrt history add) or use --db PATH") from None
+                raise ConfigError(
+                    f"cannot write the history database {self.path}: {err}",
+                    hint="free space on its disk, or set SOFTRT_HOME to a directory on another",
+                ) from None
+            raise ConfigError(
+                f"history database {self.path} is unusable: {err}",
+                hint="move it away (runs stay in their directories; re-add them with "
+                "softrt history add) or use --db PATH",
+            ) from None
         finally:
             conn.close()
 
@@ -75,9 +80,11 @@ class SqliteEngine:
         """Return the database's layout version (0: never given its tables); a writer migrates it."""
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > DB_SCHEMA_VERSION:
-            raise ConfigError(f"history database {self.path} was written by a newer softrt (layout {version}; "
-                              f"this softrt reads up to {DB_SCHEMA_VERSION})",
-                              hint="upgrade softrt, or use another database with --db / SOFTRT_HOME")
+            raise ConfigError(
+                f"history database {self.path} was written by a newer softrt (layout {version}; "
+                f"this softrt reads up to {DB_SCHEMA_VERSION})",
+                hint="upgrade softrt, or use another database with --db / SOFTRT_HOME",
+            )
         if version < DB_SCHEMA_VERSION and write:
             # BEGIN IMMEDIATE: one writer migrates, the others wait for it and find the new version.
             conn.isolation_level = None

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..analysis.regress import HEADLINE, HOW, JUDGED, Noise, noise, trend
+from ..analysis.regress import HEADLINE, HOW, Noise, noise, trend
 from ..errors import ConfigError
 from ..schema.provenance import CAUSES, FIELDS, provenance_fields
 from ..schema.summary import RunSummary
@@ -55,9 +55,14 @@ class FleetRun:
 
 
 def fleet_run(run_id: str, started_at: str | None, summary: RunSummary) -> FleetRun:
-    return FleetRun(run_id, started_at, printable(summary.scenario or "run"), summary,
-                    {k: None if v is None else printable(v) for k, v in provenance_fields(summary).items()},
-                    figures(summary))
+    return FleetRun(
+        run_id,
+        started_at,
+        printable(summary.scenario or "run"),
+        summary,
+        {k: None if v is None else printable(v) for k, v in provenance_fields(summary).items()},
+        figures(summary),
+    )
 
 
 def tail_of(summary: RunSummary) -> dict | None:
@@ -77,8 +82,11 @@ def late_rate(summary: RunSummary) -> dict | None:
     if tail is None:
         return None
     rate = tail.get("late_rate_per_h")
-    out = {k: rate.get(k) for k in ("estimate", "low", "high")} if isinstance(rate, dict) else \
-        dict.fromkeys(("estimate", "low", "high"))
+    out = (
+        {k: rate.get(k) for k in ("estimate", "low", "high")}
+        if isinstance(rate, dict)
+        else dict.fromkeys(("estimate", "low", "high"))
+    )
     out["bound"] = tail.get("late_rate_bound_per_h")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in out.values() if v is not None):
         return None  # a row from another rig with something else there
@@ -93,12 +101,25 @@ def figures(summary: RunSummary) -> dict:
     hours = (m.cycles * summary.config.period_ns / NS_PER_H) if m.cycles and summary.config.period_ns else None
     if per_h is None and m.late_cycles is not None and hours:
         per_h = m.late_cycles / hours  # no tail model: the rate the run saw
-    return {"period_max_us": m.period_us.max, "period_p99_99_us": m.period_us.p99_99, "late_cycles": m.late_cycles,
-            "missed_updates": m.misses.missed_updates if m.misses is not None else None, "late_rate_per_h": per_h}
+    return {
+        "period_max_us": m.period_us.max,
+        "period_p99_99_us": m.period_us.p99_99,
+        "late_cycles": m.late_cycles,
+        "missed_updates": m.misses.missed_updates if m.misses is not None else None,
+        "late_rate_per_h": per_h,
+    }
 
 
-def load_runs(history: History, *, rig: str | None = None, scenario: str | None = None, kernel: str | None = None,
-              since=None, until=None, unreadable: list | None = None) -> list[FleetRun]:
+def load_runs(
+    history: History,
+    *,
+    rig: str | None = None,
+    scenario: str | None = None,
+    kernel: str | None = None,
+    since=None,
+    until=None,
+    unreadable: list | None = None,
+) -> list[FleetRun]:
     """The history's finished runs matching every filter, oldest first (*rig*: an id, a label or a host name).
 
     A row whose stored summary cannot be read (another rig's, corrupt or of a newer softrt) is left
@@ -136,14 +157,23 @@ def fleet_rows(runs: list[FleetRun], trend_runs: int = TREND_RUNS) -> list[dict]
         last = mine[-1]
         verdict = last.summary.verdict
         recent = [r.figures["period_max_us"] for r in mine[-trend_runs:]]
-        rows.append({
-            "rig": rig, "label": last.label, "cpu": last.prov["cpu_model"], "kernel": last.prov["kernel"],
-            "runs": len(mine), "last_run": last.run_id, "last_started_at": last.started_at,
-            "scenario": last.scenario,
-            "verdict": None if verdict is None or verdict.meets is None else ("pass" if verdict.meets else "fail"),
-            "late_rate_per_h": late_rate(last.summary), "worst_period_us": last.figures["period_max_us"],
-            "trend": trend(recent), "trend_worst_period_us": recent,
-        })
+        rows.append(
+            {
+                "rig": rig,
+                "label": last.label,
+                "cpu": last.prov["cpu_model"],
+                "kernel": last.prov["kernel"],
+                "runs": len(mine),
+                "last_run": last.run_id,
+                "last_started_at": last.started_at,
+                "scenario": last.scenario,
+                "verdict": None if verdict is None or verdict.meets is None else ("pass" if verdict.meets else "fail"),
+                "late_rate_per_h": late_rate(last.summary),
+                "worst_period_us": last.figures["period_max_us"],
+                "trend": trend(recent),
+                "trend_worst_period_us": recent,
+            }
+        )
     return rows
 
 
@@ -182,8 +212,9 @@ _CONFIG_SKIP = {"out_dir"}
 
 def config_changes(a: FleetRun, b: FleetRun) -> dict[str, tuple]:
     fa, fb = _flat(a.summary.config.to_dict()), _flat(b.summary.config.to_dict())
-    return {k: (fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb))
-            if k not in _CONFIG_SKIP and fa.get(k) != fb.get(k)}
+    return {
+        k: (fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb)) if k not in _CONFIG_SKIP and fa.get(k) != fb.get(k)
+    }
 
 
 def diff(a: FleetRun, b: FleetRun, runs: list[FleetRun]) -> dict:
@@ -192,24 +223,44 @@ def diff(a: FleetRun, b: FleetRun, runs: list[FleetRun]) -> dict:
     the later of the two (*a* included, *b* not), in *runs* (oldest first)."""
     ids = [r.run_id for r in runs]
     last = max((ids.index(r.run_id) for r in (a, b) if r.run_id in ids), default=len(runs) - 1)
-    base = [r for r in baseline(runs[:last + 1], a) if r.run_id != b.run_id]
+    base = [r for r in baseline(runs[: last + 1], a) if r.run_id != b.run_id]
     noises = figure_noise(base)
     headline = []
     for key, name, unit in HEADLINE:
         va, vb = a.figures[key], b.figures[key]
-        headline.append({"figure": key, "name": name, "unit": unit, "a": va, "b": vb,
-                         "change": None if va is None or vb is None else vb - va,
-                         "noise": noises[key].to_dict(), "judged": noises[key].judge(vb)})
-    return {"a": _ident(a), "b": _ident(b), "same_rig": a.rig == b.rig, "same_scenario": a.scenario == b.scenario,
-            "provenance": {k: {"a": va, "b": vb} for k, (va, vb) in changed(a, b).items()},
-            "config": {k: {"a": va, "b": vb} for k, (va, vb) in config_changes(a, b).items()},
-            "headline": headline, "noise_runs": [r.run_id for r in base],
-            "noise_how": HOW + f"; here: {len(base)} run(s) of rig {a.label}, scenario {a.scenario}"}
+        headline.append(
+            {
+                "figure": key,
+                "name": name,
+                "unit": unit,
+                "a": va,
+                "b": vb,
+                "change": None if va is None or vb is None else vb - va,
+                "noise": noises[key].to_dict(),
+                "judged": noises[key].judge(vb),
+            }
+        )
+    return {
+        "a": _ident(a),
+        "b": _ident(b),
+        "same_rig": a.rig == b.rig,
+        "same_scenario": a.scenario == b.scenario,
+        "provenance": {k: {"a": va, "b": vb} for k, (va, vb) in changed(a, b).items()},
+        "config": {k: {"a": va, "b": vb} for k, (va, vb) in config_changes(a, b).items()},
+        "headline": headline,
+        "noise_runs": [r.run_id for r in base],
+        "noise_how": HOW + f"; here: {len(base)} run(s) of rig {a.label}, scenario {a.scenario}",
+    }
 
 
 def _ident(run: FleetRun) -> dict:
-    return {"run_id": run.run_id, "started_at": run.started_at, "rig": run.rig, "label": run.label,
-            "scenario": run.scenario}
+    return {
+        "run_id": run.run_id,
+        "started_at": run.started_at,
+        "rig": run.rig,
+        "label": run.label,
+        "scenario": run.scenario,
+    }
 
 
 def resolve(ref: str, history: History) -> tuple[str | None, FleetRun]:
@@ -219,8 +270,9 @@ def resolve(ref: str, history: History) -> tuple[str | None, FleetRun]:
         summary = load_run_summary(path)
         return None, fleet_run(summary.run_id, summary.started_at, summary)
     if path.exists():
-        raise ConfigError(f"{ref} is not a run directory (no {SUMMARY})",
-                          hint="give a run directory or a run id from softrt history")
+        raise ConfigError(
+            f"{ref} is not a run directory (no {SUMMARY})", hint="give a run directory or a run id from softrt history"
+        )
     record: RunRecord = history.get(ref)
     return record.run_id, fleet_run(record.run_id, record.started_at, record.summary)
 

@@ -25,12 +25,13 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..platform import data_dir  # noqa: F401  (re-exported: tests and callers import it from here)
-from .dbtarget import DB_NAME, default_db_path, local_db_path, resolve  # noqa: F401  (re-exported)
-from .dialect import COLUMNS as _COLUMNS, DB_SCHEMA_VERSION, upsert_sql  # noqa: F401  (re-exported)
-from .rundir import SAMPLES, SUMMARY, find_run_dirs, read_summary  # noqa: F401  (find_run_dirs re-exported)
-from .record import RunRecord, record_of_row
-from .validate import check_path
 from ..schema.summary import RunSummary
+from .dbtarget import DB_NAME, default_db_path, local_db_path, resolve  # noqa: F401  (re-exported)
+from .dialect import COLUMNS as _COLUMNS
+from .dialect import DB_SCHEMA_VERSION, upsert_sql
+from .record import RunRecord, record_of_row
+from .rundir import SAMPLES, SUMMARY, find_run_dirs, read_summary  # noqa: F401  (find_run_dirs re-exported)
+from .validate import check_path
 
 #: Run ids are listed by their shortest unique prefix, at least this long: "20261130-071502", the
 #: start time of a softrt run id (``YYYYMMDD-HHMMSS-host-xxxx``).
@@ -47,8 +48,9 @@ def load_run_summary(run_dir: Path) -> RunSummary:
     if not run_dir.is_dir():
         raise ConfigError(f"no run directory at {run_dir}", hint="give a run directory or a run id from softrt history")
     if not (run_dir / SUMMARY).is_file():
-        raise ConfigError(f"{run_dir} has no {SUMMARY}",
-                          hint="a run that failed to start, or not a softrt run directory")
+        raise ConfigError(
+            f"{run_dir} has no {SUMMARY}", hint="a run that failed to start, or not a softrt run directory"
+        )
     try:
         summary = read_summary(run_dir)
     except ConfigError:
@@ -81,8 +83,9 @@ def parse_when(value: str | date | datetime | None, *, end: bool = False) -> dat
             # Year 1 or 9999 with an offset leaves datetime's range in UTC (OverflowError).
             return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
         except (ValueError, OverflowError):
-            raise ConfigError(f"cannot read the date {text!r}",
-                              hint="use YYYY-MM-DD or an ISO 8601 time such as 2026-11-30T07:15") from None
+            raise ConfigError(
+                f"cannot read the date {text!r}", hint="use YYYY-MM-DD or an ISO 8601 time such as 2026-11-30T07:15"
+            ) from None
     return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
 
 
@@ -156,8 +159,9 @@ class History:
 
     def states(self) -> dict[str, tuple[str | None, str]]:
         """Every stored run's ``(status, path)`` by run id: what store.lab.push compares against."""
-        rows = self._engine.run(lambda conn: conn.execute("SELECT run_id, status, path FROM runs").fetchall(),
-                                write=False, empty=[])
+        rows = self._engine.run(
+            lambda conn: conn.execute("SELECT run_id, status, path FROM runs").fetchall(), write=False, empty=[]
+        )
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def _select(self) -> str:
@@ -219,8 +223,9 @@ class History:
         from .upkeep import refuse_running
 
         refuse_running(record)
-        self._engine.run(lambda conn: conn.execute(self._q("DELETE FROM runs WHERE run_id = ?"), (record.run_id,)),
-                         write=True)
+        self._engine.run(
+            lambda conn: conn.execute(self._q("DELETE FROM runs WHERE run_id = ?"), (record.run_id,)), write=True
+        )
         return record.run_id
 
     @staticmethod
@@ -256,9 +261,15 @@ class History:
         }
 
     # -- reading ------------------------------------------------------------------------------
-    def list_runs(self, host: str | None = None, scenario: str | None = None,
-                  since: str | date | datetime | None = None, until: str | date | datetime | None = None,
-                  source: str | None = None, limit: int | None = None) -> list[RunRecord]:
+    def list_runs(
+        self,
+        host: str | None = None,
+        scenario: str | None = None,
+        since: str | date | datetime | None = None,
+        until: str | date | datetime | None = None,
+        source: str | None = None,
+        limit: int | None = None,
+    ) -> list[RunRecord]:
         """Return the runs matching every filter given, oldest first (the newest *limit* if set).
 
         *since*/*until* bound the start time (UTC; a bare date in *until* includes that day).
@@ -302,49 +313,61 @@ class History:
         if (last := LAST.fullmatch(key)) is not None:
             return self._newest(int(last.group(1) or 0), key)
         self.catch_up()
-        sql = self._q(f"{self._select()} WHERE run_id = ? OR substr(run_id, 1, CAST(? AS INTEGER)) = ? "
-                      "ORDER BY run_id LIMIT 6")
+        sql = self._q(
+            f"{self._select()} WHERE run_id = ? OR substr(run_id, 1, CAST(? AS INTEGER)) = ? ORDER BY run_id LIMIT 6"
+        )
         rows = self._engine.run(lambda conn: conn.execute(sql, (key, len(key), key)).fetchall(), write=False, empty=[])
         exact = [r for r in rows if r[0] == key]
         if exact:
             return record_of_row(exact[0])
         if not rows:
-            raise ConfigError(f"unknown run id {key!r} in {self.path}",
-                              hint="see softrt history; add run directories with softrt history add DIR")
+            raise ConfigError(
+                f"unknown run id {key!r} in {self.path}",
+                hint="see softrt history; add run directories with softrt history add DIR",
+            )
         if len(rows) > 1:
             shown = ", ".join(r[0] for r in rows[:5])
-            raise ConfigError(f"run id prefix {key!r} matches several runs ({shown}{', …' if len(rows) > 5 else ''})",
-                              hint="give more of the run id")
+            raise ConfigError(
+                f"run id prefix {key!r} matches several runs ({shown}{', …' if len(rows) > 5 else ''})",
+                hint="give more of the run id",
+            )
         return record_of_row(rows[0])
 
     def _newest(self, back: int, key: str) -> RunRecord:
         """The run *back* runs before the newest one (``last~back``)."""
         runs = self.list_runs(limit=back + 1)
         if not runs:
-            raise ConfigError(f"{key}: the history {self.path} holds no runs yet",
-                              hint="softrt run stores one; softrt history add DIR adds run directories")
+            raise ConfigError(
+                f"{key}: the history {self.path} holds no runs yet",
+                hint="softrt run stores one; softrt history add DIR adds run directories",
+            )
         if len(runs) <= back:
-            raise ConfigError(f"{key}: the history holds only {len(runs)} run(s)",
-                              hint=f"last~{len(runs) - 1} is the oldest; see softrt history")
+            raise ConfigError(
+                f"{key}: the history holds only {len(runs)} run(s)",
+                hint=f"last~{len(runs) - 1} is the oldest; see softrt history",
+            )
         return runs[0]  # the newest back+1, oldest first
 
     def short_ids(self, min_len: int = SHORT_ID_MIN) -> dict[str, str]:
         """Every run id's shortest prefix (at least *min_len* characters, the start time of a
         softrt run id) that :meth:`get` resolves to that run alone, as ``softrt show`` takes it."""
-        ids = self._engine.run(lambda conn: [r[0] for r in conn.execute("SELECT run_id FROM runs")], write=False,
-                               empty=[])
+        ids = self._engine.run(
+            lambda conn: [r[0] for r in conn.execute("SELECT run_id FROM runs")], write=False, empty=[]
+        )
         ids.sort()  # byte order, whatever the server's collation
         out = {}
         for k, run_id in enumerate(ids):
             # Sorted, only the neighbours can share a longer prefix; one character past the longest
             # shared one is unique (get() takes an exact id before a prefix, so a whole id always is).
             shared = max((_common(run_id, ids[j]) for j in (k - 1, k + 1) if 0 <= j < len(ids)), default=0)
-            out[run_id] = run_id[:max(min_len, shared + 1)]
+            out[run_id] = run_id[: max(min_len, shared + 1)]
         return out
 
     def __len__(self) -> int:
-        return int(self._engine.run(lambda conn: conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0], write=False,
-                                    empty=0))
+        return int(
+            self._engine.run(lambda conn: conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0], write=False, empty=0)
+        )
+
 
 def _common(a: str, b: str) -> int:
     """Length of the common prefix of *a* and *b*."""
@@ -363,6 +386,8 @@ def resolve_run(ref: str | Path, db: Path | str | None = None) -> Path:
     if (path / SUMMARY).is_file():
         return path
     if path.exists() or os.sep in str(ref):
-        raise ConfigError(f"{ref} is not a run directory (no {SUMMARY})",
-                          hint="a run that failed to start, or not a softrt run directory")
+        raise ConfigError(
+            f"{ref} is not a run directory (no {SUMMARY})",
+            hint="a run that failed to start, or not a softrt run directory",
+        )
     return History(db).get(str(ref)).path

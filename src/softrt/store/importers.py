@@ -34,13 +34,35 @@ from ..platform.owned import secure_dir
 from ..schema.summary import SCHEMA, Config, Imported, Metrics, RunSummary, Stats, ThreadResult, Tuned, Tuning
 from ..schema.text import printable, safe_name
 from .history import HISTOGRAM
-from .importers_parse import (CYCLICTEST_HIST_MAX, OSLAT_MAX_BUCKETS, SOURCES, _cmdline, _flag, _int, _iso,
-                              _option, _text, _threads, check_histograms, detect_source)
+from .importers_parse import (
+    CYCLICTEST_HIST_MAX,
+    OSLAT_MAX_BUCKETS,
+    SOURCES,
+    _cmdline,
+    _flag,
+    _int,
+    _iso,
+    _option,
+    _text,
+    _threads,
+    check_histograms,
+    detect_source,
+)
 from .rundir import RunDir
 from .validate import check_values, parse_json, read_bounded
 
-__all__ = ["CYCLICTEST_HIST_MAX", "HISTOGRAM_SCHEMA", "OSLAT_MAX_BUCKETS", "SOURCES", "build_summary",
-           "check_histograms", "default_import_dir", "detect_source", "histogram_stats_us", "import_file"]
+__all__ = [
+    "CYCLICTEST_HIST_MAX",
+    "HISTOGRAM_SCHEMA",
+    "OSLAT_MAX_BUCKETS",
+    "SOURCES",
+    "build_summary",
+    "check_histograms",
+    "default_import_dir",
+    "detect_source",
+    "histogram_stats_us",
+    "import_file",
+]
 
 HISTOGRAM_SCHEMA = "softrt.histogram/1"
 _PERCENTILES = (("p50", 50.0), ("p99", 99.0), ("p99_9", 99.9), ("p99_99", 99.99))
@@ -52,8 +74,9 @@ def default_import_dir() -> Path:
     return data_dir() / "imported"
 
 
-def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario: str | None = None,
-                source: str | None = None) -> Path:
+def import_file(
+    path: Path | str, out_dir: Path | str | None = None, *, scenario: str | None = None, source: str | None = None
+) -> Path:
     """Store the cyclictest/oslat JSON result *path* as a run directory under *out_dir*; return it.
 
     Importing the same file again returns the existing directory (the run id ends with a hash
@@ -63,8 +86,9 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     raw = read_bounded(path, "result", hint="give a cyclictest/oslat --json file")
     doc = parse_json(raw, path)  # bounded: depth, NaN/Infinity, 64-bit integers (store.validate)
     if not isinstance(doc, dict):
-        raise ConfigError(f"{printable(path)} is not a cyclictest/oslat result",
-                          hint="give a cyclictest/oslat --json file")
+        raise ConfigError(
+            f"{printable(path)} is not a cyclictest/oslat result", hint="give a cyclictest/oslat --json file"
+        )
     tool = source or detect_source(doc)
     if tool not in SOURCES:
         raise ConfigError(f"unknown source {tool!r}", hint=f"use one of: {', '.join(SOURCES)}")
@@ -87,10 +111,13 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ConfigError(f"cannot write imported runs to {base}: {err.strerror or err}",
-                          hint="choose another directory with --out-dir") from None
-    summary = build_summary(doc, tool, threads, run_id=run_id, scenario=scenario or tool,
-                            file=str(path.resolve()), sha256=digest)
+        raise ConfigError(
+            f"cannot write imported runs to {base}: {err.strerror or err}",
+            hint="choose another directory with --out-dir",
+        ) from None
+    summary = build_summary(
+        doc, tool, threads, run_id=run_id, scenario=scenario or tool, file=str(path.resolve()), sha256=digest
+    )
     # What is written must read back: the same checks as every reader, before anything is written.
     check_values(summary.to_dict(), path)
     summary.validate(path)
@@ -99,8 +126,9 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
     rundir = RunDir.of_files(base, f".{run_id}.partial-{os.getpid()}-{secrets.token_hex(3)}")
     try:
         (rundir.path / "source.json").write_bytes(raw)
-        rundir.write_json(HISTOGRAM, {"schema": HISTOGRAM_SCHEMA, "metric": "latency", "source": tool,
-                                      "threads": threads})
+        rundir.write_json(
+            HISTOGRAM, {"schema": HISTOGRAM_SCHEMA, "metric": "latency", "source": tool, "threads": threads}
+        )
         rundir.write_json("config.json", summary.config.to_dict())
         rundir.write_json("host.json", summary.host)
         rundir.write_json("summary.json", summary.to_dict())
@@ -119,8 +147,17 @@ def import_file(path: Path | str, out_dir: Path | str | None = None, *, scenario
 
 
 # -- statistics ---------------------------------------------------------------------------------
-def histogram_stats_us(lower_ns: np.ndarray, counts: np.ndarray, width_ns: int, *, overflow: int,
-                       label_offset_ns: int, min_ns: float, max_ns: float, mean_ns: float) -> tuple[Stats, list[str]]:
+def histogram_stats_us(
+    lower_ns: np.ndarray,
+    counts: np.ndarray,
+    width_ns: int,
+    *,
+    overflow: int,
+    label_offset_ns: int,
+    min_ns: float,
+    max_ns: float,
+    mean_ns: float,
+) -> tuple[Stats, list[str]]:
     """Return latency_us stats from a histogram, and notes on what could not be computed.
 
     min, max and mean are the tool's own exact figures; std needs every sample inside the
@@ -139,8 +176,10 @@ def histogram_stats_us(lower_ns: np.ndarray, counts: np.ndarray, width_ns: int, 
         mu = float((centre_us * cnt).sum() / total)
         stats["std"] = float(np.sqrt(((centre_us - mu) ** 2 * cnt).sum() / total))
     else:
-        notes.append(f"{overflow:,} of {total:,} samples lie beyond the histogram: std and the percentiles "
-                     "they reach are unknown")
+        notes.append(
+            f"{overflow:,} of {total:,} samples lie beyond the histogram: std and the percentiles "
+            "they reach are unknown"
+        )
     cum = np.cumsum(cnt)
     for key, q in _PERCENTILES:
         need = int(np.ceil(q / 100.0 * total))
@@ -149,8 +188,9 @@ def histogram_stats_us(lower_ns: np.ndarray, counts: np.ndarray, width_ns: int, 
     return Stats.build(**stats), notes
 
 
-def build_summary(doc: dict, tool: str, threads: list[dict], *, run_id: str, scenario: str, file: str,
-                  sha256: str) -> RunSummary:
+def build_summary(
+    doc: dict, tool: str, threads: list[dict], *, run_id: str, scenario: str, file: str, sha256: str
+) -> RunSummary:
     """Return the summary.json of an imported result (all threads combined for latency_us)."""
     lower = np.concatenate([np.asarray(t["lower_ns"], dtype=np.int64) for t in threads])
     counts = np.concatenate([np.asarray(t["counts"], dtype=np.int64) for t in threads])
@@ -161,9 +201,16 @@ def build_summary(doc: dict, tool: str, threads: list[dict], *, run_id: str, sce
     mean_ns = sum(t["mean_ns"] * t["samples"] for t in threads) / samples if samples else 0.0
     # cyclictest labels a bucket with its (truncated) lower value, oslat with its upper bound.
     offset = 0 if tool == "cyclictest" else max(widths)
-    latency, notes = histogram_stats_us(lower, counts, max(widths), overflow=overflow, label_offset_ns=offset,
-                                        min_ns=min(t["min_ns"] for t in threads),
-                                        max_ns=max(t["max_ns"] for t in threads), mean_ns=mean_ns)
+    latency, notes = histogram_stats_us(
+        lower,
+        counts,
+        max(widths),
+        overflow=overflow,
+        label_offset_ns=offset,
+        min_ns=min(t["min_ns"] for t in threads),
+        max_ns=max(t["max_ns"] for t in threads),
+        mean_ns=mean_ns,
+    )
     histogram_range = _int(_option(cmd, ("-h", "--histogram", "-H", "--histofall")))
     if tool == "cyclictest" and histogram_range is None and not counts.size:
         notes = ["cyclictest ran without -h/--histogram: only min, mean and max are known"]
@@ -171,39 +218,79 @@ def build_summary(doc: dict, tool: str, threads: list[dict], *, run_id: str, sce
     interval_us = _int(_option(cmd, ("-i", "--interval")))
     if tool == "cyclictest":
         # cyclictest's default interval is 1000 µs (cyclictest.8); -d adds a per-thread distance.
-        period = dict(period_ns=(interval_us or 1000) * 1000, histogram_range_ns=threads[0]["overflow_from_ns"]
-                      if histogram_range is not None else None)
+        period = dict(
+            period_ns=(interval_us or 1000) * 1000,
+            histogram_range_ns=threads[0]["overflow_from_ns"] if histogram_range is not None else None,
+        )
         if _option(cmd, ("-d", "--distance")) not in (None, "0") and len(threads) > 1:
             notes.append("threads ran at different intervals (-d/--distance): period_ns is the first thread's")
     else:
         period = dict(period_ns=None)  # a busy loop: no cycle
-    config = Config.build(tool=tool, cmdline=" ".join(cmd), version=_text(doc.get("rt_test_version:")) or None,
-                          threads=len(threads), cpus=[t["cpu"] for t in threads], **period)
+    config = Config.build(
+        tool=tool,
+        cmdline=" ".join(cmd),
+        version=_text(doc.get("rt_test_version:")) or None,
+        threads=len(threads),
+        cpus=[t["cpu"] for t in threads],
+        **period,
+    )
     status_ok = doc.get("return_code", 0) == 0
     none = Stats.build(**_NO_STATS)
     return RunSummary.build(
-        schema=SCHEMA, source=tool, run_id=run_id, scenario=scenario, started_at=_iso(doc.get("start_time")),
-        finished_at=_iso(doc.get("end_time")), status="complete" if status_ok else "partial",
-        partial_reason=None if status_ok else f"{tool} exited with return code "
-                                              f"{printable(repr(doc.get('return_code')))[:20]}",
-        mode=None, config=config, host=_host(sysinfo),
-        tuning=Tuning.build(applied=_tuning(tool, cmd), not_applied=[], system_changes=[],
-                            recovered_from_earlier_runs=[]),
-        metrics=Metrics.build(cycles=samples, records_expected=None, records_missing=None, period_us=none,
-                              process_us=none, latency_us=latency, slack_us=none, misses=None),
-        ring=None, board=None,
-        threads=[ThreadResult.build(thread=t["thread"], cpu=t["cpu"], samples=t["samples"], min_us=t["min_ns"] / 1e3,
-                                    mean_us=t["mean_ns"] / 1e3, max_us=t["max_ns"] / 1e3, overflow=t["overflow"])
-                 for t in threads],
-        notes=notes, imported=Imported.build(file=file, sha256=sha256, imported_at=datetime.now(timezone.utc).isoformat(
-            timespec="seconds")))
+        schema=SCHEMA,
+        source=tool,
+        run_id=run_id,
+        scenario=scenario,
+        started_at=_iso(doc.get("start_time")),
+        finished_at=_iso(doc.get("end_time")),
+        status="complete" if status_ok else "partial",
+        partial_reason=None
+        if status_ok
+        else f"{tool} exited with return code {printable(repr(doc.get('return_code')))[:20]}",
+        mode=None,
+        config=config,
+        host=_host(sysinfo),
+        tuning=Tuning.build(
+            applied=_tuning(tool, cmd), not_applied=[], system_changes=[], recovered_from_earlier_runs=[]
+        ),
+        metrics=Metrics.build(
+            cycles=samples,
+            records_expected=None,
+            records_missing=None,
+            period_us=none,
+            process_us=none,
+            latency_us=latency,
+            slack_us=none,
+            misses=None,
+        ),
+        ring=None,
+        board=None,
+        threads=[
+            ThreadResult.build(
+                thread=t["thread"],
+                cpu=t["cpu"],
+                samples=t["samples"],
+                min_us=t["min_ns"] / 1e3,
+                mean_us=t["mean_ns"] / 1e3,
+                max_us=t["max_ns"] / 1e3,
+                overflow=t["overflow"],
+            )
+            for t in threads
+        ],
+        notes=notes,
+        imported=Imported.build(
+            file=file, sha256=sha256, imported_at=datetime.now(timezone.utc).isoformat(timespec="seconds")
+        ),
+    )
 
 
 def _host(sysinfo: dict) -> dict:
     """The host facts the tool's ``sysinfo`` (uname) gives, in the keys of softrt's own (platform host_facts)."""
     return {
-        "os": _text(sysinfo.get("sysname")).lower() or None, "hostname": _text(sysinfo.get("nodename")) or None,
-        "kernel": _text(sysinfo.get("release")) or None, "kernel_version": _text(sysinfo.get("version")) or None,
+        "os": _text(sysinfo.get("sysname")).lower() or None,
+        "hostname": _text(sysinfo.get("nodename")) or None,
+        "kernel": _text(sysinfo.get("release")) or None,
+        "kernel_version": _text(sysinfo.get("version")) or None,
         "machine": _text(sysinfo.get("machine")) or None,
         "realtime": sysinfo.get("realtime") if isinstance(sysinfo.get("realtime"), (bool, int)) else None,
     }
@@ -223,8 +310,9 @@ def _tuning(tool: str, cmd: list[str]) -> list[Tuned]:
             out.append(Tuned(what="cpu_affinity", detail=f"threads pinned to CPUs {aff or 'all (-S)'}"))
         if not any(a in ("--default-system", "--laptop") for a in cmd):
             # cyclictest holds /dev/cpu_dma_latency at 0 unless --default-system (cyclictest.8).
-            out.append(Tuned(what="cpu_dma_latency",
-                             detail="0 µs (cyclictest's default; --default-system disables it)"))
+            out.append(
+                Tuned(what="cpu_dma_latency", detail="0 µs (cyclictest's default; --default-system disables it)")
+            )
     else:
         prio = _option(cmd, ("-f", "--rtprio"))
         if prio is not None:

@@ -58,8 +58,10 @@ def detect_source(doc: dict) -> str:
             return "cyclictest"
         if isinstance(first, dict) and "freq" in first:
             return "oslat"
-    raise ConfigError("not a cyclictest or oslat --json result (no thread results)",
-                      hint="produce one with cyclictest --json=FILE or oslat --json=FILE")
+    raise ConfigError(
+        "not a cyclictest or oslat --json result (no thread results)",
+        hint="produce one with cyclictest --json=FILE or oslat --json=FILE",
+    )
 
 
 # -- parsing ------------------------------------------------------------------------------------
@@ -80,8 +82,10 @@ def _num(value: object, what: str, path: Path, *, lo: float = -_MAX_LABEL, hi: f
     """*value* as a float if it is a JSON number in [lo, hi]; ConfigError otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
         shown = printable(repr(value))[:40]
-        raise ConfigError(f"{printable(path)}: {what} is {shown}, not a number from {lo:g} to {hi:g}",
-                          hint="is the file a complete --json result?")
+        raise ConfigError(
+            f"{printable(path)}: {what} is {shown}, not a number from {lo:g} to {hi:g}",
+            hint="is the file a complete --json result?",
+        )
     return float(value)
 
 
@@ -94,8 +98,10 @@ def _cpu(value: object, name: str, path: Path) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_CPUS:
-        raise ConfigError(f"{printable(path)}: thread {name}: cpu is {printable(repr(value))[:40]}, not a CPU number",
-                          hint="give an unmodified --json result")
+        raise ConfigError(
+            f"{printable(path)}: thread {name}: cpu is {printable(repr(value))[:40]}, not a CPU number",
+            hint="give an unmodified --json result",
+        )
     return value
 
 
@@ -131,14 +137,22 @@ def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
         except (TypeError, ValueError):
             buckets = None
         # A bucket label is a latency in µs or ns, a count a whole number; their total fits 64 bits.
-        if buckets is None or not all(0 <= k <= _MAX_LABEL and not isinstance(v, bool) and isinstance(v, int)
-                                      and v >= 0 for k, v in buckets) or sum(v for _, v in buckets) > INT64_MAX:
-            raise ConfigError(f"{printable(path)}: thread {name} has a malformed histogram",
-                              hint="give an unmodified --json result")
+        if (
+            buckets is None
+            or not all(
+                0 <= k <= _MAX_LABEL and not isinstance(v, bool) and isinstance(v, int) and v >= 0 for k, v in buckets
+            )
+            or sum(v for _, v in buckets) > INT64_MAX
+        ):
+            raise ConfigError(
+                f"{printable(path)}: thread {name} has a malformed histogram", hint="give an unmodified --json result"
+            )
         total += sum(v for _, v in buckets)
         if total > INT64_MAX:
-            raise ConfigError(f"{printable(path)}: the histograms hold more samples than 64 bits count",
-                              hint="give an unmodified --json result")
+            raise ConfigError(
+                f"{printable(path)}: the histograms hold more samples than 64 bits count",
+                hint="give an unmodified --json result",
+            )
         labels = np.array([b[0] for b in buckets], dtype=np.float64)
         counts = np.array([b[1] for b in buckets], dtype=np.int64)
         _check_labels(tool, labels, hist_units, name, path)
@@ -172,13 +186,26 @@ def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
                 overflow = int(counts[-1])
                 overflow_from_ns = int(lower_ns[-1])
                 lower_ns, counts = lower_ns[:-1], counts[:-1]
-        out.append({
-            "thread": name, "cpu": _cpu(t.get("cpu"), name, path), "samples": samples, "width_ns": int(width_ns),
-            "lower_ns": lower_ns.tolist(), "counts": counts.tolist(), "overflow": int(overflow),
-            "overflow_from_ns": int(overflow_from_ns), "min_ns": min_ns, "max_ns": max_ns, "mean_ns": mean_ns,
-            **({"duration_s": _optional_num(t.get("duration")), "counter_mhz": _optional_num(t.get("freq"))}
-               if tool == "oslat" else {}),
-        })
+        out.append(
+            {
+                "thread": name,
+                "cpu": _cpu(t.get("cpu"), name, path),
+                "samples": samples,
+                "width_ns": int(width_ns),
+                "lower_ns": lower_ns.tolist(),
+                "counts": counts.tolist(),
+                "overflow": int(overflow),
+                "overflow_from_ns": int(overflow_from_ns),
+                "min_ns": min_ns,
+                "max_ns": max_ns,
+                "mean_ns": mean_ns,
+                **(
+                    {"duration_s": _optional_num(t.get("duration")), "counter_mhz": _optional_num(t.get("freq"))}
+                    if tool == "oslat"
+                    else {}
+                ),
+            }
+        )
     return out
 
 
@@ -188,11 +215,17 @@ def _check_labels(tool: str, labels: np.ndarray, hist_units: int | None, name: s
         top = min(hist_units or CYCLICTEST_HIST_MAX, CYCLICTEST_HIST_MAX)
         bad = labels[(labels != np.floor(labels)) | (labels >= top)]
         if bad.size:
-            raise ConfigError(f"{printable(path)}: thread {name}: histogram bucket {bad[0]:g} is not one of "
-                              f"cyclictest's (whole numbers 0 to {top - 1:,})", hint="give an unmodified --json result")
+            raise ConfigError(
+                f"{printable(path)}: thread {name}: histogram bucket {bad[0]:g} is not one of "
+                f"cyclictest's (whole numbers 0 to {top - 1:,})",
+                hint="give an unmodified --json result",
+            )
     elif labels.size > OSLAT_MAX_BUCKETS:
-        raise ConfigError(f"{printable(path)}: thread {name}: {labels.size:,} histogram buckets, oslat writes at most "
-                          f"{OSLAT_MAX_BUCKETS:,}", hint="give an unmodified --json result")
+        raise ConfigError(
+            f"{printable(path)}: thread {name}: {labels.size:,} histogram buckets, oslat writes at most "
+            f"{OSLAT_MAX_BUCKETS:,}",
+            hint="give an unmodified --json result",
+        )
 
 
 def check_histograms(threads: list, where: object) -> None:
@@ -202,23 +235,34 @@ def check_histograms(threads: list, where: object) -> None:
         widths = [int(t["width_ns"]) for t in threads]
         spans = [(min(t["lower_ns"]), max(t["lower_ns"])) for t in threads if t["lower_ns"]]
         # Widths and bucket starts are int64 (numpy's, and what the report's arrays hold).
-        fits = (all(1 <= w <= INT64_MAX for w in widths)
-                and all(isinstance(v, int) and -INT64_MAX <= v <= INT64_MAX for t in threads for v in t["lower_ns"])
-                and all((hi - lo) // w <= CYCLICTEST_HIST_MAX for (lo, hi), w in zip(spans, widths))
-                and (not spans or (max(hi for _, hi in spans) - min(lo for lo, _ in spans)) // max(widths)
-                     <= CYCLICTEST_HIST_MAX))
+        fits = (
+            all(1 <= w <= INT64_MAX for w in widths)
+            and all(isinstance(v, int) and -INT64_MAX <= v <= INT64_MAX for t in threads for v in t["lower_ns"])
+            and all((hi - lo) // w <= CYCLICTEST_HIST_MAX for (lo, hi), w in zip(spans, widths))
+            and (
+                not spans
+                or (max(hi for _, hi in spans) - min(lo for lo, _ in spans)) // max(widths) <= CYCLICTEST_HIST_MAX
+            )
+        )
     except (KeyError, TypeError, ValueError) as err:
-        raise ConfigError(f"{printable(where)}: a histogram thread lacks or mistypes {printable(err)[:60]}",
-                          hint="the file is corrupt or was not written by softrt") from None
+        raise ConfigError(
+            f"{printable(where)}: a histogram thread lacks or mistypes {printable(err)[:60]}",
+            hint="the file is corrupt or was not written by softrt",
+        ) from None
     if not fits:
-        raise ConfigError(f"{printable(where)}: the histogram spans more than {CYCLICTEST_HIST_MAX:,} buckets, "
-                          "more than cyclictest or oslat writes", hint="the file is corrupt or was not written by softrt")
+        raise ConfigError(
+            f"{printable(where)}: the histogram spans more than {CYCLICTEST_HIST_MAX:,} buckets, "
+            "more than cyclictest or oslat writes",
+            hint="the file is corrupt or was not written by softrt",
+        )
 
 
 def _samples(value: object, name: str, path: Path) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
-        raise ConfigError(f"{printable(path)}: thread {name}: cycles is {printable(repr(value))[:40]}, "
-                          "not a count", hint="give an unmodified --json result")
+        raise ConfigError(
+            f"{printable(path)}: thread {name}: cycles is {printable(repr(value))[:40]}, not a count",
+            hint="give an unmodified --json result",
+        )
     return value
 
 
@@ -249,7 +293,7 @@ def _option(cmd: list[str], names: tuple[str, ...]) -> str | None:
             letters = arg[1:]
             for j, ch in enumerate(letters):
                 if ch == name[1]:
-                    rest = letters[j + 1:]
+                    rest = letters[j + 1 :]
                     if rest:
                         return rest.lstrip("=")
                     return cmd[i + 1] if i + 1 < len(cmd) else None

@@ -65,8 +65,13 @@ def forward(run_dir: Path, lab: Lab, index: History | None = None) -> Path:
         # The rig the run was measured on, as its provenance recorded it (a run copied from another PC
         # and pushed from here is filed under its own rig); this machine's id for runs without one.
         recorded = getattr(getattr(summary, "provenance", None), "rig_id", None)
-        dest = archive_run(run_dir, root, summary.run_id, summary.started_at,
-                           rig=recorded if isinstance(recorded, str) and recorded else None)
+        dest = archive_run(
+            run_dir,
+            root,
+            summary.run_id,
+            summary.started_at,
+            rig=recorded if isinstance(recorded, str) and recorded else None,
+        )
     (index or History(lab.index())).add_run(dest)
     return dest
 
@@ -76,9 +81,9 @@ class PushResult:
     """What one ``softrt push`` did."""
 
     sent: list[str] = field(default_factory=list)
-    already: int = 0                                    # runs the lab had as they are
-    running: list[str] = field(default_factory=list)    # still going: sent by a later push
-    gone: list[str] = field(default_factory=list)       # their folder is no longer on the rig
+    already: int = 0  # runs the lab had as they are
+    running: list[str] = field(default_factory=list)  # still going: sent by a later push
+    gone: list[str] = field(default_factory=list)  # their folder is no longer on the rig
 
 
 def push(lab: Lab, local: History | None = None, on_run: Callable[[str], None] | None = None) -> PushResult:
@@ -93,9 +98,10 @@ def push(lab: Lab, local: History | None = None, on_run: Callable[[str], None] |
     index = History(lab.index())
     root = lab.archive_dir()
     if root is None and index.engine == local.engine and Path(index.path).resolve() == Path(local.path).resolve():
-        raise ConfigError("softrt push has no lab to send to",
-                          hint="give --db postgresql://user@host/dbname (or SOFTRT_DB) and/or --archive PATH "
-                               "(or SOFTRT_ARCHIVE)")
+        raise ConfigError(
+            "softrt push has no lab to send to",
+            hint="give --db postgresql://user@host/dbname (or SOFTRT_DB) and/or --archive PATH (or SOFTRT_ARCHIVE)",
+        )
     have = index.states()
     result = PushResult()
     for record in local.list_runs():

@@ -31,10 +31,21 @@ AUTO_LATE_AFTER_NS = 3600 * NS_PER_S  # runs longer than this keep late cycles o
 
 #: The most per-second rows read back (a year of seconds; 24 h is 86,400).
 MAX_AGGREGATE_ROWS = 1 << 25
-AGGREGATE_FIELDS = ("second", "records", "periods", "period_min_ns", "period_max_ns", "period_mean_ns",
-                    "latency_min_ns", "latency_max_ns", "latency_mean_ns", "missed", "missed_cycles", "late")
-_AGG_SCHEMA = pa.schema([(name, pa.float64() if name.endswith("mean_ns") else pa.int64())
-                         for name in AGGREGATE_FIELDS])
+AGGREGATE_FIELDS = (
+    "second",
+    "records",
+    "periods",
+    "period_min_ns",
+    "period_max_ns",
+    "period_mean_ns",
+    "latency_min_ns",
+    "latency_max_ns",
+    "latency_mean_ns",
+    "missed",
+    "missed_cycles",
+    "late",
+)
+_AGG_SCHEMA = pa.schema([(name, pa.float64() if name.endswith("mean_ns") else pa.int64()) for name in AGGREGATE_FIELDS])
 AGG_ROW_GROUP = 3600  # one hour of seconds per row group
 _I64_MAX = np.iinfo(np.int64).max
 _I64_MIN = np.iinfo(np.int64).min
@@ -83,7 +94,7 @@ class LateSelector:
         self._forward = max(max(ends), 0)
         kept = np.flatnonzero(keep)
         first_free = int(kept[-1]) + 1 if kept.size else 0
-        self._tail = both[max(first_free, n - c):].copy() if c else None
+        self._tail = both[max(first_free, n - c) :].copy() if c else None
         return both[keep]
 
 
@@ -185,8 +196,13 @@ def aggregates_schema(t0_ns: int, period_ns: int, threshold_ns: int, first_seq: 
     """The Arrow schema of ``aggregates.parquet`` with its metadata: ``t0_ns`` (second 0: the first
     record's permit), the run's period and late threshold, and the first record's ``seq`` and
     board cycle of its write (``first_window``: where the motion schedule's sample 0 landed)."""
-    meta = {"t0_ns": t0_ns, "period_ns": period_ns, "late_threshold_ns": threshold_ns, "first_seq": first_seq,
-            "first_window": first_window}
+    meta = {
+        "t0_ns": t0_ns,
+        "period_ns": period_ns,
+        "late_threshold_ns": threshold_ns,
+        "first_seq": first_seq,
+        "first_window": first_window,
+    }
     return _AGG_SCHEMA.with_metadata({k.encode(): str(int(v)).encode() for k, v in meta.items()})
 
 
@@ -205,15 +221,19 @@ def read_aggregates(run_path: Path) -> tuple[dict[str, np.ndarray], dict[str, in
     """A late run's per-second aggregates (column name → array; period columns NaN where a second
     had no period) and the file's metadata (``t0_ns``, ``period_ns``, ``late_threshold_ns``)."""
     # One row a second: a year fits; bounded and checked before anything is decoded (store.validate).
-    pf = open_parquet(Path(run_path) / AGGREGATES, "per-second aggregates", MAX_AGGREGATE_ROWS, AGGREGATE_FIELDS,
-                      floats=True)
+    pf = open_parquet(
+        Path(run_path) / AGGREGATES, "per-second aggregates", MAX_AGGREGATE_ROWS, AGGREGATE_FIELDS, floats=True
+    )
     table = pf.read()
     meta = {k.decode(): int(v) for k, v in (pf.schema_arrow.metadata or {}).items()}
     cols = {}
     for name in AGGREGATE_FIELDS:
         col = table.column(name)
-        cols[name] = col.to_numpy(zero_copy_only=False).astype(np.float64) if col.null_count else \
-            col.to_numpy(zero_copy_only=False)
+        cols[name] = (
+            col.to_numpy(zero_copy_only=False).astype(np.float64)
+            if col.null_count
+            else col.to_numpy(zero_copy_only=False)
+        )
     return cols, meta
 
 

@@ -34,9 +34,15 @@ from .history import History
 
 EXTENSIONS = {"sqlite": "sqlite_scanner", "postgres": "postgres_scanner", "httpfs": "httpfs"}
 NO_REPOSITORY = "/nonexistent/softrt-never-downloads"
-_FIELDS = {"rig_label": "$.provenance.rig_label", "kernel": "$.host.kernel", "cpu_model": "$.host.cpu_model",
-           "microcode": "$.provenance.microcode", "bios_version": "$.provenance.bios_version",
-           "preemption": "$.host.preemption", "cmdline": "$.host.cmdline"}
+_FIELDS = {
+    "rig_label": "$.provenance.rig_label",
+    "kernel": "$.host.kernel",
+    "cpu_model": "$.host.cpu_model",
+    "microcode": "$.provenance.microcode",
+    "bios_version": "$.provenance.bios_version",
+    "preemption": "$.host.preemption",
+    "cmdline": "$.host.cmdline",
+}
 
 
 def literal(text: str) -> str:
@@ -57,12 +63,17 @@ def extension_file(name: str) -> Path:
 
     spec = importlib.util.find_spec(f"duckdb_extension_{name}")
     version = duckdb.__version__
-    path = (Path(spec.origin).parent / "extensions" / f"v{version}" / f"{name}.duckdb_extension"
-            if spec is not None and spec.origin else None)
+    path = (
+        Path(spec.origin).parent / "extensions" / f"v{version}" / f"{name}.duckdb_extension"
+        if spec is not None and spec.origin
+        else None
+    )
     if path is None or not path.is_file():
-        raise ConfigError(f"DuckDB's {name} extension for duckdb {version} is not installed",
-                          hint=f"pip install duckdb=={version} duckdb-extension-{name}=={version} "
-                               "(softrt never downloads extensions)")
+        raise ConfigError(
+            f"DuckDB's {name} extension for duckdb {version} is not installed",
+            hint=f"pip install duckdb=={version} duckdb-extension-{name}=={version} "
+            "(softrt never downloads extensions)",
+        )
     return path
 
 
@@ -71,13 +82,21 @@ def connect(history: History, archive: str | None = None):
     try:
         import duckdb
     except ImportError:
-        raise ConfigError("softrt query needs DuckDB", hint="pip install 'duckdb==1.5.5' and its extension "
-                          "packages (scripts/setup installs them)") from None
+        raise ConfigError(
+            "softrt query needs DuckDB",
+            hint="pip install 'duckdb==1.5.5' and its extension packages (scripts/setup installs them)",
+        ) from None
     if archive and not archive.startswith("s3://") and not Path(archive).is_dir():
         raise ConfigError(f"no archive directory at {archive}", hint="give the lab's --archive PATH")
-    con = duckdb.connect(":memory:", config={
-        "autoinstall_known_extensions": False, "autoload_known_extensions": False,
-        "allow_community_extensions": False, "extension_directory": NO_REPOSITORY})
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "allow_community_extensions": False,
+            "extension_directory": NO_REPOSITORY,
+        },
+    )
     try:
         con.execute(f"SET custom_extension_repository = {literal(NO_REPOSITORY)}")
         _attach_index(con, history)
@@ -90,8 +109,9 @@ def connect(history: History, archive: str | None = None):
             raise
         # DuckDB's postgres scanner may quote the connection string: never its password.
         text = scrub(str(err), history.url) if history.url else " ".join(str(err).split())
-        raise ConfigError(f"cannot open the history for DuckDB: {text[:300]}",
-                          hint="check --db and --archive") from None
+        raise ConfigError(
+            f"cannot open the history for DuckDB: {text[:300]}", hint="check --db and --archive"
+        ) from None
     return con
 
 
@@ -126,7 +146,8 @@ def _attach_index(con, history: History) -> None:
         "CREATE VIEW runs AS SELECT *, coalesce(json_extract_string(summary_json, '$.provenance.rig_id'), "
         f"'host:' || host) AS rig, {extracted}, "
         "TRY_CAST(json_extract(summary_json, '$.late_cycles') AS BIGINT) AS late_cycles, "
-        f"TRY_CAST(json_extract(summary_json, '$.verdict.meets') AS BOOLEAN) AS meets FROM {table}")
+        f"TRY_CAST(json_extract(summary_json, '$.verdict.meets') AS BOOLEAN) AS meets FROM {table}"
+    )
 
 
 def _archive_views(con, archive: str) -> None:
@@ -139,14 +160,18 @@ def _archive_views(con, archive: str) -> None:
             raise ConfigError(f"no archive directory at {archive}", hint="give the lab's --archive PATH")
         root = str(path)
         if not any(path.glob("rig=*/date=*/*/samples.parquet")):
-            con.execute("CREATE VIEW samples AS SELECT NULL::VARCHAR AS rig, NULL::DATE AS date, "
-                        "NULL::VARCHAR AS run_id WHERE false")  # an empty archive: the view still exists
+            con.execute(
+                "CREATE VIEW samples AS SELECT NULL::VARCHAR AS rig, NULL::DATE AS date, "
+                "NULL::VARCHAR AS run_id WHERE false"
+            )  # an empty archive: the view still exists
             return
     pattern = literal(f"{root}/rig=*/date=*/*/samples.parquet")
-    con.execute(f"CREATE VIEW samples AS SELECT * EXCLUDE (filename), "
-                f"regexp_extract(filename, '([^/\\\\]+)[/\\\\]samples\\.parquet$', 1) AS run_id "
-                f"FROM read_parquet({pattern}, hive_partitioning = true, "
-                f"hive_types = {{'rig': VARCHAR, 'date': DATE}}, filename = true, union_by_name = true)")
+    con.execute(
+        f"CREATE VIEW samples AS SELECT * EXCLUDE (filename), "
+        f"regexp_extract(filename, '([^/\\\\]+)[/\\\\]samples\\.parquet$', 1) AS run_id "
+        f"FROM read_parquet({pattern}, hive_partitioning = true, "
+        f"hive_types = {{'rig': VARCHAR, 'date': DATE}}, filename = true, union_by_name = true)"
+    )
 
 
 def run(con, sql: str, max_rows: int, url: str | None = None) -> tuple[list[str], list[tuple], bool]:
@@ -160,6 +185,7 @@ def run(con, sql: str, max_rows: int, url: str | None = None) -> tuple[list[str]
         columns = [d[0] for d in cur.description or []]
     except duckdb.Error as err:
         text = scrub(str(err), url) if url else " ".join(str(err).split())
-        raise ConfigError(f"query failed: {text[:300]}",
-                          hint="the views are runs (the index) and samples (the archive's Parquet)") from None
+        raise ConfigError(
+            f"query failed: {text[:300]}", hint="the views are runs (the index) and samples (the archive's Parquet)"
+        ) from None
     return columns, rows[:max_rows], len(rows) > max_rows

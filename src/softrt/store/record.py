@@ -48,15 +48,28 @@ class RunRecord:
     def to_dict(self) -> dict:
         """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``)."""
         return {
-            "run_id": self.run_id, "started_at": self.started_at, "finished_at": self.finished_at,
-            "host": self.host, "scenario": self.scenario, "source": self.source, "status": self.status,
-            "mode": self.mode, "period_ns": self.period_ns, "cycles": self.cycles,
-            "period_max_us": self.period_max_us, "period_p99_99_us": self.period_p99_99_us,
-            "latency_max_us": self.latency_max_us, "process_max_us": self.process_max_us,
-            "missed_updates": self.missed_updates, "tuning": self.summary.tuning.to_dict(),
-            "path": str(self.path), "samples_path": None if self.samples_path is None else str(self.samples_path),
-            "added_at": self.added_at, "compare_id": self.compare_id,
-            "late_rate_high_per_h": self.late_rate_high_per_h, "late_rate_per_h": self.late_rate_per_h,
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "host": self.host,
+            "scenario": self.scenario,
+            "source": self.source,
+            "status": self.status,
+            "mode": self.mode,
+            "period_ns": self.period_ns,
+            "cycles": self.cycles,
+            "period_max_us": self.period_max_us,
+            "period_p99_99_us": self.period_p99_99_us,
+            "latency_max_us": self.latency_max_us,
+            "process_max_us": self.process_max_us,
+            "missed_updates": self.missed_updates,
+            "tuning": self.summary.tuning.to_dict(),
+            "path": str(self.path),
+            "samples_path": None if self.samples_path is None else str(self.samples_path),
+            "added_at": self.added_at,
+            "compare_id": self.compare_id,
+            "late_rate_high_per_h": self.late_rate_high_per_h,
+            "late_rate_per_h": self.late_rate_per_h,
         }
 
 
@@ -64,19 +77,32 @@ def record_of_row(row: tuple) -> RunRecord:
     """The history's row *row* (its columns in store.dialect.COLUMNS order, then any extras) as a record."""
     r = check_row(RunRecord, dict(zip(_COLUMNS, row)), "the history database")
     # Read from the stored summary in SQL (SQLite) or, without those columns (PostgreSQL), here.
-    extra = row[len(_COLUMNS):]
+    extra = row[len(_COLUMNS) :]
     compare_id, high, estimate = extra if len(extra) == 3 else _from_summary(r["summary_json"])
     high, estimate = _float(high), _float(estimate)
     return RunRecord(
-        run_id=r["run_id"], started_at=r["started_at"], finished_at=r["finished_at"], host=r["host"],
-        scenario=r["scenario"], source=r["source"], status=r["status"], mode=r["mode"],
-        period_ns=r["period_ns"], cycles=r["cycles"], period_max_us=r["period_max_us"],
-        period_p99_99_us=r["period_p99_99_us"], latency_max_us=r["latency_max_us"],
-        process_max_us=r["process_max_us"], missed_updates=r["missed_updates"],
-        summary_json=r["summary_json"], path=Path(r["path"]),
-        samples_path=Path(r["samples_path"]) if r["samples_path"] else None, added_at=r["added_at"],
+        run_id=r["run_id"],
+        started_at=r["started_at"],
+        finished_at=r["finished_at"],
+        host=r["host"],
+        scenario=r["scenario"],
+        source=r["source"],
+        status=r["status"],
+        mode=r["mode"],
+        period_ns=r["period_ns"],
+        cycles=r["cycles"],
+        period_max_us=r["period_max_us"],
+        period_p99_99_us=r["period_p99_99_us"],
+        latency_max_us=r["latency_max_us"],
+        process_max_us=r["process_max_us"],
+        missed_updates=r["missed_updates"],
+        summary_json=r["summary_json"],
+        path=Path(r["path"]),
+        samples_path=Path(r["samples_path"]) if r["samples_path"] else None,
+        added_at=r["added_at"],
         compare_id=compare_id if isinstance(compare_id, str) else None,
-        late_rate_high_per_h=high, late_rate_per_h=estimate,
+        late_rate_high_per_h=high,
+        late_rate_per_h=estimate,
     )
 
 
@@ -93,8 +119,11 @@ def _from_summary(summary_json: object) -> tuple[str | None, object, object]:
         return None, None, None
     compare_id = doc.get("compare_id")
     high = fitted.get("high")
-    return (compare_id if isinstance(compare_id, str) else None,
-            high if high is not None else tail.get("late_rate_bound_per_h"), fitted.get("estimate"))
+    return (
+        compare_id if isinstance(compare_id, str) else None,
+        high if high is not None else tail.get("late_rate_bound_per_h"),
+        fitted.get("estimate"),
+    )
 
 
 def _float(x: object) -> float | None:

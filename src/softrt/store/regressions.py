@@ -39,8 +39,13 @@ def _judge(group: list[FleetRun], good: list[FleetRun], bad: list[FleetRun]) -> 
     out = {}
     for key in JUDGED:
         value = _median(bad, key)
-        out[key] = {"name": names[key][0], "unit": names[key][1], "after": value, "noise": noises[key].to_dict(),
-                    "judged": noises[key].judge(value)}
+        out[key] = {
+            "name": names[key][0],
+            "unit": names[key][1],
+            "after": value,
+            "noise": noises[key].to_dict(),
+            "judged": noises[key].judge(value),
+        }
     return out
 
 
@@ -67,14 +72,29 @@ def find(runs: list[FleetRun]) -> dict:
                 undecided += 1
             if not worse:
                 continue
-            entries.append({
-                "rig": rig, "label": bad[0].label, "scenario": scenario,
-                "last_good": {"run_id": good[-1].run_id, "started_at": good[-1].started_at},
-                "first_bad": {"run_id": bad[0].run_id, "started_at": bad[0].started_at},
-                "runs_after": len(bad), "change": {k: {"before": a, "after": b} for k, (a, b) in change.items()},
-                "worse": worse, "figures": judged,
-            })
-    ranked = sorted(({"kernel": k["kernel"], "rigs_worse": len(k["rigs_worse"]), "rigs_tested": len(k["rigs_tested"]),
-                      "rigs": sorted(k["rigs_worse"])} for k in kernels.values()),
-                    key=lambda k: (-k["rigs_worse"], -k["rigs_tested"], k["kernel"]))
+            entries.append(
+                {
+                    "rig": rig,
+                    "label": bad[0].label,
+                    "scenario": scenario,
+                    "last_good": {"run_id": good[-1].run_id, "started_at": good[-1].started_at},
+                    "first_bad": {"run_id": bad[0].run_id, "started_at": bad[0].started_at},
+                    "runs_after": len(bad),
+                    "change": {k: {"before": a, "after": b} for k, (a, b) in change.items()},
+                    "worse": worse,
+                    "figures": judged,
+                }
+            )
+    ranked = sorted(
+        (
+            {
+                "kernel": k["kernel"],
+                "rigs_worse": len(k["rigs_worse"]),
+                "rigs_tested": len(k["rigs_tested"]),
+                "rigs": sorted(k["rigs_worse"]),
+            }
+            for k in kernels.values()
+        ),
+        key=lambda k: (-k["rigs_worse"], -k["rigs_tested"], k["kernel"]),
+    )
     return {"regressions": entries, "kernels": ranked, "changes_with_unknown_noise": undecided, "how": HOW}

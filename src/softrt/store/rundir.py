@@ -30,16 +30,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..analysis.cycles import DEFAULT_THRESHOLD_NS, CycleView
+from ..analysis.cycles import CycleView
 from ..analysis.stream import RunStats
 from ..errors import ConfigError, SoftRTError
 from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
 from ..platform import O_PRIVATE_BINARY, preallocate
 from ..platform.outfile import chmod_open
-from .late import AGGREGATES, LateSelector, SecondAggregator
+from ..schema.config import DEFAULT_THRESHOLD_NS
 from ..schema.summary import Kept, RunSummary
-from .validate import check_path, load_json, open_parquet
 from ..schema.text import printable, safe_name
+from .late import AGGREGATES, LateSelector, SecondAggregator
+from .validate import check_path, load_json, open_parquet
 
 SAMPLES = "samples.parquet"
 SUMMARY = "summary.json"
@@ -109,12 +110,16 @@ def check_free(base: Path, needed: int) -> int:
     try:
         free = shutil.disk_usage(probe).free
     except OSError as err:
-        raise ConfigError(f"cannot find the free space in {base}: {err.strerror or err}",
-                          hint="choose another directory with --out-dir") from None
+        raise ConfigError(
+            f"cannot find the free space in {base}: {err.strerror or err}",
+            hint="choose another directory with --out-dir",
+        ) from None
     if free < needed:
-        raise ConfigError(f"not enough disk space: the run needs ~{_mb(needed)} in {base}, {_mb(free)} free",
-                          hint="free some space, shorten --duration, keep late cycles only (--samples late), "
-                               "or choose another directory with --out-dir")
+        raise ConfigError(
+            f"not enough disk space: the run needs ~{_mb(needed)} in {base}, {_mb(free)} free",
+            hint="free some space, shorten --duration, keep late cycles only (--samples late), "
+            "or choose another directory with --out-dir",
+        )
     return needed
 
 
@@ -165,6 +170,7 @@ class _Sink:
         if not self.closed:
             self.closed = True
             os.close(self._fd)
+
 
 # Every column is a slowly changing int64 (counters, monotonic times, mostly-zero flags): delta
 # encoding (Parquet's DELTA_BINARY_PACKED) then zstd stores a record in about 4.4 bytes instead of
@@ -220,8 +226,16 @@ def check_writable(base: Path, what: str = "runs", hint: str = "choose another d
 class RunDir:
     """One run's directory, written while the run goes."""
 
-    def __init__(self, base: Path, run_id: str, expected_rows: int = 0, *, samples: str = "all",
-                 period_ns: int = 0, late_threshold_ns: int = 0) -> None:
+    def __init__(
+        self,
+        base: Path,
+        run_id: str,
+        expected_rows: int = 0,
+        *,
+        samples: str = "all",
+        period_ns: int = 0,
+        late_threshold_ns: int = 0,
+    ) -> None:
         """*samples* ``late`` keeps the late cycles of *late_threshold_ns* with their context in the
         samples file and per-second aggregates beside it (store.late); ``all`` keeps every record."""
         self.run_id = run_id
@@ -238,8 +252,10 @@ class RunDir:
             self._sink = _Sink(self.path / SAMPLES, reserve)
         except OSError as err:
             self.discard()
-            raise ConfigError(f"cannot reserve space for the run in {base}: {err.strerror or err}",
-                              hint="free some space or choose another directory with --out-dir") from None
+            raise ConfigError(
+                f"cannot reserve space for the run in {base}: {err.strerror or err}",
+                hint="free some space or choose another directory with --out-dir",
+            ) from None
         except BaseException:  # not a disk error (a bug, Ctrl-C): still no empty run directory left
             self.discard()
             raise
@@ -277,18 +293,25 @@ class RunDir:
         """What the run keeps on disk, for summary.json's ``samples`` (docs/run-format.md)."""
         if self._select is None:
             return Kept(mode=self.samples, rows=self.rows)
-        return Kept(mode=self.samples, rows=self.rows, late_cycles=self._select.late,
-                    context_records=self._select.context,
-                    aggregate_seconds=self._aggregate.seconds + len(self._aggregate._rows)
-                    + (self._aggregate._open is not None))
+        return Kept(
+            mode=self.samples,
+            rows=self.rows,
+            late_cycles=self._select.late,
+            context_records=self._select.context,
+            aggregate_seconds=self._aggregate.seconds
+            + len(self._aggregate._rows)
+            + (self._aggregate._open is not None),
+        )
 
     def write_json(self, name: str, data: dict) -> Path:
         """Write *data* as ``name`` atomically; raise SoftRTError (with the reason) if it cannot be."""
         try:
             return write_json_atomic(self.path / name, data)
         except OSError as err:
-            raise SoftRTError(f"cannot write {self.path / name}: {err.strerror or err}",
-                              hint="free some space; the samples written so far are kept") from None
+            raise SoftRTError(
+                f"cannot write {self.path / name}: {err.strerror or err}",
+                hint="free some space; the samples written so far are kept",
+            ) from None
 
     def append(self, chunk: np.ndarray | CycleView, flush_rows: int = ROW_GROUP_ROWS) -> None:
         """Queue a chunk of records (or its cycle view, the drainer's: softrt.analysis.cycles); write a
@@ -420,12 +443,14 @@ def iter_samples(run_path: Path, batch_rows: int = BATCH_ROWS, max_rows: int = M
                 out[name] = batch.column(name).to_numpy(zero_copy_only=False)
             yield out
     except (OSError, pa.ArrowException, ValueError, TypeError) as err:
-        raise SoftRTError(f"cannot read samples {path}: {printable(err)[:200]}",
-                          hint="the file is corrupt or truncated") from None
+        raise SoftRTError(
+            f"cannot read samples {path}: {printable(err)[:200]}", hint="the file is corrupt or truncated"
+        ) from None
 
 
-def load_run_stats(run_path: Path, period_ns: int, threshold_ns: int = DEFAULT_THRESHOLD_NS,
-                   samples_pass: bool = True) -> RunStats:
+def load_run_stats(
+    run_path: Path, period_ns: int, threshold_ns: int = DEFAULT_THRESHOLD_NS, samples_pass: bool = True
+) -> RunStats:
     """A run's streaming-pass state: ``stats.json`` when the run stored it, else (with *samples_pass*)
     one pass over its samples, batch by batch (runs recorded before stats.json existed), with the
     late rule of *threshold_ns*."""
@@ -441,8 +466,9 @@ def load_run_stats(run_path: Path, period_ns: int, threshold_ns: int = DEFAULT_T
         except ConfigError as err:
             raise SoftRTError(err.msg, hint="delete it: softrt then re-reads the samples") from None
         except (ValueError, OverflowError, TypeError) as err:
-            raise SoftRTError(f"cannot read {file}: {printable(err)}",
-                              hint="delete it: softrt then re-reads the samples") from None
+            raise SoftRTError(
+                f"cannot read {file}: {printable(err)}", hint="delete it: softrt then re-reads the samples"
+            ) from None
     stats = RunStats(period_ns, threshold_ns)
     for records in iter_samples(run_path):
         stats.add(records)
@@ -477,6 +503,8 @@ def find_run_dirs(path: Path) -> list[Path]:
         runs = sorted(p for p in path.iterdir() if (p / SUMMARY).is_file())
         if runs:
             return runs
-        raise ConfigError(f"no run directory in {path} (no {SUMMARY} in it or its sub-directories)",
-                          hint="a run that failed to start has no summary.json")
+        raise ConfigError(
+            f"no run directory in {path} (no {SUMMARY} in it or its sub-directories)",
+            hint="a run that failed to start has no summary.json",
+        )
     raise ConfigError(f"no such run directory: {path}", hint="give a run directory or a run id from softrt history")

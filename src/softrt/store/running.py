@@ -24,8 +24,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..platform import get_platform
-from ..units import format_duration_s
 from ..schema.summary import RunSummary, Supervisor
+from ..units import format_duration_s
 from .late import AGGREGATES
 
 #: The files a run writes as its records come in (store.rundir, store.late).
@@ -67,14 +67,19 @@ class RunState:
         if self.alive:
             return f"Running for {format_duration_s(self.elapsed_s)} (last checkpoint {age} ago; figures so far)"
         if self.alive is False:
-            return (f"Not running any more: the supervisor is gone (killed, or the machine stopped) after "
-                    f"{format_duration_s(self.elapsed_s)}; the figures are its last checkpoint, {age} ago")
-        return (f"Marked running, {format_duration_s(self.elapsed_s)} in, on another machine; last checkpoint "
-                f"{age} ago (figures so far)")
+            return (
+                f"Not running any more: the supervisor is gone (killed, or the machine stopped) after "
+                f"{format_duration_s(self.elapsed_s)}; the figures are its last checkpoint, {age} ago"
+            )
+        return (
+            f"Marked running, {format_duration_s(self.elapsed_s)} in, on another machine; last checkpoint "
+            f"{age} ago (figures so far)"
+        )
 
 
-def run_state(summary: RunSummary, now: datetime | None = None, root: str = "/",
-              run_dir: Path | None = None) -> RunState:
+def run_state(
+    summary: RunSummary, now: datetime | None = None, root: str = "/", run_dir: Path | None = None
+) -> RunState:
     """Return what *summary* means now; never raises on odd fields. With the run's *run_dir*, a run
     that died on this machine is timed to its last record (:func:`last_record_at`)."""
     if not summary.running:

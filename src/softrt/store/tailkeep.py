@@ -34,8 +34,9 @@ def write_tail_keep(run_path: Path, keep: dict[str, TailKeeper]) -> Path:
         arrays[f"{name}_times"] = times.astype(np.int64)
         deadline = -1 if k.deadline is None else k.deadline
         first, last = (-1 if x is None else x for x in (k.first, k.last))
-        arrays[f"{name}_meta"] = np.array([k.threshold, k.seen, k.raised, deadline, k.late, first, last],
-                                          dtype=np.int64)
+        arrays[f"{name}_meta"] = np.array(
+            [k.threshold, k.seen, k.raised, deadline, k.late, first, last], dtype=np.int64
+        )
     target = Path(run_path) / TAIL_KEEP
     tmp = None
     try:
@@ -72,10 +73,20 @@ def read_tail_keep(run_path: Path) -> dict[str, TailKeeper] | None:
                 values, times = z[f"{name}_values"], z[f"{name}_times"]
                 if values.shape != times.shape or values.ndim != 1:
                     raise ValueError(f"{name}: {values.shape} values, {times.shape} times")
-                out[name] = TailKeeper.restore(values, times, threshold=threshold, seen=seen, raised=raised,
-                                               deadline=None if deadline < 0 else deadline, late=late,
-                                               first=None if first < 0 else first, last=None if last < 0 else last)
+                out[name] = TailKeeper.restore(
+                    values,
+                    times,
+                    threshold=threshold,
+                    seen=seen,
+                    raised=raised,
+                    deadline=None if deadline < 0 else deadline,
+                    late=late,
+                    first=None if first < 0 else first,
+                    last=None if last < 0 else last,
+                )
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
-        raise SoftRTError(f"cannot read {file}: {printable(err)[:200]}",
-                          hint="the file is corrupt; softrt tail RUN reads the run's samples.parquet instead when it has one") from None
+        raise SoftRTError(
+            f"cannot read {file}: {printable(err)[:200]}",
+            hint="the file is corrupt; softrt tail RUN reads the run's samples.parquet instead when it has one",
+        ) from None
     return out

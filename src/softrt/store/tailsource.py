@@ -27,11 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis.cycles import DEFAULT_THRESHOLD_NS
 from ..analysis.stream import RunStats
 from ..analysis.tail import fit_tail, fit_tail_histogram
 from ..analysis.tail_keep import TailKeeper, fit_kept
 from ..errors import ConfigError, SoftRTError
+from ..schema.config import DEFAULT_THRESHOLD_NS
 from ..schema.tail import HOURS_PER_YEAR, Tail
 from ..schema.text import printable
 from .history import HISTOGRAM, load_run_summary, resolve_run
@@ -41,8 +41,10 @@ from .tailkeep import read_tail_keep
 from .validate import parse_json, read_bounded
 
 MAX_TEXT_BYTES = 4 << 30  # a 24 h cyclictest -v file is about 6 GB: read it in pieces, never whole
-CYCLICTEST_CAVEAT = ("times are cycle index × --interval-us: cyclictest drops the expiries a stall spans, so the "
-                     "run lasted longer than that and the rates are upper bounds")
+CYCLICTEST_CAVEAT = (
+    "times are cycle index × --interval-us: cyclictest drops the expiries a stall spans, so the "
+    "run lasted longer than that and the rates are upper bounds"
+)
 _LINE = re.compile(rb"^\s*(\d+):\s*(\d+):\s*(\d+)\s*$", re.M)
 
 
@@ -97,9 +99,20 @@ def _latency_deadline(opts: TailOptions) -> float:
 
 
 def _fit(values_us: np.ndarray, times_s: np.ndarray, opts: TailOptions, deadline_us: float, series: str) -> Fitted:
-    return Fitted(fit_tail(values_us, times_s, deadline_us=deadline_us, series=series, threshold_us=opts.threshold_us,
-                    gap_s=opts.gap_s, target_per_h=opts.target_per_h,
-                    hours=values_us.size * opts.interval_us / 3.6e9), values_us, times_s)
+    return Fitted(
+        fit_tail(
+            values_us,
+            times_s,
+            deadline_us=deadline_us,
+            series=series,
+            threshold_us=opts.threshold_us,
+            gap_s=opts.gap_s,
+            target_per_h=opts.target_per_h,
+            hours=values_us.size * opts.interval_us / 3.6e9,
+        ),
+        values_us,
+        times_s,
+    )
 
 
 def _cyclictest_tail(path: Path, opts: TailOptions) -> Fitted:
@@ -119,13 +132,17 @@ def _cyclictest_tail(path: Path, opts: TailOptions) -> Fitted:
         latencies.append(rows[:, 2])
     thread, lat = np.concatenate(threads), np.concatenate(latencies)
     if not lat.size:
-        raise ConfigError(f"{printable(path)} holds no cyclictest -v line ('THREAD: INDEX: LATENCY')",
-                          hint="record one with cyclictest -v, or give a --json result, a .csv or a .parquet file")
+        raise ConfigError(
+            f"{printable(path)} holds no cyclictest -v line ('THREAD: INDEX: LATENCY')",
+            hint="record one with cyclictest -v, or give a --json result, a .csv or a .parquet file",
+        )
     which = int(thread[0]) if opts.thread is None else opts.thread
     lat = lat[thread == which]
     if not lat.size:
-        raise ConfigError(f"{printable(path)} has no cycle of thread {which}",
-                          hint=f"threads in the file: {', '.join(map(str, np.unique(thread)[:10]))}")
+        raise ConfigError(
+            f"{printable(path)} has no cycle of thread {which}",
+            hint=f"threads in the file: {', '.join(map(str, np.unique(thread)[:10]))}",
+        )
     times = np.arange(lat.size) * opts.interval_us / 1e6
     fitted = _fit(lat.astype(float), times, opts, _deadline(opts, _latency_deadline(opts), ""), "latency_us")
     if fitted.tail.caveat is None and int(lat.max()) > opts.interval_us:
@@ -148,11 +165,15 @@ def _column_tail(path: Path, opts: TailOptions) -> Fitted:
                 raise KeyError(opts.column)
             values = np.array([r[opts.column] for r in rows], dtype=float)
     except (KeyError, ValueError, OSError) as err:
-        raise ConfigError(f"{printable(path)}: cannot read column {opts.column!r} ({printable(err)[:100]})",
-                          hint="name a numeric column of per-cycle values in µs with --column") from None
+        raise ConfigError(
+            f"{printable(path)}: cannot read column {opts.column!r} ({printable(err)[:100]})",
+            hint="name a numeric column of per-cycle values in µs with --column",
+        ) from None
     except Exception as err:  # noqa: BLE001 - pyarrow's own errors (ArrowInvalid ...): one line, no traceback
-        raise ConfigError(f"{printable(path)}: not a readable Parquet file ({printable(err)[:100]})",
-                          hint="give a Parquet or CSV file") from None
+        raise ConfigError(
+            f"{printable(path)}: not a readable Parquet file ({printable(err)[:100]})",
+            hint="give a Parquet or CSV file",
+        ) from None
     values = np.asarray(values, dtype=float)
     times = np.arange(values.size) * opts.interval_us / 1e6
     return _fit(values, times, opts, _deadline(opts, None, f"column {opts.column}"), opts.column)
@@ -200,9 +221,17 @@ def _pooled_histogram(threads: list[dict], hours: float, opts: TailOptions, what
             cnt.append(0)
         edges.append(upper.get(lo, lo + width))
         cnt.append(counts[lo])
-    return Fitted(fit_tail_histogram(np.array(edges) / 1e3, np.array(cnt), hours=hours,
-                                     deadline_us=_deadline(opts, _latency_deadline(opts), ""), series="latency_us",
-                                     threshold_us=opts.threshold_us, target_per_h=opts.target_per_h))
+    return Fitted(
+        fit_tail_histogram(
+            np.array(edges) / 1e3,
+            np.array(cnt),
+            hours=hours,
+            deadline_us=_deadline(opts, _latency_deadline(opts), ""),
+            series="latency_us",
+            threshold_us=opts.threshold_us,
+            target_per_h=opts.target_per_h,
+        )
+    )
 
 
 def _run_tail(path: Path, opts: TailOptions) -> Fitted:
@@ -231,11 +260,25 @@ def _run_tail(path: Path, opts: TailOptions) -> Fitted:
     k = keep[series]
     if opts.deadline_us is not None:  # another deadline: count the late cycles again
         values, times = k.arrays()
-        k = TailKeeper.restore(values, times, threshold=k.threshold, seen=k.seen, raised=k.raised,
-                               deadline=opts.deadline_us * 1e3, first=k.first, last=k.last,
-                               late=int(np.count_nonzero(values > opts.deadline_us * 1e3)))
-    tail = fit_kept(k, hours=k.hours(period_ns), series=f"{series}_us", gap_s=opts.gap_s,
-                    target_per_h=opts.target_per_h, threshold_us=opts.threshold_us)
+        k = TailKeeper.restore(
+            values,
+            times,
+            threshold=k.threshold,
+            seen=k.seen,
+            raised=k.raised,
+            deadline=opts.deadline_us * 1e3,
+            first=k.first,
+            last=k.last,
+            late=int(np.count_nonzero(values > opts.deadline_us * 1e3)),
+        )
+    tail = fit_kept(
+        k,
+        hours=k.hours(period_ns),
+        series=f"{series}_us",
+        gap_s=opts.gap_s,
+        target_per_h=opts.target_per_h,
+        threshold_us=opts.threshold_us,
+    )
     return Fitted(tail, *kept_points(k))
 
 
@@ -256,8 +299,10 @@ def run_tail_points(path: Path, scenario: str | None) -> tuple[np.ndarray, np.nd
 
 def _keep_from_samples(path: Path, period_ns: int, threshold_ns: int) -> dict[str, TailKeeper]:
     if not (path / SAMPLES).is_file():
-        raise ConfigError(f"{printable(path)} keeps neither tail.npz nor {SAMPLES}",
-                          hint="a run recorded before softrt kept its tail: run it again")
+        raise ConfigError(
+            f"{printable(path)} keeps neither tail.npz nor {SAMPLES}",
+            hint="a run recorded before softrt kept its tail: run it again",
+        )
     stats = RunStats(period_ns, threshold_ns)
     for batch in iter_samples(path):
         stats.add(batch)

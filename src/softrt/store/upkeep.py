@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import ConfigError, SoftRTError
-from .rundir import RESERVE, SAMPLES, SUMMARY, find_run_dirs, read_summary
-from .validate import check_path
-from .running import run_state
 from .record import RunRecord
+from .rundir import RESERVE, SAMPLES, SUMMARY, find_run_dirs, read_summary
+from .running import run_state
+from .validate import check_path
 
 
 class History(Protocol):
@@ -65,9 +65,11 @@ def refuse_running(record: RunRecord) -> None:
         return
     if running:
         pid = record.summary.supervisor.pid if record.summary.supervisor is not None else None
-        raise ConfigError(f"run {record.run_id} is still running{f' (softrt pid {pid})' if pid else ''}; "
-                          "its next checkpoint would put it back",
-                          hint="forget it once it has ended, or stop it first (Ctrl-C where it runs)")
+        raise ConfigError(
+            f"run {record.run_id} is still running{f' (softrt pid {pid})' if pid else ''}; "
+            "its next checkpoint would put it back",
+            hint="forget it once it has ended, or stop it first (Ctrl-C where it runs)",
+        )
 
 
 def add_each(history: History, paths: Iterable[Path | str]) -> tuple[list[str], list[tuple[Path, str]]]:
@@ -88,8 +90,7 @@ def add_each(history: History, paths: Iterable[Path | str]) -> tuple[list[str], 
             found.append(_scan(path))
     ids, bad = [], []
     for runs, junk in found:
-        bad.extend((d, f"no {SUMMARY}: a run that failed to start, or was killed before it started")
-                   for d in junk)
+        bad.extend((d, f"no {SUMMARY}: a run that failed to start, or was killed before it started") for d in junk)
         for run in runs:
             try:
                 row = run if isinstance(run, dict) else history._prepare(run)
@@ -106,8 +107,13 @@ def _scan(path: Path) -> tuple[list[Path], list[Path]]:
     find_run_dirs: no run at all)."""
     junk = []
     if path.is_dir():
-        junk = sorted(p for p in path.iterdir() if p.is_dir() and not (p / SUMMARY).is_file()
-                      and any(os.path.lexists(p / name) for name in (SAMPLES, RESERVE, "config.json")))
+        junk = sorted(
+            p
+            for p in path.iterdir()
+            if p.is_dir()
+            and not (p / SUMMARY).is_file()
+            and any(os.path.lexists(p / name) for name in (SAMPLES, RESERVE, "config.json"))
+        )
     try:
         return find_run_dirs(path), junk
     except ConfigError:

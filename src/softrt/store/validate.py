@@ -73,16 +73,18 @@ def parse_json(raw: bytes | str, where: object, *, max_depth: int = MAX_JSON_DEP
     try:
         doc = json.loads(raw, parse_constant=_reject_constant)
     except RecursionError:
-        raise ConfigError(f"{_where(where)}: JSON nested too deeply (more than {max_depth} levels)",
-                          hint=_HINT) from None
+        raise ConfigError(
+            f"{_where(where)}: JSON nested too deeply (more than {max_depth} levels)", hint=_HINT
+        ) from None
     except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, an integer of > 4300 digits, NaN
         raise ConfigError(f"{_where(where)} is not valid JSON ({printable(err)})", hint=_HINT) from None
     check_values(doc, where, max_depth=max_depth)
     return doc
 
 
-def read_bounded(path: Path | str, what: str = "file", *, max_bytes: int = MAX_JSON_BYTES,
-                 hint: str | None = None) -> bytes:
+def read_bounded(
+    path: Path | str, what: str = "file", *, max_bytes: int = MAX_JSON_BYTES, hint: str | None = None
+) -> bytes:
     """Return the bytes of the regular file *path*, at most *max_bytes*; ConfigError otherwise.
 
     Opened with O_NONBLOCK and checked with fstat(2): a FIFO or a device named like a result file
@@ -105,16 +107,23 @@ def read_bounded(path: Path | str, what: str = "file", *, max_bytes: int = MAX_J
         os.close(fd)
     if len(raw) > max_bytes:
         size = f"{max_bytes // (1024 * 1024)} MiB" if max_bytes >= 1024 * 1024 else f"{max_bytes // 1024} KiB"
-        raise ConfigError(f"{what} {_where(path)} is larger than {size}",
-                          hint=hint or "softrt does not read files this large")
+        raise ConfigError(
+            f"{what} {_where(path)} is larger than {size}", hint=hint or "softrt does not read files this large"
+        )
     return raw
 
 
 def file_kind(mode: int) -> str:
     """What a file of st_mode *mode* is, for a message ("a directory", "a FIFO", …; inode(7))."""
-    for test, kind in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+    for test, kind in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
         if test(mode):
             return kind
     return "a special file"
@@ -129,8 +138,9 @@ def path_kind(path: Path | str) -> str | None:
         return "a link to nothing" if os.path.islink(path) else None
 
 
-def load_json(path: Path | str, what: str = "file", *, max_bytes: int = MAX_JSON_BYTES,
-              max_depth: int = MAX_JSON_DEPTH) -> object:
+def load_json(
+    path: Path | str, what: str = "file", *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH
+) -> object:
     """Read and parse the JSON file *path* (bounded); ConfigError for anything wrong with it."""
     return parse_json(read_bounded(path, what, max_bytes=max_bytes), path, max_depth=max_depth)
 
@@ -143,11 +153,9 @@ def check_values(doc: object, where: object, *, max_depth: int = MAX_JSON_DEPTH)
         value, depth, key = stack.pop()
         if isinstance(value, (dict, list)):
             if depth > max_depth:
-                raise ConfigError(f"{_where(where)}: JSON nested too deeply (more than {max_depth} levels)",
-                                  hint=_HINT)
+                raise ConfigError(f"{_where(where)}: JSON nested too deeply (more than {max_depth} levels)", hint=_HINT)
             items = value.items() if isinstance(value, dict) else enumerate(value)
-            stack.extend((v, depth + 1, f"{key}.{k}" if isinstance(value, dict) else f"{key}[{k}]")
-                         for k, v in items)
+            stack.extend((v, depth + 1, f"{key}.{k}" if isinstance(value, dict) else f"{key}[{k}]") for k, v in items)
         elif isinstance(value, bool) or value is None or isinstance(value, str):
             continue
         elif isinstance(value, int):
@@ -161,8 +169,7 @@ def _key(key: str) -> str:
     return printable(key.lstrip(".") or "the document")[:80]
 
 
-def open_parquet(path: Path | str, what: str, max_rows: int, columns: Iterable[str] = (), *,
-                 floats: bool = False):
+def open_parquet(path: Path | str, what: str, max_rows: int, columns: Iterable[str] = (), *, floats: bool = False):
     """Open the Parquet file *path* for reading, after checking what its footer claims.
 
     At most *max_rows* rows in all, row groups of at most :data:`MAX_ROW_GROUP_ROWS`, and each of
@@ -178,8 +185,12 @@ def open_parquet(path: Path | str, what: str, max_rows: int, columns: Iterable[s
 
     path = Path(path)
     try:
-        pf = pq.ParquetFile(path, thrift_string_size_limit=THRIFT_STRING_LIMIT,
-                            thrift_container_size_limit=THRIFT_CONTAINER_LIMIT, **_depth_limit(pq))
+        pf = pq.ParquetFile(
+            path,
+            thrift_string_size_limit=THRIFT_STRING_LIMIT,
+            thrift_container_size_limit=THRIFT_CONTAINER_LIMIT,
+            **_depth_limit(pq),
+        )
         meta = pf.metadata
         rows = meta.num_rows
         groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
@@ -187,17 +198,21 @@ def open_parquet(path: Path | str, what: str, max_rows: int, columns: Iterable[s
     except (OSError, pa.ArrowException, ValueError, MemoryError) as err:
         raise ConfigError(f"cannot read {what} {_where(path)}: {printable(err)[:200]}", hint=_HINT) from None
     if rows > max_rows:
-        raise ConfigError(f"{what} {_where(path)} holds {rows:,} rows, more than softrt reads ({max_rows:,})",
-                          hint=_HINT)
+        raise ConfigError(
+            f"{what} {_where(path)} holds {rows:,} rows, more than softrt reads ({max_rows:,})", hint=_HINT
+        )
     if rows < 0 or sum(groups) != rows or any(not 0 <= g <= MAX_ROW_GROUP_ROWS for g in groups):
-        raise ConfigError(f"{what} {_where(path)} has row groups softrt does not write "
-                          f"(more than {MAX_ROW_GROUP_ROWS:,} rows, or not adding up)", hint=_HINT)
+        raise ConfigError(
+            f"{what} {_where(path)} has row groups softrt does not write "
+            f"(more than {MAX_ROW_GROUP_ROWS:,} rows, or not adding up)",
+            hint=_HINT,
+        )
     for name in columns:
         index = schema.get_field_index(name)
         if index < 0:
             raise ConfigError(f"{what} {_where(path)} lacks the column {name}", hint=_HINT)
         kind = schema.field(index).type
-        if not (pa.types.is_integer(kind) or floats and pa.types.is_floating(kind)):
+        if not (pa.types.is_integer(kind) or (floats and pa.types.is_floating(kind))):
             raise ConfigError(f"{what} {_where(path)}: column {name} is {printable(kind)}, not numbers", hint=_HINT)
     return pf
 
@@ -224,8 +239,9 @@ def check_row(record: type, row: dict, where: object) -> dict:
             continue
         problem = _column_problem(value, kinds)
         if problem:
-            raise ConfigError(f"{_where(where)}: run {run_id}, column {name} {problem} ({show_value(value)})",
-                              hint=_ROW_HINT)
+            raise ConfigError(
+                f"{_where(where)}: run {run_id}, column {name} {problem} ({show_value(value)})", hint=_ROW_HINT
+            )
         if isinstance(value, str) and str in kinds:  # a path stays as it is: it must name its directory
             out[name] = printable(value)
     return out
@@ -237,8 +253,10 @@ def _hints(record: type) -> dict:
     return typing.get_type_hints(record)
 
 
-_ROW_HINT = ("a damaged or hand-edited history: move it away (runs stay in their directories; re-add them with "
-             "softrt history add) or set SOFTRT_HOME")
+_ROW_HINT = (
+    "a damaged or hand-edited history: move it away (runs stay in their directories; re-add them with "
+    "softrt history add) or set SOFTRT_HOME"
+)
 
 
 def _column_problem(value: object, kinds: tuple) -> str | None:
@@ -284,5 +302,7 @@ def check_path(path: Path | str, what: str = "path") -> None:
     problem = _path_problem(str(path))
     if problem:
         shown = printable(str(path))
-        raise ConfigError(f"{what} {shown[:60]}{'…' if len(shown) > 60 else ''} {problem}",
-                          hint="give a run directory or a run id from softrt history")
+        raise ConfigError(
+            f"{what} {shown[:60]}{'…' if len(shown) > 60 else ''} {problem}",
+            hint="give a run directory or a run id from softrt history",
+        )

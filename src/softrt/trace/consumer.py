@@ -101,7 +101,7 @@ class Consumer(threading.Thread):
                 # A fixed pace rather than poll(2), which for the pipe waits for ``buffer_percent``
                 # of a buffer: reading every 20 ms keeps the horizon fresh at a few wake-ups.
                 self._halt.wait(POLL_S)
-        except Exception as err:  # reported in the run's summary; the run itself goes on
+        except Exception as err:  # noqa: BLE001  # reported in the run's summary; the run itself goes on
             self.error = f"{type(err).__name__}: {err}"
         finally:
             self._close()
@@ -167,8 +167,10 @@ class RawConsumer(Consumer):
     MAX_PAGES = 1024
 
     def __init__(self, instance_path: Path, cpus: list[int], decoder, page_bytes: int) -> None:
-        self.fds = {cpu: os.open(instance_path / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw",
-                                 os.O_RDONLY | os.O_NONBLOCK) for cpu in cpus}
+        self.fds = {
+            cpu: os.open(instance_path / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw", os.O_RDONLY | os.O_NONBLOCK)
+            for cpu in cpus
+        }
         super().__init__(instance_path / "trace_pipe", cpus[0] if len(cpus) == 1 else list(cpus))
         self.parser = decoder
         self.page_bytes = page_bytes
@@ -220,8 +222,9 @@ class RawConsumer(Consumer):
         return out, False
 
 
-def open_reader(instance_path: Path, events: list[str], cpus: list[int],
-                fields: frozenset[str] = FIELDS_READ) -> Consumer:
+def open_reader(
+    instance_path: Path, events: list[str], cpus: list[int], fields: frozenset[str] = FIELDS_READ
+) -> Consumer:
     """The reader of an instance whose *events* (``system:event``) are enabled on *cpus*: its binary
     per-CPU pages (:class:`RawConsumer`) when the kernel's page and event layouts are the ones
     :mod:`.raw` decodes, else its text pipe (:class:`Consumer`)."""
@@ -230,8 +233,9 @@ def open_reader(instance_path: Path, events: list[str], cpus: list[int],
         if "type_len    :    5 bits" not in header or "time_delta  :   27 bits" not in header:
             raise ValueError("an event header layout other than Linux's 5 + 27 bits")
         page = page_size((instance_path.parents[1] / "events" / "header_page").read_text())
-        formats = [parse_format((instance_path / "events" / e.replace(":", "/") / "format").read_text())
-                   for e in events]
+        formats = [
+            parse_format((instance_path / "events" / e.replace(":", "/") / "format").read_text()) for e in events
+        ]
         decoder = RawDecoder(formats, fields, kernel_symbol, task_comm)
         return RawConsumer(instance_path, cpus, decoder, page)
     except (OSError, ValueError):

@@ -41,10 +41,16 @@ def qpc_to_ns(frequency_hz: int) -> Callable[[int], int]:
     return lambda ticks: ticks * 1_000_000_000 // frequency_hz
 
 
-def to_trace_events(switches: list[CSwitch], routines: list[Routine], names: dict[int, str],
-                    to_ns: Callable[[int], int], cpus: set[int] | None = None) -> list[TraceEvent]:
+def to_trace_events(
+    switches: list[CSwitch],
+    routines: list[Routine],
+    names: dict[int, str],
+    to_ns: Callable[[int], int],
+    cpus: set[int] | None = None,
+) -> list[TraceEvent]:
     """The RT CPUs' (*cpus*, all when None) events, time-ordered; *names* maps a thread id to its process's image
     name (``thread <tid>`` when unknown)."""
+
     def name(tid: int) -> str:
         return IDLE if tid == 0 else names.get(tid, f"thread {tid}")
 
@@ -52,9 +58,15 @@ def to_trace_events(switches: list[CSwitch], routines: list[Routine], names: dic
     for s in switches:
         if cpus is not None and s.cpu not in cpus:
             continue
-        fields = {"prev_comm": name(s.old_tid), "prev_pid": str(s.old_tid), "prev_prio": str(kernel_prio(s.old_priority)),
-                  "prev_state": _state(s.old_state), "next_comm": name(s.new_tid), "next_pid": str(s.new_tid),
-                  "next_prio": str(kernel_prio(s.new_priority))}
+        fields = {
+            "prev_comm": name(s.old_tid),
+            "prev_pid": str(s.old_tid),
+            "prev_prio": str(kernel_prio(s.old_priority)),
+            "prev_state": _state(s.old_state),
+            "next_comm": name(s.new_tid),
+            "next_pid": str(s.new_tid),
+            "next_prio": str(kernel_prio(s.new_priority)),
+        }
         out.append(TraceEvent(to_ns(s.ts), s.cpu, "sched_switch", s.old_tid, name(s.old_tid), fields))
     for r in routines:
         if cpus is not None and r.cpu not in cpus:

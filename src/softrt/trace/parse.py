@@ -18,8 +18,7 @@ import re
 
 from ..analysis.events import TraceEvent
 
-_LINE = re.compile(
-    r"\s*(.*?)-(\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(\d+)\]\s+(?:\S{4,5}\s+)?(\d+)\.(\d+): (\w+): ?")
+_LINE = re.compile(r"\s*(.*?)-(\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(\d+)\]\s+(?:\S{4,5}\s+)?(\d+)\.(\d+): (\w+): ?")
 _LOST = re.compile(r"^CPU:\s*(\d+)\s+\[LOST (\d+) EVENTS\]")
 # include/trace/events/workqueue.h: "work struct %p: function %ps" (6.x may add "workqueue=%s").
 _WORK = re.compile(r"^work struct (?P<work>\S+): function (?P<function>\S+)(?:\s+workqueue=(?P<workqueue>\S+))?")
@@ -30,8 +29,15 @@ _SYS_EXIT = re.compile(r"^NR (?P<id>-?\d+) = (?P<ret>-?\d+)")
 _RUNTIME = re.compile(r"^comm=(?P<comm>.*) pid=(?P<pid>-?\d+) runtime=(?P<runtime>\d+)")
 # include/trace/events/irq.h: "vec=%u [action=%s]" (the bracket would send it down the slow path).
 _SOFTIRQ = re.compile(r"^vec=(?P<vec>\d+) \[action=(?P<action>\w+)\]")
-_SPECIAL = {"workqueue_execute_start": _WORK, "workqueue_execute_end": _WORK, "softirq_entry": _SOFTIRQ,
-            "softirq_exit": _SOFTIRQ, "sys_enter": _SYS_ENTER, "sys_exit": _SYS_EXIT, "sched_stat_runtime": _RUNTIME}
+_SPECIAL = {
+    "workqueue_execute_start": _WORK,
+    "workqueue_execute_end": _WORK,
+    "softirq_entry": _SOFTIRQ,
+    "softirq_exit": _SOFTIRQ,
+    "sys_enter": _SYS_ENTER,
+    "sys_exit": _SYS_EXIT,
+    "sched_stat_runtime": _RUNTIME,
+}
 
 
 def parse_fields(name: str, rest: str) -> dict[str, str]:
@@ -90,7 +96,9 @@ class LineParser:
             return None
         comm, pid, cpu, secs, frac, name = m.groups()
         ts_ns = int(secs) * 1_000_000_000 + int(frac[:9].ljust(9, "0"))
-        fields = parse_fields(name, line[m.end():].rstrip()) if self.fields_of is None or name in self.fields_of else {}
+        fields = (
+            parse_fields(name, line[m.end() :].rstrip()) if self.fields_of is None or name in self.fields_of else {}
+        )
         return TraceEvent(ts_ns, int(cpu), name, int(pid), comm.strip(), fields)
 
     def parse_text(self, text: str) -> list[TraceEvent]:

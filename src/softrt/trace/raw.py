@@ -40,8 +40,16 @@ _TS_SHIFT = 27
 _FIELD = re.compile(r"field:(?P<decl>[^;]+);\s*offset:(?P<offset>\d+);\s*size:(?P<size>\d+);\s*signed:(?P<signed>\d)")
 # sched_switch's prev_state letters, from its print fmt: { 0x00000001, "S" }, ...
 _FLAG = re.compile(r"\{ (0x[0-9a-fA-F]+), \"(\w)\" \}")
-_INTS = {(1, False): "<B", (1, True): "<b", (2, False): "<H", (2, True): "<h", (4, False): "<I", (4, True): "<i",
-         (8, False): "<Q", (8, True): "<q"}
+_INTS = {
+    (1, False): "<B",
+    (1, True): "<b",
+    (2, False): "<H",
+    (2, True): "<h",
+    (4, False): "<I",
+    (4, True): "<i",
+    (8, False): "<Q",
+    (8, True): "<q",
+}
 
 
 @dataclass(frozen=True)
@@ -137,13 +145,21 @@ class RawDecoder:
     workqueue item's function), *comm_of*: a pid's comm when no event named it yet.
     """
 
-    def __init__(self, formats: list[EventFormat], fields_of: frozenset[str],
-                 symbol: Callable[[int], str], comm_of: Callable[[int], str]) -> None:
+    def __init__(
+        self,
+        formats: list[EventFormat],
+        fields_of: frozenset[str],
+        symbol: Callable[[int], str],
+        comm_of: Callable[[int], str],
+    ) -> None:
         self.formats = {f.ident: f for f in formats}
         self.fields_of = fields_of
         self._plans = {f.ident: (f.name, *_plan(f), f.name in fields_of) for f in formats}
-        self._symbolic = {f.name: _symbolic(f.print_fmt) for f in formats  # softirq: vec and its action
-                          if f.name in fields_of and not f.name.startswith("softirq_")}
+        self._symbolic = {
+            f.name: _symbolic(f.print_fmt)
+            for f in formats  # softirq: vec and its action
+            if f.name in fields_of and not f.name.startswith("softirq_")
+        }
         self.symbol, self.comm_of = symbol, comm_of
         self.comms: dict[int, str] = {0: "<idle>"}
         self.lost = 0
@@ -210,8 +226,10 @@ class RawDecoder:
             out[fname] = _cstr(page, at, at + size if size else len(page))  # char buf[]: to its NUL
         if name == "sched_switch":
             out["prev_state"] = self._state(values.get("prev_state", 0))
-            for pid, comm in ((values.get("prev_pid", 0), out.get("prev_comm")), (values.get("next_pid", 0),
-                                                                                 out.get("next_comm"))):
+            for pid, comm in (
+                (values.get("prev_pid", 0), out.get("prev_comm")),
+                (values.get("next_pid", 0), out.get("next_comm")),
+            ):
                 if pid and comm:  # the idle task stays "<idle>", as trace_pipe names pid 0
                     self.comms[pid] = comm
         elif name in ("sched_wakeup", "sched_waking", "sched_stat_runtime", "sched_process_exit"):
@@ -230,8 +248,10 @@ class RawDecoder:
             out["ret"] = "handled" if values.get("ret") else "unhandled"
         elif name.startswith("hrtimer_") and "mode" in values:  # include/linux/hrtimer.h: HRTIMER_MODE_* bits
             mode = values["mode"]
-            out["mode"] = "|".join(["REL" if mode & 1 else "ABS"] + [w for bit, w in ((2, "PINNED"), (4, "SOFT"),
-                                                                                       (8, "HARD")) if mode & bit])
+            out["mode"] = "|".join(
+                ["REL" if mode & 1 else "ABS"]
+                + [w for bit, w in ((2, "PINNED"), (4, "SOFT"), (8, "HARD")) if mode & bit]
+            )
         if "function" in values:  # printed with %ps: a workqueue item's or a timer's function
             out["function"] = self.symbol(values["function"])
         for fname, names in self._symbolic.get(name, {}).items():  # __print_symbolic: a timer's clockid
@@ -286,7 +306,7 @@ def kernel_symbol(address: int) -> str:
         at = text.find(key)
         while at > 0 and text[at - 1] != 0x0A:  # the address must start its line
             at = text.find(key, at + 1)
-        line = text[at:text.find(b"\n", at)].split() if at >= 0 else []
+        line = text[at : text.find(b"\n", at)].split() if at >= 0 else []
         name = _SYMBOLS[address] = line[2].decode() if len(line) >= 3 and address else f"0x{address:x}"
     return name
 

@@ -50,14 +50,20 @@ def wanted_events(available: set[str], wait: str = "spin", device: str = "virtua
     """
     # sched_wakeup: only the worker's is read (a sleeping loop's CPU sees several wakeups a cycle).
     out: list[tuple[str, str | None]] = [("sched:sched_wakeup", "wakeup"), ("sched:sched_stat_runtime", "others")] + [
-        (e, None) for e in ("sched:sched_switch", "irq:irq_handler_entry",
-                            "irq:irq_handler_exit", "irq:softirq_entry", "irq:softirq_exit",
-                            "workqueue:workqueue_execute_start", "workqueue:workqueue_execute_end")]
+        (e, None)
+        for e in (
+            "sched:sched_switch",
+            "irq:irq_handler_entry",
+            "irq:irq_handler_exit",
+            "irq:softirq_entry",
+            "irq:softirq_exit",
+            "workqueue:workqueue_execute_start",
+            "workqueue:workqueue_execute_end",
+        )
+    ]
     for event in sorted(available):
         system, _, name = event.partition(":")
-        if system == "irq_vectors" and name.endswith(("_entry", "_exit")):
-            out.append((event, None))
-        elif system == "ipi":
+        if (system == "irq_vectors" and name.endswith(("_entry", "_exit"))) or system == "ipi":
             out.append((event, None))
     out += [(e, "worker") for e in ("exceptions:page_fault_user", "exceptions:page_fault_kernel")]
     if wait in SYSCALLS_FOR_WAITS and device in SYSCALLS_FOR_DEVICES:
@@ -108,12 +114,15 @@ class TraceSession:
         if self.reason is not None:
             return False
         if self.config.cpu is None:
-            self.reason = ("unavailable: the loop is not pinned to a CPU (--profile none), "
-                           "so there is no RT CPU to trace")
+            self.reason = (
+                "unavailable: the loop is not pinned to a CPU (--profile none), so there is no RT CPU to trace"
+            )
         elif not get_platform().caps.kernel_trace:
             # Windows: the ETW kernel events' parser exists (trace/etw.py), the live kernel session does not yet.
-            self.reason = ("unavailable: softrt reads the Linux kernel's trace (tracefs), which this OS does not have; "
-                           "no ETW kernel session is started (record one with wpr -start CPU and open it in WPA)")
+            self.reason = (
+                "unavailable: softrt reads the Linux kernel's trace (tracefs), which this OS does not have; "
+                "no ETW kernel session is started (record one with wpr -start CPU and open it in WPA)"
+            )
         return self.reason is None
 
     def _guarded(self, step) -> None:
@@ -131,8 +140,9 @@ class TraceSession:
         from ..analysis import attribution  # noqa: F401 - imported here, while the worker starts
 
         tracefs, self.mounted = find_or_mount()
-        self.instance = Instance.create(tracefs, f"{INSTANCE_PREFIX}{os.getpid()}", CpuSet([self.config.cpu]),
-                                        RT_BUFFER_KB)
+        self.instance = Instance.create(
+            tracefs, f"{INSTANCE_PREFIX}{os.getpid()}", CpuSet([self.config.cpu]), RT_BUFFER_KB
+        )
         self._available = set(event_dirs(tracefs))
 
     def _start(self, worker_pid: int) -> None:
@@ -146,17 +156,27 @@ class TraceSession:
                 self.missing.append(event)
                 continue
             try:
-                self.instance.enable(event, {"worker": f"common_pid == {worker_pid}",
-                                             "wakeup": f"pid == {worker_pid}",
-                                             "others": f"pid != {worker_pid}"}.get(scope or ""))
+                self.instance.enable(
+                    event,
+                    {
+                        "worker": f"common_pid == {worker_pid}",
+                        "wakeup": f"pid == {worker_pid}",
+                        "others": f"pid != {worker_pid}",
+                    }.get(scope or ""),
+                )
             except OSError as err:  # one event the kernel refuses does not stop the others
                 self.missing.append(f"{event} ({err.strerror or err})")
         self.enabled = list(self.instance.enabled)
         if "sched:sched_switch" not in self.instance.enabled:
             raise TracingUnavailable("this kernel has no sched:sched_switch event")
-        self.attributor = Attributor(period_ns=self.config.period_ns, rt_cpu=cpu, worker_pid=worker_pid,
-                                     threshold_ns=self.config.late_threshold_ns, keep_worst=self.config.keep_late,
-                                     rt_throttling=rt_throttling())
+        self.attributor = Attributor(
+            period_ns=self.config.period_ns,
+            rt_cpu=cpu,
+            worker_pid=worker_pid,
+            threshold_ns=self.config.late_threshold_ns,
+            keep_worst=self.config.keep_late,
+            rt_throttling=rt_throttling(),
+        )
         self.consumer = open_reader(self.instance.path, self.enabled, [cpu])
         self.consumer.start()
         self._trace_s = time.monotonic()
@@ -173,7 +193,7 @@ class TraceSession:
             if records.size:
                 self.attributor.add_records(records)
             self._pump()
-        except Exception as err:  # the attribution must never fail the run
+        except Exception as err:  # noqa: BLE001  # the attribution must never fail the run
             self._fail(err)
         self.attribution_cpu_s += time.thread_time() - t0
 
@@ -222,7 +242,7 @@ class TraceSession:
             try:
                 self._pump()
                 self.result = self.attributor.finish(lost_events=self.lost_events)
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - the attribution must never fail the run
                 self._fail(err)
             self.attribution_cpu_s += time.thread_time() - t0
 
@@ -241,11 +261,20 @@ class TraceSession:
         if self.result is None or self.reason is not None:
             return WhyLate.build(tracing=self.reason or "unavailable: tracing did not start")
         consumer = self.consumer
-        return self.result.replace(tracing="on", trace=TraceInfo.build(
-            events=self.enabled, events_missing=self.missing, events_read=consumer.events_read,
-            lost_events=self.lost_events, unparsed_lines=consumer.parser.unparsed,
-            consumer_cpu_s=round(consumer.cpu_s, 3), attribution_cpu_s=round(self.attribution_cpu_s, 3),
-            traced_s=round(self._trace_s, 3), buffer_kb=RT_BUFFER_KB))
+        return self.result.replace(
+            tracing="on",
+            trace=TraceInfo.build(
+                events=self.enabled,
+                events_missing=self.missing,
+                events_read=consumer.events_read,
+                lost_events=self.lost_events,
+                unparsed_lines=consumer.parser.unparsed,
+                consumer_cpu_s=round(consumer.cpu_s, 3),
+                attribution_cpu_s=round(self.attribution_cpu_s, 3),
+                traced_s=round(self._trace_s, 3),
+                buffer_kb=RT_BUFFER_KB,
+            ),
+        )
 
     def system_changes(self) -> list[SystemChange]:
         """The system changes the trace made (a tracefs mount; an instance it could not remove), as

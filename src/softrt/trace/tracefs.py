@@ -32,8 +32,8 @@ from pathlib import Path
 from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..platform import get_platform, journal, state_dir
-from ..platform.linux import kfacts
 from ..platform.kfiles import kpath, read_text, write_raw
+from ..platform.linux import kfacts
 from ..schema.summary import SystemChange
 
 MOUNT_POINT = "/sys/kernel/tracing"
@@ -86,7 +86,7 @@ class Mounted:
         try:
             umount(self.path)
             self.restored = True
-        except Exception as err:  # busy: another tracer (e.g. a concurrent `softrt check`) still uses it
+        except Exception as err:  # noqa: BLE001  # busy: another tracer (e.g. a concurrent `softrt check`) still uses it
             self.restored = False
             self.note = f"{err}; the next softrt command unmounts it (its marker stays)"
         if self.restored and self.marker is not None:
@@ -95,9 +95,15 @@ class Mounted:
     def to_change(self) -> SystemChange:
         """The run's system-change record, as the journal's entries are."""
         note = {"note": self.note} if self.note and not self.restored else {}
-        return SystemChange.build(path=str(self.path), before="tracefs not mounted", during="tracefs mounted",
-                                  why="the run's trace needs tracefs", restored=self.restored,
-                                  verified=self.restored, **note)
+        return SystemChange.build(
+            path=str(self.path),
+            before="tracefs not mounted",
+            during="tracefs mounted",
+            why="the run's trace needs tracefs",
+            restored=self.restored,
+            verified=self.restored,
+            **note,
+        )
 
 
 def _markers() -> Path:
@@ -110,8 +116,10 @@ def _mark(kind: str, what: str, marker: Path) -> None:
     journal.secure_dir(state_dir())
     journal.secure_dir(marker.parent)
     identity = get_platform().process_identity()
-    journal.create_private(marker, json.dumps({"format": MARKER_FORMAT, "version": 1, "kind": kind, "what": what,
-                                               "identity": identity}) + "\n")
+    journal.create_private(
+        marker,
+        json.dumps({"format": MARKER_FORMAT, "version": 1, "kind": kind, "what": what, "identity": identity}) + "\n",
+    )
 
 
 def _read_marker(marker: Path) -> dict:
@@ -122,11 +130,20 @@ def _read_marker(marker: Path) -> dict:
         raise ConfigError(f"the trace marker {marker} is not JSON") from None
     kind = doc.get("kind") if isinstance(doc, dict) else None
     identity = doc.get("identity") if isinstance(doc, dict) else None
-    named = (kind == "instance" and isinstance(doc.get("what"), str) and _NAME.fullmatch(doc["what"])
-             and marker.name == f"instance-{doc['what']}.json")
+    named = (
+        kind == "instance"
+        and isinstance(doc.get("what"), str)
+        and _NAME.fullmatch(doc["what"])
+        and marker.name == f"instance-{doc['what']}.json"
+    )
     mount = kind == "mount" and doc.get("what") == MOUNT_POINT and re.fullmatch(r"mount-\d+\.json", marker.name)
-    if not (doc.get("format") == MARKER_FORMAT and doc.get("version") == 1 and isinstance(identity, str)
-            and identity.count("/") == 2 and (named or mount)):
+    if not (
+        doc.get("format") == MARKER_FORMAT
+        and doc.get("version") == 1
+        and isinstance(identity, str)
+        and identity.count("/") == 2
+        and (named or mount)
+    ):
         raise ConfigError(f"the trace marker {marker} is not one softrt writes")
     return doc
 
@@ -150,7 +167,7 @@ def find_or_mount() -> tuple[Path, Mounted | None]:
     _mark("mount", MOUNT_POINT, marker)  # first, so a kill right after the mount is still cleaned up
     try:
         mount("nodev", MOUNT_POINT, "tracefs")
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 - the marker goes, whatever failed; raised as TracingUnavailable
         marker.unlink(missing_ok=True)
         raise TracingUnavailable(f"tracefs could not be mounted at {MOUNT_POINT}: {err}") from None
     found = find()
@@ -242,15 +259,24 @@ class Instance:
             self.marker.unlink(missing_ok=True)
             self.left = None
             return True
-        self.left = (f"trace instance {self.path} could not be removed ({why}); its tracing and events are off; "
-                     f"remove it by hand: rmdir {self.path}")
+        self.left = (
+            f"trace instance {self.path} could not be removed ({why}); its tracing and events are off; "
+            f"remove it by hand: rmdir {self.path}"
+        )
         return False
 
     def left_change(self, why: str) -> SystemChange:
         """An instance :meth:`remove` could not remove, as a system change like the journal's
         (*why*: what it traced for)."""
-        return SystemChange.build(path=str(self.path), before="no trace instance", during="softrt's trace instance",
-                                  why=why, restored=False, verified=False, note=self.left)
+        return SystemChange.build(
+            path=str(self.path),
+            before="no trace instance",
+            during="softrt's trace instance",
+            why=why,
+            restored=False,
+            verified=False,
+            note=self.left,
+        )
 
 
 def remove_instance(path: Path, tries: int | None = None, events: list[str] = ()) -> str | None:
@@ -310,8 +336,10 @@ def _sweep_one(marker: Path, tracefs: Path | None) -> list[str]:
         return []  # removed by its process while we looked
     except ConfigError as err:
         dest = journal.set_aside(marker, err.msg)
-        return [f"trace marker {marker.name}, which softrt did not write (nothing it names was touched; "
-                f"set aside as {dest})"]
+        return [
+            f"trace marker {marker.name}, which softrt did not write (nothing it names was touched; "
+            f"set aside as {dest})"
+        ]
     this_boot = journal.boot_id()
     boot, pid, _start = doc["identity"].split("/")
     if boot == this_boot and pid.isdigit() and get_platform().process_identity(int(pid)) == doc["identity"]:

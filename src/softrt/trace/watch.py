@@ -30,8 +30,12 @@ from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, eve
 
 #: The watch's own events: scope "threads" filters on the task that logged it, "pid" on the thread
 #: it is about. Required ones stop the watch when the kernel lacks them.
-WATCH_EVENTS = (("timer:hrtimer_start", "threads"), ("timer:hrtimer_cancel", "threads"),
-                ("raw_syscalls:sys_exit", "threads"), ("sched:sched_process_exit", "pid"))
+WATCH_EVENTS = (
+    ("timer:hrtimer_start", "threads"),
+    ("timer:hrtimer_cancel", "threads"),
+    ("raw_syscalls:sys_exit", "threads"),
+    ("sched:sched_process_exit", "pid"),
+)
 REQUIRED = ("sched:sched_switch", "sched:sched_wakeup", "timer:hrtimer_start")
 #: Events whose fields analysis.watch reads, beyond the attribution's.
 WATCH_FIELDS = FIELDS_READ | {"hrtimer_start", "hrtimer_setup", "hrtimer_init", "hrtimer_cancel", "sched_process_exit"}
@@ -87,16 +91,23 @@ class WatchTrace:
         tracefs, self.mounted = find_or_mount()
         self.instance = Instance.create(tracefs, f"{INSTANCE_PREFIX}{os.getpid()}", self.cpus, self.buffer_kb)
         available = set(event_dirs(tracefs))
-        filters = {"wakeup": _filter("pid", self.tids), "pid": _filter("pid", self.tids),
-                   "worker": _filter("common_pid", self.tids), "threads": _filter("common_pid", self.tids),
-                   "others": " && ".join(f"pid != {tid}" for tid in self.tids),
-                   "switch": f"{_filter('prev_pid', self.tids)} || {_filter('next_pid', self.tids)}"}
+        filters = {
+            "wakeup": _filter("pid", self.tids),
+            "pid": _filter("pid", self.tids),
+            "worker": _filter("common_pid", self.tids),
+            "threads": _filter("common_pid", self.tids),
+            "others": " && ".join(f"pid != {tid}" for tid in self.tids),
+            "switch": f"{_filter('prev_pid', self.tids)} || {_filter('next_pid', self.tids)}",
+        }
         # Without the attribution only the threads' own switches are needed: fewer events on their CPUs.
-        cause = wanted_events(available, wait="sleep") if self.explain else [
-            ("sched:sched_wakeup", "wakeup"), ("sched:sched_switch", "switch")]
+        cause = (
+            wanted_events(available, wait="sleep")
+            if self.explain
+            else [("sched:sched_wakeup", "wakeup"), ("sched:sched_switch", "switch")]
+        )
         # A timer's clock: hrtimer_setup on newer kernels (it replaced hrtimer_init).
         clock = "timer:hrtimer_setup" if "timer:hrtimer_setup" in available else "timer:hrtimer_init"
-        for event, scope in cause + [(clock, "threads"), *WATCH_EVENTS]:
+        for event, scope in [*cause, (clock, "threads"), *WATCH_EVENTS]:
             if event not in available:
                 self.missing.append(event)
                 continue
@@ -148,10 +159,16 @@ class WatchTrace:
         """summary.json's ``why_late.trace``: how the trace went (the run's fields)."""
         c = self.consumer
         return TraceInfo.build(
-            events=self.enabled, events_missing=self.missing, events_read=c.events_read if c else 0,
-            lost_events=self.lost_events, unparsed_lines=c.parser.unparsed if c else 0,
-            consumer_cpu_s=round(c.cpu_s, 3) if c else 0.0, attribution_cpu_s=round(attribution_cpu_s, 3),
-            traced_s=round(self.traced_s, 3), buffer_kb=self.buffer_kb)
+            events=self.enabled,
+            events_missing=self.missing,
+            events_read=c.events_read if c else 0,
+            lost_events=self.lost_events,
+            unparsed_lines=c.parser.unparsed if c else 0,
+            consumer_cpu_s=round(c.cpu_s, 3) if c else 0.0,
+            attribution_cpu_s=round(attribution_cpu_s, 3),
+            traced_s=round(self.traced_s, 3),
+            buffer_kb=self.buffer_kb,
+        )
 
     def system_changes(self) -> list[SystemChange]:
         """A tracefs mount the watch made, and an instance it could not remove, as the journal's changes."""

@@ -21,10 +21,20 @@ c_ubyte, c_ushort, c_uint, c_ulonglong = ctypes.c_ubyte, ctypes.c_ushort, ctypes
 class CpuSetRecord(ctypes.Structure):
     """SYSTEM_CPU_SET_INFORMATION with its CpuSet union member, as winnt.h declares it."""
 
-    _fields_ = [("Size", c_uint), ("Type", c_uint), ("Id", c_uint), ("Group", c_ushort),
-                ("LogicalProcessorIndex", c_ubyte), ("CoreIndex", c_ubyte), ("LastLevelCacheIndex", c_ubyte),
-                ("NumaNodeIndex", c_ubyte), ("EfficiencyClass", c_ubyte), ("AllFlags", c_ubyte),
-                ("Reserved", c_uint), ("AllocationTag", c_ulonglong)]
+    _fields_ = [
+        ("Size", c_uint),
+        ("Type", c_uint),
+        ("Id", c_uint),
+        ("Group", c_ushort),
+        ("LogicalProcessorIndex", c_ubyte),
+        ("CoreIndex", c_ubyte),
+        ("LastLevelCacheIndex", c_ubyte),
+        ("NumaNodeIndex", c_ubyte),
+        ("EfficiencyClass", c_ubyte),
+        ("AllFlags", c_ubyte),
+        ("Reserved", c_uint),
+        ("AllocationTag", c_ulonglong),
+    ]
 
 
 class ThrottlingState(ctypes.Structure):
@@ -37,8 +47,16 @@ def cpu_sets(cores: list[tuple[int, int]], realtime: CpuSet = CpuSet()) -> bytes
     """A GetSystemCpuSetInformation buffer: *cores* lists (core index, efficiency class) per logical processor."""
     out = b""
     for lp, (core, eff) in enumerate(cores):
-        rec = CpuSetRecord(Size=ctypes.sizeof(CpuSetRecord), Type=0, Id=0x100 + lp, Group=0, LogicalProcessorIndex=lp,
-                           CoreIndex=core, EfficiencyClass=eff, AllFlags=0x8 if lp in realtime else 0)
+        rec = CpuSetRecord(
+            Size=ctypes.sizeof(CpuSetRecord),
+            Type=0,
+            Id=0x100 + lp,
+            Group=0,
+            LogicalProcessorIndex=lp,
+            CoreIndex=core,
+            EfficiencyClass=eff,
+            AllFlags=0x8 if lp in realtime else 0,
+        )
         out += bytes(rec)
     return out
 

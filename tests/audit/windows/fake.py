@@ -15,8 +15,12 @@ from softrt.platform.windows.wincmd import CapturedRunner, CmdResult, key
 
 from .captures import Captures
 
-START_LINES = {"auto": "2   AUTO_START", "delayed-auto": "2   AUTO_START  (DELAYED)", "demand": "3   DEMAND_START",
-               "disabled": "4   DISABLED"}
+START_LINES = {
+    "auto": "2   AUTO_START",
+    "delayed-auto": "2   AUTO_START  (DELAYED)",
+    "demand": "3   DEMAND_START",
+    "disabled": "4   DISABLED",
+}
 
 
 class FakeWindows:
@@ -33,7 +37,11 @@ class FakeWindows:
 
     def changes(self) -> list[str]:
         """Every command that changed something, in order."""
-        return [c for c in self.calls if re.match(r"(sc\.exe (config|stop|start)|powercfg\.exe /set|.*Set-NetAdapterRss)", c)]
+        return [
+            c
+            for c in self.calls
+            if re.match(r"(sc\.exe (config|stop|start)|powercfg\.exe /set|.*Set-NetAdapterRss)", c)
+        ]
 
     def __call__(self, argv: Sequence[str], timeout_s: float = 30.0) -> CmdResult:
         line = key(argv)
@@ -58,17 +66,21 @@ class FakeWindows:
             return res
         if a[:2] == ["powercfg.exe", "/setacvalueindex"]:
             text = self.caps.read(F.POWER)
-            self.caps.set(F.POWER, re.sub(r"(Current AC Power Setting Index: )0x[0-9a-f]+",
-                                          lambda m: m[1] + f"0x{int(a[5]):08x}", text))
+            self.caps.set(
+                F.POWER,
+                re.sub(r"(Current AC Power Setting Index: )0x[0-9a-f]+", lambda m: m[1] + f"0x{int(a[5]):08x}", text),
+            )
             return CmdResult(tuple(argv), 0, "")
         if a[:2] == ["powercfg.exe", "/setactive"]:
             return CmdResult(tuple(argv), 0, "")
         m = re.fullmatch(r"Set-NetAdapterRss -Name '(.+)' -BaseProcessorNumber (\d+) -MaxProcessorNumber (\d+)", a[-1])
         if a[0] == "powershell.exe" and m:
+
             def change(data):
                 for adapter in data:
                     if adapter["Name"] == m[1]:
                         adapter.update(BaseProcessorNumber=int(m[2]), MaxProcessorNumber=int(m[3]))
+
             self.caps.edit_json(F.RSS, change)
             return CmdResult(tuple(argv), 0, "")
         return CapturedRunner(self.caps.root)(argv, timeout_s)

@@ -14,7 +14,9 @@ from softrt.cpus import CpuSet
 RT = CpuSet(range(10, 14))
 OK, WARN, FAIL, NA = Status.OK, Status.WARN, Status.FAIL, Status.NA
 TYPEPERF = typeperf_argv(RT, 2)
-INVALID_CLASS = "Get-CimInstance : Invalid class\nCategoryInfo : MetadataError: (root\\cimv2\\mdm\\dmmap:MDM_Windows...)"
+INVALID_CLASS = (
+    "Get-CimInstance : Invalid class\nCategoryInfo : MetadataError: (root\\cimv2\\mdm\\dmmap:MDM_Windows...)"
+)
 
 
 def report(caps, rt=RT, sample_s=2.0):
@@ -42,16 +44,19 @@ def _service(name, start, state):
         c.replace(F.sc_qc(name), "4   DISABLED", {"auto": "2   AUTO_START", "demand": "3   DEMAND_START"}[start])
         if state == "running":
             c.replace(F.sc_query(name), "1  STOPPED", "4  RUNNING")
+
     return brk
 
 
 def _counter(name, value):
     """Add a process's % Processor Time to typeperf's sample."""
+
     def brk(c):
         lines = c.read(TYPEPERF).split("\n")
         lines[1] += f',"\\\\IPC-01\\Process({name})\\% Processor Time"'
         lines[2] += f',"{value:.6f}"'
         c.set(TYPEPERF, "\n".join(lines))
+
     return brk
 
 
@@ -63,6 +68,7 @@ def _dpc_on(cpu, pct):
         row[col] = f"{pct:.6f}"
         lines[2] = '","'.join(row)
         c.set(TYPEPERF, "\n".join(lines))
+
     return brk
 
 
@@ -75,9 +81,20 @@ CASES = [
     ("cores.rt_cpus", None, OK, "10-13 of 0-13", ()),
     ("cores.reserved", None, OK, "10-13 reserved", ()),
     ("cores.reserved", _no_reserved, FAIL, "no CPU is reserved", ("cores.sample",)),
-    ("cores.reserved", lambda c: c.replace(F.KERNEL, "003C000000000000", "0030000000000000"), FAIL,
-     "CPUs 10-11 are not reserved", ("cores.sample", "cores.csp")),  # with 10-11 unreserved, the sample credits them again
-    ("cores.reserved", lambda c: c.fail(F.KERNEL, "ERROR: Access is denied."), NA, "reg query", ("irq.threaded_dpc", "cores.sample")),
+    (
+        "cores.reserved",
+        lambda c: c.replace(F.KERNEL, "003C000000000000", "0030000000000000"),
+        FAIL,
+        "CPUs 10-11 are not reserved",
+        ("cores.sample", "cores.csp"),
+    ),  # with 10-11 unreserved, the sample credits them again
+    (
+        "cores.reserved",
+        lambda c: c.fail(F.KERNEL, "ERROR: Access is denied."),
+        NA,
+        "reg query",
+        ("irq.threaded_dpc", "cores.sample"),
+    ),
     ("cores.csp", None, OK, "SetRTCores=4", ()),
     ("cores.csp", _no_csp, WARN, "not Windows 10/11 IoT Enterprise", ()),
     ("cores.csp", lambda c: (_no_csp(c), _no_reserved(c)), FAIL, "not present", ("cores.reserved", "cores.sample")),
@@ -85,36 +102,94 @@ CASES = [
     ("cores.csp", _set_rt_cores(None), FAIL, "not set", ()),
     ("cores.csp", _set_rt_cores(2), WARN, "matches neither reading of SetRTCores=2", ()),
     ("cores.csp", _set_rt_cores(10), OK, "CPUs 10-13 are real-time (the ReservedCpuSets mask)", ()),
-    ("cores.csp", lambda c: c.replace(F.KERNEL, "003C000000000000", "0030000000000000"), FAIL,
-     "reserves 12-13 (the ReservedCpuSets mask), not CPUs 10-11", ("cores.reserved", "cores.sample")),
+    (
+        "cores.csp",
+        lambda c: c.replace(F.KERNEL, "003C000000000000", "0030000000000000"),
+        FAIL,
+        "reserves 12-13 (the ReservedCpuSets mask), not CPUs 10-11",
+        ("cores.reserved", "cores.sample"),
+    ),
     ("cores.csp", _no_reserved, OK, "CPUs 10-13 are real-time (SetRTCores)", ("cores.reserved", "cores.sample")),
-    ("cores.csp", lambda c: (_no_reserved(c), _set_rt_cores(12)(c)), WARN, "reserves 2-13 under one reading of N only",
-     ("cores.reserved", "cores.sample")),
+    (
+        "cores.csp",
+        lambda c: (_no_reserved(c), _set_rt_cores(12)(c)),
+        WARN,
+        "reserves 2-13 under one reading of N only",
+        ("cores.reserved", "cores.sample"),
+    ),
     ("cores.sample", None, OK, "nothing but the pinned application", ()),
     ("cores.sample", _counter("MsMpEng", 3.12), WARN, "MsMpEng (62.4 ms)", ()),
     ("cores.sample", _dpc_on(11, 2.5), FAIL, "CPU 11", ()),
     ("cores.sample", lambda c: c.fail(TYPEPERF, "Error: No valid counters."), NA, "No valid counters", ()),
     ("idle.idle_disable", None, OK, "disabled", ()),
-    ("idle.idle_disable", lambda c: c.replace(F.POWER, "AC Power Setting Index: 0x00000001", "AC Power Setting Index: 0x00000000"),
-     FAIL, "enabled", ()),
-    ("idle.idle_disable", lambda c: c.fail(F.POWER, "Invalid Parameters -- try \"/?\" for help"), NA, "Invalid Parameters", ()),
+    (
+        "idle.idle_disable",
+        lambda c: c.replace(F.POWER, "AC Power Setting Index: 0x00000001", "AC Power Setting Index: 0x00000000"),
+        FAIL,
+        "enabled",
+        (),
+    ),
+    (
+        "idle.idle_disable",
+        lambda c: c.fail(F.POWER, 'Invalid Parameters -- try "/?" for help'),
+        NA,
+        "Invalid Parameters",
+        (),
+    ),
     ("services.sysmain", None, OK, "stopped and disabled", ()),
     ("services.sysmain", _service("SysMain", "auto", "running"), FAIL, "running (start type auto)", ()),
     ("services.sysmain", _service("SysMain", "demand", "stopped"), WARN, "starts again (demand)", ()),
-    ("services.sysmain", lambda c: (c.fail(F.sc_qc("SysMain"), "[SC] OpenService FAILED 1060:\n\nThe specified service does not "
-                                          "exist as an installed service.", rc=1060)), OK, "not installed", ()),
+    (
+        "services.sysmain",
+        lambda c: c.fail(
+            F.sc_qc("SysMain"),
+            "[SC] OpenService FAILED 1060:\n\nThe specified service does not exist as an installed service.",
+            rc=1060,
+        ),
+        OK,
+        "not installed",
+        (),
+    ),
     ("services.dps", _service("DPS", "auto", "running"), FAIL, "DPS is running", ()),
     ("services.audiosrv", _service("Audiosrv", "auto", "running"), FAIL, "Audiosrv is running", ()),
     ("services.defender", None, OK, "1 process", ()),
-    ("services.defender", lambda c: c.edit_json(F.DEFENDER, lambda d: d.update(ExclusionProcess=None)), WARN, "no exclusion", ()),
-    ("services.defender", lambda c: c.edit_json(F.DEFENDER, lambda d: d.update(DisableRealtimeMonitoring=True)), OK, "off", ()),
-    ("services.defender", lambda c: c.fail(F.DEFENDER, "Get-MpPreference : Operation failed with the following error: 0x800106ba"),
-     NA, "another antivirus", ()),
+    (
+        "services.defender",
+        lambda c: c.edit_json(F.DEFENDER, lambda d: d.update(ExclusionProcess=None)),
+        WARN,
+        "no exclusion",
+        (),
+    ),
+    (
+        "services.defender",
+        lambda c: c.edit_json(F.DEFENDER, lambda d: d.update(DisableRealtimeMonitoring=True)),
+        OK,
+        "off",
+        (),
+    ),
+    (
+        "services.defender",
+        lambda c: c.fail(F.DEFENDER, "Get-MpPreference : Operation failed with the following error: 0x800106ba"),
+        NA,
+        "another antivirus",
+        (),
+    ),
     ("updates.wuauserv", None, OK, "stopped and disabled", ()),
-    ("updates.wuauserv", _service("wuauserv", "demand", "running"), FAIL, "wuauserv is running (start type demand)", ()),
+    (
+        "updates.wuauserv",
+        _service("wuauserv", "demand", "running"),
+        FAIL,
+        "wuauserv is running (start type demand)",
+        (),
+    ),
     ("updates.policy", None, OK, "off by policy", ()),
-    ("updates.policy", lambda c: c.fail(F.WU_POLICY, "ERROR: The system was unable to find the specified registry key or value."),
-     WARN, "allowed", ()),
+    (
+        "updates.policy",
+        lambda c: c.fail(F.WU_POLICY, "ERROR: The system was unable to find the specified registry key or value."),
+        WARN,
+        "allowed",
+        (),
+    ),
     ("irq.rss", None, OK, "no adapter", ()),
     ("irq.rss", _rss(MaxProcessorNumber=13), FAIL, "RSS of Ethernet", ()),
     ("irq.rss", _rss(BaseProcessorGroup=1), FAIL, "RSS of Ethernet", ()),  # another group: its processors are not 0-9
@@ -122,12 +197,19 @@ CASES = [
     ("irq.rss", lambda c: c.set(F.RSS, "[]\r\n"), NA, "no adapter supports RSS", ()),
     ("irq.rss", lambda c: c.set(F.RSS, ""), NA, "powershell.exe printed nothing", ()),  # Wine's stub PowerShell
     ("irq.threaded_dpc", None, OK, "off", ()),
-    ("irq.threaded_dpc", lambda c: c.replace(F.KERNEL, "    ThreadDpcEnable    REG_DWORD    0x0\n", ""), WARN, "the default", ()),
+    (
+        "irq.threaded_dpc",
+        lambda c: c.replace(F.KERNEL, "    ThreadDpcEnable    REG_DWORD    0x0\n", ""),
+        WARN,
+        "the default",
+        (),
+    ),
 ]
 
 
-@pytest.mark.parametrize("check_id,breaks,status,words,also", CASES,
-                         ids=[f"{c[0]}-{c[2].value}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "check_id,breaks,status,words,also", CASES, ids=[f"{c[0]}-{c[2].value}-{i}" for i, c in enumerate(CASES)]
+)
 def test_each_break_flips_exactly_its_check(good, check_id, breaks, status, words, also):
     before = statuses(good)
     assert all(s is OK for s in before.values()), before
@@ -149,14 +231,20 @@ def test_the_untuned_machine_fails_every_step_with_the_guides_commands(bad):
     # the seed's i5-14500 with HT off: no SMT sibling, but 10-13 are E-cores
     assert {k for k, f in found.items() if f.status is OK} == {"cores.rt_cpus", "cores.smt"}
     assert found["cores.hybrid"].status is WARN and "--rt-cpus 5" in found["cores.hybrid"].fix
-    assert found["idle.idle_disable"].fix == ("powercfg.exe /setacvalueindex SCHEME_CURRENT SUB_PROCESSOR IdleDisable 1 & "
-                                              "powercfg.exe /setactive SCHEME_CURRENT")
+    assert found["idle.idle_disable"].fix == (
+        "powercfg.exe /setacvalueindex SCHEME_CURRENT SUB_PROCESSOR IdleDisable 1 & "
+        "powercfg.exe /setactive SCHEME_CURRENT"
+    )
     assert found["services.sysmain"].fix == "sc stop SysMain & sc config SysMain start= disabled"
-    assert found["irq.rss"].fix == ("Set-NetAdapterRss -Name 'Ethernet' -BaseProcessorNumber 0 -MaxProcessorNumber 9 ; "
-                                    "Set-NetAdapterRss -Name 'EtherCAT' -BaseProcessorNumber 0 -MaxProcessorNumber 9")
+    assert found["irq.rss"].fix == (
+        "Set-NetAdapterRss -Name 'Ethernet' -BaseProcessorNumber 0 -MaxProcessorNumber 9 ; "
+        "Set-NetAdapterRss -Name 'EtherCAT' -BaseProcessorNumber 0 -MaxProcessorNumber 9"
+    )
     assert "$obj.SetRTCores = 4" in found["cores.reserved"].fix and found["cores.reserved"].reboot
-    assert found["irq.threaded_dpc"].fix.startswith('reg add "HKLM\\SYSTEM\\CurrentControlSet\\Control\\Session Manager\\kernel" '
-                                                    "/v ThreadDpcEnable /t REG_DWORD /f /d 0")
+    assert found["irq.threaded_dpc"].fix.startswith(
+        'reg add "HKLM\\SYSTEM\\CurrentControlSet\\Control\\Session Manager\\kernel" '
+        "/v ThreadDpcEnable /t REG_DWORD /f /d 0"
+    )
     assert not report(bad).ready
 
 
@@ -183,6 +271,7 @@ def test_an_unreadable_processor_count_is_not_a_crash(good):
 def test_no_sample_asked_runs_no_typeperf(good):
     from softrt.audit.windows import run_checks as win_checks
     from softrt.platform.windows.wincmd import CapturedRunner
+
     runner = CapturedRunner(good.root)
     found = win_checks(RT, str(good), sample_s=0, runner=runner)
     assert not any(c.startswith("typeperf") for c in runner.calls)
@@ -223,18 +312,23 @@ def test_a_processor_count_beyond_any_windows_is_unreadable(good):
     assert found["cores.rt_cpus"].status is NA
 
 
-@pytest.mark.parametrize("procs,paths,words", [
-    ("C:\\softrt\\python.exe", None, "1 process and 0 path exclusion(s)"),  # a lone string, not 20 letters
-    (["C:\\softrt\\python.exe"], 5, "1 process and 0 path exclusion(s)"),  # a number is no exclusion (no crash)
-])
+@pytest.mark.parametrize(
+    "procs,paths,words",
+    [
+        ("C:\\softrt\\python.exe", None, "1 process and 0 path exclusion(s)"),  # a lone string, not 20 letters
+        (["C:\\softrt\\python.exe"], 5, "1 process and 0 path exclusion(s)"),  # a number is no exclusion (no crash)
+    ],
+)
 def test_defender_exclusions_in_any_json_shape(good, procs, paths, words):
-    good.set(F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": procs,
-                                     "ExclusionPath": paths}))
+    good.set(
+        F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": procs, "ExclusionPath": paths})
+    )
     f = next(f for f in report(good).findings if f.id == "services.defender")
     assert f.status is OK and words in f.summary
 
 
 # --- what running under Wine showed (issue 19): tools that print nothing, localized text ---------------------
+
 
 def _wine_like(caps):
     """Every command as Wine answers it: PowerShell a stub that exits 0 printing nothing, no powercfg or
@@ -288,51 +382,67 @@ def test_an_empty_csp_answer_is_unreadable_not_setrtcores_unset(good):
 
 def test_a_localized_sc_is_read_by_its_exit_status(good):
     """sc.exe exits with the Win32 error it prints: 1060 is "no such service" in any language."""
-    good.fail(F.sc_qc("SysMain"), "[SC] OpenService FEHLER 1060:\n\nDer angegebene Dienst ist kein installierter Dienst.",
-              rc=1060)
+    good.fail(
+        F.sc_qc("SysMain"),
+        "[SC] OpenService FEHLER 1060:\n\nDer angegebene Dienst ist kein installierter Dienst.",
+        rc=1060,
+    )
     f = next(f for f in report(good).findings if f.id == "services.sysmain")
     assert f.status is OK and "not installed" in f.summary
 
 
 def test_a_localized_powercfg_is_read_by_shape(good):
-    good.set(F.POWER, "GUID des Energieschemas: 8c5e7fda-e8bf-4a96-9a85-a6e23a8c635c  (Höchstleistung)\n"
-                      "  GUID der Untergruppe: 54533251-82be-4824-96c1-47b60b740d00  (Prozessorenergieverwaltung)\n"
-                      "    GUID-Alias: SUB_PROCESSOR\n"
-                      "    GUID der Energieeinstellung: 5d76a2ca-e8c0-402f-a133-2158492d58ad  (Leerlauf deaktivieren)\n"
-                      "      Mögliche Einstellung Index: 000\n"
-                      "    Index der aktuellen Wechselstromeinstellung: 0x00000000\n"
-                      "    Index der aktuellen Gleichstromeinstellung: 0x00000001\n")
+    good.set(
+        F.POWER,
+        "GUID des Energieschemas: 8c5e7fda-e8bf-4a96-9a85-a6e23a8c635c  (Höchstleistung)\n"
+        "  GUID der Untergruppe: 54533251-82be-4824-96c1-47b60b740d00  (Prozessorenergieverwaltung)\n"
+        "    GUID-Alias: SUB_PROCESSOR\n"
+        "    GUID der Energieeinstellung: 5d76a2ca-e8c0-402f-a133-2158492d58ad  (Leerlauf deaktivieren)\n"
+        "      Mögliche Einstellung Index: 000\n"
+        "    Index der aktuellen Wechselstromeinstellung: 0x00000000\n"
+        "    Index der aktuellen Gleichstromeinstellung: 0x00000001\n",
+    )
     f = next(f for f in report(good).findings if f.id == "idle.idle_disable")
-    assert f.status is FAIL and "IDLEDISABLE AC index: 0, DC index: 1" in f.evidence[1] and "Höchstleistung" in f.evidence[0]
+    assert (
+        f.status is FAIL
+        and "IDLEDISABLE AC index: 0, DC index: 1" in f.evidence[1]
+        and "Höchstleistung" in f.evidence[0]
+    )
 
 
 def test_defender_exclusions_hidden_from_a_non_administrator_are_unreadable(good):
     """Get-MpPreference without Administrator prints "N/A: Must be and administrator …" for each list."""
     hidden = ["N/A: Must be and administrator to view exclusions"]
-    good.set(F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": hidden,
-                                     "ExclusionPath": hidden}))
+    good.set(
+        F.DEFENDER,
+        json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": hidden, "ExclusionPath": hidden}),
+    )
     f = next(f for f in report(good).findings if f.id == "services.defender")
     assert f.status is NA and f.unreadable and "Administrators only" in f.summary
 
 
-@pytest.mark.parametrize("procs,paths,status", [
-    (["C:\\Tools\\other.exe"], [], WARN),
-    (["c:\\python312\\PYTHON.EXE"], [], OK),  # case-insensitive, as Windows paths are
-    (["python.exe"], [], OK),  # a bare image name matches that image anywhere
-    ([], ["C:\\Python312\\"], OK),
-    ([], ["C:\\Python3"], WARN),  # a path exclusion covers its folder, not a name prefix
-])
+@pytest.mark.parametrize(
+    "procs,paths,status",
+    [
+        (["C:\\Tools\\other.exe"], [], WARN),
+        (["c:\\python312\\PYTHON.EXE"], [], OK),  # case-insensitive, as Windows paths are
+        (["python.exe"], [], OK),  # a bare image name matches that image anywhere
+        ([], ["C:\\Python312\\"], OK),
+        ([], ["C:\\Python3"], WARN),  # a path exclusion covers its folder, not a name prefix
+    ],
+)
 def test_defender_exclusions_are_compared_with_the_loops_interpreter(good, procs, paths, status):
     from softrt.audit.windows.checks import check_defender
     from softrt.audit.windows.facts import WinFacts
     from softrt.platform.windows.wincmd import CapturedRunner
 
-    good.set(F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": procs,
-                                     "ExclusionPath": paths}))
+    good.set(
+        F.DEFENDER, json.dumps({"DisableRealtimeMonitoring": False, "ExclusionProcess": procs, "ExclusionPath": paths})
+    )
     w = WinFacts(CapturedRunner(good.root), RT, str(good), interpreter="C:\\Python312\\python.exe")
     f = check_defender(w)
     assert f.status is status, f
-    assert f.status is OK or 'Add-MpPreference -ExclusionProcess "C:\\Python312\\python.exe"' == f.fix
+    assert f.status is OK or f.fix == 'Add-MpPreference -ExclusionProcess "C:\\Python312\\python.exe"'
 
 
 def test_a_check_that_raises_keeps_its_id_and_severity(good, monkeypatch):
@@ -342,8 +452,11 @@ def test_a_check_that_raises_keeps_its_id_and_severity(good, monkeypatch):
     def broken(w):
         raise ValueError("bad bytes")
 
-    monkeypatch.setattr(runner, "CHECKS", (runner.checks.declare("cores.rt_cpus", runner.checks.Severity.FATAL)(broken),
-                                           *runner.CHECKS[1:]))
+    monkeypatch.setattr(
+        runner,
+        "CHECKS",
+        (runner.checks.declare("cores.rt_cpus", runner.checks.Severity.FATAL)(broken), *runner.CHECKS[1:]),
+    )
     found = report(good)
     f = next(f for f in found.findings if f.id == "cores.rt_cpus")
     assert f.status is NA and f.severity.value == "fatal" and "bad bytes" in f.summary and not found.ready
@@ -386,8 +499,10 @@ def test_this_windows_machines_cpus_come_from_the_platform_not_powershell(monkey
 
 def test_setrtcores_readings_on_the_seeds_14_cores():
     """The seed set 10 on 14 cores and describes 10-13 as RT ("core N and above"); softrt read N as a count."""
-    assert {k: str(v) for k, v in F.rt_core_readings(14, 10).items()} == {"the 10 highest": "4-13",
-                                                                          "core 10 and above": "10-13"}
+    assert {k: str(v) for k, v in F.rt_core_readings(14, 10).items()} == {
+        "the 10 highest": "4-13",
+        "core 10 and above": "10-13",
+    }
 
 
 def test_the_csp_evidence_quotes_the_mask_and_which_reading_it_matches(good):

@@ -22,24 +22,30 @@ def _finding(good, cid, rt):
     return next(f for f in run_checks(rt, str(good), sample_s=0).findings if f.id == cid)
 
 
-@pytest.mark.parametrize("ht, rt, status, words", [
-    (False, CpuSet(range(10, 14)), Status.WARN, "CPUs 10-13 are efficiency cores"),  # the seed's own setting
-    (False, CpuSet([5]), Status.OK, "CPU 5 on performance cores"),
-    (True, CpuSet([19]), Status.WARN, "CPU 19 is an efficiency core"),
-    (True, CpuSet([11]), Status.OK, "on performance cores"),
-])
+@pytest.mark.parametrize(
+    "ht, rt, status, words",
+    [
+        (False, CpuSet(range(10, 14)), Status.WARN, "CPUs 10-13 are efficiency cores"),  # the seed's own setting
+        (False, CpuSet([5]), Status.OK, "CPU 5 on performance cores"),
+        (True, CpuSet([19]), Status.WARN, "CPU 19 is an efficiency core"),
+        (True, CpuSet([11]), Status.OK, "on performance cores"),
+    ],
+)
 def test_hybrid(good, ht, rt, status, words):
     _machine(good, ht)
     f = _finding(good, "cores.hybrid", rt)
     assert f.status is status and words in f.summary, f
 
 
-@pytest.mark.parametrize("ht, rt, realtime, status, words", [
-    (True, CpuSet([11]), CpuSet(), Status.WARN, "sibling 10 of the RT CPUs is online and not reserved"),
-    (True, CpuSet([11]), CpuSet([10, 11]), Status.OK, "no RT CPU shares"),  # the sibling reserved too
-    (True, CpuSet([10, 11]), CpuSet(), Status.OK, "no RT CPU shares"),
-    (False, CpuSet([5]), CpuSet(), Status.OK, "no RT CPU shares"),
-])
+@pytest.mark.parametrize(
+    "ht, rt, realtime, status, words",
+    [
+        (True, CpuSet([11]), CpuSet(), Status.WARN, "sibling 10 of the RT CPUs is online and not reserved"),
+        (True, CpuSet([11]), CpuSet([10, 11]), Status.OK, "no RT CPU shares"),  # the sibling reserved too
+        (True, CpuSet([10, 11]), CpuSet(), Status.OK, "no RT CPU shares"),
+        (False, CpuSet([5]), CpuSet(), Status.OK, "no RT CPU shares"),
+    ],
+)
 def test_smt(good, ht, rt, realtime, status, words):
     _machine(good, ht, realtime)
     good.replace(F.KERNEL, "    ReservedCpuSets    REG_BINARY    003C000000000000\n", "")
@@ -57,8 +63,10 @@ def test_without_cpu_sets_the_checks_are_unknown_and_the_default_is_the_top_cpu(
     (good.root / "cpu_sets.hex").unlink()
     (good.root / "power_throttling.hex").unlink()
     found = {f.id: f for f in run_checks(CpuSet([13]), str(good), sample_s=0).findings}
-    assert all(found[c].status is Status.NA and found[c].unreadable
-               for c in ("cores.hybrid", "cores.smt", "cores.power_throttling"))
+    assert all(
+        found[c].status is Status.NA and found[c].unreadable
+        for c in ("cores.hybrid", "cores.smt", "cores.power_throttling")
+    )
     assert default_rt_cpu(str(good)) == 13
 
 

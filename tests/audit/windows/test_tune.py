@@ -20,18 +20,28 @@ RSS = "powershell.exe -NoProfile -NonInteractive -Command Set-NetAdapterRss -Nam
 APPLY = [
     f"powercfg.exe /setacvalueindex {SCHEME} SUB_PROCESSOR IDLEDISABLE 1",
     f"powercfg.exe /setactive {SCHEME}",
-    "sc.exe stop SysMain", "sc.exe config SysMain start= disabled",
-    "sc.exe stop DPS", "sc.exe config DPS start= disabled",
-    "sc.exe stop Audiosrv", "sc.exe config Audiosrv start= disabled",
-    "sc.exe stop wuauserv", "sc.exe config wuauserv start= disabled",
-    RSS.format("Ethernet", 0, 9), RSS.format("EtherCAT", 0, 9),
+    "sc.exe stop SysMain",
+    "sc.exe config SysMain start= disabled",
+    "sc.exe stop DPS",
+    "sc.exe config DPS start= disabled",
+    "sc.exe stop Audiosrv",
+    "sc.exe config Audiosrv start= disabled",
+    "sc.exe stop wuauserv",
+    "sc.exe config wuauserv start= disabled",
+    RSS.format("Ethernet", 0, 9),
+    RSS.format("EtherCAT", 0, 9),
 ]
 REVERT = [
-    RSS.format("EtherCAT", 0, 13), RSS.format("Ethernet", 0, 13),
-    "sc.exe config wuauserv start= demand", "sc.exe start wuauserv",
-    "sc.exe config Audiosrv start= auto", "sc.exe start Audiosrv",
-    "sc.exe config DPS start= auto", "sc.exe start DPS",
-    "sc.exe config SysMain start= auto", "sc.exe start SysMain",
+    RSS.format("EtherCAT", 0, 13),
+    RSS.format("Ethernet", 0, 13),
+    "sc.exe config wuauserv start= demand",
+    "sc.exe start wuauserv",
+    "sc.exe config Audiosrv start= auto",
+    "sc.exe start Audiosrv",
+    "sc.exe config DPS start= auto",
+    "sc.exe start DPS",
+    "sc.exe config SysMain start= auto",
+    "sc.exe start SysMain",
     f"powercfg.exe /setacvalueindex {SCHEME} SUB_PROCESSOR IDLEDISABLE 0",
     f"powercfg.exe /setactive {SCHEME}",
 ]
@@ -56,8 +66,14 @@ def test_the_plan_applies_the_reversible_subset_and_prints_the_rest(bad):
     plan = plan_tune(RT, str(bad))
     assert {s.check for s in plan.steps} == TUNED
     manual = dict(plan.manual)
-    assert set(manual) == {"cores.reserved", "services.defender", "updates.policy", "irq.threaded_dpc", "cores.hybrid",
-                           "cores.power_throttling"}
+    assert set(manual) == {
+        "cores.reserved",
+        "services.defender",
+        "updates.policy",
+        "irq.threaded_dpc",
+        "cores.hybrid",
+        "cores.power_throttling",
+    }
     assert "$obj.SetRTCores = 4" in manual["cores.reserved"]
     assert NEVER_APPLIED in plan.skipped
 
@@ -74,7 +90,9 @@ def test_apply_runs_exactly_the_guides_commands_and_revert_undoes_them_in_revers
 
     entries = [json.loads(line) for line in state_path.read_text().splitlines()[1:]]
     assert [(e["kind"], e["target"], e["before"]) for e in entries][:2] == [
-        ("win-power", SCHEME, "0"), ("win-service", "SysMain", "auto/running")]
+        ("win-power", SCHEME, "0"),
+        ("win-service", "SysMain", "auto/running"),
+    ]
 
     fake = FakeWindows(bad)
     undone = revert(str(bad), runner=fake)
@@ -138,13 +156,16 @@ def test_an_rt_cpu_the_machine_does_not_have_is_refused_before_anything(bad):
         plan_tune(CpuSet([16]), str(bad))
 
 
-@pytest.mark.parametrize("entry", [
-    {"kind": "win-service", "target": "WinDefend", "before": "auto/running"},          # not a service tune stops
-    {"kind": "win-service", "target": "SysMain", "before": "auto/running & calc"},     # not a start type
-    {"kind": "win-power", "target": "SCHEME_CURRENT; calc", "before": "0"},            # not a GUID
-    {"kind": "win-rss", "target": "Eth'; Remove-Item C:\\ -Recurse; '", "before": "0-3"},  # a quote in the name
-    {"kind": "win-rss", "target": "Ethernet", "before": "9-3"},
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"kind": "win-service", "target": "WinDefend", "before": "auto/running"},  # not a service tune stops
+        {"kind": "win-service", "target": "SysMain", "before": "auto/running & calc"},  # not a start type
+        {"kind": "win-power", "target": "SCHEME_CURRENT; calc", "before": "0"},  # not a GUID
+        {"kind": "win-rss", "target": "Eth'; Remove-Item C:\\ -Recurse; '", "before": "0-3"},  # a quote in the name
+        {"kind": "win-rss", "target": "Ethernet", "before": "9-3"},
+    ],
+)
 def test_a_forged_windows_entry_is_refused(bad, state_path, entry):
     state_path.parent.mkdir(mode=0o700)
     header = {"format": "softrt-tune-state", "version": 1, "root": str(bad.root)}
@@ -155,10 +176,10 @@ def test_a_forged_windows_entry_is_refused(bad, state_path, entry):
     assert fake.changes() == []
 
 
-
 def test_a_service_caught_in_a_pending_state_is_left_alone(bad, state_path):
     """'auto/stop_pending' could not be put back by revert: it is skipped, never journalled or changed."""
     from softrt.audit.windows import facts as F
+
     plan = plan_tune(RT, str(bad))
     bad.replace(F.sc_query("DPS"), "4  RUNNING", "3  STOP_PENDING")
     fake = FakeWindows(bad)

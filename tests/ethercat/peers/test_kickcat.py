@@ -21,17 +21,35 @@ from softrt.store.rundir import read_samples
 SIMULATOR = os.environ.get("SOFTRT_KICKCAT_SIMULATOR")
 CONFIGS = os.environ.get("SOFTRT_KICKCAT_CONFIGS")
 
-pytestmark = [pytest.mark.rt,
-              pytest.mark.skipif(not SIMULATOR or not CONFIGS, reason="KickCAT's simulator: run scripts/ci-kickcat")]
+pytestmark = [
+    pytest.mark.rt,
+    pytest.mark.skipif(not SIMULATOR or not CONFIGS, reason="KickCAT's simulator: run scripts/ci-kickcat"),
+]
 
 
 @pytest.fixture
 def kickcat(ecat_ns):
     """KickCAT's network_simulator with two DS402 drives on ecs0, SCHED_FIFO 10 on CPU 0."""
     proc = subprocess.Popen(
-        ecat_ns.cmd("taskset", "-c", "0", "chrt", "-f", "10", SIMULATOR, "-i", ecat_ns.slave_iface,
-                    "-s", "ecat402-drive.json", "ecat402-drive.json"),
-        cwd=CONFIGS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        ecat_ns.cmd(
+            "taskset",
+            "-c",
+            "0",
+            "chrt",
+            "-f",
+            "10",
+            SIMULATOR,
+            "-i",
+            ecat_ns.slave_iface,
+            "-s",
+            "ecat402-drive.json",
+            "ecat402-drive.json",
+        ),
+        cwd=CONFIGS,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     time.sleep(1.0)  # it prints nothing when ready; opening a raw socket takes milliseconds
     assert proc.poll() is None, proc.communicate()[0]
     yield proc
@@ -46,19 +64,51 @@ def kickcat(ecat_ns):
 def test_a_250us_run_against_kickcat(kickcat, ecat_ns, tmp_path):
     env = {**os.environ, "SOFTRT_STATE_DIR": str(tmp_path / "state"), "SOFTRT_HOME": str(tmp_path / "home")}
     run = subprocess.run(
-        ecat_ns.cmd(sys.executable, "-m", "softrt", "run", "--device", f"ethercat:{ecat_ns.master_iface}",
-                    "--axes", "2", "--period", "250us", "--duration", "10s", "--no-trace", "--quiet", "--json",
-                    # This VM stalls a process for up to ~20 ms now and then (KickCAT's own frame
-                    # statistics show it too): the bus is lost after 100 ms of silence, not 10.
-                    "--bus-timeout", "100ms",
-                    "--out-dir", str(tmp_path / "runs")),
-        capture_output=True, text=True, env=env, timeout=180)
+        ecat_ns.cmd(
+            sys.executable,
+            "-m",
+            "softrt",
+            "run",
+            "--device",
+            f"ethercat:{ecat_ns.master_iface}",
+            "--axes",
+            "2",
+            "--period",
+            "250us",
+            "--duration",
+            "10s",
+            "--no-trace",
+            "--quiet",
+            "--json",
+            # This VM stalls a process for up to ~20 ms now and then (KickCAT's own frame
+            # statistics show it too): the bus is lost after 100 ms of silence, not 10.
+            "--bus-timeout",
+            "100ms",
+            "--out-dir",
+            str(tmp_path / "runs"),
+        ),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
     assert run.returncode in (0, 1), run.stderr
     s = json.loads(run.stdout)
     board = s["board"]
-    print(json.dumps({"status": s["status"], "reason": s.get("partial_reason"), "cycles": s["cycles"],
-                      "rtt_us": s.get("rtt_us"), "lost_frames": board["lost_frames"],
-                      "wkc_errors": board["wkc_errors"], "frames": board["frames"]}, indent=1))
+    print(
+        json.dumps(
+            {
+                "status": s["status"],
+                "reason": s.get("partial_reason"),
+                "cycles": s["cycles"],
+                "rtt_us": s.get("rtt_us"),
+                "lost_frames": board["lost_frames"],
+                "wkc_errors": board["wkc_errors"],
+                "frames": board["frames"],
+            },
+            indent=1,
+        )
+    )
     assert s["status"] == "complete", s.get("partial_reason")
     cycles = s["cycles"]
     assert cycles > 30_000  # 10 s of 250 µs cycles

@@ -20,7 +20,6 @@ def victim(tmp_path):
     return f
 
 
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root")
 def test_the_holders_real_time_cpu_is_read_from_its_fifo_thread():
     """Issue 32.5: a refused run names the CPU the holder's loop runs on: the affinity of the holder's (or
@@ -33,10 +32,14 @@ def test_the_holders_real_time_cpu_is_read_from_its_fifo_thread():
 
     assert realtime_cpus(os.getpid()) is None  # pytest has no real-time thread, nor a child with one
     cpu = max(os.sched_getaffinity(0))
-    code = (f"import os, sys, time; os.sched_setaffinity(0, {{{cpu}}}); "
-            "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1)); print(flush=True); time.sleep(30)")
-    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
-                               f"{code!r}])"], stdout=subprocess.PIPE)
+    code = (
+        f"import os, sys, time; os.sched_setaffinity(0, {{{cpu}}}); "
+        "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1)); print(flush=True); time.sleep(30)"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}])"],
+        stdout=subprocess.PIPE,
+    )
     try:
         while not any(os.sched_getscheduler(c) == os.SCHED_FIFO for c in _children(parent.pid)):
             assert parent.poll() is None
@@ -55,6 +58,7 @@ def _children(pid: int) -> list[int]:
         return [c.pid for c in psutil.Process(pid).children(recursive=True)]
     except psutil.Error:
         return []
+
 
 def test_the_lock_is_held_until_closed_and_its_holder_named_by_the_kernel(tmp_path):
     plat = LinuxPlatform()
@@ -132,8 +136,9 @@ def test_root_and_other_users_exclude_each_other_and_neither_blocks_the_other_af
     import threading
 
     result = {}
-    child = threading.Thread(target=lambda: result.update(
-        out=call_as(uid, gid, _hold_lock_as_user, str(path), ready_w, release_r)))
+    child = threading.Thread(
+        target=lambda: result.update(out=call_as(uid, gid, _hold_lock_as_user, str(path), ready_w, release_r))
+    )
     child.start()
     try:
         assert os.read(ready_r, 1) == b"1"
@@ -182,7 +187,11 @@ def test_children_started_in_the_block_start_on_its_cpus():
     before = os.sched_getaffinity(0)
     last = max(before)
     with LinuxPlatform().children_start_on(CpuSet([last])):
-        child = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
-                               capture_output=True, text=True, check=True)
+        child = subprocess.run(
+            [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     assert child.stdout.strip() == f"[{last}]"
     assert os.sched_getaffinity(0) == before

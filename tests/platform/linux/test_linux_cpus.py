@@ -19,8 +19,10 @@ def _root(tmp_path, possible: str | None):
     return str(tmp_path)
 
 
-@pytest.mark.parametrize("possible,limit", [("0-3", 4), ("0", 1), ("0-7,16-31", 32), (None, MAX_CPUS),
-                                            ("garbage", MAX_CPUS), ("0-99999999999", MAX_CPUS)])
+@pytest.mark.parametrize(
+    "possible,limit",
+    [("0-3", 4), ("0", 1), ("0-7,16-31", 32), (None, MAX_CPUS), ("garbage", MAX_CPUS), ("0-99999999999", MAX_CPUS)],
+)
 def test_cpu_limit_from_possible(tmp_path, possible, limit):
     assert LinuxPlatform().cpu_limit(_root(tmp_path, possible)) == limit
 

@@ -16,17 +16,22 @@ import pytest
 
 from softrt.platform.windows import _win32 as K
 
-TEXTS = {K.ERROR_ACCESS_DENIED: "Access is denied.", K.ERROR_PRIVILEGE_NOT_HELD: "A required privilege is not held "
-         "by the client.", K.ERROR_INVALID_PARAMETER: "The parameter is incorrect.",
-         K.ERROR_FILE_NOT_FOUND: "The system cannot find the file specified.",
-         K.ERROR_WORKING_SET_QUOTA: "Insufficient quota to complete the requested service."}
+TEXTS = {
+    K.ERROR_ACCESS_DENIED: "Access is denied.",
+    K.ERROR_PRIVILEGE_NOT_HELD: "A required privilege is not held by the client.",
+    K.ERROR_INVALID_PARAMETER: "The parameter is incorrect.",
+    K.ERROR_FILE_NOT_FOUND: "The system cannot find the file specified.",
+    K.ERROR_WORKING_SET_QUOTA: "Insufficient quota to complete the requested service.",
+}
 PSEUDO_PROCESS, PSEUDO_THREAD = -1, -2  # (HANDLE)-1 and (HANDLE)-2, as Windows returns them
 
 
 class FakeWin32:
     """Same public methods as :class:`softrt.platform.windows._win32.Win32`; ``calls`` is what was asked."""
 
-    def __init__(self, section_dir: Path, cpus: int = 4, admin: bool = True, fail: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, section_dir: Path, cpus: int = 4, admin: bool = True, fail: dict[str, int] | None = None
+    ) -> None:
         self.calls: list[tuple] = []
         self.fail = dict(fail or {})
         self.admin = admin
@@ -44,9 +49,12 @@ class FakeWin32:
         self._next_handle = 0x100
         self.counter_values: dict[str, list[tuple[str, float]]] = {}
         self._counters: dict[int, str] = {}
-        self.registry = {(K.CURRENT_VERSION_KEY, "CurrentBuildNumber"): "22631", (K.CURRENT_VERSION_KEY, "UBR"): 4460,
-                         (K.CURRENT_VERSION_KEY, "DisplayVersion"): "23H2",
-                         (K.PROCESSOR_KEY, "ProcessorNameString"): "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz   "}
+        self.registry = {
+            (K.CURRENT_VERSION_KEY, "CurrentBuildNumber"): "22631",
+            (K.CURRENT_VERSION_KEY, "UBR"): 4460,
+            (K.CURRENT_VERSION_KEY, "DisplayVersion"): "23H2",
+            (K.PROCESSOR_KEY, "ProcessorNameString"): "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz   ",
+        }
 
     def _call(self, name: str, *args) -> None:
         self.calls.append((name, *args))
@@ -218,6 +226,8 @@ class FakeWin32:
 @pytest.fixture
 def fake_win32(tmp_path):
     """Return a factory of FakeWin32 (keyword arguments as its constructor), sections under tmp_path."""
+
     def make(**kwargs) -> FakeWin32:
         return FakeWin32(tmp_path, **kwargs)
+
     return make

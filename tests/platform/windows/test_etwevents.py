@@ -18,10 +18,20 @@ b, B = ctypes.c_int8, ctypes.c_uint8
 
 class CSwitchMof(ctypes.Structure):
     _pack_ = 1
-    _fields_ = [("NewThreadId", ctypes.c_uint32), ("OldThreadId", ctypes.c_uint32), ("NewThreadPriority", b),
-                ("OldThreadPriority", b), ("PreviousCState", B), ("SpareByte", b), ("OldThreadWaitReason", b),
-                ("OldThreadWaitMode", b), ("OldThreadState", b), ("OldThreadWaitIdealProcessor", b),
-                ("NewThreadWaitTime", ctypes.c_uint32), ("Reserved", ctypes.c_uint32)]
+    _fields_ = [
+        ("NewThreadId", ctypes.c_uint32),
+        ("OldThreadId", ctypes.c_uint32),
+        ("NewThreadPriority", b),
+        ("OldThreadPriority", b),
+        ("PreviousCState", B),
+        ("SpareByte", b),
+        ("OldThreadWaitReason", b),
+        ("OldThreadWaitMode", b),
+        ("OldThreadState", b),
+        ("OldThreadWaitIdealProcessor", b),
+        ("NewThreadWaitTime", ctypes.c_uint32),
+        ("Reserved", ctypes.c_uint32),
+    ]
 
 
 class DpcMof(ctypes.Structure):
@@ -31,13 +41,26 @@ class DpcMof(ctypes.Structure):
 
 class IsrMof(ctypes.Structure):
     _pack_ = 1
-    _fields_ = [("InitialTime", ctypes.c_uint64), ("Routine", ctypes.c_uint64), ("ReturnValue", B),
-                ("Vector", ctypes.c_uint16), ("Reserved", B)]
+    _fields_ = [
+        ("InitialTime", ctypes.c_uint64),
+        ("Routine", ctypes.c_uint64),
+        ("ReturnValue", B),
+        ("Vector", ctypes.c_uint16),
+        ("Reserved", B),
+    ]
 
 
 def cswitch(ts, cpu, new, old, new_pri, old_pri, old_state, version=2):
-    data = bytes(CSwitchMof(NewThreadId=new, OldThreadId=old, NewThreadPriority=new_pri, OldThreadPriority=old_pri,
-                            OldThreadState=old_state, OldThreadWaitReason=6 if old_state == 5 else 0))
+    data = bytes(
+        CSwitchMof(
+            NewThreadId=new,
+            OldThreadId=old,
+            NewThreadPriority=new_pri,
+            OldThreadPriority=old_pri,
+            OldThreadState=old_state,
+            OldThreadWaitReason=6 if old_state == 5 else 0,
+        )
+    )
     return E.EtwRecord(E.THREAD_GUID, E.CSWITCH, version, ts, cpu, data)
 
 
@@ -54,16 +77,26 @@ def test_layout_sizes_are_the_documented_ones():
 
 
 def test_cswitch_dpc_and_isr_fields():
-    recs = [cswitch(100, 3, 4, 1000, 31, 28, 1, version=4), dpc(200, 250, 3, 0xFFFFF80712345678, E.TIMER_DPC),
-            isr(300, 310, 3, 0xFFFFF80700001000, 0x91),
-            E.EtwRecord(E.THREAD_GUID, 1, 3, 400, 3, b"\0" * 8)]  # a thread start: not ours, skipped
+    recs = [
+        cswitch(100, 3, 4, 1000, 31, 28, 1, version=4),
+        dpc(200, 250, 3, 0xFFFFF80712345678, E.TIMER_DPC),
+        isr(300, 310, 3, 0xFFFFF80700001000, 0x91),
+        E.EtwRecord(E.THREAD_GUID, 1, 3, 400, 3, b"\0" * 8),
+    ]  # a thread start: not ours, skipped
     switches, routines, bad = E.parse(recs)
     assert switches == [E.CSwitch(100, 3, 4, 1000, 31, 28, 1, 0)] and bad == 0
-    assert routines == [E.Routine("dpc", 3, 200, 250, 0xFFFFF80712345678),
-                        E.Routine("isr", 3, 300, 310, 0xFFFFF80700001000, 0x91)]
+    assert routines == [
+        E.Routine("dpc", 3, 200, 250, 0xFFFFF80712345678),
+        E.Routine("isr", 3, 300, 310, 0xFFFFF80700001000, 0x91),
+    ]
 
 
-@pytest.mark.parametrize("rec", [E.EtwRecord(E.THREAD_GUID, E.CSWITCH, 2, 1, 0, b"\0" * 23),
-                                 E.EtwRecord(E.PERFINFO_GUID, E.ISR, 2, 1, 0, bytes(19))])
+@pytest.mark.parametrize(
+    "rec",
+    [
+        E.EtwRecord(E.THREAD_GUID, E.CSWITCH, 2, 1, 0, b"\0" * 23),
+        E.EtwRecord(E.PERFINFO_GUID, E.ISR, 2, 1, 0, bytes(19)),
+    ],
+)
 def test_a_short_payload_is_counted_not_raised(rec):
     assert E.parse([rec]) == ([], [], 1)

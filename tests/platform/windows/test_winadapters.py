@@ -13,8 +13,10 @@ from softrt.errors import ConfigError
 from softrt.platform.windows import winadapters as A
 
 GUID = "{4D36E972-E325-11CE-BFC1-08002BE10318}"
-ADAPTERS = [A.adapter(GUID.lower(), "EtherCAT", "Intel(R) Ethernet Controller I210"),
-            A.adapter("{0A1B2C3D-0000-4000-8000-00000000ABCD}", "Ethernet 2", "Realtek PCIe GbE Family Controller")]
+ADAPTERS = [
+    A.adapter(GUID.lower(), "EtherCAT", "Intel(R) Ethernet Controller I210"),
+    A.adapter("{0A1B2C3D-0000-4000-8000-00000000ABCD}", "Ethernet 2", "Realtek PCIe GbE Family Controller"),
+]
 NPF = "\\Device\\NPF_" + GUID
 
 
@@ -23,8 +25,10 @@ def test_a_friendly_name_guid_or_npf_name_maps_to_the_npf_device(typed):
     assert A.resolve(typed, ADAPTERS) == NPF
 
 
-@pytest.mark.parametrize("typed, words", [("eth1", "no network adapter named 'eth1'"),
-                                          ("{11111111-2222-3333-4444-555555555555}", "no network adapter")])
+@pytest.mark.parametrize(
+    "typed, words",
+    [("eth1", "no network adapter named 'eth1'"), ("{11111111-2222-3333-4444-555555555555}", "no network adapter")],
+)
 def test_an_unknown_adapter_lists_the_adapters(typed, words):
     with pytest.raises(ConfigError, match=words) as err:
         A.resolve(typed, ADAPTERS)
@@ -37,8 +41,14 @@ def test_two_adapters_of_one_friendly_name_are_ambiguous():
         A.resolve("EtherCAT", [*ADAPTERS, A.adapter("{0A1B2C3D-0000-4000-8000-00000000ABCE}", "ethercat")])
 
 
-@pytest.mark.parametrize("files, state", [((), "missing"), (("System32/Npcap/wpcap.dll",), "no-compat"),
-                                          (("System32/Npcap/wpcap.dll", "System32/wpcap.dll"), "ready")])
+@pytest.mark.parametrize(
+    "files, state",
+    [
+        ((), "missing"),
+        (("System32/Npcap/wpcap.dll",), "no-compat"),
+        (("System32/Npcap/wpcap.dll", "System32/wpcap.dll"), "ready"),
+    ],
+)
 def test_npcap_state_and_its_one_line_fix(tmp_path, files, state):
     for f in files:
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)

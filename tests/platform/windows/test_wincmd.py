@@ -31,12 +31,15 @@ def test_a_corrupt_index_is_one_clear_error(tmp_path, index):
         _capture(tmp_path, index)
 
 
-@pytest.mark.parametrize("entry,words", [
-    ({"out": "missing.txt", "rc": 0}, "unreadable"),  # the index names a file the capture lacks
-    ({"out": "../outside.txt", "rc": 0}, "not a file name"),
-    ({"out": "qc.txt", "rc": "0"}, "bad capture entry"),
-    ("qc.txt", "bad capture entry"),
-])
+@pytest.mark.parametrize(
+    "entry,words",
+    [
+        ({"out": "missing.txt", "rc": 0}, "unreadable"),  # the index names a file the capture lacks
+        ({"out": "../outside.txt", "rc": 0}, "not a file name"),
+        ({"out": "qc.txt", "rc": "0"}, "bad capture entry"),
+        ("qc.txt", "bad capture entry"),
+    ],
+)
 def test_a_bad_entry_reads_as_a_command_that_could_not_run(tmp_path, entry, words):
     (tmp_path.parent / "outside.txt").write_text("START_TYPE : 4 DISABLED\n")
     (tmp_path / "qc.txt").write_text("START_TYPE : 4 DISABLED\n")
@@ -51,6 +54,7 @@ def test_an_output_that_is_not_utf8_is_read(tmp_path):
 
 
 # --- running the tools: exit status, encodings ------------------------------------------------------------
+
 
 def _tool(tmp_path, monkeypatch, name: str, body: str) -> None:
     """A program *name* on PATH (a shell script standing in for a Windows tool's output bytes)."""
@@ -75,7 +79,12 @@ def test_console_tools_are_decoded_from_the_oem_code_page(tmp_path, monkeypatch)
 def test_powershell_is_asked_for_utf8_and_read_as_utf8(tmp_path, monkeypatch):
     from softrt.platform.windows import wincmd
 
-    _tool(tmp_path, monkeypatch, "powershell.exe", 'printf "%s" "$4" > "$0.args"; printf \'\\357\\273\\277[{"Name":"Ethernet \\303\\244"}]\'\n')
+    _tool(
+        tmp_path,
+        monkeypatch,
+        "powershell.exe",
+        'printf "%s" "$4" > "$0.args"; printf \'\\357\\273\\277[{"Name":"Ethernet \\303\\244"}]\'\n',
+    )
     res = wincmd.run(wincmd.powershell("Get-NetAdapterRss | ConvertTo-Json"))
     assert res.ok and res.out == '[{"Name":"Ethernet ä"}]'  # UTF-8, byte-order mark dropped
     script = (tmp_path / "powershell.exe.args").read_text()

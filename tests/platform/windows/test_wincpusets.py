@@ -18,10 +18,13 @@ def test_the_parser_reads_every_field_ctypes_lays_out():
     assert sets[19] == W.CpuSetInfo(0x113, 0, 19, 13, 0, False, True)
 
 
-@pytest.mark.parametrize("ht, perf, eff, siblings_of_0", [
-    (True, "0-11", "12-19", "1"),
-    (False, "0-5", "6-13", ""),
-])
+@pytest.mark.parametrize(
+    "ht, perf, eff, siblings_of_0",
+    [
+        (True, "0-11", "12-19", "1"),
+        (False, "0-5", "6-13", ""),
+    ],
+)
 def test_the_i5_14500_with_ht_on_and_off(ht, perf, eff, siblings_of_0):
     topo = W.topology(C.cpu_sets(C.i5_14500(ht)))
     assert topo.hybrid and str(topo.performance()) == perf and str(topo.efficiency()) == eff

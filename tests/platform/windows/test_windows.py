@@ -56,6 +56,7 @@ def calls_without_pseudo_handles(fake) -> list[tuple]:
 
 # --- the ctypes layer ---------------------------------------------------------------------------------
 
+
 def test_every_win32_method_is_a_declared_call():
     methods = {name for name, _ in inspect.getmembers(K.Win32, inspect.isfunction) if name[0].isupper()}
     lowercase = {"timeBeginPeriod", "timeEndPeriod"}
@@ -93,13 +94,16 @@ def test_the_real_calls_resolve_only_on_windows():
         win32.GetCurrentProcess()
 
 
-@pytest.mark.parametrize(("name", "args", "result", "winerror"), [
-    ("SetPriorityClass", (PROCESS, 0x100), 0, K.ERROR_ACCESS_DENIED),  # BOOL FALSE: GetLastError
-    ("OpenProcess", (0x1000, False, 4242), None, K.ERROR_ACCESS_DENIED),  # NULL handle: GetLastError
-    ("GetThreadPriority", (THREAD,), K.THREAD_PRIORITY_ERROR_RETURN, K.ERROR_ACCESS_DENIED),
-    ("WaitForSingleObject", (0x104, K.INFINITE), K.WAIT_FAILED, K.ERROR_ACCESS_DENIED),
-    ("timeBeginPeriod", (1,), 97, K.ERROR_INVALID_PARAMETER),  # TIMERR_NOCANDO
-])
+@pytest.mark.parametrize(
+    ("name", "args", "result", "winerror"),
+    [
+        ("SetPriorityClass", (PROCESS, 0x100), 0, K.ERROR_ACCESS_DENIED),  # BOOL FALSE: GetLastError
+        ("OpenProcess", (0x1000, False, 4242), None, K.ERROR_ACCESS_DENIED),  # NULL handle: GetLastError
+        ("GetThreadPriority", (THREAD,), K.THREAD_PRIORITY_ERROR_RETURN, K.ERROR_ACCESS_DENIED),
+        ("WaitForSingleObject", (0x104, K.INFINITE), K.WAIT_FAILED, K.ERROR_ACCESS_DENIED),
+        ("timeBeginPeriod", (1,), 97, K.ERROR_INVALID_PARAMETER),  # TIMERR_NOCANDO
+    ],
+)
 def test_each_failure_convention_becomes_a_win32_error(monkeypatch, name, args, result, winerror):
     """The real Win32 class's checks, with its ctypes functions replaced by ones returning *result*."""
     win32 = K.Win32()
@@ -127,13 +131,17 @@ def test_get_platform_returns_the_windows_backend_on_win32(monkeypatch):
 
 # --- error mapping -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("function", "code", "error", "needle"), [
-    ("SetPriorityClass", K.ERROR_ACCESS_DENIED, PermissionDenied, "Run as Administrator"),
-    ("SetProcessWorkingSetSizeEx", K.ERROR_PRIVILEGE_NOT_HELD, PermissionDenied, "Run as Administrator"),
-    ("OpenProcess", K.ERROR_INVALID_PARAMETER, NoSuchProcess, "exited"),
-    ("VirtualLock", K.ERROR_WORKING_SET_QUOTA, SoftRTError, "working set minimum is too small"),
-    ("CreateWaitableTimerExW", K.ERROR_INVALID_PARAMETER, SoftRTError, "Windows error 87"),
-])
+
+@pytest.mark.parametrize(
+    ("function", "code", "error", "needle"),
+    [
+        ("SetPriorityClass", K.ERROR_ACCESS_DENIED, PermissionDenied, "Run as Administrator"),
+        ("SetProcessWorkingSetSizeEx", K.ERROR_PRIVILEGE_NOT_HELD, PermissionDenied, "Run as Administrator"),
+        ("OpenProcess", K.ERROR_INVALID_PARAMETER, NoSuchProcess, "exited"),
+        ("VirtualLock", K.ERROR_WORKING_SET_QUOTA, SoftRTError, "working set minimum is too small"),
+        ("CreateWaitableTimerExW", K.ERROR_INVALID_PARAMETER, SoftRTError, "Windows error 87"),
+    ],
+)
 def test_windows_errors_become_softrt_errors_with_their_fix(function, code, error, needle):
     err = K.to_softrt_error(K.Win32Failed(function, code, "text"), "this process")
     assert type(err) is error
@@ -156,6 +164,7 @@ def test_a_gone_process_is_no_such_process(fake_win32):
 
 # --- CPUs, timer, job, lock, shared memory -------------------------------------------------------------
 
+
 def test_affinity_of_any_pid_goes_through_masks_and_closes_its_handle(fake_win32):
     fake = fake_win32(cpus=8)
     plat = W.WindowsPlatform(fake)
@@ -174,7 +183,7 @@ def test_sleep_until_arms_a_high_resolution_timer_relative_to_the_loop_clock(fak
     fake = fake_win32()
     plat = W.WindowsPlatform(fake)
     sleep_until, close = plat.make_sleep_until()
-    (_, flags, access), = fake.calls
+    ((_, flags, access),) = fake.calls
     assert (flags, access) == (K.CREATE_WAITABLE_TIMER_HIGH_RESOLUTION, K.TIMER_ALL_ACCESS)
     timer = fake._next_handle
     sleep_until(plat.clock_ns() + 2_000_000)
@@ -217,7 +226,13 @@ def test_the_machine_lock_is_a_byte_range_past_the_pid(fake_win32, tmp_path):
     fd = plat.try_lock(path)
     try:
         assert fd is not None and plat.lock_holder(path) == str(os.getpid())
-        assert ("LockFileEx", fd, K.LOCKFILE_EXCLUSIVE_LOCK | K.LOCKFILE_FAIL_IMMEDIATELY, K.LOCK_OFFSET, 1) in fake.calls
+        assert (
+            "LockFileEx",
+            fd,
+            K.LOCKFILE_EXCLUSIVE_LOCK | K.LOCKFILE_FAIL_IMMEDIATELY,
+            K.LOCK_OFFSET,
+            1,
+        ) in fake.calls
         assert plat.try_lock(path) is None  # held: a second run is refused
     finally:
         os.close(fd)
@@ -240,6 +255,7 @@ def test_shared_memory_is_a_named_section_created_once_and_attached(fake_win32):
 
 
 # --- a whole worker run: arm → run → restore ------------------------------------------------------------
+
 
 def _run_worker(monkeypatch, fake, step, wait="sleep") -> tuple[list, list]:
     """Run the real worker (loop.worker.worker_main) in this process on the Windows backend.
@@ -293,7 +309,7 @@ def _phases(fake) -> tuple[list, list, list]:
     calls = calls_without_pseudo_handles(fake)
     loop = [i for i, c in enumerate(calls) if c[0] in ("SetWaitableTimer", "WaitForSingleObject")]
     first, last = (loop[0], loop[-1]) if loop else (len(calls), len(calls) - 1)
-    return calls[:first], calls[first:last + 1], calls[last + 1:]
+    return calls[:first], calls[first : last + 1], calls[last + 1 :]
 
 
 ARMED_AS_ADMINISTRATOR = [
@@ -305,9 +321,13 @@ ARMED_AS_ADMINISTRATOR = [
     ("map_pagefile", Anything(what="ring name"), Anything(what="ring size")),
     # Memory first, before the device opens (platform.base.Control.before_device) ...
     ("GetProcessWorkingSetSizeEx", PROCESS),
-    ("SetProcessWorkingSetSizeEx", PROCESS, Anything(lambda v: v > K.WORKING_SET_MARGIN_BYTES, "rss + ring + margin"),
-     Anything(lambda v: v > 2 * K.WORKING_SET_MARGIN_BYTES, "minimum + margin"),
-     0x1 | 0x8),  # QUOTA_LIMITS_HARDWS_MIN_ENABLE | QUOTA_LIMITS_HARDWS_MAX_DISABLE
+    (
+        "SetProcessWorkingSetSizeEx",
+        PROCESS,
+        Anything(lambda v: v > K.WORKING_SET_MARGIN_BYTES, "rss + ring + margin"),
+        Anything(lambda v: v > 2 * K.WORKING_SET_MARGIN_BYTES, "minimum + margin"),
+        0x1 | 0x8,
+    ),  # QUOTA_LIMITS_HARDWS_MIN_ENABLE | QUOTA_LIMITS_HARDWS_MAX_DISABLE
     ("VirtualLock", ADDRESS, Anything(lambda v: v > 4096 * 8, "ring size")),
     # ... then placement, timer and priorities
     ("GetProcessAffinityMask", PROCESS),
@@ -345,13 +365,19 @@ def test_a_run_arms_loops_and_restores_every_control(monkeypatch, fake_win32):
     # The loop sleeps on the timer every cycle, relative and ahead of the edge.
     assert loop and all(c[0] == "SetWaitableTimer" and c[2] < 0 for c in loop[0::2])
     assert all(c == ("WaitForSingleObject", c[1], K.INFINITE) for c in loop[1::2])
-    (kind, payload), (done, report) = messages
-    assert kind == "armed" and not payload["not_applied"] and done == "done"
-    assert [a["what"] for a in payload["applied"]] == [
-        "working_set", "virtual_lock", "process_affinity", "cpu_affinity", "timer_resolution",
-        "realtime_priority_class", "thread_priority"]
-    assert "base priority 28 (SetThreadPriority 4 in REALTIME_PRIORITY_CLASS" in payload["applied"][-1]["detail"]
-    assert report["cycles"] == len(records) > 0
+    payload, report = messages
+    assert payload.kind == "armed" and not payload.not_applied and report.kind == "done"
+    assert [a["what"] for a in payload.applied] == [
+        "working_set",
+        "virtual_lock",
+        "process_affinity",
+        "cpu_affinity",
+        "timer_resolution",
+        "realtime_priority_class",
+        "thread_priority",
+    ]
+    assert "base priority 28 (SetThreadPriority 4 in REALTIME_PRIORITY_CLASS" in payload.applied[-1]["detail"]
+    assert report.cycles == len(records) > 0
     assert fake.priority_class == K.NORMAL_PRIORITY_CLASS and fake.timer_periods == []
     assert fake.process_mask == fake.thread_mask == 0b1111
     assert fake.open_handles == set()
@@ -369,16 +395,16 @@ def test_a_failing_run_still_restores_every_control(monkeypatch, fake_win32):
     armed, _, restored = _phases(fake)
     assert armed == ARMED_AS_ADMINISTRATOR
     assert restored == RESTORED
-    assert messages[-1] == ("failed", "RuntimeError: the user's step broke")
+    assert (messages[-1].kind, messages[-1].error) == ("failed", "RuntimeError: the user's step broke")
     assert fake.priority_class == K.NORMAL_PRIORITY_CLASS and fake.timer_periods == [] and not fake.open_handles
 
 
 def test_without_administrator_the_run_goes_on_not_real_time_with_what_was_not_applied(monkeypatch, fake_win32):
     fake = fake_win32(cpus=4, admin=False)
     messages, records = _run_worker(monkeypatch, fake, _step, wait="spin")
-    (_, armed), (done, _) = messages
-    assert done == "done" and len(records) > 0
-    missing = {n["what"]: n["why"] for n in armed["not_applied"]}
+    armed, done = messages
+    assert done.kind == "done" and len(records) > 0
+    missing = {n["what"]: n["why"] for n in armed.not_applied}
     assert set(missing) == {"realtime_priority_class"}
     assert ("SetThreadPriority", THREAD, 2) in fake.calls  # THREAD_PRIORITY_HIGHEST: 4 exists in REALTIME only
     assert all("Run as Administrator" in why for why in missing.values())
@@ -386,21 +412,26 @@ def test_without_administrator_the_run_goes_on_not_real_time_with_what_was_not_a
     # HIGH was handed back at once; the rest was applied and restored.
     calls = calls_without_pseudo_handles(fake)
     at = calls.index(("SetPriorityClass", PROCESS, K.REALTIME_PRIORITY_CLASS))
-    assert calls[at + 1:at + 3] == [("GetPriorityClass", PROCESS),
-                                    ("SetPriorityClass", PROCESS, K.NORMAL_PRIORITY_CLASS)]
+    assert calls[at + 1 : at + 3] == [
+        ("GetPriorityClass", PROCESS),
+        ("SetPriorityClass", PROCESS, K.NORMAL_PRIORITY_CLASS),
+    ]
     assert fake.priority_class == K.NORMAL_PRIORITY_CLASS and fake.timer_periods == []
     assert not any(c[0] == "CreateWaitableTimerExW" for c in calls)  # --wait spin needs no timer
 
 
 # --- the supervisor's side ------------------------------------------------------------------------------
 
+
 def test_the_supervisor_moves_off_the_rt_cpu_and_leaves_rt_throttling_alone(monkeypatch, fake_win32, tmp_path):
     """Windows has no RT throttling (caps.rt_throttling False): a spin run writes no kernel file."""
     from contextlib import ExitStack
 
+    from softrt.cpus import CpuSet
+    from softrt.schema.config import RunConfig
     from softrt.session import changes
     from softrt.session import run as session_run
-    from softrt.schema.config import RunConfig
+    from softrt.session.config import RunPlan
 
     monkeypatch.setenv("SOFTRT_STATE_DIR", str(tmp_path / "state"))
     fake = fake_win32(cpus=4)
@@ -408,7 +439,8 @@ def test_the_supervisor_moves_off_the_rt_cpu_and_leaves_rt_throttling_alone(monk
     out = session_run.Outcome()
     journal = changes.ChangeJournal()
     with ExitStack() as cleanup:
-        session_run._apply_system_changes(RunConfig(cpu=RT_CPU, wait="spin"), plat, journal, out, cleanup)
+        plan = RunPlan(RunConfig(cpu=RT_CPU, wait="spin"), RT_CPU, CpuSet.parse("0-2"), {})
+        session_run._apply_system_changes(plan, plat, journal, out, cleanup)
         assert fake.process_mask == 0b0111  # the housekeeping CPUs
     assert fake.process_mask == 0b1111  # put back
     assert journal.changes == [] and out.not_applied == []
@@ -428,7 +460,8 @@ def test_tracing_says_it_is_unavailable_and_touches_nothing(monkeypatch, fake_wi
         session.start(4242)
         assert session.why_late().to_dict() == {
             "tracing": "unavailable: softrt reads the Linux kernel's trace (tracefs), which this OS does not have; no "
-                       "ETW kernel session is started (record one with wpr -start CPU and open it in WPA)"}
+            "ETW kernel session is started (record one with wpr -start CPU and open it in WPA)"
+        }
     assert sweep_orphans() == []
 
 
@@ -443,6 +476,7 @@ def test_host_facts_have_the_linux_keys_with_none_where_windows_has_none(fake_wi
 
 
 # --- what running under Wine showed (issue 19) --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("priority,level,base", [(1, -15, 16), (50, 0, 24), (80, 4, 28), (95, 6, 30), (99, 15, 31)])
 def test_priority_is_spread_over_the_realtime_class(priority, level, base):
@@ -518,11 +552,17 @@ def test_a_lock_folder_nobody_may_create_is_one_clear_error(fake_win32, tmp_path
 def test_counters_are_asked_by_their_english_names_and_each_instance_is_named(fake_win32):
     """typeperf wants a localized Windows' translated counter names: the live DPC sample failed there."""
     fake = fake_win32()
-    fake.counter_values = {"\\Processor(3)\\% DPC Time": [("3", 1.5)],
-                           "\\Process(*)\\% Processor Time": [("svchost", 2.0), ("svchost", 3.0), ("MsMpEng", 4.0)]}
+    fake.counter_values = {
+        "\\Processor(3)\\% DPC Time": [("3", 1.5)],
+        "\\Process(*)\\% Processor Time": [("svchost", 2.0), ("svchost", 3.0), ("MsMpEng", 4.0)],
+    }
     values = W.WindowsPlatform(fake).sample_counters(list(fake.counter_values), 0.01)
-    assert values == {"\\Processor(3)\\% DPC Time": 1.5, "\\Process(svchost)\\% Processor Time": 2.0,
-                      "\\Process(svchost#1)\\% Processor Time": 3.0, "\\Process(MsMpEng)\\% Processor Time": 4.0}
+    assert values == {
+        "\\Processor(3)\\% DPC Time": 1.5,
+        "\\Process(svchost)\\% Processor Time": 2.0,
+        "\\Process(svchost#1)\\% Processor Time": 3.0,
+        "\\Process(MsMpEng)\\% Processor Time": 4.0,
+    }
     assert [c[0] for c in fake.calls if c[0].startswith("PdhAdd")] == ["PdhAddEnglishCounterW"] * 2
     assert not fake.open_handles  # the query closed
 

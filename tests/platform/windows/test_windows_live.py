@@ -40,8 +40,7 @@ class Softrt:
         # No PYTHONIOENCODING: a command writes into its pipe in the ANSI code page, as a scheduled task's
         # or CI's pipe gets it (cp1252, cp932: scripts/ci-wine runs this under both), and is read so.
         env = {k: v for k, v in os.environ.items() if k.upper() != "PYTHONIOENCODING"}
-        self.env = {**env, "SOFTRT_HOME": str(base / "home"), "SOFTRT_STATE_DIR": str(base / "state"),
-                    "COLUMNS": "120"}
+        self.env = {**env, "SOFTRT_HOME": str(base / "home"), "SOFTRT_STATE_DIR": str(base / "state"), "COLUMNS": "120"}
         self.lock = base / "state" / "rt-loop.lock"
 
     def start(self, *args: str, cwd: Path | None = None) -> subprocess.Popen:
@@ -51,9 +50,16 @@ class Softrt:
         for attempt in range(3):
             try:
                 with _STARTING:
-                    return subprocess.Popen([sys.executable, "-m", "softrt", *args], stdout=subprocess.PIPE,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env, cwd=cwd,
-                                            text=True, encoding=CODE_PAGE)
+                    return subprocess.Popen(
+                        [sys.executable, "-m", "softrt", *args],
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        env=self.env,
+                        cwd=cwd,
+                        text=True,
+                        encoding=CODE_PAGE,
+                    )
             except OSError as err:
                 if getattr(err, "winerror", None) != 1359 or attempt == 2:
                     raise
@@ -121,8 +127,19 @@ def wine(tmp_path_factory) -> dict:
         got["report"] = s.run("report", rid, "-o", str(s.out / "report.html"))
         scenario = s.out.parent / "disk.toml"
         scenario.write_text(DISK_SCENARIO, encoding="utf-8")
-        got["compare"] = s.run("compare", str(scenario), "--duration", "3s", "--settle", "2s", "--load-backend",
-                               "builtin", "--json", "--out-dir", out)
+        got["compare"] = s.run(
+            "compare",
+            str(scenario),
+            "--duration",
+            "3s",
+            "--settle",
+            "2s",
+            "--load-backend",
+            "builtin",
+            "--json",
+            "--out-dir",
+            out,
+        )
         got["elsewhere"] = s.out.parent / "elsewhere"  # the working directory of a run without --out-dir
         got["elsewhere"].mkdir()
         got["default_out"] = s.run("run", "--duration", "1s", "-q", cwd=got["elsewhere"])
@@ -151,12 +168,16 @@ def code_page(tmp_path_factory) -> dict:
     """``run --help``, a 1 s run and ``show last``, each through a pipe in this code page (issue 34):
     ``scripts/ci-wine`` runs this again under cp932, on its own."""
     s = Softrt(tmp_path_factory.mktemp("softrt-code-page"))
-    return {"help": s.run("run", "--help"), "run": s.run("run", "--duration", "1s", "-q", "--out-dir", str(s.out)),
-            "show": s.run("show", "last")}
+    return {
+        "help": s.run("run", "--help"),
+        "run": s.run("run", "--duration", "1s", "-q", "--out-dir", str(s.out)),
+        "show": s.run("show", "last"),
+    }
 
 
 def test_the_commands_write_their_code_page_into_a_pipe(code_page):
     """cp1252 lacks "≤" (written "<="), cp932 "µ" (written "u"); neither ever raises."""
+
     def fits(text: str) -> bool:
         try:
             text.encode(CODE_PAGE)
@@ -171,8 +192,10 @@ def test_the_commands_write_their_code_page_into_a_pipe(code_page):
     assert f"250 {us}" in code_page["help"][1]
     for name in ("run", "show"):
         verdict = code_page[name][1].splitlines()[0]
-        assert verdict.startswith(("MEETS", "FAILS")) and f"every period {'≤' if fits('≤') else '<='} 270.0 {us}" \
-            in verdict, (CODE_PAGE, verdict)
+        assert (
+            verdict.startswith(("MEETS", "FAILS"))
+            and f"every period {'≤' if fits('≤') else '<='} 270.0 {us}" in verdict
+        ), (CODE_PAGE, verdict)
 
 
 def _kill_a_supervisor(s: Softrt) -> dict:
@@ -210,7 +233,7 @@ def test_a_second_run_is_refused_while_the_first_holds_the_machine(wine):
 def test_check_is_never_ready_when_windows_tells_it_nothing(wine):
     """Under Wine PowerShell prints nothing and powercfg/typeperf are missing: UNKNOWN, exit 1."""
     code, out = wine["check"]
-    report = json.loads(out[out.index("{"):])
+    report = json.loads(out[out.index("{") :])
     assert code == 1 and not report["ready"] and report["verdict"].startswith("UNKNOWN"), report["verdict"]
     rt = next(f for f in report["findings"] if f["id"] == "cores.rt_cpus")
     assert rt["status"] == "ok" and "GetProcessAffinityMask" in rt["evidence"][0]  # the platform's count
@@ -241,7 +264,7 @@ def test_check_as_system_says_in_one_finding_what_wine_lacks(wine):
     if code == 2:  # not elevated: the one line, nothing read
         assert "needs Administrator" in out, out
         return
-    report = json.loads(out[out.index("{"):])
+    report = json.loads(out[out.index("{") :])
     csp = next(f for f in report["findings"] if f["id"] == "cores.csp")
     assert csp["unreadable"] and csp["summary"].startswith("could not be read as SYSTEM"), csp
     assert csp["reader"].startswith("SYSTEM: softrt check --as-system")
@@ -275,7 +298,7 @@ def test_history_show_and_report_read_the_runs_back(wine):
 def test_compare_runs_the_disk_load_beside_the_loop_at_a_real_rate(wine):
     code, out = wine["compare"]
     assert code in (0, 1) and "Traceback" not in out, out  # 1: the verdict (Wine's ~1 ms timers)
-    result = json.loads(out[out.index("{"):])
+    result = json.loads(out[out.index("{") :])
     loads = {load["name"]: load for load in result["pooled"]["disk-beside"]["loads"]}
     disk = loads["disk"]
     assert not disk.get("problems") and disk["achieved"]["write_MB_per_s"] >= DISK_MIN_MB_PER_S, disk
@@ -290,8 +313,12 @@ def test_the_disk_worker_writes_at_offsets_where_os_has_no_pwrite(tmp_path):
 
     assert not hasattr(os, "pwrite") and not hasattr(os, "pread")
     counters = _worker.disk({"dir": str(tmp_path), "passes": 1, "file_bytes": 2 << 20}, time.monotonic() + 60)
-    assert counters == {"bytes_written": (2 << 20) + 256 * 4096, "bytes_read": 2 << 20, "fsyncs": 18,
-                        "uncached_reads": 0}
+    assert counters == {
+        "bytes_written": (2 << 20) + 256 * 4096,
+        "bytes_read": 2 << 20,
+        "fsyncs": 18,
+        "uncached_reads": 0,
+    }
     assert list(tmp_path.iterdir()) == []
 
 

@@ -65,8 +65,9 @@ def test_the_query_runs_as_system_and_the_task_is_deleted():
 def test_a_refused_task_or_one_that_never_ends_is_one_line_and_the_task_is_still_deleted():
     sched = TaskScheduler(fail="/run")
     res = run_as_system(F.CSP, 5.0, runner=sched)
-    assert res.rc == 1 and res.err == ("as SYSTEM: schtasks.exe /run failed: ERROR: The requested operation "
-                                       "requires elevation.")
+    assert res.rc == 1 and res.err == (
+        "as SYSTEM: schtasks.exe /run failed: ERROR: The requested operation requires elevation."
+    )
     assert [c[1] for c in sched.calls] == ["/create", "/run", "/delete"] and not sched.tasks
     sched = TaskScheduler(finish=False)
     res = run_as_system(F.CSP, 0.5, runner=sched)
@@ -79,14 +80,24 @@ def test_check_as_system_reads_the_csp_only_as_system(tmp_path):
     """The other queries still go to the caller's runner: the user's state never moves."""
     good = Captures.copy("good", tmp_path / "good")
     sched = TaskScheduler(answer='[\r\n    {\r\n        "SetRTCores":  4\r\n    }\r\n]\r\n')
-    report = run_checks(CpuSet(range(10, 14)), str(good), sample_s=0, as_system=True,
-                        system_runner=lambda argv, t: run_as_system(argv, 5.0, runner=sched))
+    report = run_checks(
+        CpuSet(range(10, 14)),
+        str(good),
+        sample_s=0,
+        as_system=True,
+        system_runner=lambda argv, t: run_as_system(argv, 5.0, runner=sched),
+    )
     csp = next(f for f in report.findings if f.id == "cores.csp")
     assert csp.status.value == "ok" and csp.summary.startswith("SetRTCores=4: CPUs 10-13 are real-time")
     assert [c[1] for c in sched.calls] == ["/create", "/run", "/delete"]
     sched = TaskScheduler(fail="/create")
-    report = run_checks(CpuSet(range(10, 14)), str(good), sample_s=0, as_system=True,
-                        system_runner=lambda argv, t: run_as_system(argv, 5.0, runner=sched))
+    report = run_checks(
+        CpuSet(range(10, 14)),
+        str(good),
+        sample_s=0,
+        as_system=True,
+        system_runner=lambda argv, t: run_as_system(argv, 5.0, runner=sched),
+    )
     csp = next(f for f in report.findings if f.id == "cores.csp")
     assert csp.unreadable and csp.summary.startswith("could not be read as SYSTEM: schtasks.exe /create failed")
     assert csp.reader == F.SYSTEM
@@ -95,9 +106,11 @@ def test_check_as_system_reads_the_csp_only_as_system(tmp_path):
 def test_a_quote_in_the_folder_cannot_end_the_scripts_strings():
     from softrt.platform.windows.winsystem import wrapped
 
-    assert wrapped("Get-Date", Path("/t/it's")) == ("& { Get-Date } > '/t/it''s/out.txt' 2> '/t/it''s/err.txt'; "
-                                                    "Set-Content -LiteralPath '/t/it''s/done.txt' "
-                                                    "-Value ([int](-not $?)) -Encoding ASCII")
+    assert wrapped("Get-Date", Path("/t/it's")) == (
+        "& { Get-Date } > '/t/it''s/out.txt' 2> '/t/it''s/err.txt'; "
+        "Set-Content -LiteralPath '/t/it''s/done.txt' "
+        "-Value ([int](-not $?)) -Encoding ASCII"
+    )
 
 
 def test_schtasks_output_is_read_from_files_so_a_process_it_leaves_behind_cannot_hang_softrt():

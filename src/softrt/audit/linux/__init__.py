@@ -13,5 +13,21 @@ from .runner import default_rt_cpu, online_cpus, run_checks, validate_rt_cpus
 #: Who may change what this backend's tune changes (softrt tune says "as root").
 PRIVILEGE = "root"
 
-__all__ = ["AFFINITY", "FILE", "PRIVILEGE", "Plan", "Result", "SERVICE", "Step", "apply_plan", "default_rt_cpu",
-           "online_cpus", "plan_tune", "revert", "run_checks", "run_command", "validate_rt_cpus", "write_kernel_file"]
+__all__ = [
+    "AFFINITY",
+    "FILE",
+    "PRIVILEGE",
+    "SERVICE",
+    "Plan",
+    "Result",
+    "Step",
+    "apply_plan",
+    "default_rt_cpu",
+    "online_cpus",
+    "plan_tune",
+    "revert",
+    "run_checks",
+    "run_command",
+    "validate_rt_cpus",
+    "write_kernel_file",
+]

@@ -24,9 +24,9 @@ from pathlib import Path
 from ...cpus import CpuSet
 from ...errors import ConfigError, NoSuchProcess, SoftRTError
 from ...platform import get_platform, journal, lock_stop_hint
-from ...platform.linux import kfacts, ktasks, writable
-from ...platform.kfiles import read_raw
 from ...platform.journal import Outcome
+from ...platform.kfiles import read_raw
+from ...platform.linux import kfacts, ktasks, writable
 from .. import state
 from ..plan import AFFINITY, FILE, SERVICE, Plan, Result
 
@@ -88,8 +88,10 @@ def _kernel_keeps_irq(rel: str, err: OSError) -> bool:
 
 
 #: What to add to the kernel command line for an IRQ the kernel keeps (kernel-parameters.txt).
-KEEPS_IRQ = ("the kernel does not move this IRQ at run time (managed or per-CPU); "
-             "isolcpus=managed_irq,domain,<RT CPUs> keeps managed ones off them from the next boot")
+KEEPS_IRQ = (
+    "the kernel does not move this IRQ at run time (managed or per-CPU); "
+    "isolcpus=managed_irq,domain,<RT CPUs> keeps managed ones off them from the next boot"
+)
 
 
 def _require_root(root: str, what: str) -> None:
@@ -108,18 +110,20 @@ def _no_run_in_progress(root: str, what: str) -> Iterator[None]:
     fd = plat.try_lock(path)
     if fd is None:
         holder = plat.lock_holder(path)
-        raise ConfigError(f"a real-time softrt run is in progress (pid {holder}); softrt tune {what} is refused "
-                          "until it ends",
-                          hint="the run switches RT throttling off and restores it when it ends, under any tune "
-                               f"made meanwhile; run softrt tune {what} after it. {lock_stop_hint(holder)}")
+        raise ConfigError(
+            f"a real-time softrt run is in progress (pid {holder}); softrt tune {what} is refused until it ends",
+            hint="the run switches RT throttling off and restores it when it ends, under any tune "
+            f"made meanwhile; run softrt tune {what} after it. {lock_stop_hint(holder)}",
+        )
     try:
         yield
     finally:
         os.close(fd)
 
 
-def apply_plan(plan: Plan, state_path: Path | None = None, writer: Writer = write_kernel_file,
-               runner: Runner = run_command) -> Result:
+def apply_plan(
+    plan: Plan, state_path: Path | None = None, writer: Writer = write_kernel_file, runner: Runner = run_command
+) -> Result:
     """Apply every step of *plan*, saving each previous value in the state file first.
 
     Steps that the kernel refuses (a managed IRQ, a thread that exited) are reported as
@@ -131,8 +135,13 @@ def apply_plan(plan: Plan, state_path: Path | None = None, writer: Writer = writ
     _require_root(plan.root, "--apply")
     path = state_path or state.default_path()
     with _no_run_in_progress(plan.root, "--apply"):
-        writer_ = state.create(path, plan.root, rt_cpus=str(plan.rt_cpus), housekeeping=str(plan.housekeeping),
-                               boot_id=state.boot_id(plan.root))
+        writer_ = state.create(
+            path,
+            plan.root,
+            rt_cpus=str(plan.rt_cpus),
+            housekeeping=str(plan.housekeeping),
+            boot_id=state.boot_id(plan.root),
+        )
         entries = _CountingJournal(writer_)
         result = Result(path)
         try:
@@ -161,8 +170,16 @@ def _apply_file(root, step, entries, writer, runner) -> Outcome:
     if _same(step.target, raw, step.after):
         return Outcome(step.target, "skipped", "already set")
     try:
-        entries.append({"kind": FILE, "target": step.target, "before": raw, "restore": _restore_value(raw),
-                        "after": step.after, "check": step.check})
+        entries.append(
+            {
+                "kind": FILE,
+                "target": step.target,
+                "before": raw,
+                "restore": _restore_value(raw),
+                "after": step.after,
+                "check": step.check,
+            }
+        )
     except ConfigError as err:  # what it holds now could not be written back: leave it alone
         return Outcome(step.target, "skipped", f"refused: {err.msg}")
     try:
@@ -194,8 +211,18 @@ def _apply_affinity(root, step, entries, writer, runner) -> Outcome:
     except SoftRTError as err:
         return Outcome(label, "skipped", err.msg)
     try:
-        entries.append({"kind": AFFINITY, "target": step.target, "tid": step.tid, "starttime": step.starttime,
-                        "comm": step.comm, "before": str(before), "after": step.after, "check": step.check})
+        entries.append(
+            {
+                "kind": AFFINITY,
+                "target": step.target,
+                "tid": step.tid,
+                "starttime": step.starttime,
+                "comm": step.comm,
+                "before": str(before),
+                "after": step.after,
+                "check": step.check,
+            }
+        )
     except ConfigError as err:  # what it has now could not be put back: leave it alone
         return Outcome(label, "skipped", f"refused: {err.msg}")
     try:
@@ -218,8 +245,9 @@ def _apply_service(root, step, entries, writer, runner) -> Outcome:
     return Outcome(step.target, "applied", "stopped until reboot or revert")
 
 
-def revert(root: str = "/", state_path: Path | None = None, writer: Writer = write_kernel_file,
-           runner: Runner = run_command) -> Result:
+def revert(
+    root: str = "/", state_path: Path | None = None, writer: Writer = write_kernel_file, runner: Runner = run_command
+) -> Result:
     """Put back every value the state file saved, newest first, and verify each by reading it back.
 
     The state file is deleted when everything reads back as before (threads that exited and

@@ -94,7 +94,7 @@ def interrupts_table(root: str) -> dict[str, tuple[dict[int, int], str]]:
             if not word.isdigit():
                 break
             counts[cpu] = int(word)
-        table[label.strip()] = (counts, " ".join(words[len(counts):]))
+        table[label.strip()] = (counts, " ".join(words[len(counts) :]))
     return table
 
 
@@ -157,9 +157,17 @@ def irqs(root: str) -> list[Irq]:
             actions = []
         name = ",".join(actions) or (description.split()[-1] if description else "?")
         nic = nics.get(n) or next((nic for nic in set(nics.values()) if nic in name), None)
-        out.append(Irq(n, name, _mask(read_text(root, f"{base}/smp_affinity", fallback=None)),
-                       _mask(read_text(root, f"{base}/effective_affinity", fallback=None)), counts, nic,
-                       movable(root, n)))
+        out.append(
+            Irq(
+                n,
+                name,
+                _mask(read_text(root, f"{base}/smp_affinity", fallback=None)),
+                _mask(read_text(root, f"{base}/effective_affinity", fallback=None)),
+                counts,
+                nic,
+                movable(root, n),
+            )
+        )
     return out
 
 

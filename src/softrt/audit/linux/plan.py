@@ -43,18 +43,37 @@ def _service_steps(ctx: Context) -> list[Step]:
         return []
     steps = []
     if ctx.process_names.get("irqbalance") and check_irqbalance(ctx).status is Status.FAIL:
-        steps.append(Step(SERVICE, "irqbalance.service", "active", "inactive", "services.irqbalance",
-                          "it would move the IRQs back onto the RT CPUs within 10 s"))
+        steps.append(
+            Step(
+                SERVICE,
+                "irqbalance.service",
+                "active",
+                "inactive",
+                "services.irqbalance",
+                "it would move the IRQs back onto the RT CPUs within 10 s",
+            )
+        )
     for timer in stoppable_timers(ctx):
-        steps.append(Step(SERVICE, timer, "active", "inactive", "updates.agents",
-                          "no automatic update starts until the next boot (or softrt tune --revert)"))
+        steps.append(
+            Step(
+                SERVICE,
+                timer,
+                "active",
+                "inactive",
+                "updates.agents",
+                "no automatic update starts until the next boot (or softrt tune --revert)",
+            )
+        )
     return steps
 
 
 def _fixed_irqs(ctx: Context) -> list[str]:
     """The IRQs allowed on the RT CPUs that the kernel will not move at run time."""
-    return [irq.label() for irq in ctx.irqs
-            if not irq.movable and irq.affinity is not None and not irq.affinity.isdisjoint(ctx.rt_cpus)]
+    return [
+        irq.label()
+        for irq in ctx.irqs
+        if not irq.movable and irq.affinity is not None and not irq.affinity.isdisjoint(ctx.rt_cpus)
+    ]
 
 
 def _irq_steps(ctx: Context) -> list[Step]:
@@ -63,14 +82,24 @@ def _irq_steps(ctx: Context) -> list[Step]:
     for irq in ctx.irqs:
         if irq.affinity is None or irq.affinity.isdisjoint(ctx.rt_cpus) or not irq.movable:
             continue
-        step = _file(ctx, f"/proc/irq/{irq.number}/smp_affinity", _mask_away(ctx, irq.affinity).to_mask(width),
-                     "irq.nic" if irq.nic else "irq.devices", f"{irq.label()} off the RT CPUs")
+        step = _file(
+            ctx,
+            f"/proc/irq/{irq.number}/smp_affinity",
+            _mask_away(ctx, irq.affinity).to_mask(width),
+            "irq.nic" if irq.nic else "irq.devices",
+            f"{irq.label()} off the RT CPUs",
+        )
         if step:
             steps.append(step)
     default = _irqs.default_affinity(ctx.root)
     if default is not None and not default.isdisjoint(ctx.rt_cpus):
-        step = _file(ctx, "/proc/irq/default_smp_affinity", _mask_away(ctx, default).to_mask(width),
-                     "irq.default_affinity", "IRQs requested later start off the RT CPUs")
+        step = _file(
+            ctx,
+            "/proc/irq/default_smp_affinity",
+            _mask_away(ctx, default).to_mask(width),
+            "irq.default_affinity",
+            "IRQs requested later start off the RT CPUs",
+        )
         steps.extend([step] if step else [])
     return steps
 
@@ -81,23 +110,52 @@ def _sysctl_steps(ctx: Context) -> list[Step]:
     if wq is not None:
         cpus = CpuSet.from_mask(wq)
         if not cpus.isdisjoint(ctx.rt_cpus):
-            steps.append(_file(ctx, "/sys/devices/virtual/workqueue/cpumask",
-                               _mask_away(ctx, cpus).to_mask(max(ctx.online) + 1), "cores.workqueue",
-                               "unbound kworkers stay on the housekeeping CPUs"))
+            steps.append(
+                _file(
+                    ctx,
+                    "/sys/devices/virtual/workqueue/cpumask",
+                    _mask_away(ctx, cpus).to_mask(max(ctx.online) + 1),
+                    "cores.workqueue",
+                    "unbound kworkers stay on the housekeeping CPUs",
+                )
+            )
     wd = kfacts.cpulist(ctx.root, "/proc/sys/kernel/watchdog_cpumask")
     if wd is not None and not wd.isdisjoint(ctx.rt_cpus):
-        steps.append(_file(ctx, "/proc/sys/kernel/watchdog_cpumask", str(_mask_away(ctx, wd)), "services.watchdog",
-                           "no lockup-detector timer on the RT CPUs"))
-    steps.append(_file(ctx, "/proc/sys/kernel/sched_rt_runtime_us", "-1", "kernel.rt_throttling",
-                       "a real-time loop is never throttled"))
+        steps.append(
+            _file(
+                ctx,
+                "/proc/sys/kernel/watchdog_cpumask",
+                str(_mask_away(ctx, wd)),
+                "services.watchdog",
+                "no lockup-detector timer on the RT CPUs",
+            )
+        )
+    steps.append(
+        _file(
+            ctx,
+            "/proc/sys/kernel/sched_rt_runtime_us",
+            "-1",
+            "kernel.rt_throttling",
+            "a real-time loop is never throttled",
+        )
+    )
     for cpu in ctx.rt_cpus:
         for state in kfacts.idle_states(ctx.root, cpu) or []:
             if not state.disabled and not state.is_poll:
-                steps.append(_file(ctx, CPUIDLE_DISABLE.format(state=state.path), "1", "idle.states",
-                                   f"cpu{cpu} never enters {state.name} (exit {state.exit_latency_us} µs)"))
+                steps.append(
+                    _file(
+                        ctx,
+                        CPUIDLE_DISABLE.format(state=state.path),
+                        "1",
+                        "idle.states",
+                        f"cpu{cpu} never enters {state.name} (exit {state.exit_latency_us} µs)",
+                    )
+                )
         freq = kfacts.cpufreq(ctx.root, cpu)
         if freq and freq.governor != "performance" and "performance" in freq.available:
-            steps.append(_file(ctx, freq.path, "performance", "kernel.governor", f"cpu{cpu} at a fixed, high frequency"))
+            steps.append(
+                _file(ctx, freq.path, "performance", "kernel.governor", f"cpu{cpu} at a fixed, high frequency")
+            )
     if ctx.text("/sys/kernel/mm/ksm/run") == "1":
         steps.append(_file(ctx, "/sys/kernel/mm/ksm/run", "0", "services.ksm", "ksmd stops (merged pages stay merged)"))
     for name in ("enabled", "defrag"):
@@ -106,9 +164,18 @@ def _sysctl_steps(ctx: Context) -> list[Step]:
             steps.append(_file(ctx, rel, "madvise", "services.thp", f"THP {name} only where a program asks for it"))
     nodes = kfacts.cpulist(ctx.root, "/sys/devices/system/node/online")
     if ctx.text("/proc/sys/kernel/numa_balancing") not in (None, "0") and (nodes is None or len(nodes) > 1):
-        steps.append(_file(ctx, "/proc/sys/kernel/numa_balancing", "0", "services.numa_balancing", "no NUMA hinting faults"))
-    steps.append(_file(ctx, "/proc/sys/kernel/timer_migration", "0", "kernel.timer_migration",
-                       "timers stay on the CPU that armed them"))
+        steps.append(
+            _file(ctx, "/proc/sys/kernel/numa_balancing", "0", "services.numa_balancing", "no NUMA hinting faults")
+        )
+    steps.append(
+        _file(
+            ctx,
+            "/proc/sys/kernel/timer_migration",
+            "0",
+            "kernel.timer_migration",
+            "timers stay on the CPU that armed them",
+        )
+    )
     cs = "/sys/devices/system/clocksource/clocksource0"
     current = ctx.text(f"{cs}/current_clocksource")
     if current and current != "tsc" and "tsc" in (ctx.text(f"{cs}/available_clocksource") or "").split():
@@ -124,26 +191,45 @@ def _fair_server(ctx: Context, plan: Plan) -> None:
     if not cpus:
         return
     if fair.debugfs in ("locked", "absent"):
-        plan.skipped.append(f"the fair server's runtime on CPU {CpuSet(cpus)}: {fair.unreadable}; every movable task is "
-                            "moved off the RT CPUs instead (cores.tasks), so no SCHED_OTHER task but the per-CPU "
-                            "kernel threads is there for it to run")
+        plan.skipped.append(
+            f"the fair server's runtime on CPU {CpuSet(cpus)}: {fair.unreadable}; every movable task is "
+            "moved off the RT CPUs instead (cores.tasks), so no SCHED_OTHER task but the per-CPU "
+            "kernel threads is there for it to run"
+        )
         return
     for cpu in cpus:
-        step = _file(ctx, fairserver.RUNTIME.format(cpu=cpu), "0", "kernel.fair_server",
-                     f"cpu{cpu}: SCHED_OTHER tasks no longer run ahead of the loop")
+        step = _file(
+            ctx,
+            fairserver.RUNTIME.format(cpu=cpu),
+            "0",
+            "kernel.fair_server",
+            f"cpu{cpu}: SCHED_OTHER tasks no longer run ahead of the loop",
+        )
         plan.steps.extend([step] if step else [])
     if any(s.check == "kernel.fair_server" for s in plan.steps):
-        plan.notes.append(f"fair server off on CPU {CpuSet(cpus)}: its per-CPU kernel threads (ksoftirqd, kworkers) "
-                          "can starve while a loop spins there, as with sched_rt_runtime_us = -1")
+        plan.notes.append(
+            f"fair server off on CPU {CpuSet(cpus)}: its per-CPU kernel threads (ksoftirqd, kworkers) "
+            "can starve while a loop spins there, as with sched_rt_runtime_us = -1"
+        )
 
 
 def _task_steps(ctx: Context) -> list[Step]:
     steps = []
     for task in floating(ctx):
         after = _mask_away(ctx, task.allowed)
-        steps.append(Step(AFFINITY, str(task.pid), str(task.allowed), str(after), "cores.tasks",
-                          "kernel thread off the RT CPUs" if task.kthread else "process off the RT CPUs",
-                          tid=task.tid, starttime=task.starttime, comm=task.comm))
+        steps.append(
+            Step(
+                AFFINITY,
+                str(task.pid),
+                str(task.allowed),
+                str(after),
+                "cores.tasks",
+                "kernel thread off the RT CPUs" if task.kthread else "process off the RT CPUs",
+                tid=task.tid,
+                starttime=task.starttime,
+                comm=task.comm,
+            )
+        )
     return steps
 
 
@@ -194,8 +280,10 @@ def plan_tune(rt_cpus: CpuSet, root: str = "/") -> Plan:
     if ctx.live:
         plan.steps += _task_steps(ctx)
         if ctx.own_lineage:
-            plan.skipped.append(f"softrt and the processes that started it (pids {', '.join(map(str, ctx.own_lineage))}) "
-                                "keep their CPUs, so that softrt run from this shell can use the RT CPUs")
+            plan.skipped.append(
+                f"softrt and the processes that started it (pids {', '.join(map(str, ctx.own_lineage))}) "
+                "keep their CPUs, so that softrt run from this shell can use the RT CPUs"
+            )
     plan.fixed_irqs = _fixed_irqs(ctx)
     plan.kernel_params = _kernel_params(ctx, report)
     fixed = {s.check for s in plan.steps} | {c for _, c in plan.kernel_params}
@@ -203,6 +291,7 @@ def plan_tune(rt_cpus: CpuSet, root: str = "/") -> Plan:
         fixed.add("cores.sample")  # what the sample saw is what the task moves fix
         if any("fair server" in note for note in plan.skipped):
             fixed.add("kernel.fair_server")  # locked down: the task moves are all there is
-    plan.manual = [(f.id, f.fix) for f in report.findings
-                   if f.status in (Status.FAIL, Status.WARN) and f.fix and f.id not in fixed]
+    plan.manual = [
+        (f.id, f.fix) for f in report.findings if f.status in (Status.FAIL, Status.WARN) and f.fix and f.id not in fixed
+    ]
     return plan

@@ -10,8 +10,8 @@ import os
 from ...cpus import CpuSet, choose_cpus
 from ...errors import ConfigError, InvalidCpu, SoftRTError
 from ...platform import get_platform, performance_cpus
-from ...platform.linux import kfacts, ktasks
 from ...platform.kfiles import read_text
+from ...platform.linux import kfacts, ktasks
 from ..model import Report, crashed
 from . import sample as _sample
 from .checks import ALL
@@ -23,8 +23,10 @@ def online_cpus(root: str = "/") -> CpuSet:
     online = kfacts.online_cpus(root)
     if online is None:
         if os.path.realpath(root) != "/":
-            raise ConfigError(f"{root}/sys/devices/system/cpu/online is unreadable",
-                              hint="is this a captured tree (scripts/capture_sysfs.py)?")
+            raise ConfigError(
+                f"{root}/sys/devices/system/cpu/online is unreadable",
+                hint="is this a captured tree (scripts/capture_sysfs.py)?",
+            )
         online = CpuSet(range(os.cpu_count() or 1))
     return online
 
@@ -52,7 +54,9 @@ def validate_rt_cpus(rt_cpus: CpuSet, root: str = "/") -> tuple[CpuSet, CpuSet]:
     """
     online = online_cpus(root)
     if not rt_cpus:
-        raise ConfigError("no real-time CPU given", hint=f"name one or more online CPUs, e.g. --rt-cpus {online.last()}")
+        raise ConfigError(
+            "no real-time CPU given", hint=f"name one or more online CPUs, e.g. --rt-cpus {online.last()}"
+        )
     present = kfacts.cpulist(root, "/sys/devices/system/cpu/present") or online
     for cpu in rt_cpus:
         if cpu not in present:
@@ -64,10 +68,13 @@ def validate_rt_cpus(rt_cpus: CpuSet, root: str = "/") -> tuple[CpuSet, CpuSet]:
     # where softrt's own supervisor and loads may run).
     housekeeping = online - rt_cpus
     if not housekeeping:
-        raise ConfigError(f"every online CPU ({online}) cannot be a real-time CPU",
-                          hint="one housekeeping CPU must stay for the rest of the system, e.g. "
-                               f"--rt-cpus {online - CpuSet([min(online)])}" if len(online) > 1 else
-                               "this machine has a single CPU")
+        raise ConfigError(
+            f"every online CPU ({online}) cannot be a real-time CPU",
+            hint="one housekeeping CPU must stay for the rest of the system, e.g. "
+            f"--rt-cpus {online - CpuSet([min(online)])}"
+            if len(online) > 1
+            else "this machine has a single CPU",
+        )
     return rt_cpus, housekeeping
 
 

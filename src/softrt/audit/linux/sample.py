@@ -18,15 +18,16 @@ import time
 from pathlib import Path
 
 from ...cpus import CpuSet
+from ...platform.kfiles import kpath, read_text
 from ...platform.linux import ktasks
 from ...platform.linux.kfacts import cpu_times
-from ...platform.kfiles import kpath, read_text
 from ...trace import tracefs
 
 _SWITCH = re.compile(
     r"^\s*.+?-\d+\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+sched_switch:\s+"
     r"prev_comm=(?P<prev_comm>.*?) prev_pid=(?P<prev_pid>-?\d+) .*?==> "
-    r"next_comm=(?P<next_comm>.*?) next_pid=(?P<next_pid>-?\d+)")
+    r"next_comm=(?P<next_comm>.*?) next_pid=(?P<next_pid>-?\d+)"
+)
 _LOST = re.compile(r"CPU:?\s*(\d+)\s*\[LOST (\d+) EVENTS\]")
 SMALL_BUFFER_KB = 16  # per CPU, for the CPUs that are not traced
 RT_BUFFER_KB = 4096  # per RT CPU: ~60 000 switches, far more than a mostly idle RT CPU makes in seconds
@@ -44,7 +45,7 @@ def parse_sched_switch(text: str) -> tuple[list[tuple[int, int, int, str, int, s
             sec, _, frac = m["ts"].partition(".")
             ts_ns = int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
             rows.append((int(m["cpu"]), ts_ns, int(m["prev_pid"]), m["prev_comm"], int(m["next_pid"]), m["next_comm"]))
-        elif (lm := _LOST.search(line)):
+        elif lm := _LOST.search(line):
             lost += int(lm[2])
     return rows, lost
 
@@ -94,7 +95,9 @@ def proc_snapshot(root: str) -> dict[int, tuple[str, int, int]]:
             if stat is None:
                 continue
             schedstat = read_text(root, f"{base}/schedstat", fallback="").split()
-            run_ns = int(schedstat[0]) if schedstat and schedstat[0].isdigit() else (stat["utime"] + stat["stime"]) * tick_ns
+            run_ns = (
+                int(schedstat[0]) if schedstat and schedstat[0].isdigit() else (stat["utime"] + stat["stime"]) * tick_ns
+            )
             snap[tid] = (stat["comm"], run_ns, stat["processor"])
     return snap
 
@@ -131,8 +134,9 @@ def trace_switches(tracefs_path: Path, cpus: CpuSet, seconds: float) -> tuple[st
     Timestamps use the instance's ``mono`` trace clock, the same clock as time.monotonic_ns().
     The instance is removed again, also when interrupted (and by the next command if killed).
     """
-    inst = tracefs.Instance.create(tracefs_path, f"{tracefs.INSTANCE_PREFIX}check-{os.getpid()}", cpus,
-                                   RT_BUFFER_KB, other_kb=SMALL_BUFFER_KB)
+    inst = tracefs.Instance.create(
+        tracefs_path, f"{tracefs.INSTANCE_PREFIX}check-{os.getpid()}", cpus, RT_BUFFER_KB, other_kb=SMALL_BUFFER_KB
+    )
     try:
         inst.write("tracing_on", "1")
         start = time.monotonic_ns()
@@ -200,8 +204,17 @@ def sample(rt_cpus: CpuSet, seconds: float, root: str = "/") -> dict:
         span = (end - start) * len(rt_cpus)
         idle = sum(ns for (tid, _), ns in totals.items() if tid == 0) / span if span > 0 else None
         idle_source = "sched_switch"
-    tasks = [{"comm": comm, "pid": tid, "cpu_ms": round(ns / 1e6, 3), "kind": classify(root, tid, rt_cpus)}
-             for (tid, comm), ns in totals.items()]
+    tasks = [
+        {"comm": comm, "pid": tid, "cpu_ms": round(ns / 1e6, 3), "kind": classify(root, tid, rt_cpus)}
+        for (tid, comm), ns in totals.items()
+    ]
     tasks.sort(key=lambda t: -t["cpu_ms"])
-    return {"method": method, "seconds": seconds, "idle_share": idle, "idle_source": idle_source,
-            "lost_events": lost, "tasks": tasks, "error": None}
+    return {
+        "method": method,
+        "seconds": seconds,
+        "idle_share": idle,
+        "idle_source": idle_source,
+        "lost_events": lost,
+        "tasks": tasks,
+        "error": None,
+    }

@@ -12,5 +12,14 @@ from .tune import apply_plan, plan_tune, revert
 #: Who may change what this backend's tune changes (softrt tune says "as Administrator", not "as root").
 PRIVILEGE = "Administrator"
 
-__all__ = ["CHECKS", "PRIVILEGE", "applies", "apply_plan", "default_rt_cpu", "gather", "plan_tune", "revert",
-           "run_checks"]
+__all__ = [
+    "CHECKS",
+    "PRIVILEGE",
+    "applies",
+    "apply_plan",
+    "default_rt_cpu",
+    "gather",
+    "plan_tune",
+    "revert",
+    "run_checks",
+]

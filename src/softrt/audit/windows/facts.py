@@ -34,12 +34,18 @@ KERNEL = ["reg.exe", "query", KERNEL_KEY]
 WU_POLICY = ["reg.exe", "query", WU_POLICY_KEY]
 # ``ConvertTo-Json -InputObject @(…)`` prints a JSON list, ``[]`` when there is nothing: empty output
 # is then never an answer, only a PowerShell that printed nothing.
-CSP = powershell(f"ConvertTo-Json -InputObject @(Get-CimInstance -Namespace {CSP_NAMESPACE} -ClassName {CSP_CLASS} "
-                 "| Select-Object -Property SetRTCores)")
-RSS = powershell("ConvertTo-Json -InputObject @(Get-NetAdapterRss | Select-Object -Property Name,InterfaceDescription,"
-                 "Enabled,BaseProcessorGroup,BaseProcessorNumber,MaxProcessorGroup,MaxProcessorNumber,MaxProcessors)")
-DEFENDER = powershell("Get-MpPreference | Select-Object -Property DisableRealtimeMonitoring,ExclusionProcess,"
-                      "ExclusionPath | ConvertTo-Json")
+CSP = powershell(
+    f"ConvertTo-Json -InputObject @(Get-CimInstance -Namespace {CSP_NAMESPACE} -ClassName {CSP_CLASS} "
+    "| Select-Object -Property SetRTCores)"
+)
+RSS = powershell(
+    "ConvertTo-Json -InputObject @(Get-NetAdapterRss | Select-Object -Property Name,InterfaceDescription,"
+    "Enabled,BaseProcessorGroup,BaseProcessorNumber,MaxProcessorGroup,MaxProcessorNumber,MaxProcessors)"
+)
+DEFENDER = powershell(
+    "Get-MpPreference | Select-Object -Property DisableRealtimeMonitoring,ExclusionProcess,"
+    "ExclusionPath | ConvertTo-Json"
+)
 
 
 def sc_qc(name: str) -> list[str]:
@@ -89,8 +95,10 @@ def said(res: CmdResult) -> str:
 
 
 ELEVATED = "an elevated prompt (Run as administrator)"
-SYSTEM = ("SYSTEM: softrt check --as-system from an elevated prompt (a one-off scheduled task runs the query as "
-          "SYSTEM), or psexec.exe -s -i powershell.exe")
+SYSTEM = (
+    "SYSTEM: softrt check --as-system from an elevated prompt (a one-off scheduled task runs the query as "
+    "SYSTEM), or psexec.exe -s -i powershell.exe"
+)
 
 
 def needs(res: CmdResult, admin: bool | None = None) -> str:
@@ -118,10 +126,17 @@ class WinFacts:
     ``NumberOfLogicalProcessors`` (and the interpreter is unknown).
     """
 
-    def __init__(self, runner: Runner, rt_cpus: CpuSet, root: str, online: CpuSet | None = None,
-                 allowed: CpuSet | None = None, interpreter: str | None = None,
-                 counters: Callable[[list[str], float], dict[str, float]] | None = None,
-                 raw: Callable[[str], bytes] | None = None) -> None:
+    def __init__(
+        self,
+        runner: Runner,
+        rt_cpus: CpuSet,
+        root: str,
+        online: CpuSet | None = None,
+        allowed: CpuSet | None = None,
+        interpreter: str | None = None,
+        counters: Callable[[list[str], float], dict[str, float]] | None = None,
+        raw: Callable[[str], bytes] | None = None,
+    ) -> None:
         self.runner = runner
         self.rt_cpus = rt_cpus
         self.root = root

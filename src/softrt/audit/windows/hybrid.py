@@ -47,22 +47,26 @@ def check_hybrid(w: WinFacts) -> Finding:
     if topo is None:
         return found.unreadable(f"the CPU sets could not be read: {where}", Severity.HIGH)
     classes = {cpu: topo.efficiency_of(cpu) for cpu in w.existing_rt}
-    evidence = (f"{where}: efficiency class of each RT CPU: "
-                + ", ".join(f"{cpu}={c}" for cpu, c in classes.items()),
-                f"performance CPUs (class {topo.top_class}): {topo.performance()}"
-                + (f"; efficiency CPUs: {topo.efficiency()}" if topo.hybrid else ""))
+    evidence = (
+        f"{where}: efficiency class of each RT CPU: " + ", ".join(f"{cpu}={c}" for cpu, c in classes.items()),
+        f"performance CPUs (class {topo.top_class}): {topo.performance()}"
+        + (f"; efficiency CPUs: {topo.efficiency()}" if topo.hybrid else ""),
+    )
     if not topo.hybrid:
         return found.ok("one efficiency class: every core is a performance core", evidence)
     slow = w.existing_rt & topo.efficiency()
     if slow:
         perf = topo.performance() - topo.siblings(topo.performance().last()) - CpuSet([0])
-        return found.warn(f"{w.describe_cpus(slow)} {'is an' if len(slow) == 1 else 'are'} efficiency "
-                          f"core{'s' if len(slow) > 1 else ''}", evidence,
-                          why="an E-core runs the loop's work slower and at a lower clock, eating into the "
-                              f"{LOOP_PERIOD_US} µs cycle; Windows numbers the P-cores first, so the top cores "
-                              "SetRTCores reserves are E-cores",
-                          fix=f"run the loop on a P-core (--rt-cpus {perf.last() if perf else topo.performance().last()}) "
-                              "and reserve it (ReservedCpuSets)")
+        return found.warn(
+            f"{w.describe_cpus(slow)} {'is an' if len(slow) == 1 else 'are'} efficiency "
+            f"core{'s' if len(slow) > 1 else ''}",
+            evidence,
+            why="an E-core runs the loop's work slower and at a lower clock, eating into the "
+            f"{LOOP_PERIOD_US} µs cycle; Windows numbers the P-cores first, so the top cores "
+            "SetRTCores reserves are E-cores",
+            fix=f"run the loop on a P-core (--rt-cpus {perf.last() if perf else topo.performance().last()}) "
+            "and reserve it (ReservedCpuSets)",
+        )
     return found.ok(f"{w.describe_cpus(w.existing_rt)} on performance cores", evidence)
 
 
@@ -75,17 +79,24 @@ def check_smt(w: WinFacts) -> Finding:
         return found.unreadable(f"the CPU sets could not be read: {where}", Severity.MEDIUM)
     reserved = (w.reserved or CpuSet()) | topo.realtime() | w.rt_cpus
     pairs = {cpu: topo.siblings(cpu) for cpu in w.existing_rt}
-    evidence = (f"{where}: " + (", ".join(f"CPU {c} shares its core with {s}" for c, s in pairs.items() if s)
-                                or "no RT CPU has an SMT sibling"),
-                f"reserved or RT CPUs: {reserved}")
+    evidence = (
+        f"{where}: "
+        + (
+            ", ".join(f"CPU {c} shares its core with {s}" for c, s in pairs.items() if s)
+            or "no RT CPU has an SMT sibling"
+        ),
+        f"reserved or RT CPUs: {reserved}",
+    )
     busy = CpuSet(cpu for sib in pairs.values() for cpu in sib) - reserved
     if busy:
-        return found.warn(f"SMT sibling{'s' if len(busy) > 1 else ''} {busy} of the RT CPUs "
-                          f"{'are' if len(busy) > 1 else 'is'} online and not reserved", evidence,
-                          why="a sibling shares the core's execution units and caches: whatever Windows runs there "
-                              "slows the loop",
-                          fix="turn Hyper-Threading off in the firmware (the seed did), or reserve the siblings too "
-                              "and leave them idle")
+        return found.warn(
+            f"SMT sibling{'s' if len(busy) > 1 else ''} {busy} of the RT CPUs "
+            f"{'are' if len(busy) > 1 else 'is'} online and not reserved",
+            evidence,
+            why="a sibling shares the core's execution units and caches: whatever Windows runs there slows the loop",
+            fix="turn Hyper-Threading off in the firmware (the seed did), or reserve the siblings too "
+            "and leave them idle",
+        )
     return found.ok("no RT CPU shares its core with an unreserved sibling", evidence)
 
 
@@ -99,16 +110,25 @@ def check_power_throttling(w: WinFacts) -> Finding:
     state = wincpusets.parse_throttling(raw)
     # Read of this process: softrt run's loop runs the same interpreter, and powercfg's override is by path.
     who = w.interpreter or "<path of python.exe>"
-    evidence = (f"GetProcessInformation(ProcessPowerThrottling) of {'this process' if w.interpreter else 'the capture'}"
-                f" ({who}): {raw.hex()} ({state})",)
+    evidence = (
+        f"GetProcessInformation(ProcessPowerThrottling) of {'this process' if w.interpreter else 'the capture'}"
+        f" ({who}): {raw.hex()} ({state})",
+    )
     fix = f'powercfg.exe /powerthrottling disable /path "{who}"'
     if state == "on":
-        return found.fail("EcoQoS throttles the loop's process", evidence,
-                          why="Windows runs a throttled process at a low clock or on efficiency cores", fix=fix)
+        return found.fail(
+            "EcoQoS throttles the loop's process",
+            evidence,
+            why="Windows runs a throttled process at a low clock or on efficiency cores",
+            fix=fix,
+        )
     if state == "system":
-        return found.warn("Windows decides: it throttles the process when its window is in the background", evidence,
-                          why="a minimized or background console gets EcoQoS on a hybrid or battery-powered machine",
-                          fix=fix)
+        return found.warn(
+            "Windows decides: it throttles the process when its window is in the background",
+            evidence,
+            why="a minimized or background console gets EcoQoS on a hybrid or battery-powered machine",
+            fix=fix,
+        )
     return found.ok("power throttling is off for the loop's process", evidence)
 
 

@@ -25,14 +25,21 @@ import re
 
 from ...cpus import CpuSet
 
-_SCHEME = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})[ \t]*(?:\((.*)\))?")
+_SCHEME = re.compile(
+    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})[ \t]*(?:\((.*)\))?"
+)
 _INDEX = re.compile(r":\s*(0x[0-9a-fA-F]{8})\s*$", re.MULTILINE)
 _SC_FIELD = re.compile(r"^\s*([A-Z_0-9]+)\s*:\s*(\d+)\s+([A-Z_]+)(.*)$")
 _REG_VALUE = re.compile(r"^\s{2,}(\S.*?)\s{2,}(REG_[A-Z_0-9]+)(?:\s{2,}(.*))?$")
 
 #: sc.exe START_TYPE words → the ``sc config start=`` word that sets them.
-START_WORDS = {"AUTO_START": "auto", "DEMAND_START": "demand", "DISABLED": "disabled", "BOOT_START": "boot",
-               "SYSTEM_START": "system"}
+START_WORDS = {
+    "AUTO_START": "auto",
+    "DEMAND_START": "demand",
+    "DISABLED": "disabled",
+    "BOOT_START": "boot",
+    "SYSTEM_START": "system",
+}
 SERVICE_NOT_INSTALLED = 1060  # ERROR_SERVICE_DOES_NOT_EXIST
 
 

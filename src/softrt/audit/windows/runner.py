@@ -48,8 +48,16 @@ def gather(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -> W
         online, allowed = plat.online_cpus(), plat.allowed_cpus()
     except SoftRTError:
         online = allowed = CpuSet(range(os.cpu_count() or 1))
-    facts = WinFacts(runner, rt_cpus, str(root), online=online, allowed=allowed, interpreter=sys.executable,
-                     counters=plat.sample_counters, raw=_this_machine)
+    facts = WinFacts(
+        runner,
+        rt_cpus,
+        str(root),
+        online=online,
+        allowed=allowed,
+        interpreter=sys.executable,
+        counters=plat.sample_counters,
+        raw=_this_machine,
+    )
     facts.admin = wincmd.is_admin()
     return facts
 
@@ -57,11 +65,15 @@ def gather(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -> W
 def _system_runner(root: str) -> wincmd.Runner:
     """This machine's SYSTEM runner, for an elevated softrt only (registering a task for SYSTEM needs it)."""
     if wincmd.is_capture(root):
-        raise ConfigError(f"{root} holds captured command outputs: --as-system reads this machine",
-                          hint="drop --as-system, or run softrt check --as-system on the Windows machine itself")
+        raise ConfigError(
+            f"{root} holds captured command outputs: --as-system reads this machine",
+            hint="drop --as-system, or run softrt check --as-system on the Windows machine itself",
+        )
     if not wincmd.is_admin():
-        raise ConfigError("softrt check --as-system registers a one-off task that runs as SYSTEM, which needs "
-                          "Administrator", hint="run it from an elevated prompt (Run as administrator)")
+        raise ConfigError(
+            "softrt check --as-system registers a one-off task that runs as SYSTEM, which needs Administrator",
+            hint="run it from an elevated prompt (Run as administrator)",
+        )
     return winsystem.run_as_system
 
 
@@ -83,8 +95,14 @@ def default_rt_cpu(root: str, runner: wincmd.Runner | None = None) -> int | None
     return rt_cpu if perf is None else perf
 
 
-def run_checks(rt_cpus: CpuSet, root: str, sample_s: float = 2.0, runner: wincmd.Runner | None = None,
-               as_system: bool = False, system_runner: wincmd.Runner | None = None) -> Report:
+def run_checks(
+    rt_cpus: CpuSet,
+    root: str,
+    sample_s: float = 2.0,
+    runner: wincmd.Runner | None = None,
+    as_system: bool = False,
+    system_runner: wincmd.Runner | None = None,
+) -> Report:
     """Audit a Windows machine (or its captured outputs) for a 250 µs loop on *rt_cpus*.
 
     An RT CPU the machine does not have, a missing CSP or an unreadable source is a finding,

@@ -31,14 +31,17 @@ DPC_SHARE_LIMIT = 0.005
 IGNORED = {"_Total", "Idle"}
 #: Processes that host kernel threads: their time is the kernel's, which the per-core DPC and interrupt time shows.
 KERNEL = {"System", "Registry", "Secure System", "Memory Compression"}
-METHOD = ("performance counters (typeperf): per-core DPC and interrupt time; per-process CPU time credited to the "
-          "RT cores by affinity (a WPR/WPA trace names the exact core)")
+METHOD = (
+    "performance counters (typeperf): per-core DPC and interrupt time; per-process CPU time credited to the "
+    "RT cores by affinity (a WPR/WPA trace names the exact core)"
+)
 
 
 def counter_paths(rt_cpus: CpuSet) -> list[str]:
     """Each RT core's processor, DPC and interrupt time, and every process's CPU time (English paths)."""
     return [f"\\Processor({cpu})\\{name}" for cpu in rt_cpus for name in CORE_COUNTERS] + [
-        "\\Process(*)\\% Processor Time"]
+        "\\Process(*)\\% Processor Time"
+    ]
 
 
 def typeperf_argv(rt_cpus: CpuSet, seconds: int) -> list[str]:
@@ -78,8 +81,14 @@ def sample(w: WinFacts, seconds: float) -> dict:
     secs = max(1, round(seconds))
     values, why, source = _counters(w, secs)
     if not values:
-        return {"method": "none", "seconds": secs, "tasks": [], "cores": {}, "idle_share": None,
-                "error": why or f"{source}: no counter values"}
+        return {
+            "method": "none",
+            "seconds": secs,
+            "tasks": [],
+            "cores": {},
+            "idle_share": None,
+            "error": why or f"{source}: no counter values",
+        }
     cores = {}
     for cpu in w.existing_rt:
         cores[str(cpu)] = {name: values.get(f"\\Processor({cpu})\\{name}") for name in CORE_COUNTERS}
@@ -108,8 +117,14 @@ def sample(w: WinFacts, seconds: float) -> dict:
             kind = "may run there"
         tasks.append({"comm": m[1], "cpu_ms": round(pct / 100 * secs * 1000, 1), "kind": kind})
     tasks.sort(key=lambda t: -t["cpu_ms"])
-    return {"method": METHOD.replace("(typeperf)", f"({source})"), "seconds": secs, "cores": cores, "tasks": tasks,
-            "idle_share": None, "error": None}
+    return {
+        "method": METHOD.replace("(typeperf)", f"({source})"),
+        "seconds": secs,
+        "cores": cores,
+        "tasks": tasks,
+        "idle_share": None,
+        "error": None,
+    }
 
 
 @declare("cores.sample", Severity.MEDIUM)
@@ -120,8 +135,11 @@ def check_sample(w: WinFacts) -> Finding:
     if s is None:
         return found.na("no live sample taken (--sample 0)", Severity.MEDIUM)
     if s.get("error"):
-        return found.unreadable(f"sample failed: {s['error']}", Severity.MEDIUM,
-                                reader="the performance counters (typeperf.exe, or PDH on the machine itself)")
+        return found.unreadable(
+            f"sample failed: {s['error']}",
+            Severity.MEDIUM,
+            reader="the performance counters (typeperf.exe, or PDH on the machine itself)",
+        )
     evidence = [f"method: {s['method']}"]
     heavy = []
     for cpu, c in s["cores"].items():
@@ -132,17 +150,28 @@ def check_sample(w: WinFacts) -> Finding:
     others = [t for t in s["tasks"] if t["kind"] not in ("pinned to the RT cores", "kernel")]
     evidence += [f"{t['comm']}: {t['cpu_ms']} ms CPU in {s['seconds']} s ({t['kind']})" for t in s["tasks"][:8]]
     if heavy:
-        return found.fail(f"DPCs and interrupts took over {DPC_SHARE_LIMIT:.1%} of CPU {', '.join(heavy)}",
-                          tuple(evidence), why="a driver's ISR/DPC preempts every thread, the loop included",
-                          fix="move RSS off the RT cores (Set-NetAdapterRss) and find the driver with a WPR trace "
-                              "(wpr -start CPU … wpr -stop, then WPA's DPC/ISR view)", severity=Severity.HIGH)
+        return found.fail(
+            f"DPCs and interrupts took over {DPC_SHARE_LIMIT:.1%} of CPU {', '.join(heavy)}",
+            tuple(evidence),
+            why="a driver's ISR/DPC preempts every thread, the loop included",
+            fix="move RSS off the RT cores (Set-NetAdapterRss) and find the driver with a WPR trace "
+            "(wpr -start CPU … wpr -stop, then WPA's DPC/ISR view)",
+            severity=Severity.HIGH,
+        )
     if others:
         names = ", ".join(f"{t['comm']} ({t['cpu_ms']} ms)" for t in others[:3])
         mpeng = any(t["comm"].lower().startswith("msmpeng") for t in others)
-        return found.warn(f"{len(others)} process(es) may have run on the RT cores: {names}", tuple(evidence),
-                          why=("MsMpEng.exe (Windows Defender) was the seed's unexpected process on the real-time cores"
-                               if mpeng else "any other process on the RT cores delays the loop"),
-                          fix='Add-MpPreference -ExclusionProcess "<loop program>"; keep other programs\' affinity off '
-                              "the RT cores (SetRTCores reserves them)" if mpeng else
-                              "keep their affinity off the RT cores, or reserve the cores (SetRTCores)")
+        return found.warn(
+            f"{len(others)} process(es) may have run on the RT cores: {names}",
+            tuple(evidence),
+            why=(
+                "MsMpEng.exe (Windows Defender) was the seed's unexpected process on the real-time cores"
+                if mpeng
+                else "any other process on the RT cores delays the loop"
+            ),
+            fix='Add-MpPreference -ExclusionProcess "<loop program>"; keep other programs\' affinity off '
+            "the RT cores (SetRTCores reserves them)"
+            if mpeng
+            else "keep their affinity off the RT cores, or reserve the cores (SetRTCores)",
+        )
     return found.ok("nothing but the pinned application ran on the RT cores", tuple(evidence))

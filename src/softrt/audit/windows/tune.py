@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...errors import ConfigError
-from ...platform.windows import wincmd, winsettings
 from ...platform.journal import Outcome
+from ...platform.windows import wincmd, winsettings
 from ...platform.windows.winsettings import WIN_POWER, WIN_RSS, WIN_SERVICE
 from .. import state
 from ..model import Status
@@ -33,8 +33,10 @@ from .facts import WinFacts
 SERVICE_SETTLE_S = 30.0
 SERVICE_POLL_S = 0.5
 
-NEVER_APPLIED = ("the WindowsIoT CSP (SetRTCores) and the registry values take effect only after a restart and are "
-                 "printed, never applied: the CSP cannot be undone without reimaging")
+NEVER_APPLIED = (
+    "the WindowsIoT CSP (SetRTCores) and the registry values take effect only after a restart and are "
+    "printed, never applied: the CSP cannot be undone without reimaging"
+)
 
 
 def _steps(w: WinFacts, report) -> list[Step]:
@@ -42,20 +44,44 @@ def _steps(w: WinFacts, report) -> list[Step]:
     steps = []
     _res, setting = w.power
     if "idle.idle_disable" in bad and setting:
-        steps.append(Step(WIN_POWER, setting["scheme"], str(setting["ac"]), "1", "idle.idle_disable",
-                          f"idle states off on the active scheme ({setting['scheme_name']})"))
+        steps.append(
+            Step(
+                WIN_POWER,
+                setting["scheme"],
+                str(setting["ac"]),
+                "1",
+                "idle.idle_disable",
+                f"idle states off on the active scheme ({setting['scheme_name']})",
+            )
+        )
     for name, svc in w.services.items():
         cid = f"{'updates' if name == 'wuauserv' else 'services'}.{name.lower()}"
         if cid in bad and svc.readable:
-            steps.append(Step(WIN_SERVICE, name, svc.value, winsettings.service_value("disabled", "stopped"), cid,
-                              f"{name} stopped and disabled"))
+            steps.append(
+                Step(
+                    WIN_SERVICE,
+                    name,
+                    svc.value,
+                    winsettings.service_value("disabled", "stopped"),
+                    cid,
+                    f"{name} stopped and disabled",
+                )
+            )
     wanted = checks.rss_range_off(w)
     adapters = checks.rss_adapters(w) if "irq.rss" in bad and wanted else None
     for a in adapters or []:
         cpus = checks.rss_cpus(a)
         if a.get("Enabled") and cpus is not None and not cpus.isdisjoint(w.existing_rt):
-            steps.append(Step(WIN_RSS, str(a["Name"]), f"{min(cpus)}-{max(cpus)}", f"{wanted[0]}-{wanted[1]}", "irq.rss",
-                              f"receive DPCs of {a['Name']} on CPUs {wanted[0]}-{wanted[1]} only"))
+            steps.append(
+                Step(
+                    WIN_RSS,
+                    str(a["Name"]),
+                    f"{min(cpus)}-{max(cpus)}",
+                    f"{wanted[0]}-{wanted[1]}",
+                    "irq.rss",
+                    f"receive DPCs of {a['Name']} on CPUs {wanted[0]}-{wanted[1]} only",
+                )
+            )
     return steps
 
 
@@ -87,11 +113,15 @@ def _machine_runner(root: str, runner: wincmd.Runner | None, what: str) -> wincm
     if runner is not None:
         return runner
     if wincmd.is_capture(root):
-        raise ConfigError(f"{root} holds captured command outputs: softrt tune {what} changes a real machine only",
-                          hint="run softrt tune on the Windows machine itself; without --apply it shows the plan")
+        raise ConfigError(
+            f"{root} holds captured command outputs: softrt tune {what} changes a real machine only",
+            hint="run softrt tune on the Windows machine itself; without --apply it shows the plan",
+        )
     if not wincmd.is_admin():
-        raise ConfigError(f"softrt tune {what} changes Windows settings and needs Administrator",
-                          hint="run it from an elevated prompt (Run as administrator)")
+        raise ConfigError(
+            f"softrt tune {what} changes Windows settings and needs Administrator",
+            hint="run it from an elevated prompt (Run as administrator)",
+        )
     return wincmd.run
 
 
@@ -138,8 +168,9 @@ def apply_plan(plan: Plan, state_path: Path | None = None, runner: wincmd.Runner
     """
     runner = _machine_runner(plan.root, runner, "--apply")
     path = state_path or state.default_path()
-    journal = state.create(path, plan.root, rt_cpus=str(plan.rt_cpus), housekeeping=str(plan.housekeeping),
-                           boot_id=None, os="windows")
+    journal = state.create(
+        path, plan.root, rt_cpus=str(plan.rt_cpus), housekeeping=str(plan.housekeeping), boot_id=None, os="windows"
+    )
     result, entries = Result(path), 0
     try:
         for step in plan.steps:
@@ -152,8 +183,9 @@ def apply_plan(plan: Plan, state_path: Path | None = None, runner: wincmd.Runner
                 result.outcomes.append(Outcome(step.target, "skipped", "already set"))
                 continue
             try:
-                journal.append({"kind": step.kind, "target": step.target, "before": now, "after": step.after,
-                                "check": step.check})
+                journal.append(
+                    {"kind": step.kind, "target": step.target, "before": now, "after": step.after, "check": step.check}
+                )
             except ConfigError as err:  # what it holds now could not be put back (a pending state): leave it
                 result.outcomes.append(Outcome(step.target, "skipped", f"refused: {err.msg}"))
                 continue

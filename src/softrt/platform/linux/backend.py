@@ -25,8 +25,8 @@ from pathlib import Path
 
 from ...cpus import MAX_CPUS, CpuSet
 from ...errors import ConfigError, InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
-from ..kfiles import read_int, read_text
 from ..base import Capabilities, Control, ThreadPins, Undo, softrt_version
+from ..kfiles import read_int, read_text
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -113,7 +113,9 @@ class LinuxPlatform:
             if err.errno == errno.ESRCH:
                 raise NoSuchProcess(f"thread {pid} exited") from err
             if err.errno == errno.EINVAL:  # CPU offline or outside the cpuset (sched_setaffinity(2))
-                raise InvalidCpu(str(cpus), self.allowed_cpus(), "is not allowed to " + (f"pid {pid}" if pid else "this process")) from err
+                raise InvalidCpu(
+                    str(cpus), self.allowed_cpus(), "is not allowed to " + (f"pid {pid}" if pid else "this process")
+                ) from err
             raise _oserror("sched_setaffinity", f"pid {pid or os.getpid()}", err) from err
 
     def pin_threads(self, cpus: CpuSet, keep: tuple[int, ...] = ()) -> ThreadPins:
@@ -137,6 +139,7 @@ class LinuxPlatform:
         *locked* (the ring) needs nothing here: mlockall(MCL_FUTURE) covers it. Every control is
         thread- or process-scoped and dies with the worker; only the PM QoS fd is closed explicitly.
         """
+
         def hold_dma() -> Undo:
             fd = self.hold_dma_latency(0)
             return lambda: os.close(fd)
@@ -319,8 +322,9 @@ class LinuxPlatform:
         sock.setblocking(False)  # a backlog that is full (many refused runs) must not block this one
         try:
             sock.connect(_lock_address(path))
-            pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                                 struct.calcsize("3i")))
+            pid, uid, _gid = struct.unpack(
+                "3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            )
         except OSError:
             return "?"
         finally:
@@ -373,7 +377,9 @@ class LinuxPlatform:
             "cmdline": read_text(root, "/proc/cmdline", fallback=None),
             "python": _pyplatform.python_version(),
             "softrt": softrt_version(),
-            "clocksource": read_text(root, "/sys/devices/system/clocksource/clocksource0/current_clocksource", fallback=None),
+            "clocksource": read_text(
+                root, "/sys/devices/system/clocksource/clocksource0/current_clocksource", fallback=None
+            ),
             "rt_runtime_us": self.rt_runtime_us(root),
         }
 
@@ -441,8 +447,7 @@ def describe_process(pid: int, uid: int | None = None) -> str:
             uid = proc.uids().real if uid is None else uid
             command = " ".join(proc.cmdline()) or proc.name()
             started = time.localtime(proc.create_time())  # a day of its own when it is not today's (a 72 h run)
-            since = time.strftime("%H:%M:%S" if started[:3] == time.localtime()[:3] else "%Y-%m-%d %H:%M:%S",
-                                  started)
+            since = time.strftime("%H:%M:%S" if started[:3] == time.localtime()[:3] else "%Y-%m-%d %H:%M:%S", started)
     except psutil.Error:
         command = since = None
     if uid is not None:

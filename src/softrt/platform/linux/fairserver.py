@@ -71,10 +71,16 @@ class FairServer:
     def mode(self, cpu: int) -> dict:
         """The run's ``tuning.fair_server`` (docs/run-format.md): in force on *cpu*, and what says so."""
         known = cpu in self.runtime_ns
-        why = {"locked": "debugfs is locked down", "not mounted": "debugfs is not mounted"}.get(self.debugfs,
-                                                                                               self.unreadable)
-        return {"cpu": cpu, "in_force": self.in_force(cpu), "runtime_ns": self.runtime_ns.get(cpu),
-                "period_ns": self.period_ns.get(cpu), "unreadable": None if known else why}
+        why = {"locked": "debugfs is locked down", "not mounted": "debugfs is not mounted"}.get(
+            self.debugfs, self.unreadable
+        )
+        return {
+            "cpu": cpu,
+            "in_force": self.in_force(cpu),
+            "runtime_ns": self.runtime_ns.get(cpu),
+            "period_ns": self.period_ns.get(cpu),
+            "unreadable": None if known else why,
+        }
 
     def describe(self, cpu: int) -> str:
         """``runtime 50 ms of every 1000 ms`` or why it is not known, with the kernel's default."""
@@ -82,8 +88,10 @@ class FairServer:
             runtime = self.runtime_ns[cpu]
             period = self.period_ns.get(cpu, DEFAULT_PERIOD_NS)
             return "runtime 0: off" if runtime == 0 else f"runtime {runtime / 1e6:g} ms of every {period / 1e6:g} ms"
-        return (f"runtime unknown ({self.unreadable}); the kernel's default is "
-                f"{DEFAULT_RUNTIME_NS / 1e6:g} ms of every {DEFAULT_PERIOD_NS / 1e6:g} ms")
+        return (
+            f"runtime unknown ({self.unreadable}); the kernel's default is "
+            f"{DEFAULT_RUNTIME_NS / 1e6:g} ms of every {DEFAULT_PERIOD_NS / 1e6:g} ms"
+        )
 
 
 def _debugfs_mounted(root: str) -> bool:
@@ -93,8 +101,9 @@ def _debugfs_mounted(root: str) -> bool:
 def _probe(paths: list[str]) -> dict[str, str]:
     """Read *paths* with debugfs mounted in a private mount namespace (root only); {} if the child fails."""
     try:
-        done = subprocess.run([sys.executable, "-c", _PROBE, DEBUGFS, *paths], capture_output=True, text=True,
-                              timeout=20, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE, DEBUGFS, *paths], capture_output=True, text=True, timeout=20, check=False
+        )
         return json.loads(done.stdout or "{}")
     except (OSError, subprocess.SubprocessError, ValueError):
         return {}
@@ -144,8 +153,10 @@ def read(root: str, cpus) -> FairServer:
 
 
 def _locked(path: str) -> str:
-    return (f"debugfs is locked down: the kernel refuses {path} even to root (EPERM; kernel lockdown, or "
-            "debugfs= on the kernel command line)")
+    return (
+        f"debugfs is locked down: the kernel refuses {path} even to root (EPERM; kernel lockdown, or "
+        "debugfs= on the kernel command line)"
+    )
 
 
 def _missing(root: str, mounted: bool, error: str) -> tuple[str, str]:

@@ -180,8 +180,9 @@ def idle_states(root: str, cpu: int) -> list[IdleState] | None:
         disable = text(root, f"{path}/disable")
         if latency is None or disable is None or not latency.isdigit():
             continue
-        states.append(IdleState(cpu, int(name[5:]), text(root, f"{path}/name") or name,
-                                int(latency), disable != "0", path))
+        states.append(
+            IdleState(cpu, int(name[5:]), text(root, f"{path}/name") or name, int(latency), disable != "0", path)
+        )
     return states
 
 
@@ -213,8 +214,9 @@ def cpufreq(root: str, cpu: int) -> CpuFreq | None:
 
 def thread_siblings(root: str, cpu: int) -> CpuSet | None:
     """Return the hardware threads sharing *cpu*'s core, including *cpu* itself."""
-    return (cpulist(root, f"{CPU_DIR}/cpu{cpu}/topology/core_cpus_list")
-            or cpulist(root, f"{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list"))
+    return cpulist(root, f"{CPU_DIR}/cpu{cpu}/topology/core_cpus_list") or cpulist(
+        root, f"{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list"
+    )
 
 
 def selected_word(value: str | None) -> str | None:

@@ -16,7 +16,14 @@ from ..kfiles import kpath, read_text
 PF_KTHREAD = 0x00200000  # a kernel thread
 PF_NO_SETAFFINITY = 0x04000000  # userland may not change its affinity (per-CPU kthreads)
 
-SCHED_POLICIES = {0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH", 5: "SCHED_IDLE", 6: "SCHED_DEADLINE"}
+SCHED_POLICIES = {
+    0: "SCHED_OTHER",
+    1: "SCHED_FIFO",
+    2: "SCHED_RR",
+    3: "SCHED_BATCH",
+    5: "SCHED_IDLE",
+    6: "SCHED_DEADLINE",
+}
 
 
 @dataclass(frozen=True)
@@ -119,9 +126,19 @@ def read_task(root: str, pid: int, tid: int) -> Task | None:
     if stat is None or allowed is None:
         return None
     flags = stat["flags"]
-    return Task(_tgid(status, pid), tid, stat["comm"], bool(flags & PF_KTHREAD), bool(flags & PF_NO_SETAFFINITY),
-                allowed, stat["policy"], stat["rt_priority"], stat["starttime"], stat["processor"],
-                stat["utime"] + stat["stime"])
+    return Task(
+        _tgid(status, pid),
+        tid,
+        stat["comm"],
+        bool(flags & PF_KTHREAD),
+        bool(flags & PF_NO_SETAFFINITY),
+        allowed,
+        stat["policy"],
+        stat["rt_priority"],
+        stat["starttime"],
+        stat["processor"],
+        stat["utime"] + stat["stime"],
+    )
 
 
 def tasks(root: str) -> list[Task]:

@@ -73,8 +73,12 @@ def pin_threads(cpus: CpuSet, keep: Collection[int] = ()) -> ThreadPins:
             break
     else:
         failed[-1] = f"threads were still being created after {MAX_PASSES} passes over {TASKS}"
-    return ThreadPins(cpus=cpus, threads=len([t for t in _tids() if t not in keep]), failed=list(failed.values()),
-                      undo=lambda: _restore(previous, target, keep))
+    return ThreadPins(
+        cpus=cpus,
+        threads=len([t for t in _tids() if t not in keep]),
+        failed=list(failed.values()),
+        undo=lambda: _restore(previous, target, keep),
+    )
 
 
 def _restore(previous: dict[int, frozenset[int]], target: frozenset[int], keep: Collection[int]) -> None:

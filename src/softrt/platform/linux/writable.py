@@ -55,14 +55,17 @@ def _word(value: str, root: str) -> bool:
 def _between(low: int, high: int) -> Callable[[str, str], bool]:
     def accepts(value: str, root: str) -> bool:
         return _INT.fullmatch(value) is not None and low <= int(value) <= high
+
     return accepts
 
 
 def _fair_runtime(value: str, root: str) -> bool:
     # The kernel refuses a runtime above the period (sched_fair_server_write(), kernel/sched/debug.c);
     # the period of every CPU is the same unless someone changed one: the largest bounds it.
-    periods = [read_int(root, f"/sys/kernel/debug/sched/fair_server/{d.name}/period", fallback=0)
-               for d in _dirs(root, "/sys/kernel/debug/sched/fair_server")]
+    periods = [
+        read_int(root, f"/sys/kernel/debug/sched/fair_server/{d.name}/period", fallback=0)
+        for d in _dirs(root, "/sys/kernel/debug/sched/fair_server")
+    ]
     return _INT.fullmatch(value) is not None and 0 <= int(value) <= max(periods, default=DEFAULT_FAIR_PERIOD_NS)
 
 
@@ -82,10 +85,14 @@ def _rt_runtime(value: str, root: str) -> bool:
 _CPU = "/sys/devices/system/cpu"
 #: (pattern of the path under the root, what the file takes, that in words for an error message)
 WRITABLE: tuple[tuple[re.Pattern, Callable[[str, str], bool], str], ...] = tuple(
-    (re.compile(pattern), accepts, takes) for pattern, accepts, takes in (
+    (re.compile(pattern), accepts, takes)
+    for pattern, accepts, takes in (
         (r"/proc/sys/kernel/sched_rt_runtime_us", _rt_runtime, "an integer from -1 to sched_rt_period_us"),
-        (r"/sys/kernel/debug/sched/fair_server/cpu[0-9]{1,5}/runtime", _fair_runtime,
-         "ns from 0 to the fair server's period"),
+        (
+            r"/sys/kernel/debug/sched/fair_server/cpu[0-9]{1,5}/runtime",
+            _fair_runtime,
+            "ns from 0 to the fair server's period",
+        ),
         (r"/proc/irq/[0-9]{1,6}/smp_affinity", _mask, "a hex CPU mask"),
         (r"/proc/irq/[0-9]{1,6}/smp_affinity_list", is_cpulist, "a CPU list"),
         (r"/proc/irq/default_smp_affinity", _mask, "a hex CPU mask"),
@@ -100,7 +107,8 @@ WRITABLE: tuple[tuple[re.Pattern, Callable[[str, str], bool], str], ...] = tuple
         (r"/sys/devices/system/clocksource/clocksource[0-9]{1,3}/current_clocksource", _word, "a clocksource name"),
         (r"/sys/kernel/mm/ksm/run", _between(0, 2), "0, 1 or 2"),
         (r"/sys/kernel/mm/transparent_hugepage/(enabled|defrag)", _word, "one of the words it lists"),
-    ))
+    )
+)
 
 
 def _spec(rel: str):

@@ -63,21 +63,42 @@ LARGE_INTEGER = ctypes.c_int64
 
 
 class IO_COUNTERS(ctypes.Structure):  # noqa: N801 (the Win32 name)
-    _fields_ = [(name, ctypes.c_uint64) for name in ("ReadOperationCount", "WriteOperationCount", "OtherOperationCount",
-                                                     "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")]
+    _fields_ = [
+        (name, ctypes.c_uint64)
+        for name in (
+            "ReadOperationCount",
+            "WriteOperationCount",
+            "OtherOperationCount",
+            "ReadTransferCount",
+            "WriteTransferCount",
+            "OtherTransferCount",
+        )
+    ]
 
 
 class JOBOBJECT_BASIC_LIMIT_INFORMATION(ctypes.Structure):  # noqa: N801
-    _fields_ = [("PerProcessUserTimeLimit", LARGE_INTEGER), ("PerJobUserTimeLimit", LARGE_INTEGER),
-                ("LimitFlags", DWORD), ("MinimumWorkingSetSize", SIZE_T), ("MaximumWorkingSetSize", SIZE_T),
-                ("ActiveProcessLimit", DWORD), ("Affinity", DWORD_PTR), ("PriorityClass", DWORD),
-                ("SchedulingClass", DWORD)]
+    _fields_ = [
+        ("PerProcessUserTimeLimit", LARGE_INTEGER),
+        ("PerJobUserTimeLimit", LARGE_INTEGER),
+        ("LimitFlags", DWORD),
+        ("MinimumWorkingSetSize", SIZE_T),
+        ("MaximumWorkingSetSize", SIZE_T),
+        ("ActiveProcessLimit", DWORD),
+        ("Affinity", DWORD_PTR),
+        ("PriorityClass", DWORD),
+        ("SchedulingClass", DWORD),
+    ]
 
 
 class JOBOBJECT_EXTENDED_LIMIT_INFORMATION(ctypes.Structure):  # noqa: N801
-    _fields_ = [("BasicLimitInformation", JOBOBJECT_BASIC_LIMIT_INFORMATION), ("IoInfo", IO_COUNTERS),
-                ("ProcessMemoryLimit", SIZE_T), ("JobMemoryLimit", SIZE_T), ("PeakProcessMemoryUsed", SIZE_T),
-                ("PeakJobMemoryUsed", SIZE_T)]
+    _fields_ = [
+        ("BasicLimitInformation", JOBOBJECT_BASIC_LIMIT_INFORMATION),
+        ("IoInfo", IO_COUNTERS),
+        ("ProcessMemoryLimit", SIZE_T),
+        ("JobMemoryLimit", SIZE_T),
+        ("PeakProcessMemoryUsed", SIZE_T),
+        ("PeakJobMemoryUsed", SIZE_T),
+    ]
 
 
 class PDH_FMT_COUNTERVALUE(ctypes.Structure):  # noqa: N801 (pdh.h; the union read as its double)
@@ -89,8 +110,13 @@ class PDH_FMT_COUNTERVALUE_ITEM_W(ctypes.Structure):  # noqa: N801
 
 
 class OVERLAPPED(ctypes.Structure):
-    _fields_ = [("Internal", DWORD_PTR), ("InternalHigh", DWORD_PTR), ("Offset", DWORD), ("OffsetHigh", DWORD),
-                ("hEvent", HANDLE)]
+    _fields_ = [
+        ("Internal", DWORD_PTR),
+        ("InternalHigh", DWORD_PTR),
+        ("Offset", DWORD),
+        ("OffsetHigh", DWORD),
+        ("hEvent", HANDLE),
+    ]
 
 
 _P = ctypes.POINTER
@@ -249,8 +275,13 @@ class Win32:
         """Set the job's JOBOBJECT_EXTENDED_LIMIT_INFORMATION with *limit_flags* (the only limits softrt sets)."""
         info = JOBOBJECT_EXTENDED_LIMIT_INFORMATION()
         info.BasicLimitInformation.LimitFlags = limit_flags
-        self._call("SetInformationJobObject", job, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS, ctypes.byref(info),
-                   ctypes.sizeof(info))
+        self._call(
+            "SetInformationJobObject",
+            job,
+            JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS,
+            ctypes.byref(info),
+            ctypes.sizeof(info),
+        )
 
     def AssignProcessToJobObject(self, job: int, process: int) -> None:  # noqa: N802
         self._call("AssignProcessToJobObject", job, process)
@@ -296,14 +327,17 @@ class Win32:
     def PdhGetFormattedCounterArrayW(self, counter: int) -> list[tuple[str, int, float]]:  # noqa: N802
         """Every instance of *counter* as (instance name, CStatus, value as a double)."""
         size, count = DWORD(0), DWORD(0)
-        status = self._fn("PdhGetFormattedCounterArrayW")(counter, PDH_FMT_DOUBLE, ctypes.byref(size),
-                                                          ctypes.byref(count), None)
+        status = self._fn("PdhGetFormattedCounterArrayW")(
+            counter, PDH_FMT_DOUBLE, ctypes.byref(size), ctypes.byref(count), None
+        )
         if status & 0xFFFFFFFF != PDH_MORE_DATA:  # the first call only sizes the buffer
-            raise Win32Failed("PdhGetFormattedCounterArrayW", status & 0xFFFFFFFF,
-                              f"PDH status 0x{status & 0xFFFFFFFF:08X}")
+            raise Win32Failed(
+                "PdhGetFormattedCounterArrayW", status & 0xFFFFFFFF, f"PDH status 0x{status & 0xFFFFFFFF:08X}"
+            )
         buffer = ctypes.create_string_buffer(size.value)
-        self._call("PdhGetFormattedCounterArrayW", counter, PDH_FMT_DOUBLE, ctypes.byref(size), ctypes.byref(count),
-                   buffer)
+        self._call(
+            "PdhGetFormattedCounterArrayW", counter, PDH_FMT_DOUBLE, ctypes.byref(size), ctypes.byref(count), buffer
+        )
         items = (PDH_FMT_COUNTERVALUE_ITEM_W * count.value).from_buffer(buffer)
         return [(i.szName or "", i.FmtValue.CStatus, i.FmtValue.doubleValue) for i in items]
 
@@ -327,8 +361,9 @@ def _bind(name: str) -> Callable:
     dll_name, restype, argtypes, _ = SIGNATURES[name]
     windll = getattr(ctypes, "WinDLL", None)
     if windll is None:
-        raise NotSupported(f"{name} is a Windows call and this is not Windows",
-                           hint="the Windows backend runs on Windows only")
+        raise NotSupported(
+            f"{name} is a Windows call and this is not Windows", hint="the Windows backend runs on Windows only"
+        )
     fn = getattr(windll(dll_name, use_last_error=True), name)
     fn.restype = restype
     fn.argtypes = argtypes
@@ -352,6 +387,8 @@ def to_softrt_error(err: Win32Failed, target: str) -> SoftRTError:
     if err.winerror == ERROR_INVALID_PARAMETER and err.function == "OpenProcess":
         return NoSuchProcess(f"{target} does not exist (it exited)")  # OpenProcess's answer for a gone pid
     if err.winerror == ERROR_WORKING_SET_QUOTA:
-        return SoftRTError(f"{err.function} on {target}: {err.text}",
-                           hint="the working set minimum is too small for the pages to lock; " + ADMIN_HINT)
+        return SoftRTError(
+            f"{err.function} on {target}: {err.text}",
+            hint="the working set minimum is too small for the pages to lock; " + ADMIN_HINT,
+        )
     return SoftRTError(f"{err.function} on {target} failed: {err.text} (Windows error {err.winerror})")

@@ -38,14 +38,42 @@ from ...errors import InvalidCpu, NotSupported, PermissionDenied, SoftRTError
 from .. import O_PRIVATE_BINARY
 from ..base import Capabilities, Control, ThreadPins, Undo, softrt_version
 from ._win32 import (
-    ADMIN_HINT, ANY_CLASS_LEVELS, CREATE_WAITABLE_TIMER_HIGH_RESOLUTION, CURRENT_VERSION_KEY, ERROR_FILE_NOT_FOUND,
-    ERROR_INVALID_PARAMETER, FILE_MAP_READ, INFINITE, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, LOCK_OFFSET,
-    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, MAX_GROUP_CPUS, PDH_CSTATUS_NEW_DATA,
-    PDH_CSTATUS_VALID_DATA, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SET_INFORMATION, PROCESS_SET_QUOTA,
-    PROCESS_TERMINATE, PROCESSOR_KEY, QUOTA_LIMITS_HARDWS_MAX_DISABLE, QUOTA_LIMITS_HARDWS_MAX_ENABLE,
-    QUOTA_LIMITS_HARDWS_MIN_DISABLE, QUOTA_LIMITS_HARDWS_MIN_ENABLE, REALTIME_CLASS_BASE, REALTIME_HIGHEST,
-    REALTIME_LOWEST, REALTIME_PRIORITY_CLASS, THREAD_PRIORITY_IDLE, THREAD_PRIORITY_TIME_CRITICAL, TIMER_ALL_ACCESS,
-    TIMER_RESOLUTION_MS, WORKING_SET_MARGIN_BYTES, Win32, Win32Failed, to_softrt_error
+    ADMIN_HINT,
+    ANY_CLASS_LEVELS,
+    CREATE_WAITABLE_TIMER_HIGH_RESOLUTION,
+    CURRENT_VERSION_KEY,
+    ERROR_FILE_NOT_FOUND,
+    ERROR_INVALID_PARAMETER,
+    FILE_MAP_READ,
+    INFINITE,
+    JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    LOCK_OFFSET,
+    LOCKFILE_EXCLUSIVE_LOCK,
+    LOCKFILE_FAIL_IMMEDIATELY,
+    MAX_GROUP_CPUS,
+    PDH_CSTATUS_NEW_DATA,
+    PDH_CSTATUS_VALID_DATA,
+    PROCESS_QUERY_LIMITED_INFORMATION,
+    PROCESS_SET_INFORMATION,
+    PROCESS_SET_QUOTA,
+    PROCESS_TERMINATE,
+    PROCESSOR_KEY,
+    QUOTA_LIMITS_HARDWS_MAX_DISABLE,
+    QUOTA_LIMITS_HARDWS_MAX_ENABLE,
+    QUOTA_LIMITS_HARDWS_MIN_DISABLE,
+    QUOTA_LIMITS_HARDWS_MIN_ENABLE,
+    REALTIME_CLASS_BASE,
+    REALTIME_HIGHEST,
+    REALTIME_LOWEST,
+    REALTIME_PRIORITY_CLASS,
+    THREAD_PRIORITY_IDLE,
+    THREAD_PRIORITY_TIME_CRITICAL,
+    TIMER_ALL_ACCESS,
+    TIMER_RESOLUTION_MS,
+    WORKING_SET_MARGIN_BYTES,
+    Win32,
+    Win32Failed,
+    to_softrt_error,
 )
 
 
@@ -54,7 +82,8 @@ def realtime_level(priority: int) -> int:
     evenly over the class's base priorities 16-31 (1 → 16, 80 → 28, 99 → 31)."""
     base = REALTIME_LOWEST + ((min(max(priority, 1), 99) - 1) * (REALTIME_HIGHEST - REALTIME_LOWEST) + 49) // 98
     return {REALTIME_LOWEST: THREAD_PRIORITY_IDLE, REALTIME_HIGHEST: THREAD_PRIORITY_TIME_CRITICAL}.get(
-        base, base - REALTIME_CLASS_BASE)
+        base, base - REALTIME_CLASS_BASE
+    )
 
 
 def base_priority(level: int) -> int:
@@ -67,7 +96,9 @@ def mask_of(cpus: CpuSet) -> int:
     mask = 0
     for cpu in cpus:
         if cpu >= MAX_GROUP_CPUS:
-            raise InvalidCpu(cpu, CpuSet(range(MAX_GROUP_CPUS)), "is outside processor group 0 (affinity masks hold 64 CPUs)")
+            raise InvalidCpu(
+                cpu, CpuSet(range(MAX_GROUP_CPUS)), "is outside processor group 0 (affinity masks hold 64 CPUs)"
+            )
         mask |= 1 << cpu
     return mask
 
@@ -184,21 +215,41 @@ class WindowsPlatform:
         mask = 1 << cpu
         level = realtime_level(priority)
         controls = [
-            Control("process_affinity", f"worker process on CPU {cpu} (SetProcessAffinityMask 0x{mask:x})",
-                    lambda: self._process_affinity(mask)),
-            Control("cpu_affinity", f"worker thread pinned to CPU {cpu} (SetThreadAffinityMask 0x{mask:x})",
-                    lambda: self._thread_affinity(mask)),
-            Control("working_set", "hard minimum working set (SetProcessWorkingSetSizeEx)",
-                    lambda: self._working_set(len(locked) if locked is not None else 0), before_device=True),
+            Control(
+                "process_affinity",
+                f"worker process on CPU {cpu} (SetProcessAffinityMask 0x{mask:x})",
+                lambda: self._process_affinity(mask),
+            ),
+            Control(
+                "cpu_affinity",
+                f"worker thread pinned to CPU {cpu} (SetThreadAffinityMask 0x{mask:x})",
+                lambda: self._thread_affinity(mask),
+            ),
+            Control(
+                "working_set",
+                "hard minimum working set (SetProcessWorkingSetSizeEx)",
+                lambda: self._working_set(len(locked) if locked is not None else 0),
+                before_device=True,
+            ),
         ]
         if locked is not None:
-            controls.append(Control("virtual_lock", f"ring locked in RAM ({len(locked):,} bytes, VirtualLock)",
-                                    lambda: self._virtual_lock(locked), before_device=True))
+            controls.append(
+                Control(
+                    "virtual_lock",
+                    f"ring locked in RAM ({len(locked):,} bytes, VirtualLock)",
+                    lambda: self._virtual_lock(locked),
+                    before_device=True,
+                )
+            )
         controls += [
             Control("timer_resolution", f"{TIMER_RESOLUTION_MS} ms system timer (timeBeginPeriod)", self._timer_period),
             Control("realtime_priority_class", "REALTIME_PRIORITY_CLASS (SetPriorityClass)", self._realtime_class),
-            Control("thread_priority", f"base priority {base_priority(level)} (SetThreadPriority {level} in "
-                    f"REALTIME_PRIORITY_CLASS, for --priority {priority})", lambda: self._thread_priority(level)),
+            Control(
+                "thread_priority",
+                f"base priority {base_priority(level)} (SetThreadPriority {level} in "
+                f"REALTIME_PRIORITY_CLASS, for --priority {priority})",
+                lambda: self._thread_priority(level),
+            ),
         ]
         return controls
 
@@ -218,10 +269,15 @@ class WindowsPlatform:
         low, high, flags = self._do("this process", self.w.GetProcessWorkingSetSizeEx, me)
         want_low = max(low, psutil.Process().memory_info().rss + locked_bytes + WORKING_SET_MARGIN_BYTES)
         want_high = max(high, want_low + WORKING_SET_MARGIN_BYTES)
-        self._do("this process", self.w.SetProcessWorkingSetSizeEx, me, want_low, want_high,
-                 QUOTA_LIMITS_HARDWS_MIN_ENABLE | QUOTA_LIMITS_HARDWS_MAX_DISABLE)
-        return lambda: self._do("this process", self.w.SetProcessWorkingSetSizeEx, me, low, high,
-                                restore_flags(flags))
+        self._do(
+            "this process",
+            self.w.SetProcessWorkingSetSizeEx,
+            me,
+            want_low,
+            want_high,
+            QUOTA_LIMITS_HARDWS_MIN_ENABLE | QUOTA_LIMITS_HARDWS_MAX_DISABLE,
+        )
+        return lambda: self._do("this process", self.w.SetProcessWorkingSetSizeEx, me, low, high, restore_flags(flags))
 
     def _virtual_lock(self, buffer) -> Undo:
         address, size = _address(buffer), len(buffer)
@@ -241,15 +297,18 @@ class WindowsPlatform:
         got = self._do("this process", self.w.GetPriorityClass, me)
         if got != REALTIME_PRIORITY_CLASS:
             self._do("this process", self.w.SetPriorityClass, me, before)
-            raise PermissionDenied("SetPriorityClass(REALTIME_PRIORITY_CLASS)", f"this process (got 0x{got:x})",
-                                   hint=ADMIN_HINT)
+            raise PermissionDenied(
+                "SetPriorityClass(REALTIME_PRIORITY_CLASS)", f"this process (got 0x{got:x})", hint=ADMIN_HINT
+            )
         return lambda: self._do("this process", self.w.SetPriorityClass, me, before)
 
     def _thread_priority(self, level: int) -> Undo:
         thread = self.w.GetCurrentThread()
         before = self._do("the worker thread", self.w.GetThreadPriority, thread)
-        if level not in ANY_CLASS_LEVELS and self._do("this process", self.w.GetPriorityClass,
-                                                      self.w.GetCurrentProcess()) != REALTIME_PRIORITY_CLASS:
+        if (
+            level not in ANY_CLASS_LEVELS
+            and self._do("this process", self.w.GetPriorityClass, self.w.GetCurrentProcess()) != REALTIME_PRIORITY_CLASS
+        ):
             level = 2 if level > 0 else -2  # REALTIME was not granted: -7…-3 and 3…6 exist only there
         self._do("the worker thread", self.w.SetThreadPriority, thread, level)
         return lambda: self._do("the worker thread", self.w.SetThreadPriority, thread, before)
@@ -262,8 +321,9 @@ class WindowsPlatform:
         10 1803, which lacks CREATE_WAITABLE_TIMER_HIGH_RESOLUTION (ERROR_INVALID_PARAMETER).
         """
         w, clock = self.w, self.clock_ns
-        timer = self._do("a waitable timer", w.CreateWaitableTimerExW, CREATE_WAITABLE_TIMER_HIGH_RESOLUTION,
-                         TIMER_ALL_ACCESS)
+        timer = self._do(
+            "a waitable timer", w.CreateWaitableTimerExW, CREATE_WAITABLE_TIMER_HIGH_RESOLUTION, TIMER_ALL_ACCESS
+        )
 
         def sleep_until(abs_ns: int) -> None:
             ahead_ns = abs_ns - clock()
@@ -389,13 +449,21 @@ class WindowsPlatform:
             except PermissionError:
                 fd, writable = os.open(path, os.O_RDONLY | O_PRIVATE_BINARY), False
         except OSError as err:
-            raise SoftRTError(f"the machine lock {path} cannot be opened: {err.strerror or err}",
-                              hint="an Administrator can let every user modify that folder (icacls), or set "
-                                   "SOFTRT_STATE_DIR to a folder every softrt user can write") from None
+            raise SoftRTError(
+                f"the machine lock {path} cannot be opened: {err.strerror or err}",
+                hint="an Administrator can let every user modify that folder (icacls), or set "
+                "SOFTRT_STATE_DIR to a folder every softrt user can write",
+            ) from None
         try:
             handle = self.w.get_osfhandle(fd)
-            if not self._do(str(path), self.w.LockFileEx, handle, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
-                            LOCK_OFFSET, 1):
+            if not self._do(
+                str(path),
+                self.w.LockFileEx,
+                handle,
+                LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
+                LOCK_OFFSET,
+                1,
+            ):
                 os.close(fd)
                 return None
             if writable:
@@ -456,8 +524,14 @@ class WindowsPlatform:
         ubr = self.w.read_registry(CURRENT_VERSION_KEY, "UBR")  # the update revision, a DWORD
         display = self.w.read_registry(CURRENT_VERSION_KEY, "DisplayVersion") or ""  # "23H2"
         brand = self.w.read_registry(PROCESSOR_KEY, "ProcessorNameString")
-        kernel = (f"Windows {11 if build >= 22000 else 10} {display} (build {build}"
-                  + (f".{ubr})" if isinstance(ubr, int) else ")")).replace("  ", " ") if build else uname.release
+        kernel = (
+            (
+                f"Windows {11 if build >= 22000 else 10} {display} (build {build}"
+                + (f".{ubr})" if isinstance(ubr, int) else ")")
+            ).replace("  ", " ")
+            if build
+            else uname.release
+        )
         return {
             "os": "windows",
             "hostname": uname.node,

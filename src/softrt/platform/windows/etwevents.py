@@ -77,8 +77,9 @@ def parse_cswitch(rec: EtwRecord) -> CSwitch:
     """A CSwitch payload (ValueError when shorter than its 24 bytes)."""
     if len(rec.data) < _CSWITCH.size:
         raise ValueError(f"CSwitch payload of {len(rec.data)} bytes, the layout has {_CSWITCH.size}")
-    new, old, new_pri, old_pri, _cstate, _spare, reason, _mode, state, _ideal, _wait, _res = \
-        _CSWITCH.unpack_from(rec.data)
+    new, old, new_pri, old_pri, _cstate, _spare, reason, _mode, state, _ideal, _wait, _res = _CSWITCH.unpack_from(
+        rec.data
+    )
     return CSwitch(rec.ts, rec.cpu, new, old, new_pri, old_pri, state, reason)
 
 
@@ -92,8 +93,9 @@ def parse_routine(rec: EtwRecord, pointer_bytes: int = 8) -> Routine:
     else:
         raise ValueError(f"opcode {rec.opcode} is neither a DPC nor an ISR")
     if len(rec.data) < layout.size:
-        raise ValueError(f"{'ISR' if rec.opcode == ISR else 'DPC'} payload of {len(rec.data)} bytes, "
-                         f"the layout has {layout.size}")
+        raise ValueError(
+            f"{'ISR' if rec.opcode == ISR else 'DPC'} payload of {len(rec.data)} bytes, the layout has {layout.size}"
+        )
     fields = layout.unpack_from(rec.data)
     if rec.opcode == ISR:
         return Routine("isr", rec.cpu, fields[0], rec.ts, fields[1], fields[3])

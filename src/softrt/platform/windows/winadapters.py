@@ -61,7 +61,7 @@ def resolve(name: str, adapters: list[Adapter]) -> str:
     """
     wanted = name.strip()
     if wanted.upper().startswith(NPF_PREFIX.upper()):
-        wanted = wanted[len(NPF_PREFIX):]
+        wanted = wanted[len(NPF_PREFIX) :]
     m = _GUID.fullmatch(wanted)
     if m:
         found = [a for a in adapters if a.guid == "{" + m.group(1).upper() + "}"]
@@ -70,9 +70,12 @@ def resolve(name: str, adapters: list[Adapter]) -> str:
     listed = "; ".join(a.line() for a in adapters) or "none"
     if len(found) != 1:
         what = "no network adapter" if not found else f"{len(found)} network adapters"
-        raise ConfigError(f"{what} named {name!r}",
-                          hint=f"name one by its friendly name or GUID, e.g. ethercat:\"{adapters[0].friendly}\"; "
-                               f"adapters: {listed}" if adapters else "no network adapter was found")
+        raise ConfigError(
+            f"{what} named {name!r}",
+            hint=f'name one by its friendly name or GUID, e.g. ethercat:"{adapters[0].friendly}"; adapters: {listed}'
+            if adapters
+            else "no network adapter was found",
+        )
     return found[0].npf
 
 
@@ -92,8 +95,10 @@ def require_npcap(system_root: str | None = None) -> None:
     if state == "missing":
         raise ConfigError("EtherCAT on Windows needs Npcap, which is not installed", hint=NPCAP_FIX)
     if state == "no-compat":
-        raise ConfigError("Npcap is installed without 'WinPcap API-compatible mode' (no System32\\wpcap.dll)",
-                          hint="reinstall Npcap from npcap.com with 'WinPcap API-compatible mode' ticked")
+        raise ConfigError(
+            "Npcap is installed without 'WinPcap API-compatible mode' (no System32\\wpcap.dll)",
+            hint="reinstall Npcap from npcap.com with 'WinPcap API-compatible mode' ticked",
+        )
 
 
 def list_adapters() -> list[Adapter]:
@@ -104,12 +109,20 @@ def list_adapters() -> list[Adapter]:
 
     class Addresses(ctypes.Structure):  # the leading fields of IP_ADAPTER_ADDRESSES_LH, as iptypes.h declares them
         pass
-    Addresses._fields_ = [("Length", ctypes.c_uint32), ("IfIndex", ctypes.c_uint32),
-                          ("Next", ctypes.POINTER(Addresses)), ("AdapterName", ctypes.c_char_p),
-                          ("FirstUnicastAddress", ctypes.c_void_p), ("FirstAnycastAddress", ctypes.c_void_p),
-                          ("FirstMulticastAddress", ctypes.c_void_p), ("FirstDnsServerAddress", ctypes.c_void_p),
-                          ("DnsSuffix", ctypes.c_wchar_p), ("Description", ctypes.c_wchar_p),
-                          ("FriendlyName", ctypes.c_wchar_p)]
+
+    Addresses._fields_ = [
+        ("Length", ctypes.c_uint32),
+        ("IfIndex", ctypes.c_uint32),
+        ("Next", ctypes.POINTER(Addresses)),
+        ("AdapterName", ctypes.c_char_p),
+        ("FirstUnicastAddress", ctypes.c_void_p),
+        ("FirstAnycastAddress", ctypes.c_void_p),
+        ("FirstMulticastAddress", ctypes.c_void_p),
+        ("FirstDnsServerAddress", ctypes.c_void_p),
+        ("DnsSuffix", ctypes.c_wchar_p),
+        ("Description", ctypes.c_wchar_p),
+        ("FriendlyName", ctypes.c_wchar_p),
+    ]
     iphlpapi = ctypes.WinDLL("iphlpapi")
     size = ctypes.c_uint32(15000)  # Microsoft's advice: start with 15 KB, grow on ERROR_BUFFER_OVERFLOW (111)
     for _ in range(4):
@@ -123,8 +136,9 @@ def list_adapters() -> list[Adapter]:
     while node:
         a = node.contents
         try:
-            out.append(adapter((a.AdapterName or b"").decode("ascii", "replace"), a.FriendlyName or "",
-                               a.Description or ""))
+            out.append(
+                adapter((a.AdapterName or b"").decode("ascii", "replace"), a.FriendlyName or "", a.Description or "")
+            )
         except ValueError:
             pass  # an adapter whose name is not a GUID (none in practice) cannot be opened through Npcap
         node = a.Next

@@ -124,11 +124,15 @@ class CapturedRunner:
         try:  # bounded, regular files only, never waited on (kfiles): a capture is not trusted
             self.index: dict = json.loads(read_bytes(self.directory, INDEX).decode("utf-8"))
         except (OSError, ValueError, RecursionError) as err:  # ValueError: not JSON, or not UTF-8
-            raise ConfigError(f"cannot read the capture index {index}: {err}",
-                              hint=f"{INDEX} maps each command line to {{\"out\": FILE, \"rc\": N}}") from None
+            raise ConfigError(
+                f"cannot read the capture index {index}: {err}",
+                hint=f'{INDEX} maps each command line to {{"out": FILE, "rc": N}}',
+            ) from None
         if not isinstance(self.index, dict):
-            raise ConfigError(f"{index} must be a JSON object (command line -> captured output)",
-                              hint=f"{INDEX} maps each command line to {{\"out\": FILE, \"rc\": N}}")
+            raise ConfigError(
+                f"{index} must be a JSON object (command line -> captured output)",
+                hint=f'{INDEX} maps each command line to {{"out": FILE, "rc": N}}',
+            )
         self.calls: list[str] = []
 
     def __call__(self, argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> CmdResult:
@@ -168,4 +172,3 @@ def is_admin() -> bool:
     shell32.IsUserAnAdmin.argtypes = []
     shell32.IsUserAnAdmin.restype = ctypes.c_int
     return bool(shell32.IsUserAnAdmin())
-

@@ -153,13 +153,17 @@ def system_cpu_sets() -> bytes:
     need = ctypes.c_uint32(0)
     kernel32.GetSystemCpuSetInformation(None, 0, ctypes.byref(need), None, 0)
     if not need.value:
-        raise SoftRTError(f"GetSystemCpuSetInformation failed (Win32 error {ctypes.get_last_error()})",
-                          hint="Windows 10 or later has CPU sets")
+        raise SoftRTError(
+            f"GetSystemCpuSetInformation failed (Win32 error {ctypes.get_last_error()})",
+            hint="Windows 10 or later has CPU sets",
+        )
     buf = ctypes.create_string_buffer(need.value)
     if not kernel32.GetSystemCpuSetInformation(buf, need, ctypes.byref(need), None, 0):
-        raise SoftRTError(f"GetSystemCpuSetInformation failed (Win32 error {ctypes.get_last_error()})",
-                          hint="Windows 10 or later has CPU sets")
-    return buf.raw[:need.value]
+        raise SoftRTError(
+            f"GetSystemCpuSetInformation failed (Win32 error {ctypes.get_last_error()})",
+            hint="Windows 10 or later has CPU sets",
+        )
+    return buf.raw[: need.value]
 
 
 def process_throttling() -> bytes:
@@ -177,8 +181,11 @@ def process_throttling() -> bytes:
         raise SoftRTError("GetProcessInformation is not in kernel32.dll", hint="Windows 8 or later has it")
     kernel32.GetCurrentProcess.restype = ctypes.c_void_p
     buf = ctypes.create_string_buffer(THROTTLING_STATE.pack(PROCESS_POWER_THROTTLING_CURRENT_VERSION, 0, 0))
-    if not kernel32.GetProcessInformation(ctypes.c_void_p(kernel32.GetCurrentProcess()), PROCESS_POWER_THROTTLING,
-                                          buf, THROTTLING_STATE.size):
-        raise SoftRTError(f"GetProcessInformation(ProcessPowerThrottling) failed (Win32 error "
-                          f"{ctypes.get_last_error()})", hint="Windows 10 1709 or later reports power throttling")
-    return buf.raw[:THROTTLING_STATE.size]
+    if not kernel32.GetProcessInformation(
+        ctypes.c_void_p(kernel32.GetCurrentProcess()), PROCESS_POWER_THROTTLING, buf, THROTTLING_STATE.size
+    ):
+        raise SoftRTError(
+            f"GetProcessInformation(ProcessPowerThrottling) failed (Win32 error {ctypes.get_last_error()})",
+            hint="Windows 10 1709 or later reports power throttling",
+        )
+    return buf.raw[: THROTTLING_STATE.size]

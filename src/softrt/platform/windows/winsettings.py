@@ -99,8 +99,10 @@ def commands(kind: str, target: str, now: str, value: str) -> list[list[str]]:
     """
     check_value(kind, target, value)
     if kind == WIN_POWER:
-        return [["powercfg.exe", "/setacvalueindex", target, *IDLE_SETTING, value],
-                ["powercfg.exe", "/setactive", target]]
+        return [
+            ["powercfg.exe", "/setacvalueindex", target, *IDLE_SETTING, value],
+            ["powercfg.exe", "/setactive", target],
+        ]
     if kind == WIN_SERVICE:
         start, state = _service_parts(value)
         was = now.partition("/")[2]  # what it is now may be anything sc printed (start_pending): only compared

@@ -51,16 +51,19 @@ TASK_XML = """<?xml version="1.0" encoding="UTF-16"?>
 def wrapped(script: str, folder: Path) -> str:
     """*script* with its output, errors and success written to files in *folder* (read back by the caller)."""
     out, err, done = (str(folder / name).replace("'", "''") for name in ("out.txt", "err.txt", "done.txt"))
-    return (f"& {{ {script} }} > '{out}' 2> '{err}'; "
-            f"Set-Content -LiteralPath '{done}' -Value ([int](-not $?)) -Encoding ASCII")
+    return (
+        f"& {{ {script} }} > '{out}' 2> '{err}'; "
+        f"Set-Content -LiteralPath '{done}' -Value ([int](-not $?)) -Encoding ASCII"
+    )
 
 
 def task_xml(script: str, folder: Path, limit_s: float) -> str:
     """The task definition: PowerShell running *script* (wrapped) as LocalSystem, stopped after *limit_s*."""
     encoded = base64.b64encode(wrapped(script, folder).encode("utf-16-le")).decode("ascii")
     arguments = f"-NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand {encoded}"
-    return TASK_XML.format(sid=LOCAL_SYSTEM_SID, limit_s=max(1, int(limit_s)), command=POWERSHELL,
-                           arguments=escape(arguments))
+    return TASK_XML.format(
+        sid=LOCAL_SYSTEM_SID, limit_s=max(1, int(limit_s)), command=POWERSHELL, arguments=escape(arguments)
+    )
 
 
 def _text(path: Path) -> str:
@@ -87,8 +90,9 @@ def run_to_files(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> C
     ``softrt check --as-system`` hung in subprocess's read of schtasks' output)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            done = subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=timeout_s,
-                                  check=False)
+            done = subprocess.run(
+                list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, timeout=timeout_s, check=False
+            )
         except subprocess.TimeoutExpired:
             return CmdResult(tuple(argv), TIMEOUT_RC, "", f"{argv[0]}: no answer within {timeout_s:g} s")
         except OSError as err_:
@@ -99,8 +103,9 @@ def run_to_files(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> C
         return CmdResult(tuple(argv), done.returncode, decode(argv, out.read(), oem), decode(argv, err.read(), oem))
 
 
-def run_as_system(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, runner: Runner = run_to_files
-                  ) -> CmdResult:
+def run_as_system(
+    argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, runner: Runner = run_to_files
+) -> CmdResult:
     """Run the PowerShell command *argv* (:func:`softrt.platform.windows.wincmd.powershell`) as LocalSystem; never raise.
 
     Needs an elevated caller (registering a task for SYSTEM does). *runner* runs schtasks (the tests'
@@ -124,13 +129,18 @@ def run_as_system(argv: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, run
             deadline = time.monotonic() + timeout_s
             while not (folder / "done.txt").exists():
                 if time.monotonic() >= deadline:
-                    return CmdResult(tuple(argv), TIMEOUT_RC, "", f"as SYSTEM: no answer within {timeout_s:g} s "
-                                     "(the task did not finish)")
+                    return CmdResult(
+                        tuple(argv),
+                        TIMEOUT_RC,
+                        "",
+                        f"as SYSTEM: no answer within {timeout_s:g} s (the task did not finish)",
+                    )
                 time.sleep(POLL_S)
             time.sleep(POLL_S)  # Set-Content has created the file; let it close it
             rc = _text(folder / "done.txt").strip()
-            return CmdResult(tuple(argv), int(rc) if rc.isdigit() else 1, _text(folder / "out.txt"),
-                             _text(folder / "err.txt"))
+            return CmdResult(
+                tuple(argv), int(rc) if rc.isdigit() else 1, _text(folder / "out.txt"), _text(folder / "err.txt")
+            )
         finally:
             runner([SCHTASKS, "/delete", "/tn", name, "/f"], DEFAULT_TIMEOUT_S)
     except OSError as err:

@@ -14,8 +14,8 @@ from ....cpus import CpuSet
 from ....errors import ConfigError
 from ....platform.kfiles import kpath
 from ....platform.linux import kfacts
-from ..context import Context
 from ...model import Finding, Found, Severity
+from ..context import Context
 
 _TUNE = "softrt tune --rt-cpus {rt} --apply"
 
@@ -53,8 +53,11 @@ def check_isolation(ctx: Context) -> Finding:
     params = ctx.cmdline or {}
     boot_cpus, flags = kfacts.parse_isolcpus(params["isolcpus"]) if "isolcpus" in params else (CpuSet(), ())
     part_cpus, part_where = _isolated_partitions(ctx)
-    evidence = [f"/sys/devices/system/cpu/isolated: {isolated if isolated is not None else 'unreadable'}",
-                f"/proc/cmdline isolcpus: {params.get('isolcpus', '(not set)')}", *part_where]
+    evidence = [
+        f"/sys/devices/system/cpu/isolated: {isolated if isolated is not None else 'unreadable'}",
+        f"/proc/cmdline isolcpus: {params.get('isolcpus', '(not set)')}",
+        *part_where,
+    ]
     if isolated is None and ctx.cmdline is None:
         return found.na("neither /sys/devices/system/cpu/isolated nor /proc/cmdline is readable")
     domain = (isolated or CpuSet()) | (boot_cpus if "domain" in flags else CpuSet())
@@ -67,10 +70,11 @@ def check_isolation(ctx: Context) -> Finding:
         f"{ctx.describe_cpus(missing)} not reserved: the scheduler may place any new task there",
         tuple(evidence),
         why="without a reservation every new process and thread can land on the loop's CPU (the seed's Defender case); "
-            "softrt tune moves those that exist now, not those started later",
+        "softrt tune moves those that exist now, not those started later",
         fix=f"kernel parameter isolcpus=managed_irq,domain,{ctx.rt_cpus} (reboot); or at run time a cgroup-v2 "
-            f"partition: echo {ctx.rt_cpus} > <cg>/cpuset.cpus; echo isolated > <cg>/cpuset.cpus.partition",
-        reboot=True)
+        f"partition: echo {ctx.rt_cpus} > <cg>/cpuset.cpus; echo isolated > <cg>/cpuset.cpus.partition",
+        reboot=True,
+    )
 
 
 def check_nohz_full(ctx: Context) -> Finding:
@@ -81,21 +85,33 @@ def check_nohz_full(ctx: Context) -> Finding:
     cpus = nohz if nohz is not None else from_cmdline
     if ctx.config("CONFIG_NO_HZ_FULL") is None and ctx.kconfig is not None:
         evidence = (f"{ctx.kconfig[1]}: CONFIG_NO_HZ_FULL is not set",)
-        return found.warn("this kernel is built without CONFIG_NO_HZ_FULL: the tick always runs on the RT CPUs", evidence,
-                          why="a busy-polling loop (the seed's) is interrupted by every tick (HZ times a second); a sleeping "
-                              "loop is better off with the tick (kernel-configuration.rst, NO_HZ_FULL)",
-                          fix="only if the loop busy-polls: a kernel built with CONFIG_NO_HZ_FULL=y, then nohz_full="
-                              f"{ctx.rt_cpus}", reboot=True)
-    evidence = (f"/sys/devices/system/cpu/nohz_full: {nohz if nohz is not None else 'absent'}",
-                f"/proc/cmdline nohz_full: {(ctx.cmdline or {}).get('nohz_full', '(not set)')}")
+        return found.warn(
+            "this kernel is built without CONFIG_NO_HZ_FULL: the tick always runs on the RT CPUs",
+            evidence,
+            why="a busy-polling loop (the seed's) is interrupted by every tick (HZ times a second); a sleeping "
+            "loop is better off with the tick (kernel-configuration.rst, NO_HZ_FULL)",
+            fix=f"only if the loop busy-polls: a kernel built with CONFIG_NO_HZ_FULL=y, then nohz_full={ctx.rt_cpus}",
+            reboot=True,
+        )
+    evidence = (
+        f"/sys/devices/system/cpu/nohz_full: {nohz if nohz is not None else 'absent'}",
+        f"/proc/cmdline nohz_full: {(ctx.cmdline or {}).get('nohz_full', '(not set)')}",
+    )
     if cpus is not None and ctx.rt_cpus <= cpus:
-        return found.ok(f"nohz_full covers {ctx.describe_cpus(ctx.rt_cpus)}", evidence,
-                        why="good for a busy-polling loop; a loop that sleeps each cycle pays extra tick "
-                            "restart work (kernel-configuration.rst, NO_HZ_FULL)")
-    return found.warn(f"the scheduler tick keeps running on {ctx.describe_cpus(ctx.rt_cpus)}", evidence,
-                      why="a busy-polling loop (the seed's) is interrupted by every tick; a sleeping loop does better with "
-                          "the tick running (kernel-configuration.rst, NO_HZ_FULL)",
-                      fix=f"only if the loop busy-polls: kernel parameter nohz_full={ctx.rt_cpus} (reboot)", reboot=True)
+        return found.ok(
+            f"nohz_full covers {ctx.describe_cpus(ctx.rt_cpus)}",
+            evidence,
+            why="good for a busy-polling loop; a loop that sleeps each cycle pays extra tick "
+            "restart work (kernel-configuration.rst, NO_HZ_FULL)",
+        )
+    return found.warn(
+        f"the scheduler tick keeps running on {ctx.describe_cpus(ctx.rt_cpus)}",
+        evidence,
+        why="a busy-polling loop (the seed's) is interrupted by every tick; a sleeping loop does better with "
+        "the tick running (kernel-configuration.rst, NO_HZ_FULL)",
+        fix=f"only if the loop busy-polls: kernel parameter nohz_full={ctx.rt_cpus} (reboot)",
+        reboot=True,
+    )
 
 
 def check_rcu_nocbs(ctx: Context) -> Finding:
@@ -105,15 +121,21 @@ def check_rcu_nocbs(ctx: Context) -> Finding:
         return found.na("/proc/cmdline is unreadable")
     nocbs = kfacts.cmdline_cpus(ctx.cmdline, "rcu_nocbs") or CpuSet()
     nohz = kfacts.cmdline_cpus(ctx.cmdline, "nohz_full") or CpuSet()
-    evidence = (f"/proc/cmdline rcu_nocbs: {ctx.cmdline.get('rcu_nocbs', '(not set)')}",
-                f"/proc/cmdline nohz_full: {ctx.cmdline.get('nohz_full', '(not set)')}",
-                f"CONFIG_RCU_NOCB_CPU: {ctx.config('CONFIG_RCU_NOCB_CPU') or 'not set or unknown'}")
+    evidence = (
+        f"/proc/cmdline rcu_nocbs: {ctx.cmdline.get('rcu_nocbs', '(not set)')}",
+        f"/proc/cmdline nohz_full: {ctx.cmdline.get('nohz_full', '(not set)')}",
+        f"CONFIG_RCU_NOCB_CPU: {ctx.config('CONFIG_RCU_NOCB_CPU') or 'not set or unknown'}",
+    )
     if ctx.rt_cpus <= (nocbs | nohz):  # nohz_full= implies rcu_nocbs= (Documentation/timers/no_hz.rst)
         return found.ok(f"RCU callbacks of {ctx.describe_cpus(ctx.rt_cpus)} run in rcuo kthreads elsewhere", evidence)
-    return found.warn(f"RCU callbacks are invoked on {ctx.describe_cpus(ctx.rt_cpus)} in softirq context", evidence,
-                      why="callback batches after memory frees run in softirq on the loop's CPU, ahead of a SCHED_FIFO task "
-                          "on non-RT kernels",
-                      fix=f"kernel parameter rcu_nocbs={ctx.rt_cpus} (reboot; needs CONFIG_RCU_NOCB_CPU=y)", reboot=True)
+    return found.warn(
+        f"RCU callbacks are invoked on {ctx.describe_cpus(ctx.rt_cpus)} in softirq context",
+        evidence,
+        why="callback batches after memory frees run in softirq on the loop's CPU, ahead of a SCHED_FIFO task "
+        "on non-RT kernels",
+        fix=f"kernel parameter rcu_nocbs={ctx.rt_cpus} (reboot; needs CONFIG_RCU_NOCB_CPU=y)",
+        reboot=True,
+    )
 
 
 def floating(ctx: Context):
@@ -124,8 +146,11 @@ def floating(ctx: Context):
     softrt and the shell that started it (:attr:`Context.own_lineage`).
     """
     own = set(ctx.own_lineage)
-    return [t for t in ctx.tasks
-            if t.movable and not t.allowed.isdisjoint(ctx.rt_cpus) and not t.allowed <= ctx.rt_cpus and t.pid not in own]
+    return [
+        t
+        for t in ctx.tasks
+        if t.movable and not t.allowed.isdisjoint(ctx.rt_cpus) and not t.allowed <= ctx.rt_cpus and t.pid not in own
+    ]
 
 
 def check_tasks(ctx: Context) -> Finding:
@@ -136,33 +161,52 @@ def check_tasks(ctx: Context) -> Finding:
     movable = floating(ctx)
     user = sorted({t.label() if t.pid == t.tid else f"{t.comm} ({t.pid})" for t in movable if not t.kthread})
     kthreads = sorted({t.label() for t in movable if t.kthread})
-    only_rt = [t for t in ctx.tasks
-               if not t.kthread and t.allowed <= ctx.rt_cpus and not t.allowed.isdisjoint(ctx.rt_cpus)]
+    only_rt = [
+        t for t in ctx.tasks if not t.kthread and t.allowed <= ctx.rt_cpus and not t.allowed.isdisjoint(ctx.rt_cpus)
+    ]
     pinned = sorted({f"{t.label()} {t.policy_name}" for t in only_rt if t.realtime})
     pinned_other = sorted({f"{t.label()} {t.policy_name}" for t in only_rt if not t.realtime})
     percpu = sum(1 for t in ctx.tasks if t.kthread and not t.movable and not t.allowed.isdisjoint(ctx.rt_cpus))
-    evidence = [f"user processes that may run there ({len(user)}): {_some(user)}",
-                f"movable kernel threads that may run there ({len(kthreads)}): {_some(kthreads)}",
-                f"pinned to the RT CPUs only, SCHED_FIFO/RR/DEADLINE (taken to be the real-time application): "
-                f"{_some(pinned) if pinned else 'none'}",
-                f"pinned to the RT CPUs only but not real-time (reported by the live sample if they run there): "
-                f"{_some(pinned_other) if pinned_other else 'none'}",
-                f"per-CPU kernel threads there (cannot move, expected): {percpu}"]
+    evidence = [
+        f"user processes that may run there ({len(user)}): {_some(user)}",
+        f"movable kernel threads that may run there ({len(kthreads)}): {_some(kthreads)}",
+        f"pinned to the RT CPUs only, SCHED_FIFO/RR/DEADLINE (taken to be the real-time application): "
+        f"{_some(pinned) if pinned else 'none'}",
+        f"pinned to the RT CPUs only but not real-time (reported by the live sample if they run there): "
+        f"{_some(pinned_other) if pinned_other else 'none'}",
+        f"per-CPU kernel threads there (cannot move, expected): {percpu}",
+    ]
     if ctx.own_lineage:
-        evidence.append(f"softrt itself and the processes that started it (pids {', '.join(map(str, ctx.own_lineage))}) "
-                        "are left out: the next softrt run starts from that shell")
+        evidence.append(
+            f"softrt itself and the processes that started it (pids {', '.join(map(str, ctx.own_lineage))}) "
+            "are left out: the next softrt run starts from that shell"
+        )
     fix = f"{_TUNE.format(rt=ctx.rt_cpus)} (moves them); to keep new ones off: isolcpus=domain,{ctx.rt_cpus}"
     if user:
-        return found.fail(f"{len(user)} user process(es) and {len(kthreads)} kernel thread(s) may run on "
-                          f"{ctx.describe_cpus(ctx.rt_cpus)}", tuple(evidence),
-                          why="any of them can take the loop's CPU or its cache at any moment, as Windows Defender did on the "
-                              "seed's real-time cores", fix=fix, tunable=True)
+        return found.fail(
+            f"{len(user)} user process(es) and {len(kthreads)} kernel thread(s) may run on "
+            f"{ctx.describe_cpus(ctx.rt_cpus)}",
+            tuple(evidence),
+            why="any of them can take the loop's CPU or its cache at any moment, as Windows Defender did on the "
+            "seed's real-time cores",
+            fix=fix,
+            tunable=True,
+        )
     if kthreads:
-        return found.warn(f"{len(kthreads)} movable kernel thread(s) may run on {ctx.describe_cpus(ctx.rt_cpus)}",
-                          tuple(evidence), why="kswapd, khugepaged, kcompactd and unbound kworkers wake up on any allowed "
-                          "CPU and run ahead of SCHED_OTHER work there", fix=fix, tunable=True, severity=Severity.MEDIUM)
-    return found.ok(f"only per-CPU kernel threads{' and the pinned application' if pinned else ''} may run on "
-                    f"{ctx.describe_cpus(ctx.rt_cpus)}", tuple(evidence))
+        return found.warn(
+            f"{len(kthreads)} movable kernel thread(s) may run on {ctx.describe_cpus(ctx.rt_cpus)}",
+            tuple(evidence),
+            why="kswapd, khugepaged, kcompactd and unbound kworkers wake up on any allowed "
+            "CPU and run ahead of SCHED_OTHER work there",
+            fix=fix,
+            tunable=True,
+            severity=Severity.MEDIUM,
+        )
+    return found.ok(
+        f"only per-CPU kernel threads{' and the pinned application' if pinned else ''} may run on "
+        f"{ctx.describe_cpus(ctx.rt_cpus)}",
+        tuple(evidence),
+    )
 
 
 def check_workqueue(ctx: Context) -> Finding:
@@ -179,10 +223,14 @@ def check_workqueue(ctx: Context) -> Finding:
     evidence = (f"{rel}: {raw} (CPUs {cpus})",)
     if cpus.isdisjoint(ctx.rt_cpus):
         return found.ok(f"unbound work runs on CPUs {cpus} only", evidence)
-    return found.warn(f"unbound kworkers may run on {ctx.describe_cpus(cpus & ctx.rt_cpus)}", evidence,
-                      why="writeback, crypto and other deferred kernel work is queued on unbound kworkers that go to any CPU "
-                          "in this mask (Documentation/core-api/workqueue.rst)",
-                      fix=f"echo {ctx.housekeeping.to_mask()} > {rel}", tunable=True)
+    return found.warn(
+        f"unbound kworkers may run on {ctx.describe_cpus(cpus & ctx.rt_cpus)}",
+        evidence,
+        why="writeback, crypto and other deferred kernel work is queued on unbound kworkers that go to any CPU "
+        "in this mask (Documentation/core-api/workqueue.rst)",
+        fix=f"echo {ctx.housekeeping.to_mask()} > {rel}",
+        tunable=True,
+    )
 
 
 def check_sample(ctx: Context) -> Finding:
@@ -199,21 +247,31 @@ def check_sample(ctx: Context) -> Finding:
     others = [e for e in sample["tasks"] if e["kind"] in ("user", "kthread-movable", "exited", "pinned")]
     expected = [e for e in sample["tasks"] if e["kind"] == "rt-app"]
     top = ", ".join(f"{e['comm']} {e['cpu_ms']:.2f} ms" for e in sample["tasks"][:6] if e["kind"] != "idle")
-    evidence = (f"method: {sample['method']}, {sample['seconds']:.1f} s on {ctx.describe_cpus(ctx.rt_cpus)}",
-                f"busiest: {top or 'nothing but idle'}",
-                f"idle share: {sample['idle_share'] * 100:.1f} % (from {sample.get('idle_source', '?')})"
-                if sample.get("idle_share") is not None else "idle share: unknown",
-                f"events lost by the trace buffer: {sample.get('lost_events', 0)}")
+    evidence = (
+        f"method: {sample['method']}, {sample['seconds']:.1f} s on {ctx.describe_cpus(ctx.rt_cpus)}",
+        f"busiest: {top or 'nothing but idle'}",
+        f"idle share: {sample['idle_share'] * 100:.1f} % (from {sample.get('idle_source', '?')})"
+        if sample.get("idle_share") is not None
+        else "idle share: unknown",
+        f"events lost by the trace buffer: {sample.get('lost_events', 0)}",
+    )
     if others:
         ms = sum(e["cpu_ms"] for e in others)
-        return found.warn(f"{len(others)} task(s) other than the real-time application used {ms:.2f} ms on the RT CPUs: "
-                          + ", ".join(_used(e) for e in others[:5]),
-                          evidence,
-                          why="every one of them delays a loop on that CPU (the seed's MsMpEng.exe finding); a "
-                              "SCHED_OTHER task pinned there is not the real-time application, whoever pinned it",
-                          fix=_TUNE.format(rt=ctx.rt_cpus) + _pinned_fix(ctx, others), tunable=True)
-    return found.ok("only idle, per-CPU kernel threads" + (" and the pinned application" if expected else "")
-                    + " ran on the RT CPUs", evidence)
+        return found.warn(
+            f"{len(others)} task(s) other than the real-time application used {ms:.2f} ms on the RT CPUs: "
+            + ", ".join(_used(e) for e in others[:5]),
+            evidence,
+            why="every one of them delays a loop on that CPU (the seed's MsMpEng.exe finding); a "
+            "SCHED_OTHER task pinned there is not the real-time application, whoever pinned it",
+            fix=_TUNE.format(rt=ctx.rt_cpus) + _pinned_fix(ctx, others),
+            tunable=True,
+        )
+    return found.ok(
+        "only idle, per-CPU kernel threads"
+        + (" and the pinned application" if expected else "")
+        + " ran on the RT CPUs",
+        evidence,
+    )
 
 
 def _pinned_fix(ctx: Context, others: list[dict]) -> str:
@@ -222,9 +280,11 @@ def _pinned_fix(ctx: Context, others: list[dict]) -> str:
     if not pids:
         return ""
     some = " ".join(str(p) for p in pids[:5])
-    return (f"; it leaves tasks pinned to the RT CPUs alone: move them (for p in {some}; do taskset -apc "
-            f"{ctx.housekeeping} $p; done) or, if one is your real-time application, give it a real-time "
-            "policy (chrt -f -p 80 PID)")
+    return (
+        f"; it leaves tasks pinned to the RT CPUs alone: move them (for p in {some}; do taskset -apc "
+        f"{ctx.housekeeping} $p; done) or, if one is your real-time application, give it a real-time "
+        "policy (chrt -f -p 80 PID)"
+    )
 
 
 def _used(entry: dict) -> str:

@@ -13,8 +13,8 @@ import struct
 
 from ....platform.kfiles import read_bytes
 from ....platform.linux import kfacts, ktasks
-from ..context import Context
 from ...model import Finding, Found, Severity
+from ..context import Context
 
 #: Exit latencies above this count as "deep" (C1 is 1-2 µs; C1E is about 10, C6 about 100+).
 DEEP_EXIT_LATENCY_US = 5
@@ -44,17 +44,24 @@ def check_states(ctx: Context) -> Finding:
         evidence = (f"cpuidle driver: {driver or 'none'}", f"/proc/cmdline idle: {params.get('idle', '(not set)')}")
         if params.get("idle") == "poll":
             return found.ok("idle=poll: the CPUs never halt", evidence)
-        return found.warn("no cpuidle states: the kernel halts idle CPUs (C1-like) and this cannot be switched off at run time",
-                          evidence, why="each wake-up from halt costs about a microsecond plus a cold pipeline",
-                          fix="kernel parameter idle=poll (reboot; the CPUs then never sleep)", reboot=True, severity=Severity.LOW)
+        return found.warn(
+            "no cpuidle states: the kernel halts idle CPUs (C1-like) and this cannot be switched off at run time",
+            evidence,
+            why="each wake-up from halt costs about a microsecond plus a cold pipeline",
+            fix="kernel parameter idle=poll (reboot; the CPUs then never sleep)",
+            reboot=True,
+            severity=Severity.LOW,
+        )
     limit = pm_qos_limit_us(ctx.root)
     evidence, deep, shallow, held_off = [], [], [], []
     for cpu, states in per_cpu.items():
         if states is None:
             evidence.append(f"cpu{cpu}: no cpuidle directory")
             continue
-        evidence.append(f"cpu{cpu}: " + ", ".join(
-            f"{s.name} {s.exit_latency_us} µs {'off' if s.disabled else 'on'}" for s in states))
+        evidence.append(
+            f"cpu{cpu}: "
+            + ", ".join(f"{s.name} {s.exit_latency_us} µs {'off' if s.disabled else 'on'}" for s in states)
+        )
         for s in states:
             if s.disabled or s.is_poll:
                 continue
@@ -69,21 +76,31 @@ def check_states(ctx: Context) -> Finding:
     fix = f"softrt tune --rt-cpus {ctx.rt_cpus} --apply, or: cpupower -c {ctx.rt_cpus} idle-set -D 1"
     if deep:
         worst = max(deep, key=lambda s: s.exit_latency_us)
-        return found.fail(f"{len(deep)} deep state(s) enabled, worst {worst.name} on cpu{worst.cpu}: "
-                          f"exit {worst.exit_latency_us} µs",
-                          tuple(evidence),
-                          why=f"leaving {worst.name} takes {worst.exit_latency_us} µs, "
-                              f"{worst.exit_latency_us / 250:.0%} of a 250 µs period, on every wake-up",
-                          fix=fix, tunable=True)
+        return found.fail(
+            f"{len(deep)} deep state(s) enabled, worst {worst.name} on cpu{worst.cpu}: exit {worst.exit_latency_us} µs",
+            tuple(evidence),
+            why=f"leaving {worst.name} takes {worst.exit_latency_us} µs, "
+            f"{worst.exit_latency_us / 250:.0%} of a 250 µs period, on every wake-up",
+            fix=fix,
+            tunable=True,
+        )
     if shallow:
         names = sorted({s.name for s in shallow})
-        return found.warn(f"only shallow states enabled ({', '.join(names)}, exit ≤ {DEEP_EXIT_LATENCY_US} µs)",
-                          tuple(evidence),
-                          why="a wake-up from halt still costs a microsecond or two; the seed switched every idle state off "
-                              "(the CPU then polls at 100 %)", fix=fix, tunable=True, severity=Severity.LOW)
+        return found.warn(
+            f"only shallow states enabled ({', '.join(names)}, exit ≤ {DEEP_EXIT_LATENCY_US} µs)",
+            tuple(evidence),
+            why="a wake-up from halt still costs a microsecond or two; the seed switched every idle state off "
+            "(the CPU then polls at 100 %)",
+            fix=fix,
+            tunable=True,
+            severity=Severity.LOW,
+        )
     if held_off:
-        return found.ok(f"deep states are enabled, but the PM QoS limit of {limit} µs keeps the CPUs out of them "
-                        "(while its holder keeps it open)", tuple(evidence))
+        return found.ok(
+            f"deep states are enabled, but the PM QoS limit of {limit} µs keeps the CPUs out of them "
+            "(while its holder keeps it open)",
+            tuple(evidence),
+        )
     return found.ok("no idle state that halts the CPU can be entered on the RT CPUs", tuple(evidence))
 
 
@@ -95,16 +112,23 @@ def check_cmdline(ctx: Context) -> Finding:
     keys = ("processor.max_cstate", "intel_idle.max_cstate", "idle")
     evidence = tuple(f"/proc/cmdline {k}: {ctx.cmdline.get(k, '(not set)')}" for k in keys)
     capped = ctx.cmdline.get("idle") == "poll" or any(
-        ctx.cmdline.get(k, "").isdigit() and int(ctx.cmdline[k]) <= 1 for k in keys[:2])
-    deepest = max((s.exit_latency_us for cpu in ctx.online for s in (kfacts.idle_states(ctx.root, cpu) or [])), default=0)
+        ctx.cmdline.get(k, "").isdigit() and int(ctx.cmdline[k]) <= 1 for k in keys[:2]
+    )
+    deepest = max(
+        (s.exit_latency_us for cpu in ctx.online for s in (kfacts.idle_states(ctx.root, cpu) or [])), default=0
+    )
     if capped:
         return found.ok("C-states are capped at boot", evidence)
     if deepest <= DEEP_EXIT_LATENCY_US:
         return found.ok(f"no deep state exists here (deepest exit latency {deepest} µs): nothing to cap", evidence)
-    return found.warn(f"no boot-time cap; states up to {deepest} µs exit latency exist", evidence,
-                      why="softrt tune disables idle states until the next reboot only; the kernel checklist recommends "
-                          "processor.max_cstate=1 (kernel-configuration.rst, CONFIG_CPU_IDLE)",
-                      fix="kernel parameters processor.max_cstate=1 intel_idle.max_cstate=1 (reboot)", reboot=True)
+    return found.warn(
+        f"no boot-time cap; states up to {deepest} µs exit latency exist",
+        evidence,
+        why="softrt tune disables idle states until the next reboot only; the kernel checklist recommends "
+        "processor.max_cstate=1 (kernel-configuration.rst, CONFIG_CPU_IDLE)",
+        fix="kernel parameters processor.max_cstate=1 intel_idle.max_cstate=1 (reboot)",
+        reboot=True,
+    )
 
 
 def check_pm_qos(ctx: Context) -> Finding:
@@ -117,8 +141,11 @@ def check_pm_qos(ctx: Context) -> Finding:
     who = ", ".join(f"{comm} ({pid})" for pid, comm in holders) or "nobody"
     evidence = (f"{DMA_LATENCY}: {limit if limit is not None else '?'} µs", f"held open by: {who}")
     if holders:
-        return found.ok(f"held by {who}: no CPU enters a state slower than {limit} µs while it stays open", evidence,
-                        why="the limit disappears when the holder exits; it applies to every CPU, not just the RT CPUs")
+        return found.ok(
+            f"held by {who}: no CPU enters a state slower than {limit} µs while it stays open",
+            evidence,
+            why="the limit disappears when the holder exits; it applies to every CPU, not just the RT CPUs",
+        )
     return found.ok("nobody holds it: no system-wide exit-latency limit (idle states decide alone)", evidence)
 
 

@@ -8,9 +8,9 @@ default_smp_affinity (Documentation/core-api/irq/irq-affinity.rst).
 
 from __future__ import annotations
 
+from ...model import Finding, Found, Severity
 from ..context import Context
 from ..irqs import Irq, default_affinity
-from ...model import Finding, Found, Severity
 
 _SHOW = 12
 
@@ -19,8 +19,10 @@ def _where(irq: Irq, ctx: Context) -> str:
     eff = f", effective {irq.effective}" if irq.effective is not None else ""
     hits = sum(irq.counts.get(c, 0) for c in ctx.rt_cpus)
     kept = "" if irq.movable else "; the kernel moves it only at boot (managed or per-CPU)"
-    return (f"{irq.label()}: affinity {irq.affinity}{eff}, {hits} interrupts so far on "
-            f"{ctx.describe_cpus(ctx.rt_cpus)}{kept}")
+    return (
+        f"{irq.label()}: affinity {irq.affinity}{eff}, {hits} interrupts so far on "
+        f"{ctx.describe_cpus(ctx.rt_cpus)}{kept}"
+    )
 
 
 def _how(irqs: list[Irq]) -> dict[str, bool]:
@@ -43,16 +45,18 @@ def _classify(irqs: list[Irq], ctx: Context) -> tuple[list[Irq], list[Irq]]:
 def _evidence(routed: list[Irq], allowed: list[Irq], ctx: Context) -> tuple[str, ...]:
     lines = [_where(i, ctx) for i in routed + allowed]
     if len(lines) > _SHOW:
-        lines = lines[:_SHOW] + [f"… and {len(lines) - _SHOW} more"]
+        lines = [*lines[:_SHOW], f"… and {len(lines) - _SHOW} more"]
     return tuple(lines)
 
 
 def _fix(ctx: Context) -> str:
     # Managed interrupts (multi-queue NVMe, virtio-blk) refuse user changes (EPERM); only the
     # managed_irq flag of isolcpus= keeps them off (kernel-parameters.txt, isolcpus=).
-    return (f"softrt tune --rt-cpus {ctx.rt_cpus} --apply, or for each IRQ N: "
-            f"echo {ctx.housekeeping} > /proc/irq/N/smp_affinity_list; IRQs the kernel refuses to move are "
-            f"managed: isolcpus=managed_irq,domain,{ctx.rt_cpus} (reboot)")
+    return (
+        f"softrt tune --rt-cpus {ctx.rt_cpus} --apply, or for each IRQ N: "
+        f"echo {ctx.housekeeping} > /proc/irq/N/smp_affinity_list; IRQs the kernel refuses to move are "
+        f"managed: isolcpus=managed_irq,domain,{ctx.rt_cpus} (reboot)"
+    )
 
 
 def check_nic(ctx: Context) -> Finding:
@@ -62,23 +66,33 @@ def check_nic(ctx: Context) -> Finding:
         return found.na("/proc/irq is unreadable")
     nic = [i for i in ctx.irqs if i.nic]
     if not nic:
-        return found.ok("no network-card IRQs found",
-                        ("/sys/class/net: no interface with a PCI device and interrupts",))
+        return found.ok(
+            "no network-card IRQs found", ("/sys/class/net: no interface with a PCI device and interrupts",)
+        )
     routed, allowed = _classify(nic, ctx)
     names = sorted({i.nic for i in nic})
     if routed:
-        return found.fail(f"{len(routed)} network IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)} ({', '.join(names)})",
-                          _evidence(routed, allowed, ctx),
-                          why="every received packet interrupts the loop and runs the driver's NAPI softirq on its CPU; "
-                              "the seed called moving RSS off the real-time cores important", fix=_fix(ctx),
-                          **_how(routed + allowed))
+        return found.fail(
+            f"{len(routed)} network IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)} ({', '.join(names)})",
+            _evidence(routed, allowed, ctx),
+            why="every received packet interrupts the loop and runs the driver's NAPI softirq on its CPU; "
+            "the seed called moving RSS off the real-time cores important",
+            fix=_fix(ctx),
+            **_how(routed + allowed),
+        )
     if allowed:
-        return found.warn(f"{len(allowed)} network IRQ(s) allowed on the RT CPUs, routed elsewhere for now",
-                          _evidence(routed, allowed, ctx),
-                          why="the kernel may reroute them to any allowed CPU (CPU hot-plug, vector pressure, irqbalance)",
-                          fix=_fix(ctx), **_how(allowed), severity=Severity.MEDIUM)
-    return found.ok(f"all {len(nic)} network IRQs ({', '.join(names)}) stay off the RT CPUs",
-                    tuple(f"{i.label()}: affinity {i.affinity}" for i in nic[:_SHOW]))
+        return found.warn(
+            f"{len(allowed)} network IRQ(s) allowed on the RT CPUs, routed elsewhere for now",
+            _evidence(routed, allowed, ctx),
+            why="the kernel may reroute them to any allowed CPU (CPU hot-plug, vector pressure, irqbalance)",
+            fix=_fix(ctx),
+            **_how(allowed),
+            severity=Severity.MEDIUM,
+        )
+    return found.ok(
+        f"all {len(nic)} network IRQs ({', '.join(names)}) stay off the RT CPUs",
+        tuple(f"{i.label()}: affinity {i.affinity}" for i in nic[:_SHOW]),
+    )
 
 
 def check_devices(ctx: Context) -> Finding:
@@ -90,13 +104,23 @@ def check_devices(ctx: Context) -> Finding:
     routed, allowed = _classify(others, ctx)
     evidence = _evidence(routed, allowed, ctx)
     if routed:
-        return found.fail(f"{len(routed)} IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)}, "
-                          f"{len(allowed)} more allowed there", evidence,
-                          why="each interrupt runs its handler (and often a softirq) ahead of the loop, whatever its priority "
-                              "on a non-RT kernel", fix=_fix(ctx), **_how(routed + allowed))
+        return found.fail(
+            f"{len(routed)} IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)}, {len(allowed)} more allowed there",
+            evidence,
+            why="each interrupt runs its handler (and often a softirq) ahead of the loop, whatever its priority "
+            "on a non-RT kernel",
+            fix=_fix(ctx),
+            **_how(routed + allowed),
+        )
     if allowed:
-        return found.warn(f"{len(allowed)} IRQ(s) allowed on the RT CPUs, routed elsewhere for now", evidence,
-                          why="the kernel may reroute them to any allowed CPU", fix=_fix(ctx), **_how(allowed), severity=Severity.LOW)
+        return found.warn(
+            f"{len(allowed)} IRQ(s) allowed on the RT CPUs, routed elsewhere for now",
+            evidence,
+            why="the kernel may reroute them to any allowed CPU",
+            fix=_fix(ctx),
+            **_how(allowed),
+            severity=Severity.LOW,
+        )
     return found.ok(f"none of {len(others)} device IRQs may fire on the RT CPUs", evidence)
 
 
@@ -110,9 +134,13 @@ def check_default_affinity(ctx: Context) -> Finding:
     evidence = (f"{rel}: {ctx.text(rel)} (CPUs {mask})",)
     if mask.isdisjoint(ctx.rt_cpus):
         return found.ok(f"new IRQs start on CPUs {mask}", evidence)
-    return found.warn(f"new IRQs may start on {ctx.describe_cpus(mask & ctx.rt_cpus)}", evidence,
-                      why="a driver loaded later (a USB stick, a VPN) gets its IRQ on the loop's CPU",
-                      fix=f"echo {ctx.housekeeping.to_mask()} > {rel}", tunable=True)
+    return found.warn(
+        f"new IRQs may start on {ctx.describe_cpus(mask & ctx.rt_cpus)}",
+        evidence,
+        why="a driver loaded later (a USB stick, a VPN) gets its IRQ on the loop's CPU",
+        fix=f"echo {ctx.housekeeping.to_mask()} > {rel}",
+        tunable=True,
+    )
 
 
 CHECKS = (check_nic, check_devices, check_default_affinity)

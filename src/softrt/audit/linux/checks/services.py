@@ -13,11 +13,18 @@ from __future__ import annotations
 from ....cpus import CpuSet
 from ....errors import ConfigError
 from ....platform.linux import kfacts
-from ..context import Context
 from ...model import Finding, Found, Severity
+from ..context import Context
 
-RT_PROFILES = {"realtime", "realtime-virtual-guest", "realtime-virtual-host", "cpu-partitioning",
-               "cpu-partitioning-powersave", "latency-performance", "network-latency"}
+RT_PROFILES = {
+    "realtime",
+    "realtime-virtual-guest",
+    "realtime-virtual-host",
+    "cpu-partitioning",
+    "cpu-partitioning-powersave",
+    "latency-performance",
+    "network-latency",
+}
 IRQBALANCE_CONFIGS = ("/etc/default/irqbalance", "/etc/sysconfig/irqbalance")
 
 
@@ -48,22 +55,33 @@ def check_irqbalance(ctx: Context) -> Finding:
     pids = ctx.process_names.get("irqbalance", [])
     enabled = "irqbalance.service" in ctx.enabled_units
     banned, evidence = _banned_cpus(ctx)
-    evidence = [f"process: {'running, pid ' + ','.join(map(str, pids)) if pids else 'not running'}",
-                f"irqbalance.service: {'enabled' if enabled else 'not enabled'}", *evidence,
-                f"CPUs it leaves alone: {banned or 'none'}"]
+    evidence = [
+        f"process: {'running, pid ' + ','.join(map(str, pids)) if pids else 'not running'}",
+        f"irqbalance.service: {'enabled' if enabled else 'not enabled'}",
+        *evidence,
+        f"CPUs it leaves alone: {banned or 'none'}",
+    ]
     stop = "systemctl disable --now irqbalance" if ctx.systemd_running else "kill the irqbalance process"
     fix = f"{stop}, or IRQBALANCE_BANNED_CPULIST={ctx.rt_cpus} in /etc/default/irqbalance"
     if pids and not ctx.rt_cpus <= banned:
-        return found.fail(f"irqbalance is running and may move IRQs onto {ctx.describe_cpus(ctx.rt_cpus - banned)}",
-                          tuple(evidence),
-                          why="it rewrites /proc/irq/*/smp_affinity every 10 s, undoing any IRQ placement (softrt tune's "
-                              "included)", fix=fix, tunable=ctx.systemd_running)
+        return found.fail(
+            f"irqbalance is running and may move IRQs onto {ctx.describe_cpus(ctx.rt_cpus - banned)}",
+            tuple(evidence),
+            why="it rewrites /proc/irq/*/smp_affinity every 10 s, undoing any IRQ placement (softrt tune's included)",
+            fix=fix,
+            tunable=ctx.systemd_running,
+        )
     if enabled and not pids and not ctx.rt_cpus <= banned:
-        return found.warn("irqbalance is not running but is enabled for the next boot", tuple(evidence),
-                          why="after a reboot it spreads IRQs over the RT CPUs again",
-                          fix=f"systemctl disable irqbalance, or IRQBALANCE_BANNED_CPULIST={ctx.rt_cpus}", severity=Severity.LOW)
-    return found.ok("irqbalance leaves the RT CPUs alone" if pids or enabled else "irqbalance is not running",
-                    tuple(evidence))
+        return found.warn(
+            "irqbalance is not running but is enabled for the next boot",
+            tuple(evidence),
+            why="after a reboot it spreads IRQs over the RT CPUs again",
+            fix=f"systemctl disable irqbalance, or IRQBALANCE_BANNED_CPULIST={ctx.rt_cpus}",
+            severity=Severity.LOW,
+        )
+    return found.ok(
+        "irqbalance leaves the RT CPUs alone" if pids or enabled else "irqbalance is not running", tuple(evidence)
+    )
 
 
 def check_tuned(ctx: Context) -> Finding:
@@ -76,10 +94,13 @@ def check_tuned(ctx: Context) -> Finding:
         return found.ok("tuned is not running", evidence)
     if profile and set(profile.split()) & RT_PROFILES:
         return found.ok(f"tuned runs the {profile} profile", evidence)
-    return found.warn(f"tuned runs the {profile or 'unknown'} profile", evidence,
-                      why="a throughput or powersave profile sets governors and sysctls of its own and re-applies them, "
-                          "undoing softrt tune",
-                      fix=f"tuned-adm profile realtime (isolated_cores={ctx.rt_cpus} in /etc/tuned/realtime-variables.conf)")
+    return found.warn(
+        f"tuned runs the {profile or 'unknown'} profile",
+        evidence,
+        why="a throughput or powersave profile sets governors and sysctls of its own and re-applies them, "
+        "undoing softrt tune",
+        fix=f"tuned-adm profile realtime (isolated_cores={ctx.rt_cpus} in /etc/tuned/realtime-variables.conf)",
+    )
 
 
 def check_ksm(ctx: Context) -> Finding:
@@ -91,10 +112,14 @@ def check_ksm(ctx: Context) -> Finding:
         return found.na(f"{rel} is missing (kernel without CONFIG_KSM)")
     evidence = (f"{rel}: {run}",)
     if run == "1":
-        return found.warn("ksmd is scanning and merging pages", evidence,
-                          why="merged pages are copied on the next write (a page fault in the loop) and merging flushes TLBs "
-                              "on every CPU (Documentation/admin-guide/mm/ksm.rst)",
-                          fix=f"echo 0 > {rel}", tunable=True)
+        return found.warn(
+            "ksmd is scanning and merging pages",
+            evidence,
+            why="merged pages are copied on the next write (a page fault in the loop) and merging flushes TLBs "
+            "on every CPU (Documentation/admin-guide/mm/ksm.rst)",
+            fix=f"echo 0 > {rel}",
+            tunable=True,
+        )
     return found.ok("KSM is not running", evidence)
 
 
@@ -115,10 +140,14 @@ def check_watchdog(ctx: Context) -> Finding:
     on_rt = mask & ctx.rt_cpus
     if active and on_rt:
         keep = (mask - ctx.rt_cpus) or ctx.housekeeping
-        return found.fail(f"the lockup detector runs on {ctx.describe_cpus(on_rt)}", evidence,
-                          why="its hrtimer fires every few seconds in hard-IRQ context on each watched CPU, even on "
-                              "PREEMPT_RT (kernel-configuration.rst, LOCKUP_DETECTOR: high)",
-                          fix=f"sysctl kernel.watchdog_cpumask={keep}; at boot: nowatchdog", tunable=True)
+        return found.fail(
+            f"the lockup detector runs on {ctx.describe_cpus(on_rt)}",
+            evidence,
+            why="its hrtimer fires every few seconds in hard-IRQ context on each watched CPU, even on "
+            "PREEMPT_RT (kernel-configuration.rst, LOCKUP_DETECTOR: high)",
+            fix=f"sysctl kernel.watchdog_cpumask={keep}; at boot: nowatchdog",
+            tunable=True,
+        )
     return found.ok("no lockup detector runs on the RT CPUs" if active else "lockup detectors are off", evidence)
 
 
@@ -130,12 +159,18 @@ def check_thp(ctx: Context) -> Finding:
     if enabled is None:
         return found.na(f"{base} is missing (kernel without TRANSPARENT_HUGEPAGE)")
     evidence = (f"{base}/enabled: {enabled}", f"{base}/defrag: {defrag}")
-    bad = [name for name, value in (("enabled", enabled), ("defrag", defrag)) if kfacts.selected_word(value) == "always"]
+    bad = [
+        name for name, value in (("enabled", enabled), ("defrag", defrag)) if kfacts.selected_word(value) == "always"
+    ]
     if bad:
-        return found.warn(f"THP {' and '.join(bad)} set to always", evidence,
-                          why="a page fault may stall in direct compaction for milliseconds, and khugepaged collapses pages "
-                              "behind the application's back (Documentation/admin-guide/mm/transhuge.rst)",
-                          fix=" ; ".join(f"echo madvise > {base}/{n}" for n in bad), tunable=True)
+        return found.warn(
+            f"THP {' and '.join(bad)} set to always",
+            evidence,
+            why="a page fault may stall in direct compaction for milliseconds, and khugepaged collapses pages "
+            "behind the application's back (Documentation/admin-guide/mm/transhuge.rst)",
+            fix=" ; ".join(f"echo madvise > {base}/{n}" for n in bad),
+            tunable=True,
+        )
     return found.ok(f"THP is {kfacts.selected_word(enabled)} (defrag {kfacts.selected_word(defrag)})", evidence)
 
 
@@ -149,10 +184,14 @@ def check_numa_balancing(ctx: Context) -> Finding:
         return found.na(f"{rel} is missing (kernel without NUMA_BALANCING)")
     evidence = (f"{rel}: {value}", f"NUMA nodes online: {nodes if nodes is not None else 'unknown'}")
     if value != "0" and (nodes is None or len(nodes) > 1):
-        return found.warn("automatic NUMA balancing is on", evidence,
-                          why="it unmaps pages periodically to sample accesses: the loop takes hinting page faults and its "
-                              "memory may migrate (Documentation/admin-guide/sysctl/kernel.rst, numa_balancing)",
-                          fix="sysctl kernel.numa_balancing=0", tunable=True)
+        return found.warn(
+            "automatic NUMA balancing is on",
+            evidence,
+            why="it unmaps pages periodically to sample accesses: the loop takes hinting page faults and its "
+            "memory may migrate (Documentation/admin-guide/sysctl/kernel.rst, numa_balancing)",
+            fix="sysctl kernel.numa_balancing=0",
+            tunable=True,
+        )
     why = "off" if value == "0" else "on, but with one NUMA node it has nothing to do"
     return found.ok(f"NUMA balancing is {why}", evidence)
 
