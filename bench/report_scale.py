@@ -213,7 +213,7 @@ def generate_full(cache: Path, rows: int, period_ns: int = 250_000) -> Path:
         "config": config,
         "host": host,
         "tuning": {"applied": [], "not_applied": [], "system_changes": [], "recovered_from_earlier_runs": []},
-        **stats.summary(),
+        **stats.summary().to_dict(),
         "ring": {"capacity": 65536, "overflows": 0},
         "board": {"writes": rows, "missed_updates": sum(k for k, _ in spikes.values())},
         "motion": {"not_computed": f"synthetic run: motion_impact over {rows:,} writes is not computed"},
