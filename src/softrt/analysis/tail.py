@@ -270,7 +270,7 @@ def analyse(
         caveat=None if times_s is not None else HISTOGRAM_CAVEAT,
     )
     if c.count < MIN_CLUSTERS:
-        more = hours * (MIN_CLUSTERS / max(choice.lowest.count, 1) - 1)
+        more = hours * (MIN_CLUSTERS / max(c.count, 1) - 1)  # at the threshold in use (a given one too)
         return tail, (
             f"only {c.count} clusters above {c.threshold:.1f} µs (a fit needs {MIN_CLUSTERS}): "
             f"run about {_hours(max(more, 0.0))} longer"
