@@ -209,3 +209,22 @@ def test_a_heavy_tails_unbounded_level_is_none_so_its_summary_reads_back():
     assert all(abs(x) <= MAX_US for x in figures)
     assert tail.return_levels[1].high_us is None and tail.return_levels[3].level_us is None  # past any time
     assert Tail.from_dict(tail.to_dict()) == tail
+
+
+def test_values_beyond_the_histogram_count_late_and_refuse_the_fit():
+    """rt-tests keep only the count and the maximum of what overflows the histogram: those values are
+    never invented for the fit (it is refused, saying how to record them), and they count as late when
+    the maximum is past the deadline, so the no-model bound stays an upper bound."""
+    rng = np.random.default_rng(3)
+    values = rng.exponential(3.0, 400_000) + 1.0
+    edges = np.arange(0.0, 33.0)
+    counts, _ = np.histogram(values[values < 32.0], edges)
+    kwargs = dict(hours=400_000 * PERIOD_S / 3600, deadline_us=50.0)
+    inside = fit_tail_histogram(edges, counts, **kwargs)
+    tail = fit_tail_histogram(edges, counts, beyond=106, beyond_max_us=5216.0, **kwargs)
+    assert inside.late == 0 and tail.late == 106
+    assert tail.late_rate_bound_per_h > inside.late_rate_bound_per_h
+    assert tail.refused and "106 values lie above the histogram (32 µs, the largest 5,216 µs)" in tail.refused
+    assert tail.return_levels == [] or all(r.level_us is None for r in tail.return_levels)
+    below = fit_tail_histogram(edges, counts, beyond=5, beyond_max_us=40.0, **kwargs)
+    assert below.late == 0 and below.refused and "counted late" not in below.refused

@@ -152,10 +152,17 @@ def fit_tail_histogram(
     threshold_us: float | None = None,
     target_per_h: float = 1 / HOURS_PER_YEAR,
     seed: int = 0,
+    beyond: int = 0,
+    beyond_max_us: float | None = None,
 ) -> Tail:
     """The tail of a histogram (oslat, cyclictest -h): bucket i holds ``counts[i]`` values in
     [edges_us[i], edges_us[i+1]). Only the top buckets are expanded (uniformly within each), enough
-    for the 99th percentile (where the threshold search starts); a late cycle is one in a bucket whose lower edge is above the deadline."""
+    for the 99th percentile (where the threshold search starts); a late cycle is one in a bucket whose lower edge is above the deadline.
+
+    *beyond* values lay past the last edge, the largest of them *beyond_max_us* (the tools' overflow:
+    rt-tests count them, and keep only their maximum). Their values are not in the file, so they are
+    never spread into the fit: they count as late when that maximum is past the deadline (the no-model
+    bound stays an upper bound), and the fit is refused, saying how to record the whole tail."""
     edges = np.asarray(edges_us, dtype=float).ravel()
     counts = np.asarray(counts).ravel()
     if counts.size == 0 or edges.size != counts.size + 1:
@@ -168,7 +175,7 @@ def fit_tail_histogram(
     if np.any(counts < 0) or not np.all(counts == np.round(counts)):
         raise ConfigError("the histogram's counts must be whole and non-negative", hint="check the histogram file")
     counts = counts.astype(np.int64)
-    total = int(counts.sum())
+    total = int(counts.sum()) + beyond
     if np.count_nonzero(counts) == 1:
         raise ConfigError(
             f"every value of the {series} histogram is in one bucket: a constant has no tail",
@@ -176,6 +183,8 @@ def fit_tail_histogram(
         )
     values = _top_of_histogram(edges, counts, max(math.ceil(0.01 * total), 2 * MIN_CYCLES), np.random.default_rng(seed))
     late = int(counts[edges[:-1] > deadline_us].sum())
+    if beyond and (beyond_max_us is None or beyond_max_us > deadline_us):
+        late += beyond
     tail, reason = analyse(
         values,
         None,
@@ -190,6 +199,13 @@ def fit_tail_histogram(
         late=late,
         jitter=False,
     )
+    if beyond and reason is None:
+        top = f", the largest {beyond_max_us:,.0f} µs" if beyond_max_us is not None else ""
+        late_too = " (counted late: the bound above is an upper one)" if late >= beyond else ""
+        reason = (
+            f"{beyond:,} values lie above the histogram ({edges[-1]:,.0f} µs{top}){late_too}: the tail is not in "
+            "the file; record a histogram that reaches past the worst value (oslat -b/--bucket-size, cyclictest -h)"
+        )
     return refuse(tail, reason) if reason else tail
 
 

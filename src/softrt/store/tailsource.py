@@ -200,26 +200,25 @@ def _thread_hours(t: dict, tool: str, opts: TailOptions) -> float:
 def _pooled_histogram(threads: list[dict], hours: float, opts: TailOptions, what: str) -> Fitted:
     width = min(int(t["width_ns"]) for t in threads)
     counts: dict[int, int] = {}
-    upper: dict[int, int] = {}  # an overflow bucket's upper edge: the thread's maximum
+    beyond, beyond_max_ns = 0, None  # past the histogram: counted, only their maximum known
     for t in threads:
         for lo, n in zip(t["lower_ns"], t["counts"]):
             counts[int(lo)] = counts.get(int(lo), 0) + int(n)
-        if t["overflow"]:  # beyond the histogram: one bucket from its range to the thread's maximum
-            lo = int(t["overflow_from_ns"])
-            counts[lo] = counts.get(lo, 0) + int(t["overflow"])
-            upper[lo] = max(upper.get(lo, 0), int(t["max_ns"]) + width)
+        if t["overflow"]:
+            beyond += int(t["overflow"])
+            beyond_max_ns = max(beyond_max_ns or 0, int(t["max_ns"]))
     if not counts:
         raise ConfigError(f"{printable(what)} has no histogram", hint="record one with cyclictest -h N --json=FILE")
     lows = sorted(counts)
     edges, cnt = [lows[0]], []
     for lo in lows:
-        if lo < edges[-1]:  # inside the bucket before (an overflow bucket's span): counted there
+        if lo < edges[-1]:  # inside the bucket before (threads of different widths): counted there
             cnt[-1] += counts[lo]
             continue
         if lo > edges[-1]:  # a gap between buckets is an empty bucket
             edges.append(lo)
             cnt.append(0)
-        edges.append(upper.get(lo, lo + width))
+        edges.append(lo + width)
         cnt.append(counts[lo])
     return Fitted(
         fit_tail_histogram(
@@ -230,6 +229,8 @@ def _pooled_histogram(threads: list[dict], hours: float, opts: TailOptions, what
             series="latency_us",
             threshold_us=opts.threshold_us,
             target_per_h=opts.target_per_h,
+            beyond=beyond,
+            beyond_max_us=None if beyond_max_ns is None else beyond_max_ns / 1e3,
         )
     )
 
@@ -239,10 +240,12 @@ def _run_tail(path: Path, opts: TailOptions) -> Fitted:
     if summary.origin in SOURCES:
         file = path / HISTOGRAM
         doc = parse_json(read_bounded(file, "histogram"), file)
-        hours = summary.metrics.cycles * opts.interval_us / 3.6e9 if summary.metrics.cycles else 0.0
         threads = doc.get("threads") if isinstance(doc, dict) else None
         if not threads:
             raise ConfigError(f"{printable(file)} holds no histogram", hint="import the tool's --json result again")
+        # As the tool's own file is read (oslat's measured duration, else samples at the interval): an
+        # imported oslat run of 2 s is 2 s, not its 98 M samples at --interval.
+        hours = sum(_thread_hours(t, summary.origin or "", opts) for t in threads)
         return _pooled_histogram(threads, hours, opts, str(file))
     period_ns = summary.config.period_ns
     if not period_ns:
