@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..units import format_number
+from .config import Config as Config  # re-exported: the summary's configuration document
 from .device import Board
 from .doc import MAX_US, Doc, count, flatten, key, many, obj, opt, within
 from .provenance import Provenance
@@ -160,36 +161,6 @@ class Verdict(Doc):
     cycles: int | None = count()  # observed: events rarer than about 1 in this many cycles are unseen
     culprit: VerdictCulprit | None = opt()
     why_unknown: str | None = opt()  # why no culprit is named (no trace, no late cycle explained)
-
-
-class Config(Doc):
-    """The run's configuration (session.config.RunConfig, or an imported tool's command line)."""
-
-    period_ns: int | None = count(omit_none=True)
-    duration_ns: int | None = count(omit_none=True)
-    cpu: int | None = opt()
-    priority: int | None = opt()
-    profile: str | None = opt()
-    wait: str | None = opt()
-    device: str | None = opt()
-    margin_ns: int | None = opt()
-    axes: int | None = count(omit_none=True)
-    motion: dict | None = opt()  # motion.config.MotionConfig's fields
-    out_dir: str | None = opt()
-    max_duration_ns: int | None = opt()
-    scenario: str | None = opt()
-    check: bool | None = opt()
-    trace: bool | None = opt()
-    late_threshold_ns: int | None = opt()
-    require: str | None = opt()  # --require (None: the seed's requirement)
-    keep_late: int | None = opt()
-    samples: str | None = opt()  # "all", "late" (--samples)
-    tool: str | None = opt()  # imports: "cyclictest" or "oslat", its command line and version
-    cmdline: str | None = opt()
-    version: str | None = opt()
-    threads: int | None = opt()
-    cpus: list[int | None] | None = opt()
-    histogram_range_ns: int | None = opt()
 
 
 class Tuned(Doc):
