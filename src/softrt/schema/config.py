@@ -92,7 +92,7 @@ class Config(Doc):
     device: str | None = opt()
     margin_ns: int | None = opt()
     axes: int | None = count(omit_none=True)
-    motion: dict | None = opt()  # motion.config.MotionConfig's fields
+    motion: dict[str, Any] | None = opt()  # motion.config.MotionConfig's fields
     out_dir: str | None = opt()
     max_duration_ns: int | None = opt()
     scenario: str | None = opt()

@@ -16,6 +16,7 @@ keeps the keys it does not know in ``extra``); a newer major version is refused 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from ..units import format_number
@@ -222,11 +223,11 @@ class Check(Doc):
 
     ready: bool | None = None
     verdict: str | None = None
-    counts: dict = obj()
+    counts: dict[str, int] = obj()
     fix_first: list[str] = many()
 
     @classmethod
-    def of_report(cls, report: dict) -> Check:
+    def of_report(cls, report: dict[str, Any]) -> Check:
         """The summary's part of a check's report (``softrt check --json``, audit.model.Report.to_dict)."""
         return cls(
             ready=report["ready"], verdict=report["verdict"], counts=report["counts"], fix_first=report["fix_first"]
@@ -270,7 +271,7 @@ class LoadRun(Doc):
     name: str = ""
     backend: str | None = None
     cpus: str | None = opt()
-    achieved: dict = obj()  # metric name (its unit in the name) -> value
+    achieved: dict[str, float] = obj()  # metric name (its unit in the name) -> value
     duration_s: float | None = opt()
     skipped_reason: str | None = None
     command: str | None = opt()
@@ -316,7 +317,7 @@ class RunSummary(Doc):
     elapsed_s: float | None = opt()
     mode: str | None = None  # one of MODES; None for imports
     config: Config = Config()
-    host: dict = obj()  # host facts (platform host_facts): free-form, shown as they are
+    host: dict[str, Any] = obj()  # host facts (platform host_facts): free-form, shown as they are
     tuning: Tuning = Tuning()
     checkpoint_at: str | None = opt()
     supervisor: Supervisor | None = opt()
@@ -399,7 +400,7 @@ class RunSummary(Doc):
         return self.motion if self.motion is not None and self.motion.computed else None
 
 
-def check_version(doc: dict, where: Path | str | object) -> None:
+def check_version(doc: dict[str, Any], where: Path | str | object) -> None:
     """Raise ConfigError for a summary of a newer major version than this softrt reads."""
     schema = str(doc.get("schema", ""))
     try:
