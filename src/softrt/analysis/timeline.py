@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import overload
 
 from .events import TraceEvent
 
@@ -117,8 +118,10 @@ class CpuState:
     asleep: bool = False
     woken: bool = False
     worker_prio: int | None = None
-    open: list = field(default_factory=list)  # [(layer, tag, source, start_ns, pid)], innermost last
-    fault: tuple | None = None  # (source, start_ns, pid): a page fault waiting for the next event
+    open: list[tuple[int, str, Source, int, int]] = field(
+        default_factory=list
+    )  # (layer, tag, source, start_ns, pid), innermost last
+    fault: tuple[Source, int, int] | None = None  # (source, start_ns, pid): a page fault waiting for the next event
     ran_since_ns: int = 0  # the current task's last run-time update (or its switch-in)
 
     def copy(self) -> CpuState:
@@ -148,7 +151,11 @@ def policy(prio: int | None) -> str:
     return f"OTHER nice {prio - 120}"
 
 
-def _int(text: str | None, default: int = -1) -> int:
+@overload
+def _int(text: str | None, default: int = -1) -> int: ...
+@overload
+def _int(text: str | None, default: None) -> int | None: ...
+def _int(text: str | None, default: int | None = -1) -> int | None:
     try:
         return int(str(text).strip().strip("[]"), 0)
     except (TypeError, ValueError):
@@ -202,8 +209,8 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
     """Advance *state* by one event; append the segments it closes to *out* (None: discard them)."""
     t, name, f = ev.ts_ns, ev.name, ev.fields
     if state.fault is not None:  # a fault has no exit event: it lasted until the next event at most
-        src, start, pid = state.fault
-        _emit(out, Segment(start, t, 1, src, pid))
+        fault_src, start, pid = state.fault
+        _emit(out, Segment(start, t, 1, fault_src, pid))
         state.fault = None
     if state.task is None:  # the common header names the task that was current
         state.task, state.task_pid, state.since_ns, state.ran_since_ns = _task(ev.comm, ev.pid, None), ev.pid, t, t

@@ -38,6 +38,7 @@ meanwhile are what can be measured.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 
@@ -75,6 +76,18 @@ class _Armed:
     function: str
 
 
+@dataclass(slots=True)
+class _Preempt:
+    """The watched thread switched out while runnable: where, since when, who holds its CPU since
+    when, and the pids already counted once for this preemption."""
+
+    cpu: int
+    start_ns: int
+    holder: tuple[str, int, int | None]  # (comm, pid, prio)
+    holder_since_ns: int
+    credited: set[int] = field(default_factory=set)
+
+
 @dataclass
 class Preemptor:
     """A task that held the watched thread's CPU while the thread was runnable but switched out."""
@@ -105,7 +118,7 @@ class ThreadCycles:
     preemptions: int = 0
     preempted_ns: int = 0
     longest_preemption_ns: int = 0
-    preemptors: dict[tuple, Preemptor] = field(default_factory=dict)
+    preemptors: dict[tuple[int, str], Preemptor] = field(default_factory=dict)
     cpus: set[int] = field(default_factory=set)  # where it ran
     migrations: int = 0
     timers: dict[str, int] = field(default_factory=dict)  # timer function -> cycles
@@ -120,7 +133,7 @@ class ThreadCycles:
     _cut_short: bool = False  # a timer was cancelled before its expiry since it last blocked
     _cur: Cycle | None = None  # the cycle running (its done not yet known)
     _last_cpu: int | None = None
-    _preempt: list | None = None  # [cpu, start_ns, holder (comm, pid, prio), holder_since_ns, pids credited]
+    _preempt: _Preempt | None = None
 
     def __post_init__(self) -> None:
         self._tid_text = str(self.tid)  # the pid as the kernel prints it in the events' fields
@@ -208,14 +221,14 @@ class ThreadCycles:
         f, tid, ts = ev.fields, self.tid, ev.ts_ns
         prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
         p = self._preempt
-        if p is not None and ev.cpu == p[0] and prev_pid != tid:
+        if p is not None and ev.cpu == p.cpu and prev_pid != tid:
             self._credit(p, ts)
-            p[2], p[3] = (f.get("next_comm", "?"), next_pid, _int(f.get("next_prio"), None)), ts
+            p.holder, p.holder_since_ns = (f.get("next_comm", "?"), next_pid, _int(f.get("next_prio"), None)), ts
         if prev_pid == tid:
             self._seen(ts)
             if (f.get("prev_state") or "").startswith("R"):  # preempted: still runnable
                 holder = (f.get("next_comm", "?"), next_pid, _int(f.get("next_prio"), None))
-                self._preempt = [ev.cpu, ts, holder, ts, set()]
+                self._preempt = _Preempt(ev.cpu, ts, holder, ts)
             else:
                 self.sleeps += 1
                 self._blocked, self._woken_ns, self._cut_short = True, None, False
@@ -226,9 +239,9 @@ class ThreadCycles:
         if next_pid == tid:
             self._seen(ts)
             if p is not None:
-                if ev.cpu != p[0]:
+                if ev.cpu != p.cpu:
                     self._credit(p, ts)  # it ran again elsewhere: what held the old CPU held it up
-                length = ts - p[1]
+                length = ts - p.start_ns
                 self.preemptions += 1
                 self.preempted_ns += length
                 self.longest_preemption_ns = max(self.longest_preemption_ns, length)
@@ -240,16 +253,16 @@ class ThreadCycles:
             if self.back == "switch_in" and self._blocked:
                 self._returned(ts, ev.cpu)
 
-    def _credit(self, p: list, ts_ns: int) -> None:
-        (comm, pid, prio), since = p[2], p[3]
+    def _credit(self, p: _Preempt, ts_ns: int) -> None:
+        (comm, pid, prio), since = p.holder, p.holder_since_ns
         if pid == self.tid or ts_ns <= since:
             return
         key = (pid, comm)
         who = self.preemptors.get(key)
         if who is None:
             who = self.preemptors[key] = Preemptor(comm, pid, prio)
-        if pid not in p[4]:
-            p[4].add(pid)
+        if pid not in p.credited:
+            p.credited.add(pid)
             who.times += 1
         who.total_ns += ts_ns - since
         who.worst_ns = max(who.worst_ns, ts_ns - since)
@@ -273,6 +286,10 @@ class ThreadCycles:
         self._blocked, self._woken_ns, self._cut_short = False, None, False
 
 
+@overload
+def _int(text: str | None, default: int = -1) -> int: ...
+@overload
+def _int(text: str | None, default: None) -> int | None: ...
 def _int(text: str | None, default: int | None = -1) -> int | None:
     try:
         return int(str(text).strip(), 0)
