@@ -40,9 +40,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import overload
 
-from .events import TraceEvent
+from .events import TraceEvent, field_int
 
 #: Softirq vector numbers (include/linux/interrupt.h, ``softirq_to_name``).
 SOFTIRQ_NAMES = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU")
@@ -151,17 +150,6 @@ def policy(prio: int | None) -> str:
     return f"OTHER nice {prio - 120}"
 
 
-@overload
-def _int(text: str | None, default: int = -1) -> int: ...
-@overload
-def _int(text: str | None, default: None) -> int | None: ...
-def _int(text: str | None, default: int | None = -1) -> int | None:
-    try:
-        return int(str(text).strip().strip("[]"), 0)
-    except (TypeError, ValueError):
-        return default
-
-
 def _task(comm: str, pid: int, prio: int | None) -> Source:
     return Source("thread", comm, pid, policy(prio))
 
@@ -172,7 +160,7 @@ def _softirq(fields: dict[str, str]) -> Source:
 
 @lru_cache(maxsize=64)
 def _softirq_source(vec_text: str | None, action: str) -> Source:
-    vec = _int(vec_text)
+    vec = field_int(vec_text)
     name = action.strip("[]") or (SOFTIRQ_NAMES[vec] if 0 <= vec < len(SOFTIRQ_NAMES) else f"vec {vec}")
     return Source("softirq", name, vec)
 
@@ -215,8 +203,8 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
     if state.task is None:  # the common header names the task that was current
         state.task, state.task_pid, state.since_ns, state.ran_since_ns = _task(ev.comm, ev.pid, None), ev.pid, t, t
     if name == "sched_switch":
-        prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
-        prev_prio, next_prio = _int(f.get("prev_prio"), None), _int(f.get("next_prio"), None)
+        prev_pid, next_pid = field_int(f.get("prev_pid")), field_int(f.get("next_pid"))
+        prev_prio, next_prio = field_int(f.get("prev_prio"), None), field_int(f.get("next_prio"), None)
         _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), state.asleep, state.woken))
         state.woken = False
         if prev_pid == worker_pid and next_pid != worker_pid:
@@ -235,8 +223,8 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         state.task_pid, state.task_prio, state.since_ns, state.ran_since_ns = next_pid, next_prio, t, t
         return
     if name == "sched_stat_runtime":
-        if _int(f.get("pid")) == state.task_pid and state.task_pid not in (worker_pid, 0):
-            length, ran = t - state.ran_since_ns, _int(f.get("runtime"), 0)
+        if field_int(f.get("pid")) == state.task_pid and state.task_pid not in (worker_pid, 0):
+            length, ran = t - state.ran_since_ns, field_int(f.get("runtime"), 0)
             if length > 0:
                 _emit(
                     out,
@@ -246,7 +234,7 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
                 )
             state.ran_since_ns = t
         return
-    if name in ("sched_wakeup", "sched_waking") and _int(f.get("pid")) == worker_pid and state.asleep:
+    if name in ("sched_wakeup", "sched_waking") and field_int(f.get("pid")) == worker_pid and state.asleep:
         # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
         _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), True))
         state.since_ns, state.asleep = t, False
@@ -279,10 +267,10 @@ def _classify(ev: TraceEvent, worker_pid: int) -> tuple[int | None, str, Source 
     with the same tag; tag "" closes the innermost of its layer); layer None: activity only."""
     name, f = ev.name, ev.fields
     if name == "irq_handler_entry":
-        irq = _int(f.get("irq"))
+        irq = field_int(f.get("irq"))
         return 3, f"irq:{irq}", Source("irq", f.get("name", f"irq {irq}"), irq)
     if name == "irq_handler_exit":
-        return 3, f"irq:{_int(f.get('irq'))}", None
+        return 3, f"irq:{field_int(f.get('irq'))}", None
     if name == "softirq_entry":
         return 2, "softirq", _softirq(f)
     if name == "softirq_exit":
@@ -295,7 +283,7 @@ def _classify(ev: TraceEvent, worker_pid: int) -> tuple[int | None, str, Source 
         where = "user" if name.endswith("user") else "kernel"
         return 1, "fault", Source("kernel", f"page fault ({where}) of the worker: memory not locked?")
     if ev.pid == worker_pid and name == "sys_enter":
-        nr = _int(f.get("id", f.get("NR")))
+        nr = field_int(f.get("id", f.get("NR")))
         return 1, "sys", Source("kernel", "system call" + (f" {nr}" if nr >= 0 else "") + " of the worker")
     if ev.pid == worker_pid and name == "sys_exit":
         return 1, "sys", None

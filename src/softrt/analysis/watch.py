@@ -38,12 +38,11 @@ meanwhile are what can be measured.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import overload
 
 import numpy as np
 
 from ..ipc.layout import RECORD_DTYPE
-from .events import TraceEvent
+from .events import TraceEvent, field_int
 
 #: Timer callbacks that end a sleep of the task that armed them (see the module docstring).
 SLEEP_TIMERS = frozenset({"hrtimer_wakeup", "timerfd_tmrproc", "posix_timer_fn", "it_real_fn"})
@@ -201,10 +200,10 @@ class ThreadCycles:
         function = f.get("function", "")
         if function not in SLEEP_TIMERS:
             return  # the tick or another timer rearmed in an interrupt while the thread was current
-        expiry = _int(f.get("softexpires", f.get("expires")))
+        expiry = field_int(f.get("softexpires", f.get("expires")))
         if expiry < 0:
             return
-        self.timer_slack_ns = max(self.timer_slack_ns, _int(f.get("expires"), expiry) - expiry)
+        self.timer_slack_ns = max(self.timer_slack_ns, field_int(f.get("expires"), expiry) - expiry)
         ptr = f.get("hrtimer", "")
         clock = self._clock.get(ptr, "CLOCK_REALTIME")
         if clock in ("CLOCK_REALTIME", "CLOCK_TAI") and abs(expiry - ev.ts_ns) < _FAR_NS:
@@ -219,15 +218,15 @@ class ThreadCycles:
 
     def _switch(self, ev: TraceEvent) -> None:
         f, tid, ts = ev.fields, self.tid, ev.ts_ns
-        prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
+        prev_pid, next_pid = field_int(f.get("prev_pid")), field_int(f.get("next_pid"))
         p = self._preempt
         if p is not None and ev.cpu == p.cpu and prev_pid != tid:
             self._credit(p, ts)
-            p.holder, p.holder_since_ns = (f.get("next_comm", "?"), next_pid, _int(f.get("next_prio"), None)), ts
+            p.holder, p.holder_since_ns = (f.get("next_comm", "?"), next_pid, field_int(f.get("next_prio"), None)), ts
         if prev_pid == tid:
             self._seen(ts)
             if (f.get("prev_state") or "").startswith("R"):  # preempted: still runnable
-                holder = (f.get("next_comm", "?"), next_pid, _int(f.get("next_prio"), None))
+                holder = (f.get("next_comm", "?"), next_pid, field_int(f.get("next_prio"), None))
                 self._preempt = _Preempt(ev.cpu, ts, holder, ts)
             else:
                 self.sleeps += 1
@@ -284,17 +283,6 @@ class ThreadCycles:
         elif self._blocked and (self._cut_short or any(a.expiry_ns > ref for a in self._armed)):
             self.woken_early += 1  # its sleep ended before the timer (a signal, I/O, another thread)
         self._blocked, self._woken_ns, self._cut_short = False, None, False
-
-
-@overload
-def _int(text: str | None, default: int = -1) -> int: ...
-@overload
-def _int(text: str | None, default: None) -> int | None: ...
-def _int(text: str | None, default: int | None = -1) -> int | None:
-    try:
-        return int(str(text).strip(), 0)
-    except (TypeError, ValueError):
-        return default
 
 
 def infer_period_ns(edges_ns: list[int]) -> int | None:

@@ -122,14 +122,7 @@ class ThreadAttribution:
         for cpu in unique:
             att = self._open.get(cpu)
             if att is None:
-                att = self._open[cpu] = Attributor(
-                    period_ns=self.period_ns,
-                    rt_cpu=cpu,
-                    worker_pid=self.tid,
-                    threshold_ns=self.threshold_ns,
-                    keep_worst=self.keep_worst,
-                    rt_throttling=self.rt_throttling,
-                )
+                att = self._open[cpu] = self._attributor(cpu)
                 att.add_events(self.recent.of(cpu))
                 att.add_steal(self.recent.steal)
             mine = records[cpus == cpu]
@@ -150,17 +143,19 @@ class ThreadAttribution:
         results = self._done + [att.finish() for att in self._open.values()]
         self._open.clear()
         if not results:
-            results = [
-                Attributor(
-                    period_ns=self.period_ns,
-                    rt_cpu=home_cpu,
-                    worker_pid=self.tid,
-                    threshold_ns=self.threshold_ns,
-                    keep_worst=self.keep_worst,
-                    rt_throttling=self.rt_throttling,
-                ).finish()
-            ]
+            results = [self._attributor(home_cpu).finish()]
         return merge(results, self.keep_worst, lost_events)
+
+    def _attributor(self, cpu: int) -> Attributor:
+        """The attribution of this thread's cycles on *cpu*."""
+        return Attributor(
+            period_ns=self.period_ns,
+            rt_cpu=cpu,
+            worker_pid=self.tid,
+            threshold_ns=self.threshold_ns,
+            keep_worst=self.keep_worst,
+            rt_throttling=self.rt_throttling,
+        )
 
 
 def merge(results: list[WhyLate], keep_worst: int, lost_events: int) -> WhyLate:
