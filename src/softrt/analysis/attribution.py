@@ -68,6 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema.config import DEFAULT_THRESHOLD_NS
+from ..schema.doc import present
 from ..schema.why_late import Cause, CauseSteal, Culprit, LateCycle, Steal, WhyLate, Window
 from .cycles import CycleStream, CycleView, Late, LateRule
 from .events import StealSample, TraceEvent
@@ -285,12 +286,6 @@ def steal_between(times_ns: Sequence[int], steal_ns: Sequence[int], start_ns: in
     )
 
 
-def _via(via: str) -> dict[str, str]:
-    """A culprit's or cause's mechanism, as a keyword only where it has one (no ``via`` key otherwise:
-    docs/run-format.md)."""
-    return dict(via=via) if via else {}
-
-
 def _us(ns: float) -> float:
     return round(ns / 1e3, 3)
 
@@ -385,7 +380,7 @@ class Attributor:
                 name=c.name,
                 id=c.ident,
                 detail=c.detail,
-                **_via(c.via),
+                **present(via=c.via or None),  # no via key where there is none (docs/run-format.md)
                 cycles=c.cycles,
                 total_us=_us(c.total_ns),
                 worst_us=_us(c.worst_ns),
@@ -497,7 +492,7 @@ class Attributor:
                 name=src.name,
                 id=src.ident,
                 detail=src.detail,
-                **_via(src.via),
+                **present(via=src.via or None),
                 duration_us=_us(ns),
                 share=round(ns / window, 4) if window else 0.0,
                 label=src.label(),
