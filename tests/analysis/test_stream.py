@@ -51,7 +51,7 @@ def records(n=20_000, seed=1, drops=(), rtt=False):
 def exact(runs, period_ns=PERIOD):
     """The summary's meaning, computed from whole arrays with numpy (the pre-streaming definition)."""
     parts = [derive(r, period_ns) for r in runs]
-    cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    cat = {k: np.concatenate([getattr(p, k) for p in parts]) for k in parts[0]._fields}
     out = {}
     for k, v in cat.items():
         out[k] = v
@@ -231,7 +231,7 @@ def test_snapshot_names_the_worst_cycle_and_when():
     for part in chunks(rec, [1, 999, 2_500]):
         stats.add(part)
     snap = stats.snapshot()
-    period = derive(rec, PERIOD)["period_ns"]
+    period = derive(rec, PERIOD).period_ns
     end = int(np.argmax(period)) + 1
     assert snap.cycles == rec.size and snap.missed_updates == int(rec["missed"].sum())
     assert snap.max_period_us == period.max() / 1e3 and snap.worst_seq == int(rec["seq"][end])

@@ -24,12 +24,12 @@ def test_softrt_run_matches_its_samples(synth_run, monkeypatch):
     rec = read_samples(run)
     series = derive(rec, 250_000)
     assert view.period.total == rec.size - 1 and view.latency.total == view.process.total == rec.size
-    assert view.period.max_ns == series["period_ns"].max() and view.process.min_ns == series["process_ns"].min()
-    expected, _ = np.histogram(series["period_ns"], bins=view.period.edges_ns())
+    assert view.period.max_ns == series.period_ns.max() and view.process.min_ns == series.process_ns.min()
+    expected, _ = np.histogram(series.period_ns, bins=view.period.edges_ns())
     assert np.array_equal(view.period.counts, expected)
     s = view.series
     assert s.downsampled and s.t_s.size == load_mod.SERIES_BUCKETS and s.n == rec.size - 1
-    assert s.hi.max() == series["period_ns"].max()  # the 12-cycle stall survives the downsampling
+    assert s.hi.max() == series.period_ns.max()  # the 12-cycle stall survives the downsampling
     assert s.marks.sum() == int((rec["missed"] > 0).sum()) == 3
     assert view.notes == [] and view.check is None
 

@@ -62,11 +62,13 @@ import bisect
 import heapq
 from array import array
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..schema.config import DEFAULT_THRESHOLD_NS
+from ..schema.doc import present
 from ..schema.why_late import Cause, CauseSteal, Culprit, LateCycle, Steal, WhyLate, Window
 from .cycles import CycleStream, CycleView, Late, LateRule
 from .events import StealSample, TraceEvent
@@ -133,7 +135,7 @@ def account(
     totals: dict[Source, int] = {}
     quiet: list[list[int]] = []  # [start, end, work ns]: runs of work or wait not broken by an event
     unknown = 0  # before the first event: nothing is known about the CPU
-    blocking: list[list] = []  # [start, end, source, stolen ns]: a lower-priority task current after the wakeup
+    blocking: list[_Held] = []  # a lower-priority task current after the wakeup
     steal = Source("outside", f"hypervisor steal while another task held CPU {cpu}", cpu)
     for a, b, task, best, stolen in steps:
         if best is not None and best.layer == 1 and task is not None and task.parked:
@@ -153,28 +155,33 @@ def account(
             src = None  # the worker waiting (spinning, or blocked until its timer): no cause yet
         elif task.woken:
             # the blocking thread, unless no event fired for gap_min_ns: then the guest did not run
-            if blocking and blocking[-1][1] == a and a not in event_set and blocking[-1][2] is task.source:
-                blocking[-1][1] = b
-                blocking[-1][3] += stolen
+            held = blocking[-1] if blocking else None
+            if held is not None and held.end_ns == a and a not in event_set and held.source is task.source:
+                held.end_ns = b
+                held.stolen_ns += stolen
             else:
-                blocking.append([a, b, task.source, stolen])
+                blocking.append(_Held(a, b, task.source, stolen))
             continue
         else:
             src = task.source
         if src is not None:
             _credit(totals, src, b - a, stolen if src.kind == "thread" else 0, steal)
             continue
-        work = b - a if task.pid == worker_pid and any(wa <= a and b <= wb for wa, wb in work_ns) else 0
+        work = (
+            b - a
+            if task is not None and task.pid == worker_pid and any(wa <= a and b <= wb for wa, wb in work_ns)
+            else 0
+        )
         if quiet and quiet[-1][1] == a and a not in event_set:
             quiet[-1][1] = b
             quiet[-1][2] += work
         else:
             quiet.append([a, b, work])
-    for a, b, src, stolen in blocking:
-        if b - a >= gap_min_ns:
-            quiet.append([a, b, 0])
+    for held in blocking:
+        if held.end_ns - held.start_ns >= gap_min_ns:
+            quiet.append([held.start_ns, held.end_ns, 0])
         else:
-            _credit(totals, src, b - a, stolen, steal)
+            _credit(totals, held.source, held.end_ns - held.start_ns, held.stolen_ns, steal)
     quiet.sort()
     gaps = [(a, b) for a, b, _w in quiet if b - a >= gap_min_ns]
     short = [(b - a, w) for a, b, w in quiet if b - a < gap_min_ns]
@@ -186,9 +193,23 @@ def account(
     return totals, gaps, unexplained
 
 
+#: One stretch of a window: (start_ns, end_ns, the task current, the innermost segment above it, steal ns).
+_Step = tuple[int, int, "Segment | None", "Segment | None", int]
+
+
+@dataclass(slots=True)
+class _Held:
+    """A lower-priority task current after the worker's wakeup, over consecutive stretches."""
+
+    start_ns: int
+    end_ns: int
+    source: Source
+    stolen_ns: int
+
+
 def _steps(
     segments: list[Segment], start_ns: int, end_ns: int, work_ns: list[tuple[int, int]], event_ts: list[int]
-) -> tuple[list[tuple], dict[int, int], set[int]]:
+) -> tuple[list[_Step], dict[int, int], set[int]]:
     """``[start_ns, end_ns)`` cut at every segment edge, event and work edge: each stretch with the task
     current, the innermost segment above it (an IRQ, a softirq, a workqueue item; None) and the
     hypervisor's steal in it; each task segment's own time (not under anything above it); the events."""
@@ -204,7 +225,7 @@ def _steps(
     tasks = sorted((s for s in segments if s.layer == 0), key=lambda s: s.start_ns)
     runs = [s for s in segments if s.layer == RUN]
     upper = [s for s in segments if s.layer > 0]
-    steps = []
+    steps: list[_Step] = []
     own: dict[int, int] = {}  # a task segment's time not covered by an IRQ, softirq or item above it
     for a, b in zip(bounds, bounds[1:]):
         if b <= a:
@@ -248,7 +269,7 @@ def _credit(totals: dict[Source, int], src: Source, ns: int, stolen: int, steal:
         totals[steal] = totals.get(steal, 0) + stolen
 
 
-def steal_between(times_ns, steal_ns, start_ns: int, end_ns: int) -> CauseSteal | None:
+def steal_between(times_ns: Sequence[int], steal_ns: Sequence[int], start_ns: int, end_ns: int) -> CauseSteal | None:
     """The steal counter's rise between the samples that bracket ``[start_ns, end_ns]``, or None.
 
     *times_ns*/*steal_ns*: the samples' times and cumulative steal, in time order.
@@ -263,12 +284,6 @@ def steal_between(times_ns, steal_ns, start_ns: int, end_ns: int) -> CauseSteal 
         steal_ms=round((steal_ns[j] - steal_ns[i]) / 1e6, 3),
         over_s=round((times_ns[j] - times_ns[i]) / 1e9, 3),
     )
-
-
-def _via(via: str) -> dict:
-    """A culprit's or cause's mechanism, as a keyword only where it has one (no ``via`` key otherwise:
-    docs/run-format.md)."""
-    return dict(via=via) if via else {}
 
 
 def _us(ns: float) -> float:
@@ -307,8 +322,8 @@ class Attributor:
         # worst cycles' gaps get the sample after them, which arrives up to a second later.
         self._steal_ts = array("q")
         self._steal_ns = array("q")
-        self._worst: list = []  # min-heap of (window_ns, seq, detail)
-        self._culprits: dict[tuple, _Total] = {}
+        self._worst: list[tuple[int, int, LateCycle]] = []  # min-heap of (window_ns, -seq, detail)
+        self._culprits: dict[tuple[str, str, int, str], _Total] = {}
         self.cycles = 0
         self.late = 0
         self._explained_ns = 0
@@ -365,7 +380,7 @@ class Attributor:
                 name=c.name,
                 id=c.ident,
                 detail=c.detail,
-                **_via(c.via),
+                **present(via=c.via or None),  # no via key where there is none (docs/run-format.md)
                 cycles=c.cycles,
                 total_us=_us(c.total_ns),
                 worst_us=_us(c.worst_ns),
@@ -459,7 +474,16 @@ class Attributor:
         elif self.keep_worst > 0:
             heapq.heapreplace(self._worst, entry)
 
-    def _detail(self, late: Late, start: int, totals, gaps, unexplained: int, window: int, traced: bool) -> LateCycle:
+    def _detail(
+        self,
+        late: Late,
+        start: int,
+        totals: dict[Source, int],
+        gaps: list[tuple[int, int]],
+        unexplained: int,
+        window: int,
+        traced: bool,
+    ) -> LateCycle:
         causes = sorted(totals.items(), key=lambda kv: (-kv[1], KIND_ORDER.index(kv[0].kind), kv[0].name))
         out_causes = []
         for src, ns in causes:
@@ -468,7 +492,7 @@ class Attributor:
                 name=src.name,
                 id=src.ident,
                 detail=src.detail,
-                **_via(src.via),
+                **present(via=src.via or None),
                 duration_us=_us(ns),
                 share=round(ns / window, 4) if window else 0.0,
                 label=src.label(),

@@ -213,7 +213,7 @@ def cycle_view(recs: np.ndarray, prev: Carry | None, rule: LateRule) -> CycleVie
         period[0] = detect[0] - (prev.detect_ns if prev is not None else 0)
     # seq strictly increases (the worker numbers every record; the ring only drops), so endpoints
     # n - 1 apart (n from the carried record) mean no gap: every record has its period.
-    first_linked = prev is not None and n and int(seq[0]) - prev.seq == 1
+    first_linked = prev is not None and n > 0 and int(seq[0]) - prev.seq == 1
     linked = bool(n) and first_linked and int(seq[-1]) - int(seq[0]) == n - 1
     if linked:
         consecutive = np.ones(n, bool)

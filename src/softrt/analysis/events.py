@@ -10,6 +10,7 @@ knows where they came from, so tests build them by hand.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import overload
 
 
 @dataclass(slots=True)
@@ -42,3 +43,16 @@ class StealSample:
     ts_ns: int
     cpu: int
     steal_ns: int
+
+
+@overload
+def field_int(text: str | None, default: int = -1) -> int: ...
+@overload
+def field_int(text: str | None, default: None) -> int | None: ...
+def field_int(text: str | None, default: int | None = -1) -> int | None:
+    """A number field of an event as the kernel printed it (``123``, ``0x7f``, ``[005]``), or
+    *default* when it is missing or not a number."""
+    try:
+        return int(str(text).strip().strip("[]"), 0)
+    except (TypeError, ValueError):
+        return default

@@ -27,8 +27,11 @@ more are counted in the bucket of 2^53 - 1.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+
+from ..schema.summary import Stats
 
 SUB_BITS = 10
 HALF = 1 << (SUB_BITS - 1)  # 512 buckets per power of two above the exact range
@@ -64,7 +67,8 @@ def bucket_bounds(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def bucket_mid(keys: np.ndarray) -> np.ndarray:
     """The representative value (float ns) of each bucket: its midpoint."""
     lo, hi = bucket_bounds(keys)
-    return (lo + hi) / 2.0
+    mid: np.ndarray = (lo + hi) / 2.0
+    return mid
 
 
 def key_of(value_ns: int) -> int:
@@ -219,7 +223,7 @@ class Hdr:
     def merge(self, other: Hdr) -> Hdr:
         """Add *other*'s samples to this histogram (in place); return self."""
         if other.n:
-            self._merge_moments(other.n, other.total, other.mean, other.m2, other.min, other.max)
+            self._merge_moments(other.n, other.total, other.mean, other.m2, *other._range())
             self._add_counts(other.origin, other.counts)
         return self
 
@@ -238,7 +242,7 @@ class Hdr:
         if self.n == 0:
             return [None for _ in q]
         cum = np.cumsum(self.counts)
-        out = []
+        out: list[float | None] = []
         for p in q:
             pos = p / 100.0 * (self.n - 1)
             below = math.floor(pos)
@@ -252,15 +256,24 @@ class Hdr:
         """Estimate of the sample of 0-based *rank*: its bucket's midpoint within [min, max]."""
         i = int(np.searchsorted(cum, rank, side="right"))
         mid = float(bucket_mid(np.array([self.origin + i]))[0])
-        return min(max(mid, float(self.min)), float(self.max))
+        lo, hi = self._range()
+        return min(max(mid, float(lo)), float(hi))
 
-    def stats_us(self, percentiles: tuple[float, ...]) -> dict[str, float | None]:
-        """mean/min/max/std and the percentiles, in microseconds (None when empty)."""
+    def _range(self) -> tuple[int, int]:
+        """The smallest and largest value (ns) of a histogram that holds some."""
+        if self.min is None or self.max is None:
+            raise ValueError("an empty histogram has no range")
+        return self.min, self.max
+
+    def stats_us(self, percentiles: tuple[float, ...]) -> Stats:
+        """mean/min/max/std and the percentiles, in microseconds (None when empty): the summary's
+        statistics of this series, its keys in this order."""
         keys = ("mean", "min", "max", "std", *(_pkey(p) for p in percentiles))
         if self.n == 0:
-            return {k: None for k in keys}
-        values = [self.mean, float(self.min), float(self.max), self.std, *self.percentiles(percentiles)]
-        return {k: v / 1e3 for k, v in zip(keys, values)}
+            return Stats.build(**dict.fromkeys(keys))
+        lo, hi = self._range()
+        values = [self.mean, float(lo), float(hi), self.std, *self.percentiles(percentiles)]
+        return Stats.build(**{k: None if v is None else v / 1e3 for k, v in zip(keys, values)})
 
     def buckets(self) -> tuple[np.ndarray, np.ndarray]:
         """Non-empty buckets: their keys and counts."""
@@ -268,7 +281,7 @@ class Hdr:
         return nz + self.origin, self.counts[nz]
 
     # -- storage -------------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Compact JSON form: exact moments and the non-empty buckets (docs/run-format.md)."""
         keys, counts = self.buckets()
         return {
@@ -282,7 +295,7 @@ class Hdr:
         }
 
     @classmethod
-    def from_dict(cls, doc: dict) -> Hdr:
+    def from_dict(cls, doc: dict[str, Any]) -> Hdr:
         """Rebuild a histogram written by :meth:`to_dict`; raise ValueError when it is inconsistent."""
         out = cls()
         n = int(doc["n"])

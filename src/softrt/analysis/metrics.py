@@ -12,14 +12,25 @@ tests); their statistics come from the one streaming pass, :mod:`softrt.analysis
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .stream import PERCENTILES, summarize
 
-__all__ = ["PERCENTILES", "derive", "summarize"]
+__all__ = ["PERCENTILES", "Series", "derive", "summarize"]
 
 
-def derive(records: np.ndarray, period_ns: int) -> dict[str, np.ndarray]:
+class Series(NamedTuple):
+    """The per-cycle series of a record array (int64 ns)."""
+
+    period_ns: np.ndarray  # one per pair of consecutive records (none across a gap in seq)
+    process_ns: np.ndarray
+    latency_ns: np.ndarray
+    slack_ns: np.ndarray
+
+
+def derive(records: np.ndarray, period_ns: int) -> Series:
     """Return the per-cycle series (int64 ns) derived from *records* (RECORD_DTYPE).
 
     A period spans two consecutive cycles; where the ring dropped records (a gap in ``seq``)
@@ -27,9 +38,9 @@ def derive(records: np.ndarray, period_ns: int) -> dict[str, np.ndarray]:
     """
     detect = records["detect_ns"]
     consecutive = np.diff(records["seq"]) == 1
-    return {
-        "period_ns": np.diff(detect)[consecutive],
-        "process_ns": records["done_ns"] - detect,
-        "latency_ns": detect - records["edge_ns"],
-        "slack_ns": records["edge_ns"] + period_ns - records["done_ns"],
-    }
+    return Series(
+        period_ns=np.diff(detect)[consecutive],
+        process_ns=records["done_ns"] - detect,
+        latency_ns=detect - records["edge_ns"],
+        slack_ns=records["edge_ns"] + period_ns - records["done_ns"],
+    )

@@ -59,7 +59,7 @@ class Noise:
             return "within noise"
         return "worse" if delta > 0 else "better"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, float | bool | None]:
         return {"runs": self.n, "median": self.median, "range": self.spread, "known": self.known}
 
 

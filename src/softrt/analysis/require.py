@@ -60,7 +60,8 @@ class Requirement:
             return rate_bound(tail)
         series, _, stat = self.metric.partition(".")
         if series in _TIME_SERIES:
-            return getattr(getattr(metrics, _TIME_SERIES[series]), stat.replace(".", "_"))
+            value: float | None = getattr(getattr(metrics, _TIME_SERIES[series]), stat.replace(".", "_"))
+            return value
         if series == "late_cycles":
             return metrics.late_cycles
         return getattr(metrics.misses, _COUNTS[series]) if metrics.misses is not None else None

@@ -27,12 +27,13 @@ progress (constant cost).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Final, TypedDict
 
 import numpy as np
 
 from ..ipc.layout import FLAG_DEVICE_ERROR, RECORD_DTYPE
 from ..schema.config import DEFAULT_THRESHOLD_NS
-from ..schema.summary import Metrics, Misses, Stats
+from ..schema.summary import Metrics, Misses
 from .cycles import Carry, CycleStream, CycleView, LateRule
 from .hdr import FORMAT as HDR_FORMAT
 from .hdr import RELATIVE_ERROR, SUB_BITS, Hdr
@@ -43,16 +44,24 @@ PERCENTILES = (50.0, 99.0, 99.9, 99.99)
 LOW_PERCENTILES = (50.0, 1.0, 0.1, 0.01)
 SERIES = ("period", "process", "latency", "slack", "rtt")
 FORMAT = "softrt.runstats/1"
-_COUNTERS = (
-    "cycles",
-    "records_expected",
-    "missed_updates",
-    "cycles_with_miss",
-    "longest_miss_run",
-    "overruns",
-    "device_errors",
-    "late_cycles",
-)
+
+
+class Counters(TypedDict):
+    """The pass's counts, stats.json's ``counters`` in this order (a record: its keys are fixed).
+    ``late_cycles`` is None when unknown (a stats.json written before softrt counted them)."""
+
+    cycles: int
+    records_expected: int
+    missed_updates: int
+    cycles_with_miss: int
+    longest_miss_run: int
+    overruns: int
+    device_errors: int
+    late_cycles: int | None
+
+
+#: The counts pooled runs add (the longest miss run is the longer one; late cycles may be unknown).
+_SUMMED: Final = ("cycles", "records_expected", "missed_updates", "cycles_with_miss", "overruns", "device_errors")
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,16 @@ class RunStats:
         self.cycles = CycleStream(LateRule(self.period_ns, int(threshold_ns)))
         self.hist = {name: Hdr() for name in SERIES}
         # late_cycles is None when unknown (a stats.json written before softrt counted them)
-        self.counters: dict[str, int | None] = dict.fromkeys(_COUNTERS, 0)
+        self.counters = Counters(
+            cycles=0,
+            records_expected=0,
+            missed_updates=0,
+            cycles_with_miss=0,
+            longest_miss_run=0,
+            overruns=0,
+            device_errors=0,
+            late_cycles=0,
+        )
         self.rtt_seen = False  # any record with a non-zero round trip (a device with frames)
         self.first_detect_ns: int | None = None
         self.worst_period_ns: int | None = None
@@ -126,7 +144,8 @@ class RunStats:
             self.keep["latency"].add(latency, detect)
         slack = edge + (self.period_ns - done)
         h["slack"].add(slack)
-        if period.size and (self.worst_period_ns is None or h["period"].max > self.worst_period_ns):
+        top = h["period"].max
+        if period.size and (self.worst_period_ns is None or (top is not None and top > self.worst_period_ns)):
             self._note_worst(view)
 
         missed = records["missed"]
@@ -135,7 +154,7 @@ class RunStats:
             c["missed_updates"] += int(missed.sum())
             c["cycles_with_miss"] += int(np.count_nonzero(missed > 0))
             c["longest_miss_run"] = max(c["longest_miss_run"], miss_max)
-        if h["slack"].min is not None and h["slack"].min < 0:
+        if (slack_min := h["slack"].min) is not None and slack_min < 0:
             c["overruns"] += int(np.count_nonzero(slack < 0))
         flags = records["flags"]
         if flags.any():
@@ -178,14 +197,12 @@ class RunStats:
             )
         for name in SERIES:
             self.hist[name].merge(other.hist[name])
-        for key in _COUNTERS:
-            mine, theirs = self.counters[key], other.counters[key]
-            if mine is None or theirs is None:
-                self.counters[key] = None
-            elif key == "longest_miss_run":
-                self.counters[key] = max(mine, theirs)
-            else:
-                self.counters[key] = mine + theirs
+        mine, theirs = self.counters, other.counters
+        for key in _SUMMED:
+            mine[key] += theirs[key]
+        mine["longest_miss_run"] = max(mine["longest_miss_run"], theirs["longest_miss_run"])
+        late, other_late = mine["late_cycles"], theirs["late_cycles"]
+        mine["late_cycles"] = None if late is None or other_late is None else late + other_late
         self.rtt_seen = self.rtt_seen or other.rtt_seen
         self.keep = None  # a pooled tail would mix the runs' clocks
         if other.worst_period_ns is not None and (
@@ -221,16 +238,16 @@ class RunStats:
             overruns=c["overruns"],
             device_errors=c["device_errors"],
         )
-        rtt = dict(rtt_us=Stats.build(**h["rtt"].stats_us(PERCENTILES))) if self.rtt_seen else {}
+        rtt = dict(rtt_us=h["rtt"].stats_us(PERCENTILES)) if self.rtt_seen else {}
         return Metrics.build(
             cycles=c["cycles"],
             records_expected=c["records_expected"],
             records_missing=c["records_expected"] - c["cycles"],
             late_cycles=c["late_cycles"],
-            period_us=Stats.build(**h["period"].stats_us(PERCENTILES)),
-            process_us=Stats.build(**h["process"].stats_us(PERCENTILES)),
-            latency_us=Stats.build(**h["latency"].stats_us(PERCENTILES)),
-            slack_us=Stats.build(**h["slack"].stats_us(LOW_PERCENTILES)),
+            period_us=h["period"].stats_us(PERCENTILES),
+            process_us=h["process"].stats_us(PERCENTILES),
+            latency_us=h["latency"].stats_us(PERCENTILES),
+            slack_us=h["slack"].stats_us(LOW_PERCENTILES),
             misses=misses,
             **rtt,
         )
@@ -245,14 +262,14 @@ class RunStats:
             cycles=self.counters["cycles"],
             missed_updates=self.counters["missed_updates"],
             late_cycles=self.counters["late_cycles"],
-            max_period_us=p.max / 1e3 if p.n else None,
-            p99_period_us=p.percentiles((99.0,))[0] / 1e3 if p.n else None,
+            max_period_us=None if p.max is None else p.max / 1e3,
+            p99_period_us=None if (p99 := p.percentiles((99.0,))[0]) is None else p99 / 1e3,
             worst_seq=self.worst_seq,
             worst_at_s=at,
         )
 
     # -- storage ---------------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON form (``histograms.json``, docs/run-format.md): counters, worst period, sparse histograms."""
         return {
             "format": FORMAT,
@@ -272,7 +289,7 @@ class RunStats:
         }
 
     @classmethod
-    def from_dict(cls, doc: dict) -> RunStats:
+    def from_dict(cls, doc: dict[str, Any]) -> RunStats:
         """Rebuild the state written by :meth:`to_dict`; raise ValueError when it cannot be read."""
         try:
             if doc.get("format") != FORMAT:
@@ -283,11 +300,12 @@ class RunStats:
                     f"(this softrt reads {SUB_BITS})"
                 )
             out = cls(int(doc["period_ns"]), int(doc.get("late_threshold_ns", DEFAULT_THRESHOLD_NS)))
-            for key in _COUNTERS:
-                # late_cycles: absent from files written before softrt counted them (unknown)
-                out.counters[key] = (
-                    _opt_int(doc["counters"].get(key)) if key == "late_cycles" else int(doc["counters"][key])
-                )
+            counts = doc["counters"]
+            for key in _SUMMED:
+                out.counters[key] = int(counts[key])
+            out.counters["longest_miss_run"] = int(counts["longest_miss_run"])
+            # late_cycles: absent from files written before softrt counted them (unknown)
+            out.counters["late_cycles"] = _opt_int(counts.get("late_cycles"))
             out.rtt_seen = bool(doc["rtt_seen"])
             worst = doc["worst_period"]
             out.worst_period_ns, out.worst_seq = _opt_int(worst["period_ns"]), _opt_int(worst["seq"])
@@ -301,11 +319,11 @@ class RunStats:
         return out
 
 
-def _opt_int(x) -> int | None:
+def _opt_int(x: Any) -> int | None:
     return None if x is None else int(x)
 
 
-def _carry(doc: dict | None) -> Carry | None:
+def _carry(doc: dict[str, Any] | None) -> Carry | None:
     """The carried record of stats.json (files before the late rule lack its ``done_ns``; 0 then)."""
     if doc is None or doc.get("seq") is None:
         return None

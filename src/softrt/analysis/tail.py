@@ -32,6 +32,7 @@ declustered: every exceedance counts as a cluster (``caveat`` says so).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import chdtri  # χ² quantiles; scipy.stats would add half a second of import
@@ -223,7 +224,8 @@ def _top_of_histogram(edges: np.ndarray, counts: np.ndarray, wanted: int, rng: n
         share = need / counts[cut] if counts[cut] else 0.0
         top, w = edges[cut + 1], edges[cut + 1] - edges[cut]
         values = np.r_[top - rng.uniform(0, share, need) * w, values]
-    return values
+    out: np.ndarray = values
+    return out
 
 
 def refuse(tail: Tail, reason: str) -> Tail:
@@ -343,7 +345,9 @@ def _span(times_s: np.ndarray | None, hours: float) -> tuple[float, float]:
     return start, start + hours * 3600
 
 
-def _range(reg: Region, clusters: int, rate: float, figure, estimate: float) -> Interval:
+def _range(
+    reg: Region, clusters: int, rate: float, figure: Callable[[np.ndarray], np.ndarray], estimate: float
+) -> Interval:
     """The range of *figure(λ)* (increasing in λ) over the joint region: λ at each (ξ, σ) point spans
     what the Poisson part of the budget left over allows."""
     lam_lo, lam_hi = poisson_range(rate, clusters, BUDGET_95 - reg.deficit)
@@ -356,7 +360,9 @@ def _level(reg: Region, u: float, rate: float, clusters: int, every_h: float) ->
     # A level past int64 ns (about 292 years for one cycle: schema.doc.MAX_US) is no time a summary
     # can hold (its reader refuses it): a heavy tail's yearly upper bound reaches 1e17 µs here. Such a
     # bound is kept as None, "unbounded"; a level or lower bound past it leaves no figure at all.
-    level, low, high = (x if math.isfinite(x) and abs(x) <= MAX_US else None for x in (iv.estimate, iv.low, iv.high))
+    level, low, high = (
+        x if x is not None and math.isfinite(x) and abs(x) <= MAX_US else None for x in (iv.estimate, iv.low, iv.high)
+    )
     if level is None or low is None:
         level = low = high = None
     return ReturnLevel(every_h=every_h, level_us=level, low_us=low, high_us=high)
@@ -397,7 +403,7 @@ def run_hours_needed(tail: Tail, reg: Region, excess: np.ndarray, clusters: int,
     rate itself is above the target or the tail is heavy (no run length will pass)."""
     no_model = max(-math.log(0.05) / tail.target_per_h - tail.hours, 0.0) if tail.late == 0 else None
     lr = tail.late_rate_per_h
-    if tail.heavy or lr is None or lr.estimate is None or lr.estimate > tail.target_per_h:
+    if tail.heavy or lr is None or lr.estimate is None or lr.estimate > tail.target_per_h or tail.threshold_us is None:
         return None if tail.heavy or (lr is not None and (lr.estimate or 0) > tail.target_per_h) else no_model
     if lr.high is not None and lr.high <= tail.target_per_h:
         return 0.0

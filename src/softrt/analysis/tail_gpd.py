@@ -38,7 +38,8 @@ _GOLDEN = (np.sqrt(5.0) - 1) / 2
 
 def xi_of_theta(y: np.ndarray, theta: np.ndarray) -> np.ndarray:
     """Grimshaw's ξ(θ) = mean(log1p(θ y)) per row of *y* (rows: samples; *theta*: one per row and column)."""
-    return np.log1p(theta[..., None] * y[:, None, :]).mean(axis=-1)
+    xi: np.ndarray = np.log1p(theta[..., None] * y[:, None, :]).mean(axis=-1)
+    return xi
 
 
 def _profile_theta(y: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -275,7 +276,7 @@ def _edges(
     return out_xi, out_sigma, out_d
 
 
-def return_level(u: float, xi: np.ndarray, sigma: np.ndarray, rate: np.ndarray, every_h: float) -> np.ndarray:
+def return_level(u: float, xi: np.ndarray, sigma: np.ndarray, rate: np.ndarray | float, every_h: float) -> np.ndarray:
     """The level exceeded by one cluster every *every_h* hours on average:
     ``u + σ ((λh)^ξ - 1)/ξ`` (``u + σ ln(λh)`` at ξ = 0; Coles 2001, eq. 4.13)."""
     log_n = np.log(np.asarray(rate) * every_h)
@@ -285,7 +286,7 @@ def return_level(u: float, xi: np.ndarray, sigma: np.ndarray, rate: np.ndarray, 
     return u + sigma * factor
 
 
-def rate_above(u: float, xi: np.ndarray, sigma: np.ndarray, rate: np.ndarray, level: float) -> np.ndarray:
+def rate_above(u: float, xi: np.ndarray, sigma: np.ndarray, rate: np.ndarray | float, level: float) -> np.ndarray:
     """Λ(x) = λ (1 + ξ(x-u)/σ)^(-1/ξ): clusters per hour whose peak exceeds *level* (0 beyond a
     bounded tail's end)."""
     xi = np.asarray(xi, dtype=float)

@@ -173,6 +173,8 @@ def fit_kept(
     # summary (session.run loads it in the background while the loop runs: prefetch_fit).
     from .tail import analyse, poisson_upper_rate, refuse
 
+    if keeper.deadline is None:  # a keeper made for a model counts its late cycles above one
+        raise ValueError("the tail model needs a keeper with a deadline")
     deadline_us = float(keeper.deadline) * scale
     values, times = keeper.arrays()
     bound = poisson_upper_rate(keeper.late, hours) if hours > 0 else None

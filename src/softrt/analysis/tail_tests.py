@@ -36,7 +36,8 @@ def _cdf(y: np.ndarray, xi: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     small = np.abs(xi) < 1e-9
     with np.errstate(divide="ignore", invalid="ignore"):
         log_s = np.where(small, -z, -np.log1p(np.maximum(xi * z, -1.0)) / np.where(small, 1.0, xi))
-    return -np.expm1(log_s)
+    cdf: np.ndarray = -np.expm1(log_s)
+    return cdf
 
 
 def anderson_darling(y: np.ndarray, xi: np.ndarray, sigma: np.ndarray) -> np.ndarray:
@@ -44,7 +45,8 @@ def anderson_darling(y: np.ndarray, xi: np.ndarray, sigma: np.ndarray) -> np.nda
     n = y.shape[1]
     z = np.clip(np.sort(_cdf(y, xi, sigma), axis=1), 1e-12, 1 - 1e-12)
     i = np.arange(1, n + 1)
-    return -n - ((2 * i - 1) * (np.log(z) + np.log1p(-z[:, ::-1]))).sum(axis=1) / n
+    a2: np.ndarray = -n - ((2 * i - 1) * (np.log(z) + np.log1p(-z[:, ::-1]))).sum(axis=1) / n
+    return a2
 
 
 def sample_gpd(rng: np.random.Generator, xi: float, sigma: float, shape: tuple[int, ...]) -> np.ndarray:

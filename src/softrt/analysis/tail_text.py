@@ -62,8 +62,7 @@ def rate_clause(tail: Tail, culprit: str | None = None) -> str:
         head = (
             f"heavy tail (ξ ≥ {tail.xi.low:+.2f}): a longer run will not qualify this machine; fix the cause first{fix}"
         )
-    elif tail.fitted and tail.late_rate_per_h is not None and tail.late_rate_per_h.estimate:
-        lr = tail.late_rate_per_h
+    elif tail.fitted and (lr := tail.late_rate_per_h) is not None and lr.estimate:
         low_h = 1 / lr.high if lr.high else math.inf
         high_h = 1 / lr.low if lr.low else math.inf
         head = (
@@ -125,14 +124,15 @@ def tail_lines(tail: Tail, culprit: str | None = None) -> list[str]:
         )
         if checks:
             lines.append(f"  checks: {checks}")
-    if not tail.fitted:
+    xi = tail.xi
+    if not tail.fitted or xi is None:  # (a fitted tail has its ξ)
         lines.append(f"  REFUSED: {tail.refused or 'no fit'}")
         return lines
     lines.append(
-        f"  GPD ξ = {_iv(tail.xi.estimate, tail.xi.low, tail.xi.high)}, σ = "
+        f"  GPD ξ = {_iv(xi.estimate, xi.low, xi.high)}, σ = "
         f"{_iv(tail.sigma_us.estimate, tail.sigma_us.low, tail.sigma_us.high, '{:.2f}')} µs"
         if tail.sigma_us is not None
-        else f"  GPD ξ = {_iv(tail.xi.estimate, tail.xi.low, tail.xi.high)}"
+        else f"  GPD ξ = {_iv(xi.estimate, xi.low, xi.high)}"
     )
     lr = tail.late_rate_per_h
     if lr is not None and lr.estimate is not None:

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .events import TraceEvent
+from .events import TraceEvent, field_int
 
 #: Softirq vector numbers (include/linux/interrupt.h, ``softirq_to_name``).
 SOFTIRQ_NAMES = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU")
@@ -117,8 +117,10 @@ class CpuState:
     asleep: bool = False
     woken: bool = False
     worker_prio: int | None = None
-    open: list = field(default_factory=list)  # [(layer, tag, source, start_ns, pid)], innermost last
-    fault: tuple | None = None  # (source, start_ns, pid): a page fault waiting for the next event
+    open: list[tuple[int, str, Source, int, int]] = field(
+        default_factory=list
+    )  # (layer, tag, source, start_ns, pid), innermost last
+    fault: tuple[Source, int, int] | None = None  # (source, start_ns, pid): a page fault waiting for the next event
     ran_since_ns: int = 0  # the current task's last run-time update (or its switch-in)
 
     def copy(self) -> CpuState:
@@ -148,13 +150,6 @@ def policy(prio: int | None) -> str:
     return f"OTHER nice {prio - 120}"
 
 
-def _int(text: str | None, default: int = -1) -> int:
-    try:
-        return int(str(text).strip().strip("[]"), 0)
-    except (TypeError, ValueError):
-        return default
-
-
 def _task(comm: str, pid: int, prio: int | None) -> Source:
     return Source("thread", comm, pid, policy(prio))
 
@@ -165,7 +160,7 @@ def _softirq(fields: dict[str, str]) -> Source:
 
 @lru_cache(maxsize=64)
 def _softirq_source(vec_text: str | None, action: str) -> Source:
-    vec = _int(vec_text)
+    vec = field_int(vec_text)
     name = action.strip("[]") or (SOFTIRQ_NAMES[vec] if 0 <= vec < len(SOFTIRQ_NAMES) else f"vec {vec}")
     return Source("softirq", name, vec)
 
@@ -202,14 +197,14 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
     """Advance *state* by one event; append the segments it closes to *out* (None: discard them)."""
     t, name, f = ev.ts_ns, ev.name, ev.fields
     if state.fault is not None:  # a fault has no exit event: it lasted until the next event at most
-        src, start, pid = state.fault
-        _emit(out, Segment(start, t, 1, src, pid))
+        fault_src, start, pid = state.fault
+        _emit(out, Segment(start, t, 1, fault_src, pid))
         state.fault = None
     if state.task is None:  # the common header names the task that was current
         state.task, state.task_pid, state.since_ns, state.ran_since_ns = _task(ev.comm, ev.pid, None), ev.pid, t, t
     if name == "sched_switch":
-        prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
-        prev_prio, next_prio = _int(f.get("prev_prio"), None), _int(f.get("next_prio"), None)
+        prev_pid, next_pid = field_int(f.get("prev_pid")), field_int(f.get("next_pid"))
+        prev_prio, next_prio = field_int(f.get("prev_prio"), None), field_int(f.get("next_prio"), None)
         _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), state.asleep, state.woken))
         state.woken = False
         if prev_pid == worker_pid and next_pid != worker_pid:
@@ -228,8 +223,8 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         state.task_pid, state.task_prio, state.since_ns, state.ran_since_ns = next_pid, next_prio, t, t
         return
     if name == "sched_stat_runtime":
-        if _int(f.get("pid")) == state.task_pid and state.task_pid not in (worker_pid, 0):
-            length, ran = t - state.ran_since_ns, _int(f.get("runtime"), 0)
+        if field_int(f.get("pid")) == state.task_pid and state.task_pid not in (worker_pid, 0):
+            length, ran = t - state.ran_since_ns, field_int(f.get("runtime"), 0)
             if length > 0:
                 _emit(
                     out,
@@ -239,7 +234,7 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
                 )
             state.ran_since_ns = t
         return
-    if name in ("sched_wakeup", "sched_waking") and _int(f.get("pid")) == worker_pid and state.asleep:
+    if name in ("sched_wakeup", "sched_waking") and field_int(f.get("pid")) == worker_pid and state.asleep:
         # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
         _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), True))
         state.since_ns, state.asleep = t, False
@@ -272,10 +267,10 @@ def _classify(ev: TraceEvent, worker_pid: int) -> tuple[int | None, str, Source 
     with the same tag; tag "" closes the innermost of its layer); layer None: activity only."""
     name, f = ev.name, ev.fields
     if name == "irq_handler_entry":
-        irq = _int(f.get("irq"))
+        irq = field_int(f.get("irq"))
         return 3, f"irq:{irq}", Source("irq", f.get("name", f"irq {irq}"), irq)
     if name == "irq_handler_exit":
-        return 3, f"irq:{_int(f.get('irq'))}", None
+        return 3, f"irq:{field_int(f.get('irq'))}", None
     if name == "softirq_entry":
         return 2, "softirq", _softirq(f)
     if name == "softirq_exit":
@@ -288,7 +283,7 @@ def _classify(ev: TraceEvent, worker_pid: int) -> tuple[int | None, str, Source 
         where = "user" if name.endswith("user") else "kernel"
         return 1, "fault", Source("kernel", f"page fault ({where}) of the worker: memory not locked?")
     if ev.pid == worker_pid and name == "sys_enter":
-        nr = _int(f.get("id", f.get("NR")))
+        nr = field_int(f.get("id", f.get("NR")))
         return 1, "sys", Source("kernel", "system call" + (f" {nr}" if nr >= 0 else "") + " of the worker")
     if ev.pid == worker_pid and name == "sys_exit":
         return 1, "sys", None

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 from ..schema.config import DEFAULT_THRESHOLD_NS
 from ..schema.summary import Metrics, RunSummary, Verdict, VerdictCheck, VerdictCulprit
 from ..schema.tail import Tail
-from ..schema.why_late import WhyLate
+from ..schema.why_late import Culprit, WhyLate
 from ..units import MAX_FIXED
 from ..units import format_number as num
 from .remedy import Remedy, remedy_for
@@ -95,7 +96,7 @@ def main_culprit(why_late: Iterable[WhyLate | None]) -> tuple[VerdictCulprit | N
     fix whose culprits took the most of the late cycles' windows wins; it is named by its biggest
     culprit (by task where the attribution names tasks), with the share of that time its fix
     addresses. Else None and why no culprit is named."""
-    totals: dict[tuple, list] = {}
+    totals: dict[tuple[str | None, str, int | None], list[Any]] = {}  # culprit key -> [culprit, its µs]
     window_us = steal_ms = 0.0
     reasons = []
     for why in why_late:
@@ -112,7 +113,9 @@ def main_culprit(why_late: Iterable[WhyLate | None]) -> tuple[VerdictCulprit | N
             entry[1] += c.total_us or 0.0
     if not totals:
         return None, reasons[0] if reasons else "no late cycle was explained"
-    groups: dict[object, list] = {}  # a remedy (or a culprit with none) -> its culprits with their totals
+    groups: dict[
+        object, list[tuple[float, Culprit]]
+    ] = {}  # a remedy (or a culprit with none) -> its culprits with their totals
     for c, total in totals.values():
         remedy = remedy_for(c)
         groups.setdefault(remedy if remedy is not None else (c.kind, c.name, c.id), []).append((total, c))
@@ -205,7 +208,7 @@ def _round2(n: int) -> int:
     """*n* to two significant digits (19,950 -> 20,000)."""
     if n < 100:
         return max(n, 1)
-    scale = 10 ** (len(str(n)) - 2)
+    scale: int = 10 ** (len(str(n)) - 2)
     return round(n / scale) * scale
 
 

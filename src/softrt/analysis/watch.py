@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ipc.layout import RECORD_DTYPE
-from .events import TraceEvent
+from .events import TraceEvent, field_int
 
 #: Timer callbacks that end a sleep of the task that armed them (see the module docstring).
 SLEEP_TIMERS = frozenset({"hrtimer_wakeup", "timerfd_tmrproc", "posix_timer_fn", "it_real_fn"})
@@ -75,6 +75,18 @@ class _Armed:
     function: str
 
 
+@dataclass(slots=True)
+class _Preempt:
+    """The watched thread switched out while runnable: where, since when, who holds its CPU since
+    when, and the pids already counted once for this preemption."""
+
+    cpu: int
+    start_ns: int
+    holder: tuple[str, int, int | None]  # (comm, pid, prio)
+    holder_since_ns: int
+    credited: set[int] = field(default_factory=set)
+
+
 @dataclass
 class Preemptor:
     """A task that held the watched thread's CPU while the thread was runnable but switched out."""
@@ -105,7 +117,7 @@ class ThreadCycles:
     preemptions: int = 0
     preempted_ns: int = 0
     longest_preemption_ns: int = 0
-    preemptors: dict[tuple, Preemptor] = field(default_factory=dict)
+    preemptors: dict[tuple[int, str], Preemptor] = field(default_factory=dict)
     cpus: set[int] = field(default_factory=set)  # where it ran
     migrations: int = 0
     timers: dict[str, int] = field(default_factory=dict)  # timer function -> cycles
@@ -120,7 +132,7 @@ class ThreadCycles:
     _cut_short: bool = False  # a timer was cancelled before its expiry since it last blocked
     _cur: Cycle | None = None  # the cycle running (its done not yet known)
     _last_cpu: int | None = None
-    _preempt: list | None = None  # [cpu, start_ns, holder (comm, pid, prio), holder_since_ns, pids credited]
+    _preempt: _Preempt | None = None
 
     def __post_init__(self) -> None:
         self._tid_text = str(self.tid)  # the pid as the kernel prints it in the events' fields
@@ -188,10 +200,10 @@ class ThreadCycles:
         function = f.get("function", "")
         if function not in SLEEP_TIMERS:
             return  # the tick or another timer rearmed in an interrupt while the thread was current
-        expiry = _int(f.get("softexpires", f.get("expires")))
+        expiry = field_int(f.get("softexpires", f.get("expires")))
         if expiry < 0:
             return
-        self.timer_slack_ns = max(self.timer_slack_ns, _int(f.get("expires"), expiry) - expiry)
+        self.timer_slack_ns = max(self.timer_slack_ns, field_int(f.get("expires"), expiry) - expiry)
         ptr = f.get("hrtimer", "")
         clock = self._clock.get(ptr, "CLOCK_REALTIME")
         if clock in ("CLOCK_REALTIME", "CLOCK_TAI") and abs(expiry - ev.ts_ns) < _FAR_NS:
@@ -206,16 +218,16 @@ class ThreadCycles:
 
     def _switch(self, ev: TraceEvent) -> None:
         f, tid, ts = ev.fields, self.tid, ev.ts_ns
-        prev_pid, next_pid = _int(f.get("prev_pid")), _int(f.get("next_pid"))
+        prev_pid, next_pid = field_int(f.get("prev_pid")), field_int(f.get("next_pid"))
         p = self._preempt
-        if p is not None and ev.cpu == p[0] and prev_pid != tid:
+        if p is not None and ev.cpu == p.cpu and prev_pid != tid:
             self._credit(p, ts)
-            p[2], p[3] = (f.get("next_comm", "?"), next_pid, _int(f.get("next_prio"), None)), ts
+            p.holder, p.holder_since_ns = (f.get("next_comm", "?"), next_pid, field_int(f.get("next_prio"), None)), ts
         if prev_pid == tid:
             self._seen(ts)
             if (f.get("prev_state") or "").startswith("R"):  # preempted: still runnable
-                holder = (f.get("next_comm", "?"), next_pid, _int(f.get("next_prio"), None))
-                self._preempt = [ev.cpu, ts, holder, ts, set()]
+                holder = (f.get("next_comm", "?"), next_pid, field_int(f.get("next_prio"), None))
+                self._preempt = _Preempt(ev.cpu, ts, holder, ts)
             else:
                 self.sleeps += 1
                 self._blocked, self._woken_ns, self._cut_short = True, None, False
@@ -226,9 +238,9 @@ class ThreadCycles:
         if next_pid == tid:
             self._seen(ts)
             if p is not None:
-                if ev.cpu != p[0]:
+                if ev.cpu != p.cpu:
                     self._credit(p, ts)  # it ran again elsewhere: what held the old CPU held it up
-                length = ts - p[1]
+                length = ts - p.start_ns
                 self.preemptions += 1
                 self.preempted_ns += length
                 self.longest_preemption_ns = max(self.longest_preemption_ns, length)
@@ -240,16 +252,16 @@ class ThreadCycles:
             if self.back == "switch_in" and self._blocked:
                 self._returned(ts, ev.cpu)
 
-    def _credit(self, p: list, ts_ns: int) -> None:
-        (comm, pid, prio), since = p[2], p[3]
+    def _credit(self, p: _Preempt, ts_ns: int) -> None:
+        (comm, pid, prio), since = p.holder, p.holder_since_ns
         if pid == self.tid or ts_ns <= since:
             return
         key = (pid, comm)
         who = self.preemptors.get(key)
         if who is None:
             who = self.preemptors[key] = Preemptor(comm, pid, prio)
-        if pid not in p[4]:
-            p[4].add(pid)
+        if pid not in p.credited:
+            p.credited.add(pid)
             who.times += 1
         who.total_ns += ts_ns - since
         who.worst_ns = max(who.worst_ns, ts_ns - since)
@@ -271,13 +283,6 @@ class ThreadCycles:
         elif self._blocked and (self._cut_short or any(a.expiry_ns > ref for a in self._armed)):
             self.woken_early += 1  # its sleep ended before the timer (a signal, I/O, another thread)
         self._blocked, self._woken_ns, self._cut_short = False, None, False
-
-
-def _int(text: str | None, default: int | None = -1) -> int | None:
-    try:
-        return int(str(text).strip(), 0)
-    except (TypeError, ValueError):
-        return default
 
 
 def infer_period_ns(edges_ns: list[int]) -> int | None:

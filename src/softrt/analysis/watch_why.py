@@ -17,6 +17,7 @@ thread onto (``target_cpu``), whose timeline it changes (:func:`split_by_cpu`).
 from __future__ import annotations
 
 from collections import deque
+from typing import TypeVar
 
 import numpy as np
 
@@ -114,22 +115,14 @@ class ThreadAttribution:
         records = view.records
         unique = np.unique(cpus).tolist()
         if len(unique) == 1 and unique[0] == self._last_cpu and unique[0] in self._open:
-            att = self._open[unique[0]]
-            att.add_records(view)
+            self._open[unique[0]].add_records(view)
             self._last_ns[unique[0]] = int(records["detect_ns"][-1])
             return
         self._last_cpu = int(cpus[-1]) if cpus.size else self._last_cpu
         for cpu in unique:
             att = self._open.get(cpu)
             if att is None:
-                att = self._open[cpu] = Attributor(
-                    period_ns=self.period_ns,
-                    rt_cpu=cpu,
-                    worker_pid=self.tid,
-                    threshold_ns=self.threshold_ns,
-                    keep_worst=self.keep_worst,
-                    rt_throttling=self.rt_throttling,
-                )
+                att = self._open[cpu] = self._attributor(cpu)
                 att.add_events(self.recent.of(cpu))
                 att.add_steal(self.recent.steal)
             mine = records[cpus == cpu]
@@ -150,26 +143,29 @@ class ThreadAttribution:
         results = self._done + [att.finish() for att in self._open.values()]
         self._open.clear()
         if not results:
-            results = [
-                Attributor(
-                    period_ns=self.period_ns,
-                    rt_cpu=home_cpu,
-                    worker_pid=self.tid,
-                    threshold_ns=self.threshold_ns,
-                    keep_worst=self.keep_worst,
-                    rt_throttling=self.rt_throttling,
-                ).finish()
-            ]
+            results = [self._attributor(home_cpu).finish()]
         return merge(results, self.keep_worst, lost_events)
+
+    def _attributor(self, cpu: int) -> Attributor:
+        """The attribution of this thread's cycles on *cpu*."""
+        return Attributor(
+            period_ns=self.period_ns,
+            rt_cpu=cpu,
+            worker_pid=self.tid,
+            threshold_ns=self.threshold_ns,
+            keep_worst=self.keep_worst,
+            rt_throttling=self.rt_throttling,
+        )
 
 
 def merge(results: list[WhyLate], keep_worst: int, lost_events: int) -> WhyLate:
     """Add up Attributor results of one thread on several CPUs (or several stretches of one)."""
     by_cpu: dict[int, int] = {}
     for r in results:
-        by_cpu[r.rt_cpu] = by_cpu.get(r.rt_cpu, 0) + (r.cycles or 0)
+        if r.rt_cpu is not None:  # an Attributor's result names its CPU
+            by_cpu[r.rt_cpu] = by_cpu.get(r.rt_cpu, 0) + (r.cycles or 0)
     home = max(by_cpu, key=lambda c: (by_cpu[c], -c))
-    culprits: dict[tuple, Culprit] = {}
+    culprits: dict[tuple[str | None, str, int | None, str | None], Culprit] = {}
     for r in results:
         for c in r.culprits or ():
             k = (c.kind, c.name, c.id, c.via)
@@ -178,21 +174,30 @@ def merge(results: list[WhyLate], keep_worst: int, lost_events: int) -> WhyLate:
                 c
                 if have is None
                 else have.replace(
-                    cycles=have.cycles + c.cycles,
-                    total_us=round(have.total_us + c.total_us, 3),
-                    worst_us=max(have.worst_us, c.worst_us),
+                    cycles=_n(have.cycles) + _n(c.cycles),
+                    total_us=round(_n(have.total_us) + _n(c.total_us), 3),
+                    worst_us=max(_n(have.worst_us), _n(c.worst_us)),
                 )
             )
     worst = [w for r in results for w in r.worst or ()]
     return results[0].replace(
-        cycles=sum(r.cycles for r in results),
-        late_cycles=sum(r.late_cycles for r in results),
-        events=sum(r.events for r in results),
-        window_us=round(sum(r.window_us for r in results), 3),
-        explained_us=round(sum(r.explained_us for r in results), 3),
+        cycles=sum(_n(r.cycles) for r in results),
+        late_cycles=sum(_n(r.late_cycles) for r in results),
+        events=sum(_n(r.events) for r in results),
+        window_us=round(sum(_n(r.window_us) for r in results), 3),
+        explained_us=round(sum(_n(r.explained_us) for r in results), 3),
         culprits=sorted(culprits.values(), key=lambda c: (-c.total_us, c.kind, c.name)),
         worst=sorted(worst, key=lambda w: (-w.window.duration_us, w.seq))[:keep_worst],
         rt_cpu=home,
         steal=next((r.steal for r in results if r.rt_cpu == home and r.steal), None),
         lost_events=int(lost_events),
     )
+
+
+_Figure = TypeVar("_Figure", int, float)
+
+
+def _n(figure: _Figure | None) -> _Figure | int:
+    """A figure an Attributor's result always holds (its fields are optional only for files that lack
+    them): 0 for none, so a sum is a sum."""
+    return 0 if figure is None else figure

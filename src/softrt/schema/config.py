@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..units import NS_PER_S, NS_PER_US, format_duration_s, format_ns
+from .doc import Doc, count, opt
 
 PROFILES = ("rt", "none")
 MIN_PERIOD_NS = 5 * NS_PER_US  # below this a CPython loop cannot even read the clock twice reliably
@@ -59,13 +60,58 @@ class RunConfig:
     dc_shift_ns: int = 0  # with dc_lock: the frame this long after SYNC0 (negative: before)
     ecat_drives: str | None = None  # a drive description (TOML, ethercat.drives) for --device ethercat:IFACE
 
-    def to_dict(self) -> dict:
-        """Return a JSON-ready dict (config.json)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        out["out_dir"] = str(self.out_dir)
-        if dataclasses.is_dataclass(self.motion):
-            out["motion"] = dataclasses.asdict(self.motion)
-        return out
+    def document(self) -> Config:
+        """This configuration as the summary's and config.json's document: every field, in order, by
+        keyword (the output directory as text, the motion as its fields), checked once when built."""
+        return Config.build(**{f.name: _json_value(getattr(self, f.name)) for f in dataclasses.fields(self)})
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict (config.json): :meth:`document`'s."""
+        return self.document().to_dict()
+
+
+def _json_value(value: object) -> object:
+    """A field's value as JSON holds it: a path as text, a dataclass (the motion) as its fields."""
+    if isinstance(value, Path):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+class Config(Doc):
+    """A run's configuration as summary.json and config.json hold it: :meth:`RunConfig.document`'s,
+    a watch's own options, or an imported tool's command line (files written before hold fewer keys)."""
+
+    period_ns: int | None = count(omit_none=True)
+    duration_ns: int | None = count(omit_none=True)
+    cpu: int | None = opt()
+    priority: int | None = opt()
+    profile: str | None = opt()
+    wait: str | None = opt()
+    device: str | None = opt()
+    margin_ns: int | None = opt()
+    axes: int | None = count(omit_none=True)
+    motion: dict[str, Any] | None = opt()  # motion.config.MotionConfig's fields
+    out_dir: str | None = opt()
+    max_duration_ns: int | None = opt()
+    scenario: str | None = opt()
+    check: bool | None = opt()
+    trace: bool | None = opt()
+    late_threshold_ns: int | None = opt()
+    require: str | None = opt()  # --require (None: the seed's requirement)
+    keep_late: int | None = opt()
+    samples: str | None = opt()  # "all", "late" (--samples)
+    tool: str | None = opt()  # imports: "cyclictest" or "oslat", its command line and version
+    cmdline: str | None = opt()
+    version: str | None = opt()
+    threads: int | None = opt()
+    cpus: list[int | None] | None = opt()
+    histogram_range_ns: int | None = opt()
+    bus_timeout_ns: int | None = opt()  # EtherCAT runs (RunConfig's fields past the summary's first ones)
+    dc_lock: bool | None = opt()
+    dc_shift_ns: int | None = opt()
+    ecat_drives: str | None = opt()
 
 
 def check_period_ns(period_ns: int, example: str = "e.g. --period 250us") -> None:

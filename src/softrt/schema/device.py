@@ -8,6 +8,8 @@ fields are described in docs/run-format.md (``board``) and docs/ethercat.md.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .doc import MAX_US, Doc, count, key, many, opt, within
 
 
@@ -73,7 +75,7 @@ class Frames(Doc):
     late: int | None = count()
     late_rtt_us: LateRoundTrip | None = None
     duplicates: int | None = count()
-    bad: dict | None = None  # {"command": n, "length": n, "short": n, "address": n, "index": n, "tag": n}
+    bad: dict[str, int] | None = None  # {"command": n, "length": n, "short": n, "address": n, "index": n, "tag": n}
     foreign: int | None = count()
     send_errors: int | None = count()
 
@@ -165,11 +167,11 @@ class DistributedClocks(Doc):
     target_shift_us: float | None = opt()
     cycles: int | None = count(omit_none=True)
     phase: Phase | None = opt()
-    phase_series: dict | None = opt()  # {every_cycles, mean_us: [...], abs_mean_us: [...]}
+    phase_series: dict[str, Any] | None = opt()  # {every_cycles, mean_us: [...], abs_mean_us: [...]}
     dc_vs_host_ppm: float | None = opt()
     lock: PhaseLock | None = opt()
     sample_every: int | None = count(omit_none=True)
-    probe: dict | None = opt()
+    probe: dict[str, Any] | None = opt()
     slaves: list[DcSlave] | None = opt()
 
 

@@ -44,6 +44,9 @@ from ..errors import ConfigError
 from .text import printable, printable_strings, show_value
 
 T = TypeVar("T", bound="Doc")
+R = TypeVar("R")
+#: How a field's JSON value is checked and converted: (value, where, path) -> the field's value.
+Converter = Callable[[object, object, str], Any]
 #: Set while :meth:`Doc.from_dict` reads: its values are checked as they are converted, so the
 #: documents it builds skip :meth:`Doc.__post_init__`'s second check (a summary holds tens of
 #: thousands of values).
@@ -119,11 +122,11 @@ else:  # Python 3.10: only type checkers read it (PEP 681)
 class Doc:
     """A JSON object with typed fields; ``extra`` keeps the keys this softrt does not know."""
 
-    extra: dict = field(default_factory=dict, repr=False)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
     #: Keys the file held as null that are omitted when None (written back as null).
-    nulls: frozenset = field(default=frozenset(), repr=False, compare=False)
+    nulls: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     #: The file's key order, kept when it is written again (a document built in code: its fields' order).
-    order: tuple = field(default=(), repr=False, compare=False)
+    order: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -155,7 +158,9 @@ class Doc:
         None is written as null; a flattened document's keys sit where it is given. Keywords that
         are not fields go to ``extra``."""
         names = {f.name: (f.metadata.get("key", f.name), bool(f.metadata.get("flatten"))) for f, _ in _fields(cls)}
-        fields, extra, order = {}, {}, []
+        fields: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        order: list[str] = []
         for name, value in values.items():
             if name not in names:
                 extra[name] = value
@@ -182,7 +187,7 @@ class Doc:
             _READING.reset(token)
 
     @classmethod
-    def _read(cls, doc: dict, where: object, path: str) -> tuple[dict, frozenset]:
+    def _read(cls, doc: dict[str, Any], where: object, path: str) -> tuple[dict[str, Any], frozenset[str]]:
         values: dict[str, Any] = {}
         for name, key, convert, inner in _plan(cls):
             if inner is not None:  # flattened: its keys are in *doc*, whose key order its parent keeps
@@ -194,7 +199,7 @@ class Doc:
                 values[name] = convert(doc[key], where, f"{path}.{key}" if path else key)
         return values, _keys(cls)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON object: declared fields in order (None written as null unless omitted), then extra."""
         out: dict[str, Any] = {}
         read = frozenset(self.order)
@@ -218,14 +223,27 @@ class Doc:
         return dataclasses.replace(self, **changes)
 
 
-@cache
-def _fields(cls: type) -> tuple[tuple[dataclasses.Field, Any], ...]:
+def _per_class(make: Callable[[type], R]) -> Callable[[type], R]:
+    """*make*'s result cached per class (functools.cache does the same, but mypy does not take a
+    dataclass as Hashable: its instances' ``__hash__`` hides the class object's)."""
+    made: dict[type, R] = {}
+
+    def get(cls: type) -> R:
+        if cls not in made:
+            made[cls] = make(cls)
+        return made[cls]
+
+    return get
+
+
+@_per_class
+def _fields(cls: type) -> tuple[tuple[dataclasses.Field[Any], Any], ...]:
     hints = typing.get_type_hints(cls)
     return tuple((f, hints[f.name]) for f in dataclasses.fields(cls) if f.name not in ("extra", "nulls", "order"))
 
 
-@cache
-def _plan(cls: type) -> tuple[tuple[str, str, Callable, type | None], ...]:
+@_per_class
+def _plan(cls: type) -> tuple[tuple[str, str, Converter, type[Doc] | None], ...]:
     """How *cls* reads a JSON object: (field, key, converter, flattened Doc or None) per field."""
     return tuple(
         (
@@ -238,27 +256,28 @@ def _plan(cls: type) -> tuple[tuple[str, str, Callable, type | None], ...]:
     )
 
 
-def _bound(f: dataclasses.Field) -> float | None:
+def _bound(f: dataclasses.Field[Any]) -> float | None:
     """The largest magnitude a number field takes: :func:`within`'s, else a time's (by its unit)."""
     if "bound" in f.metadata:
-        return f.metadata["bound"]
+        bound: float = f.metadata["bound"]
+        return bound
     unit = _TIME_UNIT.search(f.name)
     return MAX_NS / _NS_PER_UNIT[unit.group(1)] if unit else None
 
 
-@cache
-def _keys(cls: type) -> frozenset:
+@_per_class
+def _keys(cls: type) -> frozenset[str]:
     """The JSON keys *cls* reads (a flattened Doc's included)."""
-    return frozenset().union(*(_keys(inner) if inner is not None else {key} for _, key, _, inner in _plan(cls)))
+    return frozenset[str]().union(*(_keys(inner) if inner is not None else {key} for _, key, _, inner in _plan(cls)))
 
 
-def _is_default(f: dataclasses.Field, value: Any) -> bool:
+def _is_default(f: dataclasses.Field[Any], value: Any) -> bool:
     if f.default is not dataclasses.MISSING:
-        return value == f.default
-    return f.default_factory is not dataclasses.MISSING and value == f.default_factory()
+        return bool(value == f.default)
+    return f.default_factory is not dataclasses.MISSING and bool(value == f.default_factory())
 
 
-def _nulls(doc: dict, keys: frozenset) -> frozenset:
+def _nulls(doc: dict[str, Any], keys: frozenset[str]) -> frozenset[str]:
     return frozenset(k for k, v in doc.items() if v is None and k in keys)
 
 
@@ -298,7 +317,7 @@ def _converter(
     if typing.get_origin(hint) is list:
         item = _converter(args[0])
 
-        def many(value: object, where: object, path: str) -> list:
+        def many(value: object, where: object, path: str) -> list[Any]:
             if not isinstance(value, list):
                 raise _bad(where, path, f"must be a list, got {_show(value)}")
             try:
@@ -317,9 +336,10 @@ def _converter(
             return whole
 
         def count(value: object, where: object, path: str) -> int:
-            if whole(value, where, path) < minimum:
+            checked: int = whole(value, where, path)
+            if checked < minimum:
                 raise _bad(where, path, f"cannot be negative, got {_show(value)}")
-            return value
+            return checked
 
         return count
     if hint is float:  # JSON has one number type: an integral float may be written as 3
@@ -329,9 +349,10 @@ def _converter(
 
         def figure(value: object, where: object, path: str) -> float:
             # (not abs(v) <= bound: NaN compares false both ways, so it is refused too)
-            if not -bound <= number(value, where, path) <= bound:
+            checked: float = number(value, where, path)
+            if not -bound <= checked <= bound:
                 raise _bad(where, path, f"is out of range ({_show(value)}; at most {bound:.3g} in magnitude)")
-            return value
+            return checked
 
         return figure
     if hint is str:

@@ -15,7 +15,12 @@ commands compare. An absent block (a summary written before it) reads as None.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .doc import Doc, many, opt
+
+if TYPE_CHECKING:  # (summary imports this module)
+    from .summary import RunSummary
 
 
 class Nic(Doc):
@@ -67,7 +72,7 @@ FIELDS = (
 CAUSES = ("kernel", "kernel_build", "preemption", "cmdline", "microcode", "bios_version", "bios_date", "tuning", "nic")
 
 
-def provenance_fields(summary) -> dict[str, str | None]:
+def provenance_fields(summary: RunSummary) -> dict[str, str | None]:
     """The flat provenance of a run (schema.summary.RunSummary): every :data:`FIELDS` key, None when unknown.
 
     ``tuning`` is what the run found or set: the controls applied for the run, what ``softrt tune
@@ -117,7 +122,7 @@ def provenance_fields(summary) -> dict[str, str | None]:
     return {name: out.get(name) for name in FIELDS}
 
 
-def _tuning(summary) -> str | None:
+def _tuning(summary: RunSummary) -> str | None:
     applied = sorted({t.what for t in summary.tuning.applied if t.what})
     parts = [f"applied: {', '.join(applied)}"] if applied else []
     if summary.check is not None and summary.check.verdict:

@@ -16,9 +16,11 @@ keeps the keys it does not know in ``extra``); a newer major version is refused 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from ..units import format_number
+from .config import Config as Config  # re-exported: the summary's configuration document
 from .device import Board
 from .doc import MAX_US, Doc, count, flatten, key, many, obj, opt, within
 from .provenance import Provenance
@@ -162,36 +164,6 @@ class Verdict(Doc):
     why_unknown: str | None = opt()  # why no culprit is named (no trace, no late cycle explained)
 
 
-class Config(Doc):
-    """The run's configuration (session.config.RunConfig, or an imported tool's command line)."""
-
-    period_ns: int | None = count(omit_none=True)
-    duration_ns: int | None = count(omit_none=True)
-    cpu: int | None = opt()
-    priority: int | None = opt()
-    profile: str | None = opt()
-    wait: str | None = opt()
-    device: str | None = opt()
-    margin_ns: int | None = opt()
-    axes: int | None = count(omit_none=True)
-    motion: dict | None = opt()  # motion.config.MotionConfig's fields
-    out_dir: str | None = opt()
-    max_duration_ns: int | None = opt()
-    scenario: str | None = opt()
-    check: bool | None = opt()
-    trace: bool | None = opt()
-    late_threshold_ns: int | None = opt()
-    require: str | None = opt()  # --require (None: the seed's requirement)
-    keep_late: int | None = opt()
-    samples: str | None = opt()  # "all", "late" (--samples)
-    tool: str | None = opt()  # imports: "cyclictest" or "oslat", its command line and version
-    cmdline: str | None = opt()
-    version: str | None = opt()
-    threads: int | None = opt()
-    cpus: list[int | None] | None = opt()
-    histogram_range_ns: int | None = opt()
-
-
 class Tuned(Doc):
     """A control applied (``what``, ``detail``) or not applied (``what``, ``why``)."""
 
@@ -251,11 +223,11 @@ class Check(Doc):
 
     ready: bool | None = None
     verdict: str | None = None
-    counts: dict = obj()
+    counts: dict[str, int] = obj()
     fix_first: list[str] = many()
 
     @classmethod
-    def of_report(cls, report: dict) -> Check:
+    def of_report(cls, report: dict[str, Any]) -> Check:
         """The summary's part of a check's report (``softrt check --json``, audit.model.Report.to_dict)."""
         return cls(
             ready=report["ready"], verdict=report["verdict"], counts=report["counts"], fix_first=report["fix_first"]
@@ -299,7 +271,7 @@ class LoadRun(Doc):
     name: str = ""
     backend: str | None = None
     cpus: str | None = opt()
-    achieved: dict = obj()  # metric name (its unit in the name) -> value
+    achieved: dict[str, float] = obj()  # metric name (its unit in the name) -> value
     duration_s: float | None = opt()
     skipped_reason: str | None = None
     command: str | None = opt()
@@ -345,7 +317,7 @@ class RunSummary(Doc):
     elapsed_s: float | None = opt()
     mode: str | None = None  # one of MODES; None for imports
     config: Config = Config()
-    host: dict = obj()  # host facts (platform host_facts): free-form, shown as they are
+    host: dict[str, Any] = obj()  # host facts (platform host_facts): free-form, shown as they are
     tuning: Tuning = Tuning()
     checkpoint_at: str | None = opt()
     supervisor: Supervisor | None = opt()
@@ -428,7 +400,7 @@ class RunSummary(Doc):
         return self.motion if self.motion is not None and self.motion.computed else None
 
 
-def check_version(doc: dict, where: Path | str | object) -> None:
+def check_version(doc: dict[str, Any], where: Path | str | object) -> None:
     """Raise ConfigError for a summary of a newer major version than this softrt reads."""
     schema = str(doc.get("schema", ""))
     try:

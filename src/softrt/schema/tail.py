@@ -14,6 +14,7 @@ speaks.
 from __future__ import annotations
 
 from dataclasses import field
+from typing import Any
 
 from .doc import Doc, many
 
@@ -22,7 +23,7 @@ HOURS_PER_YEAR = 8766.0  # 365.25 days
 RETURN_EVERY_H = (1.0, 24.0, 168.0, HOURS_PER_YEAR)
 
 
-def _whole() -> object:
+def _whole() -> Any:
     """A whole number that cannot be negative, 0 by default."""
     return field(default=0, metadata={"min": 0})
 

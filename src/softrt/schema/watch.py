@@ -41,7 +41,7 @@ class Watch(Doc):
 
     thread: WatchedThread = WatchedThread()
     waits: str | None = None  # one of WAITS
-    timers: dict = obj()  # timer function -> cycles it ended
+    timers: dict[str, int] = obj()  # timer function -> cycles it ended
     timer_slack_us: float | None = None  # the most its wake-ups were allowed to come late (its timer slack)
     returns_seen_by: str | None = None  # "sys_exit" (back in user space) or "switch_in"
     sleeps: int | None = count()

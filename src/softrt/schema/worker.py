@@ -23,8 +23,8 @@ class WorkerReport:
     kind: str
     #: ARMED: the controls applied, ``{"what", "detail"}``, and those that could not be, with ``"why"``
     #: (the summary's ``mode.applied`` / ``mode.not_applied`` entries).
-    applied: tuple[dict, ...] = ()
-    not_applied: tuple[dict, ...] = ()
+    applied: tuple[dict[str, str], ...] = ()
+    not_applied: tuple[dict[str, str], ...] = ()
     pid: int | None = None
     #: DONE: the cycles the loop ran, the device's counters (the summary's ``board``) and why the
     #: device failed the run (bus lost, a drive fault), None when it did not.
@@ -35,7 +35,7 @@ class WorkerReport:
     error: Any = None
 
     @classmethod
-    def armed(cls, applied: list[dict], not_applied: list[dict], pid: int) -> WorkerReport:
+    def armed(cls, applied: list[dict[str, str]], not_applied: list[dict[str, str]], pid: int) -> WorkerReport:
         return cls(ARMED, applied=tuple(applied), not_applied=tuple(not_applied), pid=pid)
 
     @classmethod

@@ -23,7 +23,7 @@ from ..schema import summary as doc
 from ..schema.config import RunConfig
 from ..schema.device import Board
 from ..schema.doc import present
-from ..schema.summary import SCHEMA, Check, Config, RunSummary, Supervisor, Tuning
+from ..schema.summary import SCHEMA, Check, RunSummary, Supervisor, Tuning
 from ..schema.tail import Tail
 from ..store.history import History, local_db_path
 from ..store.rundir import STATS, SUMMARY, RunDir
@@ -127,7 +127,7 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
         partial_reason=out.reason,
         elapsed_s=parts.elapsed_s(),
         mode=mode_of(config, out.not_applied),
-        config=Config.build(**config.to_dict()),
+        config=config.document(),
         host=parts.host,
         **present(provenance=parts.provenance),
         tuning=Tuning.build(
