@@ -22,10 +22,9 @@ from typing import Any
 from ..cpus import CpuSet
 from ..platform import get_platform
 from ..platform.linux import kfacts
-from ..schema.summary import SystemChange
 from ..schema.why_late import Culprit, TraceInfo, WhyLate
 from .consumer import Consumer, open_reader
-from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
+from .tracefs import INSTANCE_PREFIX, Holder, Instance, TracingUnavailable, event_dirs, find_or_mount
 
 RT_BUFFER_KB = 8192  # per traced CPU: ~250 000 events, seconds of a busy loop between two reads
 # Enabling raw_syscalls sends every system call of every task through the kernel's slow syscall
@@ -71,20 +70,20 @@ def wanted_events(available: set[str], wait: str = "spin", device: str = "virtua
     return out
 
 
-class TraceSession:
+class TraceSession(Holder):
     """Trace the RT CPU during one run and explain its late cycles."""
 
+    purpose = "the run's trace"
+
     def __init__(self, config: Any) -> None:
+        super().__init__()
         self.config = config
         self.reason: str | None = None if getattr(config, "trace", True) else "off (--no-trace)"
-        self.instance: Instance | None = None
-        self.left: Instance | None = None  # an instance that could not be removed
-        self.mounted: Mounted | None = None
         self.consumer: Consumer | None = None
         self.attributor = None
         self.enabled: list[str] = []
         self.missing: list[str] = []
-        self.result: dict | None = None
+        self.result: WhyLate | None = None
         self.lost_events = 0
         self.attribution_cpu_s = 0.0
         self._trace_s = 0.0
@@ -134,7 +133,7 @@ class TraceSession:
             self.attributor = None
             if self.consumer is not None:
                 self.consumer.stop()  # it holds trace_pipe open, which would keep the rmdir busy
-            self._teardown()
+            self.release()
 
     def _prepare(self) -> None:
         from ..analysis import attribution  # noqa: F401 - imported here, while the worker starts
@@ -222,19 +221,20 @@ class TraceSession:
         try:
             self._stop_and_finish()
         finally:
-            self._teardown()
+            self.release()
 
     def _stop_and_finish(self) -> None:
+        instance = self.instance
+        if instance is None:  # close() only calls it with an instance
+            return
         try:
-            self.instance.write("tracing_on", "0")
+            instance.write("tracing_on", "0")
         except OSError:
             pass
         self._trace_s = time.monotonic() - self._trace_s
         if self.consumer is not None:
             self.consumer.stop()
-            stats = self.instance.stats(self.config.cpu)
-            from_stats = stats.get("overrun", 0) + stats.get("commit overrun", 0) + stats.get("dropped events", 0)
-            self.lost_events = max(self.consumer.parser.lost, from_stats)
+            self.lost_events = max(self.consumer.parser.lost, instance.lost([self.config.cpu]))
             if self.consumer.error and self.reason is None:
                 self.reason = f"failed: the trace reader stopped: {self.consumer.error}"
         if self.attributor is not None:
@@ -245,14 +245,6 @@ class TraceSession:
             except Exception as err:  # noqa: BLE001 - the attribution must never fail the run
                 self._fail(err)
             self.attribution_cpu_s += time.thread_time() - t0
-
-    def _teardown(self) -> None:
-        if self.instance is not None:
-            if not self.instance.remove():
-                self.left = self.instance  # said in the run's system changes, never silently left tracing
-            self.instance = None
-        if self.mounted is not None and not self.mounted.restored:
-            self.mounted.undo()
 
     # -- results -----------------------------------------------------------------------------------
     def why_late(self) -> WhyLate:
@@ -275,14 +267,6 @@ class TraceSession:
                 buffer_kb=RT_BUFFER_KB,
             ),
         )
-
-    def system_changes(self) -> list[SystemChange]:
-        """The system changes the trace made (a tracefs mount; an instance it could not remove), as
-        the journal's are."""
-        out = [self.mounted.to_change()] if self.mounted is not None else []
-        if self.left is not None:
-            out.append(self.left.left_change("the run's trace"))
-        return out
 
 
 def rt_throttling(root: str = "/") -> bool | None:
