@@ -24,6 +24,11 @@ not flood the trace). The simulator runs as docs/ethercat.md runs it: SCHED_FIFO
     sudo python bench/trace_bench.py --rounds 4 --duration 5 --json         # the same as JSON
     sudo PYTHONPATH=src python bench/trace_bench.py --ethercat 1000,250 --duration 10
     sudo PYTHONPATH=src python bench/trace_bench.py --oslat --rounds 6 --duration 5
+    sudo PYTHONPATH=src python bench/trace_bench.py --waits sleep --drop sched:sched_wakeup  # fewer events
+
+``--drop`` and ``--filter`` run the traced runs with fewer events or extra kernel filters, to see
+what a configuration costs the loop (the run itself is unchanged); what one event costs, filtered
+or not, is measured better by ``bench/trace_event_cost.py`` (a few ns, not µs of noise).
 
 Target (issues 9, 17 and 31): p50 and p99 latency with tracing within 1 µs of without (p99 also
 within 10 %), judged on the median of the rounds' paired differences (one round's noise, a hypervisor
@@ -88,7 +93,9 @@ class _Events:
 
         def enable_filtered(inst, event, filter_expr=None):
             extra = filters.get(event)
-            if extra is not None:
+            if extra == "none":  # the event unfiltered: every task's (a filter costs even when it passes)
+                filter_expr = None
+            elif extra is not None:
                 filter_expr = f"({filter_expr}) && ({extra})" if filter_expr else extra
             return enable(inst, event, filter_expr)
 
@@ -500,7 +507,8 @@ def main() -> int:
         action="append",
         default=[],
         metavar="EVENT=EXPR",
-        help="a filter added to an event of the traced runs (events.rst section 5), repeatable: an experiment",
+        help="a filter added to an event of the traced runs (events.rst section 5; 'none': its filter removed), "
+        "repeatable: an experiment",
     )
     args = ap.parse_args()
     args.drop = [e for e in args.drop.split(",") if e]
