@@ -83,6 +83,7 @@ int main(int argc, char **argv) {
 VARIANTS: dict[str, list[tuple[str, str | None]]] = {
     "off": [],
     "switch": [("sched/sched_switch", None)],
+    "switch filtered out": [("sched/sched_switch", "prev_pid == 1")],
     "switch+wakeup": [("sched/sched_switch", None), ("sched/sched_wakeup", None)],
     "switch+wakeup filtered out": [("sched/sched_switch", None), ("sched/sched_wakeup", "pid == 1")],
     "switch+wakeup filtered in": [("sched/sched_switch", None), ("sched/sched_wakeup", "pid != 1")],
