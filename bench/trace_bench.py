@@ -24,6 +24,11 @@ not flood the trace). The simulator runs as docs/ethercat.md runs it: SCHED_FIFO
     sudo python bench/trace_bench.py --rounds 4 --duration 5 --json         # the same as JSON
     sudo PYTHONPATH=src python bench/trace_bench.py --ethercat 1000,250 --duration 10
     sudo PYTHONPATH=src python bench/trace_bench.py --oslat --rounds 6 --duration 5
+    sudo PYTHONPATH=src python bench/trace_bench.py --waits sleep --drop sched:sched_wakeup  # fewer events
+
+``--drop`` and ``--filter`` run the traced runs with fewer events or extra kernel filters, to see
+what a configuration costs the loop (the run itself is unchanged); what one event costs, filtered
+or not, is measured better by ``bench/trace_event_cost.py`` (a few ns, not µs of noise).
 
 Target (issues 9, 17 and 31): p50 and p99 latency with tracing within 1 µs of without (p99 also
 within 10 %), judged on the median of the rounds' paired differences (one round's noise, a hypervisor
@@ -72,6 +77,36 @@ def _irq_counts(cpu: int) -> dict[str, int]:
     return out
 
 
+class _Events:
+    """The bench's variant of the run's event list (``--drop``, ``--filter``): which events a cycle can
+    do without, measured; the run itself is unchanged (the bench's view only, undone by close)."""
+
+    def __init__(self, drop: list[str], filters: dict[str, str]) -> None:
+        from softrt.trace import session, tracefs
+
+        self._session, self._wanted = session, session.wanted_events
+        self._inst, self._enable = tracefs.Instance, tracefs.Instance.enable
+        wanted, enable = self._wanted, self._enable
+
+        def wanted_events(*a, **kw):
+            return [(e, scope) for e, scope in wanted(*a, **kw) if e not in drop]
+
+        def enable_filtered(inst, event, filter_expr=None):
+            extra = filters.get(event)
+            if extra == "none":  # the event unfiltered: every task's (a filter costs even when it passes)
+                filter_expr = None
+            elif extra is not None:
+                filter_expr = f"({filter_expr}) && ({extra})" if filter_expr else extra
+            return enable(inst, event, filter_expr)
+
+        session.wanted_events = wanted_events
+        tracefs.Instance.enable = enable_filtered
+
+    def close(self) -> None:
+        self._session.wanted_events = self._wanted
+        self._inst.enable = self._enable
+
+
 class _KindCounter:
     """Counts the RT CPU's events by name as the attribution receives them (the bench's view only)."""
 
@@ -117,6 +152,7 @@ def _one(wait: str, trace: bool, args, out: Path) -> dict:
 
     for _ in range(60):  # another real-time run (another checkout's tests) holds the machine lock: wait
         kinds = _KindCounter()
+        variant = _Events(args.drop, args.filters)
         marks.clear()
         try:
             result = run(config, on_progress=on_progress)
@@ -127,6 +163,7 @@ def _one(wait: str, trace: bool, args, out: Path) -> dict:
             time.sleep(2)
         finally:
             kinds.close()
+            variant.close()
     else:
         raise SystemExit("another real-time softrt run kept the machine busy for 2 minutes")
     (t0, irq0), (t1, irq1) = marks[0], marks[-1]
@@ -462,7 +499,20 @@ def main() -> int:
     )
     ap.add_argument("--sim-args", default="--busy-poll 60", help="--ethercat: more ecat-sim options, space-separated")
     ap.add_argument("--oslat", action="store_true", help="the interruptions of a spinning oslat, traced or not")
+    ap.add_argument(
+        "--drop", default="", help="events the traced runs leave out (system:event, comma-separated): an experiment"
+    )
+    ap.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="EVENT=EXPR",
+        help="a filter added to an event of the traced runs (events.rst section 5; 'none': its filter removed), "
+        "repeatable: an experiment",
+    )
     args = ap.parse_args()
+    args.drop = [e for e in args.drop.split(",") if e]
+    args.filters = dict(f.split("=", 1) for f in args.filter)
     if args.oslat:
         return _oslat_main(args)
     if args.ethercat:
@@ -478,7 +528,14 @@ def main() -> int:
                     row = _one(wait, trace, args, Path(tmp))
                     row["round"] = rnd
                     rows.append(row)
-    result = {"rounds": args.rounds, "duration_s": args.duration, "period_us": args.period_us, "waits": {}}
+    result = {
+        "rounds": args.rounds,
+        "duration_s": args.duration,
+        "period_us": args.period_us,
+        "dropped": args.drop,
+        "filters": args.filters,
+        "waits": {},
+    }
     for wait in args.waits.split(","):
         fig = {}
         for trace in (False, True):
@@ -531,6 +588,8 @@ def main() -> int:
         f"trace benchmark: {args.rounds} rounds x {args.duration:g} s per run, period {args.period_us} µs, "
         f"(traced: a private tracefs instance on the RT CPU); 1-minute load at the end {os.getloadavg()[0]:.2f}"
     )
+    if args.drop or args.filters:
+        print(f"variant: events left out {args.drop or 'none'}; filters added {args.filters or 'none'}")
     print(
         f"{'wait':6} {'':9} {'p50 µs':>7} {'p99 µs':>8} {'p99.9 µs':>9} {'max µs':>9}  {'events/s':>9} {'lost':>5} "
         f"{'consumer %CPU':>13} {'attribution %CPU':>16}  p99 per round"

@@ -28,6 +28,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ..cpus import CpuSet
 from ..errors import ConfigError
@@ -122,7 +123,15 @@ def _mark(kind: str, what: str, marker: Path) -> None:
     )
 
 
-def _read_marker(marker: Path) -> dict:
+class Marker(NamedTuple):
+    """A marker's content: an ``instance`` or a ``mount``, *what* it names, its maker's identity."""
+
+    kind: str
+    what: str
+    identity: str
+
+
+def _read_marker(marker: Path) -> Marker:
     """The marker's content, checked; ConfigError (JournalError) when softrt did not write it."""
     try:
         doc = json.loads(journal.read_own(marker, "trace marker"))
@@ -145,7 +154,7 @@ def _read_marker(marker: Path) -> dict:
         and (named or mount)
     ):
         raise ConfigError(f"the trace marker {marker} is not one softrt writes")
-    return doc
+    return Marker("instance" if named else "mount", doc["what"], identity)
 
 
 def find_or_mount() -> tuple[Path, Mounted | None]:
@@ -250,6 +259,13 @@ class Instance:
                 out[key.strip()] = int(value)
         return out
 
+    def lost(self, cpus: CpuSet | list[int]) -> int:
+        """Events the ring buffers of *cpus* lost: overwritten unread, or dropped (ftrace.rst, "per_cpu")."""
+        return sum(
+            stats.get("overrun", 0) + stats.get("commit overrun", 0) + stats.get("dropped events", 0)
+            for stats in map(self.stats, cpus)
+        )
+
     def remove(self) -> bool:
         """Stop the instance, disable its events and delete it (retrying while a reader still holds
         it: EBUSY); True when it is gone. Otherwise :attr:`left` says why and how to remove it by
@@ -277,6 +293,37 @@ class Instance:
             verified=False,
             note=self.left,
         )
+
+
+class Holder:
+    """What a trace holds on the system, its instance and a tracefs mount, given back by :meth:`release`
+    (the run's :class:`.session.TraceSession` and the watch's :class:`.watch.WatchTrace`)."""
+
+    #: What the trace was for, said in the system change of an instance that could not be removed.
+    purpose = "softrt's trace"
+
+    def __init__(self) -> None:
+        self.instance: Instance | None = None
+        self.left: Instance | None = None  # an instance that could not be removed
+        self.mounted: Mounted | None = None
+
+    def release(self) -> None:
+        """Remove the instance and unmount what was mounted (idempotent); an instance that stays is
+        kept in :attr:`left`, said in the system changes, never silently left tracing."""
+        if self.instance is not None:
+            if not self.instance.remove():
+                self.left = self.instance
+            self.instance = None
+        if self.mounted is not None and not self.mounted.restored:
+            self.mounted.undo()
+
+    def system_changes(self) -> list[SystemChange]:
+        """The system changes the trace made (a tracefs mount; an instance it could not remove), as the
+        journal's are."""
+        out = [self.mounted.to_change()] if self.mounted is not None else []
+        if self.left is not None:
+            out.append(self.left.left_change(self.purpose))
+        return out
 
 
 def remove_instance(path: Path, tries: int | None = None, events: list[str] = ()) -> str | None:
@@ -341,19 +388,19 @@ def _sweep_one(marker: Path, tracefs: Path | None) -> list[str]:
             f"set aside as {dest})"
         ]
     this_boot = journal.boot_id()
-    boot, pid, _start = doc["identity"].split("/")
-    if boot == this_boot and pid.isdigit() and get_platform().process_identity(int(pid)) == doc["identity"]:
+    boot, pid, _start = doc.identity.split("/")
+    if boot == this_boot and pid.isdigit() and get_platform().process_identity(int(pid)) == doc.identity:
         return []  # its process is alive
     if boot != this_boot:  # a reboot removed the instance and the mount already
         marker.unlink(missing_ok=True)
         return []
-    if doc["kind"] == "instance":
-        path = tracefs / "instances" / doc["what"] if tracefs is not None else None
+    if doc.kind == "instance":
+        path = tracefs / "instances" / doc.what if tracefs is not None else None
         if path is not None and path.is_dir():
             if remove_instance(path, tries=5) is not None:
                 return []  # still held open: left marked, and tried again by the next command
             marker.unlink(missing_ok=True)
-            return [f"trace instance {doc['what']}"]
+            return [f"trace instance {doc.what}"]
         marker.unlink(missing_ok=True)
         return []
     if not any(mp == MOUNT_POINT and kind == "tracefs" for _, mp, kind in kfacts.mounts("/")):

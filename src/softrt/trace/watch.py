@@ -22,11 +22,10 @@ import time
 
 from ..analysis.timeline import FIELDS_READ
 from ..cpus import CpuSet
-from ..schema.summary import SystemChange
 from ..schema.why_late import TraceInfo
 from .consumer import Consumer, open_reader
 from .session import RT_BUFFER_KB, _describe, wanted_events
-from .tracefs import INSTANCE_PREFIX, Instance, Mounted, TracingUnavailable, event_dirs, find_or_mount
+from .tracefs import INSTANCE_PREFIX, Holder, Instance, TracingUnavailable, event_dirs, find_or_mount
 
 #: The watch's own events: scope "threads" filters on the task that logged it, "pid" on the thread
 #: it is about. Required ones stop the watch when the kernel lacks them.
@@ -47,16 +46,16 @@ def _filter(field: str, tids: list[int]) -> str:
     return " || ".join(f"{field} == {tid}" for tid in tids)
 
 
-class WatchTrace:
+class WatchTrace(Holder):
     """Trace *tids* on *cpus*; ``with`` it: :meth:`close` turns it off and removes the instance."""
 
+    purpose = "the watch's trace"
+
     def __init__(self, tids: list[int], cpus: CpuSet, explain: bool = True) -> None:
+        super().__init__()
         self.tids = sorted(tids)
         self.explain = explain
         self.cpus = cpus
-        self.instance: Instance | None = None
-        self.left: Instance | None = None  # an instance that could not be removed
-        self.mounted: Mounted | None = None
         self.consumer: Consumer | None = None
         self.enabled: list[str] = []
         self.missing: list[str] = []
@@ -138,22 +137,13 @@ class WatchTrace:
             pass
         self.traced_s = time.monotonic() - self._started
         self.consumer.stop()
-        from_stats = 0
-        for cpu in self.cpus:
-            stats = self.instance.stats(cpu)
-            from_stats += stats.get("overrun", 0) + stats.get("commit overrun", 0) + stats.get("dropped events", 0)
-        self.lost_events = max(self.consumer.parser.lost, from_stats)
+        self.lost_events = max(self.consumer.parser.lost, self.instance.lost(self.cpus))
 
     def close(self) -> None:
         """Stop reading, remove the instance, unmount what we mounted (idempotent)."""
         if self.consumer is not None and self.consumer.is_alive():
             self.consumer.stop()
-        if self.instance is not None:
-            if not self.instance.remove():
-                self.left = self.instance  # said in the watch's system changes, never silently left tracing
-            self.instance = None
-        if self.mounted is not None and not self.mounted.restored:
-            self.mounted.undo()
+        self.release()
 
     def info(self, attribution_cpu_s: float) -> TraceInfo:
         """summary.json's ``why_late.trace``: how the trace went (the run's fields)."""
@@ -169,10 +159,3 @@ class WatchTrace:
             traced_s=round(self.traced_s, 3),
             buffer_kb=self.buffer_kb,
         )
-
-    def system_changes(self) -> list[SystemChange]:
-        """A tracefs mount the watch made, and an instance it could not remove, as the journal's changes."""
-        out = [self.mounted.to_change()] if self.mounted is not None else []
-        if self.left is not None:
-            out.append(self.left.left_change("the watch's trace"))
-        return out
