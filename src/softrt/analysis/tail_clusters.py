@@ -149,6 +149,10 @@ def choose_threshold(
         c = decluster(values, times_s, float(ranked[k]), gap_s, period_s)
         if c.count >= MIN_CLUSTERS and (not cands or c.threshold > cands[-1].threshold):
             cands.append(c)
+    if not cands:  # no higher candidate kept 30 clusters (seen in runs, 1 in ~12): the lowest stands
+        return Choice(
+            first, f"99th percentile ({first.count} clusters: no higher candidate keeps {MIN_CLUSTERS})", first
+        )
     fits = []
     for c in cands:
         xi, sigma, _ = (float(a[0]) for a in mle((c.peaks - c.threshold)[None, :]))

@@ -209,6 +209,8 @@ def fit_kept(
         )
     except ConfigError as err:
         return base.replace(refused=err.msg)
+    except (ArithmeticError, IndexError, ValueError) as err:  # a fault of the model: the run keeps its bound
+        return base.replace(refused=f"the tail model failed ({type(err).__name__}: {err}); the no-model bound stands")
     if base.caveat and not tail.caveat:
         tail = tail.replace(caveat=base.caveat)
     return refuse(tail, reason) if reason else tail
