@@ -61,7 +61,7 @@ def test_the_master_runs_over_pcap_and_never_takes_a_late_reply(start_sim, ecat_
                 pass
             dev.write([400.0, -400.0])
         after = sim.stats()
-        counters = dev.counters()
+        counters = dev.counters().to_dict()
     finally:
         dev.stop()
     injected = {k: after["injected"][k] - before["injected"][k] for k in ("drop", "delay")}

@@ -259,10 +259,16 @@ class Simulator:
             "injected": dict(self.faults.injected),
             "mute_at": self.mute_at,
             "muted": self.counters.muted,
-            "answer_us": {k: round(v / 1e3, 1) for k, v in (self.counters.answer.summary() or {}).items()},
-            "wait_us": {k: round(v / 1e3, 1) for k, v in (self.counters.wait.summary() or {}).items()},
+            "answer_us": _in_us(self.counters.answer),
+            "wait_us": _in_us(self.counters.wait),
             "slaves": slaves,
         }
+
+
+def _in_us(stat: NsStat) -> dict[str, float]:
+    """A statistic's min/max/mean/p50/p99 in µs for the stats reply (empty without samples)."""
+    summary = stat.summary()
+    return {} if summary is None else summary.in_us()._asdict()
 
 
 def bind_control(path: str) -> tuple[socket.socket, int]:
