@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass, field
 
 from ..cpus import CpuSet
+from ..schema.audit import LiveSample
 
 LOOP_PERIOD_US = 250  # the seed's EtherCAT cycle; every "why" line is written against it
 
@@ -217,13 +218,13 @@ class Report:
         rt_cpus: the CPUs the loop will run on.
         housekeeping: every other online CPU (where everything else should run).
         findings: in output order (group, then check order).
-        sample: the live sample's raw result (``None`` when not taken).
+        sample: the live sample (``None`` when not taken).
     """
 
     rt_cpus: CpuSet
     housekeeping: CpuSet
     findings: list[Finding]
-    sample: dict | None = None
+    sample: LiveSample | None = None
     root: str = "/"
     meta: dict = field(default_factory=dict)
 
@@ -299,7 +300,7 @@ class Report:
             "fix_first": [f.id for f in self.priorities()],
             "groups": dict(GROUPS),
             "findings": [f.to_dict() for f in self.findings],
-            "sample": self.sample,
+            "sample": None if self.sample is None else self.sample.to_dict(),
             "root": self.root,
             **({"meta": self.meta} if self.meta else {}),
         }
