@@ -198,7 +198,7 @@ class WinFacts:
         return self.online - self.rt_cpus
 
     @cached_property
-    def power(self) -> tuple[CmdResult, dict | None]:
+    def power(self) -> tuple[CmdResult, parse.PowerSetting | None]:
         """``powercfg /qh`` of IDLEDISABLE on the active scheme, and its parse."""
         res = self.run(POWER)
         return res, parse.powercfg_setting(res.out) if res.ok else None
