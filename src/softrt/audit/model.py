@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..cpus import CpuSet
 from ..schema.audit import LiveSample
@@ -105,7 +106,7 @@ class Finding:
             self.severity is Severity.FATAL or (self.unreadable and self.severity is Severity.HIGH)
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
         return {
             "id": self.id,
@@ -288,7 +289,7 @@ class Report:
             out[f.status.value] += 1
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (``softrt check --json``)."""
         return {
             "rt_cpus": str(self.rt_cpus),

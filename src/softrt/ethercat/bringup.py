@@ -95,7 +95,7 @@ def open_master(iface: str):
     return m
 
 
-def describe_states(m) -> dict:
+def describe_states(m) -> dict[str, str]:
     """Return ``{"slave N 'name'": "SAFEOP+ERR, AL status code 0x001D (...)"}`` after a state read."""
     try:
         m.read_state()
