@@ -11,6 +11,7 @@ from softrt.audit.linux.checks import ALL
 from softrt.audit.linux.checks.cores import check_sample, check_tasks
 from softrt.audit.linux.context import Context
 from softrt.cpus import CpuSet
+from softrt.schema.audit import LiveSample
 
 RT = CpuSet([3])
 
@@ -383,14 +384,16 @@ def test_check_ids_follow_module_and_function_names(good):
 )
 def test_sample_check(good, tasks, status):
     ctx = Context(str(good), RT, CpuSet(range(4)))
-    ctx.sample = {
-        "method": "tracefs sched_switch",
-        "seconds": 2.0,
-        "idle_share": 0.5,
-        "lost_events": 0,
-        "tasks": tasks,
-        "error": None,
-    }
+    ctx.sample = LiveSample.from_dict(
+        {
+            "method": "tracefs sched_switch",
+            "seconds": 2.0,
+            "idle_share": 0.5,
+            "lost_events": 0,
+            "tasks": tasks,
+            "error": None,
+        }
+    )
     f = check_sample(ctx)
     assert f.status is status
     if status is WARN:
@@ -402,7 +405,7 @@ def test_sample_check(good, tasks, status):
 
 def test_sample_error_is_not_applicable(good):
     ctx = Context(str(good), RT, CpuSet(range(4)))
-    ctx.sample = {"error": "permission denied", "tasks": []}
+    ctx.sample = LiveSample.build(error="permission denied", tasks=[])
     assert check_sample(ctx).status is NA
 
 

@@ -39,7 +39,7 @@ def test_parse_and_account_switches():
 def test_sample_with_a_trace_classifies_tasks_and_takes_idle_from_the_switches(good, monkeypatch):
     monkeypatch.setattr(sample, "tracefs_dir", lambda root: good.path("/sys/kernel/tracing"))
     monkeypatch.setattr(sample, "trace_switches", lambda path, cpus, s: (TRACE, 100_000_000_000, 100_002_000_000))
-    result = sample.sample(CpuSet([3]), 0.0, root=str(good))
+    result = sample.sample(CpuSet([3]), 0.0, root=str(good)).to_dict()
     kinds = {t["pid"]: t["kind"] for t in result["tasks"]}
     assert kinds == {0: "idle", 900: "exited", 30: "kthread-percpu"}
     assert result["method"] == "tracefs sched_switch" and result["lost_events"] == 12
@@ -75,7 +75,7 @@ def test_sample_of_this_machine_sees_a_busy_child():
     try:
         child.stdout.readline()
         os.sched_setaffinity(0, allowed - {0})
-        result = sample.sample(CpuSet([0]), 0.3)
+        result = sample.sample(CpuSet([0]), 0.3).to_dict()
     finally:
         os.sched_setaffinity(0, allowed)
         child.kill()

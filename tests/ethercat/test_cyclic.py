@@ -85,7 +85,7 @@ def test_the_frame_carries_its_number_and_takes_its_own_reply(wire):
         assert struct.unpack_from("<Q", frame.rx, nop.data_offset)[0] == frame.seq == n
         assert frame.rx[frame.data_at + 6 : frame.data_at + 12] == b"INPUTS"
         assert frame.rtt_ns > 0 and frame.dc_time == 123_456_789
-    assert frame.report() == {
+    assert frame.report().to_dict() == {
         "sent": 3,
         "answered": 3,
         "unanswered": 0,
@@ -117,7 +117,7 @@ def test_a_reply_for_an_earlier_frame_is_late_never_the_answer():
         master.close()
         bus.close()
     assert results == [NOFRAME] * 40
-    r = frame.report()
+    r = frame.report().to_dict()
     assert r["answered"] == 0 and r["unanswered"] == 40 and r["late"] >= 22  # 24 sent back, the last may be in flight
     assert r["late_rtt_us"]["min"] > 0
     assert frame.rtt_ns == 0  # no round trip from a frame not proven fresh
@@ -140,7 +140,7 @@ def test_a_changed_reply_is_bad_by_kind_never_accepted(wire, change, kind):
 
     frame = wire(changed)
     assert frame.exchange(20_000_000) == NOFRAME
-    assert frame.report()["bad"] == {kind: 1}
+    assert frame.report().to_dict()["bad"] == {kind: 1}
 
 
 def test_short_duplicate_foreign_and_unsent_frames(wire):
@@ -157,7 +157,7 @@ def test_short_duplicate_foreign_and_unsent_frames(wire):
     assert frame.exchange(TIMEOUT_NS) == 3
     assert frame.exchange(TIMEOUT_NS) == 3
     assert frame.exchange(20_000_000) == NOFRAME
-    r = frame.report()
+    r = frame.report().to_dict()
     assert r["bad"] == {"short": 1, "tag": 1} and r["duplicates"] == 1 and r["foreign"] == 1
     assert (r["answered"], r["unanswered"]) == (2, 2)
 
@@ -166,7 +166,7 @@ def test_a_send_that_fails_is_an_unanswered_frame(wire):
     frame = wire(lambda f: [segment(f)])
     frame._link.close()
     assert frame.exchange(TIMEOUT_NS) == NOFRAME
-    r = frame.report()
+    r = frame.report().to_dict()
     assert (r["sent"], r["unanswered"], r["send_errors"]) == (0, 1, 1)
 
 
@@ -187,5 +187,5 @@ def test_our_own_frame_read_back_is_an_echo_never_the_answer(wire):
     its number is this cycle's, its working counter 0. It must not stand for the bus's answer that follows."""
     frame = wire(lambda f: [bytearray(f), segment(f)])
     assert frame.exchange(TIMEOUT_NS) == 3
-    r = frame.report()
+    r = frame.report().to_dict()
     assert r["bad"] == {"echo": 1} and (r["answered"], r["duplicates"]) == (1, 0)

@@ -97,9 +97,9 @@ def test_abs_stat_percentiles_within_the_histogram_bound():
         stat.add(v)
     a = np.abs(values)
     got = stat.summary()
-    assert got["min"] == a.min() and got["max"] == a.max()
-    assert got["mean"] == pytest.approx(a.mean(), abs=0.1)
-    assert got["p99"] == pytest.approx(np.percentile(a, 99), rel=2e-3)
+    assert got.min == a.min() and got.max == a.max()
+    assert got.mean == pytest.approx(a.mean(), abs=0.1)
+    assert got.p99 == pytest.approx(np.percentile(a, 99), rel=2e-3)
     assert NsStat().summary() is None
 
 
@@ -115,7 +115,7 @@ def test_monitor_phase_rate_and_series():
         delay = 20_000 + (rng.randint(0, 400_000) if k % 7 == 0 else 0)  # some frames late by up to 0.4 ms
         dc = sync0 + 40_000 + int((host - host0) * (1 + drift)) + delay
         assert mon.cycle(host, dc if k % 50 != 3 else None) == 0  # unlocked: the edge never moves
-    r = mon.report()
+    r = mon.report().to_dict()
     # The late frames only add delay: the minimum filter recovers the rate.
     assert r["dc_vs_host_ppm"] == pytest.approx(200, abs=5)
     assert r["phase"]["n"] == 3000 - 60
@@ -134,7 +134,7 @@ def test_monitor_lock_moves_the_edges():
     for k in range(4000):
         host = origin + k * period
         origin += mon.cycle(host, 7 * period + 123_456 + int(host * (1 - 80e-6)))
-    r = mon.report()
+    r = mon.report().to_dict()
     assert r["lock"]["correction_ppm"] == pytest.approx(80, rel=0.05)  # DC slow: the host's cycle lengthened
     assert r["lock"]["last_tenth_abs_mean_us"] < 1 < r["lock"]["first_tenth_abs_mean_us"]
     assert r["target_shift_us"] == -100

@@ -52,9 +52,9 @@ def test_enable_sequence_sets_target_to_actual_first(start_sim, ecat_ns):
         slaves = sim.stats()["slaves"]
         for ax, s in zip(dev.drive_status(), slaves):
             assert s["drive_state"] == "OPERATION_ENABLED" and s["al_state"] == "OP"
-            assert ax["statusword"] & SW_MASK == SW_OE
+            assert ax.statusword & SW_MASK == SW_OE
             # The drives start at 1000 and 2000 counts: the origin is where each one was.
-            assert ax["origin_counts"] == s["position_counts"] == s["target_counts"]
+            assert ax.origin_counts == s["position_counts"] == s["target_counts"]
         assert [s["position_counts"] for s in slaves] == [1000, 2000]
         assert all(s["drive_faults"] == 0 for s in slaves)
     finally:
@@ -146,7 +146,7 @@ def test_watchdog_faults_the_drive(start_sim, ecat_ns):
             == "slave 0 'softrt virtual CSP drive' left OP: SAFEOP+ERR, AL status 0x001B sync manager watchdog"
         )
         assert dev.counters().to_dict()["wkc_errors"] == 1 and dev.al_reads == 1
-        assert dev.drive_status()[0]["confirmed_cycle"] == -1  # no valid frame in the run
+        assert dev.drive_status()[0].confirmed_cycle == -1  # no valid frame in the run
     finally:
         dev.stop()
     assert sim.stats()["slaves"][0]["al_state"] == "INIT"  # acknowledged on the way out
@@ -162,8 +162,8 @@ def test_injected_drive_fault_is_reported(start_sim, ecat_ns):
         flags = run_cycles_more(dev, 5)
         assert all(f & FLAG_DEVICE_ERROR for f in flags[1:])
         status = dev.drive_status()[0]
-        assert status["statusword"] & 0x4F == 0x08 and status["error_code"] == 0x2310
-        assert status["state"] == "fault" and all(f & FLAG_DEVICE_FAILED for f in flags[1:])
+        assert status.statusword & 0x4F == 0x08 and status.error_code == 0x2310
+        assert status.state == "fault" and all(f & FLAG_DEVICE_FAILED for f in flags[1:])
         assert dev.failure.startswith("drive 'softrt virtual CSP drive' (slave 0) faulted: statusword 0x")
         assert dev.failure.endswith("error code 0x2310")
     finally:
@@ -209,7 +209,7 @@ def test_coe_drive_configured_by_sdo(start_sim, ecat_ns):
         run_cycles(dev, 50, lambda k: 10.0 * k)
     finally:
         dev.stop()
-    assert sim.stats()["slaves"][0]["target_counts"] == dev.drive_status()[0]["origin_counts"] + 490
+    assert sim.stats()["slaves"][0]["target_counts"] == dev.drive_status()[0].origin_counts + 490
 
 
 def _drive_states_at_shutdown(monkeypatch, sim) -> list:
@@ -393,8 +393,8 @@ def test_confirmed_at_is_from_the_run_start_when_the_phase_lock_moves_the_cycle(
         run_cycles(dev, 200, lambda k: [0.0, 0.0], start=False)
         assert abs(dev.t0_ns - t0) >= 1_000  # the lock moved the cycle's origin (µs resolution below)
         status = dev.drive_status()[0]
-        assert status["confirmed_cycle"] == dev.confirmed_cycle >= 0
-        assert status["confirmed_at_s"] == round((dev.confirmed_ns - t0) / 1e9, 6)
+        assert status.confirmed_cycle == dev.confirmed_cycle >= 0
+        assert status.confirmed_at_s == round((dev.confirmed_ns - t0) / 1e9, 6)
     finally:
         dev.stop()
 

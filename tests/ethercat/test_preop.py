@@ -49,12 +49,12 @@ def test_pdo_assignment_by_sdo_takes_effect(start_sim, ecat_ns):
         assert pdo["0x1C13"] == ["0x1A00"] and pdo["0x1A00"] == ["0x6064:00/32", "0x6041:00/16", "0x603F:00/16"]
         assert dev.slaves[0].pdo_source == "assigned by SDO"
         m = dev.drive_status()[0]
-        assert m["statusword"] & SW_MASK == SW_OE
+        assert m.statusword & SW_MASK == SW_OE
         move(dev, 3000)
         slave = sim.stats()["slaves"][0]
         # The drive followed targets written at the new offsets, and reported at its new offsets.
         assert slave["target_counts"] == 1000 + 3000
-        assert abs(dev.drive_status()[0]["position_counts"] - slave["position_counts"]) < 200
+        assert abs(dev.drive_status()[0].position_counts - slave["position_counts"]) < 200
     finally:
         dev.stop()
 
@@ -66,7 +66,7 @@ def test_a_drive_that_refuses_assignment_keeps_its_own_mapping(start_sim, ecat_n
         assert dev.slaves[0].pdo_source.startswith(
             "the drive's own (0x1600:00 = 0 is not writable: SDO abort 0x06010002"
         )
-        assert dev.drive_status()[0]["statusword"] & SW_MASK == SW_OE
+        assert dev.drive_status()[0].statusword & SW_MASK == SW_OE
     finally:
         dev.stop()
 
@@ -105,7 +105,7 @@ def test_a_two_axis_drive_moves_both_axes(start_sim, ecat_ns):
     sim = start_sim(*COE, "--axes-per-slave", "2")
     dev = open_master(ecat_ns, axes=2)
     try:
-        assert [(d["slave"], d["axis"]) for d in dev.drive_status()] == [(0, 0), (0, 1)]
+        assert [(d.slave, d.axis) for d in dev.drive_status()] == [(0, 0), (0, 1)]
         move(dev, 2000)
         axes = sim.stats()["slaves"][0]["axes"]
         assert [a["drive_state"] for a in axes] == ["OPERATION_ENABLED"] * 2
@@ -124,7 +124,7 @@ def test_a_complete_access_abort_reaches_op_with_a_warning(start_sim, ecat_ns):
     start_sim(*COE, "--ca-abort")
     dev = open_master(ecat_ns)
     try:
-        assert dev.drive_status()[0]["statusword"] & SW_MASK == SW_OE
+        assert dev.drive_status()[0].statusword & SW_MASK == SW_OE
         assert dev.warnings == [
             "PDO mapping: slave 0: 0x1C00:00 SDO abort 0x06010000 (Unsupported access to an "
             "object); SOEM recovered (the mapping is complete)"
@@ -144,7 +144,7 @@ def test_identity_error_code_and_emergency_are_reported(start_sim, ecat_ns):
         assert report["error_register"] == 0 and report["error_codes"] == [0]
         sim.control(cmd="drive_fault", code=0x2310)
         move(dev, 0, cycles=20)
-        assert dev.drive_status()[0]["error_code"] == 0x2310  # from the PDO
+        assert dev.drive_status()[0].error_code == 0x2310  # from the PDO
     finally:
         dev.stop()  # reads the faulted drive's errors by SDO; the emergency comes with them
     report = dev.counters().to_dict()["slaves"][0]

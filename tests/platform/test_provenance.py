@@ -32,7 +32,9 @@ def _tree(root):
 
 def test_collect_from_a_root_tree(tmp_path):
     _tree(tmp_path)
-    got = provenance.collect(str(tmp_path), device="ethercat:enp3s0", environ={"SOFTRT_RIG_LABEL": " line 3 "})
+    got = provenance.collect(
+        str(tmp_path), device="ethercat:enp3s0", environ={"SOFTRT_RIG_LABEL": " line 3 "}
+    ).to_dict()
     assert got["rig_id"] == rig_id(tmp_path) and len(got["rig_id"]) == 16
     assert got["rig_label"] == "line 3"
     assert (got["bios_vendor"], got["bios_version"], got["bios_date"]) == (
@@ -46,10 +48,10 @@ def test_collect_from_a_root_tree(tmp_path):
 
 
 def test_what_is_not_there_is_none(tmp_path):
-    got = provenance.collect(str(tmp_path), device="virtual", environ={})
+    got = provenance.collect(str(tmp_path), device="virtual", environ={}).to_dict()
     assert got["rig_label"] is None and got["bios_version"] is None and got["microcode"] is None
     assert got["nics"] == []
-    assert provenance.collect(str(tmp_path), device="ethercat:veth0", environ={})["nics"] == [
+    assert provenance.collect(str(tmp_path), device="ethercat:veth0", environ={}).to_dict()["nics"] == [
         {"interface": "veth0", "driver": None}
     ]  # a virtual interface has no device
 
@@ -66,7 +68,7 @@ def test_this_machines_nic_by_ethtool():
     cards = sorted(p for p in os.listdir("/sys/class/net") if os.path.exists(f"/sys/class/net/{p}/device/driver"))
     if not cards:
         pytest.skip("no network card with a driver here")
-    got = provenance.nic(cards[0])
+    got = provenance.nic(cards[0]).to_dict()
     assert got["driver"] == os.path.basename(os.readlink(f"/sys/class/net/{cards[0]}/device/driver"))
     assert got.get("bus_info") is not None  # what only the ioctl tells
-    assert provenance.nic("lo") == {"interface": "lo", "driver": None}
+    assert provenance.nic("lo").to_dict() == {"interface": "lo", "driver": None}

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..cpus import CpuSet
+from ..schema.audit import LiveSample
 
 LOOP_PERIOD_US = 250  # the seed's EtherCAT cycle; every "why" line is written against it
 
@@ -104,7 +106,7 @@ class Finding:
             self.severity is Severity.FATAL or (self.unreadable and self.severity is Severity.HIGH)
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
         return {
             "id": self.id,
@@ -217,13 +219,13 @@ class Report:
         rt_cpus: the CPUs the loop will run on.
         housekeeping: every other online CPU (where everything else should run).
         findings: in output order (group, then check order).
-        sample: the live sample's raw result (``None`` when not taken).
+        sample: the live sample (``None`` when not taken).
     """
 
     rt_cpus: CpuSet
     housekeeping: CpuSet
     findings: list[Finding]
-    sample: dict | None = None
+    sample: LiveSample | None = None
     root: str = "/"
     meta: dict = field(default_factory=dict)
 
@@ -287,7 +289,7 @@ class Report:
             out[f.status.value] += 1
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (``softrt check --json``)."""
         return {
             "rt_cpus": str(self.rt_cpus),
@@ -299,7 +301,7 @@ class Report:
             "fix_first": [f.id for f in self.priorities()],
             "groups": dict(GROUPS),
             "findings": [f.to_dict() for f in self.findings],
-            "sample": self.sample,
+            "sample": None if self.sample is None else self.sample.to_dict(),
             "root": self.root,
             **({"meta": self.meta} if self.meta else {}),
         }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..cpus import CpuSet
 from ..platform.journal import Outcome
@@ -48,7 +49,7 @@ class Step:
             return winsettings.command_line(winsettings.commands(self.kind, self.target, self.now, self.after))
         return self.target
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (also the state file's entry)."""
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
@@ -84,7 +85,7 @@ class Plan:
         """The parameters to add to the kernel command line (empty when none)."""
         return " ".join(p for p, _ in self.kernel_params)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``softrt tune --json``)."""
         return {
             "rt_cpus": str(self.rt_cpus),
@@ -119,7 +120,7 @@ class Result:
         """How many outcomes have *status*."""
         return sum(1 for o in self.outcomes if o.status == status)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "state_path": str(self.state_path) if self.saved else None,

@@ -11,6 +11,7 @@ field is checked against what the simulator can take; a request that breaks a ru
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ..errors import ConfigError
 from ..ethercat.al import AlState
@@ -34,7 +35,7 @@ class RequestError(ValueError):
     """A control request the simulator does not take (answered with the reason, nothing changed)."""
 
 
-def parse_request(raw: bytes, slaves: int) -> dict:
+def parse_request(raw: bytes, slaves: int) -> dict[str, Any]:
     """Return the checked request in *raw* for a segment of *slaves* slaves; raise RequestError."""
     if len(raw) > MAX_REQUEST_BYTES:
         raise RequestError(f"request of {len(raw)} bytes; at most {MAX_REQUEST_BYTES}")

@@ -29,6 +29,7 @@ cycle and the cycles in which no frame (or two) arrived: what a drive's "SM even
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from ..ethercat.dc import (
     REG_DIFF_FILTER_DEPTH,
@@ -146,7 +147,7 @@ class Sync0Watch:
         """Forget the counts (a new start time)."""
         self.__init__()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         n = self.frames
         return {
             "frames": n,

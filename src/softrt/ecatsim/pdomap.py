@@ -90,7 +90,7 @@ class PdoConfig:
             for i in self.assign[assign]
         )
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, list[str]]:
         """``{"0x1C12": ["0x1600"], "0x1600": ["0x6040:00/16", ...], ...}``: what is assigned now."""
         out: dict[str, list[str]] = {}
         for assign, pdos in self.assign.items():

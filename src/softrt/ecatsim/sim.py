@@ -23,6 +23,7 @@ import socket
 import stat
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ConfigError
 from ..ethercat.al import AlState, state_name
@@ -151,7 +152,7 @@ class Simulator:
             size = _corrupt(frame, pd, decision.corrupt)
         return size, decision.delay_us if decision is not None else 0
 
-    def control(self, raw: bytes) -> dict:
+    def control(self, raw: bytes) -> dict[str, Any]:
         """Apply one control request (a JSON object, checked by :mod:`.control`; see :func:`serve`);
         return the JSON-able answer."""
         try:
@@ -160,7 +161,7 @@ class Simulator:
             return {"ok": False, "error": str(err)}
         cmd = request["cmd"]
         if cmd in KINDS:
-            opts = {k: request[k] for k in ("delay_us", "slave") if k in request}
+            opts: dict[str, Any] = {k: request[k] for k in ("delay_us", "slave") if k in request}
             if "kind" in request:
                 opts["corrupt"] = request["kind"]
             if "every" in request:
@@ -201,7 +202,7 @@ class Simulator:
     def _targets(self, request: dict) -> list[Esc]:
         return self.escs if "slave" not in request else [self.escs[int(request["slave"])]]
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """Return counters and the state of every slave."""
         slaves = []
         for esc, app in zip(self.escs, self.apps):
@@ -259,10 +260,16 @@ class Simulator:
             "injected": dict(self.faults.injected),
             "mute_at": self.mute_at,
             "muted": self.counters.muted,
-            "answer_us": {k: round(v / 1e3, 1) for k, v in (self.counters.answer.summary() or {}).items()},
-            "wait_us": {k: round(v / 1e3, 1) for k, v in (self.counters.wait.summary() or {}).items()},
+            "answer_us": _in_us(self.counters.answer),
+            "wait_us": _in_us(self.counters.wait),
             "slaves": slaves,
         }
+
+
+def _in_us(stat: NsStat) -> dict[str, float]:
+    """A statistic's min/max/mean/p50/p99 in µs for the stats reply (empty without samples)."""
+    summary = stat.summary()
+    return {} if summary is None else summary.in_us()._asdict()
 
 
 def bind_control(path: str) -> tuple[socket.socket, int]:

@@ -52,21 +52,10 @@ class AlStatusCode(enum.IntEnum):
     INVALID_DC_SYNC_CONFIG = 0x0030
 
 
-_VALID = {
-    (AlState.INIT, AlState.INIT),
-    (AlState.INIT, AlState.PREOP),
-    (AlState.PREOP, AlState.INIT),
-    (AlState.PREOP, AlState.PREOP),
-    (AlState.PREOP, AlState.SAFEOP),
-    (AlState.SAFEOP, AlState.INIT),
-    (AlState.SAFEOP, AlState.PREOP),
-    (AlState.SAFEOP, AlState.SAFEOP),
-    (AlState.SAFEOP, AlState.OP),
-    (AlState.OP, AlState.INIT),
-    (AlState.OP, AlState.PREOP),
-    (AlState.OP, AlState.SAFEOP),
-    (AlState.OP, AlState.OP),
-}
+#: The transitions a slave accepts (ETG.1000.6, the AL state machine; BOOT aside): up one state at a time,
+#: down to any lower state, or staying where it is.
+_STEPS = (AlState.INIT, AlState.PREOP, AlState.SAFEOP, AlState.OP)
+_VALID = {(old, new) for i, old in enumerate(_STEPS) for j, new in enumerate(_STEPS) if j <= i + 1}
 
 #: ``check(current, requested) -> AL status code`` (0 = the configuration allows the transition).
 TransitionCheck = Callable[[AlState, AlState], int]

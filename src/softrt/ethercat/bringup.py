@@ -16,6 +16,7 @@ import struct
 import time
 from dataclasses import dataclass
 
+from ..schema.device import Slave
 from . import preop
 from .al import AlStatusCode, state_name
 from .description import MAX_AXES_PER_DEVICE, axis_index
@@ -62,22 +63,22 @@ class SlaveInfo:
     def where(self) -> str:
         return f"slave {self.position} '{self.name}'"
 
-    def report(self) -> dict:
+    def report(self) -> Slave:
         """Identity, PDO source and errors, for the run summary's board section."""
         ident = self.identity or preop.Identity()
-        return {
-            "position": self.position,
-            "name": self.name,
-            "vendor_id": ident.vendor_id if ident.vendor_id is not None else self.vendor_id,
-            "product_code": ident.product_code if ident.product_code is not None else self.product_code,
-            "revision": ident.revision if ident.revision is not None else self.revision,
-            "serial": ident.serial if ident.serial is not None else self.serial,
-            "device_name": ident.device_name,
-            "axes": len(self.drives),
-            "pdo": self.pdo_source,
-            "error_register": ident.error_register,
-            "error_codes": list(ident.error_codes),
-        }
+        return Slave(
+            position=self.position,
+            name=self.name,
+            vendor_id=ident.vendor_id if ident.vendor_id is not None else self.vendor_id,
+            product_code=ident.product_code if ident.product_code is not None else self.product_code,
+            revision=ident.revision if ident.revision is not None else self.revision,
+            serial=ident.serial if ident.serial is not None else self.serial,
+            device_name=ident.device_name,
+            axes=len(self.drives),
+            pdo=self.pdo_source,
+            error_register=ident.error_register,
+            error_codes=list(ident.error_codes),
+        )
 
 
 def open_master(iface: str):
@@ -94,7 +95,7 @@ def open_master(iface: str):
     return m
 
 
-def describe_states(m) -> dict:
+def describe_states(m) -> dict[str, str]:
     """Return ``{"slave N 'name'": "SAFEOP+ERR, AL status code 0x001D (...)"}`` after a state read."""
     try:
         m.read_state()

@@ -15,6 +15,7 @@ import struct
 import time
 from typing import Any
 
+from ..schema.device import Emergency
 from . import bringup, preop
 from .errors import EcatError
 from .mapping import DriveMap
@@ -106,7 +107,7 @@ class Cia402Drives:
     enable_timeout_s: float
     period_ns: int
     iface: str
-    emergencies: list[dict]
+    emergencies: list[Emergency]
 
     def _exchange(self) -> int:  # the master's: one frame out and its reply in
         raise NotImplementedError
@@ -188,14 +189,14 @@ class Cia402Drives:
         """A pysoem emergency callback (it runs inside whichever SDO transfer received it)."""
         if len(self.emergencies) < MAX_EMERGENCIES:
             self.emergencies.append(
-                {
-                    "slave": emcy.slave_pos - 1,
-                    "error_code": emcy.error_code,
-                    "error_register": emcy.error_reg,
-                    "data": bytes([emcy.b1]).hex()
+                Emergency(
+                    slave=emcy.slave_pos - 1,
+                    error_code=emcy.error_code,
+                    error_register=emcy.error_reg,
+                    data=bytes([emcy.b1]).hex()
                     + emcy.w1.to_bytes(2, "little").hex()
                     + emcy.w2.to_bytes(2, "little").hex(),
-                }
+                )
             )
 
     def _read_errors(self) -> None:

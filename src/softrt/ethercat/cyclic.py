@@ -38,6 +38,7 @@ import struct
 import time
 from dataclasses import dataclass
 
+from ..schema.device import Frames, LateRoundTrip
 from .errors import EcatError
 from .nsstat import NsStat
 from .transport import as_link
@@ -298,17 +299,17 @@ class CyclicFrame:
                 return "length"
         return None
 
-    def report(self) -> dict:
+    def report(self) -> Frames:
         """Frames sent and how each ended (the board's ``frames`` block; docs/ethercat.md)."""
         late = self.late.summary()
-        return {
-            "sent": self.sent,
-            "answered": self.answered,
-            "unanswered": self.unanswered,
-            "late": self.late.n + self.late_untimed,
-            "late_rtt_us": {k: round(v / 1e3, 1) for k, v in late.items()} if late else None,
-            "duplicates": self.duplicates,
-            "bad": {k: v for k, v in self.bad.items() if v},
-            "foreign": self.foreign,
-            "send_errors": self.send_errors,
-        }
+        return Frames(
+            sent=self.sent,
+            answered=self.answered,
+            unanswered=self.unanswered,
+            late=self.late.n + self.late_untimed,
+            late_rtt_us=LateRoundTrip(**late.in_us()._asdict()) if late else None,
+            duplicates=self.duplicates,
+            bad={k: v for k, v in self.bad.items() if v},
+            foreign=self.foreign,
+            send_errors=self.send_errors,
+        )

@@ -26,6 +26,9 @@ from __future__ import annotations
 import struct
 import time
 
+from ..schema.device import DcReference, DcSlave, DiffStats, DistributedClocks, Phase, Sync0
+from ..schema.device import PhaseLock as LockReport
+from ..schema.doc import present
 from .dc import (
     REG_SYNC0_CYCLE,
     REG_SYNC0_START,
@@ -271,71 +274,81 @@ class DcMonitor:
                 return value
         return items[-1][0]
 
-    def report(self) -> dict:
+    def report(self) -> DistributedClocks:
         """The ``distributed_clocks`` block of the board's counters (docs/ethercat.md)."""
         n = self.measured
         us = lambda ns: round(ns / 1e3, 2)  # noqa: E731
         phase = None
         if n:
             clamp = lambda v: min(max(v, self.min), self.max)  # noqa: E731 - a bin centre never beyond the extremes
-            phase = {
-                "n": n,
-                "mean_us": us(self.total / n),
-                "min_us": us(self.min),
-                "max_us": us(self.max),
-                "p1_us": us(clamp(self._percentile(1, False))),
-                "p50_us": us(clamp(self._percentile(50, False))),
-                "p99_us": us(clamp(self._percentile(99, False))),
-                "abs_mean_us": us(self.total_abs / n),
-                "abs_p99_us": us(min(self._percentile(99, True), max(-self.min, self.max))),
-                "abs_max_us": us(max(-self.min, self.max)),
-                "resolution_us": us(self.period_ns / PHASE_BINS),
-            }
+            phase = Phase(
+                n=n,
+                mean_us=us(self.total / n),
+                min_us=us(self.min),
+                max_us=us(self.max),
+                p1_us=us(clamp(self._percentile(1, False))),
+                p50_us=us(clamp(self._percentile(50, False))),
+                p99_us=us(clamp(self._percentile(99, False))),
+                abs_mean_us=us(self.total_abs / n),
+                abs_p99_us=us(min(self._percentile(99, True), max(-self.min, self.max))),
+                abs_max_us=us(max(-self.min, self.max)),
+                resolution_us=us(self.period_ns / PHASE_BINS),
+            )
         rate = None
         if self.first and self.last and self.last[1] - self.first[1] >= 100 * self.period_ns:
             rate = round((self.last[0] - self.first[0]) / (self.last[1] - self.first[1]) * 1e6, 1)
         mean, abs_mean = self.series.means_us()
-        out = {
-            "reference": {"slave": self.reference[0], "name": self.reference[1]},
-            "sync0": {"active": self.sync0_active, "cycle_ns": self.period_ns, "start_ns": self.sync0_ns},
-            "target_shift_us": us(self.shift_ns),
-            "cycles": self.cycles,
-            "phase": phase,
-            "phase_series": {"every_cycles": self.series.every, "mean_us": mean, "abs_mean_us": abs_mean},
-            "dc_vs_host_ppm": rate,
-            "lock": None,
-            "sample_every": self.sample_every,
-            "slaves": [],
-        }
-        if self.lock is not None:
-            known = [a for a in abs_mean if a is not None]
-            tenth = max(1, len(known) // 10)
-            out["lock"] = {
-                "kp": self.lock.kp,
-                "ki": self.lock.ki,
-                "max_step_us": us(self.lock.max_step_ns),
-                "correction_ppm": self.series.late_correction_ppm(self.period_ns),
-                "moved_us": us(self.moved_ns),
-                "first_tenth_abs_mean_us": round(sum(known[:tenth]) / tenth, 2) if known else None,
-                "last_tenth_abs_mean_us": round(sum(known[-tenth:]) / tenth, 2) if known else None,
-            }
-        if self.probe is not None:
-            out["probe"] = {
-                "sent": self.probe.sent,
-                "unanswered": self.probe.unanswered_frames,
-                "send_errors": self.probe.send_errors,
-            }
-            for s in self.probe.slaves:
-                out["slaves"].append(
-                    {
-                        "slave": s.position,
-                        "name": s.name,
-                        "samples": s.stat.n,
-                        "unanswered": s.unanswered,
-                        "abs_diff_ns": s.stat.summary(),
-                    }
+        # (the keys in the order this report has always written them: the probe after the slaves)
+        return DistributedClocks.build(
+            reference=DcReference(slave=self.reference[0], name=self.reference[1]),
+            sync0=Sync0(active=self.sync0_active, cycle_ns=self.period_ns, start_ns=self.sync0_ns),
+            target_shift_us=us(self.shift_ns),
+            cycles=self.cycles,
+            phase=phase,
+            phase_series={"every_cycles": self.series.every, "mean_us": mean, "abs_mean_us": abs_mean},
+            dc_vs_host_ppm=rate,
+            lock=self._lock_report(abs_mean),
+            sample_every=self.sample_every,
+            slaves=[]
+            if self.probe is None
+            else [
+                DcSlave(
+                    slave=s.position,
+                    name=s.name,
+                    samples=s.stat.n,
+                    unanswered=s.unanswered,
+                    abs_diff_ns=None if (d := s.stat.summary()) is None else DiffStats(**d._asdict()),
                 )
-        return out
+                for s in self.probe.slaves
+            ],
+            **present(
+                probe=None
+                if self.probe is None
+                else {
+                    "sent": self.probe.sent,
+                    "unanswered": self.probe.unanswered_frames,
+                    "send_errors": self.probe.send_errors,
+                }
+            ),
+        )
+
+    def _lock_report(self, abs_mean: list[float | None]) -> LockReport | None:
+        """What the phase lock did (None without ``--dc-lock``): its gains, its correction, and the
+        phase error's first and last tenth of the run."""
+        if self.lock is None:
+            return None
+        us = lambda ns: round(ns / 1e3, 2)  # noqa: E731
+        known = [a for a in abs_mean if a is not None]
+        tenth = max(1, len(known) // 10)
+        return LockReport(
+            kp=self.lock.kp,
+            ki=self.lock.ki,
+            max_step_us=us(self.lock.max_step_ns),
+            correction_ppm=self.series.late_correction_ppm(self.period_ns),
+            moved_us=us(self.moved_ns),
+            first_tenth_abs_mean_us=round(sum(known[:tenth]) / tenth, 2) if known else None,
+            last_tenth_abs_mean_us=round(sum(known[-tenth:]) / tenth, 2) if known else None,
+        )
 
 
 def attach(

@@ -48,7 +48,7 @@ import numpy as np
 from ..errors import ConfigError, InvalidState
 from ..ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
 from ..platform import get_platform
-from ..schema.device import Board, DistributedClocks, Drive, Emergency, Frames, HostGaps, RoundTrip, Slave
+from ..schema.device import Board, DistributedClocks, Drive, Emergency, HostGaps, RoundTrip
 from . import bringup, cyclic, dcmonitor
 from .al import AlState, code_text, state_name
 from .cia402 import CW_DISABLE_VOLTAGE, SW_FAULT, SW_FAULT_MASK, SW_MASK, SW_OE, Axis, Cia402Drives, cia402_state
@@ -133,7 +133,7 @@ class EtherCATMaster(Cia402Drives):
         self.drive_config = drives
         #: What bring-up recovered from (e.g. SOEM's mapping errors) and the drives' emergencies.
         self.warnings: list[str] = []
-        self.emergencies: list[dict] = []
+        self.emergencies: list[Emergency] = []
         self.slaves: list[bringup.SlaveInfo] = []
         self._m = None
         self._sock = None  # the cyclic frame's link (.transport: a duplicate of SOEM's socket, or pcap)
@@ -158,7 +158,7 @@ class EtherCATMaster(Cia402Drives):
         self._unanswered = self._unanswered_since = self._late_before = 0
         self._answered_since_valid = False
         self._next_al_read = 0
-        self._final_drives: list[dict] | None = None
+        self._final_drives: list[Drive] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
     def open(self) -> EtherCATMaster:
@@ -490,7 +490,7 @@ class EtherCATMaster(Cia402Drives):
             self._keeper = None
 
     # --- reporting --------------------------------------------------------------------------------
-    def drive_status(self) -> list[dict]:
+    def drive_status(self) -> list[Drive]:
         """Return each axis's slave and axis number, last statusword, position actual (absolute
         counts) and error code.
 
@@ -501,18 +501,19 @@ class EtherCATMaster(Cia402Drives):
             return self._final_drives
         running = self.state is MasterState.RUNNING
         at_s = round((self.confirmed_ns - self.start_ns) / 1e9, 6) if running and self.confirmed_cycle >= 0 else None
+        confirmed = {"confirmed_cycle": self.confirmed_cycle, "confirmed_at_s": at_s} if running else {}
         return [
-            {
-                "name": ax.name,
-                "slave": ax.info.position,
-                "axis": ax.axis,
-                "statusword": ax.statusword,
-                "state": cia402_state(ax.statusword),
-                "position_counts": ax.position,
-                "origin_counts": ax.origin,
-                "error_code": ax.error_code,
-                **({"confirmed_cycle": self.confirmed_cycle, "confirmed_at_s": at_s} if running else {}),
-            }
+            Drive.build(
+                name=ax.name,
+                slave=ax.info.position,
+                axis=ax.axis,
+                statusword=ax.statusword,
+                state=cia402_state(ax.statusword),
+                position_counts=ax.position,
+                origin_counts=ax.origin,
+                error_code=ax.error_code,
+                **confirmed,
+            )
             for ax in self._axes
         ]
 
@@ -526,11 +527,11 @@ class EtherCATMaster(Cia402Drives):
             if len(rtt)
             else None
         )
-        frames = None if self._frame is None else Frames.from_dict(self._frame.report(), "the frames' report")
+        frames = None if self._frame is None else self._frame.report()
         dc = (
             DistributedClocks(absent=self.dc_absent, nulls=frozenset() if self.dc_absent else {"absent"})
             if self._dc is None
-            else DistributedClocks.from_dict(self._dc.report(), "the distributed clocks' report")
+            else self._dc.report()
         )
         return Board(
             writes=self.writes,
@@ -549,10 +550,10 @@ class EtherCATMaster(Cia402Drives):
             host_gaps=HostGaps(gaps=self.host_gaps, cycles=self.host_gap_cycles),
             distributed_clocks=dc,
             rtt_us=rtt_us,
-            drives=[Drive.from_dict(d, "a drive's status") for d in self.drive_status()],
-            slaves=[Slave.from_dict(s.report(), "a slave's report") for s in self.slaves],
+            drives=self.drive_status(),
+            slaves=[s.report() for s in self.slaves],
             warnings=list(self.warnings),
-            emergencies=[Emergency.from_dict(e, "an emergency") for e in self.emergencies],
+            emergencies=list(self.emergencies),
             # the master has always written these as null when unknown, not left them out
             nulls=frozenset(
                 k for k, v in (("failure", self.failure), ("frames", frames), ("rtt_us", rtt_us)) if v is None

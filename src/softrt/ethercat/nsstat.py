@@ -7,7 +7,23 @@ each slave's 0x092C (:mod:`.dcmonitor`) and for the cyclic frame's late replies 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..analysis.hdr import Hdr, key_of
+
+
+class NsSummary(NamedTuple):
+    """|value| statistics in ns: the fields of the schema's DiffStats and LateRoundTrip, in their order."""
+
+    min: float
+    max: float
+    mean: float
+    p50: float
+    p99: float
+
+    def in_us(self) -> NsSummary:
+        """The same figures in µs, to 0.1 µs (as the reports write them)."""
+        return NsSummary(*(round(v / 1e3, 1) for v in self))
 
 
 class NsStat:
@@ -32,7 +48,7 @@ class NsStat:
         k = key_of(a)
         self.keys[k] = self.keys.get(k, 0) + 1
 
-    def summary(self) -> dict | None:
+    def summary(self) -> NsSummary | None:
         """min/max/mean/p50/p99 in ns (None without samples)."""
         if not self.n:
             return None
@@ -46,10 +62,4 @@ class NsStat:
             max_ns=self.max,
         )
         p50, p99 = hdr.percentiles((50, 99))
-        return {
-            "min": self.min,
-            "max": self.max,
-            "mean": round(self.total / self.n, 1),
-            "p50": round(p50, 1),
-            "p99": round(p99, 1),
-        }
+        return NsSummary(self.min, self.max, round(self.total / self.n, 1), round(p50, 1), round(p99, 1))

@@ -46,7 +46,7 @@ def _running(deadline: float) -> bool:
     return not _stop and time.monotonic() < deadline
 
 
-def spin(cfg: dict, deadline: float) -> dict:
+def spin(cfg: dict, deadline: float) -> dict[str, int]:
     """Busy arithmetic; one op is 10,000 floating-point multiply-adds."""
     ops = 0
     x = 1.0
@@ -81,7 +81,7 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
     return os.read(fd, size)
 
 
-def disk(cfg: dict, deadline: float) -> dict:
+def disk(cfg: dict, deadline: float) -> dict[str, int]:
     """Sequential writes with fsync, random 4 KiB writes with fsync, then a read-back, in a loop.
 
     os.fsync is fsync(2) on Linux and, on Windows, the C runtime's _commit, which calls
@@ -131,7 +131,7 @@ def disk(cfg: dict, deadline: float) -> dict:
     return {"bytes_written": written, "bytes_read": read, "fsyncs": fsyncs, "uncached_reads": int(drop_cache)}
 
 
-def memcopy(cfg: dict, deadline: float) -> dict:
+def memcopy(cfg: dict, deadline: float) -> dict[str, int]:
     """Copy a buffer much larger than the caches back and forth (memmove through memoryview)."""
     size = int(cfg.get("buffer_bytes", 64 * MIB))
     src = bytearray(b"\xa5") * size  # written once, so every page is really backed
@@ -144,7 +144,7 @@ def memcopy(cfg: dict, deadline: float) -> dict:
     return {"bytes_copied": copied}
 
 
-def net_server(cfg: dict, deadline: float) -> dict:
+def net_server(cfg: dict, deadline: float) -> dict[str, int]:
     """Accept connections on the inherited loopback socket and read each one to EOF.
 
     POSIX passes the socket as an inherited descriptor (``fd``); Windows as the bytes of
@@ -175,7 +175,7 @@ def net_server(cfg: dict, deadline: float) -> dict:
     return {"connections": conns, "bytes_received": received}
 
 
-def net_client(cfg: dict, deadline: float) -> dict:
+def net_client(cfg: dict, deadline: float) -> dict[str, int]:
     """Open a connection to the server, send a burst, close; as fast as possible."""
     payload = os.urandom(int(cfg.get("burst_bytes", 64 * 1024)))
     addr = ("127.0.0.1", int(cfg["port"]))
@@ -195,7 +195,7 @@ def net_client(cfg: dict, deadline: float) -> dict:
     return {"connections": conns, "bytes_sent": sent, "connect_errors": errors}
 
 
-def churn(cfg: dict, deadline: float) -> dict:
+def churn(cfg: dict, deadline: float) -> dict[str, int]:
     """fork + exec of a trivial program + wait, repeatedly (what a parallel build does).
 
     Without fork (Windows, or ``"spawn": true``) each process is created by subprocess
@@ -220,7 +220,7 @@ def churn(cfg: dict, deadline: float) -> dict:
     return {"ops": ops, "failures": failures}
 
 
-def _churn_spawn(argv: list[str], deadline: float) -> dict:
+def _churn_spawn(argv: list[str], deadline: float) -> dict[str, int]:
     ops = failures = 0
     while _running(deadline):
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -158,7 +159,7 @@ class MotionConfig:
         """Per-axis scale factors of the coordinated move (see :func:`axis_scales`)."""
         return axis_scales(self.axes)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON-friendly values (an infinite jerk becomes None)."""
         d = asdict(self)
         if math.isinf(d["jerk_counts_per_s3"]):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ class MotionTrace:
     commanded_velocity_counts_per_s: np.ndarray
     delivered_velocity_counts_per_s: np.ndarray
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Lists of plain numbers (NaN becomes None), ready for JSON."""
         out: dict = {"axis": int(self.axis), "center_cycle": int(self.center_cycle)}
         for name, value in asdict(self).items():

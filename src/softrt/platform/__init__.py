@@ -73,6 +73,16 @@ def preallocate(fd: int, nbytes: int) -> None:
         os.posix_fallocate(fd, 0, nbytes)
 
 
+def lock_rt_loop() -> tuple[int | None, str]:
+    """Take this machine's real-time lock, which lets one SCHED_FIFO loop (``softrt run``) or one
+    ``softrt tune`` act at a time: ``(fd, "")``, or ``(None, holder)`` naming who holds it
+    (:meth:`Platform.lock_holder`; :func:`lock_stop_hint` says what to do about it). Closing *fd* releases it."""
+    plat = get_platform()
+    path = plat.machine_lock_path("rt-loop")
+    fd = plat.try_lock(path)
+    return (fd, "") if fd is not None else (None, plat.lock_holder(path))
+
+
 def lock_stop_hint(holder: str) -> str:
     """What to do about the machine lock's holder (as :meth:`Platform.lock_holder` names it)."""
     pid = holder.split()[0] if holder[:1].isdigit() else None
@@ -181,6 +191,7 @@ __all__ = [
     "default_runs_dir",
     "ethercat_adapter",
     "get_platform",
+    "lock_rt_loop",
     "lock_stop_hint",
     "performance_cpus",
     "state_dir",

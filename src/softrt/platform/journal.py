@@ -66,7 +66,7 @@ class Outcome:
     detail: str = ""
     fix: str = ""  # how to do it by hand, when softrt could not
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str]:
         """JSON-ready form."""
         return {k: v for k, v in self.__dict__.items() if v or k != "fix"}
 

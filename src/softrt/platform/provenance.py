@@ -22,7 +22,9 @@ from __future__ import annotations
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
+from ..schema.provenance import Nic, Provenance
 from ..schema.text import printable
 from . import IS_WINDOWS
 from .kfiles import read_text
@@ -31,6 +33,8 @@ from .rig import rig_id
 RIG_LABEL_ENV = "SOFTRT_RIG_LABEL"
 MAX_LABEL = 80
 DMI = "/sys/class/dmi/id"
+#: collect()'s *tune_applied* when the caller did not ask (the key is then not written).
+_UNASKED: Any = object()
 _DMI_FIELDS = ("bios_vendor", "bios_version", "bios_date", "product_name", "board_name")
 _BIOS_KEY = r"HARDWARE\DESCRIPTION\System\BIOS"
 _WIN_BIOS = {
@@ -53,18 +57,31 @@ def rig_label(environ: dict | None = None) -> str | None:
     return printable(value)[:MAX_LABEL] or None
 
 
-def collect(root: str = "/", device: str | None = None, environ: dict | None = None) -> dict:
-    """Return the provenance block of a run (schema.provenance.Provenance's keys) on the device *device*."""
-    out: dict = {"rig_id": rig_id(Path(root)) or None, "rig_label": rig_label(environ)}
+def collect(
+    root: str = "/",
+    device: str | None = None,
+    environ: dict[str, str] | None = None,
+    tune_applied: list[str] | None = _UNASKED,
+) -> Provenance:
+    """Return the provenance block of a run on the device *device*; *tune_applied* (what ``softrt tune
+    --apply`` has changed, audit.state: the session asks) is written when given, also as null."""
     if IS_WINDOWS and root == "/":
-        out.update(_windows())
-        return out
-    for name in _DMI_FIELDS:
-        out[name] = _clean(read_text(root, f"{DMI}/{name}", fallback=""))
-    out["microcode"] = _microcode(read_text(root, "/proc/cpuinfo", fallback=""))
-    iface = _ethercat_interface(device)
-    out["nics"] = [nic(iface, root)] if iface else []
-    return out
+        firmware, microcode = _windows()
+        nics: list[Nic] = []
+    else:
+        firmware = {name: _clean(read_text(root, f"{DMI}/{name}", fallback="")) for name in _DMI_FIELDS}
+        microcode = _microcode(read_text(root, "/proc/cpuinfo", fallback=""))
+        iface = _ethercat_interface(device)
+        nics = [nic(iface, root)] if iface else []
+    asked = {} if tune_applied is _UNASKED else {"tune_applied": tune_applied}
+    return Provenance.build(
+        rig_id=rig_id(Path(root)) or None,
+        rig_label=rig_label(environ),
+        **firmware,
+        microcode=microcode,
+        nics=nics,
+        **asked,
+    )
 
 
 def _clean(value: object) -> str | None:
@@ -87,21 +104,20 @@ def _ethercat_interface(device: str | None) -> str | None:
     return iface if iface and "/" not in iface and len(iface) < 16 else None  # IFNAMSIZ
 
 
-def nic(iface: str, root: str = "/") -> dict:
+def nic(iface: str, root: str = "/") -> Nic:
     """The driver and firmware of network interface *iface* (``ethtool -i``'s fields; None where unknown)."""
-    out = {"interface": iface, "driver": None}
     info = _drvinfo(iface) if root == "/" else None
     if info is not None:
-        out.update(info)
-        return out
+        return info
+    driver = None
     try:
-        out["driver"] = _clean(os.path.basename(os.readlink(Path(root) / f"sys/class/net/{iface}/device/driver")))
+        driver = _clean(os.path.basename(os.readlink(Path(root) / f"sys/class/net/{iface}/device/driver")))
     except OSError:
         pass  # a virtual interface (veth) has no device
-    return out
+    return Nic.build(interface=iface, driver=driver)
 
 
-def _drvinfo(iface: str) -> dict | None:
+def _drvinfo(iface: str) -> Nic | None:
     """ETHTOOL_GDRVINFO (SIOCETHTOOL, netdevice(7)); None when the interface or the ioctl is not there."""
     import array
     import fcntl
@@ -121,16 +137,17 @@ def _drvinfo(iface: str) -> dict | None:
     def text(raw: bytes) -> str | None:
         return _clean(raw.split(b"\0", 1)[0].decode(errors="replace"))
 
-    return {
-        "driver": text(fields[1]),
-        "version": text(fields[2]),
-        "firmware": text(fields[3]),
-        "bus_info": text(fields[4]),
-    }
+    return Nic.build(
+        interface=iface,
+        driver=text(fields[1]),
+        version=text(fields[2]),
+        firmware=text(fields[3]),
+        bus_info=text(fields[4]),
+    )
 
 
-def _windows() -> dict:
-    """The BIOS values and microcode revision in the registry (None where absent)."""
+def _windows() -> tuple[dict[str, str | None], str | None]:
+    """The BIOS values in the registry (by provenance field) and the microcode revision (None where absent)."""
     import winreg  # type: ignore[import-not-found]  # Windows only
 
     def value(key: str, name: str) -> object:
@@ -140,11 +157,10 @@ def _windows() -> dict:
         except OSError:
             return None
 
-    out = {name: _clean(value(_BIOS_KEY, reg)) for name, reg in _WIN_BIOS.items()}
+    firmware = {name: _clean(value(_BIOS_KEY, reg)) for name, reg in _WIN_BIOS.items()}
     revision = value(r"HARDWARE\DESCRIPTION\System\CentralProcessor\0", "Update Revision")
     # REG_BINARY, 8 bytes: the revision in the high DWORD (as Intel's microcode tools print it).
-    out["microcode"] = (
+    microcode = (
         hex(int.from_bytes(revision[4:8], "little")) if isinstance(revision, bytes) and len(revision) >= 8 else None
     )
-    out["nics"] = []
-    return out
+    return firmware, microcode

@@ -11,6 +11,7 @@ from ..analysis import RunStats, Snapshot
 from ..analysis.cycles import CycleStream
 from ..ipc.ring import Ring
 from ..schema.config import RunConfig
+from ..schema.summary import FairServer
 from ..schema.worker import NOTHING, WorkerReport
 from ..store.rundir import RunDir
 from ..trace import TraceSession
@@ -91,7 +92,7 @@ class Outcome:
     applied: list = field(default_factory=list)
     not_applied: list = field(default_factory=list)
     worker: WorkerReport = NOTHING  # the worker's last report (DONE, or FAILED), once it stopped
-    fair_server: dict | None = None  # the fair server on the RT CPU (Linux 6.12+), for the Mode block
+    fair_server: FairServer | None = None  # the fair server on the RT CPU (Linux 6.12+), for the Mode block
 
     def partial(self, reason: str) -> None:
         if self.reason is None:

@@ -29,7 +29,7 @@ from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
-from ..platform import get_platform, lock_stop_hint
+from ..platform import get_platform, lock_rt_loop, lock_stop_hint
 from ..platform.linux import fairserver
 from ..platform.provenance import collect as collect_provenance
 from ..schema.config import RunConfig
@@ -141,7 +141,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
     check_space(out_dir, expected_rows, config.samples, config.period_ns)
     check = _take_check(plan) if config.check else None
     host = plat.host_facts()  # before the run's changes (its rt_runtime_us is the machine's own)
-    provenance = {**collect_provenance(device=config.device), "tune_applied": tune_in_force()}
+    provenance = collect_provenance(device=config.device, tune_applied=tune_in_force())
 
     out = Outcome()
     started_at = utcnow()
@@ -474,11 +474,8 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
     """
     if config.profile != "rt":
         return None
-    plat = get_platform()
-    path = plat.machine_lock_path("rt-loop")
-    fd = plat.try_lock(path)
+    fd, holder = lock_rt_loop()
     if fd is None:
-        holder = plat.lock_holder(path)
         # ConfigError: exit status 2, as tune's refusal; nothing was started or written
         raise ConfigError(
             f"another real-time softrt run or tune holds this machine: pid {holder}", hint=lock_stop_hint(holder)

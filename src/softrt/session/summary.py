@@ -23,6 +23,7 @@ from ..schema import summary as doc
 from ..schema.config import RunConfig
 from ..schema.device import Board
 from ..schema.doc import present
+from ..schema.provenance import Provenance
 from ..schema.summary import SCHEMA, Check, RunSummary, Supervisor, Tuning
 from ..schema.tail import Tail
 from ..store.history import History, local_db_path
@@ -78,7 +79,7 @@ class RunParts:
     writer: threading.Thread | None = None  # writing the last checkpoint
     checkpoint_error: str | None = None  # the last reason a checkpoint could not be written
     history_error: str | None = None  # the last reason a checkpoint could not reach the history
-    provenance: dict | None = None  # platform.provenance.collect, taken with the host facts
+    provenance: Provenance | None = None  # platform.provenance.collect, taken with the host facts
 
     def elapsed_s(self) -> float:
         if self.released_at is None:

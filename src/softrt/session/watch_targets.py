@@ -90,4 +90,4 @@ def still_running(root: str, task: Task) -> bool:
     """The thread is still there and has not exited (a zombie waiting for its parent has; a reused
     tid has another start time)."""
     stat = parse_stat(read_text(root, f"/proc/{task.pid}/task/{task.tid}/stat", fallback="") or "")
-    return stat is not None and stat["starttime"] == task.starttime and stat["state"] not in ("Z", "X")
+    return stat is not None and stat.starttime == task.starttime and stat.state not in ("Z", "X")

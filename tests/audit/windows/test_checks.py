@@ -249,7 +249,7 @@ def test_the_untuned_machine_fails_every_step_with_the_guides_commands(bad):
 
 
 def test_the_seeds_msmpeng_finding_on_the_untuned_machine(bad):
-    sample = report(bad).sample
+    sample = report(bad).sample.to_dict()
     mpeng = next(t for t in sample["tasks"] if t["comm"] == "MsMpEng")
     assert mpeng == {"comm": "MsMpEng", "cpu_ms": 62.4, "kind": "affinity unknown"}
     assert sample["cores"]["10"]["% DPC Time"] == 1.25

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ...cpus import CpuSet
 from ...errors import ConfigError, NoSuchProcess, SoftRTError
-from ...platform import get_platform, journal, lock_stop_hint
+from ...platform import get_platform, journal, lock_rt_loop, lock_stop_hint
 from ...platform.journal import Outcome
 from ...platform.kfiles import read_raw
 from ...platform.linux import kfacts, ktasks, writable
@@ -105,11 +105,8 @@ def _no_run_in_progress(root: str, what: str) -> Iterator[None]:
     if os.path.realpath(root) != "/":
         yield  # a captured tree: no run can be using it
         return
-    plat = get_platform()
-    path = plat.machine_lock_path("rt-loop")
-    fd = plat.try_lock(path)
+    fd, holder = lock_rt_loop()
     if fd is None:
-        holder = plat.lock_holder(path)
         raise ConfigError(
             f"a real-time softrt run is in progress (pid {holder}); softrt tune {what} is refused until it ends",
             hint="the run switches RT throttling off and restores it when it ends, under any tune "

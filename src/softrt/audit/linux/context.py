@@ -11,6 +11,7 @@ from functools import cached_property
 
 from ...cpus import CpuSet
 from ...platform.linux import kfacts, ktasks
+from ...schema.audit import LiveSample
 from . import irqs as _irqs
 from . import systemd
 
@@ -23,7 +24,7 @@ class Context:
         self.rt_cpus = rt_cpus
         self.online = online
         self.housekeeping = online - rt_cpus
-        self.sample: dict | None = None  # the live sample's result, set by the runner when taken
+        self.sample: LiveSample | None = None  # the live sample's result, set by the runner when taken
 
     @property
     def live(self) -> bool:

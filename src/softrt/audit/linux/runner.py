@@ -12,6 +12,7 @@ from ...errors import ConfigError, InvalidCpu, SoftRTError
 from ...platform import get_platform, performance_cpus
 from ...platform.kfiles import read_text
 from ...platform.linux import kfacts, ktasks
+from ...schema.audit import LiveSample
 from ..model import Report, crashed
 from . import sample as _sample
 from .checks import ALL
@@ -106,7 +107,7 @@ def run_checks(rt_cpus: CpuSet, root: str = "/", sample_s: float = 2.0) -> Repor
     return Report(rt_cpus, ctx.housekeeping, findings, ctx.sample, root, meta)
 
 
-def _live_sample(ctx: Context, seconds: float) -> dict:
+def _live_sample(ctx: Context, seconds: float) -> LiveSample:
     """Sample the RT CPUs with this process moved to the housekeeping CPUs meanwhile."""
     plat = get_platform()
     before = plat.allowed_cpus()
@@ -116,7 +117,7 @@ def _live_sample(ctx: Context, seconds: float) -> dict:
             plat.set_affinity(away)  # so the sampler itself does not show up on the RT CPUs
         return _sample.sample(ctx.rt_cpus, seconds, ctx.root)
     except (OSError, SoftRTError) as err:
-        return {"error": str(err), "method": "none", "seconds": seconds, "tasks": [], "idle_share": None}
+        return LiveSample.build(error=str(err), method="none", seconds=seconds, tasks=[], idle_share=None)
     finally:
         if away:
             plat.set_affinity(before)

@@ -21,6 +21,7 @@ from ...cpus import CpuSet
 from ...platform.kfiles import kpath, read_text
 from ...platform.linux import ktasks
 from ...platform.linux.kfacts import cpu_times
+from ...schema.audit import LiveSample, SampledTask
 from ...trace import tracefs
 
 _SWITCH = re.compile(
@@ -95,10 +96,8 @@ def proc_snapshot(root: str) -> dict[int, tuple[str, int, int]]:
             if stat is None:
                 continue
             schedstat = read_text(root, f"{base}/schedstat", fallback="").split()
-            run_ns = (
-                int(schedstat[0]) if schedstat and schedstat[0].isdigit() else (stat["utime"] + stat["stime"]) * tick_ns
-            )
-            snap[tid] = (stat["comm"], run_ns, stat["processor"])
+            run_ns = int(schedstat[0]) if schedstat and schedstat[0].isdigit() else (stat.utime + stat.stime) * tick_ns
+            snap[tid] = (stat.comm, run_ns, stat.processor)
     return snap
 
 
@@ -169,12 +168,10 @@ def classify(root: str, tid: int, rt_cpus: CpuSet) -> str:
     return "kthread-movable" if task.kthread else "user"
 
 
-def sample(rt_cpus: CpuSet, seconds: float, root: str = "/") -> dict:
-    """Watch what runs on *rt_cpus* for *seconds*; return a JSON-ready result.
-
-    Keys: ``method``, ``seconds``, ``idle_share`` and ``idle_source``, ``lost_events``, ``tasks``
-    (``comm``, ``pid`` (thread id), ``cpu_ms``, ``kind``; busiest first) and ``error`` (None on success).
-    """
+def sample(rt_cpus: CpuSet, seconds: float, root: str = "/") -> LiveSample:
+    """Watch what runs on *rt_cpus* for *seconds*: the method, the idle share and where it came from,
+    the events the trace lost, and the tasks (``comm``, ``pid`` (thread id), ``cpu_ms``, ``kind``;
+    busiest first)."""
     stat0, snap0 = cpu_times(root), proc_snapshot(root)
     t0 = time.monotonic()
     tracefs = tracefs_dir(root)
@@ -205,16 +202,16 @@ def sample(rt_cpus: CpuSet, seconds: float, root: str = "/") -> dict:
         idle = sum(ns for (tid, _), ns in totals.items() if tid == 0) / span if span > 0 else None
         idle_source = "sched_switch"
     tasks = [
-        {"comm": comm, "pid": tid, "cpu_ms": round(ns / 1e6, 3), "kind": classify(root, tid, rt_cpus)}
+        SampledTask.build(comm=comm, pid=tid, cpu_ms=round(ns / 1e6, 3), kind=classify(root, tid, rt_cpus))
         for (tid, comm), ns in totals.items()
     ]
-    tasks.sort(key=lambda t: -t["cpu_ms"])
-    return {
-        "method": method,
-        "seconds": seconds,
-        "idle_share": idle,
-        "idle_source": idle_source,
-        "lost_events": lost,
-        "tasks": tasks,
-        "error": None,
-    }
+    tasks.sort(key=lambda t: -(t.cpu_ms or 0.0))
+    return LiveSample.build(
+        method=method,
+        seconds=seconds,
+        idle_share=idle,
+        idle_source=idle_source,
+        lost_events=lost,
+        tasks=tasks,
+        error=None,
+    )

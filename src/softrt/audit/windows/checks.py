@@ -229,10 +229,10 @@ def check_idle(w: WinFacts) -> Finding:
             f"powercfg /qh did not show IDLEDISABLE: {said(res)}", Severity.HIGH, reader=needs(res, w.admin)
         )
     evidence = (
-        f"power scheme: {setting['scheme']} ({setting['scheme_name']})",
-        f"IDLEDISABLE AC index: {setting['ac']}, DC index: {setting.get('dc', '?')}",
+        f"power scheme: {setting.scheme} ({setting.scheme_name})",
+        f"IDLEDISABLE AC index: {setting.ac}, DC index: {setting.dc}",
     )
-    if setting["ac"] != 1:
+    if setting.ac != 1:
         return found.fail(
             "processor idle states are enabled",
             evidence,

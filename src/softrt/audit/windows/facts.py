@@ -17,6 +17,7 @@ from ...cpus import CpuSet
 from ...errors import SoftRTError
 from ...platform.windows.wincmd import NOT_FOUND_RC, POWERSHELL, TIMEOUT_RC, CmdResult, Runner, powershell
 from ...platform.windows.winsettings import SERVICES
+from ...schema.audit import LiveSample
 from . import parse
 
 KERNEL_KEY = r"HKLM\SYSTEM\CurrentControlSet\Control\Session Manager\kernel"
@@ -144,7 +145,7 @@ class WinFacts:
         self.allowed = allowed
         self.interpreter = interpreter
         self.counters = counters  # this machine's performance counters (the platform's), else typeperf
-        self.sample: dict | None = None
+        self.sample: LiveSample | None = None
         self.admin: bool | None = None  # elevated (this machine); None: a capture, not known
         self.system_runner: Runner | None = None  # check --as-system: runs the SYSTEM-only query (the CSP)
         self.raw = raw or self._captured  # a Win32 buffer by name (CPU_SETS, THROTTLING): the platform's, or captured
@@ -197,7 +198,7 @@ class WinFacts:
         return self.online - self.rt_cpus
 
     @cached_property
-    def power(self) -> tuple[CmdResult, dict | None]:
+    def power(self) -> tuple[CmdResult, parse.PowerSetting | None]:
         """``powercfg /qh`` of IDLEDISABLE on the active scheme, and its parse."""
         res = self.run(POWER)
         return res, parse.powercfg_setting(res.out) if res.ok else None

@@ -22,6 +22,7 @@ import csv
 import io
 import json
 import re
+from typing import NamedTuple
 
 from ...cpus import CpuSet
 
@@ -43,13 +44,23 @@ START_WORDS = {
 SERVICE_NOT_INSTALLED = 1060  # ERROR_SERVICE_DOES_NOT_EXIST
 
 
-def powercfg_setting(text: str) -> dict | None:
-    """``{"scheme": guid, "scheme_name": …, "ac": int, "dc": int}`` from ``powercfg /qh``, or None."""
+class PowerSetting(NamedTuple):
+    """One setting of the active power scheme as ``powercfg /qh`` shows it: the scheme's GUID and
+    name, and the setting's index on AC and on DC power."""
+
+    scheme: str
+    scheme_name: str
+    ac: int
+    dc: int
+
+
+def powercfg_setting(text: str) -> PowerSetting | None:
+    """The active scheme's setting from ``powercfg /qh`` (its last two indexes: AC, DC), or None."""
     scheme = _SCHEME.search(text)
     indexes = [int(v, 16) for v in _INDEX.findall(text)][-2:]
     if not scheme or len(indexes) < 2:
         return None
-    return {"scheme": scheme[1].lower(), "scheme_name": (scheme[2] or "").strip(), "ac": indexes[0], "dc": indexes[1]}
+    return PowerSetting(scheme[1].lower(), (scheme[2] or "").strip(), indexes[0], indexes[1])
 
 
 def sc_fields(text: str) -> dict[str, tuple[int, str, str]]:

@@ -124,7 +124,7 @@ def run_checks(
             findings.append(check(w))
         except (OSError, ValueError, KeyError, TypeError) as err:
             findings.append(crashed(check, err))
-    meta = {"os": "windows", "logical_processors": w.cpu_count, "sample_s": w.sample["seconds"] if w.sample else 0}
+    meta = {"os": "windows", "logical_processors": w.cpu_count, "sample_s": w.sample.seconds if w.sample else 0}
     return Report(rt_cpus, w.housekeeping, findings, w.sample, str(root), meta)
 
 

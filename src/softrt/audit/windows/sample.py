@@ -20,6 +20,7 @@ import re
 from ...cpus import CpuSet
 from ...errors import SoftRTError
 from ...platform.windows.wincmd import powershell
+from ...schema.audit import LiveSample, SampledTask
 from ..model import Finding, Found, Severity, declare
 from . import parse
 from .facts import WinFacts, said
@@ -76,19 +77,19 @@ def _affinities(rows: list[dict]) -> dict[str, CpuSet | None]:
     return out
 
 
-def sample(w: WinFacts, seconds: float) -> dict:
+def sample(w: WinFacts, seconds: float) -> LiveSample:
     """Sample the RT cores for *seconds* (whole seconds, at least 1); return a JSON-ready result."""
     secs = max(1, round(seconds))
     values, why, source = _counters(w, secs)
     if not values:
-        return {
-            "method": "none",
-            "seconds": secs,
-            "tasks": [],
-            "cores": {},
-            "idle_share": None,
-            "error": why or f"{source}: no counter values",
-        }
+        return LiveSample.build(
+            method="none",
+            seconds=secs,
+            tasks=[],
+            cores={},
+            idle_share=None,
+            error=why or f"{source}: no counter values",
+        )
     cores = {}
     for cpu in w.existing_rt:
         cores[str(cpu)] = {name: values.get(f"\\Processor({cpu})\\{name}") for name in CORE_COUNTERS}
@@ -115,16 +116,16 @@ def sample(w: WinFacts, seconds: float) -> dict:
             continue  # it cannot run there, or the cores are reserved and it did not ask for them
         else:
             kind = "may run there"
-        tasks.append({"comm": m[1], "cpu_ms": round(pct / 100 * secs * 1000, 1), "kind": kind})
-    tasks.sort(key=lambda t: -t["cpu_ms"])
-    return {
-        "method": METHOD.replace("(typeperf)", f"({source})"),
-        "seconds": secs,
-        "cores": cores,
-        "tasks": tasks,
-        "idle_share": None,
-        "error": None,
-    }
+        tasks.append(SampledTask.build(comm=m[1], cpu_ms=round(pct / 100 * secs * 1000, 1), kind=kind))
+    tasks.sort(key=lambda t: -(t.cpu_ms or 0.0))
+    return LiveSample.build(
+        method=METHOD.replace("(typeperf)", f"({source})"),
+        seconds=secs,
+        cores=cores,
+        tasks=tasks,
+        idle_share=None,
+        error=None,
+    )
 
 
 @declare("cores.sample", Severity.MEDIUM)
@@ -134,21 +135,21 @@ def check_sample(w: WinFacts) -> Finding:
     s = w.sample
     if s is None:
         return found.na("no live sample taken (--sample 0)", Severity.MEDIUM)
-    if s.get("error"):
+    if s.error:
         return found.unreadable(
-            f"sample failed: {s['error']}",
+            f"sample failed: {s.error}",
             Severity.MEDIUM,
             reader="the performance counters (typeperf.exe, or PDH on the machine itself)",
         )
-    evidence = [f"method: {s['method']}"]
+    evidence = [f"method: {s.method}"]
     heavy = []
-    for cpu, c in s["cores"].items():
+    for cpu, c in (s.cores or {}).items():
         dpc, irq = c.get("% DPC Time") or 0.0, c.get("% Interrupt Time") or 0.0
         evidence.append(f"CPU {cpu}: busy {c.get('% Processor Time')} %, DPC {dpc:.2f} %, interrupt {irq:.2f} %")
         if (dpc + irq) / 100 > DPC_SHARE_LIMIT:
             heavy.append(cpu)
-    others = [t for t in s["tasks"] if t["kind"] not in ("pinned to the RT cores", "kernel")]
-    evidence += [f"{t['comm']}: {t['cpu_ms']} ms CPU in {s['seconds']} s ({t['kind']})" for t in s["tasks"][:8]]
+    others = [t for t in s.tasks if t.kind not in ("pinned to the RT cores", "kernel")]
+    evidence += [f"{t.comm}: {t.cpu_ms} ms CPU in {s.seconds} s ({t.kind})" for t in s.tasks[:8]]
     if heavy:
         return found.fail(
             f"DPCs and interrupts took over {DPC_SHARE_LIMIT:.1%} of CPU {', '.join(heavy)}",
@@ -159,8 +160,8 @@ def check_sample(w: WinFacts) -> Finding:
             severity=Severity.HIGH,
         )
     if others:
-        names = ", ".join(f"{t['comm']} ({t['cpu_ms']} ms)" for t in others[:3])
-        mpeng = any(t["comm"].lower().startswith("msmpeng") for t in others)
+        names = ", ".join(f"{t.comm} ({t.cpu_ms} ms)" for t in others[:3])
+        mpeng = any((t.comm or "").lower().startswith("msmpeng") for t in others)
         return found.warn(
             f"{len(others)} process(es) may have run on the RT cores: {names}",
             tuple(evidence),

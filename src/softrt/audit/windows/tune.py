@@ -47,11 +47,11 @@ def _steps(w: WinFacts, report) -> list[Step]:
         steps.append(
             Step(
                 WIN_POWER,
-                setting["scheme"],
-                str(setting["ac"]),
+                setting.scheme,
+                str(setting.ac),
                 "1",
                 "idle.idle_disable",
-                f"idle states off on the active scheme ({setting['scheme_name']})",
+                f"idle states off on the active scheme ({setting.scheme_name})",
             )
         )
     for name, svc in w.services.items():
@@ -129,7 +129,7 @@ def current(w: WinFacts, kind: str, target: str) -> str | None:
     """What a setting holds now (the journal's form), None when it cannot be read."""
     if kind == WIN_POWER:
         _res, setting = w.power
-        return str(setting["ac"]) if setting and setting["scheme"] == target.lower() else None
+        return str(setting.ac) if setting and setting.scheme == target.lower() else None
     if kind == WIN_SERVICE:
         svc = w.services.get(target)
         return svc.value if svc and svc.readable else None

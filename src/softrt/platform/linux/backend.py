@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ...cpus import MAX_CPUS, CpuSet
 from ...errors import ConfigError, InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
@@ -360,7 +361,7 @@ class LinuxPlatform:
             pass
 
     # --- host facts ---------------------------------------------------------------------------
-    def host_facts(self, root: str = "/") -> dict:
+    def host_facts(self, root: str = "/") -> dict[str, Any]:
         """Return what a reader of a result needs to know about this machine."""
         uname = os.uname()
         cpuinfo = read_text(root, "/proc/cpuinfo", fallback="")

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from ...schema.summary import FairServer as FairServerMode
 from ..kfiles import kpath, read_text
 from . import kfacts
 
@@ -68,19 +69,19 @@ class FairServer:
         """It can take the CPU from a real-time task: present and its runtime not 0 (unknown: the default)."""
         return self.present and self.runtime_ns.get(cpu, DEFAULT_RUNTIME_NS) > 0
 
-    def mode(self, cpu: int) -> dict:
+    def mode(self, cpu: int) -> FairServerMode:
         """The run's ``tuning.fair_server`` (docs/run-format.md): in force on *cpu*, and what says so."""
         known = cpu in self.runtime_ns
         why = {"locked": "debugfs is locked down", "not mounted": "debugfs is not mounted"}.get(
             self.debugfs, self.unreadable
         )
-        return {
-            "cpu": cpu,
-            "in_force": self.in_force(cpu),
-            "runtime_ns": self.runtime_ns.get(cpu),
-            "period_ns": self.period_ns.get(cpu),
-            "unreadable": None if known else why,
-        }
+        return FairServerMode.build(  # (unreadable written as null when known, as it always was)
+            cpu=cpu,
+            in_force=self.in_force(cpu),
+            runtime_ns=self.runtime_ns.get(cpu),
+            period_ns=self.period_ns.get(cpu),
+            unreadable=None if known else why,
+        )
 
     def describe(self, cpu: int) -> str:
         """``runtime 50 ms of every 1000 ms`` or why it is not known, with the kernel's default."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...cpus import CpuSet
 from ...errors import ConfigError
@@ -62,25 +63,41 @@ class Task:
         return f"{self.comm} ({self.pid})" if self.pid == self.tid else f"{self.comm} ({self.pid}/{self.tid})"
 
 
-def parse_stat(body: str) -> dict | None:
+class ProcStat(NamedTuple):
+    """The fields of /proc/PID/stat softrt reads (proc(5): state, ppid, flags, utime, stime in clock
+    ticks, starttime, processor, rt_priority, policy)."""
+
+    comm: str
+    state: str
+    ppid: int
+    flags: int
+    utime: int
+    stime: int
+    starttime: int
+    processor: int
+    rt_priority: int
+    policy: int
+
+
+def parse_stat(body: str) -> ProcStat | None:
     """Parse /proc/PID/stat; comm may hold spaces and parentheses, so split at the last ')'."""
     head, sep, tail = body.rpartition(")")
     if not sep or "(" not in head:
         return None
     fields = tail.split()
     try:
-        return {
-            "comm": head.split("(", 1)[1],
-            "state": fields[0],
-            "ppid": int(fields[1]),
-            "flags": int(fields[6]),
-            "utime": int(fields[11]),
-            "stime": int(fields[12]),
-            "starttime": int(fields[19]),
-            "processor": int(fields[36]),
-            "rt_priority": int(fields[37]),
-            "policy": int(fields[38]),
-        }
+        return ProcStat(
+            comm=head.split("(", 1)[1],
+            state=fields[0],
+            ppid=int(fields[1]),
+            flags=int(fields[6]),
+            utime=int(fields[11]),
+            stime=int(fields[12]),
+            starttime=int(fields[19]),
+            processor=int(fields[36]),
+            rt_priority=int(fields[37]),
+            policy=int(fields[38]),
+        )
     except (IndexError, ValueError):
         return None
 
@@ -125,19 +142,19 @@ def read_task(root: str, pid: int, tid: int) -> Task | None:
     allowed = allowed_list(status)
     if stat is None or allowed is None:
         return None
-    flags = stat["flags"]
+    flags = stat.flags
     return Task(
         _tgid(status, pid),
         tid,
-        stat["comm"],
+        stat.comm,
         bool(flags & PF_KTHREAD),
         bool(flags & PF_NO_SETAFFINITY),
         allowed,
-        stat["policy"],
-        stat["rt_priority"],
-        stat["starttime"],
-        stat["processor"],
-        stat["utime"] + stat["stime"],
+        stat.policy,
+        stat.rt_priority,
+        stat.starttime,
+        stat.processor,
+        stat.utime + stat.stime,
     )
 
 
@@ -161,9 +178,9 @@ def process_names(root: str) -> dict[str, list[int]]:
     names: dict[str, list[int]] = {}
     for pid in pids(root):
         stat = parse_stat(read_text(root, f"/proc/{pid}/stat", fallback=""))
-        if stat is None or stat["flags"] & PF_KTHREAD:
+        if stat is None or stat.flags & PF_KTHREAD:
             continue
-        names.setdefault(stat["comm"], []).append(pid)
+        names.setdefault(stat.comm, []).append(pid)
     return names
 
 
@@ -179,7 +196,7 @@ def lineage(root: str, pid: int) -> list[int]:
         stat = parse_stat(read_text(root, f"/proc/{pid}/stat", fallback=""))
         if stat is None:
             break
-        pid = stat["ppid"]
+        pid = stat.ppid
     return chain
 
 

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -511,7 +512,7 @@ class WindowsPlatform:
         """Nothing to remove: the section goes with its last handle."""
 
     # --- host facts -----------------------------------------------------------------------------------
-    def host_facts(self, root: str = "/") -> dict:
+    def host_facts(self, root: str = "/") -> dict[str, Any]:
         """Return what a reader of a result needs to know about this machine (Linux's keys; None where none).
 
         The release is named from the build number (CurrentBuildNumber; Windows 11 is build 22000 and

@@ -14,6 +14,7 @@ from ....cpus import CpuSet
 from ....errors import ConfigError
 from ....platform.kfiles import kpath
 from ....platform.linux import kfacts
+from ....schema.audit import SampledTask
 from ...model import Finding, Found, Severity
 from ..context import Context
 
@@ -239,24 +240,24 @@ def check_sample(ctx: Context) -> Finding:
     sample = ctx.sample
     if sample is None:
         return found.na("no live sample taken (sampling off, or a captured tree)")
-    if sample.get("error"):
-        return found.na(f"sampling failed: {sample['error']}")
+    if sample.error:
+        return found.na(f"sampling failed: {sample.error}")
     # Exited tasks count too: short-lived processes (compilers, scripts) are typical intruders. A
     # SCHED_OTHER task pinned to the RT CPUs is one too: only a FIFO/RR/DEADLINE task there may be
     # the real-time application (the seed's Defender ran there at normal priority).
-    others = [e for e in sample["tasks"] if e["kind"] in ("user", "kthread-movable", "exited", "pinned")]
-    expected = [e for e in sample["tasks"] if e["kind"] == "rt-app"]
-    top = ", ".join(f"{e['comm']} {e['cpu_ms']:.2f} ms" for e in sample["tasks"][:6] if e["kind"] != "idle")
+    others = [e for e in sample.tasks if e.kind in ("user", "kthread-movable", "exited", "pinned")]
+    expected = [e for e in sample.tasks if e.kind == "rt-app"]
+    top = ", ".join(f"{e.comm} {e.cpu_ms:.2f} ms" for e in sample.tasks[:6] if e.kind != "idle")
     evidence = (
-        f"method: {sample['method']}, {sample['seconds']:.1f} s on {ctx.describe_cpus(ctx.rt_cpus)}",
+        f"method: {sample.method}, {sample.seconds:.1f} s on {ctx.describe_cpus(ctx.rt_cpus)}",
         f"busiest: {top or 'nothing but idle'}",
-        f"idle share: {sample['idle_share'] * 100:.1f} % (from {sample.get('idle_source', '?')})"
-        if sample.get("idle_share") is not None
+        f"idle share: {sample.idle_share * 100:.1f} % (from {sample.idle_source or '?'})"
+        if sample.idle_share is not None
         else "idle share: unknown",
-        f"events lost by the trace buffer: {sample.get('lost_events', 0)}",
+        f"events lost by the trace buffer: {sample.lost_events or 0}",
     )
     if others:
-        ms = sum(e["cpu_ms"] for e in others)
+        ms = sum(e.cpu_ms or 0.0 for e in others)
         return found.warn(
             f"{len(others)} task(s) other than the real-time application used {ms:.2f} ms on the RT CPUs: "
             + ", ".join(_used(e) for e in others[:5]),
@@ -274,9 +275,9 @@ def check_sample(ctx: Context) -> Finding:
     )
 
 
-def _pinned_fix(ctx: Context, others: list[dict]) -> str:
+def _pinned_fix(ctx: Context, others: list[SampledTask]) -> str:
     """softrt tune leaves tasks pinned to the RT CPUs alone: say what to do with those."""
-    pids = sorted({e["pid"] for e in others if e["kind"] == "pinned"})
+    pids = sorted({e.pid for e in others if e.kind == "pinned" and e.pid is not None})
     if not pids:
         return ""
     some = " ".join(str(p) for p in pids[:5])
@@ -287,10 +288,10 @@ def _pinned_fix(ctx: Context, others: list[dict]) -> str:
     )
 
 
-def _used(entry: dict) -> str:
+def _used(entry: SampledTask) -> str:
     """``name (pid N) 12.50 ms``, saying why a task counts: exited, or pinned but not real-time."""
-    why = {"exited": ", exited", "pinned": ", pinned to the RT CPUs but SCHED_OTHER"}.get(entry["kind"], "")
-    return f"{entry['comm']} (pid {entry['pid']}{why}) {entry['cpu_ms']:.2f} ms"
+    why = {"exited": ", exited", "pinned": ", pinned to the RT CPUs but SCHED_OTHER"}.get(entry.kind or "", "")
+    return f"{entry.comm} (pid {entry.pid}{why}) {entry.cpu_ms:.2f} ms"
 
 
 def _some(items: list[str], n: int = 8) -> str:

@@ -10,6 +10,7 @@ from ....cpus import CpuSet
 from ....platform.linux import fairserver, kfacts
 from ...model import Finding, Found, Severity, Status
 from ..context import Context
+from .knob import knob
 
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 RT_KERNEL_FIX = "boot a PREEMPT_RT kernel (Debian: linux-image-rt-amd64; Fedora/RHEL: kernel-rt)"
@@ -321,21 +322,16 @@ def check_clocksource(ctx: Context) -> Finding:
 
 def check_timer_migration(ctx: Context) -> Finding:
     """kernel.timer_migration: whether timers move between CPUs."""
-    found = Found("kernel.timer_migration", "Timer migration", Severity.LOW)
-    rel = "/proc/sys/kernel/timer_migration"
-    value = ctx.text(rel)
-    if value is None:
-        return found.na(f"{rel} is missing")
-    evidence = (f"{rel}: {value}",)
-    if value == "0":
-        return found.ok("timers stay on their CPU", evidence)
-    return found.warn(
-        "timer migration is on",
-        evidence,
+    return knob(
+        ctx,
+        Found("kernel.timer_migration", "Timer migration", Severity.LOW),
+        "/proc/sys/kernel/timer_migration",
+        quiet=lambda value: value == "0",
+        ok="timers stay on their CPU",
+        warn="timer migration is on",
         why="idle CPUs hand their timers to a busy CPU of their group (kernel/time/timer_migration.c); a "
         "busy-polling RT CPU can end up expiring other CPUs' timers",
         fix="sysctl kernel.timer_migration=0",
-        tunable=True,
     )
 
 

@@ -15,6 +15,7 @@ from ....errors import ConfigError
 from ....platform.linux import kfacts
 from ...model import Finding, Found, Severity
 from ..context import Context
+from .knob import knob
 
 RT_PROFILES = {
     "realtime",
@@ -105,22 +106,19 @@ def check_tuned(ctx: Context) -> Finding:
 
 def check_ksm(ctx: Context) -> Finding:
     """Kernel same-page merging scanning memory (ksmd)."""
-    found = Found("services.ksm", "KSM page merging", Severity.MEDIUM)
     rel = "/sys/kernel/mm/ksm/run"
-    run = ctx.text(rel)
-    if run is None:
-        return found.na(f"{rel} is missing (kernel without CONFIG_KSM)")
-    evidence = (f"{rel}: {run}",)
-    if run == "1":
-        return found.warn(
-            "ksmd is scanning and merging pages",
-            evidence,
-            why="merged pages are copied on the next write (a page fault in the loop) and merging flushes TLBs "
-            "on every CPU (Documentation/admin-guide/mm/ksm.rst)",
-            fix=f"echo 0 > {rel}",
-            tunable=True,
-        )
-    return found.ok("KSM is not running", evidence)
+    return knob(
+        ctx,
+        Found("services.ksm", "KSM page merging", Severity.MEDIUM),
+        rel,
+        missing=" (kernel without CONFIG_KSM)",
+        quiet=lambda run: run != "1",  # 0: stopped, 2: stopped and pages unmerged
+        ok="KSM is not running",
+        warn="ksmd is scanning and merging pages",
+        why="merged pages are copied on the next write (a page fault in the loop) and merging flushes TLBs "
+        "on every CPU (Documentation/admin-guide/mm/ksm.rst)",
+        fix=f"echo 0 > {rel}",
+    )
 
 
 def check_watchdog(ctx: Context) -> Finding:
