@@ -187,8 +187,8 @@ def main() -> None:
         assert proc.returncode == 0, proc.stderr
         out["fleet_s"], rows = _best(lambda: fleet_rows(load_runs(history)), args.repeat)
         out["regressions_s"], found = _best(lambda: find(load_runs(history)), args.repeat)
-        out["regressions"] = len(found["regressions"])
-        out["kernels"] = found["kernels"][:3]
+        out["regressions"] = len(found.regressions)
+        out["kernels"] = [k.to_dict() for k in found.kernels[:3]]
     for k, v in out.items():
         if k.endswith("_s"):
             out[k] = round(v, 3)

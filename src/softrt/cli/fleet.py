@@ -18,6 +18,7 @@ from rich.text import Text
 from ..schema.text import printable
 from ..store.fleet import TREND_RUNS, fleet_rows, load_runs
 from ..store.history import History
+from ..store.regressions import Regressions
 from .history import DB_OPTION
 from .render import console, emit
 
@@ -97,30 +98,28 @@ def fleet_table(rows: list[dict]) -> Table:
     return table
 
 
-def regressions_text(found: dict) -> list[Text]:
+def regressions_text(found: Regressions) -> list[Text]:
     lines = []
-    for e in found["regressions"]:
+    for e in found.regressions:
         worse = ", ".join(
-            f"{f['name']} {_us(f['after'])}{f['unit'] and ' ' + f['unit']} (before: median "
-            f"{_us(f['noise']['median'])}, range {_us(f['noise']['range'])}, {f['noise']['runs']} runs)"
-            for k, f in e["figures"].items()
-            if k in e["worse"]
+            f"{f.name} {_us(f.after)}{f.unit and ' ' + f.unit} (before: median "
+            f"{_us(f.noise.median)}, range {_us(f.noise.spread)}, {f.noise.n} runs)"
+            for k, f in e.figures.items()
+            if k in e.worse
         )
-        change = "; ".join(f"{k}: {printable(v['before'])} → {printable(v['after'])}" for k, v in e["change"].items())
+        change = "; ".join(f"{k}: {printable(a)} → {printable(b)}" for k, (a, b) in e.change.items())
         lines.append(
             Text(
-                f"{printable(e['label'])} ({printable(e['rig'])}), {printable(e['scenario'])}: worse after "
-                f"{change or 'no recorded change'}\n  last good {printable(e['last_good']['run_id'])}, first "
-                f"bad {printable(e['first_bad']['run_id'])} ({e['runs_after']} run(s) since): {worse}"
+                f"{printable(e.label)} ({printable(e.rig)}), {printable(e.scenario)}: worse after "
+                f"{change or 'no recorded change'}\n  last good {printable(e.last_good.run_id)}, first "
+                f"bad {printable(e.first_bad.run_id)} ({e.runs_after} run(s) since): {worse}"
             )
         )
-    if found["kernels"]:
+    if found.kernels:
         lines.append(
             Text(
                 "Kernels by rigs made worse: "
-                + "; ".join(
-                    f"{printable(k['kernel'])}: {k['rigs_worse']} of {k['rigs_tested']}" for k in found["kernels"]
-                )
+                + "; ".join(f"{printable(k.kernel)}: {k.rigs_worse} of {k.rigs_tested}" for k in found.kernels)
             )
         )
     return lines
@@ -157,22 +156,22 @@ def command(db, rig, scenario, kernel, since, until, regressions, as_json):
 
         found = find(runs)
         if as_json:
-            sys.stdout.write(json.dumps(found, indent=2) + "\n")
+            sys.stdout.write(json.dumps(found.to_dict(), indent=2) + "\n")
         else:
             lines = regressions_text(found) or [
                 Text("No regression: no provenance change was followed by figures worse beyond the rig's noise.")
             ]
-            if found["changes_with_unknown_noise"]:
+            if found.changes_with_unknown_noise:
                 lines.append(
                     Text(
-                        f"{found['changes_with_unknown_noise']} change(s) not judged: fewer than 3 runs "
+                        f"{found.changes_with_unknown_noise} change(s) not judged: fewer than 3 runs "
                         "before them with one provenance (noise unknown).",
                         style="dim",
                     )
                 )
             for line in lines:
                 emit(console(), line, soft_wrap=True)
-        return 1 if found["regressions"] else 0
+        return 1 if found.regressions else 0
     rows = fleet_rows(runs)
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")

@@ -55,7 +55,7 @@ def rig_figure(label: str, runs: list[FleetRun]) -> Figure:
     ax = fig.subplots()
     timed = [(t, r) for r in runs if (t := _when(r)) is not None]
     for i, (key, name) in enumerate((("period_max_us", "worst period"), ("period_p99_99_us", "p99.99 period"))):
-        points = [(t, r.figures[key]) for t, r in timed if r.figures[key] is not None]
+        points = [(t, v) for t, r in timed if (v := r.figures.of(key)) is not None]
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3, color=color(i), label=name)
     for run, diff in changes(runs):
