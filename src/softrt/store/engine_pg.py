@@ -99,8 +99,9 @@ class PgEngine:
                 raise self._error(err) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def check_url(self) -> dict:
-        """The URL's parameters as libpq reads them; ConfigError for a malformed one (nothing is sent)."""
+    def check_url(self) -> dict[str, Any]:
+        """The URL's parameters as libpq reads them (keyword -> value: psycopg.conninfo.conninfo_to_dict);
+        ConfigError for a malformed one (nothing is sent)."""
         psycopg = _psycopg()
         try:
             info = psycopg.conninfo.conninfo_to_dict(self._url)

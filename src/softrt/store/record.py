@@ -14,6 +14,39 @@ from .validate import check_row, parse_json
 
 
 @dataclass(frozen=True)
+class HistoryRow:
+    """One run's row as the history writes it (store.history.History.row_of): its fields are the
+    runs table's columns (store.dialect.COLUMNS), in that order."""
+
+    run_id: str
+    started_at: str | None
+    started_epoch_s: float | None
+    finished_at: str | None
+    host: str | None
+    scenario: str | None
+    source: str
+    status: str | None
+    mode: str | None
+    period_ns: int | None
+    cycles: int | None
+    period_max_us: float | None
+    period_p99_99_us: float | None
+    latency_max_us: float | None
+    process_max_us: float | None
+    missed_updates: int | None
+    config_json: str
+    tuning_json: str
+    summary_json: str
+    path: str
+    samples_path: str | None
+    added_at: str
+
+    def values(self) -> tuple:
+        """The column values in store.dialect.COLUMNS order (the order of the upsert's parameters)."""
+        return tuple(getattr(self, name) for name in _COLUMNS)
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """One run as the history knows it."""
 
@@ -45,7 +78,7 @@ class RunRecord:
         """The run's summary as the history stored it (checked like a summary.json)."""
         return _stored_summary(self.summary_json, self.run_id)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``)."""
         return {
             "run_id": self.run_id,
