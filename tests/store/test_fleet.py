@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from softrt.store.fleet import LateRate, diff, fleet_rows, late_rate, load_runs
+from softrt.store.fleet import LateRate, diff, fleet_rows, jsonable, late_rate, load_runs
 from softrt.store.history import History
 from softrt.store.regressions import find
 
@@ -48,7 +48,7 @@ def test_filters(lab):
 
 
 def test_regressions_name_the_change_and_rank_kernels(lab):
-    found = find(load_runs(lab)).to_dict()
+    found = jsonable(find(load_runs(lab)))
     (entry,) = found["regressions"]
     assert (entry["label"], entry["scenario"]) == ("rig-1", "tuned")
     assert entry["change"] == {"kernel": {"before": "6.18.4-rt", "after": "6.18.9-rt"}}
@@ -69,13 +69,13 @@ def test_diff_across_rigs_and_noise(lab):
     by_id = {r.run_id: r for r in runs}
     a = next(r for r in runs if r.label == "rig-1" and r.prov["kernel"] == "6.18.4-rt")
     b = next(r for r in runs if r.label == "rig-1" and r.prov["kernel"] == "6.18.9-rt")
-    d = diff(a, b, runs).to_dict()
+    d = jsonable(diff(a, b, runs))
     assert d["provenance"] == {"kernel": {"a": "6.18.4-rt", "b": "6.18.9-rt"}} and d["config"] == {}
     worst = d["headline"][0]
     assert (worst["a"], worst["b"], worst["change"], worst["judged"]) == (300, 900, 600, "worse")
     assert len(d["noise_runs"]) == 4 and "range" in d["noise_how"]
     other = next(r for r in by_id.values() if r.label == "rig-3")
-    d = diff(a, other, runs).to_dict()
+    d = jsonable(diff(a, other, runs))
     assert not d["same_rig"] and {"rig_id", "rig_label", "hostname"} <= set(d["provenance"])
     first = runs[0]
     assert diff(first, runs[1], runs).headline[0].judged == "noise unknown (1 run)"

@@ -9,7 +9,7 @@ import click
 from rich.text import Text
 
 from ..schema.text import printable
-from ..store.fleet import RunDiff, diff, in_order, load_runs, resolve
+from ..store.fleet import RunDiff, diff, in_order, jsonable, load_runs, resolve
 from ..store.history import History
 from .fleet import warn_unreadable
 from .history import DB_OPTION
@@ -34,7 +34,7 @@ def diff_lines(d: RunDiff) -> list[Text]:
     ]
     for title, part in (("Provenance", d.provenance), ("Configuration", d.config)):
         lines.append(Text(f"{title}: " + ("the same" if not part else f"{len(part)} difference(s)"), style="bold"))
-        lines += [Text(f"  {printable(k)}: {_v(va)} → {_v(vb)}") for k, (va, vb) in part.items()]
+        lines += [Text(f"  {printable(k)}: {_v(v.a)} → {_v(v.b)}") for k, v in part.items()]
     lines.append(
         Text("Headline figures (A → B, change; judged against the noise of A's rig and scenario):", style="bold")
     )
@@ -76,7 +76,7 @@ def command(run_a, run_b, db, as_json):
     warn_unreadable(unreadable)
     d = diff(a, b, runs)
     if as_json:
-        sys.stdout.write(json.dumps(d.to_dict(), indent=2) + "\n")
+        sys.stdout.write(json.dumps(jsonable(d), indent=2) + "\n")
         return 0
     out = console()
     for line in diff_lines(d):

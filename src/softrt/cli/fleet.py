@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..schema.text import printable
-from ..store.fleet import TREND_RUNS, fleet_rows, load_runs
+from ..store.fleet import TREND_RUNS, fleet_rows, jsonable, load_runs
 from ..store.history import History
 from ..store.regressions import Regressions
 from .history import DB_OPTION
@@ -107,7 +107,7 @@ def regressions_text(found: Regressions) -> list[Text]:
             for k, f in e.figures.items()
             if k in e.worse
         )
-        change = "; ".join(f"{k}: {printable(a)} → {printable(b)}" for k, (a, b) in e.change.items())
+        change = "; ".join(f"{k}: {printable(v.before)} → {printable(v.after)}" for k, v in e.change.items())
         lines.append(
             Text(
                 f"{printable(e.label)} ({printable(e.rig)}), {printable(e.scenario)}: worse after "
@@ -156,7 +156,7 @@ def command(db, rig, scenario, kernel, since, until, regressions, as_json):
 
         found = find(runs)
         if as_json:
-            sys.stdout.write(json.dumps(found.to_dict(), indent=2) + "\n")
+            sys.stdout.write(json.dumps(jsonable(found), indent=2) + "\n")
         else:
             lines = regressions_text(found) or [
                 Text("No regression: no provenance change was followed by figures worse beyond the rig's noise.")

@@ -13,6 +13,7 @@ related to a possible kernel upgrade" (osadl.org, "QA Farm Realtime"): here ever
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,9 +75,6 @@ class LateRate:
     low: float | None = None
     high: float | None = None
     bound: float | None = None
-
-    def to_dict(self) -> dict[str, float | None]:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high, "bound": self.bound}
 
 
 def late_rate(summary: RunSummary) -> LateRate | None:
@@ -185,7 +183,7 @@ def fleet_rows(runs: list[FleetRun], trend_runs: int = TREND_RUNS) -> list[dict]
                 "last_started_at": last.started_at,
                 "scenario": last.scenario,
                 "verdict": None if verdict is None or verdict.meets is None else ("pass" if verdict.meets else "fail"),
-                "late_rate_per_h": None if (rate := late_rate(last.summary)) is None else rate.to_dict(),
+                "late_rate_per_h": jsonable(late_rate(last.summary)),
                 "worst_period_us": last.figures.period_max_us,
                 "trend": trend(recent),
                 "trend_worst_period_us": recent,
@@ -249,14 +247,13 @@ class RunIdent:
     def of(cls, run: FleetRun) -> RunIdent:
         return cls(run.run_id, run.started_at, run.rig, run.label, run.scenario)
 
-    def to_dict(self) -> dict[str, str | None]:
-        return {
-            "run_id": self.run_id,
-            "started_at": self.started_at,
-            "rig": self.rig,
-            "label": self.label,
-            "scenario": self.scenario,
-        }
+
+@dataclass(frozen=True)
+class AB:
+    """A value of run A and of run B."""
+
+    a: object
+    b: object
 
 
 @dataclass(frozen=True)
@@ -272,18 +269,6 @@ class HeadlineChange:
     noise: Noise
     judged: str
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "figure": self.figure,
-            "name": self.name,
-            "unit": self.unit,
-            "a": self.a,
-            "b": self.b,
-            "change": self.change,
-            "noise": self.noise.to_dict(),
-            "judged": self.judged,
-        }
-
 
 @dataclass(frozen=True)
 class RunDiff:
@@ -293,25 +278,11 @@ class RunDiff:
     b: RunIdent
     same_rig: bool
     same_scenario: bool
-    provenance: dict[str, tuple]
-    config: dict[str, tuple]
+    provenance: dict[str, AB]  # field name -> its values
+    config: dict[str, AB]  # dotted configuration key -> its values
     headline: list[HeadlineChange]
     noise_runs: list[str]
     noise_how: str
-
-    def to_dict(self) -> dict[str, object]:
-        """The JSON object ``softrt diff --json`` prints."""
-        return {
-            "a": self.a.to_dict(),
-            "b": self.b.to_dict(),
-            "same_rig": self.same_rig,
-            "same_scenario": self.same_scenario,
-            "provenance": {k: {"a": va, "b": vb} for k, (va, vb) in self.provenance.items()},
-            "config": {k: {"a": va, "b": vb} for k, (va, vb) in self.config.items()},
-            "headline": [h.to_dict() for h in self.headline],
-            "noise_runs": self.noise_runs,
-            "noise_how": self.noise_how,
-        }
 
 
 def diff(a: FleetRun, b: FleetRun, runs: list[FleetRun]) -> RunDiff:
@@ -332,12 +303,27 @@ def diff(a: FleetRun, b: FleetRun, runs: list[FleetRun]) -> RunDiff:
         b=RunIdent.of(b),
         same_rig=a.rig == b.rig,
         same_scenario=a.scenario == b.scenario,
-        provenance=changed(a, b),
-        config=config_changes(a, b),
+        provenance={k: AB(va, vb) for k, (va, vb) in changed(a, b).items()},
+        config={k: AB(va, vb) for k, (va, vb) in config_changes(a, b).items()},
         headline=headline,
         noise_runs=[r.run_id for r in base],
         noise_how=HOW + f"; here: {len(base)} run(s) of rig {a.label}, scenario {a.scenario}",
     )
+
+
+def jsonable(value: object) -> object:
+    """*value* as JSON: a typed value of the fleet commands (a frozen dataclass) as the object of its
+    fields by name, in their order; a document or a Noise by its own ``to_dict``; containers item
+    by item. The commands' ``--json`` is written from it (the keys are the fields' names)."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
 
 
 def resolve(ref: str, history: History) -> tuple[str | None, FleetRun]:

@@ -43,15 +43,6 @@ class JudgedFigure:
     noise: Noise
     judged: str
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "unit": self.unit,
-            "after": self.after,
-            "noise": self.noise.to_dict(),
-            "judged": self.judged,
-        }
-
 
 @dataclass(frozen=True)
 class RunAt:
@@ -64,8 +55,13 @@ class RunAt:
     def of(cls, run: FleetRun) -> RunAt:
         return cls(run.run_id, run.started_at)
 
-    def to_dict(self) -> dict[str, str | None]:
-        return {"run_id": self.run_id, "started_at": self.started_at}
+
+@dataclass(frozen=True)
+class BeforeAfter:
+    """A provenance field's value before a change and after it."""
+
+    before: object
+    after: object
 
 
 @dataclass(frozen=True)
@@ -78,22 +74,9 @@ class Regression:
     last_good: RunAt
     first_bad: RunAt
     runs_after: int
-    change: dict[str, tuple]  # provenance field -> (before, after)
+    change: dict[str, BeforeAfter]  # provenance field -> its values
     worse: list[str]  # the keys of the figures judged worse
     figures: dict[str, JudgedFigure]  # figure key (analysis.regress.JUDGED) -> its judgement
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "rig": self.rig,
-            "label": self.label,
-            "scenario": self.scenario,
-            "last_good": self.last_good.to_dict(),
-            "first_bad": self.first_bad.to_dict(),
-            "runs_after": self.runs_after,
-            "change": {k: {"before": a, "after": b} for k, (a, b) in self.change.items()},
-            "worse": self.worse,
-            "figures": {k: f.to_dict() for k, f in self.figures.items()},
-        }
 
 
 @dataclass(frozen=True)
@@ -105,14 +88,6 @@ class KernelRank:
     rigs_tested: int
     rigs: list[str]
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "kernel": self.kernel,
-            "rigs_worse": self.rigs_worse,
-            "rigs_tested": self.rigs_tested,
-            "rigs": self.rigs,
-        }
-
 
 @dataclass(frozen=True)
 class Regressions:
@@ -122,14 +97,6 @@ class Regressions:
     kernels: list[KernelRank]
     changes_with_unknown_noise: int
     how: str = HOW
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "regressions": [r.to_dict() for r in self.regressions],
-            "kernels": [k.to_dict() for k in self.kernels],
-            "changes_with_unknown_noise": self.changes_with_unknown_noise,
-            "how": self.how,
-        }
 
 
 def _judge(group: list[FleetRun], good: list[FleetRun], bad: list[FleetRun]) -> dict[str, JudgedFigure]:
@@ -169,7 +136,15 @@ def find(runs: list[FleetRun]) -> Regressions:
                 continue
             entries.append(
                 Regression(
-                    rig, bad[0].label, scenario, RunAt.of(good[-1]), RunAt.of(bad[0]), len(bad), change, worse, judged
+                    rig,
+                    bad[0].label,
+                    scenario,
+                    RunAt.of(good[-1]),
+                    RunAt.of(bad[0]),
+                    len(bad),
+                    {k: BeforeAfter(a, b) for k, (a, b) in change.items()},
+                    worse,
+                    judged,
                 )
             )
     ranked = sorted(
