@@ -62,6 +62,18 @@ class MotionReference:
     velocity_counts_per_s: np.ndarray
 
 
+@dataclass(frozen=True)
+class RunCheck:
+    """The ``softrt check`` taken with a run, as the report shows it: the summary's ready, verdict
+    and counts, and the findings of the full report (``check.json``) where it is there. A value the
+    files hold that is not what softrt writes is kept as it is: the page prints it as text."""
+
+    ready: object = None
+    verdict: object = None
+    counts: object = None  # status -> number of findings
+    findings: tuple[dict[str, object], ...] = ()  # check.json's findings (audit.model.Finding.to_dict)
+
+
 @dataclass
 class RunView:
     """One run, ready to plot: summary plus whichever of the series exist."""
@@ -75,7 +87,7 @@ class RunView:
     motion: object | None = None  # softrt.motion.MotionTrace
     motion_reference: MotionReference | None = None
     motion_note: str | None = None
-    check: dict | None = None
+    check: RunCheck | None = None
     stats: RunStats | None = None  # the streaming pass over the samples (the summary's definitions)
     notes: list[str] = field(default_factory=list)
     t0_ns: int | None = None  # the first cycle's detect_ns: time 0 of the period-over-time plot
@@ -121,20 +133,26 @@ def load_run(path: Path | str) -> RunView:
     return view
 
 
-def _check(path: Path, summary: RunSummary) -> dict | None:
+def _check(path: Path, summary: RunSummary) -> RunCheck | None:
     """The ``softrt check`` taken with the run (``softrt run --check``): the summary's
-    ``check`` {ready, verdict, counts, fix_first}, plus the findings of the full report in
-    ``check.json`` when it is there (docs/run-format.md)."""
-    check = summary.check.to_dict() if summary.check is not None else {}
+    ``check`` {ready, verdict, counts}, with the findings of the full report in ``check.json`` when
+    it is there (docs/run-format.md); where the summary has none, the file's own."""
+    full: object = {}
     file = path / "check.json"
     if file.is_file():
         try:
             full = load_json(file, "check report")  # bounded (store.validate)
         except ConfigError:
             full = {"verdict": f"check.json is unreadable ({printable(file)})"}
-        if isinstance(full, dict):
-            check = {**full, **check}
-    return check or None
+    full = full if isinstance(full, dict) else {}
+    raw = full.get("findings")
+    findings = tuple(f for f in raw if isinstance(f, dict)) if isinstance(raw, list) else ()
+    c = summary.check
+    if c is not None:
+        return RunCheck(ready=c.ready, verdict=c.verdict, counts=c.counts, findings=findings)
+    if not full:
+        return None
+    return RunCheck(ready=full.get("ready"), verdict=full.get("verdict"), counts=full.get("counts"), findings=findings)
 
 
 def _load_histogram(view: RunView) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..schema.summary import RunSummary
 from .dialect import COLUMNS as _COLUMNS
+from .running import RunState
 from .validate import check_row, parse_json
 
 
@@ -78,8 +79,9 @@ class RunRecord:
         """The run's summary as the history stored it (checked like a summary.json)."""
         return _stored_summary(self.summary_json, self.run_id)
 
-    def to_dict(self) -> dict[str, object]:
-        """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``)."""
+    def to_dict(self, state: RunState | None = None) -> dict[str, object]:
+        """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``); with the
+        *state* of a run marked running (store.running), whether it still goes."""
         return {
             "run_id": self.run_id,
             "started_at": self.started_at,
@@ -103,6 +105,17 @@ class RunRecord:
             "compare_id": self.compare_id,
             "late_rate_high_per_h": self.late_rate_high_per_h,
             "late_rate_per_h": self.late_rate_per_h,
+            **(
+                {
+                    "running": {
+                        "alive": state.alive,
+                        "elapsed_s": state.elapsed_s,
+                        "checkpoint_age_s": state.checkpoint_age_s,
+                    }
+                }
+                if state is not None
+                else {}
+            ),
         }
 
 
