@@ -284,7 +284,7 @@ def build_summary(
     )
 
 
-def _host(sysinfo: dict) -> dict:
+def _host(sysinfo: dict) -> dict[str, object]:
     """The host facts the tool's ``sysinfo`` (uname) gives, in the keys of softrt's own (platform host_facts)."""
     return {
         "os": _text(sysinfo.get("sysname")).lower() or None,
