@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -13,10 +14,11 @@ from rich.text import Text
 from ..analysis.require import parse_requirements
 from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..platform.outfile import check_target
+from ..report.rows import TIMING_ROWS
 from ..scenario import BUILTIN_NAMES, load_scenario
 from ..scenario.compare import Pooled, compare, overall, plan
 from ..schema.config import RunConfig
-from ..schema.summary import Misses
+from ..schema.summary import Metrics, Misses
 from ..session import interrupts
 from ..units import format_number as num
 from .history import lab_options, remember
@@ -34,6 +36,10 @@ def _count(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
+def _timing(figure: Callable[[Metrics], float | None], digits: int) -> Callable[[Pooled], str]:
+    return lambda f: _f(figure(f.metrics), digits)
+
+
 def compare_table(pooled: dict[str, Pooled]) -> Table:
     """Side-by-side figures, one column per scenario, in the seed's terms first."""
     table = Table(title="softrt compare (µs unless noted)", title_justify="left", show_edge=False)
@@ -42,13 +48,7 @@ def compare_table(pooled: dict[str, Pooled]) -> Table:
         table.add_column(name, justify="right")
     no_misses = Misses()
     rows = [
-        ("period mean", lambda f: _f(f.metrics.period_us.mean)),
-        ("period max", lambda f: _f(f.metrics.period_us.max)),
-        ("period min", lambda f: _f(f.metrics.period_us.min)),
-        ("process mean", lambda f: _f(f.metrics.process_us.mean, 2)),
-        ("process max", lambda f: _f(f.metrics.process_us.max, 2)),
-        ("process min", lambda f: _f(f.metrics.process_us.min, 2)),
-        ("period p99.9", lambda f: _f(f.metrics.period_us.p99_9)),
+        *((label, _timing(figure, digits)) for label, figure, digits in TIMING_ROWS),
         ("latency p99.9", lambda f: _f(f.metrics.latency_us.p99_9)),
         ("missed updates", lambda f: _count((f.metrics.misses or no_misses).missed_updates)),
         ("longest miss run", lambda f: _count((f.metrics.misses or no_misses).longest_miss_run)),
