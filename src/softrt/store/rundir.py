@@ -261,7 +261,7 @@ class RunDir:
             self.discard()
             raise
         self._writer: pq.ParquetWriter | None = None
-        self._pending: Batch[np.ndarray] = Batch()
+        self._pending: Batch[np.ndarray] = Batch(np.concatenate)
         self.rows = 0  # records in the samples file
         self.unwritten = 0  # records the disk refused: counted, never silently lost
         self.failure: str | None = None  # why records stopped being written
@@ -339,9 +339,9 @@ class RunDir:
 
     def flush(self) -> None:
         """Write every queued record as one row group (after a write error: count them)."""
-        if not self._pending.items:
+        chunk = self._pending.take()
+        if chunk is None:
             return
-        chunk = np.concatenate(self._pending.take())
         if self.failure is not None:
             self.unwritten += chunk.size
             return
