@@ -29,7 +29,7 @@ def lab(history_db, tmp_path):
 
 
 def test_one_row_per_rig(lab):
-    rows = {r["label"]: r for r in fleet_rows(load_runs(lab))}
+    rows = {r.label: jsonable(r) for r in fleet_rows(load_runs(lab))}
     assert sorted(rows) == ["rig-1", "rig-2", "rig-3"]
     one = rows["rig-1"]
     assert (one["runs"], one["kernel"], one["cpu"], one["verdict"]) == (6, "6.18.9-rt", "Test CPU 9000", "pass")

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..schema.text import printable
-from ..store.fleet import TREND_RUNS, fleet_rows, jsonable, load_runs
+from ..store.fleet import TREND_RUNS, FleetRow, fleet_rows, jsonable, load_runs
 from ..store.history import History
 from ..store.regressions import Regressions
 from .history import DB_OPTION
@@ -60,18 +60,18 @@ def _per_h(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def _rate(row: dict) -> str:
-    rate = row["late_rate_per_h"]
-    if rate and rate.get("estimate") is not None:
-        low, high = rate.get("low"), rate.get("high")
+def _rate(row: FleetRow) -> str:
+    rate = row.late_rate_per_h
+    if rate and rate.estimate is not None:
+        low, high = rate.low, rate.high
         interval = f" [{_per_h(low)}, {_per_h(high)}]" if low is not None and high is not None else ""
-        return f"{_per_h(rate['estimate'])}/h{interval}"
-    if rate and rate.get("bound") is not None:
-        return f"≤ {_per_h(rate['bound'])}/h (95 %, no model); worst {_us(row['worst_period_us'])} µs"
-    return f"worst {_us(row['worst_period_us'])} µs"
+        return f"{_per_h(rate.estimate)}/h{interval}"
+    if rate and rate.bound is not None:
+        return f"≤ {_per_h(rate.bound)}/h (95 %, no model); worst {_us(row.worst_period_us)} µs"
+    return f"worst {_us(row.worst_period_us)} µs"
 
 
-def fleet_table(rows: list[dict]) -> Table:
+def fleet_table(rows: list[FleetRow]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False)
     for name in (
         "rig",
@@ -84,16 +84,16 @@ def fleet_table(rows: list[dict]) -> Table:
     ):
         table.add_column(name, overflow="fold")
     for row in rows:
-        trend = " ".join(_us(v) for v in row["trend_worst_period_us"])
-        verdict = row["verdict"] or "—"
+        trend = " ".join(_us(v) for v in row.trend_worst_period_us)
+        verdict = row.verdict or "—"
         table.add_row(
-            Text(printable(row["label"])),
-            Text(printable(row["cpu"] or "—")),
-            Text(printable(row["kernel"] or "—")),
-            Text(f"{printable(row['last_run'])} ({printable(row['scenario'])})"),
+            Text(printable(row.label)),
+            Text(printable(row.cpu or "—")),
+            Text(printable(row.kernel or "—")),
+            Text(f"{printable(row.last_run)} ({printable(row.scenario)})"),
             Text(verdict, style="green" if verdict == "pass" else "red" if verdict == "fail" else ""),
             Text(_rate(row)),
-            Text(f"{row['trend']} {trend}"),
+            Text(f"{row.trend} {trend}"),
         )
     return table
 
@@ -174,7 +174,7 @@ def command(db, rig, scenario, kernel, since, until, regressions, as_json):
         return 1 if found.regressions else 0
     rows = fleet_rows(runs)
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps(jsonable(rows), indent=2) + "\n")
     elif rows:
         emit(console(), fleet_table(rows))
     else:

@@ -23,7 +23,7 @@ from ..platform import softrt_version
 from ..platform.outfile import write_file
 from ..schema.provenance import FIELDS
 from ..schema.text import printable
-from ..store.fleet import FleetRun, by_rig, changed, fleet_rows
+from ..store.fleet import FleetRow, FleetRun, by_rig, changed, fleet_rows
 from ..store.history import parse_when
 from .plots import RC, WIDTH_IN, color, render
 
@@ -82,7 +82,7 @@ def rig_figure(label: str, runs: list[FleetRun]) -> Figure:
     return fig
 
 
-def _table(rows: list[dict]) -> str:
+def _table(rows: list[FleetRow]) -> str:
     head = "".join(
         f"<th>{h}</th>" for h in ("rig", "CPU", "kernel", "runs", "last run", "verdict", "worst period (µs)", "trend")
     )
@@ -91,14 +91,14 @@ def _table(rows: list[dict]) -> str:
         + "".join(
             f"<td>{escape(printable('—' if v is None else v))}</td>"
             for v in (
-                r["label"],
-                r["cpu"],
-                r["kernel"],
-                r["runs"],
-                r["last_run"],
-                r["verdict"],
-                None if r["worst_period_us"] is None else f"{r['worst_period_us']:,.1f}",
-                r["trend"],
+                r.label,
+                r.cpu,
+                r.kernel,
+                r.runs,
+                r.last_run,
+                r.verdict,
+                None if r.worst_period_us is None else f"{r.worst_period_us:,.1f}",
+                r.trend,
             )
         )
         + "</tr>"

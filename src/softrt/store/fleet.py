@@ -165,7 +165,26 @@ def by_rig(runs: list[FleetRun]) -> dict[str, list[FleetRun]]:
     return out
 
 
-def fleet_rows(runs: list[FleetRun], trend_runs: int = TREND_RUNS) -> list[dict]:
+@dataclass(frozen=True)
+class FleetRow:
+    """One rig in ``softrt fleet`` (its fields are the keys of ``--json``, in order)."""
+
+    rig: str
+    label: str
+    cpu: str | None
+    kernel: str | None
+    runs: int
+    last_run: str
+    last_started_at: str | None
+    scenario: str
+    verdict: str | None  # "pass", "fail" or None (no verdict)
+    late_rate_per_h: LateRate | None
+    worst_period_us: float | None
+    trend: str
+    trend_worst_period_us: list[float | None]
+
+
+def fleet_rows(runs: list[FleetRun], trend_runs: int = TREND_RUNS) -> list[FleetRow]:
     """One row per rig: its label, CPU, kernel, last run, verdict, late rate (or worst cycle) and trend."""
     rows = []
     for rig, mine in sorted(by_rig(runs).items(), key=lambda kv: kv[1][-1].label):
@@ -173,21 +192,21 @@ def fleet_rows(runs: list[FleetRun], trend_runs: int = TREND_RUNS) -> list[dict]
         verdict = last.summary.verdict
         recent = [r.figures.period_max_us for r in mine[-trend_runs:]]
         rows.append(
-            {
-                "rig": rig,
-                "label": last.label,
-                "cpu": last.prov["cpu_model"],
-                "kernel": last.prov["kernel"],
-                "runs": len(mine),
-                "last_run": last.run_id,
-                "last_started_at": last.started_at,
-                "scenario": last.scenario,
-                "verdict": None if verdict is None or verdict.meets is None else ("pass" if verdict.meets else "fail"),
-                "late_rate_per_h": jsonable(late_rate(last.summary)),
-                "worst_period_us": last.figures.period_max_us,
-                "trend": trend(recent),
-                "trend_worst_period_us": recent,
-            }
+            FleetRow(
+                rig=rig,
+                label=last.label,
+                cpu=last.prov["cpu_model"],
+                kernel=last.prov["kernel"],
+                runs=len(mine),
+                last_run=last.run_id,
+                last_started_at=last.started_at,
+                scenario=last.scenario,
+                verdict=None if verdict is None or verdict.meets is None else ("pass" if verdict.meets else "fail"),
+                late_rate_per_h=late_rate(last.summary),
+                worst_period_us=last.figures.period_max_us,
+                trend=trend(recent),
+                trend_worst_period_us=recent,
+            )
         )
     return rows
 
