@@ -23,7 +23,7 @@ from ..session import interrupts
 from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
-from .options import PRIORITY_HELP, TimeNs, samples_option, trace_options, watch_options
+from .options import TimeNs, duration_option, rt_cpu_options, samples_option, trace_options, watch_options
 from .output import unless_gone
 from .render import console, emit, loads_text, verdict_text
 
@@ -109,14 +109,7 @@ Examples:
   softrt compare tuned tuned+load --duration 30s --repeat 3 --require 'period.max<=300us,misses==0'""",
 )
 @click.argument("scenarios", nargs=-1)
-@click.option(
-    "--duration",
-    "duration_ns",
-    type=TimeNs("s"),
-    default="10s",
-    show_default=True,
-    help="Measurement time per scenario and round (a scenario file may set its own).",
-)
+@duration_option("Measurement time per scenario and round (a scenario file may set its own).")
 @click.option(
     "--repeat",
     type=int,
@@ -133,10 +126,7 @@ Examples:
     "nominal + --late-threshold].",
 )
 @click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True)
-@click.option(
-    "--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)]."
-)
-@click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
+@rt_cpu_options
 @click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
 @click.option(
     "--settle",

@@ -51,6 +51,29 @@ class SignedTimeNs(TimeNs):
         return super().convert(value, param, ctx)
 
 
+def duration_option(help: str):
+    """``--duration`` (a bare number is seconds; 10 s by default), with the command's own *help*."""
+    return click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True, help=help)
+
+
+def max_duration_option(help: str):
+    """``--max-duration``: the safety bound on ``--duration`` (7 days by default), with *help*."""
+    return click.option(
+        "--max-duration", "max_duration_ns", type=TimeNs("s"), default="7d", show_default=True, help=help
+    )
+
+
+def rt_cpu_options(f):
+    """``--cpu`` and ``--priority``: where and at what priority the loop runs (run and compare)."""
+    f = click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)(f)
+    return click.option(
+        "--cpu",
+        type=int,
+        default=None,
+        help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)].",
+    )(f)
+
+
 def dc_options(f):
     """``--dc-lock``, ``--dc-shift`` (EtherCAT with distributed clocks; docs/ethercat.md)."""
     f = click.option(

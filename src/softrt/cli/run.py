@@ -20,7 +20,16 @@ from ..units import NS_PER_S
 from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
-from .options import PRIORITY_HELP, TimeNs, dc_options, samples_option, trace_options, watch_options
+from .options import (
+    TimeNs,
+    dc_options,
+    duration_option,
+    max_duration_option,
+    rt_cpu_options,
+    samples_option,
+    trace_options,
+    watch_options,
+)
 from .output import unless_gone
 from .render import console, emit, render_summary
 
@@ -44,26 +53,9 @@ Examples:
     show_default=True,
     help="Board cycle (a bare number is µs, like cyclictest -i).",
 )
-@click.option(
-    "--duration",
-    "duration_ns",
-    type=TimeNs("s"),
-    default="10s",
-    show_default=True,
-    help="How long to run (a bare number is seconds).",
-)
-@click.option(
-    "--max-duration",
-    "max_duration_ns",
-    type=TimeNs("s"),
-    default="7d",
-    show_default=True,
-    help="Safety bound on --duration (72 h runs are normal; raise it for longer ones).",
-)
-@click.option(
-    "--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)]."
-)
-@click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
+@duration_option("How long to run (a bare number is seconds).")
+@max_duration_option("Safety bound on --duration (72 h runs are normal; raise it for longer ones).")
+@rt_cpu_options
 @click.option(
     "--profile",
     type=click.Choice(["rt", "none"]),
