@@ -12,7 +12,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.require import parse_requirements
-from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..platform.outfile import check_target
 from ..report.rows import TIMING_ROWS
 from ..scenario import BUILTIN_NAMES, load_scenario
@@ -23,7 +22,15 @@ from ..session import interrupts
 from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
-from .options import TimeNs, duration_option, rt_cpu_options, samples_option, trace_options, watch_options
+from .options import (
+    TimeNs,
+    duration_option,
+    out_dir_option,
+    rt_cpu_options,
+    samples_option,
+    trace_options,
+    watch_options,
+)
 from .output import unless_gone
 from .render import console, emit, loads_text, verdict_text
 
@@ -136,12 +143,7 @@ Examples:
     show_default=True,
     help="Time the loads run before the measurement starts.",
 )
-@click.option(
-    "--out-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=default_runs_dir,
-    help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].",
-)
+@out_dir_option()
 @trace_options
 @samples_option
 @watch_options

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
 from ..errors import ConfigError
+from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..schema.config import DEFAULT_THRESHOLD_TEXT
 from ..units import format_time_ns, parse_time_ns
 
@@ -60,6 +62,16 @@ def max_duration_option(help: str):
     """``--max-duration``: the safety bound on ``--duration`` (7 days by default), with *help*."""
     return click.option(
         "--max-duration", "max_duration_ns", type=TimeNs("s"), default="7d", show_default=True, help=help
+    )
+
+
+def out_dir_option(each: str = ""):
+    """``--out-dir``: where run directories are written (*each*: how many, e.g. " (one per thread)")."""
+    return click.option(
+        "--out-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=default_runs_dir,
+        help=f"Where run directories are written{each} [default: {RUNS_DIR_SHOWN}].",
     )
 
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 
 from ..analysis.verdict import verdict_lines, verdict_of
 from ..motion.config import MAX_AXES
-from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..schema.config import RunConfig
 from ..schema.summary import RunSummary
 from ..session import interrupts
@@ -25,6 +23,7 @@ from .options import (
     dc_options,
     duration_option,
     max_duration_option,
+    out_dir_option,
     rt_cpu_options,
     samples_option,
     trace_options,
@@ -122,12 +121,7 @@ Examples:
 @click.option("--velocity", type=float, default=None, help="Max velocity, counts/s.")
 @click.option("--accel", type=float, default=None, help="Max acceleration, counts/s².")
 @click.option("--jerk", type=float, default=None, help="Max jerk, counts/s³ (S-curve).")
-@click.option(
-    "--out-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=default_runs_dir,
-    help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].",
-)
+@out_dir_option()
 @click.option(
     "--check",
     "take_check",
