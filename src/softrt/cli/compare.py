@@ -257,17 +257,10 @@ def _print(result, repeat: int, out_dir: Path) -> None:
 def _write_report(result, path: Path, err) -> None:
     """``--report``: the HTML report of every scenario run, with the comparison's verdict lines."""
     from ..report import build_report  # matplotlib: imported only when a report is made
+    from .report import warn_left_out
 
     report = build_report([r.result.path for r in result.runs], path, comparison=result.verdict, option="--report")
-    for ref, message in report.broken:
-        emit(
-            err,
-            f"softrt: warning: left out of the report {ref}: {message}",
-            style="yellow",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+    warn_left_out(err, report.broken, " of the report")
     emit(
         err,
         f"softrt compare: report of {len(report.runs)} run(s) written to {report.path}",
