@@ -75,6 +75,13 @@ def out_dir_option(each: str = ""):
     )
 
 
+def root_option(help: str):
+    """``--root``: read /proc and /sys under this directory (a captured tree), with *help*."""
+    return click.option(
+        "--root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False), help=help
+    )
+
+
 def rt_cpu_options(f):
     """``--cpu`` and ``--priority``: where and at what priority the loop runs (run and compare)."""
     f = click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)(f)
