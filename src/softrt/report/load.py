@@ -27,6 +27,7 @@ from ..store.importers import check_histograms
 from ..store.late import AGGREGATES, read_aggregates
 from ..store.rundir import MAX_SAMPLE_ROWS, SAMPLES, iter_samples, load_run_stats, open_samples
 from ..store.validate import load_json
+from .check import RunCheck, read_check
 from .data import MAX_BINS, MIN_WIDTH_NS, Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
 from .longrun import absolute_trace, downsample_note, read_windows, scan_envelope
 
@@ -60,18 +61,6 @@ class MotionReference:
     lag_cycles: int
     position_counts: np.ndarray
     velocity_counts_per_s: np.ndarray
-
-
-@dataclass(frozen=True)
-class RunCheck:
-    """The ``softrt check`` taken with a run, as the report shows it: the summary's ready, verdict
-    and counts, and the findings of the full report (``check.json``) where it is there. A value the
-    files hold that is not what softrt writes is kept as it is: the page prints it as text."""
-
-    ready: object = None
-    verdict: object = None
-    counts: object = None  # status -> number of findings
-    findings: tuple[dict[str, object], ...] = ()  # check.json's findings (audit.model.Finding.to_dict)
 
 
 @dataclass
@@ -125,34 +114,12 @@ def load_run(path: Path | str) -> RunView:
     """Read the run directory *path*; raise ConfigError/SoftRTError when it cannot be read."""
     path = Path(path)
     summary = load_run_summary(path)
-    view = RunView(path=path, summary=summary, check=_check(path, summary))
+    view = RunView(path=path, summary=summary, check=read_check(path, summary))
     if view.source == "softrt":
         _load_samples(view)
     else:
         _load_histogram(view)
     return view
-
-
-def _check(path: Path, summary: RunSummary) -> RunCheck | None:
-    """The ``softrt check`` taken with the run (``softrt run --check``): the summary's
-    ``check`` {ready, verdict, counts}, with the findings of the full report in ``check.json`` when
-    it is there (docs/run-format.md); where the summary has none, the file's own."""
-    full: object = {}
-    file = path / "check.json"
-    if file.is_file():
-        try:
-            full = load_json(file, "check report")  # bounded (store.validate)
-        except ConfigError:
-            full = {"verdict": f"check.json is unreadable ({printable(file)})"}
-    full = full if isinstance(full, dict) else {}
-    raw = full.get("findings")
-    findings = tuple(f for f in raw if isinstance(f, dict)) if isinstance(raw, list) else ()
-    c = summary.check
-    if c is not None:
-        return RunCheck(ready=c.ready, verdict=c.verdict, counts=c.counts, findings=findings)
-    if not full:
-        return None
-    return RunCheck(ready=full.get("ready"), verdict=full.get("verdict"), counts=full.get("counts"), findings=findings)
 
 
 def _load_histogram(view: RunView) -> None:
