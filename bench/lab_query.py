@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from softrt.schema.summary import SCHEMA, RunSummary
-from softrt.store.fleet import fleet_rows, load_runs
+from softrt.store.fleet import fleet_rows, jsonable, load_runs
 from softrt.store.history import History
 from softrt.store.query import connect, run
 from softrt.store.regressions import find
@@ -187,8 +187,8 @@ def main() -> None:
         assert proc.returncode == 0, proc.stderr
         out["fleet_s"], rows = _best(lambda: fleet_rows(load_runs(history)), args.repeat)
         out["regressions_s"], found = _best(lambda: find(load_runs(history)), args.repeat)
-        out["regressions"] = len(found["regressions"])
-        out["kernels"] = found["kernels"][:3]
+        out["regressions"] = len(found.regressions)
+        out["kernels"] = jsonable(found.kernels[:3])
     for k, v in out.items():
         if k.endswith("_s"):
             out[k] = round(v, 3)

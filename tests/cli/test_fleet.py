@@ -7,6 +7,7 @@ in HTML; ``softrt query`` opens the index read-only and never lets DuckDB reach 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -156,7 +157,7 @@ def test_a_row_that_cannot_be_read_is_left_out_with_a_warning(run_cli, lab, hist
     """Another rig's row whose summary is corrupt: the fleet shows the others and names it in one line."""
     bad = summary(9, rig="eeee000000000005", label="broken", host="pc5")
     row = History.row_of(tmp_path / bad.run_id, bad)
-    History(history_db).add_row({**row, "summary_json": '{"schema": "softrt.summary/1", "run_id": 5}'})
+    History(history_db).add_row(replace(row, summary_json='{"schema": "softrt.summary/1", "run_id": 5}'))
     code, out, err = run_cli("fleet", "--json")
     assert code == 0 and "broken" not in out and len(json.loads(out)) == 2
     assert err.count("\n") == 1 and "1 run(s) left out" in err and bad.run_id in err

@@ -80,7 +80,7 @@ def test_check_verdict_from_summary_and_check_json(synth_run):
     (run / "check.json").write_text(
         json.dumps({"ready": False, "verdict": "NOT READY (full report)", "findings": [finding]})
     )
-    assert load_run(run).check["verdict"] == "NOT READY (full report)"
+    assert load_run(run).check.verdict == "NOT READY (full report)"
     summary = json.loads((run / "summary.json").read_text())
     summary["check"] = {
         "ready": False,
@@ -90,7 +90,8 @@ def test_check_verdict_from_summary_and_check_json(synth_run):
     }
     (run / "summary.json").write_text(json.dumps(summary))
     check = load_run(run).check
-    assert check["verdict"] == "NOT READY: fix idle states" and check["findings"] == [finding]
+    assert check.verdict == "NOT READY: fix idle states" and check.findings == (finding,)
+    assert check.counts == {"fail": 1} and check.ready is False
 
 
 def test_missing_samples(synth_run):

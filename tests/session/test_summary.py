@@ -127,3 +127,19 @@ def test_reconcile_misses_takes_the_boards_count_when_the_ring_dropped_records()
     assert "100 records were dropped by the ring (2 overflows)" in misses.note
     same = RunSummary.from_dict({**doc, "board": {"writes": 1000, "missed_updates": 3}})
     assert reconcile_misses(same) == same
+
+
+def test_the_summarys_check_holds_what_check_json_says():
+    """The summary's check is read from the audit's report itself: ready, verdict, counts and
+    fix_first as ``softrt check --json`` writes them (the captured VM: not ready, some failures)."""
+    from softrt.audit import run_checks
+    from softrt.cpus import CpuSet
+    from softrt.session.summary import _check_of
+
+    from ..audit.trees import CAPTURED
+
+    report = run_checks(CpuSet([1]), str(CAPTURED), sample_s=0)
+    written = report.to_dict()
+    got = _check_of(report).to_dict()
+    assert got == {k: written[k] for k in ("ready", "verdict", "counts", "fix_first")}
+    assert got["fix_first"] and got["ready"] is False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from softrt.store.fleet import diff, fleet_rows, late_rate, load_runs
+from softrt.store.fleet import LateRate, diff, fleet_rows, jsonable, late_rate, load_runs
 from softrt.store.history import History
 from softrt.store.regressions import find
 
@@ -29,7 +29,7 @@ def lab(history_db, tmp_path):
 
 
 def test_one_row_per_rig(lab):
-    rows = {r["label"]: r for r in fleet_rows(load_runs(lab))}
+    rows = {r.label: jsonable(r) for r in fleet_rows(load_runs(lab))}
     assert sorted(rows) == ["rig-1", "rig-2", "rig-3"]
     one = rows["rig-1"]
     assert (one["runs"], one["kernel"], one["cpu"], one["verdict"]) == (6, "6.18.9-rt", "Test CPU 9000", "pass")
@@ -48,7 +48,7 @@ def test_filters(lab):
 
 
 def test_regressions_name_the_change_and_rank_kernels(lab):
-    found = find(load_runs(lab))
+    found = jsonable(find(load_runs(lab)))
     (entry,) = found["regressions"]
     assert (entry["label"], entry["scenario"]) == ("rig-1", "tuned")
     assert entry["change"] == {"kernel": {"before": "6.18.4-rt", "after": "6.18.9-rt"}}
@@ -69,25 +69,21 @@ def test_diff_across_rigs_and_noise(lab):
     by_id = {r.run_id: r for r in runs}
     a = next(r for r in runs if r.label == "rig-1" and r.prov["kernel"] == "6.18.4-rt")
     b = next(r for r in runs if r.label == "rig-1" and r.prov["kernel"] == "6.18.9-rt")
-    d = diff(a, b, runs)
+    d = jsonable(diff(a, b, runs))
     assert d["provenance"] == {"kernel": {"a": "6.18.4-rt", "b": "6.18.9-rt"}} and d["config"] == {}
     worst = d["headline"][0]
     assert (worst["a"], worst["b"], worst["change"], worst["judged"]) == (300, 900, 600, "worse")
     assert len(d["noise_runs"]) == 4 and "range" in d["noise_how"]
     other = next(r for r in by_id.values() if r.label == "rig-3")
-    d = diff(a, other, runs)
+    d = jsonable(diff(a, other, runs))
     assert not d["same_rig"] and {"rig_id", "rig_label", "hostname"} <= set(d["provenance"])
     first = runs[0]
-    assert diff(first, runs[1], runs)["headline"][0]["judged"] == "noise unknown (1 run)"
+    assert diff(first, runs[1], runs).headline[0].judged == "noise unknown (1 run)"
 
 
 def test_late_rate_from_the_tail_block_when_present():
     s = summary(1, tail={"late_rate_per_h": {"estimate": 1.5, "low": 0.5, "high": 4.0}, "late_rate_bound_per_h": 6.0})
-    assert late_rate(s) == {"estimate": 1.5, "low": 0.5, "high": 4.0, "bound": 6.0}
-    assert late_rate(summary(1, tail={"late_rate_per_h": None, "late_rate_bound_per_h": 3.0})) == {
-        "estimate": None,
-        "low": None,
-        "high": None,
-        "bound": 3.0,
-    }  # no model fitted: the bound only
+    assert late_rate(s) == LateRate(estimate=1.5, low=0.5, high=4.0, bound=6.0)
+    only = late_rate(summary(1, tail={"late_rate_per_h": None, "late_rate_bound_per_h": 3.0}))
+    assert only == LateRate(bound=3.0)  # no model fitted: the bound only
     assert late_rate(summary(1)) is None

@@ -244,3 +244,12 @@ def test_runs_started_in_one_second_are_listed_in_the_order_they_entered(history
     assert [r.run_id for r in h.list_runs()] == ids and h.get("last").run_id == ids[1]
     h.add_run(first)  # a later checkpoint of the first refreshes its row, and keeps its place
     assert [r.run_id for r in h.list_runs()] == ids and h.get("last~1").run_id == ids[0]
+
+
+def test_a_history_row_holds_the_runs_tables_columns_in_order():
+    from dataclasses import fields
+
+    from softrt.store.dialect import COLUMNS
+    from softrt.store.record import HistoryRow
+
+    assert sorted(f.name for f in fields(HistoryRow)) == sorted(COLUMNS)  # values() gives them in COLUMNS order

@@ -14,7 +14,7 @@ from ..audit import GROUPS, Report, Status, default_rt_cpu, run_checks
 from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..units import NS_PER_S
-from .options import TimeNs
+from .options import TimeNs, root_option
 from .output import make_console, unbounded
 from .render import emit
 
@@ -112,13 +112,7 @@ Examples:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every check's evidence.")
-@click.option(
-    "--root",
-    default="/",
-    show_default=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="Read /proc and /sys under this directory (a tree captured by scripts/capture_sysfs.py).",
-)
+@root_option("Read /proc and /sys under this directory (a tree captured by scripts/capture_sysfs.py).")
 @click.option(
     "--as-system",
     "as_system",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -11,17 +12,25 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.require import parse_requirements
-from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..platform.outfile import check_target
+from ..report.rows import TIMING_ROWS
 from ..scenario import BUILTIN_NAMES, load_scenario
 from ..scenario.compare import Pooled, compare, overall, plan
 from ..schema.config import RunConfig
-from ..schema.summary import Misses
+from ..schema.summary import Metrics, Misses
 from ..session import interrupts
 from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
-from .options import PRIORITY_HELP, TimeNs, samples_option, trace_options, watch_options
+from .options import (
+    TimeNs,
+    duration_option,
+    out_dir_option,
+    rt_cpu_options,
+    samples_option,
+    trace_options,
+    watch_options,
+)
 from .output import unless_gone
 from .render import console, emit, loads_text, verdict_text
 
@@ -34,6 +43,10 @@ def _count(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
+def _timing(figure: Callable[[Metrics], float | None], digits: int) -> Callable[[Pooled], str]:
+    return lambda f: _f(figure(f.metrics), digits)
+
+
 def compare_table(pooled: dict[str, Pooled]) -> Table:
     """Side-by-side figures, one column per scenario, in the seed's terms first."""
     table = Table(title="softrt compare (µs unless noted)", title_justify="left", show_edge=False)
@@ -42,13 +55,7 @@ def compare_table(pooled: dict[str, Pooled]) -> Table:
         table.add_column(name, justify="right")
     no_misses = Misses()
     rows = [
-        ("period mean", lambda f: _f(f.metrics.period_us.mean)),
-        ("period max", lambda f: _f(f.metrics.period_us.max)),
-        ("period min", lambda f: _f(f.metrics.period_us.min)),
-        ("process mean", lambda f: _f(f.metrics.process_us.mean, 2)),
-        ("process max", lambda f: _f(f.metrics.process_us.max, 2)),
-        ("process min", lambda f: _f(f.metrics.process_us.min, 2)),
-        ("period p99.9", lambda f: _f(f.metrics.period_us.p99_9)),
+        *((label, _timing(figure, digits)) for label, figure, digits in TIMING_ROWS),
         ("latency p99.9", lambda f: _f(f.metrics.latency_us.p99_9)),
         ("missed updates", lambda f: _count((f.metrics.misses or no_misses).missed_updates)),
         ("longest miss run", lambda f: _count((f.metrics.misses or no_misses).longest_miss_run)),
@@ -109,14 +116,7 @@ Examples:
   softrt compare tuned tuned+load --duration 30s --repeat 3 --require 'period.max<=300us,misses==0'""",
 )
 @click.argument("scenarios", nargs=-1)
-@click.option(
-    "--duration",
-    "duration_ns",
-    type=TimeNs("s"),
-    default="10s",
-    show_default=True,
-    help="Measurement time per scenario and round (a scenario file may set its own).",
-)
+@duration_option("Measurement time per scenario and round (a scenario file may set its own).")
 @click.option(
     "--repeat",
     type=int,
@@ -133,10 +133,7 @@ Examples:
     "nominal + --late-threshold].",
 )
 @click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True)
-@click.option(
-    "--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)]."
-)
-@click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
+@rt_cpu_options
 @click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
 @click.option(
     "--settle",
@@ -146,12 +143,7 @@ Examples:
     show_default=True,
     help="Time the loads run before the measurement starts.",
 )
-@click.option(
-    "--out-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=default_runs_dir,
-    help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].",
-)
+@out_dir_option()
 @trace_options
 @samples_option
 @watch_options
@@ -265,17 +257,10 @@ def _print(result, repeat: int, out_dir: Path) -> None:
 def _write_report(result, path: Path, err) -> None:
     """``--report``: the HTML report of every scenario run, with the comparison's verdict lines."""
     from ..report import build_report  # matplotlib: imported only when a report is made
+    from .report import warn_left_out
 
     report = build_report([r.result.path for r in result.runs], path, comparison=result.verdict, option="--report")
-    for ref, message in report.broken:
-        emit(
-            err,
-            f"softrt: warning: left out of the report {ref}: {message}",
-            style="yellow",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+    warn_left_out(err, report.broken, " of the report")
     emit(
         err,
         f"softrt compare: report of {len(report.runs)} run(s) written to {report.path}",

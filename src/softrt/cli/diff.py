@@ -9,7 +9,7 @@ import click
 from rich.text import Text
 
 from ..schema.text import printable
-from ..store.fleet import diff, in_order, load_runs, resolve
+from ..store.fleet import RunDiff, diff, in_order, jsonable, load_runs, resolve
 from ..store.history import History
 from .fleet import warn_unreadable
 from .history import DB_OPTION
@@ -24,35 +24,31 @@ def _v(value: object, unit: str = "") -> str:
     return printable(value) + (unit and " " + unit)
 
 
-def diff_lines(d: dict) -> list[Text]:
-    a, b = d["a"], d["b"]
+def diff_lines(d: RunDiff) -> list[Text]:
     lines = [
         Text(
-            f"A {printable(a['run_id'])}: rig {printable(a['label'])}, {printable(a['scenario'])}, "
-            f"{printable(a['started_at'] or '?')}"
-        ),
-        Text(
-            f"B {printable(b['run_id'])}: rig {printable(b['label'])}, {printable(b['scenario'])}, "
-            f"{printable(b['started_at'] or '?')}"
-        ),
+            f"{side} {printable(r.run_id)}: rig {printable(r.label)}, {printable(r.scenario)}, "
+            f"{printable(r.started_at or '?')}"
+        )
+        for side, r in (("A", d.a), ("B", d.b))
     ]
-    for title, part in (("Provenance", d["provenance"]), ("Configuration", d["config"])):
+    for title, part in (("Provenance", d.provenance), ("Configuration", d.config)):
         lines.append(Text(f"{title}: " + ("the same" if not part else f"{len(part)} difference(s)"), style="bold"))
-        lines += [Text(f"  {printable(k)}: {_v(v['a'])} → {_v(v['b'])}") for k, v in part.items()]
+        lines += [Text(f"  {printable(k)}: {_v(v.a)} → {_v(v.b)}") for k, v in part.items()]
     lines.append(
         Text("Headline figures (A → B, change; judged against the noise of A's rig and scenario):", style="bold")
     )
-    for h in d["headline"]:
-        change = "" if h["change"] is None else f", {'+' if h['change'] >= 0 else ''}{_v(h['change'], h['unit'])}"
-        noise = h["noise"]
-        band = f"; noise range {_v(noise['range'], h['unit'])} over {noise['runs']} runs" if noise["known"] else ""
+    for h in d.headline:
+        change = "" if h.change is None else f", {'+' if h.change >= 0 else ''}{_v(h.change, h.unit)}"
+        noise = h.noise
+        band = f"; noise range {_v(noise.spread, h.unit)} over {noise.n} runs" if noise.known else ""
         lines.append(
             Text(
-                f"  {h['name']}: {_v(h['a'], h['unit'])} → {_v(h['b'], h['unit'])}{change}: {h['judged']}{band}",
-                style="red" if h["judged"] == "worse" else "green" if h["judged"] == "better" else "",
+                f"  {h.name}: {_v(h.a, h.unit)} → {_v(h.b, h.unit)}{change}: {h.judged}{band}",
+                style="red" if h.judged == "worse" else "green" if h.judged == "better" else "",
             )
         )
-    lines.append(Text(printable(d["noise_how"]), style="dim"))
+    lines.append(Text(printable(d.noise_how), style="dim"))
     return lines
 
 
@@ -80,7 +76,7 @@ def command(run_a, run_b, db, as_json):
     warn_unreadable(unreadable)
     d = diff(a, b, runs)
     if as_json:
-        sys.stdout.write(json.dumps(d, indent=2) + "\n")
+        sys.stdout.write(json.dumps(jsonable(d), indent=2) + "\n")
         return 0
     out = console()
     for line in diff_lines(d):

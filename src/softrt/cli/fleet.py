@@ -16,8 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..schema.text import printable
-from ..store.fleet import TREND_RUNS, fleet_rows, load_runs
+from ..store.fleet import TREND_RUNS, FleetRow, fleet_rows, jsonable, load_runs
 from ..store.history import History
+from ..store.regressions import Regressions
 from .history import DB_OPTION
 from .render import console, emit
 
@@ -59,18 +60,18 @@ def _per_h(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def _rate(row: dict) -> str:
-    rate = row["late_rate_per_h"]
-    if rate and rate.get("estimate") is not None:
-        low, high = rate.get("low"), rate.get("high")
+def _rate(row: FleetRow) -> str:
+    rate = row.late_rate_per_h
+    if rate and rate.estimate is not None:
+        low, high = rate.low, rate.high
         interval = f" [{_per_h(low)}, {_per_h(high)}]" if low is not None and high is not None else ""
-        return f"{_per_h(rate['estimate'])}/h{interval}"
-    if rate and rate.get("bound") is not None:
-        return f"≤ {_per_h(rate['bound'])}/h (95 %, no model); worst {_us(row['worst_period_us'])} µs"
-    return f"worst {_us(row['worst_period_us'])} µs"
+        return f"{_per_h(rate.estimate)}/h{interval}"
+    if rate and rate.bound is not None:
+        return f"≤ {_per_h(rate.bound)}/h (95 %, no model); worst {_us(row.worst_period_us)} µs"
+    return f"worst {_us(row.worst_period_us)} µs"
 
 
-def fleet_table(rows: list[dict]) -> Table:
+def fleet_table(rows: list[FleetRow]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False)
     for name in (
         "rig",
@@ -83,44 +84,42 @@ def fleet_table(rows: list[dict]) -> Table:
     ):
         table.add_column(name, overflow="fold")
     for row in rows:
-        trend = " ".join(_us(v) for v in row["trend_worst_period_us"])
-        verdict = row["verdict"] or "—"
+        trend = " ".join(_us(v) for v in row.trend_worst_period_us)
+        verdict = row.verdict or "—"
         table.add_row(
-            Text(printable(row["label"])),
-            Text(printable(row["cpu"] or "—")),
-            Text(printable(row["kernel"] or "—")),
-            Text(f"{printable(row['last_run'])} ({printable(row['scenario'])})"),
+            Text(printable(row.label)),
+            Text(printable(row.cpu or "—")),
+            Text(printable(row.kernel or "—")),
+            Text(f"{printable(row.last_run)} ({printable(row.scenario)})"),
             Text(verdict, style="green" if verdict == "pass" else "red" if verdict == "fail" else ""),
             Text(_rate(row)),
-            Text(f"{row['trend']} {trend}"),
+            Text(f"{row.trend} {trend}"),
         )
     return table
 
 
-def regressions_text(found: dict) -> list[Text]:
+def regressions_text(found: Regressions) -> list[Text]:
     lines = []
-    for e in found["regressions"]:
+    for e in found.regressions:
         worse = ", ".join(
-            f"{f['name']} {_us(f['after'])}{f['unit'] and ' ' + f['unit']} (before: median "
-            f"{_us(f['noise']['median'])}, range {_us(f['noise']['range'])}, {f['noise']['runs']} runs)"
-            for k, f in e["figures"].items()
-            if k in e["worse"]
+            f"{f.name} {_us(f.after)}{f.unit and ' ' + f.unit} (before: median "
+            f"{_us(f.noise.median)}, range {_us(f.noise.spread)}, {f.noise.n} runs)"
+            for k, f in e.figures.items()
+            if k in e.worse
         )
-        change = "; ".join(f"{k}: {printable(v['before'])} → {printable(v['after'])}" for k, v in e["change"].items())
+        change = "; ".join(f"{k}: {printable(v.before)} → {printable(v.after)}" for k, v in e.change.items())
         lines.append(
             Text(
-                f"{printable(e['label'])} ({printable(e['rig'])}), {printable(e['scenario'])}: worse after "
-                f"{change or 'no recorded change'}\n  last good {printable(e['last_good']['run_id'])}, first "
-                f"bad {printable(e['first_bad']['run_id'])} ({e['runs_after']} run(s) since): {worse}"
+                f"{printable(e.label)} ({printable(e.rig)}), {printable(e.scenario)}: worse after "
+                f"{change or 'no recorded change'}\n  last good {printable(e.last_good.run_id)}, first "
+                f"bad {printable(e.first_bad.run_id)} ({e.runs_after} run(s) since): {worse}"
             )
         )
-    if found["kernels"]:
+    if found.kernels:
         lines.append(
             Text(
                 "Kernels by rigs made worse: "
-                + "; ".join(
-                    f"{printable(k['kernel'])}: {k['rigs_worse']} of {k['rigs_tested']}" for k in found["kernels"]
-                )
+                + "; ".join(f"{printable(k.kernel)}: {k.rigs_worse} of {k.rigs_tested}" for k in found.kernels)
             )
         )
     return lines
@@ -157,25 +156,25 @@ def command(db, rig, scenario, kernel, since, until, regressions, as_json):
 
         found = find(runs)
         if as_json:
-            sys.stdout.write(json.dumps(found, indent=2) + "\n")
+            sys.stdout.write(json.dumps(jsonable(found), indent=2) + "\n")
         else:
             lines = regressions_text(found) or [
                 Text("No regression: no provenance change was followed by figures worse beyond the rig's noise.")
             ]
-            if found["changes_with_unknown_noise"]:
+            if found.changes_with_unknown_noise:
                 lines.append(
                     Text(
-                        f"{found['changes_with_unknown_noise']} change(s) not judged: fewer than 3 runs "
+                        f"{found.changes_with_unknown_noise} change(s) not judged: fewer than 3 runs "
                         "before them with one provenance (noise unknown).",
                         style="dim",
                     )
                 )
             for line in lines:
                 emit(console(), line, soft_wrap=True)
-        return 1 if found["regressions"] else 0
+        return 1 if found.regressions else 0
     rows = fleet_rows(runs)
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps(jsonable(rows), indent=2) + "\n")
     elif rows:
         emit(console(), fleet_table(rows))
     else:

@@ -16,7 +16,7 @@ from rich.text import Text
 from ..schema.text import printable
 from ..store.history import History, RunRecord
 from ..store.lab import Lab, forward
-from ..store.running import run_state
+from ..store.running import RunState, run_state
 from ..units import format_number as num
 from .render import console, emit
 
@@ -168,17 +168,9 @@ def _state(r: RunRecord) -> str:
     return run_state(r.summary, run_dir=r.path).label() if r.status == "running" else r.status
 
 
-def _listing(r: RunRecord) -> dict:
-    """A run for --json; one marked running also says whether it still goes (store.running)."""
-    out = r.to_dict()
-    if r.status == "running":
-        state = run_state(r.summary, run_dir=r.path)
-        out["running"] = {
-            "alive": state.alive,
-            "elapsed_s": state.elapsed_s,
-            "checkpoint_age_s": state.checkpoint_age_s,
-        }
-    return out
+def _run_state(r: RunRecord) -> RunState | None:
+    """A run marked running: whether it still goes (store.running), which --json says."""
+    return run_state(r.summary, run_dir=r.path) if r.status == "running" else None
 
 
 _HEADERS = (
@@ -338,7 +330,7 @@ def command(ctx, db, host, scenario, source, since, until, limit, by_rate, as_js
     if by_rate:  # a fleet ranked by how often it will be late, not by its worst sample (issue 33)
         runs.sort(key=lambda r: (r.late_rate_high_per_h is None, r.late_rate_high_per_h or 0.0))
     if as_json:
-        sys.stdout.write(json.dumps([_listing(r) for r in runs], indent=2) + "\n")
+        sys.stdout.write(json.dumps([r.to_dict(_run_state(r)) for r in runs], indent=2) + "\n")
     elif runs:
         out = console()
         emit(out, history_table(runs, history.short_ids(), width=out.width, by_rate=by_rate))

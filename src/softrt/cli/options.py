@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
 from ..errors import ConfigError
+from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..schema.config import DEFAULT_THRESHOLD_TEXT
 from ..units import format_time_ns, parse_time_ns
 
@@ -49,6 +51,46 @@ class SignedTimeNs(TimeNs):
         if isinstance(value, str) and value.strip().startswith("-"):
             return -super().convert(value.strip()[1:], param, ctx)
         return super().convert(value, param, ctx)
+
+
+def duration_option(help: str):
+    """``--duration`` (a bare number is seconds; 10 s by default), with the command's own *help*."""
+    return click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True, help=help)
+
+
+def max_duration_option(help: str):
+    """``--max-duration``: the safety bound on ``--duration`` (7 days by default), with *help*."""
+    return click.option(
+        "--max-duration", "max_duration_ns", type=TimeNs("s"), default="7d", show_default=True, help=help
+    )
+
+
+def out_dir_option(each: str = ""):
+    """``--out-dir``: where run directories are written (*each*: how many, e.g. " (one per thread)")."""
+    return click.option(
+        "--out-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=default_runs_dir,
+        help=f"Where run directories are written{each} [default: {RUNS_DIR_SHOWN}].",
+    )
+
+
+def root_option(help: str):
+    """``--root``: read /proc and /sys under this directory (a captured tree), with *help*."""
+    return click.option(
+        "--root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False), help=help
+    )
+
+
+def rt_cpu_options(f):
+    """``--cpu`` and ``--priority``: where and at what priority the loop runs (run and compare)."""
+    f = click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)(f)
+    return click.option(
+        "--cpu",
+        type=int,
+        default=None,
+        help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)].",
+    )(f)
 
 
 def dc_options(f):

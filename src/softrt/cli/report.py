@@ -13,6 +13,20 @@ from .history import DB_OPTION
 from .render import console, emit
 
 
+def warn_left_out(err, broken: list[tuple[str, str]], what: str = "") -> None:
+    """One warning line on *err* for each run a report left out (*broken*: its reference and why;
+    *what*: what it was left out of, e.g. " of the report")."""
+    for ref, message in broken:
+        emit(
+            err,
+            f"softrt: warning: left out{what} {ref}: {message}",
+            style="yellow",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 @click.command(
     "report",
     epilog="""\b
@@ -67,15 +81,7 @@ def command(runs, output, png_dir, fleet_html, rig, scenario, kernel, since, unt
 
     result = build_report(runs, output, png_dir, db=db)
     err = console(stderr=True)
-    for ref, message in result.broken:
-        emit(
-            err,
-            f"softrt: warning: left out {ref}: {message}",
-            style="yellow",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+    warn_left_out(err, result.broken)
     # The report on standard output (-o -): the line that says so goes to stderr, not into the HTML.
     done = err if is_stdout(output) else console()
     emit(

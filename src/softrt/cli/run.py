@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 
 from ..analysis.verdict import verdict_lines, verdict_of
 from ..motion.config import MAX_AXES
-from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..schema.config import RunConfig
 from ..schema.summary import RunSummary
 from ..session import interrupts
@@ -20,7 +18,17 @@ from ..units import NS_PER_S
 from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
-from .options import PRIORITY_HELP, TimeNs, dc_options, samples_option, trace_options, watch_options
+from .options import (
+    TimeNs,
+    dc_options,
+    duration_option,
+    max_duration_option,
+    out_dir_option,
+    rt_cpu_options,
+    samples_option,
+    trace_options,
+    watch_options,
+)
 from .output import unless_gone
 from .render import console, emit, render_summary
 
@@ -44,26 +52,9 @@ Examples:
     show_default=True,
     help="Board cycle (a bare number is µs, like cyclictest -i).",
 )
-@click.option(
-    "--duration",
-    "duration_ns",
-    type=TimeNs("s"),
-    default="10s",
-    show_default=True,
-    help="How long to run (a bare number is seconds).",
-)
-@click.option(
-    "--max-duration",
-    "max_duration_ns",
-    type=TimeNs("s"),
-    default="7d",
-    show_default=True,
-    help="Safety bound on --duration (72 h runs are normal; raise it for longer ones).",
-)
-@click.option(
-    "--cpu", type=int, default=None, help="RT CPU [default: the highest-numbered online CPU (P-core on a hybrid CPU)]."
-)
-@click.option("--priority", type=int, default=80, show_default=True, help=PRIORITY_HELP)
+@duration_option("How long to run (a bare number is seconds).")
+@max_duration_option("Safety bound on --duration (72 h runs are normal; raise it for longer ones).")
+@rt_cpu_options
 @click.option(
     "--profile",
     type=click.Choice(["rt", "none"]),
@@ -130,12 +121,7 @@ Examples:
 @click.option("--velocity", type=float, default=None, help="Max velocity, counts/s.")
 @click.option("--accel", type=float, default=None, help="Max acceleration, counts/s².")
 @click.option("--jerk", type=float, default=None, help="Max jerk, counts/s³ (S-curve).")
-@click.option(
-    "--out-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=default_runs_dir,
-    help=f"Where run directories are written [default: {RUNS_DIR_SHOWN}].",
-)
+@out_dir_option()
 @click.option(
     "--check",
     "take_check",

@@ -32,6 +32,7 @@ from ..errors import ConfigError
 from ..platform.journal import Outcome
 from ..schema.text import printable
 from .check import CpuList
+from .options import root_option
 from .output import make_console, unbounded
 from .render import emit
 
@@ -200,13 +201,7 @@ Examples:
 )
 @click.option("--revert", "do_revert", is_flag=True, help="Restore exactly what --apply changed, and verify it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan (and the result) as JSON.")
-@click.option(
-    "--root",
-    default="/",
-    show_default=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="Work on /proc and /sys under this directory (a captured tree) instead of this machine.",
-)
+@root_option("Work on /proc and /sys under this directory (a captured tree) instead of this machine.")
 @click.option(
     "--state-file",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -12,7 +12,6 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..platform.outfile import check_target
 from ..schema.config import DEFAULT_THRESHOLD_TEXT
 from ..schema.summary import RunSummary
@@ -24,7 +23,7 @@ from ..session.watch_targets import Target
 from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
-from .options import TimeNs, samples_option, watch_options
+from .options import TimeNs, duration_option, max_duration_option, out_dir_option, samples_option, watch_options
 from .render import console, emit, percentile_table, tail_text, verdict_head, why_late
 
 #: How a thread waits (schema.watch.WAITS), said plainly.
@@ -232,22 +231,8 @@ Examples:
 @click.option("--pid", type=int, default=None, help="Watch every thread of this process.")
 @click.option("--tid", type=int, default=None, help="Watch this thread.")
 @click.option("--comm", default=None, help="Watch every thread of this name (as ps -L shows it).")
-@click.option(
-    "--duration",
-    "duration_ns",
-    type=TimeNs("s"),
-    default="10s",
-    show_default=True,
-    help="How long to watch (a bare number is seconds).",
-)
-@click.option(
-    "--max-duration",
-    "max_duration_ns",
-    type=TimeNs("s"),
-    default="7d",
-    show_default=True,
-    help="Safety bound on --duration.",
-)
+@duration_option("How long to watch (a bare number is seconds).")
+@max_duration_option("Safety bound on --duration.")
 @click.option(
     "--period",
     "period_ns",
@@ -280,12 +265,7 @@ Examples:
     "docs/watch.md).",
 )
 @samples_option
-@click.option(
-    "--out-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=default_runs_dir,
-    help=f"Where run directories are written (one per thread) [default: {RUNS_DIR_SHOWN}].",
-)
+@out_dir_option(" (one per thread)")
 @click.option(
     "--report",
     "report",

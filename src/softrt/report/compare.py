@@ -10,6 +10,7 @@ report's HTML section.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 
@@ -19,6 +20,7 @@ from ..schema.summary import Metrics
 from ..units import format_number as num
 from .load import RunView
 from .plots import color
+from .rows import TIMING_ROWS
 
 
 @dataclass
@@ -149,15 +151,13 @@ def _deviation(c: Column) -> str:
     return fmt_us(max(values)) if values else "–"
 
 
+def _timing(figure: Callable[[Metrics], float | None], digits: int) -> Callable[[Column], str]:
+    return lambda c: fmt_us(figure(c.metrics), digits)
+
+
 #: Rows of the side-by-side table: label, cell of a column (HTML). Times in µs.
 SIDE_ROWS = (
-    ("period mean", lambda c: fmt_us(c.metrics.period_us.mean)),
-    ("period max", lambda c: fmt_us(c.metrics.period_us.max)),
-    ("period min", lambda c: fmt_us(c.metrics.period_us.min)),
-    ("process mean", lambda c: fmt_us(c.metrics.process_us.mean, 2)),
-    ("process max", lambda c: fmt_us(c.metrics.process_us.max, 2)),
-    ("process min", lambda c: fmt_us(c.metrics.process_us.min, 2)),
-    ("period p99.9", lambda c: fmt_us(c.metrics.period_us.p99_9)),
+    *((label, _timing(figure, digits)) for label, figure, digits in TIMING_ROWS),
     ("period p99.99", lambda c: fmt_us(c.metrics.period_us.p99_99)),
     ("latency p99.9", lambda c: fmt_us(c.metrics.latency_us.p99_9)),
     ("latency max", lambda c: fmt_us(c.metrics.latency_us.max)),

@@ -23,7 +23,7 @@ from ..platform import softrt_version
 from ..platform.outfile import write_file
 from ..schema.provenance import FIELDS
 from ..schema.text import printable
-from ..store.fleet import FleetRun, by_rig, changed, fleet_rows
+from ..store.fleet import FleetRow, FleetRun, by_rig, changed, fleet_rows
 from ..store.history import parse_when
 from .plots import RC, WIDTH_IN, color, render
 
@@ -55,7 +55,7 @@ def rig_figure(label: str, runs: list[FleetRun]) -> Figure:
     ax = fig.subplots()
     timed = [(t, r) for r in runs if (t := _when(r)) is not None]
     for i, (key, name) in enumerate((("period_max_us", "worst period"), ("period_p99_99_us", "p99.99 period"))):
-        points = [(t, r.figures[key]) for t, r in timed if r.figures[key] is not None]
+        points = [(t, v) for t, r in timed if (v := r.figures.of(key)) is not None]
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3, color=color(i), label=name)
     for run, diff in changes(runs):
@@ -82,7 +82,7 @@ def rig_figure(label: str, runs: list[FleetRun]) -> Figure:
     return fig
 
 
-def _table(rows: list[dict]) -> str:
+def _table(rows: list[FleetRow]) -> str:
     head = "".join(
         f"<th>{h}</th>" for h in ("rig", "CPU", "kernel", "runs", "last run", "verdict", "worst period (µs)", "trend")
     )
@@ -91,14 +91,14 @@ def _table(rows: list[dict]) -> str:
         + "".join(
             f"<td>{escape(printable('—' if v is None else v))}</td>"
             for v in (
-                r["label"],
-                r["cpu"],
-                r["kernel"],
-                r["runs"],
-                r["last_run"],
-                r["verdict"],
-                None if r["worst_period_us"] is None else f"{r['worst_period_us']:,.1f}",
-                r["trend"],
+                r.label,
+                r.cpu,
+                r.kernel,
+                r.runs,
+                r.last_run,
+                r.verdict,
+                None if r.worst_period_us is None else f"{r.worst_period_us:,.1f}",
+                r.trend,
             )
         )
         + "</tr>"

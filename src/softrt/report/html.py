@@ -278,17 +278,17 @@ def _facts(i: int, r: RunView) -> str:
     )
     check = r.check
     if check:
-        verdict = check.get("verdict") or ("ready" if check.get("ready") else "not ready")
-        cls = "good" if check.get("ready") else "bad"
+        verdict = check.verdict or ("ready" if check.ready else "not ready")
+        cls = "good" if check.ready else "bad"
         check_html = f'<p>softrt check: <span class="{cls}">{escape(str(verdict))}</span></p>'
-        counts = check.get("counts")
+        counts = check.counts
         if isinstance(counts, dict):
             check_html += '<p class="na">' + escape(", ".join(f"{k}: {v}" for k, v in counts.items())) + "</p>"
         # The full report (check.json) has the findings: list what failed or warned, worst first.
         order = {"fail": 0, "warn": 1}
         found = sorted(
-            (f for f in check.get("findings") or [] if isinstance(f, dict) and f.get("status") in order),
-            key=lambda f: order[f["status"]],
+            (f for f in check.findings if f.get("status") in order),
+            key=lambda f: order[str(f["status"])],
         )
         items_check = [
             f"<li><b>{escape(str(f.get('status')))}</b> ({escape(str(f.get('severity')))}) "

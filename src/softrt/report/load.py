@@ -27,6 +27,7 @@ from ..store.importers import check_histograms
 from ..store.late import AGGREGATES, read_aggregates
 from ..store.rundir import MAX_SAMPLE_ROWS, SAMPLES, iter_samples, load_run_stats, open_samples
 from ..store.validate import load_json
+from .check import RunCheck, read_check
 from .data import MAX_BINS, MIN_WIDTH_NS, Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
 from .longrun import absolute_trace, downsample_note, read_windows, scan_envelope
 
@@ -75,7 +76,7 @@ class RunView:
     motion: object | None = None  # softrt.motion.MotionTrace
     motion_reference: MotionReference | None = None
     motion_note: str | None = None
-    check: dict | None = None
+    check: RunCheck | None = None
     stats: RunStats | None = None  # the streaming pass over the samples (the summary's definitions)
     notes: list[str] = field(default_factory=list)
     t0_ns: int | None = None  # the first cycle's detect_ns: time 0 of the period-over-time plot
@@ -113,28 +114,12 @@ def load_run(path: Path | str) -> RunView:
     """Read the run directory *path*; raise ConfigError/SoftRTError when it cannot be read."""
     path = Path(path)
     summary = load_run_summary(path)
-    view = RunView(path=path, summary=summary, check=_check(path, summary))
+    view = RunView(path=path, summary=summary, check=read_check(path, summary))
     if view.source == "softrt":
         _load_samples(view)
     else:
         _load_histogram(view)
     return view
-
-
-def _check(path: Path, summary: RunSummary) -> dict | None:
-    """The ``softrt check`` taken with the run (``softrt run --check``): the summary's
-    ``check`` {ready, verdict, counts, fix_first}, plus the findings of the full report in
-    ``check.json`` when it is there (docs/run-format.md)."""
-    check = summary.check.to_dict() if summary.check is not None else {}
-    file = path / "check.json"
-    if file.is_file():
-        try:
-            full = load_json(file, "check report")  # bounded (store.validate)
-        except ConfigError:
-            full = {"verdict": f"check.json is unreadable ({printable(file)})"}
-        if isinstance(full, dict):
-            check = {**full, **check}
-    return check or None
 
 
 def _load_histogram(view: RunView) -> None:

@@ -116,7 +116,7 @@ class CompareResult:
         """True when every requirement held on every tuned scenario (and nothing was cut short)."""
         return not self.interrupted and all(c.passed for c in self.checks)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready form (``softrt compare --json``)."""
         return {
             "schema": "softrt.compare/1",

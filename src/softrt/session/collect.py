@@ -19,6 +19,7 @@ from ..errors import SoftRTError
 from ..motion import MotionConfig, MotionImpactStream
 from ..schema.summary import Metrics, Motion
 from ..schema.tail import Tail
+from ..store.batch import Batch
 from ..store.rundir import STATS, RunDir
 from ..store.tailkeep import write_tail_keep
 
@@ -36,10 +37,8 @@ class Collector:
     def __init__(self, period_ns: int, motion: MotionConfig | None = None, threshold_ns: int | None = None) -> None:
         self.stats = RunStats(period_ns) if threshold_ns is None else RunStats(period_ns, threshold_ns)
         self.motion = MotionImpactStream(motion, period_ns=period_ns) if motion is not None else None
-        self._views: list[CycleView] = []
-        self._queued = 0
-        self._windows: list[np.ndarray] = []
-        self._pending = 0
+        self._views: Batch[CycleView] = Batch(concat)
+        self._windows: Batch[np.ndarray] = Batch(np.concatenate)  # the board cycles the motion samples landed in
 
     def add(self, chunk: np.ndarray | CycleView) -> None:
         """Consume the next drained chunk: records (RECORD_DTYPE, in write order) or their cycle view
@@ -48,30 +47,25 @@ class Collector:
         view = self.stats.cycles.view(chunk)
         if not view.size:
             return
-        self._views.append(view)
-        self._queued += view.size
-        if self._queued >= RECORDS_BATCH:
+        if self._views.add(view, view.size) >= RECORDS_BATCH:
             self.flush()
 
     def flush(self) -> None:
         """Pass every queued record on (summary() and write() do it themselves)."""
-        if not self._views:
+        view = self._views.take()
+        if view is None:
             return
-        view = concat(self._views)
-        self._views, self._queued = [], 0
         self.stats.add(view)
         records = view.records
         if self.motion is not None:
             # Write i carries sample i and lands in board cycle cycle + missed (motion.impact).
-            self._windows.append(records["cycle"] + records["missed"])
-            self._pending += int(records.size)
-            if self._pending >= MOTION_BATCH:
+            if self._windows.add(records["cycle"] + records["missed"], int(records.size)) >= MOTION_BATCH:
                 self._feed_motion()
 
     def _feed_motion(self) -> None:
-        if self._windows:
-            self.motion.add(np.concatenate(self._windows))
-            self._windows, self._pending = [], 0
+        windows = self._windows.take()
+        if windows is not None:
+            self.motion.add(windows)
 
     def progress(self) -> Snapshot:
         """Cycles, missed updates, max and p99 period, the worst cycle and when (cheap; up to one

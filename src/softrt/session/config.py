@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..analysis.require import parse_requirements
 from ..board import check_device_spec
@@ -41,7 +42,7 @@ class RunPlan:
     #: The other online CPUs allowed to this process: the supervisor's, the loads' and the kernel's.
     housekeeping: CpuSet
     #: What the device is opened with (board.open_device; EtherCAT: bus timeout, DC lock, drives).
-    device_options: dict
+    device_options: dict[str, Any]  # the keyword arguments board.open_device is called with
 
     @property
     def motion(self):  # softrt.motion.MotionConfig, or None for a user's own step
@@ -78,7 +79,7 @@ def resolve_plan(config: RunConfig, online: CpuSet, allowed: CpuSet, *, motion: 
     return RunPlan(config=config, rt_cpu=cpu, housekeeping=housekeeping, device_options=options)
 
 
-def _checked(config: RunConfig) -> dict:
+def _checked(config: RunConfig) -> dict[str, Any]:
     """Check a RunConfig's own values (ConfigError naming the option and its fix); return its device options."""
     check_timing(config)
     if config.wait not in WAITS:
@@ -101,7 +102,7 @@ def _checked(config: RunConfig) -> dict:
     return options
 
 
-def device_options(config: RunConfig) -> dict:
+def device_options(config: RunConfig) -> dict[str, Any]:
     """Return the options the device is opened with (``board.open_device``; EtherCAT: the bus
     timeout, the DC phase lock, the drive description); raise ConfigError."""
     if config.ecat_drives is not None and not config.device.startswith("ethercat:"):
@@ -111,7 +112,11 @@ def device_options(config: RunConfig) -> dict:
         )
     if not config.device.startswith("ethercat:"):
         return {}
-    options = {"bus_timeout_ns": config.bus_timeout_ns, "dc_lock": config.dc_lock, "dc_shift_ns": config.dc_shift_ns}
+    options: dict[str, Any] = {
+        "bus_timeout_ns": config.bus_timeout_ns,
+        "dc_lock": config.dc_lock,
+        "dc_shift_ns": config.dc_shift_ns,
+    }
     if config.ecat_drives is not None:
         from ..ethercat.drives import MAX_FILE_BYTES, load_drives
 

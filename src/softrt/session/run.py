@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.tail_keep import prefetch_fit
+from ..audit.model import Report
 from ..audit.state import in_force as tune_in_force
 from ..cpus import CpuSet
 from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
@@ -253,7 +254,7 @@ def _release(
     _measure(config, proc, drainer, out, on_progress, parts)
 
 
-def _store(parts: RunParts, check: dict | None) -> RunSummary:
+def _store(parts: RunParts, check: Report | None) -> RunSummary:
     """Write what the run produced (check, config, host, samples, summary) and mark it final in the
     history; return its summary (partial when it could not be stored)."""
     rundir, out = parts.rundir, parts.out
@@ -262,7 +263,7 @@ def _store(parts: RunParts, check: dict | None) -> RunSummary:
     stored_error = None
     try:  # first what does not depend on the summary, so a summary that cannot be built loses nothing else
         if check is not None:
-            rundir.write_json("check.json", check)
+            rundir.write_json("check.json", check.to_dict())
         rundir.write_json("config.json", parts.config.to_dict())
         rundir.write_json("host.json", parts.host)
         parts.collector.write(rundir)
@@ -483,11 +484,11 @@ def _lock_rt_loop(config: RunConfig) -> int | None:
     return fd
 
 
-def _take_check(plan: RunPlan) -> dict:
-    """Return ``softrt check`` of the run's RT CPU (with a 1 s live sample), as a dict."""
+def _take_check(plan: RunPlan) -> Report:
+    """Return ``softrt check`` of the run's RT CPU (with a 1 s live sample)."""
     from ..audit import run_checks
 
-    return run_checks(CpuSet([plan.rt_cpu]), sample_s=1.0).to_dict()
+    return run_checks(CpuSet([plan.rt_cpu]), sample_s=1.0)
 
 
 def _expect_armed(conn, proc, timeout_s: float) -> WorkerReport:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ..analysis.verdict import judge
+from ..audit.model import Report
 from ..errors import ConfigError, SoftRTError
 from ..ipc.ring import Ring
 from ..platform import get_platform
@@ -63,7 +64,7 @@ class RunParts:
     host: dict
     started_at: str
     recovered: list
-    check: dict | None
+    check: Report | None  # softrt check before the run (--check)
     out: Outcome  # the run's outcome so far (session.run)
     rundir: RunDir
     ring: Ring
@@ -85,6 +86,17 @@ class RunParts:
         if self.released_at is None:
             return 0.0
         return round((self.stopped_at or time.monotonic()) - self.released_at, 3)
+
+
+def _check_of(report: Report) -> Check:
+    """The summary's part of the check taken before the run, read from its report (audit.model.Report:
+    the same values ``softrt check --json`` writes as ready, verdict, counts and fix_first)."""
+    return Check(
+        ready=report.ready,
+        verdict=report.verdict,
+        counts=report.counts(),
+        fix_first=[f.id for f in report.priorities()],
+    )
 
 
 def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
@@ -116,7 +128,7 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     overflows = (
         parts.drainer.reader.overflows if running and parts.drainer.reader is not None else parts.drainer.overflows
     )
-    check = None if parts.check is None else Check.of_report(parts.check)
+    check = None if parts.check is None else _check_of(parts.check)
     end = {} if running else present(why_late=tracer.why_late(), check=check)
     model = RunSummary.build(
         schema=SCHEMA,

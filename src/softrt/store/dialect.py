@@ -20,7 +20,10 @@ A layout change appends a step to :data:`MIGRATIONS` (statements for both engine
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from ..errors import ConfigError
 
 #: Layout version of the database. Each version's step is in MIGRATIONS.
 DB_SCHEMA_VERSION = 1
@@ -115,6 +118,35 @@ PG = Dialect(
 def migrations(dialect: Dialect) -> dict[int, list[str]]:
     """The statements that bring a database of layout ``v - 1`` to ``v``, for each v."""
     return {1: dialect.create_runs()}
+
+
+class Engine:
+    """What a history engine has (store.engine_sqlite, store.engine_pg): its dialect, where it is
+    (as messages name it) and how long it waits for another writer."""
+
+    dialect: Dialect
+
+    def __init__(self, where: str, timeout_s: float) -> None:
+        self.where = where
+        self.timeout_s = timeout_s
+
+    @staticmethod
+    def refuse_newer(version: int, database: str, hint: str) -> None:
+        """Raise ConfigError when the layout *version* of *database* (as the message names it) is newer
+        than this softrt reads: its rows may mean what this one cannot tell."""
+        if version > DB_SCHEMA_VERSION:
+            raise ConfigError(
+                f"{database} was written by a newer softrt (layout {version}; this softrt reads up to "
+                f"{DB_SCHEMA_VERSION})",
+                hint=hint,
+            )
+
+    def migrate(self, version: int, execute: Callable[[str], object]) -> None:
+        """Bring a database of layout *version* to DB_SCHEMA_VERSION: each later step's statements in
+        order, through *execute* (inside the caller's transaction and lock)."""
+        for step in range(version + 1, DB_SCHEMA_VERSION + 1):
+            for statement in migrations(self.dialect)[step]:
+                execute(statement)
 
 
 def upsert_sql(dialect: Dialect) -> str:

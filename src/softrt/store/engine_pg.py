@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from ..errors import ConfigError, SoftRTError
 from .dbtarget import LabUnreachable, redact, scrub
-from .dialect import DB_SCHEMA_VERSION, PG, migrations
+from .dialect import DB_SCHEMA_VERSION, PG, Engine
 
 T = TypeVar("T")
 
@@ -66,15 +66,14 @@ def _psycopg():
     return psycopg
 
 
-class PgEngine:
+class PgEngine(Engine):
     """A history on a PostgreSQL server (its tables made on first write, by a role that may)."""
 
     dialect = PG
 
     def __init__(self, url: str, timeout_s: float) -> None:
+        super().__init__(redact(url), timeout_s)
         self._url = url
-        self.where = redact(url)
-        self.timeout_s = timeout_s
 
     def run(self, fn: Callable[[Any], T], *, write: bool, empty: T | None = None) -> T | None:
         """Return ``fn(conn)`` in one transaction (retried on a serialization failure or deadlock);
@@ -99,8 +98,9 @@ class PgEngine:
                 raise self._error(err) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def check_url(self) -> dict:
-        """The URL's parameters as libpq reads them; ConfigError for a malformed one (nothing is sent)."""
+    def check_url(self) -> dict[str, Any]:
+        """The URL's parameters as libpq reads them (keyword -> value: psycopg.conninfo.conninfo_to_dict);
+        ConfigError for a malformed one (nothing is sent)."""
         psycopg = _psycopg()
         try:
             info = psycopg.conninfo.conninfo_to_dict(self._url)
@@ -131,12 +131,11 @@ class PgEngine:
     def _check_version(self, conn, *, write: bool) -> int:
         """Return the layout version (0: no tables yet); a writer migrates an older one under a lock."""
         version = self._version(conn)
-        if version > DB_SCHEMA_VERSION:
-            raise ConfigError(
-                f"the lab history {self.where} was written by a newer softrt (layout {version}; "
-                f"this softrt reads up to {DB_SCHEMA_VERSION})",
-                hint="upgrade softrt on this rig; the run stays in the local history (softrt push sends it later)",
-            )
+        self.refuse_newer(
+            version,
+            f"the lab history {self.where}",
+            "upgrade softrt on this rig; the run stays in the local history (softrt push sends it later)",
+        )
         if version < DB_SCHEMA_VERSION and write:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
@@ -148,9 +147,7 @@ class PgEngine:
                         f"CREATE TABLE IF NOT EXISTS {_SCHEMA_TABLE} (id INTEGER PRIMARY KEY "
                         "CHECK (id = 1), version INTEGER NOT NULL)"
                     )
-                for step in range(version + 1, DB_SCHEMA_VERSION + 1):
-                    for statement in migrations(PG)[step]:
-                        conn.execute(statement)
+                self.migrate(version, conn.execute)
                 conn.execute(
                     f"INSERT INTO {_SCHEMA_TABLE} (id, version) VALUES (1, %s) "
                     "ON CONFLICT (id) DO UPDATE SET version = excluded.version",

@@ -17,20 +17,19 @@ from typing import TypeVar
 
 from ..errors import ConfigError
 from ..platform.owned import check_own_file, secure_dir
-from .dialect import DB_SCHEMA_VERSION, SQLITE, migrations
+from .dialect import DB_SCHEMA_VERSION, SQLITE, Engine
 
 T = TypeVar("T")
 
 
-class SqliteEngine:
+class SqliteEngine(Engine):
     """A history database file (created with its tables on first write)."""
 
     dialect = SQLITE
 
     def __init__(self, path: Path, timeout_s: float) -> None:
+        super().__init__(str(path), timeout_s)
         self.path = path
-        self.where = str(path)
-        self.timeout_s = timeout_s
 
     def run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool, empty: T | None = None) -> T | None:
         """Return ``fn(conn)`` in one transaction; *empty* when reading a history with no tables yet."""
@@ -79,21 +78,16 @@ class SqliteEngine:
     def _check_version(self, conn: sqlite3.Connection, *, write: bool) -> int:
         """Return the database's layout version (0: never given its tables); a writer migrates it."""
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > DB_SCHEMA_VERSION:
-            raise ConfigError(
-                f"history database {self.path} was written by a newer softrt (layout {version}; "
-                f"this softrt reads up to {DB_SCHEMA_VERSION})",
-                hint="upgrade softrt, or use another database with --db / SOFTRT_HOME",
-            )
+        self.refuse_newer(
+            version, f"history database {self.path}", "upgrade softrt, or use another database with --db / SOFTRT_HOME"
+        )
         if version < DB_SCHEMA_VERSION and write:
             # BEGIN IMMEDIATE: one writer migrates, the others wait for it and find the new version.
             conn.isolation_level = None
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
-                for step in range(version + 1, DB_SCHEMA_VERSION + 1):
-                    for statement in migrations(SQLITE)[step]:
-                        conn.execute(statement)
+                self.migrate(version, conn.execute)
                 if version < DB_SCHEMA_VERSION:
                     conn.execute(f"PRAGMA user_version = {int(DB_SCHEMA_VERSION)}")
                 conn.execute("COMMIT")

@@ -13,6 +13,7 @@ related to a possible kernel upgrade" (osadl.org, "QA Farm Realtime"): here ever
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +38,8 @@ class FleetRun:
     started_at: str | None
     scenario: str
     summary: RunSummary = field(repr=False)
-    prov: dict = field(repr=False)
-    figures: dict = field(repr=False)
+    prov: dict[str, str | None] = field(repr=False)  # provenance field name -> its value (schema.provenance.FIELDS)
+    figures: Figures = field(repr=False)
 
     @property
     def rig(self) -> str:
@@ -65,49 +66,63 @@ def fleet_run(run_id: str, started_at: str | None, summary: RunSummary) -> Fleet
     )
 
 
-def tail_of(summary: RunSummary) -> dict | None:
-    """The summary's ``tail`` block (the late-rate model) as a dict, where the run has one."""
-    tail = getattr(summary, "tail", None)
-    if tail is None:
-        tail = summary.extra.get("tail")
-    if hasattr(tail, "to_dict"):
-        tail = tail.to_dict()
-    return tail if isinstance(tail, dict) else None
+@dataclass(frozen=True)
+class LateRate:
+    """The late rate per hour from a run's tail model: the fitted estimate with its 95 % interval
+    (None where no model was fitted) and the 95 % upper bound without a model."""
+
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    bound: float | None = None
 
 
-def late_rate(summary: RunSummary) -> dict | None:
-    """The late rate per hour from the tail model: ``{estimate, low, high}`` (its 95 % interval) where
-    the tail was fitted, and ``bound`` (the 95 % upper bound without a model) where the run has one."""
-    tail = tail_of(summary)
+def late_rate(summary: RunSummary) -> LateRate | None:
+    """The late rate per hour from the summary's tail model (schema.tail), where the run has one."""
+    tail = summary.tail
     if tail is None:
         return None
-    rate = tail.get("late_rate_per_h")
-    out = (
-        {k: rate.get(k) for k in ("estimate", "low", "high")}
-        if isinstance(rate, dict)
-        else dict.fromkeys(("estimate", "low", "high"))
+    rate = tail.late_rate_per_h
+    out = LateRate(
+        *((rate.estimate, rate.low, rate.high) if rate is not None else (None, None, None)),
+        bound=tail.late_rate_bound_per_h,
     )
-    out["bound"] = tail.get("late_rate_bound_per_h")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in out.values() if v is not None):
+    values = (out.estimate, out.low, out.high, out.bound)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values if v is not None):
         return None  # a row from another rig with something else there
-    return out if any(v is not None for v in out.values()) else None
+    return out if any(v is not None for v in values) else None
 
 
-def figures(summary: RunSummary) -> dict:
+@dataclass(frozen=True)
+class Figures:
+    """The headline figures of a run (analysis.regress.HEADLINE names them), None where not measured."""
+
+    period_max_us: float | None
+    period_p99_99_us: float | None
+    late_cycles: int | None
+    missed_updates: int | None
+    late_rate_per_h: float | None
+
+    def of(self, key: str) -> float | None:
+        """The figure HEADLINE names *key* (its keys are these fields' names)."""
+        return getattr(self, key)
+
+
+def figures(summary: RunSummary) -> Figures:
     """The headline figures of a run (analysis.regress.HEADLINE), None where not measured."""
     m = summary.metrics
     rate = late_rate(summary)
-    per_h = rate["estimate"] if rate else None
+    per_h = rate.estimate if rate else None
     hours = (m.cycles * summary.config.period_ns / NS_PER_H) if m.cycles and summary.config.period_ns else None
     if per_h is None and m.late_cycles is not None and hours:
         per_h = m.late_cycles / hours  # no tail model: the rate the run saw
-    return {
-        "period_max_us": m.period_us.max,
-        "period_p99_99_us": m.period_us.p99_99,
-        "late_cycles": m.late_cycles,
-        "missed_updates": m.misses.missed_updates if m.misses is not None else None,
-        "late_rate_per_h": per_h,
-    }
+    return Figures(
+        period_max_us=m.period_us.max,
+        period_p99_99_us=m.period_us.p99_99,
+        late_cycles=m.late_cycles,
+        missed_updates=m.misses.missed_updates if m.misses is not None else None,
+        late_rate_per_h=per_h,
+    )
 
 
 def load_runs(
@@ -150,29 +165,48 @@ def by_rig(runs: list[FleetRun]) -> dict[str, list[FleetRun]]:
     return out
 
 
-def fleet_rows(runs: list[FleetRun], trend_runs: int = TREND_RUNS) -> list[dict]:
+@dataclass(frozen=True)
+class FleetRow:
+    """One rig in ``softrt fleet`` (its fields are the keys of ``--json``, in order)."""
+
+    rig: str
+    label: str
+    cpu: str | None
+    kernel: str | None
+    runs: int
+    last_run: str
+    last_started_at: str | None
+    scenario: str
+    verdict: str | None  # "pass", "fail" or None (no verdict)
+    late_rate_per_h: LateRate | None
+    worst_period_us: float | None
+    trend: str
+    trend_worst_period_us: list[float | None]
+
+
+def fleet_rows(runs: list[FleetRun], trend_runs: int = TREND_RUNS) -> list[FleetRow]:
     """One row per rig: its label, CPU, kernel, last run, verdict, late rate (or worst cycle) and trend."""
     rows = []
     for rig, mine in sorted(by_rig(runs).items(), key=lambda kv: kv[1][-1].label):
         last = mine[-1]
         verdict = last.summary.verdict
-        recent = [r.figures["period_max_us"] for r in mine[-trend_runs:]]
+        recent = [r.figures.period_max_us for r in mine[-trend_runs:]]
         rows.append(
-            {
-                "rig": rig,
-                "label": last.label,
-                "cpu": last.prov["cpu_model"],
-                "kernel": last.prov["kernel"],
-                "runs": len(mine),
-                "last_run": last.run_id,
-                "last_started_at": last.started_at,
-                "scenario": last.scenario,
-                "verdict": None if verdict is None or verdict.meets is None else ("pass" if verdict.meets else "fail"),
-                "late_rate_per_h": late_rate(last.summary),
-                "worst_period_us": last.figures["period_max_us"],
-                "trend": trend(recent),
-                "trend_worst_period_us": recent,
-            }
+            FleetRow(
+                rig=rig,
+                label=last.label,
+                cpu=last.prov["cpu_model"],
+                kernel=last.prov["kernel"],
+                runs=len(mine),
+                last_run=last.run_id,
+                last_started_at=last.started_at,
+                scenario=last.scenario,
+                verdict=None if verdict is None or verdict.meets is None else ("pass" if verdict.meets else "fail"),
+                late_rate_per_h=late_rate(last.summary),
+                worst_period_us=last.figures.period_max_us,
+                trend=trend(recent),
+                trend_worst_period_us=recent,
+            )
         )
     return rows
 
@@ -189,7 +223,7 @@ def baseline(runs: list[FleetRun], like: FleetRun, before: FleetRun | None = Non
 
 
 def figure_noise(base: list[FleetRun]) -> dict[str, Noise]:
-    return {key: noise([r.figures[key] for r in base]) for key, _, _ in HEADLINE}
+    return {key: noise([r.figures.of(key) for r in base]) for key, _, _ in HEADLINE}
 
 
 def changed(a: FleetRun, b: FleetRun, names=FIELDS) -> dict[str, tuple]:
@@ -197,9 +231,10 @@ def changed(a: FleetRun, b: FleetRun, names=FIELDS) -> dict[str, tuple]:
     return {n: (a.prov[n], b.prov[n]) for n in names if a.prov[n] != b.prov[n]}
 
 
-def _flat(doc: object, prefix: str = "") -> dict:
+def _flat(doc: object, prefix: str = "") -> dict[str, object]:
+    """*doc*'s leaves by their dotted path (a list as its JSON text)."""
     if isinstance(doc, dict):
-        out = {}
+        out: dict[str, object] = {}
         for k, v in doc.items():
             out.update(_flat(v, f"{prefix}{k}."))
         return out
@@ -217,7 +252,59 @@ def config_changes(a: FleetRun, b: FleetRun) -> dict[str, tuple]:
     }
 
 
-def diff(a: FleetRun, b: FleetRun, runs: list[FleetRun]) -> dict:
+@dataclass(frozen=True)
+class RunIdent:
+    """Which run: its id, start, rig and scenario (the head of a diff)."""
+
+    run_id: str
+    started_at: str | None
+    rig: str
+    label: str
+    scenario: str
+
+    @classmethod
+    def of(cls, run: FleetRun) -> RunIdent:
+        return cls(run.run_id, run.started_at, run.rig, run.label, run.scenario)
+
+
+@dataclass(frozen=True)
+class AB:
+    """A value of run A and of run B."""
+
+    a: object
+    b: object
+
+
+@dataclass(frozen=True)
+class HeadlineChange:
+    """One headline figure of runs A and B, its change and how it compares with the noise."""
+
+    figure: str  # its key in analysis.regress.HEADLINE
+    name: str
+    unit: str
+    a: float | None
+    b: float | None
+    change: float | None
+    noise: Noise
+    judged: str
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """What differs between two runs (``softrt diff``): provenance and configuration as name -> (A's, B's)."""
+
+    a: RunIdent
+    b: RunIdent
+    same_rig: bool
+    same_scenario: bool
+    provenance: dict[str, AB]  # field name -> its values
+    config: dict[str, AB]  # dotted configuration key -> its values
+    headline: list[HeadlineChange]
+    noise_runs: list[str]
+    noise_how: str
+
+
+def diff(a: FleetRun, b: FleetRun, runs: list[FleetRun]) -> RunDiff:
     """Every provenance and configuration difference of *a* and *b*, and each headline figure's
     change judged against the noise of *a*'s rig and scenario with *a*'s provenance: its runs up to
     the later of the two (*a* included, *b* not), in *runs* (oldest first)."""
@@ -227,40 +314,35 @@ def diff(a: FleetRun, b: FleetRun, runs: list[FleetRun]) -> dict:
     noises = figure_noise(base)
     headline = []
     for key, name, unit in HEADLINE:
-        va, vb = a.figures[key], b.figures[key]
-        headline.append(
-            {
-                "figure": key,
-                "name": name,
-                "unit": unit,
-                "a": va,
-                "b": vb,
-                "change": None if va is None or vb is None else vb - va,
-                "noise": noises[key].to_dict(),
-                "judged": noises[key].judge(vb),
-            }
-        )
-    return {
-        "a": _ident(a),
-        "b": _ident(b),
-        "same_rig": a.rig == b.rig,
-        "same_scenario": a.scenario == b.scenario,
-        "provenance": {k: {"a": va, "b": vb} for k, (va, vb) in changed(a, b).items()},
-        "config": {k: {"a": va, "b": vb} for k, (va, vb) in config_changes(a, b).items()},
-        "headline": headline,
-        "noise_runs": [r.run_id for r in base],
-        "noise_how": HOW + f"; here: {len(base)} run(s) of rig {a.label}, scenario {a.scenario}",
-    }
+        va, vb = a.figures.of(key), b.figures.of(key)
+        change = None if va is None or vb is None else vb - va
+        headline.append(HeadlineChange(key, name, unit, va, vb, change, noises[key], noises[key].judge(vb)))
+    return RunDiff(
+        a=RunIdent.of(a),
+        b=RunIdent.of(b),
+        same_rig=a.rig == b.rig,
+        same_scenario=a.scenario == b.scenario,
+        provenance={k: AB(va, vb) for k, (va, vb) in changed(a, b).items()},
+        config={k: AB(va, vb) for k, (va, vb) in config_changes(a, b).items()},
+        headline=headline,
+        noise_runs=[r.run_id for r in base],
+        noise_how=HOW + f"; here: {len(base)} run(s) of rig {a.label}, scenario {a.scenario}",
+    )
 
 
-def _ident(run: FleetRun) -> dict:
-    return {
-        "run_id": run.run_id,
-        "started_at": run.started_at,
-        "rig": run.rig,
-        "label": run.label,
-        "scenario": run.scenario,
-    }
+def jsonable(value: object) -> object:
+    """*value* as JSON: a typed value of the fleet commands (a frozen dataclass) as the object of its
+    fields by name, in their order; a document or a Noise by its own ``to_dict``; containers item
+    by item. The commands' ``--json`` is written from it (the keys are the fields' names)."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
 
 
 def resolve(ref: str, history: History) -> tuple[str | None, FleetRun]:

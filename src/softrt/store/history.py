@@ -29,7 +29,7 @@ from ..schema.summary import RunSummary
 from .dbtarget import DB_NAME, default_db_path, local_db_path, resolve  # noqa: F401  (re-exported)
 from .dialect import COLUMNS as _COLUMNS
 from .dialect import DB_SCHEMA_VERSION, upsert_sql
-from .record import RunRecord, record_of_row
+from .record import HistoryRow, RunRecord, record_of_row
 from .rundir import SAMPLES, SUMMARY, find_run_dirs, read_summary  # noqa: F401  (find_run_dirs re-exported)
 from .validate import check_path
 
@@ -178,23 +178,23 @@ class History:
         """
         return self._store(self._prepare(run_dir))
 
-    def _prepare(self, run_dir: Path | str) -> dict:
+    def _prepare(self, run_dir: Path | str) -> HistoryRow:
         """The row of the run in *run_dir* (ConfigError: not a run directory, a corrupt summary)."""
         run_dir = Path(run_dir).resolve()
         return self.row_of(run_dir, load_run_summary(run_dir))
 
-    def _store(self, row: dict) -> str:
+    def _store(self, row: HistoryRow) -> str:
         """Store (or refresh) one run's row (:meth:`_prepare`'s); return its run id."""
         return self.add_row(row)
 
-    def add_row(self, row: dict) -> str:
+    def add_row(self, row: HistoryRow) -> str:
         """Store (or refresh) one run's row as :meth:`row_of` made it; return its run id."""
         # An upsert, not INSERT OR REPLACE: the row keeps its rowid (seq in PostgreSQL), the order
         # runs entered the history (a run enters at its first checkpoint), which orders runs started
         # in one second.
         sql = upsert_sql(self._engine.dialect)
-        self._engine.run(lambda conn: conn.execute(sql, [row[c] for c in _COLUMNS]), write=True)
-        return row["run_id"]
+        self._engine.run(lambda conn: conn.execute(sql, list(row.values())), write=True)
+        return row.run_id
 
     def add_runs(self, paths: Iterable[Path | str]) -> list[str]:
         """Add every run directory in *paths* (each a run or a directory of runs); return the ids.
@@ -229,36 +229,36 @@ class History:
         return record.run_id
 
     @staticmethod
-    def row_of(run_dir: Path, summary: RunSummary) -> dict:
+    def row_of(run_dir: Path, summary: RunSummary) -> HistoryRow:
         """The history's row of the run in *run_dir* (its ``path`` is *run_dir*)."""
         samples = run_dir / SAMPLES
         if not samples.exists() and (run_dir / HISTOGRAM).exists():
             samples = run_dir / HISTOGRAM  # imported runs have a histogram, not per-cycle samples
         m = summary.metrics
-        return {
-            "run_id": summary.run_id,
-            "started_at": summary.started_at,
-            "started_epoch_s": _epoch(summary.started_at),
-            "finished_at": summary.finished_at,
-            "host": summary.hostname,
-            "scenario": summary.scenario,
-            "source": summary.origin,
-            "status": summary.status,
-            "mode": summary.mode,
-            "period_ns": summary.config.period_ns,
-            "cycles": m.cycles,
-            "period_max_us": m.period_us.max,
-            "period_p99_99_us": m.period_us.p99_99,
-            "latency_max_us": m.latency_us.max,
-            "process_max_us": m.process_us.max,
-            "missed_updates": m.misses.missed_updates if m.misses is not None else None,
-            "config_json": json.dumps(summary.config.to_dict()),
-            "tuning_json": json.dumps(summary.tuning.to_dict()),
-            "summary_json": json.dumps(summary.to_dict()),
-            "path": str(run_dir),
-            "samples_path": str(samples) if samples.exists() else None,
-            "added_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
+        return HistoryRow(
+            run_id=summary.run_id,
+            started_at=summary.started_at,
+            started_epoch_s=_epoch(summary.started_at),
+            finished_at=summary.finished_at,
+            host=summary.hostname,
+            scenario=summary.scenario,
+            source=summary.origin,
+            status=summary.status,
+            mode=summary.mode,
+            period_ns=summary.config.period_ns,
+            cycles=m.cycles,
+            period_max_us=m.period_us.max,
+            period_p99_99_us=m.period_us.p99_99,
+            latency_max_us=m.latency_us.max,
+            process_max_us=m.process_us.max,
+            missed_updates=m.misses.missed_updates if m.misses is not None else None,
+            config_json=json.dumps(summary.config.to_dict()),
+            tuning_json=json.dumps(summary.tuning.to_dict()),
+            summary_json=json.dumps(summary.to_dict()),
+            path=str(run_dir),
+            samples_path=str(samples) if samples.exists() else None,
+            added_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
 
     # -- reading ------------------------------------------------------------------------------
     def list_runs(

@@ -65,8 +65,8 @@ __all__ = [
 ]
 
 HISTOGRAM_SCHEMA = "softrt.histogram/1"
-_PERCENTILES = (("p50", 50.0), ("p99", 99.0), ("p99_9", 99.9), ("p99_99", 99.99))
-_NO_STATS = {k: None for k in ("mean", "min", "max", "std", "p50", "p99", "p99_9", "p99_99")}
+#: A series an import has no figures of (its period, its processing time): every figure null.
+_NO_STATS = Stats.build(mean=None, min=None, max=None, std=None, p50=None, p99=None, p99_9=None, p99_99=None)
 
 
 def default_import_dir() -> Path:
@@ -165,27 +165,38 @@ def histogram_stats_us(
     """
     notes: list[str] = []
     total = int(counts.sum()) + overflow
-    stats = dict(_NO_STATS)
     if total == 0:
-        return Stats.build(**stats), ["no samples"]
-    stats.update(mean=mean_ns / 1e3, min=min_ns / 1e3, max=max_ns / 1e3)
+        return _NO_STATS, ["no samples"]
     order = np.argsort(lower_ns, kind="stable")
     lower, cnt = lower_ns[order], counts[order]
+    std = None
     if overflow == 0 and cnt.size:
         centre_us = (lower + width_ns / 2.0) / 1e3
         mu = float((centre_us * cnt).sum() / total)
-        stats["std"] = float(np.sqrt(((centre_us - mu) ** 2 * cnt).sum() / total))
+        std = float(np.sqrt(((centre_us - mu) ** 2 * cnt).sum() / total))
     else:
         notes.append(
             f"{overflow:,} of {total:,} samples lie beyond the histogram: std and the percentiles "
             "they reach are unknown"
         )
     cum = np.cumsum(cnt)
-    for key, q in _PERCENTILES:
-        need = int(np.ceil(q / 100.0 * total))
-        i = int(np.searchsorted(cum, need))
-        stats[key] = float(lower[i] + label_offset_ns) / 1e3 if i < cum.size else None
-    return Stats.build(**stats), notes
+
+    def label_us(q: float) -> float | None:
+        """The label of the bucket that reaches the *q* % of samples (None: beyond the histogram)."""
+        i = int(np.searchsorted(cum, int(np.ceil(q / 100.0 * total))))
+        return float(lower[i] + label_offset_ns) / 1e3 if i < cum.size else None
+
+    stats = Stats.build(
+        mean=mean_ns / 1e3,
+        min=min_ns / 1e3,
+        max=max_ns / 1e3,
+        std=std,
+        p50=label_us(50.0),
+        p99=label_us(99.0),
+        p99_9=label_us(99.9),
+        p99_99=label_us(99.99),
+    )
+    return stats, notes
 
 
 def build_summary(
@@ -235,7 +246,6 @@ def build_summary(
         **period,
     )
     status_ok = doc.get("return_code", 0) == 0
-    none = Stats.build(**_NO_STATS)
     return RunSummary.build(
         schema=SCHEMA,
         source=tool,
@@ -257,10 +267,10 @@ def build_summary(
             cycles=samples,
             records_expected=None,
             records_missing=None,
-            period_us=none,
-            process_us=none,
+            period_us=_NO_STATS,
+            process_us=_NO_STATS,
             latency_us=latency,
-            slack_us=none,
+            slack_us=_NO_STATS,
             misses=None,
         ),
         ring=None,
@@ -284,7 +294,7 @@ def build_summary(
     )
 
 
-def _host(sysinfo: dict) -> dict:
+def _host(sysinfo: dict) -> dict[str, object]:
     """The host facts the tool's ``sysinfo`` (uname) gives, in the keys of softrt's own (platform host_facts)."""
     return {
         "os": _text(sysinfo.get("sysname")).lower() or None,

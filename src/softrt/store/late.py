@@ -112,8 +112,8 @@ class SecondAggregator:
         self.cycles = CycleStream(LateRule(int(period_ns), int(threshold_ns)))
         self.t0_ns: int | None = None
         self.first: tuple[int, int] | None = None  # the first record's seq and board cycle of its write
-        self._open: dict | None = None  # the last second: more of it may come in the next chunk
-        self._rows: list[dict] = []
+        self._open: dict[str, int] | None = None  # the last second: more of it may come in the next chunk
+        self._rows: list[dict[str, int]] = []  # a row: column -> value
         self._writer: pq.ParquetWriter | None = None
         self.seconds = 0  # rows written
 
@@ -153,7 +153,7 @@ class SecondAggregator:
                 self._emit(self._open)
             self._open = row
 
-    def _emit(self, row: dict) -> None:
+    def _emit(self, row: dict[str, int]) -> None:
         self._rows.append(row)
         if len(self._rows) >= AGG_ROW_GROUP:
             self.flush()
@@ -206,7 +206,8 @@ def aggregates_schema(t0_ns: int, period_ns: int, threshold_ns: int, first_seq: 
     return _AGG_SCHEMA.with_metadata({k.encode(): str(int(v)).encode() for k, v in meta.items()})
 
 
-def _combine(a: dict, b: dict) -> dict:
+def _combine(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    """One second's row (column -> value) from the two parts of it that two chunks held."""
     out = {"second": a["second"]}
     for name in ("records", "periods", "period_sum", "latency_sum", "missed", "missed_cycles", "late"):
         out[name] = a[name] + b[name]

@@ -4,18 +4,20 @@ the history's database (store.dialect.COLUMNS), its full summary read only when 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 
 from ..schema.summary import RunSummary
 from .dialect import COLUMNS as _COLUMNS
+from .running import RunState
 from .validate import check_row, parse_json
 
 
 @dataclass(frozen=True)
-class RunRecord:
-    """One run as the history knows it."""
+class RunColumns:
+    """The columns of the runs table (store.dialect.COLUMNS) that a row written and a record read
+    share: the run, where it ran and its headline figures."""
 
     run_id: str
     started_at: str | None
@@ -33,9 +35,31 @@ class RunRecord:
     process_max_us: float | None
     missed_updates: int | None
     summary_json: str = field(repr=False)  # the stored summary, read when asked for (a listing needs none)
+    added_at: str
+
+
+@dataclass(frozen=True)
+class HistoryRow(RunColumns):
+    """One run's row as the history writes it (store.history.History.row_of): every column of the
+    runs table (store.dialect.COLUMNS)."""
+
+    started_epoch_s: float | None
+    config_json: str
+    tuning_json: str
+    path: str
+    samples_path: str | None
+
+    def values(self) -> tuple:
+        """The column values in store.dialect.COLUMNS order (the order of the upsert's parameters)."""
+        return tuple(getattr(self, name) for name in _COLUMNS)
+
+
+@dataclass(frozen=True)
+class RunRecord(RunColumns):
+    """One run as the history knows it."""
+
     path: Path
     samples_path: Path | None
-    added_at: str
     compare_id: str | None = None  # the runs of one softrt compare share it (schema.summary.RunSummary)
     late_rate_high_per_h: float | None = None  # the tail block's 95 % upper bound (None: no tail block)
     late_rate_per_h: float | None = None  # its fitted estimate (None: no fit)
@@ -45,8 +69,9 @@ class RunRecord:
         """The run's summary as the history stored it (checked like a summary.json)."""
         return _stored_summary(self.summary_json, self.run_id)
 
-    def to_dict(self) -> dict:
-        """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``)."""
+    def to_dict(self, state: RunState | None = None) -> dict[str, object]:
+        """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``); with the
+        *state* of a run marked running (store.running), whether it still goes."""
         return {
             "run_id": self.run_id,
             "started_at": self.started_at,
@@ -70,7 +95,21 @@ class RunRecord:
             "compare_id": self.compare_id,
             "late_rate_high_per_h": self.late_rate_high_per_h,
             "late_rate_per_h": self.late_rate_per_h,
+            **(
+                {
+                    "running": {
+                        "alive": state.alive,
+                        "elapsed_s": state.elapsed_s,
+                        "checkpoint_age_s": state.checkpoint_age_s,
+                    }
+                }
+                if state is not None
+                else {}
+            ),
         }
+
+
+_SHARED = tuple(f.name for f in fields(RunColumns))
 
 
 def record_of_row(row: tuple) -> RunRecord:
@@ -81,25 +120,9 @@ def record_of_row(row: tuple) -> RunRecord:
     compare_id, high, estimate = extra if len(extra) == 3 else _from_summary(r["summary_json"])
     high, estimate = _float(high), _float(estimate)
     return RunRecord(
-        run_id=r["run_id"],
-        started_at=r["started_at"],
-        finished_at=r["finished_at"],
-        host=r["host"],
-        scenario=r["scenario"],
-        source=r["source"],
-        status=r["status"],
-        mode=r["mode"],
-        period_ns=r["period_ns"],
-        cycles=r["cycles"],
-        period_max_us=r["period_max_us"],
-        period_p99_99_us=r["period_p99_99_us"],
-        latency_max_us=r["latency_max_us"],
-        process_max_us=r["process_max_us"],
-        missed_updates=r["missed_updates"],
-        summary_json=r["summary_json"],
+        **{name: r[name] for name in _SHARED},
         path=Path(r["path"]),
         samples_path=Path(r["samples_path"]) if r["samples_path"] else None,
-        added_at=r["added_at"],
         compare_id=compare_id if isinstance(compare_id, str) else None,
         late_rate_high_per_h=high,
         late_rate_per_h=estimate,

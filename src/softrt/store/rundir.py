@@ -39,6 +39,7 @@ from ..platform.outfile import chmod_open
 from ..schema.config import DEFAULT_THRESHOLD_NS
 from ..schema.summary import Kept, RunSummary
 from ..schema.text import printable, safe_name
+from .batch import Batch
 from .late import AGGREGATES, LateSelector, SecondAggregator
 from .validate import check_path, load_json, open_parquet
 
@@ -260,8 +261,7 @@ class RunDir:
             self.discard()
             raise
         self._writer: pq.ParquetWriter | None = None
-        self._pending: list[np.ndarray] = []
-        self._pending_rows = 0
+        self._pending: Batch[np.ndarray] = Batch(np.concatenate)
         self.rows = 0  # records in the samples file
         self.unwritten = 0  # records the disk refused: counted, never silently lost
         self.failure: str | None = None  # why records stopped being written
@@ -333,17 +333,15 @@ class RunDir:
                 return
             records = self._select.add(chunk)
         if records.size:
-            self._pending.append(records)
-            self._pending_rows += records.size
-        if self._pending_rows >= flush_rows:
+            self._pending.add(records, records.size)
+        if self._pending.rows >= flush_rows:
             self.flush()
 
     def flush(self) -> None:
         """Write every queued record as one row group (after a write error: count them)."""
-        if not self._pending:
+        chunk = self._pending.take()
+        if chunk is None:
             return
-        chunk = np.concatenate(self._pending)
-        self._pending, self._pending_rows = [], 0
         if self.failure is not None:
             self.unwritten += chunk.size
             return

@@ -13,12 +13,12 @@ run that still goes from being forgotten (its next checkpoint would add it again
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from ..errors import ConfigError, SoftRTError
-from .record import RunRecord
+from .record import HistoryRow, RunRecord
 from .rundir import RESERVE, SAMPLES, SUMMARY, find_run_dirs, read_summary
 from .running import run_state
 from .validate import check_path
@@ -29,8 +29,8 @@ class History(Protocol):
 
     def running_rows(self) -> list[tuple[str, str]]: ...
     def add_run(self, run_dir: Path | str) -> str: ...
-    def _prepare(self, run_dir: Path | str) -> dict: ...
-    def _store(self, row: dict) -> str: ...
+    def _prepare(self, run_dir: Path | str) -> HistoryRow: ...
+    def _store(self, row: HistoryRow) -> str: ...
 
 
 def catch_up(history: History) -> list[str]:
@@ -80,7 +80,7 @@ def add_each(history: History, paths: Iterable[Path | str]) -> tuple[list[str], 
     added). Inside a directory of runs a run that cannot be read (a corrupt summary, a directory
     with the files of a run but no summary.json) is reported and the others are added all the same.
     """
-    found = []
+    found: list[tuple[Sequence[HistoryRow | Path], list[Path]]] = []  # named runs are read at once
     for p in paths:
         path = Path(p)
         check_path(path, "run")  # a name too long for the system is one line (is_file() raises ENAMETOOLONG)
@@ -92,11 +92,14 @@ def add_each(history: History, paths: Iterable[Path | str]) -> tuple[list[str], 
     for runs, junk in found:
         bad.extend((d, f"no {SUMMARY}: a run that failed to start, or was killed before it started") for d in junk)
         for run in runs:
-            try:
-                row = run if isinstance(run, dict) else history._prepare(run)
-            except SoftRTError as err:  # the run's files: this run is bad, the next may be good
-                bad.append((run, err.msg))
-                continue
+            if isinstance(run, HistoryRow):
+                row = run
+            else:
+                try:
+                    row = history._prepare(run)
+                except SoftRTError as err:  # the run's files: this run is bad, the next may be good
+                    bad.append((run, err.msg))
+                    continue
             ids.append(history._store(row))  # the database's errors stop it: they are every run's
     return ids, bad
 

@@ -30,6 +30,7 @@ import stat
 import typing
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from ..platform import O_PRIVATE_BINARY
@@ -53,7 +54,7 @@ MAX_ROW_GROUP_ROWS = 1 << 20
 _HINT = "the file is corrupt or was not written by softrt"
 
 
-def _depth_limit(pq) -> dict:
+def _depth_limit(pq) -> dict[str, int]:
     """A footer's schema nests at most 4 deep (softrt's are flat) where pyarrow has the limit; older
     ones (pyproject allows 14+; 17 under Wine has none) read the schema within the two limits above,
     and the column check below refuses a nested one."""
@@ -217,7 +218,7 @@ def open_parquet(path: Path | str, what: str, max_rows: int, columns: Iterable[s
     return pf
 
 
-def check_row(record: type, row: dict, where: object) -> dict:
+def check_row(record: type, row: dict[str, object], where: object) -> dict[str, Any]:
     """Return the history row *row* (column -> SQLite value) checked against the dataclass
     *record*'s field types, its text made printable; ConfigError naming the run and the column.
 
@@ -248,7 +249,7 @@ def check_row(record: type, row: dict, where: object) -> dict:
 
 
 @functools.cache
-def _hints(record: type) -> dict:
+def _hints(record: type) -> dict[str, Any]:
     """*record*'s field types, once (evaluating them costs ~50 µs, a history holds thousands of rows)."""
     return typing.get_type_hints(record)
 
