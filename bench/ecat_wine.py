@@ -37,7 +37,7 @@ def main(description: str, cycles: int, period_us: int) -> int:
             while not dev.permit():
                 pass
             dev.write(float(k))
-        c = dev.counters()
+        c = dev.counters().to_dict()  # the summary's board block
     finally:
         dev.stop()
     frames = c["frames"]
