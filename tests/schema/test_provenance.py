@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from softrt.errors import ConfigError
-from softrt.schema.provenance import FIELDS, provenance_fields
+from softrt.schema.provenance import FIELDS
+from softrt.schema.rigfacts import provenance_fields
 from softrt.schema.summary import RunSummary
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "summaries"

@@ -42,10 +42,8 @@ from ..schema.device import Frames, LateRoundTrip
 from .errors import EcatError
 from .nsstat import NsStat
 from .transport import as_link
-from .wire import ETH_HEADER_BYTES, MAX_DATA_BYTES, Cmd, encode_frame, parse_frame
+from .wire import CYCLIC_INDEX, ETH_HEADER_BYTES, MAX_DATA_BYTES, Cmd, encode_frame, parse_frame
 
-#: First-datagram index of the cyclic frame (SOEM's stay below EC_MAXBUF, 16; the DC probe has 0xDC).
-CYCLIC_INDEX = 0xC0
 #: A reply's first-datagram index sits here (Ethernet header, EtherCAT header, command byte).
 INDEX_BYTE = ETH_HEADER_BYTES + 2 + 1
 #: The working counter when no fresh reply came by the deadline (SOEM's EC_NOFRAME).

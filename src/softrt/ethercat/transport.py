@@ -30,7 +30,7 @@ from ..errors import ConfigError
 from ..platform import pcap
 from .errors import EcatError, EcatInputError
 from .netif import link_problem
-from .wire import ECAT_HEADER_BYTES, ETH_HEADER_BYTES
+from .wire import CYCLIC_INDEX, ECAT_HEADER_BYTES, ETH_HEADER_BYTES
 
 TRANSPORTS = ("af_packet", "pcap")
 ENV = "SOFTRT_ECAT_TRANSPORT"
@@ -167,7 +167,6 @@ def open_pcap(iface: str, index: int | None) -> PcapLink:
 def open_cyclic(iface: str, kind: str):
     """The link of the cyclic frame, just after pysoem opened *iface* (see the module docstring)."""
     from . import receive
-    from .cyclic import CYCLIC_INDEX
 
     if kind == "af_packet":
         sock = socket.socket(fileno=os.dup(receive.soem_socket(iface)))

@@ -158,3 +158,7 @@ def encode_frame(
     )
     ecat = _U16.pack(len(body) | (ECAT_TYPE_PDU << 12))
     return bytearray(dst_mac + src_mac + ETH_P_ECAT.to_bytes(2, "big") + ecat + body)
+
+
+#: First-datagram index of the cyclic frame (SOEM's stay below EC_MAXBUF, 16; the DC probe has 0xDC).
+CYCLIC_INDEX = 0xC0

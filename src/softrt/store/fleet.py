@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ..analysis.regress import HEADLINE, HOW, Noise, noise, trend
 from ..errors import ConfigError
-from ..schema.provenance import CAUSES, FIELDS, provenance_fields
+from ..schema.provenance import CAUSES, FIELDS
+from ..schema.rigfacts import provenance_fields
 from ..schema.summary import RunSummary
 from ..schema.text import printable
 from .history import History, RunRecord, load_run_summary, parse_when
