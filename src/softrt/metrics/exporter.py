@@ -208,6 +208,34 @@ class MetricsServer:
         self.close()
 
 
+#: Gauges: series name, help, the RunView's value (None: no sample yet, the series is left out).
+GAUGES = (
+    ("softrt_period_max_seconds", "Longest period so far.", lambda v: v.period_max_s),
+    (
+        "softrt_latency_max_seconds",
+        "Longest latency (permit detected after the edge) so far.",
+        lambda v: v.latency_max_s,
+    ),
+    (
+        "softrt_process_max_seconds",
+        "Longest processing time (write + next target) so far.",
+        lambda v: v.process_max_s,
+    ),
+    (
+        "softrt_slack_min_seconds",
+        "Smallest slack so far (next edge - end of work; negative: an overrun).",
+        lambda v: v.slack_min_s,
+    ),
+    (
+        "softrt_late_bound_seconds",
+        "A cycle is late when its period exceeds this (or its latency --late-threshold, or it missed an update).",
+        lambda v: v.late_bound_s,
+    ),
+    ("softrt_run_elapsed_seconds", "Time since the loop started.", lambda v: v.elapsed_s),
+    ("softrt_run_duration_seconds", "Planned measurement time.", lambda v: v.duration_s),
+)
+
+
 class _Collector:
     """prometheus_client custom collector: builds the families from the published views."""
 
@@ -233,33 +261,7 @@ class _Collector:
                 buckets = [(floatToGoString(b), c) for b, c in zip(h.bounds_s, h.cumulative)]
                 fam.add_metric(v.labels, [*buckets, ("+Inf", h.count)], h.sum_s)
             yield fam
-        gauges = (
-            ("softrt_period_max_seconds", "Longest period so far.", lambda v: v.period_max_s),
-            (
-                "softrt_latency_max_seconds",
-                "Longest latency (permit detected after the edge) so far.",
-                lambda v: v.latency_max_s,
-            ),
-            (
-                "softrt_process_max_seconds",
-                "Longest processing time (write + next target) so far.",
-                lambda v: v.process_max_s,
-            ),
-            (
-                "softrt_slack_min_seconds",
-                "Smallest slack so far (next edge - end of work; negative: an overrun).",
-                lambda v: v.slack_min_s,
-            ),
-            (
-                "softrt_late_bound_seconds",
-                "A cycle is late when its period exceeds this (or its latency "
-                "--late-threshold, or it missed an update).",
-                lambda v: v.late_bound_s,
-            ),
-            ("softrt_run_elapsed_seconds", "Time since the loop started.", lambda v: v.elapsed_s),
-            ("softrt_run_duration_seconds", "Planned measurement time.", lambda v: v.duration_s),
-        )
-        for name, doc, get in gauges:
+        for name, doc, get in GAUGES:
             fam = GaugeMetricFamily(name, doc, labels=LABELS)
             for v in views:
                 if get(v) is not None:
