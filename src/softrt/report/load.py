@@ -29,7 +29,8 @@ from ..store.rundir import MAX_SAMPLE_ROWS, SAMPLES, iter_samples, load_run_stat
 from ..store.validate import load_json
 from .check import RunCheck, read_check
 from .data import MAX_BINS, MIN_WIDTH_NS, Hist, MinMaxDownsampler, Series, StreamHist, hist_from_buckets, merge
-from .longrun import absolute_trace, downsample_note, read_windows, scan_envelope
+from .longrun import downsample_note, read_windows, scan_envelope
+from .motion_view import MotionReference, late_motion, worst_motion
 
 BATCH_ROWS = 1 << 18  # 2 MB per int64 column: small next to the histograms
 #: The most cycles the report streams one by one: an hour at 250 µs (14.4 M, the longest run that
@@ -39,7 +40,6 @@ BATCH_ROWS = 1 << 18  # 2 MB per int64 column: small next to the histograms
 ROW_BUDGET = 1 << 24
 BYTES_PER_ROW = 50
 SERIES_BUCKETS = 2000  # about one per pixel column of a 10-inch figure at 200 dpi
-MOTION_HALF_WIDTH_CYCLES = 50  # 12.5 ms either side at 250 µs: a miss run and the recovery around it
 
 TOOL_MEANING = {
     "softrt": "latency = permit detected − board edge (the busy-polling loop's detection delay)",
@@ -50,17 +50,6 @@ TOOL_MEANING = {
     "watch": "latency = back in user space − the wake-up the thread asked for (softrt watch, from the kernel's "
     "trace; process = its run time until it blocked again, missed updates = expiries it skipped)",
 }
-
-
-@dataclass
-class MotionReference:
-    """What this window of the run should have delivered: the schedule delayed by the cycles
-    lost before it (``lag_cycles``), so the plot shows what the worst miss did by itself and not
-    the slip of every earlier miss (the distinction motion_impact's max_run_deviation_counts makes)."""
-
-    lag_cycles: int
-    position_counts: np.ndarray
-    velocity_counts_per_s: np.ndarray
 
 
 @dataclass
@@ -298,7 +287,9 @@ def _stream(view: RunView, n: int) -> None:
     view.series = ds.result() if stats.hist["period"].n else None
     if want_motion:
         whole = np.concatenate(windows)
-        _motion(view, lambda first, last: (whole, 0, 0), worst)
+        view.motion, view.motion_reference, view.motion_note = worst_motion(
+            view.summary, lambda first, last: (whole, 0, 0), worst
+        )
     else:
         view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
 
@@ -329,7 +320,7 @@ def _stream_long(view: RunView, n: int) -> None:
             row, window = read_windows(view.path, env, first, last)
             return window, int(window[0]) - env.group_windows[0], row
 
-        _motion(view, windows, env.worst)
+        view.motion, view.motion_reference, view.motion_note = worst_motion(view.summary, windows, env.worst)
 
 
 def _load_late(view: RunView) -> None:
@@ -360,7 +351,7 @@ def _load_late(view: RunView) -> None:
     if not view.has_motion:
         view.motion_note = "no motion test in this run (a user step function, or --axes 0)"
         return
-    _late_motion(view, kept, meta)
+    view.motion, view.motion_reference, view.motion_note = late_motion(view.summary, kept, meta)
 
 
 def _hists_from_stats(view: RunView, stats: RunStats) -> None:
@@ -408,130 +399,4 @@ def series_from_aggregates(cols: dict[str, np.ndarray], buckets: int = SERIES_BU
         marks=np.add.reduceat(marks, starts),
         n=int(n.sum()),
         downsampled=True,
-    )
-
-
-def _late_motion(view: RunView, kept: np.ndarray, meta: dict[str, int]) -> None:
-    """The motion around the worst miss, from the stretch of kept records around it (every miss is
-    a late cycle, kept with its context); sample numbers are made absolute with the first record
-    of the run (aggregates.parquet's metadata)."""
-    from ..motion import MotionConfig, Trajectory, motion_trace
-
-    missed = kept["missed"]
-    if not kept.size or not (missed > 0).any():
-        view.motion_note = "no missed updates: the delivered motion is the commanded motion"
-        return
-    config = view.summary.config
-    impact = view.summary.motion_impact
-    window = kept["cycle"] + missed
-    i = int(np.argmax(missed))
-    if impact is not None and (impact.max_run_deviation_counts or 0) > 0 and impact.worst_run_cycle is not None:
-        center = impact.worst_run_cycle
-        what = (
-            f"around board cycle {center:,}: the largest position error one run of missed updates caused "
-            f"({impact.max_run_deviation_counts:,.1f} counts)"
-        )
-    else:
-        center = int(window[i]) - int(missed[i]) + int(missed[i]) // 2
-        what = (
-            f"around the longest run of missed updates ({int(missed[i])} cycles, write {int(kept['seq'][i]):,}); "
-            "the axis stood still or moved slowly then, so the delivered motion barely differs"
-        )
-    # The stretch of consecutive kept records (no seq gap) that holds the centre cycle.
-    breaks = np.flatnonzero(np.diff(kept["seq"]) != 1) + 1
-    starts, ends = np.concatenate([[0], breaks]), np.concatenate([breaks, [kept.size]])
-    first_w, last_w = window[starts], window[ends - 1]
-    inside = np.flatnonzero((first_w <= center) & (center <= last_w))
-    if not inside.size:
-        view.motion_note = f"board cycle {center:,} is outside the late cycles kept (--samples late)"
-        return
-    a, b = int(starts[inside[0]]), int(ends[inside[0]])
-    half = min(max(MOTION_HALF_WIDTH_CYCLES, 3 * int(missed[a:b].max())), 5000)
-    try:
-        cfg = MotionConfig.from_mapping(config.motion or {})
-        period_ns = int(config.period_ns or 0)
-        traj = Trajectory(cfg, period_ns)
-        rel = motion_trace(window[a:b], cfg, center_cycle=center, half_width_cycles=half, period_ns=period_ns)
-        cmd = rel.commanded_sample + int(window[a]) - int(meta["first_window"])
-        dlv = rel.delivered_sample + int(kept["seq"][a]) - int(meta["first_seq"])
-        trace = absolute_trace(rel, traj, cmd, dlv, period_ns)
-        lag = int(cmd[0] - dlv[0])
-        samples = np.concatenate([cmd[:1] - 1, cmd]) - lag
-        positions = traj.positions(np.maximum(samples, 0))
-    except (ConfigError, KeyError, TypeError, ValueError) as err:
-        view.motion_note = f"cannot rebuild the motion: {err}"
-        return
-    velocity = np.diff(positions) / (period_ns / 1e9)
-    if samples[0] < 0:
-        velocity[0] = np.nan
-    view.motion = trace
-    view.motion_reference = MotionReference(lag, positions[1:], velocity)
-    view.motion_note = (
-        what
-        + (
-            f"; {lag:,} cycles had been lost before this window, so the reference is the schedule delayed by them"
-            if lag
-            else ""
-        )
-        + " (from the late cycles kept with their context: --samples late)"
-    )
-
-
-def _motion(view: RunView, windows, worst: tuple[int, int, int]) -> None:
-    """The commanded vs delivered motion around the worst miss (softrt.motion.motion_trace).
-
-    *windows(first, last)* gives the board cycles the writes landed in, from one landing at or
-    before board cycle *first* to one landing after *last*, with the commanded and delivered
-    sample numbers of its first write (0, 0: the run's first write)."""
-    from ..motion import MotionConfig, Trajectory, motion_trace
-
-    config = view.summary.config
-    impact = view.summary.motion_impact
-    missed, index, landed = worst
-    if impact is not None and (impact.max_run_deviation_counts or 0) > 0 and impact.worst_run_cycle is not None:
-        center = impact.worst_run_cycle
-        what = (
-            f"around board cycle {center:,}: the largest position error one run of missed updates caused "
-            f"({impact.max_run_deviation_counts:,.1f} counts)"
-        )
-    elif missed > 0:
-        center = landed - missed + missed // 2
-        what = (
-            f"around the longest run of missed updates ({missed} cycles, write {index:,}); the axis stood "
-            "still or moved slowly then, so the delivered motion barely differs"
-        )
-    else:
-        view.motion_note = "no missed updates: the delivered motion is the commanded motion"
-        return
-    half = min(max(MOTION_HALF_WIDTH_CYCLES, 3 * missed), 5000)
-    window, cmd0, row0 = windows(center - half - 2, center + half + 1)
-    # Writes after the plotted window do not change it: pass a prefix (saves diffing 14 M entries).
-    end = int(np.searchsorted(window, center + half + 1, side="right")) + 1
-    try:
-        cfg = MotionConfig.from_mapping(config.motion or {})
-        period_ns = int(config.period_ns or 0)
-        trace = motion_trace(window[:end], cfg, center_cycle=center, half_width_cycles=half, period_ns=period_ns)
-        if cmd0 or row0:  # a stretch of a long run: its samples made the run's (as a late run's)
-            trace = absolute_trace(
-                trace,
-                Trajectory(cfg, period_ns),
-                trace.commanded_sample + cmd0,
-                trace.delivered_sample + row0,
-                period_ns,
-            )
-        lag = int(trace.commanded_sample[0] - trace.delivered_sample[0])  # cycles lost before the window
-        samples = np.concatenate([trace.commanded_sample[:1] - 1, trace.commanded_sample]) - lag
-        positions = Trajectory(cfg, period_ns).positions(np.maximum(samples, 0))
-    except (ConfigError, KeyError, TypeError, ValueError) as err:
-        view.motion_note = f"cannot rebuild the motion: {err}"
-        return
-    velocity = np.diff(positions) / (period_ns / 1e9)
-    if samples[0] < 0:
-        velocity[0] = np.nan  # no cycle before the first one
-    view.motion = trace
-    view.motion_reference = MotionReference(lag, positions[1:], velocity)
-    view.motion_note = what + (
-        f"; {lag:,} cycles had been lost before this window, so the reference is the schedule delayed by them"
-        if lag
-        else ""
     )
