@@ -1,9 +1,8 @@
 """The report's figures, one per question, every run overlaid (report layer; matplotlib, no pyplot).
 
 Figures are plain :class:`matplotlib.figure.Figure` objects (no pyplot global state, no GUI
-backend); savefig picks the Agg/SVG canvas by format. Histograms follow the OSADL latency plots:
-x in µs classes, y the count on a logarithmic axis, so the rare long cycles that decide
-real-time suitability are as visible as the millions of ordinary ones.
+backend); savefig picks the Agg/SVG canvas by format. The histograms are in
+:mod:`.hist_plots` (re-exported here), the axes helpers in :mod:`.axes`.
 """
 
 from __future__ import annotations
@@ -16,350 +15,99 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, LogLocator
 
-from .data import Hist, common_width_ns, envelope, exceedance, exceedance_of_hdr, late_marks, nice_width_ns, rebin
+from .axes import legend_below, log_axis, new_figure
+from .data import envelope, exceedance, exceedance_of_hdr, late_marks
+from .hist_plots import latency_histogram, nominal_us, period_histogram, process_histogram
 from .load import RunView
 from .style import RC, WIDTH_IN, Plot, color
 from .tail_plot import overlay_fitted_tail
 
-#: Most classes in a histogram plot: 1 µs classes (OSADL's) up to 8 ms, 2 µs up to 16 ms (the
-#: seed's untuned 14.6 ms), coarser beyond; more would only add SVG size, not visible detail.
-HIST_MAX_BINS = 8000
+__all__ = [
+    "MOTION_COLUMNS",
+    "PLOTS",
+    "RC",
+    "WIDTH_IN",
+    "Plot",
+    "color",
+    "exceedance_curves",
+    "latency_histogram",
+    "make_plots",
+    "motion_impact",
+    "period_histogram",
+    "period_series",
+    "process_histogram",
+    "render",
+]
 
 
-def _fig(rows: int = 1, cols: int = 1, height_in: float = 3.6, **kw) -> tuple[Figure, np.ndarray]:
-    fig = Figure(figsize=(WIDTH_IN, height_in), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False, **kw)
-    return fig, axes
-
-
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def _decade(value: float, _pos: object = None) -> str:
-    """Label a power of ten as plain text (1, 10, 100, 10³ …): log axes otherwise go through
-    mathtext, which made up half the rendering time."""
-    if value <= 0:
-        return ""
-    exp = int(round(np.log10(value)))
-    if not np.isclose(value, 10.0**exp):
-        return ""
-    if -2 <= exp <= 3:
-        return f"{10.0**exp:g}"
-    return "10" + str(exp).translate(_SUPERSCRIPT)
-
-
-def _log(ax, which: str = "y") -> None:
-    """A logarithmic axis with plain-text labels; zero counts drop to the bottom (clip).
-
-    Decades are labelled; on an axis spanning less than two decades the 2× and 5× ticks too,
-    so a narrow range still has numbers on it.
-    """
-    axis = ax.yaxis if which == "y" else ax.xaxis
-    (ax.set_yscale if which == "y" else ax.set_xscale)("log", nonpositive="clip")
-    axis.set_major_formatter(FuncFormatter(_decade))
-
-    def minor(value: float, _pos: object = None) -> str:
-        lo, hi = sorted(axis.get_view_interval())
-        if lo <= 0 or np.log10(hi / lo) >= 2:
-            return ""
-        mantissa = value / 10.0 ** np.floor(np.log10(value) + 1e-9)
-        return f"{value:g}" if round(mantissa) in (2, 5) and np.isclose(mantissa, round(mantissa)) else ""
-
-    axis.set_minor_formatter(FuncFormatter(minor))
-    # Minor ticks at 2× and 5× only (the ones labelled): a quarter of the default 2…9×, and ticks are
-    # most of the drawing time of a log axis.
-    axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
-
-
-def _legend(fig: Figure) -> None:
-    """One legend for the whole figure, below the axes, so it never hides data."""
-    handles, labels = [], []
-    for ax in fig.axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
-    if handles:
-        ncols = 2 if len(labels) >= 3 and max(map(len, labels)) <= 60 else 1
-        fig.legend(handles, labels, loc="outside lower center", ncols=ncols, frameon=False)
-        fig.set_figheight(fig.get_figheight() + 0.17 * -(-len(labels) // ncols))  # room for the legend rows
-
-
-def _label_classes(width_ns: int) -> str:
-    return f"{width_ns / 1e3:g} µs"
-
-
-def _stairs(ax, counts: np.ndarray, edges: np.ndarray, **kw) -> None:
-    """A histogram's outline, as ``ax.stairs`` draws it (up from 0 at the first edge, down to 0 at the
-    last), as one line: a StepPatch's data limits are found segment by segment in Python (add_patch,
-    0.57 s for a 12,000-class processing-time histogram), a line's in one array operation."""
-    x = np.repeat(edges, 2)
-    y = np.concatenate(([0], np.repeat(counts, 2), [0]))
-    ax.plot(x, y, **kw)
-
-
-def _hist_plot(
-    key: str,
-    title: str,
-    xlabel: str,
-    runs: list[tuple[int, RunView]],
-    get: Callable[[RunView], Hist | None],
-    why_missing: Callable[[RunView], str],
-    *,
-    floor_ns: int,
-    marks_us: tuple[float, ...] = (),
-    zoom_us: tuple[float, float] | None = None,
-    caption: str,
-) -> Plot:
-    """OSADL-style histograms of every run: counts on a log axis, x on a log axis (µs to the longest
-    stall in one view); with *zoom_us*, a linear panel of that range beside it, where the ordinary
-    cycles are (the classes are the same in both panels)."""
-    have = [(i, r, get(r)) for i, r in runs if get(r) is not None and get(r).total]
-    na = [f"{r.run_id}: {why_missing(r)}" for i, r in runs if get(r) is None or not get(r).total]
-    if not have:
-        return Plot(key, title, caption, None, na)
-    # With a zoom beside it the whole range needs no fine classes (a quarter of the drawing).
-    width = common_width_ns(
-        [h for _, _, h in have], floor_ns=floor_ns, max_bins=HIST_MAX_BINS if zoom_us is None else HIST_MAX_BINS // 4
-    )
-    zoom_width = (
-        width
-        if zoom_us is None
-        else nice_width_ns(
-            (zoom_us[1] - zoom_us[0]) * 1e3, HIST_MAX_BINS, max(floor_ns, *(h.width_ns for _, _, h in have))
-        )
-    )
-    if zoom_us is not None:
-        fig, axes = _fig(1, 2, width_ratios=(2, 3))
-        zoom, whole = axes[0]
-    else:
-        fig, axes = _fig()
-        zoom, whole = None, axes[0, 0]
-    smallest = np.inf
-    for k, (i, run, h) in enumerate(have):
-        b = rebin(h, width)
-        if b.counts.size:
-            edges = b.edges_ns() / 1e3
-            _stairs(whole, b.counts, edges, color=color(i), lw=1.0, label=f"{run.label}: {h.total:,} samples")
-            if zoom is not None:  # its own finer classes, and only those it shows (half the drawing time)
-                zb = rebin(h, zoom_width)
-                ze = zb.edges_ns() / 1e3
-                a = max(int(np.searchsorted(ze, zoom_us[0], "right")) - 1, 0)
-                z = min(int(np.searchsorted(ze, zoom_us[1], "left")), zb.counts.size)
-                if z > a:
-                    _stairs(zoom, zb.counts[a:z], ze[a : z + 1], color=color(i), lw=1.0)
-            positive = edges[edges > 0]
-            smallest = min(smallest, positive[0] if positive.size else np.inf)
-        if zoom is not None and b.counts.size:
-            lo, hi = zoom_us  # µs, as the edges
-            left = int(b.counts[edges[1:] <= lo].sum()) + h.under_count
-            right = int(b.counts[edges[:-1] >= hi].sum()) + h.over_count
-            if left or right:  # what the zoom leaves out, so the eye does not take it for all
-                zoom.text(
-                    0.98,
-                    0.97 - 0.07 * (k % 10),
-                    f"{left:,} below, {right:,} above",
-                    color=color(i),
-                    transform=zoom.transAxes,
-                    ha="right",
-                    va="top",
-                    fontsize=7,
-                )
-        if h.over_count:
-            x = (h.over_from_ns or 0) / 1e3
-            whole.annotate(
-                f"{h.over_count:,} beyond {x:g} µs (max {(h.max_ns or 0) / 1e3:,.0f} µs)",
-                xy=(x, h.over_count),
-                xytext=(4, 4),
-                textcoords="offset points",
-                color=color(i),
-                fontsize=8,
-            )
-            whole.plot([x], [h.over_count], marker=">", color=color(i), ls="none")
-    for ax in (zoom, whole):
-        if ax is None:
-            continue
-        for m in marks_us:
-            ax.axvline(m, color="0.4", lw=0.8, ls=":")
-        _log(ax)
-        ax.set_ylim(bottom=0.5)
-        ax.set_xlabel(xlabel)
-    _log(whole, "x")  # a 250 µs cycle and a 50 ms stall in one view
-    if np.isfinite(smallest):
-        whole.set_xlim(left=smallest / 2)
-    if zoom is None:
-        whole.set_title(title)
-    else:
-        whole.set_title("whole range (log x)", fontsize=9)
-        fig.suptitle(title, fontsize=10)
-    whole.set_ylabel(f"count per {_label_classes(width)} class (log)")
-    if zoom is not None:
-        zoom.set_xlim(*zoom_us)
-        zoom.set_title(f"{zoom_us[0]:g} to {zoom_us[1]:g} µs", fontsize=9)
-        zoom.set_ylabel(f"count per {_label_classes(zoom_width)} class (log)")
-    _legend(fig)
-    return Plot(key, title, caption.format(width=_label_classes(width)), fig, na)
-
-
-def _nominal(runs: list[tuple[int, RunView]]) -> tuple[float, ...]:
-    return tuple(sorted({r.period_ns / 1e3 for _, r in runs if r.period_ns and r.source == "softrt"}))
-
-
-#: The zoom of the period histogram: the nominal period ± this (µs).
-ZOOM_US = 100.0
-
-
-def _around_nominal(runs: list[tuple[int, RunView]]) -> tuple[float, float] | None:
-    nominal = _nominal(runs)
-    return (max(nominal[0] - ZOOM_US, 0.0), nominal[-1] + ZOOM_US) if nominal else None
-
-
-def period_histogram(runs: list[tuple[int, RunView]]) -> Plot:
-    return _hist_plot(
-        "period_hist",
-        "Timer int. period (permit to permit)",
-        "period (µs)",
-        runs,
-        lambda r: r.period,
-        lambda r: "no per-cycle period (imported latency histogram)" if r.source != "softrt" else "fewer than 2 cycles",
-        floor_ns=1000,
-        marks_us=_nominal(runs),
-        zoom_us=_around_nominal(runs),
-        caption="Histogram of the cycle period, count on a log axis (as OSADL latency plots): left the nominal "
-        "period ±100 µs on a linear axis in finer classes, right the whole range on a log axis in {width} "
-        "classes, so the "
-        "ordinary cycles and the longest stall are both readable. The dotted line is the nominal period; "
-        "everything right of it is a late cycle.",
-    )
-
-
-def latency_histogram(runs: list[tuple[int, RunView]]) -> Plot:
-    meanings = "; ".join(m for m in dict.fromkeys(r.meaning for _, r in runs) if m)
-    return _hist_plot(
-        "latency_hist",
-        "Latency",
-        "latency (µs)",
-        runs,
-        lambda r: r.latency,
-        lambda r: (
-            "no latency histogram (run without -h, or every sample beyond its range)"
-            if r.source != "softrt"
-            else "no cycles"
-        ),
-        floor_ns=1000,
-        zoom_us=(0.0, 100.0),
-        caption="Histogram, count on a log axis: left 0 to 100 µs on a linear axis in finer classes, right the "
-        "whole range on a log axis in {width} classes. " + meanings + ".",
-    )
-
-
-def process_histogram(runs: list[tuple[int, RunView]]) -> Plot:
-    return _hist_plot(
-        "process_hist",
-        "Timer int. process (write + next-target computation)",
-        "processing time (µs)",
-        runs,
-        lambda r: r.process,
-        lambda r: (
-            "does not apply (no per-cycle work measured by " + r.source + ")" if r.source != "softrt" else "no cycles"
-        ),
-        floor_ns=100,
-        caption="Histogram of the processing time in {width} classes, counts and time on log axes: "
-        "its spread is the work's own jitter, separate from the wait for the permit.",
-    )
-
-
-def period_series(runs: list[tuple[int, RunView]]) -> Plot:
-    """The period over time, one panel per run (same axes), the worst late cycles numbered by cause."""
-    key, title = "period_series", "Period over time"
-    have = [(i, r) for i, r in runs if r.series is not None and r.series.t_s.size]
-    na = [
-        f"{r.run_id}: " + ("no per-cycle samples (imported)" if r.source != "softrt" else "fewer than 2 cycles")
-        for i, r in runs
-        if r.series is None or not r.series.t_s.size
-    ]
-    caption = (
-        "One panel per run, on the same axes. The light band joins the minimum and maximum period of every "
-        "slice of the run (about 2,000 slices), so every spike of the raw series is drawn however long the "
-        "run; the solid line is each slice's mean; triangles on top mark slices with missed updates; "
-        "diamonds mark the worst late cycles of a traced run, numbered by their main cause in the trace "
-        "(the numbers are listed under the plot; see Why cycles were late)."
-    )
-    if not have:
-        return Plot(key, title, caption, None, na)
-    fig, axes = _fig(
-        len(have), 1, height_in=3.8 if len(have) == 1 else 0.9 + 1.75 * len(have), sharex=True, sharey=True
-    )
-    top = 0.0
-    causes: dict[str, int] = {}  # main cause -> its number, the worst cycle's cause first
-    for k, (i, r) in enumerate(have):
-        ax, s = axes[k, 0], r.series
-        x, y = envelope(s)
-        ax.plot(x, y / 1e3, color=color(i), lw=0.6, alpha=0.5 if s.downsampled else 0.9)
-        if s.downsampled:
-            ax.plot(s.t_s, s.mean / 1e3, color=color(i), lw=1.0, drawstyle="steps-post")
-        top = max(top, float(s.hi.max()) / 1e3)
-        hit = s.marks > 0
-        if hit.any():
-            ax.scatter(
-                s.t_s[hit],
-                np.full(int(hit.sum()), 0.96),
-                transform=ax.get_xaxis_transform(),
-                marker="v",
-                s=14,
-                color=color(i),
-                edgecolors="none",
-                clip_on=False,
-            )
-        marks = late_marks(r.summary.why_late, r.t0_ns)
-        if marks:
-            ax.scatter(
-                [m.t_s for m in marks],
-                [m.y_us for m in marks],
-                marker="D",
-                s=22,
-                color=color(i),
-                edgecolors="black",
-                linewidths=0.5,
-                zorder=20,
-            )
-            top = max(top, max(m.y_us for m in marks))
-            for m in marks:
-                number = causes.setdefault(m.cause, len(causes) + 1)
-                ax.annotate(
-                    str(number),
-                    (m.t_s, m.y_us),
-                    xytext=(0, 5),
-                    textcoords="offset points",
-                    ha="center",
-                    va="bottom",
-                    fontsize=7,
-                    fontweight="bold",
-                    zorder=21,
-                )
-        for m in _nominal(runs):
-            ax.axhline(m, color="0.4", lw=0.8, ls=":")
-        counted = r.summary.metrics.misses
-        misses = (
-            counted.cycles_with_miss
-            if counted is not None and counted.cycles_with_miss is not None
-            else int(s.marks.sum())
-        )
-        per = s.n / max(s.t_s.size, 1)
-        slices = f"; min/max per slice of {per:,.0f} cycles" if s.downsampled else ""
-        ax.set_title(
-            f"{r.label}: {s.n:,} periods{slices}; missed updates in {misses:,} cycles",
-            loc="left",
-            fontsize=8,
+def _series_panel(ax, i: int, r: RunView, runs: list[tuple[int, RunView]], causes: dict[str, int], top: float) -> float:
+    """Run *i*'s panel of the period over time; *causes* gains the numbers of its late cycles' causes.
+    Returns *top* raised to the highest value drawn."""
+    s = r.series
+    x, y = envelope(s)
+    ax.plot(x, y / 1e3, color=color(i), lw=0.6, alpha=0.5 if s.downsampled else 0.9)
+    if s.downsampled:
+        ax.plot(s.t_s, s.mean / 1e3, color=color(i), lw=1.0, drawstyle="steps-post")
+    top = max(top, float(s.hi.max()) / 1e3)
+    hit = s.marks > 0
+    if hit.any():
+        ax.scatter(
+            s.t_s[hit],
+            np.full(int(hit.sum()), 0.96),
+            transform=ax.get_xaxis_transform(),
+            marker="v",
+            s=14,
             color=color(i),
+            edgecolors="none",
+            clip_on=False,
         )
-        ax.set_ylabel("period (µs)")
-    axes[0, 0].set_ylim(top=top * 1.18)  # headroom for the miss marks and the numbers (shared by every panel)
-    axes[-1, 0].set_xlabel("time since the first cycle (s)")
-    if len(have) == 1:
-        axes[0, 0].set_title(title, fontsize=10)
+    marks = late_marks(r.summary.why_late, r.t0_ns)
+    if marks:
+        ax.scatter(
+            [m.t_s for m in marks],
+            [m.y_us for m in marks],
+            marker="D",
+            s=22,
+            color=color(i),
+            edgecolors="black",
+            linewidths=0.5,
+            zorder=20,
+        )
+        top = max(top, max(m.y_us for m in marks))
+        for m in marks:
+            number = causes.setdefault(m.cause, len(causes) + 1)
+            ax.annotate(
+                str(number),
+                (m.t_s, m.y_us),
+                xytext=(0, 5),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                fontweight="bold",
+                zorder=21,
+            )
+    for m in nominal_us(runs):
+        ax.axhline(m, color="0.4", lw=0.8, ls=":")
+    counted = r.summary.metrics.misses
+    misses = (
+        counted.cycles_with_miss if counted is not None and counted.cycles_with_miss is not None else int(s.marks.sum())
+    )
+    per = s.n / max(s.t_s.size, 1)
+    slices = f"; min/max per slice of {per:,.0f} cycles" if s.downsampled else ""
+    ax.set_title(
+        f"{r.label}: {s.n:,} periods{slices}; missed updates in {misses:,} cycles",
+        loc="left",
+        fontsize=8,
+        color=color(i),
+    )
+    ax.set_ylabel("period (µs)")
+    return top
+
+
+def _series_legend(fig: Figure, causes: dict[str, int]) -> None:
+    """The period-over-time legend below the panels: the marks, then the numbered causes."""
     gray = "0.35"
     handles = [
         Line2D([], [], color=gray, lw=0.6, label="period: min/max band (line: mean per slice)"),
@@ -383,6 +131,38 @@ def period_series(runs: list[tuple[int, RunView]]) -> Plot:
         handles=handles, loc="outside lower center", ncols=1 if len(handles) > 6 else 2, frameon=False, fontsize=7.5
     )
     fig.set_figheight(fig.get_figheight() + 0.16 * (len(handles) if len(handles) > 6 else -(-len(handles) // 2)))
+
+
+def period_series(runs: list[tuple[int, RunView]]) -> Plot:
+    """The period over time, one panel per run (same axes), the worst late cycles numbered by cause."""
+    key, title = "period_series", "Period over time"
+    have = [(i, r) for i, r in runs if r.series is not None and r.series.t_s.size]
+    na = [
+        f"{r.run_id}: " + ("no per-cycle samples (imported)" if r.source != "softrt" else "fewer than 2 cycles")
+        for i, r in runs
+        if r.series is None or not r.series.t_s.size
+    ]
+    caption = (
+        "One panel per run, on the same axes. The light band joins the minimum and maximum period of every "
+        "slice of the run (about 2,000 slices), so every spike of the raw series is drawn however long the "
+        "run; the solid line is each slice's mean; triangles on top mark slices with missed updates; "
+        "diamonds mark the worst late cycles of a traced run, numbered by their main cause in the trace "
+        "(the numbers are listed under the plot; see Why cycles were late)."
+    )
+    if not have:
+        return Plot(key, title, caption, None, na)
+    fig, axes = new_figure(
+        len(have), 1, height_in=3.8 if len(have) == 1 else 0.9 + 1.75 * len(have), sharex=True, sharey=True
+    )
+    top = 0.0
+    causes: dict[str, int] = {}  # main cause -> its number, the worst cycle's cause first
+    for k, (i, r) in enumerate(have):
+        top = _series_panel(axes[k, 0], i, r, runs, causes, top)
+    axes[0, 0].set_ylim(top=top * 1.18)  # headroom for the miss marks and the numbers (shared by every panel)
+    axes[-1, 0].set_xlabel("time since the first cycle (s)")
+    if len(have) == 1:
+        axes[0, 0].set_title(title, fontsize=10)
+    _series_legend(fig, causes)
     return Plot(key, title, caption, fig, na)
 
 
@@ -398,7 +178,7 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
 
     if not any(get(r) is not None and get(r).total for _, get in panels for _, r in runs):
         return Plot(key, title, caption, None, [f"{r.run_id}: nothing to plot" for _, r in runs])
-    fig, axes = _fig(1, 2, height_in=3.6)
+    fig, axes = new_figure(1, 2, height_in=3.6)
     na = []
     for ax, (name, get) in zip(axes[0], panels):
         for i, r in runs:
@@ -420,15 +200,15 @@ def exceedance_curves(runs: list[tuple[int, RunView]]) -> Plot:
             tail = r.summary.tail  # the fitted tail (dash-dot) over the curve it models
             overlay_fitted_tail(ax, tail if tail is not None and tail.series == f"{name}_us" else None, color(i))
         if name == "period":
-            for m in _nominal(runs):
+            for m in nominal_us(runs):
                 ax.axvline(m, color="0.4", lw=0.8, ls=":")
                 ax.axvline(2 * m, color="0.6", lw=0.8, ls="--")
-        _log(ax, "x")  # decades: 0.1 µs polls and a 250 µs cycle beside 10 ms stalls
-        _log(ax)
+        log_axis(ax, "x")  # decades: 0.1 µs polls and a 250 µs cycle beside 10 ms stalls
+        log_axis(ax)
         ax.set_xlabel(f"{name} x (µs)")
         ax.set_ylabel(f"fraction with {name} ≥ x")
         ax.set_title(name.capitalize() + (" (dotted: nominal; dashed: one cycle late)" if name == "period" else ""))
-    _legend(fig)
+    legend_below(fig)
     return Plot(key, title, caption, fig, sorted(set(na)))
 
 
@@ -455,7 +235,7 @@ def motion_impact(runs: list[tuple[int, RunView]]) -> Plot:
     caption += " Centred " + "; ".join(f"for {r.run_id} {r.motion_note}" for _, r in have) + "."
     cols = min(len(have), MOTION_COLUMNS)
     blocks = -(-len(have) // cols)
-    fig, axes = _fig(3 * blocks, cols, height_in=0.8 + 5.6 * blocks if cols > 1 else 6.4, sharex="col")
+    fig, axes = new_figure(3 * blocks, cols, height_in=0.8 + 5.6 * blocks if cols > 1 else 6.4, sharex="col")
     for k, (i, r) in enumerate(have):
         b, c = divmod(k, cols)
         ax_p, ax_v, ax_d = axes[3 * b : 3 * b + 3, c]
