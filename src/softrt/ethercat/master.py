@@ -37,39 +37,24 @@ target is set to it before enabling, CiA 402-2 §13: a drive jumps or faults oth
 from __future__ import annotations
 
 import atexit
-import enum
 import functools
-import struct
 import threading
 import time
-
-import numpy as np
 
 from ..errors import ConfigError, InvalidState
 from ..ipc.layout import FLAG_DEVICE_ERROR, FLAG_DEVICE_FAILED
 from ..platform import get_platform
-from ..schema.device import Board, DistributedClocks, Drive, Emergency, HostGaps, RoundTrip
+from ..schema.device import Emergency
 from . import bringup, cyclic, dcmonitor
-from .al import AlState, code_text, state_name
-from .cia402 import CW_DISABLE_VOLTAGE, SW_FAULT, SW_FAULT_MASK, SW_MASK, SW_OE, Axis, Cia402Drives, cia402_state
+from .cia402 import CW_DISABLE_VOLTAGE, SW_FAULT, SW_FAULT_MASK, SW_MASK, SW_OE, Axis, Cia402Drives
 from .drives import DriveConfig
 from .errors import EcatInputError, MappingRefused
+from .health import BusHealth, MasterState
 from .steps import Steps, read_register
 from .transport import check_interface, choose, open_cyclic
 
-REG_AL_STATUS = 0x0130  #: AL status, reserved, AL status code (ETG.1000.4 §6.5)
-_AL_STATUS = struct.Struct("<HHH")
 
-
-class MasterState(enum.Enum):
-    """Where the device is in its lifecycle (see the module docstring)."""
-
-    CLOSED = "closed"
-    READY = "ready"
-    RUNNING = "running"
-
-
-class EtherCATMaster(Cia402Drives):
+class EtherCATMaster(Cia402Drives, BusHealth):
     """CiA 402 CSP drives on one EtherCAT segment, driven through pysoem (a softrt Device)."""
 
     def __init__(
@@ -141,24 +126,7 @@ class EtherCATMaster(Cia402Drives):
         self._axes: list[Axis] = []
         self._keeper: threading.Thread | None = None
         self._keeper_stop = threading.Event()
-        # Per-cycle metrics, preallocated (a ring of log_cycles entries): round trip and WKC.
-        self.rtt_ns = np.zeros(log_cycles, dtype=np.int64)
-        self.wkc = np.zeros(log_cycles, dtype=np.int16)
-        self.writes = self.missed_total = self.lost_frames = self.wkc_errors = self.not_enabled = 0
-        self.al_reads = 0
-        #: Gaps in the loop's own timeline (a write that came windows after the last one: the host
-        #: stalled, no frame was sent in those windows) and the windows they cost.
-        self.host_gaps = self.host_gap_cycles = 0
-        # Health: the board cycle of the last valid frame (-1: none yet), the frames sent since
-        # without a valid answer (from which cycle, how many of them answered late, whether any
-        # came back with a wrong WKC), the cycle from which AL status may be read again, and the
-        # drives as last confirmed by a valid frame of the run (kept when stop() disables them).
-        self.confirmed_cycle = -1
-        self.confirmed_ns = 0
-        self._unanswered = self._unanswered_since = self._late_before = 0
-        self._answered_since_valid = False
-        self._next_al_read = 0
-        self._final_drives: list[Drive] | None = None
+        self._init_counters(log_cycles)
 
     # --- lifecycle ------------------------------------------------------------------------------
     def open(self) -> EtherCATMaster:
@@ -213,21 +181,7 @@ class EtherCATMaster(Cia402Drives):
         # Every axis of every drive, in bus order (--axes counts axes, not slaves).
         found = [(s, n) for s in self.slaves for n in range(len(s.drives))]
         if len(found) < self.axes:
-            lacking = "; ".join(
-                f"slave {s.position} '{s.name}' lacks "
-                + ", ".join(f"0x{i:04X}" for i in s.missing)
-                + f" in its PDOs ({s.pdo_source})"
-                for s in self.slaves
-                if s.drive is None
-            )
-            raise EcatInputError(
-                "unsupported_drive",
-                iface,
-                f"{self.axes} axis(es) asked, {len(found)} CSP drive axis(es) found"
-                + (f" ({lacking})" if lacking else ""),
-                seen={"slaves": [s.name for s in self.slaves]},
-                hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)",
-            )
+            raise self._too_few_axes(len(found))
         used = found[: self.axes]
         n = len(self.slaves)
         with steps.step("CSP configuration", "CSP mode and the cycle by SDO, the watchdog", bringup.PREOP_CONFIG_S * n):
@@ -281,6 +235,23 @@ class EtherCATMaster(Cia402Drives):
         bringup.request_op(m, iface, self._exchange, self.period_ns / 1e9, self.state_timeout_s, steps)
         with steps.step("drive enable", "each drive through the CiA 402 enable sequence", 5 * self.enable_timeout_s):
             self._enable()
+
+    def _too_few_axes(self, found: int) -> EcatInputError:
+        """The error when the bus has fewer CSP drive axes than asked: which slaves lack which objects."""
+        lacking = "; ".join(
+            f"slave {s.position} '{s.name}' lacks "
+            + ", ".join(f"0x{i:04X}" for i in s.missing)
+            + f" in its PDOs ({s.pdo_source})"
+            for s in self.slaves
+            if s.drive is None
+        )
+        return EcatInputError(
+            "unsupported_drive",
+            self.iface,
+            f"{self.axes} axis(es) asked, {found} CSP drive axis(es) found" + (f" ({lacking})" if lacking else ""),
+            seen={"slaves": [s.name for s in self.slaves]},
+            hint="a CSP drive maps 0x6040/0x607A (outputs) and 0x6041/0x6064 (inputs)",
+        )
 
     def start(self, t0_ns: int) -> None:
         """Hand the cycle to the caller: edge k is due at ``t0_ns + k * period_ns``."""
@@ -405,59 +376,6 @@ class EtherCATMaster(Cia402Drives):
         self.edge_ns = self.t0_ns + self.cycle * self.period_ns
         return missed
 
-    # --- bus health -------------------------------------------------------------------------------
-    def _fail(self, reason: str) -> None:
-        if self.failure is None:  # the first reason is the cause; what follows is its consequence
-            self.failure = reason
-
-    def _lost_reason(self, wkc: int) -> str:
-        """Why the run cannot go on: the link, a bus gone silent, or what came back instead of valid
-        frames. Only silence is a lost bus: replies that came late or short-counted show a bus
-        that answers (and a host that stalled sent nothing in the windows it missed)."""
-        n, since = self._unanswered, self._unanswered_since
-        run = f"{n:,} frames sent in a row ({n * self.period_ns / 1e6:,.1f} ms of cycles) since cycle {since:,}"
-        link = self._sock.link_problem(self.iface)
-        if link is not None:
-            return f"link down on {self.iface} ({link}): {run} unanswered"
-        late = self._frame.late.n - self._late_before
-        if self._answered_since_valid:
-            what = (
-                f"working counter {wkc} of {self.expected_wkc}"
-                if wkc >= 0
-                else "frames lost or with a wrong working counter"
-            )
-            return f"no valid frame ({what}): {run}"
-        if late:
-            return f"no valid frame: {run}, {late:,} of them answered late (up to {self._frame.late.max / 1e6:,.1f} ms)"
-        return f"bus lost: no frame answered: {run}"
-
-    def _check_al(self, window: int, next_in_cycles: int) -> None:
-        """Read every slave's AL status (one BRD while all are in OP); fail on a slave out of OP.
-
-        A slave that does not read as OP is read again on its own (FPRD of 0x0130-0x0135, checked
-        working counter) before it fails the run: SOEM's ``ecx_readstate`` leaves whatever was on
-        its stack as the state when its reads time out (seen as "0xf" on an overloaded segment).
-        A slave that does not answer that read gives no verdict; the bus timeout decides then.
-        """
-        import pysoem
-
-        self._next_al_read = window + next_in_cycles
-        self.al_reads += 1
-        m = self._m
-        m.read_state()
-        for position, s in enumerate(m.slaves):
-            if s.state == AlState.OP:  # OP, no error indication
-                continue
-            try:
-                status, _reserved, code = _AL_STATUS.unpack(
-                    s._fprd(REG_AL_STATUS, _AL_STATUS.size, self.receive_timeout_us)
-                )
-            except pysoem.WkcError:
-                continue
-            if status & 0x1F != AlState.OP:
-                self._fail(f"slave {position} '{s.name}' left OP: {state_name(status)}, AL status {code_text(code)}")
-                return
-
     def _exchange(self) -> int:
         """Exchange the cycle's frame (outputs as they stand); read the inputs of a valid reply."""
         wkc = self._frame.exchange(self._timeout_ns)
@@ -488,77 +406,6 @@ class EtherCATMaster(Cia402Drives):
             self._keeper_stop.set()
             self._keeper.join()
             self._keeper = None
-
-    # --- reporting --------------------------------------------------------------------------------
-    def drive_status(self) -> list[Drive]:
-        """Return each axis's slave and axis number, last statusword, position actual (absolute
-        counts) and error code.
-
-        After a run, what its last valid frame confirmed (``confirmed_cycle``: that board cycle,
-        -1 for none; ``confirmed_at_s``: its time from the run's start), not the disable sequence.
-        """
-        if self._final_drives is not None:
-            return self._final_drives
-        running = self.state is MasterState.RUNNING
-        at_s = round((self.confirmed_ns - self.start_ns) / 1e9, 6) if running and self.confirmed_cycle >= 0 else None
-        confirmed = {"confirmed_cycle": self.confirmed_cycle, "confirmed_at_s": at_s} if running else {}
-        return [
-            Drive.build(
-                name=ax.name,
-                slave=ax.info.position,
-                axis=ax.axis,
-                statusword=ax.statusword,
-                state=cia402_state(ax.statusword),
-                position_counts=ax.position,
-                origin_counts=ax.origin,
-                error_code=ax.error_code,
-                **confirmed,
-            )
-            for ax in self._axes
-        ]
-
-    def counters(self) -> Board:
-        """Return the device's report, the summary's ``board``: writes, missed updates, lost frames, WKC
-        errors, the frames' fates, host gaps, the round trip of the frames answered in time, the drives."""
-        rtt = self.rtt_ns[: min(self.writes, len(self.rtt_ns))]
-        rtt = rtt[rtt > 0]  # only this cycle's own replies, by their deadline
-        rtt_us = (
-            RoundTrip(min=float(rtt.min()) / 1e3, median=float(np.median(rtt)) / 1e3, max=float(rtt.max()) / 1e3)
-            if len(rtt)
-            else None
-        )
-        frames = None if self._frame is None else self._frame.report()
-        dc = (
-            DistributedClocks(absent=self.dc_absent, nulls=frozenset() if self.dc_absent else {"absent"})
-            if self._dc is None
-            else self._dc.report()
-        )
-        return Board(
-            writes=self.writes,
-            missed_updates=self.missed_total,
-            lost_frames=self.lost_frames,
-            wkc_errors=self.wkc_errors,
-            drive_not_enabled_cycles=self.not_enabled,
-            expected_wkc=self.expected_wkc,
-            dc=self.dc_active,
-            al_reads=self.al_reads,
-            receive_timeout_us=self.receive_timeout_us,
-            bus_timeout_ms=self.bus_timeout_frames * self.period_ns / 1e6,
-            bus_timeout_frames=self.bus_timeout_frames,
-            failure=self.failure,
-            frames=frames,
-            host_gaps=HostGaps(gaps=self.host_gaps, cycles=self.host_gap_cycles),
-            distributed_clocks=dc,
-            rtt_us=rtt_us,
-            drives=self.drive_status(),
-            slaves=[s.report() for s in self.slaves],
-            warnings=list(self.warnings),
-            emergencies=list(self.emergencies),
-            # the master has always written these as null when unknown, not left them out
-            nulls=frozenset(
-                k for k, v in (("failure", self.failure), ("frames", frames), ("rtt_us", rtt_us)) if v is None
-            ),
-        )
 
 
 def parse_spec(spec: str) -> str:

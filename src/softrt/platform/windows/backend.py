@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-import platform as _pyplatform
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -37,12 +36,12 @@ import psutil
 from ...cpus import CpuSet
 from ...errors import InvalidCpu, NotSupported, PermissionDenied, SoftRTError
 from .. import O_PRIVATE_BINARY
-from ..base import Capabilities, Control, ThreadPins, Undo, softrt_version
+from ..base import Capabilities, Control, ThreadPins, Undo
+from . import winhost
 from ._win32 import (
     ADMIN_HINT,
     ANY_CLASS_LEVELS,
     CREATE_WAITABLE_TIMER_HIGH_RESOLUTION,
-    CURRENT_VERSION_KEY,
     ERROR_FILE_NOT_FOUND,
     ERROR_INVALID_PARAMETER,
     FILE_MAP_READ,
@@ -52,13 +51,10 @@ from ._win32 import (
     LOCKFILE_EXCLUSIVE_LOCK,
     LOCKFILE_FAIL_IMMEDIATELY,
     MAX_GROUP_CPUS,
-    PDH_CSTATUS_NEW_DATA,
-    PDH_CSTATUS_VALID_DATA,
     PROCESS_QUERY_LIMITED_INFORMATION,
     PROCESS_SET_INFORMATION,
     PROCESS_SET_QUOTA,
     PROCESS_TERMINATE,
-    PROCESSOR_KEY,
     QUOTA_LIMITS_HARDWS_MAX_DISABLE,
     QUOTA_LIMITS_HARDWS_MAX_ENABLE,
     QUOTA_LIMITS_HARDWS_MIN_DISABLE,
@@ -337,33 +333,8 @@ class WindowsPlatform:
 
     # --- performance counters ---------------------------------------------------------------------------
     def sample_counters(self, paths: list[str], seconds: float) -> dict[str, float]:
-        """Average each counter over *seconds*: ``{path: value}``, a ``*`` instance path once per instance
-        (same-named instances numbered ``name#1``, ``name#2`` as typeperf does).
-
-        The paths are English (PdhAddEnglishCounterW), so they are found on a localized Windows too,
-        where typeperf wants the translated names (Microsoft, "PdhAddEnglishCounterW"). Two
-        PdhCollectQueryData calls *seconds* apart make a rate counter's value.
-
-        Raises:
-            SoftRTError: a counter this machine does not have, or pdh.dll refusing (with its PDH status).
-        """
-        query = self._do("a performance-counter query", self.w.PdhOpenQueryW)
-        try:
-            counters = {p: self._do(f"counter {p}", self.w.PdhAddEnglishCounterW, query, p) for p in paths}
-            self._do("the counters", self.w.PdhCollectQueryData, query)
-            time.sleep(seconds)
-            self._do("the counters", self.w.PdhCollectQueryData, query)
-            out: dict[str, float] = {}
-            for path, counter in counters.items():
-                seen: dict[str, int] = {}
-                for name, status, value in self._do(f"counter {path}", self.w.PdhGetFormattedCounterArrayW, counter):
-                    if status not in (PDH_CSTATUS_VALID_DATA, PDH_CSTATUS_NEW_DATA):
-                        continue  # an instance that went away during the sample
-                    n = seen[name] = seen.get(name, -1) + 1
-                    out[path.replace("(*)", f"({name}#{n})" if n else f"({name})") if "(*)" in path else path] = value
-            return out
-        finally:
-            self.w.PdhCloseQuery(query)
+        """Average each counter over *seconds* (pdh.dll, English paths: :func:`.winhost.sample_counters`)."""
+        return winhost.sample_counters(self.w, paths, seconds)
 
     # --- RT throttling: Windows has none ----------------------------------------------------------------
     def rt_runtime_us(self, root: str = "/") -> int | None:
@@ -513,40 +484,5 @@ class WindowsPlatform:
 
     # --- host facts -----------------------------------------------------------------------------------
     def host_facts(self, root: str = "/") -> dict[str, Any]:
-        """Return what a reader of a result needs to know about this machine (Linux's keys; None where none).
-
-        The release is named from the build number (CurrentBuildNumber; Windows 11 is build 22000 and
-        later, which ``platform.release()`` still calls "10"), the CPU by its brand string
-        (CentralProcessor\\0 ProcessorNameString; PROCESSOR_IDENTIFIER is only family, model, stepping).
-        """
-        uname = _pyplatform.uname()
-        build = self.w.read_registry(CURRENT_VERSION_KEY, "CurrentBuildNumber")
-        build = int(build) if isinstance(build, str) and build.isdigit() else None
-        ubr = self.w.read_registry(CURRENT_VERSION_KEY, "UBR")  # the update revision, a DWORD
-        display = self.w.read_registry(CURRENT_VERSION_KEY, "DisplayVersion") or ""  # "23H2"
-        brand = self.w.read_registry(PROCESSOR_KEY, "ProcessorNameString")
-        kernel = (
-            (
-                f"Windows {11 if build >= 22000 else 10} {display} (build {build}"
-                + (f".{ubr})" if isinstance(ubr, int) else ")")
-            ).replace("  ", " ")
-            if build
-            else uname.release
-        )
-        return {
-            "os": "windows",
-            "hostname": uname.node,
-            "kernel": kernel,
-            "kernel_version": uname.version,
-            "windows_build": build,
-            "edition": _pyplatform.win32_edition() or None,  # "IoTEnterprise", "IoTEnterpriseS" (LTSC)...
-            "machine": uname.machine,
-            "preemption": None,
-            "cpu_model": (brand.strip() if isinstance(brand, str) and brand.strip() else uname.processor) or None,
-            "cpu_count": len(self.online_cpus()),
-            "cmdline": None,
-            "python": _pyplatform.python_version(),
-            "softrt": softrt_version(),
-            "clocksource": "QueryPerformanceCounter",
-            "rt_runtime_us": None,
-        }
+        """Return what a reader of a result needs to know about this machine (:func:`.winhost.host_facts`)."""
+        return winhost.host_facts(self.w, len(self.online_cpus()))
