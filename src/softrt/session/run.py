@@ -26,12 +26,11 @@ from ..analysis.tail_keep import prefetch_fit
 from ..audit.model import Report
 from ..audit.state import in_force as tune_in_force
 from ..cpus import CpuSet
-from ..errors import ConfigError, PermissionDenied, SoftRTError, WorkerFailed
+from ..errors import ConfigError, SoftRTError, WorkerFailed
 from ..ipc import layout as L
 from ..ipc.ring import Ring
 from ..loop.worker import WorkerSpec, worker_main
-from ..platform import get_platform, lock_rt_loop, lock_stop_hint
-from ..platform.linux import fairserver
+from ..platform import get_platform
 from ..platform.provenance import collect as collect_provenance
 from ..schema.config import RunConfig
 from ..schema.summary import RunSummary
@@ -46,6 +45,10 @@ from .collect import Collector
 from .config import RunPlan, resolve_plan
 from .drain import Drainer, Outcome, Progress
 from .summary import RunParts, checkpoint, checkpoint_interval_s, run_summary, utcnow
+from .supervise import apply_system_changes as _apply_system_changes  # (tests call it here)
+from .supervise import lock_rt_loop as _lock_rt_loop
+from .supervise import repin_supervisor as _repin_supervisor
+from .supervise import tie_worker as _tie_worker
 
 DRAIN_INTERVAL_S = 0.05  # 200 records at 250 µs; the ring holds 16 s, so there is ample margin
 ARM_TIMEOUT_S = 60.0
@@ -187,22 +190,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
 
         ctx = multiprocessing.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe()
-        spec = WorkerSpec(
-            period_ns=config.period_ns,
-            duration_ns=config.duration_ns,
-            wait=config.wait,
-            margin_ns=config.margin_ns,
-            cpu=config.cpu,
-            priority=config.priority,
-            profile=config.profile,
-            device=config.device,
-            axes=config.axes,
-            motion=config.motion,
-            step=step,
-            setup=setup,
-            device_options=plan.device_options,
-            housekeeping=tuple(pins.cpus) if pins is not None else (),
-        )
+        spec = _worker_spec(plan, step, setup, pins)
         proc = ctx.Process(target=worker_main, args=(spec, ring.name, child_conn), name="softrt-worker", daemon=True)
         # Entered before _stop_worker is registered, so it is left after it: the worker's tie to
         # this process (a job object on Windows, which kills it when closed) outlasts the clean stop.
@@ -214,6 +202,27 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
             out.interrupted_early = True
             out.partial(f"{interrupts.reason()} before the loop started")
     return RunResult(summary=_store(parts, check), path=rundir.path, recovered=recovered)
+
+
+def _worker_spec(plan: RunPlan, step, setup, pins) -> WorkerSpec:
+    """What the worker process is told to run: the resolved config, the user's step, its housekeeping CPUs."""
+    config = plan.config
+    return WorkerSpec(
+        period_ns=config.period_ns,
+        duration_ns=config.duration_ns,
+        wait=config.wait,
+        margin_ns=config.margin_ns,
+        cpu=config.cpu,
+        priority=config.priority,
+        profile=config.profile,
+        device=config.device,
+        axes=config.axes,
+        motion=config.motion,
+        step=step,
+        setup=setup,
+        device_options=plan.device_options,
+        housekeeping=tuple(pins.cpus) if pins is not None else (),
+    )
 
 
 def _release(
@@ -319,63 +328,6 @@ def _ring_capacity() -> int:
     return capacity
 
 
-def _apply_system_changes(plan: RunPlan, plat, journal, out: Outcome, cleanup: ExitStack):
-    """Move the supervisor (every thread of it) off the RT CPU and, for spin runs, switch RT throttling
-    off; return the supervisor's ThreadPins (None: an untuned run, which moves nothing)."""
-    config = plan.config
-    if config.profile != "rt":
-        return None
-    # Every thread, not only this one: the metrics server's, a library's (pyarrow's jemalloc_bg_thd)
-    # started before; those started later inherit it from their creator (platform.threads).
-    pins = plat.pin_threads(plan.housekeeping)  # resolve_plan() made sure there is one
-    cleanup.callback(pins.undo)
-    _say_supervisor_pins(pins, out)
-    fair = fairserver.read("/", [config.cpu])
-    out.fair_server = fair.mode(config.cpu) if fair.present else None
-    if config.wait == "spin" and plat.caps.rt_throttling:
-        # A spinning real-time task is throttled for 50 ms every second by default (Linux,
-        # Documentation/scheduler/sched-rt-group.rst); the platform names the setting that stops it.
-        path, value = plat.rt_throttling_off()
-        try:
-            journal.set(path, value, "RT throttling would stall the spinning loop 50 ms every second")
-        except PermissionDenied as err:
-            out.not_applied.append({"what": "rt_throttling_off", "detail": path, "why": str(err)})
-    return pins
-
-
-def _say_supervisor_pins(pins, out: Outcome) -> None:
-    """ "applied: supervisor_affinity" only when every thread of the supervisor is off the RT CPU;
-    else "not applied", naming each thread that could not be moved and why."""
-    out.applied[:] = [a for a in out.applied if a["what"] != "supervisor_affinity"]
-    out.not_applied[:] = [a for a in out.not_applied if a["what"] != "supervisor_affinity"]
-    every = "every thread" if pins.threads is None else f"all {pins.threads} threads"
-    detail = f"supervisor on CPUs {pins.cpus}, {every}"
-    if pins.failed:
-        out.not_applied.append({"what": "supervisor_affinity", "detail": detail, "why": "; ".join(pins.failed)})
-    else:
-        out.applied.insert(0, {"what": "supervisor_affinity", "detail": detail})
-
-
-def _repin_supervisor(plat, pins, out: Outcome, cleanup: ExitStack) -> None:
-    """Walk the supervisor's threads again just before the loop goes: a thread started since by one
-    that was not yet moved (the walk's race) is moved now, and the line says what holds at "go"."""
-    if pins is None:
-        return
-    again = plat.pin_threads(pins.cpus)
-    cleanup.callback(again.undo)
-    _say_supervisor_pins(again, out)
-
-
-def _tie_worker(plat, pid: int, tie: ExitStack, out: Outcome) -> None:
-    """Make the worker die with this process where the supervisor must arrange it (a job object on Windows)."""
-    try:
-        tie.callback(plat.adopt_worker(pid))
-    except SoftRTError as err:
-        out.not_applied.append(
-            {"what": "worker_tied", "detail": "the worker dies with the supervisor", "why": str(err)}
-        )
-
-
 def _measure(config: RunConfig, proc, drainer: Drainer, out: Outcome, on_progress, parts: RunParts) -> None:
     """Drain the ring until the worker ends (or Ctrl-C, or it overstays the run); checkpoint the
     summary at the start, every ``parts.checkpoint_interval_s`` and when it stops."""
@@ -465,23 +417,6 @@ def _close_rundir(rundir: RunDir, out: Outcome) -> None:
     rundir.close()
     if not out.released and not out.interrupted_early:  # (no cycle runs before the release)
         rundir.discard()  # the run failed to start: leave nothing half-written (an interrupted one is kept)
-
-
-def _lock_rt_loop(config: RunConfig) -> int | None:
-    """Allow one real-time softrt run at a time on this machine.
-
-    Two SCHED_FIFO loops would fight for the CPU, and the first to end would restore RT
-    throttling under the other's feet; the second run is refused instead.
-    """
-    if config.profile != "rt":
-        return None
-    fd, holder = lock_rt_loop()
-    if fd is None:
-        # ConfigError: exit status 2, as tune's refusal; nothing was started or written
-        raise ConfigError(
-            f"another real-time softrt run or tune holds this machine: pid {holder}", hint=lock_stop_hint(holder)
-        )
-    return fd
 
 
 def _take_check(plan: RunPlan) -> Report:

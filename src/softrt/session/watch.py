@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..analysis.cycles import CycleStream
-from ..analysis.timeline import policy
 from ..analysis.watch import Cycle, RecordMaker, ThreadCycles, infer_period_ns
 from ..analysis.watch_why import RecentEvents, ThreadAttribution, split_by_cpu
 from ..audit.state import in_force as tune_in_force
@@ -38,9 +37,7 @@ from ..schema.config import (
     check_late_threshold_ns,
     check_period_ns,
 )
-from ..schema.summary import SCHEMA, Config, RunSummary, Supervisor, Tuning
-from ..schema.text import printable
-from ..schema.watch import Preemptor, Watch, WatchedThread
+from ..schema.summary import SCHEMA, RunSummary, Supervisor, Tuning
 from ..schema.why_late import WhyLate
 from ..store.history import History, local_db_path
 from ..store.late import resolve_mode
@@ -55,6 +52,8 @@ from . import interrupts
 from .collect import Collector
 from .drain import Progress
 from .summary import checkpoint_interval_s, judged, utcnow
+from .watch_docs import config_doc as _config_doc
+from .watch_docs import watch_block as _watch_block
 from .watch_targets import Target, find_threads, still_running
 
 POLL_S = 0.05
@@ -375,7 +374,7 @@ def _store(session: _Session) -> WatchResult:
         w.rundir.close()
         summary = _summary(session, w, running=False)
         w.collector.write(w.rundir)
-        w.rundir.write_json("config.json", _config(w).to_dict())
+        w.rundir.write_json("config.json", _config_doc(w).to_dict())
         w.rundir.write_json("host.json", session.host)
         w.rundir.write_json(SUMMARY, summary.to_dict())
         w.collector.write_tail(w.rundir)
@@ -431,7 +430,7 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
         partial_reason=reason,
         elapsed_s=session.elapsed_s(),
         mode="real-time" if w.task.realtime else "not real-time",
-        config=_config(w),
+        config=_config_doc(w),
         host=session.host,
         provenance=session.provenance,
         tuning=Tuning.build(
@@ -442,7 +441,7 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
         ),
         metrics=metrics,
         samples=w.rundir.kept(),
-        watch=_block(session, w),
+        watch=_watch_block(session, w),
         **end,
     )
     # Judged as a run is (the same rule, the same words); a thread without a period has no verdict.
@@ -450,66 +449,3 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
     # and rtla measure, fitted once at the end.
     tail = None if running else w.collector.tail("latency")
     return judged(model, w.run_config, running=running, tail=tail) if w.period_ns else model
-
-
-def _config(w: _Watched) -> Config:
-    """The summary's configuration (and config.json): what a watch's own options set."""
-    c = w.run_config
-    return Config.build(
-        period_ns=c.period_ns,
-        duration_ns=c.duration_ns,
-        cpu=c.cpu,
-        priority=c.priority,
-        scenario=c.scenario,
-        trace=c.trace,
-        late_threshold_ns=c.late_threshold_ns,
-        keep_late=c.keep_late,
-        samples=c.samples,
-        out_dir=str(c.out_dir),
-    )
-
-
-def _block(session: _Session, w: _Watched) -> Watch:
-    c, t = w.cycles, w.task
-    expected = session.config.period_ns
-    observed = w.observed_ns
-    agrees = None
-    if expected is not None and observed is not None:
-        agrees = abs(observed - expected) <= max(expected // 100, 1_000)
-    preemptors = sorted(c.preemptors.values(), key=lambda p: (-p.total_ns, p.pid))
-    return Watch.build(
-        thread=WatchedThread.build(
-            pid=t.pid,
-            tid=t.tid,
-            comm=printable(t.comm),
-            policy=t.policy_name,
-            priority=t.rt_priority,
-            cpus_allowed=str(t.allowed),
-        ),
-        waits=c.kind,
-        timers=dict(c.timers),
-        timer_slack_us=round(c.timer_slack_ns / 1e3, 3),
-        returns_seen_by=c.back,
-        sleeps=c.sleeps,
-        woken_early=c.woken_early,
-        period_expected_us=None if expected is None else expected / 1e3,
-        period_observed_us=None if observed is None else observed / 1e3,
-        period_agrees=agrees,
-        cpus=sorted(c.cpus),
-        migrations=c.migrations,
-        preemptions=c.preemptions,
-        preempted_us=round(c.preempted_ns / 1e3, 3),
-        longest_preemption_us=round(c.longest_preemption_ns / 1e3, 3),
-        preemptors=[
-            Preemptor.build(
-                comm=printable(p.comm),
-                pid=p.pid,
-                detail=policy(p.prio) or None,
-                times=p.times,
-                total_us=round(p.total_ns / 1e3, 3),
-                worst_us=round(p.worst_ns / 1e3, 3),
-            )
-            for p in preemptors[:20]
-        ],
-        exited_at_s=None if w.exited_ns is None else round(max(w.exited_ns - session.t0_ns, 0) / 1e9, 3),
-    )

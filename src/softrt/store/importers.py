@@ -222,29 +222,8 @@ def build_summary(
         max_ns=max(t["max_ns"] for t in threads),
         mean_ns=mean_ns,
     )
-    histogram_range = _int(_option(cmd, ("-h", "--histogram", "-H", "--histofall")))
-    if tool == "cyclictest" and histogram_range is None and not counts.size:
-        notes = ["cyclictest ran without -h/--histogram: only min, mean and max are known"]
     sysinfo = doc.get("sysinfo") if isinstance(doc.get("sysinfo"), dict) else {}
-    interval_us = _int(_option(cmd, ("-i", "--interval")))
-    if tool == "cyclictest":
-        # cyclictest's default interval is 1000 µs (cyclictest.8); -d adds a per-thread distance.
-        period = dict(
-            period_ns=(interval_us or 1000) * 1000,
-            histogram_range_ns=threads[0]["overflow_from_ns"] if histogram_range is not None else None,
-        )
-        if _option(cmd, ("-d", "--distance")) not in (None, "0") and len(threads) > 1:
-            notes.append("threads ran at different intervals (-d/--distance): period_ns is the first thread's")
-    else:
-        period = dict(period_ns=None)  # a busy loop: no cycle
-    config = Config.build(
-        tool=tool,
-        cmdline=" ".join(cmd),
-        version=_text(doc.get("rt_test_version:")) or None,
-        threads=len(threads),
-        cpus=[t["cpu"] for t in threads],
-        **period,
-    )
+    config, notes = _import_config(doc, tool, cmd, threads, counts, notes)
     status_ok = doc.get("return_code", 0) == 0
     return RunSummary.build(
         schema=SCHEMA,
@@ -292,6 +271,36 @@ def build_summary(
             file=file, sha256=sha256, imported_at=datetime.now(timezone.utc).isoformat(timespec="seconds")
         ),
     )
+
+
+def _import_config(
+    doc: dict, tool: str, cmd: list[str], threads: list[dict], counts: np.ndarray, notes: list[str]
+) -> tuple[Config, list[str]]:
+    """The imported run's configuration (its tool, command line, period) and the notes, with what
+    the command line leaves unknown added (cyclictest.8: -h/--histogram, -i/--interval, -d/--distance)."""
+    histogram_range = _int(_option(cmd, ("-h", "--histogram", "-H", "--histofall")))
+    if tool == "cyclictest" and histogram_range is None and not counts.size:
+        notes = ["cyclictest ran without -h/--histogram: only min, mean and max are known"]
+    interval_us = _int(_option(cmd, ("-i", "--interval")))
+    if tool == "cyclictest":
+        # cyclictest's default interval is 1000 µs (cyclictest.8); -d adds a per-thread distance.
+        period = dict(
+            period_ns=(interval_us or 1000) * 1000,
+            histogram_range_ns=threads[0]["overflow_from_ns"] if histogram_range is not None else None,
+        )
+        if _option(cmd, ("-d", "--distance")) not in (None, "0") and len(threads) > 1:
+            notes.append("threads ran at different intervals (-d/--distance): period_ns is the first thread's")
+    else:
+        period = dict(period_ns=None)  # a busy loop: no cycle
+    config = Config.build(
+        tool=tool,
+        cmdline=" ".join(cmd),
+        version=_text(doc.get("rt_test_version:")) or None,
+        threads=len(threads),
+        cpus=[t["cpu"] for t in threads],
+        **period,
+    )
+    return config, notes
 
 
 def _host(sysinfo: dict) -> dict[str, object]:

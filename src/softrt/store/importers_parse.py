@@ -112,6 +112,46 @@ def _thread_order(item: tuple[str, object]) -> int:
         return 0
 
 
+def _buckets(t: object, name: str, path: Path) -> list[tuple[float, int]]:
+    """One thread's ``histogram`` as sorted (label, count) pairs; ConfigError when it is malformed."""
+    if not isinstance(t, dict) or not isinstance(t.get("histogram", {}), dict):
+        raise ConfigError(f"{printable(path)}: thread {name} is malformed", hint="give an unmodified --json result")
+    try:
+        buckets = sorted((float(k), v) for k, v in t.get("histogram", {}).items())
+    except (TypeError, ValueError):
+        buckets = None
+    # A bucket label is a latency in µs or ns, a count a whole number; their total fits 64 bits.
+    if (
+        buckets is None
+        or not all(
+            0 <= k <= _MAX_LABEL and not isinstance(v, bool) and isinstance(v, int) and v >= 0 for k, v in buckets
+        )
+        or sum(v for _, v in buckets) > INT64_MAX
+    ):
+        raise ConfigError(
+            f"{printable(path)}: thread {name} has a malformed histogram", hint="give an unmodified --json result"
+        )
+    return buckets
+
+
+def _oslat_buckets(labels: np.ndarray, counts: np.ndarray, width, max_ns: float):
+    """oslat's buckets as (width_ns, lower_ns, counts, overflow, overflow_from_ns) (oslat.c)."""
+    # Keys are upper bounds in µs; the bucket width is the step between keys (1 µs by default).
+    upper_ns = np.rint(labels * 1000.0).astype(np.int64)
+    width_ns = int(np.diff(upper_ns).min()) if upper_ns.size > 1 else 1000
+    if width is not None:
+        width_ns = int(width)  # -W is given in ns either way
+    lower_ns = upper_ns - width_ns
+    overflow = 0
+    overflow_from_ns = int(upper_ns[-1]) if upper_ns.size else 0
+    if counts.size and max_ns > upper_ns[-1]:
+        # The last bucket holds every gap from its lower bound up to the maximum.
+        overflow = int(counts[-1])
+        overflow_from_ns = int(lower_ns[-1])
+        lower_ns, counts = lower_ns[:-1], counts[:-1]
+    return width_ns, lower_ns, counts, overflow, overflow_from_ns
+
+
 def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
     """Per-thread histograms in ns (the histogram.json ``threads`` list)."""
     threads = doc.get("thread")
@@ -130,23 +170,7 @@ def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
     total = 0
     for name, t in sorted(threads.items(), key=_thread_order):
         name = printable(name)[:20]
-        if not isinstance(t, dict) or not isinstance(t.get("histogram", {}), dict):
-            raise ConfigError(f"{printable(path)}: thread {name} is malformed", hint="give an unmodified --json result")
-        try:
-            buckets = sorted((float(k), v) for k, v in t.get("histogram", {}).items())
-        except (TypeError, ValueError):
-            buckets = None
-        # A bucket label is a latency in µs or ns, a count a whole number; their total fits 64 bits.
-        if (
-            buckets is None
-            or not all(
-                0 <= k <= _MAX_LABEL and not isinstance(v, bool) and isinstance(v, int) and v >= 0 for k, v in buckets
-            )
-            or sum(v for _, v in buckets) > INT64_MAX
-        ):
-            raise ConfigError(
-                f"{printable(path)}: thread {name} has a malformed histogram", hint="give an unmodified --json result"
-            )
+        buckets = _buckets(t, name, path)
         total += sum(v for _, v in buckets)
         if total > INT64_MAX:
             raise ConfigError(
@@ -171,21 +195,9 @@ def _threads(doc: dict, tool: str, path: Path) -> list[dict]:
                 overflow_from_ns = 0  # no histogram at all (no -h): every sample is outside it
             min_ns, max_ns, mean_ns = lo * unit_ns, hi * unit_ns, mean * unit_ns
         else:
-            # Keys are upper bounds in µs; the bucket width is the step between keys (1 µs by default).
-            upper_ns = np.rint(labels * 1000.0).astype(np.int64)
-            width_ns = int(np.diff(upper_ns).min()) if upper_ns.size > 1 else 1000
-            if width is not None:
-                width_ns = int(width)  # -W is given in ns either way
-            lower_ns = upper_ns - width_ns
             samples = int(counts.sum())
-            overflow = 0
-            overflow_from_ns = int(upper_ns[-1]) if upper_ns.size else 0
+            width_ns, lower_ns, counts, overflow, overflow_from_ns = _oslat_buckets(labels, counts, width, hi * unit_ns)
             min_ns, max_ns, mean_ns = lo * unit_ns, hi * unit_ns, mean * 1000.0  # oslat avg is printed in µs
-            if counts.size and max_ns > upper_ns[-1]:
-                # The last bucket holds every gap from its lower bound up to the maximum.
-                overflow = int(counts[-1])
-                overflow_from_ns = int(lower_ns[-1])
-                lower_ns, counts = lower_ns[:-1], counts[:-1]
         out.append(
             {
                 "thread": name,
