@@ -205,27 +205,7 @@ def history_table(
     short_ids = short_ids or {}
     hosts = {r.host for r in runs}
     one_host = len(hosts) == 1
-    rows = []
-    for r in runs:
-        scenario = r.scenario or "-"
-        if r.source != "softrt" and r.source != scenario:
-            scenario += f" [{r.source}]"
-        rows.append(
-            [
-                short_ids.get(r.run_id, r.run_id),
-                r.host or "-",
-                scenario,
-                _MODES.get(r.mode or "-", r.mode or "-"),
-                _state(r),
-                _count(r.cycles),
-                _num(r.period_max_us),
-                _num(r.period_p99_99_us),
-                _num(r.latency_max_us),
-                "-" if r.missed_updates is None else f"{r.missed_updates:,}",
-                _rate(r.late_rate_high_per_h),
-            ]
-        )
-    rows = [[printable(cell) for cell in row] for row in rows]
+    rows = _rows(runs, short_ids)
     widths = [
         max([len(row[k]) for row in rows] + [len(line) for line in _HEADERS[k].split("\n")])
         for k in range(len(_HEADERS))
@@ -254,14 +234,8 @@ def history_table(
         for i, k in enumerate(sorted(text, key=lambda k: widths[k])):  # the narrower one keeps its width
             limit[k] = max(_TEXT_MIN_WIDTH, min(widths[k], spare // (len(text) - i)))
             spare -= limit[k]
-    title = "Runs, lowest late-rate bound first" if by_rate else "Runs, oldest first"
-    if one_host and runs and runs[0].host:
-        title += f", on {runs[0].host}"
-    title += " (µs; RT: real-time)"
-    if any(r.compare_id for r in runs):
-        title += "; blank lines group a compare"
     table = Table(
-        title=Text(printable(title)),
+        title=Text(printable(_title(runs, one_host, by_rate))),
         title_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -284,6 +258,42 @@ def history_table(
         nxt = groups[i + 1] if i + 1 < len(groups) else None
         table.add_row(*(Text(row[k]) for k in keep), end_section=nxt != groups[i] and (nxt or groups[i]) is not None)
     return table
+
+
+def _rows(runs: list[RunRecord], short_ids: dict[str, str]) -> list[list[str]]:
+    """:func:`history_table`'s cells, one row per run in ``_HEADERS``' order, control characters made visible."""
+    rows = []
+    for r in runs:
+        scenario = r.scenario or "-"
+        if r.source != "softrt" and r.source != scenario:
+            scenario += f" [{r.source}]"
+        rows.append(
+            [
+                short_ids.get(r.run_id, r.run_id),
+                r.host or "-",
+                scenario,
+                _MODES.get(r.mode or "-", r.mode or "-"),
+                _state(r),
+                _count(r.cycles),
+                _num(r.period_max_us),
+                _num(r.period_p99_99_us),
+                _num(r.latency_max_us),
+                "-" if r.missed_updates is None else f"{r.missed_updates:,}",
+                _rate(r.late_rate_high_per_h),
+            ]
+        )
+    return [[printable(cell) for cell in row] for row in rows]
+
+
+def _title(runs: list[RunRecord], one_host: bool, by_rate: bool) -> str:
+    """:func:`history_table`'s title: the order, the one host, the units, and the compare groups if any."""
+    title = "Runs, lowest late-rate bound first" if by_rate else "Runs, oldest first"
+    if one_host and runs and runs[0].host:
+        title += f", on {runs[0].host}"
+    title += " (µs; RT: real-time)"
+    if any(r.compare_id for r in runs):
+        title += "; blank lines group a compare"
+    return title
 
 
 @click.group(

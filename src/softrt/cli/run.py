@@ -209,11 +209,29 @@ def command(
         dc_shift_ns=dc_shift_ns,
         ecat_drives=ecat_drives,
     )
+    return _run_and_show(config, watch=watch, as_json=as_json, require=require)
+
+
+def progress_line_final(summary: RunSummary, verdict: bool = False) -> str:
+    """One line for a non-terminal stderr (CI logs): that the run ended, how, and where it is stored.
+
+    The verdict is standard output's first line, so it is not repeated here, unless standard output
+    holds ``--json`` (*verdict*): then this line carries it, in the words and units the tables use."""
+    why = f" ({summary.partial_reason})" if summary.status != "complete" and summary.partial_reason else ""
+    line = f"softrt run: {summary.status}{why}, {summary.metrics.cycles or 0:,} cycles, {summary.mode}"
+    if verdict and (judged := verdict_of(summary)) is not None:
+        line += f"; {verdict_lines(judged, state=summary.state)[0]}"
+    return line
+
+
+def _run_and_show(config: RunConfig, *, watch, as_json: bool, require: str | None) -> int:
+    """Run *config*, store and print it, add it to the history; the command's exit status (1: the run
+    stopped early or, with --require, missed the verdict)."""
     # From here on Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the run, which is then
     # stored, printed and added to the history before the command exits 1.
     with interrupts.deferred(then_ignore=True):
         err = console(stderr=True)
-        if duration_ns >= LONG_RUN_NS:  # before a long run: what it keeps and the disk it takes
+        if config.duration_ns >= LONG_RUN_NS:  # before a long run: what it keeps and the disk it takes
             kept, need = disk_estimate(config)
             emit(err, f"softrt: keeping {kept} samples (--samples); estimated disk use ~{num(need / 1e6, 0)} MB")
         with unless_gone():  # a closed terminal (SIGHUP) stops the printing, never the storing
@@ -236,15 +254,3 @@ def command(
         # With --require the exit status follows the verdict (as softrt compare's gate does).
         verdict = result.summary.verdict
         return 1 if require is not None and (verdict is None or not verdict.meets) else 0
-
-
-def progress_line_final(summary: RunSummary, verdict: bool = False) -> str:
-    """One line for a non-terminal stderr (CI logs): that the run ended, how, and where it is stored.
-
-    The verdict is standard output's first line, so it is not repeated here, unless standard output
-    holds ``--json`` (*verdict*): then this line carries it, in the words and units the tables use."""
-    why = f" ({summary.partial_reason})" if summary.status != "complete" and summary.partial_reason else ""
-    line = f"softrt run: {summary.status}{why}, {summary.metrics.cycles or 0:,} cycles, {summary.mode}"
-    if verdict and (judged := verdict_of(summary)) is not None:
-        line += f"; {verdict_lines(judged, state=summary.state)[0]}"
-    return line
