@@ -5,7 +5,8 @@ One invocation, one CPU, one SCHED_FIFO priority, several rounds alternated A B 
 
 * softrt ``--wait sleep``  vs  ``cyclictest -i <period>``      (wake-up latency of a sleeping loop)
 * softrt ``--wait spin``   vs  ``bench/spin_ref.c``             (the identical spin loop in C)
-  each in two modes (``--modes``): *traced*, softrt's default (``--trace``: what users get), and
+  each in up to three modes (``--modes``): *traced*, softrt's default (``--trace``: what users get),
+  *lean* (``--trace-mode lean``: no timer interrupt or wake-up recorded; the sleep loop only) and
   *untraced* (``--no-trace``: the loop's own cost); the references are never traced
 * ``oslat``                                                   (busy-poll gaps; context only)
 * per-cycle work time (softrt ``process_us``) with 1, 8 and 64 axes
@@ -74,11 +75,23 @@ QS = (50.0, 99.0, 99.9)
 #: What spin_ref.c writes per cycle (its own layout: the bench maps it onto softrt's by name).
 C_FIELDS = ("seq", "cycle", "edge_ns", "detect_ns", "write_ns", "done_ns", "missed", "flags", "rtt_ns", "wkc")
 C_DTYPE = np.dtype([(name, "<i8") for name in C_FIELDS])
-TOOLS = ("softrt-sleep", "softrt-sleep-untraced", "cyclictest", "softrt-spin", "softrt-spin-untraced", "c-ref", "oslat")
+TOOLS = (
+    "softrt-sleep",
+    "softrt-sleep-lean",
+    "softrt-sleep-untraced",
+    "cyclictest",
+    "softrt-spin",
+    "softrt-spin-untraced",
+    "c-ref",
+    "oslat",
+)
 UNTRACED = "-untraced"  # the tool name's suffix for a run with --no-trace
+#: A mode of --modes: the tool name's suffix and the run's (trace, trace_mode).
+MODES = {"traced": ("", True, "full"), "lean": ("-lean", True, "lean"), "untraced": (UNTRACED, False, "full")}
 #: (comparison key, label, softrt tool, reference tool)
 PAIRS = (
     ("sleep_vs_cyclictest", "sleep (traced) / cyclictest", "softrt-sleep", "cyclictest"),
+    ("sleep_lean_vs_cyclictest", "sleep (lean trace) / cyclictest", "softrt-sleep-lean", "cyclictest"),
     ("sleep_untraced_vs_cyclictest", "sleep (untraced) / cyclictest", "softrt-sleep-untraced", "cyclictest"),
     ("spin_vs_c", "spin (traced) / C ref", "softrt-spin", "c-ref"),
     ("spin_untraced_vs_c", "spin (untraced) / C ref", "softrt-spin-untraced", "c-ref"),
@@ -96,6 +109,15 @@ T_SUSTAINED_US = 20.0
 
 class Interrupted(Exception):
     """Ctrl-C or SIGTERM: stop measuring, restore the system, report what was measured."""
+
+
+def _modes(text: str) -> list[str]:
+    """--modes: a comma-separated list of MODES' names."""
+    modes = text.split(",")
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{bad[0]!r} is not one of {', '.join(MODES)}")
+    return modes
 
 
 def log(msg: str) -> None:
@@ -490,7 +512,8 @@ class Bench:
             m["contaminated"] = True
         return m
 
-    def softrt_run(self, wait: str, period_ns: int, duration_s: float, axes: int = 1, trace: bool = False) -> dict:
+    def softrt_run(self, wait: str, period_ns: int, duration_s: float, axes: int = 1, mode: str = "untraced") -> dict:
+        suffix, trace, trace_mode = MODES[mode]
         cfg = RunConfig(
             period_ns=period_ns,
             duration_ns=int(round(duration_s * 1e9)),
@@ -500,7 +523,8 @@ class Bench:
             axes=axes,
             out_dir=self.tmp / "runs",
             trace=trace,
-            scenario=f"bench-{wait}-{axes}ax-{period_ns}ns{'' if trace else UNTRACED}",
+            trace_mode=trace_mode,
+            scenario=f"bench-{wait}-{axes}ax-{period_ns}ns{suffix}",
         )
         # softrt needs the RT CPU in the caller's affinity; it moves itself off it during the run
         saved = os.sched_getaffinity(0)
@@ -829,7 +853,7 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
     w1, w64 = work.get("1", {}), work.get("64", {})
     targets = []
     for key, _label, _a, _b in PAIRS:  # the latency targets, for each mode, with their per-round pass counts
-        mode = "untraced" if "untraced" in key else "traced"
+        mode = "untraced" if "untraced" in key else "lean" if "lean" in key else "traced"
         for stat, name, lim in (
             (
                 ("d_p50", "p50 - cyclictest p50 (µs)", T_SLEEP_P50_DIFF_US),
@@ -1141,10 +1165,11 @@ def parse_args(argv=None):
     )
     p.add_argument(
         "--modes",
-        default=[True, False],
-        help="softrt's modes: traced (its default: what users get), "
-        "untraced (--no-trace: the loop's own cost; the work and sustained-period runs use it); default both",
-        type=lambda v: [{"traced": True, "untraced": False}[m] for m in v.split(",")],
+        default=["traced", "untraced"],
+        help="softrt's modes: traced (its default: what users get), lean (--trace-mode lean, the sleep loop "
+        "only), untraced (--no-trace: the loop's own cost; the work and sustained-period runs use it); "
+        "default traced,untraced",
+        type=_modes,
     )
     p.add_argument("--no-search", action="store_true", help="skip the sustained-period search")
     p.add_argument("--no-oslat", action="store_true", help="skip oslat")
@@ -1230,8 +1255,9 @@ def main(argv=None) -> int:
         for r in range(args.rounds):
             groups = [
                 [
-                    (f"softrt-{wait}{'' if trace else UNTRACED}", bench.softrt_run, wait, pn, args.duration, 1, trace)
-                    for trace in args.modes
+                    (f"softrt-{wait}{MODES[mode][0]}", bench.softrt_run, wait, pn, args.duration, 1, mode)
+                    for mode in args.modes
+                    if wait == "sleep" or mode != "lean"  # a spinning loop's trace costs nothing to spare
                 ]
                 + [ref]
                 for wait, ref in (
@@ -1251,7 +1277,7 @@ def main(argv=None) -> int:
                     continue
                 m["round"] = r + 1
                 rd.append(m)
-                if tool == f"softrt-spin{UNTRACED if False in args.modes else ''}" and 1 in args.axes:
+                if tool == f"softrt-spin{UNTRACED if 'untraced' in args.modes else ''}" and 1 in args.axes:
                     axes_runs.setdefault(1, []).append(m)  # the loop's own work: untraced where measured
             for ax in args.axes:
                 if ax == 1:

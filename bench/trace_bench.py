@@ -24,6 +24,7 @@ not flood the trace). The simulator runs as docs/ethercat.md runs it: SCHED_FIFO
     sudo python bench/trace_bench.py --rounds 4 --duration 5 --json         # the same as JSON
     sudo PYTHONPATH=src python bench/trace_bench.py --ethercat 1000,250 --duration 10
     sudo PYTHONPATH=src python bench/trace_bench.py --oslat --rounds 6 --duration 5
+    sudo PYTHONPATH=src python bench/trace_bench.py --waits sleep --mode lean --rounds 9   # the lean trace
     sudo PYTHONPATH=src python bench/trace_bench.py --waits sleep --drop sched:sched_wakeup  # fewer events
 
 ``--drop`` and ``--filter`` run the traced runs with fewer events or extra kernel filters, to see
@@ -137,6 +138,7 @@ def _one(wait: str, trace: bool, args, out: Path) -> dict:
         cpu=args.cpu,
         priority=args.priority,
         trace=trace,
+        trace_mode=args.mode,
         out_dir=out,
     )
     rt_cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
@@ -500,6 +502,12 @@ def main() -> int:
     ap.add_argument("--sim-args", default="--busy-poll 60", help="--ethercat: more ecat-sim options, space-separated")
     ap.add_argument("--oslat", action="store_true", help="the interruptions of a spinning oslat, traced or not")
     ap.add_argument(
+        "--mode",
+        choices=["full", "lean"],
+        default="full",
+        help="the traced runs' --trace-mode (lean: no timer interrupt or wake-up recorded)",
+    )
+    ap.add_argument(
         "--drop", default="", help="events the traced runs leave out (system:event, comma-separated): an experiment"
     )
     ap.add_argument(
@@ -532,6 +540,7 @@ def main() -> int:
         "rounds": args.rounds,
         "duration_s": args.duration,
         "period_us": args.period_us,
+        "mode": args.mode,
         "dropped": args.drop,
         "filters": args.filters,
         "waits": {},
@@ -586,7 +595,8 @@ def main() -> int:
         return 0
     print(
         f"trace benchmark: {args.rounds} rounds x {args.duration:g} s per run, period {args.period_us} µs, "
-        f"(traced: a private tracefs instance on the RT CPU); 1-minute load at the end {os.getloadavg()[0]:.2f}"
+        f"(traced: a private tracefs instance on the RT CPU, --trace-mode {args.mode}); "
+        f"1-minute load at the end {os.getloadavg()[0]:.2f}"
     )
     if args.drop or args.filters:
         print(f"variant: events left out {args.drop or 'none'}; filters added {args.filters or 'none'}")

@@ -34,6 +34,7 @@ def test_profile_none_does_not_pin():
         ({"dc_lock": True}, "--dc-lock needs an EtherCAT device"),
         ({"device": "ethercat:eth1", "dc_shift_ns": -250_000}, "--dc-shift"),
         ({"samples": "some"}, "--samples"),
+        ({"trace_mode": "light"}, "--trace-mode"),
     ],
 )
 def test_bad_values_say_what_and_how(kwargs, match):

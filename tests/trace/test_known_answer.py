@@ -76,8 +76,9 @@ class Disturber:
         self.spikes = [tuple(map(int, line.split())) for line in out.splitlines()]
 
 
-def _run(tmp_path, wait: str, keep_late: int = 1000):
+def _run(tmp_path, wait: str, keep_late: int = 1000, trace_mode: str = "full"):
     config = RunConfig(
+        trace_mode=trace_mode,
         duration_ns=2_500_000_000,
         wait=wait,
         cpu=_last_cpu(),
@@ -268,3 +269,26 @@ def _every_cause_carries_its_evidence(why: dict) -> None:
         assert culprit["cycles"] >= 1 and culprit["total_us"] >= culprit["worst_us"] > 0, culprit
         mine = per_source[(culprit["kind"], culprit["name"], culprit["id"], culprit.get("via"))]
         assert culprit["cycles"] == len(mine) and culprit["total_us"] == pytest.approx(sum(mine), abs=0.01 * len(mine))
+
+
+def test_e_the_lean_trace_names_the_fifo_spinner_of_every_spike_of_a_sleeping_loop(tmp_path, disturber_bin):
+    """The lean trace (--trace-mode lean: no timer interrupt, no wake-up) still names the thread that
+    made each late cycle of a sleeping loop, and records none of the events it leaves out."""
+    from softrt.trace.session import LEAN_LEFT_OUT
+
+    with Disturber(disturber_bin, "fifo", SPIN_US, EVERY_US) as dist:
+        result = _run(tmp_path, "sleep", trace_mode="lean")
+    why = result.summary.to_dict()["why_late"]
+    _traced(why)
+    assert why["trace"]["mode"] == "lean" and not LEAN_LEFT_OUT & set(why["trace"]["events"]), why["trace"]
+    records = read_samples(result.path)
+    first, last = int(records["detect_ns"][0]), int(records["detect_ns"][-1])
+    spikes = [s for s in dist.spikes if first < s[0] and s[2] < last]
+    assert len(spikes) >= 10, f"the disturber spiked {len(spikes)} times during the loop"
+    late = why["worst"]
+    for _deadline, start, end, _cpu_ns, _gaps_ns in spikes:
+        hit = [lc for lc in late if _window(lc)[0] < end and start < _window(lc)[1]]
+        assert hit, f"the spike at {start} ({(end - start) / 1e3:.0f} µs) made no reported late cycle"
+        assert any(_causes(lc, NAME) for lc in hit), f"the spike at {start} is not named: {hit[0]['causes']}"
+    tasks = [c for c in why["culprits"] if c["kind"] == "thread" and not c.get("via")]
+    assert tasks[0]["name"] == NAME and tasks[0]["id"] == dist.pid, tasks[:3]

@@ -70,6 +70,10 @@ def test_wanted_events_take_what_the_kernel_has():
     assert "raw_syscalls:sys_enter" not in dict(wanted_events(available, "sleep"))
     # a device worker polls its socket with one call after another: the trace would flood
     assert "raw_syscalls:sys_enter" not in dict(wanted_events(available, "spin", "ethercat"))
+    # the lean trace: the wake-up path records only the switch (LEAN_LEFT_OUT); the rest is kept
+    lean = dict(wanted_events(available, "sleep", "virtual", "lean"))
+    assert not {"sched:sched_wakeup", "irq_vectors:local_timer_entry", "irq_vectors:local_timer_exit"} & set(lean)
+    assert {"sched:sched_switch", "irq:irq_handler_entry", "ipi:ipi_send_cpu"} <= set(lean)
 
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="tracefs needs root")

@@ -49,6 +49,12 @@ beyond it that task is blamed (it ran non-preemptible: rtla's "blocking thread")
 stretches of ``gap_min_ns`` without any event, which are "no guest activity" like the worker's own. So a SCHED_OTHER
 task that only ran while the loop slept is never blamed.
 
+The lean trace (``--trace-mode lean``, trace.session): no timer interrupt and no wake-up are
+recorded, so the worker asleep at a window's start is taken as woken there (the edge: its timer was
+due), idle from then to the switch is one ``wake-up from idle`` cause (the timer interrupt, the exit
+from idle and the switch, not split), and a quiet stretch may be an unrecorded timer interrupt (said in
+the gap's detail). Threads, IRQs, softirqs and kworker items are named as in the full trace.
+
 Outside the kernel: in the window after the worker could have seen the permit, the worker
 (spinning), idle, or a task that ran while the worker slept held the CPU and no event fired. A stretch of at least ``gap_min_ns`` without
 any event is reported as "no guest activity on CPU N for X µs", with the RT CPU's steal counter
@@ -124,8 +130,12 @@ class Attributor:
         keep_worst: int = 100,
         gap_min_ns: int = 10_000,
         rt_throttling: bool | None = None,
+        lean: bool = False,
     ) -> None:
         self.period_ns, self.rt_cpu, self.worker_pid = period_ns, rt_cpu, worker_pid
+        # The lean trace records no wake-up: a worker still asleep at a window's start (its edge, when
+        # its timer was due) is taken as woken there, so what held the CPU from then on delays it.
+        self.lean = lean
         # RT throttling in force during the run (the caller read sched_rt_runtime_us and the kernel); None: unknown
         self.rt_throttling = rt_throttling
         self.threshold_ns, self.keep_worst, self.gap_min_ns = threshold_ns, keep_worst, gap_min_ns
@@ -254,7 +264,12 @@ class Attributor:
         times = self._times
         state = self._base.copy()
         j = bisect.bisect_right(times, end)
-        segments = build_timeline(state, self._events[:j], end, self.worker_pid)
+        events = self._events[:j]
+        if self.lean and (j or self._base.task is not None):  # no event yet: nothing is known, nothing woken
+            k = bisect.bisect_left(times, start, 0, j)
+            woken = TraceEvent(start, self.rt_cpu, "sched_wakeup", -1, "", {"pid": str(self.worker_pid)})
+            events = [*events[:k], woken, *events[k:]]
+        segments = build_timeline(state, events, end, self.worker_pid)
         segments = slice_window(segments, start, end)
         totals, gaps, unexplained = account(
             segments,
@@ -266,6 +281,7 @@ class Attributor:
             cpu=self.rt_cpu,
             gap_min_ns=self.gap_min_ns,
             rt_throttling=self.rt_throttling,
+            lean=self.lean,
         )
         window = max(end - start, 0)
         self.late += 1

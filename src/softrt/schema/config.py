@@ -30,6 +30,8 @@ MAX_KEEP_LATE = 100_000  # late cycles kept with their causes in summary.json
 DEFAULT_THRESHOLD_NS = 20 * NS_PER_US
 #: The same as --late-threshold's default text.
 DEFAULT_THRESHOLD_TEXT = f"{DEFAULT_THRESHOLD_NS // NS_PER_US}us"
+#: What a run's trace records (--trace-mode; docs/trace.md, "Lean tracing").
+TRACE_MODES = ("full", "lean")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class RunConfig:
     scenario: str = "run"
     check: bool = False  # take a `softrt check` of the RT CPU before the run (stored with it)
     trace: bool = True  # trace the RT CPU and explain late cycles (where tracefs is usable)
+    trace_mode: str = "full"  # "lean": no timer interrupt or wake-up recorded (trace.session.LEAN_LEFT_OUT)
     late_threshold_ns: int = DEFAULT_THRESHOLD_NS  # a cycle is late when its period exceeds nominal + this
     require: str | None = None  # --require: what the verdict judges (None: the seed's, analysis.verdict)
     keep_late: int = 100  # the worst late cycles kept with their causes
@@ -98,6 +101,7 @@ class Config(Doc):
     scenario: str | None = opt()
     check: bool | None = opt()
     trace: bool | None = opt()
+    trace_mode: str | None = opt()  # "full" or "lean" (--trace-mode; files written before: full)
     late_threshold_ns: int | None = opt()
     require: str | None = opt()  # --require (None: the seed's requirement)
     keep_late: int | None = opt()

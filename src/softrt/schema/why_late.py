@@ -109,6 +109,7 @@ class TraceInfo(Doc):
     attribution_cpu_s: float | None = opt()
     traced_s: float | None = opt()
     buffer_kb: int | None = opt()
+    mode: str | None = opt()  # "full" or "lean" (--trace-mode; files written before: full)
 
 
 class WhyLate(Doc):

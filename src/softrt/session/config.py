@@ -20,7 +20,14 @@ from ..errors import ConfigError
 from ..loop.cyclic import WAITS
 from ..motion.config import MAX_AXES
 from ..platform import performance_cpus
-from ..schema.config import RunConfig, check_bus, check_keep_late, check_late_threshold_ns, check_timing
+from ..schema.config import (
+    TRACE_MODES,
+    RunConfig,
+    check_bus,
+    check_keep_late,
+    check_late_threshold_ns,
+    check_timing,
+)
 from ..schema.text import printable
 from ..store.late import MODES as SAMPLE_MODES
 from ..store.late import resolve_mode
@@ -89,6 +96,8 @@ def _checked(config: RunConfig) -> dict[str, Any]:
             f"hybrid margin {format_ns(config.margin_ns)} must be between 0 and the period", hint="e.g. --margin 50us"
         )
     check_late_threshold_ns(config.late_threshold_ns)
+    if config.trace_mode not in TRACE_MODES:
+        raise ConfigError(f"unknown --trace-mode {config.trace_mode!r}", hint=f"use one of {', '.join(TRACE_MODES)}")
     check_keep_late(config.keep_late)
     if config.samples is not None and config.samples not in SAMPLE_MODES:
         raise ConfigError(f"unknown --samples value {config.samples!r}", hint=f"use one of {', '.join(SAMPLE_MODES)}")

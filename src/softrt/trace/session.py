@@ -36,9 +36,18 @@ RT_BUFFER_KB = 8192  # per traced CPU: ~250 000 events, seconds of a busy loop b
 # as a state change (the worker switched out, blocked) and as the loop's own work.
 SYSCALLS_FOR_WAITS = ("spin",)
 SYSCALLS_FOR_DEVICES = ("virtual",)
+#: What the lean trace (``--trace-mode lean``) leaves out: the events a sleeping loop's wake-up records
+#: before the loop reads its clock, but for the switch to it. Each costs the wake-up ~0.3-0.6 µs
+#: (bench/trace_event_cost.py); without them the wake-up records one event, and the paired cost on a
+#: sleeping loop's median drops from ~+1.9 to ~+0.6 µs (bench/trace_bench.py, docs/trace.md). Lost with
+#: them: the timer interrupt's own length and the wake-up that splits it from the exit from idle
+#: (analysis.attribution: one "wake-up from idle" cause).
+LEAN_LEFT_OUT = frozenset({"sched:sched_wakeup", "irq_vectors:local_timer_entry", "irq_vectors:local_timer_exit"})
 
 
-def wanted_events(available: set[str], wait: str = "spin", device: str = "virtual") -> list[tuple[str, str | None]]:
+def wanted_events(
+    available: set[str], wait: str = "spin", device: str = "virtual", mode: str = "full"
+) -> list[tuple[str, str | None]]:
     """The events to enable on this kernel, with the ones filtered to the worker marked ``"worker"``
     (its own events), ``"wakeup"`` (its wakeups: the watch filters them to its threads, a run records
     every one, see TraceSession._start) or ``"others"`` (every task's but the worker's).
@@ -46,7 +55,7 @@ def wanted_events(available: set[str], wait: str = "spin", device: str = "virtua
     Issue 9's list: scheduling, the scheduler's run-time updates of the other tasks, hard and soft
     IRQs, the x86 ``irq_vectors`` entry/exit pairs (local timer, reschedule, call function, IRQ work,
     ...), IPIs, workqueue items, and the worker's own page faults and (spin loops on the virtual
-    board) system calls, ``filter``ed to its pid.
+    board) system calls, ``filter``ed to its pid. *mode* ``lean``: without :data:`LEAN_LEFT_OUT`.
     """
     # sched_wakeup: the attribution reads only the worker's (a run records them all: TraceSession).
     out: list[tuple[str, str | None]] = [("sched:sched_wakeup", "wakeup"), ("sched:sched_stat_runtime", "others")] + [
@@ -68,6 +77,8 @@ def wanted_events(available: set[str], wait: str = "spin", device: str = "virtua
     out += [(e, "worker") for e in ("exceptions:page_fault_user", "exceptions:page_fault_kernel")]
     if wait in SYSCALLS_FOR_WAITS and device in SYSCALLS_FOR_DEVICES:
         out += [(e, "worker") for e in ("raw_syscalls:sys_enter", "raw_syscalls:sys_exit")]
+    if mode == "lean":
+        out = [(e, scope) for e, scope in out if e not in LEAN_LEFT_OUT]
     return out
 
 
@@ -89,6 +100,7 @@ class TraceSession(Holder):
         self.attribution_cpu_s = 0.0
         self._trace_s = 0.0
         self._available: set[str] = set()
+        self.mode: str = getattr(config, "trace_mode", "full")
 
     # -- context manager: the cleanup -----------------------------------------------------------
     def __enter__(self) -> TraceSession:
@@ -151,7 +163,8 @@ class TraceSession(Holder):
         if self.instance is None:
             self._prepare()
         available, cpu = self._available, self.config.cpu
-        for event, scope in wanted_events(available, self.config.wait, self.config.device.partition(":")[0]):
+        device = self.config.device.partition(":")[0]
+        for event, scope in wanted_events(available, self.config.wait, device, self.mode):
             if event not in available:
                 self.missing.append(event)
                 continue
@@ -181,6 +194,7 @@ class TraceSession(Holder):
             threshold_ns=self.config.late_threshold_ns,
             keep_worst=self.config.keep_late,
             rt_throttling=rt_throttling(),
+            lean=self.mode == "lean",
         )
         self.consumer = open_reader(self.instance.path, self.enabled, [cpu])
         self.consumer.start()
@@ -271,6 +285,7 @@ class TraceSession(Holder):
                 attribution_cpu_s=round(self.attribution_cpu_s, 3),
                 traced_s=round(self._trace_s, 3),
                 buffer_kb=RT_BUFFER_KB,
+                mode=self.mode,
             ),
         )
 
