@@ -52,6 +52,10 @@ def field_int(text: str | None, default: None) -> int | None: ...
 def field_int(text: str | None, default: int | None = -1) -> int | None:
     """A number field of an event as the kernel printed it (``123``, ``0x7f``, ``[005]``), or
     *default* when it is missing or not a number."""
+    try:  # the common case first: a decimal as the kernel prints it (a third of the cost of the rest)
+        return int(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        pass
     try:
         return int(str(text).strip().strip("[]"), 0)
     except (TypeError, ValueError):

@@ -137,6 +137,23 @@ def _cstr(data: bytes, start: int, end: int) -> str:
     return (raw if nul < 0 else raw[:nul]).decode(errors="replace")
 
 
+#: Events whose fields :meth:`RawDecoder._fields` renders as the kernel prints them (or whose task it learns).
+_RENDERED = frozenset(
+    {
+        "sched_switch",
+        "sched_wakeup",
+        "sched_waking",
+        "sched_stat_runtime",
+        "sched_process_exit",
+        "softirq_entry",
+        "softirq_exit",
+        "workqueue_execute_start",
+        "workqueue_execute_end",
+        "irq_handler_exit",
+    }
+)
+
+
 class RawDecoder:
     """Turns ring-buffer pages into TraceEvents; counts the lost events the pages report.
 
@@ -165,6 +182,16 @@ class RawDecoder:
         self.lost = 0
         self.unparsed = 0  # events of a type the decoder was not told about
         self.states = _state_letters(next((f.print_fmt for f in formats if f.name == "sched_switch"), ""))
+        self._state_text: dict[int, str] = {}  # prev_state as printed, by its value: a few values recur
+        # the events whose fields are rendered past their numbers (_fields), or that name a task
+        self._rendered = frozenset(
+            f.name
+            for f in formats
+            if f.name in _RENDERED
+            or f.name.startswith("hrtimer_")
+            or any(x.name == "function" for x in f.fields)
+            or self._symbolic.get(f.name)
+        )
 
     def decode_page(self, page: bytes, cpu: int) -> list[TraceEvent]:
         """The events of one page read from *cpu*'s ``trace_pipe_raw``, in time order."""
@@ -216,16 +243,23 @@ class RawDecoder:
 
     def _fields(self, name: str, ints, texts, page: bytes, pos: int) -> dict[str, str]:
         names, unpack = ints
-        values = dict(zip(names, unpack(page, pos), strict=True)) if names else {}
-        out = {k: str(v) for k, v in values.items()}
+        raw = unpack(page, pos) if names else ()
+        out = dict(zip(names, map(str, raw)))  # in C: ~40 % of the cost of a comprehension here
         for fname, offset, size in texts:
             at = pos + offset
             if size < 0:  # __data_loc: a u16 offset (from the payload) and a u16 length
                 loc = _U32.unpack_from(page, at)[0]
                 at, size = pos + (loc & 0xFFFF), loc >> 16
             out[fname] = _cstr(page, at, at + size if size else len(page))  # char buf[]: to its NUL
+        if name not in self._rendered:
+            return out
+        values = dict(zip(names, raw))
         if name == "sched_switch":
-            out["prev_state"] = self._state(values.get("prev_state", 0))
+            state = values.get("prev_state", 0)
+            text = self._state_text.get(state)
+            if text is None:
+                text = self._state_text[state] = self._state(state)
+            out["prev_state"] = text
             for pid, comm in (
                 (values.get("prev_pid", 0), out.get("prev_comm")),
                 (values.get("next_pid", 0), out.get("next_comm")),
