@@ -41,7 +41,7 @@ from ..errors import ConfigError
 from ..schema.doc import MAX_US
 from ..schema.tail import HOURS_PER_YEAR, RETURN_EVERY_H, Interval, ReturnLevel, Tail, TailTest
 from . import tail_tests
-from .tail_clusters import MIN_CLUSTERS, Choice, Clusters, choose_threshold, decluster, lowest_candidate
+from .tail_clusters import MIN_CLUSTERS, Choice, Clusters, choose_threshold, decluster
 from .tail_gpd import BUDGET_95, Region, poisson_range, rate_above, region, return_level
 
 MIN_CYCLES = 1000
@@ -265,9 +265,7 @@ def analyse(
     period_s = hours * 3600 / cycles
     if threshold_us is not None:
         c = decluster(fit_values, times_s, float(threshold_us), gap_s, period_s)
-        choice = Choice(
-            c, "given", decluster(fit_values, times_s, lowest_candidate(fit_values, cycles), gap_s, period_s)
-        )
+        choice = Choice(c, "given")
     else:
         choice = choose_threshold(fit_values, times_s, cycles, gap_s, period_s)
     c = choice.clusters

@@ -127,7 +127,6 @@ class Choice:
 
     clusters: Clusters
     rule: str
-    lowest: Clusters  # the clusters at the lowest candidate (to say how much longer to run)
 
 
 def choose_threshold(
@@ -138,7 +137,7 @@ def choose_threshold(
     u0 = lowest_candidate(values, cycles)
     first = decluster(values, times_s, u0, gap_s, period_s)
     if first.count < 2 * MIN_CLUSTERS:
-        return Choice(first, f"99th percentile ({first.count} clusters: too few to compare thresholds)", first)
+        return Choice(first, f"99th percentile ({first.count} clusters: too few to compare thresholds)")
     ranked = np.sort(first.peaks)[::-1]
     span_s = period_s * cycles if period_s else 0.0
     sparse = int(MAX_MERGE * span_s / gap_s) if times_s is not None and gap_s > 0 else first.count
@@ -150,9 +149,7 @@ def choose_threshold(
         if c.count >= MIN_CLUSTERS and (not cands or c.threshold > cands[-1].threshold):
             cands.append(c)
     if not cands:  # no higher candidate kept 30 clusters (seen in runs, 1 in ~12): the lowest stands
-        return Choice(
-            first, f"99th percentile ({first.count} clusters: no higher candidate keeps {MIN_CLUSTERS})", first
-        )
+        return Choice(first, f"99th percentile ({first.count} clusters: no higher candidate keeps {MIN_CLUSTERS})")
     fits = []
     for c in cands:
         xi, sigma, _ = (float(a[0]) for a in mle((c.peaks - c.threshold)[None, :]))
@@ -169,4 +166,4 @@ def choose_threshold(
         f"clusters) whose ξ and modified scale lie in the 95 % intervals of the higher ones: "
         f"candidate {chosen + 1}, {c.count} clusters"
     )
-    return Choice(c, rule, first)
+    return Choice(c, rule)
