@@ -3,10 +3,11 @@ are recorded (trace.session.LEAN_LEFT_OUT), so the worker is taken as woken at i
 
 from __future__ import annotations
 
-from .test_attribution import IDLE, US, W, causes, edge, ev, records, run, switch
+from .test_attribution import IDLE, US, WORKER, W, causes, edge, ev, records, run, switch
 
 WAKE = "kernel wake-up from idle: timer interrupt, exit from idle and switch (lean trace: not split)"
 GAP = "outside no guest activity on CPU 1 (or an unrecorded timer interrupt: lean trace)"
+PAST = "kernel wake-up past a lower-priority task: timer interrupt and switch (lean trace: not split)"
 
 
 def _slept_until(e: int, switch_in_us: int, *between) -> list:
@@ -40,17 +41,22 @@ def test_an_irq_inside_the_wake_up_is_still_named():
     assert got == {"irq virtio1-req.0 (IRQ 36)": 5.0, WAKE: 20.0}  # 4 µs before the IRQ, 16 after it
 
 
-def test_a_task_current_at_the_edge_is_the_switch_then_the_blocking_thread():
+def test_a_lower_priority_task_current_at_the_edge_is_never_blamed():
+    """Without the wake-up the lean trace cannot tell the timer's path from a task that held the CPU past
+    it (the full trace's blocking thread), so it blames no task: a SCHED_OTHER task that ran while the
+    loop slept must never be a sleeping loop's culprit."""
     e = edge(4)
     other = ("busy", 3000, 120)
     events = [switch(e - 100 * US, W, other, "S"), switch(e + 45 * US, other, W, "R")]
-    got = causes(run(records(20, late={4: 46 * US}), events, gap_min_ns=50_000, lean=True), 4)
-    # woken at the edge: the scheduler's switch path for SWITCH_GRACE_NS, then the task that held on
-    assert got == {"thread busy (pid 3000, OTHER nice 0)": 45.0}
-    short = [switch(e - 100 * US, W, other, "S"), switch(e + 25 * US, other, W, "R")]
-    assert causes(run(records(20, late={4: 26 * US}), short, lean=True), 4) == {
-        "kernel switch to the woken worker": 25.0
-    }
+    got = causes(run(records(20, late={4: 46 * US}), events, lean=True), 4)
+    assert got == {PAST: 45.0}
+    # the full trace, with its wake-up at +40 µs: the switch path (the task is not blamed either)
+    woken = [*events[:1], ev(e + 40 * US, "sched_wakeup", task=other[:2], pid=WORKER), *events[1:]]
+    got = causes(run(records(20, late={4: 46 * US}), woken), 4)
+    assert got["kernel switch to the woken worker"] == 5.0 and not any(k.startswith("thread") for k in got)
+    # 60 µs without an event: more than the wake-up path takes, a gap that may be the unrecorded timer
+    long = [events[0], switch(e + 60 * US, other, W, "R")]
+    assert causes(run(records(20, late={4: 61 * US}), long, lean=True), 4) == {GAP: 60.0}
 
 
 def test_a_fifo_thread_that_ran_at_the_edge_is_named_as_in_the_full_trace():
@@ -66,3 +72,17 @@ def test_no_event_before_the_window_wakes_nothing():
     """Nothing is known of the CPU before the first event: the lean trace does not make a task up."""
     out = run(records(20, late={3: 50 * US}), [], lean=True)
     assert out["worst"][0]["causes"] == [] and out["worst"][0]["unexplained_us"] == 52.0
+
+
+def test_a_lower_priority_task_switched_in_after_the_edge_is_not_blamed_either():
+    """Seen in the known-answer test (b): after the edge the CPU went from one SCHED_OTHER task to
+    another before the timer fired; neither delayed the loop more than the wake-up's path."""
+    e = edge(4)
+    kworker, busy = ("kworker/1:1", 40, 120), ("busy", 3000, 120)
+    events = [
+        switch(e - 100 * US, W, kworker, "S"),
+        switch(e + 5 * US, kworker, busy, "S"),
+        switch(e + 30 * US, busy, W, "R"),
+    ]
+    got = causes(run(records(20, late={4: 31 * US}), events, lean=True), 4)
+    assert got == {PAST: 30.0}

@@ -173,9 +173,10 @@ def test_a_higher_priority_fifo_spinner_is_named_for_every_spike_it_caused(tmp_p
     assert tasks[0]["id"] == dist.pid and tasks[0]["cycles"] >= len(spikes), tasks[0]
 
 
-def test_b_a_sched_other_busy_task_never_makes_a_sleeping_cycle_late(tmp_path, disturber_bin):
+@pytest.mark.parametrize("trace_mode", ["full", "lean"])  # lean: a sleeping run's default (auto)
+def test_b_a_sched_other_busy_task_never_makes_a_sleeping_cycle_late(tmp_path, disturber_bin, trace_mode):
     with Disturber(disturber_bin, "other", 0, 0) as dist:
-        result = _run(tmp_path, "sleep")
+        result = _run(tmp_path, "sleep", trace_mode=trace_mode)
         # the busy task really ran on the RT CPU during the run (its CPU time grew)
         busy_ticks = int(open(f"/proc/{dist.pid}/stat").read().rsplit(")", 1)[1].split()[11])
     assert busy_ticks > 0
@@ -286,9 +287,12 @@ def test_e_the_lean_trace_names_the_fifo_spinner_of_every_spike_of_a_sleeping_lo
     spikes = [s for s in dist.spikes if first < s[0] and s[2] < last]
     assert len(spikes) >= 10, f"the disturber spiked {len(spikes)} times during the loop"
     late = why["worst"]
-    for _deadline, start, end, _cpu_ns, _gaps_ns in spikes:
+    for _deadline, start, end, _cpu_ns, gaps_ns in spikes:
         hit = [lc for lc in late if _window(lc)[0] < end and start < _window(lc)[1]]
         assert hit, f"the spike at {start} ({(end - start) / 1e3:.0f} µs) made no reported late cycle"
-        assert any(_causes(lc, NAME) for lc in hit), f"the spike at {start} is not named: {hit[0]['causes']}"
+        # As in test (a): what its own clock shows it did not spin (the hypervisor held the vCPU: seen
+        # here as a 764 µs stall filling a window) is not the spinner's to be named for.
+        if max(_overlap_us(start, end, lc) for lc in hit) - gaps_ns / 1e3 > 10.0:
+            assert any(_causes(lc, NAME) for lc in hit), f"the spike at {start} is not named: {hit[0]['causes']}"
     tasks = [c for c in why["culprits"] if c["kind"] == "thread" and not c.get("via")]
     assert tasks[0]["name"] == NAME and tasks[0]["id"] == dist.pid, tasks[:3]

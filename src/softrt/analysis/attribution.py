@@ -78,8 +78,8 @@ from ..schema.doc import present
 from ..schema.why_late import Cause, CauseSteal, Culprit, LateCycle, Steal, WhyLate, Window
 from .attribution_account import SWITCH_GRACE_NS, account
 from .cycles import CycleStream, CycleView, Late, LateRule
-from .events import StealSample, TraceEvent
-from .timeline import CpuState, Source, apply, build_timeline, slice_window
+from .events import StealSample, TraceEvent, field_int
+from .timeline import ASSUMED_WAKEUP, CpuState, Source, apply, build_timeline, slice_window
 
 #: Events kept before the oldest window still to explain; older ones are folded into the base
 #: state, so nothing needs them: this is only slack.
@@ -266,9 +266,7 @@ class Attributor:
         j = bisect.bisect_right(times, end)
         events = self._events[:j]
         if self.lean and (j or self._base.task is not None):  # no event yet: nothing is known, nothing woken
-            k = bisect.bisect_left(times, start, 0, j)
-            woken = TraceEvent(start, self.rt_cpu, "sched_wakeup", -1, "", {"pid": str(self.worker_pid)})
-            events = [*events[:k], woken, *events[k:]]
+            events = self._assume_woken(events, bisect.bisect_left(times, start, 0, j), start)
         segments = build_timeline(state, events, end, self.worker_pid)
         segments = slice_window(segments, start, end)
         totals, gaps, unexplained = account(
@@ -364,6 +362,21 @@ class Attributor:
             main_cause=main,
             traced=traced,
         )
+
+    def _assume_woken(self, events: list[TraceEvent], k: int, start_ns: int) -> list[TraceEvent]:
+        """The lean trace's *events* with the worker taken as woken at the window's start (event *k* on)
+        and again after each switch to another task in it: with no wake-up recorded, a lower-priority
+        task current from the edge on is the wake-up's path, never a culprit (timeline.ASSUMED_WAKEUP)."""
+
+        def woken(ts_ns: int) -> TraceEvent:
+            return TraceEvent(ts_ns, self.rt_cpu, ASSUMED_WAKEUP, -1, "", {})
+
+        out = [*events[:k], woken(start_ns)]
+        for ev in events[k:]:
+            out.append(ev)
+            if ev.name == "sched_switch" and field_int(ev.fields.get("next_pid")) != self.worker_pid:
+                out.append(woken(ev.ts_ns))
+        return out
 
     def _fold(self, k: int) -> None:
         """Apply the first *k* buffered events to the base state and drop them."""

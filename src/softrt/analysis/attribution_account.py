@@ -32,6 +32,11 @@ _IDLE_EXIT = Source("kernel", "exit from idle to the woken worker")
 #: The lean trace (no timer interrupt, no wake-up recorded: trace.session.LEAN_LEFT_OUT) sees idle from
 #: the edge to the switch to the worker, and cannot split it into its parts.
 LEAN_WAKE = Source("kernel", "wake-up from idle: timer interrupt, exit from idle and switch (lean trace: not split)")
+#: The same with a lower-priority task current: the lean trace cannot tell the wake-up path from a
+#: task that held the CPU past it (the full trace's blocking thread), so it blames no task.
+LEAN_WAKE_PAST = Source(
+    "kernel", "wake-up past a lower-priority task: timer interrupt and switch (lean trace: not split)"
+)
 #: What the lean trace says of a quiet stretch: the timer interrupt it does not record may be it.
 LEAN_GAP_DETAIL = "or an unrecorded timer interrupt: lean trace"
 #: The lean trace's wake-up from idle without any event is a gap only from this long: the timer
@@ -76,9 +81,9 @@ def account(
     """
     steps, own, event_set = _steps(segments, start_ns, end_ns, work_ns, event_ts)
     totals: dict[Source, int] = {}
-    quiet: list[list[int]] = []  # [start, end, work ns, wake ns]: runs of work or wait not broken by an event
+    quiet: list[list[int]] = []  # [start, end, work ns]: runs of work or wait not broken by an event
     unknown = 0  # before the first event: nothing is known about the CPU
-    blocking: list[_Held] = []  # a lower-priority task current after the wakeup
+    blocking: list[_Held] = []  # a lower-priority task current after the wakeup; the lean trace's wake-up
     steal = Source("outside", f"hypervisor steal while another task held CPU {cpu}", cpu)
     src: Source | None
     for a, b, task, best, stolen in steps:
@@ -91,21 +96,18 @@ def account(
             continue
         elif task.parked:
             src = _parked(task, rt_throttling)
+        elif task.woken and lean:  # from the edge to the switch: the wake-up's path, settled below
+            _hold(blocking, a, b, LEAN_WAKE if task.pid == 0 else LEAN_WAKE_PAST, stolen, event_set, LEAN_WAKE_GAP_NS)
+            continue
         elif task.woken and task.pid == 0:
-            # the lean trace's idle after the edge: the wake-up's own path (quiet, settled below)
-            src = None if lean else _IDLE_EXIT
+            src = _IDLE_EXIT
         elif task.woken and own[id(task)] <= switch_grace_ns:  # the IRQ that woke the worker is its own cause
             src = _SWITCH
         elif task.pid in (worker_pid, 0) or task.asleep:
             src = None  # the worker waiting (spinning, or blocked until its timer): no cause yet
         elif task.woken:
             # the blocking thread, unless no event fired for gap_min_ns: then the guest did not run
-            held = blocking[-1] if blocking else None
-            if held is not None and held.end_ns == a and a not in event_set and held.source is task.source:
-                held.end_ns = b
-                held.stolen_ns += stolen
-            else:
-                blocking.append(_Held(a, b, task.source, stolen))
+            _hold(blocking, a, b, task.source, stolen, event_set)
             continue
         else:
             src = task.source
@@ -117,13 +119,11 @@ def account(
             if task is not None and task.pid == worker_pid and any(wa <= a and b <= wb for wa, wb in work_ns)
             else 0
         )
-        wake = b - a if lean and task is not None and task.woken and task.pid == 0 else 0
         if quiet and quiet[-1][1] == a and a not in event_set:
             quiet[-1][1] = b
             quiet[-1][2] += work
-            quiet[-1][3] += wake
         else:
-            quiet.append([a, b, work, wake])
+            quiet.append([a, b, work])
     gap = Source("outside", f"no guest activity on CPU {cpu}", cpu, LEAN_GAP_DETAIL if lean else "")
     gaps, unexplained = _settle(totals, quiet, blocking, unknown, gap_min_ns=gap_min_ns, gap=gap, steal=steal)
     return totals, gaps, unexplained
@@ -139,27 +139,21 @@ def _settle(
     gap: Source,
     steal: Source,
 ) -> tuple[list[tuple[int, int]], int]:
-    """Close :func:`account`'s window: a blocking thread's stretch of *gap_min_ns* or more is quiet
-    (the guest did not run), shorter ones are credited; quiet runs of *gap_min_ns* or more are gaps,
-    shorter ones the loop's work, the lean trace's wake-up (:data:`LEAN_WAKE`) and the unexplained rest.
-    Adds to *totals*; returns ``(gaps, unexplained ns)``."""
+    """Close :func:`account`'s window: a blocking thread's (or the lean trace's wake-up's) stretch of
+    *gap_min_ns* (its ``quiet_from_ns``) or more is quiet (the guest did not run), shorter ones are
+    credited; quiet runs of *gap_min_ns* or more are gaps, shorter ones the loop's work and the
+    unexplained rest. Adds to *totals*; returns ``(gaps, unexplained ns)``."""
     for held in blocking:
-        if held.end_ns - held.start_ns >= gap_min_ns:
-            quiet.append([held.start_ns, held.end_ns, 0, 0])
+        if held.end_ns - held.start_ns >= max(gap_min_ns, held.quiet_from_ns):
+            quiet.append([held.start_ns, held.end_ns, 0])
         else:
             _credit(totals, held.source, held.end_ns - held.start_ns, held.stolen_ns, steal)
     quiet.sort()
-    gaps: list[tuple[int, int]] = []
-    short: list[tuple[int, int, int]] = []
-    for a, b, w, k in quiet:  # a stretch of wake-up alone is a gap from LEAN_WAKE_GAP_NS
-        if b - a >= (max(gap_min_ns, LEAN_WAKE_GAP_NS) if k == b - a else gap_min_ns):
-            gaps.append((a, b))
-        else:
-            short.append((b - a, w, k))
-    unexplained = unknown + sum(n - w - k for n, w, k in short)
-    for source, ns in ((_LOOP, sum(w for _n, w, _k in short)), (LEAN_WAKE, sum(k for _n, _w, k in short))):
-        if ns:
-            totals[source] = ns
+    gaps = [(a, b) for a, b, _w in quiet if b - a >= gap_min_ns]
+    short = [(b - a, w) for a, b, w in quiet if b - a < gap_min_ns]
+    unexplained = unknown + sum(n - w for n, w in short)
+    if sum(w for _n, w in short):
+        totals[_LOOP] = sum(w for _n, w in short)
     if gaps:
         totals[gap] = sum(b - a for a, b in gaps)
     return gaps, unexplained
@@ -171,12 +165,26 @@ _Step = tuple[int, int, "Segment | None", "Segment | None", int]
 
 @dataclass(slots=True)
 class _Held:
-    """A lower-priority task current after the worker's wakeup, over consecutive stretches."""
+    """A lower-priority task current after the worker's wakeup (or the lean trace's wake-up path), over
+    consecutive stretches; quiet (the guest did not run) from ``quiet_from_ns`` without an event."""
 
     start_ns: int
     end_ns: int
     source: Source
     stolen_ns: int
+    quiet_from_ns: int = 0
+
+
+def _hold(
+    held: list[_Held], a: int, b: int, source: Source, stolen: int, event_set: set[int], quiet_from_ns: int = 0
+) -> None:
+    """Add ``[a, b)`` of *source* to the last stretch held, when it goes on without an event, else a new one."""
+    last = held[-1] if held else None
+    if last is not None and last.end_ns == a and a not in event_set and last.source is source:
+        last.end_ns = b
+        last.stolen_ns += stolen
+    else:
+        held.append(_Held(a, b, source, stolen, quiet_from_ns))
 
 
 def _steps(

@@ -86,6 +86,10 @@ class Source:
         return f"{self.kind} {self.name}" + (f" ({inner})" if inner else "")
 
 
+#: Not a kernel event: the lean trace's worker taken as woken (analysis.attribution; it records no
+#: wake-up), from here on delayed by what holds the CPU, unless it runs or is parked.
+ASSUMED_WAKEUP = "softrt_assumed_wakeup"
+
 #: The layer of the scheduler's run-time stretches (not a holder of the CPU; see the module doc).
 RUN = -1
 
@@ -244,17 +248,12 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
                 )
             state.ran_since_ns = t
         return
+    if name == ASSUMED_WAKEUP:
+        if state.task_pid != worker_pid and not state.parked:
+            _wake(state, t, out)
+        return
     if name in ("sched_wakeup", "sched_waking") and field_int(f.get("pid")) == worker_pid and state.asleep:
-        # From here a task holding the CPU delays a runnable worker (rtla's "blocking thread").
-        if out is not None:
-            _emit(out, Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), True))
-        state.since_ns, state.asleep = t, False
-        state.woken = (
-            state.task_pid == 0
-            or state.task_prio is None
-            or state.worker_prio is None
-            or state.task_prio > state.worker_prio
-        )
+        _wake(state, t, out)
         return
     layer, tag, src = _classify(ev, worker_pid)
     if layer is None:
@@ -272,6 +271,23 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         state.fault = (src, t, ev.pid)
         return
     state.open.append((layer, tag, src, t, ev.pid if layer == 1 else -1))
+
+
+def _wake(state: CpuState, t: int, out: list[Segment] | None) -> None:
+    """The worker woken at *t*: from here a task holding the CPU delays it (rtla's "blocking thread"),
+    unless it ranks above the worker."""
+    if out is not None and state.task is not None:
+        _emit(
+            out,
+            Segment(state.since_ns, t, 0, state.task, state.task_pid, _parked(state), state.asleep, state.woken),
+        )
+    state.since_ns, state.asleep = t, False
+    state.woken = (
+        state.task_pid == 0
+        or state.task_prio is None
+        or state.worker_prio is None
+        or state.task_prio > state.worker_prio
+    )
 
 
 def _classify(ev: TraceEvent, worker_pid: int) -> tuple[int | None, str, Source | None]:

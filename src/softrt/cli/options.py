@@ -10,7 +10,7 @@ import click
 
 from ..errors import ConfigError
 from ..platform import RUNS_DIR_SHOWN, default_runs_dir
-from ..schema.config import DEFAULT_THRESHOLD_TEXT
+from ..schema.config import DEFAULT_THRESHOLD_TEXT, TRACE_MODES
 from ..units import format_time_ns, parse_time_ns
 
 #: ``--priority`` (run and compare): what it sets on each OS, as the run's "applied" lines state it
@@ -132,11 +132,12 @@ def trace_options(f):
     )(f)
     f = click.option(
         "--trace-mode",
-        type=click.Choice(["full", "lean"]),
-        default="full",
+        type=click.Choice(list(TRACE_MODES)),
+        default="auto",
         show_default=True,
-        help="What the trace records: full, or lean (no timer interrupt or wake-up: ~0.6 µs a wake-up of a "
-        "sleeping loop instead of ~1.9 µs; the timer, the exit from idle and the switch are one cause).",
+        help="What the trace records: full; lean (no timer interrupt or wake-up: a sleeping loop's wake-up "
+        "pays ~0.6 µs instead of ~1.9 µs, and the timer, the exit from idle and the switch are one cause); "
+        "auto: lean for --wait sleep, else full.",
     )(f)
     f = click.option(
         "--trace/--no-trace",

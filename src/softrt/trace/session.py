@@ -22,6 +22,7 @@ from typing import Any
 from ..cpus import CpuSet
 from ..platform import get_platform
 from ..platform.linux import kfacts
+from ..schema.config import effective_trace_mode
 from ..schema.why_late import Culprit, TraceInfo, WhyLate
 from .consumer import Consumer, open_reader
 from .tracefs import INSTANCE_PREFIX, Holder, Instance, TracingUnavailable, event_dirs, find_or_mount
@@ -100,7 +101,7 @@ class TraceSession(Holder):
         self.attribution_cpu_s = 0.0
         self._trace_s = 0.0
         self._available: set[str] = set()
-        self.mode: str = getattr(config, "trace_mode", "full")
+        self.mode = effective_trace_mode(getattr(config, "trace_mode", "full"), getattr(config, "wait", "spin"))
 
     # -- context manager: the cleanup -----------------------------------------------------------
     def __enter__(self) -> TraceSession:
