@@ -5,9 +5,10 @@ One invocation, one CPU, one SCHED_FIFO priority, several rounds alternated A B 
 
 * softrt ``--wait sleep``  vs  ``cyclictest -i <period>``      (wake-up latency of a sleeping loop)
 * softrt ``--wait spin``   vs  ``bench/spin_ref.c``             (the identical spin loop in C)
-  each in up to three modes (``--modes``): *traced*, softrt's default (``--trace``: what users get),
-  *lean* (``--trace-mode lean``: no timer interrupt or wake-up recorded; the sleep loop only) and
-  *untraced* (``--no-trace``: the loop's own cost); the references are never traced
+  each in up to three modes (``--modes``): *traced*, softrt's default (``--trace``, ``--trace-mode auto``:
+  what users get, a lean trace for the sleep loop, the full one for the spin loop), *full* (``--trace-mode
+  full``: every event, the sleep loop only) and *untraced* (``--no-trace``: the loop's own cost); the
+  references are never traced
 * ``oslat``                                                   (busy-poll gaps; context only)
 * per-cycle work time (softrt ``process_us``) with 1, 8 and 64 axes
 * the shortest period the spin loop sustains without self-caused misses (criterion below)
@@ -77,7 +78,7 @@ C_FIELDS = ("seq", "cycle", "edge_ns", "detect_ns", "write_ns", "done_ns", "miss
 C_DTYPE = np.dtype([(name, "<i8") for name in C_FIELDS])
 TOOLS = (
     "softrt-sleep",
-    "softrt-sleep-lean",
+    "softrt-sleep-full",
     "softrt-sleep-untraced",
     "cyclictest",
     "softrt-spin",
@@ -87,11 +88,11 @@ TOOLS = (
 )
 UNTRACED = "-untraced"  # the tool name's suffix for a run with --no-trace
 #: A mode of --modes: the tool name's suffix and the run's (trace, trace_mode).
-MODES = {"traced": ("", True, "full"), "lean": ("-lean", True, "lean"), "untraced": (UNTRACED, False, "full")}
+MODES = {"traced": ("", True, "auto"), "full": ("-full", True, "full"), "untraced": (UNTRACED, False, "auto")}
 #: (comparison key, label, softrt tool, reference tool)
 PAIRS = (
-    ("sleep_vs_cyclictest", "sleep (traced) / cyclictest", "softrt-sleep", "cyclictest"),
-    ("sleep_lean_vs_cyclictest", "sleep (lean trace) / cyclictest", "softrt-sleep-lean", "cyclictest"),
+    ("sleep_vs_cyclictest", "sleep (traced: lean) / cyclictest", "softrt-sleep", "cyclictest"),
+    ("sleep_full_vs_cyclictest", "sleep (full trace) / cyclictest", "softrt-sleep-full", "cyclictest"),
     ("sleep_untraced_vs_cyclictest", "sleep (untraced) / cyclictest", "softrt-sleep-untraced", "cyclictest"),
     ("spin_vs_c", "spin (traced) / C ref", "softrt-spin", "c-ref"),
     ("spin_untraced_vs_c", "spin (untraced) / C ref", "softrt-spin-untraced", "c-ref"),
@@ -853,7 +854,7 @@ def build_result(args, machine, rounds, axes_runs, search, breakdown, load_befor
     w1, w64 = work.get("1", {}), work.get("64", {})
     targets = []
     for key, _label, _a, _b in PAIRS:  # the latency targets, for each mode, with their per-round pass counts
-        mode = "untraced" if "untraced" in key else "lean" if "lean" in key else "traced"
+        mode = "untraced" if "untraced" in key else "full trace" if "full" in key else "traced"
         for stat, name, lim in (
             (
                 ("d_p50", "p50 - cyclictest p50 (µs)", T_SLEEP_P50_DIFF_US),
@@ -1166,9 +1167,9 @@ def parse_args(argv=None):
     p.add_argument(
         "--modes",
         default=["traced", "untraced"],
-        help="softrt's modes: traced (its default: what users get), lean (--trace-mode lean, the sleep loop "
-        "only), untraced (--no-trace: the loop's own cost; the work and sustained-period runs use it); "
-        "default traced,untraced",
+        help="softrt's modes: traced (its default, --trace-mode auto: what users get), full (--trace-mode full, "
+        "the sleep loop only), untraced (--no-trace: the loop's own cost; the work and sustained-period runs "
+        "use it); default traced,untraced",
         type=_modes,
     )
     p.add_argument("--no-search", action="store_true", help="skip the sustained-period search")
@@ -1257,7 +1258,7 @@ def main(argv=None) -> int:
                 [
                     (f"softrt-{wait}{MODES[mode][0]}", bench.softrt_run, wait, pn, args.duration, 1, mode)
                     for mode in args.modes
-                    if wait == "sleep" or mode != "lean"  # a spinning loop's trace costs nothing to spare
+                    if wait == "sleep" or mode != "full"  # a spinning loop's default trace is the full one
                 ]
                 + [ref]
                 for wait, ref in (

@@ -24,7 +24,8 @@ not flood the trace). The simulator runs as docs/ethercat.md runs it: SCHED_FIFO
     sudo python bench/trace_bench.py --rounds 4 --duration 5 --json         # the same as JSON
     sudo PYTHONPATH=src python bench/trace_bench.py --ethercat 1000,250 --duration 10
     sudo PYTHONPATH=src python bench/trace_bench.py --oslat --rounds 6 --duration 5
-    sudo PYTHONPATH=src python bench/trace_bench.py --waits sleep --mode lean --rounds 9   # the lean trace
+    sudo PYTHONPATH=src python bench/trace_bench.py --waits sleep --rounds 9               # lean: the default
+    sudo PYTHONPATH=src python bench/trace_bench.py --waits sleep --rounds 9 --mode full   # every event
     sudo PYTHONPATH=src python bench/trace_bench.py --waits sleep --drop sched:sched_wakeup  # fewer events
 
 ``--drop`` and ``--filter`` run the traced runs with fewer events or extra kernel filters, to see
@@ -503,9 +504,9 @@ def main() -> int:
     ap.add_argument("--oslat", action="store_true", help="the interruptions of a spinning oslat, traced or not")
     ap.add_argument(
         "--mode",
-        choices=["full", "lean"],
-        default="full",
-        help="the traced runs' --trace-mode (lean: no timer interrupt or wake-up recorded)",
+        choices=["auto", "full", "lean"],
+        default="auto",
+        help="the traced runs' --trace-mode (auto, softrt's default: lean for a sleeping loop, full for the others)",
     )
     ap.add_argument(
         "--drop", default="", help="events the traced runs leave out (system:event, comma-separated): an experiment"
