@@ -38,7 +38,7 @@ hard-IRQ-level kernel work named after X; every other event only shows that the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from .events import TraceEvent, field_int
@@ -128,19 +128,7 @@ class CpuState:
     ran_since_ns: int = 0  # the current task's last run-time update (or its switch-in)
 
     def copy(self) -> CpuState:
-        return CpuState(
-            self.task,
-            self.task_pid,
-            self.task_prio,
-            self.since_ns,
-            self.parked,
-            self.asleep,
-            self.woken,
-            self.worker_prio,
-            list(self.open),
-            self.fault,
-            self.ran_since_ns,
-        )
+        return replace(self, open=list(self.open))  # the open items are the one mutable part
 
 
 def policy(prio: int | None) -> str:
