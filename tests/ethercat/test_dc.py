@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from softrt.ethercat.dc import PhaseLock, decode_diff, encode_diff, phase_error
-from softrt.ethercat.dcmonitor import DcMonitor, DiffProbe, _SlaveDiff
+from softrt.ethercat.dcmonitor import DcMonitor, DcOptions, DiffProbe, _SlaveDiff
 from softrt.ethercat.nsstat import NsStat
 from softrt.ethercat.rawsock import INDEX_OFFSET, index_filter
 from softrt.ethercat.wire import Cmd, encode_frame, parse_frame, write_wkc
@@ -106,7 +106,7 @@ def test_abs_stat_percentiles_within_the_histogram_bound():
 def test_monitor_phase_rate_and_series():
     period = 1_000_000
     sync0 = 10 * period
-    mon = DcMonitor(period, sync0, (0, "ref"), None, lock=False, shift_ns=0, sample_every=100, sync0_active=True)
+    mon = DcMonitor(period, sync0, (0, "ref"), None, DcOptions(), sync0_active=True)
     drift = 200e-6
     host0 = 1_000_000_000
     rng = random.Random(5)
@@ -129,7 +129,7 @@ def test_monitor_phase_rate_and_series():
 
 def test_monitor_lock_moves_the_edges():
     period = 500_000
-    mon = DcMonitor(period, 0, (0, "ref"), None, lock=True, shift_ns=-100_000, sample_every=100, sync0_active=True)
+    mon = DcMonitor(period, 0, (0, "ref"), None, DcOptions(lock=True, shift_ns=-100_000), sync0_active=True)
     origin = 0  # the host's cycle origin, moved by the lock
     for k in range(4000):
         host = origin + k * period
