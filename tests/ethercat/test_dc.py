@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from softrt.ethercat.dc import PhaseLock, decode_diff, encode_diff, phase_error
-from softrt.ethercat.dcmonitor import DcMonitor, DiffProbe, _SlaveDiff
+from softrt.ethercat.dcmonitor import DcMonitor, DcOptions, DiffProbe, _SlaveDiff
 from softrt.ethercat.nsstat import NsStat
 from softrt.ethercat.rawsock import INDEX_OFFSET, index_filter
 from softrt.ethercat.wire import Cmd, encode_frame, parse_frame, write_wkc
@@ -62,7 +62,8 @@ def test_phase_lock_converges_and_learns_the_drift():
     # Slewed at the bounded step first (400 µs at 10 µs a cycle), then settled: no drift left.
     assert all(abs(a - b) <= lock.max_step_ns + 300 for a, b in zip(seen, seen[1:40]))
     assert max(abs(e) for e in seen[-1000:]) <= 2
-    assert lock.rate_ppm == pytest.approx(-300, rel=0.01)  # the host's cycle shortened by the drift
+    # the integral holds the drift: the host's cycle shortened by 300 ppm of the period
+    assert lock.integral_ns / period * 1e6 == pytest.approx(300, rel=0.01)
 
 
 def test_phase_lock_filters_jitter_and_holds_on_lost_frames():
@@ -106,7 +107,7 @@ def test_abs_stat_percentiles_within_the_histogram_bound():
 def test_monitor_phase_rate_and_series():
     period = 1_000_000
     sync0 = 10 * period
-    mon = DcMonitor(period, sync0, (0, "ref"), None, lock=False, shift_ns=0, sample_every=100, sync0_active=True)
+    mon = DcMonitor(period, sync0, (0, "ref"), None, DcOptions(), sync0_active=True)
     drift = 200e-6
     host0 = 1_000_000_000
     rng = random.Random(5)
@@ -129,7 +130,7 @@ def test_monitor_phase_rate_and_series():
 
 def test_monitor_lock_moves_the_edges():
     period = 500_000
-    mon = DcMonitor(period, 0, (0, "ref"), None, lock=True, shift_ns=-100_000, sample_every=100, sync0_active=True)
+    mon = DcMonitor(period, 0, (0, "ref"), None, DcOptions(lock=True, shift_ns=-100_000), sync0_active=True)
     origin = 0  # the host's cycle origin, moved by the lock
     for k in range(4000):
         host = origin + k * period

@@ -193,9 +193,9 @@ def test_builtin_disk_worker_writes_syncs_reads_and_cleans_up(tmp_path):
     # The worker's disk cycle, run in-process on a 1 MiB file: one pass has every kind of I/O. (One
     # whole pass, not 0.5 s: a busy VM's 17 fsyncs took longer, and the read-back never came.)
     counters = _worker.disk({"dir": str(tmp_path), "file_bytes": 1 << 20, "passes": 1}, time.monotonic() + 60)
-    assert counters["bytes_written"] >= 1 << 20
-    assert counters["bytes_read"] >= 1 << 20
-    assert counters["fsyncs"] >= 2
+    assert counters.bytes_written >= 1 << 20
+    assert counters.bytes_read >= 1 << 20
+    assert counters.fsyncs >= 2
     assert list(tmp_path.iterdir()) == []
 
 

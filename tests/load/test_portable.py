@@ -19,12 +19,12 @@ from softrt.platform import procs
 def test_churn_without_fork_creates_real_processes():
     """Windows has no fork: the worker creates each process with subprocess (CreateProcess there)."""
     counters = _worker.churn({"program": sys.executable, "args": ["-c", "pass"], "spawn": True}, time.monotonic() + 0.5)
-    assert counters["ops"] >= 1 and counters["failures"] == 0
+    assert counters.ops >= 1 and counters.failures == 0
 
 
 def test_churn_without_fork_counts_a_program_that_fails():
     counters = _worker.churn({"program": "/nonexistent/softrt-no-such-program", "spawn": True}, time.monotonic() + 0.2)
-    assert counters["ops"] == 0 and counters["failures"] >= 1
+    assert counters.ops == 0 and counters.failures >= 1
 
 
 def test_cpu_time_without_getrusage_comes_from_os_times(monkeypatch):
@@ -131,12 +131,9 @@ def test_the_disk_worker_without_pwrite_and_pread_writes_and_reads_at_each_offse
     finally:
         os.close(fd)
     counters = _worker.disk({"dir": str(tmp_path), "passes": 1, "file_bytes": 2 << 20}, time.monotonic() + 30)
-    assert counters == {
-        "bytes_written": (2 << 20) + 256 * 4096,
-        "bytes_read": 2 << 20,
-        "fsyncs": 2 + 16,
-        "uncached_reads": 0,
-    }
+    assert counters == _worker.DiskCounts(
+        bytes_written=(2 << 20) + 256 * 4096, bytes_read=2 << 20, fsyncs=2 + 16, uncached_reads=0
+    )
     assert list(tmp_path.iterdir()) == [path]  # its file removed
 
 

@@ -354,8 +354,7 @@ def test_a_drive_without_an_error_code_object_is_a_valid_board():
     """bring-up reports None for an axis whose drive lacks 0x603F (ethercat.preop.read_identity);
     the summary model must take the slave's report as the master writes it."""
     from softrt.ethercat.bringup import SlaveInfo
-    from softrt.ethercat.preop import Identity
-    from softrt.schema.device import Board
+    from softrt.schema.device import Board, Slave
 
     info = SlaveInfo(
         0,
@@ -366,7 +365,7 @@ def test_a_drive_without_an_error_code_object_is_a_valid_board():
         True,
         [],
         [],
-        identity=Identity(vendor_id=0x0EC0FFEE, error_register=0, error_codes=(None, 0x2310)),
+        identity=Slave(vendor_id=0x0EC0FFEE, error_register=0, error_codes=[None, 0x2310]),
     )
     board = Board.from_dict({"slaves": [info.report()]}, "summary.json", "board")
     assert board.slaves[0].error_codes == [None, 0x2310]

@@ -11,7 +11,7 @@ field is checked against what the simulator can take; a request that breaks a ru
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..ethercat.al import AlState
@@ -35,7 +35,25 @@ class RequestError(ValueError):
     """A control request the simulator does not take (answered with the reason, nothing changed)."""
 
 
-def parse_request(raw: bytes, slaves: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Request:
+    """One checked control request: its command and the fields it gave (None: not given; what each
+    means, and its default, is the command's: docs/ethercat.md)."""
+
+    cmd: str
+    frames: int | None = None
+    every: int | None = None
+    delay_us: int | None = None
+    slave: int | None = None
+    axis: int | None = None
+    code: int | None = None
+    state: AlState | None = None
+    ppm: float | None = None
+    kind: str | None = None
+    at: str | None = None
+
+
+def parse_request(raw: bytes, slaves: int) -> Request:
     """Return the checked request in *raw* for a segment of *slaves* slaves; raise RequestError."""
     if len(raw) > MAX_REQUEST_BYTES:
         raise RequestError(f"request of {len(raw)} bytes; at most {MAX_REQUEST_BYTES}")
@@ -48,11 +66,7 @@ def parse_request(raw: bytes, slaves: int) -> dict[str, Any]:
     cmd = doc.get("cmd")
     if cmd not in COMMANDS:
         raise RequestError(f"unknown command {str(cmd)[:40]!r}; known: {', '.join(COMMANDS)}")
-    req: dict = {"cmd": cmd}
-    for key, value in doc.items():
-        if key == "cmd":
-            continue
-        req[key] = _field(cmd, key, value, slaves)
+    req = {key: _field(cmd, key, value, slaves) for key, value in doc.items() if key != "cmd"}  # known keys only
     if cmd in KINDS and "frames" in req and "every" in req:
         raise RequestError("give either frames or every")
     if cmd == "dc_drift" and "ppm" not in req:
@@ -61,7 +75,7 @@ def parse_request(raw: bytes, slaves: int) -> dict[str, Any]:
         raise RequestError("refuse_state needs state")
     if cmd == "mute" and "at" not in req:
         raise RequestError(f"mute needs at (one of {', '.join(MUTE_EVENTS)})")
-    return req
+    return Request(cmd, **req)
 
 
 def _integer(key: str, value, lo: int, hi: int) -> int:

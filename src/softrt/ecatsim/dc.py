@@ -44,6 +44,7 @@ from ..ethercat.dc import (
     SYNC0_ACTIVE,
     encode_diff,
 )
+from ..ethercat.nsstat import NsStat
 
 #: The fastest correction the speed counter allows (1 ns per 0x7F x 10 ns), ppb.
 MAX_CORRECTION_PPB = 1_000_000_000 // (0x7F * 10)
@@ -119,10 +120,14 @@ class Sync0Watch:
     """Where process-data frames arrive in the SYNC0 cycle, and the cycles without (or with two)."""
 
     def __init__(self) -> None:
-        self.frames = self.cycles_without_frame = self.frames_in_same_cycle = 0
-        self.phase_min_ns = self.phase_max_ns = 0
-        self.phase_total_ns = 0
+        self.cycles_without_frame = self.frames_in_same_cycle = 0
+        self.phase = NsStat()  # each frame's place in its SYNC0 cycle (ns)
         self._last_cycle: int | None = None
+
+    @property
+    def frames(self) -> int:
+        """The process-data frames counted."""
+        return self.phase.n
 
     def frame(self, system_ns: int, start_ns: int, cycle_ns: int) -> None:
         """A process-data frame arrived at *system_ns* (SYNC0 at ``start + k * cycle``)."""
@@ -136,31 +141,20 @@ class Sync0Watch:
             elif k > last + 1:
                 self.cycles_without_frame += k - last - 1
         self._last_cycle = k
-        if not self.frames or phase < self.phase_min_ns:
-            self.phase_min_ns = phase
-        if phase > self.phase_max_ns:
-            self.phase_max_ns = phase
-        self.frames += 1
-        self.phase_total_ns += phase
+        self.phase.add(phase)
 
     def reset(self) -> None:
         """Forget the counts (a new start time)."""
         self.__init__()
 
     def to_dict(self) -> dict[str, Any]:
-        n = self.frames
+        phase, n = self.phase, self.phase.n
         return {
             "frames": n,
             "cycles_without_frame": self.cycles_without_frame,
             "frames_in_same_cycle": self.frames_in_same_cycle,
             "phase_us": (
-                {
-                    "min": self.phase_min_ns / 1e3,
-                    "max": self.phase_max_ns / 1e3,
-                    "mean": round(self.phase_total_ns / n / 1e3, 2),
-                }
-                if n
-                else None
+                {"min": phase.min / 1e3, "max": phase.max / 1e3, "mean": round(phase.total / n / 1e3, 2)} if n else None
             ),
         }
 

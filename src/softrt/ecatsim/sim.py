@@ -31,8 +31,9 @@ from ..ethercat.description import DeviceDescription
 from ..ethercat.nsstat import NsStat
 from ..ethercat.rawsock import open_raw_socket
 from ..ethercat.wire import ETH_HEADER_BYTES, FrameError
+from ..schema.doc import present
 from .bus import Segment
-from .control import RequestError, parse_request
+from .control import Request, RequestError, parse_request
 from .esc import Esc
 from .faults import KINDS, FaultPlan
 from .layouts import Layouts
@@ -159,39 +160,43 @@ class Simulator:
             request = parse_request(raw, len(self.escs))
         except RequestError as err:
             return {"ok": False, "error": str(err)}
-        cmd = request["cmd"]
+        cmd = request.cmd
         if cmd in KINDS:
-            opts: dict[str, Any] = {k: request[k] for k in ("delay_us", "slave") if k in request}
-            if "kind" in request:
-                opts["corrupt"] = request["kind"]
-            if "every" in request:
-                self.faults.set_every(cmd, request["every"], **opts)
+            opts = present(delay_us=request.delay_us, slave=request.slave, corrupt=request.kind)
+            if request.every is not None:
+                self.faults.set_every(cmd, request.every, **opts)
             else:
-                self.faults.arm(cmd, request.get("frames", 1), **opts)
+                self.faults.arm(cmd, 1 if request.frames is None else request.frames, **opts)
         elif cmd == "drive_fault":
-            slave = request.get("slave", 0)
+            slave = request.slave or 0
             app = self.apps[slave]
             if not isinstance(app, DriveApp):
                 return {"ok": False, "error": "that slave is not a drive"}
-            axis = request.get("axis", 0)
+            axis = request.axis or 0
             if axis >= len(app.drives):
                 return {"ok": False, "error": f"that drive has {len(app.drives)} axis(es)"}
-            app.drives[axis].fault(request.get("code", 0x5400))  # 0x5400: power section
+            app.drives[axis].fault(0x5400 if request.code is None else request.code)  # 0x5400: power section
             self.escs[slave].refresh_inputs()
         elif cmd == "al_error":
             # A slave's own error (ETG.1000.6 §6.4.1): it drops to a lower state with the error
             # indication and an AL status code (e.g. SAFEOP, 0x001B sync manager watchdog).
             for esc in self._targets(request):
-                esc.local_error(request.get("state", AlState.SAFEOP), request.get("code", 0x0001))
-        elif cmd == "refuse_state":
+                esc.local_error(
+                    AlState.SAFEOP if request.state is None else request.state,
+                    0x0001 if request.code is None else request.code,
+                )
+        # (refuse_state, dc_drift and mute always carry their field: parse_request refuses them without)
+        elif cmd == "refuse_state" and request.state is not None:
             # Make slave(s) refuse a state with an AL status code (e.g. OP with 0x001A sync error).
             for esc in self._targets(request):
-                esc.refuse[request["state"]] = request.get("code", 0x0001)
-        elif cmd == "dc_drift":  # a quartz warming up: {"cmd": "dc_drift", "slave": i, "ppm": x}
+                esc.refuse[request.state] = 0x0001 if request.code is None else request.code
+        elif (
+            cmd == "dc_drift" and request.ppm is not None
+        ):  # a quartz warming up: {"cmd": "dc_drift", "slave": i, "ppm": x}
             for esc in self._targets(request):
-                esc.dc.clock.set_drift(request["ppm"], self._clock())
-        elif cmd == "mute":
-            self.mute_at = request["at"]
+                esc.dc.clock.set_drift(request.ppm, self._clock())
+        elif cmd == "mute" and request.at is not None:
+            self.mute_at = request.at
             self.muted = self._mute_due()
         return {"ok": True, **self.stats()}
 
@@ -199,8 +204,8 @@ class Simulator:
         """Run the slave applications (the drives) of the frame just answered (``Segment.finish``)."""
         self.segment.finish()
 
-    def _targets(self, request: dict) -> list[Esc]:
-        return self.escs if "slave" not in request else [self.escs[int(request["slave"])]]
+    def _targets(self, request: Request) -> list[Esc]:
+        return self.escs if request.slave is None else [self.escs[request.slave]]
 
     def stats(self) -> dict[str, Any]:
         """Return counters and the state of every slave."""

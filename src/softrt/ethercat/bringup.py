@@ -33,6 +33,9 @@ _STATE_NAMES = {_PREOP: "PRE-OP", _SAFEOP: "SAFE-OP", _OP: "OP"}
 SCAN_S, SII_S, PREOP_CONFIG_S, MAPPING_S = 3.0, 3.0, 3.0, 1.0
 #: AL status codes of a slave that refuses the process data SyncManagers it was given.
 _SM_REFUSALS = (AlStatusCode.INVALID_OUTPUT_CONFIG, AlStatusCode.INVALID_INPUT_CONFIG)
+#: The identity fields a slave's SII holds too (0x1018's): the report takes them from there when the
+#: drive does not say them over CoE.
+_SII_IDENTITY = ("vendor_id", "product_code", "revision", "serial")
 
 
 @dataclass
@@ -53,7 +56,7 @@ class SlaveInfo:
     output_bytes: int = 0  #: what its PDOs take in the process image (SOEM must map as much)
     input_bytes: int = 0
     pdo_source: str = "SII"  #: where its PDOs came from (see :func:`discover`)
-    identity: preop.Identity | None = None
+    identity: Slave | None = None  #: what the drive says about itself (CoE: preop.read_identity)
 
     @property
     def drive(self) -> DriveMap | None:
@@ -64,21 +67,11 @@ class SlaveInfo:
         return f"slave {self.position} '{self.name}'"
 
     def report(self) -> Slave:
-        """Identity, PDO source and errors, for the run summary's board section."""
-        ident = self.identity or preop.Identity()
-        return Slave(
-            position=self.position,
-            name=self.name,
-            vendor_id=ident.vendor_id if ident.vendor_id is not None else self.vendor_id,
-            product_code=ident.product_code if ident.product_code is not None else self.product_code,
-            revision=ident.revision if ident.revision is not None else self.revision,
-            serial=ident.serial if ident.serial is not None else self.serial,
-            device_name=ident.device_name,
-            axes=len(self.drives),
-            pdo=self.pdo_source,
-            error_register=ident.error_register,
-            error_codes=list(ident.error_codes),
-        )
+        """Identity, PDO source and errors, for the run summary's board section: what the drive said
+        over CoE (``identity``), where it lacks an identity object what its SII holds."""
+        said = self.identity or Slave()
+        sii = {name: getattr(self, name) for name in _SII_IDENTITY if getattr(said, name) is None}
+        return said.replace(position=self.position, name=self.name, axes=len(self.drives), pdo=self.pdo_source, **sii)
 
 
 def open_master(iface: str):

@@ -208,4 +208,4 @@ class Cia402Drives:
         for info in faulted.values():
             if info.has_coe and info.identity is not None:
                 register, codes = preop.read_errors(self._m.slaves[info.position], len(info.drives))
-                info.identity.error_register, info.identity.error_codes = register, codes
+                info.identity = info.identity.replace(error_register=register, error_codes=list(codes))

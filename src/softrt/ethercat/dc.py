@@ -108,8 +108,3 @@ class PhaseLock:
         """Return the move of the next edge for a cycle without a measurement."""
         u = -self.integral_ns
         return int(round(max(-self.max_step_ns, min(self.max_step_ns, u))))
-
-    @property
-    def rate_ppm(self) -> float:
-        """The host cycle's correction in ppm of the period (negative: the host's cycle is shortened)."""
-        return -self.integral_ns / self.period_ns * 1e6

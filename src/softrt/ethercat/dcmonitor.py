@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import struct
 import time
+from dataclasses import dataclass
 
 from ..schema.device import DcReference, DcSlave, DiffStats, DistributedClocks, Phase, Sync0
 from ..schema.device import PhaseLock as LockReport
@@ -52,6 +53,19 @@ PHASE_BINS = 1024
 SERIES_POINTS = 512
 _U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
 REG_STATION_ADDRESS = 0x0010
+
+
+@dataclass(frozen=True)
+class DcOptions:
+    """What a run asks of distributed clocks (the master's ``dc``, ``dc_lock``, ``dc_shift_ns`` and
+    ``dc_sample_every``): use them at all (``wanted``), lock the host cycle to SYNC0 (``lock``,
+    ``--dc-lock``) with the frame ``shift_ns`` after it (``--dc-shift``; negative: before), and read
+    each slave's 0x092C every ``sample_every`` cycles."""
+
+    wanted: bool = True
+    lock: bool = False
+    shift_ns: int = 0
+    sample_every: int = 100
 
 
 class _SlaveDiff:
@@ -177,30 +191,25 @@ class DcMonitor:
         sync0_ns: int,
         reference: tuple[int, str],
         probe: DiffProbe | None,
+        options: DcOptions,
         *,
-        lock: bool,
-        shift_ns: int,
-        sample_every: int,
         sync0_active: bool,
         reference_address: int = 0,
     ) -> None:
-        self.period_ns = period_ns
-        self.sync0_ns = sync0_ns
-        self.sync0_active = sync0_active
-        self.reference = reference
-        #: The reference clock's station address (0x0010): the cyclic frame's FRMW goes to it.
-        self.reference_address = reference_address
+        self.period_ns, self.sync0_ns, self.sync0_active = period_ns, sync0_ns, sync0_active
+        #: The reference clock (position, name) and its station address (0x0010): the cyclic frame's FRMW goes to it.
+        self.reference, self.reference_address = reference, reference_address
         self.probe = probe
-        self.shift_ns = shift_ns
-        self.sample_every = sample_every
-        self.lock = PhaseLock(period_ns) if lock else None
+        # (kept as attributes of their own: cycle() reads them every cycle)
+        self.shift_ns, self.sample_every = options.shift_ns, options.sample_every
+        self.lock = PhaseLock(period_ns) if options.lock else None
         self.moved_ns = 0
         self.cycles = self.measured = 0
         self._half = period_ns // 2
         self.bins = [0] * PHASE_BINS
         self.total = self.total_abs = 0
         self.min = self.max = 0
-        self.series = _Series(sample_every)
+        self.series = _Series(options.sample_every)
         # (smallest DC time - host time, host time) of the first, the last and the current window.
         self.first: tuple[int, int] | None = None
         self.last: tuple[int, int] | None = None
@@ -357,12 +366,8 @@ def attach(
     slaves,
     drive_positions: list[int],
     period_ns: int,
-    *,
+    options: DcOptions,
     dc_active: bool,
-    lock: bool,
-    shift_ns: int,
-    sample_every: int = 100,
-    wanted: bool = True,
     read=lambda slave, reg, size: slave._fprd(reg, size),
     transport: str = "af_packet",
 ) -> tuple[DcMonitor | None, str | None]:
@@ -372,18 +377,18 @@ def attach(
     :class:`EcatError`. Reads (station addresses, SYNC0 start and cycle) go through *read*
     (``read(slave, register, size)``: pysoem's FPRD; bring-up's retries it, :func:`.steps.read_register`).
     The probe's link is of the master's *transport* (:mod:`.transport`).
-    *wanted* False: the master was asked not to use DC (its slaves' DC features are not read).
+    *options* ``wanted`` False: the master was asked not to use DC (its slaves' DC features are not read).
     """
     dc_slaves = [s for s in slaves if s.has_dc]
     why = None
-    if not wanted:
+    if not options.wanted:
         why = "distributed clocks were turned off (dc=False)"
     elif not dc_slaves:
         why = "no slave has distributed clocks (ESC feature register 0x0008, bit 2)"
     elif not dc_active:
         why = "distributed clocks were not configured (SOEM's config_dc found no DC slave)"
     if why:
-        if lock:
+        if options.lock:
             raise EcatInputError(
                 "config",
                 iface,
@@ -408,14 +413,7 @@ def attach(
     if behind:
         diffs = [_SlaveDiff(s.position, s.name, address[s.position]) for s in behind]
         probe = DiffProbe(open_link(iface, PROBE_INDEX, transport), diffs)
+    reference = (ref.position, ref.name)
     return DcMonitor(
-        period_ns,
-        sync0,
-        (ref.position, ref.name),
-        probe,
-        lock=lock,
-        shift_ns=shift_ns,
-        sample_every=sample_every,
-        sync0_active=active,
-        reference_address=address[ref.position],
+        period_ns, sync0, reference, probe, options, sync0_active=active, reference_address=address[ref.position]
     ), None

@@ -83,7 +83,7 @@ class EtherCATMaster(Cia402Drives, BusHealth):
             raise ConfigError(f"EtherCAT needs at least one axis, got {axes}")
         if bus_timeout_ns <= 0:
             raise ConfigError(f"EtherCAT bus timeout must be positive, got {bus_timeout_ns} ns")
-        self.iface, self.period_ns, self.axes, self.dc = iface, int(period_ns), axes, dc
+        self.iface, self.period_ns, self.axes = iface, int(period_ns), axes
         #: How softrt's own frames reach the wire: "af_packet" or "pcap" (Npcap on Windows; .transport).
         self.transport = choose(transport)
         #: The loop's clock, which start(t0_ns) and edge_ns are on: CLOCK_MONOTONIC on Linux, QueryPerformanceCounter
@@ -109,7 +109,7 @@ class EtherCATMaster(Cia402Drives, BusHealth):
         self.dc_active = False
         # Distributed clocks during the run (ethercat.dcmonitor): figures, and the phase lock that
         # moves the cycle's origin t0_ns a bounded step per cycle (--dc-lock, --dc-shift).
-        self.dc_lock, self.dc_shift_ns, self.dc_sample_every = dc_lock, int(dc_shift_ns), dc_sample_every
+        self.dc_options = dcmonitor.DcOptions(dc, dc_lock, int(dc_shift_ns), dc_sample_every)
         self._dc: dcmonitor.DcMonitor | None = None
         self.dc_absent: str | None = None
         #: Why the keep-alive thread stopped cycling (None while it runs or has not failed).
@@ -175,7 +175,7 @@ class EtherCATMaster(Cia402Drives, BusHealth):
         steps = Steps(m, iface, self.bus_timeout_frames * self.period_ns)
         read = functools.partial(read_register, steps)
         self.slaves = bringup.discover(
-            m, iface, self.dc, self.drive_config, self._on_emergency, steps, self.state_timeout_s
+            m, iface, self.dc_options.wanted, self.drive_config, self._on_emergency, steps, self.state_timeout_s
         )
         self.warnings += bringup.description_warnings(self.drive_config, self.slaves)
         # Every axis of every drive, in bus order (--axes counts axes, not slaves).
@@ -193,20 +193,10 @@ class EtherCATMaster(Cia402Drives, BusHealth):
         with steps.step("process image", "each slave's FMMUs as the mapping set them", bringup.MAPPING_S * n):
             layout = cyclic.read_layout(m, iface, read)
         with steps.step("DC", "distributed clocks: delays, offsets, SYNC0", bringup.MAPPING_S * n):
-            self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc else False
+            self.dc_active = bringup.setup_dc(m, self.slaves, self.period_ns) if self.dc_options.wanted else False
+            drives = sorted({s.position for s, _n in used})
             self._dc, self.dc_absent = dcmonitor.attach(
-                m,
-                iface,
-                self.slaves,
-                sorted({s.position for s, _n in used}),
-                self.period_ns,
-                dc_active=self.dc_active,
-                lock=self.dc_lock,
-                shift_ns=self.dc_shift_ns,
-                sample_every=self.dc_sample_every,
-                wanted=self.dc,
-                read=read,
-                transport=self.transport,
+                m, iface, self.slaves, drives, self.period_ns, self.dc_options, self.dc_active, read, self.transport
             )
         frame = self._frame = cyclic.CyclicFrame(
             self._sock, layout, None if self._dc is None else self._dc.reference_address, clock=self._clock_ns

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import struct
 import time
-from dataclasses import dataclass
 
+from ..schema.device import Slave
 from .description import AXIS_OBJECT_OFFSET, AXIS_PDO_OFFSET, MAX_AXES_PER_DEVICE, Pdo, PdoEntry, axis_index
 from .drives import DrivePlan, entry_text
 from .errors import EcatError
@@ -112,29 +112,25 @@ def read_uint(slave, index: int, sub: int, size: int) -> int | None:
     return int.from_bytes(data[:size].ljust(size, b"\0"), "little")
 
 
-@dataclass
-class Identity:
-    """What a drive says about itself (None: it does not have that object)."""
-
-    vendor_id: int | None = None
-    product_code: int | None = None
-    revision: int | None = None
-    serial: int | None = None
-    device_name: str | None = None
-    error_register: int | None = None
-    error_codes: tuple[int | None, ...] = ()
-
-
-def read_identity(slave, axes: int) -> Identity:
-    """Read 0x1018, 0x1008, 0x1001 and each axis's 0x603F."""
-    ident = Identity(*(read_uint(slave, 0x1018, sub, 4) for sub in (1, 2, 3, 4)))
+def read_identity(slave, axes: int) -> Slave:
+    """What the drive says about itself, as the summary's :class:`~softrt.schema.device.Slave` whose
+    other fields bring-up fills in (:meth:`.bringup.SlaveInfo.report`): 0x1018, 0x1008, 0x1001 and
+    each axis's 0x603F."""
+    vendor_id, product_code, revision, serial = (read_uint(slave, 0x1018, sub, 4) for sub in (1, 2, 3, 4))
     try:
-        ident.device_name = sdo_read(slave, 0x1008, 0, 512).rstrip(b"\0").decode("utf-8", "replace")
+        device_name = sdo_read(slave, 0x1008, 0, 512).rstrip(b"\0").decode("utf-8", "replace")
     except sdo_errors():
-        pass
-    ident.error_register = read_uint(slave, 0x1001, 0, 1)
-    ident.error_codes = tuple(read_uint(slave, axis_index(0x603F, n), 0, 2) for n in range(axes))
-    return ident
+        device_name = None
+    error_register, error_codes = read_errors(slave, axes)
+    return Slave(
+        vendor_id=vendor_id,
+        product_code=product_code,
+        revision=revision,
+        serial=serial,
+        device_name=device_name,
+        error_register=error_register,
+        error_codes=list(error_codes),
+    )
 
 
 def read_errors(slave, axes: int) -> tuple[int | None, tuple[int | None, ...]]:

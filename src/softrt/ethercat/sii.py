@@ -192,14 +192,3 @@ def parse_image(image: bytes) -> SiiInfo:
     # Table 8), as SOEM takes it; the first string is often the group or the order number.
     name = _string(strings, general[3]) if len(general) > 3 else (strings[0] if strings else "")
     return SiiInfo(vendor, product, rev, serial, mbx, protocols, name, rx, tx, details)
-
-
-def image_length_bytes(image_head: bytes) -> int | None:
-    """Return the used length of an image from its first bytes, or None if more bytes are needed."""
-    pos = 0x40 * 2
-    while pos + 4 <= len(image_head):
-        cat, words = struct.unpack_from("<HH", image_head, pos)
-        if cat == CAT_END:
-            return pos + 2
-        pos += 4 + 2 * words
-    return None

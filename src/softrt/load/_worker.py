@@ -27,6 +27,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 try:
     import resource
@@ -46,7 +48,40 @@ def _running(deadline: float) -> bool:
     return not _stop and time.monotonic() < deadline
 
 
-def spin(cfg: dict, deadline: float) -> dict[str, int]:
+# What each kind of worker counts: its report's ``counters`` object (these fields, in this order),
+# which softrt sums per role as "role.counter" (load.builtin.Figure).
+class SpinCounts(NamedTuple):
+    ops: int
+
+
+class DiskCounts(NamedTuple):
+    bytes_written: int
+    bytes_read: int
+    fsyncs: int
+    uncached_reads: int  # 1 when the read-back bypassed the page cache (posix_fadvise), else 0
+
+
+class CopyCounts(NamedTuple):
+    bytes_copied: int
+
+
+class ServerCounts(NamedTuple):
+    connections: int
+    bytes_received: int
+
+
+class ClientCounts(NamedTuple):
+    connections: int
+    bytes_sent: int
+    connect_errors: int
+
+
+class ChurnCounts(NamedTuple):
+    ops: int
+    failures: int
+
+
+def spin(cfg: dict, deadline: float) -> SpinCounts:
     """Busy arithmetic; one op is 10,000 floating-point multiply-adds."""
     ops = 0
     x = 1.0
@@ -54,7 +89,7 @@ def spin(cfg: dict, deadline: float) -> dict[str, int]:
         for _ in range(10_000):
             x = x * 1.000001 + 1e-9
         ops += 1
-    return {"ops": ops}
+    return SpinCounts(ops)
 
 
 def _pwrite(fd: int, data: bytes, offset: int) -> int:
@@ -81,7 +116,7 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
     return os.read(fd, size)
 
 
-def disk(cfg: dict, deadline: float) -> dict[str, int]:
+def disk(cfg: dict, deadline: float) -> DiskCounts:
     """Sequential writes with fsync, random 4 KiB writes with fsync, then a read-back, in a loop.
 
     os.fsync is fsync(2) on Linux and, on Windows, the C runtime's _commit, which calls
@@ -128,10 +163,10 @@ def disk(cfg: dict, deadline: float) -> dict[str, int]:
     finally:
         os.close(fd)
         os.unlink(path)
-    return {"bytes_written": written, "bytes_read": read, "fsyncs": fsyncs, "uncached_reads": int(drop_cache)}
+    return DiskCounts(written, read, fsyncs, int(drop_cache))
 
 
-def memcopy(cfg: dict, deadline: float) -> dict[str, int]:
+def memcopy(cfg: dict, deadline: float) -> CopyCounts:
     """Copy a buffer much larger than the caches back and forth (memmove through memoryview)."""
     size = int(cfg.get("buffer_bytes", 64 * MIB))
     src = bytearray(b"\xa5") * size  # written once, so every page is really backed
@@ -141,10 +176,10 @@ def memcopy(cfg: dict, deadline: float) -> dict[str, int]:
         memoryview(dst)[:] = src
         src, dst = dst, src
         copied += size
-    return {"bytes_copied": copied}
+    return CopyCounts(copied)
 
 
-def net_server(cfg: dict, deadline: float) -> dict[str, int]:
+def net_server(cfg: dict, deadline: float) -> ServerCounts:
     """Accept connections on the inherited loopback socket and read each one to EOF.
 
     POSIX passes the socket as an inherited descriptor (``fd``); Windows as the bytes of
@@ -172,10 +207,10 @@ def net_server(cfg: dict, deadline: float) -> dict[str, int]:
                 pass
         conns += 1
     srv.close()
-    return {"connections": conns, "bytes_received": received}
+    return ServerCounts(conns, received)
 
 
-def net_client(cfg: dict, deadline: float) -> dict[str, int]:
+def net_client(cfg: dict, deadline: float) -> ClientCounts:
     """Open a connection to the server, send a burst, close; as fast as possible."""
     payload = os.urandom(int(cfg.get("burst_bytes", 64 * 1024)))
     addr = ("127.0.0.1", int(cfg["port"]))
@@ -192,10 +227,10 @@ def net_client(cfg: dict, deadline: float) -> dict[str, int]:
             # EADDRNOTAVAIL: local ports exhausted by TIME_WAIT; back off briefly (tcp(7)).
             errors += 1
             time.sleep(0.001 if err.errno == errno.EADDRNOTAVAIL else 0.01)
-    return {"connections": conns, "bytes_sent": sent, "connect_errors": errors}
+    return ClientCounts(conns, sent, errors)
 
 
-def churn(cfg: dict, deadline: float) -> dict[str, int]:
+def churn(cfg: dict, deadline: float) -> ChurnCounts:
     """fork + exec of a trivial program + wait, repeatedly (what a parallel build does).
 
     Without fork (Windows, or ``"spawn": true``) each process is created by subprocess
@@ -217,10 +252,10 @@ def churn(cfg: dict, deadline: float) -> dict[str, int]:
             ops += 1
         else:
             failures += 1
-    return {"ops": ops, "failures": failures}
+    return ChurnCounts(ops, failures)
 
 
-def _churn_spawn(argv: list[str], deadline: float) -> dict[str, int]:
+def _churn_spawn(argv: list[str], deadline: float) -> ChurnCounts:
     ops = failures = 0
     while _running(deadline):
         try:
@@ -233,10 +268,11 @@ def _churn_spawn(argv: list[str], deadline: float) -> dict[str, int]:
         except OSError:
             ok = False
         ops, failures = ops + ok, failures + (not ok)
-    return {"ops": ops, "failures": failures}
+    return ChurnCounts(ops, failures)
 
 
-KINDS = {
+Counts = SpinCounts | DiskCounts | CopyCounts | ServerCounts | ClientCounts | ChurnCounts
+KINDS: dict[str, Callable[[dict, float], Counts]] = {
     "spin": spin,
     "disk": disk,
     "memcopy": memcopy,
@@ -282,7 +318,7 @@ def main(argv: list[str]) -> int:
     counters = KINDS[cfg["kind"]](cfg, t0 + float(cfg["timeout_s"]))
     elapsed = time.monotonic() - t0
     cpu_s = _cpu_s() - cpu0  # the work only, not the interpreter's start-up
-    print(json.dumps({"counters": counters, "elapsed_s": elapsed, "cpu_s": cpu_s}), flush=True)
+    print(json.dumps({"counters": counters._asdict(), "elapsed_s": elapsed, "cpu_s": cpu_s}), flush=True)
     return 0
 
 

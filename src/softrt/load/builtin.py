@@ -14,10 +14,10 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..cpus import CpuSet
 from ..errors import SoftRTError
@@ -25,6 +25,25 @@ from ..platform import get_platform, procs
 from .base import DEFAULT_TIMEOUT_S, LoadGenerator
 
 _WORKER = Path(__file__).with_name("_worker.py")
+
+
+class Report(NamedTuple):
+    """A worker's last line (``_worker.main``): what it counted (its kind's counters, by name), over
+    how long, with how much CPU."""
+
+    counters: dict[str, float]
+    elapsed_s: float
+    cpu_s: float
+
+
+class Figure(NamedTuple):
+    """One achieved figure of a built-in load: the per-second totals of its workers' *counters*
+    ("role.counter", summed over the workers of that role), added, and divided by *per* (1e6: bytes
+    to MB)."""
+
+    name: str
+    counters: tuple[str, ...]
+    per: float = 1.0
 
 
 @dataclass
@@ -35,11 +54,11 @@ class Worker:
     config: dict[str, Any] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     log: Path | None = None
-    report: dict[str, Any] | None = None
+    report: Report | None = None
 
 
 class BuiltinLoad(LoadGenerator):
-    """A load made of built-in worker processes; its kind's ``summarise`` turns their reports into rates."""
+    """A load made of built-in worker processes; its kind's :class:`Figure` table turns their reports into rates."""
 
     backend = "builtin"
 
@@ -47,7 +66,7 @@ class BuiltinLoad(LoadGenerator):
         self,
         name: str,
         cpus: CpuSet,
-        summarise: Callable[[dict[str, float]], dict[str, float]],
+        figures: Sequence[Figure],
         workers: list[Worker],
         *,
         needs_dir: bool = False,
@@ -56,7 +75,7 @@ class BuiltinLoad(LoadGenerator):
     ) -> None:
         super().__init__(name, cpus, timeout_s=timeout_s, workdir=workdir)
         self._workers = workers
-        self._summarise = summarise  # the kind's: per-second totals ("role.counter") -> achieved metrics
+        self._figures = tuple(figures)
         self._needs_dir = needs_dir
         self._dir: Path | None = None
         self._listener: socket.socket | None = None
@@ -134,7 +153,7 @@ class BuiltinLoad(LoadGenerator):
                 out = w.proc.stdout.read().decode(errors="replace") if w.proc.stdout else ""
                 if w.proc.stdout:
                     w.proc.stdout.close()
-                w.report = _last_json(out)
+                w.report = _last_report(out)
                 if w.report is None:
                     how = procs.describe_exit(w.proc.returncode)
                     self.problems.append(f"{w.role} worker reported nothing ({how})")
@@ -157,30 +176,40 @@ class BuiltinLoad(LoadGenerator):
         return [ln for ln in w.log.read_text(errors="replace").splitlines() if ln.strip()][-3:]
 
     def _achieved(self, duration_s: float) -> dict[str, float]:
-        totals: dict[str, float] = {}
+        totals: dict[str, float] = {}  # per-second totals by "role.counter"
         cpu_pct: list[float] = []
         for w in self._workers:
-            if not w.report or w.report.get("elapsed_s", 0) <= 0:
+            if w.report is None or w.report.elapsed_s <= 0:
                 continue
-            elapsed = float(w.report["elapsed_s"])
-            for key, value in w.report.get("counters", {}).items():
+            elapsed = w.report.elapsed_s
+            for key, value in w.report.counters.items():
                 totals[f"{w.role}.{key}"] = totals.get(f"{w.role}.{key}", 0.0) + value / elapsed
-            cpu_pct.append(100.0 * float(w.report.get("cpu_s", 0.0)) / elapsed)
-        out = self._summarise(totals)
+            cpu_pct.append(100.0 * w.report.cpu_s / elapsed)
+        out = {f.name: sum(totals.get(c, 0) for c in f.counters) / f.per for f in self._figures}
         if cpu_pct:
             out["cpu_pct_per_worker"] = sum(cpu_pct) / len(cpu_pct)
         return {k: round(v, 3) for k, v in out.items()}
 
 
-def _last_json(text: str) -> dict[str, Any] | None:
+def _last_report(text: str) -> Report | None:
+    """The last line of *text* that is a worker's report (``_worker.main``), None without one."""
     for line in reversed(text.strip().splitlines()):
         try:
             value = json.loads(line)
         except ValueError:
             continue
         if isinstance(value, dict):
-            return value
+            return _report(value)
     return None
+
+
+def _report(doc: dict[str, Any]) -> Report | None:
+    """*doc* as a :class:`Report`, None when a field is missing or not a number."""
+    counters, elapsed_s, cpu_s = doc.get("counters", {}), doc.get("elapsed_s", 0), doc.get("cpu_s", 0.0)
+    numbers = [elapsed_s, cpu_s, *counters.values()] if isinstance(counters, dict) else [None]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+        return None
+    return Report(counters, float(elapsed_s), float(cpu_s))
 
 
 def one_per_cpu(role: str, kind: str, cpus: CpuSet, **config: Any) -> list[Worker]:

@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from ..cpus import CpuSet
 from ..platform import procs
@@ -93,14 +94,23 @@ def video_skip_reason() -> str | None:
     return None
 
 
-def _read_progress(path: Path) -> dict[str, str]:
-    """Return the last block of an ffmpeg ``-progress`` file as key -> value."""
+class Progress(NamedTuple):
+    """What ffmpeg's last ``-progress`` block says (ffmpeg(1) ``-progress url``): the frames decoded so
+    far, and the speed against real time (None: not said, as ``N/A`` at the start)."""
+
+    frames: float = 0.0
+    speed_x_realtime: float | None = None
+
+
+def _read_progress(path: Path) -> Progress:
+    """Return the last block of an ffmpeg ``-progress`` file (``key=value`` lines, a block ending
+    with ``progress=``)."""
     last: dict[str, str] = {}
     block: dict[str, str] = {}
     try:
         text = path.read_text(errors="replace")
     except OSError:
-        return last
+        return Progress()
     for line in text.splitlines():
         key, sep, value = line.partition("=")
         if not sep:
@@ -108,7 +118,16 @@ def _read_progress(path: Path) -> dict[str, str]:
         block[key.strip()] = value.strip()
         if key == "progress":
             last, block = block, {}
-    return last or block
+    said = last or block
+    return Progress(_number(said.get("frame")) or 0.0, _number(said.get("speed", "").rstrip("x")))
+
+
+def _number(text: str | None) -> float | None:
+    """*text* as a number, None when it is missing or not one (ffmpeg writes ``N/A``)."""
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
 
 
 @functools.lru_cache(maxsize=4)
@@ -181,7 +200,7 @@ class VideoLoad(ProcessLoad):
         self._argv: list[str] = []
         self._t_play = 0.0
         self._play_s = 0.0
-        self._progress: dict[str, str] = {}
+        self._progress = Progress()
 
     def _prepare(self) -> None:
         ffmpeg = procs.which_or_raise("ffmpeg", "ffmpeg")
@@ -230,12 +249,8 @@ class VideoLoad(ProcessLoad):
         return [f"ffmpeg: {ln.strip()}" for ln in text.splitlines() if ln.strip()][-lines:]
 
     def _achieved(self, duration_s: float) -> dict[str, float]:
-        frames = float(self._progress.get("frame", "0") or 0)
-        play_s = self._play_s
-        out = {"frames_per_s": round(frames / play_s, 3) if play_s > 0 else 0.0}
-        speed = self._progress.get("speed", "").rstrip("x")
-        try:
-            out["speed_x_realtime"] = float(speed)
-        except ValueError:
-            pass
+        progress, play_s = self._progress, self._play_s
+        out = {"frames_per_s": round(progress.frames / play_s, 3) if play_s > 0 else 0.0}
+        if progress.speed_x_realtime is not None:
+            out["speed_x_realtime"] = progress.speed_x_realtime
         return out

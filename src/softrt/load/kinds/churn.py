@@ -8,7 +8,7 @@ from __future__ import annotations
 from ...cpus import CpuSet
 from ...platform import procs
 from .._metrics_yaml import Metrics
-from ..builtin import BuiltinLoad, one_per_cpu
+from ..builtin import BuiltinLoad, Figure, one_per_cpu
 from ..kind import LoadKind, register
 from ..stressng import StressNgLoad, rate
 
@@ -40,9 +40,8 @@ def stress_ng(cpus: CpuSet, **kw) -> StressNgLoad:
     return load
 
 
-def _summarise(t: dict[str, float]) -> dict[str, float]:
-    """The built-in workers' per-second totals ("role.counter") -> the load's achieved metrics."""
-    return {"ops_per_s": t.get("churn.ops", 0), "failures_per_s": t.get("churn.failures", 0)}
+#: The built-in workers' achieved figures.
+FIGURES = (Figure("ops_per_s", ("churn.ops",)), Figure("failures_per_s", ("churn.failures",)))
 
 
 def builtin(cpus: CpuSet, **kw) -> BuiltinLoad:
@@ -50,7 +49,7 @@ def builtin(cpus: CpuSet, **kw) -> BuiltinLoad:
     (on Windows: creates ``cmd.exe /c rem``, the smallest stock program that exits at once)."""
     program, *args = procs.smallest_program()
     config = {"program": program, **({"args": args} if args else {})}
-    return BuiltinLoad("churn", cpus, _summarise, one_per_cpu("churn", "churn", cpus, **config), **kw)
+    return BuiltinLoad("churn", cpus, FIGURES, one_per_cpu("churn", "churn", cpus, **config), **kw)
 
 
 register(LoadKind("churn", 50, backends={"stress-ng": stress_ng, "builtin": builtin}))

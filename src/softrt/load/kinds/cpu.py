@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ...cpus import CpuSet
 from .._metrics_yaml import Metrics
-from ..builtin import BuiltinLoad, one_per_cpu
+from ..builtin import BuiltinLoad, Figure, one_per_cpu
 from ..kind import LoadKind, register
 from ..stressng import StressNgLoad, cpu_pct, rate
 
@@ -21,14 +21,13 @@ def stress_ng(cpus: CpuSet, **kw) -> StressNgLoad:
     return StressNgLoad("cpu", cpus, ["--cpu", str(len(cpus))], metrics, **kw)
 
 
-def _summarise(t: dict[str, float]) -> dict[str, float]:
-    """The built-in workers' per-second totals ("role.counter") -> the load's achieved metrics."""
-    return {"ops_per_s": t.get("spin.ops", 0)}
+#: The built-in workers' achieved figures.
+FIGURES = (Figure("ops_per_s", ("spin.ops",)),)
 
 
 def builtin(cpus: CpuSet, **kw) -> BuiltinLoad:
     """CPU: one spinning process pinned to each CPU of the load."""
-    return BuiltinLoad("cpu", cpus, _summarise, one_per_cpu("spin", "spin", cpus), **kw)
+    return BuiltinLoad("cpu", cpus, FIGURES, one_per_cpu("spin", "spin", cpus), **kw)
 
 
 register(LoadKind("cpu", 20, backends={"stress-ng": stress_ng, "builtin": builtin}))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ...cpus import CpuSet
 from ...platform import procs
 from .._metrics_yaml import MIB_TO_MB, Metrics
-from ..builtin import BuiltinLoad, Worker
+from ..builtin import BuiltinLoad, Figure, Worker
 from ..kind import LoadKind, register
 from ..stressng import StressNgLoad, rate
 
@@ -42,21 +42,20 @@ def stress_ng(cpus: CpuSet, **kw) -> StressNgLoad:
     return StressNgLoad("disk", cpus, args, metrics, report_fs=True, **kw)
 
 
-def _summarise(t: dict[str, float]) -> dict[str, float]:
-    """The built-in workers' per-second totals ("role.counter") -> the load's achieved metrics."""
-    return {
-        "io_MB_per_s": (t.get("io.bytes_written", 0) + t.get("io.bytes_read", 0)) / 1e6,
-        "write_MB_per_s": t.get("io.bytes_written", 0) / 1e6,
-        "read_MB_per_s": t.get("io.bytes_read", 0) / 1e6,
-        "fsyncs_per_s": t.get("io.fsyncs", 0),
-    }
+#: The built-in worker's achieved figures.
+FIGURES = (
+    Figure("io_MB_per_s", ("io.bytes_written", "io.bytes_read"), per=1e6),
+    Figure("write_MB_per_s", ("io.bytes_written",), per=1e6),
+    Figure("read_MB_per_s", ("io.bytes_read",), per=1e6),
+    Figure("fsyncs_per_s", ("io.fsyncs",)),
+)
 
 
 def builtin(cpus: CpuSet, **kw) -> BuiltinLoad:
     """Disk: one writer/reader of a 16 MiB file (sequential and random writes with fsync, uncached
     read-back), as in _worker.disk."""
     kw["workdir"] = kw.get("workdir") or procs.DISK_WORKDIR
-    return BuiltinLoad("disk", cpus, _summarise, [Worker("io", "disk", cpus)], needs_dir=True, **kw)
+    return BuiltinLoad("disk", cpus, FIGURES, [Worker("io", "disk", cpus)], needs_dir=True, **kw)
 
 
 register(LoadKind("disk", 10, backends={"stress-ng": stress_ng, "builtin": builtin}))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ...cpus import CpuSet
 from .._metrics_yaml import MIB_TO_MB, Metrics
-from ..builtin import BuiltinLoad, one_per_cpu
+from ..builtin import BuiltinLoad, Figure, one_per_cpu
 from ..kind import LoadKind, register
 from ..stressng import StressNgLoad, rate
 
@@ -34,14 +34,13 @@ def stress_ng(cpus: CpuSet, **kw) -> StressNgLoad:
     return StressNgLoad("memory", cpus, ["--memrate", str(workers), "--memrate-bytes", "64M"], metrics, **kw)
 
 
-def _summarise(t: dict[str, float]) -> dict[str, float]:
-    """The built-in workers' per-second totals ("role.counter") -> the load's achieved metrics."""
-    return {"copy_MB_per_s": t.get("copy.bytes_copied", 0) / 1e6}
+#: The built-in workers' achieved figures.
+FIGURES = (Figure("copy_MB_per_s", ("copy.bytes_copied",), per=1e6),)
 
 
 def builtin(cpus: CpuSet, **kw) -> BuiltinLoad:
     """Memory bandwidth: one process per CPU copying a 64 MiB buffer back and forth."""
-    return BuiltinLoad("memory", cpus, _summarise, one_per_cpu("copy", "memcopy", cpus), **kw)
+    return BuiltinLoad("memory", cpus, FIGURES, one_per_cpu("copy", "memcopy", cpus), **kw)
 
 
 register(LoadKind("memory", 30, backends={"stress-ng": stress_ng, "builtin": builtin}))

@@ -9,7 +9,7 @@ import socket
 
 from ...cpus import CpuSet
 from .._metrics_yaml import Metrics
-from ..builtin import BuiltinLoad, Worker
+from ..builtin import BuiltinLoad, Figure, Worker
 from ..kind import LoadKind, register
 from ..stressng import StressNgLoad, cpu_pct, rate
 
@@ -41,19 +41,18 @@ def stress_ng(cpus: CpuSet, **kw) -> StressNgLoad:
     return load
 
 
-def _summarise(t: dict[str, float]) -> dict[str, float]:
-    """The built-in workers' per-second totals ("role.counter") -> the load's achieved metrics."""
-    return {
-        "connections_per_s": t.get("server.connections", 0),
-        "MB_per_s": t.get("server.bytes_received", 0) / 1e6,
-        "connect_errors_per_s": t.get("client.connect_errors", 0),
-    }
+#: The built-in workers' achieved figures.
+FIGURES = (
+    Figure("connections_per_s", ("server.connections",)),
+    Figure("MB_per_s", ("server.bytes_received",), per=1e6),
+    Figure("connect_errors_per_s", ("client.connect_errors",)),
+)
 
 
 def builtin(cpus: CpuSet, **kw) -> BuiltinLoad:
     """Network: a TCP server and a client flooding it with short connections over 127.0.0.1."""
     workers = [Worker("server", "net_server", cpus), Worker("client", "net_client", cpus)]
-    return BuiltinLoad("network", cpus, _summarise, workers, **kw)
+    return BuiltinLoad("network", cpus, FIGURES, workers, **kw)
 
 
 register(LoadKind("network", 40, backends={"stress-ng": stress_ng, "builtin": builtin}))
