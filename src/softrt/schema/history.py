@@ -9,15 +9,6 @@ from .doc import Doc, opt
 from .summary import Tuning
 
 
-class StillRunning(Doc):
-    """A run the history lists as running: whether its supervisor still exists (None: cannot tell),
-    how long it has run and the age of its last checkpoint."""
-
-    alive: bool | None = None
-    elapsed_s: float | None = None
-    checkpoint_age_s: float | None = None
-
-
 class HistoryEntry(Doc):
     """One run in ``softrt history --json`` (the full summary is ``softrt show RUN --json``)."""
 
@@ -44,3 +35,12 @@ class HistoryEntry(Doc):
     late_rate_high_per_h: float | None = None
     late_rate_per_h: float | None = None
     running: StillRunning | None = opt()
+
+
+class StillRunning(Doc):
+    """A run the history lists as running: whether its supervisor still exists (None: cannot tell),
+    how long it has run and the age of its last checkpoint."""
+
+    alive: bool | None = None
+    elapsed_s: float | None = None
+    checkpoint_age_s: float | None = None
