@@ -227,8 +227,8 @@ def figure_noise(base: list[FleetRun]) -> dict[str, Noise]:
     return {key: noise([r.figures.of(key) for r in base]) for key, _, _ in HEADLINE}
 
 
-def changed(a: FleetRun, b: FleetRun, names=FIELDS) -> dict[str, tuple]:
-    """The provenance fields that differ between *a* and *b*: name -> (a's, b's)."""
+def changed(a: FleetRun, b: FleetRun, names: tuple[str, ...] = FIELDS) -> dict[str, tuple[str | None, str | None]]:
+    """The provenance fields (of *names*) that differ between *a* and *b*: name -> (a's, b's)."""
     return {n: (a.prov.of(n), b.prov.of(n)) for n in names if a.prov.of(n) != b.prov.of(n)}
 
 
@@ -246,7 +246,8 @@ def _flat(doc: object, prefix: str = "") -> dict[str, object]:
 _CONFIG_SKIP = {"out_dir"}
 
 
-def config_changes(a: FleetRun, b: FleetRun) -> dict[str, tuple]:
+def config_changes(a: FleetRun, b: FleetRun) -> dict[str, tuple[object, object]]:
+    """The configuration keys (dotted) whose values differ between *a* and *b*: key -> (a's, b's)."""
     fa, fb = _flat(a.summary.config.to_dict()), _flat(b.summary.config.to_dict())
     return {
         k: (fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb)) if k not in _CONFIG_SKIP and fa.get(k) != fb.get(k)
