@@ -89,7 +89,8 @@ class RunRecord(RunColumns):
 
 
 _SHARED = tuple(f.name for f in fields(RunColumns))
-#: The shared columns a listing shows as they are (the stored summary is shown as its tuning).
+#: The shared columns a listing shows first, as they are: the stored summary is shown as its tuning, and
+#: ``added_at`` after the paths (HistoryEntry's order, the order ``softrt history --json`` has written).
 _LISTED = tuple(name for name in _SHARED if name not in ("summary_json", "added_at"))
 
 
