@@ -1,13 +1,14 @@
 """schema.provenance: the block read and written back, an older summary without it, the flat view."""
 
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from softrt.errors import ConfigError
 from softrt.schema.provenance import FIELDS
-from softrt.schema.rigfacts import provenance_fields
+from softrt.schema.rigfacts import RigFacts, rig_facts
 from softrt.schema.summary import RunSummary
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "summaries"
@@ -26,9 +27,9 @@ BLOCK = {
 def test_older_summaries_read_without_provenance(path):
     summary = RunSummary.read(json.loads(path.read_text()))
     assert summary.provenance is None
-    flat = provenance_fields(summary)
-    assert tuple(flat) == FIELDS and flat["rig_id"] is None and flat["microcode"] is None
-    assert flat["kernel"] == summary.host.get("kernel")  # the host facts every run has had
+    flat = rig_facts(summary)
+    assert flat.rig_id is None and flat.microcode is None
+    assert flat.kernel == summary.host.get("kernel")  # the host facts every run has had
 
 
 def test_round_trip_and_flat_view():
@@ -37,9 +38,14 @@ def test_round_trip_and_flat_view():
     doc["check"] = {"ready": False, "verdict": "not ready", "counts": {}, "fix_first": ["kernel.isolcpus"]}
     summary = RunSummary.read(doc)
     assert summary.to_dict()["provenance"] == BLOCK
-    flat = provenance_fields(summary)
-    assert flat["rig_label"] == "line 3" and flat["nic"] == "enp3s0: igb 5.4.0-k fw 3.25, 0x800005d0"
-    assert "check: not ready (fix first: kernel.isolcpus)" in flat["tuning"]
+    flat = rig_facts(summary)
+    assert flat.rig_label == "line 3" and flat.nic == "enp3s0: igb 5.4.0-k fw 3.25, 0x800005d0"
+    assert "check: not ready (fix first: kernel.isolcpus)" in (flat.tuning or "")
+
+
+def test_the_flat_view_has_every_field_in_order():
+    """RigFacts' fields are FIELDS, in order: what fleet, diff and --regressions name by FIELDS and CAUSES."""
+    assert tuple(f.name for f in fields(RigFacts)) == FIELDS
 
 
 def test_a_wrong_type_is_one_error():

@@ -67,8 +67,8 @@ def test_regressions_name_the_change_and_rank_kernels(lab):
 def test_diff_across_rigs_and_noise(lab):
     runs = load_runs(lab)
     by_id = {r.run_id: r for r in runs}
-    a = next(r for r in runs if r.label == "rig-1" and r.prov["kernel"] == "6.18.4-rt")
-    b = next(r for r in runs if r.label == "rig-1" and r.prov["kernel"] == "6.18.9-rt")
+    a = next(r for r in runs if r.label == "rig-1" and r.prov.kernel == "6.18.4-rt")
+    b = next(r for r in runs if r.label == "rig-1" and r.prov.kernel == "6.18.9-rt")
     d = jsonable(diff(a, b, runs))
     assert d["provenance"] == {"kernel": {"a": "6.18.4-rt", "b": "6.18.9-rt"}} and d["config"] == {}
     worst = d["headline"][0]

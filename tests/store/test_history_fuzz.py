@@ -76,7 +76,7 @@ def _check(history: History) -> None:
         # (a run id of "last" or "last~N" names the newest runs: such a run is shown by its directory)
         assert isinstance(got, SoftRTError) or got.run_id == r.run_id or LAST.fullmatch(r.run_id)
         reads(lambda r=r: r.summary)
-        reads(r.to_dict)
+        reads(lambda r=r: r.entry().to_dict())  # softrt history --json
 
 
 @ROWS

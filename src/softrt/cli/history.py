@@ -340,7 +340,7 @@ def command(ctx, db, host, scenario, source, since, until, limit, by_rate, as_js
     if by_rate:  # a fleet ranked by how often it will be late, not by its worst sample (issue 33)
         runs.sort(key=lambda r: (r.late_rate_high_per_h is None, r.late_rate_high_per_h or 0.0))
     if as_json:
-        sys.stdout.write(json.dumps([r.to_dict(_run_state(r)) for r in runs], indent=2) + "\n")
+        sys.stdout.write(json.dumps([r.entry(_run_state(r)).to_dict() for r in runs], indent=2) + "\n")
     elif runs:
         out = console()
         emit(out, history_table(runs, history.short_ids(), width=out.width, by_rate=by_rate))

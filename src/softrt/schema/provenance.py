@@ -9,7 +9,7 @@ tools: DMI (``/sys/class/dmi/id``, kernel ``Documentation/ABI/testing/sysfs-firm
 
 The kernel release, build, command line, preemption model and CPU model stay in the summary's
 ``host`` facts, where every run since the first has them; the tuning in force is the summary's
-``tuning`` and ``check``. :func:`provenance_fields` joins the three into the flat view the fleet
+``tuning`` and ``check``. :func:`softrt.schema.rigfacts.rig_facts` joins the three into the flat view the fleet
 commands compare. An absent block (a summary written before it) reads as None.
 """
 

@@ -226,13 +226,6 @@ class Check(Doc):
     counts: dict[str, int] = obj()
     fix_first: list[str] = many()
 
-    @classmethod
-    def of_report(cls, report: dict[str, Any]) -> Check:
-        """The summary's part of a check's report (``softrt check --json``, audit.model.Report.to_dict)."""
-        return cls(
-            ready=report["ready"], verdict=report["verdict"], counts=report["counts"], fix_first=report["fix_first"]
-        )
-
 
 class Supervisor(Doc):
     """A checkpoint's supervisor: ``BOOT_ID/PID/START`` tells whether it still runs (store.running)."""

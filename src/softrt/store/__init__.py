@@ -1,17 +1,6 @@
-"""Run directories on disk and the run summary's model (store layer)."""
+"""Run directories on disk, the run history and the lab's views across runs (store layer).
 
-from ..lazy import lazy
-
-# The run directory and the summary's model on first use: they bring numpy, pyarrow and some fifty
-# model classes (~150 ms), which the modules beside them (validate, history) and their users (the
-# EtherCAT simulator) do without.
-__getattr__ = lazy(
-    __name__,
-    {
-        **{name: ".rundir" for name in ("RunDir", "new_run_id", "read_samples", "read_summary")},
-        "SCHEMA": "..schema.summary",
-        "RunSummary": "..schema.summary",
-    },
-)
-
-__all__ = ["SCHEMA", "RunDir", "RunSummary", "new_run_id", "read_samples", "read_summary"]
+Import the module you need (``store.rundir``, ``store.history``, ``store.fleet``, …): the package
+re-exports nothing, so a user of one module does not pay for the others' numpy, pyarrow and summary
+model (~150 ms). The summary's model is :mod:`softrt.schema.summary`.
+"""

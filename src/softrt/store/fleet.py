@@ -4,7 +4,7 @@ Built on :class:`softrt.store.history.History` (SQLite or PostgreSQL alike): eve
 as the history holds it, read as a typed :class:`~softrt.schema.summary.RunSummary` (a row written
 by another rig is checked like a file). A run's rig is its provenance's ``rig_id``
 (schema.provenance); runs written before softrt recorded one are grouped by host name. What
-changed between runs is :func:`softrt.schema.provenance.provenance_fields`; whether a figure
+changed between runs is :class:`softrt.schema.rigfacts.RigFacts`; whether a figure
 changed beyond the rig's own noise is :mod:`softrt.analysis.regress` (its ``HOW`` says how).
 
 OSADL's QA farm keeps each board's kernel beside its latency data "so any regression can be
@@ -21,7 +21,7 @@ from pathlib import Path
 from ..analysis.regress import HEADLINE, HOW, Noise, noise, trend
 from ..errors import ConfigError
 from ..schema.provenance import CAUSES, FIELDS
-from ..schema.rigfacts import provenance_fields
+from ..schema.rigfacts import RigFacts, rig_facts
 from ..schema.summary import RunSummary
 from ..schema.text import printable
 from .history import History, RunRecord, load_run_summary, parse_when
@@ -39,21 +39,21 @@ class FleetRun:
     started_at: str | None
     scenario: str
     summary: RunSummary = field(repr=False)
-    prov: dict[str, str | None] = field(repr=False)  # provenance field name -> its value (schema.provenance.FIELDS)
+    prov: RigFacts = field(repr=False)
     figures: Figures = field(repr=False)
 
     @property
     def rig(self) -> str:
         """The rig's key: its id, else ``host:<name>`` for a run that predates provenance."""
-        return self.prov["rig_id"] or f"host:{self.prov['hostname'] or '?'}"
+        return self.prov.rig_id or f"host:{self.prov.hostname or '?'}"
 
     @property
     def label(self) -> str:
-        return self.prov["rig_label"] or self.prov["hostname"] or self.rig
+        return self.prov.rig_label or self.prov.hostname or self.rig
 
     def causes(self) -> tuple:
         """The provenance whose change may explain a change of timing (schema.provenance.CAUSES)."""
-        return tuple(self.prov[name] for name in CAUSES)
+        return tuple(self.prov.of(name) for name in CAUSES)
 
 
 def fleet_run(run_id: str, started_at: str | None, summary: RunSummary) -> FleetRun:
@@ -62,7 +62,7 @@ def fleet_run(run_id: str, started_at: str | None, summary: RunSummary) -> Fleet
         started_at,
         printable(summary.scenario or "run"),
         summary,
-        {k: None if v is None else printable(v) for k, v in provenance_fields(summary).items()},
+        rig_facts(summary),
         figures(summary),
     )
 
@@ -151,9 +151,9 @@ def load_runs(
             if unreadable is not None:
                 unreadable.append((printable(record.run_id), str(err)))
             continue
-        if rig is not None and rig not in (run.rig, run.prov["rig_id"], run.prov["rig_label"], run.prov["hostname"]):
+        if rig is not None and rig not in (run.rig, run.prov.rig_id, run.prov.rig_label, run.prov.hostname):
             continue
-        if kernel is not None and run.prov["kernel"] != kernel:
+        if kernel is not None and run.prov.kernel != kernel:
             continue
         out.append(run)
     return out
@@ -196,8 +196,8 @@ def fleet_rows(runs: list[FleetRun], trend_runs: int = TREND_RUNS) -> list[Fleet
             FleetRow(
                 rig=rig,
                 label=last.label,
-                cpu=last.prov["cpu_model"],
-                kernel=last.prov["kernel"],
+                cpu=last.prov.cpu_model,
+                kernel=last.prov.kernel,
                 runs=len(mine),
                 last_run=last.run_id,
                 last_started_at=last.started_at,
@@ -227,9 +227,9 @@ def figure_noise(base: list[FleetRun]) -> dict[str, Noise]:
     return {key: noise([r.figures.of(key) for r in base]) for key, _, _ in HEADLINE}
 
 
-def changed(a: FleetRun, b: FleetRun, names=FIELDS) -> dict[str, tuple]:
-    """The provenance fields that differ between *a* and *b*: name -> (a's, b's)."""
-    return {n: (a.prov[n], b.prov[n]) for n in names if a.prov[n] != b.prov[n]}
+def changed(a: FleetRun, b: FleetRun, names: tuple[str, ...] = FIELDS) -> dict[str, tuple[str | None, str | None]]:
+    """The provenance fields (of *names*) that differ between *a* and *b*: name -> (a's, b's)."""
+    return {n: (a.prov.of(n), b.prov.of(n)) for n in names if a.prov.of(n) != b.prov.of(n)}
 
 
 def _flat(doc: object, prefix: str = "") -> dict[str, object]:
@@ -246,7 +246,8 @@ def _flat(doc: object, prefix: str = "") -> dict[str, object]:
 _CONFIG_SKIP = {"out_dir"}
 
 
-def config_changes(a: FleetRun, b: FleetRun) -> dict[str, tuple]:
+def config_changes(a: FleetRun, b: FleetRun) -> dict[str, tuple[object, object]]:
+    """The configuration keys (dotted) whose values differ between *a* and *b*: key -> (a's, b's)."""
     fa, fb = _flat(a.summary.config.to_dict()), _flat(b.summary.config.to_dict())
     return {
         k: (fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb)) if k not in _CONFIG_SKIP and fa.get(k) != fb.get(k)

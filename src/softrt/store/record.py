@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 
+from ..schema.history import HistoryEntry, StillRunning
 from ..schema.summary import RunSummary
 from .dialect import COLUMNS as _COLUMNS
 from .running import RunState
@@ -69,47 +70,28 @@ class RunRecord(RunColumns):
         """The run's summary as the history stored it (checked like a summary.json)."""
         return _stored_summary(self.summary_json, self.run_id)
 
-    def to_dict(self, state: RunState | None = None) -> dict[str, object]:
-        """The listing fields, JSON-ready (the full summary is ``softrt show RUN --json``); with the
-        *state* of a run marked running (store.running), whether it still goes."""
-        return {
-            "run_id": self.run_id,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "host": self.host,
-            "scenario": self.scenario,
-            "source": self.source,
-            "status": self.status,
-            "mode": self.mode,
-            "period_ns": self.period_ns,
-            "cycles": self.cycles,
-            "period_max_us": self.period_max_us,
-            "period_p99_99_us": self.period_p99_99_us,
-            "latency_max_us": self.latency_max_us,
-            "process_max_us": self.process_max_us,
-            "missed_updates": self.missed_updates,
-            "tuning": self.summary.tuning.to_dict(),
-            "path": str(self.path),
-            "samples_path": None if self.samples_path is None else str(self.samples_path),
-            "added_at": self.added_at,
-            "compare_id": self.compare_id,
-            "late_rate_high_per_h": self.late_rate_high_per_h,
-            "late_rate_per_h": self.late_rate_per_h,
-            **(
-                {
-                    "running": {
-                        "alive": state.alive,
-                        "elapsed_s": state.elapsed_s,
-                        "checkpoint_age_s": state.checkpoint_age_s,
-                    }
-                }
-                if state is not None
-                else {}
-            ),
-        }
+    def entry(self, state: RunState | None = None) -> HistoryEntry:
+        """The listing fields (``softrt history --json``; the full summary is ``softrt show RUN --json``);
+        with the *state* of a run marked running (store.running), whether it still goes."""
+        return HistoryEntry(
+            **{name: getattr(self, name) for name in _LISTED},
+            tuning=self.summary.tuning,
+            path=str(self.path),
+            samples_path=None if self.samples_path is None else str(self.samples_path),
+            added_at=self.added_at,
+            compare_id=self.compare_id,
+            late_rate_high_per_h=self.late_rate_high_per_h,
+            late_rate_per_h=self.late_rate_per_h,
+            running=None
+            if state is None
+            else StillRunning(alive=state.alive, elapsed_s=state.elapsed_s, checkpoint_age_s=state.checkpoint_age_s),
+        )
 
 
 _SHARED = tuple(f.name for f in fields(RunColumns))
+#: The shared columns a listing shows first, as they are: the stored summary is shown as its tuning, and
+#: ``added_at`` after the paths (HistoryEntry's order, the order ``softrt history --json`` has written).
+_LISTED = tuple(name for name in _SHARED if name not in ("summary_json", "added_at"))
 
 
 def record_of_row(row: tuple) -> RunRecord:

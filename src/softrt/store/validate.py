@@ -28,7 +28,7 @@ import math
 import os
 import stat
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -249,7 +249,7 @@ def check_row(record: type, row: dict[str, object], where: object) -> dict[str, 
 
 
 @functools.cache
-def _hints(record: type) -> dict[str, Any]:
+def _hints(record: type) -> Mapping[str, Any]:
     """*record*'s field types, once (evaluating them costs ~50 µs, a history holds thousands of rows)."""
     return typing.get_type_hints(record)
 
