@@ -23,11 +23,12 @@ from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
 from .options import (
-    TimeNs,
     duration_option,
+    file_option,
     out_dir_option,
     rt_cpu_options,
     samples_option,
+    time_option,
     trace_options,
     watch_options,
 )
@@ -132,28 +133,20 @@ Examples:
     "scenarios (exit 1 when one misses it) [default verdict: 0 missed updates and no period over "
     "nominal + --late-threshold].",
 )
-@click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True)
+@time_option("--period", "250us", unit="us")
 @rt_cpu_options
 @click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
-@click.option(
-    "--settle",
-    "settle_ns",
-    type=TimeNs("s"),
-    default="1s",
-    show_default=True,
-    help="Time the loads run before the measurement starts.",
-)
+@time_option("--settle", "1s", "Time the loads run before the measurement starts.", unit="s")
 @out_dir_option()
 @trace_options
 @samples_option
 @watch_options
 @lab_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-@click.option(
+@file_option(
     "--report",
     "report_html",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    default=None,
+    allow_dash=True,
     metavar="FILE.html",
     help="Also write the HTML report of the comparison: the scenarios side by side "
     "with their verdicts, every plot (docs/report.md).",

@@ -19,13 +19,13 @@ from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
 from .options import (
-    TimeNs,
     dc_options,
     duration_option,
     max_duration_option,
     out_dir_option,
     rt_cpu_options,
     samples_option,
+    time_option,
     trace_options,
     watch_options,
 )
@@ -44,14 +44,7 @@ Examples:
   softrt run --wait sleep --period 1ms --json > summary.json
   softrt run --device ethercat:eth1 --axes 2  CiA 402 drives through SOEM""",
 )
-@click.option(
-    "--period",
-    "period_ns",
-    type=TimeNs("us"),
-    default="250us",
-    show_default=True,
-    help="Board cycle (a bare number is µs, like cyclictest -i).",
-)
+@time_option("--period", "250us", "Board cycle (a bare number is µs, like cyclictest -i).", unit="us")
 @duration_option("How long to run (a bare number is seconds).")
 @max_duration_option("Safety bound on --duration (72 h runs are normal; raise it for longer ones).")
 @rt_cpu_options
@@ -72,27 +65,15 @@ Examples:
     help="spin: poll the permit bit (the seed); sleep: clock_nanosleep (Windows: a high-resolution "
     "waitable timer) to the edge; hybrid: both.",
 )
-@click.option(
-    "--margin",
-    "margin_ns",
-    type=TimeNs("us"),
-    default="50us",
-    show_default=True,
-    help="hybrid: wake this long before the edge, then spin.",
-)
+@time_option("--margin", "50us", "hybrid: wake this long before the edge, then spin.", unit="us")
 @click.option(
     "--device",
     default="virtual",
     show_default=True,
     help="virtual (an ideal board), or ethercat:IFACE (CiA 402 drives via SOEM; needs softrt[ethercat]).",
 )
-@click.option(
-    "--bus-timeout",
-    "bus_timeout_ns",
-    type=TimeNs("ms"),
-    default="10ms",
-    show_default=True,
-    help="EtherCAT: fail the run when no valid frame came back for this long (bus lost).",
+@time_option(
+    "--bus-timeout", "10ms", "EtherCAT: fail the run when no valid frame came back for this long (bus lost).", unit="ms"
 )
 @click.option(
     "--axes",
