@@ -211,7 +211,7 @@ def command(
             late = not result.interrupted and interrupts.requested()  # a signal after every scenario had run
             status = interrupts.exit_status() if late else 0 if result.passed else 1
             if as_json:
-                sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+                sys.stdout.write(json.dumps(result.doc().to_dict(), indent=2) + "\n")
             else:
                 _print(result, repeat, out_dir)
             if result.interrupted:
