@@ -20,17 +20,16 @@ from ..schema.config import RunConfig
 from ..schema.summary import Metrics, Misses
 from ..session import interrupts
 from ..units import format_number as num
-from .history import lab_options, remember
+from .history import remember
 from .live import Watch
 from .options import (
     duration_option,
     file_option,
+    kept_run_options,
     out_dir_option,
+    require_option,
     rt_cpu_options,
-    samples_option,
     time_option,
-    trace_options,
-    watch_options,
 )
 from .output import unless_gone
 from .render import console, emit, loads_text, verdict_text
@@ -125,11 +124,8 @@ Examples:
     show_default=True,
     help="Rounds; scenarios alternate A B C D A B C D … to cancel drift.",
 )
-@click.option(
-    "--require",
-    "require",
-    default=None,
-    help="What every scenario's verdict judges, e.g. 'period.max<=300us,misses==0'; a gate for tuned "
+@require_option(
+    "What every scenario's verdict judges, e.g. 'period.max<=300us,misses==0'; a gate for tuned "
     "scenarios (exit 1 when one misses it) [default verdict: 0 missed updates and no period over "
     "nominal + --late-threshold].",
 )
@@ -138,10 +134,7 @@ Examples:
 @click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
 @time_option("--settle", "1s", "Time the loads run before the measurement starts.", unit="s")
 @out_dir_option()
-@trace_options
-@samples_option
-@watch_options
-@lab_options
+@kept_run_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @file_option(
     "--report",

@@ -96,6 +96,11 @@ def max_duration_option(help: str):
     return time_option("--max-duration", "7d", help, unit="s")
 
 
+def require_option(help: str):
+    """``--require``: what the verdict judges (analysis.require's syntax), with the command's *help*."""
+    return click.option("--require", "require", default=None, help=help)
+
+
 def file_option(
     *decls: str, help: str, default: Path | None = None, metavar: str | None = None, allow_dash: bool = False
 ):
@@ -239,3 +244,13 @@ def watch_options(f):
         help="Serve Prometheus metrics on this port while it runs (0: any free port; docs/metrics.md).",
     )(command)
     return click.option("--quiet", "-q", is_flag=True, help="No live view or progress lines.")(command)
+
+
+def kept_run_options(f):
+    """The options of the commands that run the loop and keep its runs (run and compare), in this
+    order: tracing (:func:`trace_options`), the samples kept, the live view and metrics
+    (:func:`watch_options`, one ``watch`` argument) and the lab's database (cli.history.lab_options)."""
+    # Imported here: cli.history brings rich, which ecat-sim (it imports this module) must start without.
+    from .history import lab_options
+
+    return trace_options(samples_option(watch_options(lab_options(f))))

@@ -16,18 +16,17 @@ from ..session.config import disk_estimate
 from ..session.run import run
 from ..units import NS_PER_S
 from ..units import format_number as num
-from .history import lab_options, remember
+from .history import remember
 from .live import Watch
 from .options import (
     dc_options,
     duration_option,
+    kept_run_options,
     max_duration_option,
     out_dir_option,
+    require_option,
     rt_cpu_options,
-    samples_option,
     time_option,
-    trace_options,
-    watch_options,
 )
 from .output import unless_gone
 from .render import console, emit, render_summary
@@ -109,18 +108,12 @@ Examples:
     is_flag=True,
     help="Take a `softrt check` of the RT CPU first and store its verdict with the run.",
 )
-@click.option(
-    "--require",
-    "require",
-    default=None,
-    help="What the verdict judges, e.g. 'period.max<=300us,misses==0'; exit 1 when the run misses it "
+@require_option(
+    "What the verdict judges, e.g. 'period.max<=300us,misses==0'; exit 1 when the run misses it "
     "[default: 0 missed updates and no period over nominal + --late-threshold].",
 )
 @dc_options
-@trace_options
-@samples_option
-@watch_options
-@lab_options
+@kept_run_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
 def command(
     period_ns,
