@@ -312,7 +312,7 @@ def _compare_result(w: World):
 def _compare_json(w: World) -> Result:
     with w.env():
         result = _compare_result(w)
-    return _text(w.normalise(json.dumps(result.to_dict(), indent=2) + "\n"))  # as cli/compare.py prints it
+    return _text(w.normalise(json.dumps(result.doc().to_dict(), indent=2) + "\n"))  # as cli/compare.py prints it
 
 
 def _compare_text(w: World) -> Result:

@@ -14,26 +14,12 @@ from ..audit import GROUPS, Report, Status, default_rt_cpu, run_checks
 from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..units import NS_PER_S
-from .options import TimeNs, root_option
+from .options import root_option, rt_cpus_option, time_option
 from .output import make_console, unbounded
 from .render import emit
 
 STATUS_STYLE = {Status.OK: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.NA: "dim"}
 EVIDENCE_LINES = 4
-
-
-class CpuList(click.ParamType):
-    """A kernel cpulist such as ``1`` or ``2-3,6``."""
-
-    name = "cpulist"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, CpuSet):
-            return value
-        try:
-            return CpuSet.parse(value)
-        except ConfigError as err:
-            self.fail(str(err), param, ctx)
 
 
 def render_report(report: Report, verbose: bool = False, expand: bool = True) -> Group:
@@ -96,19 +82,13 @@ Examples:
   softrt check --rt-cpus 2-3 --sample 10s -v
   softrt check --root capture/ --json         a tree captured by scripts/capture_sysfs.py""",
 )
-@click.option(
-    "--rt-cpus",
-    type=CpuList(),
-    default=None,
-    help="Real-time CPU(s), e.g. 3 or 2-3 [default: the CPU softrt run uses, the highest online one (P-core on a hybrid CPU)].",
-)
-@click.option(
+@rt_cpus_option("3")
+@time_option(
     "--sample",
-    "sample_ns",
-    type=TimeNs("s", max_ns=60 * NS_PER_S),
-    default="2s",
-    show_default=True,
-    help="How long to sample what runs on the RT CPUs (0: no sample; bare number: s; at most 60s).",
+    "2s",
+    "How long to sample what runs on the RT CPUs (0: no sample; bare number: s; at most 60s).",
+    unit="s",
+    max_ns=60 * NS_PER_S,
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every check's evidence.")

@@ -20,16 +20,16 @@ from ..schema.config import RunConfig
 from ..schema.summary import Metrics, Misses
 from ..session import interrupts
 from ..units import format_number as num
-from .history import lab_options, remember
+from .history import remember
 from .live import Watch
 from .options import (
-    TimeNs,
     duration_option,
+    file_option,
+    kept_run_options,
     out_dir_option,
+    require_option,
     rt_cpu_options,
-    samples_option,
-    trace_options,
-    watch_options,
+    time_option,
 )
 from .output import unless_gone
 from .render import console, emit, loads_text, verdict_text
@@ -124,36 +124,22 @@ Examples:
     show_default=True,
     help="Rounds; scenarios alternate A B C D A B C D … to cancel drift.",
 )
-@click.option(
-    "--require",
-    "require",
-    default=None,
-    help="What every scenario's verdict judges, e.g. 'period.max<=300us,misses==0'; a gate for tuned "
+@require_option(
+    "What every scenario's verdict judges, e.g. 'period.max<=300us,misses==0'; a gate for tuned "
     "scenarios (exit 1 when one misses it) [default verdict: 0 missed updates and no period over "
     "nominal + --late-threshold].",
 )
-@click.option("--period", "period_ns", type=TimeNs("us"), default="250us", show_default=True)
+@time_option("--period", "250us", unit="us")
 @rt_cpu_options
 @click.option("--load-backend", type=click.Choice(["auto", "stress-ng", "builtin"]), default="auto", show_default=True)
-@click.option(
-    "--settle",
-    "settle_ns",
-    type=TimeNs("s"),
-    default="1s",
-    show_default=True,
-    help="Time the loads run before the measurement starts.",
-)
+@time_option("--settle", "1s", "Time the loads run before the measurement starts.", unit="s")
 @out_dir_option()
-@trace_options
-@samples_option
-@watch_options
-@lab_options
+@kept_run_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-@click.option(
+@file_option(
     "--report",
     "report_html",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    default=None,
+    allow_dash=True,
     metavar="FILE.html",
     help="Also write the HTML report of the comparison: the scenarios side by side "
     "with their verdicts, every plot (docs/report.md).",
@@ -220,7 +206,7 @@ def command(
             late = not result.interrupted and interrupts.requested()  # a signal after every scenario had run
             status = interrupts.exit_status() if late else 0 if result.passed else 1
             if as_json:
-                sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+                sys.stdout.write(json.dumps(result.doc().to_dict(), indent=2) + "\n")
             else:
                 _print(result, repeat, out_dir)
             if result.interrupted:

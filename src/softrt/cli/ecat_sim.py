@@ -10,7 +10,7 @@ import click
 from ..ecatsim.control import MUTE_EVENTS
 from ..ecatsim.faults import CORRUPTIONS
 from ..schema.text import printable
-from .options import TimeNs
+from .options import time_option
 
 
 @click.command(
@@ -41,14 +41,7 @@ Examples (root; a veth pair, the master on one end):
     "--bad-wkc-every", type=click.IntRange(0), default=0, help="Make one slave miss every N-th process-data frame."
 )
 @click.option("--delay-every", type=click.IntRange(0), default=0, help="Delay every N-th process-data reply.")
-@click.option(
-    "--delay",
-    "delay_ns",
-    type=TimeNs("us"),
-    default="2ms",
-    show_default=True,
-    help="Delay of a delayed reply (bare number: µs; at most 10 s).",
-)
+@time_option("--delay", "2ms", "Delay of a delayed reply (bare number: µs; at most 10 s).", unit="us")
 @click.option(
     "--bad-frame-every",
     type=click.IntRange(0),
@@ -85,22 +78,19 @@ Examples (root; a veth pair, the master on one end):
     show_default=True,
     help="CiA 402 axes per drive (axis n's objects at +n*0x800, its PDOs at +n*0x10).",
 )
-@click.option(
+@time_option(
     "--busy-poll",
-    "busy_poll_ns",
-    type=TimeNs("us"),
-    default="0",
-    show_default=True,
+    "0",
+    unit="us",
     help="Busy-poll this long either side of the moment the next process-data frame is due "
     "(learned from the last ones) instead of sleeping: a sleeping process answers tens of µs "
     "later on a virtual machine (bare number: µs; 0: always sleep; at most 10 ms).",
 )
-@click.option(
+@time_option(
     "--sm-watchdog",
-    "watchdog_ns",
-    type=TimeNs("ms"),
-    default="100ms",
-    show_default=True,
+    "100ms",
+    unit="ms",
+    dest="watchdog_ns",
     help="Each slave's process-data (SM) watchdog after power-up: a slave in OP that gets no "
     "process data for this long drops to SAFEOP+ERR 0x001B (a master may program another; "
     "100 µs steps, 1 ms to 6.5 s).",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..platform import RUNS_DIR_SHOWN, default_runs_dir
 from ..schema.config import DEFAULT_THRESHOLD_TEXT, TRACE_MODES
@@ -53,15 +54,75 @@ class SignedTimeNs(TimeNs):
         return super().convert(value, param, ctx)
 
 
+class CpuList(click.ParamType):
+    """A kernel cpulist such as ``1`` or ``2-3,6``."""
+
+    name = "cpulist"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, CpuSet):
+            return value
+        try:
+            return CpuSet.parse(value)
+        except ConfigError as err:
+            self.fail(str(err), param, ctx)
+
+
+def time_option(
+    flag: str,
+    default: str | None,
+    help: str | None = None,
+    *,
+    unit: str,
+    dest: str | None = None,
+    max_ns: int | None = None,
+    signed: bool = False,
+):
+    """A time option such as ``--period 250us``: parsed to integer ns (a bare number is *unit*) into the
+    parameter *dest* [default: the flag's name + ``_ns``, as the units-in-names rule wants]; its
+    default is shown in ``--help`` when it has one."""
+    name = dest or flag.lstrip("-").replace("-", "_") + "_ns"
+    kind = SignedTimeNs(unit, max_ns) if signed else TimeNs(unit, max_ns)
+    return click.option(flag, name, type=kind, default=default, show_default=default is not None, help=help)
+
+
 def duration_option(help: str):
     """``--duration`` (a bare number is seconds; 10 s by default), with the command's own *help*."""
-    return click.option("--duration", "duration_ns", type=TimeNs("s"), default="10s", show_default=True, help=help)
+    return time_option("--duration", "10s", help, unit="s")
 
 
 def max_duration_option(help: str):
     """``--max-duration``: the safety bound on ``--duration`` (7 days by default), with *help*."""
+    return time_option("--max-duration", "7d", help, unit="s")
+
+
+def require_option(help: str):
+    """``--require``: what the verdict judges (analysis.require's syntax), with the command's *help*."""
+    return click.option("--require", "require", default=None, help=help)
+
+
+def file_option(
+    *decls: str, help: str, default: Path | None = None, metavar: str | None = None, allow_dash: bool = False
+):
+    """An option naming a file to write (not a directory; *allow_dash*: ``-`` is standard output)."""
     return click.option(
-        "--max-duration", "max_duration_ns", type=TimeNs("s"), default="7d", show_default=True, help=help
+        *decls,
+        type=click.Path(dir_okay=False, allow_dash=allow_dash, path_type=Path),
+        default=default,
+        show_default=default is not None,
+        metavar=metavar,
+        help=help,
+    )
+
+
+def rt_cpus_option(example: str):
+    """``--rt-cpus`` (check and tune): the real-time CPU list, *example* shown as the first sample."""
+    return click.option(
+        "--rt-cpus",
+        type=CpuList(),
+        default=None,
+        help=f"Real-time CPU(s), e.g. {example} or 2-3 [default: the CPU softrt run uses, the highest online "
+        "one (P-core on a hybrid CPU)].",
     )
 
 
@@ -95,14 +156,12 @@ def rt_cpu_options(f):
 
 def dc_options(f):
     """``--dc-lock``, ``--dc-shift`` (EtherCAT with distributed clocks; docs/ethercat.md)."""
-    f = click.option(
+    f = time_option(
         "--dc-shift",
-        "dc_shift_ns",
-        type=SignedTimeNs("us"),
-        default="0us",
-        show_default=True,
-        help="With --dc-lock: where the frame meets the drives' cycle, after SYNC0 (negative: "
-        "before; bare number: µs).",
+        "0us",
+        "With --dc-lock: where the frame meets the drives' cycle, after SYNC0 (negative: before; bare number: µs).",
+        unit="us",
+        signed=True,
     )(f)
     f = click.option(
         "--dc-lock",
@@ -122,13 +181,11 @@ def trace_options(f):
         show_default=True,
         help="Late cycles kept in the summary with their causes (the worst ones).",
     )(f)
-    f = click.option(
+    f = time_option(
         "--late-threshold",
-        "late_threshold_ns",
-        type=TimeNs("us"),
-        default=DEFAULT_THRESHOLD_TEXT,
-        show_default=True,
-        help="A cycle is late when its period exceeds the nominal one by more (bare number: µs).",
+        DEFAULT_THRESHOLD_TEXT,
+        "A cycle is late when its period exceeds the nominal one by more (bare number: µs).",
+        unit="us",
     )(f)
     f = click.option(
         "--trace-mode",
@@ -177,15 +234,12 @@ def watch_options(f):
     def command(*args, quiet, metrics_port, metrics_addr, metrics_linger_ns, **kwargs):
         return f(*args, watch=WatchOptions(quiet, metrics_port, metrics_addr, metrics_linger_ns), **kwargs)
 
-    command = click.option(
+    command = time_option(
         "--metrics-linger",
-        "metrics_linger_ns",
-        type=TimeNs("s"),
-        default="30s",
-        show_default=True,
-        help="With --metrics-port: keep serving the final figures and state this long after "
-        "the command is done, so a scraper records them (0: close at once; Ctrl-C "
-        "ends it).",
+        "30s",
+        "With --metrics-port: keep serving the final figures and state this long after the command is "
+        "done, so a scraper records them (0: close at once; Ctrl-C ends it).",
+        unit="s",
     )(command)
     command = click.option(
         "--metrics-addr",
@@ -200,3 +254,13 @@ def watch_options(f):
         help="Serve Prometheus metrics on this port while it runs (0: any free port; docs/metrics.md).",
     )(command)
     return click.option("--quiet", "-q", is_flag=True, help="No live view or progress lines.")(command)
+
+
+def kept_run_options(f):
+    """The options of the commands that run the loop and keep its runs (run and compare), in this
+    order: tracing (:func:`trace_options`), the samples kept, the live view and metrics
+    (:func:`watch_options`, one ``watch`` argument) and the lab's database (cli.history.lab_options)."""
+    # Imported here: cli.history brings rich, which ecat-sim (it imports this module) must start without.
+    from .history import lab_options
+
+    return trace_options(samples_option(watch_options(lab_options(f))))

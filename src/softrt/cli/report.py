@@ -10,6 +10,7 @@ from ..errors import ConfigError
 from ..platform.outfile import is_stdout
 from .fleet import filter_options, warn_unreadable
 from .history import DB_OPTION
+from .options import file_option
 from .render import console, emit
 
 
@@ -37,13 +38,12 @@ Examples:
   softrt report --fleet lab.html --since 2026-03-01    every rig's trend, provenance changes marked""",
 )
 @click.argument("runs", nargs=-1)
-@click.option(
+@file_option(
     "-o",
     "--output",
     "output",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
     default=Path("report.html"),
-    show_default=True,
+    allow_dash=True,
     help="The HTML file to write (- or /dev/stdout: standard output).",
 )
 @click.option(
@@ -53,11 +53,9 @@ Examples:
     default=None,
     help="Also write every plot as a PNG into this directory.",
 )
-@click.option(
+@file_option(
     "--fleet",
     "fleet_html",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     metavar="FILE.html",
     help="Write the lab's fleet page instead: each rig's trend with every provenance "
     "change marked (the filters of softrt fleet apply).",

@@ -16,18 +16,17 @@ from ..session.config import disk_estimate
 from ..session.run import run
 from ..units import NS_PER_S
 from ..units import format_number as num
-from .history import lab_options, remember
+from .history import remember
 from .live import Watch
 from .options import (
-    TimeNs,
     dc_options,
     duration_option,
+    kept_run_options,
     max_duration_option,
     out_dir_option,
+    require_option,
     rt_cpu_options,
-    samples_option,
-    trace_options,
-    watch_options,
+    time_option,
 )
 from .output import unless_gone
 from .render import console, emit, render_summary
@@ -44,14 +43,7 @@ Examples:
   softrt run --wait sleep --period 1ms --json > summary.json
   softrt run --device ethercat:eth1 --axes 2  CiA 402 drives through SOEM""",
 )
-@click.option(
-    "--period",
-    "period_ns",
-    type=TimeNs("us"),
-    default="250us",
-    show_default=True,
-    help="Board cycle (a bare number is µs, like cyclictest -i).",
-)
+@time_option("--period", "250us", "Board cycle (a bare number is µs, like cyclictest -i).", unit="us")
 @duration_option("How long to run (a bare number is seconds).")
 @max_duration_option("Safety bound on --duration (72 h runs are normal; raise it for longer ones).")
 @rt_cpu_options
@@ -72,27 +64,15 @@ Examples:
     help="spin: poll the permit bit (the seed); sleep: clock_nanosleep (Windows: a high-resolution "
     "waitable timer) to the edge; hybrid: both.",
 )
-@click.option(
-    "--margin",
-    "margin_ns",
-    type=TimeNs("us"),
-    default="50us",
-    show_default=True,
-    help="hybrid: wake this long before the edge, then spin.",
-)
+@time_option("--margin", "50us", "hybrid: wake this long before the edge, then spin.", unit="us")
 @click.option(
     "--device",
     default="virtual",
     show_default=True,
     help="virtual (an ideal board), or ethercat:IFACE (CiA 402 drives via SOEM; needs softrt[ethercat]).",
 )
-@click.option(
-    "--bus-timeout",
-    "bus_timeout_ns",
-    type=TimeNs("ms"),
-    default="10ms",
-    show_default=True,
-    help="EtherCAT: fail the run when no valid frame came back for this long (bus lost).",
+@time_option(
+    "--bus-timeout", "10ms", "EtherCAT: fail the run when no valid frame came back for this long (bus lost).", unit="ms"
 )
 @click.option(
     "--axes",
@@ -128,18 +108,12 @@ Examples:
     is_flag=True,
     help="Take a `softrt check` of the RT CPU first and store its verdict with the run.",
 )
-@click.option(
-    "--require",
-    "require",
-    default=None,
-    help="What the verdict judges, e.g. 'period.max<=300us,misses==0'; exit 1 when the run misses it "
+@require_option(
+    "What the verdict judges, e.g. 'period.max<=300us,misses==0'; exit 1 when the run misses it "
     "[default: 0 missed updates and no period over nominal + --late-threshold].",
 )
 @dc_options
-@trace_options
-@samples_option
-@watch_options
-@lab_options
+@kept_run_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
 def command(
     period_ns,

@@ -31,8 +31,7 @@ from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..platform.journal import Outcome
 from ..schema.text import printable
-from .check import CpuList
-from .options import root_option
+from .options import file_option, root_option, rt_cpus_option
 from .output import make_console, unbounded
 from .render import emit
 
@@ -187,12 +186,7 @@ Examples:
   softrt tune --apply && softrt run           apply it (root or Administrator), then measure
   softrt tune --revert                        put back every value --apply replaced""",
 )
-@click.option(
-    "--rt-cpus",
-    type=CpuList(),
-    default=None,
-    help="Real-time CPU(s), e.g. 1 or 2-3 [default: the CPU softrt run uses, the highest online one (P-core on a hybrid CPU)].",
-)
+@rt_cpus_option("1")
 @click.option(
     "--apply",
     "do_apply",
@@ -202,10 +196,8 @@ Examples:
 @click.option("--revert", "do_revert", is_flag=True, help="Restore exactly what --apply changed, and verify it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan (and the result) as JSON.")
 @root_option("Work on /proc and /sys under this directory (a captured tree) instead of this machine.")
-@click.option(
+@file_option(
     "--state-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Where the previous values are saved [default: <state dir>/tune-state.jsonl; SOFTRT_STATE_DIR].",
 )
 def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Group
@@ -23,7 +22,15 @@ from ..session.watch_targets import Target
 from ..units import format_number as num
 from .history import lab_options, remember
 from .live import Watch
-from .options import TimeNs, duration_option, max_duration_option, out_dir_option, samples_option, watch_options
+from .options import (
+    duration_option,
+    file_option,
+    max_duration_option,
+    out_dir_option,
+    samples_option,
+    time_option,
+    watch_options,
+)
 from .render import console, emit, percentile_table, tail_text, verdict_head, why_late
 
 #: How a thread waits (schema.watch.WAITS), said plainly.
@@ -233,21 +240,18 @@ Examples:
 @click.option("--comm", default=None, help="Watch every thread of this name (as ps -L shows it).")
 @duration_option("How long to watch (a bare number is seconds).")
 @max_duration_option("Safety bound on --duration.")
-@click.option(
+@time_option(
     "--period",
-    "period_ns",
-    type=TimeNs("us"),
-    default=None,
+    None,
+    unit="us",
     help="The cycle the thread should keep (bare number: µs): checked against the one observed, and "
     "the late rule's nominal period [default: the thread's own, from its requested wake-ups].",
 )
-@click.option(
+@time_option(
     "--late-threshold",
-    "late_threshold_ns",
-    type=TimeNs("us"),
-    default=DEFAULT_THRESHOLD_TEXT,
-    show_default=True,
-    help="A cycle is late when its latency exceeds this, or its period the nominal one by more.",
+    DEFAULT_THRESHOLD_TEXT,
+    "A cycle is late when its latency exceeds this, or its period the nominal one by more.",
+    unit="us",
 )
 @click.option(
     "--keep-late",
@@ -266,11 +270,10 @@ Examples:
 )
 @samples_option
 @out_dir_option(" (one per thread)")
-@click.option(
+@file_option(
     "--report",
     "report",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    default=None,
+    allow_dash=True,
     help="Also write an HTML report of the threads' runs to this file.",
 )
 @watch_options

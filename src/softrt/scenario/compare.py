@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..analysis import RunStats
 from ..analysis.require import Requirement
@@ -28,7 +29,7 @@ from ..errors import ConfigError, SoftRTError
 from ..load import LoadFailed, LoadGroup, check_placement, make_load
 from ..platform import get_platform
 from ..schema.config import RunConfig
-from ..schema.doc import Doc, flatten, many
+from ..schema.doc import Doc, count, flatten, many, obj
 from ..schema.summary import LoadRun, Metrics, Verdict
 from ..schema.tail import Tail
 from ..session import interrupts
@@ -116,32 +117,60 @@ class CompareResult:
         """True when every requirement held on every tuned scenario (and nothing was cut short)."""
         return not self.interrupted and all(c.passed for c in self.checks)
 
-    def to_dict(self) -> dict[str, object]:
-        """JSON-ready form (``softrt compare --json``)."""
-        return {
-            "schema": "softrt.compare/1",
-            "scenarios": list(self.pooled),
-            "pooled": {name: f.to_dict() for name, f in self.pooled.items()},
-            "rounds": [
-                {
-                    "scenario": r.scenario.name,
-                    "round": r.round,
-                    "run_id": r.result.summary.run_id,
-                    "path": str(r.result.path),
-                    "status": r.result.summary.status,
-                    "period_max_us": r.result.summary.metrics.period_us.max,
-                    "missed_updates": _missed(r.result.summary.metrics),
-                    "loads": [load.to_dict() for load in r.loads],
-                    "notes": r.notes,
-                }
+    def doc(self) -> CompareDoc:
+        """The comparison as ``softrt compare --json`` prints it."""
+        return CompareDoc(
+            scenarios=list(self.pooled),
+            pooled={name: f.to_dict() for name, f in self.pooled.items()},
+            rounds=[
+                CompareRound(
+                    scenario=r.scenario.name,
+                    round=r.round,
+                    run_id=r.result.summary.run_id,
+                    path=str(r.result.path),
+                    status=r.result.summary.status,
+                    period_max_us=r.result.summary.metrics.period_us.max,
+                    missed_updates=_missed(r.result.summary.metrics),
+                    loads=r.loads,
+                    notes=r.notes,
+                )
                 for r in self.runs
             ],
-            "overall": overall(self.pooled),
-            "verdict": self.verdict,
-            "requirements": [c.to_dict() for c in self.checks],
-            "interrupted": self.interrupted,
-            "passed": self.passed,
-        }
+            overall=overall(self.pooled),
+            verdict=self.verdict,
+            requirements=self.checks,
+            interrupted=self.interrupted,
+            passed=self.passed,
+        )
+
+
+class CompareRound(Doc):
+    """One scenario in one round, as ``softrt compare --json``'s ``rounds`` lists it."""
+
+    scenario: str
+    round: int
+    run_id: str
+    path: str
+    status: str | None
+    period_max_us: float | None
+    missed_updates: int | None = count()
+    loads: list[LoadRun] = many()
+    notes: list[str] = many()
+
+
+class CompareDoc(Doc):
+    """``softrt compare --json``: the scenarios' pooled figures (keyed by scenario name, in the order
+    they ran), every round, the verdict sentences and the ``--require`` gates."""
+
+    schema: str = "softrt.compare/1"
+    scenarios: list[str] = many()
+    pooled: dict[str, Any] = obj()  # scenario name -> its Pooled document's JSON object
+    rounds: list[CompareRound] = many()
+    overall: str | None = None
+    verdict: list[str] = many()
+    requirements: list[RequirementCheck] = many()
+    interrupted: bool = False
+    passed: bool = False
 
 
 def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> list[Planned]:

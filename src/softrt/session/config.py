@@ -69,7 +69,8 @@ def validate(config: RunConfig, online: CpuSet, allowed: CpuSet) -> RunConfig:
 def resolve_plan(config: RunConfig, online: CpuSet, allowed: CpuSet, *, motion: bool = True) -> RunPlan:
     """Check *config* against this machine's *online* and *allowed* CPUs and resolve it (with the
     seed's *motion* test, its motion profile too); raise ConfigError before anything starts."""
-    options = _checked(config)
+    _check(config)
+    options = device_options(config)  # a bad drive description is bad input before anything starts
     cpu, housekeeping = choose_cpus(online, allowed, config.cpu, None if config.cpu is not None else performance_cpus())
     if config.profile == "rt" and not housekeeping:
         # A SCHED_FIFO task spinning on every CPU we may use would starve the kernel's work there
@@ -86,8 +87,8 @@ def resolve_plan(config: RunConfig, online: CpuSet, allowed: CpuSet, *, motion: 
     return RunPlan(config=config, rt_cpu=cpu, housekeeping=housekeeping, device_options=options)
 
 
-def _checked(config: RunConfig) -> dict[str, Any]:
-    """Check a RunConfig's own values (ConfigError naming the option and its fix); return its device options."""
+def _check(config: RunConfig) -> None:
+    """Check a RunConfig's own values (ConfigError naming the option and its fix)."""
     check_timing(config)
     if config.wait not in WAITS:
         raise ConfigError(f"unknown wait strategy {config.wait!r}", hint=f"use one of {', '.join(WAITS)}")
@@ -105,10 +106,8 @@ def _checked(config: RunConfig) -> dict[str, Any]:
         parse_requirements(config.require)  # what the verdict judges: bad input before anything starts
     check_device_spec(config.device)
     check_bus(config)
-    options = device_options(config)  # a bad drive description is bad input before anything starts
     if not 1 <= config.axes <= MAX_AXES:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
-    return options
 
 
 def device_options(config: RunConfig) -> dict[str, Any]:

@@ -40,11 +40,6 @@ def requested() -> int:
     return _count
 
 
-def first_signal() -> int | None:
-    """The number of the first stop signal since the outermost :func:`deferred` began, or None."""
-    return _first
-
-
 def reason() -> str:
     """Why the run stopped, in words: "interrupted by Ctrl-C" (or SIGTERM, SIGHUP)."""
     return f"interrupted by {_NAMES.get(_first) or signal.Signals(_first or signal.SIGINT).name}"

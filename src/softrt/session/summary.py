@@ -49,6 +49,12 @@ def utcnow() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def supervisor_now(interval_s: float) -> Supervisor:
+    """This process as a checkpoint names its supervisor (``softrt history`` tells a live run from one
+    whose supervisor died by its pid and identity; store.running)."""
+    return Supervisor(pid=os.getpid(), identity=get_platform().process_identity(), checkpoint_interval_s=interval_s)
+
+
 def mode_of(config: RunConfig, not_applied: list[dict]) -> str:
     """Label the run: "real-time", "not real-time" (controls failed) or "untuned"."""
     if config.profile == "none":
@@ -110,11 +116,7 @@ def run_summary(parts: RunParts, *, running: bool) -> RunSummary:
     if running:
         head = dict(
             checkpoint_at=utcnow(),
-            supervisor=Supervisor(
-                pid=os.getpid(),
-                identity=get_platform().process_identity(),
-                checkpoint_interval_s=parts.checkpoint_interval_s,
-            ),
+            supervisor=supervisor_now(parts.checkpoint_interval_s),
         )
     else:
         head = present(

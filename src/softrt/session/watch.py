@@ -37,7 +37,7 @@ from ..schema.config import (
     check_late_threshold_ns,
     check_period_ns,
 )
-from ..schema.summary import SCHEMA, RunSummary, Supervisor, Tuning
+from ..schema.summary import SCHEMA, RunSummary, Tuning
 from ..schema.why_late import WhyLate
 from ..store.history import History, local_db_path
 from ..store.late import resolve_mode
@@ -51,7 +51,7 @@ from . import changes as _changes
 from . import interrupts
 from .collect import Collector
 from .drain import Progress
-from .summary import checkpoint_interval_s, judged, utcnow
+from .summary import checkpoint_interval_s, judged, supervisor_now, utcnow
 from .watch_docs import config_doc as _config_doc
 from .watch_docs import watch_block as _watch_block
 from .watch_targets import Target, find_threads, still_running
@@ -404,11 +404,7 @@ def _summary(session: _Session, w: _Watched, *, running: bool) -> RunSummary:
     if running:
         end = dict(
             checkpoint_at=utcnow(),
-            supervisor=Supervisor(
-                pid=os.getpid(),
-                identity=get_platform().process_identity(),
-                checkpoint_interval_s=session.checkpoint_interval_s,
-            ),
+            supervisor=supervisor_now(session.checkpoint_interval_s),
         )
     else:
         if session.failure is not None:

@@ -11,22 +11,26 @@ from ..schema.summary import Config
 from ..schema.text import printable
 from ..schema.watch import Preemptor, Watch, WatchedThread
 
+#: The configuration keys a watch's own options set, in config.json's order (the rest of a
+#: RunConfig, the loop's and the device's, does not apply to a thread softrt did not start).
+WATCH_CONFIG_KEYS = (
+    "period_ns",
+    "duration_ns",
+    "cpu",
+    "priority",
+    "scenario",
+    "trace",
+    "late_threshold_ns",
+    "keep_late",
+    "samples",
+    "out_dir",
+)
+
 
 def config_doc(w) -> Config:
-    """The summary's configuration (and config.json): what a watch's own options set."""
-    c = w.run_config
-    return Config.build(
-        period_ns=c.period_ns,
-        duration_ns=c.duration_ns,
-        cpu=c.cpu,
-        priority=c.priority,
-        scenario=c.scenario,
-        trace=c.trace,
-        late_threshold_ns=c.late_threshold_ns,
-        keep_late=c.keep_late,
-        samples=c.samples,
-        out_dir=str(c.out_dir),
-    )
+    """The summary's configuration (and config.json): the watch's run configuration, its own keys only."""
+    full = w.run_config.document()
+    return Config.build(**{name: getattr(full, name) for name in WATCH_CONFIG_KEYS})
 
 
 def watch_block(session, w) -> Watch:
