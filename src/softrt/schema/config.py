@@ -77,10 +77,6 @@ class RunConfig:
         keyword (the output directory as text, the motion as its fields), checked once when built."""
         return Config.build(**{f.name: _json_value(getattr(self, f.name)) for f in dataclasses.fields(self)})
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict (config.json): :meth:`document`'s."""
-        return self.document().to_dict()
-
 
 def _json_value(value: object) -> object:
     """A field's value as JSON holds it: a path as text, a dataclass (the motion) as its fields."""

@@ -273,7 +273,7 @@ def _store(parts: RunParts, check: Report | None) -> RunSummary:
     try:  # first what does not depend on the summary, so a summary that cannot be built loses nothing else
         if check is not None:
             rundir.write_json("check.json", check.to_dict())
-        rundir.write_json("config.json", parts.config.to_dict())
+        rundir.write_json("config.json", parts.config.document().to_dict())
         rundir.write_json("host.json", parts.host)
         parts.collector.write(rundir)
     except SoftRTError as err:

@@ -209,7 +209,7 @@ def checkpoint(parts: RunParts, *, wait: bool = False) -> None:
     except SoftRTError:
         return
     if parts.checkpoints == 0:  # a killed run keeps what it ran with
-        docs = {"config.json": parts.config.to_dict(), "host.json": parts.host, **docs}
+        docs = {"config.json": parts.config.document().to_dict(), "host.json": parts.host, **docs}
     parts.checkpoints += 1
     if wait:
         _write_checkpoint(parts, docs)
