@@ -48,8 +48,9 @@ def test_sample_with_a_trace_classifies_tasks_and_takes_idle_from_the_switches(g
 
 
 def test_proc_snapshots_credit_the_last_cpu():
-    before = {10: ("a", 1_000, 3), 11: ("b", 5_000, 0)}
-    after = {10: ("a", 4_000, 3), 11: ("b", 9_000, 0), 12: ("new", 7_000, 3)}
+    run = sample.ThreadRun
+    before = {10: run("a", 1_000, 3), 11: run("b", 5_000, 0)}
+    after = {10: run("a", 4_000, 3), 11: run("b", 9_000, 0), 12: run("new", 7_000, 3)}
     assert sample.diff_snapshots(before, after, CpuSet([3])) == {(10, "a"): 3_000}
 
 

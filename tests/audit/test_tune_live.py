@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from softrt.audit import AFFINITY, Status, apply_plan, plan_tune, revert, run_checks
-from softrt.audit.linux import FILE, online_cpus, write_kernel_file
+from softrt.audit.linux import online_cpus, write_kernel_file
 from softrt.audit.linux.irqs import irqs
+from softrt.audit.plan import FILE
 from softrt.cpus import CpuSet
 from softrt.platform.linux import ktasks
 

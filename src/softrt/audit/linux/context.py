@@ -7,6 +7,7 @@ audit; ``Context`` reads each source lazily and keeps it, so several checks can 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import cached_property
 
 from ...cpus import CpuSet
@@ -50,8 +51,8 @@ class Context:
         return kfacts.text(self.root, rel)
 
     @cached_property
-    def cmdline(self) -> dict[str, str] | None:
-        """Kernel parameters (/proc/cmdline)."""
+    def cmdline(self) -> Mapping[str, str] | None:
+        """Kernel parameters (/proc/cmdline), read once and shared by the checks: read-only."""
         return kfacts.cmdline(self.root)
 
     @cached_property
@@ -69,8 +70,8 @@ class Context:
         return ktasks.tasks(self.root)
 
     @cached_property
-    def process_names(self) -> dict[str, list[int]]:
-        """``{comm: [pid, …]}`` of user processes."""
+    def process_names(self) -> Mapping[str, list[int]]:
+        """``{comm: [pid, …]}`` of user processes, read once and shared by the checks: read-only."""
         return ktasks.process_names(self.root)
 
     @cached_property

@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from ...cpus import CpuSet
 from ...platform.kfiles import kpath, read_text
@@ -81,10 +83,18 @@ def _add(totals: dict, key, ns: int) -> None:
 
 
 # -- /proc snapshots ----------------------------------------------------------------------------
-def proc_snapshot(root: str) -> dict[int, tuple[str, int, int]]:
-    """Return ``{tid: (comm, run_ns, last_cpu)}`` for every thread (schedstat, else stat ticks)."""
+class ThreadRun(NamedTuple):
+    """One thread in a /proc snapshot (proc(5) ``stat``, ``schedstat``)."""
+
+    comm: str
+    run_ns: int  # time on a CPU so far (schedstat, else utime + stime ticks)
+    cpu: int  # the CPU it last ran on (stat field 39, processor)
+
+
+def proc_snapshot(root: str) -> dict[int, ThreadRun]:
+    """Return ``{tid: ThreadRun}`` for every thread (schedstat, else stat ticks)."""
     tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
-    snap = {}
+    snap: dict[int, ThreadRun] = {}
     for pid in ktasks.pids(root):
         try:
             tids = [int(n) for n in os.listdir(kpath(root, f"/proc/{pid}/task")) if n.isdigit()]
@@ -97,16 +107,18 @@ def proc_snapshot(root: str) -> dict[int, tuple[str, int, int]]:
                 continue
             schedstat = read_text(root, f"{base}/schedstat", fallback="").split()
             run_ns = int(schedstat[0]) if schedstat and schedstat[0].isdigit() else (stat.utime + stat.stime) * tick_ns
-            snap[tid] = (stat.comm, run_ns, stat.processor)
+            snap[tid] = ThreadRun(stat.comm, run_ns, stat.processor)
     return snap
 
 
-def diff_snapshots(before: dict, after: dict, cpus: CpuSet) -> dict[tuple[int, str], int]:
+def diff_snapshots(
+    before: Mapping[int, ThreadRun], after: Mapping[int, ThreadRun], cpus: CpuSet
+) -> dict[tuple[int, str], int]:
     """Credit each thread's run-time growth to the CPU it was last seen on, if that is an RT CPU."""
-    totals = {}
-    for tid, (comm, run_ns, cpu) in after.items():
-        if tid in before and cpu in cpus:
-            _add(totals, (tid, comm), run_ns - before[tid][1])
+    totals: dict[tuple[int, str], int] = {}
+    for tid, now in after.items():
+        if tid in before and now.cpu in cpus:
+            _add(totals, (tid, now.comm), now.run_ns - before[tid].run_ns)
     return totals
 
 

@@ -10,7 +10,7 @@ softrt reads is what an engineer can type to see the same thing.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cached_property
 
 from ...cpus import CpuSet
@@ -204,8 +204,8 @@ class WinFacts:
         return res, parse.powercfg_setting(res.out) if res.ok else None
 
     @cached_property
-    def services(self) -> dict[str, Service]:
-        """SysMain, DPS, Audiosrv and wuauserv."""
+    def services(self) -> Mapping[str, Service]:
+        """SysMain, DPS, Audiosrv and wuauserv, by name (read once, shared by the checks: read-only)."""
         return {name: Service(name, self.run(sc_qc(name)), self.run(sc_query(name))) for name in SERVICES}
 
     @cached_property
@@ -214,7 +214,7 @@ class WinFacts:
         return self.run(KERNEL)
 
     @cached_property
-    def kernel_values(self) -> dict[str, tuple[str, str]] | None:
+    def kernel_values(self) -> Mapping[str, tuple[str, str]] | None:
         """Values under Session Manager\\kernel (ReservedCpuSets, ThreadDpcEnable), None if unreadable."""
         return parse.reg_values(self.kernel.out) if self.kernel.ok else None
 

@@ -22,6 +22,7 @@ import csv
 import io
 import json
 import re
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from ...cpus import CpuSet
@@ -103,7 +104,7 @@ def reg_values(text: str) -> dict[str, tuple[str, str]]:
     return out
 
 
-def reg_dword(values: dict[str, tuple[str, str]], name: str) -> int | None:
+def reg_dword(values: Mapping[str, tuple[str, str]], name: str) -> int | None:
     """A REG_DWORD value (``0x1``) as an int, or None when absent or of another type."""
     kind, data = values.get(name, ("", ""))
     if kind != "REG_DWORD":

@@ -17,7 +17,7 @@ from ...platform import get_platform
 from ...platform.windows import wincmd, wincpusets, winsystem
 from ..model import Report, crashed
 from . import checks, hybrid, sample
-from .facts import CPU_SETS, THROTTLING, WinFacts
+from .facts import CPU_SETS, ELEVATED, THROTTLING, WinFacts
 
 #: Every Windows check, in model.GROUPS order; the live sample is the last of the reserved cores'.
 CHECKS = (*checks.CHECKS[:3], *hybrid.CHECKS, sample.check_sample, *checks.CHECKS[3:])
@@ -62,18 +62,25 @@ def gather(rt_cpus: CpuSet, root: str, runner: wincmd.Runner | None = None) -> W
     return facts
 
 
+def elevated_here(root: str, *, captured: ConfigError, needs_admin: str) -> None:
+    """Raise *captured* when *root* is a capture directory (only this machine can be acted on), and a
+    ConfigError saying *needs_admin* when softrt is not elevated (wincmd.is_admin)."""
+    if wincmd.is_capture(root):
+        raise captured
+    if not wincmd.is_admin():
+        raise ConfigError(needs_admin, hint=f"run it from {ELEVATED}")
+
+
 def _system_runner(root: str) -> wincmd.Runner:
     """This machine's SYSTEM runner, for an elevated softrt only (registering a task for SYSTEM needs it)."""
-    if wincmd.is_capture(root):
-        raise ConfigError(
+    elevated_here(
+        root,
+        captured=ConfigError(
             f"{root} holds captured command outputs: --as-system reads this machine",
             hint="drop --as-system, or run softrt check --as-system on the Windows machine itself",
-        )
-    if not wincmd.is_admin():
-        raise ConfigError(
-            "softrt check --as-system registers a one-off task that runs as SYSTEM, which needs Administrator",
-            hint="run it from an elevated prompt (Run as administrator)",
-        )
+        ),
+        needs_admin="softrt check --as-system registers a one-off task that runs as SYSTEM, which needs Administrator",
+    )
     return winsystem.run_as_system
 
 

@@ -112,16 +112,14 @@ def _machine_runner(root: str, runner: wincmd.Runner | None, what: str) -> wincm
     """The runner that changes settings: this machine, as Administrator (captured outputs cannot be changed)."""
     if runner is not None:
         return runner
-    if wincmd.is_capture(root):
-        raise ConfigError(
+    windows.elevated_here(
+        root,
+        captured=ConfigError(
             f"{root} holds captured command outputs: softrt tune {what} changes a real machine only",
             hint="run softrt tune on the Windows machine itself; without --apply it shows the plan",
-        )
-    if not wincmd.is_admin():
-        raise ConfigError(
-            f"softrt tune {what} changes Windows settings and needs Administrator",
-            hint="run it from an elevated prompt (Run as administrator)",
-        )
+        ),
+        needs_admin=f"softrt tune {what} changes Windows settings and needs Administrator",
+    )
     return wincmd.run
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...cpus import CpuSet
@@ -94,7 +95,7 @@ def parse_isolcpus(value: str) -> tuple[CpuSet, tuple[str, ...]]:
     return cpus, tuple(flags) or ("domain",)
 
 
-def cmdline_cpus(params: dict[str, str] | None, name: str) -> CpuSet | None:
+def cmdline_cpus(params: Mapping[str, str] | None, name: str) -> CpuSet | None:
     """Return the cpulist of a parameter such as ``nohz_full=`` or ``rcu_nocbs=`` (None if absent)."""
     if not params or name not in params:
         return None

@@ -17,6 +17,7 @@ from ....platform.linux import kfacts
 from ....schema.audit import SampledTask
 from ...model import Finding, Found, Severity
 from ..context import Context
+from .knob import mask_knob
 
 _TUNE = "softrt tune --rt-cpus {rt} --apply"
 
@@ -221,16 +222,16 @@ def check_workqueue(ctx: Context) -> Finding:
         cpus = CpuSet.from_mask(raw)
     except ConfigError:
         return found.na(f"{rel} holds {raw!r}, not a CPU mask")
-    evidence = (f"{rel}: {raw} (CPUs {cpus})",)
-    if cpus.isdisjoint(ctx.rt_cpus):
-        return found.ok(f"unbound work runs on CPUs {cpus} only", evidence)
-    return found.warn(
-        f"unbound kworkers may run on {ctx.describe_cpus(cpus & ctx.rt_cpus)}",
-        evidence,
+    return mask_knob(
+        ctx,
+        found,
+        rel,
+        raw,
+        cpus,
+        ok=f"unbound work runs on CPUs {cpus} only",
+        may="unbound kworkers may run on",
         why="writeback, crypto and other deferred kernel work is queued on unbound kworkers that go to any CPU "
         "in this mask (Documentation/core-api/workqueue.rst)",
-        fix=f"echo {ctx.housekeeping.to_mask()} > {rel}",
-        tunable=True,
     )
 
 

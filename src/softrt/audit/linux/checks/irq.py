@@ -8,9 +8,12 @@ default_smp_affinity (Documentation/core-api/irq/irq-affinity.rst).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...model import Finding, Found, Severity
 from ..context import Context
 from ..irqs import Irq, default_affinity
+from .knob import mask_knob
 
 _SHOW = 12
 
@@ -25,10 +28,20 @@ def _where(irq: Irq, ctx: Context) -> str:
     )
 
 
-def _how(irqs: list[Irq]) -> dict[str, bool]:
-    """softrt tune fixes what it can move; IRQs the kernel keeps need the boot parameter."""
+def _problem(
+    report: Callable[..., Finding],
+    summary: str,
+    evidence: tuple[str, ...],
+    *,
+    why: str,
+    irqs: list[Irq],
+    ctx: Context,
+    **kw: Severity,
+) -> Finding:
+    """*report* (found.fail or found.warn) about *irqs*, with the affinity fix: softrt tune fixes what it can
+    move; IRQs the kernel keeps need the boot parameter."""
     tunable = any(i.movable for i in irqs)
-    return {"tunable": tunable, "reboot": not tunable}
+    return report(summary, evidence, why=why, fix=_fix(ctx), tunable=tunable, reboot=not tunable, **kw)
 
 
 def _classify(irqs: list[Irq], ctx: Context) -> tuple[list[Irq], list[Irq]]:
@@ -72,21 +85,23 @@ def check_nic(ctx: Context) -> Finding:
     routed, allowed = _classify(nic, ctx)
     names = sorted({i.nic for i in nic})
     if routed:
-        return found.fail(
+        return _problem(
+            found.fail,
             f"{len(routed)} network IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)} ({', '.join(names)})",
             _evidence(routed, allowed, ctx),
             why="every received packet interrupts the loop and runs the driver's NAPI softirq on its CPU; "
             "the seed called moving RSS off the real-time cores important",
-            fix=_fix(ctx),
-            **_how(routed + allowed),
+            irqs=routed + allowed,
+            ctx=ctx,
         )
     if allowed:
-        return found.warn(
+        return _problem(
+            found.warn,
             f"{len(allowed)} network IRQ(s) allowed on the RT CPUs, routed elsewhere for now",
             _evidence(routed, allowed, ctx),
             why="the kernel may reroute them to any allowed CPU (CPU hot-plug, vector pressure, irqbalance)",
-            fix=_fix(ctx),
-            **_how(allowed),
+            irqs=allowed,
+            ctx=ctx,
             severity=Severity.MEDIUM,
         )
     return found.ok(
@@ -104,21 +119,23 @@ def check_devices(ctx: Context) -> Finding:
     routed, allowed = _classify(others, ctx)
     evidence = _evidence(routed, allowed, ctx)
     if routed:
-        return found.fail(
+        return _problem(
+            found.fail,
             f"{len(routed)} IRQ(s) routed to {ctx.describe_cpus(ctx.rt_cpus)}, {len(allowed)} more allowed there",
             evidence,
             why="each interrupt runs its handler (and often a softirq) ahead of the loop, whatever its priority "
             "on a non-RT kernel",
-            fix=_fix(ctx),
-            **_how(routed + allowed),
+            irqs=routed + allowed,
+            ctx=ctx,
         )
     if allowed:
-        return found.warn(
+        return _problem(
+            found.warn,
             f"{len(allowed)} IRQ(s) allowed on the RT CPUs, routed elsewhere for now",
             evidence,
             why="the kernel may reroute them to any allowed CPU",
-            fix=_fix(ctx),
-            **_how(allowed),
+            irqs=allowed,
+            ctx=ctx,
             severity=Severity.LOW,
         )
     return found.ok(f"none of {len(others)} device IRQs may fire on the RT CPUs", evidence)
@@ -131,15 +148,15 @@ def check_default_affinity(ctx: Context) -> Finding:
     mask = default_affinity(ctx.root)
     if mask is None:
         return found.na(f"{rel} is unreadable")
-    evidence = (f"{rel}: {ctx.text(rel)} (CPUs {mask})",)
-    if mask.isdisjoint(ctx.rt_cpus):
-        return found.ok(f"new IRQs start on CPUs {mask}", evidence)
-    return found.warn(
-        f"new IRQs may start on {ctx.describe_cpus(mask & ctx.rt_cpus)}",
-        evidence,
+    return mask_knob(
+        ctx,
+        found,
+        rel,
+        ctx.text(rel) or "",
+        mask,
+        ok=f"new IRQs start on CPUs {mask}",
+        may="new IRQs may start on",
         why="a driver loaded later (a USB stick, a VPN) gets its IRQ on the loop's CPU",
-        fix=f"echo {ctx.housekeeping.to_mask()} > {rel}",
-        tunable=True,
     )
 
 

@@ -130,8 +130,9 @@ def preemption(ctx: Context) -> tuple[str | None, str]:
         mode = ctx.text("/sys/kernel/debug/sched/preempt")  # "none voluntary (full) lazy"
         if mode and "(" in mode:
             return mode.split("(", 1)[1].split(")", 1)[0], "/sys/kernel/debug/sched/preempt"
-        if (ctx.cmdline or {}).get("preempt"):
-            return ctx.cmdline["preempt"], "preempt= on /proc/cmdline"
+        param = (ctx.cmdline or {}).get("preempt")
+        if param:
+            return param, "preempt= on /proc/cmdline"
     for option, model in (
         ("CONFIG_PREEMPT_LAZY", "lazy"),
         ("CONFIG_PREEMPT", "full"),
