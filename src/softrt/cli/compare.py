@@ -15,7 +15,8 @@ from ..analysis.require import parse_requirements
 from ..platform.outfile import check_target
 from ..report.rows import TIMING_ROWS
 from ..scenario import BUILTIN_NAMES, load_scenario
-from ..scenario.compare import Pooled, compare, overall, plan
+from ..scenario.compare import compare, overall, plan
+from ..schema.compare import Pooled
 from ..schema.config import RunConfig
 from ..schema.summary import Metrics, Misses
 from ..session import interrupts

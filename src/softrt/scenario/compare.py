@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..analysis import RunStats
 from ..analysis.require import Requirement
@@ -28,9 +27,9 @@ from ..cpus import CpuSet
 from ..errors import ConfigError, SoftRTError
 from ..load import LoadFailed, LoadGroup, check_placement, make_load
 from ..platform import get_platform
+from ..schema.compare import CompareDoc, CompareRound, Pooled, PooledMotion, RequirementCheck
 from ..schema.config import RunConfig
-from ..schema.doc import Doc, count, flatten, many, obj
-from ..schema.summary import LoadRun, Metrics, Verdict
+from ..schema.summary import LoadRun, Metrics
 from ..schema.tail import Tail
 from ..session import interrupts
 from ..session.config import validate
@@ -65,40 +64,6 @@ class ScenarioRun:
     result: RunResult
     loads: list[LoadRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-class PooledMotion(Doc):
-    """The worst motion impact over a scenario's rounds (None: no round computed one)."""
-
-    max_deviation_counts: float | None = None
-    max_velocity_step_counts_per_s: float | None = None
-
-
-class Pooled(Doc):
-    """One scenario's figures over its rounds (``softrt compare --json``'s ``pooled``): the
-    streaming pass's metrics of every round merged, and what the rounds were."""
-
-    metrics: Metrics = flatten(Metrics)
-    scenario: str = ""
-    description: str = ""
-    tuned: bool = True
-    rounds: int = 0
-    modes: list[str] = many()
-    partial: list[int] = many()  # the rounds that did not complete
-    motion: PooledMotion = PooledMotion()
-    loads: list[LoadRun] = many()  # each load's achieved figures averaged over the rounds
-    run_ids: list[str] = many()
-    verdict: Verdict | None = None  # the pooled figures judged (--require, or the seed's requirement)
-    tail: Tail | None = None  # the tail model of the rounds' periods pooled (None: a round kept no tail)
-
-
-class RequirementCheck(Doc):
-    """One ``--require`` gate on one tuned scenario."""
-
-    scenario: str
-    requirement: str
-    measured: float | None
-    passed: bool
 
 
 @dataclass
@@ -142,35 +107,6 @@ class CompareResult:
             interrupted=self.interrupted,
             passed=self.passed,
         )
-
-
-class CompareRound(Doc):
-    """One scenario in one round, as ``softrt compare --json``'s ``rounds`` lists it."""
-
-    scenario: str
-    round: int
-    run_id: str
-    path: str
-    status: str | None
-    period_max_us: float | None
-    missed_updates: int | None = count()
-    loads: list[LoadRun] = many()
-    notes: list[str] = many()
-
-
-class CompareDoc(Doc):
-    """``softrt compare --json``: the scenarios' pooled figures (keyed by scenario name, in the order
-    they ran), every round, the verdict sentences and the ``--require`` gates."""
-
-    schema: str = "softrt.compare/1"
-    scenarios: list[str] = many()
-    pooled: dict[str, Any] = obj()  # scenario name -> its Pooled document's JSON object
-    rounds: list[CompareRound] = many()
-    overall: str | None = None
-    verdict: list[str] = many()
-    requirements: list[RequirementCheck] = many()
-    interrupted: bool = False
-    passed: bool = False
 
 
 def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> list[Planned]:
