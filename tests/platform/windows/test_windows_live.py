@@ -313,7 +313,7 @@ def test_the_disk_worker_writes_at_offsets_where_os_has_no_pwrite(tmp_path):
 
     assert not hasattr(os, "pwrite") and not hasattr(os, "pread")
     counters = _worker.disk({"dir": str(tmp_path), "passes": 1, "file_bytes": 2 << 20}, time.monotonic() + 60)
-    assert counters == {
+    assert counters._asdict() == {  # the worker's counters (a NamedTuple, printed as this JSON object)
         "bytes_written": (2 << 20) + 256 * 4096,
         "bytes_read": 2 << 20,
         "fsyncs": 18,
