@@ -37,6 +37,20 @@ def test_every_check_id_a_remedy_names_is_one_of_audits_checks():
         ("irq", "ahci[0000:00:1f.2]", None, ("irq.devices",)),
         ("kernel", "local timer", None, ("cores.nohz_full",)),
         ("kernel", "exit from idle to the woken worker", None, ("idle.states",)),
+        # the lean trace's wake-up is the timer, the idle exit and the switch: its fix is to split it
+        (
+            "kernel",
+            "wake-up from idle: timer interrupt, exit from idle and switch (lean trace: not split)",
+            None,
+            ("cores.nohz_full", "idle.states"),
+        ),
+        (
+            "kernel",
+            "wake-up past a lower-priority task: timer interrupt and switch (lean trace: not split)",
+            None,
+            ("cores.nohz_full", "idle.states"),
+        ),
+        ("outside", "no guest activity on CPU 1", "or an unrecorded timer interrupt: lean trace", ()),
         ("outside", "no guest activity on CPU 1", None, ()),
         ("loop", "the loop's own work", None, ()),
     ],

@@ -73,6 +73,14 @@ RT_THROTTLING = Remedy(
     f"RT throttling parked the loop: turn it off ({TUNE})", "RT throttling off", ("kernel.rt_throttling",)
 )
 IDLE = Remedy(f"keep the RT CPU out of deep idle states ({TUNE})", "no deep idle states", ("idle.states",))
+#: The lean trace's wake-up (analysis.attribution_account.LEAN_WAKE, LEAN_WAKE_PAST): the timer interrupt,
+#: the exit from idle and the switch in one cause, whose fix depends on which of them it was.
+LEAN_WAKE = Remedy(
+    "trace again with --trace-mode full to split it: the timer interrupt (nohz_full=, a reboot), the exit "
+    f"from idle ({TUNE}) or a task that held the CPU",
+    "split it: --trace-mode full",
+    ("cores.nohz_full", "idle.states"),
+)
 LOOP = Remedy("the loop's own work ran past the edge: make the step shorter, or the period longer", "a shorter step")
 OUTSIDE = Remedy(
     "the hypervisor or firmware took the CPU{steal}: bare metal, or a dedicated vCPU", "bare metal or a dedicated vCPU"
@@ -118,6 +126,8 @@ def _kernel(text: str) -> Remedy | None:
         return FAIR_SERVER
     if "rt throttling" in text:
         return RT_THROTTLING
+    if "lean trace" in text:  # before "idle": the lean wake-up is the timer, the idle exit and the switch
+        return LEAN_WAKE
     if "local timer" in text:
         return LOCAL_TIMER
     if "idle" in text:
@@ -129,4 +139,4 @@ def _kernel(text: str) -> Remedy | None:
 
 def every_remedy() -> tuple[Remedy, ...]:
     """Every remedy this module can give (the tests hold their check ids to audit's checks)."""
-    return (THREAD, HOUSEKEEPING, IRQ, NIC_IRQ, LOCAL_TIMER, FAIR_SERVER, RT_THROTTLING, IDLE, LOOP, OUTSIDE)
+    return (THREAD, HOUSEKEEPING, IRQ, NIC_IRQ, LOCAL_TIMER, FAIR_SERVER, RT_THROTTLING, IDLE, LEAN_WAKE, LOOP, OUTSIDE)
