@@ -50,10 +50,13 @@ stretches of ``gap_min_ns`` without any event, which are "no guest activity" lik
 task that only ran while the loop slept is never blamed.
 
 The lean trace (``--trace-mode lean``, trace.session): no timer interrupt and no wake-up are
-recorded, so the worker asleep at a window's start is taken as woken there (the edge: its timer was
-due), idle from then to the switch is one ``wake-up from idle`` cause (the timer interrupt, the exit
-from idle and the switch, not split), and a quiet stretch may be an unrecorded timer interrupt (said in
-the gap's detail). Threads, IRQs, softirqs and kworker items are named as in the full trace.
+recorded, so the worker is taken as woken at a window's start (the edge: its timer was due) and again
+after each switch to another task in it (timeline.ASSUMED_WAKEUP). Idle from then to the switch is one
+``wake-up from idle`` cause (the timer interrupt, the exit from idle and the switch, not split) up to
+LEAN_WAKE_GAP_NS; a lower-priority task current then is ``wake-up past a lower-priority task``, never
+blamed (without the wake-up, its time cannot be told from the timer's path); a longer silence is a gap
+that may be an unrecorded timer interrupt (said in its detail). Tasks above the worker, IRQs, softirqs
+and kworker items are named as in the full trace (attribution_account).
 
 Outside the kernel: in the window after the worker could have seen the permit, the worker
 (spinning), idle, or a task that ran while the worker slept held the CPU and no event fired. A stretch of at least ``gap_min_ns`` without
@@ -133,8 +136,8 @@ class Attributor:
         lean: bool = False,
     ) -> None:
         self.period_ns, self.rt_cpu, self.worker_pid = period_ns, rt_cpu, worker_pid
-        # The lean trace records no wake-up: a worker still asleep at a window's start (its edge, when
-        # its timer was due) is taken as woken there, so what held the CPU from then on delays it.
+        # The lean trace records no wake-up: the worker is taken as woken at a window's start (its
+        # edge, when its timer was due): _assume_woken.
         self.lean = lean
         # RT throttling in force during the run (the caller read sched_rt_runtime_us and the kernel); None: unknown
         self.rt_throttling = rt_throttling
