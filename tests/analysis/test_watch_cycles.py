@@ -185,6 +185,40 @@ def test_a_realtime_timer_is_converted_to_the_trace_clock(mode, expiry_offset):
     assert (c.edge_ns, c.detect_ns) == (200 * US, 212 * US)
 
 
+def test_a_sleeps_clock_is_forgotten_once_it_returns_and_a_timerfds_is_kept():
+    """The watch records only the setups of clocks other than MONOTONIC (trace.watch): a sleep's
+    on-stack timer set up once on BOOTTIME and then on MONOTONIC at the same address (its setup not
+    recorded) runs on MONOTONIC the second time; a timerfd's timer keeps the clock it was set up with."""
+    tr = Trace()
+    boot = 5_000 * US  # CLOCK_BOOTTIME - CLOCK_MONOTONIC: time suspended
+    tr.add(99, 0, "ct", T, "hrtimer_setup", "hrtimer=00000000aa clockid=CLOCK_BOOTTIME mode=ABS")
+    tr.start(100, 0, boot + 200 * US)
+    tr.switch(101, 0, "ct", T, 19, "S", "swapper/0", 0, 120)
+    tr.switch(210, 0, "swapper/0", 0, 120, "R", "ct", T, 19)
+    tr.add(212, 0, "ct", T, "sys_exit", "NR 230 = 0")
+    tr.start(230, 0, 450 * US)  # the same stack address, MONOTONIC: no setup recorded
+    tr.switch(231, 0, "ct", T, 19, "S", "swapper/0", 0, 120)
+    tr.switch(455, 0, "swapper/0", 0, 120, "R", "ct", T, 19)
+    tr.add(457, 0, "ct", T, "sys_exit", "NR 230 = 0")
+    tr.add(470, 0, "ct", T, "hrtimer_setup", "hrtimer=00000000bb clockid=CLOCK_BOOTTIME mode=ABS")
+    for k in range(2):  # a timerfd on BOOTTIME, rearmed in the read that returns
+        tr.start(480 + 250 * k, 0, boot + (700 + 250 * k) * US, "00000000bb", "timerfd_tmrproc")
+        tr.switch(481 + 250 * k, 0, "ct", T, 19, "S", "swapper/0", 0, 120)
+        tr.switch(703 + 250 * k, 0, "swapper/0", 0, 120, "R", "ct", T, 19)
+        tr.add(704 + 250 * k, 0, "ct", T, "sys_exit", "NR 0 = 8")
+    tr.switch(1_000, 0, "ct", T, 19, "S", "swapper/0", 0, 120)
+    th = ThreadCycles(T, {"CLOCK_BOOTTIME": boot})
+    for ev in tr.events():  # no sched_wakeup: the lean trace's (its cycles need none)
+        th.add(ev)
+    cycles = th.take()
+    assert [(c.edge_ns, c.detect_ns, c.wake_ns) for c in cycles] == [
+        (200 * US, 212 * US, None),
+        (450 * US, 457 * US, None),
+        (700 * US, 704 * US, None),
+        (950 * US, 954 * US, None),
+    ]
+
+
 def test_a_polling_thread_has_no_cycle_but_its_preemptions_and_who_took_the_cpu():
     tr = Trace()
     tr.switch(100, 1, "poll", T, 19, "R", "rival", 7, 9)  # preempted by a FIFO 90 task

@@ -28,6 +28,7 @@ from ..child import call_as, nobody
         (("--tid", "999999999"), "no thread 999999999 is running"),
         (("--pid", "1", "--comm", "init"), "exactly one of --pid, --tid or --comm"),
         (("--tid", "SELF", "--period", "1us"), "period 1.0 µs is out of range"),
+        (("--tid", "SELF", "--trace-mode", "thin"), "'thin' is not one of 'auto', 'full', 'lean'"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, run_cli, args, message):

@@ -140,6 +140,26 @@ def test_a_page_decodes_into_the_events_and_fields_the_text_pipe_prints():
     assert events[4].fields["prev_state"] == "S"
 
 
+def test_a_recurring_payload_is_rendered_once_and_still_names_its_tasks():
+    """A sleeping loop's switches to and from idle are the same bytes every cycle: their fields are
+    kept by payload (the same read-only dict), and a comm a later event changed is learned again
+    from the kept payload, as a fresh decode would."""
+    dec = _decoder()
+    to_idle = _event(0, _switch(7, ("loop", 7, 19), ("swapper/1", 0, 120), 1))
+    back = _event(250, _switch(0, ("swapper/1", 0, 120), ("loop", 7, 19), 0))
+    rename = _event(1, _switch(7, ("renamed", 7, 19), ("swapper/1", 0, 120), 1))
+    first = dec.decode_page(_page(1_000_000, to_idle + back + to_idle + back), 1)
+    assert [e.fields for e in first[2:]] == [e.fields for e in first[:2]]
+    assert first[2].fields is first[0].fields and first[3].fields is first[1].fields
+    assert first[0].fields["prev_state"] == "S" and first[1].fields["prev_state"] == "R"
+    dec.decode_page(_page(2_000_000, rename), 1)
+    assert dec.comms[7] == "renamed"
+    [ev] = dec.decode_page(_page(3_000_000, to_idle), 1)  # kept: the comm in it is learned again
+    assert ev.comm == "loop" and dec.comms[7] == "loop" and dec.comms[0] == "<idle>"
+    other = _decoder()  # a fresh decoder (nothing kept yet) renders the same fields
+    assert [e.fields for e in other.decode_page(_page(1_000_000, to_idle + back), 1)] == [e.fields for e in first[:2]]
+
+
 def test_lost_events_and_unknown_event_types_are_counted():
     dec = _decoder()
     data = _event(0, struct.pack("<H2xii", 77, 1, 0)) + _event(5, struct.pack("<H2xii", 90, 1, 236))

@@ -67,10 +67,12 @@ def _same_cycles(mine_us: np.ndarray, theirs_us: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.skipif(shutil.which("cyclictest") is None, reason="needs rt-tests (scripts/setup installs it)")
-def test_watch_agrees_with_cyclictest_and_names_the_disturber(tmp_path, disturber_bin, state_dir):
+@pytest.mark.parametrize("trace_mode", ["auto", "full"])
+def test_watch_agrees_with_cyclictest_and_names_the_disturber(tmp_path, disturber_bin, state_dir, trace_mode):
     """cyclictest measures its own latency; softrt watch measures it from the kernel's trace, over the
     same cycles: p50 within a few µs, p99 within 20 %. A FIFO 90 task spinning 300 µs every 100 ms
-    on that CPU is named as the cause of the late cycles it made.
+    on that CPU is named as the cause of the late cycles it made. The same with the lean trace (the
+    default: no timer interrupt or wake-up recorded, nor a MONOTONIC timer's setup) and the full one.
 
     A SCHED_OTHER task keeps the CPU busy meanwhile: this VM's kernel (6.18) almost never logs the
     switch out of the idle task, so a disturber that wakes on an idle CPU is not seen until its
@@ -107,6 +109,7 @@ def test_watch_agrees_with_cyclictest_and_names_the_disturber(tmp_path, disturbe
                 late_threshold_ns=40_000,
                 keep_late=1000,
                 out_dir=tmp_path / "runs",
+                trace_mode=trace_mode,
             )
         )
         out, err = ct.communicate(timeout=10)
@@ -131,6 +134,11 @@ def test_watch_agrees_with_cyclictest_and_names_the_disturber(tmp_path, disturbe
 
     why = summary.why_late
     assert why.on and why.trace.lost_events == 0, why.tracing
+    lean = trace_mode == "auto"
+    assert why.trace.mode == ("lean" if lean else "full") and summary.config.trace_mode == trace_mode
+    left_out = {"sched:sched_wakeup", "irq_vectors:local_timer_entry", "irq_vectors:local_timer_exit"}
+    assert (left_out & set(why.trace.events)) == (set() if lean else left_out), why.trace.events
+    assert "timer:hrtimer_setup" in why.trace.events  # recorded only for another clock than MONOTONIC
     inside = [s for s in spikes if records["edge_ns"][0] < s[1] and s[2] < records["detect_ns"][-1]]
     assert len(inside) >= 10, f"{len(inside)} spikes during the watch"
     # The spikes that made a late cycle are named in it; on a VM a hypervisor stall during a spike is

@@ -15,7 +15,10 @@ the kernel logs for the thread:
 ``timer:hrtimer_setup``
     the clock of that timer: a BOOTTIME expiry is converted to the trace's mono clock with the
     offset the caller measured; REALTIME and TAI too when the expiry is one (decades from the mono
-    clock: a relative REALTIME timer runs on the monotonic base).
+    clock: a relative REALTIME timer runs on the monotonic base). The trace records only setups of
+    another clock than MONOTONIC (trace.watch: a sleep sets its timer up again every time), so a
+    timer whose setup was not seen runs on MONOTONIC, or on REALTIME when its expiry is decades away;
+    a sleep's timer (``hrtimer_wakeup``, on the stack) is forgotten once the thread is back.
 ``timer:hrtimer_cancel`` before its expiry
     the sleep was cut short (a signal, I/O): that expiry never comes. (The kernel logs the same
     event when the timer fires, at or after the expiry: that one is kept.)
@@ -127,6 +130,7 @@ class ThreadCycles:
     last_ns: int | None = None  # its last event
     _armed: list[_Armed] = field(default_factory=list)
     _clock: dict[str, str] = field(default_factory=dict)  # hrtimer pointer -> clockid
+    _on_stack: set[str] = field(default_factory=set)  # the sleeps' timers armed since it was last back
     _blocked: bool = False
     _woken_ns: int | None = None
     _cut_short: bool = False  # a timer was cancelled before its expiry since it last blocked
@@ -205,6 +209,8 @@ class ThreadCycles:
             return
         self.timer_slack_ns = max(self.timer_slack_ns, field_int(f.get("expires"), expiry) - expiry)
         ptr = f.get("hrtimer", "")
+        if function == "hrtimer_wakeup":
+            self._on_stack.add(ptr)
         clock = self._clock.get(ptr, "CLOCK_REALTIME")
         if clock in ("CLOCK_REALTIME", "CLOCK_TAI") and abs(expiry - ev.ts_ns) < _FAR_NS:
             # A relative CLOCK_REALTIME timer runs on the monotonic base (kernel/time/hrtimer.c,
@@ -283,6 +289,9 @@ class ThreadCycles:
         elif self._blocked and (self._cut_short or any(a.expiry_ns > ref for a in self._armed)):
             self.woken_early += 1  # its sleep ended before the timer (a signal, I/O, another thread)
         self._blocked, self._woken_ns, self._cut_short = False, None, False
+        for ptr in self._on_stack:  # a sleep's timer lived on the stack of the call that returned
+            self._clock.pop(ptr, None)
+        self._on_stack.clear()
 
 
 def infer_period_ns(edges_ns: list[int]) -> int | None:

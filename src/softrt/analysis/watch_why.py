@@ -90,8 +90,10 @@ class ThreadAttribution:
         keep_worst: int,
         recent: RecentEvents,
         rt_throttling: bool | None = None,
+        lean: bool = False,
     ) -> None:
         self.tid, self.period_ns, self.threshold_ns, self.keep_worst = tid, period_ns, threshold_ns, keep_worst
+        self.lean = lean  # the lean trace: no timer interrupt or wake-up recorded (Attributor)
         self.rt_throttling = rt_throttling
         self.recent = recent
         self._open: dict[int, Attributor] = {}
@@ -155,6 +157,7 @@ class ThreadAttribution:
             threshold_ns=self.threshold_ns,
             keep_worst=self.keep_worst,
             rt_throttling=self.rt_throttling,
+            lean=self.lean,
         )
 
 

@@ -31,11 +31,13 @@ from ..platform.provenance import collect as collect_provenance
 from ..schema.config import (
     DEFAULT_MAX_DURATION_NS,
     DEFAULT_THRESHOLD_NS,
+    TRACE_MODES,
     RunConfig,
     check_duration,
     check_keep_late,
     check_late_threshold_ns,
     check_period_ns,
+    effective_trace_mode,
 )
 from ..schema.summary import SCHEMA, RunSummary, Tuning
 from ..schema.why_late import WhyLate
@@ -77,6 +79,7 @@ class WatchConfig:
     samples: str | None = None
     out_dir: Path = Path("softrt-runs")
     explain: bool = True  # trace what ran on the threads' CPUs and explain every late cycle (--no-explain)
+    trace_mode: str = "auto"  # --trace-mode: a watched thread sleeps on its timers, so auto is lean
 
 
 @dataclass
@@ -93,6 +96,8 @@ def validate(config: WatchConfig) -> None:
     check_duration(config.duration_ns, config.max_duration_ns)
     if config.period_ns is not None:
         check_period_ns(config.period_ns, "e.g. --period 250us, or leave it out to take the thread's own")
+    if config.trace_mode not in TRACE_MODES:
+        raise ConfigError(f"unknown --trace-mode {config.trace_mode!r}", hint=f"use one of {', '.join(TRACE_MODES)}")
     check_late_threshold_ns(config.late_threshold_ns)
     check_keep_late(config.keep_late)
 
@@ -154,6 +159,7 @@ class _Watched:
             late_threshold_ns=self.config.late_threshold_ns,
             keep_late=self.config.keep_late,
             samples=resolve_mode(self.config.samples, self.config.duration_ns),
+            trace_mode=self.config.trace_mode,
         )
 
     def feed(self, events, by_cpu, steal, horizon_ns: int, final: bool = False) -> None:
@@ -204,7 +210,13 @@ class _Watched:
         self.maker = RecordMaker(self.period_ns)
         if c.explain:
             self.attribution = ThreadAttribution(
-                self.task.tid, self.period_ns, c.late_threshold_ns, c.keep_late, self.recent, self.throttling
+                self.task.tid,
+                self.period_ns,
+                c.late_threshold_ns,
+                c.keep_late,
+                self.recent,
+                self.throttling,
+                lean=effective_trace_mode(c.trace_mode, "sleep") == "lean",
             )
         self.progress.stats, self.progress.config = self.collector.stats, self.run_config
 
@@ -278,7 +290,8 @@ def _watch(config: WatchConfig, on_progress, root: str) -> WatchResult:
     cpus = CpuSet(sorted(set().union(*(set(t.allowed) for t in threads)) & set(plat.online_cpus())))
     previous = plat.allowed_cpus()
     free = CpuSet(sorted(set(previous) - set(cpus)))
-    with WatchTrace([t.tid for t in threads], cpus, explain=config.explain) as trace:
+    mode = effective_trace_mode(config.trace_mode, "sleep")
+    with WatchTrace([t.tid for t in threads], cpus, explain=config.explain, mode=mode) as trace:
         applied, not_applied = [], []
         pins = None
         if free:  # the reader and the attribution off the watched threads' CPUs (softrt's own placement):

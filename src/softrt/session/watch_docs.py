@@ -20,6 +20,7 @@ WATCH_CONFIG_KEYS = (
     "priority",
     "scenario",
     "trace",
+    "trace_mode",
     "late_threshold_ns",
     "keep_late",
     "samples",

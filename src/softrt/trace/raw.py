@@ -23,6 +23,7 @@ The fields are rendered as the kernel's text prints them (the attribution reads 
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from collections.abc import Callable
@@ -100,6 +101,7 @@ def parse_format(text: str) -> EventFormat:
 
 
 _COMMON = struct.Struct("<H2xi")  # common_type, common_flags, common_preempt_count, common_pid
+_COMMON_BYTES = _COMMON.size
 
 
 def _plan(fmt: EventFormat) -> tuple[tuple[tuple[str, ...], Callable], list[tuple[str, int, int]]]:
@@ -154,6 +156,33 @@ _RENDERED = frozenset(
 )
 
 
+#: Events whose payload recurs as it is (no time, count or address in it): a task's switches and
+#: wake-ups, interrupts and softirqs, workqueue items, and the x86 vectors (their one field ``vector``).
+#: Their rendered fields are kept by payload (:meth:`RawDecoder.decode_page`): a sleeping loop's
+#: switch to and from idle is the same 64 bytes every cycle.
+_RECURRING = frozenset(
+    {
+        "sched_switch",
+        "sched_wakeup",
+        "sched_waking",
+        "softirq_entry",
+        "softirq_exit",
+        "irq_handler_entry",
+        "irq_handler_exit",
+        "workqueue_execute_start",
+        "workqueue_execute_end",
+    }
+)
+#: Events that name a task (its pid and comm in the payload): the decoder learns its comm from them.
+_NAMES_TASKS = frozenset({"sched_switch", "sched_wakeup", "sched_waking", "sched_stat_runtime", "sched_process_exit"})
+#: Payloads kept per event type at most (a few recur; the cache starts over past this).
+_CACHE_MAX = 4096
+
+
+def _recurs(fmt: EventFormat) -> bool:
+    return fmt.name in _RECURRING or [f.name for f in fmt.fields] == ["vector"]
+
+
 class RawDecoder:
     """Turns ring-buffer pages into TraceEvents; counts the lost events the pages report.
 
@@ -171,7 +200,11 @@ class RawDecoder:
     ) -> None:
         self.formats = {f.ident: f for f in formats}
         self.fields_of = fields_of
-        self._plans = {f.ident: (f.name, *_plan(f), f.name in fields_of) for f in formats}
+        # per event type: name, integers, strings, whether its fields are rendered, and its payload cache
+        self._plans = {
+            f.ident: (f.name, *_plan(f), f.name in fields_of, {} if f.name in fields_of and _recurs(f) else None)
+            for f in formats
+        }
         self._symbolic = {
             f.name: _symbolic(f.print_fmt)
             for f in formats  # softirq: vec and its action
@@ -221,8 +254,22 @@ class RawDecoder:
                 if plan is None:
                     self.unparsed += 1
                 else:
-                    name, ints, texts, wanted = plan
-                    fields = self._fields(name, ints, texts, page, pos) if wanted else {}
+                    name, ints, texts, wanted, cache = plan
+                    if cache is not None:  # the same payload, the same fields (read-only: TraceEvent)
+                        key = page[pos + _COMMON_BYTES : pos + length]
+                        fields = cache.get(key)
+                        if fields is None:
+                            if len(cache) >= _CACHE_MAX:
+                                cache.clear()
+                            fields = cache[key] = self._fields(name, ints, texts, page, pos)
+                        if name in _NAMES_TASKS:
+                            self._learn(name, fields)
+                    elif wanted:
+                        fields = self._fields(name, ints, texts, page, pos)
+                        if name in _NAMES_TASKS:
+                            self._learn(name, fields)
+                    else:
+                        fields = {}
                     comm = comms.get(pid)
                     if comm is None:
                         comm = comms[pid] = self.comm_of(pid)
@@ -260,19 +307,11 @@ class RawDecoder:
             if text is None:
                 text = self._state_text[state] = self._state(state)
             out["prev_state"] = text
-            for pid, comm in (
-                (values.get("prev_pid", 0), out.get("prev_comm")),
-                (values.get("next_pid", 0), out.get("next_comm")),
-            ):
-                if pid and comm:  # the idle task stays "<idle>", as trace_pipe names pid 0
-                    self.comms[pid] = comm
-        elif name in ("sched_wakeup", "sched_waking", "sched_stat_runtime", "sched_process_exit"):
+        elif name in _NAMES_TASKS:
             if "target_cpu" in values:
                 out["target_cpu"] = f"{values['target_cpu']:03d}"
             if "group_dead" in values:
                 out["group_dead"] = "true" if values["group_dead"] else "false"
-            if values.get("pid") and out.get("comm"):
-                self.comms[values["pid"]] = out["comm"]
         elif name in ("softirq_entry", "softirq_exit"):
             vec = values.get("vec", -1)
             out["action"] = SOFTIRQ_NAMES[vec] if 0 <= vec < len(SOFTIRQ_NAMES) else str(vec)
@@ -280,18 +319,22 @@ class RawDecoder:
             out["work"] = f"{values.get('work', 0):016x}"
         elif name == "irq_handler_exit":
             out["ret"] = "handled" if values.get("ret") else "unhandled"
-        elif name.startswith("hrtimer_") and "mode" in values:  # include/linux/hrtimer.h: HRTIMER_MODE_* bits
-            mode = values["mode"]
-            out["mode"] = "|".join(
-                ["REL" if mode & 1 else "ABS"]
-                + [w for bit, w in ((2, "PINNED"), (4, "SOFT"), (8, "HARD")) if mode & bit]
-            )
+        elif name.startswith("hrtimer_") and "mode" in values:
+            out["mode"] = _timer_mode(values["mode"])
         if "function" in values:  # printed with %ps: a workqueue item's or a timer's function
             out["function"] = self.symbol(values["function"])
         for fname, names in self._symbolic.get(name, {}).items():  # __print_symbolic: a timer's clockid
             if fname in values:
                 out[fname] = names.get(values[fname], out[fname])
         return out
+
+    def _learn(self, name: str, fields: dict[str, str]) -> None:
+        """The comm of the tasks an event names (the idle task stays ``<idle>``, as trace_pipe names pid 0)."""
+        pairs = (("prev_pid", "prev_comm"), ("next_pid", "next_comm")) if name == "sched_switch" else (("pid", "comm"),)
+        for pid_field, comm_field in pairs:
+            pid, comm = fields.get(pid_field), fields.get(comm_field)
+            if pid and pid != "0" and comm:
+                self.comms[int(pid)] = comm
 
     def _state(self, state: int) -> str:
         """``prev_state`` as sched_switch's print fmt renders it: ``R`` (``R+`` preempted) or the letters."""
@@ -301,6 +344,14 @@ class RawDecoder:
             return "R+" if state & report_max else "R"
         text = "|".join(letter for bit, letter in self.states[0] if bits & bit)
         return text + ("+" if state & report_max else "")
+
+
+@functools.cache
+def _timer_mode(mode: int) -> str:
+    """An hrtimer's mode as its events print it (include/linux/hrtimer.h: HRTIMER_MODE_* bits)."""
+    return "|".join(
+        ["REL" if mode & 1 else "ABS"] + [w for bit, w in ((2, "PINNED"), (4, "SOFT"), (8, "HARD")) if mode & bit]
+    )
 
 
 def _state_letters(print_fmt: str) -> tuple[list[tuple[int, str]], int]:

@@ -35,7 +35,10 @@ WATCH_EVENTS = (
     ("raw_syscalls:sys_exit", "threads"),
     ("sched:sched_process_exit", "pid"),
 )
-REQUIRED = ("sched:sched_switch", "sched:sched_wakeup", "timer:hrtimer_start")
+REQUIRED = ("sched:sched_switch", "timer:hrtimer_start")
+#: ``hrtimer_setup``'s clockid for CLOCK_MONOTONIC (include/uapi/linux/time.h), the clock a timer
+#: whose setup was not seen is taken to run on (analysis.watch): its setups are not recorded.
+CLOCK_MONOTONIC_ID = 1
 #: Events whose fields analysis.watch reads, beyond the attribution's.
 WATCH_FIELDS = FIELDS_READ | {"hrtimer_start", "hrtimer_setup", "hrtimer_init", "hrtimer_cancel", "sched_process_exit"}
 #: All traced CPUs together get at most this much buffer (a CPU at least 1 MB).
@@ -51,10 +54,11 @@ class WatchTrace(Holder):
 
     purpose = "the watch's trace"
 
-    def __init__(self, tids: list[int], cpus: CpuSet, explain: bool = True) -> None:
+    def __init__(self, tids: list[int], cpus: CpuSet, explain: bool = True, mode: str = "lean") -> None:
         super().__init__()
         self.tids = sorted(tids)
         self.explain = explain
+        self.mode = mode  # "lean": without trace.session.LEAN_LEFT_OUT (docs/watch.md, "Lean tracing")
         self.cpus = cpus
         self.consumer: Consumer | None = None
         self.enabled: list[str] = []
@@ -90,28 +94,34 @@ class WatchTrace(Holder):
         tracefs, self.mounted = find_or_mount()
         self.instance = Instance.create(tracefs, f"{INSTANCE_PREFIX}{os.getpid()}", self.cpus, self.buffer_kb)
         available = set(event_dirs(tracefs))
+        threads = _filter("common_pid", self.tids)
         filters = {
             "wakeup": _filter("pid", self.tids),
             "pid": _filter("pid", self.tids),
             "worker": _filter("common_pid", self.tids),
-            "threads": _filter("common_pid", self.tids),
+            "threads": threads,
+            # A sleep's on-stack timer is set up again before every sleep (kernel/time/hrtimer.c,
+            # hrtimer_setup_sleeper_on_stack): one event a cycle. Only a clock other than MONOTONIC,
+            # the one an unseen setup is taken for, is worth recording.
+            "clock": f"({threads}) && clockid != {CLOCK_MONOTONIC_ID}",
             "others": " && ".join(f"pid != {tid}" for tid in self.tids),
             "switch": f"{_filter('prev_pid', self.tids)} || {_filter('next_pid', self.tids)}",
         }
         # Without the attribution only the threads' own switches are needed: fewer events on their CPUs.
+        # The lean trace leaves out their wake-ups too (analysis.watch measures a cycle without them).
         cause = (
-            wanted_events(available, wait="sleep")
+            wanted_events(available, wait="sleep", mode=self.mode)
             if self.explain
-            else [("sched:sched_wakeup", "wakeup"), ("sched:sched_switch", "switch")]
+            else [("sched:sched_wakeup", "wakeup"), ("sched:sched_switch", "switch")][self.mode == "lean" :]
         )
         # A timer's clock: hrtimer_setup on newer kernels (it replaced hrtimer_init).
         clock = "timer:hrtimer_setup" if "timer:hrtimer_setup" in available else "timer:hrtimer_init"
-        for event, scope in [*cause, (clock, "threads"), *WATCH_EVENTS]:
+        for event, scope in [*cause, (clock, "clock"), *WATCH_EVENTS]:
             if event not in available:
                 self.missing.append(event)
                 continue
             try:
-                self.instance.enable(event, filters.get(scope or ""))
+                self._enable(event, filters.get(scope or ""), filters["threads"] if scope == "clock" else None)
             except OSError as err:
                 self.missing.append(f"{event} ({err.strerror or err})")
         self.enabled = list(self.instance.enabled)
@@ -122,6 +132,16 @@ class WatchTrace(Holder):
         self.consumer.start()
         self._started = time.monotonic()
         self.instance.write("tracing_on", "1")
+
+    def _enable(self, event: str, event_filter: str | None, fallback: str | None) -> None:
+        """Enable *event* with *event_filter*, or with *fallback* where the kernel refuses that one
+        (a ``clockid`` field it does not know: every setup of the threads is recorded then)."""
+        try:
+            self.instance.enable(event, event_filter)
+        except OSError:
+            if fallback is None:
+                raise
+            self.instance.enable(event, fallback)
 
     def take(self):
         """``(events, steal samples, horizon_ns)`` read since the last call (Consumer.take)."""
@@ -158,4 +178,5 @@ class WatchTrace(Holder):
             attribution_cpu_s=round(attribution_cpu_s, 3),
             traced_s=round(self.traced_s, 3),
             buffer_kb=self.buffer_kb,
+            mode=self.mode,
         )
