@@ -7,8 +7,7 @@ import errno
 
 import pytest
 
-from softrt.cpus import CpuSet
-from softrt.trace.watch import CLOCK_MONOTONIC_ID, WatchTrace
+from softrt.trace.watch import CLOCK_MONOTONIC_ID, enable
 
 
 class _Instance:
@@ -25,17 +24,15 @@ class _Instance:
 
 
 def test_a_timer_setup_is_recorded_only_for_another_clock_and_falls_back_to_every_setup():
-    trace = WatchTrace([12, 7], CpuSet([1]))
     threads = "common_pid == 7 || common_pid == 12"
     clock = f"({threads}) && clockid != {CLOCK_MONOTONIC_ID}"
-    trace.instance = _Instance()
-    trace._enable("timer:hrtimer_setup", clock, threads)
-    assert trace.instance.enabled == {"timer:hrtimer_setup": clock}
-    trace.instance = _Instance(refused="clockid")  # a kernel whose setup event has no clockid
-    trace._enable("timer:hrtimer_setup", clock, threads)
-    assert trace.instance.enabled == {"timer:hrtimer_setup": threads}
-    trace.instance = _Instance(refused="common_pid")  # no fallback for the other events: the error is said
+    instance = _Instance()
+    enable(instance, "timer:hrtimer_setup", clock, threads)
+    assert instance.enabled == {"timer:hrtimer_setup": clock}
+    instance = _Instance(refused="clockid")  # a kernel whose setup event has no clockid
+    enable(instance, "timer:hrtimer_setup", clock, threads)
+    assert instance.enabled == {"timer:hrtimer_setup": threads}
+    instance = _Instance(refused="common_pid")  # no fallback for the other events: the error is said
     with pytest.raises(OSError) as err:
-        trace._enable("sched:sched_switch", threads, None)
-    assert err.value.errno == errno.EINVAL and trace.instance.enabled == {}
-    trace.instance = None
+        enable(instance, "sched:sched_switch", threads, None)
+    assert err.value.errno == errno.EINVAL and instance.enabled == {}

@@ -28,6 +28,7 @@ import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..analysis.events import TraceEvent
 from ..analysis.timeline import SOFTIRQ_NAMES
@@ -179,6 +180,11 @@ _NAMES_TASKS = frozenset({"sched_switch", "sched_wakeup", "sched_waking", "sched
 _CACHE_MAX = 4096
 
 
+#: How an event type is decoded: its name, its integers (names, unpacker), its strings, whether its
+#: fields are rendered, and its payload cache (None: its payloads do not recur).
+_Plan = tuple[str, Any, list[tuple[str, int, int]], bool, "dict[bytes, dict[str, str]] | None"]
+
+
 def _recurs(fmt: EventFormat) -> bool:
     return fmt.name in _RECURRING or [f.name for f in fmt.fields] == ["vector"]
 
@@ -200,8 +206,7 @@ class RawDecoder:
     ) -> None:
         self.formats = {f.ident: f for f in formats}
         self.fields_of = fields_of
-        # per event type: name, integers, strings, whether its fields are rendered, and its payload cache
-        self._plans = {
+        self._plans: dict[int, _Plan] = {
             f.ident: (f.name, *_plan(f), f.name in fields_of, {} if f.name in fields_of and _recurs(f) else None)
             for f in formats
         }

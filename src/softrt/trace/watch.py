@@ -49,6 +49,17 @@ def _filter(field: str, tids: list[int]) -> str:
     return " || ".join(f"{field} == {tid}" for tid in tids)
 
 
+def enable(instance, event: str, event_filter: str | None, fallback: str | None) -> None:
+    """Enable *event* with *event_filter*, or with *fallback* where the kernel refuses that one (a
+    ``clockid`` field it does not know: every setup of the threads is recorded then)."""
+    try:
+        instance.enable(event, event_filter)
+    except OSError:
+        if fallback is None:
+            raise
+        instance.enable(event, fallback)
+
+
 class WatchTrace(Holder):
     """Trace *tids* on *cpus*; ``with`` it: :meth:`close` turns it off and removes the instance."""
 
@@ -121,7 +132,7 @@ class WatchTrace(Holder):
                 self.missing.append(event)
                 continue
             try:
-                self._enable(event, filters.get(scope or ""), filters["threads"] if scope == "clock" else None)
+                enable(self.instance, event, filters.get(scope or ""), filters["threads"] if scope == "clock" else None)
             except OSError as err:
                 self.missing.append(f"{event} ({err.strerror or err})")
         self.enabled = list(self.instance.enabled)
@@ -132,16 +143,6 @@ class WatchTrace(Holder):
         self.consumer.start()
         self._started = time.monotonic()
         self.instance.write("tracing_on", "1")
-
-    def _enable(self, event: str, event_filter: str | None, fallback: str | None) -> None:
-        """Enable *event* with *event_filter*, or with *fallback* where the kernel refuses that one
-        (a ``clockid`` field it does not know: every setup of the threads is recorded then)."""
-        try:
-            self.instance.enable(event, event_filter)
-        except OSError:
-            if fallback is None:
-                raise
-            self.instance.enable(event, fallback)
 
     def take(self):
         """``(events, steal samples, horizon_ns)`` read since the last call (Consumer.take)."""
