@@ -11,6 +11,7 @@ trace reader and of the attribution (on the other CPUs: the watch moves itself o
     sudo python bench/watch_overhead.py --rounds 6 --duration 10         # a table
     sudo python bench/watch_overhead.py --rounds 6 --duration 10 --json  # the same as JSON
     sudo python bench/watch_overhead.py --rounds 6 --duration 10 --no-explain
+    sudo python bench/watch_overhead.py --rounds 6 --duration 10 --trace-mode full
 
 The watch starts within a few tenths of a second of cyclictest (in this process: softrt is
 imported once), so a watched round is watched for all but its first ~0.3 s. Needs root and
@@ -79,6 +80,7 @@ def one_round(watched: bool, args, tmp: Path) -> dict:
                 late_threshold_ns=args.late_threshold_us * 1000,
                 out_dir=tmp / "runs",
                 explain=not args.no_explain,
+                trace_mode=args.trace_mode,
             )
         )
         summary = result.runs[0][0]
@@ -121,6 +123,7 @@ def main() -> None:
     ap.add_argument("--histogram-us", type=int, default=4000)
     ap.add_argument("--late-threshold-us", type=int, default=20, help="the watch's --late-threshold")
     ap.add_argument("--no-explain", action="store_true", help="watch with --no-explain (the threads' own events only)")
+    ap.add_argument("--trace-mode", choices=("auto", "full", "lean"), default="auto", help="the watch's --trace-mode")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
@@ -157,7 +160,8 @@ def main() -> None:
         return
     print(
         f"cyclictest -t1 -p{args.priority} -i{args.interval_us} -a{args.cpu} -m, {args.duration} s a run, "
-        f"{args.rounds} rounds, watched {'--no-explain' if args.no_explain else 'explaining'}; its own figures "
+        f"{args.rounds} rounds, watched {'--no-explain' if args.no_explain else 'explaining'} "
+        f"(--trace-mode {args.trace_mode}); its own figures "
         "(µs), median over rounds"
     )
     print(f"{'':10}" + "".join(f"{k.removesuffix('_us'):>10}" for k in keys))

@@ -187,6 +187,10 @@ def _emit(out: list[Segment], seg: Segment) -> None:
         out.append(seg)
 
 
+#: Events that only say the CPU was active (the watch's timer and exit events): no state of their own.
+_ACTIVITY_ONLY = frozenset({"hrtimer_start", "hrtimer_setup", "hrtimer_init", "hrtimer_cancel", "sched_process_exit"})
+
+
 def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] | None) -> None:
     """Advance *state* by one event; append the segments it closes to *out* (None: discard them).
 
@@ -200,6 +204,8 @@ def apply(state: CpuState, ev: TraceEvent, worker_pid: int, out: list[Segment] |
         state.fault = None
     if state.task is None:  # the common header names the task that was current
         state.task, state.task_pid, state.since_ns, state.ran_since_ns = _task(ev.comm, ev.pid, None), ev.pid, t, t
+    if name in _ACTIVITY_ONLY:
+        return
     if name == "sched_switch":
         prev_pid, next_pid = field_int(f.get("prev_pid")), field_int(f.get("next_pid"))
         prev_prio, next_prio = field_int(f.get("prev_prio"), None), field_int(f.get("next_prio"), None)

@@ -147,8 +147,9 @@ class ThreadCycles:
         name = ev.name
         if name == "sched_switch":
             f = ev.fields  # most switches are other tasks': compared as the kernel printed them
-            if self._preempt is not None or f.get("prev_pid") == self._tid_text or f.get("next_pid") == self._tid_text:
-                self._switch(ev)
+            prev_me, next_me = f.get("prev_pid") == self._tid_text, f.get("next_pid") == self._tid_text
+            if prev_me or next_me or self._preempt is not None:
+                self._switch(ev, prev_me, next_me)
             return
         if name == "sched_wakeup":
             if ev.fields.get("pid") == self._tid_text:
@@ -204,10 +205,12 @@ class ThreadCycles:
         function = f.get("function", "")
         if function not in SLEEP_TIMERS:
             return  # the tick or another timer rearmed in an interrupt while the thread was current
-        expiry = field_int(f.get("softexpires", f.get("expires")))
+        soft, hard = f.get("softexpires"), f.get("expires")
+        expiry = field_int(hard if soft is None else soft)
         if expiry < 0:
             return
-        self.timer_slack_ns = max(self.timer_slack_ns, field_int(f.get("expires"), expiry) - expiry)
+        if hard != soft:  # a real-time task's timers have no slack: the two are the same text
+            self.timer_slack_ns = max(self.timer_slack_ns, field_int(hard, expiry) - expiry)
         ptr = f.get("hrtimer", "")
         if function == "hrtimer_wakeup":
             self._on_stack.add(ptr)
@@ -222,18 +225,17 @@ class ThreadCycles:
         armed.append(_Armed(ptr, expiry, ev.ts_ns, function))
         self._armed = armed[-MAX_ARMED:]
 
-    def _switch(self, ev: TraceEvent) -> None:
-        f, tid, ts = ev.fields, self.tid, ev.ts_ns
-        prev_pid, next_pid = field_int(f.get("prev_pid")), field_int(f.get("next_pid"))
+    def _switch(self, ev: TraceEvent, prev_me: bool, next_me: bool) -> None:
+        """A switch from (*prev_me*) or to (*next_me*) the thread, or on the CPU it was preempted on."""
+        f, ts = ev.fields, ev.ts_ns
         p = self._preempt
-        if p is not None and ev.cpu == p.cpu and prev_pid != tid:
+        if p is not None and ev.cpu == p.cpu and not prev_me:
             self._credit(p, ts)
-            p.holder, p.holder_since_ns = (f.get("next_comm", "?"), next_pid, field_int(f.get("next_prio"), None)), ts
-        if prev_pid == tid:
+            p.holder, p.holder_since_ns = _next_task(f), ts
+        if prev_me:
             self._seen(ts)
             if (f.get("prev_state") or "").startswith("R"):  # preempted: still runnable
-                holder = (f.get("next_comm", "?"), next_pid, field_int(f.get("next_prio"), None))
-                self._preempt = _Preempt(ev.cpu, ts, holder, ts)
+                self._preempt = _Preempt(ev.cpu, ts, _next_task(f), ts)
             else:
                 self.sleeps += 1
                 self._blocked, self._woken_ns, self._cut_short = True, None, False
@@ -241,7 +243,7 @@ class ThreadCycles:
                     self._cur.done_ns = ts
                     self.cycles.append(self._cur)
                     self._cur = None
-        if next_pid == tid:
+        if next_me:
             self._seen(ts)
             if p is not None:
                 if ev.cpu != p.cpu:
@@ -279,7 +281,7 @@ class ThreadCycles:
         due = [a for a in self._armed if a.expiry_ns <= ref + TRACE_RESOLUTION_NS and a.start_ns < ref]
         if due:
             timer = max(due, key=lambda a: a.expiry_ns)
-            self._armed = [a for a in self._armed if a not in due]
+            self._armed = [] if len(due) == len(self._armed) else [a for a in self._armed if a not in due]
             cur = self._cur
             if cur is not None:  # it never blocked: it asked to sleep on an expiry already past
                 cur.done_ns = timer.start_ns if timer.start_ns > cur.detect_ns else ts_ns
@@ -292,6 +294,11 @@ class ThreadCycles:
         for ptr in self._on_stack:  # a sleep's timer lived on the stack of the call that returned
             self._clock.pop(ptr, None)
         self._on_stack.clear()
+
+
+def _next_task(f: dict[str, str]) -> tuple[str, int, int | None]:
+    """(comm, pid, prio) of the task a switch switches to."""
+    return f.get("next_comm", "?"), field_int(f.get("next_pid")), field_int(f.get("next_prio"), None)
 
 
 def infer_period_ns(edges_ns: list[int]) -> int | None:
