@@ -44,6 +44,7 @@ def test_user_file(tmp_path):
         ('name = "x"\nloads_on_rt_cpus = "yes"\n', "line 2, key loads_on_rt_cpus"),
         ('name = "x"\n\ntrace = "off"\n', "line 3, key trace: must be true or false"),
         ('name = "x"\nsamples = "some"\n', "line 2, key samples: unknown value 'some'"),
+        ('name = "x"\ntrace_mode = "thin"\n', "line 2, key trace_mode: unknown value 'thin'"),
         ('name = "x"\ndc_lock = true\n', "line 2, key dc_lock: needs an EtherCAT device"),
         ('name = "x"\ndevice = "ethercat:eth1"\ndc_lock = 1\n', "line 3, key dc_lock: must be true or false"),
         ('name = "x"\ndevice = "ethercat:eth1"\ndc_shift = "-soon"\n', "line 3, key dc_shift"),
@@ -63,11 +64,13 @@ def test_a_scenario_may_set_the_trace_and_compare_passes_it_on():
 
     quiet = parse_scenario('name = "quiet"\ntrace = false\n')
     default = parse_scenario('name = "default"\n')
-    assert quiet.trace is False and default.trace is None
-    base = RunConfig(trace=True, late_threshold_ns=50_000, keep_late=7)
-    configs = {p.scenario.name: p.config for p in plan([quiet, default], base)}
+    split = parse_scenario('name = "split"\nwait = "sleep"\ntrace_mode = "full"\n')
+    assert quiet.trace is False and default.trace is None and default.trace_mode is None
+    base = RunConfig(trace=True, late_threshold_ns=50_000, keep_late=7, trace_mode="lean")
+    configs = {p.scenario.name: p.config for p in plan([quiet, default, split], base)}
     assert configs["quiet"].trace is False and configs["default"].trace is True
     assert configs["default"].late_threshold_ns == 50_000 and configs["default"].keep_late == 7
+    assert configs["split"].trace_mode == "full" and configs["default"].trace_mode == "lean"
 
 
 def test_a_scenario_may_set_what_samples_are_kept():

@@ -131,6 +131,7 @@ def plan(scenarios: list[Scenario], base: RunConfig, backend: str = "auto") -> l
                 device=scenario.device,
                 scenario=scenario.name,
                 trace=base.trace if scenario.trace is None else scenario.trace,
+                trace_mode=scenario.trace_mode or base.trace_mode,
                 samples=base.samples if scenario.samples is None else scenario.samples,
                 ecat_drives=scenario.ecat_drives or base.ecat_drives,
                 duration_ns=scenario.duration_ns or base.duration_ns,

@@ -46,6 +46,7 @@ class Scenario:
     loads: tuple[LoadSpec, ...] = field(default_factory=tuple)
     loads_on_rt_cpus: bool = False  # the seed's caveat, declared on purpose
     trace: bool | None = None  # None: the command's --trace/--no-trace
+    trace_mode: str | None = None  # "auto", "full" or "lean"; None: the command's --trace-mode
     samples: str | None = None  # "all" or "late"; None: the command's --samples
     dc_lock: bool = False  # EtherCAT: phase-lock the host cycle to the drives' SYNC0
     dc_shift_ns: int = 0  # with dc_lock: the frame this long after SYNC0 (negative: before)

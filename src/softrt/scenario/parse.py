@@ -25,7 +25,7 @@ from ..cpus import CpuSet
 from ..errors import ConfigError
 from ..load import LOAD_NAMES
 from ..loop.cyclic import WAITS
-from ..schema.config import PROFILES
+from ..schema.config import PROFILES, TRACE_MODES
 from ..schema.text import printable
 from ..session.config import SAMPLE_MODES
 from ..store.validate import path_kind, read_bounded
@@ -45,6 +45,7 @@ _TOP_KEYS = {
     "duration",
     "loads_on_rt_cpus",
     "trace",
+    "trace_mode",
     "samples",
     "load",
     "dc_lock",
@@ -136,6 +137,9 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     trace = data.get("trace")
     if trace is not None and not isinstance(trace, bool):
         raise fail("trace", f"must be true or false, got {_shown(trace)}")
+    trace_mode = data.get("trace_mode")
+    if trace_mode is not None and trace_mode not in TRACE_MODES:
+        raise fail("trace_mode", f"unknown value {_shown(trace_mode)}", f"use one of {', '.join(TRACE_MODES)}")
     samples = data.get("samples")
     if samples is not None and samples not in SAMPLE_MODES:
         raise fail("samples", f"unknown value {_shown(samples)}", f"use one of {', '.join(SAMPLE_MODES)}")
@@ -150,6 +154,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
         loads=_loads(data, fail),
         loads_on_rt_cpus=on_rt,
         trace=trace,
+        trace_mode=trace_mode,
         samples=samples,
         ecat_drives=ecat_drives,
         source=source,
