@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -156,11 +157,7 @@ def command(
     load_backend,
     settle_ns,
     out_dir,
-    trace,
-    trace_mode,
-    late_threshold_ns,
-    keep_late,
-    samples,
+    kept,
     watch,
     as_json,
     report_html,
@@ -179,12 +176,8 @@ def command(
         cpu=cpu,
         priority=priority,
         out_dir=out_dir,
-        trace=trace,
-        trace_mode=trace_mode,
-        late_threshold_ns=late_threshold_ns,
         require=require,
-        keep_late=keep_late,
-        samples=samples,
+        **dataclasses.asdict(kept),
     )
     planned = plan(chosen, base, load_backend)
     # Ctrl-C, SIGTERM or SIGHUP (any number of them) stops the running scenario; every scenario that

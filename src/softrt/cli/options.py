@@ -256,11 +256,34 @@ def watch_options(f):
     return click.option("--quiet", "-q", is_flag=True, help="No live view or progress lines.")(command)
 
 
+@dataclass(frozen=True)
+class KeptRun:
+    """How a run is traced and what it keeps (run and compare): :class:`~softrt.schema.config.RunConfig`'s
+    fields of the same names, so ``RunConfig(..., **dataclasses.asdict(kept))``."""
+
+    trace: bool
+    trace_mode: str
+    late_threshold_ns: int
+    keep_late: int
+    samples: str | None
+
+
+def _kept(f):
+    """Pass the tracing and samples options to the command as one ``kept`` argument (a :class:`KeptRun`)."""
+
+    @functools.wraps(f)
+    def command(*args, trace, trace_mode, late_threshold_ns, keep_late, samples, **kwargs):
+        return f(*args, kept=KeptRun(trace, trace_mode, late_threshold_ns, keep_late, samples), **kwargs)
+
+    return command
+
+
 def kept_run_options(f):
     """The options of the commands that run the loop and keep its runs (run and compare), in this
-    order: tracing (:func:`trace_options`), the samples kept, the live view and metrics
-    (:func:`watch_options`, one ``watch`` argument) and the lab's database (cli.history.lab_options)."""
+    order: tracing (:func:`trace_options`) and the samples kept (one ``kept`` argument), the live view
+    and metrics (:func:`watch_options`, one ``watch`` argument) and the lab's database
+    (cli.history.lab_options)."""
     # Imported here: cli.history brings rich, which ecat-sim (it imports this module) must start without.
     from .history import lab_options
 
-    return trace_options(samples_option(watch_options(lab_options(f))))
+    return trace_options(samples_option(_kept(watch_options(lab_options(f)))))

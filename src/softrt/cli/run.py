@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -138,11 +139,7 @@ def command(
     require,
     dc_lock,
     dc_shift_ns,
-    trace,
-    trace_mode,
-    late_threshold_ns,
-    keep_late,
-    samples,
+    kept,
     watch,
     as_json,
 ):
@@ -175,15 +172,11 @@ def command(
         out_dir=out_dir,
         max_duration_ns=max_duration_ns,
         check=take_check,
-        trace=trace,
-        trace_mode=trace_mode,
-        late_threshold_ns=late_threshold_ns,
         require=require,
-        keep_late=keep_late,
-        samples=samples,
         dc_lock=dc_lock,
         dc_shift_ns=dc_shift_ns,
         ecat_drives=ecat_drives,
+        **dataclasses.asdict(kept),
     )
     return _run_and_show(config, watch=watch, as_json=as_json, require=require)
 
