@@ -32,6 +32,7 @@ from typing import Any
 
 from ..analysis.events import TraceEvent
 from ..analysis.timeline import SOFTIRQ_NAMES
+from ..platform.kfiles import read_text
 
 PAGE_HEADER = struct.Struct("<QQ")  # timestamp, commit (events/header_page on 64-bit kernels)
 _U32 = struct.Struct("<I")
@@ -403,8 +404,4 @@ def kernel_symbol(address: int) -> str:
 
 def task_comm(pid: int) -> str:
     """A task's comm from /proc (proc(5), ``comm``), ``<...>`` as trace_pipe prints an unknown one."""
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip() or "<...>"
-    except OSError:
-        return "<...>"
+    return read_text("/", f"/proc/{pid}/comm", fallback="") or "<...>"

@@ -17,6 +17,7 @@ from collections.abc import Collection
 
 from ...cpus import CpuSet
 from ..base import ThreadPins
+from ..kfiles import read_text
 
 TASKS = "/proc/self/task"
 MAX_PASSES = 8  # a pass that moves nothing ends the walk; a process creating threads faster is named
@@ -31,11 +32,7 @@ def _tids() -> list[int]:
 
 def thread_name(tid: int) -> str:
     """The thread's name (``comm``, proc(5)), or ``?`` when it has gone."""
-    try:
-        with open(f"{TASKS}/{tid}/comm") as fh:
-            return fh.read().strip() or "?"
-    except OSError:
-        return "?"
+    return read_text("/", f"{TASKS}/{tid}/comm", fallback="") or "?"
 
 
 def _why(err: OSError) -> str:
