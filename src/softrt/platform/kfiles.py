@@ -41,6 +41,22 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
+def file_kind(mode: int) -> str:
+    """What a file of st_mode *mode* is, for a message ("a directory", "a FIFO", …; inode(7))."""
+    for test, kind in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
 def kpath(root: str | os.PathLike[str], rel: str) -> Path:
     """Join *root* and an absolute kernel path such as ``/proc/cmdline``."""
     return Path(root) / rel.lstrip("/")

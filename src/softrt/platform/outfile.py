@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError, DiskFull
+from .kfiles import file_kind
 
 #: The names that mean this process's standard output (``-`` as most tools take it).
 STDOUT_NAMES = ("-", "/dev/stdout")
@@ -48,18 +49,6 @@ def is_stdout(path: str | os.PathLike[str]) -> bool:
 
 def _ours(uid: int) -> bool:
     return not _POSIX or uid in (0, os.geteuid())
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISLNK, "a symbolic link"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def _plan(path: str, what: str, hint: str) -> tuple[str, os.stat_result | None]:
@@ -95,7 +84,7 @@ def _plan(path: str, what: str, hint: str) -> tuple[str, os.stat_result | None]:
             "file only at its real path",
             hint=f"give {real} itself" if target is not None else hint,
         )
-    raise ConfigError(f"cannot write {what} to {path}: it is {_kind(info.st_mode)}", hint=hint)
+    raise ConfigError(f"cannot write {what} to {path}: it is {file_kind(info.st_mode)}", hint=hint)
 
 
 def check_target(path: str | os.PathLike[str], what: str = "the file", hint: str = "choose another file") -> None:
@@ -223,7 +212,7 @@ def _replace(name: str, raw: bytes, info: os.stat_result | None) -> None:
             os.close(fd)
         now = os.lstat(name) if os.path.lexists(name) else None
         if now is not None and not stat.S_ISREG(now.st_mode):  # changed since it was looked at
-            raise OSError(errno.EEXIST, f"it became {_kind(now.st_mode)} while being written")
+            raise OSError(errno.EEXIST, f"it became {file_kind(now.st_mode)} while being written")
         os.replace(tmp, name)
     except BaseException:
         try:

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..platform import O_PRIVATE_BINARY
+from ..platform.kfiles import file_kind
 from ..schema.summary import MAX_US
 from ..schema.text import is_safe_name, printable, show_value
 
@@ -112,22 +113,6 @@ def read_bounded(
             f"{what} {_where(path)} is larger than {size}", hint=hint or "softrt does not read files this large"
         )
     return raw
-
-
-def file_kind(mode: int) -> str:
-    """What a file of st_mode *mode* is, for a message ("a directory", "a FIFO", …; inode(7))."""
-    for test, kind in (
-        (stat.S_ISREG, "a regular file"),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISLNK, "a symbolic link"),
-    ):
-        if test(mode):
-            return kind
-    return "a special file"
 
 
 def path_kind(path: Path | str) -> str | None:
