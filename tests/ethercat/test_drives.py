@@ -107,7 +107,7 @@ def test_bad_descriptions_are_one_line_with_the_fix(text, says):
 def test_the_file_is_read_bounded_before_anything_starts(tmp_path):
     good = tmp_path / "drives.toml"
     good.write_text(GOOD)
-    assert device_options_of(good)["drives"].plan_for(1, 0, 0).axes == 2
+    assert device_options_of(good).drives.plan_for(1, 0, 0).axes == 2
     huge = tmp_path / "huge.toml"
     huge.write_text("# x\n" * 20_000)
     for path, says in (

@@ -1,5 +1,6 @@
 import pytest
 
+from softrt.board import DeviceOptions
 from softrt.cpus import CpuSet
 from softrt.errors import ConfigError, InvalidCpu
 from softrt.schema.config import RunConfig
@@ -86,8 +87,8 @@ def test_dc_lock_goes_to_the_ethercat_device_only():
     from softrt.session.config import device_options
 
     config = validate(RunConfig(device="ethercat:eth1", dc_lock=True, dc_shift_ns=-50_000), TWO, TWO)
-    assert device_options(config) == {"bus_timeout_ns": 10_000_000, "dc_lock": True, "dc_shift_ns": -50_000}
-    assert device_options(validate(RunConfig(), TWO, TWO)) == {}
+    assert device_options(config) == DeviceOptions(bus_timeout_ns=10_000_000, dc_lock=True, dc_shift_ns=-50_000)
+    assert device_options(validate(RunConfig(), TWO, TWO)) is None
 
 
 def test_a_run_is_resolved_once_into_a_frozen_plan(monkeypatch):
@@ -104,7 +105,7 @@ def test_a_run_is_resolved_once_into_a_frozen_plan(monkeypatch):
     )
     assert len(calls) == 1  # the RT CPU and the housekeeping set come from one choice
     assert (plan.rt_cpu, plan.housekeeping, plan.config.cpu) == (3, CpuSet.parse("0-2"), 3)
-    assert plan.device_options == {"bus_timeout_ns": 10_000_000, "dc_lock": False, "dc_shift_ns": 0}
+    assert plan.device_options == DeviceOptions(bus_timeout_ns=10_000_000, dc_lock=False, dc_shift_ns=0, drives=None)
     assert isinstance(plan.motion, MotionConfig) and plan.motion.axes == 2 and plan.samples == "all"
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.rt_cpu = 0

@@ -1,14 +1,32 @@
 """Devices the cyclic loop talks to: the virtual board (default) and, later, EtherCAT masters."""
 
+from __future__ import annotations
+
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..platform import ethercat_adapter
 from .base import Device
 from .virtual import VirtualBoard
 
-__all__ = ["Device", "VirtualBoard", "check_device_spec", "open_device"]
+if TYPE_CHECKING:
+    from ..ethercat.drives import DriveConfig
+
+__all__ = ["Device", "DeviceOptions", "VirtualBoard", "check_device_spec", "open_device"]
+
+
+@dataclass(frozen=True)
+class DeviceOptions:
+    """How an EtherCAT master is opened (ethercat.master.EcatMaster's parameters of the same names),
+    resolved once per run by the session (session.config.device_options); the virtual board takes none."""
+
+    bus_timeout_ns: int = 10_000_000
+    dc_lock: bool = False
+    dc_shift_ns: int = 0
+    drives: DriveConfig | None = None  # the drive description (--ecat-drives; None: CiA 402 CSP defaults)
 
 
 def check_device_spec(spec: str) -> str:
@@ -19,13 +37,16 @@ def check_device_spec(spec: str) -> str:
 
 
 def open_device(
-    spec: str, period_ns: int, axes: int, clock: Callable[[], int] = time.monotonic_ns, **options
+    spec: str,
+    period_ns: int,
+    axes: int,
+    clock: Callable[[], int] = time.monotonic_ns,
+    options: DeviceOptions | None = None,
 ) -> Device:
     """Open the device *spec*, ready for ``start()`` (an EtherCAT bus is brought to OP).
 
     *clock* is the loop's clock (the platform's ``clock_ns``): the virtual board's edges are on it.
-    *options* go to an EtherCAT master (session.config.device_options: the bus timeout, the DC
-    phase lock, the drive description); the virtual board takes none.
+    *options* go to an EtherCAT master (the bus timeout, the DC phase lock, the drive description).
     """
     check_device_spec(spec)
     if spec == "virtual":
@@ -40,4 +61,13 @@ def open_device(
             hint="pip install 'softrt[ethercat]' (pysoem); on Windows the master's receive path "
             "(AF_PACKET) is still Linux-only",
         ) from None
-    return open_ethercat(spec, period_ns, axes, **options)
+    o = options or DeviceOptions()
+    return open_ethercat(
+        spec,
+        period_ns,
+        axes,
+        bus_timeout_ns=o.bus_timeout_ns,
+        dc_lock=o.dc_lock,
+        dc_shift_ns=o.dc_shift_ns,
+        drives=o.drives,
+    )

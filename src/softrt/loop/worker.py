@@ -16,10 +16,10 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ..board import open_device
+from ..board import DeviceOptions, open_device
 from ..cpus import CpuSet
 from ..errors import SoftRTError
 from ..ipc.ring import Ring
@@ -51,7 +51,7 @@ class WorkerSpec:
     housekeeping: tuple[int, ...] = ()  # the supervisor's CPUs: the worker's threads but the loop go there
     #: passed to board.open_device, resolved once by the session (session.config.RunPlan; EtherCAT: the
     #: bus timeout, the DC phase lock, the drive description)
-    device_options: dict = field(default_factory=dict)
+    device_options: DeviceOptions | None = None
 
 
 def _arm(
@@ -131,7 +131,7 @@ def worker_main(spec: WorkerSpec, ring_name: str, conn) -> None:
         applied: list[dict] = []
         not_applied: list[dict] = []
         _arm(spec, ring, undo, applied, not_applied, before_device=True)
-        board = open_device(spec.device, spec.period_ns, spec.axes, clock=plat.clock_ns, **spec.device_options)
+        board = open_device(spec.device, spec.period_ns, spec.axes, clock=plat.clock_ns, options=spec.device_options)
         _arm(spec, ring, undo, applied, not_applied, before_device=False)
         _others_off(spec, applied, not_applied)
         step = _make_step(spec)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..analysis.require import parse_requirements
-from ..board import check_device_spec
+from ..board import DeviceOptions, check_device_spec
 from ..cpus import CpuSet, choose_cpus
 from ..errors import ConfigError
 from ..loop.cyclic import WAITS
@@ -49,7 +48,7 @@ class RunPlan:
     #: The other online CPUs allowed to this process: the supervisor's, the loads' and the kernel's.
     housekeeping: CpuSet
     #: What the device is opened with (board.open_device; EtherCAT: bus timeout, DC lock, drives).
-    device_options: dict[str, Any]  # the keyword arguments board.open_device is called with
+    device_options: DeviceOptions | None  # None: a device that takes none (the virtual board)
 
     @property
     def motion(self):  # softrt.motion.MotionConfig, or None for a user's own step
@@ -110,21 +109,17 @@ def _check(config: RunConfig) -> None:
         raise ConfigError(f"axes must be 1 to {MAX_AXES}, got {config.axes}", hint="e.g. --axes 1")
 
 
-def device_options(config: RunConfig) -> dict[str, Any]:
+def device_options(config: RunConfig) -> DeviceOptions | None:
     """Return the options the device is opened with (``board.open_device``; EtherCAT: the bus
-    timeout, the DC phase lock, the drive description); raise ConfigError."""
+    timeout, the DC phase lock, the drive description; None for the virtual board); raise ConfigError."""
     if config.ecat_drives is not None and not config.device.startswith("ethercat:"):
         raise ConfigError(
             "--ecat-drives describes EtherCAT drives, but the device is " + repr(config.device),
             hint="add --device ethercat:IFACE, or leave out --ecat-drives",
         )
     if not config.device.startswith("ethercat:"):
-        return {}
-    options: dict[str, Any] = {
-        "bus_timeout_ns": config.bus_timeout_ns,
-        "dc_lock": config.dc_lock,
-        "dc_shift_ns": config.dc_shift_ns,
-    }
+        return None
+    drives = None
     if config.ecat_drives is not None:
         from ..ethercat.drives import MAX_FILE_BYTES, load_drives
 
@@ -134,8 +129,8 @@ def device_options(config: RunConfig) -> dict[str, Any]:
             max_bytes=MAX_FILE_BYTES,
             hint="give a drive description: a few lines of TOML (docs/ethercat.md, 'Drive descriptions')",
         )
-        options["drives"] = load_drives(raw, printable(config.ecat_drives))
-    return options
+        drives = load_drives(raw, printable(config.ecat_drives))
+    return DeviceOptions(config.bus_timeout_ns, config.dc_lock, config.dc_shift_ns, drives)
 
 
 def disk_estimate(config: RunConfig) -> tuple[str, int]:
