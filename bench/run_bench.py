@@ -229,15 +229,15 @@ def machine_facts(cpu: int, cc: str) -> dict:
         (int(ln.split()[1]) for ln in (read("/proc/meminfo", "") or "").splitlines() if ln.startswith("MemTotal")), None
     )
     return {
-        "cpu_model": host.get("cpu_model"),
-        "cpus_online": host.get("cpu_count"),
+        "cpu_model": host.cpu_model,
+        "cpus_online": host.cpu_count,
         "bench_cpu": cpu,
         "hypervisor": hyper or ("yes" if "hypervisor" in flags else "none detected"),
         "memory_gib": round(mem_kb / 2**20, 1) if mem_kb else None,
-        "kernel": f"{host.get('kernel')} {host.get('kernel_version')}",
-        "preemption": host.get("preemption"),
-        "clocksource": host.get("clocksource"),
-        "cmdline": host.get("cmdline"),
+        "kernel": f"{host.kernel} {host.kernel_version}",
+        "preemption": host.preemption,
+        "clocksource": host.clocksource,
+        "cmdline": host.cmdline,
         "isolated_cpus": read("/sys/devices/system/cpu/isolated", "") or "none",
         "nohz_full": read("/sys/devices/system/cpu/nohz_full", "") or "none",
         "governor": read(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor", "n/a (no cpufreq)"),

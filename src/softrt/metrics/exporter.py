@@ -148,7 +148,7 @@ def view_of(progress, host: str, state: str = "running", ring_overflows: int | N
 def host_info() -> tuple[str, str, str]:
     """``softrt_info``'s (version, kernel, preemption) of this machine (platform host facts)."""
     facts = get_platform().host_facts()
-    return softrt_version(), str(facts.get("kernel") or "unknown"), str(facts.get("preemption") or "unknown")
+    return softrt_version(), facts.kernel or "unknown", facts.preemption or "unknown"
 
 
 class MetricsServer:

@@ -144,7 +144,7 @@ def _run(config: RunConfig, step, setup, on_progress, before_go, started: list) 
     expected_rows = config.duration_ns // config.period_ns
     check_space(out_dir, expected_rows, config.samples, config.period_ns)
     check = _take_check(plan) if config.check else None
-    host = plat.host_facts()  # before the run's changes (its rt_runtime_us is the machine's own)
+    host = plat.host_facts().to_dict()  # before the run's changes (its rt_runtime_us is the machine's own)
     provenance = collect_provenance(device=config.device, tune_applied=tune_in_force())
 
     out = Outcome()

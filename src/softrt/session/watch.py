@@ -239,7 +239,7 @@ class _Session:
 
     def __init__(self, config: WatchConfig, threads: list[Task], trace: WatchTrace) -> None:
         self.config, self.trace = config, trace
-        self.host = get_platform().host_facts()
+        self.host = get_platform().host_facts().to_dict()
         self.provenance = collect_provenance(tune_applied=tune_in_force())
         self.started_at = utcnow()
         self.applied: list[dict] = []

@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from ...cpus import MAX_CPUS, CpuSet
 from ...errors import ConfigError, InvalidCpu, NoSuchProcess, PermissionDenied, SoftRTError
+from ...schema.host import HostFacts
 from ..base import Capabilities, Control, ThreadPins, Undo, softrt_version
 from ..kfiles import read_int, read_text
 
@@ -361,28 +361,28 @@ class LinuxPlatform:
             pass
 
     # --- host facts ---------------------------------------------------------------------------
-    def host_facts(self, root: str = "/") -> dict[str, Any]:
+    def host_facts(self, root: str = "/") -> HostFacts:
         """Return what a reader of a result needs to know about this machine."""
         uname = os.uname()
         cpuinfo = read_text(root, "/proc/cpuinfo", fallback="")
         model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")), None)
-        return {
-            "os": "linux",
-            "hostname": uname.nodename,
-            "kernel": uname.release,
-            "kernel_version": uname.version,
-            "machine": uname.machine,
-            "preemption": preemption_model(root, uname.version),
-            "cpu_model": model or _pyplatform.processor() or None,
-            "cpu_count": len(self.online_cpus(root)),
-            "cmdline": read_text(root, "/proc/cmdline", fallback=None),
-            "python": _pyplatform.python_version(),
-            "softrt": softrt_version(),
-            "clocksource": read_text(
+        return HostFacts.build(
+            os="linux",
+            hostname=uname.nodename,
+            kernel=uname.release,
+            kernel_version=uname.version,
+            machine=uname.machine,
+            preemption=preemption_model(root, uname.version),
+            cpu_model=model or _pyplatform.processor() or None,
+            cpu_count=len(self.online_cpus(root)),
+            cmdline=read_text(root, "/proc/cmdline", fallback=None),
+            python=_pyplatform.python_version(),
+            softrt=softrt_version(),
+            clocksource=read_text(
                 root, "/sys/devices/system/clocksource/clocksource0/current_clocksource", fallback=None
             ),
-            "rt_runtime_us": self.rt_runtime_us(root),
-        }
+            rt_runtime_us=self.rt_runtime_us(root),
+        )
 
 
 def preemption_model(root: str = "/", version: str | None = None) -> str:

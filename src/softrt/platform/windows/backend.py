@@ -29,12 +29,12 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
 
 import psutil
 
 from ...cpus import CpuSet
 from ...errors import InvalidCpu, NotSupported, PermissionDenied, SoftRTError
+from ...schema.host import HostFacts
 from .. import O_PRIVATE_BINARY
 from ..base import Capabilities, Control, ThreadPins, Undo
 from . import winhost
@@ -483,6 +483,6 @@ class WindowsPlatform:
         """Nothing to remove: the section goes with its last handle."""
 
     # --- host facts -----------------------------------------------------------------------------------
-    def host_facts(self, root: str = "/") -> dict[str, Any]:
+    def host_facts(self, root: str = "/") -> HostFacts:
         """Return what a reader of a result needs to know about this machine (:func:`.winhost.host_facts`)."""
         return winhost.host_facts(self.w, len(self.online_cpus()))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import platform as _pyplatform
 import time
 from collections.abc import Callable
-from typing import Any
 
+from ...schema.host import HostFacts
 from ..base import softrt_version
 from ._win32 import (
     CURRENT_VERSION_KEY,
@@ -62,7 +62,7 @@ def sample_counters(w: Win32, paths: list[str], seconds: float) -> dict[str, flo
         w.PdhCloseQuery(query)
 
 
-def host_facts(w: Win32, cpu_count: int) -> dict[str, Any]:
+def host_facts(w: Win32, cpu_count: int) -> HostFacts:
     """Return what a reader of a result needs to know about this machine (Linux's keys; None where none).
 
     The release is named from the build number (CurrentBuildNumber; Windows 11 is build 22000 and
@@ -83,20 +83,20 @@ def host_facts(w: Win32, cpu_count: int) -> dict[str, Any]:
         if build
         else uname.release
     )
-    return {
-        "os": "windows",
-        "hostname": uname.node,
-        "kernel": kernel,
-        "kernel_version": uname.version,
-        "windows_build": build,
-        "edition": _pyplatform.win32_edition() or None,  # "IoTEnterprise", "IoTEnterpriseS" (LTSC)...
-        "machine": uname.machine,
-        "preemption": None,
-        "cpu_model": (brand.strip() if isinstance(brand, str) and brand.strip() else uname.processor) or None,
-        "cpu_count": cpu_count,
-        "cmdline": None,
-        "python": _pyplatform.python_version(),
-        "softrt": softrt_version(),
-        "clocksource": "QueryPerformanceCounter",
-        "rt_runtime_us": None,
-    }
+    return HostFacts.build(
+        os="windows",
+        hostname=uname.node,
+        kernel=kernel,
+        kernel_version=uname.version,
+        windows_build=build,
+        edition=_pyplatform.win32_edition() or None,  # "IoTEnterprise", "IoTEnterpriseS" (LTSC)...
+        machine=uname.machine,
+        preemption=None,
+        cpu_model=(brand.strip() if isinstance(brand, str) and brand.strip() else uname.processor) or None,
+        cpu_count=cpu_count,
+        cmdline=None,
+        python=_pyplatform.python_version(),
+        softrt=softrt_version(),
+        clocksource="QueryPerformanceCounter",
+        rt_runtime_us=None,
+    )
