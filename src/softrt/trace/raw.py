@@ -268,14 +268,10 @@ class RawDecoder:
                             if len(cache) >= _CACHE_MAX:
                                 cache.clear()
                             fields = cache[key] = self._fields(name, ints, texts, page, pos)
-                        if name in _NAMES_TASKS:
-                            self._learn(name, fields)
-                    elif wanted:
-                        fields = self._fields(name, ints, texts, page, pos)
-                        if name in _NAMES_TASKS:
-                            self._learn(name, fields)
                     else:
-                        fields = {}
+                        fields = self._fields(name, ints, texts, page, pos) if wanted else {}
+                    if name in _NAMES_TASKS:  # a kept payload too: its task may have been renamed since
+                        self._learn(name, fields)
                     comm = comms.get(pid)
                     if comm is None:
                         comm = comms[pid] = self.comm_of(pid)
