@@ -61,13 +61,5 @@ def open_device(
             hint="pip install 'softrt[ethercat]' (pysoem); on Windows the master's receive path "
             "(AF_PACKET) is still Linux-only",
         ) from None
-    o = options or DeviceOptions()
-    return open_ethercat(
-        spec,
-        period_ns,
-        axes,
-        bus_timeout_ns=o.bus_timeout_ns,
-        dc_lock=o.dc_lock,
-        dc_shift_ns=o.dc_shift_ns,
-        drives=o.drives,
-    )
+    # DeviceOptions' fields are the master's parameters of the same names (a shallow copy: the drives stay one object).
+    return open_ethercat(spec, period_ns, axes, **vars(options or DeviceOptions()))
