@@ -23,9 +23,9 @@ class DeviceOptions:
     """How an EtherCAT master is opened (ethercat.master.EcatMaster's parameters of the same names),
     resolved once per run by the session (session.config.device_options); the virtual board takes none."""
 
-    bus_timeout_ns: int = 10_000_000
-    dc_lock: bool = False
-    dc_shift_ns: int = 0
+    bus_timeout_ns: int
+    dc_lock: bool
+    dc_shift_ns: int
     drives: DriveConfig | None = None  # the drive description (--ecat-drives; None: CiA 402 CSP defaults)
 
 
@@ -61,5 +61,6 @@ def open_device(
             hint="pip install 'softrt[ethercat]' (pysoem); on Windows the master's receive path "
             "(AF_PACKET) is still Linux-only",
         ) from None
-    # DeviceOptions' fields are the master's parameters of the same names (a shallow copy: the drives stay one object).
-    return open_ethercat(spec, period_ns, axes, **vars(options or DeviceOptions()))
+    # DeviceOptions' fields are the master's parameters of the same names (a shallow copy: the drives stay
+    # one object); without options the master's own defaults hold.
+    return open_ethercat(spec, period_ns, axes, **(vars(options) if options is not None else {}))

@@ -183,7 +183,9 @@ _CACHE_MAX = 4096
 
 #: How an event type is decoded: its name, its integers (names, unpacker), its strings, whether its
 #: fields are rendered, and its payload cache (None: its payloads do not recur).
-_Plan = tuple[str, Any, list[tuple[str, int, int]], bool, "dict[bytes, dict[str, str]] | None"]
+_Plan = tuple[
+    str, Any, list[tuple[str, int, int]], bool, "dict[bytes, tuple[dict[str, str], tuple[tuple[int, str], ...]]] | None"
+]
 
 
 def _recurs(fmt: EventFormat) -> bool:
@@ -263,15 +265,18 @@ class RawDecoder:
                     name, ints, texts, wanted, cache = plan
                     if cache is not None:  # the same payload, the same fields (read-only: TraceEvent)
                         key = page[pos + _COMMON_BYTES : pos + length]
-                        fields = cache.get(key)
-                        if fields is None:
+                        kept = cache.get(key)
+                        if kept is None:
                             if len(cache) >= _CACHE_MAX:
                                 cache.clear()
-                            fields = cache[key] = self._fields(name, ints, texts, page, pos)
+                            fields = self._fields(name, ints, texts, page, pos)
+                            kept = cache[key] = (fields, _tasks_named(name, fields))
+                        fields, named = kept
                     else:
                         fields = self._fields(name, ints, texts, page, pos) if wanted else {}
-                    if name in _NAMES_TASKS:  # a kept payload too: its task may have been renamed since
-                        self._learn(name, fields)
+                        named = _tasks_named(name, fields) if name in _NAMES_TASKS else ()
+                    for named_pid, named_comm in named:  # a kept payload too: its task may have been renamed since
+                        comms[named_pid] = named_comm
                     comm = comms.get(pid)
                     if comm is None:
                         comm = comms[pid] = self.comm_of(pid)
@@ -330,14 +335,6 @@ class RawDecoder:
                 out[fname] = names.get(values[fname], out[fname])
         return out
 
-    def _learn(self, name: str, fields: dict[str, str]) -> None:
-        """The comm of the tasks an event names (the idle task stays ``<idle>``, as trace_pipe names pid 0)."""
-        pairs = (("prev_pid", "prev_comm"), ("next_pid", "next_comm")) if name == "sched_switch" else (("pid", "comm"),)
-        for pid_field, comm_field in pairs:
-            pid, comm = fields.get(pid_field), fields.get(comm_field)
-            if pid and pid != "0" and comm:
-                self.comms[int(pid)] = comm
-
     def _state(self, state: int) -> str:
         """``prev_state`` as sched_switch's print fmt renders it: ``R`` (``R+`` preempted) or the letters."""
         report_max = self.states[1]
@@ -346,6 +343,17 @@ class RawDecoder:
             return "R+" if state & report_max else "R"
         text = "|".join(letter for bit, letter in self.states[0] if bits & bit)
         return text + ("+" if state & report_max else "")
+
+
+def _tasks_named(name: str, fields: dict[str, str]) -> tuple[tuple[int, str], ...]:
+    """(pid, comm) of the tasks an event names, which the decoder learns (the idle task stays
+    ``<idle>``, as trace_pipe names pid 0)."""
+    pairs = (("prev_pid", "prev_comm"), ("next_pid", "next_comm")) if name == "sched_switch" else (("pid", "comm"),)
+    return tuple(
+        (int(pid), comm)
+        for pid, comm in ((fields.get(p), fields.get(c)) for p, c in pairs)
+        if pid and pid != "0" and comm
+    )
 
 
 @functools.cache
