@@ -321,17 +321,15 @@ def test_killed_supervisor_is_noticed_and_restored_by_the_next_command(
     assert instance in _instances()
     rings = glob.glob(f"/dev/shm/softrt-{proc.pid}-*")  # the killed supervisor's ring, left behind
     proc.communicate()
-    # Reaped, the supervisor's ring is anyone's to sweep: a softrt command of the other pytest-xdist
-    # worker removed it first once (CI), and then this one has nothing to say about it.
-    swept_here = [r for r in rings if os.path.exists(r)]
     code, _, err = run_cli("history")  # any softrt command restores it, and says so (at once)
     assert code == 0 and "restored /proc/sys/kernel/sched_rt_runtime_us" in err, err
     assert RT_RUNTIME.read_text() == before
     assert list(state_dir.glob("restore/*.jsonl")) == []
-    # ... and removes the trace instance and the shared-memory ring it left
+    # ... and removes the trace instance and the shared-memory ring it left (its own state
+    # directory's: a softrt command of the other pytest-xdist worker never sweeps it first)
     assert f"removed the trace instance {instance}" in err, err
     assert rings and not any(os.path.exists(r) for r in rings)
-    for ring in swept_here:
+    for ring in rings:
         assert f"removed the shared-memory ring {os.path.basename(ring)}" in err, err
     assert instance not in _instances() and _tracefs_mounted() == mounted_before
 
@@ -482,7 +480,8 @@ def test_ring_overflow_is_counted_printed_stored_and_shown(
     assert "Traceback" not in err and "ring overflows:" in out and "Motion impact: not computed" in out
     (run_dir,) = (tmp_path / "runs").iterdir()
     s = json.loads((run_dir / "summary.json").read_text())
-    assert s["ring"]["overflows"] > 1000 and s["records_missing"] == s["ring"]["overflows"]
+    # (not a count: how many cycles the loop ran in the 0.6 s is the hypervisor's to decide)
+    assert s["ring"]["overflows"] > 0 and s["records_missing"] == s["ring"]["overflows"]
     assert s["records_expected"] == s["board"]["writes"] == s["cycles"] + s["records_missing"]
     # The miss count is the board's own, whatever the dropped records held.
     assert s["misses"]["missed_updates"] == s["board"]["missed_updates"]

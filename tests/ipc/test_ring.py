@@ -1,11 +1,20 @@
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from softrt.errors import SoftRTError
 from softrt.ipc import layout as L
-from softrt.ipc.ring import Ring
+from softrt.ipc.ring import Ring, remove_stale
+from softrt.platform import get_platform
+
+
+@pytest.fixture(autouse=True)
+def own_state(state_dir):
+    """Ring markers go to this test's state directory."""
+    return state_dir
 
 
 @pytest.fixture
@@ -25,6 +34,71 @@ def test_segment_is_private_and_removed_on_close():
     assert os.stat(path).st_mode & 0o777 == 0o600
     r.close()
     assert not os.path.exists(path)
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)
+
+
+def _left_ring(state_dir, pid: int, identity: str, marked: bool = True) -> str:
+    """A segment as a killed supervisor leaves it: in /dev/shm, and (*marked*) in this state's markers."""
+    name = f"softrt-{pid}-0123abcd"
+    get_platform().open_shared_memory(name, 4096, create=True).close()
+    if marked:
+        (state_dir / "rings").mkdir(parents=True, exist_ok=True, mode=0o700)
+        (state_dir / "rings" / name).write_text(identity + "\n")
+        (state_dir / "rings" / name).chmod(0o600)
+    return name
+
+
+def test_a_ring_is_marked_while_it_lives(state_dir):
+    r = Ring.create(capacity=8)
+    marker = state_dir / "rings" / r.name
+    assert marker.read_text().strip() == get_platform().process_identity()
+    assert remove_stale() == [] and os.path.exists(f"/dev/shm/{r.name}")  # its maker (this process) lives
+    r.close()
+    assert not marker.exists()
+
+
+def test_the_ring_of_a_maker_gone_is_removed_and_named(state_dir):
+    pid = _dead_pid()
+    boot = get_platform().process_identity().split("/")[0]
+    gone = _left_ring(state_dir, pid, f"{boot}/{pid}/1")
+    others = _left_ring(state_dir, pid + 1 if pid < 4_000_000 else pid - 1, "x/1/1", marked=False)
+    try:
+        assert remove_stale() == [gone]
+        assert not os.path.exists(f"/dev/shm/{gone}") and not (state_dir / "rings" / gone).exists()
+        # Not marked in this state directory (another user's, another test's): left alone.
+        assert os.path.exists(f"/dev/shm/{others}")
+        assert remove_stale() == []
+    finally:
+        for name in (gone, others):
+            get_platform().remove_shared_memory(name)
+
+
+def test_a_reused_pid_is_not_the_rings_maker(state_dir):
+    # The marker names this process's pid with another start time: the process that made it is gone.
+    me = get_platform().process_identity()
+    boot, pid, start = me.split("/")
+    left = _left_ring(state_dir, int(pid), f"{boot}/{pid}/{int(start) + 1}")
+    try:
+        assert remove_stale() == [left]
+    finally:
+        get_platform().remove_shared_memory(left)
+
+
+def test_a_marker_softrt_did_not_write_is_set_aside(state_dir):
+    pid = _dead_pid()
+    left = _left_ring(state_dir, pid, "x/1/1")
+    marker = state_dir / "rings" / left
+    marker.unlink()
+    marker.symlink_to("/etc/hostname")
+    try:
+        assert remove_stale() == [] and os.path.exists(f"/dev/shm/{left}")
+        assert not os.path.lexists(marker) and list((state_dir / "rings" / "failed").glob(f"{left}.*.reason"))
+    finally:
+        get_platform().remove_shared_memory(left)
 
 
 def test_records_round_trip_across_a_second_mapping(ring):

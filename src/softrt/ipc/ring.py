@@ -10,14 +10,16 @@ record's stores become visible before the WRITE_IDX store that publishes them.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import struct
+from pathlib import Path
 
 import numpy as np
 import psutil
 
-from ..errors import SoftRTError
-from ..platform import get_platform
+from ..errors import ConfigError, SoftRTError
+from ..platform import get_platform, journal, state_dir
 from . import layout as L
 
 SLOT_BYTES = 8
@@ -48,7 +50,12 @@ class Ring:
             raise SoftRTError(f"ring capacity must be a power of two, got {capacity}")
         remove_stale()
         name = f"softrt-{os.getpid()}-{secrets.token_hex(4)}"
-        mm = get_platform().open_shared_memory(name, _size_bytes(capacity), create=True)
+        marker = _mark(name)  # before the segment: a kill in between leaves it marked, never unmarked
+        try:
+            mm = get_platform().open_shared_memory(name, _size_bytes(capacity), create=True)
+        except BaseException:
+            marker.unlink(missing_ok=True)
+            raise
         slots = memoryview(mm).cast("q")
         slots[L.H_CAPACITY] = capacity
         slots[L.H_MAGIC] = L.MAGIC
@@ -89,20 +96,58 @@ class Ring:
         finally:  # the segment goes in any case: unlinking a mapped one is allowed (shm_unlink(3))
             if self._owner:
                 get_platform().remove_shared_memory(self.name)
+                (_markers() / self.name).unlink(missing_ok=True)
+
+
+_NAME = re.compile(r"softrt-(\d+)-[0-9a-f]{8}")
+
+
+def _markers() -> Path:
+    return state_dir() / "rings"
+
+
+def _mark(name: str) -> Path:
+    """Write the marker naming ring *name* and its maker (``process_identity``); return its path."""
+    marker = _markers() / name
+    journal.secure_dir(state_dir())
+    journal.secure_dir(marker.parent)
+    journal.create_private(marker, (get_platform().process_identity() or "") + "\n")
+    return marker
 
 
 def remove_stale() -> list[str]:
-    """Remove ring segments whose creator is gone (a supervisor that was SIGKILLed)."""
+    """Remove the ring segments this user's softrt processes, now gone, marked as theirs; return their names.
+
+    A supervisor that was SIGKILLed leaves its segment in /dev/shm (POSIX shared memory lives until
+    shm_unlink(3)). Only this state directory's markers are read: a segment is removed when the
+    process that marked it (boot id, pid and start time: a reused pid is not its maker) is gone, so
+    another user's, or another test's, live or dead ring is never touched here.
+    """
+    markers = _markers()
+    if not os.path.lexists(markers):
+        return []
     plat = get_platform()
+    journal.secure_dir(markers)
+    present = set(plat.list_shared_memory("softrt-"))
     removed = []
-    for name in plat.list_shared_memory("softrt-"):
+    for marker in sorted(markers.iterdir()):
+        found = _NAME.fullmatch(marker.name)
+        if found is None:
+            continue  # failed/, or a file softrt did not write: never acted on
         try:
-            pid = int(name.split("-")[1])
-        except (IndexError, ValueError):
+            identity = journal.read_own(marker, "ring marker").decode(errors="replace").strip()
+        except FileNotFoundError:
+            continue  # its process closed the ring while we looked
+        except ConfigError as err:
+            journal.set_aside(marker, err.msg)
             continue
-        if not psutil.pid_exists(pid):
-            plat.remove_shared_memory(name)
-            removed.append(name)
+        pid = int(found.group(1))
+        if plat.process_identity(pid) == identity if identity else psutil.pid_exists(pid):
+            continue  # its maker is alive (a maker whose identity could not be read: by its pid)
+        if marker.name in present:
+            plat.remove_shared_memory(marker.name)
+            removed.append(marker.name)
+        marker.unlink(missing_ok=True)
     return removed
 
 
