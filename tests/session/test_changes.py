@@ -70,6 +70,23 @@ def test_recover_restores_the_journal_of_a_dead_process(tree, tmp_path):
     assert list((tmp_path / "state" / "restore").glob("*.json*")) == []
 
 
+def test_a_journalled_write_the_kernel_refused_is_never_reported_as_restored(tree, tmp_path):
+    """A run without root journals RT throttling, is refused the write, and is killed: the next command
+    has nothing to restore and must not say it restored anything (it said so, of a value never changed)."""
+    root, f = tree
+    code = (
+        "import os\nfrom softrt.errors import SoftRTError\nfrom softrt.session import changes\n"
+        "def refuse(path, value):\n    raise PermissionError(13, 'Permission denied')\n"
+        "changes.writable.write_line = refuse\n"
+        f"try:\n    changes.ChangeJournal({str(root)!r}).set({RT!r}, '-1', 'test')\n"
+        "except SoftRTError:\n    pass\nos._exit(9)\n"  # killed: nothing restored, the journal left
+    )
+    subprocess.run([sys.executable, "-c", code], check=False)
+    assert len(list((tmp_path / "state" / "restore").glob("*.jsonl"))) == 1
+    assert changes.recover() == []
+    assert f.read_text() == "950000\n" and list((tmp_path / "state" / "restore").glob("*.json*")) == []
+
+
 def test_recover_leaves_a_live_run_alone(tree):
     root, f = tree
     journal = changes.ChangeJournal(str(root))

@@ -62,7 +62,7 @@ class Outcome:
     """What happened to one change or one restore."""
 
     target: str
-    status: str  # applied | skipped | failed | restored | gone | mismatch | kept
+    status: str  # applied | skipped | failed | restored | unchanged | gone | mismatch | kept
     detail: str = ""
     fix: str = ""  # how to do it by hand, when softrt could not
 
@@ -278,8 +278,9 @@ def restore_file(
     try:
         now = read_raw(path)
         if now == before:
-            # Never changed (the write was refused, or interrupted before it): nothing to write.
-            return Outcome(target, "restored", before.strip())
+            # Holds its value from before: the write was refused (no root), a kill came between the
+            # journal entry and the write, or someone set it back. Nothing to write, nothing restored.
+            return Outcome(target, "unchanged", before.strip())
         if only_if_after and now.strip() != str(entry.get("after", "")).strip():
             return Outcome(target, "kept", f"now {now.strip()!r}, set by someone else since; left as it is")
         writer(path, entry["restore"])

@@ -108,7 +108,7 @@ class ChangeJournal:
         for i in reversed(range(len(self.changes))):
             if self.changes[i].restored:
                 continue
-            self.changes[i], failure = _apply(self.root, self._entries[i], self.changes[i])
+            self.changes[i], failure, _ = _apply(self.root, self._entries[i], self.changes[i])
             if failure:
                 failures.append(failure)
         if self._file is not None:
@@ -122,15 +122,18 @@ class ChangeJournal:
         return self.changes
 
 
-def _apply(root: str, entry: dict, change: SystemChange) -> tuple[SystemChange, str | None]:
-    """Restore one entry: *change* as it now stands, and the failure (with its fix) or None."""
+def _apply(root: str, entry: dict, change: SystemChange) -> tuple[SystemChange, str | None, bool]:
+    """Restore one entry: *change* as it now stands, the failure (with its fix) or None, and whether
+    the file held another value than its one from before (False: there was nothing to restore)."""
     outcome = journal.restore_file(root, entry, only_if_after=True)
+    if outcome.status == "unchanged":
+        return change.replace(restored=True, verified=True, note=None), None, False
     restored, verified = outcome.status in ("restored", "mismatch"), outcome.status == "restored"
     if outcome.status in ("restored", "gone", "kept"):
         note = None if outcome.status == "restored" else outcome.detail
-        return change.replace(restored=restored, verified=verified, note=note or None), None
+        return change.replace(restored=restored, verified=verified, note=note or None), None, True
     note = f"{outcome.detail}; by hand: {outcome.fix}" if outcome.fix else outcome.detail
-    return change.replace(restored=restored, verified=verified, note=note or None), f"{entry['target']}: {note}"
+    return change.replace(restored=restored, verified=verified, note=note or None), f"{entry['target']}: {note}", True
 
 
 def _recover_legacy(path: Path, this_boot: str | None) -> list[SystemChange]:
@@ -225,7 +228,7 @@ def recover() -> list[SystemChange]:
             continue  # a run in progress owns it
         failures, failed = [], []
         for entry in reversed(entries):
-            change, failure = _apply(
+            change, failure, changed = _apply(
                 header["root"],
                 entry,
                 _change(
@@ -238,7 +241,7 @@ def recover() -> list[SystemChange]:
             if failure:
                 failures.append(failure)
                 failed.append(len(done))
-            if change.restored or failure:
+            if (change.restored and changed) or failure:  # (a write refused or never made: nothing to say)
                 done.append(change)
         if failures:
             dest = journal.set_aside(path, "; ".join(failures))

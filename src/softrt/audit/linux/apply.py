@@ -271,7 +271,9 @@ def revert(
 
 
 def _revert_file(root, entry, writer, runner) -> Outcome:
-    return journal.restore_file(root, entry, writer)
+    outcome = journal.restore_file(root, entry, writer)
+    # A revert's question is whether the file holds its value from before: one never changed does.
+    return outcome if outcome.status != "unchanged" else Outcome(outcome.target, "restored", outcome.detail)
 
 
 def _revert_affinity(root, entry, writer, runner) -> Outcome:
