@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..platform import data_dir
 from ..platform.owned import secure_dir
+from ..schema.host import HostFacts
 from ..schema.summary import SCHEMA, Config, Imported, Metrics, RunSummary, Stats, ThreadResult, Tuned, Tuning
 from ..schema.text import printable, safe_name
 from .history import HISTOGRAM
@@ -238,7 +239,7 @@ def build_summary(
         else f"{tool} exited with return code {printable(repr(doc.get('return_code')))[:20]}",
         mode=None,
         config=config,
-        host=_host(sysinfo),
+        host=_host(sysinfo).to_dict(),
         tuning=Tuning.build(
             applied=_tuning(tool, cmd), not_applied=[], system_changes=[], recovered_from_earlier_runs=[]
         ),
@@ -303,16 +304,18 @@ def _import_config(
     return config, notes
 
 
-def _host(sysinfo: dict) -> dict[str, object]:
-    """The host facts the tool's ``sysinfo`` (uname) gives, in the keys of softrt's own (platform host_facts)."""
-    return {
-        "os": _text(sysinfo.get("sysname")).lower() or None,
-        "hostname": _text(sysinfo.get("nodename")) or None,
-        "kernel": _text(sysinfo.get("release")) or None,
-        "kernel_version": _text(sysinfo.get("version")) or None,
-        "machine": _text(sysinfo.get("machine")) or None,
-        "realtime": sysinfo.get("realtime") if isinstance(sysinfo.get("realtime"), (bool, int)) else None,
-    }
+def _host(sysinfo: dict) -> HostFacts:
+    """The host facts the tool's ``sysinfo`` (uname) gives, as softrt's own (platform host_facts): only
+    the keys uname has, and the tool's ``realtime`` flag kept beside them (``extra``)."""
+    realtime = sysinfo.get("realtime")
+    return HostFacts.build(
+        os=_text(sysinfo.get("sysname")).lower() or None,
+        hostname=_text(sysinfo.get("nodename")) or None,
+        kernel=_text(sysinfo.get("release")) or None,
+        kernel_version=_text(sysinfo.get("version")) or None,
+        machine=_text(sysinfo.get("machine")) or None,
+        realtime=realtime if isinstance(realtime, (bool, int)) else None,
+    )
 
 
 def _tuning(tool: str, cmd: list[str]) -> list[Tuned]:
