@@ -16,10 +16,9 @@ import struct
 from pathlib import Path
 
 import numpy as np
-import psutil
 
 from ..errors import ConfigError, SoftRTError
-from ..platform import get_platform, journal, state_dir
+from ..platform import get_platform, journal, maker_alive, state_dir
 from . import layout as L
 
 SLOT_BYTES = 8
@@ -141,9 +140,8 @@ def remove_stale() -> list[str]:
         except ConfigError as err:
             journal.set_aside(marker, err.msg)
             continue
-        pid = int(found.group(1))
-        if plat.process_identity(pid) == identity if identity else psutil.pid_exists(pid):
-            continue  # its maker is alive (a maker whose identity could not be read: by its pid)
+        if maker_alive(int(found.group(1)), identity):
+            continue
         if marker.name in present:
             plat.remove_shared_memory(marker.name)
             removed.append(marker.name)

@@ -94,6 +94,20 @@ def lock_stop_hint(holder: str) -> str:
     )
 
 
+def maker_alive(pid: int, identity: str | None) -> bool:
+    """True while the process that wrote *identity* (``Platform.process_identity`` of *pid*) runs.
+
+    Boot, pid and start time must all match, so a pid reused by another process is not the maker of a
+    journal or marker it never wrote. A file without an identity (an older softrt's, or a process
+    whose identity could not be read) is asked by its pid alone.
+    """
+    if not identity:
+        import psutil
+
+        return psutil.pid_exists(pid)
+    return get_platform().process_identity(pid) == identity
+
+
 def state_dir() -> Path:
     """Return softrt's state directory (restore journals, tune state).
 
@@ -193,6 +207,7 @@ __all__ = [
     "get_platform",
     "lock_rt_loop",
     "lock_stop_hint",
+    "maker_alive",
     "performance_cpus",
     "state_dir",
 ]

@@ -19,10 +19,8 @@ import json
 import os
 from pathlib import Path
 
-import psutil
-
 from ..errors import ConfigError
-from ..platform import get_platform, journal, state_dir
+from ..platform import get_platform, journal, maker_alive, state_dir
 from ..platform.kfiles import read_raw, translate_error
 from ..platform.linux import writable
 from ..schema.summary import SystemChange
@@ -147,7 +145,7 @@ def _recover_legacy(path: Path, this_boot: str | None) -> list[SystemChange]:
         if data.get("boot_id") != this_boot:
             path.unlink(missing_ok=True)  # from before a reboot, which reset every value already
             return []
-        if psutil.pid_exists(int(data["pid"])):
+        if maker_alive(int(data["pid"]), None):
             return []  # an older softrt's run in progress owns it
         fixes = [
             writable.manual_fix(c["path"], c["before"])
@@ -172,16 +170,9 @@ def _recover_legacy(path: Path, this_boot: str | None) -> list[SystemChange]:
 
 
 def _alive(header: dict) -> bool:
-    """True while the process that wrote the journal *header* runs: the same pid, boot and start time
-    (platform ``process_identity``), so a pid reused by another process does not keep a journal
-    from being restored. A journal of an older softrt has no identity: its pid alone is asked."""
+    """True while the process that wrote the journal *header* runs (:func:`~softrt.platform.maker_alive`)."""
     pid = header.get("pid", 0)
-    if pid == os.getpid():
-        return False
-    identity = header.get("identity")
-    if identity is None:
-        return psutil.pid_exists(pid)
-    return get_platform().process_identity(pid) == identity
+    return pid != os.getpid() and maker_alive(pid, header.get("identity"))
 
 
 def recover() -> list[SystemChange]:
