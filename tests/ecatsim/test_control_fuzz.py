@@ -30,13 +30,13 @@ SHARED = _sim()  # the fuzz examples share one (a request that is taken may chan
 
 
 def _answer(sim: Simulator, raw: bytes) -> dict:
-    before = json.dumps(sim.stats(), sort_keys=True)
-    answer = sim.control(raw)
-    assert isinstance(answer, dict) and isinstance(answer.get("ok"), bool)
+    before = json.dumps(sim.stats().to_dict(), sort_keys=True)
+    answer = sim.control(raw).to_dict()
+    assert isinstance(answer.get("ok"), bool)
     json.dumps(answer, allow_nan=False)  # what goes back on the socket is strict JSON
     if not answer["ok"]:
         assert isinstance(answer["error"], str) and "\n" not in answer["error"]
-        assert json.dumps(sim.stats(), sort_keys=True) == before  # nothing changed
+        assert json.dumps(sim.stats().to_dict(), sort_keys=True) == before  # nothing changed
     return answer
 
 

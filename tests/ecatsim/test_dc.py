@@ -9,6 +9,7 @@ import pytest
 
 from softrt.ecatsim.bus import HOP_DELAY_NS, Segment
 from softrt.ecatsim.dc import DcClock, Sync0Watch
+from softrt.ecatsim.replies import sync0_counts
 from softrt.ecatsim.esc import Esc
 from softrt.ethercat.dc import decode_diff
 from softrt.ethercat.description import csp_drive
@@ -62,7 +63,7 @@ def test_sync0_watch_counts_missing_and_doubled_cycles():
     start, cyc = 1_000_000, 250_000
     for t in (start + 10_000, start + cyc + 20_000, start + 3 * cyc + 5_000, start + 3 * cyc + 7_000):
         w.frame(t, start, cyc)
-    d = w.to_dict()
+    d = sync0_counts(w).to_dict()
     assert d["frames"] == 4 and d["cycles_without_frame"] == 1 and d["frames_in_same_cycle"] == 1
     assert d["phase_us"]["min"] == 5 and d["phase_us"]["max"] == 20
     w.frame(start - 1, start, cyc)  # before the start: not counted

@@ -160,16 +160,16 @@ def command(
 
     serve(sim, iface, control_path, stop=lambda: bool(stopping), on_ready=ready, busy_poll_ns=busy_poll_ns)
     s = sim.stats()
-    answer = s["answer_us"]
+    answer, wait = s.answer_us, s.wait_us
     click.echo(
         printable(
-            f"ecat-sim: stopped after {s['frames']} frames ({s['pd_frames']} process data; injected "
-            + ", ".join(f"{k} {v}" for k, v in s["injected"].items())
+            f"ecat-sim: stopped after {s.frames} frames ({s.pd_frames} process data; injected "
+            + ", ".join(f"{k} {v}" for k, v in s.injected.items())
             + ")"
             + (
                 f"; answered process data in p50 {answer['p50']} µs, p99 {answer['p99']}, max "
-                f"{answer['max']} from its arrival (waiting to be read: p50 {s['wait_us']['p50']} µs, "
-                f"p99 {s['wait_us']['p99']})"
+                f"{answer['max']} from its arrival (waiting to be read: p50 {wait['p50']} µs, "
+                f"p99 {wait['p99']})"
                 if answer
                 else ""
             )

@@ -29,7 +29,6 @@ cycle and the cycles in which no frame (or two) arrived: what a drive's "SM even
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from ..ethercat.dc import (
     REG_DIFF_FILTER_DEPTH,
@@ -146,17 +145,6 @@ class Sync0Watch:
     def reset(self) -> None:
         """Forget the counts (a new start time)."""
         self.__init__()
-
-    def to_dict(self) -> dict[str, Any]:
-        phase, n = self.phase, self.phase.n
-        return {
-            "frames": n,
-            "cycles_without_frame": self.cycles_without_frame,
-            "frames_in_same_cycle": self.frames_in_same_cycle,
-            "phase_us": (
-                {"min": phase.min / 1e3, "max": phase.max / 1e3, "mean": round(phase.total / n / 1e3, 2)} if n else None
-            ),
-        }
 
 
 _U16, _U32, _U64, _I64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q"), struct.Struct("<q")

@@ -23,10 +23,9 @@ import socket
 import stat
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import ConfigError
-from ..ethercat.al import AlState, state_name
+from ..ethercat.al import AlState
 from ..ethercat.description import DeviceDescription
 from ..ethercat.nsstat import NsStat
 from ..ethercat.rawsock import open_raw_socket
@@ -37,6 +36,7 @@ from .control import Request, RequestError, parse_request
 from .esc import Esc
 from .faults import KINDS, FaultPlan
 from .layouts import Layouts
+from .replies import Refusal, SimStats, sim_stats
 from .ring import RxRing
 from .slave import DriveApp, make_app
 
@@ -153,13 +153,13 @@ class Simulator:
             size = _corrupt(frame, pd, decision.corrupt)
         return size, decision.delay_us if decision is not None else 0
 
-    def control(self, raw: bytes) -> dict[str, Any]:
+    def control(self, raw: bytes) -> SimStats | Refusal:
         """Apply one control request (a JSON object, checked by :mod:`.control`; see :func:`serve`);
         return the JSON-able answer."""
         try:
             request = parse_request(raw, len(self.escs))
         except RequestError as err:
-            return {"ok": False, "error": str(err)}
+            return Refusal(error=str(err))
         cmd = request.cmd
         if cmd in KINDS:
             opts = present(delay_us=request.delay_us, slave=request.slave, corrupt=request.kind)
@@ -171,10 +171,10 @@ class Simulator:
             slave = request.slave or 0
             app = self.apps[slave]
             if not isinstance(app, DriveApp):
-                return {"ok": False, "error": "that slave is not a drive"}
+                return Refusal(error="that slave is not a drive")
             axis = request.axis or 0
             if axis >= len(app.drives):
-                return {"ok": False, "error": f"that drive has {len(app.drives)} axis(es)"}
+                return Refusal(error=f"that drive has {len(app.drives)} axis(es)")
             app.drives[axis].fault(0x5400 if request.code is None else request.code)  # 0x5400: power section
             self.escs[slave].refresh_inputs()
         elif cmd == "al_error":
@@ -198,7 +198,7 @@ class Simulator:
         elif cmd == "mute" and request.at is not None:
             self.mute_at = request.at
             self.muted = self._mute_due()
-        return {"ok": True, **self.stats()}
+        return self.stats()
 
     def after_reply(self) -> None:
         """Run the slave applications (the drives) of the frame just answered (``Segment.finish``)."""
@@ -207,74 +207,9 @@ class Simulator:
     def _targets(self, request: Request) -> list[Esc]:
         return self.escs if request.slave is None else [self.escs[request.slave]]
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> SimStats:
         """Return counters and the state of every slave."""
-        slaves = []
-        for esc, app in zip(self.escs, self.apps):
-            s = {
-                "position": esc.position,
-                "name": esc.desc.name,
-                "al_status": esc.al.status,
-                "al_state": state_name(esc.al.status),
-                "al_code": int(esc.al.code),
-                "watchdog_expiries": esc.watchdog_expiries,
-                "mailbox_repeats": esc.mailbox_repeats,
-            }
-            if esc.desc.dc:
-                clock = esc.dc.clock
-                s["dc"] = {
-                    "drift_ppm": clock.drift_ppb / 1000,
-                    "correction_ppm": clock.correction_ppb / 1000,
-                    "diff_ns": round(clock.diff_mean_ns, 1),
-                    "compares": clock.compares,
-                    "sync0": esc.dc.sync0.to_dict(),
-                }
-            if isinstance(app, DriveApp):
-                d = app.drive
-                s.update(
-                    drive_state=d.state.name,
-                    statusword=d.statusword,
-                    position_counts=d.position_counts,
-                    target_counts=d.target,
-                    error_code=d.error_code,
-                    drive_faults=d.faults,
-                    following_error_counts=d.following_error,
-                    cycles=app.cycles,
-                    cycle_ns=app.cycle_ns(),
-                    sdo_requests=app.coe.requests if app.coe else 0,
-                    # every axis (axis 0 is also the fields above), the PDOs the master left
-                    # assigned and mapped, and what the CoE server was asked
-                    axes=[
-                        {
-                            "drive_state": a.state.name,
-                            "position_counts": a.position_counts,
-                            "target_counts": a.target,
-                            "error_code": a.error_code,
-                            "drive_faults": a.faults,
-                        }
-                        for a in app.drives
-                    ],
-                    pdo=app.pdo.report(),
-                    coe=dataclasses.asdict(app.coe.counters) if app.coe else None,
-                )
-            slaves.append(s)
-        return {
-            "frames": self.counters.frames,
-            "replies": self.counters.replies,
-            "pd_frames": self.faults.pd_frames,
-            "injected": dict(self.faults.injected),
-            "mute_at": self.mute_at,
-            "muted": self.counters.muted,
-            "answer_us": _in_us(self.counters.answer),
-            "wait_us": _in_us(self.counters.wait),
-            "slaves": slaves,
-        }
-
-
-def _in_us(stat: NsStat) -> dict[str, float]:
-    """A statistic's min/max/mean/p50/p99 in µs for the stats reply (empty without samples)."""
-    summary = stat.summary()
-    return {} if summary is None else summary.in_us()._asdict()
+        return sim_stats(self)
 
 
 def bind_control(path: str) -> tuple[socket.socket, int]:
@@ -472,7 +407,7 @@ def _control(sim: Simulator, ctrl: socket.socket) -> None:
         answer = sim.control(data)
         if addr:
             try:
-                ctrl.sendto(json.dumps(answer).encode(), addr)
+                ctrl.sendto(json.dumps(answer.to_dict()).encode(), addr)
             except OSError:
                 pass
 

@@ -19,9 +19,7 @@ across block edges), so 15 M cycles (an hour at 250 µs) stay within a few tens 
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,17 +46,6 @@ class MotionTrace:
     delivered_position_counts: np.ndarray
     commanded_velocity_counts_per_s: np.ndarray
     delivered_velocity_counts_per_s: np.ndarray
-
-    def to_dict(self) -> dict[str, Any]:
-        """Lists of plain numbers (NaN becomes None), ready for JSON."""
-        out: dict = {"axis": int(self.axis), "center_cycle": int(self.center_cycle)}
-        for name, value in asdict(self).items():
-            if isinstance(value, np.ndarray):
-                if value.dtype.kind == "f":
-                    out[name] = [None if math.isnan(x) else x for x in value.tolist()]
-                else:
-                    out[name] = value.tolist()
-        return out
 
 
 def motion_impact(window: np.ndarray, motion: Trajectory | MotionConfig, *, period_ns: int | None = None) -> Motion:
