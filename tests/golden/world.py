@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import math
 import os
 import re
 import shutil
@@ -49,6 +50,8 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 import numpy as np
+
+from softrt.motion import MotionTrace
 
 HERE = Path(__file__).resolve().parent
 INPUTS = HERE / "inputs"
@@ -299,6 +302,12 @@ def model(obj: object) -> object:
         return {str(k): model(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [model(v) for v in obj]
+    if isinstance(obj, MotionTrace):  # every number of the trace (NaN as None), as the goldens hold it
+        out = {"type": "MotionTrace", "axis": int(obj.axis), "center_cycle": int(obj.center_cycle)}
+        for f in fields(obj):
+            if isinstance(v := getattr(obj, f.name), np.ndarray):
+                out[f.name] = model([None if isinstance(x, float) and math.isnan(x) else x for x in v.tolist()])
+        return out
     if hasattr(obj, "to_dict"):
         return {"type": type(obj).__name__, **model(obj.to_dict())}
     if is_dataclass(obj):

@@ -1,4 +1,4 @@
-"""Run-to-run noise and whether a change of a headline figure exceeds it (analysis layer, standard library only).
+"""Run-to-run noise and whether a change of a headline figure exceeds it (analysis layer; the noise is a schema document).
 
 A rig measures the same scenario again and again; its figures scatter from run to run (a VM's
 hypervisor, a cache, the timer's phase). A change between two runs means something only where it
@@ -16,7 +16,8 @@ With fewer runs the noise is unknown, and said so.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+
+from ..schema.doc import Doc, key
 
 #: The headline figures: (key, name, unit). Lower is better for every one.
 HEADLINE = (
@@ -36,39 +37,33 @@ HOW = (
 )
 
 
-@dataclass(frozen=True)
-class Noise:
-    """The scatter of one figure over *n* baseline runs (median and range None when unknown)."""
+class Noise(Doc):
+    """The scatter of one figure over ``n`` baseline runs (median and range None when unknown), as the
+    fleet commands' ``--json`` writes it (``runs``, ``median``, ``range``, ``known``)."""
 
-    n: int
+    n: int = key("runs", 0, min=0)
     median: float | None = None
-    spread: float | None = None
-
-    @property
-    def known(self) -> bool:
-        return self.n >= MIN_RUNS and self.spread is not None
+    spread: float | None = key("range")
+    known: bool = False  # at least MIN_RUNS runs: a change can be judged against it
 
     def judge(self, value: float | None) -> str:
         """ "worse", "better", "within noise", or why it cannot be said."""
         if value is None:
             return "not measured"
-        if not self.known:
+        if not self.known or self.median is None or self.spread is None:
             return f"noise unknown ({self.n} run{'s' if self.n != 1 else ''})"
-        delta = value - self.median  # type: ignore[operator]
-        if abs(delta) <= self.spread:  # type: ignore[operator]
+        delta = value - self.median
+        if abs(delta) <= self.spread:
             return "within noise"
         return "worse" if delta > 0 else "better"
-
-    def to_dict(self) -> dict[str, float | bool | None]:
-        return {"runs": self.n, "median": self.median, "range": self.spread, "known": self.known}
 
 
 def noise(values: list[float | None]) -> Noise:
     """The noise of a figure over the baseline runs' *values* (None: not measured, left out)."""
     have = [float(v) for v in values if v is not None]
     if len(have) < MIN_RUNS:
-        return Noise(len(have))
-    return Noise(len(have), statistics.median(have), max(have) - min(have))
+        return Noise(n=len(have))
+    return Noise(n=len(have), median=statistics.median(have), spread=max(have) - min(have), known=True)
 
 
 def trend(values: list[float | None]) -> str:

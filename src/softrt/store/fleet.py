@@ -334,7 +334,7 @@ def diff(a: FleetRun, b: FleetRun, runs: list[FleetRun]) -> RunDiff:
 
 def jsonable(value: object) -> object:
     """*value* as JSON: a typed value of the fleet commands (a frozen dataclass) as the object of its
-    fields by name, in their order; a document or a Noise by its own ``to_dict``; containers item
+    fields by name, in their order; a document by its own ``to_dict``; containers item
     by item. The commands' ``--json`` is written from it (the keys are the fields' names)."""
     if hasattr(value, "to_dict"):
         return value.to_dict()
