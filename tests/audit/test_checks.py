@@ -351,12 +351,36 @@ def test_every_check_has_a_case():
     assert ids == {f"{c.__module__.rsplit('.', 1)[-1]}.{c.__name__.removeprefix('check_')}" for c in ALL}
 
 
-def test_check_ids_follow_module_and_function_names(good):
-    # The runner names an n/a finding after the function when a check raises; keep them in step.
+def test_every_check_reports_under_the_id_title_and_severity_it_declares(good):
     report = run_checks(RT, str(good), sample_s=0)
-    assert [f.id for f in report.findings] == [
+    assert [(f.id, f.title) for f in report.findings] == [(c.found.id, c.found.title) for c in ALL]
+    assert all(f.severity is c.found.severity for f, c in zip(report.findings, ALL) if f.status is not Status.NA)
+    assert [c.found.id for c in ALL] == [
         f"{c.__module__.rsplit('.', 1)[-1]}.{c.__name__.removeprefix('check_')}" for c in ALL
     ]
+
+
+@pytest.mark.parametrize("name", ["check_preemption", "check_rt_throttling"])
+def test_a_fatal_or_high_check_that_raises_keeps_the_verdict_from_ready(good, monkeypatch, name):
+    """A Linux check that raised was reported n/a at low severity: a fatal or high one that could not
+    be read let the verdict say READY."""
+    from softrt.audit.linux import runner
+    from softrt.audit.linux.checks import kernel
+
+    report = run_checks(RT, str(good), sample_s=0)
+    check = getattr(kernel, name)
+    assert report.ready, "the captured machine must be ready for this test to mean anything"
+
+    def broken(ctx, found):
+        raise ValueError("bad bytes")
+
+    crashing = kernel.declare(check.found.id, check.found.title, check.found.severity)(broken)
+    monkeypatch.setattr(runner, "ALL", tuple(crashing if c is check else c for c in runner.ALL))
+    report = run_checks(RT, str(good), sample_s=0)
+    f = next(f for f in report.findings if f.id == check.found.id)
+    assert f.status is Status.NA and f.unreadable and "bad bytes" in f.summary
+    assert (f.title, f.severity) == (check.found.title, check.found.severity) and f.severity.rank <= 1
+    assert not report.ready and report.verdict.startswith("UNKNOWN")
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ its severity says how much that matters for a 250 µs cyclic loop.
 from __future__ import annotations
 
 import enum
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,8 +143,8 @@ def not_applicable(
 
 @dataclass(frozen=True)
 class Found:
-    """One check's findings, its id and title said once: ``found = Found("irq.nic", "NIC interrupts",
-    Severity.HIGH)``, then ``found.ok(summary, evidence)``, ``found.fail(..., fix=...)``,
+    """One check's findings, its id and title said once (:func:`declare` makes it and hands it to the
+    check), then ``found.ok(summary, evidence)``, ``found.fail(..., fix=...)``,
     ``found(status, ...)`` for a status computed at run time, and ``found.na(reason)``.
 
     *severity* is what ok/warn/fail findings carry unless one says ``severity=``; an n/a finding is
@@ -183,32 +185,33 @@ class Found:
         return self.na(reason, severity, *evidence, unreadable=True, reader=reader)
 
 
-def declare(id: str, severity: Severity):
-    """Bind a check function to its finding id and severity, for what it is reported under if it raises
-    (a Windows check's id is not its module's name)."""
+#: A check as the runners call it: the machine's facts (Linux: a Context, Windows: WinFacts) -> its finding.
+Check = Callable[[Any], Finding]
 
-    def bind(check):
-        check.finding_id, check.severity = id, severity
-        return check
+
+def declare(id: str, title: str, severity: Severity) -> Callable[[Callable[[Any, Found], Finding]], Check]:
+    """A check bound to its finding, said once: ``@declare("irq.nic", "Network-card IRQs", Severity.HIGH)``
+    over ``def check_nic(ctx, found)``. The runners call the check with the facts alone and it reports
+    through *found* (:class:`Found`); if it raises, :func:`crashed` reports it under the same id, title
+    and severity, so a fatal or high check that could not be read keeps the verdict from READY."""
+    found = Found(id, title, severity)
+
+    def bind(check: Callable[[Any, Found], Finding]) -> Check:
+        @functools.wraps(check)
+        def run(facts: Any) -> Finding:
+            return check(facts, found)
+
+        run.found = found  # type: ignore[attr-defined]
+        return run
 
     return bind
 
 
-def check_id(check) -> str:
-    """A check function's id: the one it declared, else ``<module>.<name>`` (``kernel.rt_throttling``
-    for checks/kernel.py's ``check_rt_throttling``)."""
-    return (
-        getattr(check, "finding_id", None)
-        or f"{check.__module__.rsplit('.', 1)[-1]}.{check.__name__.removeprefix('check_')}"
-    )
-
-
-def crashed(check, err: Exception) -> Finding:
-    """The finding of a check whose source exists but could not be parsed: n/a, unreadable, saying why."""
-    title = (check.__doc__ or check_id(check)).strip().splitlines()[0]
-    return not_applicable(
-        check_id(check), title, f"could not be read: {err}", getattr(check, "severity", Severity.LOW), unreadable=True
-    )
+def crashed(check: Check, err: Exception) -> Finding:
+    """The finding of a check whose source exists but could not be parsed: n/a, unreadable, saying why,
+    under the check's own id, title and severity (:func:`declare`)."""
+    found: Found = check.found  # type: ignore[attr-defined]
+    return found.unreadable(f"could not be read: {err}", found.severity)
 
 
 @dataclass

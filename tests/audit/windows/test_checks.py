@@ -449,14 +449,11 @@ def test_a_check_that_raises_keeps_its_id_and_severity(good, monkeypatch):
     """A crashed Windows check was reported as ``kernel.<name>``, low severity: a fatal one could not stop READY."""
     from softrt.audit.windows import runner
 
-    def broken(w):
+    def broken(w, found):
         raise ValueError("bad bytes")
 
-    monkeypatch.setattr(
-        runner,
-        "CHECKS",
-        (runner.checks.declare("cores.rt_cpus", runner.checks.Severity.FATAL)(broken), *runner.CHECKS[1:]),
-    )
+    crashing = runner.checks.declare("cores.rt_cpus", "Real-time CPUs exist", runner.checks.Severity.FATAL)(broken)
+    monkeypatch.setattr(runner, "CHECKS", (crashing, *runner.CHECKS[1:]))
     found = report(good)
     f = next(f for f in found.findings if f.id == "cores.rt_cpus")
     assert f.status is NA and f.severity.value == "fatal" and "bad bytes" in f.summary and not found.ready

@@ -46,10 +46,9 @@ def csp_fix(count: int | None, rt: CpuSet) -> str:
     )
 
 
-@declare("cores.rt_cpus", Severity.FATAL)
-def check_rt_cpus(w: WinFacts) -> Finding:
+@declare("cores.rt_cpus", "Real-time CPUs exist", Severity.FATAL)
+def check_rt_cpus(w: WinFacts, found: Found) -> Finding:
     """The real-time CPUs exist on this machine."""
-    found = Found("cores.rt_cpus", "Real-time CPUs exist", Severity.FATAL)
     cpus, where = w.cpus
     if cpus is None:
         return found.unreadable(
@@ -81,10 +80,9 @@ def check_rt_cpus(w: WinFacts) -> Finding:
     return found.ok(f"{w.describe_cpus(w.rt_cpus)} of {w.online}", evidence)
 
 
-@declare("cores.reserved", Severity.HIGH)
-def check_reserved(w: WinFacts) -> Finding:
+@declare("cores.reserved", "Reserved CPU sets", Severity.HIGH)
+def check_reserved(w: WinFacts, found: Found) -> Finding:
     """The RT CPUs are reserved (ReservedCpuSets, written by SetRTCores)."""
-    found = Found("cores.reserved", "Reserved CPU sets", Severity.HIGH)
     if w.reserved is None:
         return found.unreadable(
             f"reg query {KERNEL_KEY} failed or its ReservedCpuSets is not a CPU mask",
@@ -119,10 +117,9 @@ def check_reserved(w: WinFacts) -> Finding:
     return found.ok(f"{w.describe_cpus(rt)} reserved{tail}", evidence)
 
 
-@declare("cores.csp", Severity.MEDIUM)
-def check_csp(w: WinFacts) -> Finding:
+@declare("cores.csp", "WindowsIoT CSP SetRTCores", Severity.MEDIUM)
+def check_csp(w: WinFacts, found: Found) -> Finding:
     """The WindowsIoT CSP's SetRTCores (MDM bridge WMI)."""
-    found = Found("cores.csp", "WindowsIoT CSP SetRTCores", Severity.MEDIUM)
     res = w.csp
     told = said(res)
     if res.err.startswith("as SYSTEM:"):  # check --as-system: the task that runs the query as SYSTEM failed
@@ -166,13 +163,12 @@ def check_csp(w: WinFacts) -> Finding:
             fix=csp_fix(w.cpu_count, w.existing_rt),
             reboot=True,
         )
-    return _csp_cores(w, value, evidence)
+    return _csp_cores(w, found, value, evidence)
 
 
-def _csp_cores(w: WinFacts, value: int, evidence: tuple[str, ...]) -> Finding:
+def _csp_cores(w: WinFacts, found: Found, value: int, evidence: tuple[str, ...]) -> Finding:
     """SetRTCores=N judged by the ReservedCpuSets mask it wrote (the truth the kernel reads), not by a reading of N:
     the seed read N as the first RT core, softrt once as a count, and Microsoft's CSP page settles neither."""
-    found = Found("cores.csp", "WindowsIoT CSP SetRTCores", Severity.MEDIUM)
     readings = rt_core_readings(w.cpu_count or 0, value)
     told = "; ".join(f"as {name}: {cpus or 'none'}" for name, cpus in readings.items())
     kind, data = (w.kernel_values or {}).get("ReservedCpuSets", ("", ""))
@@ -217,10 +213,9 @@ def _csp_cores(w: WinFacts, value: int, evidence: tuple[str, ...]) -> Finding:
     return found.ok(f"SetRTCores={value}: CPUs {cores} are real-time ({source})", evidence)
 
 
-@declare("idle.idle_disable", Severity.HIGH)
-def check_idle(w: WinFacts) -> Finding:
+@declare("idle.idle_disable", "Processor idle disable", Severity.HIGH)
+def check_idle(w: WinFacts, found: Found) -> Finding:
     """Processor idle states on the active power scheme (IDLEDISABLE)."""
-    found = Found("idle.idle_disable", "Processor idle disable", Severity.HIGH)
     res, setting = w.power
     if setting is None:
         return found.unreadable(
@@ -244,10 +239,8 @@ def check_idle(w: WinFacts) -> Finding:
 
 
 def _service_check(name: str, label: str, group: str, severity: Severity, why: str):
-    found = Found(f"{group}.{name.lower()}", f"{label} ({name})", severity)
-
-    @declare(found.id, severity)
-    def check(w: WinFacts) -> Finding:
+    @declare(f"{group}.{name.lower()}", f"{label} ({name})", severity)
+    def check(w: WinFacts, found: Found) -> Finding:
         svc = w.services[name]
         if not svc.installed:
             return found.ok(
@@ -313,10 +306,9 @@ check_wuauserv = _service_check(
 )
 
 
-@declare("updates.policy", Severity.MEDIUM)
-def check_update_policy(w: WinFacts) -> Finding:
+@declare("updates.policy", "Windows Update policy", Severity.MEDIUM)
+def check_update_policy(w: WinFacts, found: Found) -> Finding:
     """Windows Update automatic-update policy (NoAutoUpdate)."""
-    found = Found("updates.policy", "Windows Update policy", Severity.MEDIUM)
     res = w.wu_policy
     if res.rc in (NOT_FOUND_RC, TIMEOUT_RC):  # reg.exe did not run; exit status 1 is a key that is absent
         return found.unreadable(f"could not be read: {said(res)}", Severity.MEDIUM, reader=needs(res, w.admin))
@@ -375,10 +367,9 @@ def rss_cpus(adapter: dict) -> CpuSet | None:
     return CpuSet(range(base, top + 1))
 
 
-@declare("irq.rss", Severity.HIGH)
-def check_rss(w: WinFacts) -> Finding:
+@declare("irq.rss", "NIC RSS processors", Severity.HIGH)
+def check_rss(w: WinFacts, found: Found) -> Finding:
     """NIC receive-side scaling kept off the RT CPUs."""
-    found = Found("irq.rss", "NIC RSS processors", Severity.HIGH)
     adapters = rss_adapters(w)
     if adapters is None:
         return found.unreadable(f"Get-NetAdapterRss failed: {said(w.rss)}", Severity.HIGH, reader=needs(w.rss, w.admin))
@@ -417,10 +408,9 @@ def check_rss(w: WinFacts) -> Finding:
     return found.ok("no adapter's RSS reaches the RT CPUs", tuple(evidence))
 
 
-@declare("irq.threaded_dpc", Severity.LOW)
-def check_threaded_dpc(w: WinFacts) -> Finding:
+@declare("irq.threaded_dpc", "Threaded DPCs", Severity.LOW)
+def check_threaded_dpc(w: WinFacts, found: Found) -> Finding:
     """Threaded DPCs (ThreadDpcEnable)."""
-    found = Found("irq.threaded_dpc", "Threaded DPCs", Severity.LOW)
     if w.kernel_values is None:
         return found.unreadable(f"reg query {KERNEL_KEY} failed", reader=needs(w.kernel, w.admin))
     value = parse.reg_dword(w.kernel_values, "ThreadDpcEnable")

@@ -41,10 +41,9 @@ def covers(interpreter: str, procs: list[str], paths: list[str]) -> bool:
     return any(exe.startswith(folder) for folder in folders)
 
 
-@declare("services.defender", Severity.MEDIUM)
-def check_defender(w: WinFacts) -> Finding:
+@declare("services.defender", "Windows Defender real-time protection", Severity.MEDIUM)
+def check_defender(w: WinFacts, found: Found) -> Finding:
     """Windows Defender real-time protection and its exclusions."""
-    found = Found("services.defender", "Windows Defender real-time protection", Severity.MEDIUM)
     res = w.defender
     if not res.ok or not res.out.strip():
         return found.unreadable(

@@ -39,10 +39,9 @@ def default_performance_cpu(w: WinFacts, usable: CpuSet) -> int | None:
     return perf.last() if perf else None
 
 
-@declare("cores.hybrid", Severity.HIGH)
-def check_hybrid(w: WinFacts) -> Finding:
+@declare("cores.hybrid", "RT CPUs on performance cores", Severity.HIGH)
+def check_hybrid(w: WinFacts, found: Found) -> Finding:
     """The RT CPUs are performance cores (the top efficiency class)."""
-    found = Found("cores.hybrid", "RT CPUs on performance cores", Severity.HIGH)
     topo, where = topology(w)
     if topo is None:
         return found.unreadable(f"the CPU sets could not be read: {where}", Severity.HIGH)
@@ -70,10 +69,9 @@ def check_hybrid(w: WinFacts) -> Finding:
     return found.ok(f"{w.describe_cpus(w.existing_rt)} on performance cores", evidence)
 
 
-@declare("cores.smt", Severity.MEDIUM)
-def check_smt(w: WinFacts) -> Finding:
+@declare("cores.smt", "SMT siblings of the RT CPUs", Severity.MEDIUM)
+def check_smt(w: WinFacts, found: Found) -> Finding:
     """No RT CPU shares its physical core with an SMT sibling Windows may schedule on."""
-    found = Found("cores.smt", "SMT siblings of the RT CPUs", Severity.MEDIUM)
     topo, where = topology(w)
     if topo is None:
         return found.unreadable(f"the CPU sets could not be read: {where}", Severity.MEDIUM)
@@ -100,10 +98,9 @@ def check_smt(w: WinFacts) -> Finding:
     return found.ok("no RT CPU shares its core with an unreserved sibling", evidence)
 
 
-@declare("cores.power_throttling", Severity.MEDIUM)
-def check_power_throttling(w: WinFacts) -> Finding:
+@declare("cores.power_throttling", "Power throttling (EcoQoS)", Severity.MEDIUM)
+def check_power_throttling(w: WinFacts, found: Found) -> Finding:
     """Power throttling (EcoQoS) does not apply to the loop's process."""
-    found = Found("cores.power_throttling", "Power throttling (EcoQoS)", Severity.MEDIUM)
     raw, where = w.buffer(THROTTLING)
     if raw is None:
         return found.unreadable(f"could not be read: {where}", Severity.MEDIUM)

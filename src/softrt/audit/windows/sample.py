@@ -128,10 +128,9 @@ def sample(w: WinFacts, seconds: float) -> LiveSample:
     )
 
 
-@declare("cores.sample", Severity.MEDIUM)
-def check_sample(w: WinFacts) -> Finding:
+@declare("cores.sample", "Live sample of the RT cores", Severity.MEDIUM)
+def check_sample(w: WinFacts, found: Found) -> Finding:
     """What ran on the RT cores during the live sample."""
-    found = Found("cores.sample", "Live sample of the RT cores", Severity.MEDIUM)
     s = w.sample
     if s is None:
         return found.na("no live sample taken (--sample 0)", Severity.MEDIUM)

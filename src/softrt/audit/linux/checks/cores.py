@@ -15,7 +15,7 @@ from ....errors import ConfigError
 from ....platform.kfiles import kpath
 from ....platform.linux import kfacts
 from ....schema.audit import SampledTask
-from ...model import Finding, Found, Severity
+from ...model import Finding, Found, Severity, declare
 from ..context import Context
 from .knob import mask_knob
 
@@ -48,9 +48,9 @@ def _isolated_partitions(ctx: Context) -> tuple[CpuSet, list[str]]:
     return cpus, where
 
 
-def check_isolation(ctx: Context) -> Finding:
+@declare("cores.isolation", "CPU isolation (isolcpus / cpuset partition)", Severity.MEDIUM)
+def check_isolation(ctx: Context, found: Found) -> Finding:
     """RT CPUs reserved with isolcpus=domain or an isolated cpuset partition."""
-    found = Found("cores.isolation", "CPU isolation (isolcpus / cpuset partition)", Severity.MEDIUM)
     isolated = kfacts.cpulist(ctx.root, "/sys/devices/system/cpu/isolated")
     params = ctx.cmdline or {}
     boot_cpus, flags = kfacts.parse_isolcpus(params["isolcpus"]) if "isolcpus" in params else (CpuSet(), ())
@@ -79,9 +79,9 @@ def check_isolation(ctx: Context) -> Finding:
     )
 
 
-def check_nohz_full(ctx: Context) -> Finding:
+@declare("cores.nohz_full", "Adaptive tick (nohz_full)", Severity.LOW)
+def check_nohz_full(ctx: Context, found: Found) -> Finding:
     """Tick stopped on the RT CPUs while one task runs (nohz_full=)."""
-    found = Found("cores.nohz_full", "Adaptive tick (nohz_full)", Severity.LOW)
     nohz = kfacts.cpulist(ctx.root, "/sys/devices/system/cpu/nohz_full")
     from_cmdline = kfacts.cmdline_cpus(ctx.cmdline, "nohz_full")
     cpus = nohz if nohz is not None else from_cmdline
@@ -116,9 +116,9 @@ def check_nohz_full(ctx: Context) -> Finding:
     )
 
 
-def check_rcu_nocbs(ctx: Context) -> Finding:
+@declare("cores.rcu_nocbs", "RCU callback offload (rcu_nocbs)", Severity.LOW)
+def check_rcu_nocbs(ctx: Context, found: Found) -> Finding:
     """RCU callbacks offloaded from the RT CPUs (rcu_nocbs=, implied by nohz_full=)."""
-    found = Found("cores.rcu_nocbs", "RCU callback offload (rcu_nocbs)", Severity.LOW)
     if ctx.cmdline is None:
         return found.na("/proc/cmdline is unreadable")
     nocbs = kfacts.cmdline_cpus(ctx.cmdline, "rcu_nocbs") or CpuSet()
@@ -155,9 +155,9 @@ def floating(ctx: Context):
     ]
 
 
-def check_tasks(ctx: Context) -> Finding:
+@declare("cores.tasks", "Tasks allowed on the RT CPUs", Severity.HIGH)
+def check_tasks(ctx: Context, found: Found) -> Finding:
     """Every user process and movable kernel thread whose affinity includes the RT CPUs."""
-    found = Found("cores.tasks", "Tasks allowed on the RT CPUs", Severity.HIGH)
     if not ctx.tasks:
         return found.na("no readable /proc/PID/task entries")
     movable = floating(ctx)
@@ -211,9 +211,9 @@ def check_tasks(ctx: Context) -> Finding:
     )
 
 
-def check_workqueue(ctx: Context) -> Finding:
+@declare("cores.workqueue", "Unbound workqueue CPUs", Severity.MEDIUM)
+def check_workqueue(ctx: Context, found: Found) -> Finding:
     """Unbound workqueues kept off the RT CPUs (/sys/devices/virtual/workqueue/cpumask)."""
-    found = Found("cores.workqueue", "Unbound workqueue CPUs", Severity.MEDIUM)
     rel = "/sys/devices/virtual/workqueue/cpumask"
     raw = ctx.text(rel)
     if raw is None:
@@ -235,9 +235,9 @@ def check_workqueue(ctx: Context) -> Finding:
     )
 
 
-def check_sample(ctx: Context) -> Finding:
+@declare("cores.sample", "Live sample of the RT CPUs", Severity.HIGH)
+def check_sample(ctx: Context, found: Found) -> Finding:
     """What actually ran on the RT CPUs during a short live sample."""
-    found = Found("cores.sample", "Live sample of the RT CPUs", Severity.HIGH)
     sample = ctx.sample
     if sample is None:
         return found.na("no live sample taken (sampling off, or a captured tree)")

@@ -13,7 +13,7 @@ import struct
 
 from ....platform.kfiles import read_bytes
 from ....platform.linux import kfacts, ktasks
-from ...model import Finding, Found, Severity
+from ...model import Finding, Found, Severity, declare
 from ..context import Context
 
 #: Exit latencies above this count as "deep" (C1 is 1-2 µs; C1E is about 10, C6 about 100+).
@@ -34,9 +34,9 @@ def pm_qos_limit_us(root: str) -> int | None:
     return struct.unpack("=i", data)[0] if len(data) == 4 else None
 
 
-def check_states(ctx: Context) -> Finding:
+@declare("idle.states", "Idle states on the RT CPUs", Severity.HIGH)
+def check_states(ctx: Context, found: Found) -> Finding:
     """Enabled idle states on the RT CPUs and their exit latencies."""
-    found = Found("idle.states", "Idle states on the RT CPUs", Severity.HIGH)
     params = ctx.cmdline or {}
     per_cpu = {cpu: kfacts.idle_states(ctx.root, cpu) for cpu in ctx.rt_cpus}
     driver = kfacts.cpuidle_driver(ctx.root)
@@ -104,9 +104,9 @@ def check_states(ctx: Context) -> Finding:
     return found.ok("no idle state that halts the CPU can be entered on the RT CPUs", tuple(evidence))
 
 
-def check_cmdline(ctx: Context) -> Finding:
+@declare("idle.cmdline", "Boot-time idle cap", Severity.LOW)
+def check_cmdline(ctx: Context, found: Found) -> Finding:
     """A boot-time cap on C-states (processor.max_cstate / intel_idle.max_cstate / idle=)."""
-    found = Found("idle.cmdline", "Boot-time idle cap", Severity.LOW)
     if ctx.cmdline is None:
         return found.na("/proc/cmdline is unreadable")
     keys = ("processor.max_cstate", "intel_idle.max_cstate", "idle")
@@ -131,9 +131,9 @@ def check_cmdline(ctx: Context) -> Finding:
     )
 
 
-def check_pm_qos(ctx: Context) -> Finding:
+@declare("idle.pm_qos", f"PM QoS ({DMA_LATENCY})", Severity.LOW)
+def check_pm_qos(ctx: Context, found: Found) -> Finding:
     """Who holds /dev/cpu_dma_latency, and at what value."""
-    found = Found("idle.pm_qos", f"PM QoS ({DMA_LATENCY})", Severity.LOW)
     limit = pm_qos_limit_us(ctx.root)
     holders = ktasks.fd_holders(ctx.root, DMA_LATENCY)
     if limit is None and not holders:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...model import Finding, Found, Severity
+from ...model import Finding, Found, Severity, declare
 from ..context import Context
 from ..irqs import Irq, default_affinity
 from .knob import mask_knob
@@ -72,9 +72,9 @@ def _fix(ctx: Context) -> str:
     )
 
 
-def check_nic(ctx: Context) -> Finding:
+@declare("irq.nic", "Network-card IRQs (RSS queues)", Severity.HIGH)
+def check_nic(ctx: Context, found: Found) -> Finding:
     """Network-card interrupts (RSS queues) that can fire on the RT CPUs."""
-    found = Found("irq.nic", "Network-card IRQs (RSS queues)", Severity.HIGH)
     if not ctx.irqs:
         return found.na("/proc/irq is unreadable")
     nic = [i for i in ctx.irqs if i.nic]
@@ -110,9 +110,9 @@ def check_nic(ctx: Context) -> Finding:
     )
 
 
-def check_devices(ctx: Context) -> Finding:
+@declare("irq.devices", "Other device IRQs", Severity.MEDIUM)
+def check_devices(ctx: Context, found: Found) -> Finding:
     """Every other device IRQ that can fire on the RT CPUs."""
-    found = Found("irq.devices", "Other device IRQs", Severity.MEDIUM)
     if not ctx.irqs:
         return found.na("/proc/irq is unreadable")
     others = [i for i in ctx.irqs if not i.nic]
@@ -141,9 +141,9 @@ def check_devices(ctx: Context) -> Finding:
     return found.ok(f"none of {len(others)} device IRQs may fire on the RT CPUs", evidence)
 
 
-def check_default_affinity(ctx: Context) -> Finding:
+@declare("irq.default_affinity", "Default IRQ affinity", Severity.MEDIUM)
+def check_default_affinity(ctx: Context, found: Found) -> Finding:
     """default_smp_affinity, the mask every newly requested IRQ starts with."""
-    found = Found("irq.default_affinity", "Default IRQ affinity", Severity.MEDIUM)
     rel = "/proc/irq/default_smp_affinity"
     mask = default_affinity(ctx.root)
     if mask is None:

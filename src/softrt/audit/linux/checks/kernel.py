@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ....cpus import CpuSet
 from ....platform.linux import fairserver, kfacts
-from ...model import Finding, Found, Severity, Status
+from ...model import Finding, Found, Severity, Status, declare
 from ..context import Context
 from .knob import knob
 
@@ -16,9 +16,9 @@ RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 RT_KERNEL_FIX = "boot a PREEMPT_RT kernel (Debian: linux-image-rt-amd64; Fedora/RHEL: kernel-rt)"
 
 
-def check_rt_throttling(ctx: Context) -> Finding:
+@declare("kernel.rt_throttling", "RT throttling (sched_rt_runtime_us)", Severity.HIGH)
+def check_rt_throttling(ctx: Context, found: Found) -> Finding:
     """RT throttling: sched_rt_runtime_us, and the fair deadline server of Linux 6.12+."""
-    found = Found("kernel.rt_throttling", "RT throttling (sched_rt_runtime_us)", Severity.HIGH)
     runtime = ctx.text(RT_RUNTIME)
     if runtime is None:
         return found.na(f"{RT_RUNTIME} is unreadable")
@@ -54,9 +54,9 @@ def check_rt_throttling(ctx: Context) -> Finding:
     )
 
 
-def check_fair_server(ctx: Context) -> Finding:
+@declare("kernel.fair_server", "Fair server (Linux 6.12+)", Severity.HIGH)
+def check_fair_server(ctx: Context, found: Found) -> Finding:
     """The fair server (Linux 6.12+): SCHED_OTHER tasks it runs on the RT CPUs ahead of the loop."""
-    found = Found("kernel.fair_server", "Fair server (Linux 6.12+)", Severity.HIGH)
     fair = fairserver.read(ctx.root, ctx.rt_cpus)
     if not fair.present:
         return found.na(f"Linux {kfacts.kernel_release(ctx.root) or '?'} has no fair server (it came with 6.12)")
@@ -147,9 +147,9 @@ def preemption(ctx: Context) -> tuple[str | None, str]:
     return None, "no kernel configuration, debugfs or uname tag to go by"
 
 
-def check_preemption(ctx: Context) -> Finding:
+@declare("kernel.preemption", "Preemption model", Severity.FATAL)
+def check_preemption(ctx: Context, found: Found) -> Finding:
     """The preemption model (PREEMPT_RT, or the PREEMPT_DYNAMIC mode)."""
-    found = Found("kernel.preemption", "Preemption model", Severity.FATAL)
     model, where = preemption(ctx)
     version = ctx.text("/proc/sys/kernel/version")
     evidence = (f"uname -v: {version}", f"model: {model or 'unknown'} (from {where})")
@@ -179,9 +179,9 @@ def check_preemption(ctx: Context) -> Finding:
     )
 
 
-def check_tick(ctx: Context) -> Finding:
+@declare("kernel.tick", "Tick (HZ, NO_HZ)", Severity.LOW)
+def check_tick(ctx: Context, found: Found) -> Finding:
     """Tick rate (HZ) and NO_HZ mode."""
-    found = Found("kernel.tick", "Tick (HZ, NO_HZ)", Severity.LOW)
     if ctx.kconfig is None:
         return found.na("no /proc/config.gz or /boot/config-<release> to read")
     hz = ctx.config("CONFIG_HZ")
@@ -208,9 +208,9 @@ def check_tick(ctx: Context) -> Finding:
     )
 
 
-def check_smt(ctx: Context) -> Finding:
+@declare("kernel.smt", "SMT siblings (Hyper-Threading)", Severity.MEDIUM)
+def check_smt(ctx: Context, found: Found) -> Finding:
     """SMT (Hyper-Threading) siblings of the RT CPUs that run other work."""
-    found = Found("kernel.smt", "SMT siblings (Hyper-Threading)", Severity.MEDIUM)
     control = ctx.text("/sys/devices/system/cpu/smt/control")
     siblings = {cpu: kfacts.thread_siblings(ctx.root, cpu) for cpu in ctx.rt_cpus}
     evidence = [f"/sys/devices/system/cpu/smt/control: {control or 'absent'}"]
@@ -243,9 +243,9 @@ def check_smt(ctx: Context) -> Finding:
     return found.ok("the RT CPUs have no online sibling", tuple(evidence))
 
 
-def check_governor(ctx: Context) -> Finding:
+@declare("kernel.governor", "CPU frequency governor", Severity.HIGH)
+def check_governor(ctx: Context, found: Found) -> Finding:
     """cpufreq governor of the RT CPUs (kernel-configuration.rst: performance, high)."""
-    found = Found("kernel.governor", "CPU frequency governor", Severity.HIGH)
     freqs = {cpu: kfacts.cpufreq(ctx.root, cpu) for cpu in ctx.rt_cpus}
     if all(f is None for f in freqs.values()):
         return found.na(
@@ -265,9 +265,9 @@ def check_governor(ctx: Context) -> Finding:
     return found.ok("performance governor on the RT CPUs", evidence)
 
 
-def check_boost(ctx: Context) -> Finding:
+@declare("kernel.boost", "Turbo / boost", Severity.LOW)
+def check_boost(ctx: Context, found: Found) -> Finding:
     """Turbo/boost: the frequency then depends on temperature and the other cores' load."""
-    found = Found("kernel.boost", "Turbo / boost", Severity.LOW)
     boost = ctx.text("/sys/devices/system/cpu/cpufreq/boost")
     no_turbo = ctx.text("/sys/devices/system/cpu/intel_pstate/no_turbo")
     if boost is None and no_turbo is None:
@@ -289,9 +289,9 @@ def check_boost(ctx: Context) -> Finding:
     return found.ok("turbo/boost is off", evidence)
 
 
-def check_clocksource(ctx: Context) -> Finding:
+@declare("kernel.clocksource", "Clocksource", Severity.MEDIUM)
+def check_clocksource(ctx: Context, found: Found) -> Finding:
     """The clocksource behind clock_gettime (tsc is read in user space by the vDSO)."""
-    found = Found("kernel.clocksource", "Clocksource", Severity.MEDIUM)
     base = "/sys/devices/system/clocksource/clocksource0"
     current, available = (
         ctx.text(f"{base}/current_clocksource"),
@@ -321,11 +321,12 @@ def check_clocksource(ctx: Context) -> Finding:
     )
 
 
-def check_timer_migration(ctx: Context) -> Finding:
+@declare("kernel.timer_migration", "Timer migration", Severity.LOW)
+def check_timer_migration(ctx: Context, found: Found) -> Finding:
     """kernel.timer_migration: whether timers move between CPUs."""
     return knob(
         ctx,
-        Found("kernel.timer_migration", "Timer migration", Severity.LOW),
+        found,
         "/proc/sys/kernel/timer_migration",
         quiet=lambda value: value == "0",
         ok="timers stay on their CPU",
@@ -336,9 +337,9 @@ def check_timer_migration(ctx: Context) -> Finding:
     )
 
 
-def check_swap(ctx: Context) -> Finding:
+@declare("kernel.swap", "Swap", Severity.LOW)
+def check_swap(ctx: Context, found: Found) -> Finding:
     """Active swap (a swapped-out page costs milliseconds to fault back)."""
-    found = Found("kernel.swap", "Swap", Severity.LOW)
     swaps = ctx.text("/proc/swaps")
     if swaps is None:
         return found.na("/proc/swaps is unreadable")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ....cpus import CpuSet
 from ....errors import ConfigError
 from ....platform.linux import kfacts
-from ...model import Finding, Found, Severity
+from ...model import Finding, Found, Severity, declare
 from ..context import Context
 from .knob import knob
 
@@ -50,9 +50,9 @@ def _banned_cpus(ctx: Context) -> tuple[CpuSet, list[str]]:
     return banned, evidence
 
 
-def check_irqbalance(ctx: Context) -> Finding:
+@declare("services.irqbalance", "irqbalance", Severity.HIGH)
+def check_irqbalance(ctx: Context, found: Found) -> Finding:
     """irqbalance running with the RT CPUs in its reach."""
-    found = Found("services.irqbalance", "irqbalance", Severity.HIGH)
     pids = ctx.process_names.get("irqbalance", [])
     enabled = "irqbalance.service" in ctx.enabled_units
     banned, evidence = _banned_cpus(ctx)
@@ -85,9 +85,9 @@ def check_irqbalance(ctx: Context) -> Finding:
     )
 
 
-def check_tuned(ctx: Context) -> Finding:
+@declare("services.tuned", "tuned profile", Severity.MEDIUM)
+def check_tuned(ctx: Context, found: Found) -> Finding:
     """tuned running with a profile that is not meant for low latency."""
-    found = Found("services.tuned", "tuned profile", Severity.MEDIUM)
     pids = ctx.process_names.get("tuned", [])
     profile = ctx.text("/etc/tuned/active_profile")
     evidence = (f"process: {'running' if pids else 'not running'}", f"/etc/tuned/active_profile: {profile or '(none)'}")
@@ -104,12 +104,13 @@ def check_tuned(ctx: Context) -> Finding:
     )
 
 
-def check_ksm(ctx: Context) -> Finding:
+@declare("services.ksm", "KSM page merging", Severity.MEDIUM)
+def check_ksm(ctx: Context, found: Found) -> Finding:
     """Kernel same-page merging scanning memory (ksmd)."""
     rel = "/sys/kernel/mm/ksm/run"
     return knob(
         ctx,
-        Found("services.ksm", "KSM page merging", Severity.MEDIUM),
+        found,
         rel,
         missing=" (kernel without CONFIG_KSM)",
         quiet=lambda run: run != "1",  # 0: stopped, 2: stopped and pages unmerged
@@ -121,9 +122,9 @@ def check_ksm(ctx: Context) -> Finding:
     )
 
 
-def check_watchdog(ctx: Context) -> Finding:
+@declare("services.watchdog", "Lockup detectors (watchdog)", Severity.HIGH)
+def check_watchdog(ctx: Context, found: Found) -> Finding:
     """Soft-lockup and NMI watchdogs active on the RT CPUs."""
-    found = Found("services.watchdog", "Lockup detectors (watchdog)", Severity.HIGH)
     base = "/proc/sys/kernel"
     names = ("watchdog", "soft_watchdog", "nmi_watchdog", "watchdog_cpumask", "watchdog_thresh")
     values = {k: ctx.text(f"{base}/{k}") for k in names}
@@ -149,9 +150,9 @@ def check_watchdog(ctx: Context) -> Finding:
     return found.ok("no lockup detector runs on the RT CPUs" if active else "lockup detectors are off", evidence)
 
 
-def check_thp(ctx: Context) -> Finding:
+@declare("services.thp", "Transparent huge pages", Severity.MEDIUM)
+def check_thp(ctx: Context, found: Found) -> Finding:
     """Transparent huge pages set to 'always' (khugepaged, fault-time compaction)."""
-    found = Found("services.thp", "Transparent huge pages", Severity.MEDIUM)
     base = "/sys/kernel/mm/transparent_hugepage"
     enabled, defrag = ctx.text(f"{base}/enabled"), ctx.text(f"{base}/defrag")
     if enabled is None:
@@ -172,9 +173,9 @@ def check_thp(ctx: Context) -> Finding:
     return found.ok(f"THP is {kfacts.selected_word(enabled)} (defrag {kfacts.selected_word(defrag)})", evidence)
 
 
-def check_numa_balancing(ctx: Context) -> Finding:
+@declare("services.numa_balancing", "Automatic NUMA balancing", Severity.MEDIUM)
+def check_numa_balancing(ctx: Context, found: Found) -> Finding:
     """Automatic NUMA balancing (kernel.numa_balancing)."""
-    found = Found("services.numa_balancing", "Automatic NUMA balancing", Severity.MEDIUM)
     rel = "/proc/sys/kernel/numa_balancing"
     value = ctx.text(rel)
     nodes = kfacts.cpulist(ctx.root, "/sys/devices/system/node/online")

@@ -8,7 +8,7 @@ unattended-upgrades, dnf-automatic, PackageKit, snapd's refresh, fwupd; maintena
 
 from __future__ import annotations
 
-from ...model import Finding, Found, Severity
+from ...model import Finding, Found, Severity, declare
 from .. import systemd
 from ..context import Context
 
@@ -71,16 +71,8 @@ def stoppable_timers(ctx: Context) -> list[str]:
 
 
 def _units_finding(
-    ctx: Context,
-    id: str,
-    title: str,
-    units: list[str],
-    running: list[str],
-    severity: Severity,
-    why: str,
-    extra: tuple[str, ...] = (),
+    ctx: Context, found: Found, units: list[str], running: list[str], why: str, extra: tuple[str, ...] = ()
 ) -> Finding:
-    found = Found(id, title, severity)
     evidence = [
         f"systemd: {'running' if ctx.systemd_running else 'not running (no /run/systemd/system)'}",
         f"enabled units: {', '.join(units) or 'none'}",
@@ -106,7 +98,7 @@ def _units_finding(
             tuple(evidence),
             why=why,
             fix=fix,
-            tunable=id == "updates.agents" and any(u.endswith(".timer") for u in active),
+            tunable=found.id == "updates.agents" and any(u.endswith(".timer") for u in active),
         )
     if units:
         return found.ok(
@@ -115,7 +107,8 @@ def _units_finding(
     return found.ok("none enabled or running", tuple(evidence))
 
 
-def check_agents(ctx: Context) -> Finding:
+@declare("updates.agents", "Automatic updates", Severity.MEDIUM)
+def check_agents(ctx: Context, found: Found) -> Finding:
     """Automatic update agents (apt timers, unattended-upgrades, dnf-automatic, snapd, …)."""
     units = [u for u in UPDATE_UNITS if u in ctx.enabled_units]
     running = [
@@ -127,27 +120,24 @@ def check_agents(ctx: Context) -> Finding:
     extra = (f"{APT_PERIODIC}: {' '.join(periodic.split())}",) if periodic else ()
     return _units_finding(
         ctx,
-        "updates.agents",
-        "Automatic updates",
+        found,
         units,
         running,
-        Severity.MEDIUM,
         "an update runs dpkg/rpm, compilers (DKMS, initramfs) and service restarts at a random time; "
         "Microsoft's guide disables Windows Update for the same reason",
         extra,
     )
 
 
-def check_maintenance(ctx: Context) -> Finding:
+@declare("updates.maintenance", "Maintenance timers", Severity.LOW)
+def check_maintenance(ctx: Context, found: Found) -> Finding:
     """Maintenance timers (man-db, fstrim, e2scrub, locate, …)."""
     units = [u for u in MAINTENANCE_UNITS if u in ctx.enabled_units]
     return _units_finding(
         ctx,
-        "updates.maintenance",
-        "Maintenance timers",
+        found,
         units,
         [],
-        Severity.LOW,
         "they load the disks and the housekeeping CPUs at times nobody chose; plan them in a maintenance window",
     )
 
