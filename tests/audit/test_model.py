@@ -9,7 +9,16 @@ from softrt.cpus import CpuSet
 
 
 def _f(id, status, severity, fix="do it"):
-    return Finding(id, id.title(), status, severity, f"{id} summary", ("a: 1",), why="because", fix=fix)
+    return Finding(
+        id=id,
+        title=id.title(),
+        status=status,
+        severity=severity,
+        summary=f"{id} summary",
+        evidence=("a: 1",),
+        why="because",
+        fix=fix,
+    )
 
 
 def _report(*findings):
@@ -46,7 +55,7 @@ def test_na_never_blocks():
 
 def test_to_dict_is_json_and_complete():
     r = _report(_f("irq.nic", Status.FAIL, Severity.HIGH), _f("kernel.swap", Status.OK, Severity.LOW, fix=None))
-    d = json.loads(json.dumps(r.to_dict()))
+    d = json.loads(json.dumps(r.document().to_dict()))
     assert d["ready"] is False and d["rt_cpus"] == "3" and d["housekeeping_cpus"] == "0-2"
     assert d["findings"][0] == {
         "id": "irq.nic",
@@ -73,7 +82,15 @@ def test_a_check_s_factory_says_its_id_title_and_severity_once():
 
     found = Found("kernel.swap", "Swap", Severity.MEDIUM)
     assert found.fail("on", ("swap: 1",), why="w", fix="swapoff -a", tunable=True) == Finding(
-        "kernel.swap", "Swap", Status.FAIL, Severity.MEDIUM, "on", ("swap: 1",), why="w", fix="swapoff -a", tunable=True
+        id="kernel.swap",
+        title="Swap",
+        status=Status.FAIL,
+        severity=Severity.MEDIUM,
+        summary="on",
+        evidence=("swap: 1",),
+        why="w",
+        fix="swapoff -a",
+        tunable=True,
     )
     assert found.ok("off").status is Status.OK and found.warn("x", severity=Severity.LOW).severity is Severity.LOW
     assert found(Status.WARN, "x").status is Status.WARN

@@ -1,13 +1,14 @@
 """schema.doc: every document type reads back what it writes, and checks itself when built in code.
 
 The round trip ``from_dict(to_dict(x)) == x`` is held for every :class:`Doc` subclass (those of
-``softrt.schema`` and softrt compare's) by one Hypothesis test, whose documents are drawn from the
+``softrt.schema`` and the few other layers declare) by one Hypothesis test, whose documents are drawn from the
 fields' declared types and ranges (with keys a newer softrt may write, kept in ``extra``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import importlib
 import pkgutil
 import types
@@ -25,7 +26,10 @@ from softrt.schema.why_late import Culprit
 
 for _mod in pkgutil.iter_modules(softrt.schema.__path__):
     importlib.import_module(f"softrt.schema.{_mod.name}")
-importlib.import_module("softrt.scenario.compare")  # softrt compare's documents (its comparison.json)
+# The documents other layers declare: softrt compare's (its comparison.json), the noise the fleet
+# commands write, the simulator's control replies.
+for _mod in ("softrt.scenario.compare", "softrt.analysis.regress", "softrt.ecatsim.replies"):
+    importlib.import_module(_mod)
 
 
 def _all_docs(cls: type = Doc) -> list[type]:
@@ -48,6 +52,10 @@ def _value(hint: object, minimum: int | None, bound: float | None) -> st.SearchS
         return st.one_of(*(st.none() if a is type(None) else _value(a, minimum, bound) for a in args))
     if typing.get_origin(hint) is list:
         return st.lists(_value(args[0], None, None), max_size=2)
+    if typing.get_origin(hint) is tuple:
+        return st.lists(_value(args[0], None, None), max_size=2).map(tuple)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return st.sampled_from(list(hint))
     if isinstance(hint, type) and issubclass(hint, Doc):
         return st.deferred(lambda: _doc(hint))
     if hint is bool:

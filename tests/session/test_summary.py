@@ -139,7 +139,7 @@ def test_the_summarys_check_holds_what_check_json_says():
     from ..audit.trees import CAPTURED
 
     report = run_checks(CpuSet([1]), str(CAPTURED), sample_s=0)
-    written = report.to_dict()
+    written = report.document().to_dict()
     got = _check_of(report).to_dict()
     assert got == {k: written[k] for k in ("ready", "verdict", "counts", "fix_first")}
     assert got["fix_first"] and got["ready"] is False

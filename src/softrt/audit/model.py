@@ -1,49 +1,37 @@
-"""What an audit finds: statuses, severities, findings and the report (audit layer, pure).
+"""What an audit finds: the report, its verdict, and how a check says what it found (audit layer, pure).
 
-Severities follow the kernel's real-time configuration checklist
-(Documentation/core-api/real-time/kernel-configuration.rst, "Severity: fatal/high/medium/info"),
-with *low* in place of *info*. A finding's status says whether this machine meets the expectation;
-its severity says how much that matters for a 250 µs cyclic loop.
+The statuses, severities and the finding are the schema's documents (:mod:`softrt.schema.check`,
+re-exported here); a check declares its finding once (:func:`declare`) and reports through
+:class:`Found`; :class:`Report` judges the findings and is written as a :class:`CheckReport`.
 """
 
 from __future__ import annotations
 
-import enum
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..cpus import CpuSet
 from ..schema.audit import LiveSample
+from ..schema.check import CheckReport, Finding, Severity, Status
+
+__all__ = [
+    "GROUPS",
+    "LOOP_PERIOD_US",
+    "Check",
+    "Finding",
+    "Found",
+    "Report",
+    "Severity",
+    "Status",
+    "crashed",
+    "declare",
+    "not_applicable",
+]
 
 LOOP_PERIOD_US = 250  # the seed's EtherCAT cycle; every "why" line is written against it
 
-
-class Status(str, enum.Enum):
-    """Whether the machine meets a check's expectation."""
-
-    OK = "ok"
-    WARN = "warn"
-    FAIL = "fail"
-    NA = "n/a"  # the check does not apply here, or its source could not be read (reason given)
-
-
-class Severity(str, enum.Enum):
-    """How much a finding matters (kernel-configuration.rst's scale)."""
-
-    FATAL = "fatal"
-    HIGH = "high"
-    MEDIUM = "medium"
-    LOW = "low"
-
-    @property
-    def rank(self) -> int:
-        """0 for fatal … 3 for low (sort key: most important first)."""
-        return _RANK[self]
-
-
-_RANK = {Severity.FATAL: 0, Severity.HIGH: 1, Severity.MEDIUM: 2, Severity.LOW: 3}
 
 #: Output groups, in the order ``softrt check`` prints them (the seed's four points plus the rest).
 GROUPS: dict[str, str] = {
@@ -54,77 +42,6 @@ GROUPS: dict[str, str] = {
     "irq": "(4) Interrupts",
     "kernel": "Kernel and CPU",
 }
-
-
-@dataclass(frozen=True)
-class Finding:
-    """The result of one check.
-
-    Attributes:
-        id: stable identifier, ``group.name`` (``irq.nic``); scripts key on it.
-        title: what was checked, for people.
-        status: ok / warn / fail / n/a.
-        severity: how much a failure matters.
-        summary: one line saying what was found (for n/a: why it does not apply).
-        evidence: what was read, one ``source: value`` string each.
-        why: one line on why it matters for a 250 µs loop.
-        fix: the exact fix (command, sysctl or kernel parameter); None when nothing to fix.
-        tunable: ``softrt tune`` applies the fix at run time.
-        reboot: the fix is a kernel command-line parameter (needs a reboot).
-        unreadable: (n/a only) its source exists on such a machine but could not be read here (a
-            tool missing or refused, a file unreadable), as opposed to "does not apply here".
-        reader: (unreadable only) what would read it: elevation, a working PowerShell, powercfg…
-            (None: the backend's privilege, root or Administrator).
-    """
-
-    id: str
-    title: str
-    status: Status
-    severity: Severity
-    summary: str
-    evidence: tuple[str, ...] = ()
-    why: str = ""
-    fix: str | None = None
-    tunable: bool = False
-    reboot: bool = False
-    unreadable: bool = False
-    reader: str | None = None
-
-    @property
-    def group(self) -> str:
-        """The output group (``cores``, ``idle``, …), the part of ``id`` before the dot."""
-        return self.id.split(".", 1)[0]
-
-    @property
-    def blocking(self) -> bool:
-        """True when this finding alone makes a 250 µs loop not expected to hold."""
-        return self.status is Status.FAIL and self.severity.rank <= Severity.HIGH.rank
-
-    @property
-    def unknown(self) -> bool:
-        """True when this finding keeps the verdict from READY without failing: a fatal check that is
-        n/a, or a high one that could not be read (what it would have said is not known)."""
-        return self.status is Status.NA and (
-            self.severity is Severity.FATAL or (self.unreadable and self.severity is Severity.HIGH)
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict."""
-        return {
-            "id": self.id,
-            "group": self.group,
-            "title": self.title,
-            "status": self.status.value,
-            "severity": self.severity.value,
-            "summary": self.summary,
-            "evidence": list(self.evidence),
-            "why": self.why,
-            "fix": self.fix,
-            "tunable": self.tunable,
-            "reboot": self.reboot,
-            "unreadable": self.unreadable,
-            **({"reader": self.reader} if self.reader else {}),
-        }
 
 
 def not_applicable(
@@ -138,7 +55,16 @@ def not_applicable(
 ) -> Finding:
     """Return an n/a finding that says why (a missing file, no such hardware, …); *unreadable* when
     the source exists on such a machine but could not be read here, *reader* what would read it."""
-    return Finding(id, title, Status.NA, severity, reason, tuple(evidence), unreadable=unreadable, reader=reader)
+    return Finding(
+        id=id,
+        title=title,
+        status=Status.NA,
+        severity=severity,
+        summary=reason,
+        evidence=tuple(evidence),
+        unreadable=unreadable,
+        reader=reader or None,
+    )
 
 
 @dataclass(frozen=True)
@@ -155,17 +81,29 @@ class Found:
     title: str
     severity: Severity = Severity.LOW
 
-    def __call__(self, status: Status, summary: str, *rest, severity: Severity | None = None, **kw) -> Finding:
-        return Finding(self.id, self.title, status, severity or self.severity, summary, *rest, **kw)
+    def __call__(
+        self, status: Status, summary: str, evidence: Iterable[str] = (), *, severity: Severity | None = None, **kw: Any
+    ) -> Finding:
+        if not kw.get("reader"):
+            kw.pop("reader", None)  # "" as None: the backend's own privilege reads it
+        return Finding(
+            id=self.id,
+            title=self.title,
+            status=status,
+            severity=severity or self.severity,
+            summary=summary,
+            evidence=tuple(evidence),
+            **kw,
+        )
 
-    def ok(self, summary: str, *rest, **kw) -> Finding:
-        return self(Status.OK, summary, *rest, **kw)
+    def ok(self, summary: str, evidence: Iterable[str] = (), **kw: Any) -> Finding:
+        return self(Status.OK, summary, evidence, **kw)
 
-    def warn(self, summary: str, *rest, **kw) -> Finding:
-        return self(Status.WARN, summary, *rest, **kw)
+    def warn(self, summary: str, evidence: Iterable[str] = (), **kw: Any) -> Finding:
+        return self(Status.WARN, summary, evidence, **kw)
 
-    def fail(self, summary: str, *rest, **kw) -> Finding:
-        return self(Status.FAIL, summary, *rest, **kw)
+    def fail(self, summary: str, evidence: Iterable[str] = (), **kw: Any) -> Finding:
+        return self(Status.FAIL, summary, evidence, **kw)
 
     def na(
         self,
@@ -292,19 +230,19 @@ class Report:
             out[f.status.value] += 1
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict (``softrt check --json``)."""
-        return {
-            "rt_cpus": str(self.rt_cpus),
-            "housekeeping_cpus": str(self.housekeeping),
-            "ready": self.ready,
-            "unknown": [f.id for f in self.unknown],
-            "verdict": self.verdict,
-            "counts": self.counts(),
-            "fix_first": [f.id for f in self.priorities()],
-            "groups": dict(GROUPS),
-            "findings": [f.to_dict() for f in self.findings],
-            "sample": None if self.sample is None else self.sample.to_dict(),
-            "root": self.root,
-            **({"meta": self.meta} if self.meta else {}),
-        }
+    def document(self) -> CheckReport:
+        """The report as ``softrt check --json`` prints it and a run's ``check.json`` holds it."""
+        return CheckReport(
+            rt_cpus=str(self.rt_cpus),
+            housekeeping_cpus=str(self.housekeeping),
+            ready=self.ready,
+            unknown=[f.id for f in self.unknown],
+            verdict=self.verdict,
+            counts=self.counts(),
+            fix_first=[f.id for f in self.priorities()],
+            groups=dict(GROUPS),
+            findings=list(self.findings),
+            sample=self.sample,
+            root=self.root,
+            meta=self.meta or None,
+        )

@@ -121,7 +121,7 @@ def command(rt_cpus, sample_ns, as_json, verbose, root, as_system):
     else:
         report = run_checks(rt_cpus, root, sample_s, as_system)
     if as_json:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+        sys.stdout.write(json.dumps(report.document().to_dict(), indent=2) + "\n")
     else:
         emit(out, render_report(report, verbose, expand=not unbounded(out)))
     return 0 if report.ready else 1

@@ -2,7 +2,7 @@
 
 ``softrt run --check`` keeps the check's summary in the run's summary (schema.summary.Check: ready,
 verdict, counts, fix_first) and the full report beside it in ``check.json`` (docs/run-format.md,
-audit.model.Report.to_dict), whose findings the report lists.
+schema.check.CheckReport), whose findings the report lists.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class RunCheck:
     ready: object = None
     verdict: object = None
     counts: object = None  # status -> number of findings
-    findings: tuple[dict[str, object], ...] = ()  # check.json's findings (audit.model.Finding.to_dict)
+    findings: tuple[dict[str, object], ...] = ()  # check.json's findings (schema.check.Finding)
 
 
 def read_check(path: Path, summary: RunSummary) -> RunCheck | None:

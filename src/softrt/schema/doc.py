@@ -21,7 +21,9 @@ Every subclass is made a frozen, keyword-only dataclass. Field options (:func:`o
 unless it is *omitted* when None (:func:`opt`: a key only some documents have; one a file held
 as ``null`` is written back as ``null``, and the file's key order is kept); a ``flatten`` field
 is a :class:`Doc` whose keys sit in its parent's object (the summary's metrics). Free-form
-payloads (host facts, a load's figures) are typed ``dict`` and kept as they are.
+payloads (host facts, a load's figures) are typed ``dict`` and kept as they are. An
+:class:`enum.Enum` field (a finding's status) is written as its value and read back as its member;
+a ``tuple[X, ...]`` field is a list that cannot change.
 
 JSON (RFC 8259) has one number type (section 6): a ``float`` field accepts ``3`` and keeps it as
 written; an ``int`` field accepts only whole numbers (``3.0`` is refused, as ``true`` is).
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import enum
 import re
 import sys
 import types
@@ -284,6 +287,8 @@ def _nulls(doc: dict[str, Any], keys: frozenset[str]) -> frozenset[str]:
 def _dump(value: Any) -> Any:
     if isinstance(value, Doc):
         return value.to_dict()
+    if isinstance(value, enum.Enum):
+        return value.value
     if isinstance(value, (list, tuple)):
         return [_dump(v) for v in value]
     return value
@@ -326,6 +331,21 @@ def _converter(
                 return [item(v, where, f"{path}[{i}]") for i, v in enumerate(value)]
 
         return many
+    if typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis:  # a frozen list
+        items = _converter(list[args[0]])  # type: ignore[valid-type]
+        return lambda value, where, path: tuple(items(list(value) if isinstance(value, tuple) else value, where, path))
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):  # written as its value (a text enum: its text)
+        values = ", ".join(str(m.value) for m in hint)
+
+        def member(value: object, where: object, path: str) -> Any:
+            if isinstance(value, hint):
+                return value
+            try:
+                return hint(value)
+            except ValueError:
+                raise _bad(where, path, f"must be one of {values}, got {_show(value)}") from None
+
+        return member
     if isinstance(hint, type) and issubclass(hint, Doc):  # a document built in code was checked when built
         return lambda value, where, path: value if isinstance(value, hint) else hint.from_dict(value, where, path)
     if hint is bool:

@@ -272,7 +272,7 @@ def _store(parts: RunParts, check: Report | None) -> RunSummary:
     stored_error = None
     try:  # first what does not depend on the summary, so a summary that cannot be built loses nothing else
         if check is not None:
-            rundir.write_json("check.json", check.to_dict())
+            rundir.write_json("check.json", check.document().to_dict())
         rundir.write_json("config.json", parts.config.document().to_dict())
         rundir.write_json("host.json", parts.host)
         parts.collector.write(rundir)

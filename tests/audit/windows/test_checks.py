@@ -279,7 +279,7 @@ def test_no_sample_asked_runs_no_typeperf(good):
 
 
 def test_json_report_says_it_is_windows(good):
-    data = report(good).to_dict()
+    data = report(good).document().to_dict()
     assert data["meta"]["os"] == "windows" and data["meta"]["logical_processors"] == 14
     json.dumps(data)
 
