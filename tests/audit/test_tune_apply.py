@@ -218,7 +218,10 @@ def test_revert_reports_a_value_that_does_not_read_back(untuned, state_dir):
 
 def test_apply_on_this_machine_needs_root(monkeypatch, state_dir):
     plan = Plan(
-        CpuSet([1]), CpuSet([0]), "/", steps=[Step("file", "/proc/sys/kernel/timer_migration", "1", "0", "x", "y")]
+        CpuSet([1]),
+        CpuSet([0]),
+        "/",
+        steps=[Step(kind="file", target="/proc/sys/kernel/timer_migration", now="1", after="0", check="x", why="y")],
     )
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(ConfigError, match="needs root"):
@@ -248,8 +251,22 @@ def test_services_are_stopped_and_started_again(good, state_dir):
         CpuSet([0, 1, 2]),
         str(good),
         steps=[
-            Step("service", "irqbalance.service", "active", "inactive", "services.irqbalance", "why"),
-            Step("service", "apt-daily.timer", "active", "inactive", "updates.agents", "why"),
+            Step(
+                kind="service",
+                target="irqbalance.service",
+                now="active",
+                after="inactive",
+                check="services.irqbalance",
+                why="why",
+            ),
+            Step(
+                kind="service",
+                target="apt-daily.timer",
+                now="active",
+                after="inactive",
+                check="updates.agents",
+                why="why",
+            ),
         ],
     )
     systemctl = FakeSystemctl()
@@ -271,11 +288,20 @@ def test_an_apply_that_changes_nothing_keeps_no_state(untuned, state_dir):
         RT,
         CpuSet([0, 1, 2]),
         str(untuned),
-        steps=[Step("file", "/proc/sys/kernel/timer_migration", "1", "0", "kernel.timer_migration", "why")],
+        steps=[
+            Step(
+                kind="file",
+                target="/proc/sys/kernel/timer_migration",
+                now="1",
+                after="0",
+                check="kernel.timer_migration",
+                why="why",
+            )
+        ],
     )
     result = apply_plan(plan, writer=kernel_writer)
     assert [o.status for o in result.outcomes] == ["skipped"] and not result.saved
-    assert not result.state_path.exists() and result.to_dict()["state_path"] is None
+    assert not result.state_path.exists() and result.document().to_dict()["state_path"] is None
     # ... so a real apply afterwards is not refused as "already applied".
     assert apply_plan(plan_tune(RT, str(untuned)), writer=kernel_writer).saved
     assert revert(str(untuned), writer=kernel_writer).complete

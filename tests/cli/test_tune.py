@@ -177,9 +177,9 @@ def test_threads_that_exited_are_counted_not_listed():
 
     result = Result(
         Path("state"),
-        [Outcome(f"python3 (30492/{tid})", "gone", "the thread exited") for tid in range(51)]
-        + [Outcome(f"bash ({pid}/{pid})", "restored", "CPUs 0-1") for pid in range(64)]
-        + [Outcome("/proc/sys/kernel/sched_rt_runtime_us", "restored", "950000")],
+        [Outcome(target=f"python3 (30492/{tid})", status="gone", detail="the thread exited") for tid in range(51)]
+        + [Outcome(target=f"bash ({pid}/{pid})", status="restored", detail="CPUs 0-1") for pid in range(64)]
+        + [Outcome(target="/proc/sys/kernel/sched_rt_runtime_us", status="restored", detail="950000")],
     )
     console = Console(width=200, record=True)
     console.print(render_result(result, "Reverted"))

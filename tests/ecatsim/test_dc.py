@@ -9,8 +9,8 @@ import pytest
 
 from softrt.ecatsim.bus import HOP_DELAY_NS, Segment
 from softrt.ecatsim.dc import DcClock, Sync0Watch
-from softrt.ecatsim.replies import sync0_counts
 from softrt.ecatsim.esc import Esc
+from softrt.ecatsim.replies import sync0_counts
 from softrt.ethercat.dc import decode_diff
 from softrt.ethercat.description import csp_drive
 from softrt.ethercat.wire import Cmd, encode_frame, parse_frame

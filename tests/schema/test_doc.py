@@ -27,8 +27,14 @@ from softrt.schema.why_late import Culprit
 for _mod in pkgutil.iter_modules(softrt.schema.__path__):
     importlib.import_module(f"softrt.schema.{_mod.name}")
 # The documents other layers declare: softrt compare's (its comparison.json), the noise the fleet
-# commands write, the simulator's control replies.
-for _mod in ("softrt.scenario.compare", "softrt.analysis.regress", "softrt.ecatsim.replies"):
+# commands write, the simulator's control replies, softrt tune's plan and outcomes.
+for _mod in (
+    "softrt.scenario.compare",
+    "softrt.analysis.regress",
+    "softrt.ecatsim.replies",
+    "softrt.audit.plan",
+    "softrt.platform.journal",
+):
     importlib.import_module(_mod)
 
 

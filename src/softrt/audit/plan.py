@@ -10,19 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..cpus import CpuSet
 from ..platform.journal import Outcome
 from ..platform.windows import winsettings
-from .model import Finding, Report
+from ..schema.doc import Doc, many, opt
+from .model import Finding, Report, Severity
 
 FILE, AFFINITY, SERVICE = "file", "affinity", "service"
 
 
-@dataclass(frozen=True)
-class Step:
-    """One run-time change.
+class Step(Doc):
+    """One run-time change (a step of ``softrt tune --json``'s plan).
 
     ``kind`` is ``file`` (write ``after`` to kernel file ``target``), ``affinity`` (set thread
     ``tid``'s CPUs to the cpulist ``after``) or ``service`` (``systemctl stop`` unit ``target``).
@@ -35,9 +34,9 @@ class Step:
     after: str
     check: str
     why: str
-    tid: int | None = None
-    starttime: int | None = None
-    comm: str | None = None
+    tid: int | None = opt()
+    starttime: int | None = opt()
+    comm: str | None = opt()
 
     def describe(self) -> str:
         """``/proc/irq/38/smp_affinity``, ``move bash (812)``, ``stop irqbalance.service``."""
@@ -48,10 +47,6 @@ class Step:
         if self.kind in winsettings.KINDS:  # the exact Windows commands
             return winsettings.command_line(winsettings.commands(self.kind, self.target, self.now, self.after))
         return self.target
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (also the state file's entry)."""
-        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 @dataclass
@@ -85,25 +80,25 @@ class Plan:
         """The parameters to add to the kernel command line (empty when none)."""
         return " ".join(p for p, _ in self.kernel_params)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``softrt tune --json``)."""
-        return {
-            "rt_cpus": str(self.rt_cpus),
-            "housekeeping_cpus": str(self.housekeeping),
-            "root": self.root,
-            "steps": [s.to_dict() for s in self.steps],
-            "kernel_cmdline": self.kernel_cmdline,
-            "kernel_params": [{"param": p, "check": c} for p, c in self.kernel_params],
-            "manual": [{"check": c, "fix": f} for c, f in self.manual],
-            "skipped": self.skipped,
-            "reboot_only_irqs": self.fixed_irqs,
-            "notes": self.notes,
-            "unknown": [f.id for f in self.report.unknown] if self.report is not None else [],
-            "unreadable": [
-                {"check": f.id, "severity": f.severity.value, "summary": f.summary, "reader": f.reader}
+    def document(self) -> TunePlan:
+        """The plan as ``softrt tune --json`` prints it."""
+        return TunePlan(
+            rt_cpus=str(self.rt_cpus),
+            housekeeping_cpus=str(self.housekeeping),
+            root=self.root,
+            steps=list(self.steps),
+            kernel_cmdline=self.kernel_cmdline,
+            kernel_params=[KernelParam(param=p, check=c) for p, c in self.kernel_params],
+            manual=[ManualFix(check=c, fix=f) for c, f in self.manual],
+            skipped=self.skipped,
+            reboot_only_irqs=self.fixed_irqs,
+            notes=self.notes,
+            unknown=[f.id for f in self.report.unknown] if self.report is not None else [],
+            unreadable=[
+                UnreadableCheck(check=f.id, severity=f.severity, summary=f.summary, reader=f.reader)
                 for f in self.unreadable
             ],
-        }
+        )
 
 
 @dataclass
@@ -120,13 +115,59 @@ class Result:
         """How many outcomes have *status*."""
         return sum(1 for o in self.outcomes if o.status == status)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "state_path": str(self.state_path) if self.saved else None,
-            "complete": self.complete,
-            "outcomes": [o.to_dict() for o in self.outcomes],
-        }
+    def document(self) -> TuneResult:
+        """The outcome as ``softrt tune --json`` prints it (the state file's path None when none was kept)."""
+        return TuneResult(
+            state_path=str(self.state_path) if self.saved else None, complete=self.complete, outcomes=self.outcomes
+        )
+
+
+class KernelParam(Doc):
+    """A kernel command-line parameter the plan asks for, and the check that wants it."""
+
+    param: str
+    check: str
+
+
+class ManualFix(Doc):
+    """A fix nobody applies at run time: the check and its fix, to do by hand."""
+
+    check: str
+    fix: str
+
+
+class UnreadableCheck(Doc):
+    """A check that could not be read: nothing is planned for it."""
+
+    check: str
+    severity: Severity
+    summary: str
+    reader: str | None = None
+
+
+class TunePlan(Doc):
+    """``softrt tune --json``'s plan: every step, the kernel parameters, what is left to do by hand."""
+
+    rt_cpus: str
+    housekeeping_cpus: str
+    root: str
+    steps: list[Step] = many()
+    kernel_cmdline: str = ""
+    kernel_params: list[KernelParam] = many()
+    manual: list[ManualFix] = many()
+    skipped: list[str] = many()
+    reboot_only_irqs: list[str] = many()
+    notes: list[str] = many()
+    unknown: list[str] = many()
+    unreadable: list[UnreadableCheck] = many()
+
+
+class TuneResult(Doc):
+    """``softrt tune --json``'s outcome of an apply or a revert."""
+
+    state_path: str | None = None
+    complete: bool = True
+    outcomes: list[Outcome] = many()
 
 
 #: The kinds of change, in the order a summary lists them (:func:`change_kind`).

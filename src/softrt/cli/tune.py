@@ -214,7 +214,7 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
             raise ConfigError("--revert restores what the saved state names; drop --rt-cpus")
         result = revert(root, state_file)
         if as_json:
-            sys.stdout.write(json.dumps({"revert": result.to_dict()}, indent=2) + "\n")
+            sys.stdout.write(json.dumps({"revert": result.document().to_dict()}, indent=2) + "\n")
         else:
             emit(out, render_result(result, "Reverted"))
             if not result.complete:
@@ -233,7 +233,7 @@ def command(rt_cpus, do_apply, do_revert, as_json, root, state_file):
     plan = plan_tune(rt_cpus, root)
     result = apply_plan(plan, state_file) if do_apply else None
     if as_json:
-        payload = {"plan": plan.to_dict(), "applied": result.to_dict() if result else None}
+        payload = {"plan": plan.document().to_dict(), "applied": result.document().to_dict() if result else None}
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
         who = privilege(root)

@@ -29,10 +29,10 @@ import stat
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..schema.doc import Doc, opt
 from .kfiles import read_raw, read_text
 from .linux import writable
 from .owned import secure_dir  # (re-exported: journals live in such a directory)
@@ -57,18 +57,18 @@ class JournalError(ConfigError):
     """A journal that softrt did not write, or that is cut or damaged: nothing in it is acted on."""
 
 
-@dataclass
-class Outcome:
-    """What happened to one change or one restore."""
+class Outcome(Doc):
+    """What happened to one change or one restore (an outcome of ``softrt tune --json``)."""
 
     target: str
     status: str  # applied | skipped | failed | restored | unchanged | gone | mismatch | kept
     detail: str = ""
-    fix: str = ""  # how to do it by hand, when softrt could not
+    fix: str | None = opt()  # how to do it by hand, when softrt could not ("" as None: no key)
 
-    def to_dict(self) -> dict[str, str]:
-        """JSON-ready form."""
-        return {k: v for k, v in self.__dict__.items() if v or k != "fix"}
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.fix == "":
+            object.__setattr__(self, "fix", None)
 
 
 def boot_id(root: str | os.PathLike[str] = "/") -> str | None:
@@ -272,21 +272,30 @@ def restore_file(
     try:
         path = writable.check(root, target, entry["restore"])
     except ConfigError as err:
-        return Outcome(target, "failed", err.msg, fix="")
+        return Outcome(target=target, status="failed", detail=err.msg)
     if not os.path.lexists(path):
-        return Outcome(target, "gone", "no longer exists (the IRQ or CPU went away)")
+        return Outcome(target=target, status="gone", detail="no longer exists (the IRQ or CPU went away)")
     try:
         now = read_raw(path)
         if now == before:
             # Holds its value from before: the write was refused (no root), a kill came between the
             # journal entry and the write, or someone set it back. Nothing to write, nothing restored.
-            return Outcome(target, "unchanged", before.strip())
+            return Outcome(target=target, status="unchanged", detail=before.strip())
         if only_if_after and now.strip() != str(entry.get("after", "")).strip():
-            return Outcome(target, "kept", f"now {now.strip()!r}, set by someone else since; left as it is")
+            return Outcome(
+                target=target, status="kept", detail=f"now {now.strip()!r}, set by someone else since; left as it is"
+            )
         writer(path, entry["restore"])
         readback = read_raw(path)
     except OSError as err:
-        return Outcome(target, "failed", f"the kernel refused {entry['restore']!r}: {err.strerror or err}", fix=fix)
+        return Outcome(
+            target=target,
+            status="failed",
+            detail=f"the kernel refused {entry['restore']!r}: {err.strerror or err}",
+            fix=fix,
+        )
     if readback != before:
-        return Outcome(target, "mismatch", f"reads {readback.strip()!r}, saved {before.strip()!r}", fix=fix)
-    return Outcome(target, "restored", before.strip())
+        return Outcome(
+            target=target, status="mismatch", detail=f"reads {readback.strip()!r}, saved {before.strip()!r}", fix=fix
+        )
+    return Outcome(target=target, status="restored", detail=before.strip())

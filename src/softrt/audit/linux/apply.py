@@ -161,11 +161,11 @@ def _apply_file(root, step, entries, writer, runner) -> Outcome:
         path = writable.check(root, step.target, step.after)
         raw = read_raw(path)
     except ConfigError as err:
-        return Outcome(step.target, "skipped", f"refused: {err.msg}")
+        return Outcome(target=step.target, status="skipped", detail=f"refused: {err.msg}")
     except OSError as err:
-        return Outcome(step.target, "skipped", f"unreadable: {err.strerror}")
+        return Outcome(target=step.target, status="skipped", detail=f"unreadable: {err.strerror}")
     if _same(step.target, raw, step.after):
-        return Outcome(step.target, "skipped", "already set")
+        return Outcome(target=step.target, status="skipped", detail="already set")
     try:
         entries.append(
             {
@@ -178,17 +178,19 @@ def _apply_file(root, step, entries, writer, runner) -> Outcome:
             }
         )
     except ConfigError as err:  # what it holds now could not be written back: leave it alone
-        return Outcome(step.target, "skipped", f"refused: {err.msg}")
+        return Outcome(target=step.target, status="skipped", detail=f"refused: {err.msg}")
     try:
         writer(path, step.after)
         readback = read_raw(path)
     except OSError as err:
         if _kernel_keeps_irq(step.target, err):
-            return Outcome(step.target, "skipped", KEEPS_IRQ)
-        return Outcome(step.target, "failed", err.strerror or str(err))
+            return Outcome(target=step.target, status="skipped", detail=KEEPS_IRQ)
+        return Outcome(target=step.target, status="failed", detail=err.strerror or str(err))
     if not _same(step.target, readback, step.after):
-        return Outcome(step.target, "failed", f"reads back {readback.strip()!r}, not {step.after!r}")
-    return Outcome(step.target, "applied", f"{raw.strip()} -> {step.after}")
+        return Outcome(
+            target=step.target, status="failed", detail=f"reads back {readback.strip()!r}, not {step.after!r}"
+        )
+    return Outcome(target=step.target, status="applied", detail=f"{raw.strip()} -> {step.after}")
 
 
 def _same_thread(root: str, pid: int, tid: int, starttime: int | None) -> bool:
@@ -199,14 +201,14 @@ def _same_thread(root: str, pid: int, tid: int, starttime: int | None) -> bool:
 def _apply_affinity(root, step, entries, writer, runner) -> Outcome:
     label = f"{step.comm} ({step.target}/{step.tid})"
     if not _same_thread(root, int(step.target), step.tid, step.starttime):
-        return Outcome(label, "skipped", "the thread exited")
+        return Outcome(target=label, status="skipped", detail="the thread exited")
     plat = get_platform()
     try:
         before = plat.get_affinity(step.tid)
     except NoSuchProcess:
-        return Outcome(label, "skipped", "the thread exited")
+        return Outcome(target=label, status="skipped", detail="the thread exited")
     except SoftRTError as err:
-        return Outcome(label, "skipped", err.msg)
+        return Outcome(target=label, status="skipped", detail=err.msg)
     try:
         entries.append(
             {
@@ -221,25 +223,25 @@ def _apply_affinity(root, step, entries, writer, runner) -> Outcome:
             }
         )
     except ConfigError as err:  # what it has now could not be put back: leave it alone
-        return Outcome(label, "skipped", f"refused: {err.msg}")
+        return Outcome(target=label, status="skipped", detail=f"refused: {err.msg}")
     try:
         plat.set_affinity(CpuSet.parse(step.after), step.tid)
     except NoSuchProcess:
-        return Outcome(label, "skipped", "the thread exited")
+        return Outcome(target=label, status="skipped", detail="the thread exited")
     except SoftRTError as err:
-        return Outcome(label, "failed", f"sched_setaffinity: {err.msg}")
-    return Outcome(label, "applied", f"CPUs {before} -> {step.after}")
+        return Outcome(target=label, status="failed", detail=f"sched_setaffinity: {err.msg}")
+    return Outcome(target=label, status="applied", detail=f"CPUs {before} -> {step.after}")
 
 
 def _apply_service(root, step, entries, writer, runner) -> Outcome:
     rc, out = runner(["systemctl", "is-active", step.target])
     if out.strip() != "active":
-        return Outcome(step.target, "skipped", f"not active ({out.strip() or rc})")
+        return Outcome(target=step.target, status="skipped", detail=f"not active ({out.strip() or rc})")
     entries.append({"kind": SERVICE, "target": step.target, "before": "active", "check": step.check})
     rc, out = runner(["systemctl", "stop", step.target])
     if rc != 0:
-        return Outcome(step.target, "failed", f"systemctl stop: {out or rc}")
-    return Outcome(step.target, "applied", "stopped until reboot or revert")
+        return Outcome(target=step.target, status="failed", detail=f"systemctl stop: {out or rc}")
+    return Outcome(target=step.target, status="applied", detail="stopped until reboot or revert")
 
 
 def revert(
@@ -273,33 +275,37 @@ def revert(
 def _revert_file(root, entry, writer, runner) -> Outcome:
     outcome = journal.restore_file(root, entry, writer)
     # A revert's question is whether the file holds its value from before: one never changed does.
-    return outcome if outcome.status != "unchanged" else Outcome(outcome.target, "restored", outcome.detail)
+    return (
+        outcome
+        if outcome.status != "unchanged"
+        else Outcome(target=outcome.target, status="restored", detail=outcome.detail)
+    )
 
 
 def _revert_affinity(root, entry, writer, runner) -> Outcome:
     label = f"{entry.get('comm')} ({entry['target']}/{entry['tid']})"
     if not _same_thread(root, int(entry["target"]), entry["tid"], entry.get("starttime")):
-        return Outcome(label, "gone", "the thread exited")
+        return Outcome(target=label, status="gone", detail="the thread exited")
     wanted = CpuSet.parse(entry["before"])
     plat = get_platform()
     try:
         plat.set_affinity(wanted, entry["tid"])
         now = plat.get_affinity(entry["tid"])
     except NoSuchProcess:
-        return Outcome(label, "gone", "the thread exited")
+        return Outcome(target=label, status="gone", detail="the thread exited")
     except SoftRTError as err:
-        return Outcome(label, "failed", f"sched_setaffinity: {err.msg}")
+        return Outcome(target=label, status="failed", detail=f"sched_setaffinity: {err.msg}")
     if now != wanted:
-        return Outcome(label, "mismatch", f"CPUs {now}, saved {wanted}")
-    return Outcome(label, "restored", f"CPUs {wanted}")
+        return Outcome(target=label, status="mismatch", detail=f"CPUs {now}, saved {wanted}")
+    return Outcome(target=label, status="restored", detail=f"CPUs {wanted}")
 
 
 def _revert_service(root, entry, writer, runner) -> Outcome:
     unit = entry["target"]
     rc, out = runner(["systemctl", "start", unit])
     if rc != 0:
-        return Outcome(unit, "failed", f"systemctl start: {out or rc}")
+        return Outcome(target=unit, status="failed", detail=f"systemctl start: {out or rc}")
     rc, out = runner(["systemctl", "is-active", unit])
     if out.strip() != entry["before"]:
-        return Outcome(unit, "mismatch", f"is {out.strip()!r}, was {entry['before']!r}")
-    return Outcome(unit, "restored", "started again")
+        return Outcome(target=unit, status="mismatch", detail=f"is {out.strip()!r}, was {entry['before']!r}")
+    return Outcome(target=unit, status="restored", detail="started again")

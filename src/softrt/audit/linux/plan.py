@@ -30,7 +30,7 @@ def _file(ctx: Context, rel: str, after: str, check: str, why: str) -> Step | No
     now = ctx.text(rel)
     if now is None or now == after:
         return None
-    return Step(FILE, rel, now, after, check, why)
+    return Step(kind=FILE, target=rel, now=now, after=after, check=check, why=why)
 
 
 def _mask_away(ctx: Context, cpus: CpuSet | None) -> CpuSet:
@@ -45,23 +45,23 @@ def _service_steps(ctx: Context) -> list[Step]:
     if ctx.process_names.get("irqbalance") and check_irqbalance(ctx).status is Status.FAIL:
         steps.append(
             Step(
-                SERVICE,
-                "irqbalance.service",
-                "active",
-                "inactive",
-                "services.irqbalance",
-                "it would move the IRQs back onto the RT CPUs within 10 s",
+                kind=SERVICE,
+                target="irqbalance.service",
+                now="active",
+                after="inactive",
+                check="services.irqbalance",
+                why="it would move the IRQs back onto the RT CPUs within 10 s",
             )
         )
     for timer in stoppable_timers(ctx):
         steps.append(
             Step(
-                SERVICE,
-                timer,
-                "active",
-                "inactive",
-                "updates.agents",
-                "no automatic update starts until the next boot (or softrt tune --revert)",
+                kind=SERVICE,
+                target=timer,
+                now="active",
+                after="inactive",
+                check="updates.agents",
+                why="no automatic update starts until the next boot (or softrt tune --revert)",
             )
         )
     return steps
@@ -219,12 +219,12 @@ def _task_steps(ctx: Context) -> list[Step]:
         after = _mask_away(ctx, task.allowed)
         steps.append(
             Step(
-                AFFINITY,
-                str(task.pid),
-                str(task.allowed),
-                str(after),
-                "cores.tasks",
-                "kernel thread off the RT CPUs" if task.kthread else "process off the RT CPUs",
+                kind=AFFINITY,
+                target=str(task.pid),
+                now=str(task.allowed),
+                after=str(after),
+                check="cores.tasks",
+                why="kernel thread off the RT CPUs" if task.kthread else "process off the RT CPUs",
                 tid=task.tid,
                 starttime=task.starttime,
                 comm=task.comm,

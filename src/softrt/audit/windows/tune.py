@@ -46,12 +46,12 @@ def _steps(w: WinFacts, report) -> list[Step]:
     if "idle.idle_disable" in bad and setting:
         steps.append(
             Step(
-                WIN_POWER,
-                setting.scheme,
-                str(setting.ac),
-                "1",
-                "idle.idle_disable",
-                f"idle states off on the active scheme ({setting.scheme_name})",
+                kind=WIN_POWER,
+                target=setting.scheme,
+                now=str(setting.ac),
+                after="1",
+                check="idle.idle_disable",
+                why=f"idle states off on the active scheme ({setting.scheme_name})",
             )
         )
     for name, svc in w.services.items():
@@ -59,12 +59,12 @@ def _steps(w: WinFacts, report) -> list[Step]:
         if cid in bad and svc.readable:
             steps.append(
                 Step(
-                    WIN_SERVICE,
-                    name,
-                    svc.value,
-                    winsettings.service_value("disabled", "stopped"),
-                    cid,
-                    f"{name} stopped and disabled",
+                    kind=WIN_SERVICE,
+                    target=name,
+                    now=svc.value,
+                    after=winsettings.service_value("disabled", "stopped"),
+                    check=cid,
+                    why=f"{name} stopped and disabled",
                 )
             )
     wanted = checks.rss_range_off(w)
@@ -74,12 +74,12 @@ def _steps(w: WinFacts, report) -> list[Step]:
         if a.get("Enabled") and cpus is not None and not cpus.isdisjoint(w.existing_rt):
             steps.append(
                 Step(
-                    WIN_RSS,
-                    str(a["Name"]),
-                    f"{min(cpus)}-{max(cpus)}",
-                    f"{wanted[0]}-{wanted[1]}",
-                    "irq.rss",
-                    f"receive DPCs of {a['Name']} on CPUs {wanted[0]}-{wanted[1]} only",
+                    kind=WIN_RSS,
+                    target=str(a["Name"]),
+                    now=f"{min(cpus)}-{max(cpus)}",
+                    after=f"{wanted[0]}-{wanted[1]}",
+                    check="irq.rss",
+                    why=f"receive DPCs of {a['Name']} on CPUs {wanted[0]}-{wanted[1]} only",
                 )
             )
     return steps
@@ -175,25 +175,25 @@ def apply_plan(plan: Plan, state_path: Path | None = None, runner: wincmd.Runner
             w = windows.gather(plan.rt_cpus, plan.root, runner)  # read again just before the change
             now = current(w, step.kind, step.target)
             if now is None:
-                result.outcomes.append(Outcome(step.target, "skipped", "cannot be read any more"))
+                result.outcomes.append(Outcome(target=step.target, status="skipped", detail="cannot be read any more"))
                 continue
             if now == step.after:
-                result.outcomes.append(Outcome(step.target, "skipped", "already set"))
+                result.outcomes.append(Outcome(target=step.target, status="skipped", detail="already set"))
                 continue
             try:
                 journal.append(
                     {"kind": step.kind, "target": step.target, "before": now, "after": step.after, "check": step.check}
                 )
             except ConfigError as err:  # what it holds now could not be put back (a pending state): leave it
-                result.outcomes.append(Outcome(step.target, "skipped", f"refused: {err.msg}"))
+                result.outcomes.append(Outcome(target=step.target, status="skipped", detail=f"refused: {err.msg}"))
                 continue
             entries += 1
             failed = _run_all(w, winsettings.commands(step.kind, step.target, now, step.after))
             if failed:
                 result.complete = False
-                result.outcomes.append(Outcome(step.target, "failed", failed))
+                result.outcomes.append(Outcome(target=step.target, status="failed", detail=failed))
             else:
-                result.outcomes.append(Outcome(step.target, "applied", f"{now} -> {step.after}"))
+                result.outcomes.append(Outcome(target=step.target, status="applied", detail=f"{now} -> {step.after}"))
     finally:
         journal.close()
         if entries == 0:
@@ -217,23 +217,27 @@ def revert(root: str, state_path: Path | None = None, runner: wincmd.Runner | No
     for entry in reversed(entries):
         kind, target, before = entry["kind"], entry["target"], entry["before"]
         if kind not in winsettings.KINDS:
-            result.outcomes.append(Outcome(target, "failed", f"a {kind} entry is not a Windows setting"))
+            result.outcomes.append(
+                Outcome(target=target, status="failed", detail=f"a {kind} entry is not a Windows setting")
+            )
             result.complete = False
             continue
         w = windows.gather(rt, root, runner)
         now = current(w, kind, target)
         if now == before:
-            result.outcomes.append(Outcome(target, "restored", before))
+            result.outcomes.append(Outcome(target=target, status="restored", detail=before))
             continue
         failed = _run_all(w, winsettings.commands(kind, target, now or entry.get("after", ""), before))
         readback = _read_back(rt, root, runner, kind, target)
         fix = winsettings.manual_fix(entry)
         if failed:
-            result.outcomes.append(Outcome(target, "failed", failed, fix=fix))
+            result.outcomes.append(Outcome(target=target, status="failed", detail=failed, fix=fix))
         elif readback != before:
-            result.outcomes.append(Outcome(target, "mismatch", f"reads {readback!r}, saved {before!r}", fix=fix))
+            result.outcomes.append(
+                Outcome(target=target, status="mismatch", detail=f"reads {readback!r}, saved {before!r}", fix=fix)
+            )
         else:
-            result.outcomes.append(Outcome(target, "restored", before))
+            result.outcomes.append(Outcome(target=target, status="restored", detail=before))
             continue
         result.complete = False
     if result.complete:
