@@ -127,7 +127,9 @@ def test_an_irq_the_kernel_keeps_is_reboot_only(good, how):
     good.set("/proc/irq/121/smp_affinity", "c")  # nvme0q1 on CPUs 2-3, a managed queue
     plan = plan_tune(RT, str(_managed(good, 121, how)))
     assert plan.steps == []  # no write the kernel would refuse
-    assert plan.fixed_irqs == ["IRQ 121 nvme0q1"] and plan.document().to_dict()["reboot_only_irqs"] == ["IRQ 121 nvme0q1"]
+    assert plan.fixed_irqs == ["IRQ 121 nvme0q1"] and plan.document().to_dict()["reboot_only_irqs"] == [
+        "IRQ 121 nvme0q1"
+    ]
     assert ("isolcpus=managed_irq,domain,3", "irq.devices") in plan.kernel_params
 
 

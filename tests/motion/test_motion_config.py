@@ -120,3 +120,18 @@ def test_trajectory_rejects_non_config():
     with pytest.raises(ConfigError):
         Trajectory({"axes": 1}, 250_000)
     assert Trajectory(None, 250_000).config == MotionConfig()  # None: the defaults
+
+
+def test_a_runs_unlimited_jerk_is_stored_as_json_softrt_reads_back():
+    """``softrt run --motion trapezoid --jerk inf`` wrote ``Infinity`` into config.json and summary.json:
+    no JSON (RFC 8259), so show and report refused the run it had just stored."""
+    import json
+
+    from softrt.schema.config import Config, RunConfig
+    from softrt.store.validate import parse_json
+
+    trap = MotionConfig(shape="trapezoid", jerk_counts_per_s3=math.inf)
+    text = json.dumps(RunConfig(motion=trap).document().to_dict(), allow_nan=False)
+    motion = Config.from_dict(parse_json(text, "config.json")).motion
+    assert motion is not None and motion["jerk_counts_per_s3"] is None
+    assert MotionConfig.from_mapping(motion) == trap

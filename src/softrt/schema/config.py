@@ -79,12 +79,12 @@ class RunConfig:
 
 
 def _json_value(value: object) -> object:
-    """A field's value as JSON holds it: a path as text, a dataclass (the motion) as its fields."""
+    """A field's value as JSON holds it: a path as text, the motion as its own JSON form
+    (MotionConfig.to_dict: an unlimited jerk is null, since JSON has no infinity, RFC 8259 section 6)."""
     if isinstance(value, Path):
         return str(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return value
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else value
 
 
 class Config(Doc):
