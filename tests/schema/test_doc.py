@@ -124,3 +124,15 @@ def test_build_writes_the_keys_given_in_their_order() -> None:
     summary = RunSummary.build(run_id="r", metrics=Metrics.build(cycles=2), host={}, future_key=1)
     assert list(summary.to_dict()) == ["run_id", "cycles", "host", "future_key"]
     assert RunSummary.from_dict(summary.to_dict()).to_dict() == summary.to_dict()
+
+
+def test_an_enum_field_is_written_as_its_value_and_read_back_as_its_member() -> None:
+    from softrt.schema.check import Finding, Severity, Status
+
+    f = Finding(id="irq.nic", title="NIC", status=Status.WARN, severity=Severity.HIGH, summary="s", evidence=["a"])
+    assert f.group == "irq" and f.evidence == ("a",)  # a frozen list, whatever it was built from
+    written = f.to_dict()
+    assert (written["status"], written["severity"], written["evidence"]) == ("warn", "high", ["a"])
+    assert Finding.from_dict(written) == f and Finding.from_dict(written).status is Status.WARN
+    with pytest.raises(ConfigError, match=r"^check.json: status must be one of ok, warn, fail, n/a, got 'bad'"):
+        Finding.from_dict({**written, "status": "bad"}, "check.json")

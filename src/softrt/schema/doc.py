@@ -334,18 +334,8 @@ def _converter(
     if typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis:  # a frozen list
         items = _converter(list[args[0]])  # type: ignore[valid-type]
         return lambda value, where, path: tuple(items(list(value) if isinstance(value, tuple) else value, where, path))
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):  # written as its value (a text enum: its text)
-        values = ", ".join(str(m.value) for m in hint)
-
-        def member(value: object, where: object, path: str) -> Any:
-            if isinstance(value, hint):
-                return value
-            try:
-                return hint(value)
-            except ValueError:
-                raise _bad(where, path, f"must be one of {values}, got {_show(value)}") from None
-
-        return member
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _member(hint)
     if isinstance(hint, type) and issubclass(hint, Doc):  # a document built in code was checked when built
         return lambda value, where, path: value if isinstance(value, hint) else hint.from_dict(value, where, path)
     if hint is bool:
@@ -384,6 +374,21 @@ def _converter(
     if hint is Any or hint is object:
         return lambda value, where, path: printable_strings(value)
     raise TypeError(f"unsupported field type {hint!r}")  # a bug in a Doc declaration
+
+
+def _member(kind: type[enum.Enum]) -> Converter:
+    """An enum field: written as its member's value (a text enum: its text), read back as the member."""
+    values = ", ".join(str(m.value) for m in kind)
+
+    def member(value: object, where: object, path: str) -> Any:
+        if isinstance(value, kind):
+            return value
+        try:
+            return kind(value)
+        except ValueError:
+            raise _bad(where, path, f"must be one of {values}, got {_show(value)}") from None
+
+    return member
 
 
 def _scalar(fits: Callable[[object], bool], problem: str) -> Callable[[object, object, str], Any]:
