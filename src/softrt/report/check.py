@@ -1,7 +1,7 @@
 """The ``softrt check`` taken with a run, as the report shows it (report layer).
 
-``softrt run --check`` keeps the check's summary in the run's summary (schema.summary.Check: ready,
-verdict, counts, fix_first) and the full report beside it in ``check.json`` (docs/run-format.md,
+``softrt run --check`` keeps the head of the check's report in the run's summary (ready, verdict,
+counts, fix_first) and the full report beside it in ``check.json`` (docs/run-format.md,
 schema.check.CheckReport), whose findings the report lists.
 """
 

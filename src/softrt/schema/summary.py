@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..units import format_number
+from .check import CheckReport
 from .config import Config as Config  # re-exported: the summary's configuration document
 from .device import Board
 from .doc import MAX_US, Doc, count, flatten, key, many, obj, opt, within
@@ -218,15 +219,6 @@ class Kept(Doc):
     aggregate_seconds: int | None = count(omit_none=True)
 
 
-class Check(Doc):
-    """The ``softrt check`` taken before the run (``--check``)."""
-
-    ready: bool | None = None
-    verdict: str | None = None
-    counts: dict[str, int] = obj()
-    fix_first: list[str] = many()
-
-
 class Supervisor(Doc):
     """A checkpoint's supervisor: ``BOOT_ID/PID/START`` tells whether it still runs (store.running)."""
 
@@ -323,7 +315,7 @@ class RunSummary(Doc):
     samples: Kept | None = opt()
     why_late: WhyLate | None = opt()
     verdict: Verdict | None = opt()
-    check: Check | None = opt()
+    check: CheckReport | None = opt()  # the check taken before the run (--check): its verdict and counts
     threads: list[ThreadResult] | None = opt()
     notes: list[str] | None = opt()
     imported: Imported | None = key("import", omit_none=True)

@@ -21,11 +21,12 @@ from ..errors import ConfigError, SoftRTError
 from ..ipc.ring import Ring
 from ..platform import get_platform
 from ..schema import summary as doc
+from ..schema.check import CheckReport
 from ..schema.config import RunConfig
 from ..schema.device import Board
 from ..schema.doc import present
 from ..schema.provenance import Provenance
-from ..schema.summary import SCHEMA, Check, RunSummary, Supervisor, Tuning
+from ..schema.summary import SCHEMA, RunSummary, Supervisor, Tuning
 from ..schema.tail import Tail
 from ..store.history import History, local_db_path
 from ..store.rundir import STATS, SUMMARY, RunDir
@@ -94,10 +95,10 @@ class RunParts:
         return round((self.stopped_at or time.monotonic()) - self.released_at, 3)
 
 
-def _check_of(report: Report) -> Check:
-    """The summary's part of the check taken before the run, read from its report (audit.model.Report:
-    the same values ``softrt check --json`` writes as ready, verdict, counts and fix_first)."""
-    return Check(
+def _check_of(report: Report) -> CheckReport:
+    """The summary's part of the check taken before the run: the head of its report (ready, verdict,
+    counts and fix_first, as ``softrt check --json`` and the run's ``check.json`` write them)."""
+    return CheckReport.build(
         ready=report.ready,
         verdict=report.verdict,
         counts=report.counts(),
