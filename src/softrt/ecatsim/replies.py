@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..ethercat.al import state_name
-from ..ethercat.nsstat import NsSummary
+from ..ethercat.nsstat import NsStat
 from ..schema.doc import Doc, count, many, obj, opt
 from .dc import Sync0Watch
 from .slave import DriveApp
@@ -128,8 +128,8 @@ def sim_stats(sim: Any) -> SimStats:
         injected=dict(sim.faults.injected),
         mute_at=sim.mute_at,
         muted=sim.counters.muted,
-        answer_us=_in_us(sim.counters.answer.summary()),
-        wait_us=_in_us(sim.counters.wait.summary()),
+        answer_us=_in_us(sim.counters.answer),
+        wait_us=_in_us(sim.counters.wait),
         slaves=[_slave(esc, app) for esc, app in zip(sim.escs, sim.apps)],
     )
 
@@ -185,6 +185,7 @@ def _slave(esc: Any, app: object) -> SlaveStats:
     )
 
 
-def _in_us(summary: NsSummary | None) -> Mapping[str, float]:
+def _in_us(stat: NsStat) -> Mapping[str, Any]:
     """A statistic's min/max/mean/p50/p99 in µs (empty without samples)."""
-    return {} if summary is None else summary.in_us()._asdict()
+    figures = stat.summary_us()
+    return {} if figures is None else figures.to_dict()

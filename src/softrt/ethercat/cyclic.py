@@ -38,7 +38,7 @@ import struct
 import time
 from dataclasses import dataclass
 
-from ..schema.device import Frames, LateRoundTrip
+from ..schema.device import Frames
 from .errors import EcatError
 from .nsstat import NsStat
 from .transport import as_link
@@ -299,13 +299,12 @@ class CyclicFrame:
 
     def report(self) -> Frames:
         """Frames sent and how each ended (the board's ``frames`` block; docs/ethercat.md)."""
-        late = self.late.summary()
         return Frames(
             sent=self.sent,
             answered=self.answered,
             unanswered=self.unanswered,
             late=self.late.n + self.late_untimed,
-            late_rtt_us=LateRoundTrip(**late.in_us()._asdict()) if late else None,
+            late_rtt_us=self.late.summary_us(),
             duplicates=self.duplicates,
             bad={k: v for k, v in self.bad.items() if v},
             foreign=self.foreign,

@@ -27,7 +27,7 @@ import struct
 import time
 from dataclasses import dataclass
 
-from ..schema.device import DcReference, DcSlave, DiffStats, DistributedClocks, Phase, Sync0
+from ..schema.device import DcReference, DcSlave, DistributedClocks, Phase, Sync0
 from ..schema.device import PhaseLock as LockReport
 from ..schema.doc import present
 from .dc import (
@@ -326,7 +326,7 @@ class DcMonitor:
                     name=s.name,
                     samples=s.stat.n,
                     unanswered=s.unanswered,
-                    abs_diff_ns=None if (d := s.stat.summary()) is None else DiffStats(**d._asdict()),
+                    abs_diff_ns=s.stat.summary(),
                 )
                 for s in self.probe.slaves
             ],

@@ -1,29 +1,15 @@
 """A few-thousand-sample statistic of durations in ns, kept per event without numpy (ethercat layer).
 
 Count, min, max, exact sum and a log-linear histogram (:func:`softrt.analysis.hdr.key_of`, within
-0.1 %) of |value|; the percentiles come from :class:`softrt.analysis.hdr.Hdr` when asked. Used for
-each slave's 0x092C (:mod:`.dcmonitor`) and for the cyclic frame's late replies (:mod:`.cyclic`).
+0.1 %) of |value|; the percentiles come from :class:`softrt.analysis.hdr.Hdr` when asked, as the
+schema's five figures (``DiffStats`` in ns, ``LateRoundTrip`` in µs). Used for each slave's 0x092C
+(:mod:`.dcmonitor`), the cyclic frame's late replies (:mod:`.cyclic`) and the simulator's answer time.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from ..analysis.hdr import Hdr, key_of
-
-
-class NsSummary(NamedTuple):
-    """|value| statistics in ns: the fields of the schema's DiffStats and LateRoundTrip, in their order."""
-
-    min: float
-    max: float
-    mean: float
-    p50: float
-    p99: float
-
-    def in_us(self) -> NsSummary:
-        """The same figures in µs, to 0.1 µs (as the reports write them)."""
-        return NsSummary(*(round(v / 1e3, 1) for v in self))
+from ..schema.device import DiffStats, LateRoundTrip
 
 
 class NsStat:
@@ -48,8 +34,8 @@ class NsStat:
         k = key_of(a)
         self.keys[k] = self.keys.get(k, 0) + 1
 
-    def summary(self) -> NsSummary | None:
-        """min/max/mean/p50/p99 in ns (None without samples)."""
+    def summary(self) -> DiffStats | None:
+        """min/max/mean/p50/p99 in ns, to 0.1 ns (None without samples)."""
         if not self.n:
             return None
         keys = sorted(self.keys)
@@ -62,4 +48,17 @@ class NsStat:
             max_ns=self.max,
         )
         p50, p99 = hdr.percentiles((50, 99))
-        return NsSummary(self.min, self.max, round(self.total / self.n, 1), round(p50, 1), round(p99, 1))
+        return DiffStats(
+            min=self.min, max=self.max, mean=round(self.total / self.n, 1), p50=round(p50, 1), p99=round(p99, 1)
+        )
+
+    def summary_us(self) -> LateRoundTrip | None:
+        """The same figures in µs, to 0.1 µs (as the reports write them); None without samples."""
+        ns = self.summary()
+        if ns is None:
+            return None
+
+        def us(value: float | None) -> float | None:
+            return None if value is None else round(value / 1e3, 1)
+
+        return LateRoundTrip(min=us(ns.min), max=us(ns.max), mean=us(ns.mean), p50=us(ns.p50), p99=us(ns.p99))
