@@ -3,9 +3,9 @@
 Every control request (``softrt ecat-sim --control``, :mod:`.control`) is answered with one JSON
 object: :class:`Refusal` (``{"ok": false, "error": ...}``) when it is refused, else the
 simulator's state, :class:`SimStats` (``ok`` true, its counters and every slave). The keys are
-declared here once (docs/ethercat.md, "Fault injection"), so a reader keys on fields and a reply
-is checked as it is built (:class:`~softrt.schema.doc.Doc`). Times are µs, rates ppm: the units
-of the reports. A slave's DC keys exist only on a slave with distributed clocks, its drive keys
+declared here once (docs/ethercat.md, "Against the simulator", lists the requests), so a reader
+keys on fields and a reply is checked as it is built (:class:`~softrt.schema.doc.Doc`). Times are
+µs, rates ppm: the units of the reports. A slave's DC keys exist only on a slave with distributed clocks, its drive keys
 only on a drive (:meth:`Doc.build` writes the keys given, in their order).
 """
 
