@@ -251,22 +251,8 @@ def test_services_are_stopped_and_started_again(good, state_dir):
         CpuSet([0, 1, 2]),
         str(good),
         steps=[
-            Step(
-                kind="service",
-                target="irqbalance.service",
-                now="active",
-                after="inactive",
-                check="services.irqbalance",
-                why="why",
-            ),
-            Step(
-                kind="service",
-                target="apt-daily.timer",
-                now="active",
-                after="inactive",
-                check="updates.agents",
-                why="why",
-            ),
+            Step(kind="service", target=unit, now="active", after="inactive", check=check, why="why")
+            for unit, check in (("irqbalance.service", "services.irqbalance"), ("apt-daily.timer", "updates.agents"))
         ],
     )
     systemctl = FakeSystemctl()

@@ -63,12 +63,7 @@ class Outcome(Doc):
     target: str
     status: str  # applied | skipped | failed | restored | unchanged | gone | mismatch | kept
     detail: str = ""
-    fix: str | None = opt()  # how to do it by hand, when softrt could not ("" as None: no key)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.fix == "":
-            object.__setattr__(self, "fix", None)
+    fix: str | None = opt()  # how to do it by hand, when softrt could not
 
 
 def boot_id(root: str | os.PathLike[str] = "/") -> str | None:

@@ -98,12 +98,8 @@ class RunParts:
 def _check_of(report: Report) -> CheckReport:
     """The summary's part of the check taken before the run: the head of its report (ready, verdict,
     counts and fix_first, as ``softrt check --json`` and the run's ``check.json`` write them)."""
-    return CheckReport.build(
-        ready=report.ready,
-        verdict=report.verdict,
-        counts=report.counts(),
-        fix_first=[f.id for f in report.priorities()],
-    )
+    doc = report.document()
+    return CheckReport.build(ready=doc.ready, verdict=doc.verdict, counts=doc.counts, fix_first=doc.fix_first)
 
 
 def run_summary(parts: RunParts, *, running: bool) -> RunSummary:

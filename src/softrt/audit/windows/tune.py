@@ -229,7 +229,7 @@ def revert(root: str, state_path: Path | None = None, runner: wincmd.Runner | No
             continue
         failed = _run_all(w, winsettings.commands(kind, target, now or entry.get("after", ""), before))
         readback = _read_back(rt, root, runner, kind, target)
-        fix = winsettings.manual_fix(entry)
+        fix = winsettings.manual_fix(entry) or None  # (none for this kind: no key)
         if failed:
             result.outcomes.append(Outcome(target=target, status="failed", detail=failed, fix=fix))
         elif readback != before:
