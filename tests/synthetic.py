@@ -25,6 +25,7 @@ from softrt.motion import MotionConfig, motion_impact
 from softrt.schema.config import DEFAULT_THRESHOLD_NS
 from softrt.schema.device import Board
 from softrt.schema.doc import present
+from softrt.schema.runstats import StatsState
 from softrt.schema.summary import SCHEMA, Config, Motion, Ring, RunSummary, Tuned, Tuning
 from softrt.schema.why_late import WhyLate
 from softrt.store.rundir import STATS, RunDir
@@ -278,7 +279,7 @@ def write_synthetic_long_late_run(
     stats = RunStats(period_ns)
     for seg in segments:
         stats.merge(RunStats(period_ns).add(seg))
-    ordinary = RunStats(period_ns).add(synthetic_records(100 * per_s, period_ns, seed=seed)).to_dict()
+    ordinary = RunStats(period_ns).add(synthetic_records(100 * per_s, period_ns, seed=seed)).document().to_dict()
     scale = (cycles - kept.size) / (100 * per_s)
     for h in ordinary["series_ns"].values():
         h["counts"] = [max(int(round(x * scale)), 1) for x in h["counts"]]
@@ -287,7 +288,7 @@ def write_synthetic_long_late_run(
         h["m2_ns2"] = h["m2_ns2"] * scale
     for key in ("cycles", "records_expected"):
         ordinary["counters"][key] = int(cycles - kept.size)
-    stats = RunStats.from_dict(ordinary).merge(stats)
+    stats = RunStats.of_document(StatsState.from_dict(ordinary)).merge(stats)
     # One aggregate row a second.
     sec = np.arange(seconds, dtype=np.int64)
     cols = {
@@ -365,5 +366,5 @@ def _write(rd: RunDir, summary: RunSummary, stats: RunStats) -> None:
     summary.validate(rd.path)
     rd.write_json("config.json", summary.config.to_dict())
     rd.write_json("host.json", summary.host)
-    rd.write_json(STATS, stats.to_dict())
+    rd.write_json(STATS, stats.document().to_dict())
     rd.write_json("summary.json", summary.to_dict())

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from softrt.analysis import RunStats, derive, summarize
 from softrt.analysis.hdr import EXACT_BELOW_NS, RELATIVE_ERROR, Hdr, bucket_bounds, bucket_keys, key_of
+from softrt.errors import ConfigError
 from softrt.ipc.layout import FLAG_DEVICE_ERROR, RECORD_DTYPE
+from softrt.schema.runstats import StatsState
 
 PERIOD = 250_000
 Q = (50.0, 99.0, 99.9, 99.99)
@@ -191,10 +193,10 @@ def test_merge_pools_runs_without_a_period_across_them():
 
 
 def test_a_stats_file_from_before_the_late_count_reads_it_as_unknown():
-    doc = json.loads(json.dumps(RunStats(PERIOD).add(records(n=500)).to_dict()))
+    doc = json.loads(json.dumps(RunStats(PERIOD).add(records(n=500)).document().to_dict()))
     del doc["counters"]["late_cycles"], doc["late_threshold_ns"]
     doc["carry"].pop("done_ns")
-    old = RunStats.from_dict(doc)
+    old = RunStats.of_document(StatsState.from_dict(doc))
     assert old.summary().to_dict()["late_cycles"] is None and old.rule.threshold_ns == THRESHOLD
     assert old.merge(RunStats(PERIOD).add(records(n=500))).summary().to_dict()["late_cycles"] is None
 
@@ -202,9 +204,9 @@ def test_a_stats_file_from_before_the_late_count_reads_it_as_unknown():
 def test_round_trip_through_json_and_continue():
     rec = records(n=10_000, seed=6, drops=[(3_000, 3_010)], rtt=True)
     first = RunStats(PERIOD).add(rec[:4_000])
-    doc = json.loads(json.dumps(first.to_dict()))
-    back = RunStats.from_dict(doc)
-    assert back.summary().to_dict() == first.summary().to_dict() and back.to_dict() == first.to_dict()
+    doc = json.loads(json.dumps(first.document().to_dict()))
+    back = RunStats.of_document(StatsState.from_dict(doc))
+    assert back.summary().to_dict() == first.summary().to_dict() and back.document() == first.document()
     # The carried record survives: a checkpoint can be resumed, and a period spans the cut.
     back.add(rec[4_000:])
     assert back.summary().to_dict() == RunStats(PERIOD).add(rec[:4_000]).add(rec[4_000:]).summary().to_dict()
@@ -212,17 +214,21 @@ def test_round_trip_through_json_and_continue():
     assert len(keys) < 2_000  # sparse: only the buckets that hold samples
 
 
-def test_from_dict_rejects_inconsistent_documents():
-    doc = RunStats(PERIOD).add(records(n=500)).to_dict()
+def test_a_stats_document_that_does_not_hold_together_is_refused():
+    doc = RunStats(PERIOD).add(records(n=500)).document().to_dict()
     bad = json.loads(json.dumps(doc))
     bad["series_ns"]["latency"]["counts"][0] += 1
-    with pytest.raises(ValueError, match="add up"):
-        RunStats.from_dict(bad)
+    with pytest.raises(ValueError, match="add up"):  # what only the histogram knows
+        RunStats.of_document(StatsState.from_dict(bad))
     with pytest.raises(ValueError, match="format"):
-        RunStats.from_dict({**doc, "format": "other/1"})
+        RunStats.of_document(StatsState.from_dict({**doc, "format": "other/1"}))
     del bad["counters"]
-    with pytest.raises(ValueError, match="counters"):
-        RunStats.from_dict(bad)
+    with pytest.raises(ConfigError, match=r"stats.json: counters is missing"):  # what the document knows
+        StatsState.from_dict(bad, "stats.json")
+    negative = json.loads(json.dumps(doc))
+    negative["counters"]["overruns"] = -1
+    with pytest.raises(ConfigError, match=r"counters.overruns cannot be negative"):
+        StatsState.from_dict(negative, "stats.json")
 
 
 def test_snapshot_names_the_worst_cycle_and_when():

@@ -136,3 +136,22 @@ def test_an_enum_field_is_written_as_its_value_and_read_back_as_its_member() -> 
     assert Finding.from_dict(written) == f and Finding.from_dict(written).status is Status.WARN
     with pytest.raises(ConfigError, match=r"^check.json: status must be one of ok, warn, fail, n/a, got 'bad'"):
         Finding.from_dict({**written, "status": "bad"}, "check.json")
+
+
+def test_a_field_without_a_default_that_a_file_lacks_is_named() -> None:
+    from softrt.schema.check import Finding
+
+    with pytest.raises(ConfigError, match=r"^check.json: findings\[0\].summary is missing"):
+        Finding.from_dict({"id": "a.b", "title": "t", "status": "ok", "severity": "low"}, "check.json", "findings[0]")
+
+
+def test_a_list_of_numbers_is_checked_item_by_item_also_on_its_fast_path() -> None:
+    from softrt.schema.runstats import Histogram
+
+    ok = dict(n=2, sum_ns=3, m2_ns2=0.5, min_ns=1, max_ns=2, keys=[1, 2], counts=[1, 1])
+    assert Histogram.from_dict(ok).to_dict() == ok and Histogram(**ok).keys == [1, 2]
+    for bad, message in (([1, True], r"keys\[1\] must be a whole number, got True"), ([1, 2.0], r"keys\[1\] must")):
+        with pytest.raises(ConfigError, match=message):
+            Histogram.from_dict({**ok, "keys": bad})
+        with pytest.raises(ConfigError, match=message):
+            Histogram(**{**ok, "keys": bad})

@@ -27,10 +27,10 @@ more are counted in the bucket of 2^53 - 1.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
+from ..schema.runstats import Histogram
 from ..schema.summary import Stats
 
 SUB_BITS = 10
@@ -281,40 +281,39 @@ class Hdr:
         return nz + self.origin, self.counts[nz]
 
     # -- storage -------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """Compact JSON form: exact moments and the non-empty buckets (docs/run-format.md)."""
+    def document(self) -> Histogram:
+        """Compact form (stats.json's ``series_ns``): exact moments and the non-empty buckets."""
         keys, counts = self.buckets()
-        return {
-            "n": self.n,
-            "sum_ns": self.total,
-            "m2_ns2": self.m2,
-            "min_ns": self.min,
-            "max_ns": self.max,
-            "keys": keys.tolist(),
-            "counts": counts.tolist(),
-        }
+        return Histogram(
+            n=self.n,
+            sum_ns=self.total,
+            m2_ns2=self.m2,
+            min_ns=self.min,
+            max_ns=self.max,
+            keys=keys.tolist(),
+            counts=counts.tolist(),
+        )
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> Hdr:
-        """Rebuild a histogram written by :meth:`to_dict`; raise ValueError when it is inconsistent."""
-        out = cls()
-        n = int(doc["n"])
-        if not isinstance(doc["keys"], list) or not isinstance(doc["counts"], list) or len(doc["keys"]) > _KEY_SPAN:
+    def of_document(cls, doc: Histogram) -> Hdr:
+        """Rebuild a histogram from :meth:`document`'s; ValueError when its buckets are inconsistent
+        (the document checked each value's type when it was read)."""
+        if len(doc.keys) > _KEY_SPAN:
             raise ValueError(f"histogram keys and counts must be lists of at most {_KEY_SPAN} buckets")
-        keys = np.asarray(doc["keys"], dtype=np.int64)
-        counts = np.asarray(doc["counts"], dtype=np.int64)
-        if keys.ndim != 1 or keys.shape != counts.shape or (counts < 0).any() or int(counts.sum(dtype=object)) != n:
-            raise ValueError(f"histogram buckets do not add up to its count ({n})")
-        if n == 0:
-            return out
+        keys = np.asarray(doc.keys, dtype=np.int64)
+        counts = np.asarray(doc.counts, dtype=np.int64)
+        if keys.shape != counts.shape or (counts < 0).any() or int(counts.sum(dtype=object)) != doc.n:
+            raise ValueError(f"histogram buckets do not add up to its count ({doc.n})")
+        if doc.n == 0:
+            return cls()
         # Every key of the layout lies in [_KEY_MIN, _KEY_MAX] (values are clipped at 2^53 ns): a key
         # outside it is not one, and would size the dense array below (a key of 2e9: 15 GiB).
         if keys[0] < _KEY_MIN or keys[-1] > _KEY_MAX or (keys.size > 1 and (np.diff(keys) <= 0).any()):
             raise ValueError(f"histogram bucket keys are not increasing within {_KEY_MIN}..{_KEY_MAX}")
-        total, lo, hi = int(doc["sum_ns"]), int(doc["min_ns"]), int(doc["max_ns"])
-        if not (lo <= hi and key_of(lo) <= keys[0] and keys[-1] <= key_of(hi)):
+        lo, hi = doc.min_ns, doc.max_ns
+        if lo is None or hi is None or not (lo <= hi and key_of(lo) <= keys[0] and keys[-1] <= key_of(hi)):
             raise ValueError("histogram min and max do not bound its buckets")
-        return cls.of_buckets(keys, counts, total_ns=total, m2_ns2=float(doc["m2_ns2"]), min_ns=lo, max_ns=hi)
+        return cls.of_buckets(keys, counts, total_ns=doc.sum_ns, m2_ns2=doc.m2_ns2, min_ns=lo, max_ns=hi)
 
     @classmethod
     def of_buckets(

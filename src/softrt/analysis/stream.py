@@ -18,8 +18,8 @@ The metrics, in the seed's terms (docs/run-format.md):
 * late cycles — counted by softrt's one rule (:class:`softrt.analysis.cycles.LateRule`);
 * rtt     — a frame's round trip (EtherCAT), over the records that carry one.
 
-:meth:`RunStats.merge` pools runs (no period spans two runs); :meth:`RunStats.to_dict` /
-:meth:`RunStats.from_dict` store the state with the run (``histograms.json``) so reports and
+:meth:`RunStats.merge` pools runs (no period spans two runs); :meth:`RunStats.document` /
+:meth:`RunStats.of_document` store the state with the run (``stats.json``, schema.runstats) so reports and
 pooled comparisons merge it instead of re-reading samples; :meth:`RunStats.snapshot` is the live
 progress (constant cost).
 """
@@ -27,12 +27,13 @@ progress (constant cost).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, TypedDict
+from typing import Final, TypedDict
 
 import numpy as np
 
 from ..ipc.layout import FLAG_DEVICE_ERROR, RECORD_DTYPE
 from ..schema.config import DEFAULT_THRESHOLD_NS
+from ..schema.runstats import CarriedRecord, HistogramLayout, SeriesHistograms, StatsCounters, StatsState, WorstPeriod
 from ..schema.summary import Metrics, Misses
 from .cycles import Carry, CycleStream, CycleView, LateRule
 from .hdr import FORMAT as HDR_FORMAT
@@ -47,7 +48,7 @@ FORMAT = "softrt.runstats/1"
 
 
 class Counters(TypedDict):
-    """The pass's counts, stats.json's ``counters`` in this order (a record: its keys are fixed).
+    """The pass's counts as it adds them (stored as schema.runstats.StatsCounters, in this order).
     ``late_cycles`` is None when unknown (a stats.json written before softrt counted them)."""
 
     cycles: int
@@ -269,65 +270,72 @@ class RunStats:
         )
 
     # -- storage ---------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (``histograms.json``, docs/run-format.md): counters, worst period, sparse histograms."""
-        return {
-            "format": FORMAT,
-            "histogram": {"format": HDR_FORMAT, "sub_bucket_bits": SUB_BITS, "relative_error": RELATIVE_ERROR},
-            "period_ns": self.period_ns,
-            "late_threshold_ns": self.rule.threshold_ns,
-            "counters": dict(self.counters),
-            "rtt_seen": self.rtt_seen,
-            "worst_period": {
-                "period_ns": self.worst_period_ns,
-                "seq": self.worst_seq,
-                "detect_ns": self.worst_detect_ns,
-                "first_detect_ns": self.first_detect_ns,
-            },
-            "carry": None if self.cycles.prev is None else self.cycles.prev._asdict(),
-            "series_ns": {name: self.hist[name].to_dict() for name in SERIES},
-        }
+    def document(self) -> StatsState:
+        """The state as ``stats.json`` holds it (docs/run-format.md): counters, worst period, sparse histograms."""
+        h = self.hist
+        return StatsState(
+            format=FORMAT,
+            histogram=HistogramLayout(format=HDR_FORMAT, sub_bucket_bits=SUB_BITS, relative_error=RELATIVE_ERROR),
+            period_ns=self.period_ns,
+            late_threshold_ns=self.rule.threshold_ns,
+            counters=StatsCounters(**self.counters),
+            rtt_seen=self.rtt_seen,
+            worst_period=WorstPeriod(
+                period_ns=self.worst_period_ns,
+                seq=self.worst_seq,
+                detect_ns=self.worst_detect_ns,
+                first_detect_ns=self.first_detect_ns,
+            ),
+            carry=None if (prev := self.cycles.prev) is None else CarriedRecord(**prev._asdict()),
+            series_ns=SeriesHistograms(
+                period=h["period"].document(),
+                process=h["process"].document(),
+                latency=h["latency"].document(),
+                slack=h["slack"].document(),
+                rtt=h["rtt"].document(),
+            ),
+        )
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> RunStats:
-        """Rebuild the state written by :meth:`to_dict`; raise ValueError when it cannot be read."""
-        try:
-            if doc.get("format") != FORMAT:
-                raise ValueError(f"not a softrt run statistics document (format {str(doc.get('format'))[:40]!r})")
-            if int(doc["histogram"]["sub_bucket_bits"]) != SUB_BITS:
-                raise ValueError(
-                    f"histogram with {str(doc['histogram']['sub_bucket_bits'])[:20]} sub-bucket bits "
-                    f"(this softrt reads {SUB_BITS})"
-                )
-            out = cls(int(doc["period_ns"]), int(doc.get("late_threshold_ns", DEFAULT_THRESHOLD_NS)))
-            counts = doc["counters"]
-            for key in _SUMMED:
-                out.counters[key] = int(counts[key])
-            out.counters["longest_miss_run"] = int(counts["longest_miss_run"])
-            # late_cycles: absent from files written before softrt counted them (unknown)
-            out.counters["late_cycles"] = _opt_int(counts.get("late_cycles"))
-            out.rtt_seen = bool(doc["rtt_seen"])
-            worst = doc["worst_period"]
-            out.worst_period_ns, out.worst_seq = _opt_int(worst["period_ns"]), _opt_int(worst["seq"])
-            out.worst_detect_ns, out.first_detect_ns = _opt_int(worst["detect_ns"]), _opt_int(worst["first_detect_ns"])
-            out.cycles.prev = _carry(doc["carry"])
-            out.keep = None  # stats.json holds no kept values (store.tailkeep reads tail.npz)
-            for name in SERIES:
-                out.hist[name] = Hdr.from_dict(doc["series_ns"][name])
-        except (KeyError, TypeError, AttributeError) as err:
-            raise ValueError(f"run statistics document lacks or mistypes {err}") from None
+    def of_document(cls, doc: StatsState) -> RunStats:
+        """Rebuild the state :meth:`document` gave; ValueError when this softrt cannot continue it
+        (another format or histogram layout, inconsistent buckets)."""
+        if doc.format != FORMAT:
+            raise ValueError(f"not a softrt run statistics document (format {doc.format[:40]!r})")
+        if doc.histogram.sub_bucket_bits != SUB_BITS:
+            raise ValueError(
+                f"histogram with {doc.histogram.sub_bucket_bits} sub-bucket bits (this softrt reads {SUB_BITS})"
+            )
+        out = cls(doc.period_ns, doc.late_threshold_ns)
+        c = doc.counters
+        out.counters = Counters(
+            cycles=c.cycles,
+            records_expected=c.records_expected,
+            missed_updates=c.missed_updates,
+            cycles_with_miss=c.cycles_with_miss,
+            longest_miss_run=c.longest_miss_run,
+            overruns=c.overruns,
+            device_errors=c.device_errors,
+            late_cycles=c.late_cycles,
+        )
+        out.rtt_seen = doc.rtt_seen
+        worst = doc.worst_period
+        out.worst_period_ns, out.worst_seq = worst.period_ns, worst.seq
+        out.worst_detect_ns, out.first_detect_ns = worst.detect_ns, worst.first_detect_ns
+        out.cycles.prev = _carry(doc.carry)
+        out.keep = None  # stats.json holds no kept values (store.tailkeep reads tail.npz)
+        for name in SERIES:
+            out.hist[name] = Hdr.of_document(getattr(doc.series_ns, name))
         return out
 
 
-def _opt_int(x: Any) -> int | None:
-    return None if x is None else int(x)
-
-
-def _carry(doc: dict[str, Any] | None) -> Carry | None:
-    """The carried record of stats.json (files before the late rule lack its ``done_ns``; 0 then)."""
-    if doc is None or doc.get("seq") is None:
+def _carry(doc: CarriedRecord | None) -> Carry | None:
+    """The carried record (files before the late rule lack its ``done_ns``: 0 then)."""
+    if doc is None or doc.seq is None:
         return None
-    return Carry(int(doc["seq"]), int(doc["detect_ns"]), int(doc.get("done_ns") or 0))
+    if doc.detect_ns is None:
+        raise ValueError("the carried record has a seq but no detect_ns")
+    return Carry(doc.seq, doc.detect_ns, doc.done_ns or 0)
 
 
 def summarize(

@@ -178,7 +178,8 @@ class Doc:
     @classmethod
     def from_dict(cls: type[T], doc: object, where: object = "document", path: str = "") -> T:
         """Read *doc* (a parsed JSON object); ConfigError naming *where* and the field when a value
-        has the wrong type or range. Missing fields take their defaults."""
+        has the wrong type or range, or when a field without a default is missing. Missing fields
+        take their defaults."""
         if not isinstance(doc, dict):
             raise _bad(where, path or "the document", f"must be an object, got {_show(doc)}")
         token = _READING.set(True)
@@ -200,6 +201,8 @@ class Doc:
                 )
             elif key in doc:
                 values[name] = convert(doc[key], where, f"{path}.{key}" if path else key)
+            elif key in _required(cls):
+                raise _bad(where, f"{path}.{key}" if path else key, "is missing")
         return values, _keys(cls)
 
     def to_dict(self) -> dict[str, Any]:
@@ -269,6 +272,17 @@ def _bound(f: dataclasses.Field[Any]) -> float | None:
 
 
 @_per_class
+def _required(cls: type) -> frozenset[str]:
+    """The JSON keys of *cls*'s fields that have no default: a file must hold them."""
+    missing = dataclasses.MISSING
+    return frozenset(
+        f.metadata.get("key", f.name)
+        for f, _ in _fields(cls)
+        if f.default is missing and f.default_factory is missing and not f.metadata.get("flatten")
+    )
+
+
+@_per_class
 def _keys(cls: type) -> frozenset[str]:
     """The JSON keys *cls* reads (a flattened Doc's included)."""
     return frozenset[str]().union(*(_keys(inner) if inner is not None else {key} for _, key, _, inner in _plan(cls)))
@@ -290,8 +304,14 @@ def _dump(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, (list, tuple)):
+        if all(type(v) in _PLAIN for v in value):  # a histogram's buckets: thousands of numbers
+            return list(value)
         return [_dump(v) for v in value]
     return value
+
+
+#: The JSON values :func:`_dump` writes as they are.
+_PLAIN = frozenset((int, float, str, bool, type(None)))
 
 
 @cache
@@ -321,10 +341,14 @@ def _converter(
         return union
     if typing.get_origin(hint) is list:
         item = _converter(args[0])
+        # A list of plain numbers (a histogram's buckets: thousands) is checked in one pass.
+        plain = {int: (int,), float: (int, float)}.get(args[0])
 
         def many(value: object, where: object, path: str) -> list[Any]:
             if not isinstance(value, list):
                 raise _bad(where, path, f"must be a list, got {_show(value)}")
+            if plain is not None and all(type(v) in plain for v in value):
+                return value
             try:
                 return [item(v, where, path) for v in value]
             except ConfigError:  # again, naming the item that is wrong

@@ -97,7 +97,7 @@ class Collector:
     def write(self, rundir: RunDir) -> None:
         """Store the pass's state with the run (``stats.json``, docs/run-format.md)."""
         self.flush()
-        rundir.write_json(STATS, self.stats.to_dict())
+        rundir.write_json(STATS, self.stats.document().to_dict())
 
     def write_tail(self, rundir: RunDir) -> bool:
         """Store the tail model's raw material (``tail.npz``, store.tailkeep), after the summary: it

@@ -202,7 +202,7 @@ def checkpoint(parts: RunParts, *, wait: bool = False) -> None:
     try:
         docs = {SUMMARY: run_summary(parts, running=True).to_dict()}
         parts.collector.flush()
-        docs[STATS] = parts.collector.stats.to_dict()
+        docs[STATS] = parts.collector.stats.document().to_dict()
     except SoftRTError:
         return
     if parts.checkpoints == 0:  # a killed run keeps what it ran with

@@ -37,6 +37,7 @@ from ..ipc.layout import RECORD_DTYPE, RECORD_FIELDS
 from ..platform import O_PRIVATE_BINARY, preallocate
 from ..platform.outfile import chmod_open
 from ..schema.config import DEFAULT_THRESHOLD_NS
+from ..schema.runstats import StatsState
 from ..schema.summary import Kept, RunSummary
 from ..schema.text import printable, safe_name
 from .batch import Batch
@@ -397,10 +398,7 @@ def load_run_stats(
         raise SoftRTError(f"{file} is missing", hint="copy the whole run directory, stats.json included")
     if os.path.lexists(file):
         try:  # bounded: size, depth, NaN, 64-bit integers (store.validate), then every bucket key (analysis.hdr)
-            doc = load_json(file, "run statistics")
-            if not isinstance(doc, dict):
-                raise ValueError("not a JSON object")
-            return RunStats.from_dict(doc)
+            return RunStats.of_document(StatsState.from_dict(load_json(file, "run statistics"), file))
         except ConfigError as err:
             raise SoftRTError(err.msg, hint="delete it: softrt then re-reads the samples") from None
         except (ValueError, OverflowError, TypeError) as err:
