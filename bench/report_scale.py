@@ -220,7 +220,7 @@ def generate_full(cache: Path, rows: int, period_ns: int = 250_000) -> Path:
     }
     write_json_atomic(run / "config.json", config)
     write_json_atomic(run / "host.json", host)
-    write_json_atomic(run / rundir.STATS, stats.to_dict())
+    write_json_atomic(run / rundir.STATS, stats.document().to_dict())
     write_json_atomic(run / "summary.json", RunSummary.read(summary, run).to_dict())
     write_json_atomic(
         done,

@@ -142,7 +142,7 @@ def day(hours: float, chunk: int) -> dict:
     wall, cpu = time.perf_counter() - w, time.process_time() - c
     t = time.perf_counter()
     m = stats.summary()
-    doc = json.dumps(stats.to_dict())
+    doc = json.dumps(stats.document().to_dict())
     summary_s = time.perf_counter() - t
     ok = m.cycles == feed.fed and m.records_missing == feed.missing and m.misses.missed_updates == feed.missed
     return {
