@@ -86,13 +86,14 @@ def test_check_verdict_and_findings_are_shown(tmp_path, synth_run):
             {
                 "findings": [
                     {
+                        "id": "idle.states",
                         "title": "CPU idle states",
                         "status": "fail",
                         "severity": "high",
                         "summary": "C6 <enabled>",
                         "fix": "cpupower idle-set -D 0",
                     },
-                    {"title": "Clocksource", "status": "ok", "severity": "low", "summary": "tsc"},
+                    {"id": "clock.source", "title": "Clocksource", "status": "ok", "severity": "low", "summary": "tsc"},
                 ]
             }
         )

@@ -13,6 +13,7 @@ from softrt.analysis import derive
 from softrt.errors import SoftRTError
 from softrt.report import load as load_mod
 from softrt.report.load import load_run
+from softrt.schema.check import Finding, Status
 from softrt.store.rundir import read_samples
 
 
@@ -80,7 +81,7 @@ def test_check_verdict_from_summary_and_check_json(synth_run):
     (run / "check.json").write_text(
         json.dumps({"ready": False, "verdict": "NOT READY (full report)", "findings": [finding]})
     )
-    assert load_run(run).check.verdict == "NOT READY (full report)"
+    assert load_run(run).check.report.verdict == "NOT READY (full report)"
     summary = json.loads((run / "summary.json").read_text())
     summary["check"] = {
         "ready": False,
@@ -89,9 +90,15 @@ def test_check_verdict_from_summary_and_check_json(synth_run):
         "fix_first": ["idle.states"],
     }
     (run / "summary.json").write_text(json.dumps(summary))
+    check = load_run(run).check.report
+    assert check.verdict == "NOT READY: fix idle states" and [f.to_dict() for f in check.findings] == [
+        Finding.from_dict(finding).to_dict()
+    ]
+    assert check.counts == {"fail": 1} and check.ready is False and check.findings[0].status is Status.FAIL
+    (run / "check.json").write_text(json.dumps({"findings": [{**finding, "status": "bad"}]}))
     check = load_run(run).check
-    assert check.verdict == "NOT READY: fix idle states" and check.findings == (finding,)
-    assert check.counts == {"fail": 1} and check.ready is False
+    assert check.report.findings == [] and check.report.verdict == "NOT READY: fix idle states"
+    assert check.unreadable == f"{run / 'check.json'}: findings[0].status must be one of ok, warn, fail, n/a, got 'bad'"
 
 
 def test_missing_samples(synth_run):

@@ -1,8 +1,9 @@
 """The ``softrt check`` taken with a run, as the report shows it (report layer).
 
 ``softrt run --check`` keeps the head of the check's report in the run's summary (ready, verdict,
-counts, fix_first) and the full report beside it in ``check.json`` (docs/run-format.md,
-schema.check.CheckReport), whose findings the report lists.
+counts, fix_first) and the full report beside it in ``check.json`` (docs/run-format.md): both are
+the document schema.check.CheckReport. The report shows the summary's head with the findings of
+``check.json``; a ``check.json`` that does not read is named in one line, not shown in part.
 """
 
 from __future__ import annotations
@@ -11,40 +12,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..schema.check import CheckReport
 from ..schema.summary import RunSummary
-from ..schema.text import printable
 from ..store.validate import load_json
 
 
 @dataclass(frozen=True)
 class RunCheck:
-    """The ``softrt check`` taken with a run, as the report shows it: the summary's ready, verdict
-    and counts, and the findings of the full report (``check.json``) where it is there. A value the
-    files hold that is not what softrt writes is kept as it is: the page prints it as text."""
+    """The ``softrt check`` taken with a run: its report (the summary's head, with ``check.json``'s
+    findings) and, when ``check.json`` is there but does not read, why."""
 
-    ready: object = None
-    verdict: object = None
-    counts: object = None  # status -> number of findings
-    findings: tuple[dict[str, object], ...] = ()  # check.json's findings (schema.check.Finding)
+    report: CheckReport
+    unreadable: str | None = None
 
 
 def read_check(path: Path, summary: RunSummary) -> RunCheck | None:
-    """The ``softrt check`` taken with the run (``softrt run --check``): the summary's
-    ``check`` {ready, verdict, counts}, with the findings of the full report in ``check.json`` when
-    it is there (docs/run-format.md); where the summary has none, the file's own."""
-    full: object = {}
+    """The ``softrt check`` taken with the run (``softrt run --check``): the summary's ``check``
+    {ready, verdict, counts} with the findings of ``check.json`` when it is there; where the summary
+    has none, the file's own. None when the run was taken without a check."""
+    full: CheckReport | None = None
+    unreadable = None
     file = path / "check.json"
     if file.is_file():
-        try:
-            full = load_json(file, "check report")  # bounded (store.validate)
-        except ConfigError:
-            full = {"verdict": f"check.json is unreadable ({printable(file)})"}
-    full = full if isinstance(full, dict) else {}
-    raw = full.get("findings")
-    findings = tuple(f for f in raw if isinstance(f, dict)) if isinstance(raw, list) else ()
-    c = summary.check
-    if c is not None:
-        return RunCheck(ready=c.ready, verdict=c.verdict, counts=c.counts, findings=findings)
-    if not full:
-        return None
-    return RunCheck(ready=full.get("ready"), verdict=full.get("verdict"), counts=full.get("counts"), findings=findings)
+        try:  # bounded (store.validate), then every finding checked as a document
+            full = CheckReport.from_dict(load_json(file, "check report"), file)
+        except ConfigError as err:
+            unreadable = err.msg
+    head = summary.check or full
+    if head is None:
+        return None if unreadable is None else RunCheck(CheckReport(), unreadable)
+    return RunCheck(head.replace(findings=full.findings) if full else head, unreadable)

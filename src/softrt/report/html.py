@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from html import escape
 
 from ..analysis.verdict import verdict_lines, verdict_of
+from ..schema.check import Status
 from ..schema.summary import RunSummary
 from ..schema.why_late import TraceInfo
 from ..units import format_number as num
@@ -278,22 +279,24 @@ def _facts(i: int, r: RunView) -> str:
     )
     check = r.check
     if check:
-        verdict = check.verdict or ("ready" if check.ready else "not ready")
-        cls = "good" if check.ready else "bad"
-        check_html = f'<p>softrt check: <span class="{cls}">{escape(str(verdict))}</span></p>'
-        counts = check.counts
-        if isinstance(counts, dict):
-            check_html += '<p class="na">' + escape(", ".join(f"{k}: {v}" for k, v in counts.items())) + "</p>"
+        c = check.report
+        if c.verdict is not None or c.ready is not None or not check.unreadable:
+            verdict = c.verdict or ("ready" if c.ready else "not ready")
+            cls = "good" if c.ready else "bad"
+            check_html = f'<p>softrt check: <span class="{cls}">{escape(verdict)}</span></p>'
+        else:
+            check_html = ""
+        if c.counts:
+            check_html += '<p class="na">' + escape(", ".join(f"{k}: {v}" for k, v in c.counts.items())) + "</p>"
+        if check.unreadable:
+            check_html += f'<p class="bad">{escape(check.unreadable)}</p>'
         # The full report (check.json) has the findings: list what failed or warned, worst first.
-        order = {"fail": 0, "warn": 1}
-        found = sorted(
-            (f for f in check.findings if f.get("status") in order),
-            key=lambda f: order[str(f["status"])],
-        )
+        order = {Status.FAIL: 0, Status.WARN: 1}
+        found = sorted((f for f in c.findings if f.status in order), key=lambda f: order[f.status])
         items_check = [
-            f"<li><b>{escape(str(f.get('status')))}</b> ({escape(str(f.get('severity')))}) "
-            f"{escape(str(f.get('title')))}: {escape(str(f.get('summary')))}"
-            + (f" — fix: <code>{escape(str(f['fix']))}</code>" if f.get("fix") else "")
+            f"<li><b>{escape(f.status.value)}</b> ({escape(f.severity.value)}) "
+            f"{escape(f.title)}: {escape(f.summary)}"
+            + (f" — fix: <code>{escape(f.fix)}</code>" if f.fix else "")
             + "</li>"
             for f in found[:FINDING_ROWS]
         ]
