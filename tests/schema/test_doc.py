@@ -149,7 +149,11 @@ def test_a_list_of_numbers_is_checked_item_by_item_also_on_its_fast_path() -> No
     from softrt.schema.runstats import Histogram
 
     ok = dict(n=2, sum_ns=3, m2_ns2=0.5, min_ns=1, max_ns=2, keys=[1, 2], counts=[1, 1])
-    assert Histogram.from_dict(ok).to_dict() == ok and Histogram(**ok).keys == [1, 2]
+    assert Histogram.from_dict(ok).to_dict() == ok
+    keys = [1, 2]
+    built = Histogram(**{**ok, "keys": keys})
+    keys.append(3)
+    assert built.keys == [1, 2]  # the document's own list, not the caller's
     for bad, message in (([1, True], r"keys\[1\] must be a whole number, got True"), ([1, 2.0], r"keys\[1\] must")):
         with pytest.raises(ConfigError, match=message):
             Histogram.from_dict({**ok, "keys": bad})

@@ -348,7 +348,7 @@ def _converter(
             if not isinstance(value, list):
                 raise _bad(where, path, f"must be a list, got {_show(value)}")
             if plain is not None and all(type(v) in plain for v in value):
-                return value
+                return list(value)  # a copy, as below: the caller's list is not the document's
             try:
                 return [item(v, where, path) for v in value]
             except ConfigError:  # again, naming the item that is wrong
