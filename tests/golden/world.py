@@ -274,7 +274,6 @@ def model(obj: object) -> object:
     """A JSON picture of the report's data model: every field; an array by dtype, shape, sum and a
     SHA-256 of its bytes (its first values when it is short); a summary by its run id (the show --json
     cases hold it whole)."""
-    from softrt.analysis import RunStats
     from softrt.schema.summary import RunSummary
 
     if obj is None or isinstance(obj, (bool, int, str)):
@@ -309,8 +308,8 @@ def model(obj: object) -> object:
             if isinstance(v := getattr(obj, f.name), np.ndarray):
                 out[f.name] = model([None if isinstance(x, float) and math.isnan(x) else x for x in v.tolist()])
         return out
-    if isinstance(obj, RunStats):  # its state as stats.json holds it
-        return {"type": "RunStats", **model(obj.document().to_dict())}
+    if callable(document := getattr(obj, "document", None)):  # a producer: pictured by its document
+        return {"type": type(obj).__name__, **model(document().to_dict())}
     if hasattr(obj, "to_dict"):
         return {"type": type(obj).__name__, **model(obj.to_dict())}
     if is_dataclass(obj):

@@ -101,6 +101,13 @@ def test_check_verdict_from_summary_and_check_json(synth_run):
     assert check.unreadable == f"{run / 'check.json'}: findings[0].status must be one of ok, warn, fail, n/a, got 'bad'"
 
 
+def test_a_check_json_alone_that_does_not_read_is_named_not_shown_in_part(synth_run):
+    run = synth_run(cycles=2_000)
+    (run / "check.json").write_text('{"ready": "yes"}')
+    check = load_run(run).check
+    assert check.report is None and check.unreadable == f"{run / 'check.json'}: ready must be true or false, got 'yes'"
+
+
 def test_missing_samples(synth_run):
     run = synth_run(cycles=2_000)
     (run / "samples.parquet").unlink()

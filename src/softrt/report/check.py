@@ -22,7 +22,7 @@ class RunCheck:
     """The ``softrt check`` taken with a run: its report (the summary's head, with ``check.json``'s
     findings) and, when ``check.json`` is there but does not read, why."""
 
-    report: CheckReport
+    report: CheckReport | None  # None: only a check.json that does not read
     unreadable: str | None = None
 
 
@@ -40,5 +40,5 @@ def read_check(path: Path, summary: RunSummary) -> RunCheck | None:
             unreadable = err.msg
     head = summary.check or full
     if head is None:
-        return None if unreadable is None else RunCheck(CheckReport(), unreadable)
+        return None if unreadable is None else RunCheck(None, unreadable)
     return RunCheck(head.replace(findings=full.findings) if full else head, unreadable)

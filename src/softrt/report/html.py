@@ -280,19 +280,19 @@ def _facts(i: int, r: RunView) -> str:
     check = r.check
     if check:
         c = check.report
-        if c.verdict is not None or c.ready is not None or not check.unreadable:
+        if c is not None:
             verdict = c.verdict or ("ready" if c.ready else "not ready")
-            cls = "good" if c.ready else "bad"
-            check_html = f'<p>softrt check: <span class="{cls}">{escape(verdict)}</span></p>'
+            check_html = f'<p>softrt check: <span class="{"good" if c.ready else "bad"}">{escape(verdict)}</span></p>'
+            if c.counts:
+                check_html += '<p class="na">' + escape(", ".join(f"{k}: {v}" for k, v in c.counts.items())) + "</p>"
         else:
             check_html = ""
-        if c.counts:
-            check_html += '<p class="na">' + escape(", ".join(f"{k}: {v}" for k, v in c.counts.items())) + "</p>"
         if check.unreadable:
             check_html += f'<p class="bad">{escape(check.unreadable)}</p>'
         # The full report (check.json) has the findings: list what failed or warned, worst first.
         order = {Status.FAIL: 0, Status.WARN: 1}
-        found = sorted((f for f in c.findings if f.status in order), key=lambda f: order[f.status])
+        findings = c.findings if c is not None else []
+        found = sorted((f for f in findings if f.status in order), key=lambda f: order[f.status])
         items_check = [
             f"<li><b>{escape(f.status.value)}</b> ({escape(f.severity.value)}) "
             f"{escape(f.title)}: {escape(f.summary)}"
