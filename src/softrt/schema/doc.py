@@ -201,7 +201,7 @@ class Doc:
                 )
             elif key in doc:
                 values[name] = convert(doc[key], where, f"{path}.{key}" if path else key)
-            elif key in _required(cls):
+            elif key in _required(cls):  # (a dataclass would raise TypeError, naming no file)
                 raise _bad(where, f"{path}.{key}" if path else key, "is missing")
         return values, _keys(cls)
 
