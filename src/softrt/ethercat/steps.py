@@ -55,6 +55,7 @@ class Steps:
         self._lock = threading.Lock()
         self._saved: dict[str, int] | None = None
         self.expired = False
+        self._failing = False
 
     # --- a step -----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -64,7 +65,7 @@ class Steps:
         now = self.clock()
         self.deadline = min(now + seconds, self.end)
         self.seconds = self.deadline - now
-        self._silent_since, self._silent_probes, self.expired = None, 0, False
+        self._silent_since, self._silent_probes, self.expired, self._failing = None, 0, False, False
         timer = threading.Timer(max(0.0, self.deadline - self.clock()), self._collapse)
         timer.daemon = True
         timer.start()
@@ -90,7 +91,14 @@ class Steps:
             raise self.failed(f"did not finish in {self.seconds:.1f} s", "state_timeout")
 
     def failed(self, what: str, reason: str = "config") -> EcatError:
-        """The step's error: it says whether the bus still answers, and what was expected."""
+        """The step's error: it says whether the bus still answers, and what was expected.
+
+        Whether it answers is asked with the step's own timeouts: at the deadline SOEM's waits are
+        cut to 1 µs (:meth:`_collapse`), and probes that wait 1 µs find any bus silent (a step that
+        ran out of time was reported as a lost bus, seen under load)."""
+        with self._lock:
+            self._failing = True  # a deadline passing from here on cuts nothing short
+        self._restore()
         silent = self.settle()
         where = f" ({self.slave})" if self.slave else ""
         if silent:
@@ -158,6 +166,8 @@ class Steps:
         import pysoem
 
         with self._lock:
+            if self._failing:  # the step's error is being told: its probes keep their timeouts
+                return
             t = pysoem.settings.timeouts
             if self._saved is None:
                 self._saved = {k: getattr(t, k) for k in _TIMEOUTS}
